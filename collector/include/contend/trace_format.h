@@ -1,0 +1,137 @@
+/*
+ * contend lock-trace format, version 1.
+ *
+ * The one definition of the on-disk layout of a per-process lock trace
+ * (`<recording>/locks/<pid>.ctrace`). The C collector writes it; the Rust
+ * module `contend_trace::format` mirrors it constant for constant and is
+ * tested by reading traces this collector actually wrote. The prose
+ * specification is docs/trace-format.md; keep the three in step.
+ *
+ * Rules:
+ *  - little-endian, 8-byte words; records are whole words;
+ *  - record tags are only ever added, never reused or renumbered;
+ *  - a zero word is "no record here": the file is created sparse (zero
+ *    filled), a writer stores the head word of a record last, so a record
+ *    that was being written when the process died is simply absent.
+ */
+#ifndef CONTEND_TRACE_FORMAT_H
+#define CONTEND_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define CONTEND_TRACE_MAGIC "CNTDLOCK" /* 8 bytes, no NUL stored */
+#define CONTEND_TRACE_VERSION 1u
+#define CONTEND_ENDIAN_CHECK 0x01020304u
+#define CONTEND_HEADER_SIZE 4096u
+
+/* Clock of all tick values in a trace. */
+#define CONTEND_CLOCK_TSC 1u       /* x86 rdtsc ticks (invariant TSC)   */
+#define CONTEND_CLOCK_MONOTONIC 2u /* CLOCK_MONOTONIC nanoseconds       */
+
+/* Header flags (contend_trace_header.flags, updated atomically). */
+#define CONTEND_FLAG_FINISHED 1u   /* the process ran its exit path      */
+#define CONTEND_FLAG_FORKED 2u     /* this process is a fork() child     */
+#define CONTEND_FLAG_TABLE_FULL 4u /* some records use the wide form    */
+
+/* Sizes of the index tables (slots; a slot number is the index). */
+#define CONTEND_OBJECT_SLOTS 65536u
+#define CONTEND_SITE_SLOTS 65536u
+#define CONTEND_DEFAULT_CHUNK_SIZE (128u * 1024u)
+
+/* A calibration point: the same instant on the trace clock and on the
+ * system clocks. Readers fit ns = a + b * ticks through all points. */
+typedef struct contend_calibration {
+    uint64_t ticks;        /* trace clock                          */
+    uint64_t monotonic_ns; /* CLOCK_MONOTONIC, ns                  */
+    uint64_t realtime_ns;  /* CLOCK_REALTIME, ns since the epoch   */
+    uint64_t reserved;
+} contend_calibration;
+
+typedef struct contend_trace_header {
+    char magic[8];                  /*    0 "CNTDLOCK"                    */
+    uint32_t version;               /*    8 CONTEND_TRACE_VERSION         */
+    uint32_t header_size;           /*   12 CONTEND_HEADER_SIZE           */
+    uint32_t endian_check;          /*   16 CONTEND_ENDIAN_CHECK          */
+    uint16_t pointer_size;          /*   20 sizeof(void *)                */
+    uint16_t clock;                 /*   22 CONTEND_CLOCK_*               */
+    uint32_t chunk_size;            /*   24 bytes, power of two >= 4096   */
+    uint32_t chunks_claimed;        /*   28 atomic; chunks handed out     */
+    uint32_t pid;                   /*   32                               */
+    uint32_t ppid;                  /*   36                               */
+    uint64_t flags;                 /*   40 atomic; CONTEND_FLAG_*        */
+    uint64_t object_table_offset;   /*   48 bytes from file start         */
+    uint32_t object_table_slots;    /*   56                               */
+    uint32_t site_table_slots;      /*   60                               */
+    uint64_t site_table_offset;     /*   64                               */
+    uint64_t data_offset;           /*   72 first chunk                   */
+    contend_calibration start;      /*   80 at collector start            */
+    contend_calibration end;        /*  112 valid if FLAG_FINISHED        */
+    uint64_t ticks_per_second;      /*  144 launcher's estimate, 0 = none */
+    uint32_t stack_every;           /*  152 0 = no stacks                 */
+    uint32_t reserved0;             /*  156                               */
+    uint8_t reserved[512 - 160];    /*  160                               */
+    char exe_path[1024];            /*  512 NUL-terminated, truncated     */
+    char cmdline[2048];             /* 1536 NUL-separated args, truncated */
+    uint8_t tail[4096 - 3584];      /* 3584                               */
+} contend_trace_header;
+
+/* Chunk: a fixed-size slice of the file owned by one thread. */
+#define CONTEND_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
+#define CONTEND_CHUNK_HEADER_SIZE 64u
+
+typedef struct contend_chunk_header {
+    uint32_t magic;        /*  0 CONTEND_CHUNK_MAGIC (stored last)     */
+    uint32_t tid;          /*  4 kernel thread id                      */
+    uint32_t sequence;     /*  8 0, 1, 2, ... within the thread        */
+    uint32_t flags;        /* 12 reserved, 0                           */
+    uint64_t base_ticks;   /* 16 time base for the first record        */
+    uint64_t monotonic_ns; /* 24 CLOCK_MONOTONIC at base_ticks          */
+    uint64_t reserved[4];  /* 32                                        */
+} contend_chunk_header;
+
+/*
+ * Record head word:
+ *   bits  0..7   tag
+ *   bits  8..31  dt: ticks since the previous record of this thread
+ *                (the chunk's base_ticks for the first record)
+ *   bits 32..47  object index (slot in the object table)
+ *   bits 48..63  site index (slot in the site table)
+ * With CONTEND_TAG_WIDE set, the index fields are 0 and two words follow:
+ * the object address and the call-site address.
+ */
+#define CONTEND_DT_BITS 24
+#define CONTEND_DT_MAX ((1u << CONTEND_DT_BITS) - 1u)
+
+/* Control tags. */
+#define CONTEND_TAG_TIME 0x01u  /* 1 word follows: absolute ticks; dt = 0   */
+#define CONTEND_TAG_STACK 0x02u /* bits 8..31 = n; n words follow: return
+                                   addresses, innermost first; belongs to the
+                                   next operation record of the thread     */
+
+/* Operation tags: (primitive << 4) | phase, optionally | CONTEND_TAG_WIDE. */
+#define CONTEND_TAG_WIDE 0x80u
+
+#define CONTEND_PRIM_MUTEX 1u
+#define CONTEND_PRIM_RWLOCK_READ 2u
+#define CONTEND_PRIM_RWLOCK_WRITE 3u
+#define CONTEND_PRIM_SPIN 4u
+#define CONTEND_PRIM_COND 5u
+#define CONTEND_PRIM_BARRIER 6u
+#define CONTEND_PRIM_SEM 7u
+
+#define CONTEND_PHASE_REQUEST 1u   /* blocking call entered, not acquired   */
+#define CONTEND_PHASE_ACQUIRED 2u  /* the pending REQUEST succeeded         */
+#define CONTEND_PHASE_IMMEDIATE 3u /* acquired at once (no waiting)        */
+#define CONTEND_PHASE_BUSY 4u      /* try failed at once / timed out after
+                                      a REQUEST                           */
+#define CONTEND_PHASE_ERROR 5u     /* call returned another error (EDEADLK,
+                                      EINVAL, ...); ends a pending REQUEST */
+#define CONTEND_PHASE_RELEASE 6u   /* unlock / sem_post, before the call    */
+
+#define CONTEND_OP_TAG(prim, phase) ((uint8_t)(((prim) << 4) | (phase)))
+
+_Static_assert(sizeof(contend_calibration) == 32, "calibration is 32 bytes");
+_Static_assert(sizeof(contend_trace_header) == CONTEND_HEADER_SIZE, "header is 4096 bytes");
+_Static_assert(sizeof(contend_chunk_header) == CONTEND_CHUNK_HEADER_SIZE, "chunk header is 64 bytes");
+
+#endif /* CONTEND_TRACE_FORMAT_H */

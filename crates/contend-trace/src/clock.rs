@@ -1,0 +1,141 @@
+//! Conversion of trace ticks to CLOCK_MONOTONIC nanoseconds.
+//!
+//! The collector timestamps with `rdtsc` when the TSC is invariant (about
+//! half the cost of `clock_gettime` here) and stores calibration points:
+//! the same instant read on the TSC and on CLOCK_MONOTONIC. The TSC is one
+//! clock for the whole machine, so the points of every process and of the
+//! launcher lie on one line; [`ClockFit::fit`] takes the least-squares line
+//! through all of them.
+
+use serde::Serialize;
+
+/// One instant read on the trace clock and on CLOCK_MONOTONIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CalibrationPoint {
+    /// Trace clock ticks.
+    pub ticks: u64,
+    /// CLOCK_MONOTONIC, ns.
+    pub monotonic_ns: u64,
+}
+
+/// A linear map ticks → CLOCK_MONOTONIC ns: `ns = origin_ns + (ticks − origin_ticks) × ns_per_tick`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ClockFit {
+    /// Tick value of the reference point.
+    pub origin_ticks: u64,
+    /// CLOCK_MONOTONIC ns of the reference point.
+    pub origin_ns: u64,
+    /// Slope, ns per tick (1.0 for a CLOCK_MONOTONIC trace).
+    pub ns_per_tick: f64,
+    /// Number of calibration points the fit used.
+    pub points: usize,
+}
+
+impl ClockFit {
+    /// The identity map, for traces whose ticks are already ns.
+    pub fn identity() -> ClockFit {
+        ClockFit {
+            origin_ticks: 0,
+            origin_ns: 0,
+            ns_per_tick: 1.0,
+            points: 0,
+        }
+    }
+
+    /// Least-squares line through `points` (deduplicated by tick value).
+    ///
+    /// With fewer than two distinct points, or points spanning less than
+    /// 1 ms, the slope comes from `ticks_per_second` (the launcher's
+    /// measurement, must be > 0) through the first point. Returns `None`
+    /// when no slope can be had (no points, or one point and no frequency).
+    pub fn fit(points: &[CalibrationPoint], ticks_per_second: u64) -> Option<ClockFit> {
+        let mut pts: Vec<CalibrationPoint> = points
+            .iter()
+            .copied()
+            .filter(|p| p.ticks != 0 && p.monotonic_ns != 0)
+            .collect();
+        pts.sort_by_key(|p| p.ticks);
+        pts.dedup_by_key(|p| p.ticks);
+        let first = *pts.first()?;
+        let last = *pts.last()?;
+        let span_ns = last.monotonic_ns.saturating_sub(first.monotonic_ns);
+        if pts.len() < 2 || span_ns < 1_000_000 {
+            if ticks_per_second == 0 {
+                return None;
+            }
+            return Some(ClockFit {
+                origin_ticks: first.ticks,
+                origin_ns: first.monotonic_ns,
+                ns_per_tick: 1e9 / ticks_per_second as f64,
+                points: pts.len(),
+            });
+        }
+        // Fit on offsets from the first point to keep f64 precision.
+        let n = pts.len() as f64;
+        let (mut sx, mut sy, mut sxx, mut sxy) = (0f64, 0f64, 0f64, 0f64);
+        for p in &pts {
+            let x = (p.ticks - first.ticks) as f64;
+            let y = p.monotonic_ns as f64 - first.monotonic_ns as f64;
+            sx += x;
+            sy += y;
+            sxx += x * x;
+            sxy += x * y;
+        }
+        let denom = n * sxx - sx * sx;
+        if denom <= 0.0 {
+            return None;
+        }
+        let slope = (n * sxy - sx * sy) / denom;
+        let intercept = (sy - slope * sx) / n;
+        let origin_ns = (first.monotonic_ns as f64 + intercept).round().max(0.0) as u64;
+        Some(ClockFit {
+            origin_ticks: first.ticks,
+            origin_ns,
+            ns_per_tick: slope,
+            points: pts.len(),
+        })
+    }
+
+    /// Converts a tick value to CLOCK_MONOTONIC ns (saturating at 0).
+    #[inline]
+    pub fn to_ns(&self, ticks: u64) -> u64 {
+        let d = ticks as i128 - self.origin_ticks as i128;
+        let ns = self.origin_ns as f64 + d as f64 * self.ns_per_tick;
+        if ns <= 0.0 {
+            0
+        } else {
+            ns.round() as u64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_known_line() {
+        // 2.5 GHz: 0.4 ns per tick, offset 1 s.
+        let pts: Vec<_> = (0..10u64)
+            .map(|i| CalibrationPoint {
+                ticks: 1_000_000 + i * 250_000_000,
+                monotonic_ns: 1_000_000_000 + i * 100_000_000,
+            })
+            .collect();
+        let f = ClockFit::fit(&pts, 0).unwrap();
+        assert!((f.ns_per_tick - 0.4).abs() < 1e-9);
+        assert_eq!(f.to_ns(1_000_000), 1_000_000_000);
+        assert_eq!(f.to_ns(1_000_000 + 2_500), 1_000_001_000);
+    }
+
+    #[test]
+    fn single_point_uses_frequency() {
+        let pts = [CalibrationPoint {
+            ticks: 5_000,
+            monotonic_ns: 7_000,
+        }];
+        assert!(ClockFit::fit(&pts, 0).is_none());
+        let f = ClockFit::fit(&pts, 2_000_000_000).unwrap();
+        assert_eq!(f.to_ns(7_000), 8_000);
+    }
+}

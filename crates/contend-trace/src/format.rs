@@ -1,0 +1,209 @@
+//! Layout constants of the lock-trace format, version 1.
+//!
+//! Mirrors `collector/include/contend/trace_format.h` constant for constant;
+//! the prose specification is `docs/trace-format.md`. Tags are only ever
+//! added, never reused.
+
+/// File magic, the first 8 bytes of every lock trace.
+pub const MAGIC: &[u8; 8] = b"CNTDLOCK";
+/// Format version this reader understands.
+pub const VERSION: u32 = 1;
+/// Value of the endianness check field as written by a little-endian writer.
+pub const ENDIAN_CHECK: u32 = 0x0102_0304;
+/// Size of the file header in bytes.
+pub const HEADER_SIZE: usize = 4096;
+/// Size of a chunk header in bytes.
+pub const CHUNK_HEADER_SIZE: usize = 64;
+/// Chunk magic, "CHNK" as a little-endian u32.
+pub const CHUNK_MAGIC: u32 = 0x4b4e_4843;
+
+/// Clock field: ticks are x86 TSC values.
+pub const CLOCK_TSC: u16 = 1;
+/// Clock field: ticks are CLOCK_MONOTONIC nanoseconds.
+pub const CLOCK_MONOTONIC: u16 = 2;
+
+/// Header flag: the process ran its exit path.
+pub const FLAG_FINISHED: u64 = 1;
+/// Header flag: the process is a `fork()` child.
+pub const FLAG_FORKED: u64 = 2;
+/// Header flag: some records use the wide form (an index table was full).
+pub const FLAG_TABLE_FULL: u64 = 4;
+
+/// Tag of a TIME record (one extension word: absolute ticks).
+pub const TAG_TIME: u8 = 0x01;
+/// Tag of a STACK record (bits 8..31 = frame count, frames follow).
+pub const TAG_STACK: u8 = 0x02;
+/// Flag bit of a wide operation record (object and site addresses follow).
+pub const TAG_WIDE: u8 = 0x80;
+/// Number of bits of the `dt` field.
+pub const DT_BITS: u32 = 24;
+
+/// Byte offsets of header fields (see the C header for the struct).
+pub mod header {
+    /// `char[8]` magic.
+    pub const MAGIC: usize = 0;
+    /// `u32` version.
+    pub const VERSION: usize = 8;
+    /// `u32` header size.
+    pub const HEADER_SIZE: usize = 12;
+    /// `u32` endianness check.
+    pub const ENDIAN_CHECK: usize = 16;
+    /// `u16` pointer size.
+    pub const POINTER_SIZE: usize = 20;
+    /// `u16` clock kind.
+    pub const CLOCK: usize = 22;
+    /// `u32` chunk size in bytes.
+    pub const CHUNK_SIZE: usize = 24;
+    /// `u32` number of chunks claimed.
+    pub const CHUNKS_CLAIMED: usize = 28;
+    /// `u32` pid.
+    pub const PID: usize = 32;
+    /// `u32` parent pid.
+    pub const PPID: usize = 36;
+    /// `u64` flags.
+    pub const FLAGS: usize = 40;
+    /// `u64` object table offset.
+    pub const OBJECT_TABLE_OFFSET: usize = 48;
+    /// `u32` object table slots.
+    pub const OBJECT_TABLE_SLOTS: usize = 56;
+    /// `u32` site table slots.
+    pub const SITE_TABLE_SLOTS: usize = 60;
+    /// `u64` site table offset.
+    pub const SITE_TABLE_OFFSET: usize = 64;
+    /// `u64` offset of chunk 0.
+    pub const DATA_OFFSET: usize = 72;
+    /// Calibration (4 × u64) at collector start.
+    pub const START: usize = 80;
+    /// Calibration (4 × u64) at exit.
+    pub const END: usize = 112;
+    /// `u64` ticks per second measured by the launcher.
+    pub const TICKS_PER_SECOND: usize = 144;
+    /// `u32` stack every N-th operation.
+    pub const STACK_EVERY: usize = 152;
+    /// `char[1024]` executable path.
+    pub const EXE_PATH: usize = 512;
+    /// Length of the executable path field.
+    pub const EXE_PATH_LEN: usize = 1024;
+    /// `char[2048]` NUL-separated command line.
+    pub const CMDLINE: usize = 1536;
+    /// Length of the command-line field.
+    pub const CMDLINE_LEN: usize = 2048;
+}
+
+/// A synchronisation primitive, as encoded in bits 4..6 of an operation tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Primitive {
+    /// `pthread_mutex_t` (also `std::mutex`, `std::recursive_mutex`, …).
+    Mutex = 1,
+    /// `pthread_rwlock_t` held for reading (shared).
+    RwlockRead = 2,
+    /// `pthread_rwlock_t` held for writing (exclusive).
+    RwlockWrite = 3,
+    /// `pthread_spinlock_t`.
+    Spin = 4,
+    /// `pthread_cond_t` (a condition wait).
+    Cond = 5,
+    /// `pthread_barrier_t` (a barrier wait).
+    Barrier = 6,
+    /// POSIX `sem_t`.
+    Semaphore = 7,
+}
+
+impl Primitive {
+    /// Decodes bits 4..6 of a tag; `None` for an unknown primitive.
+    pub fn from_code(code: u8) -> Option<Primitive> {
+        Some(match code {
+            1 => Primitive::Mutex,
+            2 => Primitive::RwlockRead,
+            3 => Primitive::RwlockWrite,
+            4 => Primitive::Spin,
+            5 => Primitive::Cond,
+            6 => Primitive::Barrier,
+            7 => Primitive::Semaphore,
+            _ => return None,
+        })
+    }
+
+    /// The kind of object this primitive operates on, as reported
+    /// (`mutex`, `rwlock`, `spinlock`, `cond`, `barrier`, `semaphore`).
+    pub fn object_kind(self) -> &'static str {
+        match self {
+            Primitive::Mutex => "mutex",
+            Primitive::RwlockRead | Primitive::RwlockWrite => "rwlock",
+            Primitive::Spin => "spinlock",
+            Primitive::Cond => "cond",
+            Primitive::Barrier => "barrier",
+            Primitive::Semaphore => "semaphore",
+        }
+    }
+
+    /// True for primitives whose acquisition is a mutual-exclusion lock that
+    /// is later released by the same thread (mutex, rwlock, spinlock).
+    pub fn is_lock(self) -> bool {
+        matches!(
+            self,
+            Primitive::Mutex | Primitive::RwlockRead | Primitive::RwlockWrite | Primitive::Spin
+        )
+    }
+}
+
+/// Phase of an operation record (bits 0..3 of the tag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Phase {
+    /// A blocking call was entered after the fast try failed.
+    Request = 1,
+    /// The pending request of this thread succeeded.
+    Acquired = 2,
+    /// Acquired at once (request time = acquisition time).
+    Immediate = 3,
+    /// A try failed at once, or a timed wait timed out after a request.
+    Busy = 4,
+    /// The call returned another error (EDEADLK, EPERM, EINVAL, …).
+    Error = 5,
+    /// Unlock or `sem_post`, timed just before the real call.
+    Release = 6,
+}
+
+impl Phase {
+    /// Decodes bits 0..3 of a tag; `None` for an unknown phase.
+    pub fn from_code(code: u8) -> Option<Phase> {
+        Some(match code {
+            1 => Phase::Request,
+            2 => Phase::Acquired,
+            3 => Phase::Immediate,
+            4 => Phase::Busy,
+            5 => Phase::Error,
+            6 => Phase::Release,
+            _ => return None,
+        })
+    }
+}
+
+/// Builds an operation tag, `(primitive << 4) | phase` (narrow form).
+pub fn op_tag(primitive: Primitive, phase: Phase) -> u8 {
+    ((primitive as u8) << 4) | phase as u8
+}
+
+/// Splits a head word into (tag, dt, object index, site index).
+#[inline]
+pub fn split_head(word: u64) -> (u8, u32, u16, u16) {
+    (
+        (word & 0xff) as u8,
+        ((word >> 8) & 0x00ff_ffff) as u32,
+        ((word >> 32) & 0xffff) as u16,
+        (word >> 48) as u16,
+    )
+}
+
+/// Builds a head word from its fields (used by tests and trace writers).
+#[inline]
+pub fn make_head(tag: u8, dt: u32, object: u16, site: u16) -> u64 {
+    u64::from(tag)
+        | (u64::from(dt & 0x00ff_ffff) << 8)
+        | (u64::from(object) << 32)
+        | (u64::from(site) << 48)
+}

@@ -1,0 +1,52 @@
+//! # contend-trace
+//!
+//! The binary trace formats of `contend` and their reader. One definition of
+//! the on-disk layout lives in `collector/include/contend/trace_format.h`;
+//! [`format`] mirrors it and `docs/trace-format.md` explains it.
+//!
+//! Design constraints: reading never panics on damaged input; a trace cut
+//! short by a crash or `SIGKILL` is read up to its last complete record and
+//! the damage is described ([`reader::Damage`]) rather than hidden.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod format;
+pub mod reader;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+
+pub use clock::{CalibrationPoint, ClockFit};
+pub use format::{Phase, Primitive};
+pub use reader::{Damage, LockTrace, RawOp, ThreadOps, NO_STACK};
+pub use writer::TraceBuilder;
+
+/// Errors reading a trace. Every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The file could not be opened, read or mapped.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not a trace this version of contend can read.
+    #[error("{}: {problem}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+impl TraceError {
+    pub(crate) fn format(path: &Path, problem: impl Into<String>) -> TraceError {
+        TraceError::Format {
+            path: path.to_path_buf(),
+            problem: problem.into(),
+        }
+    }
+}

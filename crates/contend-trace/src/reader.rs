@@ -1,0 +1,512 @@
+//! Reader of per-process lock traces (`locks/<pid>.ctrace`).
+//!
+//! The reader is written for damaged input: a trace of a process that was
+//! killed, crashed or truncated on disk is read as far as it goes and every
+//! gap is described in [`LockTrace::damage`]; only a file that is not a lock
+//! trace at all (bad magic, version, endianness, shorter than its header)
+//! is an error.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::clock::CalibrationPoint;
+use crate::format::{self, header as h, Phase, Primitive};
+use crate::TraceError;
+
+/// One decoded operation record of one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawOp {
+    /// Trace clock ticks (convert with a [`crate::ClockFit`]).
+    pub ticks: u64,
+    /// Address of the synchronisation object.
+    pub object: u64,
+    /// Return address of the call (the call site).
+    pub site: u64,
+    /// Primitive operated on.
+    pub primitive: Primitive,
+    /// What happened.
+    pub phase: Phase,
+    /// Index into [`LockTrace::stacks`], or [`NO_STACK`].
+    pub stack: u32,
+}
+
+/// Value of [`RawOp::stack`] when no call stack was recorded.
+pub const NO_STACK: u32 = u32::MAX;
+
+/// The operations of one thread, in program order.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadOps {
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Operations in the order the thread performed them.
+    pub ops: Vec<RawOp>,
+}
+
+/// A gap or defect found while reading; the rest of the trace is still used.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Damage {
+    /// The process never ran its exit path (killed, crashed, `_exit()`).
+    NotFinished,
+    /// The file is shorter than its claimed chunks: `lost_chunks` are gone.
+    FileTruncated {
+        /// Chunks claimed in the header but not (wholly) in the file.
+        lost_chunks: u32,
+    },
+    /// Chunks claimed but never started (the thread died in between).
+    UnstartedChunks {
+        /// How many.
+        count: u32,
+    },
+    /// A thread's chunk sequence has holes.
+    SequenceGap {
+        /// Thread id.
+        tid: u32,
+        /// Number of missing chunks.
+        missing: u32,
+    },
+    /// A record with an unknown tag or cut short; the chunk is read up to it.
+    BadRecord {
+        /// Byte offset in the file.
+        offset: u64,
+        /// What was wrong.
+        problem: String,
+    },
+    /// An index referred to an empty table slot.
+    DanglingIndex {
+        /// How many records.
+        count: u64,
+    },
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::NotFinished => write!(
+                f,
+                "the process did not finish normally (killed, crashed or left through _exit()); the trace ends at its last complete record"
+            ),
+            Damage::FileTruncated { lost_chunks } => {
+                write!(f, "the file is truncated: {lost_chunks} chunk(s) lost")
+            }
+            Damage::UnstartedChunks { count } => {
+                write!(f, "{count} chunk(s) were claimed but never started")
+            }
+            Damage::SequenceGap { tid, missing } => {
+                write!(f, "thread {tid} is missing {missing} chunk(s)")
+            }
+            Damage::BadRecord { offset, problem } => {
+                write!(f, "bad record at byte {offset}: {problem}; the rest of that chunk is skipped")
+            }
+            Damage::DanglingIndex { count } => {
+                write!(f, "{count} record(s) refer to empty index-table slots")
+            }
+        }
+    }
+}
+
+/// A calibration as stored in the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct HeaderCalibration {
+    /// Trace clock ticks.
+    pub ticks: u64,
+    /// CLOCK_MONOTONIC, ns.
+    pub monotonic_ns: u64,
+    /// CLOCK_REALTIME, ns since the Unix epoch.
+    pub realtime_ns: u64,
+}
+
+/// A decoded lock trace of one process.
+#[derive(Debug, Clone)]
+pub struct LockTrace {
+    /// The file read.
+    pub path: PathBuf,
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Clock kind ([`format::CLOCK_TSC`] or [`format::CLOCK_MONOTONIC`]).
+    pub clock: u16,
+    /// Header flags (`format::FLAG_*`).
+    pub flags: u64,
+    /// Executable path as the process saw it.
+    pub exe_path: String,
+    /// Command line (possibly truncated).
+    pub cmdline: Vec<String>,
+    /// Calibration at collector start.
+    pub start: HeaderCalibration,
+    /// Calibration at exit, if the process finished.
+    pub end: Option<HeaderCalibration>,
+    /// Launcher's TSC frequency, Hz (0 = unknown).
+    pub ticks_per_second: u64,
+    /// Stacks were recorded every N-th operation (0 = none).
+    pub stack_every: u32,
+    /// Threads, ordered by their first record.
+    pub threads: Vec<ThreadOps>,
+    /// Call stacks referenced by [`RawOp::stack`]: return addresses, innermost first.
+    pub stacks: Vec<Vec<u64>>,
+    /// Every calibration point in the file (header and chunk headers).
+    pub calibration_points: Vec<CalibrationPoint>,
+    /// Defects found; empty for a complete, clean trace.
+    pub damage: Vec<Damage>,
+}
+
+impl LockTrace {
+    /// True when the process ran its exit path.
+    pub fn finished(&self) -> bool {
+        self.flags & format::FLAG_FINISHED != 0
+    }
+
+    /// Total number of operation records.
+    pub fn op_count(&self) -> usize {
+        self.threads.iter().map(|t| t.ops.len()).sum()
+    }
+
+    /// Reads and decodes the trace at `path`.
+    ///
+    /// Errors: the file cannot be opened or mapped ([`TraceError::Io`]), is
+    /// shorter than its header, or has a bad magic, version, endianness or
+    /// layout ([`TraceError::Format`]). Damage past the header is not an
+    /// error; it is listed in [`LockTrace::damage`].
+    pub fn open(path: &Path) -> Result<LockTrace, TraceError> {
+        let io = |source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len < format::HEADER_SIZE as u64 {
+            return Err(TraceError::format(
+                path,
+                format!("{len} bytes is shorter than the 4096-byte header"),
+            ));
+        }
+        // SAFETY: the map is read-only; a writer that is still running can
+        // only fill zero words, which the decoder treats as end of data.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        Self::decode(path, &map)
+    }
+
+    /// Decodes a trace held in memory (`bytes` = the whole file).
+    pub fn decode(path: &Path, bytes: &[u8]) -> Result<LockTrace, TraceError> {
+        let fail = |msg: String| TraceError::format(path, msg);
+        if bytes.len() < format::HEADER_SIZE {
+            return Err(fail(format!(
+                "{} bytes is shorter than the 4096-byte header",
+                bytes.len()
+            )));
+        }
+        if &bytes[h::MAGIC..h::MAGIC + 8] != format::MAGIC {
+            return Err(fail("not a contend lock trace (bad magic)".into()));
+        }
+        let endian = u32_at(bytes, h::ENDIAN_CHECK);
+        if endian != format::ENDIAN_CHECK {
+            return Err(fail(format!(
+                "written with another byte order (check word {endian:#010x})"
+            )));
+        }
+        let version = u32_at(bytes, h::VERSION);
+        if version != format::VERSION {
+            return Err(fail(format!(
+                "format version {version}, this contend reads version {}",
+                format::VERSION
+            )));
+        }
+        let header_size = u32_at(bytes, h::HEADER_SIZE) as usize;
+        let pointer_size = u16_at(bytes, h::POINTER_SIZE);
+        if header_size != format::HEADER_SIZE || pointer_size != 8 {
+            return Err(fail(format!(
+                "unsupported layout (header {header_size} bytes, pointers {pointer_size} bytes)"
+            )));
+        }
+        let clock = u16_at(bytes, h::CLOCK);
+        if clock != format::CLOCK_TSC && clock != format::CLOCK_MONOTONIC {
+            return Err(fail(format!("unknown clock kind {clock}")));
+        }
+        let chunk_size = u32_at(bytes, h::CHUNK_SIZE) as u64;
+        if chunk_size < 4096 || !chunk_size.is_power_of_two() {
+            return Err(fail(format!("bad chunk size {chunk_size}")));
+        }
+        let chunks_claimed = u32_at(bytes, h::CHUNKS_CLAIMED);
+        let obj_off = u64_at(bytes, h::OBJECT_TABLE_OFFSET);
+        let obj_slots = u32_at(bytes, h::OBJECT_TABLE_SLOTS) as u64;
+        let site_off = u64_at(bytes, h::SITE_TABLE_OFFSET);
+        let site_slots = u32_at(bytes, h::SITE_TABLE_SLOTS) as u64;
+        let data_offset = u64_at(bytes, h::DATA_OFFSET);
+        let len = bytes.len() as u64;
+        let table_ok = |off: u64, slots: u64| {
+            off >= format::HEADER_SIZE as u64
+                && slots <= 1 << 24
+                && off.checked_add(slots * 8).is_some_and(|e| e <= data_offset)
+        };
+        if !table_ok(obj_off, obj_slots) || !table_ok(site_off, site_slots) {
+            return Err(fail("index tables lie outside the file layout".into()));
+        }
+        let flags = u64_at(bytes, h::FLAGS);
+        let read_table = |off: u64, slots: u64| -> Vec<u64> {
+            (0..slots)
+                .map(|i| {
+                    let at = off + i * 8;
+                    if at + 8 <= len {
+                        u64_at(bytes, at as usize)
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        };
+        let objects = read_table(obj_off, obj_slots);
+        let sites = read_table(site_off, site_slots);
+        let cal = |at: usize| HeaderCalibration {
+            ticks: u64_at(bytes, at),
+            monotonic_ns: u64_at(bytes, at + 8),
+            realtime_ns: u64_at(bytes, at + 16),
+        };
+        let start = cal(h::START);
+        let end = (flags & format::FLAG_FINISHED != 0).then(|| cal(h::END));
+        let mut trace = LockTrace {
+            path: path.to_path_buf(),
+            pid: u32_at(bytes, h::PID),
+            ppid: u32_at(bytes, h::PPID),
+            clock,
+            flags,
+            exe_path: c_string(&bytes[h::EXE_PATH..h::EXE_PATH + h::EXE_PATH_LEN]),
+            cmdline: cmdline(&bytes[h::CMDLINE..h::CMDLINE + h::CMDLINE_LEN]),
+            start,
+            end,
+            ticks_per_second: u64_at(bytes, h::TICKS_PER_SECOND),
+            stack_every: u32_at(bytes, h::STACK_EVERY),
+            threads: Vec::new(),
+            stacks: Vec::new(),
+            calibration_points: Vec::new(),
+            damage: Vec::new(),
+        };
+        if flags & format::FLAG_FINISHED == 0 {
+            trace.damage.push(Damage::NotFinished);
+        }
+        for c in std::iter::once(start).chain(end) {
+            if c.ticks != 0 {
+                trace.calibration_points.push(CalibrationPoint {
+                    ticks: c.ticks,
+                    monotonic_ns: c.monotonic_ns,
+                });
+            }
+        }
+
+        // Decode every chunk, then stitch each thread's chunks in sequence.
+        struct Chunk {
+            tid: u32,
+            sequence: u32,
+            base_ticks: u64,
+            ops: Vec<RawOp>,
+        }
+        let mut chunks = Vec::new();
+        let mut lost = 0u32;
+        let mut unstarted = 0u32;
+        let mut dangling = 0u64;
+        for i in 0..u64::from(chunks_claimed) {
+            let begin = data_offset + i * chunk_size;
+            if begin + chunk_size > len {
+                lost += 1;
+                continue;
+            }
+            let c = &bytes[begin as usize..(begin + chunk_size) as usize];
+            if u32_at(c, 0) != format::CHUNK_MAGIC {
+                unstarted += 1;
+                continue;
+            }
+            let tid = u32_at(c, 4);
+            let sequence = u32_at(c, 8);
+            let base_ticks = u64_at(c, 16);
+            let mono = u64_at(c, 24);
+            if base_ticks != 0 && mono != 0 {
+                trace.calibration_points.push(CalibrationPoint {
+                    ticks: base_ticks,
+                    monotonic_ns: mono,
+                });
+            }
+            let mut ops = Vec::with_capacity((chunk_size as usize - format::CHUNK_HEADER_SIZE) / 16);
+            let bad = decode_chunk(
+                c,
+                begin,
+                base_ticks,
+                &objects,
+                &sites,
+                &mut ops,
+                &mut trace.stacks,
+                &mut dangling,
+            );
+            if let Some(d) = bad {
+                trace.damage.push(d);
+            }
+            chunks.push(Chunk {
+                tid,
+                sequence,
+                base_ticks,
+                ops,
+            });
+        }
+        if lost > 0 {
+            trace.damage.push(Damage::FileTruncated { lost_chunks: lost });
+        }
+        if unstarted > 0 {
+            trace.damage.push(Damage::UnstartedChunks { count: unstarted });
+        }
+        if dangling > 0 {
+            trace.damage.push(Damage::DanglingIndex { count: dangling });
+        }
+        // Group by tid; a tid that restarts at sequence 0 is a new thread
+        // that reused the id of one that exited.
+        let mut by_tid: BTreeMap<u32, Vec<Chunk>> = BTreeMap::new();
+        for c in chunks {
+            by_tid.entry(c.tid).or_default().push(c);
+        }
+        let mut threads: Vec<(u64, ThreadOps)> = Vec::new();
+        for (tid, mut cs) in by_tid {
+            cs.sort_by_key(|c| (c.base_ticks, c.sequence));
+            let mut current: Option<(u64, ThreadOps, u32)> = None;
+            let mut missing = 0u32;
+            for c in cs {
+                let continues = matches!(&current, Some((_, _, last)) if c.sequence > *last);
+                if !continues {
+                    if let Some((first, t, _)) = current.take() {
+                        threads.push((first, t));
+                    }
+                    missing += c.sequence;
+                    current = Some((
+                        c.base_ticks,
+                        ThreadOps {
+                            tid,
+                            ops: c.ops,
+                        },
+                        c.sequence,
+                    ));
+                } else if let Some((_, t, last)) = current.as_mut() {
+                    missing += c.sequence - *last - 1;
+                    *last = c.sequence;
+                    t.ops.extend(c.ops);
+                }
+            }
+            if let Some((first, t, _)) = current {
+                threads.push((first, t));
+            }
+            if missing > 0 {
+                trace.damage.push(Damage::SequenceGap { tid, missing });
+            }
+        }
+        threads.sort_by_key(|(first, t)| (*first, t.tid));
+        trace.threads = threads.into_iter().map(|(_, t)| t).collect();
+        Ok(trace)
+    }
+}
+
+/// Decodes the records of one chunk into `ops`; returns the damage that
+/// stopped decoding early, if any.
+#[allow(clippy::too_many_arguments)]
+fn decode_chunk(
+    chunk: &[u8],
+    file_offset: u64,
+    base_ticks: u64,
+    objects: &[u64],
+    sites: &[u64],
+    ops: &mut Vec<RawOp>,
+    stacks: &mut Vec<Vec<u64>>,
+    dangling: &mut u64,
+) -> Option<Damage> {
+    let words = chunk.len() / 8;
+    let word = |i: usize| u64_at(chunk, i * 8);
+    let mut i = format::CHUNK_HEADER_SIZE / 8;
+    let mut now = base_ticks;
+    let mut pending_stack = crate::reader::NO_STACK;
+    let bad = |i: usize, problem: String| {
+        Some(Damage::BadRecord {
+            offset: file_offset + (i * 8) as u64,
+            problem,
+        })
+    };
+    while i < words {
+        let w = word(i);
+        if w == 0 {
+            return None;
+        }
+        let (tag, dt, oi, si) = format::split_head(w);
+        match tag {
+            format::TAG_TIME => {
+                if i + 1 >= words {
+                    return bad(i, "TIME record cut off at the chunk end".into());
+                }
+                now = word(i + 1);
+                i += 2;
+            }
+            format::TAG_STACK => {
+                let n = dt as usize;
+                if n > 1024 || i + 1 + n > words {
+                    return bad(i, format!("STACK record of {n} frames does not fit"));
+                }
+                stacks.push((0..n).map(|k| word(i + 1 + k)).collect());
+                pending_stack = (stacks.len() - 1) as u32;
+                i += 1 + n;
+            }
+            _ => {
+                let wide = tag & format::TAG_WIDE != 0;
+                let code = tag & !format::TAG_WIDE;
+                let (Some(primitive), Some(phase)) =
+                    (Primitive::from_code(code >> 4), Phase::from_code(code & 0xf))
+                else {
+                    return bad(i, format!("unknown tag {tag:#04x}"));
+                };
+                now = now.wrapping_add(u64::from(dt));
+                let (object, site, len) = if wide {
+                    if i + 2 >= words {
+                        return bad(i, "wide record cut off at the chunk end".into());
+                    }
+                    (word(i + 1), word(i + 2), 3)
+                } else {
+                    let o = objects.get(oi as usize).copied().unwrap_or(0);
+                    let s = sites.get(si as usize).copied().unwrap_or(0);
+                    if o == 0 {
+                        *dangling += 1;
+                    }
+                    (o, s, 1)
+                };
+                ops.push(RawOp {
+                    ticks: now,
+                    object,
+                    site,
+                    primitive,
+                    phase,
+                    stack: pending_stack,
+                });
+                pending_stack = NO_STACK;
+                i += len;
+            }
+        }
+    }
+    None
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().expect("2 bytes"))
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+fn c_string(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+fn cmdline(b: &[u8]) -> Vec<String> {
+    let end = b
+        .windows(2)
+        .position(|w| w == [0, 0])
+        .unwrap_or(b.len());
+    b[..end]
+        .split(|&c| c == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}

@@ -1,0 +1,149 @@
+//! An in-memory writer of lock traces, for tests and tools.
+//!
+//! Produces byte-for-byte the layout the C collector writes (narrow records
+//! with table indices, TIME records when `dt` overflows, chunk headers with
+//! calibration points), so hand-built traces exercise the same reader path
+//! as recorded ones. It is not used on the recording path.
+
+use std::collections::HashMap;
+
+use crate::format::{self, header as h};
+use crate::reader::{RawOp, NO_STACK};
+
+/// Builds a lock trace file in memory.
+#[derive(Debug, Clone)]
+pub struct TraceBuilder {
+    /// Process id written to the header.
+    pub pid: u32,
+    /// Parent pid written to the header.
+    pub ppid: u32,
+    /// Clock kind; with [`format::CLOCK_MONOTONIC`] ticks are ns.
+    pub clock: u16,
+    /// Chunk size in bytes (power of two ≥ 4096).
+    pub chunk_size: u32,
+    /// Whether to set [`format::FLAG_FINISHED`].
+    pub finished: bool,
+    /// Executable path for the header.
+    pub exe_path: String,
+    /// Threads: (tid, operations in program order). Stacks are not written.
+    pub threads: Vec<(u32, Vec<RawOp>)>,
+}
+
+impl Default for TraceBuilder {
+    fn default() -> Self {
+        TraceBuilder {
+            pid: 1000,
+            ppid: 1,
+            clock: format::CLOCK_MONOTONIC,
+            chunk_size: 4096,
+            finished: true,
+            exe_path: "/test/program".into(),
+            threads: Vec::new(),
+        }
+    }
+}
+
+const SLOTS: usize = 65536;
+
+impl TraceBuilder {
+    /// Serialises the trace; panics only on programmer error (more than
+    /// 65536 distinct objects or sites, which a test would not build).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let obj_off = format::HEADER_SIZE;
+        let site_off = obj_off + SLOTS * 8;
+        let data_off = site_off + SLOTS * 8;
+        let mut objects: HashMap<u64, u16> = HashMap::new();
+        let mut sites: HashMap<u64, u16> = HashMap::new();
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        let cs = self.chunk_size as usize;
+        for (tid, ops) in &self.threads {
+            let mut seq = 0u32;
+            let mut chunk: Option<(Vec<u8>, usize, u64)> = None;
+            for op in ops {
+                assert_eq!(op.stack, NO_STACK, "the builder writes no stacks");
+                let next_o = objects.len() as u16;
+                let oi = *objects.entry(op.object).or_insert(next_o);
+                let next_s = sites.len() as u16;
+                let si = *sites.entry(op.site).or_insert(next_s);
+                let tag = format::op_tag(op.primitive, op.phase);
+                // Worst case: TIME (2 words) + op (1 word).
+                if chunk.as_ref().is_none_or(|(_, at, _)| at + 24 > cs) {
+                    if let Some((c, _, _)) = chunk.take() {
+                        chunks.push(c);
+                    }
+                    let mut c = vec![0u8; cs];
+                    put32(&mut c, 0, format::CHUNK_MAGIC);
+                    put32(&mut c, 4, *tid);
+                    put32(&mut c, 8, seq);
+                    put64(&mut c, 16, op.ticks);
+                    if self.clock == format::CLOCK_MONOTONIC {
+                        put64(&mut c, 24, op.ticks);
+                    }
+                    seq += 1;
+                    chunk = Some((c, format::CHUNK_HEADER_SIZE, op.ticks));
+                }
+                let (c, at, now) = chunk.as_mut().expect("chunk");
+                let dt = op.ticks.wrapping_sub(*now);
+                let dt = if op.ticks < *now || dt >> format::DT_BITS != 0 {
+                    put64(c, *at, u64::from(format::TAG_TIME));
+                    put64(c, *at + 8, op.ticks);
+                    *at += 16;
+                    0
+                } else {
+                    dt as u32
+                };
+                put64(c, *at, format::make_head(tag, dt, oi, si));
+                *at += 8;
+                *now = op.ticks;
+            }
+            if let Some((c, _, _)) = chunk {
+                chunks.push(c);
+            }
+        }
+        let mut out = vec![0u8; data_off + chunks.len() * cs];
+        out[h::MAGIC..h::MAGIC + 8].copy_from_slice(format::MAGIC);
+        put32(&mut out, h::VERSION, format::VERSION);
+        put32(&mut out, h::HEADER_SIZE, format::HEADER_SIZE as u32);
+        put32(&mut out, h::ENDIAN_CHECK, format::ENDIAN_CHECK);
+        put16(&mut out, h::POINTER_SIZE, 8);
+        put16(&mut out, h::CLOCK, self.clock);
+        put32(&mut out, h::CHUNK_SIZE, self.chunk_size);
+        put32(&mut out, h::CHUNKS_CLAIMED, chunks.len() as u32);
+        put32(&mut out, h::PID, self.pid);
+        put32(&mut out, h::PPID, self.ppid);
+        put64(
+            &mut out,
+            h::FLAGS,
+            if self.finished { format::FLAG_FINISHED } else { 0 },
+        );
+        put64(&mut out, h::OBJECT_TABLE_OFFSET, obj_off as u64);
+        put32(&mut out, h::OBJECT_TABLE_SLOTS, SLOTS as u32);
+        put32(&mut out, h::SITE_TABLE_SLOTS, SLOTS as u32);
+        put64(&mut out, h::SITE_TABLE_OFFSET, site_off as u64);
+        put64(&mut out, h::DATA_OFFSET, data_off as u64);
+        let path = self.exe_path.as_bytes();
+        let n = path.len().min(h::EXE_PATH_LEN - 1);
+        out[h::EXE_PATH..h::EXE_PATH + n].copy_from_slice(&path[..n]);
+        out[h::CMDLINE..h::CMDLINE + n].copy_from_slice(&path[..n]);
+        for (addr, i) in objects {
+            put64(&mut out, obj_off + i as usize * 8, addr);
+        }
+        for (addr, i) in sites {
+            put64(&mut out, site_off + i as usize * 8, addr);
+        }
+        for (k, c) in chunks.iter().enumerate() {
+            out[data_off + k * cs..data_off + (k + 1) * cs].copy_from_slice(c);
+        }
+        out
+    }
+}
+
+fn put16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn put64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}

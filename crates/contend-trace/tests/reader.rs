@@ -1,0 +1,139 @@
+//! Reader tests on hand-built traces: round trip, TIME records, chunk
+//! stitching, reused thread ids, truncation and corruption.
+
+use std::path::Path;
+
+use contend_trace::format::{self, header as h};
+use contend_trace::{Damage, LockTrace, Phase, Primitive, RawOp, TraceBuilder, TraceError, NO_STACK};
+
+fn op(ticks: u64, object: u64, site: u64, primitive: Primitive, phase: Phase) -> RawOp {
+    RawOp { ticks, object, site, primitive, phase, stack: NO_STACK }
+}
+
+fn two_thread_trace() -> TraceBuilder {
+    let m = 0x5000;
+    let mut b = TraceBuilder::default();
+    b.threads.push((
+        11,
+        vec![
+            op(1_000, m, 0x401000, Primitive::Mutex, Phase::Immediate),
+            op(2_000, m, 0x401010, Primitive::Mutex, Phase::Release),
+            // 100 s later: dt overflows 24 bits, a TIME record is needed.
+            op(100_000_002_000, m, 0x401000, Primitive::Mutex, Phase::Request),
+            op(100_000_003_000, m, 0x401000, Primitive::Mutex, Phase::Acquired),
+            op(100_000_004_000, m, 0x401010, Primitive::Mutex, Phase::Release),
+        ],
+    ));
+    b.threads.push((
+        12,
+        (0..2000u64)
+            .flat_map(|i| {
+                [
+                    op(5_000 + i * 100, 0x6000, 0x402000, Primitive::Spin, Phase::Immediate),
+                    op(5_050 + i * 100, 0x6000, 0x402010, Primitive::Spin, Phase::Release),
+                ]
+            })
+            .collect(),
+    ));
+    b
+}
+
+#[test]
+fn round_trip_preserves_every_operation() {
+    let b = two_thread_trace();
+    let t = LockTrace::decode(Path::new("t.ctrace"), &b.to_bytes()).unwrap();
+    assert!(t.damage.is_empty(), "{:?}", t.damage);
+    assert!(t.finished());
+    assert_eq!(t.pid, 1000);
+    assert_eq!(t.exe_path, "/test/program");
+    assert_eq!(t.threads.len(), 2);
+    assert_eq!(t.threads[0].tid, 11);
+    assert_eq!(t.threads[0].ops, b.threads[0].1);
+    // 4000 ops of thread 12 span several 4 KiB chunks and are stitched.
+    assert_eq!(t.threads[1].ops, b.threads[1].1);
+}
+
+#[test]
+fn truncated_file_keeps_complete_chunks_and_says_so() {
+    let b = two_thread_trace();
+    let bytes = b.to_bytes();
+    let cut = &bytes[..bytes.len() - 4096 - 100];
+    let t = LockTrace::decode(Path::new("t.ctrace"), cut).unwrap();
+    assert!(t.damage.contains(&Damage::FileTruncated { lost_chunks: 2 }), "{:?}", t.damage);
+    let n: usize = t.threads.iter().map(|t| t.ops.len()).sum();
+    assert!(n > 0 && n < 4005);
+}
+
+#[test]
+fn unfinished_process_is_reported() {
+    let mut b = two_thread_trace();
+    b.finished = false;
+    let t = LockTrace::decode(Path::new("t.ctrace"), &b.to_bytes()).unwrap();
+    assert_eq!(t.damage, vec![Damage::NotFinished]);
+    assert_eq!(t.op_count(), 4005);
+}
+
+#[test]
+fn unknown_tag_stops_the_chunk_only() {
+    let b = two_thread_trace();
+    let mut bytes = b.to_bytes();
+    let data = u64::from_le_bytes(bytes[h::DATA_OFFSET..h::DATA_OFFSET + 8].try_into().unwrap()) as usize;
+    // Second record of chunk 0 (thread 11) gets tag 0x7f.
+    bytes[data + format::CHUNK_HEADER_SIZE + 8] = 0x7f;
+    let t = LockTrace::decode(Path::new("t.ctrace"), &bytes).unwrap();
+    assert!(matches!(t.damage[0], Damage::BadRecord { .. }));
+    assert_eq!(t.threads.iter().find(|t| t.tid == 11).unwrap().ops.len(), 1);
+    assert_eq!(t.threads.iter().find(|t| t.tid == 12).unwrap().ops.len(), 4000);
+}
+
+#[test]
+fn reused_thread_id_gives_two_threads() {
+    let mut b = TraceBuilder::default();
+    let ops = vec![
+        op(10, 1, 2, Primitive::Mutex, Phase::Immediate),
+        op(20, 1, 2, Primitive::Mutex, Phase::Release),
+    ];
+    b.threads.push((7, ops.clone()));
+    b.threads.push((7, ops.iter().map(|o| RawOp { ticks: o.ticks + 1000, ..*o }).collect()));
+    let t = LockTrace::decode(Path::new("t.ctrace"), &b.to_bytes()).unwrap();
+    assert_eq!(t.threads.len(), 2);
+    assert!(t.damage.is_empty());
+}
+
+#[test]
+fn garbage_gives_errors_naming_the_file() {
+    let p = Path::new("/data/run/locks/42.ctrace");
+    let e = LockTrace::decode(p, b"short").unwrap_err();
+    assert!(matches!(e, TraceError::Format { .. }));
+    assert!(e.to_string().contains("/data/run/locks/42.ctrace"), "{e}");
+    let mut bytes = two_thread_trace().to_bytes();
+    bytes[0] = b'X';
+    let e = LockTrace::decode(p, &bytes).unwrap_err();
+    assert!(e.to_string().contains("bad magic"), "{e}");
+    let mut bytes = two_thread_trace().to_bytes();
+    bytes[h::VERSION] = 9;
+    let e = LockTrace::decode(p, &bytes).unwrap_err();
+    assert!(e.to_string().contains("version 9"), "{e}");
+    let e = LockTrace::open(Path::new("/nonexistent/1.ctrace")).unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/1.ctrace"), "{e}");
+}
+
+#[test]
+fn random_corruption_never_panics() {
+    let base = two_thread_trace().to_bytes();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..300 {
+        let mut bytes = base.clone();
+        for _ in 0..20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = (x as usize) % bytes.len();
+            bytes[at] = (x >> 32) as u8;
+        }
+        x ^= x << 13;
+        let cut = (x as usize) % bytes.len();
+        let _ = LockTrace::decode(Path::new("f"), &bytes);
+        let _ = LockTrace::decode(Path::new("f"), &bytes[..cut]);
+    }
+}
