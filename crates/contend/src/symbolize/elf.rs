@@ -1,0 +1,566 @@
+//! Reading one ELF module: load segments, symbol tables, DWARF.
+//!
+//! Files are memory-mapped and never copied; uncompressed DWARF sections are
+//! handed to gimli as slices of the mapping ([`SectionBytes`]), compressed
+//! ones (`SHF_COMPRESSED` or GNU `.zdebug_*`) are inflated once into memory.
+
+use std::fmt;
+use std::fs::File;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::Mmap;
+use object::{
+    CompressionFormat, Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind,
+    SegmentFlags, SymbolKind,
+};
+
+use super::maps::Mapping;
+
+/// Bytes of an opened file: a read-only memory map, or a heap buffer for
+/// files that cannot be mapped and for inflated compressed sections.
+#[derive(Clone)]
+enum Backing {
+    Map(Arc<Mmap>),
+    Heap(Arc<[u8]>),
+}
+
+impl Deref for Backing {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Backing::Map(m) => m,
+            Backing::Heap(h) => h,
+        }
+    }
+}
+
+/// A byte range of a [`Backing`]; the buffer type of the gimli reader.
+#[derive(Clone)]
+pub(crate) struct SectionBytes {
+    backing: Backing,
+    start: usize,
+    len: usize,
+}
+
+impl SectionBytes {
+    fn empty() -> SectionBytes {
+        SectionBytes {
+            backing: Backing::Heap(Arc::from(&[][..])),
+            start: 0,
+            len: 0,
+        }
+    }
+}
+
+impl Deref for SectionBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.backing[self.start..self.start + self.len]
+    }
+}
+
+impl fmt::Debug for SectionBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SectionBytes({} bytes)", self.len)
+    }
+}
+
+// SAFETY: the bytes live in an `Arc`ed memory map or heap buffer that is
+// never mutated or moved while any clone exists, so the address returned by
+// `deref` is stable across moves and clones of `SectionBytes`.
+unsafe impl gimli::StableDeref for SectionBytes {}
+// SAFETY: as above; clones share the same `Arc` and thus the same address.
+unsafe impl gimli::CloneStableDeref for SectionBytes {}
+
+/// The DWARF reader type used throughout.
+pub(crate) type Reader = gimli::EndianReader<gimli::RunTimeEndian, SectionBytes>;
+
+/// Opens and memory-maps a file.
+fn open_backing(path: &Path) -> Result<Backing, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // SAFETY: the map is read-only. If another process truncates the file
+    // while it is mapped, reads could fault; this is the usual trade-off of
+    // debuggers and symbolizers (addr2line's own loader does the same).
+    match unsafe { Mmap::map(&file) } {
+        Ok(m) => Ok(Backing::Map(Arc::new(m))),
+        Err(_) => std::fs::read(path)
+            .map(|v| Backing::Heap(Arc::from(v)))
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// A `PT_LOAD` program header.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment {
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// `p_memsz`.
+    pub memsz: u64,
+    /// `p_offset`.
+    pub offset: u64,
+    /// `p_filesz`.
+    pub filesz: u64,
+    /// `PF_X` set.
+    pub exec: bool,
+}
+
+/// A defined symbol: start address (ELF virtual address), size, raw name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sym {
+    pub addr: u64,
+    pub size: u64,
+    pub name: String,
+}
+
+/// Sorted symbols with a "covering" lookup.
+#[derive(Debug, Default)]
+pub(crate) struct SymbolTable {
+    syms: Vec<Sym>,
+}
+
+impl SymbolTable {
+    fn finish(&mut self) {
+        self.syms
+            .sort_by(|a, b| a.addr.cmp(&b.addr).then(b.size.cmp(&a.size)));
+        self.syms
+            .dedup_by(|a, b| a.addr == b.addr && a.size == b.size && a.name == b.name);
+    }
+
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// The symbol with the highest start `<= addr` whose `[addr, addr+size)`
+    /// covers `addr` (zero-sized symbols only match exactly). Looks back over
+    /// a few preceding symbols to find an enclosing one past nested/alias
+    /// entries.
+    pub fn covering(&self, addr: u64) -> Option<&Sym> {
+        let end = self.syms.partition_point(|s| s.addr <= addr);
+        self.syms[..end]
+            .iter()
+            .rev()
+            .take(64)
+            .find(|s| addr < s.addr.saturating_add(s.size.max(1)))
+    }
+}
+
+/// The DWARF of a module (from the module itself or a separate debug file).
+pub(crate) struct Dwarf {
+    pub ctx: addr2line::Context<Reader>,
+    /// The file the DWARF was read from.
+    pub file: PathBuf,
+}
+
+/// Everything read from one module, kept for the life of the symbolizer.
+pub(crate) struct ModuleData {
+    pub build_id: Option<Vec<u8>>,
+    pub segments: Vec<Segment>,
+    pub functions: SymbolTable,
+    pub objects: SymbolTable,
+    /// Where `functions` came from (`.symtab` of the module or of its debug
+    /// file, else `.dynsym`).
+    pub dwarf: Option<Dwarf>,
+    /// Why no DWARF could be used, when `dwarf` is `None`.
+    pub dwarf_problem: Option<String>,
+}
+
+/// What the debug-file search needs to know about a module.
+pub(crate) struct ModuleIds {
+    pub build_id: Option<Vec<u8>>,
+    pub debuglink: Option<(String, u32)>,
+}
+
+/// An opened, parsed ELF file (transient: borrows its backing).
+pub(crate) struct Opened {
+    backing: Backing,
+}
+
+impl Opened {
+    pub fn open(path: &Path) -> Result<Opened, String> {
+        let backing = open_backing(path)?;
+        let o = Opened { backing };
+        o.parse().map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(o)
+    }
+
+    fn parse(&self) -> Result<object::File<'_>, String> {
+        let file =
+            object::File::parse(&*self.backing).map_err(|e| format!("not an ELF file ({e})"))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(format!("not an ELF file ({:?})", file.format()));
+        }
+        Ok(file)
+    }
+
+    pub fn ids(&self) -> ModuleIds {
+        let Ok(f) = self.parse() else {
+            return ModuleIds {
+                build_id: None,
+                debuglink: None,
+            };
+        };
+        ModuleIds {
+            build_id: f.build_id().ok().flatten().map(<[u8]>::to_vec),
+            debuglink: f
+                .gnu_debuglink()
+                .ok()
+                .flatten()
+                .map(|(n, crc)| (String::from_utf8_lossy(n).into_owned(), crc)),
+        }
+    }
+
+    /// `(name, build id)` of the `.gnu_debugaltlink` (dwz supplementary file).
+    pub fn debugaltlink(&self) -> Option<(PathBuf, Vec<u8>)> {
+        let f = self.parse().ok()?;
+        let (name, id) = f.gnu_debugaltlink().ok()??;
+        Some((
+            PathBuf::from(String::from_utf8_lossy(name).into_owned()),
+            id.to_vec(),
+        ))
+    }
+
+    /// Whether the file carries DWARF line/function information.
+    pub fn has_dwarf(&self) -> bool {
+        let Ok(f) = self.parse() else { return false };
+        f.section_by_name(".debug_info").is_some_and(|s| {
+            s.kind() != SectionKind::UninitializedData && s.size() > 0 && s.file_range().is_some()
+        })
+    }
+
+    /// Whether the file has a `.symtab` with at least one defined symbol.
+    pub fn has_symtab(&self) -> bool {
+        let Ok(f) = self.parse() else { return false };
+        f.symbols().any(|s| s.is_definition())
+    }
+
+    pub fn segments(&self) -> Vec<Segment> {
+        let Ok(f) = self.parse() else {
+            return Vec::new();
+        };
+        f.segments()
+            .map(|s| {
+                let (offset, filesz) = s.file_range();
+                let exec = match s.flags() {
+                    SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+                    _ => false,
+                };
+                Segment {
+                    vaddr: s.address(),
+                    memsz: s.size(),
+                    offset,
+                    filesz,
+                    exec,
+                }
+            })
+            .collect()
+    }
+
+    /// Adds the defined function (`functions`) and data object (`objects`)
+    /// symbols of `.symtab` (`dynamic == false`) or `.dynsym`.
+    pub fn add_symbols(
+        &self,
+        dynamic: bool,
+        functions: &mut SymbolTable,
+        objects: &mut SymbolTable,
+    ) {
+        let Ok(f) = self.parse() else { return };
+        let iter: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if dynamic {
+            Box::new(f.dynamic_symbols())
+        } else {
+            Box::new(f.symbols())
+        };
+        for s in iter {
+            if !s.is_definition() {
+                continue;
+            }
+            let Ok(name) = s.name() else { continue };
+            if name.is_empty() {
+                continue;
+            }
+            let table = match s.kind() {
+                SymbolKind::Text => &mut *functions,
+                SymbolKind::Data => &mut *objects,
+                _ => continue,
+            };
+            table.syms.push(Sym {
+                addr: s.address(),
+                size: s.size(),
+                name: name.to_string(),
+            });
+        }
+    }
+
+    fn section(&self, f: &object::File<'_>, name: &str) -> Result<SectionBytes, String> {
+        let Some(sec) = f.section_by_name(name) else {
+            return Ok(SectionBytes::empty());
+        };
+        if sec.kind() == SectionKind::UninitializedData || sec.file_range().is_none() {
+            return Ok(SectionBytes::empty());
+        }
+        let range = sec
+            .compressed_file_range()
+            .map_err(|e| format!("section {name}: {e}"))?;
+        if range.format == CompressionFormat::None {
+            let start = usize::try_from(range.offset)
+                .map_err(|_| format!("section {name}: offset too large"))?;
+            let len = usize::try_from(range.uncompressed_size)
+                .map_err(|_| format!("section {name}: size too large"))?;
+            let fits = matches!(start.checked_add(len), Some(end) if end <= self.backing.len());
+            if !fits {
+                return Err(format!("section {name} extends past the end of the file"));
+            }
+            return Ok(SectionBytes {
+                backing: self.backing.clone(),
+                start,
+                len,
+            });
+        }
+        let data = sec
+            .uncompressed_data()
+            .map_err(|e| format!("section {name}: cannot decompress: {e}"))?;
+        let len = data.len();
+        Ok(SectionBytes {
+            backing: Backing::Heap(Arc::from(data.into_owned())),
+            start: 0,
+            len,
+        })
+    }
+
+    fn endian(f: &object::File<'_>) -> gimli::RunTimeEndian {
+        if f.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        }
+    }
+
+    /// Loads the DWARF sections (`dwo` selects `.dwo` section names).
+    pub fn load_dwarf(&self, dwo: bool) -> Result<gimli::Dwarf<Reader>, String> {
+        let f = self.parse()?;
+        let endian = Self::endian(&f);
+        gimli::Dwarf::load(|id| -> Result<Reader, String> {
+            let name = if dwo { id.dwo_name() } else { Some(id.name()) };
+            let bytes = match name {
+                Some(n) => self.section(&f, n)?,
+                None => SectionBytes::empty(),
+            };
+            Ok(gimli::EndianReader::new(bytes, endian))
+        })
+    }
+
+    /// Loads this file's DWARF as the supplementary (dwz) part of `dwarf`.
+    pub fn load_as_sup(&self, dwarf: &mut gimli::Dwarf<Reader>) -> Result<(), String> {
+        let f = self.parse()?;
+        let endian = Self::endian(&f);
+        dwarf.load_sup(|id| -> Result<Reader, String> {
+            Ok(gimli::EndianReader::new(
+                self.section(&f, id.name())?,
+                endian,
+            ))
+        })
+    }
+
+    /// CRC-32 of the whole file, as stored in `.gnu_debuglink`.
+    pub fn crc32(&self) -> u32 {
+        crc32(&self.backing)
+    }
+}
+
+impl ModuleData {
+    /// ELF virtual address of `addr`, which lies in `map`, a file mapping of
+    /// this module: `addr − map.start + map.file_offset` is the file offset,
+    /// translated to a virtual address through the `PT_LOAD` header that
+    /// maps that offset. `None` if no segment maps that offset.
+    pub fn vaddr_of(&self, map: &Mapping, addr: u64) -> Option<u64> {
+        let off = addr.checked_sub(map.start)?.checked_add(map.file_offset)?;
+        let seg = self.segment_for_offset(map, off)?;
+        Some(off - seg.offset + seg.vaddr)
+    }
+
+    /// Load bias of the module (runtime address − ELF virtual address),
+    /// deduced from one of its file mappings.
+    pub fn bias_from(&self, map: &Mapping) -> Option<u64> {
+        let vaddr = self.vaddr_of(map, map.start)?;
+        Some(map.start.wrapping_sub(vaddr))
+    }
+
+    /// Whether a virtual address lies inside some `PT_LOAD` segment's memory
+    /// image (`[p_vaddr, p_vaddr + p_memsz)`).
+    pub fn vaddr_in_image(&self, vaddr: u64) -> bool {
+        self.segments
+            .iter()
+            .any(|s| s.vaddr <= vaddr && vaddr < s.vaddr.saturating_add(s.memsz))
+    }
+
+    fn segment_for_offset(&self, map: &Mapping, off: u64) -> Option<&Segment> {
+        let page_down = |x: u64| x & !0xfff;
+        let in_file = |s: &&Segment| s.offset <= off && off < s.offset + s.filesz;
+        let in_mem = |s: &&Segment| page_down(s.offset) <= off && off < s.offset + s.memsz;
+        // Prefer the segment whose executability matches the mapping, then any
+        // segment with that offset in its file image, then its memory image
+        // (the zero-filled tail of .bss sharing the last file page).
+        self.segments
+            .iter()
+            .filter(in_file)
+            .find(|s| s.exec == map.perms.exec)
+            .or_else(|| self.segments.iter().find(in_file))
+            .or_else(|| {
+                self.segments
+                    .iter()
+                    .filter(in_mem)
+                    .find(|s| s.exec == map.perms.exec)
+            })
+            .or_else(|| self.segments.iter().find(in_mem))
+    }
+}
+
+/// Builds the per-module data: segments and symbols of `module`, plus those of
+/// `debug` (a separate debug file) when given, and DWARF from whichever has it.
+pub(crate) fn build_module(
+    module: &Opened,
+    debug: Option<(&Opened, PathBuf)>,
+    module_path: &Path,
+    sup: Option<&Opened>,
+) -> ModuleData {
+    let ids = module.ids();
+    let mut functions = SymbolTable::default();
+    let mut objects = SymbolTable::default();
+    if module.has_symtab() {
+        module.add_symbols(false, &mut functions, &mut objects);
+    } else if let Some((d, _)) = &debug {
+        d.add_symbols(false, &mut functions, &mut objects);
+    }
+    module.add_symbols(true, &mut functions, &mut objects);
+    functions.finish();
+    objects.finish();
+
+    let (dwarf_src, dwarf_path) = if module.has_dwarf() {
+        (Some(module), module_path.to_path_buf())
+    } else if let Some((d, p)) = &debug {
+        (d.has_dwarf().then_some(*d), p.clone())
+    } else {
+        (None, PathBuf::new())
+    };
+    let (dwarf, dwarf_problem) = match dwarf_src {
+        None => (None, Some("no DWARF debug information found".to_string())),
+        Some(src) => match load_context(src, sup) {
+            Ok(ctx) => (
+                Some(Dwarf {
+                    ctx,
+                    file: dwarf_path,
+                }),
+                None,
+            ),
+            Err(e) => (
+                None,
+                Some(format!("{}: bad DWARF: {e}", dwarf_path.display())),
+            ),
+        },
+    };
+    ModuleData {
+        build_id: ids.build_id,
+        segments: module.segments(),
+        functions,
+        objects,
+        dwarf,
+        dwarf_problem,
+    }
+}
+
+fn load_context(src: &Opened, sup: Option<&Opened>) -> Result<addr2line::Context<Reader>, String> {
+    let mut dwarf = src.load_dwarf(false)?;
+    if let Some(sup) = sup {
+        sup.load_as_sup(&mut dwarf)?;
+    }
+    dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
+    addr2line::Context::from_dwarf(dwarf).map_err(|e| e.to_string())
+}
+
+/// Loads a split-DWARF `.dwo` file for `load`, or `None`.
+pub(crate) fn load_dwo(
+    load: &addr2line::SplitDwarfLoad<Reader>,
+) -> Option<Arc<gimli::Dwarf<Reader>>> {
+    use gimli::Reader as _;
+    let mut path = PathBuf::new();
+    if let Some(dir) = &load.comp_dir {
+        path.push(String::from_utf8_lossy(&dir.to_slice().ok()?).into_owned());
+    }
+    path.push(String::from_utf8_lossy(&load.path.as_ref()?.to_slice().ok()?).into_owned());
+    let opened = Opened::open(&path).ok()?;
+    let mut dwarf = opened.load_dwarf(true).ok()?;
+    let header = dwarf.units().next().ok()??;
+    let unit = dwarf.unit(header).ok()?;
+    if unit.dwo_id != Some(load.dwo_id) {
+        return None;
+    }
+    dwarf.make_dwo(&load.parent);
+    Some(Arc::new(dwarf))
+}
+
+/// The GNU build ID (`NT_GNU_BUILD_ID` note) of the ELF file at `path`.
+pub(crate) fn read_build_id(path: &Path) -> Option<Vec<u8>> {
+    Opened::open(path).ok()?.ids().build_id
+}
+
+/// CRC-32 (IEEE 802.3, as used by zlib and `.gnu_debuglink`).
+pub(crate) fn crc32(data: &[u8]) -> u32 {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = [0u32; 256];
+        for (i, e) in t.iter_mut().enumerate() {
+            let mut c = i as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            *e = c;
+        }
+        t
+    });
+    let mut crc = !0u32;
+    for &b in data {
+        crc = table[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
+    }
+    !crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_matches_known_vector() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn covering_symbol_respects_size() {
+        let mut t = SymbolTable::default();
+        for (addr, size, name) in [
+            (0x100, 0x10, "a"),
+            (0x200, 0x40, "b"),
+            (0x210, 0x8, "inner"),
+            (0x300, 0, "z"),
+        ] {
+            t.syms.push(Sym {
+                addr,
+                size,
+                name: name.into(),
+            });
+        }
+        t.finish();
+        assert_eq!(t.covering(0x105).map(|s| s.name.as_str()), Some("a"));
+        assert_eq!(t.covering(0x110), None);
+        assert_eq!(t.covering(0x212).map(|s| s.name.as_str()), Some("inner"));
+        assert_eq!(t.covering(0x230).map(|s| s.name.as_str()), Some("b"));
+        assert_eq!(t.covering(0x300).map(|s| s.name.as_str()), Some("z"));
+        assert_eq!(t.covering(0x301), None);
+        assert_eq!(t.covering(0x50), None);
+    }
+}

@@ -1,0 +1,471 @@
+//! The [`Symbolizer`]: per-module cache and address lookups.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use addr2line::LookupContinuation;
+
+use serde::{Deserialize, Serialize};
+
+use super::debugfind::{self, SearchState};
+use super::elf::{self, ModuleData, Opened};
+use super::maps::{Mapping, ProcessMaps};
+use super::{CodeLocation, DataSymbol, DebugInfoSource, InlinedFrame};
+
+/// Where and how to look for debug information.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolizerOptions {
+    /// Roots of separate debug files, searched as
+    /// `<dir>/.build-id/<xx>/<rest>.debug` and `<dir>/<module dir>/<debuglink>`.
+    /// Default: `["/usr/lib/debug"]`.
+    pub debug_dirs: Vec<PathBuf>,
+    /// Whether to use debuginfod at all: its client cache and, when
+    /// `debuginfod_urls` is set, `debuginfod-find`. Default: `true`.
+    pub debuginfod: bool,
+    /// debuginfod server URLs (space-separated); `debuginfod-find` is only
+    /// run when this is set and non-empty. Default: `$DEBUGINFOD_URLS`.
+    pub debuginfod_urls: Option<String>,
+    /// The `debuginfod-find` program (looked up on `PATH` unless it contains
+    /// a `/`). Default: `debuginfod-find`.
+    pub debuginfod_find: PathBuf,
+    /// Time limit for one `debuginfod-find` run; after two consecutive
+    /// timeouts it is not run again by this symbolizer. Default: 5 s.
+    pub debuginfod_timeout: Duration,
+    /// The debuginfod client cache directory (`<cache>/<build-id>/debuginfo`).
+    /// Default `None`: `$DEBUGINFOD_CACHE_PATH`, then
+    /// `$XDG_CACHE_HOME/debuginfod_client`, then `~/.cache/debuginfod_client`.
+    /// When set, it is also passed to `debuginfod-find`.
+    pub debuginfod_cache: Option<PathBuf>,
+}
+
+impl Default for SymbolizerOptions {
+    fn default() -> Self {
+        SymbolizerOptions {
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            debuginfod: true,
+            debuginfod_urls: std::env::var("DEBUGINFOD_URLS")
+                .ok()
+                .filter(|s| !s.trim().is_empty()),
+            debuginfod_find: PathBuf::from("debuginfod-find"),
+            debuginfod_timeout: Duration::from_secs(5),
+            debuginfod_cache: None,
+        }
+    }
+}
+
+/// What the symbolizer knows about one module it was asked about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleInfo {
+    /// Path as recorded in the maps snapshot (with ` (deleted)` appended if
+    /// the mapping was marked so).
+    pub path: String,
+    /// Best information available for code in this module: `Dwarf` if DWARF
+    /// was found, `SymbolTable` if it has function symbols, else `None`
+    /// (including when the file could not be opened).
+    pub debug: DebugInfoSource,
+    /// The file DWARF was read from: the module itself or a separate debug
+    /// file; `None` without DWARF.
+    pub debug_file: Option<PathBuf>,
+    /// Build ID of the module in lowercase hex, if it has one.
+    pub build_id: Option<String>,
+    /// Why the module could not be opened, or why it has no usable DWARF.
+    pub problem: Option<String>,
+    /// The file now at `path` has a different inode than the one recorded:
+    /// it was replaced (rebuilt, upgraded) after the run, so names may be
+    /// wrong.
+    pub replaced: bool,
+    /// Number of `resolve_code` calls that landed in this module.
+    pub code_lookups: u64,
+}
+
+struct Module {
+    path: String,
+    data: Result<ModuleData, String>,
+    debug_file: Option<PathBuf>,
+    replaced: bool,
+    code_lookups: u64,
+}
+
+impl Module {
+    fn best_source(&self) -> DebugInfoSource {
+        match &self.data {
+            Ok(d) if d.dwarf.is_some() => DebugInfoSource::Dwarf,
+            Ok(d) if d.functions.len() > 0 => DebugInfoSource::SymbolTable,
+            _ => DebugInfoSource::None,
+        }
+    }
+}
+
+/// Cached result of a code lookup in one module (everything but the address).
+#[derive(Clone)]
+struct Resolved {
+    function: Option<String>,
+    function_offset: Option<u64>,
+    file: Option<String>,
+    line: Option<u32>,
+    column: Option<u32>,
+    inlined_into: Vec<InlinedFrame>,
+    debug: DebugInfoSource,
+}
+
+/// Cached result of a data lookup: demangled name, offset, symbol size.
+#[derive(Clone)]
+struct DataHit {
+    name: String,
+    offset: u64,
+    size: u64,
+}
+
+/// Resolves code and data addresses of traced processes to names.
+///
+/// Holds every module it opened (memory-mapped, parsed once) and caches every
+/// resolved `(module, offset)`; share one symbolizer across all processes of
+/// a recording. Lookups take `&mut self` (they fill caches). The type is
+/// `Send`, not `Sync`: use one per thread for parallel symbolization.
+pub struct Symbolizer {
+    opts: SymbolizerOptions,
+    modules: Vec<Module>,
+    by_key: HashMap<String, usize>,
+    code_cache: HashMap<(usize, u64), Resolved>,
+    data_cache: HashMap<(usize, u64), Option<DataHit>>,
+    search: SearchState,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Symbolizer::new()
+    }
+}
+
+impl Symbolizer {
+    /// A symbolizer with [`SymbolizerOptions::default`].
+    pub fn new() -> Symbolizer {
+        Symbolizer::with_options(SymbolizerOptions::default())
+    }
+
+    /// A symbolizer with the given options.
+    pub fn with_options(opts: SymbolizerOptions) -> Symbolizer {
+        Symbolizer {
+            opts,
+            modules: Vec::new(),
+            by_key: HashMap::new(),
+            code_cache: HashMap::new(),
+            data_cache: HashMap::new(),
+            search: SearchState::default(),
+        }
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &SymbolizerOptions {
+        &self.opts
+    }
+
+    /// Symbolizes a call site: `return_address` (a return address in the
+    /// traced process, as recorded) is located in `maps`, and its module's
+    /// DWARF, symbol tables or nothing are consulted at `return_address − 1`.
+    ///
+    /// Never fails: what could not be found is `None` in the result, and
+    /// [`CodeLocation::debug`] says how far it got.
+    pub fn resolve_code(&mut self, maps: &ProcessMaps, return_address: u64) -> CodeLocation {
+        let Some(map) = maps.find(return_address) else {
+            return CodeLocation::bare(return_address, None, return_address);
+        };
+        if !map.is_file_backed() {
+            return CodeLocation::bare(
+                return_address,
+                map.path.clone(),
+                return_address - map.start,
+            );
+        }
+        let path = map.path.clone().unwrap_or_default();
+        let file_offset = (return_address - map.start).wrapping_add(map.file_offset);
+        let idx = self.module_index(map);
+        let module = &mut self.modules[idx];
+        module.code_lookups += 1;
+        let Ok(data) = &module.data else {
+            return CodeLocation::bare(return_address, Some(path), file_offset);
+        };
+        let Some(vaddr) = data.vaddr_of(map, return_address) else {
+            return CodeLocation::bare(return_address, Some(path), file_offset);
+        };
+        let r = self
+            .code_cache
+            .entry((idx, vaddr))
+            .or_insert_with(|| lookup_code(data, vaddr));
+        CodeLocation {
+            address: return_address,
+            module: Some(path),
+            module_offset: vaddr,
+            function: r.function.clone(),
+            function_offset: r.function_offset,
+            file: r.file.clone(),
+            line: r.line,
+            column: r.column,
+            inlined_into: r.inlined_into.clone(),
+            debug: r.debug,
+        }
+    }
+
+    /// Symbolizes a data address (a lock object) as a global or static
+    /// variable: an `STT_OBJECT` symbol of `.symtab`/`.dynsym` covering it in
+    /// the module whose mapping contains it. An address in an unnamed
+    /// anonymous mapping directly following a module's file mapping (the
+    /// part of `.bss` past the last file page) is looked up in that module
+    /// via its load bias, if it falls inside the module's memory image.
+    ///
+    /// Returns `None` for heap, stack and other non-module memory, for
+    /// modules that cannot be read, and when no symbol covers the address.
+    pub fn resolve_data(&mut self, maps: &ProcessMaps, address: u64) -> Option<DataSymbol> {
+        let (si, mi) = maps.locate(address)?;
+        let snapshot = &maps.snapshots[si];
+        let map = &snapshot.mappings[mi];
+        let (module_map, via_bias) = if map.is_file_backed() {
+            (map, false)
+        } else if map.is_anonymous() && mi > 0 {
+            let prev = &snapshot.mappings[mi - 1];
+            if prev.end != map.start || !prev.is_file_backed() {
+                return None;
+            }
+            (prev, true)
+        } else {
+            return None;
+        };
+        let idx = self.module_index(module_map);
+        let module = &self.modules[idx];
+        let data = module.data.as_ref().ok()?;
+        let vaddr = if via_bias {
+            let v = address.wrapping_sub(data.bias_from(module_map)?);
+            if !data.vaddr_in_image(v) {
+                return None;
+            }
+            v
+        } else {
+            data.vaddr_of(map, address)?
+        };
+        let hit = self
+            .data_cache
+            .entry((idx, vaddr))
+            .or_insert_with(|| {
+                data.objects.covering(vaddr).map(|s| DataHit {
+                    name: demangle(&s.name),
+                    offset: vaddr - s.addr,
+                    size: s.size,
+                })
+            })
+            .clone()?;
+        Some(DataSymbol {
+            name: hit.name,
+            offset: hit.offset,
+            size: hit.size,
+            module: module_map.path.clone().unwrap_or_default(),
+        })
+    }
+
+    /// Every module looked up so far (by code or data address), in first-use
+    /// order, with its debug-information status.
+    pub fn modules(&self) -> Vec<ModuleInfo> {
+        self.modules
+            .iter()
+            .map(|m| {
+                let (build_id, problem) = match &m.data {
+                    Ok(d) => (
+                        d.build_id.as_deref().map(debugfind::hex),
+                        d.dwarf_problem.clone(),
+                    ),
+                    Err(e) => (None, Some(e.clone())),
+                };
+                ModuleInfo {
+                    path: m.path.clone(),
+                    debug: m.best_source(),
+                    debug_file: m.debug_file.clone(),
+                    build_id,
+                    problem,
+                    replaced: m.replaced,
+                    code_lookups: m.code_lookups,
+                }
+            })
+            .collect()
+    }
+
+    /// Paths (sorted) of modules that `resolve_code` landed in and that have
+    /// no DWARF: they could not be opened, or only a symbol table (or nothing)
+    /// was found. Sites in them lack file and line.
+    pub fn modules_without_debug_info(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .modules
+            .iter()
+            .filter(|m| m.code_lookups > 0 && m.best_source() != DebugInfoSource::Dwarf)
+            .map(|m| m.path.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Index of the module backing the file mapping `map`, opening it on first
+    /// use. A mapping marked ` (deleted)` is never opened.
+    fn module_index(&mut self, map: &Mapping) -> usize {
+        let path = map.path.as_deref().unwrap_or_default();
+        let key = if map.deleted {
+            format!("{path} (deleted)")
+        } else {
+            path.to_string()
+        };
+        if let Some(&i) = self.by_key.get(&key) {
+            return i;
+        }
+        let module = if map.deleted {
+            Module {
+                path: key.clone(),
+                data: Err(format!(
+                    "{path} was deleted or replaced while mapped; not opening the file now at that path"
+                )),
+                debug_file: None,
+                replaced: true,
+                code_lookups: 0,
+            }
+        } else {
+            self.open_module(Path::new(path), map.inode)
+        };
+        let i = self.modules.len();
+        self.modules.push(module);
+        self.by_key.insert(key, i);
+        i
+    }
+
+    fn open_module(&mut self, path: &Path, recorded_inode: u64) -> Module {
+        let replaced = recorded_inode != 0
+            && std::fs::metadata(path).is_ok_and(|md| md.ino() != recorded_inode);
+        let name = path.to_string_lossy().into_owned();
+        let opened = match Opened::open(path) {
+            Ok(o) => o,
+            Err(e) => {
+                return Module {
+                    path: name,
+                    data: Err(e),
+                    debug_file: None,
+                    replaced,
+                    code_lookups: 0,
+                }
+            }
+        };
+        let debug = if opened.has_dwarf() {
+            None
+        } else {
+            debugfind::find_debug_file(path, &opened.ids(), &self.opts, &mut self.search)
+        };
+        // The file holding the DWARF, and its dwz supplementary file if any.
+        let (dwarf_holder, dwarf_path) = match &debug {
+            Some((o, p)) => (o, p.clone()),
+            None => (&opened, path.to_path_buf()),
+        };
+        let sup = dwarf_holder
+            .debugaltlink()
+            .and_then(|(link, id)| debugfind::find_sup_file(&dwarf_path, &link, &id, &self.opts));
+        let data = elf::build_module(
+            &opened,
+            debug.as_ref().map(|(o, p)| (o, p.clone())),
+            path,
+            sup.as_ref(),
+        );
+        let debug_file = data.dwarf.as_ref().map(|d| d.file.clone());
+        Module {
+            path: name,
+            data: Ok(data),
+            debug_file,
+            replaced,
+            code_lookups: 0,
+        }
+    }
+}
+
+/// Demangles C++ (`_Z`) and Rust (`_R`, legacy `_ZN..E`) names; others are
+/// returned unchanged.
+fn demangle(name: &str) -> String {
+    addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
+}
+
+/// Looks up the code at ELF virtual address `vaddr` (a return address) in a
+/// module: DWARF at `vaddr − 1`, else the symbol table.
+fn lookup_code(data: &ModuleData, vaddr: u64) -> Resolved {
+    let probe = vaddr.saturating_sub(1);
+    let sym = data.functions.covering(probe);
+    let sym_name = sym.map(|s| demangle(&s.name));
+    let function_offset = sym.map(|s| vaddr - s.addr);
+    if let Some(dwarf) = &data.dwarf {
+        if let Some(frames) = dwarf_frames(&dwarf.ctx, probe) {
+            let mut frames = frames.into_iter();
+            if let Some(inner) = frames.next() {
+                let inlined_into: Vec<InlinedFrame> = frames.collect();
+                let function = inner.function.or_else(|| {
+                    if inlined_into.is_empty() {
+                        sym_name.clone()
+                    } else {
+                        None
+                    }
+                });
+                return Resolved {
+                    function,
+                    function_offset,
+                    file: inner.file,
+                    line: inner.line,
+                    column: inner.column,
+                    inlined_into,
+                    debug: DebugInfoSource::Dwarf,
+                };
+            }
+        }
+    }
+    Resolved {
+        debug: if sym_name.is_some() {
+            DebugInfoSource::SymbolTable
+        } else {
+            DebugInfoSource::None
+        },
+        function: sym_name,
+        function_offset,
+        file: None,
+        line: None,
+        column: None,
+        inlined_into: Vec::new(),
+    }
+}
+
+/// DWARF frames at `probe`, innermost first; `None` if DWARF has nothing
+/// useful (no function name and no line) for it.
+fn dwarf_frames(ctx: &addr2line::Context<elf::Reader>, probe: u64) -> Option<Vec<InlinedFrame>> {
+    let mut lookup = ctx.find_frames(probe);
+    let mut iter = loop {
+        match lookup {
+            addr2line::LookupResult::Output(r) => break r.ok()?,
+            addr2line::LookupResult::Load { load, continuation } => {
+                lookup = continuation.resume(elf::load_dwo(&load));
+            }
+        }
+    };
+    let mut out = Vec::new();
+    while let Ok(Some(frame)) = iter.next() {
+        let function = frame
+            .function
+            .as_ref()
+            .and_then(|f| f.demangle().ok().map(Cow::into_owned));
+        let (file, line, column) = match &frame.location {
+            Some(l) => (
+                l.file.map(str::to_string),
+                l.line,
+                l.column.filter(|&c| c > 0),
+            ),
+            None => (None, None, None),
+        };
+        out.push(InlinedFrame {
+            function,
+            file,
+            line,
+            column,
+        });
+    }
+    let useful = out.iter().any(|f| f.function.is_some() || f.line.is_some());
+    useful.then_some(out)
+}
