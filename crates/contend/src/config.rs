@@ -1,0 +1,200 @@
+//! `contend.toml`: report defaults and event filters (the thesis's
+//! mutexTool.conf, Venter 2016, Section 3.2.2.2), so a filter set can be
+//! kept with a project. Flags on the command line override the file.
+//!
+//! ```toml
+//! [report]
+//! format = "text"      # text | markdown | latex | csv | json
+//! top = 20             # rows per table, 0 = all
+//!
+//! [filter]
+//! min_duration = "10us"   # event duration (wait + hold) at least
+//! max_duration = "1s"     # ... at most; integers are ns
+//! locks = ["queue_lock", "0x55d0c0a04040"]
+//! sites = "dequeue|enqueue"   # regular expression on the call site
+//! threads = [4242]
+//! critical_only = false
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Errors reading a configuration file; messages name the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a wrong key or value.
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line where the parser knows it.
+        message: String,
+    },
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `[report]`.
+    #[serde(default)]
+    pub report: ReportConfig,
+    /// `[filter]`.
+    #[serde(default)]
+    pub filter: FilterConfig,
+}
+
+/// `[report]` section.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReportConfig {
+    /// Output format name.
+    pub format: Option<String>,
+    /// Rows per table (0 = all).
+    pub top: Option<usize>,
+}
+
+/// `[filter]` section; durations are strings with a unit or integers in ns.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FilterConfig {
+    /// Minimum event duration.
+    pub min_duration: Option<DurationValue>,
+    /// Maximum event duration.
+    pub max_duration: Option<DurationValue>,
+    /// Lock names or addresses.
+    #[serde(default)]
+    pub locks: Vec<String>,
+    /// Regular expression on call sites.
+    pub sites: Option<String>,
+    /// Thread ids.
+    #[serde(default)]
+    pub threads: Vec<u32>,
+    /// Only events on the critical path.
+    #[serde(default)]
+    pub critical_only: bool,
+}
+
+/// A duration in a config file: `"10us"` or an integer number of ns.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum DurationValue {
+    /// Nanoseconds.
+    Nanoseconds(u64),
+    /// Text with a unit.
+    Text(String),
+}
+
+impl DurationValue {
+    /// The value in ns, or a message saying what is wrong.
+    pub fn to_ns(&self) -> Result<u64, String> {
+        match self {
+            DurationValue::Nanoseconds(n) => Ok(*n),
+            DurationValue::Text(s) => parse_duration_ns(s),
+        }
+    }
+}
+
+impl Config {
+    /// Reads `path`. Errors name the file and the problem.
+    pub fn read(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses `text` as if read from `path` (for messages).
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let cfg: Config = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        for d in [&cfg.filter.min_duration, &cfg.filter.max_duration]
+            .into_iter()
+            .flatten()
+        {
+            d.to_ns().map_err(invalid)?;
+        }
+        if let Some(re) = &cfg.filter.sites {
+            regex::Regex::new(re).map_err(|e| invalid(format!("filter.sites: {e}")))?;
+        }
+        Ok(cfg)
+    }
+
+    /// Finds `contend.toml` in the recording directory, else in the
+    /// current directory; `None` when neither exists.
+    pub fn discover(recording: &Path) -> Option<PathBuf> {
+        [recording.join("contend.toml"), PathBuf::from("contend.toml")]
+            .into_iter()
+            .find(|p| p.is_file())
+    }
+}
+
+/// Parses `"250"`, `"250ns"`, `"10us"`, `"10µs"`, `"1.5ms"`, `"2s"` into ns.
+pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (expected e.g. 250ns, 10us, 1.5ms, 2s)"))?;
+    let scale = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => {
+            return Err(format!(
+                "`{s}`: unknown unit `{other}` (use ns, us, ms or s)"
+            ))
+        }
+    };
+    Ok((value * scale).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ns("250").unwrap(), 250);
+        assert_eq!(parse_duration_ns("10us").unwrap(), 10_000);
+        assert_eq!(parse_duration_ns("1.5ms").unwrap(), 1_500_000);
+        assert_eq!(parse_duration_ns(" 2s ").unwrap(), 2_000_000_000);
+        assert!(parse_duration_ns("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration_ns("fast").is_err());
+    }
+
+    #[test]
+    fn config_file() {
+        let p = Path::new("contend.toml");
+        let c = Config::parse(
+            p,
+            "[report]\nformat = \"json\"\n[filter]\nmin_duration = \"10us\"\nmax_duration = 5000\nlocks = [\"q\"]\nsites = \"deq\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.report.format.as_deref(), Some("json"));
+        assert_eq!(c.filter.min_duration.unwrap().to_ns().unwrap(), 10_000);
+        assert_eq!(c.filter.max_duration.unwrap().to_ns().unwrap(), 5_000);
+        let e = Config::parse(p, "[filter]\nmin_duraton = 5\n").unwrap_err();
+        assert!(e.to_string().contains("contend.toml"), "{e}");
+        assert!(e.to_string().contains("min_duraton"), "{e}");
+        let e = Config::parse(p, "[filter]\nsites = \"(\"\n").unwrap_err();
+        assert!(e.to_string().contains("filter.sites"), "{e}");
+    }
+}

@@ -1,0 +1,455 @@
+//! Aggregation of lock events into the report tables: the summary
+//! (Venter 2016, Table 4.9), the critical-path summary (Table 4.10), per
+//! lock (Table 4.12), per call site, per thread, and the wait-time
+//! histogram (Figures 4.1/4.2). Definitions: docs/metrics.md.
+
+use std::collections::HashMap;
+
+use contend_trace::Primitive;
+use regex::Regex;
+
+use super::critical_path::CriticalPath;
+use super::events::{EventSet, LockEvent, Outcome};
+use crate::report::model::{
+    CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
+    WaitKindRow,
+};
+
+/// Which events enter the tables (the thesis's mutexTool.conf filters).
+/// The critical path is always marked on all events first: it is a
+/// property of the whole execution, not of the selection.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Keep events whose duration (wait + hold) is at least this, ns.
+    pub min_duration_ns: Option<u64>,
+    /// Keep events whose duration is at most this, ns.
+    pub max_duration_ns: Option<u64>,
+    /// Keep events on these objects: a symbol name (`queue_lock`) or an
+    /// address (`0x55d0c0a04040`); empty = all.
+    pub locks: Vec<String>,
+    /// Keep events whose call site matches (function, file:line, module).
+    pub site_pattern: Option<Regex>,
+    /// Keep events of these thread ids; empty = all.
+    pub threads: Vec<u32>,
+    /// Keep only events on the critical path.
+    pub critical_only: bool,
+}
+
+impl EventFilter {
+    /// One line per active filter, for the report header.
+    pub fn describe(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(x) = self.min_duration_ns {
+            v.push(format!("event duration >= {x} ns"));
+        }
+        if let Some(x) = self.max_duration_ns {
+            v.push(format!("event duration <= {x} ns"));
+        }
+        if !self.locks.is_empty() {
+            v.push(format!("lock in [{}]", self.locks.join(", ")));
+        }
+        if let Some(r) = &self.site_pattern {
+            v.push(format!("call site matches /{}/", r.as_str()));
+        }
+        if !self.threads.is_empty() {
+            let t: Vec<String> = self.threads.iter().map(|t| t.to_string()).collect();
+            v.push(format!("thread in [{}]", t.join(", ")));
+        }
+        if self.critical_only {
+            v.push("on the critical path only".into());
+        }
+        v
+    }
+}
+
+/// A call site resolved for display.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResolvedSite {
+    /// Function, demangled.
+    pub function: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Source line.
+    pub line: Option<u32>,
+    /// Module path.
+    pub module: Option<String>,
+    /// Offset in the module.
+    pub offset: u64,
+    /// `dwarf`, `symbols` or `none`.
+    pub debug: &'static str,
+    /// Short form, e.g. `dequeue (queue.c:82)`.
+    pub display: String,
+}
+
+/// Names objects and call sites; implemented over the symbolizer, and by
+/// plain fakes in tests.
+pub trait Resolver {
+    /// Resolves the call site with return address `address` in process
+    /// `process` (index in the recording).
+    fn site(&mut self, process: u32, address: u64) -> ResolvedSite;
+    /// Names a global or static object, `None` for heap/stack objects.
+    fn object(&mut self, process: u32, address: u64) -> Option<String>;
+}
+
+/// Builds the lock part of a report from paired events and the marked
+/// critical path. `program_ns` is the program duration (Table 4.9, row 1).
+pub fn aggregate(
+    set: &EventSet,
+    path: &CriticalPath,
+    filter: &EventFilter,
+    resolver: &mut dyn Resolver,
+    program_ns: u64,
+) -> LockReport {
+    // Resolve every object and site once.
+    let object_names: Vec<String> = set
+        .objects
+        .iter()
+        .map(|o| {
+            resolver
+                .object(o.process, o.address)
+                .unwrap_or_else(|| format!("{:#x}", o.address))
+        })
+        .collect();
+    let sites: Vec<ResolvedSite> = set
+        .sites
+        .iter()
+        .map(|s| resolver.site(s.process, s.address))
+        .collect();
+    let lock_filter: Vec<bool> = if filter.locks.is_empty() {
+        Vec::new()
+    } else {
+        set.objects
+            .iter()
+            .zip(&object_names)
+            .map(|(o, name)| {
+                filter.locks.iter().any(|want| {
+                    want == name
+                        || parse_address(want) == Some(o.address)
+                        || name.split('+').next() == Some(want.as_str())
+                })
+            })
+            .collect()
+    };
+    let site_filter: Vec<bool> = match &filter.site_pattern {
+        None => Vec::new(),
+        Some(re) => sites
+            .iter()
+            .map(|s| {
+                re.is_match(&s.display)
+                    || s.function.as_deref().is_some_and(|f| re.is_match(f))
+                    || s.file.as_deref().is_some_and(|f| {
+                        re.is_match(&format!("{f}:{}", s.line.unwrap_or(0)))
+                    })
+                    || s.module.as_deref().is_some_and(|m| re.is_match(m))
+            })
+            .collect(),
+    };
+    let selected = |i: usize, e: &LockEvent| -> bool {
+        if e.outcome == Outcome::Post {
+            return false;
+        }
+        let d = e.duration_ns();
+        filter.min_duration_ns.is_none_or(|m| d >= m)
+            && filter.max_duration_ns.is_none_or(|m| d <= m)
+            && (lock_filter.is_empty() || lock_filter[e.object as usize])
+            && (site_filter.is_empty() || site_filter[e.site as usize])
+            && (filter.threads.is_empty()
+                || filter.threads.contains(&set.threads[e.thread as usize].tid))
+            && (!filter.critical_only || path.on_path[i])
+    };
+
+    let mut summary = LockSummary {
+        program_ns,
+        unmatched_releases: set.unmatched_releases,
+        ..LockSummary::default()
+    };
+    let mut critical = CriticalPathSummary {
+        jumps: path.jumps,
+        ..CriticalPathSummary::default()
+    };
+    let mut other: HashMap<&'static str, WaitKindRow> = HashMap::new();
+    let mut locks: Vec<LockAcc> = vec![LockAcc::default(); set.objects.len()];
+    let mut site_acc: Vec<SiteAcc> = vec![SiteAcc::default(); set.sites.len()];
+    let mut threads: Vec<ThreadRow> = set
+        .threads
+        .iter()
+        .map(|t| ThreadRow {
+            pid: t.pid,
+            tid: t.tid,
+            span_ns: t.last_ns.saturating_sub(t.first_ns),
+            ..ThreadRow::default()
+        })
+        .collect();
+    let mut hist: Vec<HistogramBucket> = (0..=64)
+        .map(|b| HistogramBucket {
+            lower_ns: if b == 0 { 0 } else { 1u64 << (b - 1) },
+            upper_ns: if b == 64 { u64::MAX } else { 1u64 << b },
+            ..HistogramBucket::default()
+        })
+        .collect();
+    // Intervals per thread for the "counted once" durations.
+    let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); set.threads.len()];
+    let mut critical_intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); set.threads.len()];
+
+    for (i, e) in set.events.iter().enumerate() {
+        if !selected(i, e) {
+            continue;
+        }
+        let on_path = path.on_path[i];
+        let (wait, hold, dur) = (e.wait_ns(), e.hold_ns(), e.duration_ns());
+        let th = &mut threads[e.thread as usize];
+        th.wait_ns += wait;
+        let l = &mut locks[e.object as usize];
+        l.events += 1;
+        l.contended += u64::from(e.contended);
+        l.wait += wait;
+        l.hold += hold;
+        l.max_wait = l.max_wait.max(wait);
+        if on_path {
+            l.critical_events += 1;
+            l.critical_wait += wait;
+            l.critical_hold += hold;
+        }
+        *l.site_wait.entry(e.site).or_default() += wait + 1;
+        let s = &mut site_acc[e.site as usize];
+        s.events += 1;
+        s.contended += u64::from(e.contended);
+        s.wait += wait;
+        s.hold += hold;
+        if on_path {
+            s.critical_wait += wait;
+        }
+        s.kinds |= 1 << (e.primitive as u8);
+        if !e.is_lock() {
+            let row = other.entry(e.primitive.object_kind()).or_insert_with(|| WaitKindRow {
+                kind: e.primitive.object_kind().to_string(),
+                ..WaitKindRow::default()
+            });
+            row.events += 1;
+            row.contended_events += u64::from(e.contended);
+            row.wait_ns += wait;
+            row.timeouts += u64::from(e.outcome == Outcome::TimedOut);
+            if on_path {
+                row.critical_wait_ns += wait;
+                critical.other_wait_ns += wait;
+            }
+            continue;
+        }
+        th.events += 1;
+        th.contended_events += u64::from(e.contended);
+        th.hold_ns += hold;
+        summary.events += 1;
+        summary.contended_events += u64::from(e.contended);
+        summary.failed_events += u64::from(e.outcome != Outcome::Acquired);
+        summary.unreleased_events += u64::from(e.unreleased);
+        summary.wait_ns += wait;
+        summary.hold_ns += hold;
+        summary.duration_ns += dur;
+        summary.max_wait_ns = summary.max_wait_ns.max(wait);
+        intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
+        let b = &mut hist[bucket(wait)];
+        b.events += 1;
+        b.wait_ns += wait;
+        if on_path {
+            th.critical_events += 1;
+            critical.events += 1;
+            critical.contended_events += u64::from(e.contended);
+            critical.wait_ns += wait;
+            critical.hold_ns += hold;
+            critical.duration_ns += dur;
+            critical_intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
+            b.critical_events += 1;
+            b.critical_wait_ns += wait;
+        }
+    }
+    summary.duration_once_ns = intervals.iter_mut().map(|v| union_length(v)).sum();
+    critical.duration_once_ns = critical_intervals.iter_mut().map(|v| union_length(v)).sum();
+    summary.wait_share = ratio(summary.wait_ns, summary.duration_ns);
+    summary.mean_event_ns = if summary.events > 0 {
+        summary.duration_once_ns / summary.events
+    } else {
+        0
+    };
+    critical.event_share = ratio(critical.events, summary.events);
+    critical.wait_share = ratio(critical.wait_ns, summary.duration_ns);
+
+    let mut by_lock: Vec<LockRow> = locks
+        .into_iter()
+        .enumerate()
+        .filter(|(_, l)| l.events > 0)
+        .map(|(i, l)| {
+            let o = set.objects[i];
+            let mut site_list: Vec<(u32, u64)> = l.site_wait.into_iter().collect();
+            site_list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let mut names: Vec<String> = Vec::new();
+            for (s, _) in site_list {
+                let d = &sites[s as usize].display;
+                if !names.contains(d) {
+                    names.push(d.clone());
+                }
+            }
+            LockRow {
+                name: object_names[i].clone(),
+                address: format!("{:#x}", o.address),
+                pid: set.threads.iter().find(|t| t.process == o.process).map_or(0, |t| t.pid),
+                kind: set.object_kinds[i].object_kind().to_string(),
+                events: l.events,
+                contended_events: l.contended,
+                wait_ns: l.wait,
+                hold_ns: l.hold,
+                duration_ns: l.wait + l.hold,
+                max_wait_ns: l.max_wait,
+                critical_events: l.critical_events,
+                critical_wait_ns: l.critical_wait,
+                critical_hold_ns: l.critical_hold,
+                sites: names,
+            }
+        })
+        .collect();
+    by_lock.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.events.cmp(&a.events))
+            .then(a.name.cmp(&b.name))
+    });
+
+    // Sites with the same resolution (e.g. one line in a forked child and
+    // its parent) are one row.
+    let mut site_rows: HashMap<String, SiteRow> = HashMap::new();
+    for (i, acc) in site_acc.iter().enumerate() {
+        if acc.events == 0 {
+            continue;
+        }
+        let r = &sites[i];
+        let key = format!("{}|{}", r.display, r.module.as_deref().unwrap_or(""));
+        let row = site_rows.entry(key).or_insert_with(|| SiteRow {
+            function: r.function.clone(),
+            file: r.file.clone(),
+            line: r.line,
+            module: r.module.clone(),
+            offset: format!("{:#x}", r.offset),
+            debug: r.debug.to_string(),
+            display: r.display.clone(),
+            ..SiteRow::default()
+        });
+        row.events += acc.events;
+        row.contended_events += acc.contended;
+        row.wait_ns += acc.wait;
+        row.hold_ns += acc.hold;
+        row.critical_wait_ns += acc.critical_wait;
+        for p in 1..=7u8 {
+            if acc.kinds & (1 << p) != 0 {
+                if let Some(k) = Primitive::from_code(p) {
+                    let k = k.object_kind().to_string();
+                    if !row.kinds.contains(&k) {
+                        row.kinds.push(k);
+                    }
+                }
+            }
+        }
+    }
+    let mut by_site: Vec<SiteRow> = site_rows.into_values().collect();
+    by_site.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.events.cmp(&a.events))
+            .then(a.display.cmp(&b.display))
+    });
+    let mut without_debug: Vec<String> = by_site
+        .iter()
+        .filter(|s| s.debug != "dwarf")
+        .map(|s| s.module.clone().unwrap_or_else(|| "(unknown module)".into()))
+        .collect();
+    without_debug.sort();
+    without_debug.dedup();
+
+    let mut by_thread: Vec<ThreadRow> = threads
+        .into_iter()
+        .filter(|t| t.events > 0 || t.wait_ns > 0)
+        .collect();
+    by_thread.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.tid.cmp(&b.tid)));
+
+    let mut other_waits: Vec<WaitKindRow> = other.into_values().collect();
+    other_waits.sort_by(|a, b| a.kind.cmp(&b.kind));
+
+    LockReport {
+        summary,
+        critical_path: critical,
+        other_waits,
+        by_lock,
+        by_site,
+        by_thread,
+        wait_histogram: hist.into_iter().filter(|b| b.events > 0).collect(),
+        filters: filter.describe(),
+        no_events_reason: None,
+        sites_without_debug_info: without_debug,
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct LockAcc {
+    events: u64,
+    contended: u64,
+    wait: u64,
+    hold: u64,
+    max_wait: u64,
+    critical_events: u64,
+    critical_wait: u64,
+    critical_hold: u64,
+    /// Σ (wait + 1) per site index: sites ordered by waiting, then use.
+    site_wait: HashMap<u32, u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct SiteAcc {
+    events: u64,
+    contended: u64,
+    wait: u64,
+    hold: u64,
+    critical_wait: u64,
+    kinds: u16,
+}
+
+/// Log2 bucket of a wait: 0 for 0 ns, else 1 + ⌊log2 wait⌋, so bucket b
+/// holds [2^(b−1), 2^b).
+pub fn bucket(wait_ns: u64) -> usize {
+    (64 - wait_ns.leading_zeros()) as usize
+}
+
+/// Length of the union of intervals [start, end), ns. Sorts `v`.
+pub fn union_length(v: &mut [(u64, u64)]) -> u64 {
+    v.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(u64, u64)> = None;
+    for &(s, e) in v.iter() {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Parses `0x…` hexadecimal or decimal addresses.
+pub fn parse_address(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}

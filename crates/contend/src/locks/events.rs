@@ -1,0 +1,358 @@
+//! Pairing of recorded operations into lock events.
+//!
+//! A lock event is one acquisition attempt and, when it succeeded, its
+//! release (Venter 2016, Section 3.2.2.2: "matches each acquisition of a
+//! mutex to a release of a mutex to form a mutex event"). Per event:
+//!
+//! * wait time = acquired − requested,
+//! * hold time = released − acquired,
+//! * event duration = wait + hold,
+//! * contended = the acquisition did not succeed at once.
+//!
+//! Pairing is per thread and per object, last acquired first released, so
+//! nested locks, recursive mutexes (lock, lock, unlock, unlock) and read
+//! locks held by several threads at once (each thread pairs its own) all
+//! come out right. A release with no open acquisition in its thread (a lock
+//! taken before the collector started, or a mutex unlocked by another
+//! thread) is counted as unmatched; an acquisition never released is held
+//! until the thread's last recorded operation and counted as unreleased.
+
+use std::collections::HashMap;
+
+use contend_trace::{Phase, Primitive, RawOp};
+
+/// How an acquisition attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// Acquired (or, for a barrier or condition wait, woken).
+    Acquired,
+    /// A try-lock found the object busy.
+    Busy,
+    /// A timed wait timed out.
+    TimedOut,
+    /// The call returned an error (EDEADLK, EPERM, EINVAL, …), or the
+    /// thread's trace ended while it was still waiting.
+    Error,
+    /// A `sem_post`: not an acquisition; kept so the critical path can find
+    /// the thread that woke a semaphore waiter. Excluded from every count.
+    Post,
+}
+
+/// One lock event. Times are CLOCK_MONOTONIC ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockEvent {
+    /// Index of the thread in [`EventSet::threads`].
+    pub thread: u32,
+    /// Index of the object in [`EventSet::objects`].
+    pub object: u32,
+    /// Index of the call site in [`EventSet::sites`].
+    pub site: u32,
+    /// Primitive and mode.
+    pub primitive: Primitive,
+    /// How the attempt ended.
+    pub outcome: Outcome,
+    /// The attempt began, ns.
+    pub requested_ns: u64,
+    /// Acquired (or the attempt ended, for a failed one), ns.
+    pub acquired_ns: u64,
+    /// Released, ns; equals `acquired_ns` for failed attempts and for
+    /// primitives without a hold (condition, barrier, semaphore waits).
+    pub released_ns: u64,
+    /// The acquisition did not succeed at once.
+    pub contended: bool,
+    /// Still held when the thread's trace ended.
+    pub unreleased: bool,
+    /// For a condition wait: index of the mutex re-acquired on return
+    /// (`u32::MAX` if unknown).
+    pub cond_mutex: u32,
+    /// Index into the process trace's stacks, or [`contend_trace::NO_STACK`].
+    pub stack: u32,
+}
+
+impl LockEvent {
+    /// Wait time, ns.
+    #[inline]
+    pub fn wait_ns(&self) -> u64 {
+        self.acquired_ns - self.requested_ns
+    }
+    /// Hold time, ns.
+    #[inline]
+    pub fn hold_ns(&self) -> u64 {
+        self.released_ns - self.acquired_ns
+    }
+    /// Event duration = wait + hold, ns.
+    #[inline]
+    pub fn duration_ns(&self) -> u64 {
+        self.released_ns - self.requested_ns
+    }
+    /// True for mutex, rwlock and spinlock events (the "lock events" of the summary).
+    #[inline]
+    pub fn is_lock(&self) -> bool {
+        self.primitive.is_lock()
+    }
+}
+
+/// A thread as the analysis sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Index of the process in the recording.
+    pub process: u32,
+    /// First recorded operation, ns.
+    pub first_ns: u64,
+    /// Last recorded operation, ns.
+    pub last_ns: u64,
+}
+
+/// A synchronisation object (address within one process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    /// Index of the process in the recording.
+    pub process: u32,
+    /// Address.
+    pub address: u64,
+}
+
+/// A call site (return address within one process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SiteKey {
+    /// Index of the process in the recording.
+    pub process: u32,
+    /// Return address.
+    pub address: u64,
+}
+
+/// All events of a recording with their index tables.
+#[derive(Debug, Clone, Default)]
+pub struct EventSet {
+    /// Events, grouped by thread, each thread's in program order.
+    pub events: Vec<LockEvent>,
+    /// Threads referenced by [`LockEvent::thread`].
+    pub threads: Vec<ThreadInfo>,
+    /// Objects referenced by [`LockEvent::object`].
+    pub objects: Vec<ObjectKey>,
+    /// Primitive kind seen first on each object (`object_kinds[i]` for `objects[i]`).
+    pub object_kinds: Vec<Primitive>,
+    /// Call sites referenced by [`LockEvent::site`].
+    pub sites: Vec<SiteKey>,
+    /// Releases with no open acquisition in the same thread.
+    pub unmatched_releases: u64,
+}
+
+/// Input to pairing: one thread's operations, whose `ticks` field already
+/// holds CLOCK_MONOTONIC ns.
+pub struct ThreadInput<'a> {
+    /// Process index.
+    pub process: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Operations in program order, times in ns.
+    pub ops: &'a [RawOp],
+}
+
+/// Builds the event set from every thread's operations.
+///
+/// Pairing rules are in the module documentation; `docs/metrics.md` states
+/// them for users. Runs in O(operations) with a small per-thread map.
+pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
+    let mut set = EventSet::default();
+    let mut object_index: HashMap<ObjectKey, u32> = HashMap::new();
+    let mut site_index: HashMap<SiteKey, u32> = HashMap::new();
+    for input in threads {
+        let mut p = ThreadPairing {
+            thread: set.threads.len() as u32,
+            open: HashMap::new(),
+            pending: None,
+            released_mutex: None,
+        };
+        let mut info = ThreadInfo {
+            pid: input.pid,
+            tid: input.tid,
+            process: input.process,
+            first_ns: u64::MAX,
+            last_ns: 0,
+        };
+        for op in input.ops {
+            let t = op.ticks;
+            info.first_ns = info.first_ns.min(t);
+            info.last_ns = info.last_ns.max(t);
+            let okey = ObjectKey {
+                process: input.process,
+                address: op.object,
+            };
+            let object = *object_index.entry(okey).or_insert_with(|| {
+                set.objects.push(okey);
+                set.object_kinds.push(op.primitive);
+                (set.objects.len() - 1) as u32
+            });
+            let skey = SiteKey {
+                process: input.process,
+                address: op.site,
+            };
+            let site = *site_index.entry(skey).or_insert_with(|| {
+                set.sites.push(skey);
+                (set.sites.len() - 1) as u32
+            });
+            p.step(&mut set, op, t, object, site);
+        }
+        p.finish(&mut set, info.last_ns);
+        if info.first_ns == u64::MAX {
+            info.first_ns = 0;
+        }
+        set.threads.push(info);
+    }
+    set
+}
+
+/// A blocking call that has been entered but not yet returned.
+#[derive(Clone, Copy)]
+struct Pending {
+    object: u32,
+    site: u32,
+    primitive: Primitive,
+    requested_ns: u64,
+    stack: u32,
+}
+
+/// Pairing state of one thread.
+struct ThreadPairing {
+    thread: u32,
+    /// Open holds per object, innermost last.
+    open: HashMap<u32, Vec<usize>>,
+    /// The pending REQUEST (calls do not nest within a thread).
+    pending: Option<Pending>,
+    /// Mutex released by the latest record, if it was a RELEASE: a
+    /// condition wait that follows at once belongs to this mutex.
+    released_mutex: Option<u32>,
+}
+
+impl ThreadPairing {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        set: &mut EventSet,
+        pending: Pending,
+        end_ns: u64,
+        outcome: Outcome,
+        contended: bool,
+        cond_mutex: u32,
+    ) {
+        set.events.push(LockEvent {
+            thread: self.thread,
+            object: pending.object,
+            site: pending.site,
+            primitive: pending.primitive,
+            outcome,
+            requested_ns: pending.requested_ns.min(end_ns),
+            acquired_ns: end_ns,
+            released_ns: end_ns,
+            contended,
+            unreleased: false,
+            cond_mutex,
+            stack: pending.stack,
+        });
+        if outcome == Outcome::Acquired && pending.primitive.is_lock() {
+            self.open
+                .entry(pending.object)
+                .or_default()
+                .push(set.events.len() - 1);
+        }
+    }
+
+    fn step(&mut self, set: &mut EventSet, op: &RawOp, t: u64, object: u32, site: u32) {
+        let here = Pending {
+            object,
+            site,
+            primitive: op.primitive,
+            requested_ns: t,
+            stack: op.stack,
+        };
+        let released_mutex = self.released_mutex.take();
+        match op.phase {
+            Phase::Request => {
+                if let Some(lost) = self.pending.replace(here) {
+                    // The previous call never reported its return: keep it
+                    // as an error attempt ending where the next call began.
+                    self.push(set, lost, t, Outcome::Error, true, u32::MAX);
+                }
+                if op.primitive == Primitive::Cond {
+                    self.released_mutex = released_mutex;
+                }
+            }
+            Phase::Acquired | Phase::Busy | Phase::Error => {
+                let cond_mutex = if op.primitive == Primitive::Cond {
+                    // set when the REQUEST was recorded right after a RELEASE
+                    self.released_mutex.take().or(released_mutex).unwrap_or(u32::MAX)
+                } else {
+                    u32::MAX
+                };
+                match self.pending.take() {
+                    Some(req) if req.object == object => {
+                        let outcome = match op.phase {
+                            Phase::Acquired => Outcome::Acquired,
+                            Phase::Busy => Outcome::TimedOut,
+                            _ => Outcome::Error,
+                        };
+                        self.push(set, req, t, outcome, true, cond_mutex);
+                    }
+                    other => {
+                        // No matching request: a try that failed at once
+                        // (or a completion whose request was lost).
+                        self.pending = other;
+                        let outcome = match op.phase {
+                            Phase::Acquired => Outcome::Acquired,
+                            Phase::Busy => Outcome::Busy,
+                            _ => Outcome::Error,
+                        };
+                        self.push(set, here, t, outcome, outcome != Outcome::Acquired, cond_mutex);
+                    }
+                }
+            }
+            Phase::Immediate => {
+                self.push(set, here, t, Outcome::Acquired, false, u32::MAX);
+            }
+            Phase::Release => {
+                if op.primitive == Primitive::Semaphore {
+                    // sem_post: a semaphore is not owned; the post is kept
+                    // so the critical path can find who woke a waiter.
+                    self.push(set, here, t, Outcome::Post, false, u32::MAX);
+                    return;
+                }
+                match self.open.get_mut(&object).and_then(|v| v.pop()) {
+                    Some(idx) => {
+                        let e = &mut set.events[idx];
+                        e.released_ns = t.max(e.acquired_ns);
+                    }
+                    None => set.unmatched_releases += 1,
+                }
+                if op.primitive == Primitive::Mutex {
+                    self.released_mutex = Some(object);
+                }
+            }
+        }
+    }
+
+    /// Closes what is still open when the thread's trace ends at `last_ns`.
+    fn finish(&mut self, set: &mut EventSet, last_ns: u64) {
+        for idxs in self.open.values() {
+            for &idx in idxs {
+                let e = &mut set.events[idx];
+                e.released_ns = last_ns.max(e.acquired_ns);
+                e.unreleased = true;
+            }
+        }
+        // A request that never returned: the thread was still waiting when
+        // its trace ended (killed or deadlocked while blocked).
+        if let Some(req) = self.pending.take() {
+            self.push(set, req, last_ns.max(req.requested_ns), Outcome::Error, true, u32::MAX);
+            if let Some(e) = set.events.last_mut() {
+                e.unreleased = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Lock-contention analysis (the thesis's mutex tool, Venter 2016,
+//! Sections 3.2.2.2 and 4.3.1): pairing of operations into lock events
+//! ([`events`]), critical-path marking after Chen & Stenström
+//! ([`critical_path`]), and aggregation into the report tables
+//! ([`aggregate`]). [`analyze`] runs the three on a [`Recording`].
+
+pub mod aggregate;
+pub mod critical_path;
+pub mod events;
+
+use rayon::prelude::*;
+
+use crate::recording::Recording;
+use crate::report::model::{LockReport, Report, RunInfo};
+use crate::symbolize::{DebugInfoSource, Symbolizer};
+
+pub use aggregate::{EventFilter, ResolvedSite, Resolver};
+pub use critical_path::{mark_critical_path, CriticalPath};
+pub use events::{pair_operations, EventSet, LockEvent, Outcome, ThreadInput};
+
+/// Progress of a long analysis, for a progress bar. Calls come from one
+/// thread. The default methods do nothing.
+pub trait Progress {
+    /// A new stage begins with `total` units of work.
+    fn stage(&self, _name: &str, _total: u64) {}
+    /// `n` more units are done.
+    fn advance(&self, _n: u64) {}
+}
+
+/// A [`Progress`] that ignores everything.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// Resolves objects and sites of a recording with the DWARF symbolizer.
+pub struct RecordingResolver<'a> {
+    recording: &'a Recording,
+    symbolizer: Symbolizer,
+}
+
+impl<'a> RecordingResolver<'a> {
+    /// A resolver over the maps snapshots of `recording`.
+    pub fn new(recording: &'a Recording, symbolizer: Symbolizer) -> Self {
+        RecordingResolver {
+            recording,
+            symbolizer,
+        }
+    }
+}
+
+impl Resolver for RecordingResolver<'_> {
+    fn site(&mut self, process: u32, address: u64) -> ResolvedSite {
+        let Some(maps) = self
+            .recording
+            .processes
+            .get(process as usize)
+            .and_then(|p| p.maps.as_ref())
+        else {
+            return ResolvedSite {
+                offset: address,
+                debug: "none",
+                display: format!("{address:#x}"),
+                ..ResolvedSite::default()
+            };
+        };
+        let loc = self.symbolizer.resolve_code(maps, address);
+        ResolvedSite {
+            display: loc.display_short(),
+            function: loc.function,
+            file: loc.file,
+            line: loc.line,
+            module: loc.module,
+            offset: loc.module_offset,
+            debug: match loc.debug {
+                DebugInfoSource::Dwarf => "dwarf",
+                DebugInfoSource::SymbolTable => "symbols",
+                DebugInfoSource::None => "none",
+            },
+        }
+    }
+
+    fn object(&mut self, process: u32, address: u64) -> Option<String> {
+        let maps = self.recording.processes.get(process as usize)?.maps.as_ref()?;
+        self.symbolizer
+            .resolve_data(maps, address)
+            .map(|d| d.display_short())
+    }
+}
+
+/// Analyses the lock traces of `recording` into a report.
+///
+/// Steps: convert ticks to ns and pair each thread's operations (in
+/// parallel over processes), mark the critical path over all events,
+/// resolve objects and sites, aggregate the selected events. Never fails:
+/// problems of the recording are carried into `Report::warnings`.
+pub fn analyze(
+    recording: &Recording,
+    filter: &EventFilter,
+    resolver: &mut dyn Resolver,
+    progress: &dyn Progress,
+) -> Report {
+    let ops: u64 = recording
+        .processes
+        .iter()
+        .map(|p| p.trace.op_count() as u64)
+        .sum();
+    progress.stage("pairing lock operations", ops);
+    let to_ns: Vec<Box<dyn Fn(u64) -> u64 + Sync + '_>> = recording
+        .processes
+        .iter()
+        .map(|p| {
+            let trace = &p.trace;
+            Box::new(move |t| recording.to_ns(trace, t)) as Box<dyn Fn(u64) -> u64 + Sync>
+        })
+        .collect();
+    // Convert ticks once per operation, in parallel per thread.
+    let converted: Vec<(u32, u32, u32, Vec<contend_trace::RawOp>)> = recording
+        .processes
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, p)| {
+            p.trace
+                .threads
+                .iter()
+                .map(move |t| (pi as u32, p.trace.pid, t))
+        })
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|(pi, pid, t)| {
+            let f = &to_ns[pi as usize];
+            let ops = t
+                .ops
+                .iter()
+                .map(|o| contend_trace::RawOp {
+                    ticks: f(o.ticks),
+                    ..*o
+                })
+                .collect();
+            (pi, pid, t.tid, ops)
+        })
+        .collect();
+    let inputs: Vec<ThreadInput<'_>> = converted
+        .iter()
+        .map(|(pi, pid, tid, ops)| ThreadInput {
+            process: *pi,
+            pid: *pid,
+            tid: *tid,
+            ops,
+        })
+        .collect();
+    let set = pair_operations(&inputs);
+    progress.advance(ops);
+    progress.stage("marking the critical path", 1);
+    let path = mark_critical_path(&set);
+    progress.advance(1);
+    progress.stage("resolving call sites", 1);
+
+    let run = run_info(recording, &set);
+    let mut locks: LockReport = aggregate::aggregate(&set, &path, filter, resolver, run.wall_ns);
+    progress.advance(1);
+    if set.events.is_empty() {
+        locks.no_events_reason = Some(no_events_reason(recording));
+    }
+    let mut warnings = recording.warnings.clone();
+    if locks.summary.unmatched_releases > 0 {
+        warnings.push(format!(
+            "{} release(s) had no acquisition in the same thread (locks taken before recording began, or a mutex unlocked by another thread)",
+            locks.summary.unmatched_releases
+        ));
+    }
+    if locks.summary.unreleased_events > 0 {
+        warnings.push(format!(
+            "{} lock(s) were still held when their thread's trace ended; their hold time runs to the thread's last recorded operation",
+            locks.summary.unreleased_events
+        ));
+    }
+    Report {
+        run,
+        locks,
+        warnings,
+    }
+}
+
+/// Facts about the run, from `meta.json` where present, else the traces.
+fn run_info(recording: &Recording, set: &EventSet) -> RunInfo {
+    let first = set.threads.iter().map(|t| t.first_ns).filter(|&t| t > 0).min();
+    let last = set.threads.iter().map(|t| t.last_ns).max();
+    let span = match (first, last) {
+        (Some(a), Some(b)) if b > a => b - a,
+        _ => 0,
+    };
+    let mut info = RunInfo {
+        recording: recording.dir.display().to_string(),
+        processes: recording.processes.len() as u32,
+        threads: set.threads.len() as u32,
+        wall_ns: span,
+        ..RunInfo::default()
+    };
+    if let Some(m) = &recording.meta {
+        info.command = m.command.clone();
+        info.exit_code = m.exit_code;
+        info.signal = m.signal;
+        info.wall_ns = m.wall_ns.unwrap_or(span);
+        info.host = m.host.clone();
+        info.cpu_model = m.cpu_model.clone();
+        info.cpus = m.cpus;
+        info.start_utc = m.start_utc.clone();
+        info.tool_version = m.tool_version.clone();
+    } else if let Some(p) = recording.processes.first() {
+        info.command = p.trace.cmdline.clone();
+    }
+    info
+}
+
+/// Explains an empty recording instead of reporting zero contention.
+fn no_events_reason(recording: &Recording) -> String {
+    if recording.processes.is_empty() {
+        let mut s = String::from(
+            "No lock trace was written, so no lock operation could be observed. ",
+        );
+        s.push_str(
+            "Likely causes: the program is statically linked or setuid (the loader ignores LD_PRELOAD), \
+             it cleared LD_PRELOAD before starting its workers, or it exited before taking any lock.",
+        );
+        return s;
+    }
+    "No lock operation was recorded although the collector was loaded. \
+     The program may not use pthread locks: it may use raw futexes, its own spinlocks or atomics, \
+     or a runtime with its own mutexes (Go, some JVM and OpenMP runtimes), or it ran single-threaded \
+     without taking locks. This is not evidence of zero contention."
+        .to_string()
+}
+
+/// Analyses `recording` with the default symbolizer and no progress bar.
+pub fn analyze_default(recording: &Recording, filter: &EventFilter) -> Report {
+    let mut resolver = RecordingResolver::new(recording, Symbolizer::new());
+    analyze(recording, filter, &mut resolver, &NoProgress)
+}
+
+/// Number of operations in a recording (to decide whether to show progress).
+pub fn operation_count(recording: &Recording) -> u64 {
+    recording
+        .processes
+        .par_iter()
+        .map(|p| p.trace.op_count() as u64)
+        .sum()
+}

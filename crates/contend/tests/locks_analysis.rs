@@ -1,0 +1,250 @@
+//! Hand-built operation sequences checked against results worked out by
+//! hand: pairing (nesting, recursion, rwlock sharing, trylock failure,
+//! timeout, unmatched/unreleased), critical-path marking (Chen & Stenström
+//! as in Venter 2016, Listing 3.5) and the summary arithmetic (Table 4.9).
+
+use contend::locks::aggregate::{aggregate, union_length, EventFilter, ResolvedSite, Resolver};
+use contend::locks::{mark_critical_path, pair_operations, EventSet, Outcome, ThreadInput};
+use contend_trace::{Phase, Primitive, RawOp, NO_STACK};
+
+use Phase::*;
+use Primitive::*;
+
+const A: u64 = 0xa000;
+const B: u64 = 0xb000;
+const M: u64 = 0xc000;
+
+fn op(ns: u64, prim: Primitive, phase: Phase, object: u64) -> RawOp {
+    RawOp { ticks: ns, object, site: 0x400000 + object / 0x1000, primitive: prim, phase, stack: NO_STACK }
+}
+
+fn pair(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
+    let inputs: Vec<ThreadInput<'_>> = threads
+        .iter()
+        .map(|(tid, ops)| ThreadInput { process: 0, pid: 1, tid: *tid, ops })
+        .collect();
+    pair_operations(&inputs)
+}
+
+/// (object address, requested, acquired, released, contended) of every event.
+fn shape(set: &EventSet) -> Vec<(u64, u64, u64, u64, bool)> {
+    set.events
+        .iter()
+        .map(|e| (set.objects[e.object as usize].address, e.requested_ns, e.acquired_ns, e.released_ns, e.contended))
+        .collect()
+}
+
+struct Fake;
+impl Resolver for Fake {
+    fn site(&mut self, _p: u32, address: u64) -> ResolvedSite {
+        ResolvedSite { display: format!("site{address:x}"), debug: "dwarf", ..ResolvedSite::default() }
+    }
+    fn object(&mut self, _p: u32, address: u64) -> Option<String> {
+        (address == M).then(|| "queue_lock".to_string())
+    }
+}
+
+#[test]
+fn nested_locks_pair_innermost_first() {
+    let set = pair(&[(1, vec![
+        op(10, Mutex, Immediate, A),
+        op(20, Mutex, Immediate, B),
+        op(30, Mutex, Release, B),
+        op(40, Mutex, Release, A),
+    ])]);
+    assert_eq!(shape(&set), vec![(A, 10, 10, 40, false), (B, 20, 20, 30, false)]);
+    let r = aggregate(&set, &mark_critical_path(&set), &EventFilter::default(), &mut Fake, 100);
+    assert_eq!(r.summary.events, 2);
+    assert_eq!(r.summary.hold_ns, 40);
+    assert_eq!(r.summary.duration_ns, 40);
+    // [10,40) ∪ [20,30) = 30 ns counted once.
+    assert_eq!(r.summary.duration_once_ns, 30);
+    assert_eq!(r.summary.mean_event_ns, 15);
+}
+
+#[test]
+fn recursive_mutex_pairs_lifo() {
+    let set = pair(&[(1, vec![
+        op(0, Mutex, Immediate, M),
+        op(5, Mutex, Immediate, M),
+        op(7, Mutex, Release, M),
+        op(10, Mutex, Release, M),
+    ])]);
+    assert_eq!(shape(&set), vec![(M, 0, 0, 10, false), (M, 5, 5, 7, false)]);
+    assert_eq!(set.unmatched_releases, 0);
+}
+
+#[test]
+fn read_locks_held_by_several_threads_and_a_waiting_writer() {
+    let set = pair(&[
+        (1, vec![op(0, RwlockRead, Immediate, A), op(100, RwlockRead, Release, A)]),
+        (2, vec![op(10, RwlockRead, Immediate, A), op(50, RwlockRead, Release, A)]),
+        (3, vec![
+            op(20, RwlockWrite, Request, A),
+            op(100, RwlockWrite, Acquired, A),
+            op(110, RwlockWrite, Release, A),
+        ]),
+    ]);
+    assert_eq!(
+        shape(&set),
+        vec![(A, 0, 0, 100, false), (A, 10, 10, 50, false), (A, 20, 100, 110, true)]
+    );
+    // Thread 3 ends last; it waited for thread 1's release at 100 (thread
+    // 2 released earlier, at 50): path = writer, then reader 1.
+    let path = mark_critical_path(&set);
+    assert_eq!(path.on_path, vec![true, false, true]);
+    assert_eq!(path.jumps, 1);
+    let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 110);
+    assert_eq!(r.critical_path.events, 2);
+    assert_eq!(r.critical_path.wait_ns, 80);
+    assert_eq!(r.critical_path.hold_ns, 100 + 10);
+    assert_eq!(r.by_lock[0].kind, "rwlock");
+    assert_eq!(r.by_lock[0].contended_events, 1);
+}
+
+#[test]
+fn failed_trylock_and_timeout() {
+    let set = pair(&[(1, vec![
+        op(5, Mutex, Busy, M),
+        op(10, Mutex, Request, M),
+        op(1010, Mutex, Busy, M),
+        op(2000, Mutex, Request, M),
+        op(2001, Mutex, Error, M),
+    ])]);
+    let outcomes: Vec<Outcome> = set.events.iter().map(|e| e.outcome).collect();
+    assert_eq!(outcomes, vec![Outcome::Busy, Outcome::TimedOut, Outcome::Error]);
+    assert_eq!(shape(&set), vec![(M, 5, 5, 5, true), (M, 10, 1010, 1010, true), (M, 2000, 2001, 2001, true)]);
+    let r = aggregate(&set, &mark_critical_path(&set), &EventFilter::default(), &mut Fake, 3000);
+    assert_eq!(r.summary.failed_events, 3);
+    assert_eq!(r.summary.wait_ns, 1001);
+    assert_eq!(r.summary.hold_ns, 0);
+    assert_eq!(r.by_lock[0].name, "queue_lock");
+}
+
+#[test]
+fn unmatched_release_and_unreleased_hold() {
+    let set = pair(&[(1, vec![
+        op(1, Mutex, Release, A),
+        op(2, Mutex, Immediate, B),
+        op(9, Mutex, Immediate, M),
+        op(12, Mutex, Release, M),
+    ])]);
+    assert_eq!(set.unmatched_releases, 1);
+    // B is never released: held to the thread's last operation (12).
+    assert_eq!(shape(&set)[0], (B, 2, 2, 12, false));
+    assert!(set.events[0].unreleased);
+}
+
+/// M is handed from T1 to T2 to T3; T3 then takes N and finishes last.
+/// T4 works on its own lock K and is never on the path.
+fn handoff_chain() -> EventSet {
+    const N: u64 = 0xd000;
+    const K: u64 = 0xe000;
+    pair(&[
+        (1, vec![op(0, Mutex, Immediate, M), op(100, Mutex, Release, M)]),
+        (2, vec![op(10, Mutex, Request, M), op(100, Mutex, Acquired, M), op(150, Mutex, Release, M)]),
+        (3, vec![
+            op(20, Mutex, Request, M),
+            op(150, Mutex, Acquired, M),
+            op(200, Mutex, Release, M),
+            op(210, Mutex, Immediate, N),
+            op(220, Mutex, Release, N),
+        ]),
+        (4, vec![op(30, Mutex, Immediate, K), op(40, Mutex, Release, K)]),
+    ])
+}
+
+#[test]
+fn critical_path_follows_the_previous_owner() {
+    let set = handoff_chain();
+    let path = mark_critical_path(&set);
+    // events: T1 M, T2 M, T3 M, T3 N, T4 K
+    assert_eq!(path.on_path, vec![true, true, true, true, false]);
+    assert_eq!(path.jumps, 2);
+    assert_eq!(path.start_thread, Some(2));
+    let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 220);
+    assert_eq!(r.summary.events, 5);
+    assert_eq!(r.summary.contended_events, 2);
+    assert_eq!(r.summary.wait_ns, 90 + 130);
+    assert_eq!(r.critical_path.events, 4);
+    assert_eq!(r.critical_path.wait_ns, 220);
+    assert_eq!(r.critical_path.hold_ns, 100 + 50 + 50 + 10);
+    assert!((r.critical_path.event_share - 0.8).abs() < 1e-12);
+    // Histogram: waits 90 and 130 both in [64,128)? 90 yes, 130 in [128,256).
+    let b: Vec<(u64, u64, u64)> = r.wait_histogram.iter().map(|b| (b.lower_ns, b.events, b.wait_ns)).collect();
+    assert_eq!(b, vec![(0, 3, 0), (64, 1, 90), (128, 1, 130)]);
+    // Filters: critical only, then by thread, then by duration.
+    let f = EventFilter { critical_only: true, ..EventFilter::default() };
+    assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 4);
+    let f = EventFilter { threads: vec![4], ..EventFilter::default() };
+    assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 1);
+    let f = EventFilter { min_duration_ns: Some(100), ..EventFilter::default() };
+    // durations: 100, 140, 180, 10, 10
+    assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 3);
+    let f = EventFilter { locks: vec!["queue_lock".into()], ..EventFilter::default() };
+    assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 3);
+    let f = EventFilter { locks: vec![format!("{:#x}", 0xe000)], ..EventFilter::default() };
+    assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 1);
+}
+
+#[test]
+fn critical_path_crosses_a_barrier_to_the_last_arrival() {
+    const BAR: u64 = 0xf000;
+    let set = pair(&[
+        (1, vec![op(0, Barrier, Request, BAR), op(101, Barrier, Acquired, BAR), op(200, Mutex, Immediate, A), op(210, Mutex, Release, A)]),
+        (2, vec![op(50, Mutex, Immediate, B), op(60, Mutex, Release, B), op(100, Barrier, Request, BAR), op(101, Barrier, Acquired, BAR)]),
+    ]);
+    // events: T1 barrier, T1 A, T2 B, T2 barrier
+    let path = mark_critical_path(&set);
+    assert_eq!(path.on_path, vec![true, true, true, false]);
+    let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 210);
+    assert_eq!(r.other_waits.len(), 1);
+    assert_eq!(r.other_waits[0].kind, "barrier");
+    assert_eq!(r.other_waits[0].wait_ns, 101 + 1);
+    assert_eq!(r.other_waits[0].critical_wait_ns, 101);
+    // Barrier waits are not lock events.
+    assert_eq!(r.summary.events, 2);
+}
+
+#[test]
+fn condition_wait_follows_the_signaller_unlocking_the_mutex() {
+    const C: u64 = 0x1c000;
+    let set = pair(&[
+        // Consumer: lock M, wait on C (releases M), woken, M re-acquired.
+        (1, vec![
+            op(0, Mutex, Immediate, M),
+            op(5, Mutex, Release, M),
+            op(5, Cond, Request, C),
+            op(300, Cond, Acquired, C),
+            op(300, Mutex, Immediate, M),
+            op(310, Mutex, Release, M),
+        ]),
+        // Producer: works under A, then locks M, signals, unlocks at 290.
+        (2, vec![op(100, Mutex, Immediate, A), op(200, Mutex, Release, A), op(280, Mutex, Immediate, M), op(290, Mutex, Release, M)]),
+    ]);
+    // events: T1 M(0..5), T1 cond, T1 M(300..310), T2 A, T2 M
+    let path = mark_critical_path(&set);
+    assert_eq!(path.on_path, vec![false, true, true, true, true]);
+}
+
+#[test]
+fn semaphore_wait_follows_the_post() {
+    const S: u64 = 0x5e000;
+    let set = pair(&[
+        (1, vec![op(0, Semaphore, Request, S), op(500, Semaphore, Acquired, S)]),
+        (2, vec![op(100, Mutex, Immediate, A), op(400, Mutex, Release, A), op(499, Semaphore, Release, S)]),
+    ]);
+    let path = mark_critical_path(&set);
+    // events: T1 sem wait, T2 A, T2 post
+    assert_eq!(path.on_path, vec![true, true, false]);
+    let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 500);
+    assert_eq!(r.other_waits[0].kind, "semaphore");
+    assert_eq!(r.other_waits[0].events, 1, "posts are not waits");
+}
+
+#[test]
+fn union_length_by_hand() {
+    let mut v = vec![(10, 20), (0, 5), (15, 30), (40, 41)];
+    assert_eq!(union_length(&mut v), 5 + 20 + 1);
+    assert_eq!(union_length(&mut []), 0);
+}
