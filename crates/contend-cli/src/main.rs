@@ -1,0 +1,365 @@
+//! The `contend` command: parses arguments into the plain option structs of
+//! the `contend` library and calls it. Nothing here analyses anything.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use contend::config::{parse_duration_ns, Config};
+use contend::locks::{self, EventFilter, Progress, RecordingResolver};
+use contend::record::{record, RecordError, RecordOptions};
+use contend::recording::Recording;
+use contend::report::{render_comparison, render_report, OutputFormat, RenderOptions};
+use contend::symbolize::Symbolizer;
+
+#[derive(Parser)]
+#[command(
+    name = "contend",
+    version,
+    about = "Find and measure lock contention in unmodified Linux programs",
+    long_about = "contend records the lock operations of an unmodified, dynamically linked \
+program (pthread mutexes, rwlocks, spinlocks, condition variables, barriers, semaphores; \
+C++ std::mutex through them) and reports how long threads waited, for which locks, at which \
+lines of source, and how much of it lay on the critical path.",
+    after_help = "Examples:\n  contend record -- ./server --threads 8\n  contend report\n  contend report contend.data --format json\n  contend compare before.data after.data"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a program with the lock collector preloaded and record its lock operations
+    #[command(after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it).")]
+    Record(RecordArgs),
+    /// Analyse a recording and print the lock-contention report
+    #[command(after_help = "Examples:\n  contend report\n  contend report run1.data --format markdown\n  contend report --critical-only --top 5\n  contend report --lock queue_lock --min-duration 10us\n  contend report --site 'dequeue|enqueue' --thread 4242\n  contend report --format json | jq .locks.summary\n\nFilters can also be kept in contend.toml (in the recording or the current directory); see docs/usage.md.")]
+    Report(ReportArgs),
+    /// Compare recordings: every metric of the first beside the others, with % change
+    #[command(after_help = "Examples:\n  contend compare single.data two.data\n  contend compare a.data b.data c.data --format markdown\n  contend compare before.data after.data --format json")]
+    Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct RecordArgs {
+    /// Recording directory to create
+    #[arg(short, long, default_value = "contend.data")]
+    output: PathBuf,
+    /// Replace an existing recording directory
+    #[arg(long)]
+    force: bool,
+    /// Record the call stack of every N-th lock operation (0 = never)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    stack_every: u32,
+    /// Per-thread buffer chunk size in KiB (power of two)
+    #[arg(long, value_name = "KIB")]
+    chunk_kb: Option<u32>,
+    /// The program and its arguments
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Args)]
+struct OutputArgs {
+    /// Output format: text, markdown, latex, csv or json
+    #[arg(short, long)]
+    format: Option<String>,
+    /// Rows per table (0 = all)
+    #[arg(long)]
+    top: Option<usize>,
+    /// Colour in text output (auto follows NO_COLOR and the terminal)
+    #[arg(long, value_enum, default_value = "auto")]
+    color: ColorChoice,
+    /// Configuration file (default: contend.toml in the recording or current directory)
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Args, Default)]
+struct FilterArgs {
+    /// Only events lasting at least this long (wait + hold), e.g. 10us
+    #[arg(long, value_name = "DURATION")]
+    min_duration: Option<String>,
+    /// Only events lasting at most this long, e.g. 1ms
+    #[arg(long, value_name = "DURATION")]
+    max_duration: Option<String>,
+    /// Only this lock (symbol name or address); repeatable
+    #[arg(long = "lock", value_name = "NAME|ADDR")]
+    locks: Vec<String>,
+    /// Only call sites matching this regular expression
+    #[arg(long = "site", value_name = "REGEX")]
+    site: Option<String>,
+    /// Only this thread id; repeatable
+    #[arg(long = "thread", value_name = "TID")]
+    threads: Vec<u32>,
+    /// Only events on the critical path
+    #[arg(long)]
+    critical_only: bool,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// Recording directory
+    #[arg(default_value = "contend.data")]
+    dir: PathBuf,
+    #[command(flatten)]
+    output: OutputArgs,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Recording directories; the first is the base
+    #[arg(required = true, num_args = 2.., value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    output: OutputArgs,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("contend: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Record(a) => cmd_record(a),
+        Command::Report(a) => cmd_report(a),
+        Command::Compare(a) => cmd_compare(a),
+    }
+}
+
+fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
+    let opts = RecordOptions {
+        output: a.output,
+        force: a.force,
+        stack_every: a.stack_every,
+        chunk_kb: a.chunk_kb,
+        command: a.command,
+    };
+    let outcome = match record(&opts) {
+        Ok(o) => o,
+        Err(e @ RecordError::CommandNotFound { .. }) => {
+            eprintln!("contend: error: {e}");
+            return Ok(ExitCode::from(127));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for w in &outcome.warnings {
+        eprintln!("contend: warning: {w}");
+    }
+    eprintln!(
+        "contend: recorded {} process trace(s) in {} ({:.3} s); run `contend report {}`",
+        outcome.traces,
+        outcome.dir.display(),
+        outcome.wall_ns as f64 / 1e9,
+        outcome.dir.display()
+    );
+    let code = match (outcome.exit_code, outcome.signal) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => 1,
+    };
+    Ok(ExitCode::from((code & 0xff) as u8))
+}
+
+/// Options from flags, falling back to the config file, then defaults.
+struct Resolved {
+    format: OutputFormat,
+    render: RenderOptions,
+    filter: EventFilter,
+}
+
+fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Result<Resolved> {
+    let config_path = match &output.config {
+        Some(p) => Some(p.clone()),
+        None => Config::discover(recording_dir),
+    };
+    let config = match &config_path {
+        Some(p) => Config::read(p)?,
+        None => Config::default(),
+    };
+    let format_name = output
+        .format
+        .clone()
+        .or(config.report.format.clone())
+        .unwrap_or_else(|| "text".into());
+    let format: OutputFormat = format_name.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let color = match output.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
+        }
+    };
+    let render = RenderOptions {
+        color,
+        top: output.top.or(config.report.top).unwrap_or(20),
+        ..RenderOptions::default()
+    };
+    let f = &config.filter;
+    let dur = |flag: &Option<String>, cfg: &Option<contend::config::DurationValue>, name: &str| -> Result<Option<u64>> {
+        match (flag, cfg) {
+            (Some(s), _) => Ok(Some(
+                parse_duration_ns(s).map_err(|e| anyhow::anyhow!("--{name}: {e}"))?,
+            )),
+            (None, Some(v)) => Ok(Some(v.to_ns().map_err(|e| anyhow::anyhow!("{e}"))?)),
+            (None, None) => Ok(None),
+        }
+    };
+    let site = filter.site.clone().or(f.sites.clone());
+    let site_pattern = match site {
+        Some(s) => Some(
+            regex::Regex::new(&s).with_context(|| format!("--site: `{s}` is not a valid regular expression"))?,
+        ),
+        None => None,
+    };
+    let event_filter = EventFilter {
+        min_duration_ns: dur(&filter.min_duration, &f.min_duration, "min-duration")?,
+        max_duration_ns: dur(&filter.max_duration, &f.max_duration, "max-duration")?,
+        locks: if filter.locks.is_empty() {
+            f.locks.clone()
+        } else {
+            filter.locks.clone()
+        },
+        site_pattern,
+        threads: if filter.threads.is_empty() {
+            f.threads.clone()
+        } else {
+            filter.threads.clone()
+        },
+        critical_only: filter.critical_only || f.critical_only,
+    };
+    Ok(Resolved {
+        format,
+        render,
+        filter: event_filter,
+    })
+}
+
+/// A progress bar on stderr that appears only once the analysis has taken
+/// more than a second, and only on a terminal.
+struct Bar {
+    bar: indicatif::ProgressBar,
+    started: Instant,
+    shown: std::cell::Cell<bool>,
+    enabled: bool,
+}
+
+impl Bar {
+    fn new() -> Bar {
+        let bar = indicatif::ProgressBar::hidden();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{msg:28} [{bar:30}] {percent:>3}% {elapsed}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        Bar {
+            bar,
+            started: Instant::now(),
+            shown: std::cell::Cell::new(false),
+            enabled: std::io::stderr().is_terminal(),
+        }
+    }
+    fn maybe_show(&self) {
+        if self.enabled && !self.shown.get() && self.started.elapsed() > Duration::from_secs(1) {
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            self.shown.set(true);
+        }
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Progress for Bar {
+    fn stage(&self, name: &str, total: u64) {
+        self.maybe_show();
+        self.bar.set_message(name.to_string());
+        self.bar.set_length(total.max(1));
+        self.bar.set_position(0);
+    }
+    fn advance(&self, n: u64) {
+        self.bar.inc(n);
+        self.maybe_show();
+    }
+}
+
+fn analyze_dir(dir: &Path, filter: &EventFilter, bar: &Bar) -> Result<contend::report::model::Report> {
+    let rec = Recording::open(dir)?;
+    let mut resolver = RecordingResolver::new(&rec, Symbolizer::new());
+    Ok(locks::analyze(&rec, filter, &mut resolver, bar))
+}
+
+fn write_out(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
+    if !a.dir.exists() {
+        bail!(
+            "{}: no such recording; create one with `contend record -o {} -- CMD`",
+            a.dir.display(),
+            a.dir.display()
+        );
+    }
+    let r = resolve(&a.output, &a.filter, &a.dir)?;
+    let bar = Bar::new();
+    let report = analyze_dir(&a.dir, &r.filter, &bar)?;
+    bar.finish();
+    write_out(&render_report(&report, r.format, &r.render))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
+    let r = resolve(&a.output, &a.filter, &a.dirs[0])?;
+    let bar = Bar::new();
+    let mut reports = Vec::new();
+    for dir in &a.dirs {
+        let report = analyze_dir(dir, &r.filter, &bar)?;
+        reports.push((dir.display().to_string(), report));
+    }
+    bar.finish();
+    let cmp = contend::compare::Comparison::new(reports);
+    write_out(&render_comparison(&cmp, r.format, &r.render))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The project's test command (README.md, second line; .ci/run calls it).
+# On a fresh Debian machine it installs what the tests need, builds
+# everything (the C collector is built by cargo), checks formatting and
+# lints, and runs the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v gcc >/dev/null || need_pkgs+=(gcc)
+command -v g++ >/dev/null || need_pkgs+=(g++)
+command -v memcached >/dev/null || need_pkgs+=(memcached)
+command -v memcslap >/dev/null || command -v memaslap >/dev/null || need_pkgs+=(libmemcached-tools)
+command -v sysbench >/dev/null || need_pkgs+=(sysbench)
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "scripts/test.sh: installing ${need_pkgs[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null; then
+  [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+fi
+command -v cargo >/dev/null || { echo "scripts/test.sh: cargo not found (install Rust with rustup)"; exit 1; }
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo build --release --quiet
+cargo test --workspace --release -- --test-threads=2
