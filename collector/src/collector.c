@@ -1,0 +1,811 @@
+/*
+ * contend lock collector: configuration, the trace file, chunks, the slow
+ * recording path, fork and exit handling.
+ *
+ * Lifecycle
+ *   - Initialisation is lazy: the first interposed call (possibly from
+ *     another library's constructor, before ours ran) or our constructor,
+ *     whichever comes first, runs contend_init(). One thread wins a CAS on
+ *     contend_g.state and initialises; calls from other threads meanwhile
+ *     pass through unrecorded (nobody ever waits for the initialiser).
+ *   - Steps that may allocate or load libraries (pthread_atfork, the
+ *     backtrace() warm-up that loads libgcc_s) run only from our
+ *     constructor, never from a lazy initialisation that might be running
+ *     inside a malloc replacement.
+ *   - Each thread claims one chunk of the file at a time and maps only that
+ *     chunk; a pthread_key destructor unmaps it when the thread exits.
+ *   - At exit a destructor stores the end calibration, sets FLAG_FINISHED
+ *     and writes the last maps snapshot. Nothing is unmapped at exit: other
+ *     threads may still be recording.
+ *   - fork(): the child drops the parent's mappings (its own copies) and
+ *     starts a new trace under its own pid with FLAG_FORKED.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "collector.h"
+
+CONTEND_HIDDEN struct contend_global contend_g;
+CONTEND_HIDDEN _Thread_local struct contend_thread contend_tls
+    __attribute__((tls_model("initial-exec")));
+
+#define TABLE_BYTES(slots) ((uint64_t)(slots) * 8u)
+#define STACK_MAX 64        /* frames stored in a STACK record            */
+#define STACK_SLACK 8       /* extra frames captured: the collector's own */
+#define MAX_NAME_SUFFIX 10000
+#define PASS_MSG "; recording nothing, the program runs unchanged"
+
+/* Configuration and file state that the hot path never reads. */
+static struct {
+    char dir[PATH_MAX];        /* CONTEND_DIR, absolute ("" = disabled)     */
+    char trace_path[PATH_MAX]; /* this process's .ctrace                   */
+    char maps_path[PATH_MAX];  /* this process's .maps                     */
+    uint64_t tsc_hz;           /* CONTEND_TSC_HZ                            */
+    int fd;                    /* trace file (verified before each use)     */
+    dev_t dev;
+    ino_t ino;
+    int configured;            /* environment parsed                        */
+    int key_ok;
+    pthread_key_t key;
+    int atfork_done;
+    int backtrace_ready;       /* libgcc_s loaded by our constructor        */
+    uint64_t map_len;          /* header + tables mapping                   */
+} C = {.fd = -1};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers without stdio or allocation                                 */
+
+char *contend_append(char *dst, char *end, const char *s)
+{
+    while (*s && dst < end - 1)
+        *dst++ = *s++;
+    *dst = 0;
+    return dst;
+}
+
+char *contend_append_u64(char *dst, char *end, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n && dst < end - 1)
+        *dst++ = tmp[--n];
+    *dst = 0;
+    return dst;
+}
+
+/* One line "contend: a b c" on standard error, with write(2). */
+void contend_say(const char *a, const char *b, const char *c)
+{
+    char line[PATH_MAX + 256];
+    char *end = line + sizeof line - 1; /* room for the newline */
+    char *p = contend_append(line, end, "contend: ");
+    p = contend_append(p, end, a);
+    if (b)
+        p = contend_append(p, end, b);
+    if (c)
+        p = contend_append(p, end, c);
+    *p++ = '\n';
+    int saved = errno;
+    ssize_t ignored = write(2, line, (size_t)(p - line));
+    (void)ignored;
+    errno = saved;
+}
+
+static void say_errno(const char *what, const char *path, int err, const char *tail)
+{
+    const char *desc = strerrordesc_np(err); /* static string, no allocation */
+    char msg[PATH_MAX + 64];
+    char *end = msg + sizeof msg;
+    char *p = contend_append(msg, end, path);
+    p = contend_append(p, end, ": ");
+    contend_append(p, end, desc ? desc : "error");
+    contend_say(what, msg, tail);
+}
+
+static uint32_t gettid_raw(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Configuration: environment variables, parsed once                         */
+
+/* Strict unsigned decimal; 0 on any junk. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return 0;
+        uint64_t d = (uint64_t)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 1;
+}
+
+static void bad_value(const char *name, const char *value)
+{
+    char what[96];
+    char *p = contend_append(what, what + sizeof what, "ignoring bad ");
+    p = contend_append(p, what + sizeof what, name);
+    contend_append(p, what + sizeof what, "=");
+    contend_say(what, value, NULL);
+}
+
+static void parse_config(void)
+{
+    if (C.configured)
+        return;
+    C.configured = 1;
+
+    const char *dir = getenv("CONTEND_DIR");
+    if (!dir || !*dir) {
+        C.dir[0] = 0; /* pure pass-through */
+        return;
+    }
+    char *end = C.dir + sizeof C.dir;
+    char *p = C.dir;
+    if (dir[0] != '/') { /* make it absolute: the program may chdir later */
+        if (!getcwd(C.dir, sizeof C.dir - 2)) {
+            contend_say("CONTEND_DIR is relative and the working directory is unknown: ",
+                        dir, "; recording nothing");
+            C.dir[0] = 0;
+            return;
+        }
+        p = C.dir + strlen(C.dir);
+        p = contend_append(p, end, "/");
+    }
+    p = contend_append(p, end, dir);
+    if ((size_t)(p - C.dir) > sizeof C.dir - 64) {
+        contend_say("CONTEND_DIR is too long: ", dir, "; recording nothing");
+        C.dir[0] = 0;
+        return;
+    }
+
+    contend_g.clock_tsc = 0;
+    const char *clock = getenv("CONTEND_CLOCK");
+    if (clock && *clock) {
+        if (strcmp(clock, "tsc") == 0) {
+#if CONTEND_HAVE_TSC && defined(__x86_64__)
+            contend_g.clock_tsc = 1;
+#else
+            contend_say("CONTEND_CLOCK=tsc is not supported on this architecture; ",
+                        "using monotonic", NULL);
+#endif
+        } else if (strcmp(clock, "monotonic") != 0) {
+            bad_value("CONTEND_CLOCK", clock);
+        }
+    }
+
+    uint64_t v;
+    C.tsc_hz = 0;
+    const char *hz = getenv("CONTEND_TSC_HZ");
+    if (hz && *hz) {
+        if (parse_u64(hz, &v) && v > 0)
+            C.tsc_hz = v;
+        else
+            bad_value("CONTEND_TSC_HZ", hz);
+    }
+
+    contend_g.stack_every = 0;
+    const char *every = getenv("CONTEND_STACK_EVERY");
+    if (every && *every) {
+        if (parse_u64(every, &v) && v <= UINT32_MAX)
+            contend_g.stack_every = (uint32_t)v;
+        else
+            bad_value("CONTEND_STACK_EVERY", every);
+    }
+
+    uint64_t chunk = CONTEND_DEFAULT_CHUNK_SIZE;
+    const char *kb = getenv("CONTEND_CHUNK_KB");
+    if (kb && *kb) {
+        if (parse_u64(kb, &v) && v >= 4 && v <= 65536 && (v & (v - 1)) == 0)
+            chunk = v * 1024u;
+        else
+            bad_value("CONTEND_CHUNK_KB", kb);
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0 && chunk < (uint64_t)page)
+        chunk = (uint64_t)page; /* chunks are mapped one by one */
+    contend_g.chunk_size = (uint32_t)chunk;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clock calibration                                                         */
+
+static void calibrate(contend_calibration *c)
+{
+    struct timespec m = {0, 0}, r = {0, 0};
+#if CONTEND_HAVE_TSC
+    if (contend_g.clock_tsc) {
+        /* the tightest of a few tsc/clock_gettime/tsc brackets */
+        uint64_t best = UINT64_MAX;
+        for (int i = 0; i < 5; i++) {
+            struct timespec m1, r1;
+            uint64_t a = __rdtsc();
+            clock_gettime(CLOCK_MONOTONIC, &m1);
+            clock_gettime(CLOCK_REALTIME, &r1);
+            uint64_t b = __rdtsc();
+            if (b - a < best) {
+                best = b - a;
+                c->ticks = a + (b - a) / 2;
+                m = m1;
+                r = r1;
+            }
+        }
+        c->monotonic_ns = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
+        c->realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+        c->reserved = 0;
+        return;
+    }
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    clock_gettime(CLOCK_REALTIME, &r);
+    c->monotonic_ns = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
+    c->realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+    c->ticks = c->monotonic_ns;
+    c->reserved = 0;
+}
+
+/* The same instant on the trace clock and CLOCK_MONOTONIC (chunk header). */
+static void clock_pair(uint64_t *ticks, uint64_t *mono)
+{
+#if CONTEND_HAVE_TSC
+    if (contend_g.clock_tsc) {
+        uint64_t a = __rdtsc();
+        uint64_t m = contend_monotonic_ns();
+        uint64_t b = __rdtsc();
+        *ticks = a + (b - a) / 2;
+        *mono = m;
+        return;
+    }
+#endif
+    *mono = contend_monotonic_ns();
+    *ticks = *mono;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The trace file                                                            */
+
+static int make_dir(const char *path)
+{
+    if (mkdir(path, 0777) == 0 || errno == EEXIST)
+        return 0;
+    return -1;
+}
+
+/* "<dir>/<sub>/<pid>[.<n>]<ext>" */
+static void build_path(char *out, const char *sub, uint32_t pid, unsigned n, const char *ext)
+{
+    char *end = out + PATH_MAX;
+    char *p = contend_append(out, end, C.dir);
+    p = contend_append(p, end, "/");
+    p = contend_append(p, end, sub);
+    p = contend_append(p, end, "/");
+    p = contend_append_u64(p, end, pid);
+    if (n) {
+        p = contend_append(p, end, ".");
+        p = contend_append_u64(p, end, n);
+    }
+    contend_append(p, end, ext);
+}
+
+static void read_small_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+}
+
+/*
+ * Creates this process's trace and maps header + tables. Returns 0 on
+ * success; on failure says why once and returns -1 (the caller passes
+ * through). `forked` marks a fork child.
+ */
+static int create_trace(int forked)
+{
+    uint32_t pid = (uint32_t)getpid();
+    char path[PATH_MAX];
+
+    /* the launcher creates them; a bare CONTEND_DIR=... run needs them too */
+    make_dir(C.dir);
+    contend_append(contend_append(contend_append(path, path + PATH_MAX, C.dir),
+                                  path + PATH_MAX, "/"),
+                   path + PATH_MAX, "locks");
+    make_dir(path);
+    contend_append(contend_append(contend_append(path, path + PATH_MAX, C.dir),
+                                  path + PATH_MAX, "/"),
+                   path + PATH_MAX, "maps");
+    make_dir(path);
+
+    /* <pid>.ctrace, or <pid>.<n>.ctrace when an earlier image of this pid
+     * (before an exec) already wrote one */
+    int fd = -1;
+    unsigned n;
+    for (n = 0; n < MAX_NAME_SUFFIX; n++) {
+        build_path(path, "locks", pid, n, ".ctrace");
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        say_errno("cannot create ", path, errno, PASS_MSG);
+        return -1;
+    }
+
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t pg = page > 0 ? (uint64_t)page : 4096u;
+    uint64_t object_off = CONTEND_HEADER_SIZE;
+    uint64_t site_off = object_off + TABLE_BYTES(CONTEND_OBJECT_SLOTS);
+    uint64_t data_off = site_off + TABLE_BYTES(CONTEND_SITE_SLOTS);
+    data_off = (data_off + pg - 1) / pg * pg; /* chunks are mapped: page-aligned */
+
+    /* sparse: one byte at the end of the tables extends the file */
+    char zero = 0;
+    void *map = MAP_FAILED;
+    struct stat st;
+    if (pwrite(fd, &zero, 1, (off_t)(data_off - 1)) != 1 || fstat(fd, &st) != 0 ||
+        (map = mmap(NULL, data_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        int err = errno;
+        unlink(path);
+        close(fd);
+        say_errno("cannot set up ", path, err, PASS_MSG);
+        return -1;
+    }
+
+    contend_trace_header *h = map;
+    h->version = CONTEND_TRACE_VERSION;
+    h->header_size = CONTEND_HEADER_SIZE;
+    h->endian_check = CONTEND_ENDIAN_CHECK;
+    h->pointer_size = (uint16_t)sizeof(void *);
+    h->clock = (uint16_t)(contend_g.clock_tsc ? CONTEND_CLOCK_TSC : CONTEND_CLOCK_MONOTONIC);
+    h->chunk_size = contend_g.chunk_size;
+    h->chunks_claimed = 0;
+    h->pid = pid;
+    h->ppid = (uint32_t)getppid();
+    h->flags = forked ? CONTEND_FLAG_FORKED : 0;
+    h->object_table_offset = object_off;
+    h->object_table_slots = CONTEND_OBJECT_SLOTS;
+    h->site_table_slots = CONTEND_SITE_SLOTS;
+    h->site_table_offset = site_off;
+    h->data_offset = data_off;
+    calibrate(&h->start);
+    /* ticks are nanoseconds with the monotonic clock */
+    h->ticks_per_second = contend_g.clock_tsc ? C.tsc_hz : 1000000000u;
+    h->stack_every = contend_g.stack_every;
+    ssize_t len = readlink("/proc/self/exe", h->exe_path, sizeof h->exe_path - 1);
+    h->exe_path[len > 0 ? len : 0] = 0;
+    read_small_file("/proc/self/cmdline", h->cmdline, sizeof h->cmdline);
+    /* the magic last: a header without it was never finished */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(h->magic, CONTEND_TRACE_MAGIC, 8);
+
+    memcpy(C.trace_path, path, sizeof path);
+    build_path(C.maps_path, "maps", pid, n, ".maps");
+    C.fd = fd;
+    C.dev = st.st_dev;
+    C.ino = st.st_ino;
+    C.map_len = data_off;
+    contend_g.data_offset = data_off;
+    contend_g.objects = (uint64_t *)((char *)map + object_off);
+    contend_g.sites = (uint64_t *)((char *)map + site_off);
+    __atomic_store_n(&contend_g.hdr, h, __ATOMIC_RELEASE);
+
+    if (contend_maps_open(C.maps_path) != 0)
+        say_errno("cannot create ", C.maps_path, errno, "; addresses may not be symbolised");
+    contend_maps_snapshot();
+    return 0;
+}
+
+/* Our trace fd, if it still is ours (the program may have closed it or
+ * reused the number: dup2, closefrom), else a fresh one by path (*tmp = 1:
+ * the caller closes it). -1 if neither works. */
+static int trace_fd(int *tmp)
+{
+    struct stat st;
+    *tmp = 0;
+    int fd = C.fd;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == C.dev && st.st_ino == C.ino)
+        return fd;
+    fd = open(C.trace_path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || st.st_dev != C.dev || st.st_ino != C.ino) {
+        close(fd);
+        return -1;
+    }
+    *tmp = 1;
+    return fd;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chunks                                                                    */
+
+static void release_chunk(struct contend_thread *ts)
+{
+    if (ts->chunk)
+        munmap(ts->chunk, contend_g.chunk_size);
+    ts->chunk = ts->cur = ts->end = NULL;
+}
+
+/* Replaces the thread's chunk by a fresh one. 0 on failure (the thread then
+ * stops recording). Called with the BUSY guard set; errno is the caller's
+ * business. */
+static int claim_chunk(struct contend_thread *ts)
+{
+    release_chunk(ts);
+    /* Past the last round of key destructors nothing would unmap a new
+     * chunk again: stop recording on this thread instead of leaking. */
+    if (ts->exit_rounds >= PTHREAD_DESTRUCTOR_ITERATIONS)
+        return 0;
+
+    contend_trace_header *h = contend_g.hdr;
+    uint64_t size = contend_g.chunk_size;
+    uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1u, __ATOMIC_RELAXED);
+    uint64_t off = contend_g.data_offset + (uint64_t)idx * size;
+
+    int tmp;
+    int fd = trace_fd(&tmp);
+    if (fd < 0)
+        return 0;
+    /* extend the file to cover the chunk: a write never shrinks it, unlike
+     * ftruncate, which could cut off a chunk another thread claimed later */
+    char zero = 0;
+    void *m = MAP_FAILED;
+    if (pwrite(fd, &zero, 1, (off_t)(off + size - 1)) == 1)
+        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+    if (tmp)
+        close(fd);
+    if (m == MAP_FAILED)
+        return 0;
+
+    if (!ts->tid)
+        ts->tid = gettid_raw();
+    contend_chunk_header *ch = m;
+    ch->tid = ts->tid;
+    ch->sequence = ts->seq++;
+    ch->flags = 0;
+    clock_pair(&ch->base_ticks, &ch->monotonic_ns);
+    __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
+
+    ts->chunk = m;
+    ts->cur = (uint64_t *)m + CONTEND_CHUNK_HEADER_SIZE / 8;
+    ts->end = (uint64_t *)m + size / 8;
+    ts->last = ch->base_ticks;
+    if (!ts->key_set && C.key_ok) {
+        /* arms the destructor that unmaps the chunk at thread exit */
+        if (pthread_setspecific(C.key, ts) == 0)
+            ts->key_set = 1;
+    }
+    return 1;
+}
+
+/* pthread_key destructor: the thread is exiting. Later calls on this thread
+ * (other keys' destructors) claim a new chunk and re-arm the key. */
+static void thread_exit(void *value)
+{
+    (void)value;
+    struct contend_thread *ts = &contend_tls;
+    uint8_t saved = ts->guard;
+    ts->guard |= CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    release_chunk(ts);
+    ts->key_set = 0;
+    if (ts->exit_rounds < 255)
+        ts->exit_rounds++;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = saved;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Slow recording path                                                       */
+
+int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int is_site)
+{
+    for (int i = 0; i < 32; i++, slot = (slot + 1) & 0xffffu) {
+        uint64_t v = __atomic_load_n(&table[slot], __ATOMIC_RELAXED);
+        if (v == addr)
+            return (int32_t)slot;
+        if (v != 0)
+            continue;
+        uint64_t expected = 0;
+        if (__atomic_compare_exchange_n(&table[slot], &expected, addr, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            /* a new call site in code the last snapshot did not know
+             * (dlopen): take a new snapshot so it can be symbolised */
+            if (is_site && !contend_maps_covers(addr))
+                contend_maps_snapshot();
+            return (int32_t)slot;
+        }
+        if (expected == addr)
+            return (int32_t)slot;
+    }
+    return -1;
+}
+
+void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
+                       const void *site, uint64_t t, int want_stack)
+{
+    ts->guard = CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    int saved_errno = errno;
+    uint8_t guard_after = 0;
+
+    /* Capture the stack first (backtrace() may take libgcc's mutex: the
+     * guard makes that call pass through). Frames before the wrapper's
+     * return address belong to the collector and are dropped. */
+    void *frames[STACK_MAX + STACK_SLACK];
+    int first = 0, n = 0;
+    if (want_stack && __atomic_load_n(&C.backtrace_ready, __ATOMIC_ACQUIRE)) {
+        n = backtrace(frames, STACK_MAX + STACK_SLACK);
+        for (int i = 0; i < n && i < STACK_SLACK + 2; i++) {
+            if (frames[i] == site) {
+                first = i;
+                break;
+            }
+        }
+        n -= first;
+        if (n > STACK_MAX)
+            n = STACK_MAX;
+        if (n < 0)
+            n = 0;
+    }
+
+    uint64_t o = (uint64_t)(uintptr_t)obj, s = (uint64_t)(uintptr_t)site;
+    int32_t oi = contend_index(contend_g.objects, o, 0);
+    int32_t si = contend_index(contend_g.sites, s, 1);
+    int wide = (oi | si) < 0;
+    if (wide) {
+        contend_trace_header *h = contend_g.hdr;
+        if (!(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & CONTEND_FLAG_TABLE_FULL))
+            __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_FLAG_TABLE_FULL, __ATOMIC_RELAXED);
+        if (si < 0 && !contend_maps_covers(s))
+            contend_maps_snapshot();
+    }
+
+    /* room for TIME + STACK + the record, all in one chunk */
+    size_t need = 2 + (n ? 1 + (size_t)n : 0) + (wide ? 3 : 1);
+    if (!ts->cur || (size_t)(ts->end - ts->cur) < need) {
+        if (!claim_chunk(ts)) {
+            release_chunk(ts);
+            guard_after = CONTEND_GUARD_DISABLED;
+            goto out;
+        }
+    }
+
+    uint64_t *p = ts->cur;
+    uint64_t dt = t - ts->last;
+    if (dt > CONTEND_DT_MAX) {
+        /* also when t is before the chunk's base (timestamp taken before
+         * the claim) or another CPU's TSC is a hair behind */
+        p[1] = t;
+        __atomic_store_n(&p[0], (uint64_t)CONTEND_TAG_TIME, __ATOMIC_RELEASE);
+        p += 2;
+        dt = 0;
+    }
+    if (n) {
+        for (int i = 0; i < n; i++)
+            p[1 + i] = (uint64_t)(uintptr_t)frames[first + i];
+        __atomic_store_n(&p[0], (uint64_t)CONTEND_TAG_STACK | ((uint64_t)n << 8),
+                         __ATOMIC_RELEASE);
+        p += 1 + n;
+    }
+    if (wide) {
+        p[1] = o;
+        p[2] = s;
+        __atomic_store_n(&p[0], contend_head(tag | CONTEND_TAG_WIDE, dt, 0, 0),
+                         __ATOMIC_RELEASE);
+        p += 3;
+    } else {
+        __atomic_store_n(&p[0], contend_head(tag, dt, (uint32_t)oi, (uint32_t)si),
+                         __ATOMIC_RELEASE);
+        p += 1;
+    }
+    ts->cur = p;
+    ts->last = t;
+
+out:
+    errno = saved_errno;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = guard_after;
+}
+
+void contend_emit_stack(struct contend_thread *ts, uint32_t tag, const void *obj,
+                        const void *site, uint64_t t)
+{
+    uint32_t every = contend_g.stack_every;
+    if (!every) {
+        ts->countdown = UINT32_MAX;
+        contend_emit(ts, tag, obj, site, t);
+        return;
+    }
+    ts->countdown = every - 1;
+    contend_emit_slow(ts, tag, obj, site, t, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Initialisation                                                            */
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+static void set_state(int state)
+{
+    __atomic_store_n(&contend_g.state, state, __ATOMIC_RELEASE);
+    __atomic_store_n(&contend_g.recording, state == CONTEND_STATE_ACTIVE, __ATOMIC_RELEASE);
+}
+
+static void contend_init(void)
+{
+    int expected = CONTEND_STATE_NONE;
+    if (!__atomic_compare_exchange_n(&contend_g.state, &expected, CONTEND_STATE_INIT, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        contend_resolve_reals(); /* someone else initialises: pass through */
+        return;
+    }
+    struct contend_thread *ts = &contend_tls;
+    uint8_t saved_guard = ts->guard;
+    int saved_errno = errno;
+    ts->guard |= CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+
+    int state = CONTEND_STATE_PASS;
+    contend_resolve_reals();
+    if (__atomic_load_n(&contend_g.resolved, __ATOMIC_ACQUIRE) != 1) {
+        contend_say("cannot find the pthread functions; recording nothing", NULL, NULL);
+        goto done;
+    }
+    parse_config();
+    if (!C.dir[0])
+        goto done;
+    if (!C.key_ok)
+        C.key_ok = pthread_key_create(&C.key, thread_exit) == 0;
+    if (create_trace(0) != 0)
+        goto done;
+    state = CONTEND_STATE_ACTIVE;
+
+done:
+    set_state(state);
+    errno = saved_errno;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = saved_guard;
+}
+
+int contend_prepare(struct contend_thread *ts)
+{
+    if (ts->guard)
+        return 0;
+    int state = __atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE);
+    if (state == CONTEND_STATE_NONE)
+        contend_init();
+    else if (!__atomic_load_n(&contend_g.resolved, __ATOMIC_ACQUIRE))
+        contend_resolve_reals();
+    return contend_may_record(ts);
+}
+
+__attribute__((constructor)) static void contend_constructor(void)
+{
+    if (__atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE) == CONTEND_STATE_NONE)
+        contend_init();
+    if (__atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE) != CONTEND_STATE_ACTIVE)
+        return;
+    struct contend_thread *ts = &contend_tls;
+    uint8_t saved_guard = ts->guard;
+    int saved_errno = errno;
+    ts->guard |= CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    if (!C.atfork_done)
+        C.atfork_done = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+    if (contend_g.stack_every && !C.backtrace_ready) {
+        /* the first backtrace() dlopens libgcc_s: do it here, not in a hook */
+        void *frames[4];
+        backtrace(frames, 4);
+        __atomic_store_n(&C.backtrace_ready, 1, __ATOMIC_RELEASE);
+    }
+    errno = saved_errno;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = saved_guard;
+}
+
+__attribute__((destructor)) static void contend_destructor(void)
+{
+    if (__atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE) != CONTEND_STATE_ACTIVE)
+        return;
+    struct contend_thread *ts = &contend_tls;
+    uint8_t saved_guard = ts->guard;
+    int saved_errno = errno;
+    ts->guard |= CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    contend_trace_header *h = contend_g.hdr;
+    calibrate(&h->end);
+    __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_FLAG_FINISHED, __ATOMIC_RELEASE);
+    contend_maps_snapshot();
+    /* Nothing is unmapped: other threads may still be recording, and the
+     * records they store after this point are still kept. */
+    errno = saved_errno;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = saved_guard;
+}
+
+/* ------------------------------------------------------------------------ */
+/* fork                                                                      */
+
+/* Between the prepare and child handlers the forking thread records
+ * nothing: handlers of other libraries that run in the child before ours
+ * would otherwise write into the parent's chunk (the mapping is shared). */
+static void fork_prepare(void)
+{
+    contend_tls.guard |= CONTEND_GUARD_FORK;
+}
+
+static void fork_parent(void)
+{
+    contend_tls.guard &= (uint8_t)~CONTEND_GUARD_FORK;
+}
+
+static void fork_child(void)
+{
+    struct contend_thread *ts = &contend_tls;
+    int saved_errno = errno;
+    ts->guard = CONTEND_GUARD_BUSY | CONTEND_GUARD_FORK;
+    CONTEND_SIGNAL_FENCE();
+
+    /* This is now the only thread. Drop our copies of the parent's
+     * mappings (unmapping in the child does not touch the parent's). */
+    release_chunk(ts);
+    ts->seq = 0;
+    ts->tid = gettid_raw();
+    ts->exit_rounds = 0;
+
+    int state = __atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE);
+    if (state == CONTEND_STATE_ACTIVE) {
+        __atomic_store_n(&contend_g.recording, 0, __ATOMIC_RELEASE);
+        contend_trace_header *old = contend_g.hdr;
+        contend_g.hdr = NULL;
+        contend_g.objects = contend_g.sites = NULL;
+        if (old)
+            munmap(old, C.map_len);
+        struct stat st;
+        if (C.fd >= 0 && fstat(C.fd, &st) == 0 && st.st_dev == C.dev && st.st_ino == C.ino)
+            close(C.fd); /* the parent's trace: still ours, so close it */
+        C.fd = -1;
+        contend_maps_after_fork();
+        set_state(create_trace(1) == 0 ? CONTEND_STATE_ACTIVE : CONTEND_STATE_PASS);
+    } else if (state == CONTEND_STATE_INIT) {
+        /* another thread was initialising in the parent: start over */
+        set_state(CONTEND_STATE_NONE);
+    }
+
+    errno = saved_errno;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = 0;
+}

@@ -1,0 +1,307 @@
+/*
+ * contend lock collector: shared declarations and the hot path.
+ *
+ * The collector is an LD_PRELOAD library. Its pieces:
+ *   real.c       resolves the real pthread/sem functions (real_*), once
+ *   collector.c  configuration, the trace file, chunks, slow path, fork, exit
+ *   maps.c       /proc/self/maps snapshots and the executable-range check
+ *   wrappers.c   the interposed pthread_* and sem_* functions
+ *
+ * Everything the wrappers do on every call lives in this header as static
+ * inline functions, so that the fast path is: one TLS access, the real
+ * try-lock, one timestamp, one table probe per address, one store.
+ *
+ * Design rules for anything reachable from a wrapper:
+ *   - no allocation, no locks, no stdio; syscalls only on the slow path
+ *     (chunk claim, maps snapshot), which saves and restores errno;
+ *   - re-entry (a signal handler, or a pthread call made by something the
+ *     slow path calls, e.g. libgcc's unwinder inside backtrace()) is caught
+ *     by the per-thread `guard` byte and passes through unrecorded.
+ */
+#ifndef CONTEND_COLLECTOR_H
+#define CONTEND_COLLECTOR_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "contend/trace_format.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define CONTEND_HAVE_TSC 1
+#else
+#define CONTEND_HAVE_TSC 0
+#endif
+
+#define CONTEND_HIDDEN __attribute__((visibility("hidden")))
+#define CONTEND_EXPORT __attribute__((visibility("default")))
+#define CONTEND_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CONTEND_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CONTEND_INLINE static inline __attribute__((always_inline))
+#define CONTEND_NOINLINE __attribute__((noinline))
+#define CONTEND_COLD __attribute__((noinline, cold))
+/* Keeps the compiler from moving stores across it; signal handlers run on
+ * the same thread, so a compiler barrier is all the ordering they need. */
+#define CONTEND_SIGNAL_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+/* ------------------------------------------------------------------------ */
+/* Real functions                                                            */
+
+/* The next definition of every interposed function (normally glibc's).
+ * Written only by contend_resolve_reals(); read with relaxed atomic loads
+ * because a thread may read while another one is still resolving. */
+struct contend_real {
+    int (*mutex_lock)(pthread_mutex_t *);
+    int (*mutex_trylock)(pthread_mutex_t *);
+    int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+    int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*mutex_unlock)(pthread_mutex_t *);
+    int (*rwlock_rdlock)(pthread_rwlock_t *);
+    int (*rwlock_wrlock)(pthread_rwlock_t *);
+    int (*rwlock_tryrdlock)(pthread_rwlock_t *);
+    int (*rwlock_trywrlock)(pthread_rwlock_t *);
+    int (*rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+    int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+    int (*rwlock_unlock)(pthread_rwlock_t *);
+    int (*spin_lock)(pthread_spinlock_t *);
+    int (*spin_trylock)(pthread_spinlock_t *);
+    int (*spin_unlock)(pthread_spinlock_t *);
+    int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);           /* GLIBC_2.3.2 */
+    int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *,
+                          const struct timespec *);                  /* GLIBC_2.3.2 */
+    int (*cond_wait_old)(pthread_cond_t *, pthread_mutex_t *);       /* GLIBC_2.2.5 */
+    int (*cond_timedwait_old)(pthread_cond_t *, pthread_mutex_t *,
+                              const struct timespec *);              /* GLIBC_2.2.5 */
+    int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+                          const struct timespec *);
+    int (*barrier_wait)(pthread_barrier_t *);
+    int (*sem_wait)(sem_t *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    int (*sem_trywait)(sem_t *);
+    int (*sem_post)(sem_t *);
+};
+
+CONTEND_HIDDEN extern struct contend_real contend_real;
+
+#define CONTEND_REAL(field) __atomic_load_n(&contend_real.field, __ATOMIC_RELAXED)
+
+/* Resolves every real_* pointer (idempotent; two racing threads store the
+ * same values). Sets the calling thread's guard while it runs. */
+CONTEND_HIDDEN void contend_resolve_reals(void);
+/* Looks up one symbol (version may be NULL) for a wrapper whose pointer is
+ * still NULL while this very thread is resolving: never in practice. */
+CONTEND_HIDDEN void *contend_resolve_one(const char *name, const char *version);
+
+/* glibc's exported aliases of the mutex and rwlock functions (compat
+ * symbols since 2.34, bound with .symver in real.c). Nobody interposes
+ * them, so they are safe to call before the real_* pointers exist. Not
+ * hidden: .symver turns these undefined names into references to libc. */
+int contend_libc_mutex_lock(pthread_mutex_t *);
+int contend_libc_mutex_trylock(pthread_mutex_t *);
+int contend_libc_mutex_unlock(pthread_mutex_t *);
+int contend_libc_rwlock_rdlock(pthread_rwlock_t *);
+int contend_libc_rwlock_wrlock(pthread_rwlock_t *);
+int contend_libc_rwlock_tryrdlock(pthread_rwlock_t *);
+int contend_libc_rwlock_trywrlock(pthread_rwlock_t *);
+int contend_libc_rwlock_unlock(pthread_rwlock_t *);
+
+/* ------------------------------------------------------------------------ */
+/* Per-thread state                                                          */
+
+/* guard bits: while any is set, the thread's calls pass through unrecorded */
+#define CONTEND_GUARD_BUSY 1u     /* inside the collector (or re-entered)    */
+#define CONTEND_GUARD_DISABLED 2u /* recording failed for this thread        */
+#define CONTEND_GUARD_FORK 4u     /* between fork's prepare and child hooks  */
+
+/* rwlocks currently held by the thread and in which mode (see wrappers.c:
+ * the unlock record must say whether a read or a write hold ends). */
+#define CONTEND_RW_HELD_MAX 16
+
+struct contend_rw_held {
+    const void *lock;
+    uintptr_t write; /* 1 = write hold, 0 = read hold */
+};
+
+struct contend_thread {
+    uint64_t *cur;     /* next free word of the mapped chunk (NULL: none)   */
+    uint64_t *end;     /* one past the chunk's last word                    */
+    uint64_t last;     /* ticks of the thread's previous record             */
+    uint32_t countdown;/* operations until the next STACK record            */
+    uint8_t guard;     /* CONTEND_GUARD_*                                   */
+    uint8_t key_set;   /* the pthread_key value is set (destructor armed)   */
+    uint8_t exit_rounds; /* key destructor calls so far                    */
+    uint8_t pad0;
+    uint64_t *chunk;   /* start of the mapped chunk                         */
+    uint32_t tid;      /* kernel tid (0 = not yet known)                    */
+    uint32_t seq;      /* next chunk sequence number                        */
+    uint32_t rw_n;     /* entries used in rw[]                              */
+    uint32_t pad1;
+    struct contend_rw_held rw[CONTEND_RW_HELD_MAX];
+};
+
+CONTEND_HIDDEN extern _Thread_local struct contend_thread contend_tls
+    __attribute__((tls_model("initial-exec")));
+
+/* ------------------------------------------------------------------------ */
+/* Global state                                                              */
+
+#define CONTEND_STATE_NONE 0    /* nothing done yet                          */
+#define CONTEND_STATE_INIT 1    /* one thread is initialising                */
+#define CONTEND_STATE_ACTIVE 2  /* recording                                 */
+#define CONTEND_STATE_PASS 3    /* pass-through (no CONTEND_DIR, or failure) */
+
+struct contend_global {
+    int recording;          /* atomic: 1 iff state == ACTIVE (hot-path flag) */
+    int state;              /* atomic: CONTEND_STATE_*                       */
+    int resolved;           /* atomic: real_* pointers resolved              */
+    int clock_tsc;          /* 1: rdtsc; 0: CLOCK_MONOTONIC                  */
+    uint32_t stack_every;   /* 0 = no stacks                                 */
+    uint32_t chunk_size;    /* bytes                                         */
+    uint64_t data_offset;   /* file offset of chunk 0                        */
+    contend_trace_header *hdr; /* mapped header (followed by the tables)     */
+    uint64_t *objects;      /* mapped object table                           */
+    uint64_t *sites;        /* mapped site table                             */
+};
+
+CONTEND_HIDDEN extern struct contend_global contend_g;
+
+/* ------------------------------------------------------------------------ */
+/* Clock                                                                     */
+
+CONTEND_INLINE uint64_t contend_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+CONTEND_INLINE uint64_t contend_now(void)
+{
+#if CONTEND_HAVE_TSC
+    if (CONTEND_LIKELY(contend_g.clock_tsc))
+        return __rdtsc();
+#endif
+    return contend_monotonic_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Index tables                                                              */
+
+CONTEND_INLINE uint32_t contend_hash(uint64_t addr)
+{
+    return (uint32_t)((addr * 0x9E3779B97F4A7C15ull) >> 48); /* 16 bits */
+}
+
+/* Probes on from `slot` (inserting if needed); -1 if the table is full
+ * within 32 probes. `is_site`: a new insertion may trigger a maps snapshot. */
+CONTEND_HIDDEN int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot,
+                                            int is_site);
+
+/* The slot of `addr` (inserted on first sight), or -1 (use the wide form).
+ * Usually a single load that hits. */
+CONTEND_INLINE int32_t contend_index(uint64_t *table, uint64_t addr, int is_site)
+{
+    uint32_t slot = contend_hash(addr);
+    if (CONTEND_LIKELY(__atomic_load_n(&table[slot], __ATOMIC_RELAXED) == addr))
+        return (int32_t)slot;
+    return contend_table_insert(table, addr, slot, is_site);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Records                                                                   */
+
+CONTEND_INLINE uint64_t contend_head(uint32_t tag, uint64_t dt, uint32_t obj, uint32_t site)
+{
+    return (uint64_t)tag | (dt << 8) | ((uint64_t)obj << 32) | ((uint64_t)site << 48);
+}
+
+/* Everything that is not "one narrow record into the current chunk": chunk
+ * claim, TIME record, wide form, STACK record. Ends by clearing the BUSY
+ * guard bit. */
+CONTEND_HIDDEN void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
+                                      const void *site, uint64_t t, int want_stack);
+/* The every-N-th-operation branch: a STACK record then the record. */
+CONTEND_HIDDEN void contend_emit_stack(struct contend_thread *ts, uint32_t tag,
+                                       const void *obj, const void *site, uint64_t t);
+
+/*
+ * Writes one operation record. The caller has checked contend_may_record().
+ * The BUSY guard is held while the thread's cursor is read and advanced, so
+ * a signal handler that locks something in between passes through instead
+ * of writing into the same words.
+ */
+CONTEND_INLINE void contend_emit(struct contend_thread *ts, uint32_t tag, const void *obj,
+                                 const void *site, uint64_t t)
+{
+    ts->guard = CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    uint64_t *p = ts->cur;
+    uint64_t dt = t - ts->last;
+    if (CONTEND_LIKELY(p < ts->end && dt <= CONTEND_DT_MAX)) {
+        int32_t oi = contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
+        int32_t si = contend_index(contend_g.sites, (uint64_t)(uintptr_t)site, 1);
+        if (CONTEND_LIKELY((oi | si) >= 0)) {
+            ts->cur = p + 1;
+            ts->last = t;
+            /* the head word is the whole record; release so that a reader
+             * in another process never sees it before the table slots */
+            __atomic_store_n(p, contend_head(tag, dt, (uint32_t)oi, (uint32_t)si),
+                             __ATOMIC_RELEASE);
+            CONTEND_SIGNAL_FENCE();
+            ts->guard = 0;
+            return;
+        }
+    }
+    contend_emit_slow(ts, tag, obj, site, t, 0);
+}
+
+/* The first record of an operation: counts operations for the stacks. */
+CONTEND_INLINE void contend_op(struct contend_thread *ts, uint32_t tag, const void *obj,
+                               const void *site, uint64_t t)
+{
+    if (CONTEND_UNLIKELY(ts->countdown-- == 0)) {
+        contend_emit_stack(ts, tag, obj, site, t);
+        return;
+    }
+    contend_emit(ts, tag, obj, site, t);
+}
+
+/* A later record of the same operation (ACQUIRED after REQUEST, ...):
+ * skipped if the thread stopped recording meanwhile. */
+CONTEND_INLINE void contend_emit2(struct contend_thread *ts, uint32_t tag, const void *obj,
+                                  const void *site, uint64_t t)
+{
+    if (CONTEND_LIKELY(ts->guard == 0))
+        contend_emit(ts, tag, obj, site, t);
+}
+
+/* True when this thread may record right now (the hot check). */
+CONTEND_INLINE int contend_may_record(const struct contend_thread *ts)
+{
+    return __atomic_load_n(&contend_g.recording, __ATOMIC_ACQUIRE) & (ts->guard == 0);
+}
+
+/* Slow half of the check: lazy initialisation on a wrapper's first call.
+ * Returns 1 if the thread may record now, 0 to pass through. */
+CONTEND_HIDDEN int contend_prepare(struct contend_thread *ts);
+
+/* ------------------------------------------------------------------------ */
+/* Internals shared between collector.c and maps.c                           */
+
+CONTEND_HIDDEN void contend_say(const char *a, const char *b, const char *c);
+CONTEND_HIDDEN char *contend_append(char *dst, char *end, const char *s);
+CONTEND_HIDDEN char *contend_append_u64(char *dst, char *end, uint64_t v);
+
+/* Maps snapshots (maps.c). */
+CONTEND_HIDDEN int contend_maps_open(const char *path); /* creates/truncates */
+CONTEND_HIDDEN void contend_maps_snapshot(void);
+CONTEND_HIDDEN int contend_maps_covers(uint64_t addr);
+CONTEND_HIDDEN void contend_maps_after_fork(void);
+
+#endif /* CONTEND_COLLECTOR_H */

@@ -1,0 +1,695 @@
+/*
+ * The interposed functions.
+ *
+ * Every wrapper:
+ *   - takes its call site from its own return address (the caller's
+ *     instruction after the call);
+ *   - checks, with one TLS byte and one global, whether it may record
+ *     (contend_may_record); if not, contend_prepare() runs the lazy
+ *     initialisation on the very first call and otherwise the call passes
+ *     straight through;
+ *   - passes return values and errno through unchanged.
+ *
+ * Mapping to records (docs/trace-format.md, "How the wrappers map calls to
+ * records"): blocking acquisitions try the real try-lock first (mutrace
+ * style) and record IMMEDIATE when it succeeds; only when it is busy do they
+ * record REQUEST, call the real blocking function and record ACQUIRED,
+ * BUSY (timeout) or ERROR. Releases record RELEASE before the real call;
+ * a release that then fails (EPERM, ...) is followed by an ERROR record.
+ *
+ * Where glibc checks arguments before it would try the lock (clock ids,
+ * tv_nsec of rwlock and semaphore timeouts), the wrapper makes the same
+ * check first and, if it fails, goes straight to the real call, so a bad
+ * argument still yields EINVAL even when the lock is free.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+
+#include "collector.h"
+
+/* The pass-through fallbacks before the real_* pointers exist: glibc's own
+ * aliases. glibc 2.34 moved libpthread into libc and left them as compat
+ * symbols (no default version), so they can only be bound by version; the
+ * .symver must sit in the object file that references them. */
+__asm__(".symver contend_libc_mutex_lock, __pthread_mutex_lock@GLIBC_2.2.5");
+__asm__(".symver contend_libc_mutex_trylock, __pthread_mutex_trylock@GLIBC_2.2.5");
+__asm__(".symver contend_libc_mutex_unlock, __pthread_mutex_unlock@GLIBC_2.2.5");
+__asm__(".symver contend_libc_rwlock_rdlock, __pthread_rwlock_rdlock@GLIBC_2.2.5");
+__asm__(".symver contend_libc_rwlock_wrlock, __pthread_rwlock_wrlock@GLIBC_2.2.5");
+__asm__(".symver contend_libc_rwlock_tryrdlock, __pthread_rwlock_tryrdlock@GLIBC_2.2.5");
+__asm__(".symver contend_libc_rwlock_trywrlock, __pthread_rwlock_trywrlock@GLIBC_2.2.5");
+__asm__(".symver contend_libc_rwlock_unlock, __pthread_rwlock_unlock@GLIBC_2.2.5");
+
+#define SITE() ((const void *)__builtin_return_address(0))
+#define TAG(prim, phase) CONTEND_OP_TAG(CONTEND_PRIM_##prim, CONTEND_PHASE_##phase)
+/* May this call record? Cheap check first, lazy init on the cold path. */
+#define RECORDING(ts) (CONTEND_LIKELY(contend_may_record(ts)) || contend_prepare(ts))
+
+/* A robust mutex whose owner died is acquired with EOWNERDEAD. */
+#define ACQUIRED(r) ((r) == 0 || (r) == EOWNERDEAD)
+
+/* Pass-through for functions that have no glibc alias to fall back on: the
+ * pointer is NULL only while this very thread is inside dlsym, which never
+ * calls these; look the one symbol up then. */
+#define PASS_PTHREAD(field, name, version, ...)                                  \
+    do {                                                                         \
+        __typeof__(contend_real.field) f_ = CONTEND_REAL(field);                 \
+        if (CONTEND_UNLIKELY(!f_))                                               \
+            f_ = (__typeof__(f_))contend_resolve_one(name, version);             \
+        if (CONTEND_UNLIKELY(!f_))                                               \
+            return ENOSYS;                                                       \
+        return f_(__VA_ARGS__);                                                  \
+    } while (0)
+
+#define PASS_SEM(field, name, ...)                                               \
+    do {                                                                         \
+        __typeof__(contend_real.field) f_ = CONTEND_REAL(field);                 \
+        if (CONTEND_UNLIKELY(!f_))                                               \
+            f_ = (__typeof__(f_))contend_resolve_one(name, NULL);                \
+        if (CONTEND_UNLIKELY(!f_)) {                                             \
+            errno = ENOSYS;                                                      \
+            return -1;                                                           \
+        }                                                                        \
+        return f_(__VA_ARGS__);                                                  \
+    } while (0)
+
+/* The clocks glibc's futex waits accept (futex_abstimed_supported_clockid). */
+static inline int clock_ok(clockid_t clk)
+{
+    return clk == CLOCK_REALTIME || clk == CLOCK_MONOTONIC;
+}
+
+static inline int nsec_ok(const struct timespec *ts)
+{
+    return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
+}
+
+/* ======================================================================== */
+/* Mutexes                                                                   */
+
+/* The blocking half: the try-lock was busy (or failed otherwise; the real
+ * call then returns its own error). kind: 0 lock, 1 timedlock, 2 clocklock */
+static CONTEND_NOINLINE int mutex_block(struct contend_thread *ts, pthread_mutex_t *m,
+                                        const void *site, int kind, clockid_t clk,
+                                        const struct timespec *abstime)
+{
+    contend_op(ts, TAG(MUTEX, REQUEST), m, site, contend_now());
+    int r;
+    if (kind == 0)
+        r = CONTEND_REAL(mutex_lock)(m);
+    else if (kind == 1)
+        r = CONTEND_REAL(mutex_timedlock)(m, abstime);
+    else
+        r = CONTEND_REAL(mutex_clocklock)(m, clk, abstime);
+    uint32_t tag = ACQUIRED(r)       ? TAG(MUTEX, ACQUIRED)
+                   : r == ETIMEDOUT ? TAG(MUTEX, BUSY)
+                                    : TAG(MUTEX, ERROR);
+    contend_emit2(ts, tag, m, site, contend_now());
+    return r;
+}
+
+CONTEND_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        int r = CONTEND_REAL(mutex_trylock)(m);
+        if (CONTEND_LIKELY(ACQUIRED(r))) {
+            contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
+            return r;
+        }
+        return mutex_block(ts, m, site, 0, 0, NULL);
+    }
+    int (*f)(pthread_mutex_t *) = CONTEND_REAL(mutex_lock);
+    return f ? f(m) : contend_libc_mutex_lock(m);
+}
+
+CONTEND_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        int r = CONTEND_REAL(mutex_trylock)(m);
+        uint32_t tag = ACQUIRED(r) ? TAG(MUTEX, IMMEDIATE)
+                       : r == EBUSY ? TAG(MUTEX, BUSY)
+                                    : TAG(MUTEX, ERROR);
+        contend_op(ts, tag, m, site, contend_now());
+        return r;
+    }
+    int (*f)(pthread_mutex_t *) = CONTEND_REAL(mutex_trylock);
+    return f ? f(m) : contend_libc_mutex_trylock(m);
+}
+
+CONTEND_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(mutex_timedlock)) {
+        /* glibc checks abstime only when it has to block: try first */
+        int r = CONTEND_REAL(mutex_trylock)(m);
+        if (ACQUIRED(r)) {
+            contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
+            return r;
+        }
+        return mutex_block(ts, m, site, 1, 0, abstime);
+    }
+    PASS_PTHREAD(mutex_timedlock, "pthread_mutex_timedlock", NULL, m, abstime);
+}
+
+CONTEND_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk,
+                                           const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(mutex_clocklock)) {
+        /* glibc rejects an unsupported clock before trying the lock */
+        if (clock_ok(clk)) {
+            int r = CONTEND_REAL(mutex_trylock)(m);
+            if (ACQUIRED(r)) {
+                contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
+                return r;
+            }
+        }
+        return mutex_block(ts, m, site, 2, clk, abstime);
+    }
+    PASS_PTHREAD(mutex_clocklock, "pthread_mutex_clocklock", NULL, m, clk, abstime);
+}
+
+CONTEND_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        contend_op(ts, TAG(MUTEX, RELEASE), m, site, contend_now());
+        int r = CONTEND_REAL(mutex_unlock)(m);
+        if (CONTEND_UNLIKELY(r != 0))
+            contend_emit2(ts, TAG(MUTEX, ERROR), m, site, contend_now());
+        return r;
+    }
+    int (*f)(pthread_mutex_t *) = CONTEND_REAL(mutex_unlock);
+    return f ? f(m) : contend_libc_mutex_unlock(m);
+}
+
+/* ======================================================================== */
+/* Read-write locks                                                          */
+
+/*
+ * pthread_rwlock_unlock does not say whether it ends a read or a write hold,
+ * but the RELEASE record must (primitive RWLOCK_READ or RWLOCK_WRITE). Each
+ * thread keeps a small fixed array of the rwlocks it currently holds and in
+ * which mode, filled by successful (recorded) acquisitions and emptied by
+ * unlocks. An rwlock not found there (more than CONTEND_RW_HELD_MAX held at
+ * once, or acquired while recording was off) is released as READ.
+ */
+CONTEND_INLINE void rw_remember(struct contend_thread *ts, const void *rw, uintptr_t write)
+{
+    uint32_t n = ts->rw_n;
+    if (n < CONTEND_RW_HELD_MAX) {
+        ts->rw[n].lock = rw;
+        ts->rw[n].write = write;
+        ts->rw_n = n + 1;
+    }
+}
+
+CONTEND_INLINE uint32_t rw_forget(struct contend_thread *ts, const void *rw)
+{
+    for (uint32_t i = ts->rw_n; i-- > 0;) {
+        if (ts->rw[i].lock == rw) {
+            uint32_t prim =
+                ts->rw[i].write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
+            ts->rw[i] = ts->rw[--ts->rw_n];
+            return prim;
+        }
+    }
+    return CONTEND_PRIM_RWLOCK_READ;
+}
+
+/* kind: 0 plain, 1 timed, 2 clock */
+static CONTEND_NOINLINE int rwlock_block(struct contend_thread *ts, pthread_rwlock_t *rw,
+                                         const void *site, int write, int kind, clockid_t clk,
+                                         const struct timespec *abstime)
+{
+    uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
+    contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_REQUEST), rw, site, contend_now());
+    int r;
+    if (write)
+        r = kind == 0   ? CONTEND_REAL(rwlock_wrlock)(rw)
+            : kind == 1 ? CONTEND_REAL(rwlock_timedwrlock)(rw, abstime)
+                        : CONTEND_REAL(rwlock_clockwrlock)(rw, clk, abstime);
+    else
+        r = kind == 0   ? CONTEND_REAL(rwlock_rdlock)(rw)
+            : kind == 1 ? CONTEND_REAL(rwlock_timedrdlock)(rw, abstime)
+                        : CONTEND_REAL(rwlock_clockrdlock)(rw, clk, abstime);
+    uint32_t phase = r == 0           ? CONTEND_PHASE_ACQUIRED
+                     : r == ETIMEDOUT ? CONTEND_PHASE_BUSY
+                                      : CONTEND_PHASE_ERROR;
+    if (r == 0)
+        rw_remember(ts, rw, (uintptr_t)write);
+    contend_emit2(ts, CONTEND_OP_TAG(prim, phase), rw, site, contend_now());
+    return r;
+}
+
+/* The try-first part shared by all acquisitions; `check` false means glibc
+ * would reject the arguments before trying (go straight to the real call). */
+CONTEND_INLINE int rwlock_acquire(struct contend_thread *ts, pthread_rwlock_t *rw,
+                                  const void *site, int write, int kind, clockid_t clk,
+                                  const struct timespec *abstime, int check)
+{
+    if (check) {
+        int r = write ? CONTEND_REAL(rwlock_trywrlock)(rw) : CONTEND_REAL(rwlock_tryrdlock)(rw);
+        if (CONTEND_LIKELY(r == 0)) {
+            uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
+            rw_remember(ts, rw, (uintptr_t)write);
+            contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_IMMEDIATE), rw, site,
+                       contend_now());
+            return 0;
+        }
+    }
+    return rwlock_block(ts, rw, site, write, kind, clk, abstime);
+}
+
+CONTEND_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts))
+        return rwlock_acquire(ts, rw, site, 0, 0, 0, NULL, 1);
+    int (*f)(pthread_rwlock_t *) = CONTEND_REAL(rwlock_rdlock);
+    return f ? f(rw) : contend_libc_rwlock_rdlock(rw);
+}
+
+CONTEND_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts))
+        return rwlock_acquire(ts, rw, site, 1, 0, 0, NULL, 1);
+    int (*f)(pthread_rwlock_t *) = CONTEND_REAL(rwlock_wrlock);
+    return f ? f(rw) : contend_libc_rwlock_wrlock(rw);
+}
+
+static inline int rwlock_try(struct contend_thread *ts, pthread_rwlock_t *rw, const void *site,
+                             int write)
+{
+    int r = write ? CONTEND_REAL(rwlock_trywrlock)(rw) : CONTEND_REAL(rwlock_tryrdlock)(rw);
+    uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
+    uint32_t phase = r == 0       ? CONTEND_PHASE_IMMEDIATE
+                     : r == EBUSY ? CONTEND_PHASE_BUSY
+                                  : CONTEND_PHASE_ERROR;
+    if (r == 0)
+        rw_remember(ts, rw, (uintptr_t)write);
+    contend_op(ts, CONTEND_OP_TAG(prim, phase), rw, site, contend_now());
+    return r;
+}
+
+CONTEND_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts))
+        return rwlock_try(ts, rw, site, 0);
+    int (*f)(pthread_rwlock_t *) = CONTEND_REAL(rwlock_tryrdlock);
+    return f ? f(rw) : contend_libc_rwlock_tryrdlock(rw);
+}
+
+CONTEND_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts))
+        return rwlock_try(ts, rw, site, 1);
+    int (*f)(pthread_rwlock_t *) = CONTEND_REAL(rwlock_trywrlock);
+    return f ? f(rw) : contend_libc_rwlock_trywrlock(rw);
+}
+
+CONTEND_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *rw,
+                                              const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(rwlock_timedrdlock))
+        return rwlock_acquire(ts, rw, site, 0, 1, CLOCK_REALTIME, abstime, nsec_ok(abstime));
+    PASS_PTHREAD(rwlock_timedrdlock, "pthread_rwlock_timedrdlock", NULL, rw, abstime);
+}
+
+CONTEND_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw,
+                                              const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(rwlock_timedwrlock))
+        return rwlock_acquire(ts, rw, site, 1, 1, CLOCK_REALTIME, abstime, nsec_ok(abstime));
+    PASS_PTHREAD(rwlock_timedwrlock, "pthread_rwlock_timedwrlock", NULL, rw, abstime);
+}
+
+CONTEND_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clk,
+                                              const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(rwlock_clockrdlock))
+        return rwlock_acquire(ts, rw, site, 0, 2, clk, abstime,
+                              clock_ok(clk) && nsec_ok(abstime));
+    PASS_PTHREAD(rwlock_clockrdlock, "pthread_rwlock_clockrdlock", NULL, rw, clk, abstime);
+}
+
+CONTEND_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clk,
+                                              const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(rwlock_clockwrlock))
+        return rwlock_acquire(ts, rw, site, 1, 2, clk, abstime,
+                              clock_ok(clk) && nsec_ok(abstime));
+    PASS_PTHREAD(rwlock_clockwrlock, "pthread_rwlock_clockwrlock", NULL, rw, clk, abstime);
+}
+
+CONTEND_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        uint32_t prim = rw_forget(ts, rw);
+        contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_RELEASE), rw, site, contend_now());
+        int r = CONTEND_REAL(rwlock_unlock)(rw);
+        if (CONTEND_UNLIKELY(r != 0))
+            contend_emit2(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_ERROR), rw, site,
+                          contend_now());
+        return r;
+    }
+    int (*f)(pthread_rwlock_t *) = CONTEND_REAL(rwlock_unlock);
+    return f ? f(rw) : contend_libc_rwlock_unlock(rw);
+}
+
+/* ======================================================================== */
+/* Spinlocks                                                                 */
+
+static CONTEND_NOINLINE int spin_block(struct contend_thread *ts, pthread_spinlock_t *s,
+                                       const void *site)
+{
+    contend_op(ts, TAG(SPIN, REQUEST), (const void *)s, site, contend_now());
+    int r = CONTEND_REAL(spin_lock)(s);
+    contend_emit2(ts, r == 0 ? TAG(SPIN, ACQUIRED) : TAG(SPIN, ERROR), (const void *)s, site,
+                  contend_now());
+    return r;
+}
+
+CONTEND_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        int r = CONTEND_REAL(spin_trylock)(s);
+        if (CONTEND_LIKELY(r == 0)) {
+            contend_op(ts, TAG(SPIN, IMMEDIATE), (const void *)s, site, contend_now());
+            return 0;
+        }
+        return spin_block(ts, s, site);
+    }
+    PASS_PTHREAD(spin_lock, "pthread_spin_lock", NULL, s);
+}
+
+CONTEND_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        int r = CONTEND_REAL(spin_trylock)(s);
+        uint32_t tag = r == 0       ? TAG(SPIN, IMMEDIATE)
+                       : r == EBUSY ? TAG(SPIN, BUSY)
+                                    : TAG(SPIN, ERROR);
+        contend_op(ts, tag, (const void *)s, site, contend_now());
+        return r;
+    }
+    PASS_PTHREAD(spin_trylock, "pthread_spin_trylock", NULL, s);
+}
+
+CONTEND_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        contend_op(ts, TAG(SPIN, RELEASE), (const void *)s, site, contend_now());
+        int r = CONTEND_REAL(spin_unlock)(s);
+        if (CONTEND_UNLIKELY(r != 0))
+            contend_emit2(ts, TAG(SPIN, ERROR), (const void *)s, site, contend_now());
+        return r;
+    }
+    PASS_PTHREAD(spin_unlock, "pthread_spin_unlock", NULL, s);
+}
+
+/* ======================================================================== */
+/* Condition variables                                                       */
+
+/*
+ * wait(c, m): RELEASE m and REQUEST c at entry; at return ACQUIRED c (BUSY
+ * on timeout, ERROR otherwise) and IMMEDIATE m when glibc holds m again.
+ * glibc re-acquires m inside the wait, so that waiting time is part of the
+ * condition wait. Errors: EINVAL is returned before m is released and
+ * EOVERFLOW after it is re-acquired (m held); EPERM (m not owned) and
+ * ENOTRECOVERABLE leave m not held.
+ *
+ * A thread cancelled in the wait holds m again when its cleanup handlers
+ * run; ours records ERROR c and IMMEDIATE m.
+ */
+struct cond_ctx {
+    struct contend_thread *ts;
+    pthread_cond_t *c;
+    pthread_mutex_t *m;
+    const void *site;
+};
+
+CONTEND_INLINE void cond_enter(const struct cond_ctx *x)
+{
+    uint64_t t = contend_now();
+    contend_op(x->ts, TAG(MUTEX, RELEASE), x->m, x->site, t);
+    contend_emit2(x->ts, TAG(COND, REQUEST), x->c, x->site, t);
+}
+
+static void cond_leave(const struct cond_ctx *x, int r)
+{
+    uint64_t t = contend_now();
+    uint32_t tag = ACQUIRED(r)       ? TAG(COND, ACQUIRED)
+                   : r == ETIMEDOUT ? TAG(COND, BUSY)
+                                    : TAG(COND, ERROR);
+    contend_emit2(x->ts, tag, x->c, x->site, t);
+    if (r != EPERM && r != ENOTRECOVERABLE)
+        contend_emit2(x->ts, TAG(MUTEX, IMMEDIATE), x->m, x->site, t);
+}
+
+static void cond_cancelled(void *arg)
+{
+    cond_leave(arg, ECANCELED);
+}
+
+/* One body for the five condition-wait entry points. */
+#define COND_WAIT_BODY(field, name, version, ...)                                \
+    const void *site = SITE();                                                   \
+    struct contend_thread *ts = &contend_tls;                                    \
+    if (RECORDING(ts) && CONTEND_REAL(field)) {                                  \
+        struct cond_ctx x = {ts, c, m, site};                                    \
+        int r;                                                                   \
+        cond_enter(&x);                                                          \
+        pthread_cleanup_push(cond_cancelled, &x);                                \
+        r = CONTEND_REAL(field)(__VA_ARGS__);                                    \
+        pthread_cleanup_pop(0);                                                  \
+        cond_leave(&x, r);                                                       \
+        return r;                                                                \
+    }                                                                            \
+    PASS_PTHREAD(field, name, version, __VA_ARGS__)
+
+/*
+ * glibc exports pthread_cond_wait and pthread_cond_timedwait in two
+ * versions: GLIBC_2.3.2 (the default, current ABI) and GLIBC_2.2.5 (the
+ * old ABI, used by old binaries). Both are interposed; each forwards to
+ * the same version (dlvsym in real.c). The version nodes are declared in
+ * lock_collector.map.
+ */
+__asm__(".symver contend_cond_wait_232, pthread_cond_wait@@GLIBC_2.3.2");
+__asm__(".symver contend_cond_wait_225, pthread_cond_wait@GLIBC_2.2.5");
+__asm__(".symver contend_cond_timedwait_232, pthread_cond_timedwait@@GLIBC_2.3.2");
+__asm__(".symver contend_cond_timedwait_225, pthread_cond_timedwait@GLIBC_2.2.5");
+
+CONTEND_EXPORT int contend_cond_wait_232(pthread_cond_t *c, pthread_mutex_t *m);
+CONTEND_EXPORT int contend_cond_wait_225(pthread_cond_t *c, pthread_mutex_t *m);
+CONTEND_EXPORT int contend_cond_timedwait_232(pthread_cond_t *c, pthread_mutex_t *m,
+                                              const struct timespec *abstime);
+CONTEND_EXPORT int contend_cond_timedwait_225(pthread_cond_t *c, pthread_mutex_t *m,
+                                              const struct timespec *abstime);
+
+int contend_cond_wait_232(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    COND_WAIT_BODY(cond_wait, "pthread_cond_wait", "GLIBC_2.3.2", c, m);
+}
+
+int contend_cond_wait_225(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    COND_WAIT_BODY(cond_wait_old, "pthread_cond_wait", "GLIBC_2.2.5", c, m);
+}
+
+int contend_cond_timedwait_232(pthread_cond_t *c, pthread_mutex_t *m,
+                               const struct timespec *abstime)
+{
+    COND_WAIT_BODY(cond_timedwait, "pthread_cond_timedwait", "GLIBC_2.3.2", c, m, abstime);
+}
+
+int contend_cond_timedwait_225(pthread_cond_t *c, pthread_mutex_t *m,
+                               const struct timespec *abstime)
+{
+    COND_WAIT_BODY(cond_timedwait_old, "pthread_cond_timedwait", "GLIBC_2.2.5", c, m,
+                   abstime);
+}
+
+CONTEND_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+                                          const struct timespec *abstime)
+{
+    COND_WAIT_BODY(cond_clockwait, "pthread_cond_clockwait", NULL, c, m, clk, abstime);
+}
+
+/* ======================================================================== */
+/* Barriers                                                                  */
+
+CONTEND_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(barrier_wait)) {
+        contend_op(ts, TAG(BARRIER, REQUEST), b, site, contend_now());
+        int r = CONTEND_REAL(barrier_wait)(b);
+        uint32_t tag = (r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD) ? TAG(BARRIER, ACQUIRED)
+                                                                      : TAG(BARRIER, ERROR);
+        contend_emit2(ts, tag, b, site, contend_now());
+        return r;
+    }
+    PASS_PTHREAD(barrier_wait, "pthread_barrier_wait", NULL, b);
+}
+
+/* ======================================================================== */
+/* Semaphores (these report errors through errno)                            */
+
+struct sem_ctx {
+    struct contend_thread *ts;
+    sem_t *s;
+    const void *site;
+};
+
+static void sem_cancelled(void *arg)
+{
+    const struct sem_ctx *x = arg;
+    contend_emit2(x->ts, TAG(SEM, ERROR), x->s, x->site, contend_now());
+}
+
+/* kind: 0 wait, 1 timedwait, 2 clockwait */
+static CONTEND_NOINLINE int sem_block(struct contend_thread *ts, sem_t *s, const void *site,
+                                      int kind, clockid_t clk, const struct timespec *abstime)
+{
+    struct sem_ctx x = {ts, s, site};
+    int r;
+    contend_op(ts, TAG(SEM, REQUEST), s, site, contend_now());
+    pthread_cleanup_push(sem_cancelled, &x);
+    if (kind == 0)
+        r = CONTEND_REAL(sem_wait)(s);
+    else if (kind == 1)
+        r = CONTEND_REAL(sem_timedwait)(s, abstime);
+    else
+        r = CONTEND_REAL(sem_clockwait)(s, clk, abstime);
+    pthread_cleanup_pop(0);
+    int e = errno;
+    uint32_t tag = r == 0           ? TAG(SEM, ACQUIRED)
+                   : e == ETIMEDOUT ? TAG(SEM, BUSY)
+                                    : TAG(SEM, ERROR);
+    contend_emit2(ts, tag, s, site, contend_now());
+    errno = e;
+    return r;
+}
+
+/* sem_trywait first, leaving errno as it was when the semaphore is busy. */
+CONTEND_INLINE int sem_try_first(struct contend_thread *ts, sem_t *s, const void *site)
+{
+    int saved = errno;
+    if (CONTEND_REAL(sem_trywait)(s) == 0) {
+        contend_op(ts, TAG(SEM, IMMEDIATE), s, site, contend_now());
+        return 1;
+    }
+    errno = saved;
+    return 0;
+}
+
+CONTEND_EXPORT int sem_wait(sem_t *s)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(sem_wait)) {
+        /* glibc's sem_wait acts on a pending cancellation even when the
+         * semaphore is available: so do we, before trying */
+        pthread_testcancel();
+        if (sem_try_first(ts, s, site))
+            return 0;
+        return sem_block(ts, s, site, 0, 0, NULL);
+    }
+    PASS_SEM(sem_wait, "sem_wait", s);
+}
+
+CONTEND_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(sem_timedwait)) {
+        /* glibc's order: abstime check (EINVAL), cancellation point, try */
+        if (nsec_ok(abstime)) {
+            pthread_testcancel();
+            if (sem_try_first(ts, s, site))
+                return 0;
+        }
+        return sem_block(ts, s, site, 1, 0, abstime);
+    }
+    PASS_SEM(sem_timedwait, "sem_timedwait", s, abstime);
+}
+
+CONTEND_EXPORT int sem_clockwait(sem_t *s, clockid_t clk, const struct timespec *abstime)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(sem_clockwait)) {
+        /* glibc's order: clock and abstime checks (EINVAL), then try */
+        if (clock_ok(clk) && nsec_ok(abstime) && sem_try_first(ts, s, site))
+            return 0;
+        return sem_block(ts, s, site, 2, clk, abstime);
+    }
+    PASS_SEM(sem_clockwait, "sem_clockwait", s, clk, abstime);
+}
+
+CONTEND_EXPORT int sem_trywait(sem_t *s)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts)) {
+        int r = CONTEND_REAL(sem_trywait)(s);
+        int e = errno;
+        uint32_t tag = r == 0        ? TAG(SEM, IMMEDIATE)
+                       : e == EAGAIN ? TAG(SEM, BUSY)
+                                     : TAG(SEM, ERROR);
+        contend_op(ts, tag, s, site, contend_now());
+        errno = e;
+        return r;
+    }
+    PASS_SEM(sem_trywait, "sem_trywait", s);
+}
+
+CONTEND_EXPORT int sem_post(sem_t *s)
+{
+    const void *site = SITE();
+    struct contend_thread *ts = &contend_tls;
+    if (RECORDING(ts) && CONTEND_REAL(sem_post)) {
+        contend_op(ts, TAG(SEM, RELEASE), s, site, contend_now());
+        int r = CONTEND_REAL(sem_post)(s);
+        if (CONTEND_UNLIKELY(r != 0)) {
+            int e = errno;
+            contend_emit2(ts, TAG(SEM, ERROR), s, site, contend_now());
+            errno = e;
+        }
+        return r;
+    }
+    PASS_SEM(sem_post, "sem_post", s);
+}

@@ -1,0 +1,256 @@
+//! # contend-collector
+//!
+//! The in-process half of `contend`: `libcontend_lock.so`, an `LD_PRELOAD`
+//! library written in C (`collector/src`) that interposes the pthread mutex,
+//! rwlock, spinlock, condition-variable, barrier and semaphore functions of an
+//! unmodified, dynamically linked program and records every operation into
+//! `$CONTEND_DIR/locks/<pid>.ctrace` (format: `docs/trace-format.md`, one
+//! definition in `collector/include/contend/trace_format.h`).
+//!
+//! This crate's build script compiles the library with the C compiler that
+//! the `cc` crate finds; the bytes are embedded in [`LOCK_COLLECTOR_SO`], so
+//! the `contend` binary is self-contained. [`install_lock_collector`] writes
+//! them once to a content-addressed cache file whose path the launcher puts
+//! into `LD_PRELOAD`.
+//!
+//! Design constraints of the library itself (see the comments in the C
+//! sources): the target's behaviour never changes (same return values and
+//! `errno`, no deadlock, no crash); the fast path takes no lock, makes no
+//! system call and allocates nothing; memory per thread is one mapped chunk
+//! of the trace file; everything stored survives `SIGKILL`.
+#![deny(missing_docs)]
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The lock collector shared library (`libcontend_lock.so`) as built for
+/// this target by the build script.
+pub const LOCK_COLLECTOR_SO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libcontend_lock.so"));
+
+/// Writes [`LOCK_COLLECTOR_SO`] to a cache file, once, and returns its path.
+///
+/// The file name contains a hash of the bytes (`libcontend_lock-<fnv1a64>.so`),
+/// so different builds of `contend` never share a file, and a file that is
+/// already there with the same contents is reused. The directory is the
+/// first of these that works:
+///
+/// 1. `$XDG_CACHE_HOME/contend/` (if set to an absolute path),
+/// 2. `$HOME/.cache/contend/`,
+/// 3. `/tmp/contend-<uid>/`, created with mode 0700 and used only if it is a
+///    real directory owned by the caller and closed to others (anybody could
+///    have created it first, and a library placed there is loaded into the
+///    profiled program).
+///
+/// The file is written under a temporary name and renamed into place, so
+/// concurrent `contend` runs never see a partly written library.
+///
+/// # Errors
+///
+/// The error of the last directory tried, when none of them works.
+pub fn install_lock_collector() -> io::Result<PathBuf> {
+    let name = library_file_name(LOCK_COLLECTOR_SO);
+    let mut last_error = None;
+    for (dir, private) in cache_dirs() {
+        match install_in(&dir, &name, LOCK_COLLECTOR_SO, private) {
+            Ok(path) => return Ok(path),
+            Err(e) => {
+                last_error = Some(io::Error::new(e.kind(), format!("{}: {e}", dir.display())))
+            }
+        }
+    }
+    Err(last_error.unwrap_or_else(|| io::Error::other("no cache directory for the lock collector")))
+}
+
+/// `libcontend_lock-<16 hex digits of FNV-1a 64>.so`
+fn library_file_name(bytes: &[u8]) -> String {
+    format!("libcontend_lock-{:016x}.so", fnv1a64(bytes))
+}
+
+/// FNV-1a, 64 bits: a content hash for the cache file name (not security:
+/// the directories are the user's own).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes
+        .iter()
+        .fold(OFFSET_BASIS, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
+/// Candidate directories in order; `true` marks the shared `/tmp` one that
+/// must be checked for ownership and permissions.
+fn cache_dirs() -> Vec<(PathBuf, bool)> {
+    let mut dirs = Vec::new();
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
+        let x = PathBuf::from(x);
+        if x.is_absolute() {
+            dirs.push((x.join("contend"), false));
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let home = PathBuf::from(home);
+        if home.is_absolute() {
+            dirs.push((home.join(".cache").join("contend"), false));
+        }
+    }
+    if let Some(uid) = effective_uid() {
+        dirs.push((PathBuf::from(format!("/tmp/contend-{uid}")), true));
+    }
+    dirs
+}
+
+/// The effective uid, from `/proc/self/status` (no libc dependency).
+fn effective_uid() -> Option<u32> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    // Uid: real effective saved filesystem
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+fn install_in(dir: &Path, name: &str, bytes: &[u8], private: bool) -> io::Result<PathBuf> {
+    if private {
+        match fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let meta = fs::symlink_metadata(dir)?;
+        let uid = effective_uid();
+        if !meta.file_type().is_dir()
+            || Some(meta.uid()) != uid
+            || meta.permissions().mode() & 0o077 != 0
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "not a private directory of this user (owner, mode 0700 and no symlink expected)",
+            ));
+        }
+    } else {
+        fs::create_dir_all(dir)?;
+    }
+
+    let path = dir.join(name);
+    if same_contents(&path, bytes) {
+        return Ok(path);
+    }
+
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let tmp = dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o755)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))?;
+        fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(path)
+}
+
+/// The file exists, is a regular file of the same size and holds `bytes`.
+/// (The name already carries the hash; comparing the bytes as well costs a
+/// few hundred microseconds and catches a damaged cache file.)
+fn same_contents(path: &Path, bytes: &[u8]) -> bool {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.file_type().is_file() || meta.len() != bytes.len() as u64 {
+        return false;
+    }
+    let mut existing = Vec::with_capacity(bytes.len());
+    match fs::File::open(path).and_then(|mut f| f.read_to_end(&mut existing)) {
+        Ok(_) => existing == bytes,
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "contend-collector-test-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn embedded_library_is_a_shared_object() {
+        assert!(LOCK_COLLECTOR_SO.len() > 4096);
+        assert_eq!(&LOCK_COLLECTOR_SO[..4], b"\x7fELF");
+        // e_type == ET_DYN (little-endian)
+        assert_eq!(u16::from_le_bytes([LOCK_COLLECTOR_SO[16], LOCK_COLLECTOR_SO[17]]), 3);
+    }
+
+    #[test]
+    fn fnv1a64_known_values() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn installs_once_and_reuses() {
+        let dir = scratch_dir("reuse");
+        let name = library_file_name(b"library bytes");
+        let p1 = install_in(&dir, &name, b"library bytes", false).unwrap();
+        let m1 = fs::metadata(&p1).unwrap();
+        assert_eq!(fs::read(&p1).unwrap(), b"library bytes");
+        assert_eq!(m1.permissions().mode() & 0o777, 0o755);
+        let p2 = install_in(&dir, &name, b"library bytes", false).unwrap();
+        assert_eq!(p1, p2);
+        assert_eq!(fs::metadata(&p2).unwrap().ino(), m1.ino(), "reused, not rewritten");
+        // no temporary files left behind
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn damaged_cache_file_is_replaced() {
+        let dir = scratch_dir("damaged");
+        let name = library_file_name(b"0123456789");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(&name), b"0123456788").unwrap(); // same size
+        let p = install_in(&dir, &name, b"0123456789", false).unwrap();
+        assert_eq!(fs::read(p).unwrap(), b"0123456789");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn private_dir_must_be_closed_to_others() {
+        let dir = scratch_dir("private");
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(install_in(&dir, "x.so", b"x", true).is_err());
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(install_in(&dir, "x.so", b"x", true).is_ok());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn install_lock_collector_writes_the_embedded_bytes() {
+        let path = install_lock_collector().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), LOCK_COLLECTOR_SO);
+        assert!(path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("libcontend_lock-"));
+    }
+}
