@@ -219,6 +219,11 @@ fn pie_executable_with_dwarf() {
     let line = site_line("sites.c", "worker");
     assert_eq!(loc.display_short(), format!("worker (sites.c:{line})"));
 
+    // The call is the last instruction of its line: only `return address − 1`
+    // lies on the call's line.
+    let loc = sym.resolve_code(&maps, r.code["next_line"]);
+    assert_dwarf_site(&loc, "worker_next_line", "sites.c", "next_line");
+
     // Inlined call site: innermost frame's function and line, enclosing frame
     // listed in inlined_into.
     let loc = sym.resolve_code(&maps, r.code["worker_inl"]);
@@ -277,7 +282,7 @@ fn pie_executable_with_dwarf() {
     assert_eq!(info[0].debug_file.as_deref(), Some(exe.as_path()));
     assert_eq!(info[0].build_id, build_id(&exe).map(|b| build_id_hex(&b)));
     assert!(!info[0].replaced);
-    assert_eq!(info[0].code_lookups, 2);
+    assert_eq!(info[0].code_lookups, 3);
 }
 
 #[test]
@@ -750,6 +755,7 @@ fn unreadable_and_deleted_modules_degrade() {
 7f0000100000-7f0000101000 r-xp 00000000 08:01 43 /bin/sh (deleted)
 7f0000200000-7f0000201000 r-xp 00000000 00:00 0 [vdso]
 7f0000300000-7f0000301000 rw-p 00000000 00:00 0
+7f0000400000-7f0000401000 r-xp 00000000 00:05 6 /dev/zero
 ",
     );
     let mut sym = Symbolizer::with_options(isolated());
@@ -772,6 +778,10 @@ fn unreadable_and_deleted_modules_degrade() {
     assert_eq!(loc.module.as_deref(), Some("[vdso]"));
     assert_eq!(loc.display_short(), "[vdso]+0x10");
 
+    // A device file is not read as a module.
+    let loc = sym.resolve_code(&maps, 0x7f0000400010);
+    assert_eq!(loc.display_short(), "zero+0x10");
+
     let loc = sym.resolve_code(&maps, 0x1234);
     assert_eq!(
         (loc.module.clone(), loc.display_short()),
@@ -782,10 +792,7 @@ fn unreadable_and_deleted_modules_degrade() {
     assert_eq!(sym.resolve_data(&maps, 0x7f0000000010), None);
     assert_eq!(
         sym.modules_without_debug_info(),
-        vec![
-            "/bin/sh (deleted)".to_string(),
-            "/nonexistent/libgone.so".to_string()
-        ]
+        vec!["/bin/sh (deleted)", "/dev/zero", "/nonexistent/libgone.so"]
     );
     let infos = sym.modules();
     assert!(infos
@@ -840,4 +847,55 @@ fn many_lookups_are_cached_and_fast() {
         "100k lookups took {elapsed:?}"
     );
     assert_eq!(sym.modules().len(), 1);
+}
+
+#[test]
+fn dwz_supplementary_debug_file() {
+    require!("g++");
+    if !have("dwz") {
+        eprintln!("SKIP dwz_supplementary_debug_file: `dwz` not found (apt-get install dwz)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // Two copies share their class DIEs; dwz moves those into common.debug,
+    // and Queue::push's definition then names itself only through a
+    // DW_AT_specification into that supplementary file.
+    let a = compile("g++", dir, "sites.cpp", "cxx_a", &["-g"]);
+    compile("g++", dir, "sites.cpp", "cxx_b", &["-g"]);
+    let common = dir.join("common.debug");
+    let common_s = common.to_str().unwrap();
+    tool(
+        "dwz",
+        &["-m", common_s, "-M", common_s, "cxx_a", "cxx_b"],
+        dir,
+    );
+    // No symbol table to fall back on: the name must come from DWARF.
+    let keep = [
+        "--keep-section=.debug_*",
+        "--keep-section=.gnu_debugaltlink",
+    ];
+    tool("strip", &["--strip-all", keep[0], keep[1], "cxx_a"], dir);
+
+    let r = run(&a);
+    let maps = recorded_maps(dir, &r, "113");
+    let mut sym = Symbolizer::with_options(isolated());
+    let loc = sym.resolve_code(&maps, r.code["push"]);
+    assert_dwarf_site(
+        &loc,
+        "contend_fixture::Queue::push(int)",
+        "sites.cpp",
+        "push",
+    );
+
+    // Without the supplementary file the line is still known, the name not.
+    std::fs::remove_file(&common).unwrap();
+    let mut sym = Symbolizer::with_options(isolated());
+    let loc = sym.resolve_code(&maps, r.code["push"]);
+    assert_eq!(loc.line, Some(site_line("sites.cpp", "push")), "{loc:?}");
+    assert_eq!(loc.function, None, "{loc:?}");
+    assert_eq!(
+        loc.display_short(),
+        format!("sites.cpp:{} (cxx_a)", loc.line.unwrap())
+    );
 }

@@ -80,6 +80,13 @@ pub(crate) type Reader = gimli::EndianReader<gimli::RunTimeEndian, SectionBytes>
 /// Opens and memory-maps a file.
 fn open_backing(path: &Path) -> Result<Backing, String> {
     let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // Device files (`/dev/zero` mappings) and directories are not modules.
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
     // SAFETY: the map is read-only. If another process truncates the file
     // while it is mapped, reads could fault; this is the usual trade-off of
     // debuggers and symbolizers (addr2line's own loader does the same).
@@ -114,6 +121,10 @@ pub(crate) struct Sym {
     pub name: String,
 }
 
+/// How far past a zero-sized function symbol an address is still
+/// attributed to it (when it is the nearest preceding symbol).
+pub(crate) const UNSIZED_SPAN: u64 = 4096;
+
 /// Sorted symbols with a "covering" lookup.
 #[derive(Debug, Default)]
 pub(crate) struct SymbolTable {
@@ -143,6 +154,18 @@ impl SymbolTable {
             .rev()
             .take(64)
             .find(|s| addr < s.addr.saturating_add(s.size.max(1)))
+    }
+
+    /// For code: like [`SymbolTable::covering`], but when no sized symbol
+    /// covers `addr`, a zero-sized symbol (hand-written assembly without
+    /// `.size`, `_init`) that is the nearest preceding symbol is taken to
+    /// extend up to [`UNSIZED_SPAN`] bytes.
+    pub fn covering_code(&self, addr: u64) -> Option<&Sym> {
+        self.covering(addr).or_else(|| {
+            let end = self.syms.partition_point(|s| s.addr <= addr);
+            let s = &self.syms[..end].last()?;
+            (s.size == 0 && addr - s.addr < UNSIZED_SPAN).then_some(*s)
+        })
     }
 }
 
@@ -562,5 +585,10 @@ mod tests {
         assert_eq!(t.covering(0x300).map(|s| s.name.as_str()), Some("z"));
         assert_eq!(t.covering(0x301), None);
         assert_eq!(t.covering(0x50), None);
+        // Code: a zero-sized nearest symbol extends a little, sized ones do not.
+        assert_eq!(t.covering_code(0x301).map(|s| s.name.as_str()), Some("z"));
+        assert_eq!(t.covering_code(0x300 + UNSIZED_SPAN), None);
+        assert_eq!(t.covering_code(0x110), None);
+        assert_eq!(t.covering_code(0x50), None);
     }
 }

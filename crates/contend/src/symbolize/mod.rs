@@ -26,7 +26,8 @@
 //!   executables alike, without assuming a layout.
 //! * **Degrade, never fail.** Lookups never panic and never return errors:
 //!   DWARF (from the module or a separate debug file) is used when present,
-//!   else `.symtab`, else `.dynsym`, else the bare `module+offset`
+//!   else the symbol tables (`.symtab` of the module or of its debug file,
+//!   plus `.dynsym`), else the bare `module+offset`
 //!   ([`DebugInfoSource`] says which). Modules that could not be opened or
 //!   lack DWARF are listed by [`Symbolizer::modules_without_debug_info`] so a
 //!   report can say which sites lack debug information.
@@ -99,7 +100,7 @@ pub enum SymbolizeError {
 pub enum DebugInfoSource {
     /// DWARF debug information (file, line, inlining; function name).
     Dwarf,
-    /// An ELF symbol table (`.symtab`, else `.dynsym`): function name only.
+    /// An ELF symbol table (`.symtab` and `.dynsym`): function name only.
     SymbolTable,
     /// Nothing: only the module and offset are known (or not even the module).
     None,

@@ -391,7 +391,7 @@ fn demangle(name: &str) -> String {
 /// module: DWARF at `vaddr − 1`, else the symbol table.
 fn lookup_code(data: &ModuleData, vaddr: u64) -> Resolved {
     let probe = vaddr.saturating_sub(1);
-    let sym = data.functions.covering(probe);
+    let sym = data.functions.covering_code(probe);
     let sym_name = sym.map(|s| demangle(&s.name));
     let function_offset = sym.map(|s| vaddr - s.addr);
     if let Some(dwarf) = &data.dwarf {
