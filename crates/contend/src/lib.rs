@@ -17,5 +17,6 @@
 
 pub mod config;
 pub mod locks;
+pub mod meta;
 pub mod recording;
 pub mod symbolize;
