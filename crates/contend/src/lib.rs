@@ -18,5 +18,6 @@
 pub mod config;
 pub mod locks;
 pub mod meta;
+pub mod record;
 pub mod recording;
 pub mod symbolize;
