@@ -1,0 +1,560 @@
+//! Shared helpers of the end-to-end tests: build a test program from
+//! `tests/programs/` with gcc/g++, run it alone and under `contend record`,
+//! and read `contend report --format json`.
+//!
+//! Every external process runs with a time limit; on timeout its whole
+//! process tree is killed and the test fails, so no test can hang the suite.
+
+#![allow(dead_code)]
+
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::OsStr;
+use std::hash::{Hash, Hasher};
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Default time limit for one recorded test program.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The `contend` binary under test.
+pub fn contend_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_contend"))
+}
+
+/// `tests/programs/` at the workspace root.
+pub fn programs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/programs")
+}
+
+/// Path of a test program's source.
+pub fn program_source(name: &str) -> PathBuf {
+    programs_dir().join(name)
+}
+
+/// True when `tool --version` runs.
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// `tool` found on PATH (an executable file), without running it.
+pub fn which(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+/// Returns early from the calling test, printing why, when a tool is missing.
+#[macro_export]
+macro_rules! require_tool {
+    ($tool:expr) => {
+        if !$crate::common::have($tool) {
+            eprintln!(
+                "SKIP {}: `{}` is not installed, so this test cannot run",
+                module_path!(),
+                $tool
+            );
+            return;
+        }
+    };
+}
+
+/// Tests that measure time or load the machine take this lock so that they
+/// do not run at the same time as each other (within one test binary).
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("contend-e2e-")
+        .tempdir()
+        .expect("create a temporary directory")
+}
+
+/// The standard flags the test programs must compile cleanly with.
+pub const CFLAGS: &[&str] = &["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread"];
+
+/// Builds `tests/programs/<src>` with the standard flags plus `extra`
+/// (placed after the source, so `-l` options link) and returns the
+/// executable. C files use gcc -std=c11, C++ files g++ -std=c++17.
+///
+/// Outputs are cached in the target directory under a hash of the source
+/// text and the flags, so every test process (and every later run) builds
+/// each variant once. Concurrent builds of the same variant are harmless:
+/// each compiles to a private name and renames into place.
+pub fn build(src: &str, extra: &[&str]) -> PathBuf {
+    let source = program_source(src);
+    let text = std::fs::read(&source)
+        .unwrap_or_else(|e| panic!("cannot read test program {}: {e}", source.display()));
+    let (compiler, std_flag) = compiler_for(src);
+
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    extra.hash(&mut h);
+    compiler.hash(&mut h);
+    CFLAGS.hash(&mut h);
+    let stem = Path::new(src).file_stem().unwrap().to_string_lossy().to_string();
+    let dir = cache_dir().join(format!("{stem}-{:016x}", h.finish()));
+    let exe = dir.join(&stem);
+    if exe.exists() {
+        return exe;
+    }
+    std::fs::create_dir_all(&dir).expect("create the program cache directory");
+    let tmp = dir.join(format!(".{stem}.{}.tmp", std::process::id()));
+    let mut cmd = Command::new(compiler);
+    cmd.arg(std_flag)
+        .args(CFLAGS)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&source)
+        .args(extra)
+        .current_dir(&dir);
+    let out = run_timeout(cmd, Duration::from_secs(120));
+    assert!(
+        out.success(),
+        "{compiler} failed to build {}:\n{}",
+        source.display(),
+        out.stderr
+    );
+    std::fs::rename(&tmp, &exe).expect("move the built program into place");
+    exe
+}
+
+fn compiler_for(src: &str) -> (&'static str, &'static str) {
+    if src.ends_with(".cpp") {
+        ("g++", "-std=c++17")
+    } else {
+        ("gcc", "-std=c11")
+    }
+}
+
+/// Builds a shared library from `src` with `-shared -fPIC` plus `extra`,
+/// into directory `dir` as `name`; returns its path.
+pub fn build_shared_into(src: &str, dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let source = program_source(src);
+    let (compiler, std_flag) = compiler_for(src);
+    let lib = dir.join(name);
+    let mut cmd = Command::new(compiler);
+    cmd.arg(std_flag)
+        .args(CFLAGS)
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&source)
+        .args(extra);
+    let out = run_timeout(cmd, Duration::from_secs(120));
+    assert!(out.success(), "{compiler} failed to build {}:\n{}", lib.display(), out.stderr);
+    lib
+}
+
+/// Builds an executable from `src` into `dir` as `name` (no caching).
+pub fn build_into(src: &str, dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let source = program_source(src);
+    let (compiler, std_flag) = compiler_for(src);
+    let exe = dir.join(name);
+    let mut cmd = Command::new(compiler);
+    cmd.arg(std_flag)
+        .args(CFLAGS)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&source)
+        .args(extra)
+        .current_dir(dir);
+    let out = run_timeout(cmd, Duration::from_secs(120));
+    assert!(out.success(), "{compiler} failed to build {}:\n{}", exe.display(), out.stderr);
+    exe
+}
+
+fn cache_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-programs");
+        std::fs::create_dir_all(&d).expect("create the program cache directory");
+        d
+    })
+    .clone()
+}
+
+/// What a finished process left.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Output {
+    pub fn success(&self) -> bool {
+        self.status.success()
+    }
+    /// The exit code, or None if a signal ended the process.
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+    /// The signal that ended the process, if any.
+    pub fn signal(&self) -> Option<i32> {
+        self.status.signal()
+    }
+    /// Shell-style status: the code, or 128 + signal.
+    pub fn shell_status(&self) -> i32 {
+        match (self.status.code(), self.status.signal()) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            _ => -1,
+        }
+    }
+    /// A description for assertion messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "status {} after {:.2?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.shell_status(),
+            self.elapsed,
+            tail(&self.stdout, 4000),
+            tail(&self.stderr, 4000)
+        )
+    }
+}
+
+fn tail(s: &str, n: usize) -> &str {
+    if s.len() <= n {
+        return s;
+    }
+    let mut start = s.len() - n;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// Every process whose parent chain leads to `pid` (not `pid` itself),
+/// read from /proc; children before their own children.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if let Some(pp) = parent_pid(p) {
+                parent_of.push((p, pp));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for &(c, pp) in &parent_of {
+            if pp == p && !out.contains(&c) {
+                out.push(c);
+                frontier.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Parent pid from /proc/<pid>/stat.
+pub fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ..." — comm may contain spaces and parens.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The command name (`comm`) of a process.
+pub fn comm(pid: u32) -> Option<String> {
+    Some(
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .ok()?
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Sends `sig` (a number) to `pid` with kill(1); false if it failed.
+pub fn kill(pid: u32, sig: i32) -> bool {
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Kills a child and everything it started, innermost last-started first.
+pub fn kill_tree(child: &mut Child) {
+    let pid = child.id();
+    let mut all = descendants(pid);
+    all.reverse();
+    for p in all {
+        kill(p, 9);
+    }
+    let _ = child.kill();
+}
+
+/// Spawns `cmd` with piped stdout/stderr (stdin closed) in its own process
+/// group, collecting output on background threads.
+pub struct Running {
+    pub child: Child,
+    started: Instant,
+    stdout: Option<std::thread::JoinHandle<String>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Running {
+    pub fn spawn(mut cmd: Command) -> Running {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let stdout = child.stdout.take().map(|mut o| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = o.read_to_end(&mut v);
+                String::from_utf8_lossy(&v).into_owned()
+            })
+        });
+        let stderr = child.stderr.take().map(|mut o| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = o.read_to_end(&mut v);
+                String::from_utf8_lossy(&v).into_owned()
+            })
+        });
+        Running {
+            child,
+            started: Instant::now(),
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Spawns with stdout left to the caller (`child.stdout` is set), for
+    /// tests that read the target's output while it runs.
+    pub fn spawn_streaming(mut cmd: Command) -> Running {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let stderr = child.stderr.take().map(|mut o| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = o.read_to_end(&mut v);
+                String::from_utf8_lossy(&v).into_owned()
+            })
+        });
+        Running {
+            child,
+            started: Instant::now(),
+            stdout: None,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `timeout`; None if still running.
+    pub fn wait_for(&mut self, timeout: Duration) -> Option<Output> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.child.try_wait().expect("wait for a child") {
+                Some(status) => return Some(self.collect(status)),
+                None if Instant::now() >= deadline => return None,
+                None => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
+
+    /// Waits up to `timeout`, then kills the process tree and panics.
+    pub fn wait_or_kill(mut self, timeout: Duration, what: &str) -> Output {
+        if let Some(o) = self.wait_for(timeout) {
+            return o;
+        }
+        kill_tree(&mut self.child);
+        let status = self.child.wait().expect("wait after kill");
+        let o = self.collect(status);
+        panic!("{what} did not finish within {timeout:?}; killed.\n{}", o.describe());
+    }
+
+    fn collect(&mut self, status: ExitStatus) -> Output {
+        // A grandchild may still hold the pipes open; don't wait for it forever.
+        let join = |h: Option<std::thread::JoinHandle<String>>| -> String {
+            let Some(h) = h else { return String::new() };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if h.is_finished() {
+                h.join().unwrap_or_default()
+            } else {
+                "<output still open after 10 s>".into()
+            }
+        };
+        Output {
+            status,
+            stdout: join(self.stdout.take()),
+            stderr: join(self.stderr.take()),
+            elapsed: self.started.elapsed(),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            kill_tree(&mut self.child);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `cmd` to completion within `timeout` (kills its tree and panics
+/// otherwise).
+pub fn run_timeout(cmd: Command, timeout: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    Running::spawn(cmd).wait_or_kill(timeout, &what)
+}
+
+/// Runs a program directly (no recording).
+pub fn run_plain<S: AsRef<OsStr>>(prog: &Path, args: &[S]) -> Output {
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    run_timeout(cmd, RUN_TIMEOUT)
+}
+
+/// The `contend record -o <dir> --force -- prog args…` command.
+pub fn record_command<S: AsRef<OsStr>>(dir: &Path, prog: &Path, args: &[S]) -> Command {
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(dir)
+        .arg("--force")
+        .arg("--")
+        .arg(prog)
+        .args(args);
+    cmd
+}
+
+/// Runs `contend record -o <dir> -- prog args…` to completion.
+pub fn record<S: AsRef<OsStr>>(dir: &Path, prog: &Path, args: &[S]) -> Output {
+    run_timeout(record_command(dir, prog, args), RUN_TIMEOUT)
+}
+
+/// Runs `contend report <dir> ARGS…` to completion (raw output).
+pub fn report_raw<S: AsRef<OsStr>>(dir: &Path, args: &[S]) -> Output {
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("report").arg(dir).args(args);
+    run_timeout(cmd, Duration::from_secs(120))
+}
+
+/// `contend report <dir> --format json`, which must succeed; parsed.
+pub fn report_json(dir: &Path) -> Value {
+    report_json_with(dir, &[] as &[&str])
+}
+
+/// `contend report <dir> --format json ARGS…`, which must succeed; parsed.
+pub fn report_json_with<S: AsRef<OsStr>>(dir: &Path, args: &[S]) -> Value {
+    let mut all: Vec<&OsStr> = vec![OsStr::new("--format"), OsStr::new("json")];
+    all.extend(args.iter().map(|a| a.as_ref()));
+    let out = report_raw(dir, &all);
+    assert!(
+        out.success(),
+        "contend report {} --format json failed:\n{}",
+        dir.display(),
+        out.describe()
+    );
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "contend report --format json printed invalid JSON ({e}):\n{}",
+            out.describe()
+        )
+    })
+}
+
+/// A JSON value as u64 (panics with the path when missing).
+pub fn u(v: &Value, path: &str) -> u64 {
+    let mut cur = v;
+    for key in path.split('.') {
+        cur = match key.parse::<usize>() {
+            Ok(i) if cur.is_array() => &cur[i],
+            _ => &cur[key],
+        };
+    }
+    cur.as_u64()
+        .unwrap_or_else(|| panic!("`{path}` is not an unsigned integer: {cur}"))
+}
+
+/// The `locks.by_lock` row whose name is `name`.
+pub fn lock_row<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["locks"]["by_lock"]
+        .as_array()
+        .expect("locks.by_lock is an array")
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| {
+            panic!(
+                "no lock named {name} in by_lock: {}",
+                serde_json::to_string_pretty(&report["locks"]["by_lock"]).unwrap()
+            )
+        })
+}
+
+/// All `warnings[]` joined into one string (for `contains` checks).
+pub fn warnings(report: &Value) -> String {
+    report["warnings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| w.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// `<dir>/locks/*.ctrace` files.
+pub fn trace_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("locks"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "ctrace"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Line number (1-based) of the first line of `tests/programs/<src>` that
+/// contains `marker`.
+pub fn line_of(src: &str, marker: &str) -> u32 {
+    let text = std::fs::read_to_string(program_source(src)).expect("read test program");
+    text.lines()
+        .position(|l| l.contains(marker))
+        .map(|i| i as u32 + 1)
+        .unwrap_or_else(|| panic!("{marker} not found in {src}"))
+}

@@ -1,0 +1,105 @@
+/*
+ * accuracy_spin: like accuracy_mutex, for a pthread spinlock.
+ *
+ *   accuracy_spin [THREADS [ITERATIONS [HOLD_US [WORK_US]]]]
+ *
+ * Keep THREADS at most the number of CPUs: a spinning waiter whose lock
+ * holder is preempted burns its whole time slice. Prints the totals as one
+ * JSON line {"wait_ns":..,"hold_ns":..,"events":..}; the bias against the
+ * collector is as in accuracy_mutex.c.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+pthread_spinlock_t global_spin;
+
+static int iterations = 2000;
+static uint64_t hold_ns = 10000;
+static uint64_t work_ns = 10000;
+static atomic_int ready;
+static atomic_int go;
+
+struct result {
+    uint64_t wait_ns, hold_ns, events;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_until(uint64_t t)
+{
+    while (now_ns() < t)
+        ;
+}
+
+static void *worker(void *arg)
+{
+    struct result *r = arg;
+    atomic_fetch_add(&ready, 1);
+    while (!atomic_load(&go))
+        ;
+    for (int i = 0; i < iterations; i++) {
+        uint64_t t0 = now_ns();
+        pthread_spin_lock(&global_spin);
+        uint64_t t1 = now_ns();
+        spin_until(t1 + hold_ns);
+        uint64_t t2 = now_ns();
+        pthread_spin_unlock(&global_spin);
+        r->wait_ns += t1 - t0;
+        r->hold_ns += t2 - t1;
+        r->events++;
+        spin_until(now_ns() + work_ns);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    if (argc > 2)
+        iterations = atoi(argv[2]);
+    if (argc > 3)
+        hold_ns = (uint64_t)atoll(argv[3]) * 1000u;
+    if (argc > 4)
+        work_ns = (uint64_t)atoll(argv[4]) * 1000u;
+    if (threads < 1 || threads > 1024 || iterations < 0) {
+        fprintf(stderr, "usage: %s [THREADS [ITERATIONS [HOLD_US [WORK_US]]]]\n", argv[0]);
+        return 2;
+    }
+    pthread_spin_init(&global_spin, PTHREAD_PROCESS_PRIVATE);
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    struct result *res = calloc((size_t)threads, sizeof *res);
+    if (!tid || !res)
+        return 1;
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&tid[i], NULL, worker, &res[i]) != 0) {
+            perror("pthread_create");
+            return 1;
+        }
+    while (atomic_load(&ready) < threads)
+        ;
+    atomic_store(&go, 1);
+    struct result total = {0, 0, 0};
+    for (int i = 0; i < threads; i++) {
+        pthread_join(tid[i], NULL);
+        total.wait_ns += res[i].wait_ns;
+        total.hold_ns += res[i].hold_ns;
+        total.events += res[i].events;
+    }
+    printf("{\"wait_ns\":%llu,\"hold_ns\":%llu,\"events\":%llu}\n",
+           (unsigned long long)total.wait_ns, (unsigned long long)total.hold_ns,
+           (unsigned long long)total.events);
+    pthread_spin_destroy(&global_spin);
+    free(tid);
+    free(res);
+    return 0;
+}
