@@ -15,9 +15,11 @@
 //! is reported, never hidden.
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod config;
 pub mod locks;
 pub mod meta;
 pub mod record;
 pub mod recording;
+pub mod report;
 pub mod symbolize;
