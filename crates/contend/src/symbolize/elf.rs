@@ -174,6 +174,24 @@ pub(crate) struct Dwarf {
     pub ctx: addr2line::Context<Reader>,
     /// The file the DWARF was read from.
     pub file: PathBuf,
+    /// The opened DWARF file and its dwz supplementary file, kept to build
+    /// `skeleton_only` on demand.
+    src: Opened,
+    sup: Option<Opened>,
+    /// A second context that never loads split-DWARF `.dwo` files, built the
+    /// first time a lookup through a loaded `.dwo` fails (addr2line 0.24
+    /// cannot read some GCC DWARF 5 `.dwo` files); the skeleton units still
+    /// give file and line.
+    skeleton_only: std::cell::OnceCell<Option<addr2line::Context<Reader>>>,
+}
+
+impl Dwarf {
+    /// The context that skips `.dwo` files (see `skeleton_only`).
+    pub fn skeleton_only(&self) -> Option<&addr2line::Context<Reader>> {
+        self.skeleton_only
+            .get_or_init(|| load_context(&self.src, self.sup.as_ref()).ok())
+            .as_ref()
+    }
 }
 
 /// Everything read from one module, kept for the life of the symbolizer.
@@ -195,7 +213,8 @@ pub(crate) struct ModuleIds {
     pub debuglink: Option<(String, u32)>,
 }
 
-/// An opened, parsed ELF file (transient: borrows its backing).
+/// An opened ELF file (cheap to clone: shares its mapping).
+#[derive(Clone)]
 pub(crate) struct Opened {
     backing: Backing,
 }
@@ -473,6 +492,9 @@ pub(crate) fn build_module(
                 Some(Dwarf {
                     ctx,
                     file: dwarf_path,
+                    src: src.clone(),
+                    sup: sup.cloned(),
+                    skeleton_only: std::cell::OnceCell::new(),
                 }),
                 None,
             ),

@@ -41,8 +41,10 @@
 //!   cache and, when the user configured `DEBUGINFOD_URLS`, through
 //!   `debuginfod-find` with a timeout. Compressed debug sections
 //!   (`SHF_COMPRESSED`, `.zdebug_*`), dwz supplementary files
-//!   (`.gnu_debugaltlink`) and split DWARF (`.dwo` next to the compilation
-//!   directory) are read.
+//!   (`.gnu_debugaltlink`) and split DWARF (`.dwo` files in the compilation
+//!   directory) are read. addr2line 0.24 cannot read GCC's DWARF 5 `.dwo`
+//!   files; for those the skeleton's line table still gives file and line,
+//!   and the symbol table the function.
 //!
 //! Not handled: MiniDebugInfo (`.gnu_debugdata`), DWARF variables for data
 //! addresses (only `STT_OBJECT` symbols are used), thread-local variables,

@@ -395,7 +395,15 @@ fn lookup_code(data: &ModuleData, vaddr: u64) -> Resolved {
     let sym_name = sym.map(|s| demangle(&s.name));
     let function_offset = sym.map(|s| vaddr - s.addr);
     if let Some(dwarf) = &data.dwarf {
-        if let Some(frames) = dwarf_frames(&dwarf.ctx, probe) {
+        let frames = match dwarf_frames(&dwarf.ctx, probe, true) {
+            Ok(f) => f,
+            // A split-DWARF `.dwo` was loaded but could not be read: use the
+            // skeleton units alone.
+            Err(DwoFailed) => dwarf
+                .skeleton_only()
+                .and_then(|ctx| dwarf_frames(ctx, probe, false).ok().flatten()),
+        };
+        if let Some(frames) = frames {
             let mut frames = frames.into_iter();
             if let Some(inner) = frames.next() {
                 let inlined_into: Vec<InlinedFrame> = frames.collect();
@@ -433,39 +441,64 @@ fn lookup_code(data: &ModuleData, vaddr: u64) -> Resolved {
     }
 }
 
-/// DWARF frames at `probe`, innermost first; `None` if DWARF has nothing
-/// useful (no function name and no line) for it.
-fn dwarf_frames(ctx: &addr2line::Context<elf::Reader>, probe: u64) -> Option<Vec<InlinedFrame>> {
+/// A lookup failed after loading a split-DWARF `.dwo` file.
+struct DwoFailed;
+
+/// DWARF frames at `probe`, innermost first; `Ok(None)` if DWARF has nothing
+/// useful (no function name and no line) for it. `.dwo` files are loaded
+/// when `load_dwo` is set; `Err` means a lookup failed after loading one.
+fn dwarf_frames(
+    ctx: &addr2line::Context<elf::Reader>,
+    probe: u64,
+    load_dwo: bool,
+) -> Result<Option<Vec<InlinedFrame>>, DwoFailed> {
+    let mut loaded = false;
     let mut lookup = ctx.find_frames(probe);
-    let mut iter = loop {
+    let result = loop {
         match lookup {
-            addr2line::LookupResult::Output(r) => break r.ok()?,
+            addr2line::LookupResult::Output(r) => break r,
             addr2line::LookupResult::Load { load, continuation } => {
-                lookup = continuation.resume(elf::load_dwo(&load));
+                let dwo = if load_dwo { elf::load_dwo(&load) } else { None };
+                loaded |= dwo.is_some();
+                lookup = continuation.resume(dwo);
             }
         }
     };
+    let mut iter = match result {
+        Ok(iter) => iter,
+        Err(_) if loaded => return Err(DwoFailed),
+        Err(_) => return Ok(None),
+    };
     let mut out = Vec::new();
-    while let Ok(Some(frame)) = iter.next() {
-        let function = frame
-            .function
-            .as_ref()
-            .and_then(|f| f.demangle().ok().map(Cow::into_owned));
-        let (file, line, column) = match &frame.location {
-            Some(l) => (
-                l.file.map(str::to_string),
-                l.line,
-                l.column.filter(|&c| c > 0),
-            ),
-            None => (None, None, None),
-        };
-        out.push(InlinedFrame {
-            function,
-            file,
-            line,
-            column,
-        });
+    loop {
+        match iter.next() {
+            Ok(Some(frame)) => out.push(convert_frame(&frame)),
+            Ok(None) => break,
+            Err(_) if loaded && out.is_empty() => return Err(DwoFailed),
+            Err(_) => break,
+        }
     }
     let useful = out.iter().any(|f| f.function.is_some() || f.line.is_some());
-    useful.then_some(out)
+    Ok(useful.then_some(out))
+}
+
+fn convert_frame(frame: &addr2line::Frame<'_, elf::Reader>) -> InlinedFrame {
+    let function = frame
+        .function
+        .as_ref()
+        .and_then(|f| f.demangle().ok().map(Cow::into_owned));
+    let (file, line, column) = match &frame.location {
+        Some(l) => (
+            l.file.map(str::to_string),
+            l.line,
+            l.column.filter(|&c| c > 0),
+        ),
+        None => (None, None, None),
+    };
+    InlinedFrame {
+        function,
+        file,
+        line,
+        column,
+    }
 }
