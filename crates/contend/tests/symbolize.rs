@@ -414,7 +414,8 @@ fn stripped_binaries_degrade() {
         vec![exe_sa.to_str().unwrap().to_string()]
     );
     assert_eq!(sym.modules()[0].debug, DebugInfoSource::None);
-    assert!(sym.modules()[0].problem.is_some());
+    let problem = sym.modules()[0].problem.clone().unwrap();
+    assert!(problem.contains("no separate debug file"), "{problem}");
 
     // A --strip-all shared library keeps its exported symbols in .dynsym.
     let lib = compile(

@@ -6,6 +6,22 @@
 //! recorded `maps/<pid>.maps` snapshots ([`ProcessMaps`]) and the ELF files
 //! they name ([`Symbolizer`]).
 //!
+//! ```no_run
+//! use contend::symbolize::{ProcessMaps, Symbolizer};
+//!
+//! let maps = ProcessMaps::from_file("contend.data/maps/1234.maps")?;
+//! let mut sym = Symbolizer::new(); // share it across all processes
+//! let site = sym.resolve_code(&maps, 0x5555_5555_52e2);
+//! println!("{}", site.display_short()); // e.g. "worker (queue.c:82)"
+//! if let Some(var) = sym.resolve_data(&maps, 0x5555_5555_8100) {
+//!     println!("{}", var.display_short()); // e.g. "queue_lock"
+//! }
+//! for module in sym.modules_without_debug_info() {
+//!     eprintln!("no debug information: {module}");
+//! }
+//! # Ok::<(), contend::symbolize::SymbolizeError>(())
+//! ```
+//!
 //! # Design constraints
 //!
 //! * **Offline and read-only.** Nothing here touches a live process: modules

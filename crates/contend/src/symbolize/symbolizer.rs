@@ -308,6 +308,12 @@ impl Symbolizer {
     /// use. A mapping marked ` (deleted)` is never opened.
     fn module_index(&mut self, map: &Mapping) -> usize {
         let path = map.path.as_deref().unwrap_or_default();
+        if !map.deleted {
+            // Hot path: no allocation.
+            if let Some(&i) = self.by_key.get(path) {
+                return i;
+            }
+        }
         let key = if map.deleted {
             format!("{path} (deleted)")
         } else {
@@ -364,12 +370,39 @@ impl Symbolizer {
         let sup = dwarf_holder
             .debugaltlink()
             .and_then(|(link, id)| debugfind::find_sup_file(&dwarf_path, &link, &id, &self.opts));
-        let data = elf::build_module(
+        let mut data = elf::build_module(
             &opened,
             debug.as_ref().map(|(o, p)| (o, p.clone())),
             path,
             sup.as_ref(),
         );
+        if data.dwarf.is_none() && debug.is_none() {
+            // Say where we looked, so a report can suggest a fix.
+            let id = data
+                .build_id
+                .as_deref()
+                .map_or("no build ID".to_string(), |b| {
+                    format!("build ID {}", debugfind::hex(b))
+                });
+            let dirs: Vec<String> = self
+                .opts
+                .debug_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            let debuginfod = if !self.opts.debuginfod {
+                "debuginfod disabled"
+            } else if self.opts.debuginfod_urls.is_some() {
+                "debuginfod tried"
+            } else {
+                "DEBUGINFOD_URLS not set"
+            };
+            data.dwarf_problem = Some(format!(
+                "no DWARF in {} and no separate debug file found ({id}; debug dirs [{}]; {debuginfod})",
+                path.display(),
+                dirs.join(", ")
+            ));
+        }
         let debug_file = data.dwarf.as_ref().map(|d| d.file.clone());
         Module {
             path: name,
