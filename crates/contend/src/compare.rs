@@ -96,22 +96,22 @@ pub struct Metric {
     pub value: f64,
 }
 
-impl Metric {
-    fn new(
-        key: impl Into<String>,
-        label: impl Into<String>,
-        unit: Unit,
-        group: MetricGroup,
-        value: f64,
-    ) -> Self {
-        Metric {
-            key: key.into(),
+/// Metrics of one group from `(field, label, unit, value)` rows; the key is
+/// `prefix` + field.
+fn metrics<'a>(
+    group: MetricGroup,
+    prefix: &str,
+    rows: impl IntoIterator<Item = (&'a str, &'a str, Unit, f64)>,
+) -> Vec<Metric> {
+    rows.into_iter()
+        .map(|(field, label, unit, value)| Metric {
+            key: format!("{prefix}{field}"),
             label: label.into(),
             unit,
             group,
             value,
-        }
-    }
+        })
+        .collect()
 }
 
 /// `part / whole` as a fraction; 0 when `whole` is 0.
@@ -123,237 +123,80 @@ pub(crate) fn fraction(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// A count or nanoseconds as a metric value.
+fn n(v: u64) -> f64 {
+    v as f64
+}
+
 /// The summary, critical-path and other-wait numbers of a report as one flat
 /// list, in display order; every renderer and the comparison iterate it.
 ///
-/// Besides the model's fields it derives `locks.summary.contended_share`
-/// (contended / lock events) and `locks.critical_path.mean_event_ns`
-/// (critical-path duration counted once / its events, the thesis's average
-/// mutex duration of Table 4.10). Other waits get keys
-/// `locks.other_waits.<kind>.<field>`, one set per kind present.
+/// Keys are the JSON paths of the values (`locks.summary.wait_ns`). Two are
+/// derived: `locks.summary.contended_share` (contended / lock events) and
+/// `locks.critical_path.mean_event_ns` (critical-path duration counted once
+/// / its events, the thesis's average mutex duration of Table 4.10). Other
+/// waits get keys `locks.other_waits.<kind>.<field>`, one set per kind
+/// present.
 pub fn summary_metrics(r: &Report) -> Vec<Metric> {
-    use MetricGroup::{CriticalPath, OtherWaits, Summary};
     use Unit::{Count, Fraction, Ns};
     let s = &r.locks.summary;
     let c = &r.locks.critical_path;
     let cp_mean = c.duration_once_ns.checked_div(c.events).unwrap_or(0);
-    let mut m = vec![
-        Metric::new(
-            "run.wall_ns",
-            "Program duration",
-            Ns,
-            Summary,
-            r.run.wall_ns as f64,
-        ),
-        Metric::new(
-            "locks.summary.events",
-            "Lock events",
-            Count,
-            Summary,
-            s.events as f64,
-        ),
-        Metric::new(
-            "locks.summary.contended_events",
-            "Contended events",
-            Count,
-            Summary,
-            s.contended_events as f64,
-        ),
-        Metric::new(
-            "locks.summary.contended_share",
-            "Contended share of lock events",
-            Fraction,
-            Summary,
-            fraction(s.contended_events, s.events),
-        ),
-        Metric::new(
-            "locks.summary.failed_events",
-            "Failed attempts (trylock, timeout, error)",
-            Count,
-            Summary,
-            s.failed_events as f64,
-        ),
-        Metric::new(
-            "locks.summary.duration_ns",
-            "Event duration, every event counted",
-            Ns,
-            Summary,
-            s.duration_ns as f64,
-        ),
-        Metric::new(
-            "locks.summary.duration_once_ns",
-            "Event duration, overlaps counted once per thread",
-            Ns,
-            Summary,
-            s.duration_once_ns as f64,
-        ),
-        Metric::new(
-            "locks.summary.wait_ns",
-            "Wait time",
-            Ns,
-            Summary,
-            s.wait_ns as f64,
-        ),
-        Metric::new(
-            "locks.summary.wait_share",
-            "Wait share of event duration",
-            Fraction,
-            Summary,
-            s.wait_share,
-        ),
-        Metric::new(
-            "locks.summary.hold_ns",
-            "Hold time",
-            Ns,
-            Summary,
-            s.hold_ns as f64,
-        ),
-        Metric::new(
-            "locks.summary.mean_event_ns",
-            "Average event duration (overlaps once)",
-            Ns,
-            Summary,
-            s.mean_event_ns as f64,
-        ),
-        Metric::new(
-            "locks.summary.max_wait_ns",
-            "Longest wait",
-            Ns,
-            Summary,
-            s.max_wait_ns as f64,
-        ),
-        Metric::new(
-            "locks.summary.unreleased_events",
-            "Still held when the thread's trace ended",
-            Count,
-            Summary,
-            s.unreleased_events as f64,
-        ),
-        Metric::new(
-            "locks.summary.unmatched_releases",
-            "Releases without an acquisition",
-            Count,
-            Summary,
-            s.unmatched_releases as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.events",
-            "Lock events on the critical path",
-            Count,
-            CriticalPath,
-            c.events as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.event_share",
-            "Share of all lock events",
-            Fraction,
-            CriticalPath,
-            c.event_share,
-        ),
-        Metric::new(
-            "locks.critical_path.contended_events",
-            "Contended events",
-            Count,
-            CriticalPath,
-            c.contended_events as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.duration_ns",
-            "Event duration, every event counted",
-            Ns,
-            CriticalPath,
-            c.duration_ns as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.duration_once_ns",
-            "Event duration, overlaps counted once per thread",
-            Ns,
-            CriticalPath,
-            c.duration_once_ns as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.wait_ns",
-            "Wait time",
-            Ns,
-            CriticalPath,
-            c.wait_ns as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.wait_share",
-            "Wait share of all lock event duration",
-            Fraction,
-            CriticalPath,
-            c.wait_share,
-        ),
-        Metric::new(
-            "locks.critical_path.hold_ns",
-            "Hold time",
-            Ns,
-            CriticalPath,
-            c.hold_ns as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.mean_event_ns",
-            "Average event duration (overlaps once)",
-            Ns,
-            CriticalPath,
-            cp_mean as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.jumps",
-            "Jumps to the releasing thread",
-            Count,
-            CriticalPath,
-            c.jumps as f64,
-        ),
-        Metric::new(
-            "locks.critical_path.other_wait_ns",
-            "Cond/barrier/semaphore wait on the path",
-            Ns,
-            CriticalPath,
-            c.other_wait_ns as f64,
-        ),
+    #[rustfmt::skip]
+    let summary = [
+        ("program_ns", "Program duration", Ns, n(s.program_ns)),
+        ("events", "Lock events", Count, n(s.events)),
+        ("contended_events", "Contended events", Count, n(s.contended_events)),
+        ("contended_share", "Contended share of lock events", Fraction, fraction(s.contended_events, s.events)),
+        ("failed_events", "Failed attempts (trylock, timeout, error)", Count, n(s.failed_events)),
+        ("duration_ns", "Event duration, every event counted", Ns, n(s.duration_ns)),
+        ("duration_once_ns", "Event duration, overlaps once per thread", Ns, n(s.duration_once_ns)),
+        ("wait_ns", "Wait time", Ns, n(s.wait_ns)),
+        ("wait_share", "Wait share of event duration", Fraction, s.wait_share),
+        ("hold_ns", "Hold time", Ns, n(s.hold_ns)),
+        ("mean_event_ns", "Average event duration (overlaps once)", Ns, n(s.mean_event_ns)),
+        ("max_wait_ns", "Longest wait", Ns, n(s.max_wait_ns)),
+        ("unreleased_events", "Still held when the thread's trace ended", Count, n(s.unreleased_events)),
+        ("unmatched_releases", "Releases without an acquisition", Count, n(s.unmatched_releases)),
     ];
+    #[rustfmt::skip]
+    let critical_path = [
+        ("events", "Lock events on the critical path", Count, n(c.events)),
+        ("event_share", "Share of all lock events", Fraction, c.event_share),
+        ("contended_events", "Contended events", Count, n(c.contended_events)),
+        ("duration_ns", "Event duration, every event counted", Ns, n(c.duration_ns)),
+        ("duration_once_ns", "Event duration, overlaps once per thread", Ns, n(c.duration_once_ns)),
+        ("wait_ns", "Wait time", Ns, n(c.wait_ns)),
+        ("wait_share", "Wait share of all lock event duration", Fraction, c.wait_share),
+        ("hold_ns", "Hold time", Ns, n(c.hold_ns)),
+        ("mean_event_ns", "Average event duration (overlaps once)", Ns, n(cp_mean)),
+        ("jumps", "Jumps to the releasing thread", Count, n(c.jumps)),
+        ("other_wait_ns", "Cond/barrier/semaphore wait on the path", Ns, n(c.other_wait_ns)),
+    ];
+    let mut m = metrics(MetricGroup::Summary, "locks.summary.", summary);
+    m.extend(metrics(
+        MetricGroup::CriticalPath,
+        "locks.critical_path.",
+        critical_path,
+    ));
     for w in &r.locks.other_waits {
-        let k = &w.kind;
-        let key = |field: &str| format!("locks.other_waits.{k}.{field}");
-        m.extend([
-            Metric::new(
-                key("events"),
-                format!("{k}: waits"),
-                Count,
-                OtherWaits,
-                w.events as f64,
-            ),
-            Metric::new(
-                key("contended_events"),
-                format!("{k}: had to wait"),
-                Count,
-                OtherWaits,
-                w.contended_events as f64,
-            ),
-            Metric::new(
-                key("wait_ns"),
-                format!("{k}: wait time"),
-                Ns,
-                OtherWaits,
-                w.wait_ns as f64,
-            ),
-            Metric::new(
-                key("critical_wait_ns"),
-                format!("{k}: wait on the critical path"),
-                Ns,
-                OtherWaits,
-                w.critical_wait_ns as f64,
-            ),
-            Metric::new(
-                key("timeouts"),
-                format!("{k}: timeouts"),
-                Count,
-                OtherWaits,
-                w.timeouts as f64,
-            ),
-        ]);
+        #[rustfmt::skip]
+        let rows = [
+            ("events", "waits", Count, n(w.events)),
+            ("contended_events", "had to wait", Count, n(w.contended_events)),
+            ("wait_ns", "wait time", Ns, n(w.wait_ns)),
+            ("critical_wait_ns", "wait on the critical path", Ns, n(w.critical_wait_ns)),
+            ("timeouts", "timeouts", Count, n(w.timeouts)),
+        ];
+        let prefix = format!("locks.other_waits.{}.", w.kind);
+        m.extend(
+            metrics(MetricGroup::OtherWaits, &prefix, rows)
+                .into_iter()
+                .map(|mut metric| {
+                    metric.label = format!("{}: {}", w.kind, metric.label);
+                    metric
+                }),
+        );
     }
     m
 }
@@ -361,67 +204,33 @@ pub fn summary_metrics(r: &Report) -> Vec<Metric> {
 /// The compared numbers of one synchronisation object (keys are the
 /// [`LockRow`] field names).
 pub fn lock_metrics(l: &LockRow) -> Vec<Metric> {
-    use MetricGroup::Lock;
     use Unit::{Count, Ns};
-    vec![
-        Metric::new("events", "Events", Count, Lock, l.events as f64),
-        Metric::new(
-            "contended_events",
-            "Contended events",
-            Count,
-            Lock,
-            l.contended_events as f64,
-        ),
-        Metric::new("wait_ns", "Wait time", Ns, Lock, l.wait_ns as f64),
-        Metric::new("hold_ns", "Hold time", Ns, Lock, l.hold_ns as f64),
-        Metric::new(
-            "max_wait_ns",
-            "Longest wait",
-            Ns,
-            Lock,
-            l.max_wait_ns as f64,
-        ),
-        Metric::new(
-            "critical_events",
-            "Events on the critical path",
-            Count,
-            Lock,
-            l.critical_events as f64,
-        ),
-        Metric::new(
-            "critical_wait_ns",
-            "Wait on the critical path",
-            Ns,
-            Lock,
-            l.critical_wait_ns as f64,
-        ),
-    ]
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Events", Count, n(l.events)),
+        ("contended_events", "Contended events", Count, n(l.contended_events)),
+        ("wait_ns", "Wait time", Ns, n(l.wait_ns)),
+        ("hold_ns", "Hold time", Ns, n(l.hold_ns)),
+        ("max_wait_ns", "Longest wait", Ns, n(l.max_wait_ns)),
+        ("critical_events", "Events on the critical path", Count, n(l.critical_events)),
+        ("critical_wait_ns", "Wait on the critical path", Ns, n(l.critical_wait_ns)),
+    ];
+    metrics(MetricGroup::Lock, "", rows)
 }
 
 /// The compared numbers of one call site (keys are the [`SiteRow`] field
 /// names).
 pub fn site_metrics(s: &SiteRow) -> Vec<Metric> {
-    use MetricGroup::Site;
     use Unit::{Count, Ns};
-    vec![
-        Metric::new("events", "Events", Count, Site, s.events as f64),
-        Metric::new(
-            "contended_events",
-            "Contended events",
-            Count,
-            Site,
-            s.contended_events as f64,
-        ),
-        Metric::new("wait_ns", "Wait time", Ns, Site, s.wait_ns as f64),
-        Metric::new("hold_ns", "Hold time", Ns, Site, s.hold_ns as f64),
-        Metric::new(
-            "critical_wait_ns",
-            "Wait on the critical path",
-            Ns,
-            Site,
-            s.critical_wait_ns as f64,
-        ),
-    ]
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Events", Count, n(s.events)),
+        ("contended_events", "Contended events", Count, n(s.contended_events)),
+        ("wait_ns", "Wait time", Ns, n(s.wait_ns)),
+        ("hold_ns", "Hold time", Ns, n(s.hold_ns)),
+        ("critical_wait_ns", "Wait on the critical path", Ns, n(s.critical_wait_ns)),
+    ];
+    metrics(MetricGroup::Site, "", rows)
 }
 
 /// Change of `value` relative to `base`, in per cent (200 → 150 = −25.0);
