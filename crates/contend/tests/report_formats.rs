@@ -1,0 +1,767 @@
+//! Report renderers and the run comparison, on reports built by hand.
+
+use contend::compare::{percent_change, Comparison, Unit};
+use contend::report::model::{
+    CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, Report, RunInfo,
+    SiteRow, ThreadRow, WaitKindRow,
+};
+use contend::report::{render_comparison, render_report, OutputFormat, RenderOptions, TimeUnit};
+use serde_json::Value;
+
+fn lock(
+    name: &str,
+    address: &str,
+    kind: &str,
+    events: u64,
+    wait_ns: u64,
+    sites: &[&str],
+) -> LockRow {
+    LockRow {
+        name: name.into(),
+        address: address.into(),
+        pid: 4242,
+        kind: kind.into(),
+        events,
+        contended_events: events / 10,
+        wait_ns,
+        hold_ns: wait_ns / 2,
+        duration_ns: wait_ns + wait_ns / 2,
+        max_wait_ns: wait_ns / 100,
+        critical_events: events / 20,
+        critical_wait_ns: wait_ns / 4,
+        critical_hold_ns: wait_ns / 8,
+        sites: sites.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn site(function: Option<&str>, file: Option<(&str, u32)>, display: &str, wait_ns: u64) -> SiteRow {
+    SiteRow {
+        function: function.map(Into::into),
+        file: file.map(|(f, _)| f.into()),
+        line: file.map(|(_, l)| l),
+        module: Some(
+            if file.is_some() {
+                "/opt/bench/queue"
+            } else {
+                "/usr/lib/libfoo.so"
+            }
+            .into(),
+        ),
+        offset: "0x1a2b".into(),
+        debug: if file.is_some() { "dwarf" } else { "none" }.into(),
+        display: display.into(),
+        events: 1000,
+        contended_events: 100,
+        wait_ns,
+        hold_ns: 5_000,
+        critical_wait_ns: wait_ns / 3,
+        kinds: vec!["mutex".into()],
+    }
+}
+
+/// A report with two processes' worth of detail: three locks, two sites,
+/// threads, histogram buckets, other waits and a warning.
+fn sample() -> Report {
+    Report {
+        run: RunInfo {
+            recording: "contend.data".into(),
+            command: vec!["./queue".into(), "--threads".into(), "4".into()],
+            exit_code: Some(0),
+            signal: None,
+            wall_ns: 14_770_000_000,
+            host: "bench1".into(),
+            cpu_model: "Intel(R) Xeon(R) CPU E5-2650".into(),
+            cpus: 8,
+            start_utc: "2024-03-01T12:00:00Z".into(),
+            tool_version: "0.1.0".into(),
+            processes: 1,
+            threads: 9,
+        },
+        locks: LockReport {
+            summary: LockSummary {
+                program_ns: 14_770_000_000,
+                events: 991_471,
+                contended_events: 123_456,
+                failed_events: 7,
+                wait_ns: 38_502_000_000,
+                hold_ns: 114_992_000_000,
+                duration_ns: 153_494_000_000,
+                duration_once_ns: 151_800_000_000,
+                wait_share: 38_502.0 / 153_494.0,
+                mean_event_ns: 153_102,
+                max_wait_ns: 4_200_000,
+                unreleased_events: 1,
+                unmatched_releases: 0,
+            },
+            critical_path: CriticalPathSummary {
+                events: 69_565,
+                contended_events: 5_000,
+                wait_ns: 3_234_000_000,
+                hold_ns: 12_123_000_000,
+                duration_ns: 15_357_000_000,
+                duration_once_ns: 14_905_000_000,
+                event_share: 0.07016,
+                wait_share: 0.0213,
+                jumps: 812,
+                other_wait_ns: 1_000_000,
+            },
+            other_waits: vec![WaitKindRow {
+                kind: "cond".into(),
+                events: 200,
+                contended_events: 150,
+                wait_ns: 5_000_000,
+                critical_wait_ns: 1_000_000,
+                timeouts: 2,
+            }],
+            by_lock: vec![
+                lock(
+                    "queue_lock",
+                    "0x55d0c0a6ccf0",
+                    "mutex",
+                    600_000,
+                    30_000_000_000,
+                    &["dequeue (queue.c:82)", "enqueue (queue.c:112)"],
+                ),
+                lock(
+                    "0x7f2638e6a978",
+                    "0x7f2638e6a978",
+                    "rwlock",
+                    300_000,
+                    8_000_000_000,
+                    &["libfoo.so+0x1a2b"],
+                ),
+                lock(
+                    "stats_lock",
+                    "0x55d0c0a6cd00",
+                    "spinlock",
+                    91_471,
+                    502_000_000,
+                    &[],
+                ),
+            ],
+            by_site: vec![
+                site(
+                    Some("dequeue"),
+                    Some(("queue.c", 82)),
+                    "dequeue (queue.c:82)",
+                    20_000_000_000,
+                ),
+                site(None, None, "libfoo.so+0x1a2b", 8_000_000_000),
+            ],
+            by_thread: vec![
+                ThreadRow {
+                    pid: 4242,
+                    tid: 4243,
+                    events: 500_000,
+                    contended_events: 60_000,
+                    wait_ns: 6_000_000_000,
+                    hold_ns: 5_000_000_000,
+                    critical_events: 30_000,
+                    span_ns: 14_000_000_000,
+                },
+                ThreadRow {
+                    pid: 4242,
+                    tid: 4244,
+                    events: 491_471,
+                    span_ns: 13_000_000_000,
+                    ..ThreadRow::default()
+                },
+            ],
+            wait_histogram: vec![
+                HistogramBucket {
+                    lower_ns: 1024,
+                    upper_ns: 2048,
+                    events: 500,
+                    wait_ns: 700_000,
+                    critical_events: 10,
+                    critical_wait_ns: 14_000,
+                },
+                HistogramBucket {
+                    lower_ns: 1 << 20,
+                    upper_ns: 1 << 21,
+                    events: 30_000,
+                    wait_ns: 38_000_000_000,
+                    critical_events: 2_000,
+                    critical_wait_ns: 3_000_000_000,
+                },
+            ],
+            filters: vec![],
+            no_events_reason: None,
+            sites_without_debug_info: vec!["/usr/lib/libfoo.so".into()],
+        },
+        warnings: vec!["trace of thread 4244 ends early: its last chunk is incomplete".into()],
+    }
+}
+
+fn opts() -> RenderOptions {
+    RenderOptions {
+        color: false,
+        top: 0,
+        unit: TimeUnit::Auto,
+    }
+}
+
+/// The value at `path` (dot-separated object keys).
+fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(v, |v, k| {
+        v.get(k)
+            .unwrap_or_else(|| panic!("JSON lacks `{path}` (at `{k}`)"))
+    })
+}
+
+#[test]
+fn json_holds_the_contract_keys_with_integer_values() {
+    let v: Value =
+        serde_json::from_str(&render_report(&sample(), OutputFormat::Json, &opts())).unwrap();
+    for key in [
+        "events",
+        "contended_events",
+        "wait_ns",
+        "hold_ns",
+        "duration_ns",
+        "duration_once_ns",
+    ] {
+        assert!(
+            at(&v, &format!("locks.summary.{key}")).is_u64(),
+            "locks.summary.{key}"
+        );
+    }
+    for key in ["events", "wait_ns", "hold_ns"] {
+        assert!(
+            at(&v, &format!("locks.critical_path.{key}")).is_u64(),
+            "locks.critical_path.{key}"
+        );
+    }
+    assert_eq!(at(&v, "locks.summary.events"), 991_471);
+    assert_eq!(at(&v, "run.command").as_array().unwrap().len(), 3);
+    assert_eq!(at(&v, "run.exit_code"), 0);
+    assert_eq!(at(&v, "run.wall_ns"), 14_770_000_000u64);
+
+    let locks = at(&v, "locks.by_lock").as_array().unwrap();
+    assert_eq!(locks.len(), 3);
+    for l in locks {
+        for key in ["name", "address", "kind"] {
+            assert!(l[key].is_string(), "by_lock[].{key}");
+        }
+        for key in ["events", "contended_events", "wait_ns", "hold_ns"] {
+            assert!(l[key].is_u64(), "by_lock[].{key}");
+        }
+        assert!(l["sites"].is_array());
+    }
+    assert_eq!(locks[0]["name"], "queue_lock");
+    assert_eq!(locks[0]["sites"][1], "enqueue (queue.c:112)");
+
+    let sites = at(&v, "locks.by_site").as_array().unwrap();
+    for s in sites {
+        for key in ["function", "file", "line", "events", "wait_ns", "hold_ns"] {
+            assert!(s.get(key).is_some(), "by_site[].{key}");
+        }
+        for key in ["events", "wait_ns", "hold_ns"] {
+            assert!(s[key].is_u64(), "by_site[].{key}");
+        }
+    }
+    assert_eq!(sites[0]["function"], "dequeue");
+    assert_eq!(sites[0]["line"], 82);
+    assert!(sites[1]["file"].is_null() && sites[1]["line"].is_null());
+}
+
+#[test]
+fn text_shows_formatted_numbers_in_every_section() {
+    let t = render_report(&sample(), OutputFormat::Text, &opts());
+    for expected in [
+        "./queue --threads 4",
+        "WARNINGS (1)",
+        "trace of thread 4244 ends early",
+        "991,471",  // lock events, grouped
+        "123,456",  // contended
+        "12.45 %",  // contended share
+        "38.50 s",  // wait time
+        "25.08 %",  // its share of event duration
+        "153.5 s",  // event duration, every event counted
+        "151.8 s",  // counted once
+        "153.1 µs", // average event duration
+        "14.77 s",  // wall time
+        "69,565",   // critical-path events
+        "7.02 %",   // their share
+        "Other waits",
+        "cond",
+        "queue_lock",
+        "dequeue (queue.c:82), enqueue (queue.c:112)",
+        "queue.c:82",
+        "libfoo.so+0x1a2b", // site without debug information
+        "4242/4243",
+        "█", // histogram bars
+        "1.024 µs",
+        "/usr/lib/libfoo.so",
+    ] {
+        assert!(t.contains(expected), "text lacks {expected:?}:\n{t}");
+    }
+    // Warnings come before the tables.
+    assert!(t.find("WARNINGS").unwrap() < t.find("Lock summary").unwrap());
+    for line in t.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "line wider than 100 columns: {line:?}"
+        );
+    }
+}
+
+#[test]
+fn colour_only_when_asked() {
+    let plain = render_report(&sample(), OutputFormat::Text, &opts());
+    assert!(!plain.contains('\x1b'), "escape codes with color=false");
+    let coloured = render_report(
+        &sample(),
+        OutputFormat::Text,
+        &RenderOptions {
+            color: true,
+            ..opts()
+        },
+    );
+    assert!(coloured.contains("\x1b["));
+    for format in [
+        OutputFormat::Markdown,
+        OutputFormat::Latex,
+        OutputFormat::Csv,
+        OutputFormat::Json,
+    ] {
+        let out = render_report(
+            &sample(),
+            format,
+            &RenderOptions {
+                color: true,
+                ..opts()
+            },
+        );
+        assert!(!out.contains('\x1b'), "{format} has escape codes");
+    }
+}
+
+#[test]
+fn fixed_time_units() {
+    let t = render_report(
+        &sample(),
+        OutputFormat::Text,
+        &RenderOptions {
+            unit: TimeUnit::Ms,
+            ..opts()
+        },
+    );
+    assert!(t.contains("38,502.000 ms"), "{t}");
+    let l = render_report(
+        &sample(),
+        OutputFormat::Latex,
+        &RenderOptions {
+            unit: TimeUnit::Ms,
+            ..opts()
+        },
+    );
+    assert!(l.contains("38\\,502.000~ms"));
+    assert!(l.contains("Times are given in milliseconds."));
+}
+
+#[test]
+fn top_limits_rows_and_says_so() {
+    let t = render_report(
+        &sample(),
+        OutputFormat::Text,
+        &RenderOptions { top: 1, ..opts() },
+    );
+    assert!(t.contains("queue_lock"));
+    assert!(!t.contains("stats_lock"));
+    assert!(t.contains("2 more not shown (top 1)"), "{t}");
+    // JSON is never cut.
+    let j = render_report(
+        &sample(),
+        OutputFormat::Json,
+        &RenderOptions { top: 1, ..opts() },
+    );
+    assert!(j.contains("stats_lock"));
+}
+
+/// Pipes that separate cells (not escaped as `\|`).
+fn cell_separators(line: &str) -> usize {
+    let mut n = 0;
+    let mut escaped = false;
+    for c in line.chars() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '|' if !escaped => n += 1,
+            _ => escaped = false,
+        }
+        if c != '\\' {
+            escaped = false;
+        }
+    }
+    n
+}
+
+fn assert_markdown_tables_well_formed(md: &str) -> usize {
+    let lines: Vec<&str> = md.lines().collect();
+    let mut tables = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].starts_with('|') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < lines.len() && lines[i].starts_with('|') {
+            i += 1;
+        }
+        let block = &lines[start..i];
+        assert!(block.len() >= 3, "table without rows: {block:?}");
+        let cols = cell_separators(block[0]);
+        for line in block {
+            assert!(line.ends_with('|'), "{line:?}");
+            assert_eq!(
+                cell_separators(line),
+                cols,
+                "column count differs in {line:?}"
+            );
+        }
+        let sep = block[1].trim_matches('|').split('|').map(str::trim);
+        assert!(
+            sep.into_iter().all(|c| c == ":---" || c == "---:"),
+            "bad separator row {:?}",
+            block[1]
+        );
+        tables += 1;
+    }
+    tables
+}
+
+#[test]
+fn markdown_tables_are_well_formed() {
+    let mut r = sample();
+    r.locks.by_site[0].function = Some("operator|".into());
+    let md = render_report(&r, OutputFormat::Markdown, &opts());
+    assert!(md.contains("operator\\|"));
+    assert!(md.contains("> **Warning:**"));
+    assert!(md.contains("queue\\_lock"));
+    assert!(assert_markdown_tables_well_formed(&md) >= 8, "{md}");
+    let cmp = render_comparison(&two_runs(), OutputFormat::Markdown, &opts());
+    assert!(assert_markdown_tables_well_formed(&cmp) >= 4, "{cmp}");
+}
+
+#[test]
+fn latex_escapes_special_characters() {
+    let mut r = sample();
+    r.locks.by_lock[1].name = "cache&stats_100%_$#{x}~^\\".into();
+    let tex = render_report(&r, OutputFormat::Latex, &opts());
+    assert!(tex.contains("queue\\_lock"));
+    assert!(tex.contains("cache\\&stats\\_100\\%\\_\\$\\#\\{x\\}\\textasciitilde{}\\textasciicircum{}\\textbackslash{}"), "{tex}");
+    assert!(
+        tex.contains("\\begin{tabular}")
+            && tex.contains("\\toprule")
+            && tex.contains("\\bottomrule")
+    );
+    assert!(tex.contains("\\caption{Lock summary."));
+    assert!(tex.contains("991\\,471"));
+    // No unescaped underscore or ampersand outside the tabular separators.
+    for line in tex.lines().filter(|l| !l.starts_with('%')) {
+        let stripped = line
+            .replace("\\_", "")
+            .replace("\\&", "")
+            .replace(" & ", "");
+        assert!(!stripped.contains('_'), "unescaped _ in {line:?}");
+        assert!(!stripped.contains('&'), "unescaped & in {line:?}");
+    }
+    assert_eq!(
+        tex.matches("\\begin{table}").count(),
+        tex.matches("\\end{table}").count()
+    );
+}
+
+/// Splits RFC 4180 CSV into records.
+fn parse_csv(s: &str) -> Vec<Vec<String>> {
+    let mut records = Vec::new();
+    let mut record = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if field.is_empty() => quoted = true,
+            (',', false) => record.push(std::mem::take(&mut field)),
+            ('\n', false) => {
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            _ => field.push(c),
+        }
+    }
+    assert!(
+        !quoted && field.is_empty() && record.is_empty(),
+        "CSV does not end with a complete record"
+    );
+    records
+}
+
+#[test]
+fn csv_parses_back_with_raw_numbers() {
+    let mut r = sample();
+    r.warnings
+        .push("a warning, with a comma and \"quotes\"".into());
+    let csv = render_report(
+        &r,
+        OutputFormat::Csv,
+        &RenderOptions {
+            unit: TimeUnit::Ms,
+            ..opts()
+        },
+    );
+    let records = parse_csv(&csv);
+    assert_eq!(records[0], ["section", "key", "column", "value"]);
+    for rec in &records {
+        assert_eq!(rec.len(), 4, "{rec:?}");
+    }
+    let has = |row: [&str; 4]| records.iter().any(|rec| rec == &row);
+    assert!(has(["summary", "locks.summary.events", "value", "991471"]));
+    assert!(
+        has(["summary", "locks.summary.wait_ns", "value", "38502000000"]),
+        "raw ns regardless of unit"
+    );
+    assert!(has(["run", "wall_ns", "value", "14770000000"]));
+    assert!(has([
+        "by_lock",
+        "4242:0x55d0c0a6ccf0",
+        "name",
+        "queue_lock"
+    ]));
+    assert!(has([
+        "by_lock",
+        "4242:0x55d0c0a6ccf0",
+        "wait_ns",
+        "30000000000"
+    ]));
+    assert!(has(["wait_histogram", "1024", "wait_ns", "700000"]));
+    assert!(has([
+        "warnings",
+        "2",
+        "message",
+        "a warning, with a comma and \"quotes\""
+    ]));
+    assert!(!csv.contains("991,471"));
+
+    let cmp = parse_csv(&render_comparison(&two_runs(), OutputFormat::Csv, &opts()));
+    assert_eq!(
+        cmp[0],
+        ["section", "item", "metric", "run", "value", "change_pct"]
+    );
+    for rec in &cmp {
+        assert_eq!(rec.len(), 6, "{rec:?}");
+    }
+    assert!(cmp.iter().any(|r| r
+        == &[
+            "summary",
+            "",
+            "locks.summary.wait_ns",
+            "after",
+            "150",
+            "-25"
+        ]));
+    assert!(cmp.iter().any(|r| r
+        == &[
+            "summary",
+            "",
+            "locks.summary.failed_events",
+            "after",
+            "3",
+            ""
+        ]));
+}
+
+/// Two runs: wait 200 → 150 ns, failed attempts 0 → 3, `stats_lock` only
+/// in the first, `head_lock` only in the second.
+fn two_runs() -> Comparison {
+    let mut a = sample();
+    a.locks.summary.wait_ns = 200;
+    a.locks.summary.failed_events = 0;
+    a.locks.by_lock[0].wait_ns = 200;
+    let mut b = sample();
+    b.locks.summary.wait_ns = 150;
+    b.locks.summary.failed_events = 3;
+    b.locks.by_lock[0].wait_ns = 150;
+    b.locks.by_lock[2] = lock("head_lock", "0x55d0c0a6cd40", "mutex", 10, 1_000, &[]);
+    b.locks.other_waits.clear();
+    Comparison::new(vec![("before".into(), a), ("after".into(), b)])
+}
+
+#[test]
+fn comparison_computes_change_relative_to_the_first_run() {
+    assert_eq!(percent_change(200.0, 150.0), Some(-25.0));
+    assert_eq!(percent_change(0.0, 3.0), None);
+
+    let c = two_runs();
+    let m = |key: &str| {
+        c.metrics
+            .iter()
+            .find(|m| m.key == key)
+            .unwrap_or_else(|| panic!("no metric {key}"))
+    };
+    let wait = m("locks.summary.wait_ns");
+    assert_eq!(wait.unit, Unit::Ns);
+    assert_eq!(wait.values, [Some(200.0), Some(150.0)]);
+    assert_eq!(wait.change_pct, [None, Some(-25.0)]);
+    assert_eq!(m("locks.summary.failed_events").change_pct, [None, None]);
+    // A wait kind the second run did not record counts as zero there.
+    assert_eq!(
+        m("locks.other_waits.cond.events").values,
+        [Some(200.0), Some(0.0)]
+    );
+    assert_eq!(
+        m("locks.other_waits.cond.events").change_pct,
+        [None, Some(-100.0)]
+    );
+
+    // Locks are matched by name; one present in a single run has blanks.
+    let names: Vec<&str> = c.by_lock.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["queue_lock", "0x7f2638e6a978", "stats_lock", "head_lock"]
+    );
+    let lock_wait = |name: &str| {
+        c.by_lock
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .metrics
+            .iter()
+            .find(|m| m.key == "wait_ns")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(lock_wait("queue_lock").change_pct, [None, Some(-25.0)]);
+    assert_eq!(lock_wait("stats_lock").values, [Some(502_000_000.0), None]);
+    assert_eq!(lock_wait("head_lock").values, [None, Some(1_000.0)]);
+    assert_eq!(lock_wait("head_lock").change_pct, [None, None]);
+    assert_eq!(c.by_lock[3].best_rank, 2);
+
+    let t = render_comparison(&c, OutputFormat::Text, &opts());
+    assert!(t.contains("-25.0 %"), "{t}");
+    assert!(t.contains("n/a"));
+    assert!(t.contains("before") && t.contains("after"));
+    assert!(!t.contains('\x1b'));
+    let tex = render_comparison(&c, OutputFormat::Latex, &opts());
+    assert!(tex.contains("-25.0~\\%"));
+
+    let v: Value =
+        serde_json::from_str(&render_comparison(&c, OutputFormat::Json, &opts())).unwrap();
+    assert_eq!(v["runs"][1]["label"], "after");
+    assert_eq!(v["runs"][0]["run"]["wall_ns"], 14_770_000_000u64);
+    let wait = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "locks.summary.wait_ns")
+        .unwrap();
+    assert_eq!(wait["unit"], "ns");
+    assert_eq!(wait["values"], serde_json::json!([200.0, 150.0]));
+    assert_eq!(wait["change_pct"], serde_json::json!([null, -25.0]));
+    assert_eq!(v["by_lock"][3]["name"], "head_lock");
+    assert!(v["by_lock"][3]["metrics"][0]["values"][0].is_null());
+    assert!(v["by_site"].is_array());
+}
+
+#[test]
+fn comparison_top_keeps_items_in_the_top_of_any_run() {
+    let c = two_runs();
+    let t = render_comparison(&c, OutputFormat::Text, &RenderOptions { top: 1, ..opts() });
+    assert!(t.contains("queue_lock"));
+    assert!(!t.contains("stats_lock") && !t.contains("head_lock"));
+    let t = render_comparison(&c, OutputFormat::Text, &RenderOptions { top: 3, ..opts() });
+    assert!(t.contains("stats_lock") && t.contains("head_lock"));
+}
+
+#[test]
+fn no_events_reason_replaces_the_tables() {
+    let reason = "no lock operation was recorded: is the program statically linked?";
+    let r = Report {
+        run: RunInfo {
+            command: vec!["./static".into()],
+            exit_code: Some(0),
+            wall_ns: 1_000_000,
+            ..RunInfo::default()
+        },
+        locks: LockReport {
+            no_events_reason: Some(reason.into()),
+            ..LockReport::default()
+        },
+        warnings: vec![],
+    };
+    for format in [OutputFormat::Text, OutputFormat::Markdown] {
+        let out = render_report(&r, format, &opts());
+        assert!(out.contains(reason), "{format}: {out}");
+        for table in [
+            "Lock summary",
+            "Critical path",
+            "Per lock",
+            "Per call site",
+            "Per thread",
+            "histogram",
+        ] {
+            assert!(
+                !out.contains(table),
+                "{format} shows {table:?} despite no events:\n{out}"
+            );
+        }
+    }
+    let csv = render_report(&r, OutputFormat::Csv, &opts());
+    assert!(csv.contains(&format!("no_events,reason,message,{reason}")));
+    assert!(!csv.contains("locks.summary.events"));
+}
+
+#[test]
+fn format_and_unit_names() {
+    for (name, f) in [
+        ("text", OutputFormat::Text),
+        ("markdown", OutputFormat::Markdown),
+        ("md", OutputFormat::Markdown),
+        ("latex", OutputFormat::Latex),
+        ("TeX", OutputFormat::Latex),
+        ("csv", OutputFormat::Csv),
+        ("json", OutputFormat::Json),
+    ] {
+        assert_eq!(name.parse::<OutputFormat>().unwrap(), f);
+    }
+    for f in OutputFormat::ALL {
+        assert_eq!(f.to_string().parse::<OutputFormat>().unwrap(), f);
+    }
+    let err = "html".parse::<OutputFormat>().unwrap_err().to_string();
+    assert!(
+        err.contains("html") && err.contains("text, markdown (md), latex (tex), csv, json"),
+        "{err}"
+    );
+    assert_eq!("us".parse::<TimeUnit>().unwrap(), TimeUnit::Us);
+    assert!("minutes"
+        .parse::<TimeUnit>()
+        .unwrap_err()
+        .to_string()
+        .contains("auto, ns, us, ms, s"));
+}
+
+#[test]
+fn text_report_snapshot() {
+    insta::assert_snapshot!(
+        "text_report",
+        render_report(&sample(), OutputFormat::Text, &opts())
+    );
+}
+
+#[test]
+fn text_comparison_snapshot() {
+    insta::assert_snapshot!(
+        "text_comparison",
+        render_comparison(
+            &two_runs(),
+            OutputFormat::Text,
+            &RenderOptions { top: 2, ..opts() }
+        )
+    );
+}
