@@ -6,7 +6,7 @@ use super::fmt::{self, Style};
 use super::model::Report;
 use super::{RenderOptions, TimeUnit};
 use crate::compare::{
-    summary_metrics, ComparedItem, ComparedMetric, Comparison, MetricGroup, Unit,
+    summary_metrics, ComparedItem, ComparedMetric, Comparison, Metric, MetricGroup, Unit,
 };
 
 /// One table cell.
@@ -227,37 +227,41 @@ fn signal_name(sig: i32) -> Option<&'static str> {
 
 fn run_section(r: &Report) -> Section {
     let run = &r.run;
-    let mut rows = Vec::new();
-    let mut field = |key: &str, cell: Cell| {
-        rows.push(Row {
-            key: key.to_string(),
-            cells: vec![Cell::Text(label_of(key).to_string()), cell],
-        })
-    };
-    field("command", Cell::Text(command_line(&run.command)));
-    field(
-        "exit_status",
-        Cell::Text(exit_status(run.exit_code, run.signal)),
-    );
-    field("wall_ns", Cell::Ns(run.wall_ns));
-    field("processes", Cell::Count(run.processes.into()));
-    field("threads", Cell::Count(run.threads.into()));
     let texts = [
-        ("host", run.host.clone()),
-        ("cpu_model", run.cpu_model.clone()),
-        ("start_utc", run.start_utc.clone()),
-        ("recording", run.recording.clone()),
-        ("tool_version", run.tool_version.clone()),
-        ("filters", r.locks.filters.join("; ")),
+        ("host", "Host", run.host.clone()),
+        ("cpu_model", "CPU model", run.cpu_model.clone()),
+        ("start_utc", "Started (UTC)", run.start_utc.clone()),
+        ("recording", "Recording", run.recording.clone()),
+        ("tool_version", "contend version", run.tool_version.clone()),
+        ("filters", "Filters", r.locks.filters.join("; ")),
+    ];
+    let mut fields = vec![
+        ("command", "Command", Cell::Text(command_line(&run.command))),
+        (
+            "exit_status",
+            "Exit status",
+            Cell::Text(exit_status(run.exit_code, run.signal)),
+        ),
+        ("wall_ns", "Wall time", Cell::Ns(run.wall_ns)),
+        ("processes", "Processes", Cell::Count(run.processes.into())),
+        ("threads", "Threads", Cell::Count(run.threads.into())),
     ];
     if run.cpus > 0 {
-        field("cpus", Cell::Count(run.cpus.into()));
+        fields.push(("cpus", "CPUs", Cell::Count(run.cpus.into())));
     }
-    for (key, value) in texts {
-        if !value.is_empty() {
-            field(key, Cell::Text(value));
-        }
-    }
+    fields.extend(
+        texts
+            .into_iter()
+            .filter(|(_, _, v)| !v.is_empty())
+            .map(|(k, l, v)| (k, l, Cell::Text(v))),
+    );
+    let rows = fields
+        .into_iter()
+        .map(|(key, label, cell)| Row {
+            key: key.to_string(),
+            cells: vec![Cell::Text(label.to_string()), cell],
+        })
+        .collect();
     let table = Table {
         columns: vec![
             Column::label("Field", "field"),
@@ -270,31 +274,16 @@ fn run_section(r: &Report) -> Section {
     Section::new("run", "Run", "The recorded run.", Body::Table(table))
 }
 
-fn label_of(field: &str) -> &'static str {
-    match field {
-        "command" => "Command",
-        "exit_status" => "Exit status",
-        "wall_ns" => "Wall time",
-        "processes" => "Processes",
-        "threads" => "Threads",
-        "host" => "Host",
-        "cpus" => "CPUs",
-        "cpu_model" => "CPU model",
-        "start_utc" => "Started (UTC)",
-        "recording" => "Recording",
-        "tool_version" => "contend version",
-        "filters" => "Filters",
-        _ => "",
-    }
-}
-
-fn metric_table(r: &Report, group: MetricGroup) -> Table {
-    let rows = summary_metrics(r)
-        .into_iter()
+fn metric_table(metrics: &[Metric], group: MetricGroup) -> Table {
+    let rows = metrics
+        .iter()
         .filter(|m| m.group == group)
         .map(|m| Row {
-            key: m.key,
-            cells: vec![Cell::Text(m.label), Cell::metric(Some(m.value), m.unit)],
+            key: m.key.clone(),
+            cells: vec![
+                Cell::Text(m.label.clone()),
+                Cell::metric(Some(m.value), m.unit),
+            ],
         })
         .collect();
     Table {
@@ -319,6 +308,7 @@ pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> 
             Body::Warnings(r.warnings.clone()),
         ));
     }
+    let metrics = summary_metrics(r);
     if let Some(reason) = &l.no_events_reason {
         out.push(Section::new(
             "no_events",
@@ -333,14 +323,14 @@ pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> 
             "Lock events (mutex, rwlock and spinlock acquisitions) of the whole run (cf. Venter 2016, Table 4.9). \
              An event lasts from the request to the release: its wait ends when the lock is acquired, its hold \
              when it is released.",
-            Body::Table(metric_table(r, MetricGroup::Summary)),
+            Body::Table(metric_table(&metrics, MetricGroup::Summary)),
         ));
         out.push(Section::new(
             "critical_path",
             "Critical path",
             "Lock events on the critical path of execution (cf. Venter 2016, Table 4.10); shares are of all \
              lock events.",
-            Body::Table(metric_table(r, MetricGroup::CriticalPath)),
+            Body::Table(metric_table(&metrics, MetricGroup::CriticalPath)),
         ));
     }
     if !l.other_waits.is_empty() {
