@@ -119,6 +119,8 @@ pub(crate) struct Sym {
     pub addr: u64,
     pub size: u64,
     pub name: String,
+    /// End of the symbol's section (for zero-sized symbols; else `u64::MAX`).
+    pub section_end: u64,
 }
 
 /// How far past a zero-sized function symbol an address is still
@@ -159,12 +161,13 @@ impl SymbolTable {
     /// For code: like [`SymbolTable::covering`], but when no sized symbol
     /// covers `addr`, a zero-sized symbol (hand-written assembly without
     /// `.size`, `_init`) that is the nearest preceding symbol is taken to
-    /// extend up to [`UNSIZED_SPAN`] bytes.
+    /// extend up to [`UNSIZED_SPAN`] bytes, within its section.
     pub fn covering_code(&self, addr: u64) -> Option<&Sym> {
         self.covering(addr).or_else(|| {
             let end = self.syms.partition_point(|s| s.addr <= addr);
             let s = &self.syms[..end].last()?;
-            (s.size == 0 && addr - s.addr < UNSIZED_SPAN).then_some(*s)
+            let limit = s.section_end.min(s.addr.saturating_add(UNSIZED_SPAN));
+            (s.size == 0 && addr < limit).then_some(*s)
         })
     }
 }
@@ -326,10 +329,18 @@ impl Opened {
                 SymbolKind::Data => &mut *objects,
                 _ => continue,
             };
+            let section_end = if s.size() == 0 {
+                s.section_index()
+                    .and_then(|i| f.section_by_index(i).ok())
+                    .map_or(0, |sec| sec.address().saturating_add(sec.size()))
+            } else {
+                u64::MAX
+            };
             table.syms.push(Sym {
                 addr: s.address(),
                 size: s.size(),
                 name: name.to_string(),
+                section_end,
             });
         }
     }
@@ -597,6 +608,7 @@ mod tests {
                 addr,
                 size,
                 name: name.into(),
+                section_end: if name == "z" { 0x320 } else { u64::MAX },
             });
         }
         t.finish();
@@ -609,7 +621,9 @@ mod tests {
         assert_eq!(t.covering(0x50), None);
         // Code: a zero-sized nearest symbol extends a little, sized ones do not.
         assert_eq!(t.covering_code(0x301).map(|s| s.name.as_str()), Some("z"));
-        assert_eq!(t.covering_code(0x300 + UNSIZED_SPAN), None);
+        assert_eq!(t.covering_code(0x31f).map(|s| s.name.as_str()), Some("z"));
+        // ... but not past the end of its section.
+        assert_eq!(t.covering_code(0x320), None);
         assert_eq!(t.covering_code(0x110), None);
         assert_eq!(t.covering_code(0x50), None);
     }
