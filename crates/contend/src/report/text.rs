@@ -29,8 +29,7 @@ const MIN_TEXT: usize = 16;
 
 impl Renderer for Text {
     fn report(&self, r: &Report, opts: &RenderOptions) -> String {
-        let title = format!("contend report: {}", layout::command_line(&r.run.command));
-        render(&title, &layout::report_sections(r, opts), opts)
+        render("contend report", &layout::report_sections(r, opts), opts)
     }
 
     fn comparison(&self, c: &Comparison, opts: &RenderOptions) -> String {
