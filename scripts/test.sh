@@ -13,6 +13,8 @@ command -v memcached >/dev/null || need_pkgs+=(memcached)
 command -v memcslap >/dev/null || command -v memaslap >/dev/null || need_pkgs+=(libmemcached-tools)
 command -v sysbench >/dev/null || need_pkgs+=(sysbench)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
+command -v dwz >/dev/null || need_pkgs+=(dwz)
+command -v python3 >/dev/null || need_pkgs+=(python3)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need_pkgs[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

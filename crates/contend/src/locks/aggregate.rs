@@ -265,11 +265,10 @@ pub fn aggregate(
     summary.duration_once_ns = intervals.iter_mut().map(|v| union_length(v)).sum();
     critical.duration_once_ns = critical_intervals.iter_mut().map(|v| union_length(v)).sum();
     summary.wait_share = ratio(summary.wait_ns, summary.duration_ns);
-    summary.mean_event_ns = if summary.events > 0 {
-        summary.duration_once_ns / summary.events
-    } else {
-        0
-    };
+    summary.mean_event_ns = summary
+        .duration_once_ns
+        .checked_div(summary.events)
+        .unwrap_or(0);
     critical.event_share = ratio(critical.events, summary.events);
     critical.wait_share = ratio(critical.wait_ns, summary.duration_ns);
 
