@@ -35,13 +35,19 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a program with the lock collector preloaded and record its lock operations
-    #[command(after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it).")]
+    #[command(
+        after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it)."
+    )]
     Record(RecordArgs),
     /// Analyse a recording and print the lock-contention report
-    #[command(after_help = "Examples:\n  contend report\n  contend report run1.data --format markdown\n  contend report --critical-only --top 5\n  contend report --lock queue_lock --min-duration 10us\n  contend report --site 'dequeue|enqueue' --thread 4242\n  contend report --format json | jq .locks.summary\n\nFilters can also be kept in contend.toml (in the recording or the current directory); see docs/usage.md.")]
+    #[command(
+        after_help = "Examples:\n  contend report\n  contend report run1.data --format markdown\n  contend report --critical-only --top 5\n  contend report --lock queue_lock --min-duration 10us\n  contend report --site 'dequeue|enqueue' --thread 4242\n  contend report --format json | jq .locks.summary\n\nFilters can also be kept in contend.toml (in the recording or the current directory); see docs/usage.md."
+    )]
     Report(ReportArgs),
     /// Compare recordings: every metric of the first beside the others, with % change
-    #[command(after_help = "Examples:\n  contend compare single.data two.data\n  contend compare a.data b.data c.data --format markdown\n  contend compare before.data after.data --format json")]
+    #[command(
+        after_help = "Examples:\n  contend compare single.data two.data\n  contend compare a.data b.data c.data --format markdown\n  contend compare before.data after.data --format json"
+    )]
     Compare(CompareArgs),
 }
 
@@ -60,7 +66,12 @@ struct RecordArgs {
     #[arg(long, value_name = "KIB")]
     chunk_kb: Option<u32>,
     /// The program and its arguments
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     command: Vec<String>,
 }
 
@@ -230,7 +241,10 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
         ..RenderOptions::default()
     };
     let f = &config.filter;
-    let dur = |flag: &Option<String>, cfg: &Option<contend::config::DurationValue>, name: &str| -> Result<Option<u64>> {
+    let dur = |flag: &Option<String>,
+               cfg: &Option<contend::config::DurationValue>,
+               name: &str|
+     -> Result<Option<u64>> {
         match (flag, cfg) {
             (Some(s), _) => Ok(Some(
                 parse_duration_ns(s).map_err(|e| anyhow::anyhow!("--{name}: {e}"))?,
@@ -242,7 +256,8 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
     let site = filter.site.clone().or(f.sites.clone());
     let site_pattern = match site {
         Some(s) => Some(
-            regex::Regex::new(&s).with_context(|| format!("--site: `{s}` is not a valid regular expression"))?,
+            regex::Regex::new(&s)
+                .with_context(|| format!("--site: `{s}` is not a valid regular expression"))?,
         ),
         None => None,
     };
@@ -318,7 +333,11 @@ impl Progress for Bar {
     }
 }
 
-fn analyze_dir(dir: &Path, filter: &EventFilter, bar: &Bar) -> Result<contend::report::model::Report> {
+fn analyze_dir(
+    dir: &Path,
+    filter: &EventFilter,
+    bar: &Bar,
+) -> Result<contend::report::model::Report> {
     let rec = Recording::open(dir)?;
     let mut resolver = RecordingResolver::new(&rec, Symbolizer::new());
     Ok(locks::analyze(&rec, filter, &mut resolver, bar))

@@ -326,7 +326,8 @@ impl LockTrace {
                     monotonic_ns: mono,
                 });
             }
-            let mut ops = Vec::with_capacity((chunk_size as usize - format::CHUNK_HEADER_SIZE) / 16);
+            let mut ops =
+                Vec::with_capacity((chunk_size as usize - format::CHUNK_HEADER_SIZE) / 16);
             let bad = decode_chunk(
                 c,
                 begin,
@@ -348,10 +349,14 @@ impl LockTrace {
             });
         }
         if lost > 0 {
-            trace.damage.push(Damage::FileTruncated { lost_chunks: lost });
+            trace
+                .damage
+                .push(Damage::FileTruncated { lost_chunks: lost });
         }
         if unstarted > 0 {
-            trace.damage.push(Damage::UnstartedChunks { count: unstarted });
+            trace
+                .damage
+                .push(Damage::UnstartedChunks { count: unstarted });
         }
         if dangling > 0 {
             trace.damage.push(Damage::DanglingIndex { count: dangling });
@@ -374,14 +379,7 @@ impl LockTrace {
                         threads.push((first, t));
                     }
                     missing += c.sequence;
-                    current = Some((
-                        c.base_ticks,
-                        ThreadOps {
-                            tid,
-                            ops: c.ops,
-                        },
-                        c.sequence,
-                    ));
+                    current = Some((c.base_ticks, ThreadOps { tid, ops: c.ops }, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
                     missing += c.sequence - *last - 1;
                     *last = c.sequence;
@@ -451,9 +449,10 @@ fn decode_chunk(
             _ => {
                 let wide = tag & format::TAG_WIDE != 0;
                 let code = tag & !format::TAG_WIDE;
-                let (Some(primitive), Some(phase)) =
-                    (Primitive::from_code(code >> 4), Phase::from_code(code & 0xf))
-                else {
+                let (Some(primitive), Some(phase)) = (
+                    Primitive::from_code(code >> 4),
+                    Phase::from_code(code & 0xf),
+                ) else {
                     return bad(i, format!("unknown tag {tag:#04x}"));
                 };
                 now = now.wrapping_add(u64::from(dt));
@@ -500,10 +499,7 @@ fn c_string(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
 fn cmdline(b: &[u8]) -> Vec<String> {
-    let end = b
-        .windows(2)
-        .position(|w| w == [0, 0])
-        .unwrap_or(b.len());
+    let end = b.windows(2).position(|w| w == [0, 0]).unwrap_or(b.len());
     b[..end]
         .split(|&c| c == 0)
         .filter(|s| !s.is_empty())

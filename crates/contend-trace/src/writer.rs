@@ -114,7 +114,11 @@ impl TraceBuilder {
         put64(
             &mut out,
             h::FLAGS,
-            if self.finished { format::FLAG_FINISHED } else { 0 },
+            if self.finished {
+                format::FLAG_FINISHED
+            } else {
+                0
+            },
         );
         put64(&mut out, h::OBJECT_TABLE_OFFSET, obj_off as u64);
         put32(&mut out, h::OBJECT_TABLE_SLOTS, SLOTS as u32);

@@ -4,10 +4,19 @@
 use std::path::Path;
 
 use contend_trace::format::{self, header as h};
-use contend_trace::{Damage, LockTrace, Phase, Primitive, RawOp, TraceBuilder, TraceError, NO_STACK};
+use contend_trace::{
+    Damage, LockTrace, Phase, Primitive, RawOp, TraceBuilder, TraceError, NO_STACK,
+};
 
 fn op(ticks: u64, object: u64, site: u64, primitive: Primitive, phase: Phase) -> RawOp {
-    RawOp { ticks, object, site, primitive, phase, stack: NO_STACK }
+    RawOp {
+        ticks,
+        object,
+        site,
+        primitive,
+        phase,
+        stack: NO_STACK,
+    }
 }
 
 fn two_thread_trace() -> TraceBuilder {
@@ -19,9 +28,27 @@ fn two_thread_trace() -> TraceBuilder {
             op(1_000, m, 0x401000, Primitive::Mutex, Phase::Immediate),
             op(2_000, m, 0x401010, Primitive::Mutex, Phase::Release),
             // 100 s later: dt overflows 24 bits, a TIME record is needed.
-            op(100_000_002_000, m, 0x401000, Primitive::Mutex, Phase::Request),
-            op(100_000_003_000, m, 0x401000, Primitive::Mutex, Phase::Acquired),
-            op(100_000_004_000, m, 0x401010, Primitive::Mutex, Phase::Release),
+            op(
+                100_000_002_000,
+                m,
+                0x401000,
+                Primitive::Mutex,
+                Phase::Request,
+            ),
+            op(
+                100_000_003_000,
+                m,
+                0x401000,
+                Primitive::Mutex,
+                Phase::Acquired,
+            ),
+            op(
+                100_000_004_000,
+                m,
+                0x401010,
+                Primitive::Mutex,
+                Phase::Release,
+            ),
         ],
     ));
     b.threads.push((
@@ -29,8 +56,20 @@ fn two_thread_trace() -> TraceBuilder {
         (0..2000u64)
             .flat_map(|i| {
                 [
-                    op(5_000 + i * 100, 0x6000, 0x402000, Primitive::Spin, Phase::Immediate),
-                    op(5_050 + i * 100, 0x6000, 0x402010, Primitive::Spin, Phase::Release),
+                    op(
+                        5_000 + i * 100,
+                        0x6000,
+                        0x402000,
+                        Primitive::Spin,
+                        Phase::Immediate,
+                    ),
+                    op(
+                        5_050 + i * 100,
+                        0x6000,
+                        0x402010,
+                        Primitive::Spin,
+                        Phase::Release,
+                    ),
                 ]
             })
             .collect(),
@@ -59,7 +98,11 @@ fn truncated_file_keeps_complete_chunks_and_says_so() {
     let bytes = b.to_bytes();
     let cut = &bytes[..bytes.len() - 4096 - 100];
     let t = LockTrace::decode(Path::new("t.ctrace"), cut).unwrap();
-    assert!(t.damage.contains(&Damage::FileTruncated { lost_chunks: 2 }), "{:?}", t.damage);
+    assert!(
+        t.damage.contains(&Damage::FileTruncated { lost_chunks: 2 }),
+        "{:?}",
+        t.damage
+    );
     let n: usize = t.threads.iter().map(|t| t.ops.len()).sum();
     assert!(n > 0 && n < 4005);
 }
@@ -77,13 +120,20 @@ fn unfinished_process_is_reported() {
 fn unknown_tag_stops_the_chunk_only() {
     let b = two_thread_trace();
     let mut bytes = b.to_bytes();
-    let data = u64::from_le_bytes(bytes[h::DATA_OFFSET..h::DATA_OFFSET + 8].try_into().unwrap()) as usize;
+    let data = u64::from_le_bytes(
+        bytes[h::DATA_OFFSET..h::DATA_OFFSET + 8]
+            .try_into()
+            .unwrap(),
+    ) as usize;
     // Second record of chunk 0 (thread 11) gets tag 0x7f.
     bytes[data + format::CHUNK_HEADER_SIZE + 8] = 0x7f;
     let t = LockTrace::decode(Path::new("t.ctrace"), &bytes).unwrap();
     assert!(matches!(t.damage[0], Damage::BadRecord { .. }));
     assert_eq!(t.threads.iter().find(|t| t.tid == 11).unwrap().ops.len(), 1);
-    assert_eq!(t.threads.iter().find(|t| t.tid == 12).unwrap().ops.len(), 4000);
+    assert_eq!(
+        t.threads.iter().find(|t| t.tid == 12).unwrap().ops.len(),
+        4000
+    );
 }
 
 #[test]
@@ -94,7 +144,15 @@ fn reused_thread_id_gives_two_threads() {
         op(20, 1, 2, Primitive::Mutex, Phase::Release),
     ];
     b.threads.push((7, ops.clone()));
-    b.threads.push((7, ops.iter().map(|o| RawOp { ticks: o.ticks + 1000, ..*o }).collect()));
+    b.threads.push((
+        7,
+        ops.iter()
+            .map(|o| RawOp {
+                ticks: o.ticks + 1000,
+                ..*o
+            })
+            .collect(),
+    ));
     let t = LockTrace::decode(Path::new("t.ctrace"), &b.to_bytes()).unwrap();
     assert_eq!(t.threads.len(), 2);
     assert!(t.damage.is_empty());

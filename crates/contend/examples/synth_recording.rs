@@ -75,6 +75,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         b.threads.push((1000 + t as u32, ops));
     }
     std::fs::write(out.join("locks").join("1000.ctrace"), b.to_bytes())?;
-    println!("wrote {} lock events in {} threads to {}", per_thread * threads, threads, out.display());
+    println!(
+        "wrote {} lock events in {} threads to {}",
+        per_thread * threads,
+        threads,
+        out.display()
+    );
     Ok(())
 }

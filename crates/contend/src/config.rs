@@ -136,9 +136,12 @@ impl Config {
     /// Finds `contend.toml` in the recording directory, else in the
     /// current directory; `None` when neither exists.
     pub fn discover(recording: &Path) -> Option<PathBuf> {
-        [recording.join("contend.toml"), PathBuf::from("contend.toml")]
-            .into_iter()
-            .find(|p| p.is_file())
+        [
+            recording.join("contend.toml"),
+            PathBuf::from("contend.toml"),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
     }
 }
 
@@ -176,7 +179,9 @@ mod tests {
         assert_eq!(parse_duration_ns("10us").unwrap(), 10_000);
         assert_eq!(parse_duration_ns("1.5ms").unwrap(), 1_500_000);
         assert_eq!(parse_duration_ns(" 2s ").unwrap(), 2_000_000_000);
-        assert!(parse_duration_ns("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration_ns("5 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
         assert!(parse_duration_ns("fast").is_err());
     }
 

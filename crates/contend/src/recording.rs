@@ -173,9 +173,7 @@ fn fit_clock(
     if tsc.is_empty() {
         return ClockFit::identity();
     }
-    let mut points: Vec<CalibrationPoint> = meta
-        .map(|m| m.calibration.clone())
-        .unwrap_or_default();
+    let mut points: Vec<CalibrationPoint> = meta.map(|m| m.calibration.clone()).unwrap_or_default();
     for t in &tsc {
         points.extend_from_slice(&t.calibration_points);
     }

@@ -15,13 +15,25 @@ const B: u64 = 0xb000;
 const M: u64 = 0xc000;
 
 fn op(ns: u64, prim: Primitive, phase: Phase, object: u64) -> RawOp {
-    RawOp { ticks: ns, object, site: 0x400000 + object / 0x1000, primitive: prim, phase, stack: NO_STACK }
+    RawOp {
+        ticks: ns,
+        object,
+        site: 0x400000 + object / 0x1000,
+        primitive: prim,
+        phase,
+        stack: NO_STACK,
+    }
 }
 
 fn pair(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
     let inputs: Vec<ThreadInput<'_>> = threads
         .iter()
-        .map(|(tid, ops)| ThreadInput { process: 0, pid: 1, tid: *tid, ops })
+        .map(|(tid, ops)| ThreadInput {
+            process: 0,
+            pid: 1,
+            tid: *tid,
+            ops,
+        })
         .collect();
     pair_operations(&inputs)
 }
@@ -30,14 +42,26 @@ fn pair(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
 fn shape(set: &EventSet) -> Vec<(u64, u64, u64, u64, bool)> {
     set.events
         .iter()
-        .map(|e| (set.objects[e.object as usize].address, e.requested_ns, e.acquired_ns, e.released_ns, e.contended))
+        .map(|e| {
+            (
+                set.objects[e.object as usize].address,
+                e.requested_ns,
+                e.acquired_ns,
+                e.released_ns,
+                e.contended,
+            )
+        })
         .collect()
 }
 
 struct Fake;
 impl Resolver for Fake {
     fn site(&mut self, _p: u32, address: u64) -> ResolvedSite {
-        ResolvedSite { display: format!("site{address:x}"), debug: "dwarf", ..ResolvedSite::default() }
+        ResolvedSite {
+            display: format!("site{address:x}"),
+            debug: "dwarf",
+            ..ResolvedSite::default()
+        }
     }
     fn object(&mut self, _p: u32, address: u64) -> Option<String> {
         (address == M).then(|| "queue_lock".to_string())
@@ -46,14 +70,26 @@ impl Resolver for Fake {
 
 #[test]
 fn nested_locks_pair_innermost_first() {
-    let set = pair(&[(1, vec![
-        op(10, Mutex, Immediate, A),
-        op(20, Mutex, Immediate, B),
-        op(30, Mutex, Release, B),
-        op(40, Mutex, Release, A),
-    ])]);
-    assert_eq!(shape(&set), vec![(A, 10, 10, 40, false), (B, 20, 20, 30, false)]);
-    let r = aggregate(&set, &mark_critical_path(&set), &EventFilter::default(), &mut Fake, 100);
+    let set = pair(&[(
+        1,
+        vec![
+            op(10, Mutex, Immediate, A),
+            op(20, Mutex, Immediate, B),
+            op(30, Mutex, Release, B),
+            op(40, Mutex, Release, A),
+        ],
+    )]);
+    assert_eq!(
+        shape(&set),
+        vec![(A, 10, 10, 40, false), (B, 20, 20, 30, false)]
+    );
+    let r = aggregate(
+        &set,
+        &mark_critical_path(&set),
+        &EventFilter::default(),
+        &mut Fake,
+        100,
+    );
     assert_eq!(r.summary.events, 2);
     assert_eq!(r.summary.hold_ns, 40);
     assert_eq!(r.summary.duration_ns, 40);
@@ -64,12 +100,15 @@ fn nested_locks_pair_innermost_first() {
 
 #[test]
 fn recursive_mutex_pairs_lifo() {
-    let set = pair(&[(1, vec![
-        op(0, Mutex, Immediate, M),
-        op(5, Mutex, Immediate, M),
-        op(7, Mutex, Release, M),
-        op(10, Mutex, Release, M),
-    ])]);
+    let set = pair(&[(
+        1,
+        vec![
+            op(0, Mutex, Immediate, M),
+            op(5, Mutex, Immediate, M),
+            op(7, Mutex, Release, M),
+            op(10, Mutex, Release, M),
+        ],
+    )]);
     assert_eq!(shape(&set), vec![(M, 0, 0, 10, false), (M, 5, 5, 7, false)]);
     assert_eq!(set.unmatched_releases, 0);
 }
@@ -77,17 +116,36 @@ fn recursive_mutex_pairs_lifo() {
 #[test]
 fn read_locks_held_by_several_threads_and_a_waiting_writer() {
     let set = pair(&[
-        (1, vec![op(0, RwlockRead, Immediate, A), op(100, RwlockRead, Release, A)]),
-        (2, vec![op(10, RwlockRead, Immediate, A), op(50, RwlockRead, Release, A)]),
-        (3, vec![
-            op(20, RwlockWrite, Request, A),
-            op(100, RwlockWrite, Acquired, A),
-            op(110, RwlockWrite, Release, A),
-        ]),
+        (
+            1,
+            vec![
+                op(0, RwlockRead, Immediate, A),
+                op(100, RwlockRead, Release, A),
+            ],
+        ),
+        (
+            2,
+            vec![
+                op(10, RwlockRead, Immediate, A),
+                op(50, RwlockRead, Release, A),
+            ],
+        ),
+        (
+            3,
+            vec![
+                op(20, RwlockWrite, Request, A),
+                op(100, RwlockWrite, Acquired, A),
+                op(110, RwlockWrite, Release, A),
+            ],
+        ),
     ]);
     assert_eq!(
         shape(&set),
-        vec![(A, 0, 0, 100, false), (A, 10, 10, 50, false), (A, 20, 100, 110, true)]
+        vec![
+            (A, 0, 0, 100, false),
+            (A, 10, 10, 50, false),
+            (A, 20, 100, 110, true)
+        ]
     );
     // Thread 3 ends last; it waited for thread 1's release at 100 (thread
     // 2 released earlier, at 50): path = writer, then reader 1.
@@ -104,17 +162,36 @@ fn read_locks_held_by_several_threads_and_a_waiting_writer() {
 
 #[test]
 fn failed_trylock_and_timeout() {
-    let set = pair(&[(1, vec![
-        op(5, Mutex, Busy, M),
-        op(10, Mutex, Request, M),
-        op(1010, Mutex, Busy, M),
-        op(2000, Mutex, Request, M),
-        op(2001, Mutex, Error, M),
-    ])]);
+    let set = pair(&[(
+        1,
+        vec![
+            op(5, Mutex, Busy, M),
+            op(10, Mutex, Request, M),
+            op(1010, Mutex, Busy, M),
+            op(2000, Mutex, Request, M),
+            op(2001, Mutex, Error, M),
+        ],
+    )]);
     let outcomes: Vec<Outcome> = set.events.iter().map(|e| e.outcome).collect();
-    assert_eq!(outcomes, vec![Outcome::Busy, Outcome::TimedOut, Outcome::Error]);
-    assert_eq!(shape(&set), vec![(M, 5, 5, 5, true), (M, 10, 1010, 1010, true), (M, 2000, 2001, 2001, true)]);
-    let r = aggregate(&set, &mark_critical_path(&set), &EventFilter::default(), &mut Fake, 3000);
+    assert_eq!(
+        outcomes,
+        vec![Outcome::Busy, Outcome::TimedOut, Outcome::Error]
+    );
+    assert_eq!(
+        shape(&set),
+        vec![
+            (M, 5, 5, 5, true),
+            (M, 10, 1010, 1010, true),
+            (M, 2000, 2001, 2001, true)
+        ]
+    );
+    let r = aggregate(
+        &set,
+        &mark_critical_path(&set),
+        &EventFilter::default(),
+        &mut Fake,
+        3000,
+    );
     assert_eq!(r.summary.failed_events, 3);
     assert_eq!(r.summary.wait_ns, 1001);
     assert_eq!(r.summary.hold_ns, 0);
@@ -123,12 +200,15 @@ fn failed_trylock_and_timeout() {
 
 #[test]
 fn unmatched_release_and_unreleased_hold() {
-    let set = pair(&[(1, vec![
-        op(1, Mutex, Release, A),
-        op(2, Mutex, Immediate, B),
-        op(9, Mutex, Immediate, M),
-        op(12, Mutex, Release, M),
-    ])]);
+    let set = pair(&[(
+        1,
+        vec![
+            op(1, Mutex, Release, A),
+            op(2, Mutex, Immediate, B),
+            op(9, Mutex, Immediate, M),
+            op(12, Mutex, Release, M),
+        ],
+    )]);
     assert_eq!(set.unmatched_releases, 1);
     // B is never released: held to the thread's last operation (12).
     assert_eq!(shape(&set)[0], (B, 2, 2, 12, false));
@@ -141,16 +221,32 @@ fn handoff_chain() -> EventSet {
     const N: u64 = 0xd000;
     const K: u64 = 0xe000;
     pair(&[
-        (1, vec![op(0, Mutex, Immediate, M), op(100, Mutex, Release, M)]),
-        (2, vec![op(10, Mutex, Request, M), op(100, Mutex, Acquired, M), op(150, Mutex, Release, M)]),
-        (3, vec![
-            op(20, Mutex, Request, M),
-            op(150, Mutex, Acquired, M),
-            op(200, Mutex, Release, M),
-            op(210, Mutex, Immediate, N),
-            op(220, Mutex, Release, N),
-        ]),
-        (4, vec![op(30, Mutex, Immediate, K), op(40, Mutex, Release, K)]),
+        (
+            1,
+            vec![op(0, Mutex, Immediate, M), op(100, Mutex, Release, M)],
+        ),
+        (
+            2,
+            vec![
+                op(10, Mutex, Request, M),
+                op(100, Mutex, Acquired, M),
+                op(150, Mutex, Release, M),
+            ],
+        ),
+        (
+            3,
+            vec![
+                op(20, Mutex, Request, M),
+                op(150, Mutex, Acquired, M),
+                op(200, Mutex, Release, M),
+                op(210, Mutex, Immediate, N),
+                op(220, Mutex, Release, N),
+            ],
+        ),
+        (
+            4,
+            vec![op(30, Mutex, Immediate, K), op(40, Mutex, Release, K)],
+        ),
     ])
 }
 
@@ -171,19 +267,38 @@ fn critical_path_follows_the_previous_owner() {
     assert_eq!(r.critical_path.hold_ns, 100 + 50 + 50 + 10);
     assert!((r.critical_path.event_share - 0.8).abs() < 1e-12);
     // Histogram: waits 90 and 130 both in [64,128)? 90 yes, 130 in [128,256).
-    let b: Vec<(u64, u64, u64)> = r.wait_histogram.iter().map(|b| (b.lower_ns, b.events, b.wait_ns)).collect();
+    let b: Vec<(u64, u64, u64)> = r
+        .wait_histogram
+        .iter()
+        .map(|b| (b.lower_ns, b.events, b.wait_ns))
+        .collect();
     assert_eq!(b, vec![(0, 3, 0), (64, 1, 90), (128, 1, 130)]);
     // Filters: critical only, then by thread, then by duration.
-    let f = EventFilter { critical_only: true, ..EventFilter::default() };
+    let f = EventFilter {
+        critical_only: true,
+        ..EventFilter::default()
+    };
     assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 4);
-    let f = EventFilter { threads: vec![4], ..EventFilter::default() };
+    let f = EventFilter {
+        threads: vec![4],
+        ..EventFilter::default()
+    };
     assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 1);
-    let f = EventFilter { min_duration_ns: Some(100), ..EventFilter::default() };
+    let f = EventFilter {
+        min_duration_ns: Some(100),
+        ..EventFilter::default()
+    };
     // durations: 100, 140, 180, 10, 10
     assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 3);
-    let f = EventFilter { locks: vec!["queue_lock".into()], ..EventFilter::default() };
+    let f = EventFilter {
+        locks: vec!["queue_lock".into()],
+        ..EventFilter::default()
+    };
     assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 3);
-    let f = EventFilter { locks: vec![format!("{:#x}", 0xe000)], ..EventFilter::default() };
+    let f = EventFilter {
+        locks: vec![format!("{:#x}", 0xe000)],
+        ..EventFilter::default()
+    };
     assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 1);
 }
 
@@ -191,8 +306,24 @@ fn critical_path_follows_the_previous_owner() {
 fn critical_path_crosses_a_barrier_to_the_last_arrival() {
     const BAR: u64 = 0xf000;
     let set = pair(&[
-        (1, vec![op(0, Barrier, Request, BAR), op(101, Barrier, Acquired, BAR), op(200, Mutex, Immediate, A), op(210, Mutex, Release, A)]),
-        (2, vec![op(50, Mutex, Immediate, B), op(60, Mutex, Release, B), op(100, Barrier, Request, BAR), op(101, Barrier, Acquired, BAR)]),
+        (
+            1,
+            vec![
+                op(0, Barrier, Request, BAR),
+                op(101, Barrier, Acquired, BAR),
+                op(200, Mutex, Immediate, A),
+                op(210, Mutex, Release, A),
+            ],
+        ),
+        (
+            2,
+            vec![
+                op(50, Mutex, Immediate, B),
+                op(60, Mutex, Release, B),
+                op(100, Barrier, Request, BAR),
+                op(101, Barrier, Acquired, BAR),
+            ],
+        ),
     ]);
     // events: T1 barrier, T1 A, T2 B, T2 barrier
     let path = mark_critical_path(&set);
@@ -211,16 +342,27 @@ fn condition_wait_follows_the_signaller_unlocking_the_mutex() {
     const C: u64 = 0x1c000;
     let set = pair(&[
         // Consumer: lock M, wait on C (releases M), woken, M re-acquired.
-        (1, vec![
-            op(0, Mutex, Immediate, M),
-            op(5, Mutex, Release, M),
-            op(5, Cond, Request, C),
-            op(300, Cond, Acquired, C),
-            op(300, Mutex, Immediate, M),
-            op(310, Mutex, Release, M),
-        ]),
+        (
+            1,
+            vec![
+                op(0, Mutex, Immediate, M),
+                op(5, Mutex, Release, M),
+                op(5, Cond, Request, C),
+                op(300, Cond, Acquired, C),
+                op(300, Mutex, Immediate, M),
+                op(310, Mutex, Release, M),
+            ],
+        ),
         // Producer: works under A, then locks M, signals, unlocks at 290.
-        (2, vec![op(100, Mutex, Immediate, A), op(200, Mutex, Release, A), op(280, Mutex, Immediate, M), op(290, Mutex, Release, M)]),
+        (
+            2,
+            vec![
+                op(100, Mutex, Immediate, A),
+                op(200, Mutex, Release, A),
+                op(280, Mutex, Immediate, M),
+                op(290, Mutex, Release, M),
+            ],
+        ),
     ]);
     // events: T1 M(0..5), T1 cond, T1 M(300..310), T2 A, T2 M
     let path = mark_critical_path(&set);
@@ -231,8 +373,21 @@ fn condition_wait_follows_the_signaller_unlocking_the_mutex() {
 fn semaphore_wait_follows_the_post() {
     const S: u64 = 0x5e000;
     let set = pair(&[
-        (1, vec![op(0, Semaphore, Request, S), op(500, Semaphore, Acquired, S)]),
-        (2, vec![op(100, Mutex, Immediate, A), op(400, Mutex, Release, A), op(499, Semaphore, Release, S)]),
+        (
+            1,
+            vec![
+                op(0, Semaphore, Request, S),
+                op(500, Semaphore, Acquired, S),
+            ],
+        ),
+        (
+            2,
+            vec![
+                op(100, Mutex, Immediate, A),
+                op(400, Mutex, Release, A),
+                op(499, Semaphore, Release, S),
+            ],
+        ),
     ]);
     let path = mark_critical_path(&set);
     // events: T1 sem wait, T2 A, T2 post

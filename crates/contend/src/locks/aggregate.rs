@@ -137,9 +137,9 @@ pub fn aggregate(
             .map(|s| {
                 re.is_match(&s.display)
                     || s.function.as_deref().is_some_and(|f| re.is_match(f))
-                    || s.file.as_deref().is_some_and(|f| {
-                        re.is_match(&format!("{f}:{}", s.line.unwrap_or(0)))
-                    })
+                    || s.file
+                        .as_deref()
+                        .is_some_and(|f| re.is_match(&format!("{f}:{}", s.line.unwrap_or(0))))
                     || s.module.as_deref().is_some_and(|m| re.is_match(m))
             })
             .collect(),
@@ -221,10 +221,12 @@ pub fn aggregate(
         }
         s.kinds |= 1 << (e.primitive as u8);
         if !e.is_lock() {
-            let row = other.entry(e.primitive.object_kind()).or_insert_with(|| WaitKindRow {
-                kind: e.primitive.object_kind().to_string(),
-                ..WaitKindRow::default()
-            });
+            let row = other
+                .entry(e.primitive.object_kind())
+                .or_insert_with(|| WaitKindRow {
+                    kind: e.primitive.object_kind().to_string(),
+                    ..WaitKindRow::default()
+                });
             row.events += 1;
             row.contended_events += u64::from(e.contended);
             row.wait_ns += wait;
@@ -290,7 +292,11 @@ pub fn aggregate(
             LockRow {
                 name: object_names[i].clone(),
                 address: format!("{:#x}", o.address),
-                pid: set.threads.iter().find(|t| t.process == o.process).map_or(0, |t| t.pid),
+                pid: set
+                    .threads
+                    .iter()
+                    .find(|t| t.process == o.process)
+                    .map_or(0, |t| t.pid),
                 kind: set.object_kinds[i].object_kind().to_string(),
                 events: l.events,
                 contended_events: l.contended,
@@ -357,7 +363,11 @@ pub fn aggregate(
     let mut without_debug: Vec<String> = by_site
         .iter()
         .filter(|s| s.debug != "dwarf")
-        .map(|s| s.module.clone().unwrap_or_else(|| "(unknown module)".into()))
+        .map(|s| {
+            s.module
+                .clone()
+                .unwrap_or_else(|| "(unknown module)".into())
+        })
         .collect();
     without_debug.sort();
     without_debug.dedup();

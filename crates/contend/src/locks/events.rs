@@ -287,7 +287,10 @@ impl ThreadPairing {
             Phase::Acquired | Phase::Busy | Phase::Error => {
                 let cond_mutex = if op.primitive == Primitive::Cond {
                     // set when the REQUEST was recorded right after a RELEASE
-                    self.released_mutex.take().or(released_mutex).unwrap_or(u32::MAX)
+                    self.released_mutex
+                        .take()
+                        .or(released_mutex)
+                        .unwrap_or(u32::MAX)
                 } else {
                     u32::MAX
                 };
@@ -309,7 +312,14 @@ impl ThreadPairing {
                             Phase::Busy => Outcome::Busy,
                             _ => Outcome::Error,
                         };
-                        self.push(set, here, t, outcome, outcome != Outcome::Acquired, cond_mutex);
+                        self.push(
+                            set,
+                            here,
+                            t,
+                            outcome,
+                            outcome != Outcome::Acquired,
+                            cond_mutex,
+                        );
                     }
                 }
             }
@@ -349,7 +359,14 @@ impl ThreadPairing {
         // A request that never returned: the thread was still waiting when
         // its trace ended (killed or deadlocked while blocked).
         if let Some(req) = self.pending.take() {
-            self.push(set, req, last_ns.max(req.requested_ns), Outcome::Error, true, u32::MAX);
+            self.push(
+                set,
+                req,
+                last_ns.max(req.requested_ns),
+                Outcome::Error,
+                true,
+                u32::MAX,
+            );
             if let Some(e) = set.events.last_mut() {
                 e.unreleased = true;
             }

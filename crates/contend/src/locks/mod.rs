@@ -79,7 +79,12 @@ impl Resolver for RecordingResolver<'_> {
     }
 
     fn object(&mut self, process: u32, address: u64) -> Option<String> {
-        let maps = self.recording.processes.get(process as usize)?.maps.as_ref()?;
+        let maps = self
+            .recording
+            .processes
+            .get(process as usize)?
+            .maps
+            .as_ref()?;
         self.symbolizer
             .resolve_data(maps, address)
             .map(|d| d.display_short())
@@ -182,7 +187,12 @@ pub fn analyze(
 
 /// Facts about the run, from `meta.json` where present, else the traces.
 fn run_info(recording: &Recording, set: &EventSet) -> RunInfo {
-    let first = set.threads.iter().map(|t| t.first_ns).filter(|&t| t > 0).min();
+    let first = set
+        .threads
+        .iter()
+        .map(|t| t.first_ns)
+        .filter(|&t| t > 0)
+        .min();
     let last = set.threads.iter().map(|t| t.last_ns).max();
     let span = match (first, last) {
         (Some(a), Some(b)) if b > a => b - a,
@@ -214,9 +224,8 @@ fn run_info(recording: &Recording, set: &EventSet) -> RunInfo {
 /// Explains an empty recording instead of reporting zero contention.
 fn no_events_reason(recording: &Recording) -> String {
     if recording.processes.is_empty() {
-        let mut s = String::from(
-            "No lock trace was written, so no lock operation could be observed. ",
-        );
+        let mut s =
+            String::from("No lock trace was written, so no lock operation could be observed. ");
         s.push_str(
             "Likely causes: the program is statically linked or setuid (the loader ignores LD_PRELOAD), \
              it cleared LD_PRELOAD before starting its workers, or it exited before taking any lock.",
