@@ -69,7 +69,11 @@ fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Val
     let tmp = tempdir();
     let dir = tmp.path().join("rec");
     let out = record(&dir, &exe, args);
-    assert!(out.success(), "contend record -- {src} failed:\n{}", out.describe());
+    assert!(
+        out.success(),
+        "contend record -- {src} failed:\n{}",
+        out.describe()
+    );
     let m = measured(&out.stdout);
     let report = report_json(&dir);
     let row = lock_row(&report, lock);
@@ -124,7 +128,13 @@ fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Val
 fn mutex_two_threads() {
     require_tool!("gcc");
     // 2 threads × 2000 rounds, hold 30 µs, 10 µs outside: ~0.15 s.
-    check("accuracy_mutex.c", &["2", "2000", "30", "10"], "global_lock", "mutex", 2);
+    check(
+        "accuracy_mutex.c",
+        &["2", "2000", "30", "10"],
+        "global_lock",
+        "mutex",
+        2,
+    );
 }
 
 #[test]
@@ -132,15 +142,31 @@ fn mutex_more_threads_than_cpus() {
     require_tool!("gcc");
     // 5 threads × 400 rounds, hold 20 µs, 20 µs outside: more threads than
     // CPUs on the 2-core test machines, so waits include preempted holders.
-    check("accuracy_mutex.c", &["5", "400", "20", "20"], "global_lock", "mutex", 5);
+    check(
+        "accuracy_mutex.c",
+        &["5", "400", "20", "20"],
+        "global_lock",
+        "mutex",
+        5,
+    );
 }
 
 #[test]
 fn mutex_single_thread_is_uncontended() {
     require_tool!("gcc");
-    let (report, _) = check("accuracy_mutex.c", &["1", "1000", "5", "5"], "global_lock", "mutex", 1);
+    let (report, _) = check(
+        "accuracy_mutex.c",
+        &["1", "1000", "5", "5"],
+        "global_lock",
+        "mutex",
+        1,
+    );
     let row = lock_row(&report, "global_lock");
-    assert_eq!(u(row, "contended_events"), 0, "one thread cannot contend: {row}");
+    assert_eq!(
+        u(row, "contended_events"),
+        0,
+        "one thread cannot contend: {row}"
+    );
     assert_eq!(u(row, "wait_ns"), 0, "one thread never waits: {row}");
 }
 
@@ -155,7 +181,10 @@ fn rwlock_readers_and_writer() {
         "rwlock",
         3,
     );
-    assert_eq!(u(&m.json, "read_events") + u(&m.json, "write_events"), m.events);
+    assert_eq!(
+        u(&m.json, "read_events") + u(&m.json, "write_events"),
+        m.events
+    );
     let _ = report;
 }
 
@@ -163,5 +192,11 @@ fn rwlock_readers_and_writer() {
 fn spinlock_two_threads() {
     require_tool!("gcc");
     // At most as many spinning threads as CPUs: 2 × 2000 rounds, 10 µs each.
-    check("accuracy_spin.c", &["2", "2000", "10", "10"], "global_spin", "spinlock", 2);
+    check(
+        "accuracy_spin.c",
+        &["2", "2000", "10", "10"],
+        "global_spin",
+        "spinlock",
+        2,
+    );
 }

@@ -107,7 +107,11 @@ pub fn build(src: &str, extra: &[&str]) -> PathBuf {
     extra.hash(&mut h);
     compiler.hash(&mut h);
     CFLAGS.hash(&mut h);
-    let stem = Path::new(src).file_stem().unwrap().to_string_lossy().to_string();
+    let stem = Path::new(src)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
     let dir = cache_dir().join(format!("{stem}-{:016x}", h.finish()));
     let exe = dir.join(&stem);
     if exe.exists() {
@@ -156,7 +160,12 @@ pub fn build_shared_into(src: &str, dir: &Path, name: &str, extra: &[&str]) -> P
         .arg(&source)
         .args(extra);
     let out = run_timeout(cmd, Duration::from_secs(120));
-    assert!(out.success(), "{compiler} failed to build {}:\n{}", lib.display(), out.stderr);
+    assert!(
+        out.success(),
+        "{compiler} failed to build {}:\n{}",
+        lib.display(),
+        out.stderr
+    );
     lib
 }
 
@@ -174,7 +183,12 @@ pub fn build_into(src: &str, dir: &Path, name: &str, extra: &[&str]) -> PathBuf 
         .args(extra)
         .current_dir(dir);
     let out = run_timeout(cmd, Duration::from_secs(120));
-    assert!(out.success(), "{compiler} failed to build {}:\n{}", exe.display(), out.stderr);
+    assert!(
+        out.success(),
+        "{compiler} failed to build {}:\n{}",
+        exe.display(),
+        out.stderr
+    );
     exe
 }
 
@@ -396,7 +410,10 @@ impl Running {
         kill_tree(&mut self.child);
         let status = self.child.wait().expect("wait after kill");
         let o = self.collect(status);
-        panic!("{what} did not finish within {timeout:?}; killed.\n{}", o.describe());
+        panic!(
+            "{what} did not finish within {timeout:?}; killed.\n{}",
+            o.describe()
+        );
     }
 
     fn collect(&mut self, status: ExitStatus) -> Output {
@@ -460,7 +477,17 @@ pub fn record_command<S: AsRef<OsStr>>(dir: &Path, prog: &Path, args: &[S]) -> C
 
 /// Runs `contend record -o <dir> -- prog args…` to completion.
 pub fn record<S: AsRef<OsStr>>(dir: &Path, prog: &Path, args: &[S]) -> Output {
-    run_timeout(record_command(dir, prog, args), RUN_TIMEOUT)
+    record_timeout(dir, prog, args, RUN_TIMEOUT)
+}
+
+/// [`record`] with a time limit of its own.
+pub fn record_timeout<S: AsRef<OsStr>>(
+    dir: &Path,
+    prog: &Path,
+    args: &[S],
+    timeout: Duration,
+) -> Output {
+    run_timeout(record_command(dir, prog, args), timeout)
 }
 
 /// Runs `contend report <dir> ARGS…` to completion (raw output).
