@@ -1,0 +1,290 @@
+//! End-to-end runs of real, stripped distribution programs under
+//! `contend record`: memcached under load from memcslap (or memaslap), and
+//! sysbench's mutex benchmark. The tests start and stop everything
+//! themselves, each within a time limit. When a program is missing they
+//! print SKIP with the reason; the CI script installs them (Debian packages
+//! memcached, libmemcached-tools, sysbench), so there they run.
+
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind an ephemeral port")
+        .port()
+}
+
+/// The load generator that is installed: memcslap (libmemcached-tools in
+/// Debian) or memaslap (older packages).
+fn load_generator() -> Option<(&'static str, PathBuf)> {
+    for name in ["memcslap", "memaslap"] {
+        if let Some(p) = which(name) {
+            return Some((name, p));
+        }
+    }
+    None
+}
+
+/// Runs the load generator against `port` for about `secs` seconds.
+fn load(tool: &str, path: &Path, port: u16, secs: u64) {
+    let server = format!("127.0.0.1:{port}");
+    let start = Instant::now();
+    let mut runs = 0;
+    if tool == "memaslap" {
+        let mut cmd = Command::new(path);
+        cmd.args(["-s", &server, "-T", "4", "-c", "16", "-t"])
+            .arg(format!("{secs}s"));
+        let out = run_timeout(cmd, Duration::from_secs(secs + 30));
+        assert!(out.success(), "memaslap failed:\n{}", out.describe());
+        return;
+    }
+    // memcslap has no duration option: repeat short set/get rounds.
+    while start.elapsed() < Duration::from_secs(secs) {
+        let test = if runs % 2 == 0 { "set" } else { "get" };
+        let mut cmd = Command::new(path);
+        cmd.arg(format!("--servers={server}"))
+            .args(["--concurrency=4", "--execute-number=5000"])
+            .arg(format!("--test={test}"));
+        let out = run_timeout(cmd, Duration::from_secs(30));
+        assert!(out.success(), "memcslap failed:\n{}", out.describe());
+        runs += 1;
+    }
+    eprintln!(
+        "memcslap: {runs} rounds in {:.1?} against {server}",
+        start.elapsed()
+    );
+}
+
+/// Waits until something accepts connections on `port`, or the launcher
+/// ended, or `timeout` passed.
+fn wait_listening(port: u16, running: &mut Running, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        if let Ok(Some(_)) = running.child.try_wait() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// True if a separate debug file for `exe`'s build id is installed.
+fn has_debug_file(exe: &Path) -> bool {
+    let out = Command::new("readelf").arg("-n").arg(exe).output();
+    let Ok(out) = out else { return false };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(id) = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .map(str::trim)
+    else {
+        return false;
+    };
+    id.len() > 2
+        && Path::new(&format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &id[..2],
+            &id[2..]
+        ))
+        .exists()
+}
+
+#[test]
+fn memcached_under_load() {
+    let Some(memcached) = which("memcached") else {
+        eprintln!("SKIP memcached_under_load: memcached is not installed");
+        return;
+    };
+    let Some((tool, tool_path)) = load_generator() else {
+        eprintln!(
+            "SKIP memcached_under_load: neither memcslap nor memaslap is installed \
+             (Debian: libmemcached-tools)"
+        );
+        return;
+    };
+    let _serial = serial();
+    let tmp = tempdir();
+    let dir = tmp.path().join("memcached.data");
+    let port = free_port();
+    let port_s = port.to_string();
+    // -U 0: no UDP; -u root is needed (and only used) when running as root.
+    let args = [
+        "-t",
+        "4",
+        "-l",
+        "127.0.0.1",
+        "-p",
+        &port_s,
+        "-U",
+        "0",
+        "-u",
+        "root",
+        "-m",
+        "64",
+    ];
+    let mut running = Running::spawn(record_command(&dir, &memcached, &args));
+    if !wait_listening(port, &mut running, Duration::from_secs(20)) {
+        let out = running.wait_or_kill(Duration::from_secs(5), "memcached");
+        panic!(
+            "memcached did not listen on port {port} within 20 s:\n{}",
+            out.describe()
+        );
+    }
+
+    load(tool, &tool_path, port, 3);
+
+    // Stop memcached itself with SIGTERM (not through the launcher).
+    let pids: Vec<u32> = descendants(running.pid())
+        .into_iter()
+        .filter(|&p| comm(p).as_deref() == Some("memcached"))
+        .collect();
+    assert_eq!(pids.len(), 1, "one memcached below the launcher: {pids:?}");
+    assert!(kill(pids[0], 15), "kill -TERM {}", pids[0]);
+    let out = running.wait_or_kill(Duration::from_secs(30), "contend record -- memcached");
+    assert!(
+        matches!(out.shell_status(), 0 | 143),
+        "memcached ends on SIGTERM (exit 0, or by the signal):\n{}",
+        out.describe()
+    );
+
+    let report = report_json(&dir);
+    check_memcached_report(&report, &memcached);
+}
+
+fn check_memcached_report(report: &Value, memcached: &Path) {
+    let locks = &report["locks"];
+    let by_lock = locks["by_lock"].as_array().unwrap();
+    assert!(!by_lock.is_empty(), "by_lock is empty: {locks}");
+    assert!(
+        u(locks, "summary.events") > 1000,
+        "summary: {}",
+        locks["summary"]
+    );
+    assert!(
+        u(locks, "summary.contended_events") > 0,
+        "4 worker threads under load contend somewhere: {}",
+        locks["summary"]
+    );
+    eprintln!("memcached summary: {}", locks["summary"]);
+    for l in by_lock.iter().take(5) {
+        eprintln!(
+            "  {} {} events {} contended {} wait {} sites {}",
+            l["name"], l["kind"], l["events"], l["contended_events"], l["wait_ns"], l["sites"]
+        );
+    }
+
+    // memcached's own call sites: Debian's binary is stripped, so they are
+    // resolved to exported symbols or to module+offset — unless a debug
+    // package is installed.
+    let is_memcached = |s: &Value| {
+        s["module"]
+            .as_str()
+            .is_some_and(|m| Path::new(m).file_name() == memcached.file_name())
+    };
+    let sites: Vec<&Value> = locks["by_site"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| is_memcached(s))
+        .collect();
+    assert!(
+        !sites.is_empty(),
+        "memcached itself takes locks: by_site = {}",
+        locks["by_site"]
+    );
+    for s in &sites {
+        assert!(
+            !s["display"].as_str().unwrap_or("").is_empty(),
+            "every site has a display form: {s}"
+        );
+        assert!(
+            s["offset"].as_str().is_some_and(|o| o.starts_with("0x")),
+            "module+offset is always known: {s}"
+        );
+    }
+    if has_debug_file(memcached) {
+        eprintln!("memcached debug info is installed; not checking the stripped case");
+        return;
+    }
+    for s in &sites {
+        assert!(
+            matches!(s["debug"].as_str(), Some("symbols") | Some("none")),
+            "a stripped memcached has no DWARF: {s}"
+        );
+    }
+    let without: Vec<&str> = locks["sites_without_debug_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.as_str())
+        .collect();
+    assert!(
+        without
+            .iter()
+            .any(|m| Path::new(m).file_name() == memcached.file_name()),
+        "sites_without_debug_info lists memcached: {without:?}"
+    );
+}
+
+#[test]
+fn sysbench_mutex() {
+    let Some(sysbench) = which("sysbench") else {
+        eprintln!("SKIP sysbench_mutex: sysbench is not installed");
+        return;
+    };
+    let _serial = serial();
+    let tmp = tempdir();
+    let dir = tmp.path().join("sysbench.data");
+    // 4 threads × 200 000 lock/unlock pairs on 2 mutexes: ~0.1 s alone.
+    let args = [
+        "mutex",
+        "--threads=4",
+        "--mutex-num=2",
+        "--mutex-locks=200000",
+        "--mutex-loops=50",
+        "run",
+    ];
+    let out = run_timeout(
+        record_command(&dir, &sysbench, &args),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(out.stdout.contains("total time"), "{}", out.describe());
+    let report = report_json(&dir);
+    let locks = &report["locks"];
+    assert_eq!(report["run"]["exit_code"], 0);
+    assert!(
+        u(locks, "summary.events") >= 4 * 200_000,
+        "every mutex_lock of the benchmark is an event: {}",
+        locks["summary"]
+    );
+    assert!(
+        u(locks, "summary.contended_events") > 0,
+        "{}",
+        locks["summary"]
+    );
+    let without: Vec<&str> = locks["sites_without_debug_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.as_str())
+        .collect();
+    if !has_debug_file(&sysbench) {
+        assert!(
+            without.iter().any(|m| m.ends_with("/sysbench")),
+            "a stripped sysbench is listed without debug info: {without:?}"
+        );
+    }
+}
