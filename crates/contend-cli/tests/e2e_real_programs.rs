@@ -288,3 +288,72 @@ fn sysbench_mutex() {
         );
     }
 }
+
+/// The example of examples/sharequeue: both versions recorded, then
+/// `contend compare --format json`. Small enough for the test machines.
+#[test]
+fn sharequeue_example_compare() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sharequeue/sharequeue.c");
+    let exe = build_source(&source, &[]);
+    let tmp = tempdir();
+    let mut dirs = Vec::new();
+    for mode in ["single", "two"] {
+        let dir = tmp.path().join(format!("{mode}.data"));
+        // 2 threads × 20 000 rounds: a few hundredths of a second.
+        let out = record(&dir, &exe, &[mode, "2", "16", "20000", "50"]);
+        assert!(out.success(), "{}", out.describe());
+        assert!(out.stdout.contains("check ok"), "{}", out.describe());
+        dirs.push(dir);
+    }
+    let single = report_json(&dirs[0]);
+    let two = report_json(&dirs[1]);
+    assert_eq!(u(lock_row(&single, "queue_lock"), "events"), 2 * 20_000 * 2);
+    assert_eq!(u(lock_row(&two, "head_lock"), "events"), 2 * 20_000);
+    assert_eq!(u(lock_row(&two, "tail_lock"), "events"), 2 * 20_000);
+
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("compare").args(&dirs).args(["--format", "json"]);
+    let out = run_timeout(cmd, Duration::from_secs(120));
+    assert!(out.success(), "{}", out.describe());
+    let cmp: Value = serde_json::from_str(&out.stdout).expect("compare JSON");
+    assert_eq!(
+        cmp["runs"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        cmp["runs"]
+    );
+    let events = cmp["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "locks.summary.events")
+        .unwrap_or_else(|| panic!("no locks.summary.events metric: {}", cmp["metrics"]));
+    assert_eq!(
+        events["values"][0], events["values"][1],
+        "same lock requests: {events}"
+    );
+    let names: Vec<&str> = cmp["by_lock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    for name in ["queue_lock", "head_lock", "tail_lock"] {
+        assert!(
+            names.contains(&name),
+            "{name} in compare's by_lock: {names:?}"
+        );
+    }
+    // The text form too.
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("compare").args(&dirs);
+    let out = run_timeout(cmd, Duration::from_secs(120));
+    assert!(
+        out.success() && out.stdout.contains("queue_lock"),
+        "{}",
+        out.describe()
+    );
+}

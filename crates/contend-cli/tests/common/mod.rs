@@ -97,8 +97,14 @@ pub const CFLAGS: &[&str] = &["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthr
 /// each variant once. Concurrent builds of the same variant are harmless:
 /// each compiles to a private name and renames into place.
 pub fn build(src: &str, extra: &[&str]) -> PathBuf {
-    let source = program_source(src);
-    let text = std::fs::read(&source)
+    build_source(&program_source(src), extra)
+}
+
+/// [`build`] for a source file anywhere (e.g. under `examples/`).
+pub fn build_source(source: &Path, extra: &[&str]) -> PathBuf {
+    let src = source.file_name().unwrap().to_string_lossy().to_string();
+    let src = src.as_str();
+    let text = std::fs::read(source)
         .unwrap_or_else(|e| panic!("cannot read test program {}: {e}", source.display()));
     let (compiler, std_flag) = compiler_for(src);
 
@@ -124,7 +130,7 @@ pub fn build(src: &str, extra: &[&str]) -> PathBuf {
         .args(CFLAGS)
         .arg("-o")
         .arg(&tmp)
-        .arg(&source)
+        .arg(source)
         .args(extra)
         .current_dir(&dir);
     let out = run_timeout(cmd, Duration::from_secs(120));
