@@ -87,7 +87,7 @@ impl ClockFit {
         }
         let slope = (n * sxy - sx * sy) / denom;
         let intercept = (sy - slope * sx) / n;
-        let origin_ns = (first.monotonic_ns as f64 + intercept).round().max(0.0) as u64;
+        let origin_ns = (first.monotonic_ns as i128 + intercept.round() as i128).max(0) as u64;
         Some(ClockFit {
             origin_ticks: first.ticks,
             origin_ns,
@@ -97,15 +97,14 @@ impl ClockFit {
     }
 
     /// Converts a tick value to CLOCK_MONOTONIC ns (saturating at 0).
+    ///
+    /// Only the offset from the origin goes through `f64`, so absolute
+    /// times beyond 2^53 ns (104 days of uptime) keep nanosecond precision.
     #[inline]
     pub fn to_ns(&self, ticks: u64) -> u64 {
-        let d = ticks as i128 - self.origin_ticks as i128;
-        let ns = self.origin_ns as f64 + d as f64 * self.ns_per_tick;
-        if ns <= 0.0 {
-            0
-        } else {
-            ns.round() as u64
-        }
+        let d = ticks as i64 as i128 - self.origin_ticks as i64 as i128;
+        let offset = (d as f64 * self.ns_per_tick).round() as i128;
+        (self.origin_ns as i128 + offset).clamp(0, u64::MAX as i128) as u64
     }
 }
 
@@ -126,6 +125,20 @@ mod tests {
         assert!((f.ns_per_tick - 0.4).abs() < 1e-9);
         assert_eq!(f.to_ns(1_000_000), 1_000_000_000);
         assert_eq!(f.to_ns(1_000_000 + 2_500), 1_000_001_000);
+    }
+
+    #[test]
+    fn keeps_nanoseconds_beyond_f64_precision() {
+        // 200 days of uptime in ns exceeds 2^53.
+        let origin_ns = 200 * 86_400 * 1_000_000_000u64;
+        let f = ClockFit {
+            origin_ticks: 1 << 60,
+            origin_ns,
+            ns_per_tick: 0.5,
+            points: 2,
+        };
+        assert_eq!(f.to_ns((1 << 60) + 3), origin_ns + 2);
+        assert_eq!(f.to_ns((1 << 60) + 1_000_001), origin_ns + 500_001);
     }
 
     #[test]

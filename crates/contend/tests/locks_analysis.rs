@@ -4,7 +4,9 @@
 //! as in Venter 2016, Listing 3.5) and the summary arithmetic (Table 4.9).
 
 use contend::locks::aggregate::{aggregate, union_length, EventFilter, ResolvedSite, Resolver};
-use contend::locks::{mark_critical_path, pair_operations, EventSet, Outcome, ThreadInput};
+use contend::locks::{
+    mark_critical_path, pair_operations, EventSet, Outcome, ThreadInput, TimeMap,
+};
 use contend_trace::{Phase, Primitive, RawOp, NO_STACK};
 
 use Phase::*;
@@ -33,6 +35,7 @@ fn pair(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
             pid: 1,
             tid: *tid,
             ops,
+            clock: TimeMap::Identity,
         })
         .collect();
     pair_operations(&inputs)

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use contend_trace::Primitive;
 use regex::Regex;
+use rustc_hash::FxHashMap;
 
 use super::critical_path::CriticalPath;
 use super::events::{EventSet, LockEvent, Outcome};
@@ -169,6 +170,8 @@ pub fn aggregate(
     };
     let mut other: HashMap<&'static str, WaitKindRow> = HashMap::new();
     let mut locks: Vec<LockAcc> = vec![LockAcc::default(); set.objects.len()];
+    // Σ (wait + 1) per (object, site): a lock's sites ordered by waiting, then use.
+    let mut site_wait: FxHashMap<u64, u64> = FxHashMap::default();
     let mut site_acc: Vec<SiteAcc> = vec![SiteAcc::default(); set.sites.len()];
     let mut threads: Vec<ThreadRow> = set
         .threads
@@ -210,7 +213,9 @@ pub fn aggregate(
             l.critical_wait += wait;
             l.critical_hold += hold;
         }
-        *l.site_wait.entry(e.site).or_default() += wait + 1;
+        *site_wait
+            .entry((u64::from(e.object) << 32) | u64::from(e.site))
+            .or_default() += wait + 1;
         let s = &mut site_acc[e.site as usize];
         s.events += 1;
         s.contended += u64::from(e.contended);
@@ -264,6 +269,9 @@ pub fn aggregate(
             b.critical_wait_ns += wait;
         }
     }
+    for (key, w) in site_wait {
+        locks[(key >> 32) as usize].site_wait.push((key as u32, w));
+    }
     summary.duration_once_ns = intervals.iter_mut().map(|v| union_length(v)).sum();
     critical.duration_once_ns = critical_intervals.iter_mut().map(|v| union_length(v)).sum();
     summary.wait_share = ratio(summary.wait_ns, summary.duration_ns);
@@ -280,7 +288,7 @@ pub fn aggregate(
         .filter(|(_, l)| l.events > 0)
         .map(|(i, l)| {
             let o = set.objects[i];
-            let mut site_list: Vec<(u32, u64)> = l.site_wait.into_iter().collect();
+            let mut site_list = l.site_wait;
             site_list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             let mut names: Vec<String> = Vec::new();
             for (s, _) in site_list {
@@ -405,8 +413,8 @@ struct LockAcc {
     critical_events: u64,
     critical_wait: u64,
     critical_hold: u64,
-    /// Σ (wait + 1) per site index: sites ordered by waiting, then use.
-    site_wait: HashMap<u32, u64>,
+    /// (site index, Σ (wait + 1)), filled after the pass over events.
+    site_wait: Vec<(u32, u64)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -427,7 +435,9 @@ pub fn bucket(wait_ns: u64) -> usize {
 
 /// Length of the union of intervals [start, end), ns. Sorts `v`.
 pub fn union_length(v: &mut [(u64, u64)]) -> u64 {
-    v.sort_unstable();
+    if !v.is_sorted() {
+        v.sort_unstable();
+    }
     let mut total = 0;
     let mut cur: Option<(u64, u64)> = None;
     for &(s, e) in v.iter() {

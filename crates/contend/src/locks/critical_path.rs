@@ -21,9 +21,8 @@
 //! not recorded, so the path does not cross them; see docs/critical-path.md.
 //! Every step marks a new event, so the walk is O(events · log events).
 
-use std::collections::HashMap;
-
 use contend_trace::Primitive;
+use rayon::prelude::*;
 
 use super::events::{EventSet, Outcome};
 
@@ -43,6 +42,116 @@ pub struct CriticalPath {
 struct Wake {
     time_ns: u64,
     thread: u32,
+    /// The event that woke (its release, post or arrival).
+    event: u32,
+}
+
+/// A waiting event looking for the thread that let it go.
+#[derive(Clone, Copy)]
+struct Query {
+    /// Latest acceptable wake time (the acquisition), ns.
+    hi: u64,
+    /// Earliest acceptable wake time, ns.
+    lo: u64,
+    thread: u32,
+    event: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// The thread that let each waiting event go, as the index of the waking
+/// event (`NONE` where there is none or the event did not wait).
+///
+/// For every object, its wakes (sorted by time) and its queries (sorted by
+/// acquisition) are swept together once, keeping the latest wake and the
+/// latest wake of any other thread: O(n log n) for the sorts, then linear,
+/// with sequential memory access, in parallel over objects.
+fn find_wakers(set: &EventSet) -> Vec<u32> {
+    let objects = set.objects.len();
+    let mut wakes: Vec<Vec<Wake>> = vec![Vec::new(); objects];
+    let mut queries: Vec<Vec<Query>> = vec![Vec::new(); objects];
+    for (i, e) in set.events.iter().enumerate() {
+        let wake_time = match (e.primitive, e.outcome) {
+            (p, Outcome::Acquired) if p.is_lock() => Some(e.released_ns),
+            (Primitive::Semaphore, Outcome::Post) => Some(e.released_ns),
+            (Primitive::Barrier, _) => Some(e.requested_ns),
+            _ => None,
+        };
+        if let Some(time_ns) = wake_time {
+            wakes[e.object as usize].push(Wake {
+                time_ns,
+                thread: e.thread,
+                event: i as u32,
+            });
+        }
+        if !(e.contended && e.outcome == Outcome::Acquired && e.acquired_ns > e.requested_ns) {
+            continue;
+        }
+        let (object, lo) = match e.primitive {
+            Primitive::Cond if e.cond_mutex != NONE => (e.cond_mutex, e.requested_ns),
+            Primitive::Cond => continue,
+            // Only a thread arriving after this one can have held it up.
+            Primitive::Barrier => (e.object, e.requested_ns),
+            _ => (e.object, 0),
+        };
+        queries[object as usize].push(Query {
+            hi: e.acquired_ns,
+            lo,
+            thread: e.thread,
+            event: i as u32,
+        });
+    }
+    let found: Vec<Vec<(u32, u32)>> = wakes
+        .into_par_iter()
+        .zip(queries.into_par_iter())
+        .map(|(mut wakes, mut queries)| {
+            if queries.is_empty() {
+                return Vec::new();
+            }
+            // Stable sorts: threads' runs are already in order.
+            wakes.sort_by_key(|w| w.time_ns);
+            queries.sort_by_key(|q| q.hi);
+            let mut out = Vec::with_capacity(queries.len());
+            let (mut latest, mut other): (Option<Wake>, Option<Wake>) = (None, None);
+            let mut j = 0;
+            for q in queries {
+                while j < wakes.len() && wakes[j].time_ns <= q.hi {
+                    let w = wakes[j];
+                    match latest {
+                        Some(l) if l.thread == w.thread => latest = Some(w),
+                        _ => {
+                            other = latest;
+                            latest = Some(w);
+                        }
+                    }
+                    j += 1;
+                }
+                let candidate = match latest {
+                    Some(l) if l.thread != q.thread => Some(l),
+                    _ => other,
+                };
+                if let Some(w) = candidate.filter(|w| w.time_ns >= q.lo) {
+                    out.push((q.event, w.event));
+                }
+            }
+            out
+        })
+        .collect();
+    let mut waker = vec![NONE; set.events.len()];
+    for (event, w) in found.into_iter().flatten() {
+        waker[event as usize] = w;
+    }
+    waker
+}
+
+/// The time at which waking event `e` let a waiter go.
+fn wake_time(set: &EventSet, w: usize) -> u64 {
+    let e = &set.events[w];
+    if e.primitive == Primitive::Barrier {
+        e.requested_ns
+    } else {
+        e.released_ns
+    }
 }
 
 /// Marks the lock events on the critical path (module docs give the rules).
@@ -56,43 +165,25 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
         return path;
     }
     // Each thread's events ordered by acquisition time.
-    let mut by_thread: Vec<Vec<usize>> = vec![Vec::new(); set.threads.len()];
+    let mut by_thread: Vec<Vec<u32>> = vec![Vec::new(); set.threads.len()];
     for (i, e) in set.events.iter().enumerate() {
-        by_thread[e.thread as usize].push(i);
+        by_thread[e.thread as usize].push(i as u32);
     }
-    for v in &mut by_thread {
-        v.sort_by_key(|&i| set.events[i].acquired_ns);
+    let acquired = |i: u32| set.events[i as usize].acquired_ns;
+    by_thread.par_iter_mut().for_each(|v| {
+        // Program order is acquisition order except for rare stragglers.
+        if !v.is_sorted_by_key(|&i| acquired(i)) {
+            v.sort_by_key(|&i| acquired(i));
+        }
+    });
+    // Position of each event in its thread's ordered list.
+    let mut pos_in_thread = vec![0u32; n];
+    for v in &by_thread {
+        for (k, &i) in v.iter().enumerate() {
+            pos_in_thread[i as usize] = k as u32;
+        }
     }
-    // Wake-up points per object: releases (locks), posts (semaphores),
-    // arrivals (barriers).
-    let mut wakes: HashMap<u32, Vec<Wake>> = HashMap::new();
-    for e in &set.events {
-        let time_ns = match (e.primitive, e.outcome) {
-            (p, Outcome::Acquired) if p.is_lock() => e.released_ns,
-            (Primitive::Semaphore, Outcome::Post) => e.released_ns,
-            (Primitive::Barrier, _) => e.requested_ns,
-            _ => continue,
-        };
-        wakes.entry(e.object).or_default().push(Wake {
-            time_ns,
-            thread: e.thread,
-        });
-    }
-    for v in wakes.values_mut() {
-        v.sort_by_key(|w| w.time_ns);
-    }
-    // Latest wake of `object` by a thread other than `thread`, in [lo, hi].
-    let find_wake = |object: u32, thread: u32, lo: u64, hi: u64| -> Option<Wake> {
-        let v = wakes.get(&object)?;
-        let end = v.partition_point(|w| w.time_ns <= hi);
-        v[..end]
-            .iter()
-            .rev()
-            .take_while(|w| w.time_ns >= lo)
-            .take(4096)
-            .find(|w| w.thread != thread)
-            .copied()
-    };
+    let waker = find_wakers(set);
 
     let Some(start) = (0..set.threads.len())
         .filter(|&t| !by_thread[t].is_empty())
@@ -102,38 +193,37 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     };
     path.start_thread = Some(start as u32);
     let mut thread = start;
-    let mut t_hi = set.threads[start].last_ns;
+    let t_end = set.threads[start].last_ns;
     // Position (exclusive) in by_thread[thread] of events not yet walked.
-    let mut pos = by_thread[thread].partition_point(|&i| set.events[i].acquired_ns <= t_hi);
+    let mut pos = by_thread[thread].partition_point(|&i| acquired(i) <= t_end);
     while pos > 0 {
         pos -= 1;
-        let i = by_thread[thread][pos];
+        let i = by_thread[thread][pos] as usize;
         if path.on_path[i] {
             break;
         }
-        let e = &set.events[i];
-        if e.outcome == Outcome::Post {
+        if set.events[i].outcome == Outcome::Post {
             continue;
         }
         path.on_path[i] = true;
-        if !(e.contended && e.outcome == Outcome::Acquired && e.acquired_ns > e.requested_ns) {
+        let w = waker[i];
+        if w == NONE {
             continue;
         }
-        let waker = match e.primitive {
-            Primitive::Cond if e.cond_mutex != u32::MAX => {
-                find_wake(e.cond_mutex, e.thread, e.requested_ns, e.acquired_ns)
-            }
-            Primitive::Cond => None,
-            // Only a thread arriving after this one can have held it up.
-            Primitive::Barrier => find_wake(e.object, e.thread, e.requested_ns, e.acquired_ns),
-            _ => find_wake(e.object, e.thread, 0, e.acquired_ns),
-        };
-        if let Some(w) = waker {
-            thread = w.thread as usize;
-            t_hi = w.time_ns;
-            pos = by_thread[thread].partition_point(|&k| set.events[k].acquired_ns <= t_hi);
-            path.jumps += 1;
+        thread = set.events[w as usize].thread as usize;
+        let t_hi = wake_time(set, w as usize);
+        // Continue from the waking event: past it while later events were
+        // acquired by then (nested inside its hold), before it while it was
+        // acquired after (a barrier arrival).
+        let list = &by_thread[thread];
+        pos = pos_in_thread[w as usize] as usize;
+        while pos < list.len() && acquired(list[pos]) <= t_hi {
+            pos += 1;
         }
+        while pos > 0 && acquired(list[pos - 1]) > t_hi {
+            pos -= 1;
+        }
+        path.jumps += 1;
     }
     path
 }

@@ -17,9 +17,9 @@
 //! thread) is counted as unmatched; an acquisition never released is held
 //! until the thread's last recorded operation and counted as unreleased.
 
-use std::collections::HashMap;
-
-use contend_trace::{Phase, Primitive, RawOp};
+use contend_trace::{ClockFit, Phase, Primitive, RawOp};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 /// How an acquisition attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,8 +142,7 @@ pub struct EventSet {
     pub unmatched_releases: u64,
 }
 
-/// Input to pairing: one thread's operations, whose `ticks` field already
-/// holds CLOCK_MONOTONIC ns.
+/// Input to pairing: one thread's operations as recorded.
 pub struct ThreadInput<'a> {
     /// Process index.
     pub process: u32,
@@ -151,62 +150,169 @@ pub struct ThreadInput<'a> {
     pub pid: u32,
     /// Thread id.
     pub tid: u32,
-    /// Operations in program order, times in ns.
+    /// Operations in program order, times in trace ticks.
     pub ops: &'a [RawOp],
+    /// Ticks → CLOCK_MONOTONIC ns.
+    pub clock: TimeMap,
+}
+
+/// How a trace's ticks become CLOCK_MONOTONIC ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeMap {
+    /// Ticks are already ns (a CLOCK_MONOTONIC trace, or hand-built input).
+    Identity,
+    /// TSC ticks through a fitted line.
+    Fit(ClockFit),
+}
+
+impl TimeMap {
+    /// Converts ticks to ns.
+    #[inline]
+    pub fn ns(&self, ticks: u64) -> u64 {
+        match self {
+            TimeMap::Identity => ticks,
+            TimeMap::Fit(f) => f.to_ns(ticks),
+        }
+    }
+}
+
+/// One thread paired on its own, with thread-local object and site indices.
+struct LocalPairing {
+    events: Vec<LockEvent>,
+    info: ThreadInfo,
+    /// Local object index → (address, first primitive seen).
+    objects: Vec<(u64, Primitive)>,
+    /// Local site index → return address.
+    sites: Vec<u64>,
+    unmatched_releases: u64,
 }
 
 /// Builds the event set from every thread's operations.
 ///
 /// Pairing rules are in the module documentation; `docs/metrics.md` states
-/// them for users. Runs in O(operations) with a small per-thread map.
+/// them for users. Threads are paired in parallel with thread-local index
+/// tables, then merged: O(operations) work.
 pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
-    let mut set = EventSet::default();
-    let mut object_index: HashMap<ObjectKey, u32> = HashMap::new();
-    let mut site_index: HashMap<SiteKey, u32> = HashMap::new();
-    for input in threads {
-        let mut p = ThreadPairing {
-            thread: set.threads.len() as u32,
-            open: HashMap::new(),
-            pending: None,
-            released_mutex: None,
-        };
-        let mut info = ThreadInfo {
-            pid: input.pid,
-            tid: input.tid,
-            process: input.process,
-            first_ns: u64::MAX,
-            last_ns: 0,
-        };
-        for op in input.ops {
-            let t = op.ticks;
-            info.first_ns = info.first_ns.min(t);
-            info.last_ns = info.last_ns.max(t);
-            let okey = ObjectKey {
-                process: input.process,
-                address: op.object,
-            };
-            let object = *object_index.entry(okey).or_insert_with(|| {
-                set.objects.push(okey);
-                set.object_kinds.push(op.primitive);
-                (set.objects.len() - 1) as u32
-            });
-            let skey = SiteKey {
-                process: input.process,
-                address: op.site,
-            };
-            let site = *site_index.entry(skey).or_insert_with(|| {
-                set.sites.push(skey);
-                (set.sites.len() - 1) as u32
-            });
-            p.step(&mut set, op, t, object, site);
-        }
-        p.finish(&mut set, info.last_ns);
-        if info.first_ns == u64::MAX {
-            info.first_ns = 0;
-        }
-        set.threads.push(info);
+    let locals: Vec<LocalPairing> = threads.par_iter().map(pair_thread).collect();
+    let total: usize = locals.iter().map(|l| l.events.len()).sum();
+    let mut set = EventSet {
+        events: Vec::with_capacity(total),
+        ..EventSet::default()
+    };
+    let mut object_index: FxHashMap<ObjectKey, u32> = FxHashMap::default();
+    let mut site_index: FxHashMap<SiteKey, u32> = FxHashMap::default();
+    for (thread, local) in locals.into_iter().enumerate() {
+        let process = local.info.process;
+        let objects: Vec<u32> = local
+            .objects
+            .iter()
+            .map(|&(address, primitive)| {
+                let key = ObjectKey { process, address };
+                *object_index.entry(key).or_insert_with(|| {
+                    set.objects.push(key);
+                    set.object_kinds.push(primitive);
+                    (set.objects.len() - 1) as u32
+                })
+            })
+            .collect();
+        let sites: Vec<u32> = local
+            .sites
+            .iter()
+            .map(|&address| {
+                let key = SiteKey { process, address };
+                *site_index.entry(key).or_insert_with(|| {
+                    set.sites.push(key);
+                    (set.sites.len() - 1) as u32
+                })
+            })
+            .collect();
+        set.events.extend(local.events.into_iter().map(|mut e| {
+            e.thread = thread as u32;
+            e.object = objects[e.object as usize];
+            e.site = sites[e.site as usize];
+            if e.cond_mutex != u32::MAX {
+                e.cond_mutex = objects[e.cond_mutex as usize];
+            }
+            e
+        }));
+        set.unmatched_releases += local.unmatched_releases;
+        set.threads.push(local.info);
     }
     set
+}
+
+/// Address → dense local index, with a one-entry cache in front (a lock
+/// and its unlock usually follow each other).
+struct Interner<T> {
+    index: FxHashMap<u64, u32>,
+    items: Vec<T>,
+    last: Option<(u64, u32)>,
+}
+
+impl<T> Interner<T> {
+    fn new() -> Self {
+        Interner {
+            index: FxHashMap::default(),
+            items: Vec::new(),
+            last: None,
+        }
+    }
+    #[inline]
+    fn get(&mut self, address: u64, item: impl FnOnce() -> T) -> u32 {
+        if let Some((a, i)) = self.last {
+            if a == address {
+                return i;
+            }
+        }
+        let items = &mut self.items;
+        let i = *self.index.entry(address).or_insert_with(|| {
+            items.push(item());
+            (items.len() - 1) as u32
+        });
+        self.last = Some((address, i));
+        i
+    }
+}
+
+fn pair_thread(input: &ThreadInput<'_>) -> LocalPairing {
+    let mut set = EventSet {
+        events: Vec::with_capacity(input.ops.len() / 2 + 1),
+        ..EventSet::default()
+    };
+    let mut p = ThreadPairing {
+        thread: 0,
+        open: FxHashMap::default(),
+        pending: None,
+        released_mutex: None,
+    };
+    let mut info = ThreadInfo {
+        pid: input.pid,
+        tid: input.tid,
+        process: input.process,
+        first_ns: u64::MAX,
+        last_ns: 0,
+    };
+    let mut objects: Interner<(u64, Primitive)> = Interner::new();
+    let mut sites: Interner<u64> = Interner::new();
+    for op in input.ops {
+        let t = input.clock.ns(op.ticks);
+        info.first_ns = info.first_ns.min(t);
+        info.last_ns = info.last_ns.max(t);
+        let object = objects.get(op.object, || (op.object, op.primitive));
+        let site = sites.get(op.site, || op.site);
+        p.step(&mut set, op, t, object, site);
+    }
+    p.finish(&mut set, info.last_ns);
+    if info.first_ns == u64::MAX {
+        info.first_ns = 0;
+    }
+    LocalPairing {
+        events: set.events,
+        info,
+        objects: objects.items,
+        sites: sites.items,
+        unmatched_releases: set.unmatched_releases,
+    }
 }
 
 /// A blocking call that has been entered but not yet returned.
@@ -223,7 +329,7 @@ struct Pending {
 struct ThreadPairing {
     thread: u32,
     /// Open holds per object, innermost last.
-    open: HashMap<u32, Vec<usize>>,
+    open: FxHashMap<u32, Vec<usize>>,
     /// The pending REQUEST (calls do not nest within a thread).
     pending: Option<Pending>,
     /// Mutex released by the latest record, if it was a RELEASE: a

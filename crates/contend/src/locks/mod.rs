@@ -16,7 +16,7 @@ use crate::symbolize::{DebugInfoSource, Symbolizer};
 
 pub use aggregate::{EventFilter, ResolvedSite, Resolver};
 pub use critical_path::{mark_critical_path, CriticalPath};
-pub use events::{pair_operations, EventSet, LockEvent, Outcome, ThreadInput};
+pub use events::{pair_operations, EventSet, LockEvent, Outcome, ThreadInput, TimeMap};
 
 /// Progress of a long analysis, for a progress bar. Calls come from one
 /// thread. The default methods do nothing.
@@ -109,47 +109,23 @@ pub fn analyze(
         .map(|p| p.trace.op_count() as u64)
         .sum();
     progress.stage("pairing lock operations", ops);
-    let to_ns: Vec<Box<dyn Fn(u64) -> u64 + Sync + '_>> = recording
-        .processes
-        .iter()
-        .map(|p| {
-            let trace = &p.trace;
-            Box::new(move |t| recording.to_ns(trace, t)) as Box<dyn Fn(u64) -> u64 + Sync>
-        })
-        .collect();
-    // Convert ticks once per operation, in parallel per thread.
-    let converted: Vec<(u32, u32, u32, Vec<contend_trace::RawOp>)> = recording
+    let inputs: Vec<ThreadInput<'_>> = recording
         .processes
         .iter()
         .enumerate()
         .flat_map(|(pi, p)| {
-            p.trace
-                .threads
-                .iter()
-                .map(move |t| (pi as u32, p.trace.pid, t))
-        })
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .map(|(pi, pid, t)| {
-            let f = &to_ns[pi as usize];
-            let ops = t
-                .ops
-                .iter()
-                .map(|o| contend_trace::RawOp {
-                    ticks: f(o.ticks),
-                    ..*o
-                })
-                .collect();
-            (pi, pid, t.tid, ops)
-        })
-        .collect();
-    let inputs: Vec<ThreadInput<'_>> = converted
-        .iter()
-        .map(|(pi, pid, tid, ops)| ThreadInput {
-            process: *pi,
-            pid: *pid,
-            tid: *tid,
-            ops,
+            let clock = if p.trace.clock == contend_trace::format::CLOCK_MONOTONIC {
+                TimeMap::Identity
+            } else {
+                TimeMap::Fit(recording.clock)
+            };
+            p.trace.threads.iter().map(move |t| ThreadInput {
+                process: pi as u32,
+                pid: p.trace.pid,
+                tid: t.tid,
+                ops: &t.ops,
+                clock,
+            })
         })
         .collect();
     let set = pair_operations(&inputs);
