@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 pub use clock::{CalibrationPoint, ClockFit};
 pub use format::{Phase, Primitive};
-pub use reader::{Damage, LockTrace, RawOp, ThreadOps, NO_STACK};
+pub use reader::{Damage, LockTrace, Ops, RawOp, ThreadTrace, NO_STACK};
 pub use writer::TraceBuilder;
 
 /// Errors reading a trace. Every message names the file.

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::clock::CalibrationPoint;
 use crate::format::{self, header as h, Phase, Primitive};
@@ -34,13 +35,39 @@ pub struct RawOp {
 /// Value of [`RawOp::stack`] when no call stack was recorded.
 pub const NO_STACK: u32 = u32::MAX;
 
-/// The operations of one thread, in program order.
+/// One thread of a trace: where its records are. The operations are decoded
+/// on demand by [`LockTrace::ops`], so a trace of any size costs no memory
+/// beyond the (page-cache backed) file mapping.
 #[derive(Debug, Clone, Default)]
-pub struct ThreadOps {
+pub struct ThreadTrace {
     /// Kernel thread id.
     pub tid: u32,
-    /// Operations in the order the thread performed them.
-    pub ops: Vec<RawOp>,
+    /// Number of operation records.
+    pub op_count: usize,
+    /// File offsets of the thread's chunks, in sequence order.
+    chunks: Vec<u64>,
+}
+
+/// The bytes of a trace file: a read-only mapping, or a copy in memory.
+enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.len())
+    }
 }
 
 /// A gap or defect found while reading; the rest of the trace is still used.
@@ -143,9 +170,19 @@ pub struct LockTrace {
     /// Stacks were recorded every N-th operation (0 = none).
     pub stack_every: u32,
     /// Threads, ordered by their first record.
-    pub threads: Vec<ThreadOps>,
+    pub threads: Vec<ThreadTrace>,
     /// Call stacks referenced by [`RawOp::stack`]: return addresses, innermost first.
     pub stacks: Vec<Vec<u64>>,
+    /// File offset of each STACK record → index in `stacks`.
+    stack_at: BTreeMap<u64, u32>,
+    /// Object table (slot → address).
+    objects: Vec<u64>,
+    /// Site table (slot → return address).
+    sites: Vec<u64>,
+    /// The file.
+    bytes: Arc<Bytes>,
+    /// Chunk size in bytes.
+    chunk_size: usize,
     /// Every calibration point in the file (header and chunk headers).
     pub calibration_points: Vec<CalibrationPoint>,
     /// Defects found; empty for a complete, clean trace.
@@ -160,7 +197,23 @@ impl LockTrace {
 
     /// Total number of operation records.
     pub fn op_count(&self) -> usize {
-        self.threads.iter().map(|t| t.ops.len()).sum()
+        self.threads.iter().map(|t| t.op_count).sum()
+    }
+
+    /// The operations of `thread` (one of [`LockTrace::threads`]), decoded
+    /// as they are iterated, in program order.
+    pub fn ops<'a>(&'a self, thread: &'a ThreadTrace) -> Ops<'a> {
+        Ops {
+            trace: self,
+            chunks: &thread.chunks,
+            cursor: None,
+            pending_stack: NO_STACK,
+        }
+    }
+
+    /// The operations of the `i`-th thread, collected (for tests and tools).
+    pub fn thread_ops(&self, i: usize) -> Vec<RawOp> {
+        self.ops(&self.threads[i]).collect()
     }
 
     /// Reads and decodes the trace at `path`.
@@ -185,11 +238,18 @@ impl LockTrace {
         // SAFETY: the map is read-only; a writer that is still running can
         // only fill zero words, which the decoder treats as end of data.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        Self::decode(path, &map)
+        Self::from_bytes(path, Bytes::Map(map))
     }
 
-    /// Decodes a trace held in memory (`bytes` = the whole file).
+    /// Reads a trace held in memory (`bytes` = the whole file, copied).
     pub fn decode(path: &Path, bytes: &[u8]) -> Result<LockTrace, TraceError> {
+        Self::from_bytes(path, Bytes::Owned(bytes.to_vec()))
+    }
+
+    /// Validates the header and scans every chunk once (counting records,
+    /// collecting stacks and damage); records are decoded again on demand.
+    fn from_bytes(path: &Path, file: Bytes) -> Result<LockTrace, TraceError> {
+        let bytes: &[u8] = &file;
         let fail = |msg: String| TraceError::format(path, msg);
         if bytes.len() < format::HEADER_SIZE {
             return Err(fail(format!(
@@ -279,6 +339,11 @@ impl LockTrace {
             stack_every: u32_at(bytes, h::STACK_EVERY),
             threads: Vec::new(),
             stacks: Vec::new(),
+            stack_at: BTreeMap::new(),
+            objects,
+            sites,
+            bytes: Arc::new(Bytes::Owned(Vec::new())),
+            chunk_size: 0,
             calibration_points: Vec::new(),
             damage: Vec::new(),
         };
@@ -294,12 +359,13 @@ impl LockTrace {
             }
         }
 
-        // Decode every chunk, then stitch each thread's chunks in sequence.
+        // Scan every chunk once: count records, collect stacks and damage.
         struct Chunk {
             tid: u32,
             sequence: u32,
             base_ticks: u64,
-            ops: Vec<RawOp>,
+            offset: u64,
+            ops: usize,
         }
         let mut chunks = Vec::new();
         let mut lost = 0u32;
@@ -316,8 +382,6 @@ impl LockTrace {
                 unstarted += 1;
                 continue;
             }
-            let tid = u32_at(c, 4);
-            let sequence = u32_at(c, 8);
             let base_ticks = u64_at(c, 16);
             let mono = u64_at(c, 24);
             if base_ticks != 0 && mono != 0 {
@@ -326,25 +390,32 @@ impl LockTrace {
                     monotonic_ns: mono,
                 });
             }
-            let mut ops =
-                Vec::with_capacity((chunk_size as usize - format::CHUNK_HEADER_SIZE) / 16);
-            let bad = decode_chunk(
-                c,
-                begin,
-                base_ticks,
-                &objects,
-                &sites,
-                &mut ops,
-                &mut trace.stacks,
-                &mut dangling,
-            );
-            if let Some(d) = bad {
-                trace.damage.push(d);
+            let mut cursor = Cursor::new(c, begin);
+            let mut ops = 0usize;
+            loop {
+                match cursor.next(&trace.objects, &trace.sites) {
+                    Step::End => break,
+                    Step::Op(op) => {
+                        ops += 1;
+                        if op.object == 0 {
+                            dangling += 1;
+                        }
+                    }
+                    Step::Stack { offset, frames } => {
+                        trace.stack_at.insert(offset, trace.stacks.len() as u32);
+                        trace.stacks.push(frames);
+                    }
+                    Step::Bad(d) => {
+                        trace.damage.push(d);
+                        break;
+                    }
+                }
             }
             chunks.push(Chunk {
-                tid,
-                sequence,
+                tid: u32_at(c, 4),
+                sequence: u32_at(c, 8),
                 base_ticks,
+                offset: begin,
                 ops,
             });
         }
@@ -367,10 +438,10 @@ impl LockTrace {
         for c in chunks {
             by_tid.entry(c.tid).or_default().push(c);
         }
-        let mut threads: Vec<(u64, ThreadOps)> = Vec::new();
+        let mut threads: Vec<(u64, ThreadTrace)> = Vec::new();
         for (tid, mut cs) in by_tid {
             cs.sort_by_key(|c| (c.base_ticks, c.sequence));
-            let mut current: Option<(u64, ThreadOps, u32)> = None;
+            let mut current: Option<(u64, ThreadTrace, u32)> = None;
             let mut missing = 0u32;
             for c in cs {
                 let continues = matches!(&current, Some((_, _, last)) if c.sequence > *last);
@@ -379,11 +450,17 @@ impl LockTrace {
                         threads.push((first, t));
                     }
                     missing += c.sequence;
-                    current = Some((c.base_ticks, ThreadOps { tid, ops: c.ops }, c.sequence));
+                    let t = ThreadTrace {
+                        tid,
+                        op_count: c.ops,
+                        chunks: vec![c.offset],
+                    };
+                    current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
                     missing += c.sequence - *last - 1;
                     *last = c.sequence;
-                    t.ops.extend(c.ops);
+                    t.op_count += c.ops;
+                    t.chunks.push(c.offset);
                 }
             }
             if let Some((first, t, _)) = current {
@@ -395,94 +472,159 @@ impl LockTrace {
         }
         threads.sort_by_key(|(first, t)| (*first, t.tid));
         trace.threads = threads.into_iter().map(|(_, t)| t).collect();
+        trace.chunk_size = chunk_size as usize;
+        trace.bytes = Arc::new(file);
         Ok(trace)
     }
 }
 
-/// Decodes the records of one chunk into `ops`; returns the damage that
-/// stopped decoding early, if any.
-#[allow(clippy::too_many_arguments)]
-fn decode_chunk(
-    chunk: &[u8],
-    file_offset: u64,
-    base_ticks: u64,
-    objects: &[u64],
-    sites: &[u64],
-    ops: &mut Vec<RawOp>,
-    stacks: &mut Vec<Vec<u64>>,
-    dangling: &mut u64,
-) -> Option<Damage> {
-    let words = chunk.len() / 8;
-    let word = |i: usize| u64_at(chunk, i * 8);
-    let mut i = format::CHUNK_HEADER_SIZE / 8;
-    let mut now = base_ticks;
-    let mut pending_stack = crate::reader::NO_STACK;
-    let bad = |i: usize, problem: String| {
-        Some(Damage::BadRecord {
-            offset: file_offset + (i * 8) as u64,
-            problem,
-        })
-    };
-    while i < words {
-        let w = word(i);
-        if w == 0 {
-            return None;
-        }
-        let (tag, dt, oi, si) = format::split_head(w);
-        match tag {
-            format::TAG_TIME => {
-                if i + 1 >= words {
-                    return bad(i, "TIME record cut off at the chunk end".into());
+/// Iterator over one thread's operations (see [`LockTrace::ops`]).
+pub struct Ops<'a> {
+    trace: &'a LockTrace,
+    chunks: &'a [u64],
+    cursor: Option<Cursor<'a>>,
+    pending_stack: u32,
+}
+
+impl Iterator for Ops<'_> {
+    type Item = RawOp;
+
+    #[inline]
+    fn next(&mut self) -> Option<RawOp> {
+        loop {
+            let Some(cursor) = self.cursor.as_mut() else {
+                let (&offset, rest) = self.chunks.split_first()?;
+                self.chunks = rest;
+                let bytes: &[u8] = &self.trace.bytes;
+                let end = offset as usize + self.trace.chunk_size;
+                self.cursor = Some(Cursor::new(&bytes[offset as usize..end], offset));
+                continue;
+            };
+            match cursor.next(&self.trace.objects, &self.trace.sites) {
+                Step::Op(mut op) => {
+                    op.stack = std::mem::replace(&mut self.pending_stack, NO_STACK);
+                    return Some(op);
                 }
-                now = word(i + 1);
-                i += 2;
-            }
-            format::TAG_STACK => {
-                let n = dt as usize;
-                if n > 1024 || i + 1 + n > words {
-                    return bad(i, format!("STACK record of {n} frames does not fit"));
+                Step::Stack { offset, .. } => {
+                    self.pending_stack = self
+                        .trace
+                        .stack_at
+                        .get(&offset)
+                        .copied()
+                        .unwrap_or(NO_STACK);
                 }
-                stacks.push((0..n).map(|k| word(i + 1 + k)).collect());
-                pending_stack = (stacks.len() - 1) as u32;
-                i += 1 + n;
-            }
-            _ => {
-                let wide = tag & format::TAG_WIDE != 0;
-                let code = tag & !format::TAG_WIDE;
-                let (Some(primitive), Some(phase)) = (
-                    Primitive::from_code(code >> 4),
-                    Phase::from_code(code & 0xf),
-                ) else {
-                    return bad(i, format!("unknown tag {tag:#04x}"));
-                };
-                now = now.wrapping_add(u64::from(dt));
-                let (object, site, len) = if wide {
-                    if i + 2 >= words {
-                        return bad(i, "wide record cut off at the chunk end".into());
-                    }
-                    (word(i + 1), word(i + 2), 3)
-                } else {
-                    let o = objects.get(oi as usize).copied().unwrap_or(0);
-                    let s = sites.get(si as usize).copied().unwrap_or(0);
-                    if o == 0 {
-                        *dangling += 1;
-                    }
-                    (o, s, 1)
-                };
-                ops.push(RawOp {
-                    ticks: now,
-                    object,
-                    site,
-                    primitive,
-                    phase,
-                    stack: pending_stack,
-                });
-                pending_stack = NO_STACK;
-                i += len;
+                // Damage was recorded when the trace was opened.
+                Step::End | Step::Bad(_) => self.cursor = None,
             }
         }
     }
-    None
+}
+
+/// One step of decoding a chunk.
+enum Step {
+    Op(RawOp),
+    Stack { offset: u64, frames: Vec<u64> },
+    Bad(Damage),
+    End,
+}
+
+/// Position in one chunk's records, with the thread's running time.
+struct Cursor<'a> {
+    chunk: &'a [u8],
+    file_offset: u64,
+    /// Next word index.
+    i: usize,
+    now: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(chunk: &'a [u8], file_offset: u64) -> Cursor<'a> {
+        Cursor {
+            chunk,
+            file_offset,
+            i: format::CHUNK_HEADER_SIZE / 8,
+            now: u64_at(chunk, 16),
+        }
+    }
+
+    #[inline]
+    fn word(&self, i: usize) -> u64 {
+        u64_at(self.chunk, i * 8)
+    }
+
+    #[inline]
+    fn next(&mut self, objects: &[u64], sites: &[u64]) -> Step {
+        let words = self.chunk.len() / 8;
+        loop {
+            let i = self.i;
+            if i >= words {
+                return Step::End;
+            }
+            let w = self.word(i);
+            if w == 0 {
+                return Step::End;
+            }
+            let bad = |problem: String| {
+                Step::Bad(Damage::BadRecord {
+                    offset: self.file_offset + (i * 8) as u64,
+                    problem,
+                })
+            };
+            let (tag, dt, oi, si) = format::split_head(w);
+            match tag {
+                format::TAG_TIME => {
+                    if i + 1 >= words {
+                        return bad("TIME record cut off at the chunk end".into());
+                    }
+                    self.now = self.word(i + 1);
+                    self.i += 2;
+                }
+                format::TAG_STACK => {
+                    let n = dt as usize;
+                    if n > 1024 || i + 1 + n > words {
+                        return bad(format!("STACK record of {n} frames does not fit"));
+                    }
+                    self.i += 1 + n;
+                    return Step::Stack {
+                        offset: self.file_offset + (i * 8) as u64,
+                        frames: (0..n).map(|k| self.word(i + 1 + k)).collect(),
+                    };
+                }
+                _ => {
+                    let wide = tag & format::TAG_WIDE != 0;
+                    let code = tag & !format::TAG_WIDE;
+                    let (Some(primitive), Some(phase)) = (
+                        Primitive::from_code(code >> 4),
+                        Phase::from_code(code & 0xf),
+                    ) else {
+                        return bad(format!("unknown tag {tag:#04x}"));
+                    };
+                    let (object, site, len) = if wide {
+                        if i + 2 >= words {
+                            return bad("wide record cut off at the chunk end".into());
+                        }
+                        (self.word(i + 1), self.word(i + 2), 3)
+                    } else {
+                        (
+                            objects.get(oi as usize).copied().unwrap_or(0),
+                            sites.get(si as usize).copied().unwrap_or(0),
+                            1,
+                        )
+                    };
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += len;
+                    return Step::Op(RawOp {
+                        ticks: self.now,
+                        object,
+                        site,
+                        primitive,
+                        phase,
+                        stack: NO_STACK,
+                    });
+                }
+            }
+        }
+    }
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {

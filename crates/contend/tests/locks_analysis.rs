@@ -5,7 +5,7 @@
 
 use contend::locks::aggregate::{aggregate, union_length, EventFilter, ResolvedSite, Resolver};
 use contend::locks::{
-    mark_critical_path, pair_operations, EventSet, Outcome, ThreadInput, TimeMap,
+    mark_critical_path, pair_operations, EventSet, OpSource, Outcome, ThreadInput, TimeMap,
 };
 use contend_trace::{Phase, Primitive, RawOp, NO_STACK};
 
@@ -34,7 +34,7 @@ fn pair(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
             process: 0,
             pid: 1,
             tid: *tid,
-            ops,
+            ops: OpSource::Slice(ops),
             clock: TimeMap::Identity,
         })
         .collect();

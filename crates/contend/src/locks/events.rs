@@ -17,7 +17,7 @@
 //! thread) is counted as unmatched; an acquisition never released is held
 //! until the thread's last recorded operation and counted as unreleased.
 
-use contend_trace::{ClockFit, Phase, Primitive, RawOp};
+use contend_trace::{ClockFit, LockTrace, Phase, Primitive, RawOp, ThreadTrace};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -151,9 +151,33 @@ pub struct ThreadInput<'a> {
     /// Thread id.
     pub tid: u32,
     /// Operations in program order, times in trace ticks.
-    pub ops: &'a [RawOp],
+    pub ops: OpSource<'a>,
     /// Ticks → CLOCK_MONOTONIC ns.
     pub clock: TimeMap,
+}
+
+/// Where a thread's operations come from.
+#[derive(Clone, Copy)]
+pub enum OpSource<'a> {
+    /// Decoded on the fly from a trace file (no copy of the operations).
+    Trace(&'a LockTrace, &'a ThreadTrace),
+    /// Already in memory (hand-built input).
+    Slice(&'a [RawOp]),
+}
+
+impl OpSource<'_> {
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        match self {
+            OpSource::Trace(_, t) => t.op_count,
+            OpSource::Slice(s) => s.len(),
+        }
+    }
+
+    /// True when there are no operations.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// How a trace's ticks become CLOCK_MONOTONIC ns.
@@ -294,13 +318,17 @@ fn pair_thread(input: &ThreadInput<'_>) -> LocalPairing {
     };
     let mut objects: Interner<(u64, Primitive)> = Interner::new();
     let mut sites: Interner<u64> = Interner::new();
-    for op in input.ops {
+    let mut step = |op: &RawOp| {
         let t = input.clock.ns(op.ticks);
         info.first_ns = info.first_ns.min(t);
         info.last_ns = info.last_ns.max(t);
         let object = objects.get(op.object, || (op.object, op.primitive));
         let site = sites.get(op.site, || op.site);
         p.step(&mut set, op, t, object, site);
+    };
+    match input.ops {
+        OpSource::Trace(trace, thread) => trace.ops(thread).for_each(|op| step(&op)),
+        OpSource::Slice(ops) => ops.iter().for_each(step),
     }
     p.finish(&mut set, info.last_ns);
     if info.first_ns == u64::MAX {

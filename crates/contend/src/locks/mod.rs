@@ -16,7 +16,7 @@ use crate::symbolize::{DebugInfoSource, Symbolizer};
 
 pub use aggregate::{EventFilter, ResolvedSite, Resolver};
 pub use critical_path::{mark_critical_path, CriticalPath};
-pub use events::{pair_operations, EventSet, LockEvent, Outcome, ThreadInput, TimeMap};
+pub use events::{pair_operations, EventSet, LockEvent, OpSource, Outcome, ThreadInput, TimeMap};
 
 /// Progress of a long analysis, for a progress bar. Calls come from one
 /// thread. The default methods do nothing.
@@ -123,7 +123,7 @@ pub fn analyze(
                 process: pi as u32,
                 pid: p.trace.pid,
                 tid: t.tid,
-                ops: &t.ops,
+                ops: OpSource::Trace(&p.trace, t),
                 clock,
             })
         })
