@@ -305,11 +305,13 @@ pub fn comm(pid: u32) -> Option<String> {
     )
 }
 
-/// Sends `sig` (a number) to `pid` with kill(1); false if it failed.
+/// Sends `sig` (a number) to `pid`; false if it failed. Uses the shell's
+/// built-in `kill`, which exists even where procps' kill(1) is not
+/// installed.
 pub fn kill(pid: u32, sig: i32) -> bool {
-    Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -{sig} {pid}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
