@@ -436,10 +436,20 @@ fn lock_section(r: &Report, top: usize) -> Section {
 /// `file:line`, else `module+offset`, else the offset.
 fn site_location(s: &super::model::SiteRow) -> String {
     match (&s.file, s.line, &s.module) {
-        (Some(f), Some(l), _) => format!("{f}:{l}"),
-        (Some(f), None, _) => f.clone(),
+        (Some(f), Some(l), _) => format!("{}:{l}", short_path(f)),
+        (Some(f), None, _) => short_path(f),
         (None, _, Some(m)) => format!("{}+{}", m.rsplit('/').next().unwrap_or(m), s.offset),
         (None, _, None) => s.offset.clone(),
+    }
+}
+
+/// A source path as a reader wants it in a table: its last two components
+/// (`sharequeue/queue.c`); the full path is in the JSON and CSV output.
+fn short_path(path: &str) -> String {
+    let parts: Vec<&str> = path.rsplitn(3, '/').collect();
+    match parts.as_slice() {
+        [file, dir, _] | [file, dir] if !dir.is_empty() => format!("{dir}/{file}"),
+        _ => path.to_string(),
     }
 }
 
