@@ -801,9 +801,6 @@ fn cpp_std_mutex() {
 /// DWARF; the site should be the outermost frame outside the system
 /// headers (or at least list it).
 #[test]
-#[ignore = "reason: symbolizer reports the innermost inlined frame, `__gthread_mutex_lock \
-            (gthr-default.h:749)`, for every std::mutex site instead of the user's line \
-            stdmutex.cpp:<CONTENDED-LINE> (crates/contend/src/symbolize)"]
 fn cpp_std_mutex_call_site_line() {
     require_tool!("g++");
     let _serial = serial();

@@ -62,7 +62,8 @@ impl Resolver for RecordingResolver<'_> {
                 ..ResolvedSite::default()
             };
         };
-        let loc = self.symbolizer.resolve_code(maps, address);
+        let mut loc = self.symbolizer.resolve_code(maps, address);
+        attribute_to_user_frame(&mut loc);
         ResolvedSite {
             display: loc.display_short(),
             function: loc.function,
@@ -88,6 +89,38 @@ impl Resolver for RecordingResolver<'_> {
         self.symbolizer
             .resolve_data(maps, address)
             .map(|d| d.display_short())
+    }
+}
+
+/// True for source files of the compiler's and the C library's headers
+/// (`/usr/include/…`, `/usr/lib/gcc/…`, libstdc++'s `c++/` tree).
+pub fn is_system_header(file: &str) -> bool {
+    file.starts_with("/usr/include/")
+        || file.starts_with("/usr/lib/gcc/")
+        || file.starts_with("/usr/lib/llvm")
+        || file.contains("/include/c++/")
+}
+
+/// Moves a call site that lies in code inlined from a system header (a
+/// `std::lock_guard` → `std::mutex::lock` → `__gthread_mutex_lock` chain)
+/// to the outermost inlining frame in the user's code, so the site is the
+/// line the user wrote. Sites outside system headers are left alone.
+pub fn attribute_to_user_frame(loc: &mut crate::symbolize::CodeLocation) {
+    if !loc.file.as_deref().is_some_and(is_system_header) {
+        return;
+    }
+    if let Some(k) = loc
+        .inlined_into
+        .iter()
+        .position(|f| f.file.as_deref().is_some_and(|f| !is_system_header(f)))
+    {
+        let frame = loc.inlined_into[k].clone();
+        loc.function = frame.function;
+        loc.file = frame.file;
+        loc.line = frame.line;
+        loc.column = frame.column;
+        loc.function_offset = None;
+        loc.inlined_into.drain(..=k);
     }
 }
 
@@ -228,4 +261,45 @@ pub fn operation_count(recording: &Recording) -> u64 {
         .par_iter()
         .map(|p| p.trace.op_count() as u64)
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbolize::{CodeLocation, InlinedFrame};
+
+    fn frame(function: &str, file: &str, line: u32) -> InlinedFrame {
+        InlinedFrame {
+            function: Some(function.into()),
+            file: Some(file.into()),
+            line: Some(line),
+            column: None,
+        }
+    }
+
+    #[test]
+    fn std_mutex_site_moves_to_the_users_line() {
+        let mut loc = CodeLocation::bare(0x1234, Some("/bin/app".into()), 0x234);
+        loc.function = Some("__gthread_mutex_lock".into());
+        loc.file = Some("/usr/include/x86_64-linux-gnu/c++/12/bits/gthr-default.h".into());
+        loc.line = Some(749);
+        loc.inlined_into = vec![
+            frame(
+                "std::mutex::lock",
+                "/usr/include/c++/12/bits/std_mutex.h",
+                100,
+            ),
+            frame("worker", "/src/app.cpp", 42),
+            frame("main", "/src/app.cpp", 80),
+        ];
+        attribute_to_user_frame(&mut loc);
+        assert_eq!(loc.function.as_deref(), Some("worker"));
+        assert_eq!(loc.file.as_deref(), Some("/src/app.cpp"));
+        assert_eq!(loc.line, Some(42));
+        assert_eq!(loc.inlined_into.len(), 1);
+        // A user site is left alone.
+        let before = loc.clone();
+        attribute_to_user_frame(&mut loc);
+        assert_eq!(loc, before);
+    }
 }
