@@ -798,8 +798,7 @@ fn cpp_std_mutex() {
 /// `__gthread_mutex_lock` are inlined into `contended_worker`, so the call
 /// to `pthread_mutex_lock` has the inline chain gthr-default.h:749 →
 /// std_mutex.h:103 → std_mutex.h:229 → stdmutex.cpp:<CONTENDED-LINE> in
-/// DWARF; the site should be the outermost frame outside the system
-/// headers (or at least list it).
+/// DWARF; the site is the innermost frame outside the system headers.
 #[test]
 fn cpp_std_mutex_call_site_line() {
     require_tool!("g++");
