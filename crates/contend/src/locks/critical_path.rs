@@ -23,6 +23,7 @@
 
 use contend_trace::Primitive;
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use super::events::{EventSet, Outcome};
 
@@ -164,29 +165,15 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     if n == 0 {
         return path;
     }
-    // Each thread's events ordered by acquisition time.
-    let mut by_thread: Vec<Vec<u32>> = vec![Vec::new(); set.threads.len()];
-    for (i, e) in set.events.iter().enumerate() {
-        by_thread[e.thread as usize].push(i as u32);
-    }
-    let acquired = |i: u32| set.events[i as usize].acquired_ns;
-    by_thread.par_iter_mut().for_each(|v| {
-        // Program order is acquisition order except for rare stragglers.
-        if !v.is_sorted_by_key(|&i| acquired(i)) {
-            v.sort_by_key(|&i| acquired(i));
-        }
-    });
-    // Position of each event in its thread's ordered list.
-    let mut pos_in_thread = vec![0u32; n];
-    for v in &by_thread {
-        for (k, &i) in v.iter().enumerate() {
-            pos_in_thread[i as usize] = k as u32;
-        }
-    }
+    // Each thread's events ordered by acquisition time. Pairing leaves a
+    // thread's events contiguous and (nearly always) in that order already,
+    // so most threads need no index list at all.
+    let by_thread = ThreadOrder::build(set);
+    let acquired = |i: usize| set.events[i].acquired_ns;
     let waker = find_wakers(set);
 
     let Some(start) = (0..set.threads.len())
-        .filter(|&t| !by_thread[t].is_empty())
+        .filter(|&t| by_thread.len(t) > 0)
         .max_by_key(|&t| (set.threads[t].last_ns, std::cmp::Reverse(t)))
     else {
         return path;
@@ -195,10 +182,10 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     let mut thread = start;
     let t_end = set.threads[start].last_ns;
     // Position (exclusive) in by_thread[thread] of events not yet walked.
-    let mut pos = by_thread[thread].partition_point(|&i| acquired(i) <= t_end);
+    let mut pos = by_thread.partition_point(thread, |i| acquired(i) <= t_end);
     while pos > 0 {
         pos -= 1;
-        let i = by_thread[thread][pos] as usize;
+        let i = by_thread.at(thread, pos);
         if path.on_path[i] {
             break;
         }
@@ -215,15 +202,111 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
         // Continue from the waking event: past it while later events were
         // acquired by then (nested inside its hold), before it while it was
         // acquired after (a barrier arrival).
-        let list = &by_thread[thread];
-        pos = pos_in_thread[w as usize] as usize;
-        while pos < list.len() && acquired(list[pos]) <= t_hi {
+        let len = by_thread.len(thread);
+        pos = by_thread.position(thread, w as usize);
+        while pos < len && acquired(by_thread.at(thread, pos)) <= t_hi {
             pos += 1;
         }
-        while pos > 0 && acquired(list[pos - 1]) > t_hi {
+        while pos > 0 && acquired(by_thread.at(thread, pos - 1)) > t_hi {
             pos -= 1;
         }
         path.jumps += 1;
     }
     path
+}
+
+/// Each thread's events in acquisition order: a contiguous, sorted range of
+/// `set.events` (the common case, no memory), or an explicit index list.
+struct ThreadOrder {
+    threads: Vec<Order>,
+}
+
+enum Order {
+    Range {
+        start: usize,
+        len: usize,
+    },
+    List {
+        list: Vec<u32>,
+        position: FxHashMap<u32, u32>,
+    },
+}
+
+impl ThreadOrder {
+    fn build(set: &EventSet) -> ThreadOrder {
+        let t = set.threads.len();
+        let (mut first, mut last, mut count) =
+            (vec![usize::MAX; t], vec![0usize; t], vec![0usize; t]);
+        for (i, e) in set.events.iter().enumerate() {
+            let th = e.thread as usize;
+            first[th] = first[th].min(i);
+            last[th] = i;
+            count[th] += 1;
+        }
+        let acquired = |i: usize| set.events[i].acquired_ns;
+        let threads = (0..t)
+            .into_par_iter()
+            .map(|th| {
+                if count[th] == 0 {
+                    return Order::Range { start: 0, len: 0 };
+                }
+                let (start, len) = (first[th], count[th]);
+                let contiguous = last[th] + 1 - start == len;
+                if contiguous && (start..start + len).is_sorted_by_key(|i| acquired(i)) {
+                    return Order::Range { start, len };
+                }
+                let mut list: Vec<u32> = (first[th]..=last[th])
+                    .filter(|&i| set.events[i].thread as usize == th)
+                    .map(|i| i as u32)
+                    .collect();
+                list.sort_by_key(|&i| acquired(i as usize));
+                let position = list
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &i)| (i, k as u32))
+                    .collect();
+                Order::List { list, position }
+            })
+            .collect();
+        ThreadOrder { threads }
+    }
+
+    fn len(&self, thread: usize) -> usize {
+        match &self.threads[thread] {
+            Order::Range { len, .. } => *len,
+            Order::List { list, .. } => list.len(),
+        }
+    }
+
+    /// Event index at position `k` of `thread`'s order.
+    #[inline]
+    fn at(&self, thread: usize, k: usize) -> usize {
+        match &self.threads[thread] {
+            Order::Range { start, .. } => start + k,
+            Order::List { list, .. } => list[k] as usize,
+        }
+    }
+
+    /// Position of event `i` (of `thread`) in `thread`'s order.
+    fn position(&self, thread: usize, i: usize) -> usize {
+        match &self.threads[thread] {
+            Order::Range { start, .. } => i - start,
+            Order::List { position, .. } => position[&(i as u32)] as usize,
+        }
+    }
+
+    /// First position whose event does not satisfy `pred` (`pred` true
+    /// for a prefix of the order).
+    fn partition_point(&self, thread: usize, pred: impl Fn(usize) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len(thread));
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if pred(self.at(thread, mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }

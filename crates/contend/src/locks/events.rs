@@ -305,7 +305,7 @@ fn pair_thread(input: &ThreadInput<'_>) -> LocalPairing {
     };
     let mut p = ThreadPairing {
         thread: 0,
-        open: FxHashMap::default(),
+        open: Vec::new(),
         pending: None,
         released_mutex: None,
     };
@@ -356,8 +356,8 @@ struct Pending {
 /// Pairing state of one thread.
 struct ThreadPairing {
     thread: u32,
-    /// Open holds per object, innermost last.
-    open: FxHashMap<u32, Vec<usize>>,
+    /// Open holds per (thread-local, dense) object index, innermost last.
+    open: Vec<Vec<usize>>,
     /// The pending REQUEST (calls do not nest within a thread).
     pending: Option<Pending>,
     /// Mutex released by the latest record, if it was a RELEASE: a
@@ -391,10 +391,11 @@ impl ThreadPairing {
             stack: pending.stack,
         });
         if outcome == Outcome::Acquired && pending.primitive.is_lock() {
-            self.open
-                .entry(pending.object)
-                .or_default()
-                .push(set.events.len() - 1);
+            let o = pending.object as usize;
+            if self.open.len() <= o {
+                self.open.resize_with(o + 1, Vec::new);
+            }
+            self.open[o].push(set.events.len() - 1);
         }
     }
 
@@ -467,7 +468,7 @@ impl ThreadPairing {
                     self.push(set, here, t, Outcome::Post, false, u32::MAX);
                     return;
                 }
-                match self.open.get_mut(&object).and_then(|v| v.pop()) {
+                match self.open.get_mut(object as usize).and_then(|v| v.pop()) {
                     Some(idx) => {
                         let e = &mut set.events[idx];
                         e.released_ns = t.max(e.acquired_ns);
@@ -483,7 +484,7 @@ impl ThreadPairing {
 
     /// Closes what is still open when the thread's trace ends at `last_ns`.
     fn finish(&mut self, set: &mut EventSet, last_ns: u64) {
-        for idxs in self.open.values() {
+        for idxs in &self.open {
             for &idx in idxs {
                 let e = &mut set.events[idx];
                 e.released_ns = last_ns.max(e.acquired_ns);
