@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# memcached throughput under memcslap, without and with `contend record`.
+# Each round starts memcached -t 4 on a free loopback port (plainly, then
+# under contend record), runs a fixed memcslap load (set, then get;
+# CONCURRENCY client threads, OPS operations each) and times it; the server
+# is stopped with SIGTERM. Rounds alternate the two modes so drift affects
+# both. Throughput = operations / load time.
+source "$(dirname "$0")/common.sh"
+ROUNDS=${ROUNDS:-5}
+OPS=${OPS:-20000}
+CONCURRENCY=${CONCURRENCY:-4}
+command -v memcached >/dev/null && command -v memcslap >/dev/null || {
+  echo "needs memcached and memcslap (apt-get install memcached libmemcached-tools)"; exit 1; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+one_round() { # $1 = plain|recorded ; prints seconds of load
+  local port pid t0 t1
+  port=$(free_port)
+  if [ "$1" = plain ]; then
+    memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
+  else
+    "$CONTEND" record --force -o "$OUT/memcached.data" -- memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
+  fi
+  wait_port "$port"
+  t0=$(date +%s.%N)
+  memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=set >/dev/null
+  memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=get >/dev/null
+  t1=$(date +%s.%N)
+  pkill -TERM -f "memcached -u root -l 127.0.0.1 -p $port " || true
+  wait "$pid" 2>/dev/null || true
+  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", b-a}'
+}
+machine
+plain=(); rec=()
+for i in $(seq "$ROUNDS"); do
+  plain+=("$(one_round plain)")
+  rec+=("$(one_round recorded)")
+done
+ops=$((2 * OPS * CONCURRENCY))
+mp=$(printf '%s\n' "${plain[@]}" | median)
+mr=$(printf '%s\n' "${rec[@]}" | median)
+echo "load of $ops operations: without recording median ${mp} s (${plain[*]}), with recording median ${mr} s (${rec[*]})"
+awk -v p="$mp" -v r="$mr" -v n="$ops" 'BEGIN {printf "throughput: %.0f ops/s without, %.0f ops/s with recording; loss %.1f %%\n", n/p, n/r, (1-p/r)*100}'
+"$CONTEND" report "$OUT/memcached.data" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["locks"]["summary"]; print("last recorded run: %d lock events, %d contended" % (s["events"], s["contended_events"]))'
