@@ -14,6 +14,8 @@
  *     inside a malloc replacement.
  *   - Each thread claims one chunk of the file at a time and maps only that
  *     chunk; a pthread_key destructor unmaps it when the thread exits.
+ *   - The chunk is faulted in ahead of the writer, a step at a time, with
+ *     madvise(MADV_POPULATE_WRITE) (see "Faulting in" below).
  *   - At exit a destructor stores the end calibration, sets FLAG_FINISHED
  *     and writes the last maps snapshot. Nothing is unmapped at exit: other
  *     threads may still be recording.
@@ -27,8 +29,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -229,6 +233,65 @@ static void parse_config(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Faulting in                                                               */
+
+/*
+ * The first store to each page of a MAP_SHARED file mapping is a page fault
+ * (page-cache page, block reservation), microseconds each: per record that
+ * would be a few nanoseconds on average but a multi-microsecond outlier
+ * every 512 records, and on a full disk the store would raise SIGBUS in the
+ * target. So the writer's end pointer (contend_thread.end) stops at the end
+ * of the part of the chunk already faulted in with MADV_POPULATE_WRITE, a
+ * step of POPULATE_STEP bytes at a time (the hot path's "room left" check
+ * covers it at no extra cost). A populate that fails (ENOSPC, ...) stops
+ * recording on that thread instead of crashing the program. Table pages are
+ * populated the same way before their first insertion (a failure there
+ * means the wide record form). On kernels without MADV_POPULATE_WRITE
+ * (before 5.14) pages fault on first store as usual.
+ */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#define POPULATE_STEP (16u * 1024u)
+
+static int populate_supported = 1; /* cleared on EINVAL */
+
+/* 0 ok (or not supported), -1 the range cannot be written. errno kept. */
+static int populate(void *addr, size_t len)
+{
+    if (!__atomic_load_n(&populate_supported, __ATOMIC_RELAXED))
+        return 0;
+    int saved = errno;
+    int r = madvise(addr, len, MADV_POPULATE_WRITE);
+    if (r != 0 && errno == EINVAL) {
+        __atomic_store_n(&populate_supported, 0, __ATOMIC_RELAXED);
+        r = 0;
+    }
+    errno = saved;
+    return r;
+}
+
+/* Table pages (4 KiB units) already populated, per table. */
+#define TABLE_UNITS (CONTEND_OBJECT_SLOTS * 8u / 4096u)
+static uint64_t table_ready[2][(TABLE_UNITS + 63) / 64];
+
+static int table_page_ready(uint64_t *table, uint32_t slot)
+{
+    int which = table == contend_g.sites;
+    uint32_t unit = slot * 8u / 4096u;
+    uint64_t bit = 1ull << (unit % 64);
+    if (__atomic_load_n(&table_ready[which][unit / 64], __ATOMIC_RELAXED) & bit)
+        return 1;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t pg = page > 0 ? (uintptr_t)page : 4096u;
+    uintptr_t a = (uintptr_t)&table[slot] & ~(pg - 1);
+    if (populate((void *)a, pg) != 0)
+        return 0;
+    __atomic_fetch_or(&table_ready[which][unit / 64], bit, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Clock calibration                                                         */
 
 static void calibrate(contend_calibration *c)
@@ -336,15 +399,15 @@ static int create_trace(int forked)
     char path[PATH_MAX];
 
     /* the launcher creates them; a bare CONTEND_DIR=... run needs them too */
-    make_dir(C.dir);
-    contend_append(contend_append(contend_append(path, path + PATH_MAX, C.dir),
-                                  path + PATH_MAX, "/"),
-                   path + PATH_MAX, "locks");
-    make_dir(path);
-    contend_append(contend_append(contend_append(path, path + PATH_MAX, C.dir),
-                                  path + PATH_MAX, "/"),
-                   path + PATH_MAX, "maps");
-    make_dir(path);
+    static const char *const subdirs[] = {"", "/locks", "/maps"};
+    for (int i = 0; i < 3; i++) {
+        contend_append(contend_append(path, path + PATH_MAX, C.dir), path + PATH_MAX,
+                       subdirs[i]);
+        if (make_dir(path) != 0) {
+            say_errno("cannot create directory ", path, errno, PASS_MSG);
+            return -1;
+        }
+    }
 
     /* <pid>.ctrace, or <pid>.<n>.ctrace when an earlier image of this pid
      * (before an exec) already wrote one */
@@ -373,12 +436,34 @@ static int create_trace(int forked)
     void *map = MAP_FAILED;
     struct stat st;
     if (pwrite(fd, &zero, 1, (off_t)(data_off - 1)) != 1 || fstat(fd, &st) != 0 ||
-        (map = mmap(NULL, data_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        (map = mmap(NULL, data_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
+        populate(map, CONTEND_HEADER_SIZE) != 0) {
         int err = errno;
+        if (map != MAP_FAILED)
+            munmap(map, data_off);
         unlink(path);
         close(fd);
         say_errno("cannot set up ", path, err, PASS_MSG);
         return -1;
+    }
+
+    /* On tmpfs even a read of a hole allocates a page, so a table lookup
+     * on a full tmpfs would raise SIGBUS: fault the tables in now (1 MiB)
+     * and give up here if there is no room. Elsewhere holes read as zeros
+     * without allocating, and table pages are populated before their first
+     * insertion (table_page_ready). */
+    struct statfs sfs;
+    if (fstatfs(fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
+        if (populate((char *)map + object_off, (size_t)(data_off - object_off)) != 0) {
+            munmap(map, data_off);
+            unlink(path);
+            close(fd);
+            contend_say("no room for the trace tables in ", C.dir, PASS_MSG);
+            return -1;
+        }
+        memset(table_ready, 0xff, sizeof table_ready);
+    } else {
+        memset(table_ready, 0, sizeof table_ready);
     }
 
     contend_trace_header *h = map;
@@ -453,7 +538,24 @@ static void release_chunk(struct contend_thread *ts)
 {
     if (ts->chunk)
         munmap(ts->chunk, contend_g.chunk_size);
-    ts->chunk = ts->cur = ts->end = NULL;
+    ts->chunk = ts->cur = ts->end = ts->chunk_end = NULL;
+}
+
+/* Faults in more of the current chunk until `need` words fit.
+ * 1: they fit; 0: the chunk is full; -1: the kernel refused (disk full). */
+static int extend_chunk(struct contend_thread *ts, size_t need)
+{
+    while ((size_t)(ts->end - ts->cur) < need) {
+        if (ts->end >= ts->chunk_end)
+            return 0;
+        size_t step = POPULATE_STEP / 8;
+        if ((size_t)(ts->chunk_end - ts->end) < step)
+            step = (size_t)(ts->chunk_end - ts->end);
+        if (populate(ts->end, step * 8) != 0)
+            return -1;
+        ts->end += step;
+    }
+    return 1;
 }
 
 /* Replaces the thread's chunk by a fresh one. 0 on failure (the thread then
@@ -486,6 +588,11 @@ static int claim_chunk(struct contend_thread *ts)
         close(fd);
     if (m == MAP_FAILED)
         return 0;
+    size_t first = POPULATE_STEP < size ? POPULATE_STEP : size;
+    if (populate(m, first) != 0) {
+        munmap(m, size);
+        return 0;
+    }
 
     if (!ts->tid)
         ts->tid = gettid_raw();
@@ -498,7 +605,10 @@ static int claim_chunk(struct contend_thread *ts)
 
     ts->chunk = m;
     ts->cur = (uint64_t *)m + CONTEND_CHUNK_HEADER_SIZE / 8;
-    ts->end = (uint64_t *)m + size / 8;
+    ts->chunk_end = (uint64_t *)m + size / 8;
+    ts->end = __atomic_load_n(&populate_supported, __ATOMIC_RELAXED)
+                  ? (uint64_t *)m + first / 8
+                  : ts->chunk_end;
     ts->last = ch->base_ticks;
     if (!ts->key_set && C.key_ok) {
         /* arms the destructor that unmaps the chunk at thread exit */
@@ -536,6 +646,8 @@ int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int 
             return (int32_t)slot;
         if (v != 0)
             continue;
+        if (!table_page_ready(table, slot))
+            return -1; /* cannot write there: wide form */
         uint64_t expected = 0;
         if (__atomic_compare_exchange_n(&table[slot], &expected, addr, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
@@ -549,6 +661,20 @@ int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int 
             return (int32_t)slot;
     }
     return -1;
+}
+
+/* Room for `need` words (need <= CONTEND_ROOM_WORDS): more of this chunk
+ * or a new one. 0 if recording on this thread has to stop. */
+static int make_room(struct contend_thread *ts, size_t need)
+{
+    int r = ts->cur ? extend_chunk(ts, need) : 0;
+    if (r == 0 && claim_chunk(ts))
+        r = extend_chunk(ts, need);
+    if (r <= 0) {
+        release_chunk(ts);
+        return 0;
+    }
+    return 1;
 }
 
 void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
@@ -593,12 +719,9 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
 
     /* room for TIME + STACK + the record, all in one chunk */
     size_t need = 2 + (n ? 1 + (size_t)n : 0) + (wide ? 3 : 1);
-    if (!ts->cur || (size_t)(ts->end - ts->cur) < need) {
-        if (!claim_chunk(ts)) {
-            release_chunk(ts);
-            guard_after = CONTEND_GUARD_DISABLED;
-            goto out;
-        }
+    if (!make_room(ts, need)) {
+        guard_after = CONTEND_GUARD_DISABLED;
+        goto out;
     }
 
     uint64_t *p = ts->cur;
@@ -633,6 +756,19 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
     ts->last = t;
 
 out:
+    errno = saved_errno;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = guard_after;
+}
+
+void contend_make_room(struct contend_thread *ts)
+{
+    if (ts->guard)
+        return;
+    ts->guard = CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    int saved_errno = errno;
+    uint8_t guard_after = make_room(ts, CONTEND_ROOM_WORDS) ? 0 : CONTEND_GUARD_DISABLED;
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
     ts->guard = guard_after;

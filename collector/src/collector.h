@@ -130,7 +130,7 @@ struct contend_rw_held {
 
 struct contend_thread {
     uint64_t *cur;     /* next free word of the mapped chunk (NULL: none)   */
-    uint64_t *end;     /* one past the chunk's last word                    */
+    uint64_t *end;     /* end of the part of the chunk already faulted in   */
     uint64_t last;     /* ticks of the thread's previous record             */
     uint32_t countdown;/* operations until the next STACK record            */
     uint8_t guard;     /* CONTEND_GUARD_*                                   */
@@ -138,6 +138,7 @@ struct contend_thread {
     uint8_t exit_rounds; /* key destructor calls so far                    */
     uint8_t pad0;
     uint64_t *chunk;   /* start of the mapped chunk                         */
+    uint64_t *chunk_end; /* one past the chunk's last word                  */
     uint32_t tid;      /* kernel tid (0 = not yet known)                    */
     uint32_t seq;      /* next chunk sequence number                        */
     uint32_t rw_n;     /* entries used in rw[]                              */
@@ -279,6 +280,37 @@ CONTEND_INLINE void contend_emit2(struct contend_thread *ts, uint32_t tag, const
 {
     if (CONTEND_LIKELY(ts->guard == 0))
         contend_emit(ts, tag, obj, site, t);
+}
+
+/* Words that any one operation's records can take: TIME (2) + STACK
+ * (1 + 64) + a wide record (3), plus a second record (cond waits). */
+#define CONTEND_ROOM_WORDS 80u
+
+/* Makes room for CONTEND_ROOM_WORDS words now: faults in more of the
+ * chunk, or claims the next one (BUSY guard, errno saved). */
+CONTEND_HIDDEN void contend_make_room(struct contend_thread *ts);
+
+/* Called before the REQUEST timestamp of a blocking call, so that the
+ * collector's own slow work is not counted as waiting time: makes room in
+ * the chunk now (page faults, chunk claim), enters the object and site
+ * into the tables (a new site may take a maps snapshot), and touches the
+ * words the records will take (only matters where the kernel cannot
+ * pre-fault; storing 0 over free words changes nothing). */
+CONTEND_INLINE void contend_before_wait(struct contend_thread *ts, const void *obj,
+                                        const void *site)
+{
+    if (CONTEND_UNLIKELY((uintptr_t)ts->end - (uintptr_t)ts->cur < CONTEND_ROOM_WORDS * 8u))
+        contend_make_room(ts);
+    if (CONTEND_LIKELY(ts->guard == 0)) {
+        ts->guard = CONTEND_GUARD_BUSY;
+        CONTEND_SIGNAL_FENCE();
+        contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
+        contend_index(contend_g.sites, (uint64_t)(uintptr_t)site, 1);
+        __atomic_store_n(&ts->cur[0], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&ts->cur[CONTEND_ROOM_WORDS - 1], 0, __ATOMIC_RELAXED);
+        CONTEND_SIGNAL_FENCE();
+        ts->guard = 0;
+    }
 }
 
 /* True when this thread may record right now (the hot check). */

@@ -88,12 +88,30 @@ static inline int nsec_ok(const struct timespec *ts)
 /* ======================================================================== */
 /* Mutexes                                                                   */
 
+/*
+ * Robust mutexes are not tried first: glibc's pthread_mutex_trylock on a
+ * robust mutex that has become not recoverable returns ENOTRECOVERABLE but
+ * leaves the lock word owned by the caller (it compares the CAS result, 0,
+ * with the tid before unlocking), so the real lock that would follow would
+ * then wait forever instead of returning ENOTRECOVERABLE. Their
+ * acquisitions are recorded as REQUEST + ACQUIRED around the real call.
+ * The flag is PTHREAD_MUTEX_ROBUST_NORMAL_NP of glibc's pthreadP.h, set in
+ * __data.__kind by pthread_mutex_init and never changed.
+ */
+#define GLIBC_MUTEX_KIND_ROBUST 16
+
+CONTEND_INLINE int mutex_try_first(const pthread_mutex_t *m)
+{
+    return !(__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) & GLIBC_MUTEX_KIND_ROBUST);
+}
+
 /* The blocking half: the try-lock was busy (or failed otherwise; the real
  * call then returns its own error). kind: 0 lock, 1 timedlock, 2 clocklock */
 static CONTEND_NOINLINE int mutex_block(struct contend_thread *ts, pthread_mutex_t *m,
                                         const void *site, int kind, clockid_t clk,
                                         const struct timespec *abstime)
 {
+    contend_before_wait(ts, m, site);
     contend_op(ts, TAG(MUTEX, REQUEST), m, site, contend_now());
     int r;
     if (kind == 0)
@@ -114,10 +132,12 @@ CONTEND_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
-        int r = CONTEND_REAL(mutex_trylock)(m);
-        if (CONTEND_LIKELY(ACQUIRED(r))) {
-            contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
-            return r;
+        if (CONTEND_LIKELY(mutex_try_first(m))) {
+            int r = CONTEND_REAL(mutex_trylock)(m);
+            if (CONTEND_LIKELY(r == 0)) {
+                contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
+                return 0;
+            }
         }
         return mutex_block(ts, m, site, 0, 0, NULL);
     }
@@ -147,10 +167,9 @@ CONTEND_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct time
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(mutex_timedlock)) {
         /* glibc checks abstime only when it has to block: try first */
-        int r = CONTEND_REAL(mutex_trylock)(m);
-        if (ACQUIRED(r)) {
+        if (mutex_try_first(m) && CONTEND_REAL(mutex_trylock)(m) == 0) {
             contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
-            return r;
+            return 0;
         }
         return mutex_block(ts, m, site, 1, 0, abstime);
     }
@@ -164,12 +183,9 @@ CONTEND_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk,
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(mutex_clocklock)) {
         /* glibc rejects an unsupported clock before trying the lock */
-        if (clock_ok(clk)) {
-            int r = CONTEND_REAL(mutex_trylock)(m);
-            if (ACQUIRED(r)) {
-                contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
-                return r;
-            }
+        if (clock_ok(clk) && mutex_try_first(m) && CONTEND_REAL(mutex_trylock)(m) == 0) {
+            contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
+            return 0;
         }
         return mutex_block(ts, m, site, 2, clk, abstime);
     }
@@ -231,6 +247,7 @@ static CONTEND_NOINLINE int rwlock_block(struct contend_thread *ts, pthread_rwlo
                                          const struct timespec *abstime)
 {
     uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
+    contend_before_wait(ts, rw, site);
     contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_REQUEST), rw, site, contend_now());
     int r;
     if (write)
@@ -388,6 +405,7 @@ CONTEND_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 static CONTEND_NOINLINE int spin_block(struct contend_thread *ts, pthread_spinlock_t *s,
                                        const void *site)
 {
+    contend_before_wait(ts, (const void *)s, site);
     contend_op(ts, TAG(SPIN, REQUEST), (const void *)s, site, contend_now());
     int r = CONTEND_REAL(spin_lock)(s);
     contend_emit2(ts, r == 0 ? TAG(SPIN, ACQUIRED) : TAG(SPIN, ERROR), (const void *)s, site,
@@ -462,6 +480,7 @@ struct cond_ctx {
 
 CONTEND_INLINE void cond_enter(const struct cond_ctx *x)
 {
+    contend_before_wait(x->ts, x->c, x->site);
     uint64_t t = contend_now();
     contend_op(x->ts, TAG(MUTEX, RELEASE), x->m, x->site, t);
     contend_emit2(x->ts, TAG(COND, REQUEST), x->c, x->site, t);
@@ -555,6 +574,7 @@ CONTEND_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(barrier_wait)) {
+        contend_before_wait(ts, b, site);
         contend_op(ts, TAG(BARRIER, REQUEST), b, site, contend_now());
         int r = CONTEND_REAL(barrier_wait)(b);
         uint32_t tag = (r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD) ? TAG(BARRIER, ACQUIRED)
@@ -586,6 +606,7 @@ static CONTEND_NOINLINE int sem_block(struct contend_thread *ts, sem_t *s, const
 {
     struct sem_ctx x = {ts, s, site};
     int r;
+    contend_before_wait(ts, s, site);
     contend_op(ts, TAG(SEM, REQUEST), s, site, contend_now());
     pthread_cleanup_push(sem_cancelled, &x);
     if (kind == 0)
