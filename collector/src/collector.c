@@ -22,7 +22,6 @@
  *   - fork(): the child drops the parent's mappings (its own copies) and
  *     starts a new trace under its own pid with FLAG_FORKED.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>

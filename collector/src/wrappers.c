@@ -85,6 +85,13 @@ static inline int nsec_ok(const struct timespec *ts)
     return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
 }
 
+/* glibc's rwlock timeout check: only when abstime is given (NULL waits
+ * without a timeout), clock and nanoseconds before trying. */
+static inline int rw_timeout_ok(clockid_t clk, const struct timespec *abstime)
+{
+    return !abstime || (clock_ok(clk) && nsec_ok(abstime));
+}
+
 /* ======================================================================== */
 /* Mutexes                                                                   */
 
@@ -346,7 +353,8 @@ CONTEND_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *rw,
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(rwlock_timedrdlock))
-        return rwlock_acquire(ts, rw, site, 0, 1, CLOCK_REALTIME, abstime, nsec_ok(abstime));
+        return rwlock_acquire(ts, rw, site, 0, 1, CLOCK_REALTIME, abstime,
+                              rw_timeout_ok(CLOCK_REALTIME, abstime));
     PASS_PTHREAD(rwlock_timedrdlock, "pthread_rwlock_timedrdlock", NULL, rw, abstime);
 }
 
@@ -356,7 +364,8 @@ CONTEND_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw,
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(rwlock_timedwrlock))
-        return rwlock_acquire(ts, rw, site, 1, 1, CLOCK_REALTIME, abstime, nsec_ok(abstime));
+        return rwlock_acquire(ts, rw, site, 1, 1, CLOCK_REALTIME, abstime,
+                              rw_timeout_ok(CLOCK_REALTIME, abstime));
     PASS_PTHREAD(rwlock_timedwrlock, "pthread_rwlock_timedwrlock", NULL, rw, abstime);
 }
 
@@ -366,8 +375,7 @@ CONTEND_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t cl
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(rwlock_clockrdlock))
-        return rwlock_acquire(ts, rw, site, 0, 2, clk, abstime,
-                              clock_ok(clk) && nsec_ok(abstime));
+        return rwlock_acquire(ts, rw, site, 0, 2, clk, abstime, rw_timeout_ok(clk, abstime));
     PASS_PTHREAD(rwlock_clockrdlock, "pthread_rwlock_clockrdlock", NULL, rw, clk, abstime);
 }
 
@@ -377,8 +385,7 @@ CONTEND_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t cl
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(rwlock_clockwrlock))
-        return rwlock_acquire(ts, rw, site, 1, 2, clk, abstime,
-                              clock_ok(clk) && nsec_ok(abstime));
+        return rwlock_acquire(ts, rw, site, 1, 2, clk, abstime, rw_timeout_ok(clk, abstime));
     PASS_PTHREAD(rwlock_clockwrlock, "pthread_rwlock_clockwrlock", NULL, rw, clk, abstime);
 }
 

@@ -2,11 +2,11 @@
 //! sources in `collector/src` into `$OUT_DIR`; `src/lib.rs` embeds the
 //! result.
 //!
-//! The `cc` crate only finds the C compiler (honouring `CC`, `CFLAGS` and
-//! the cross-compilation conventions); the flags are ours and fixed, so the
-//! library is optimised the same way in debug and release builds of the
-//! Rust crates: its hot path runs inside every lock call of the profiled
-//! program.
+//! The `cc` crate only finds the C compiler (honouring `CC` and the
+//! cross-compilation conventions) and its target-selection flags (`-m...`,
+//! `--target`); the other flags are ours and fixed, so the library is
+//! optimised the same way in debug and release builds of the Rust crates:
+//! its hot path runs inside every lock call of the profiled program.
 
 use std::env;
 use std::path::PathBuf;
@@ -41,6 +41,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(f).display());
     }
 
+    println!("cargo:rerun-if-env-changed=CC");
     let compiler = cc::Build::new().cargo_metadata(false).get_compiler();
     let mut cmd = Command::new(compiler.path());
     // Only the target-selection flags of cc's defaults (e.g. -m64, --target),
@@ -67,7 +68,10 @@ fn main() {
         "-Wl,-z,now",
         "-Wl,--no-undefined",
     ])
-    .arg(format!("-Wl,--version-script={}", src.join("lock_collector.map").display()))
+    .arg(format!(
+        "-Wl,--version-script={}",
+        src.join("lock_collector.map").display()
+    ))
     .arg("-I")
     .arg(&include)
     .arg("-o")
@@ -77,9 +81,12 @@ fn main() {
     }
     cmd.args(["-ldl", "-lpthread"]);
 
-    let status = cmd
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run the C compiler {}: {e}", compiler.path().display()));
+    let status = cmd.status().unwrap_or_else(|e| {
+        panic!(
+            "cannot run the C compiler {}: {e}",
+            compiler.path().display()
+        )
+    });
     if !status.success() {
         panic!("building libcontend_lock.so failed ({status}): {cmd:?}");
     }
