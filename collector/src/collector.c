@@ -8,10 +8,11 @@
  *     whichever comes first, runs contend_init(). One thread wins a CAS on
  *     contend_g.state and initialises; calls from other threads meanwhile
  *     pass through unrecorded (nobody ever waits for the initialiser).
- *   - Steps that may allocate or load libraries (pthread_atfork, the
- *     backtrace() warm-up that loads libgcc_s) run only from our
- *     constructor, never from a lazy initialisation that might be running
- *     inside a malloc replacement.
+ *   - The backtrace() warm-up, which loads libgcc_s (dlopen, malloc), runs
+ *     only from our constructor, never from a lazy initialisation that
+ *     might be running inside a malloc replacement. pthread_atfork is safe
+ *     there: glibc keeps the first 48 handlers in a static array under an
+ *     internal lock.
  *   - Each thread claims one chunk of the file at a time and maps only that
  *     chunk; a pthread_key destructor unmaps it when the thread exits.
  *   - The chunk is faulted in ahead of the writer, a step at a time, with
@@ -826,6 +827,8 @@ static void contend_init(void)
         C.key_ok = pthread_key_create(&C.key, thread_exit) == 0;
     if (create_trace(0) != 0)
         goto done;
+    if (!C.atfork_done)
+        C.atfork_done = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
     state = CONTEND_STATE_ACTIVE;
 
 done:
@@ -858,8 +861,6 @@ __attribute__((constructor)) static void contend_constructor(void)
     int saved_errno = errno;
     ts->guard |= CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
-    if (!C.atfork_done)
-        C.atfork_done = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
     if (contend_g.stack_every && !C.backtrace_ready) {
         /* the first backtrace() dlopens libgcc_s: do it here, not in a hook */
         void *frames[4];
