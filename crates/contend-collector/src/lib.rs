@@ -28,7 +28,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The lock collector shared library (`libcontend_lock.so`) as built for
 /// this target by the build script.
-pub const LOCK_COLLECTOR_SO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libcontend_lock.so"));
+pub const LOCK_COLLECTOR_SO: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/libcontend_lock.so"));
 
 /// Writes [`LOCK_COLLECTOR_SO`] to a cache file, once, and returns its path.
 ///
@@ -195,7 +196,10 @@ mod tests {
         assert!(LOCK_COLLECTOR_SO.len() > 4096);
         assert_eq!(&LOCK_COLLECTOR_SO[..4], b"\x7fELF");
         // e_type == ET_DYN (little-endian)
-        assert_eq!(u16::from_le_bytes([LOCK_COLLECTOR_SO[16], LOCK_COLLECTOR_SO[17]]), 3);
+        assert_eq!(
+            u16::from_le_bytes([LOCK_COLLECTOR_SO[16], LOCK_COLLECTOR_SO[17]]),
+            3
+        );
     }
 
     #[test]
@@ -215,7 +219,11 @@ mod tests {
         assert_eq!(m1.permissions().mode() & 0o777, 0o755);
         let p2 = install_in(&dir, &name, b"library bytes", false).unwrap();
         assert_eq!(p1, p2);
-        assert_eq!(fs::metadata(&p2).unwrap().ino(), m1.ino(), "reused, not rewritten");
+        assert_eq!(
+            fs::metadata(&p2).unwrap().ino(),
+            m1.ino(),
+            "reused, not rewritten"
+        );
         // no temporary files left behind
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         fs::remove_dir_all(&dir).unwrap();
