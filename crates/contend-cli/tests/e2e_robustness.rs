@@ -249,11 +249,6 @@ fn robust_mutex_owner_dead() {
 }
 
 #[test]
-#[ignore = "reason: collector bug (committed collector/src/wrappers.c): pthread_mutex_lock \
-            tries the real trylock first; on a not-recoverable robust mutex glibc 2.36's \
-            trylock returns ENOTRECOVERABLE but leaves the lock word owned, so the real lock \
-            that follows blocks forever. Fixed in the uncommitted working tree (robust \
-            mutexes are not tried first); remove this ignore when that is committed"]
 fn robust_mutex_not_recoverable() {
     require_tool!("gcc");
     let exe = build("robust.c", &[]);

@@ -252,7 +252,7 @@ impl ThreadOrder {
                 }
                 let (start, len) = (first[th], count[th]);
                 let contiguous = last[th] + 1 - start == len;
-                if contiguous && (start..start + len).is_sorted_by_key(|i| acquired(i)) {
+                if contiguous && (start..start + len).is_sorted_by_key(acquired) {
                     return Order::Range { start, len };
                 }
                 let mut list: Vec<u32> = (first[th]..=last[th])
