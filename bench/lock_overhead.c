@@ -1,6 +1,13 @@
 /* Cost of an uncontended pthread_mutex_lock + unlock pair, and of two
  * rdtsc reads, measured in one process (bench/lock_overhead.sh runs it
  * with and without the collector preloaded and reports the difference).
+ *
+ *   lock_overhead [PAIRS [IDLE_THREAD]]
+ *
+ * With IDLE_THREAD = 1 a second thread sleeps while the main thread
+ * measures: glibc then uses its multi-threaded lock path (atomic
+ * instructions), as in every program worth profiling; with 0 a
+ * single-threaded process gets glibc's cheaper single-thread path.
  * Prints: pairs_ns=<ns per lock+unlock pair> rdtsc2_ns=<ns per two rdtsc>. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -8,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -18,8 +26,20 @@ static double now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+static void *idle(void *arg) {
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 20000000;
+    if (argc > 2 && atoi(argv[2]) == 1) {
+        pthread_t t;
+        pthread_create(&t, NULL, idle, NULL);
+        pthread_detach(t);
+    }
     for (long i = 0; i < n / 10; i++) { /* warm up */
         pthread_mutex_lock(&lock);
         pthread_mutex_unlock(&lock);

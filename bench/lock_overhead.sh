@@ -7,21 +7,25 @@ ROUNDS=${ROUNDS:-7}
 PAIRS=${PAIRS:-5000000}
 gcc -O2 -g -pthread -o "$OUT/lock_overhead" "$ROOT/bench/lock_overhead.c"
 machine
-base=(); rec=(); rdtsc=()
-for i in $(seq "$ROUNDS"); do
-  b=$("$OUT/lock_overhead" "$PAIRS")
-  base+=("$(sed 's/.*pairs_ns=\([0-9.]*\).*/\1/' <<<"$b")")
-  rdtsc+=("$(sed 's/.*rdtsc2_ns=\([0-9.]*\).*/\1/' <<<"$b")")
-  r=$("$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$PAIRS" 2>/dev/null)
-  rec+=("$(sed 's/.*pairs_ns=\([0-9.]*\).*/\1/' <<<"$r")")
-done
-mb=$(printf '%s\n' "${base[@]}" | median)
-mr=$(printf '%s\n' "${rec[@]}" | median)
-mt=$(printf '%s\n' "${rdtsc[@]}" | median)
-echo "uncontended lock+unlock pair: without recording ${mb} ns, with recording ${mr} ns (medians of $ROUNDS runs, $PAIRS pairs each)"
-echo "added cost per pair: $(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.1f", a-b}') ns; two rdtsc reads: ${mt} ns"
-echo "all runs without: ${base[*]}"
-echo "all runs with:    ${rec[*]}"
+measure() { # $1 = idle-thread flag; prints the summary lines
+  local base=() rec=() rdtsc=() b r
+  for i in $(seq "$ROUNDS"); do
+    b=$("$OUT/lock_overhead" "$PAIRS" "$1")
+    base+=("$(sed 's/.*pairs_ns=\([0-9.]*\).*/\1/' <<<"$b")")
+    rdtsc+=("$(sed 's/.*rdtsc2_ns=\([0-9.]*\).*/\1/' <<<"$b")")
+    r=$("$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$PAIRS" "$1" 2>/dev/null)
+    rec+=("$(sed 's/.*pairs_ns=\([0-9.]*\).*/\1/' <<<"$r")")
+  done
+  local mb mr mt
+  mb=$(printf '%s\n' "${base[@]}" | median)
+  mr=$(printf '%s\n' "${rec[@]}" | median)
+  mt=$(printf '%s\n' "${rdtsc[@]}" | median)
+  echo "$2: uncontended lock+unlock pair without recording ${mb} ns, with recording ${mr} ns; added $(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.1f", a-b}') ns (medians of $ROUNDS runs of $PAIRS pairs); two rdtsc reads ${mt} ns"
+  echo "  runs without: ${base[*]}"
+  echo "  runs with:    ${rec[*]}"
+}
+measure 1 "with an idle second thread (multi-threaded glibc path)"
+measure 0 "single-threaded process (glibc's single-thread path)"
 # Trace bytes per lock event: record words actually used / lock events.
 python3 - "$OUT/overhead.data" "$CONTEND" <<'PY'
 import glob, json, struct, subprocess, sys
