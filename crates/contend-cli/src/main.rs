@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -284,52 +284,52 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
     })
 }
 
-/// A progress bar on stderr that appears only once the analysis has taken
-/// more than a second, and only on a terminal.
+/// A progress indicator on stderr that appears only once the analysis has
+/// taken more than a second, and only on a terminal: a timer thread turns
+/// it on, then a steady tick keeps the stage name and elapsed time moving
+/// even while one long stage runs.
 struct Bar {
     bar: indicatif::ProgressBar,
-    started: Instant,
-    shown: std::cell::Cell<bool>,
-    enabled: bool,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Bar {
     fn new() -> Bar {
         let bar = indicatif::ProgressBar::hidden();
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{msg:28} [{bar:30}] {percent:>3}% {elapsed}")
-                .expect("valid template")
-                .progress_chars("=> "),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {msg:28} [{bar:30}] {pos}/{len} {elapsed}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
         );
-        Bar {
-            bar,
-            started: Instant::now(),
-            shown: std::cell::Cell::new(false),
-            enabled: std::io::stderr().is_terminal(),
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if std::io::stderr().is_terminal() {
+            let (bar, done) = (bar.clone(), done.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(1));
+                if !done.load(std::sync::atomic::Ordering::Acquire) {
+                    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                    bar.enable_steady_tick(Duration::from_millis(120));
+                }
+            });
         }
-    }
-    fn maybe_show(&self) {
-        if self.enabled && !self.shown.get() && self.started.elapsed() > Duration::from_secs(1) {
-            self.bar
-                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            self.shown.set(true);
-        }
+        Bar { bar, done }
     }
     fn finish(&self) {
+        self.done.store(true, std::sync::atomic::Ordering::Release);
         self.bar.finish_and_clear();
     }
 }
 
 impl Progress for Bar {
     fn stage(&self, name: &str, total: u64) {
-        self.maybe_show();
         self.bar.set_message(name.to_string());
         self.bar.set_length(total.max(1));
         self.bar.set_position(0);
     }
     fn advance(&self, n: u64) {
         self.bar.inc(n);
-        self.maybe_show();
     }
 }
 
@@ -338,7 +338,9 @@ fn analyze_dir(
     filter: &EventFilter,
     bar: &Bar,
 ) -> Result<contend::report::model::Report> {
+    bar.stage(&format!("reading {}", dir.display()), 1);
     let rec = Recording::open(dir)?;
+    bar.advance(1);
     let mut resolver = RecordingResolver::new(&rec, Symbolizer::new());
     Ok(locks::analyze(&rec, filter, &mut resolver, bar))
 }
