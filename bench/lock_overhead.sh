@@ -5,7 +5,7 @@
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-7}
 PAIRS=${PAIRS:-5000000}
-gcc -O2 -g -pthread -o "$OUT/lock_overhead" "$ROOT/bench/lock_overhead.c"
+gcc -std=c11 -Wall -Wextra -Werror -O2 -g -pthread -o "$OUT/lock_overhead" "$ROOT/bench/lock_overhead.c"
 machine
 measure() { # $1 = idle-thread flag; prints the summary lines
   local base=() rec=() rdtsc=() b r
