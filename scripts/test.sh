@@ -39,4 +39,14 @@ else
   echo "scripts/test.sh: clippy missing (rustup component add clippy): lint check skipped"
 fi
 cargo build --release --quiet
-cargo test --workspace --release -- --test-threads=2
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --release -- --test-threads=2 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line over every test binary (cargo's last line is the
+# doc-test summary, which says little).
+awk '/^test result:/ {for (i = 1; i <= NF; i++) {if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i}}
+     END {printf "tests: %d passed, %d failed\n", p, f}' "$log"
+exit "$status"
