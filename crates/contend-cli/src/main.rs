@@ -65,6 +65,9 @@ struct RecordArgs {
     /// Per-thread buffer chunk size in KiB (power of two)
     #[arg(long, value_name = "KIB")]
     chunk_kb: Option<u32>,
+    /// Service-time sampling interval, e.g. 10ms (1 ms to 1 hour)
+    #[arg(long, value_name = "DURATION", default_value = "10ms")]
+    interval: String,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -178,6 +181,9 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         stack_every: a.stack_every,
         chunk_kb: a.chunk_kb,
         command: a.command,
+        interval: Duration::from_nanos(
+            parse_duration_ns(&a.interval).map_err(|e| anyhow::anyhow!("--interval: {e}"))?,
+        ),
     };
     let outcome = match record(&opts) {
         Ok(o) => o,
@@ -342,7 +348,9 @@ fn analyze_dir(
     let rec = Recording::open(dir)?;
     bar.advance(1);
     let mut resolver = RecordingResolver::new(&rec, Symbolizer::new());
-    Ok(locks::analyze(&rec, filter, &mut resolver, bar))
+    let mut report = locks::analyze(&rec, filter, &mut resolver, bar);
+    contend::service::add_to_report(&rec, &mut report);
+    Ok(report)
 }
 
 fn write_out(text: &str) -> Result<()> {

@@ -12,6 +12,7 @@
 pub mod clock;
 pub mod format;
 pub mod reader;
+pub mod service;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

@@ -22,4 +22,5 @@ pub mod meta;
 pub mod record;
 pub mod recording;
 pub mod report;
+pub mod service;
 pub mod symbolize;

@@ -62,9 +62,14 @@ use std::time::{Duration, SystemTime};
 use contend_trace::CalibrationPoint;
 
 use crate::meta::{format_utc, MetaError, RunMeta, FORMAT_VERSION};
+use crate::service::sampler::Sampler;
 
 /// Default recording directory.
 pub const DEFAULT_OUTPUT: &str = "contend.data";
+
+/// Default service-time sampling interval (Venter 2016, Section 3.2.1.1:
+/// "a 100th of a second").
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
 
 /// What to record and where. The command-line tool fills this from its
 /// flags; [`RecordOptions::default`] gives the defaults.
@@ -84,6 +89,10 @@ pub struct RecordOptions {
     /// The program and its arguments. The program is looked up on `PATH`
     /// unless it contains a `/`.
     pub command: Vec<String>,
+    /// Service-time sampling interval (default 10 ms; at least 1 ms): how
+    /// often the sampler reads every thread's service time into
+    /// `service.csamp` ([`crate::service::sampler`]).
+    pub interval: Duration,
 }
 
 impl Default for RecordOptions {
@@ -94,6 +103,7 @@ impl Default for RecordOptions {
             stack_every: 0,
             chunk_kb: None,
             command: Vec::new(),
+            interval: DEFAULT_INTERVAL,
         }
     }
 }
@@ -156,6 +166,13 @@ pub enum RecordError {
     InvalidChunkSize {
         /// The value given.
         kb: u32,
+    },
+    /// [`RecordOptions::interval`] is shorter than 1 ms or longer than an
+    /// hour.
+    #[error("sampling interval {interval:?} is invalid: it must be from 1 ms to 1 hour")]
+    InvalidInterval {
+        /// The value given.
+        interval: Duration,
     },
     /// The output path exists and `force` was not given.
     #[error("{}: already exists (choose another output directory, or force replacing the recording)", path.display())]
@@ -238,6 +255,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         if !(4..=65536).contains(&kb) || !kb.is_power_of_two() {
             return Err(RecordError::InvalidChunkSize { kb });
         }
+    }
+    if opts.interval < Duration::from_millis(1) || opts.interval > Duration::from_secs(3600) {
+        return Err(RecordError::InvalidInterval {
+            interval: opts.interval,
+        });
     }
     let cwd = std::env::current_dir().map_err(|source| RecordError::Io {
         path: PathBuf::from("."),
@@ -339,14 +361,34 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     };
     let pid = child.id();
     forwarding.started(pid);
+    let sampler = match Sampler::start(
+        &dir.join(contend_trace::service::FILE_NAME),
+        pid,
+        opts.interval,
+        start_ns,
+    ) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warnings.push(format!("service time is not sampled: {e}"));
+            None
+        }
+    };
 
     // Wait without reaping, stop forwarding, then reap: a signal arriving
     // late can never hit another process that reused the pid.
     if let Err(source) = wait_exited(pid) {
         drop(forwarding);
+        if let Some(s) = sampler {
+            s.stop();
+        }
         return Err(RecordError::Wait { pid, source });
     }
     let end_ns = monotonic_ns();
+    // The final sample is taken before reaping, while the target's main
+    // thread can still be read.
+    if let Some(error) = sampler.and_then(|s| s.stop().error) {
+        warnings.push(format!("service-time sampling stopped early: {error}"));
+    }
     let end_point = clock.point();
     let end_utc = format_utc(SystemTime::now());
     forwarding.ended();

@@ -190,6 +190,7 @@ fn sample() -> Report {
             sites_without_debug_info: vec!["/usr/lib/libfoo.so".into()],
         },
         warnings: vec!["trace of thread 4244 ends early: its last chunk is incomplete".into()],
+        service: None,
     }
 }
 
@@ -694,6 +695,7 @@ fn no_events_reason_replaces_the_tables() {
             ..LockReport::default()
         },
         warnings: vec![],
+        service: None,
     };
     for format in [OutputFormat::Text, OutputFormat::Markdown] {
         let out = render_report(&r, format, &opts());

@@ -191,6 +191,7 @@ pub fn analyze(
         run,
         locks,
         warnings,
+        service: None,
     }
 }
 

@@ -3,7 +3,7 @@
 //! each format decides how to print them.
 
 use super::fmt::{self, Style};
-use super::model::Report;
+use super::model::{Report, ServiceReport};
 use super::{RenderOptions, TimeUnit};
 use crate::compare::{
     summary_metrics, ComparedItem, ComparedMetric, Comparison, Metric, MetricGroup, Unit,
@@ -22,6 +22,9 @@ pub(crate) enum Cell {
     Ns(u64),
     /// A share in [0, 1].
     Fraction(f64),
+    /// A real number shown with two decimals (an average number of
+    /// threads, a run-queue length).
+    Real(f64),
     /// A per cent change; `None` = undefined (base 0), printed `n/a`.
     Change(Option<f64>),
 }
@@ -45,6 +48,7 @@ impl Cell {
             Cell::Count(n) => fmt::int(*n, st),
             Cell::Ns(ns) => fmt::duration(*ns as f64, unit, st),
             Cell::Fraction(f) => fmt::percent(*f, st),
+            Cell::Real(x) => format!("{x:.2}"),
             Cell::Change(c) => fmt::change(*c, st),
         }
     }
@@ -56,7 +60,7 @@ impl Cell {
             Cell::Empty | Cell::Change(None) => String::new(),
             Cell::Text(s) => s.clone(),
             Cell::Count(n) | Cell::Ns(n) => n.to_string(),
-            Cell::Fraction(f) => f.to_string(),
+            Cell::Fraction(f) | Cell::Real(f) => f.to_string(),
             Cell::Change(Some(c)) => c.to_string(),
         }
     }
@@ -308,6 +312,10 @@ pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> 
             Body::Warnings(r.warnings.clone()),
         ));
     }
+    if let Some(service) = &r.service {
+        out.push(service_section(service));
+        out.push(service_thread_section(service, opts.top));
+    }
     let metrics = summary_metrics(r);
     if let Some(reason) = &l.no_events_reason {
         out.push(Section::new(
@@ -383,6 +391,132 @@ pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> 
         ));
     }
     out
+}
+
+/// Seconds → a nanosecond cell.
+fn seconds(s: f64) -> Cell {
+    Cell::Ns((s.max(0.0) * 1e9).round() as u64)
+}
+
+fn service_section(s: &ServiceReport) -> Section {
+    let fields = [
+        ("wall_ns", "Wall time", seconds(s.wall_s)),
+        ("cpu_ns", "Service (CPU) time", seconds(s.cpu_s)),
+        (
+            "cpu_per_wall",
+            "CPU time / wall time",
+            Cell::Real(s.cpu_per_wall),
+        ),
+        (
+            "active_threads",
+            "Active threads A, measured (Listing 3.3)",
+            Cell::Real(s.active_threads),
+        ),
+        (
+            "active_threads_modelled",
+            "Active threads A, modelled on n CPUs (Listing 3.4)",
+            Cell::Real(s.active_threads_modelled),
+        ),
+        ("cpus", "CPUs available (n)", Cell::Count(s.cpus.into())),
+        (
+            "run_queue_mean",
+            "Run queue, mean",
+            Cell::Real(s.run_queue_mean),
+        ),
+        (
+            "run_queue_max",
+            "Run queue, max",
+            Cell::Count(s.run_queue_max.into()),
+        ),
+        (
+            "processes",
+            "Processes sampled",
+            Cell::Count(s.processes.into()),
+        ),
+        (
+            "threads",
+            "Threads sampled",
+            Cell::Count(s.threads.len() as u64),
+        ),
+        ("samples", "Samples", Cell::Count(s.samples)),
+        (
+            "interval_ns",
+            "Sampling interval",
+            Cell::Ns((s.interval_ms * 1e6).round() as u64),
+        ),
+    ];
+    let mut rows: Vec<Row> = fields
+        .into_iter()
+        .map(|(key, label, cell)| Row {
+            key: key.to_string(),
+            cells: vec![Cell::Text(label.to_string()), cell],
+        })
+        .collect();
+    if s.stat_fallback_threads > 0 {
+        rows.push(Row {
+            key: "stat_fallback_threads".into(),
+            cells: vec![
+                Cell::Text("Threads read from stat (tick resolution)".into()),
+                Cell::Count(s.stat_fallback_threads.into()),
+            ],
+        });
+    }
+    let table = Table {
+        columns: vec![
+            Column::label("Metric", "metric"),
+            Column::num("Value", "value"),
+        ],
+        rows,
+        ..Table::default()
+    };
+    Section::new(
+        "service",
+        "Service time",
+        "CPU time the target's threads received, sampled from /proc every interval, and the average number \
+         of threads active while any ran (cf. Venter 2016, Sections 3.1.2 and 3.2.2.1, Listings 3.3 and 3.4).",
+        Body::Table(table),
+    )
+}
+
+fn service_thread_section(s: &ServiceReport, top: usize) -> Section {
+    let (threads, omitted) = take_top(&s.threads, top);
+    let rows = threads
+        .iter()
+        .map(|t| Row {
+            key: format!("{}:{}", t.pid, t.tid),
+            cells: vec![
+                Cell::Text(format!("{}/{}", t.pid, t.tid)),
+                seconds(t.cpu_s),
+                Cell::Fraction(if s.cpu_s > 0.0 {
+                    t.cpu_s / s.cpu_s
+                } else {
+                    0.0
+                }),
+                seconds(t.run_queue_wait_s),
+                Cell::Count(t.slices),
+            ],
+        })
+        .collect();
+    let table = Table {
+        columns: vec![
+            Column::text("pid/tid", "thread"),
+            Column::num("CPU time", "cpu_ns"),
+            Column::num("Share", "cpu_share"),
+            Column::num("Run-queue wait", "run_queue_wait_ns"),
+            Column::num("Slices", "slices"),
+        ],
+        rows,
+        omitted,
+        bars: vec![1],
+        ..Table::default()
+    };
+    Section::new(
+        "service_threads",
+        "Service time per thread",
+        "CPU time per thread, most first; share = of all threads' CPU time; run-queue wait = runnable \
+         but waiting for a CPU.",
+        Body::Table(table),
+    )
 }
 
 fn lock_section(r: &Report, top: usize) -> Section {

@@ -16,6 +16,67 @@ pub struct Report {
     pub locks: LockReport,
     /// Everything the reader found wrong or missing, one sentence each.
     pub warnings: Vec<String>,
+    /// Service time of the target's threads and the average number of
+    /// active threads, from the sampler's `service.csamp` (Venter 2016,
+    /// Sections 3.1.2 and 3.2.2.1, Listings 3.3 and 3.4). Absent (no key
+    /// in JSON) when the recording has no samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceReport>,
+}
+
+/// Service-time results of one recording (docs/metrics.md, "Service
+/// time"). Unlike the rest of the report, times here are seconds as
+/// floating-point numbers (`*_s`), the unit of the thesis's service-time
+/// tables.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct ServiceReport {
+    /// Wall time covered by the samples: from the target's start to the
+    /// last sample (taken when it had ended), s.
+    pub wall_s: f64,
+    /// Total service (CPU) time of all sampled threads, s.
+    pub cpu_s: f64,
+    /// `cpu_s / wall_s`: CPUs kept busy on average (0 when `wall_s` is 0).
+    pub cpu_per_wall: f64,
+    /// Average number of active threads A measured, Σ τ / Σ ΔT_cp over the
+    /// sampling intervals (Venter 2016, Listing 3.3).
+    pub active_threads: f64,
+    /// Average number of active threads A modelled for `cpus` CPUs,
+    /// Σ τ / Σ (τ / min(n, τ / ΔT_cp)) (Venter 2016, Listing 3.4).
+    pub active_threads_modelled: f64,
+    /// n: CPUs the target could use (its affinity mask when sampling began).
+    pub cpus: u32,
+    /// Samples (ticks) read.
+    pub samples: u64,
+    /// Sampling interval asked for, ms.
+    pub interval_ms: f64,
+    /// Mean system run-queue length over the samples (runnable tasks on
+    /// all CPUs, the sampler itself included).
+    pub run_queue_mean: f64,
+    /// Largest run-queue length sampled.
+    pub run_queue_max: u32,
+    /// Processes sampled (the target and its descendants).
+    pub processes: u32,
+    /// Threads whose service time came from `stat` (clock-tick
+    /// resolution) because `schedstat` was unavailable.
+    pub stat_fallback_threads: u32,
+    /// Per thread, most service time first.
+    pub threads: Vec<ServiceThreadRow>,
+}
+
+/// Service time of one thread.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct ServiceThreadRow {
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id (a reused tid is one row).
+    pub tid: u32,
+    /// Service (CPU) time received while sampled, s.
+    pub cpu_s: f64,
+    /// Time spent runnable but waiting for a CPU, s (`schedstat`; 0 with
+    /// the `stat` fallback).
+    pub run_queue_wait_s: f64,
+    /// Time slices run (`schedstat`; 0 with the `stat` fallback).
+    pub slices: u64,
 }
 
 /// Facts about the recorded run (from `meta.json` and the traces).

@@ -1,0 +1,457 @@
+//! Service time: the [`sampler`] that `contend record` runs beside the
+//! target, and the analysis of its samples (`service.csamp`, format in
+//! [`contend_trace::service`]) into a [`ServiceReport`].
+//!
+//! Definitions (Venter 2016, Sections 3.1.2 and 3.2.2.1; docs/metrics.md,
+//! "Service time"): the sampler reads every thread's cumulative service
+//! time at ticks t₀ < t₁ < …; for the interval ΔT = (t_{k−1}, t_k] (the
+//! first one starts when the target was started), τ_j is the service time
+//! thread j received in it, τ = Σ_j τ_j and the interval's critical-path
+//! time ΔT_cp = max_j τ_j. Then
+//!
+//! - the average number of active threads measured (Listing 3.3) is
+//!   A = Σ τ / Σ ΔT_cp over the intervals with ΔT_cp > 0
+//!   ([`measured_active_threads`]);
+//! - modelled for n CPUs (Listing 3.4), an interval with more than n
+//!   active threads is stretched to τ / n:
+//!   A(n) = Σ τ / Σ (τ / min(n, τ / ΔT_cp)) ([`modelled_active_threads`]).
+
+pub mod sampler;
+
+use std::path::Path;
+
+use contend_trace::service::{SampleFile, ENTRY_FROM_STAT, ENTRY_NEW, FILE_NAME};
+use contend_trace::TraceError;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::recording::Recording;
+use crate::report::model::{Report, ServiceReport, ServiceThreadRow};
+
+/// The average number of active threads measured from per-interval
+/// service times (Venter 2016, Listing 3.3, `MeasuredAmn`): each item of
+/// `intervals` holds the service time τ_j every thread received in one
+/// interval (any unit); the result is Σ τ / Σ max_j τ_j over the intervals
+/// whose maximum is positive, in threads. 0 when no thread received any
+/// service.
+pub fn measured_active_threads<I, T>(intervals: I) -> f64
+where
+    I: IntoIterator<Item = T>,
+    T: AsRef<[u64]>,
+{
+    let (mut sum, mut tcp_total) = (0u128, 0u128);
+    for item in intervals {
+        let taus = item.as_ref();
+        let tcp = taus.iter().copied().max().unwrap_or(0);
+        if tcp > 0 {
+            sum += taus.iter().map(|&t| u128::from(t)).sum::<u128>();
+            tcp_total += u128::from(tcp);
+        }
+    }
+    if tcp_total == 0 {
+        0.0
+    } else {
+        sum as f64 / tcp_total as f64
+    }
+}
+
+/// The average number of active threads modelled for `cpus` = n CPUs
+/// (Venter 2016, Listing 3.4, `modelledAmn`): an interval with τ / ΔT_cp
+/// active threads takes τ / min(n, τ / ΔT_cp) on n CPUs, and the result is
+/// Σ τ / Σ (τ / min(n, τ / ΔT_cp)), in threads. With n at least the
+/// measured parallelism of every interval this equals
+/// [`measured_active_threads`]; it never exceeds n. `cpus` = 0 counts as
+/// 1. 0 when no thread received any service.
+pub fn modelled_active_threads<I, T>(intervals: I, cpus: u32) -> f64
+where
+    I: IntoIterator<Item = T>,
+    T: AsRef<[u64]>,
+{
+    let n = f64::from(cpus.max(1));
+    let (mut above, mut below) = (0f64, 0f64);
+    for item in intervals {
+        let taus = item.as_ref();
+        let tcp = taus.iter().copied().max().unwrap_or(0);
+        if tcp > 0 {
+            let s = taus.iter().map(|&t| t as f64).sum::<f64>();
+            let a_inf = s / tcp as f64;
+            above += s;
+            below += s / n.min(a_inf);
+        }
+    }
+    if below == 0.0 {
+        0.0
+    } else {
+        above / below
+    }
+}
+
+/// Per-interval service times of a sample file: for each tick, the
+/// service time (ns) of every thread that ran in the interval ending at
+/// it, and the interval's length (ns). A thread's first entry
+/// ([`ENTRY_NEW`]) counts from the thread's start; later entries count
+/// from its previous entry (a counter that went backwards, a reused tid
+/// missed by the sampler, counts from zero).
+pub fn intervals(file: &SampleFile) -> Vec<(u64, Vec<u64>)> {
+    let mut last: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+    let mut prev_t = file.header.start_ns;
+    let mut out = Vec::with_capacity(file.ticks.len());
+    for tick in &file.ticks {
+        let t = tick.header.monotonic_ns;
+        let taus = tick
+            .entries
+            .iter()
+            .map(|e| {
+                let before = last.insert((e.pid, e.tid), e.run_ns);
+                match before {
+                    Some(b) if e.flags & ENTRY_NEW == 0 && e.run_ns >= b => e.run_ns - b,
+                    _ => e.run_ns,
+                }
+            })
+            .filter(|&tau| tau > 0)
+            .collect();
+        out.push((t.saturating_sub(prev_t), taus));
+        prev_t = prev_t.max(t);
+    }
+    out
+}
+
+/// Analyses a sample file: wall and service time, per-thread service
+/// time, the average number of active threads measured (Listing 3.3) and
+/// modelled for the header's CPU count (Listing 3.4), and the run-queue
+/// length. `None` when the file holds no tick.
+pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
+    let last_tick = file.ticks.last()?;
+    let ivs = intervals(file);
+    let cpus = file.header.cpus.max(1);
+    let taus = ivs.iter().map(|(_, t)| t.as_slice());
+    let active_threads = measured_active_threads(taus.clone());
+    let active_threads_modelled = modelled_active_threads(taus, cpus);
+
+    // Per-thread totals, with the same delta rule as `intervals`.
+    let mut last: FxHashMap<(u32, u32), (u64, u64, u32)> = FxHashMap::default();
+    let mut totals: FxHashMap<(u32, u32), (u64, u64, u64)> = FxHashMap::default();
+    let mut from_stat: FxHashSet<(u32, u32)> = FxHashSet::default();
+    let mut pids: FxHashSet<u32> = FxHashSet::default();
+    let mut rq_sum = 0u64;
+    let mut rq_max = 0u32;
+    for tick in &file.ticks {
+        rq_sum += u64::from(tick.header.run_queue);
+        rq_max = rq_max.max(tick.header.run_queue);
+        for e in &tick.entries {
+            let key = (e.pid, e.tid);
+            pids.insert(e.pid);
+            if e.flags & ENTRY_FROM_STAT != 0 {
+                from_stat.insert(key);
+            }
+            let now = (e.run_ns, e.wait_ns, e.slices);
+            let d = match last.insert(key, now) {
+                Some(b) if e.flags & ENTRY_NEW == 0 && e.run_ns >= b.0 => (
+                    e.run_ns - b.0,
+                    e.wait_ns.saturating_sub(b.1),
+                    u64::from(e.slices.saturating_sub(b.2)),
+                ),
+                _ => (e.run_ns, e.wait_ns, u64::from(e.slices)),
+            };
+            let t = totals.entry(key).or_default();
+            t.0 += d.0;
+            t.1 += d.1;
+            t.2 += d.2;
+        }
+    }
+    let s = |ns: u64| ns as f64 / 1e9;
+    let mut threads: Vec<ServiceThreadRow> = totals
+        .iter()
+        .map(|(&(pid, tid), &(run, wait, slices))| ServiceThreadRow {
+            pid,
+            tid,
+            cpu_s: s(run),
+            run_queue_wait_s: s(wait),
+            slices,
+        })
+        .collect();
+    threads.sort_by(|a, b| {
+        b.cpu_s
+            .total_cmp(&a.cpu_s)
+            .then(a.pid.cmp(&b.pid))
+            .then(a.tid.cmp(&b.tid))
+    });
+    let cpu_ns: u64 = totals.values().map(|t| t.0).sum();
+    let wall_ns = last_tick
+        .header
+        .monotonic_ns
+        .saturating_sub(file.header.start_ns);
+    Some(ServiceReport {
+        wall_s: s(wall_ns),
+        cpu_s: s(cpu_ns),
+        cpu_per_wall: if wall_ns == 0 {
+            0.0
+        } else {
+            cpu_ns as f64 / wall_ns as f64
+        },
+        active_threads,
+        active_threads_modelled,
+        cpus,
+        samples: file.ticks.len() as u64,
+        interval_ms: file.header.interval_ns as f64 / 1e6,
+        run_queue_mean: rq_sum as f64 / file.ticks.len() as f64,
+        run_queue_max: rq_max,
+        processes: pids.len() as u32,
+        stat_fallback_threads: from_stat.len() as u32,
+        threads,
+    })
+}
+
+/// What [`read_recording`] found: the report (`None` when the sample file
+/// holds no tick) and warnings, one sentence each naming the file.
+pub type ServiceSamples = (Option<ServiceReport>, Vec<String>);
+
+/// Reads `<dir>/service.csamp` and analyses it. `Ok(None)` when the
+/// recording has no sample file (made before sampling existed, or the
+/// sampler could not start); otherwise the report (`None` when the file
+/// holds no tick) and warnings, one sentence each naming the file (a
+/// cut-off tail, no samples).
+///
+/// Errors: the file exists but cannot be read or is not a sample file;
+/// the error names it.
+pub fn read_recording(dir: &Path) -> Result<Option<ServiceSamples>, TraceError> {
+    let path = dir.join(FILE_NAME);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let file = SampleFile::read(&path)?;
+    let mut warnings = Vec::new();
+    if let Some(t) = &file.truncated {
+        warnings.push(format!("{}: {t}", path.display()));
+    }
+    let report = analyze(&file);
+    if report.is_none() {
+        warnings.push(format!(
+            "{}: holds no service-time sample (the launcher ended before its first tick)",
+            path.display()
+        ));
+    }
+    Ok(Some((report, warnings)))
+}
+
+/// Fills [`Report::service`] from the recording's samples, if it has any,
+/// and adds their warnings to [`Report::warnings`]; an unreadable sample
+/// file becomes a warning too. Called by `contend report` after the lock
+/// analysis.
+pub fn add_to_report(recording: &Recording, report: &mut Report) {
+    match read_recording(&recording.dir) {
+        Ok(None) => {}
+        Ok(Some((service, warnings))) => {
+            report.service = service;
+            report.warnings.extend(warnings);
+        }
+        Err(e) => report.warnings.push(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use contend_trace::service::{encode_header, encode_tick, Entry, Header, TickHeader};
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// Venter 2016, Figure 3.1(b) and Section 3.1.2: four threads on one
+    /// core sampled every 32 quanta of x; τ/ΔT_cp = (8x+7x+7x+8x)/8x in the
+    /// first interval and (7x+8x+6x+4x)/8x in the second, so
+    /// A(4,1) = (30x+25x)/16x = 3.4375.
+    #[test]
+    fn thesis_figure_3_1_example() {
+        let a = measured_active_threads([[8u64, 7, 7, 8], [7, 8, 6, 4]]);
+        assert!(close(a, 3.4375), "{a}");
+        // The same in ns with x = 10 ms.
+        let x = 10_000_000u64;
+        let a = measured_active_threads([
+            vec![8 * x, 7 * x, 7 * x, 8 * x],
+            vec![7 * x, 8 * x, 6 * x, 4 * x],
+        ]);
+        assert!(close(a, 3.4375), "{a}");
+        // With 4 CPUs nothing is stretched: the model equals the measure.
+        let m = modelled_active_threads([[8u64, 7, 7, 8], [7, 8, 6, 4]], 4);
+        assert!(close(m, 3.4375), "{m}");
+    }
+
+    #[test]
+    fn hand_computed_measured() {
+        // Idle intervals (ΔT_cp = 0) are skipped, as in Listing 3.3.
+        let a = measured_active_threads([vec![10u64, 5], vec![], vec![0, 0], vec![4]]);
+        // (15 + 4) / (10 + 4)
+        assert!(close(a, 19.0 / 14.0), "{a}");
+        assert_eq!(measured_active_threads(Vec::<Vec<u64>>::new()), 0.0);
+        assert_eq!(measured_active_threads([[0u64, 0]]), 0.0);
+        // One thread always busy: A = 1.
+        assert!(close(measured_active_threads([[7u64], [9]]), 1.0));
+    }
+
+    #[test]
+    fn hand_computed_modelled() {
+        // Interval 1: τ = 40, ΔT_cp = 10, A(∞) = 4: on 2 CPUs it takes 20.
+        // Interval 2: τ = 10, ΔT_cp = 10, A(∞) = 1: takes 10.
+        // A(2) = 50 / 30.
+        let iv = [vec![10u64, 10, 10, 10], vec![10]];
+        let m = modelled_active_threads(iv.clone(), 2);
+        assert!(close(m, 50.0 / 30.0), "{m}");
+        // On 1 CPU every interval takes τ: A = 1.
+        assert!(close(modelled_active_threads(iv.clone(), 1), 1.0));
+        assert!(close(modelled_active_threads(iv.clone(), 0), 1.0));
+        // On 8 CPUs: the measured value, 50 / 20.
+        assert!(close(modelled_active_threads(iv.clone(), 8), 2.5));
+        assert!(close(measured_active_threads(iv), 2.5));
+        assert_eq!(modelled_active_threads([[0u64]], 4), 0.0);
+    }
+
+    fn entry(pid: u32, tid: u32, run_ns: u64, new: bool) -> Entry {
+        Entry {
+            pid,
+            tid,
+            run_ns,
+            wait_ns: run_ns / 10,
+            slices: (run_ns / 1_000_000) as u32,
+            flags: if new { ENTRY_NEW } else { 0 },
+        }
+    }
+
+    /// Three ticks 10 ms apart after a start at 1 s: thread 1 always busy,
+    /// thread 2 busy half the time, thread 3 (another process) appears in
+    /// the second interval; thread 2 is absent from the last tick
+    /// (unchanged).
+    fn sample_bytes() -> Vec<u8> {
+        let ms = 1_000_000u64;
+        let start = 1_000 * ms;
+        let mut b = encode_header(&Header {
+            start_ns: start,
+            interval_ns: 10 * ms,
+            cpus: 2,
+            clk_tck: 100,
+            kernel_tick_ns: 4_000_000,
+        })
+        .to_vec();
+        let tick = |t: u64, rq: u32| TickHeader {
+            monotonic_ns: start + t * ms,
+            run_queue: rq,
+            flags: 0,
+        };
+        encode_tick(
+            &mut b,
+            &tick(10, 2),
+            &[entry(7, 7, 10 * ms, true), entry(7, 8, 5 * ms, true)],
+        );
+        encode_tick(
+            &mut b,
+            &tick(20, 3),
+            &[
+                entry(7, 7, 20 * ms, false),
+                entry(7, 8, 10 * ms, false),
+                entry(9, 9, 10 * ms, true),
+            ],
+        );
+        encode_tick(&mut b, &tick(30, 1), &[entry(7, 7, 30 * ms, false)]);
+        b
+    }
+
+    #[test]
+    fn analysis_of_a_hand_made_file() {
+        let f = SampleFile::parse(&sample_bytes()).unwrap();
+        let ivs = intervals(&f);
+        let ms = 1_000_000u64;
+        assert_eq!(
+            ivs,
+            vec![
+                (10 * ms, vec![10 * ms, 5 * ms]),
+                (10 * ms, vec![10 * ms, 5 * ms, 10 * ms]),
+                (10 * ms, vec![10 * ms]),
+            ]
+        );
+        let r = analyze(&f).unwrap();
+        assert!(close(r.wall_s, 0.030), "{r:?}");
+        assert!(close(r.cpu_s, 0.050), "{r:?}");
+        assert!(close(r.cpu_per_wall, 50.0 / 30.0));
+        // (15 + 25 + 10) / (10 + 10 + 10)
+        assert!(close(r.active_threads, 50.0 / 30.0), "{r:?}");
+        // On 2 CPUs the middle interval (2.5 threads) takes 12.5 ms.
+        assert!(close(r.active_threads_modelled, 50.0 / 32.5), "{r:?}");
+        assert_eq!(r.cpus, 2);
+        assert_eq!(r.samples, 3);
+        assert!(close(r.interval_ms, 10.0));
+        assert!(close(r.run_queue_mean, 2.0));
+        assert_eq!(r.run_queue_max, 3);
+        assert_eq!(r.processes, 2);
+        assert_eq!(r.stat_fallback_threads, 0);
+        let t: Vec<(u32, u32, f64)> = r.threads.iter().map(|t| (t.pid, t.tid, t.cpu_s)).collect();
+        assert_eq!(t, vec![(7, 7, 0.030), (7, 8, 0.010), (9, 9, 0.010)]);
+        assert!(close(r.threads[0].run_queue_wait_s, 0.003));
+        assert_eq!(r.threads[0].slices, 30);
+    }
+
+    #[test]
+    fn truncated_file_is_analysed_up_to_the_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = sample_bytes();
+        // Cut inside the last tick's entry.
+        std::fs::write(dir.path().join(FILE_NAME), &b[..b.len() - 5]).unwrap();
+        let (r, warnings) = read_recording(dir.path()).unwrap().unwrap();
+        let r = r.unwrap();
+        assert_eq!(r.samples, 2);
+        assert!(close(r.cpu_s, 0.040), "{r:?}");
+        assert!(close(r.active_threads, 40.0 / 20.0), "{r:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains(FILE_NAME), "{warnings:?}");
+        assert!(warnings[0].contains("incomplete"), "{warnings:?}");
+
+        // Only the header: no report, one warning.
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            &b[..contend_trace::service::HEADER_SIZE],
+        )
+        .unwrap();
+        let (r, warnings) = read_recording(dir.path()).unwrap().unwrap();
+        assert!(r.is_none());
+        assert!(
+            warnings[0].contains("no service-time sample"),
+            "{warnings:?}"
+        );
+
+        // Not a sample file: an error naming it.
+        std::fs::write(dir.path().join(FILE_NAME), b"junk").unwrap();
+        let e = read_recording(dir.path()).unwrap_err().to_string();
+        assert!(e.contains(FILE_NAME), "{e}");
+
+        // No file: nothing.
+        std::fs::remove_file(dir.path().join(FILE_NAME)).unwrap();
+        assert!(read_recording(dir.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn reused_tid_and_backwards_counters_count_from_zero() {
+        let ms = 1_000_000u64;
+        let mut b = encode_header(&Header {
+            start_ns: 0,
+            interval_ns: 10 * ms,
+            cpus: 1,
+            clk_tck: 100,
+            kernel_tick_ns: 4_000_000,
+        })
+        .to_vec();
+        let tick = |t: u64| TickHeader {
+            monotonic_ns: t * ms,
+            run_queue: 1,
+            flags: 0,
+        };
+        encode_tick(&mut b, &tick(10), &[entry(1, 2, 8 * ms, true)]);
+        // The tid was reused: flagged new.
+        encode_tick(&mut b, &tick(20), &[entry(1, 2, 3 * ms, true)]);
+        // Not flagged, but the counter went backwards.
+        encode_tick(&mut b, &tick(30), &[entry(1, 2, ms, false)]);
+        let f = SampleFile::parse(&b).unwrap();
+        let ivs = intervals(&f);
+        let taus: Vec<u64> = ivs.iter().flat_map(|(_, t)| t.clone()).collect();
+        assert_eq!(taus, vec![8 * ms, 3 * ms, ms]);
+        assert!(close(analyze(&f).unwrap().cpu_s, 0.012));
+    }
+}

@@ -1,0 +1,793 @@
+//! The service-time sampler of `contend record`: a thread of the launcher
+//! that reads, every interval, the cumulative service time of every thread
+//! of the target and of its descendant processes, and the system run-queue
+//! length, into `service.csamp` (format: [`contend_trace::service`];
+//! Venter 2016, Section 3.2.1.1, "Gathering service time information").
+//!
+//! Per thread it reads `/proc/<pid>/task/<tid>/schedstat` (run time ns,
+//! run-queue wait ns, time slices), falling back to
+//! `/proc/<pid>/task/<tid>/stat` `utime + stime` (clock ticks, converted
+//! to ns) when `schedstat` cannot be opened. The run-queue length is the
+//! running count of `/proc/loadavg`, the same kernel counter
+//! (`nr_running()`) as `procs_running` in `/proc/stat`, in a file a
+//! fraction of the size.
+//!
+//! Accuracy: the kernel brings a *running* thread's `schedstat` run time up
+//! to date only at its scheduler tick (every `1/HZ`, 4 ms with `HZ=250`)
+//! and at context switches, so a read lags by the time since the last
+//! kernel tick. Read at random phases, that lag makes per-interval service
+//! times noisy, and the maximum of noisy values (ΔT_cp of Listing 3.3) is
+//! biased upwards (by 7% with two busy threads at 10 ms / `HZ=250`). The
+//! sampler therefore takes its ticks on a grid of kernel ticks, half a
+//! kernel tick after one (the grid's phase comes from
+//! `CLOCK_MONOTONIC_COARSE`, which advances at kernel ticks; its
+//! resolution is the tick length): each tick lands on the multiple of the
+//! kernel tick nearest to `start + k·interval`, so the lag is about the same
+//! at every read and cancels in the differences. The intervals then
+//! alternate around the one asked for (8 and 12 ms for 10 ms at `HZ=250`);
+//! their mean is the one asked for. The sampling thread's timer slack is
+//! set to 1 ns.
+//!
+//! Keeping a tick cheap (measured in `bench/sampler_overhead.sh`,
+//! docs/benchmarks.md):
+//! - every file is opened once and re-read with `pread` at offset 0; a
+//!   thread whose file then fails with `ESRCH`/`ENOENT` has ended (that is
+//!   normal, not an error);
+//! - new threads and processes are looked for only when the kernel's last
+//!   allocated pid (the last field of `/proc/loadavg`) changed since the
+//!   previous tick: no pid allocated means no thread or process was
+//!   created, anywhere. Then the task directories of the tracked processes
+//!   are listed and every thread's `children` file
+//!   (`/proc/<pid>/task/<tid>/children`) is read; where the kernel has no
+//!   `children` files, `/proc/*/stat` parent pids are scanned instead;
+//! - only threads that are new or whose counters changed are written;
+//! - the soft open-file limit is raised to the hard limit once; beyond the
+//!   remaining budget files are opened for each read.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use contend_trace::service::{
+    Entry, Header, SampleWriter, TickHeader, ENTRY_FROM_STAT, ENTRY_NEW, TICK_FINAL,
+};
+use contend_trace::TraceError;
+use rustc_hash::FxHashMap;
+
+/// What a sampler did, returned by [`Sampler::stop`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SamplerStats {
+    /// Ticks written (including the first, taken at once, and the final).
+    pub ticks: u64,
+    /// Thread entries written.
+    pub entries: u64,
+    /// Distinct threads seen (a reused tid counts again).
+    pub threads: u64,
+    /// Distinct processes seen (the target included).
+    pub processes: u64,
+    /// CPU time the sampling thread used, ns (its `CLOCK_THREAD_CPUTIME_ID`).
+    pub cpu_ns: u64,
+    /// Why sampling stopped early (writing the file failed), if it did.
+    pub error: Option<String>,
+}
+
+/// A running sampler thread; [`Sampler::stop`] ends it.
+#[derive(Debug)]
+pub struct Sampler {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<SamplerStats>,
+}
+
+impl Sampler {
+    /// Creates the sample file `path` and starts sampling process `pid`
+    /// (and every process it starts) every `interval` (at least 1 ms).
+    /// `start_ns` is the CLOCK_MONOTONIC time the target was started, ns:
+    /// the start of the first interval. The first tick is taken at once.
+    ///
+    /// Errors: the file cannot be created ([`TraceError::Io`], naming it).
+    pub fn start(
+        path: &Path,
+        pid: u32,
+        interval: Duration,
+        start_ns: u64,
+    ) -> Result<Sampler, TraceError> {
+        let interval = interval.max(Duration::from_millis(1));
+        let header = Header {
+            start_ns,
+            interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
+            cpus: allowed_cpus(pid),
+            clk_tck: clk_tck(),
+            kernel_tick_ns: kernel_tick_ns(),
+        };
+        let writer = SampleWriter::create(path, &header)?;
+        let (stop, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("contend-sampler".into())
+            .spawn(move || run(writer, pid, interval, header, rx))
+            .map_err(|source| TraceError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(Sampler { stop, thread })
+    }
+
+    /// Takes a final tick (flagged [`TICK_FINAL`]) and ends the thread.
+    /// Call it once the target has ended but before it is reaped, so that
+    /// the final tick can still read its main thread.
+    pub fn stop(self) -> SamplerStats {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_else(|_| SamplerStats {
+            error: Some("the sampling thread panicked".into()),
+            ..SamplerStats::default()
+        })
+    }
+}
+
+fn run(
+    mut writer: SampleWriter,
+    pid: u32,
+    interval: Duration,
+    header: Header,
+    rx: mpsc::Receiver<()>,
+) -> SamplerStats {
+    // SAFETY: prctl with an integer argument; affects this thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut state = State::new(pid, header.clk_tck);
+    let mut stats = SamplerStats::default();
+    let mut grid = Grid::new(
+        u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
+        u64::from(header.kernel_tick_ns),
+        monotonic_ns(),
+        clock_ns(libc::CLOCK_MONOTONIC_COARSE),
+    );
+    let mut last = false;
+    loop {
+        let flags = if last { TICK_FINAL } else { 0 };
+        let tick = state.tick(flags);
+        stats.ticks += 1;
+        stats.entries += state.entries.len() as u64;
+        if let Err(e) = writer.write_tick(&tick, &state.entries) {
+            stats.error = Some(e.to_string());
+            break;
+        }
+        if last {
+            break;
+        }
+        let now = monotonic_ns();
+        let next = grid.next_after(now);
+        match rx.recv_timeout(Duration::from_nanos(next.saturating_sub(now))) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => last = true,
+        }
+    }
+    stats.threads = state.threads_seen;
+    stats.processes = state.processes_seen;
+    stats.cpu_ns = thread_cpu_ns();
+    stats
+}
+
+/// Absolute sampling deadlines: `origin + round(k·interval / tick)·tick`,
+/// where `origin` lies half a kernel tick after a kernel tick. Without a
+/// known kernel tick, plain multiples of the interval.
+#[derive(Debug, Clone)]
+struct Grid {
+    interval: u64,
+    tick: u64,
+    origin: u64,
+    k: u64,
+    last: u64,
+}
+
+impl Grid {
+    /// `now` is CLOCK_MONOTONIC, `coarse` CLOCK_MONOTONIC_COARSE (the
+    /// time of the last kernel tick) read just after it.
+    fn new(interval: u64, tick: u64, now: u64, coarse: u64) -> Grid {
+        let interval = interval.max(1);
+        // Align only to a plausible tick (HZ from 10 to 10 000) no longer
+        // than the interval.
+        let tick = if (100_000..=100_000_000).contains(&tick) && tick <= interval {
+            tick
+        } else {
+            0
+        };
+        let origin = if tick > 0 && coarse <= now + tick {
+            let mut o = coarse + tick / 2;
+            while o < now {
+                o += tick;
+            }
+            o
+        } else {
+            now
+        };
+        Grid {
+            interval,
+            tick,
+            origin,
+            k: 0,
+            last: now,
+        }
+    }
+
+    /// The first deadline later than both `now` and the previous one;
+    /// deadlines missed by an overrunning tick are skipped.
+    fn next_after(&mut self, now: u64) -> u64 {
+        loop {
+            self.k += 1;
+            let ideal = self.k.saturating_mul(self.interval);
+            let offset = match (ideal + self.tick / 2).checked_div(self.tick) {
+                Some(ticks) => ticks * self.tick,
+                None => ideal,
+            };
+            let d = self.origin.saturating_add(offset);
+            if d > now && d > self.last {
+                self.last = d;
+                return d;
+            }
+            if self.k > 1 << 40 {
+                return now + self.interval;
+            }
+        }
+    }
+}
+
+/// One tracked thread.
+struct Task {
+    pid: u32,
+    tid: u32,
+    /// `schedstat` (or `stat` when `from_stat`), kept open when the budget
+    /// allows.
+    counters: Option<File>,
+    from_stat: bool,
+    /// `children`, kept open when the budget allows.
+    children: Option<File>,
+    last: (u64, u64, u32),
+    written: bool,
+}
+
+/// Everything the sampler keeps between ticks.
+struct State {
+    clk_tck: u32,
+    tasks: FxHashMap<(u32, u32), Task>,
+    /// Tracked processes; a process is dropped when its task directory is
+    /// gone.
+    procs: Vec<u32>,
+    proc_set: HashSet<u32>,
+    loadavg: Option<File>,
+    last_pid: Option<u64>,
+    children_files: bool,
+    /// Files we may still keep open.
+    fd_budget: usize,
+    threads_seen: u64,
+    processes_seen: u64,
+    /// The entries of the current tick.
+    entries: Vec<Entry>,
+    buf: Vec<u8>,
+    path: String,
+}
+
+/// The result of reading one thread's counters.
+enum Read {
+    Counters(u64, u64, u32),
+    Gone,
+}
+
+impl State {
+    fn new(pid: u32, clk_tck: u32) -> State {
+        let children_files = Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists()
+            || Path::new("/proc/thread-self/children").exists();
+        let mut s = State {
+            clk_tck: clk_tck.max(1),
+            tasks: FxHashMap::default(),
+            procs: Vec::new(),
+            proc_set: HashSet::new(),
+            loadavg: File::open("/proc/loadavg").ok(),
+            last_pid: None,
+            children_files,
+            fd_budget: raise_fd_limit().saturating_sub(64),
+            threads_seen: 0,
+            processes_seen: 0,
+            entries: Vec::new(),
+            buf: vec![0; 4096],
+            path: String::new(),
+        };
+        s.add_proc(pid);
+        s
+    }
+
+    fn add_proc(&mut self, pid: u32) {
+        if self.proc_set.insert(pid) {
+            self.procs.push(pid);
+            self.processes_seen += 1;
+        }
+    }
+
+    /// Takes one tick: fills `self.entries` and returns the tick header.
+    fn tick(&mut self, flags: u32) -> TickHeader {
+        self.entries.clear();
+        let monotonic_ns = monotonic_ns();
+        let (run_queue, last_pid) = self.read_loadavg();
+        let discover = last_pid.is_none() || last_pid != self.last_pid;
+        self.last_pid = last_pid;
+
+        // Known threads first: a tid reused since the last tick reads as
+        // gone here and as new in the listing below.
+        let mut keys: Vec<(u32, u32)> = self.tasks.keys().copied().collect();
+        keys.sort_unstable();
+        for key in &keys {
+            self.sample(*key);
+        }
+        if discover {
+            self.discover();
+        }
+        TickHeader {
+            monotonic_ns,
+            run_queue,
+            flags,
+        }
+    }
+
+    /// Reads one known thread and records an entry if it is new or
+    /// changed; forgets it when it has ended.
+    fn sample(&mut self, key: (u32, u32)) {
+        let Some(mut task) = self.tasks.remove(&key) else {
+            return;
+        };
+        match self.read_counters(&mut task) {
+            Read::Gone => {
+                if task.counters.take().is_some() {
+                    self.fd_budget += 1;
+                }
+                if task.children.take().is_some() {
+                    self.fd_budget += 1;
+                }
+            }
+            Read::Counters(run, wait, slices) => {
+                let new = !task.written;
+                if new || (run, wait, slices) != task.last {
+                    let mut flags = if task.from_stat { ENTRY_FROM_STAT } else { 0 };
+                    if new {
+                        flags |= ENTRY_NEW;
+                    }
+                    self.entries.push(Entry {
+                        pid: task.pid,
+                        tid: task.tid,
+                        run_ns: run,
+                        wait_ns: wait,
+                        slices,
+                        flags,
+                    });
+                    task.last = (run, wait, slices);
+                    task.written = true;
+                }
+                self.tasks.insert(key, task);
+            }
+        }
+    }
+
+    /// Lists the threads of every tracked process and finds new child
+    /// processes; new threads are sampled at once.
+    fn discover(&mut self) {
+        let mut i = 0;
+        while i < self.procs.len() {
+            let pid = self.procs[i];
+            self.path.clear();
+            let _ = write!(self.path, "/proc/{pid}/task");
+            let rd = match std::fs::read_dir(&self.path) {
+                Ok(rd) => rd,
+                Err(_) => {
+                    // The process has ended (and been reaped).
+                    self.procs.swap_remove(i);
+                    self.proc_set.remove(&pid);
+                    continue;
+                }
+            };
+            for e in rd.flatten() {
+                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if !self.tasks.contains_key(&(pid, tid)) {
+                    let task = self.open_task(pid, tid);
+                    self.tasks.insert((pid, tid), task);
+                    self.threads_seen += 1;
+                    self.sample((pid, tid));
+                }
+            }
+            if self.children_files {
+                let tids: Vec<u32> = self
+                    .tasks
+                    .values()
+                    .filter(|t| t.pid == pid)
+                    .map(|t| t.tid)
+                    .collect();
+                for tid in tids {
+                    for child in self.read_children(pid, tid) {
+                        self.add_proc(child);
+                    }
+                }
+            }
+            i += 1;
+        }
+        if !self.children_files {
+            for child in scan_descendants(&self.proc_set) {
+                self.add_proc(child);
+            }
+            // New processes are listed at the next discovery; make sure
+            // there is one.
+            self.last_pid = None;
+        }
+    }
+
+    fn open_task(&mut self, pid: u32, tid: u32) -> Task {
+        let mut task = Task {
+            pid,
+            tid,
+            counters: None,
+            from_stat: false,
+            children: None,
+            last: (0, 0, 0),
+            written: false,
+        };
+        if self.fd_budget > 0 {
+            self.path.clear();
+            let _ = write!(self.path, "/proc/{pid}/task/{tid}/schedstat");
+            match File::open(&self.path) {
+                Ok(f) => {
+                    task.counters = Some(f);
+                    self.fd_budget -= 1;
+                }
+                Err(_) => {
+                    self.path.clear();
+                    let _ = write!(self.path, "/proc/{pid}/task/{tid}/stat");
+                    if let Ok(f) = File::open(&self.path) {
+                        task.counters = Some(f);
+                        task.from_stat = true;
+                        self.fd_budget -= 1;
+                    }
+                }
+            }
+        } else {
+            self.path.clear();
+            let _ = write!(self.path, "/proc/{pid}/task/{tid}/schedstat");
+            task.from_stat = !Path::new(&self.path).exists();
+        }
+        task
+    }
+
+    fn read_counters(&mut self, task: &mut Task) -> Read {
+        let n = match &task.counters {
+            Some(f) => f.read_at(&mut self.buf, 0),
+            None => {
+                self.path.clear();
+                let name = if task.from_stat { "stat" } else { "schedstat" };
+                let _ = write!(self.path, "/proc/{}/task/{}/{name}", task.pid, task.tid);
+                File::open(&self.path).and_then(|f| f.read_at(&mut self.buf, 0))
+            }
+        };
+        let Ok(n) = n else {
+            return Read::Gone;
+        };
+        let text = &self.buf[..n];
+        let parsed = if task.from_stat {
+            parse_stat(text).map(|ticks| {
+                let ns = u128::from(ticks) * 1_000_000_000 / u128::from(self.clk_tck);
+                (u64::try_from(ns).unwrap_or(u64::MAX), 0, 0)
+            })
+        } else {
+            parse_schedstat(text)
+        };
+        match parsed {
+            Some((run, wait, slices)) => Read::Counters(run, wait, slices),
+            None => Read::Gone,
+        }
+    }
+
+    /// Child pids of thread `tid` of `pid` (empty when it has ended).
+    fn read_children(&mut self, pid: u32, tid: u32) -> Vec<u32> {
+        let Some(task) = self.tasks.get_mut(&(pid, tid)) else {
+            return Vec::new();
+        };
+        if task.children.is_none() && self.fd_budget > 0 {
+            self.path.clear();
+            let _ = write!(self.path, "/proc/{pid}/task/{tid}/children");
+            if let Ok(f) = File::open(&self.path) {
+                task.children = Some(f);
+                self.fd_budget -= 1;
+            }
+        }
+        let n = match &task.children {
+            Some(f) => f.read_at(&mut self.buf, 0),
+            None => {
+                self.path.clear();
+                let _ = write!(self.path, "/proc/{pid}/task/{tid}/children");
+                File::open(&self.path).and_then(|f| f.read_at(&mut self.buf, 0))
+            }
+        };
+        match n {
+            Ok(n) => parse_pids(&self.buf[..n]),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Run-queue length and last allocated pid from `/proc/loadavg`.
+    fn read_loadavg(&mut self) -> (u32, Option<u64>) {
+        let Some(f) = &self.loadavg else {
+            return (0, None);
+        };
+        match f.read_at(&mut self.buf, 0) {
+            Ok(n) => parse_loadavg(&self.buf[..n]),
+            Err(_) => (0, None),
+        }
+    }
+}
+
+/// `"run wait slices\n"` of `schedstat`.
+fn parse_schedstat(text: &[u8]) -> Option<(u64, u64, u32)> {
+    let s = std::str::from_utf8(text).ok()?;
+    let mut it = s.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+    let run = it.next()??;
+    let wait = it.next()??;
+    let slices = it.next()??;
+    Some((run, wait, u32::try_from(slices).unwrap_or(u32::MAX)))
+}
+
+/// `utime + stime` (fields 14 and 15, clock ticks) of a `stat` line; the
+/// command name in parentheses may hold spaces and parentheses.
+fn parse_stat(text: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(text).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    let mut it = rest.split_ascii_whitespace().skip(11);
+    let utime: u64 = it.next()?.parse().ok()?;
+    let stime: u64 = it.next()?.parse().ok()?;
+    Some(utime.saturating_add(stime))
+}
+
+/// Parent pid (field 4) of a `stat` line.
+fn parse_ppid(text: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(text).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// Space-separated pids of a `children` file.
+fn parse_pids(text: &[u8]) -> Vec<u32> {
+    std::str::from_utf8(text)
+        .unwrap_or("")
+        .split_ascii_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// `"0.50 0.40 0.30 running/total last_pid"`: the running count and the
+/// last allocated pid.
+fn parse_loadavg(text: &[u8]) -> (u32, Option<u64>) {
+    let s = std::str::from_utf8(text).unwrap_or("");
+    let mut it = s.split_ascii_whitespace().skip(3);
+    let running = it
+        .next()
+        .and_then(|f| f.split('/').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    let last_pid = it.next().and_then(|p| p.parse().ok());
+    (running, last_pid)
+}
+
+/// Processes whose parent chain leads into `roots` (not the roots
+/// themselves), from every `/proc/<pid>/stat`: the fallback for kernels
+/// without `children` files.
+fn scan_descendants(roots: &HashSet<u32>) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    let mut buf = vec![0u8; 1024];
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(f) = File::open(e.path().join("stat")) else {
+                continue;
+            };
+            if let Some(ppid) = f
+                .read_at(&mut buf, 0)
+                .ok()
+                .and_then(|n| parse_ppid(&buf[..n]))
+            {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut known: HashSet<u32> = roots.clone();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        for &(pid, ppid) in &parent_of {
+            if known.contains(&ppid) && known.insert(pid) {
+                out.push(pid);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+/// CPUs process `pid` may run on (its affinity mask), else the online
+/// CPUs.
+pub fn allowed_cpus(pid: u32) -> u32 {
+    // SAFETY: sched_getaffinity fills the zeroed set it is given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(
+            pid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        ) == 0
+        {
+            let n = libc::CPU_COUNT(&set);
+            if n > 0 {
+                return n as u32;
+            }
+        }
+        u32::try_from(libc::sysconf(libc::_SC_NPROCESSORS_ONLN)).unwrap_or(1)
+    }
+}
+
+/// The kernel tick (`1/HZ`), ns: the resolution of
+/// `CLOCK_MONOTONIC_COARSE`; 0 when it cannot be read.
+fn kernel_tick_ns() -> u32 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } != 0 || ts.tv_sec != 0 {
+        return 0;
+    }
+    u32::try_from(ts.tv_nsec).unwrap_or(0)
+}
+
+fn clk_tck() -> u32 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u32::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
+}
+
+/// Raises the soft open-file limit to the hard limit (at most 2^20);
+/// returns the soft limit now in force.
+fn raise_fd_limit() -> usize {
+    // SAFETY: getrlimit/setrlimit with valid pointers.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 256;
+        }
+        let want = r.rlim_max.min(1 << 20);
+        if r.rlim_cur < want {
+            let new = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &new) == 0 {
+                r.rlim_cur = want;
+            }
+        }
+        // Leave room for the launcher's own files.
+        usize::try_from(r.rlim_cur).unwrap_or(usize::MAX) / 2
+    }
+}
+
+/// CLOCK_MONOTONIC now, ns.
+fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer; both clocks exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers() {
+        assert_eq!(parse_schedstat(b"359247 12 3\n"), Some((359_247, 12, 3)));
+        assert_eq!(parse_schedstat(b"1 2\n"), None);
+        assert_eq!(parse_schedstat(b""), None);
+        let stat = b"42 (a) b) c) R 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 1 1 1";
+        assert_eq!(parse_stat(stat), Some(12));
+        assert_eq!(parse_ppid(stat), Some(1));
+        assert_eq!(parse_stat(b"garbage"), None);
+        assert_eq!(parse_pids(b"12 13 \n"), vec![12, 13]);
+        assert_eq!(parse_pids(b""), Vec::<u32>::new());
+        assert_eq!(
+            parse_loadavg(b"2.73 1.92 1.51 5/109 5813\n"),
+            (5, Some(5813))
+        );
+        assert_eq!(parse_loadavg(b"x"), (0, None));
+    }
+
+    #[test]
+    fn grid_keeps_the_kernel_tick_phase() {
+        let ms = 1_000_000;
+        // HZ=250, 10 ms asked; the last kernel tick was at 1003 ms, now is
+        // 1004.5 ms: origin at 1005 ms, then 8/12 ms steps, all ≡ 1 (mod 4).
+        let mut g = Grid::new(10 * ms, 4 * ms, 1004 * ms + ms / 2, 1003 * ms);
+        let mut now = 1005 * ms;
+        let mut ds = Vec::new();
+        for _ in 0..6 {
+            let d = g.next_after(now);
+            ds.push(d);
+            now = d;
+        }
+        assert_eq!(
+            ds,
+            [1017, 1025, 1037, 1045, 1057, 1065]
+                .map(|x| x * ms)
+                .to_vec()
+        );
+        // An overrun skips missed deadlines, keeping the phase.
+        let d = g.next_after(1100 * ms);
+        assert_eq!(d, 1105 * ms);
+        // Without a kernel tick: plain multiples.
+        let mut g = Grid::new(10 * ms, 0, 7 * ms, 0);
+        assert_eq!(g.next_after(7 * ms), 17 * ms);
+        assert_eq!(g.next_after(50 * ms), 57 * ms);
+        // An interval shorter than the tick is not aligned.
+        let mut g = Grid::new(ms, 4 * ms, 0, 0);
+        assert_eq!(g.next_after(0), ms);
+    }
+
+    #[test]
+    fn samples_a_child_with_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.csamp");
+        // A shell that starts a busy child process.
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done & wait")
+            .spawn()
+            .unwrap();
+        let s =
+            Sampler::start(&path, child.id(), Duration::from_millis(5), monotonic_ns()).unwrap();
+        // Wait for the child to end without reaping it.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            );
+        }
+        let stats = s.stop();
+        child.wait().unwrap();
+        assert_eq!(stats.error, None);
+        assert!(stats.processes >= 2, "{stats:?}");
+        let f = contend_trace::service::SampleFile::read(&path).unwrap();
+        assert_eq!(f.truncated, None);
+        assert_eq!(f.ticks.len() as u64, stats.ticks);
+        assert_eq!(f.ticks.last().unwrap().header.flags, TICK_FINAL);
+        let pids: HashSet<u32> = f
+            .ticks
+            .iter()
+            .flat_map(|t| t.entries.iter().map(|e| e.pid))
+            .collect();
+        assert!(pids.contains(&child.id()));
+        assert!(pids.len() >= 2, "the busy child was not followed: {pids:?}");
+    }
+}
