@@ -211,6 +211,44 @@ impl LockTrace {
         }
     }
 
+    /// Calls `f` with every operation of `thread` (one of
+    /// [`LockTrace::threads`]) in program order, with the object and site
+    /// table slots the record referred to (`u32::MAX` for a record that
+    /// carries its addresses itself). The same operations as
+    /// [`LockTrace::ops`], decoded in one tight loop.
+    pub fn for_each_op(&self, thread: &ThreadTrace, mut f: impl FnMut(&RawOp, u32, u32)) {
+        let bytes: &[u8] = &self.bytes;
+        let pending_stack = std::cell::Cell::new(NO_STACK);
+        for &offset in &thread.chunks {
+            let end = offset as usize + self.chunk_size;
+            let mut cursor = Cursor::new(&bytes[offset as usize..end], offset);
+            cursor.run(
+                &self.objects,
+                &self.sites,
+                |mut op, object_slot, site_slot| {
+                    op.stack = pending_stack.replace(NO_STACK);
+                    f(&op, object_slot, site_slot);
+                },
+                |_, step| {
+                    if let Step::Stack { offset, .. } = step {
+                        pending_stack.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK));
+                    }
+                    // Damage was recorded when the trace was opened.
+                },
+            );
+        }
+    }
+
+    /// The object index table: slot → object address (0 = empty slot).
+    pub fn object_table(&self) -> &[u64] {
+        &self.objects
+    }
+
+    /// The call-site index table: slot → return address (0 = empty slot).
+    pub fn site_table(&self) -> &[u64] {
+        &self.sites
+    }
+
     /// The operations of the `i`-th thread, collected (for tests and tools).
     pub fn thread_ops(&self, i: usize) -> Vec<RawOp> {
         self.ops(&self.threads[i]).collect()
@@ -392,25 +430,22 @@ impl LockTrace {
             }
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
-            loop {
-                match cursor.next(&trace.objects, &trace.sites) {
-                    Step::End => break,
-                    Step::Op(op) => {
-                        ops += 1;
-                        if op.object == 0 {
-                            dangling += 1;
-                        }
-                    }
+            cursor.run(
+                &trace.objects,
+                &trace.sites,
+                |op, _, _| {
+                    ops += 1;
+                    dangling += u64::from(op.object == 0);
+                },
+                |cursor, step| match step {
                     Step::Stack { offset, frames } => {
                         trace.stack_at.insert(offset, trace.stacks.len() as u32);
-                        trace.stacks.push(frames);
+                        trace.stacks.push(cursor.frames(frames));
                     }
-                    Step::Bad(d) => {
-                        trace.damage.push(d);
-                        break;
-                    }
-                }
-            }
+                    Step::Bad(d) => trace.damage.push(d),
+                    Step::Op(..) | Step::End => {}
+                },
+            );
             chunks.push(Chunk {
                 tid: u32_at(c, 4),
                 sequence: u32_at(c, 8),
@@ -501,7 +536,7 @@ impl Iterator for Ops<'_> {
                 continue;
             };
             match cursor.next(&self.trace.objects, &self.trace.sites) {
-                Step::Op(mut op) => {
+                Step::Op(mut op, _, _) => {
                     op.stack = std::mem::replace(&mut self.pending_stack, NO_STACK);
                     return Some(op);
                 }
@@ -522,8 +557,15 @@ impl Iterator for Ops<'_> {
 
 /// One step of decoding a chunk.
 enum Step {
-    Op(RawOp),
-    Stack { offset: u64, frames: Vec<u64> },
+    /// An operation, with its object and site table slots (`u32::MAX` for
+    /// a wide record).
+    Op(RawOp, u32, u32),
+    /// A STACK record at file offset `offset`; its frames are the `frames`
+    /// words after word `first` ([`Cursor::frames`]).
+    Stack {
+        offset: u64,
+        frames: (usize, usize),
+    },
     Bad(Damage),
     End,
 }
@@ -550,6 +592,59 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn word(&self, i: usize) -> u64 {
         u64_at(self.chunk, i * 8)
+    }
+
+    /// The frames of a STACK record (`(first word, count)` from [`Step::Stack`]).
+    fn frames(&self, (first, n): (usize, usize)) -> Vec<u64> {
+        (0..n).map(|k| self.word(first + k)).collect()
+    }
+
+    /// Decodes the rest of the chunk: `on_op` gets each operation with its
+    /// table slots, `on_other` each STACK record and the defect that ends
+    /// the chunk early, if any. Narrow operation records (nearly all) take
+    /// a fast path; everything else goes through [`Cursor::next`].
+    #[inline]
+    fn run(
+        &mut self,
+        objects: &[u64],
+        sites: &[u64],
+        mut on_op: impl FnMut(RawOp, u32, u32),
+        mut on_other: impl FnMut(&Self, Step),
+    ) {
+        let (words, _) = self.chunk.as_chunks::<8>();
+        loop {
+            if let Some(&w) = words.get(self.i) {
+                let w = u64::from_le_bytes(w);
+                let (tag, dt, oi, si) = format::split_head(w);
+                if tag & format::TAG_WIDE == 0 {
+                    if let (Some(primitive), Some(phase)) =
+                        (Primitive::from_code(tag >> 4), Phase::from_code(tag & 0xf))
+                    {
+                        self.now = self.now.wrapping_add(u64::from(dt));
+                        self.i += 1;
+                        on_op(
+                            RawOp {
+                                ticks: self.now,
+                                object: objects.get(oi as usize).copied().unwrap_or(0),
+                                site: sites.get(si as usize).copied().unwrap_or(0),
+                                primitive,
+                                phase,
+                                stack: NO_STACK,
+                            },
+                            u32::from(oi),
+                            u32::from(si),
+                        );
+                        continue;
+                    }
+                }
+            }
+            match self.next(objects, sites) {
+                Step::Op(op, object_slot, site_slot) => on_op(op, object_slot, site_slot),
+                Step::End => return,
+                step @ Step::Bad(_) => return on_other(self, step),
+                step => on_other(self, step),
+            }
+        }
     }
 
     #[inline]
@@ -587,7 +682,7 @@ impl<'a> Cursor<'a> {
                     self.i += 1 + n;
                     return Step::Stack {
                         offset: self.file_offset + (i * 8) as u64,
-                        frames: (0..n).map(|k| self.word(i + 1 + k)).collect(),
+                        frames: (i + 1, n),
                     };
                 }
                 _ => {
@@ -599,28 +694,33 @@ impl<'a> Cursor<'a> {
                     ) else {
                         return bad(format!("unknown tag {tag:#04x}"));
                     };
-                    let (object, site, len) = if wide {
+                    let (object, site, len, slots) = if wide {
                         if i + 2 >= words {
                             return bad("wide record cut off at the chunk end".into());
                         }
-                        (self.word(i + 1), self.word(i + 2), 3)
+                        (self.word(i + 1), self.word(i + 2), 3, (u32::MAX, u32::MAX))
                     } else {
                         (
                             objects.get(oi as usize).copied().unwrap_or(0),
                             sites.get(si as usize).copied().unwrap_or(0),
                             1,
+                            (u32::from(oi), u32::from(si)),
                         )
                     };
                     self.now = self.now.wrapping_add(u64::from(dt));
                     self.i += len;
-                    return Step::Op(RawOp {
-                        ticks: self.now,
-                        object,
-                        site,
-                        primitive,
-                        phase,
-                        stack: NO_STACK,
-                    });
+                    return Step::Op(
+                        RawOp {
+                            ticks: self.now,
+                            object,
+                            site,
+                            primitive,
+                            phase,
+                            stack: NO_STACK,
+                        },
+                        slots.0,
+                        slots.1,
+                    );
                 }
             }
         }

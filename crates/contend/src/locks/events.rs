@@ -19,7 +19,9 @@
 
 use contend_trace::{ClockFit, LockTrace, Phase, Primitive, RawOp, ThreadTrace};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use std::mem::MaybeUninit;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// How an acquisition attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -200,114 +202,273 @@ impl TimeMap {
     }
 }
 
-/// One thread paired on its own, with thread-local object and site indices.
-struct LocalPairing {
-    events: Vec<LockEvent>,
-    info: ThreadInfo,
-    /// Local object index → (address, first primitive seen).
-    objects: Vec<(u64, Primitive)>,
-    /// Local site index → return address.
-    sites: Vec<u64>,
-    unmatched_releases: u64,
-}
+/// Sentinel for "no index" in `u32` index fields and slot maps.
+const NONE: u32 = u32::MAX;
 
 /// Builds the event set from every thread's operations.
 ///
 /// Pairing rules are in the module documentation; `docs/metrics.md` states
-/// them for users. Threads are paired in parallel with thread-local index
-/// tables, then merged: O(operations) work.
+/// them for users. Two passes over each thread's operations, both in
+/// parallel over threads: the first counts the thread's events and lists
+/// its objects and sites in first-seen order (so the global index tables
+/// are numbered as if the threads were paired one after another); the
+/// second pairs, writing events with their global indices straight into
+/// the thread's slice of the one flat event vector. O(operations) work, and
+/// the event memory is written once.
 pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
-    let locals: Vec<LocalPairing> = threads.par_iter().map(pair_thread).collect();
-    let total: usize = locals.iter().map(|l| l.events.len()).sum();
-    let mut set = EventSet {
-        events: Vec::with_capacity(total),
-        ..EventSet::default()
-    };
+    let surveys: Vec<Survey> = threads.par_iter().map(survey).collect();
+    let mut set = EventSet::default();
     let mut object_index: FxHashMap<ObjectKey, u32> = FxHashMap::default();
     let mut site_index: FxHashMap<SiteKey, u32> = FxHashMap::default();
-    for (thread, local) in locals.into_iter().enumerate() {
-        let process = local.info.process;
-        let objects: Vec<u32> = local
-            .objects
+    // Table slot → global index, per process trace.
+    let mut slot_maps: Vec<SlotMap<'_>> = Vec::new();
+    let mut thread_map: Vec<Option<usize>> = Vec::with_capacity(threads.len());
+    for (input, survey) in threads.iter().zip(&surveys) {
+        let process = input.process;
+        for &(address, primitive) in &survey.objects {
+            let key = ObjectKey { process, address };
+            object_index.entry(key).or_insert_with(|| {
+                set.objects.push(key);
+                set.object_kinds.push(primitive);
+                (set.objects.len() - 1) as u32
+            });
+        }
+        for &address in &survey.sites {
+            let key = SiteKey { process, address };
+            site_index.entry(key).or_insert_with(|| {
+                set.sites.push(key);
+                (set.sites.len() - 1) as u32
+            });
+        }
+        let OpSource::Trace(trace, _) = input.ops else {
+            thread_map.push(None);
+            continue;
+        };
+        let m = match slot_maps
             .iter()
-            .map(|&(address, primitive)| {
-                let key = ObjectKey { process, address };
-                *object_index.entry(key).or_insert_with(|| {
-                    set.objects.push(key);
-                    set.object_kinds.push(primitive);
-                    (set.objects.len() - 1) as u32
-                })
-            })
-            .collect();
-        let sites: Vec<u32> = local
-            .sites
-            .iter()
-            .map(|&address| {
-                let key = SiteKey { process, address };
-                *site_index.entry(key).or_insert_with(|| {
-                    set.sites.push(key);
-                    (set.sites.len() - 1) as u32
-                })
-            })
-            .collect();
-        set.events.extend(local.events.into_iter().map(|mut e| {
-            e.thread = thread as u32;
-            e.object = objects[e.object as usize];
-            e.site = sites[e.site as usize];
-            if e.cond_mutex != u32::MAX {
-                e.cond_mutex = objects[e.cond_mutex as usize];
+            .position(|m| m.process == process && std::ptr::eq(m.trace, trace))
+        {
+            Some(m) => m,
+            None => {
+                slot_maps.push(SlotMap {
+                    process,
+                    trace,
+                    objects: Vec::new(),
+                    sites: Vec::new(),
+                });
+                slot_maps.len() - 1
             }
-            e
-        }));
-        set.unmatched_releases += local.unmatched_releases;
-        set.threads.push(local.info);
+        };
+        let map = &mut slot_maps[m];
+        for &slot in &survey.object_slots {
+            let address = trace.object_table()[slot as usize];
+            let global = object_index[&ObjectKey { process, address }];
+            set_slot(&mut map.objects, slot, global);
+        }
+        for &slot in &survey.site_slots {
+            let address = trace.site_table()[slot as usize];
+            let global = site_index[&SiteKey { process, address }];
+            set_slot(&mut map.sites, slot, global);
+        }
+        thread_map.push(Some(m));
+    }
+    let counts: Vec<usize> = surveys.iter().map(|s| s.events).collect();
+    drop(surveys);
+    let total: usize = counts.iter().sum();
+    let mut events: Vec<LockEvent> = Vec::with_capacity(total);
+    // Disjoint, uninitialised slices of the flat vector, one per thread,
+    // in thread order.
+    let mut slices: Vec<&mut [MaybeUninit<LockEvent>]> = Vec::with_capacity(threads.len());
+    let mut rest = &mut events.spare_capacity_mut()[..total];
+    for &n in &counts {
+        let (head, tail) = rest.split_at_mut(n);
+        slices.push(head);
+        rest = tail;
+    }
+    let paired: Vec<(ThreadInfo, u64)> = threads
+        .par_iter()
+        .zip(slices)
+        .enumerate()
+        .map(|(k, (input, out))| {
+            let maps = Maps {
+                objects: &object_index,
+                sites: &site_index,
+                slots: thread_map[k].map(|m| &slot_maps[m]),
+            };
+            pair_thread(input, k as u32, &maps, out)
+        })
+        .collect();
+    // SAFETY: each thread's slice was fully written: `pair_thread` writes
+    // exactly the number of events the survey counted and asserts it.
+    unsafe { events.set_len(total) };
+    set.events = events;
+    for (info, unmatched) in paired {
+        set.unmatched_releases += unmatched;
+        set.threads.push(info);
     }
     set
 }
 
-/// Address → dense local index, with a one-entry cache in front (a lock
-/// and its unlock usually follow each other).
-struct Interner<T> {
-    index: FxHashMap<u64, u32>,
-    items: Vec<T>,
-    last: Option<(u64, u32)>,
+/// Writes `value` at `slot`, growing `map` with [`NONE`] as needed.
+fn set_slot(map: &mut Vec<u32>, slot: u32, value: u32) {
+    let s = slot as usize;
+    if map.len() <= s {
+        map.resize(s + 1, NONE);
+    }
+    map[s] = value;
 }
 
-impl<T> Interner<T> {
-    fn new() -> Self {
-        Interner {
-            index: FxHashMap::default(),
-            items: Vec::new(),
-            last: None,
-        }
-    }
+/// One process trace's table slots → global object and site indices.
+struct SlotMap<'a> {
+    process: u32,
+    trace: &'a LockTrace,
+    objects: Vec<u32>,
+    sites: Vec<u32>,
+}
+
+/// Global index lookups for the pairing pass.
+struct Maps<'a> {
+    objects: &'a FxHashMap<ObjectKey, u32>,
+    sites: &'a FxHashMap<SiteKey, u32>,
+    /// Slot maps of the thread's trace (`None` for in-memory input).
+    slots: Option<&'a SlotMap<'a>>,
+}
+
+impl Maps<'_> {
     #[inline]
-    fn get(&mut self, address: u64, item: impl FnOnce() -> T) -> u32 {
-        if let Some((a, i)) = self.last {
-            if a == address {
+    fn object(&self, process: u32, address: u64, slot: u32) -> u32 {
+        if let Some(&i) = self.slots.and_then(|m| m.objects.get(slot as usize)) {
+            if i != NONE {
                 return i;
             }
         }
-        let items = &mut self.items;
-        let i = *self.index.entry(address).or_insert_with(|| {
-            items.push(item());
-            (items.len() - 1) as u32
-        });
-        self.last = Some((address, i));
-        i
+        self.objects[&ObjectKey { process, address }]
+    }
+    #[inline]
+    fn site(&self, process: u32, address: u64, slot: u32) -> u32 {
+        if let Some(&i) = self.slots.and_then(|m| m.sites.get(slot as usize)) {
+            if i != NONE {
+                return i;
+            }
+        }
+        self.sites[&SiteKey { process, address }]
     }
 }
 
-fn pair_thread(input: &ThreadInput<'_>) -> LocalPairing {
-    let mut set = EventSet {
-        events: Vec::with_capacity(input.ops.len() / 2 + 1),
-        ..EventSet::default()
+/// What the first pass learns about one thread.
+struct Survey {
+    /// Number of events pairing will produce.
+    events: usize,
+    /// Objects (address, first primitive seen) in first-seen order.
+    objects: Vec<(u64, Primitive)>,
+    /// Sites (return addresses) in first-seen order.
+    sites: Vec<u64>,
+    /// Object table slots used by the thread.
+    object_slots: Vec<u32>,
+    /// Site table slots used by the thread.
+    site_slots: Vec<u32>,
+}
+
+/// First-seen detection of addresses, fast for records that refer to a
+/// table slot (a slot's address never changes).
+struct Seen {
+    slots: Vec<u64>,
+    addresses: FxHashSet<u64>,
+    last: Option<u64>,
+    used_slots: Vec<u32>,
+}
+
+impl Seen {
+    fn new() -> Self {
+        Seen {
+            slots: Vec::new(),
+            addresses: FxHashSet::default(),
+            last: None,
+            used_slots: Vec::new(),
+        }
+    }
+
+    /// True when `address` (reached through `slot`, or `NONE`) is new.
+    #[inline]
+    fn first(&mut self, address: u64, slot: u32) -> bool {
+        if slot != NONE {
+            let (w, b) = ((slot / 64) as usize, slot % 64);
+            if w >= self.slots.len() {
+                self.slots.resize(w + 1, 0);
+            }
+            if self.slots[w] & (1 << b) != 0 {
+                return false;
+            }
+            self.slots[w] |= 1 << b;
+            self.used_slots.push(slot);
+        }
+        if self.last == Some(address) {
+            return false;
+        }
+        self.last = Some(address);
+        self.addresses.insert(address)
+    }
+}
+
+/// The first pass over one thread: counts the events pairing will produce
+/// (mirroring [`ThreadPairing::step`] and [`ThreadPairing::finish`]) and
+/// lists objects and sites in first-seen order.
+fn survey(input: &ThreadInput<'_>) -> Survey {
+    let mut events = 0usize;
+    // Object address of the pending REQUEST.
+    let mut pending: Option<u64> = None;
+    let (mut objects, mut sites) = (Vec::new(), Vec::new());
+    let (mut seen_objects, mut seen_sites) = (Seen::new(), Seen::new());
+    let mut step = |op: &RawOp, object_slot: u32, site_slot: u32| {
+        if seen_objects.first(op.object, object_slot) {
+            objects.push((op.object, op.primitive));
+        }
+        if seen_sites.first(op.site, site_slot) {
+            sites.push(op.site);
+        }
+        match op.phase {
+            Phase::Request => {
+                events += usize::from(pending.replace(op.object).is_some());
+            }
+            Phase::Acquired | Phase::Busy | Phase::Error => {
+                if pending == Some(op.object) {
+                    pending = None;
+                }
+                events += 1;
+            }
+            Phase::Immediate => events += 1,
+            Phase::Release => events += usize::from(op.primitive == Primitive::Semaphore),
+        }
     };
+    match input.ops {
+        OpSource::Trace(trace, thread) => trace.for_each_op(thread, &mut step),
+        OpSource::Slice(ops) => ops.iter().for_each(|op| step(op, NONE, NONE)),
+    }
+    events += usize::from(pending.is_some());
+    Survey {
+        events,
+        objects,
+        sites,
+        object_slots: seen_objects.used_slots,
+        site_slots: seen_sites.used_slots,
+    }
+}
+
+/// Pairs one thread's operations into `out` (exactly the surveyed number
+/// of events). Returns the thread's info and its unmatched releases.
+fn pair_thread(
+    input: &ThreadInput<'_>,
+    thread: u32,
+    maps: &Maps<'_>,
+    out: &mut [MaybeUninit<LockEvent>],
+) -> (ThreadInfo, u64) {
+    let mut out = Out { buf: out, len: 0 };
     let mut p = ThreadPairing {
-        thread: 0,
-        open: Vec::new(),
+        thread,
+        open: OpenHolds::default(),
         pending: None,
         released_mutex: None,
+        unmatched_releases: 0,
     };
     let mut info = ThreadInfo {
         pid: input.pid,
@@ -316,30 +477,105 @@ fn pair_thread(input: &ThreadInput<'_>) -> LocalPairing {
         first_ns: u64::MAX,
         last_ns: 0,
     };
-    let mut objects: Interner<(u64, Primitive)> = Interner::new();
-    let mut sites: Interner<u64> = Interner::new();
-    let mut step = |op: &RawOp| {
+    let process = input.process;
+    let mut step = |op: &RawOp, object_slot: u32, site_slot: u32| {
         let t = input.clock.ns(op.ticks);
         info.first_ns = info.first_ns.min(t);
         info.last_ns = info.last_ns.max(t);
-        let object = objects.get(op.object, || (op.object, op.primitive));
-        let site = sites.get(op.site, || op.site);
-        p.step(&mut set, op, t, object, site);
+        let object = maps.object(process, op.object, object_slot);
+        let site = maps.site(process, op.site, site_slot);
+        p.step(&mut out, op, t, object, site);
     };
     match input.ops {
-        OpSource::Trace(trace, thread) => trace.ops(thread).for_each(|op| step(&op)),
-        OpSource::Slice(ops) => ops.iter().for_each(step),
+        OpSource::Trace(trace, thread) => trace.for_each_op(thread, &mut step),
+        OpSource::Slice(ops) => ops.iter().for_each(|op| step(op, NONE, NONE)),
     }
-    p.finish(&mut set, info.last_ns);
+    p.finish(&mut out, info.last_ns);
+    assert_eq!(
+        out.len,
+        out.buf.len(),
+        "pairing produced another number of events than surveyed"
+    );
     if info.first_ns == u64::MAX {
         info.first_ns = 0;
     }
-    LocalPairing {
-        events: set.events,
-        info,
-        objects: objects.items,
-        sites: sites.items,
-        unmatched_releases: set.unmatched_releases,
+    (info, p.unmatched_releases)
+}
+
+/// A thread's slice of the event vector, filled from the front.
+struct Out<'a> {
+    buf: &'a mut [MaybeUninit<LockEvent>],
+    len: usize,
+}
+
+impl Out<'_> {
+    #[inline]
+    fn push(&mut self, e: LockEvent) {
+        self.buf[self.len].write(e);
+        self.len += 1;
+    }
+    /// The `i`-th event written.
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut LockEvent {
+        assert!(i < self.len);
+        // SAFETY: events below `len` were written by `push`.
+        unsafe { self.buf[i].assume_init_mut() }
+    }
+}
+
+/// A thread's open holds (acquired, not yet released), innermost last per
+/// object: a short stack searched from the top, or, once many holds are
+/// open at once, a map per object.
+enum OpenHolds {
+    Stack(Vec<(u32, u32)>),
+    Map(FxHashMap<u32, Vec<u32>>),
+}
+
+impl Default for OpenHolds {
+    fn default() -> Self {
+        OpenHolds::Stack(Vec::new())
+    }
+}
+
+impl OpenHolds {
+    /// Open holds beyond which the stack becomes a map.
+    const STACK_MAX: usize = 32;
+
+    #[inline]
+    fn push(&mut self, object: u32, event: u32) {
+        match self {
+            OpenHolds::Stack(v) => {
+                v.push((object, event));
+                if v.len() > Self::STACK_MAX {
+                    let mut m: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+                    for &(o, e) in v.iter() {
+                        m.entry(o).or_default().push(e);
+                    }
+                    *self = OpenHolds::Map(m);
+                }
+            }
+            OpenHolds::Map(m) => m.entry(object).or_default().push(event),
+        }
+    }
+
+    /// Removes and returns the innermost open hold of `object`.
+    #[inline]
+    fn pop(&mut self, object: u32) -> Option<u32> {
+        match self {
+            OpenHolds::Stack(v) => {
+                let k = v.iter().rposition(|&(o, _)| o == object)?;
+                Some(v.remove(k).1)
+            }
+            OpenHolds::Map(m) => m.get_mut(&object)?.pop(),
+        }
+    }
+
+    /// Every hold still open.
+    fn all(&self) -> Vec<u32> {
+        match self {
+            OpenHolds::Stack(v) => v.iter().map(|&(_, e)| e).collect(),
+            OpenHolds::Map(m) => m.values().flatten().copied().collect(),
+        }
     }
 }
 
@@ -356,27 +592,29 @@ struct Pending {
 /// Pairing state of one thread.
 struct ThreadPairing {
     thread: u32,
-    /// Open holds per (thread-local, dense) object index, innermost last.
-    open: Vec<Vec<usize>>,
+    /// Open holds (event positions in the thread's slice).
+    open: OpenHolds,
     /// The pending REQUEST (calls do not nest within a thread).
     pending: Option<Pending>,
     /// Mutex released by the latest record, if it was a RELEASE: a
     /// condition wait that follows at once belongs to this mutex.
     released_mutex: Option<u32>,
+    /// Releases with no open acquisition.
+    unmatched_releases: u64,
 }
 
 impl ThreadPairing {
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
-        set: &mut EventSet,
+        out: &mut Out<'_>,
         pending: Pending,
         end_ns: u64,
         outcome: Outcome,
         contended: bool,
         cond_mutex: u32,
     ) {
-        set.events.push(LockEvent {
+        out.push(LockEvent {
             thread: self.thread,
             object: pending.object,
             site: pending.site,
@@ -391,15 +629,11 @@ impl ThreadPairing {
             stack: pending.stack,
         });
         if outcome == Outcome::Acquired && pending.primitive.is_lock() {
-            let o = pending.object as usize;
-            if self.open.len() <= o {
-                self.open.resize_with(o + 1, Vec::new);
-            }
-            self.open[o].push(set.events.len() - 1);
+            self.open.push(pending.object, (out.len - 1) as u32);
         }
     }
 
-    fn step(&mut self, set: &mut EventSet, op: &RawOp, t: u64, object: u32, site: u32) {
+    fn step(&mut self, set: &mut Out<'_>, op: &RawOp, t: u64, object: u32, site: u32) {
         let here = Pending {
             object,
             site,
@@ -468,12 +702,12 @@ impl ThreadPairing {
                     self.push(set, here, t, Outcome::Post, false, u32::MAX);
                     return;
                 }
-                match self.open.get_mut(object as usize).and_then(|v| v.pop()) {
+                match self.open.pop(object) {
                     Some(idx) => {
-                        let e = &mut set.events[idx];
+                        let e = set.get_mut(idx as usize);
                         e.released_ns = t.max(e.acquired_ns);
                     }
-                    None => set.unmatched_releases += 1,
+                    None => self.unmatched_releases += 1,
                 }
                 if op.primitive == Primitive::Mutex {
                     self.released_mutex = Some(object);
@@ -483,13 +717,11 @@ impl ThreadPairing {
     }
 
     /// Closes what is still open when the thread's trace ends at `last_ns`.
-    fn finish(&mut self, set: &mut EventSet, last_ns: u64) {
-        for idxs in &self.open {
-            for &idx in idxs {
-                let e = &mut set.events[idx];
-                e.released_ns = last_ns.max(e.acquired_ns);
-                e.unreleased = true;
-            }
+    fn finish(&mut self, set: &mut Out<'_>, last_ns: u64) {
+        for idx in self.open.all() {
+            let e = set.get_mut(idx as usize);
+            e.released_ns = last_ns.max(e.acquired_ns);
+            e.unreleased = true;
         }
         // A request that never returned: the thread was still waiting when
         // its trace ended (killed or deadlocked while blocked).
@@ -502,9 +734,8 @@ impl ThreadPairing {
                 true,
                 u32::MAX,
             );
-            if let Some(e) = set.events.last_mut() {
-                e.unreleased = true;
-            }
+            let last = set.len - 1;
+            set.get_mut(last).unreleased = true;
         }
     }
 }

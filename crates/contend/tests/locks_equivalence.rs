@@ -1,0 +1,345 @@
+//! Randomised equivalence of the optimised analysis (pairing, critical
+//! path, aggregation) with simple reference implementations kept here: the
+//! straightforward algorithms the optimised ones replaced. Inputs are
+//! random operation sequences over a few objects, with every primitive and
+//! phase, equal timestamps, lost requests and unmatched releases.
+
+use contend::locks::events::{ObjectKey, SiteKey, ThreadInfo};
+use contend::locks::{
+    pair_operations, EventSet, LockEvent, OpSource, Outcome, ThreadInput, TimeMap,
+};
+use contend_trace::format::CLOCK_MONOTONIC;
+use contend_trace::{LockTrace, Phase, Primitive, RawOp, TraceBuilder, NO_STACK};
+use std::collections::HashMap;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const PRIMITIVES: [Primitive; 7] = [
+    Primitive::Mutex,
+    Primitive::RwlockRead,
+    Primitive::RwlockWrite,
+    Primitive::Spin,
+    Primitive::Cond,
+    Primitive::Barrier,
+    Primitive::Semaphore,
+];
+
+/// Random threads: mostly well-formed lock/unlock sequences over a few
+/// shared objects, mixed with arbitrary operations.
+fn random_threads(rng: &mut Rng) -> Vec<(u32, Vec<RawOp>)> {
+    let threads = 1 + rng.below(5);
+    let objects = 1 + rng.below(6);
+    (0..threads)
+        .map(|t| {
+            let n = rng.below(300);
+            let mut now = 1000 + rng.below(50);
+            let mut ops = Vec::new();
+            let mut held: Vec<u64> = Vec::new();
+            for _ in 0..n {
+                now += rng.below(4) * rng.below(40);
+                let object = 0x1000 * (1 + rng.below(objects));
+                let site = 0x40_0000 + rng.below(7) * 16;
+                let op = |ticks, object, primitive, phase| RawOp {
+                    ticks,
+                    object,
+                    site,
+                    primitive,
+                    phase,
+                    stack: NO_STACK,
+                };
+                match rng.below(10) {
+                    0..=2 => {
+                        // A well-formed acquisition, maybe contended.
+                        let p = PRIMITIVES[rng.below(4) as usize];
+                        if rng.below(2) == 0 {
+                            ops.push(op(now, object, p, Phase::Request));
+                            now += rng.below(100);
+                            ops.push(op(now, object, p, Phase::Acquired));
+                        } else {
+                            ops.push(op(now, object, p, Phase::Immediate));
+                        }
+                        held.push(object);
+                    }
+                    3..=4 if !held.is_empty() => {
+                        let k = rng.below(held.len() as u64) as usize;
+                        let object = held.remove(k);
+                        ops.push(op(now, object, Primitive::Mutex, Phase::Release));
+                    }
+                    5 => {
+                        // Condition wait after a release, or a barrier.
+                        let p = PRIMITIVES[4 + rng.below(3) as usize];
+                        ops.push(op(now, object, p, Phase::Request));
+                        now += rng.below(100);
+                        let end =
+                            [Phase::Acquired, Phase::Busy, Phase::Error][rng.below(3) as usize];
+                        ops.push(op(now, object, p, end));
+                    }
+                    _ => {
+                        let p = PRIMITIVES[rng.below(7) as usize];
+                        let phase = Phase::from_code(1 + rng.below(6) as u8).unwrap();
+                        ops.push(op(now, object, p, phase));
+                    }
+                }
+            }
+            (100 + t as u32, ops)
+        })
+        .collect()
+}
+
+fn inputs<'a>(threads: &'a [(u32, Vec<RawOp>)]) -> Vec<ThreadInput<'a>> {
+    threads
+        .iter()
+        .map(|(tid, ops)| ThreadInput {
+            process: 0,
+            pid: 1,
+            tid: *tid,
+            ops: OpSource::Slice(ops),
+            clock: TimeMap::Identity,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- pairing
+
+/// The reference pairing: each thread on its own with local tables, merged
+/// in thread order.
+fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
+    let mut set = EventSet::default();
+    let mut object_index: HashMap<ObjectKey, u32> = HashMap::new();
+    let mut site_index: HashMap<SiteKey, u32> = HashMap::new();
+    for (thread, (tid, ops)) in threads.iter().enumerate() {
+        let mut events: Vec<LockEvent> = Vec::new();
+        let mut open: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut pending: Option<LockEvent> = None;
+        let mut released_mutex: Option<u32> = None;
+        let (mut first, mut last) = (u64::MAX, 0);
+        let mut obj = |address: u64, p: Primitive, set: &mut EventSet| {
+            let key = ObjectKey {
+                process: 0,
+                address,
+            };
+            *object_index.entry(key).or_insert_with(|| {
+                set.objects.push(key);
+                set.object_kinds.push(p);
+                (set.objects.len() - 1) as u32
+            })
+        };
+        let new = |o: u32, s: u32, p: Primitive, t: u64| LockEvent {
+            thread: thread as u32,
+            object: o,
+            site: s,
+            primitive: p,
+            outcome: Outcome::Acquired,
+            requested_ns: t,
+            acquired_ns: t,
+            released_ns: t,
+            contended: false,
+            unreleased: false,
+            cond_mutex: u32::MAX,
+            stack: NO_STACK,
+        };
+        let push = |events: &mut Vec<LockEvent>,
+                    open: &mut HashMap<u32, Vec<usize>>,
+                    mut e: LockEvent,
+                    end: u64,
+                    outcome: Outcome,
+                    contended: bool,
+                    cond_mutex: u32| {
+            e.requested_ns = e.requested_ns.min(end);
+            e.acquired_ns = end;
+            e.released_ns = end;
+            e.outcome = outcome;
+            e.contended = contended;
+            e.cond_mutex = cond_mutex;
+            events.push(e);
+            if outcome == Outcome::Acquired && e.primitive.is_lock() {
+                open.entry(e.object).or_default().push(events.len() - 1);
+            }
+        };
+        for op in ops {
+            let t = op.ticks;
+            first = first.min(t);
+            last = last.max(t);
+            let o = obj(op.object, op.primitive, &mut set);
+            let s = *site_index
+                .entry(SiteKey {
+                    process: 0,
+                    address: op.site,
+                })
+                .or_insert_with(|| {
+                    set.sites.push(SiteKey {
+                        process: 0,
+                        address: op.site,
+                    });
+                    (set.sites.len() - 1) as u32
+                });
+            let here = new(o, s, op.primitive, t);
+            let rm = released_mutex.take();
+            match op.phase {
+                Phase::Request => {
+                    if let Some(lost) = pending.replace(here) {
+                        push(
+                            &mut events,
+                            &mut open,
+                            lost,
+                            t,
+                            Outcome::Error,
+                            true,
+                            u32::MAX,
+                        );
+                    }
+                    if op.primitive == Primitive::Cond {
+                        released_mutex = rm;
+                    }
+                }
+                Phase::Acquired | Phase::Busy | Phase::Error => {
+                    let cm = if op.primitive == Primitive::Cond {
+                        released_mutex.take().or(rm).unwrap_or(u32::MAX)
+                    } else {
+                        u32::MAX
+                    };
+                    match pending.take() {
+                        Some(req) if req.object == o => {
+                            let outcome = match op.phase {
+                                Phase::Acquired => Outcome::Acquired,
+                                Phase::Busy => Outcome::TimedOut,
+                                _ => Outcome::Error,
+                            };
+                            push(&mut events, &mut open, req, t, outcome, true, cm);
+                        }
+                        other => {
+                            pending = other;
+                            let outcome = match op.phase {
+                                Phase::Acquired => Outcome::Acquired,
+                                Phase::Busy => Outcome::Busy,
+                                _ => Outcome::Error,
+                            };
+                            let c = outcome != Outcome::Acquired;
+                            push(&mut events, &mut open, here, t, outcome, c, cm);
+                        }
+                    }
+                }
+                Phase::Immediate => push(
+                    &mut events,
+                    &mut open,
+                    here,
+                    t,
+                    Outcome::Acquired,
+                    false,
+                    u32::MAX,
+                ),
+                Phase::Release => {
+                    if op.primitive == Primitive::Semaphore {
+                        push(
+                            &mut events,
+                            &mut open,
+                            here,
+                            t,
+                            Outcome::Post,
+                            false,
+                            u32::MAX,
+                        );
+                        continue;
+                    }
+                    match open.get_mut(&o).and_then(|v| v.pop()) {
+                        Some(i) => events[i].released_ns = t.max(events[i].acquired_ns),
+                        None => set.unmatched_releases += 1,
+                    }
+                    if op.primitive == Primitive::Mutex {
+                        released_mutex = Some(o);
+                    }
+                }
+            }
+        }
+        for idxs in open.values() {
+            for &i in idxs {
+                events[i].released_ns = last.max(events[i].acquired_ns);
+                events[i].unreleased = true;
+            }
+        }
+        if let Some(req) = pending.take() {
+            let end = last.max(req.requested_ns);
+            push(
+                &mut events,
+                &mut open,
+                req,
+                end,
+                Outcome::Error,
+                true,
+                u32::MAX,
+            );
+            events.last_mut().unwrap().unreleased = true;
+        }
+        set.events.extend(events);
+        set.threads.push(ThreadInfo {
+            pid: 1,
+            tid: *tid,
+            process: 0,
+            first_ns: if first == u64::MAX { 0 } else { first },
+            last_ns: last,
+        });
+    }
+    set
+}
+
+fn assert_same_set(a: &EventSet, b: &EventSet, what: &str) {
+    assert_eq!(a.events, b.events, "{what}: events");
+    assert_eq!(a.threads, b.threads, "{what}: threads");
+    assert_eq!(a.objects, b.objects, "{what}: objects");
+    assert_eq!(a.object_kinds, b.object_kinds, "{what}: object kinds");
+    assert_eq!(a.sites, b.sites, "{what}: sites");
+    assert_eq!(
+        a.unmatched_releases, b.unmatched_releases,
+        "{what}: unmatched"
+    );
+}
+
+#[test]
+fn pairing_matches_the_reference() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for case in 0..300 {
+        let threads = random_threads(&mut rng);
+        let want = reference_pairing(&threads);
+        let got = pair_operations(&inputs(&threads));
+        assert_same_set(&got, &want, &format!("case {case}, in memory"));
+        // The same operations through a trace file (table slots, chunks).
+        let bytes = TraceBuilder {
+            clock: CLOCK_MONOTONIC,
+            threads: threads.clone(),
+            ..TraceBuilder::default()
+        }
+        .to_bytes();
+        let trace = LockTrace::decode(std::path::Path::new("t.ctrace"), &bytes).unwrap();
+        let from_trace: Vec<ThreadInput<'_>> = trace
+            .threads
+            .iter()
+            .map(|t| ThreadInput {
+                process: 0,
+                pid: 1,
+                tid: t.tid,
+                ops: OpSource::Trace(&trace, t),
+                clock: TimeMap::Identity,
+            })
+            .collect();
+        let ordered: Vec<(u32, Vec<RawOp>)> = trace
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.tid, trace.thread_ops(i)))
+            .collect();
+        let want = reference_pairing(&ordered);
+        let got = pair_operations(&from_trace);
+        assert_same_set(&got, &want, &format!("case {case}, from a trace"));
+    }
+}
