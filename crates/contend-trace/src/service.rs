@@ -26,8 +26,9 @@
 //! afterwards only when one of its counters changed: a thread missing from a
 //! tick did not run since its previous entry (or has ended).
 //!
-//! The writer appends one tick per `write(2)`, so a launcher killed at any
-//! moment leaves a file whose every complete tick is readable; the reader
+//! The writer appends whole ticks, one batch per `write(2)`, so a launcher
+//! killed at any moment leaves a file whose every complete tick is
+//! readable; the reader
 //! ([`SampleFile::read`]) keeps the complete ticks and reports a cut-off
 //! tail in [`SampleFile::truncated`] instead of failing.
 
@@ -207,9 +208,11 @@ pub fn encode_tick(out: &mut Vec<u8>, tick: &TickHeader, entries: &[Entry]) {
     }
 }
 
-/// Writes a sample file: the header at creation, then one tick per
-/// [`SampleWriter::write_tick`], each with a single `write(2)` so that the
-/// file always ends at a tick boundary unless the writer dies mid-call.
+/// Writes a sample file: the header at creation, then ticks, either one
+/// per [`SampleWriter::write_tick`] or batched with
+/// [`SampleWriter::push_tick`] and [`SampleWriter::flush`]; each write is a
+/// single `write(2)` of whole ticks, so the file always ends at a tick
+/// boundary unless the writer dies mid-call.
 #[derive(Debug)]
 pub struct SampleWriter {
     path: PathBuf,
@@ -240,18 +243,39 @@ impl SampleWriter {
         &self.path
     }
 
-    /// Appends one tick. The encoding buffer is reused between calls.
+    /// Encodes one tick into the buffer without writing it; [`flush`]
+    /// writes what is buffered.
+    ///
+    /// [`flush`]: SampleWriter::flush
+    pub fn push_tick(&mut self, tick: &TickHeader, entries: &[Entry]) {
+        encode_tick(&mut self.buf, tick, entries);
+    }
+
+    /// Bytes encoded by [`SampleWriter::push_tick`] and not yet written.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Writes the buffered ticks with one `write(2)` (whole ticks only,
+    /// so the file stays readable if the writer dies between calls).
+    ///
+    /// Errors: [`TraceError::Io`] naming the file (disk full, …); the
+    /// buffer is then dropped.
+    pub fn flush(&mut self) -> Result<(), TraceError> {
+        let r = self.file.write_all(&self.buf);
+        self.buf.clear();
+        r.map_err(|source| TraceError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Appends one tick and writes it at once (after anything buffered).
     ///
     /// Errors: [`TraceError::Io`] naming the file (disk full, …).
     pub fn write_tick(&mut self, tick: &TickHeader, entries: &[Entry]) -> Result<(), TraceError> {
-        self.buf.clear();
-        encode_tick(&mut self.buf, tick, entries);
-        self.file
-            .write_all(&self.buf)
-            .map_err(|source| TraceError::Io {
-                path: self.path.clone(),
-                source,
-            })
+        self.push_tick(tick, entries);
+        self.flush()
     }
 }
 

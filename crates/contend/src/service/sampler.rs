@@ -40,7 +40,8 @@
 //!   are listed and every thread's `children` file
 //!   (`/proc/<pid>/task/<tid>/children`) is read; where the kernel has no
 //!   `children` files, `/proc/*/stat` parent pids are scanned instead;
-//! - only threads that are new or whose counters changed are written;
+//! - only threads that are new or whose counters changed are written, and
+//!   ticks are appended in batches, at least every [`FLUSH_NS`] (100 ms);
 //! - the soft open-file limit is raised to the hard limit once; beyond the
 //!   remaining budget files are opened for each read.
 
@@ -59,6 +60,13 @@ use contend_trace::service::{
 use contend_trace::TraceError;
 use rustc_hash::FxHashMap;
 
+/// Ticks are written to the file at least this often, ns (and at once
+/// when [`FLUSH_BYTES`] are buffered, and at the end): a killed launcher
+/// loses at most the last 100 ms of samples.
+pub const FLUSH_NS: u64 = 100_000_000;
+/// Buffered tick bytes that force a write.
+pub const FLUSH_BYTES: usize = 64 * 1024;
+
 /// What a sampler did, returned by [`Sampler::stop`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SamplerStats {
@@ -70,6 +78,9 @@ pub struct SamplerStats {
     pub threads: u64,
     /// Distinct processes seen (the target included).
     pub processes: u64,
+    /// Ticks that looked for new threads and processes (the last allocated
+    /// pid had changed).
+    pub discoveries: u64,
     /// CPU time the sampling thread used, ns (its `CLOCK_THREAD_CPUTIME_ID`).
     pub cpu_ns: u64,
     /// Why sampling stopped early (writing the file failed), if it did.
@@ -146,14 +157,22 @@ fn run(
         clock_ns(libc::CLOCK_MONOTONIC_COARSE),
     );
     let mut last = false;
+    let mut flushed_at = 0;
     loop {
         let flags = if last { TICK_FINAL } else { 0 };
         let tick = state.tick(flags);
         stats.ticks += 1;
         stats.entries += state.entries.len() as u64;
-        if let Err(e) = writer.write_tick(&tick, &state.entries) {
-            stats.error = Some(e.to_string());
-            break;
+        writer.push_tick(&tick, &state.entries);
+        if last
+            || writer.buffered() >= FLUSH_BYTES
+            || tick.monotonic_ns.saturating_sub(flushed_at) >= FLUSH_NS
+        {
+            flushed_at = tick.monotonic_ns;
+            if let Err(e) = writer.flush() {
+                stats.error = Some(e.to_string());
+                break;
+            }
         }
         if last {
             break;
@@ -167,6 +186,7 @@ fn run(
     }
     stats.threads = state.threads_seen;
     stats.processes = state.processes_seen;
+    stats.discoveries = state.discoveries;
     stats.cpu_ns = thread_cpu_ns();
     stats
 }
@@ -264,16 +284,13 @@ struct State {
     fd_budget: usize,
     threads_seen: u64,
     processes_seen: u64,
+    discoveries: u64,
     /// The entries of the current tick.
     entries: Vec<Entry>,
+    /// Threads found ended in the current tick (reused buffer).
+    gone: Vec<(u32, u32)>,
     buf: Vec<u8>,
     path: String,
-}
-
-/// The result of reading one thread's counters.
-enum Read {
-    Counters(u64, u64, u32),
-    Gone,
 }
 
 impl State {
@@ -291,7 +308,9 @@ impl State {
             fd_budget: raise_fd_limit().saturating_sub(64),
             threads_seen: 0,
             processes_seen: 0,
+            discoveries: 0,
             entries: Vec::new(),
+            gone: Vec::new(),
             buf: vec![0; 4096],
             path: String::new(),
         };
@@ -316,12 +335,24 @@ impl State {
 
         // Known threads first: a tid reused since the last tick reads as
         // gone here and as new in the listing below.
-        let mut keys: Vec<(u32, u32)> = self.tasks.keys().copied().collect();
-        keys.sort_unstable();
-        for key in &keys {
-            self.sample(*key);
+        let mut gone = std::mem::take(&mut self.gone);
+        for (key, task) in self.tasks.iter_mut() {
+            if !sample_task(
+                task,
+                &mut self.buf,
+                &mut self.path,
+                self.clk_tck,
+                &mut self.entries,
+            ) {
+                gone.push(*key);
+            }
         }
+        for key in gone.drain(..) {
+            self.forget(key);
+        }
+        self.gone = gone;
         if discover {
+            self.discoveries += 1;
             self.discover();
         }
         TickHeader {
@@ -334,37 +365,28 @@ impl State {
     /// Reads one known thread and records an entry if it is new or
     /// changed; forgets it when it has ended.
     fn sample(&mut self, key: (u32, u32)) {
-        let Some(mut task) = self.tasks.remove(&key) else {
+        let Some(task) = self.tasks.get_mut(&key) else {
             return;
         };
-        match self.read_counters(&mut task) {
-            Read::Gone => {
-                if task.counters.take().is_some() {
-                    self.fd_budget += 1;
-                }
-                if task.children.take().is_some() {
-                    self.fd_budget += 1;
-                }
+        if !sample_task(
+            task,
+            &mut self.buf,
+            &mut self.path,
+            self.clk_tck,
+            &mut self.entries,
+        ) {
+            self.forget(key);
+        }
+    }
+
+    /// Drops an ended thread and closes its files.
+    fn forget(&mut self, key: (u32, u32)) {
+        if let Some(mut task) = self.tasks.remove(&key) {
+            if task.counters.take().is_some() {
+                self.fd_budget += 1;
             }
-            Read::Counters(run, wait, slices) => {
-                let new = !task.written;
-                if new || (run, wait, slices) != task.last {
-                    let mut flags = if task.from_stat { ENTRY_FROM_STAT } else { 0 };
-                    if new {
-                        flags |= ENTRY_NEW;
-                    }
-                    self.entries.push(Entry {
-                        pid: task.pid,
-                        tid: task.tid,
-                        run_ns: run,
-                        wait_ns: wait,
-                        slices,
-                        flags,
-                    });
-                    task.last = (run, wait, slices);
-                    task.written = true;
-                }
-                self.tasks.insert(key, task);
+            if task.children.take().is_some() {
+                self.fd_budget += 1;
             }
         }
     }
@@ -458,34 +480,6 @@ impl State {
         task
     }
 
-    fn read_counters(&mut self, task: &mut Task) -> Read {
-        let n = match &task.counters {
-            Some(f) => f.read_at(&mut self.buf, 0),
-            None => {
-                self.path.clear();
-                let name = if task.from_stat { "stat" } else { "schedstat" };
-                let _ = write!(self.path, "/proc/{}/task/{}/{name}", task.pid, task.tid);
-                File::open(&self.path).and_then(|f| f.read_at(&mut self.buf, 0))
-            }
-        };
-        let Ok(n) = n else {
-            return Read::Gone;
-        };
-        let text = &self.buf[..n];
-        let parsed = if task.from_stat {
-            parse_stat(text).map(|ticks| {
-                let ns = u128::from(ticks) * 1_000_000_000 / u128::from(self.clk_tck);
-                (u64::try_from(ns).unwrap_or(u64::MAX), 0, 0)
-            })
-        } else {
-            parse_schedstat(text)
-        };
-        match parsed {
-            Some((run, wait, slices)) => Read::Counters(run, wait, slices),
-            None => Read::Gone,
-        }
-    }
-
     /// Child pids of thread `tid` of `pid` (empty when it has ended).
     fn read_children(&mut self, pid: u32, tid: u32) -> Vec<u32> {
         let Some(task) = self.tasks.get_mut(&(pid, tid)) else {
@@ -523,6 +517,59 @@ impl State {
             Err(_) => (0, None),
         }
     }
+}
+
+/// Reads one thread's counters into `entries` if it is new or changed;
+/// false when it has ended.
+fn sample_task(
+    task: &mut Task,
+    buf: &mut [u8],
+    path: &mut String,
+    clk_tck: u32,
+    entries: &mut Vec<Entry>,
+) -> bool {
+    let n = match &task.counters {
+        Some(f) => f.read_at(buf, 0),
+        None => {
+            path.clear();
+            let name = if task.from_stat { "stat" } else { "schedstat" };
+            let _ = write!(path, "/proc/{}/task/{}/{name}", task.pid, task.tid);
+            File::open(&*path).and_then(|f| f.read_at(buf, 0))
+        }
+    };
+    let Ok(n) = n else {
+        return false;
+    };
+    let text = &buf[..n];
+    let parsed = if task.from_stat {
+        parse_stat(text).map(|ticks| {
+            let ns = u128::from(ticks) * 1_000_000_000 / u128::from(clk_tck);
+            (u64::try_from(ns).unwrap_or(u64::MAX), 0, 0)
+        })
+    } else {
+        parse_schedstat(text)
+    };
+    let Some(now) = parsed else {
+        return false;
+    };
+    let new = !task.written;
+    if new || now != task.last {
+        let mut flags = if task.from_stat { ENTRY_FROM_STAT } else { 0 };
+        if new {
+            flags |= ENTRY_NEW;
+        }
+        entries.push(Entry {
+            pid: task.pid,
+            tid: task.tid,
+            run_ns: now.0,
+            wait_ns: now.1,
+            slices: now.2,
+            flags,
+        });
+        task.last = now;
+        task.written = true;
+    }
+    true
 }
 
 /// `"run wait slices\n"` of `schedstat`.

@@ -1,0 +1,56 @@
+//! Measures the service-time sampler alone (bench/sampler_overhead.sh):
+//! starts `CMD`, samples it with [`contend::service::sampler::Sampler`]
+//! every `INTERVAL_MS` until it exits, and prints the sampling thread's own
+//! CPU time (`CLOCK_THREAD_CPUTIME_ID`) beside the wall time, as
+//! `key=value` pairs.
+//!
+//! Usage: sampler_overhead OUT_FILE INTERVAL_MS CMD [ARGS...]
+
+use std::time::{Duration, Instant};
+
+use contend::service::sampler::Sampler;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: sampler_overhead OUT_FILE INTERVAL_MS CMD [ARGS...]");
+        std::process::exit(2);
+    }
+    let out = std::path::PathBuf::from(&args[1]);
+    let interval = Duration::from_secs_f64(args[2].parse::<f64>()? / 1e3);
+    let started = Instant::now();
+    let mut child = std::process::Command::new(&args[3])
+        .args(&args[4..])
+        .spawn()?;
+    let sampler = Sampler::start(&out, child.id(), interval, 0)?;
+    // Wait for the child to end without reaping it, as the launcher does.
+    // SAFETY: waitid with a zeroed out-parameter.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PID,
+            child.id(),
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        );
+    }
+    let stats = sampler.stop();
+    let wall = started.elapsed().as_secs_f64();
+    child.wait()?;
+    if let Some(e) = &stats.error {
+        eprintln!("sampler error: {e}");
+    }
+    let cpu = stats.cpu_ns as f64 / 1e9;
+    println!(
+        "sampler_cpu_s={cpu:.6} wall_s={wall:.3} share_of_one_core={:.4}% ticks={} \
+         entries={} threads={} discoveries={} per_tick_us={:.1} file_bytes={}",
+        100.0 * cpu / wall,
+        stats.ticks,
+        stats.entries,
+        stats.threads,
+        stats.discoveries,
+        1e6 * cpu / stats.ticks.max(1) as f64,
+        std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0)
+    );
+    Ok(())
+}
