@@ -28,6 +28,11 @@
 //!    with the collector prepended, `CONTEND_DIR`, `CONTEND_CLOCK`,
 //!    `CONTEND_TSC_HZ`, `CONTEND_STACK_EVERY`, `CONTEND_CHUNK_KB`) and the
 //!    launcher's standard input, output and error.
+//!    Right after it started, a sampler thread
+//!    ([`crate::service::sampler`]) begins reading the service time of its
+//!    threads and descendants every [`RecordOptions::interval`] into
+//!    `DIR/service.csamp`; it takes its final sample once the target has
+//!    ended, before the launcher reaps it.
 //! 5. While it runs, `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` sent to the
 //!    launcher are forwarded to the target instead of killing the launcher.
 //!    Stopping a recording (Ctrl-C, `kill`, a batch system's time limit)
