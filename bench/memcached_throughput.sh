@@ -17,14 +17,14 @@ one_round() { # $1 = plain|recorded ; prints seconds of load
   local port pid t0 t1
   port=$(free_port)
   if [ "$1" = plain ]; then
-    memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
+    taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   else
-    "$CONTEND" record --force -o "$OUT/memcached.data" -- memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
+    "$CONTEND" record --force -o "$OUT/memcached.data" ${RECORD_ARGS:-} -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
   fi
-  wait_port "$port"
+  wait_port "$port" || { echo "memcached did not start on port $port ($1)" >&2; kill "$pid" 2>/dev/null; exit 1; }
   t0=$(date +%s.%N)
-  memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=set >/dev/null
-  memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=get >/dev/null
+  taskset -c 1 memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=set >/dev/null
+  taskset -c 1 memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=get >/dev/null
   t1=$(date +%s.%N)
   pkill -TERM -f "memcached -u root -l 127.0.0.1 -p $port " || true
   wait "$pid" 2>/dev/null || true
@@ -40,5 +40,9 @@ ops=$((2 * OPS * CONCURRENCY))
 mp=$(printf '%s\n' "${plain[@]}" | median)
 mr=$(printf '%s\n' "${rec[@]}" | median)
 echo "load of $ops operations: without recording median ${mp} s (${plain[*]}), with recording median ${mr} s (${rec[*]})"
-awk -v p="$mp" -v r="$mr" -v n="$ops" 'BEGIN {printf "throughput: %.0f ops/s without, %.0f ops/s with recording; loss %.1f %%\n", n/p, n/r, (1-p/r)*100}'
+awk -v p="$mp" -v r="$mr" -v n="$ops" 'BEGIN {printf "throughput: %.0f ops/s without, %.0f ops/s with recording; loss %.1f %% (from the medians)\n", n/p, n/r, (1-p/r)*100}'
+# Round by round (each recorded round beside the plain one before it):
+ratios=()
+for i in "${!plain[@]}"; do ratios+=("$(awk -v p="${plain[$i]}" -v r="${rec[$i]}" 'BEGIN {printf "%.4f", (1-p/r)*100}')"); done
+echo "loss per round (%): ${ratios[*]}; median $(printf '%s\n' "${ratios[@]}" | median) %"
 "$CONTEND" report "$OUT/memcached.data" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["locks"]["summary"]; print("last recorded run: %d lock events, %d contended" % (s["events"], s["contended_events"]))'
