@@ -831,3 +831,42 @@ fn cpp_std_mutex_call_site_line() {
         "the lock's sites name stdmutex.cpp:{line}: {lock_sites:?}"
     );
 }
+
+/// Without optimisation `std::lock_guard` calls an out-of-line
+/// `__gthread_mutex_lock` in a libstdc++ header, so the return address of
+/// every `std::mutex` lock is in that header. With `--stack-every 1` the
+/// analysis follows the recorded stack to the first caller in the user's
+/// code: the CONTENDED-LINE.
+#[test]
+fn cpp_std_mutex_at_o0_is_attributed_through_stacks() {
+    require_tool!("g++");
+    let _serial = serial();
+    let tmp = tempdir();
+    let exe = build("stdmutex.cpp", &["-O0"]);
+    let dir = tmp.path().join("rec");
+    let mut cmd = std::process::Command::new(contend_bin());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .args(["--stack-every", "1", "--"])
+        .arg(&exe);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    let report = report_json(&dir);
+    let line = line_of("stdmutex.cpp", "// CONTENDED-LINE") as u64;
+    let sites = report["locks"]["by_site"].as_array().unwrap();
+    assert!(
+        sites.iter().any(|s| s["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("stdmutex.cpp"))
+            && s["line"] == line),
+        "by_site has stdmutex.cpp:{line}: {}",
+        serde_json::to_string_pretty(&report["locks"]["by_site"]).unwrap()
+    );
+    assert!(
+        !sites.iter().any(|s| s["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("gthr-default.h"))),
+        "no site is left in gthr-default.h when every event has a stack"
+    );
+}

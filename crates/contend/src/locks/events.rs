@@ -92,6 +92,12 @@ impl LockEvent {
     pub fn is_lock(&self) -> bool {
         self.primitive.is_lock()
     }
+    /// Index of the call stack recorded with this event (`--stack-every`)
+    /// in its process trace's `stacks`, if any.
+    #[inline]
+    pub fn stack_index(&self) -> Option<u32> {
+        (self.stack != contend_trace::NO_STACK).then_some(self.stack)
+    }
 }
 
 /// A thread as the analysis sees it.

@@ -124,6 +124,82 @@ pub fn attribute_to_user_frame(loc: &mut crate::symbolize::CodeLocation) {
     }
 }
 
+/// True when a resolved call site is not the user's code: a system header
+/// (code inlined or instantiated from libstdc++ or glibc headers), or a
+/// system library without line information (`libstdc++.so`'s
+/// `std::condition_variable::wait` calling `pthread_cond_wait`).
+fn is_system_site(site: &ResolvedSite) -> bool {
+    match (&site.file, &site.module) {
+        (Some(f), _) => is_system_header(f),
+        (None, Some(m)) => m.starts_with("/usr/lib/") || m.starts_with("/lib/"),
+        (None, None) => false,
+    }
+}
+
+/// Moves events whose call site is in system code to the first caller in
+/// the user's code, using the call stacks recorded with `--stack-every N`.
+///
+/// A program built without optimisation calls `pthread_mutex_lock` from an
+/// out-of-line `__gthread_mutex_lock` in a libstdc++ header, so every
+/// `std::mutex` user shares that one site; the stack (return addresses,
+/// innermost first, the site itself first) names the real caller. Only
+/// events that carry a stack move; the others keep the system site.
+pub fn attribute_sites_through_stacks(
+    set: &mut EventSet,
+    recording: &Recording,
+    resolver: &mut dyn Resolver,
+) {
+    if !set.events.iter().any(|e| e.stack_index().is_some()) {
+        return;
+    }
+    let system: Vec<bool> = set
+        .sites
+        .iter()
+        .map(|k| is_system_site(&resolver.site(k.process, k.address)))
+        .collect();
+    let mut site_index: std::collections::HashMap<events::SiteKey, u32> = set
+        .sites
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (*k, i as u32))
+        .collect();
+    // (process, stack) → user site index, or u32::MAX when none is found.
+    let mut moved: std::collections::HashMap<(u32, u32), u32> = Default::default();
+    for i in 0..set.events.len() {
+        let e = set.events[i];
+        let Some(stack) = e.stack_index() else {
+            continue;
+        };
+        if !system[e.site as usize] {
+            continue;
+        }
+        let process = set.threads[e.thread as usize].process;
+        let target = *moved.entry((process, stack)).or_insert_with(|| {
+            let frames = recording
+                .processes
+                .get(process as usize)
+                .and_then(|p| p.trace.stacks.get(stack as usize));
+            let Some(frames) = frames else {
+                return u32::MAX;
+            };
+            for &address in frames.iter().skip(1) {
+                if is_system_site(&resolver.site(process, address)) {
+                    continue;
+                }
+                let key = events::SiteKey { process, address };
+                return *site_index.entry(key).or_insert_with(|| {
+                    set.sites.push(key);
+                    (set.sites.len() - 1) as u32
+                });
+            }
+            u32::MAX
+        });
+        if target != u32::MAX {
+            set.events[i].site = target;
+        }
+    }
+}
+
 /// Analyses the lock traces of `recording` into a report.
 ///
 /// Steps: convert ticks to ns and pair each thread's operations (in
@@ -161,8 +237,9 @@ pub fn analyze(
             })
         })
         .collect();
-    let set = pair_operations(&inputs);
+    let mut set = pair_operations(&inputs);
     progress.advance(ops);
+    attribute_sites_through_stacks(&mut set, recording, resolver);
     progress.stage("marking the critical path", 1);
     let path = mark_critical_path(&set);
     progress.advance(1);
