@@ -809,10 +809,7 @@ static void contend_init(void)
         return;
     }
     struct contend_thread *ts = &contend_tls;
-    uint8_t saved_guard = ts->guard;
-    int saved_errno = errno;
-    ts->guard |= CONTEND_GUARD_BUSY;
-    CONTEND_SIGNAL_FENCE();
+    struct contend_saved saved = contend_enter(ts);
 
     int state = CONTEND_STATE_PASS;
     contend_resolve_reals();
@@ -833,9 +830,7 @@ static void contend_init(void)
 
 done:
     set_state(state);
-    errno = saved_errno;
-    CONTEND_SIGNAL_FENCE();
-    ts->guard = saved_guard;
+    contend_leave(ts, saved);
 }
 
 int contend_prepare(struct contend_thread *ts)
@@ -857,19 +852,14 @@ __attribute__((constructor)) static void contend_constructor(void)
     if (__atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE) != CONTEND_STATE_ACTIVE)
         return;
     struct contend_thread *ts = &contend_tls;
-    uint8_t saved_guard = ts->guard;
-    int saved_errno = errno;
-    ts->guard |= CONTEND_GUARD_BUSY;
-    CONTEND_SIGNAL_FENCE();
+    struct contend_saved saved = contend_enter(ts);
     if (contend_g.stack_every && !C.backtrace_ready) {
         /* the first backtrace() dlopens libgcc_s: do it here, not in a hook */
         void *frames[4];
         backtrace(frames, 4);
         __atomic_store_n(&C.backtrace_ready, 1, __ATOMIC_RELEASE);
     }
-    errno = saved_errno;
-    CONTEND_SIGNAL_FENCE();
-    ts->guard = saved_guard;
+    contend_leave(ts, saved);
 }
 
 __attribute__((destructor)) static void contend_destructor(void)
@@ -877,19 +867,14 @@ __attribute__((destructor)) static void contend_destructor(void)
     if (__atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE) != CONTEND_STATE_ACTIVE)
         return;
     struct contend_thread *ts = &contend_tls;
-    uint8_t saved_guard = ts->guard;
-    int saved_errno = errno;
-    ts->guard |= CONTEND_GUARD_BUSY;
-    CONTEND_SIGNAL_FENCE();
+    struct contend_saved saved = contend_enter(ts);
     contend_trace_header *h = contend_g.hdr;
     calibrate(&h->end);
     __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_FLAG_FINISHED, __ATOMIC_RELEASE);
     contend_maps_snapshot();
     /* Nothing is unmapped: other threads may still be recording, and the
      * records they store after this point are still kept. */
-    errno = saved_errno;
-    CONTEND_SIGNAL_FENCE();
-    ts->guard = saved_guard;
+    contend_leave(ts, saved);
 }
 
 /* ------------------------------------------------------------------------ */

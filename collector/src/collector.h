@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -148,6 +149,30 @@ struct contend_thread {
 
 CONTEND_HIDDEN extern _Thread_local struct contend_thread contend_tls
     __attribute__((tls_model("initial-exec")));
+
+/* Entering and leaving the collector's own slow work (initialisation,
+ * resolving, constructor, destructor): calls the thread makes meanwhile
+ * (dlsym, backtrace, malloc taking locks) pass through unrecorded, and the
+ * target's errno is what it was. */
+struct contend_saved {
+    uint8_t guard;
+    int err;
+};
+
+static inline struct contend_saved contend_enter(struct contend_thread *ts)
+{
+    struct contend_saved saved = {ts->guard, errno};
+    ts->guard |= CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    return saved;
+}
+
+static inline void contend_leave(struct contend_thread *ts, struct contend_saved saved)
+{
+    errno = saved.err;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = saved.guard;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Global state                                                              */

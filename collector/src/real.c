@@ -33,10 +33,7 @@ void contend_resolve_reals(void)
     if (__atomic_load_n(&contend_g.resolved, __ATOMIC_ACQUIRE))
         return;
     struct contend_thread *ts = &contend_tls;
-    uint8_t saved_guard = ts->guard;
-    int saved_errno = errno;
-    ts->guard |= CONTEND_GUARD_BUSY;
-    CONTEND_SIGNAL_FENCE();
+    struct contend_saved saved = contend_enter(ts);
 
     STORE(mutex_lock, dlsym(RTLD_NEXT, "pthread_mutex_lock"));
     STORE(mutex_trylock, dlsym(RTLD_NEXT, "pthread_mutex_trylock"));
@@ -78,7 +75,5 @@ void contend_resolve_reals(void)
              contend_real.spin_unlock && contend_real.sem_trywait;
     __atomic_store_n(&contend_g.resolved, ok ? 1 : 2, __ATOMIC_RELEASE);
 
-    errno = saved_errno;
-    CONTEND_SIGNAL_FENCE();
-    ts->guard = saved_guard;
+    contend_leave(ts, saved);
 }
