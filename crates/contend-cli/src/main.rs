@@ -350,6 +350,7 @@ fn analyze_dir(
     let mut resolver = RecordingResolver::new(&rec, Symbolizer::new());
     let mut report = locks::analyze(&rec, filter, &mut resolver, bar);
     contend::service::add_to_report(&rec, &mut report);
+    contend::counters::add_to_report(&rec, &mut report);
     Ok(report)
 }
 

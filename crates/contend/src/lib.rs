@@ -17,6 +17,7 @@
 
 pub mod compare;
 pub mod config;
+pub mod counters;
 pub mod locks;
 pub mod meta;
 pub mod record;

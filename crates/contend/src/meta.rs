@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use contend_trace::CalibrationPoint;
+
+use crate::counters::RunCounters;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// File name of the run description inside a recording directory.
@@ -103,6 +105,13 @@ pub struct RunMeta {
     /// Problems the launcher noticed (for example a statically linked
     /// program, whose locks cannot be traced), one sentence each.
     pub warnings: Vec<String>,
+    /// Performance counters of the target (`perf_event_open`): those
+    /// measured with their values and times, those missing with the
+    /// reason, and the CPU time used as the work measure when there are no
+    /// cycles ([`crate::counters`]). `None` in the start record and in
+    /// recordings made before counters existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<RunCounters>,
 }
 
 impl Default for RunMeta {
@@ -131,6 +140,7 @@ impl Default for RunMeta {
             stack_every: 0,
             pid: None,
             warnings: Vec::new(),
+            counters: None,
         }
     }
 }
@@ -401,6 +411,17 @@ mod tests {
         assert_eq!(m.format_version, FORMAT_VERSION);
         let m = RunMeta::from_json(p, br#"{"calibration":null,"end_utc":null}"#).unwrap();
         assert!(m.calibration.is_empty());
+        // Older files have no counters; partial counter objects parse.
+        assert_eq!(m.counters, None);
+        let m = RunMeta::from_json(
+            p,
+            br#"{"counters":{"missing":[{"name":"cycles","reason":"r"}],"available":{"task_clock":{"value":5}}}}"#,
+        )
+        .unwrap();
+        let c = m.counters.unwrap();
+        assert_eq!(c.missing[0].name, "cycles");
+        assert_eq!(c.available["task_clock"].value, 5);
+        assert_eq!(c.cpu_time_ns, None);
     }
 
     #[test]

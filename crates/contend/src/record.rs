@@ -27,7 +27,12 @@
 //! 4. The target is started with the collector environment (`LD_PRELOAD`
 //!    with the collector prepended, `CONTEND_DIR`, `CONTEND_CLOCK`,
 //!    `CONTEND_TSC_HZ`, `CONTEND_STACK_EVERY`, `CONTEND_CHUNK_KB`) and the
-//!    launcher's standard input, output and error.
+//!    launcher's standard input, output and error. Between `fork` and
+//!    `exec` the child opens the performance counters on itself
+//!    ([`crate::counters`]: `inherit`, `enable_on_exec`) and hands them to
+//!    the launcher, which reads them once the target has been reaped
+//!    (with `wait4`, whose resource usage gives the CPU time) and stores
+//!    them in `meta.json` (`counters`).
 //!    Right after it started, a sampler thread
 //!    ([`crate::service::sampler`]) begins reading the service time of its
 //!    threads and descendants every [`RecordOptions::interval`] into
@@ -66,6 +71,7 @@ use std::time::{Duration, SystemTime};
 
 use contend_trace::CalibrationPoint;
 
+use crate::counters;
 use crate::meta::{format_utc, MetaError, RunMeta, FORMAT_VERSION};
 use crate::service::sampler::Sampler;
 
@@ -348,12 +354,34 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         .args(&opts.command[1..])
         .env_clear()
         .envs(&env);
+    // Performance counters: opened by the child on itself just before
+    // exec (enable_on_exec), handed back over a socket.
+    let prepared = match counters::Prepared::new() {
+        Ok(p) => Some(p),
+        Err(e) => {
+            warnings.push(format!(
+                "performance counters are not recorded: cannot create a socket pair: {e}"
+            ));
+            None
+        }
+    };
+    let child_part = prepared.as_ref().map(counters::Prepared::child_part);
+    // SAFETY: the hook runs between fork and exec and only makes system
+    // calls on data it owns (no allocation, no locks).
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(c) = &child_part {
+                c.open_in_child();
+            }
+            Ok(())
+        });
+    }
     let forwarding = forward::Forwarding::begin();
     // The final record has the start taken right here, after the (synced)
     // start record was written.
     let start_utc = format_utc(SystemTime::now());
     let start_ns = monotonic_ns();
-    let mut child = match cmd.spawn() {
+    let child = match cmd.spawn() {
         Ok(child) => child,
         Err(source) => {
             drop(forwarding);
@@ -366,6 +394,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     };
     let pid = child.id();
     forwarding.started(pid);
+    let opened = prepared.map(|p| p.collect("the target did not report its counters before exec"));
     let sampler = match Sampler::start(
         &dir.join(contend_trace::service::FILE_NAME),
         pid,
@@ -397,10 +426,15 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     let end_point = clock.point();
     let end_utc = format_utc(SystemTime::now());
     forwarding.ended();
-    let status = child
-        .wait()
-        .map_err(|source| RecordError::Wait { pid, source })?;
+    // Reap with wait4 for the target's resource usage (the CPU time that
+    // is the work measure without cycles).
+    let (status, cpu_time_ns) = reap(pid).map_err(|source| RecordError::Wait { pid, source })?;
+    drop(child);
     drop(forwarding);
+    // Read after reaping: the counts of every exited thread and child have
+    // been added to the events we hold.
+    let mut run_counters = opened.map(counters::Opened::read).unwrap_or_default();
+    run_counters.cpu_time_ns = Some(cpu_time_ns);
 
     let traces = count_traces(&dir.join("locks"));
     if traces == 0 {
@@ -422,6 +456,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     meta.calibration.extend(end_point);
     meta.complete = true;
     meta.warnings = warnings.clone();
+    meta.counters = Some(run_counters);
     if let Err(e) = meta.write(dir) {
         warnings.push(format!("could not complete the run description: {e}"));
     }
@@ -719,6 +754,29 @@ fn wait_exited(pid: u32) -> io::Result<()> {
         };
         if rc == 0 {
             return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Reaps the (exited) child `pid` with `wait4`: its exit status and the
+/// user + system CPU time of it and of the descendants it waited for, ns.
+fn reap(pid: u32) -> io::Result<(std::process::ExitStatus, u64)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: valid out-pointers; rusage is plain data.
+        let (rc, ru) = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            let rc = libc::wait4(pid as libc::pid_t, &mut status, 0, &mut ru);
+            (rc, ru)
+        };
+        if rc == pid as libc::pid_t {
+            let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+            let cpu_ns = (us(ru.ru_utime) + us(ru.ru_stime)) * 1000;
+            return Ok((std::process::ExitStatus::from_raw(status), cpu_ns));
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {

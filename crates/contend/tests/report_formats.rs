@@ -191,6 +191,7 @@ fn sample() -> Report {
         },
         warnings: vec!["trace of thread 4244 ends early: its last chunk is incomplete".into()],
         service: None,
+        counters: None,
     }
 }
 
@@ -696,6 +697,7 @@ fn no_events_reason_replaces_the_tables() {
         },
         warnings: vec![],
         service: None,
+        counters: None,
     };
     for format in [OutputFormat::Text, OutputFormat::Markdown] {
         let out = render_report(&r, format, &opts());

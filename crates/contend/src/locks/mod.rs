@@ -269,6 +269,7 @@ pub fn analyze(
         locks,
         warnings,
         service: None,
+        counters: None,
     }
 }
 

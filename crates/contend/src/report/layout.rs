@@ -3,7 +3,7 @@
 //! each format decides how to print them.
 
 use super::fmt::{self, Style};
-use super::model::{Report, ServiceReport};
+use super::model::{CountersReport, Report, ServiceReport};
 use super::{RenderOptions, TimeUnit};
 use crate::compare::{
     summary_metrics, ComparedItem, ComparedMetric, Comparison, Metric, MetricGroup, Unit,
@@ -316,6 +316,9 @@ pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> 
         out.push(service_section(service));
         out.push(service_thread_section(service, opts.top));
     }
+    if let Some(counters) = &r.counters {
+        out.push(counters_section(counters));
+    }
     let metrics = summary_metrics(r);
     if let Some(reason) = &l.no_events_reason {
         out.push(Section::new(
@@ -474,6 +477,98 @@ fn service_section(s: &ServiceReport) -> Section {
         "Service time",
         "CPU time the target's threads received, sampled from /proc every interval, and the average number \
          of threads active while any ran (cf. Venter 2016, Sections 3.1.2 and 3.2.2.1, Listings 3.3 and 3.4).",
+        Body::Table(table),
+    )
+}
+
+fn counters_section(c: &CountersReport) -> Section {
+    let mut measure = c.work_measure.clone();
+    if !c.work_measure_note.is_empty() {
+        measure = format!("{measure} ({})", c.work_measure_note);
+    }
+    let mut rows = vec![Row {
+        key: "work_measure".into(),
+        cells: vec![
+            Cell::Text("Work measure C".into()),
+            Cell::Empty,
+            Cell::Text(measure),
+        ],
+    }];
+    if let Some(cpu) = c.cpu_s {
+        let source = if c.available.contains_key("task_clock") {
+            "task_clock counter"
+        } else {
+            "wait4 resource usage"
+        };
+        rows.push(Row {
+            key: "cpu_ns".into(),
+            cells: vec![
+                Cell::Text("CPU time".into()),
+                seconds(cpu),
+                Cell::Text(source.into()),
+            ],
+        });
+    }
+    for (name, v) in &c.available {
+        let mut notes = Vec::new();
+        if v.time_running_ns < v.time_enabled_ns {
+            notes.push(format!(
+                "scaled: counted {:.0}% of the time",
+                100.0 * v.time_running_ns as f64 / v.time_enabled_ns.max(1) as f64
+            ));
+        }
+        if v.user_only {
+            notes.push("user mode only".to_string());
+        }
+        let value = if name == "task_clock" {
+            Cell::Ns(v.value)
+        } else {
+            Cell::Count(v.value)
+        };
+        rows.push(Row {
+            key: name.clone(),
+            cells: vec![
+                Cell::Text(name.clone()),
+                value,
+                Cell::Text(notes.join("; ")),
+            ],
+        });
+    }
+    for m in &c.missing {
+        rows.push(Row {
+            key: m.name.clone(),
+            cells: vec![
+                Cell::Text(m.name.clone()),
+                Cell::Text("missing".into()),
+                Cell::Text(m.reason.clone()),
+            ],
+        });
+    }
+    if let Some(scope) = &c.scope {
+        rows.push(Row {
+            key: "scope".into(),
+            cells: vec![
+                Cell::Text("Scope".into()),
+                Cell::Empty,
+                Cell::Text(scope.clone()),
+            ],
+        });
+    }
+    let table = Table {
+        columns: vec![
+            Column::text("Counter", "counter"),
+            Column::num("Value", "value"),
+            Column::text("Note", "note"),
+        ],
+        rows,
+        ..Table::default()
+    };
+    Section::new(
+        "counters",
+        "Counters",
+        "Performance counters of the target and its threads (perf_event_open, inherited), and the work \
+         measure C of the speed-up model: cycles where the CPU counts them, else CPU time \
+         (cf. Venter 2016, Sections 3.1.1 and 3.2.1.1).",
         Body::Table(table),
     )
 }

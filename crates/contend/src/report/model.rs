@@ -22,6 +22,41 @@ pub struct Report {
     /// in JSON) when the recording has no samples.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceReport>,
+    /// Performance counters of the target and the work measure (cycles,
+    /// or CPU time where there are no cycles), from `meta.json`
+    /// (`crate::counters`; Venter 2016, Sections 3.1.1 and 3.2.1.1).
+    /// Absent (no key in JSON) for recordings made before counters existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<CountersReport>,
+}
+
+/// Performance counters of one recording and the work measure C(n) of the
+/// speed-up model (docs/metrics.md, "Counters").
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct CountersReport {
+    /// The work measure: `"cycles"` when cycles were counted, else
+    /// `"cpu time"` (the target's CPU time, the fallback on machines
+    /// without a hardware PMU).
+    pub work_measure: String,
+    /// Why the fallback was used, e.g. `"fallback: no hardware PMU"`;
+    /// empty with cycles.
+    pub work_measure_note: String,
+    /// The work C: cycles (a count) or CPU time (s), as `work_measure`
+    /// says; `None` when neither is known.
+    pub work: Option<f64>,
+    /// CPU time of the target, s: the `task_clock` counter where it was
+    /// measured, else `wait4` resource usage; `None` when neither is known.
+    pub cpu_s: Option<f64>,
+    /// Measured counters by name (`cycles`, `instructions`,
+    /// `llc_references`, `llc_misses`, `stalled_cycles_backend`,
+    /// `task_clock`): scaled value, raw count, time enabled and running,
+    /// ns.
+    pub available: std::collections::BTreeMap<String, crate::counters::CounterValue>,
+    /// Counters that could not be measured, with the reason.
+    pub missing: Vec<crate::counters::MissingCounter>,
+    /// What the counts cover when not the whole run of the target (attach
+    /// mode), one sentence; `None` otherwise.
+    pub scope: Option<String>,
 }
 
 /// Service-time results of one recording (docs/metrics.md, "Service

@@ -1,0 +1,123 @@
+//! End-to-end tests of the performance counters of `contend record`
+//! (`perf_event_open`, inherited by the target's threads and children) and
+//! of the work measure the report names (cycles, or CPU time without a
+//! hardware PMU).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn f(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for key in path.split('.') {
+        cur = &cur[key];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("`{path}` is not a number: {cur}"))
+}
+
+fn meta(dir: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
+}
+
+/// The software counter `task_clock` proves the open / inherit / read path
+/// on any machine: a forked child with two spinning threads and its parent
+/// are all counted, and the total agrees with the CPU time `wait4`
+/// reports within 10%.
+#[test]
+fn task_clock_counts_threads_and_children() {
+    let _serial = serial();
+    let prog = build("service_fork.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("fork.data");
+    let out = record(&rec, &prog, &["300"]);
+    assert!(out.success(), "{}", out.describe());
+    let m = meta(&rec);
+    let c = &m["counters"];
+    let tc = f(c, "available.task_clock.value") / 1e9;
+    let ru = f(c, "cpu_time_ns") / 1e9;
+    // Two threads of the child spin 0.3 s each.
+    assert!(ru > 0.4, "{c}");
+    assert!(
+        (tc / ru - 1.0).abs() < 0.1,
+        "task_clock {tc} s, rusage {ru} s: {c}"
+    );
+    assert_eq!(
+        f(c, "available.task_clock.time_enabled_ns"),
+        f(c, "available.task_clock.time_running_ns"),
+        "a software counter is never multiplexed: {c}"
+    );
+
+    let r = report_json(&rec);
+    let rc = &r["counters"];
+    assert!((f(rc, "cpu_s") - tc).abs() < 1e-6, "{rc}");
+}
+
+/// On a machine without a hardware PMU (this project's VM) cycles are
+/// missing with the reason and the work measure is CPU time; with a PMU,
+/// cycles are counted and are the work measure. Every format shows it.
+#[test]
+fn work_measure_is_named() {
+    let prog = build("service_sleep.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("wm.data");
+    let out = record(&rec, &prog, &["50"]);
+    assert!(out.success(), "{}", out.describe());
+    let r = report_json(&rec);
+    let c = &r["counters"];
+    let missing = c["missing"].as_array().unwrap();
+    let cycles_missing = missing.iter().find(|m| m["name"] == "cycles");
+    match cycles_missing {
+        Some(m) => {
+            let reason = m["reason"].as_str().unwrap();
+            assert!(!reason.is_empty(), "{c}");
+            assert_eq!(c["work_measure"], "cpu time", "{c}");
+            assert!(
+                c["work_measure_note"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("fallback"),
+                "{c}"
+            );
+            assert!(c["available"].get("cycles").is_none(), "{c}");
+            // The fallback is a number: the CPU time.
+            assert_eq!(f(c, "work"), f(c, "cpu_s"), "{c}");
+            eprintln!("cycles missing here: {reason}");
+        }
+        None => {
+            assert_eq!(c["work_measure"], "cycles", "{c}");
+            assert!(f(c, "available.cycles.value") > 0.0, "{c}");
+        }
+    }
+    // Every counter asked for is either available or missing.
+    for name in [
+        "cycles",
+        "instructions",
+        "llc_references",
+        "llc_misses",
+        "stalled_cycles_backend",
+        "task_clock",
+    ] {
+        let available = c["available"].get(name).is_some();
+        let is_missing = missing.iter().any(|m| m["name"] == name);
+        assert!(available != is_missing, "{name}: {c}");
+    }
+    for (format, needle) in [
+        ("text", "Work measure C"),
+        ("markdown", "Counters"),
+        ("latex", "Counters"),
+        ("csv", "counters,work_measure,"),
+    ] {
+        let out = report_raw(&rec, &["--format", format]);
+        assert!(out.success(), "{}", out.describe());
+        assert!(out.stdout.contains(needle), "{format}:\n{}", out.stdout);
+        if cycles_missing.is_some() && format == "text" {
+            assert!(
+                out.stdout.contains("cpu time (fallback: "),
+                "{}",
+                out.stdout
+            );
+        }
+    }
+}
