@@ -94,8 +94,9 @@ pub const CFLAGS: &[&str] = &["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthr
 ///
 /// Outputs are cached in the target directory under a hash of the source
 /// text and the flags, so every test process (and every later run) builds
-/// each variant once. Concurrent builds of the same variant are harmless:
-/// each compiles to a private name and renames into place.
+/// each variant once. Concurrent builds of the same variant (by several
+/// processes, or several threads of one) are harmless: each compiles to a
+/// private name and renames into place.
 pub fn build(src: &str, extra: &[&str]) -> PathBuf {
     build_source(&program_source(src), extra)
 }
@@ -124,7 +125,11 @@ pub fn build_source(source: &Path, extra: &[&str]) -> PathBuf {
         return exe;
     }
     std::fs::create_dir_all(&dir).expect("create the program cache directory");
-    let tmp = dir.join(format!(".{stem}.{}.tmp", std::process::id()));
+    // Private to this process and this call: tests of one binary run on
+    // several threads and may build the same variant at once.
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{stem}.{}.{n}.tmp", std::process::id()));
     let mut cmd = Command::new(compiler);
     cmd.arg(std_flag)
         .args(CFLAGS)
