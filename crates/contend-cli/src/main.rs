@@ -36,7 +36,7 @@ struct Cli {
 enum Command {
     /// Run a program with the lock collector preloaded and record its lock operations
     #[command(
-        after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it)."
+        after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --cores 1 -o one.data -- ./app --threads 4\n  contend record --cpus 0,2-3 -- ./app\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it)."
     )]
     Record(RecordArgs),
     /// Analyse a recording and print the lock-contention report
@@ -68,6 +68,12 @@ struct RecordArgs {
     /// Service-time sampling interval, e.g. 10ms (1 ms to 1 hour)
     #[arg(long, value_name = "DURATION", default_value = "10ms")]
     interval: String,
+    /// Pin the program (and all its threads) to these CPUs, e.g. 0, 0-1, 0,2-3
+    #[arg(long, value_name = "LIST", conflicts_with = "cores")]
+    cpus: Option<String>,
+    /// Pin the program (and all its threads) to the first N online CPUs
+    #[arg(long, value_name = "N")]
+    cores: Option<u32>,
     /// The program and its arguments
     #[arg(
         required = true,
@@ -175,7 +181,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
+    let cpus = match (&a.cpus, a.cores) {
+        (Some(list), _) => Some(
+            contend::record::parse_cpu_list(list)
+                .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?,
+        ),
+        (None, Some(n)) => {
+            Some(contend::record::first_online_cpus(n).map_err(|e| anyhow::anyhow!("{e}"))?)
+        }
+        (None, None) => None,
+    };
     let opts = RecordOptions {
+        cpus,
         output: a.output,
         force: a.force,
         stack_every: a.stack_every,

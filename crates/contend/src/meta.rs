@@ -112,6 +112,12 @@ pub struct RunMeta {
     /// recordings made before counters existed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counters: Option<RunCounters>,
+    /// CPUs the target was allowed to run on: its affinity mask read
+    /// right after it started (after `--cpus`/`--cores` pinning, if any),
+    /// sorted. Its length is the n of the service-time analysis. `None`
+    /// in the start record and in older recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus_allowed: Option<Vec<u32>>,
 }
 
 impl Default for RunMeta {
@@ -141,6 +147,7 @@ impl Default for RunMeta {
             pid: None,
             warnings: Vec::new(),
             counters: None,
+            cpus_allowed: None,
         }
     }
 }
