@@ -36,7 +36,7 @@ struct Cli {
 enum Command {
     /// Run a program with the lock collector preloaded and record its lock operations
     #[command(
-        after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --cores 1 -o one.data -- ./app --threads 4\n  contend record --cpus 0,2-3 -- ./app\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it)."
+        after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --cores 1 -o one.data -- ./app --threads 4\n  contend record --cpus 0,2-3 -- ./app\n  contend record -p 4242 --duration 10s -o attach.data\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it)."
     )]
     Record(RecordArgs),
     /// Analyse a recording and print the lock-contention report
@@ -74,9 +74,20 @@ struct RecordArgs {
     /// Pin the program (and all its threads) to the first N online CPUs
     #[arg(long, value_name = "N")]
     cores: Option<u32>,
+    /// Attach to this running process instead: sample its service time and counters (no lock tracing)
+    #[arg(
+        short,
+        long,
+        value_name = "PID",
+        conflicts_with_all = ["command", "cpus", "cores", "stack_every", "chunk_kb"]
+    )]
+    pid: Option<u32>,
+    /// With -p: stop after this long, e.g. 10s (default: until the process exits or Ctrl-C)
+    #[arg(long, value_name = "DURATION")]
+    duration: Option<String>,
     /// The program and its arguments
     #[arg(
-        required = true,
+        required_unless_present = "pid",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "CMD"
@@ -181,6 +192,45 @@ fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
+    let interval = Duration::from_nanos(
+        parse_duration_ns(&a.interval).map_err(|e| anyhow::anyhow!("--interval: {e}"))?,
+    );
+    if a.duration.is_some() && a.pid.is_none() {
+        bail!("--duration applies to attaching (-p PID); a started program runs until it exits");
+    }
+    if let Some(pid) = a.pid {
+        let duration = match &a.duration {
+            Some(d) => Some(Duration::from_nanos(
+                parse_duration_ns(d).map_err(|e| anyhow::anyhow!("--duration: {e}"))?,
+            )),
+            None => None,
+        };
+        if duration == Some(Duration::ZERO) {
+            bail!("--duration: must be longer than 0");
+        }
+        let outcome = contend::record::attach(&contend::record::AttachOptions {
+            output: a.output,
+            force: a.force,
+            pid,
+            duration,
+            interval,
+        })?;
+        for w in &outcome.warnings {
+            eprintln!("contend: warning: {w}");
+        }
+        let ended = contend::meta::RunMeta::read(&outcome.dir)
+            .ok()
+            .and_then(|m| m.attach)
+            .map(|a| a.ended)
+            .unwrap_or_default();
+        eprintln!(
+            "contend: sampled process {pid} for {:.3} s ({ended}; no lock tracing when attached) in {}; run `contend report {}`",
+            outcome.wall_ns as f64 / 1e9,
+            outcome.dir.display(),
+            outcome.dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let cpus = match (&a.cpus, a.cores) {
         (Some(list), _) => Some(
             contend::record::parse_cpu_list(list)
@@ -198,9 +248,7 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         stack_every: a.stack_every,
         chunk_kb: a.chunk_kb,
         command: a.command,
-        interval: Duration::from_nanos(
-            parse_duration_ns(&a.interval).map_err(|e| anyhow::anyhow!("--interval: {e}"))?,
-        ),
+        interval,
     };
     let outcome = match record(&opts) {
         Ok(o) => o,

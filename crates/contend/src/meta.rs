@@ -118,6 +118,25 @@ pub struct RunMeta {
     /// in the start record and in older recordings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus_allowed: Option<Vec<u32>>,
+    /// Set when the recording attached to a running process
+    /// (`contend record -p PID`) instead of starting one: how and why it
+    /// ended, and why locks were not traced. `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attach: Option<AttachMeta>,
+}
+
+/// How an attach recording (`contend record -p PID`) went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct AttachMeta {
+    /// The process attached to (also [`RunMeta::pid`]).
+    pub pid: u32,
+    /// Why sampling ended: `"process exited"`, `"duration ended"` or
+    /// `"interrupted by signal N"`; empty in the start record.
+    pub ended: String,
+    /// Why there are no lock traces, one sentence (the report shows it
+    /// instead of the lock tables).
+    pub no_lock_tracing_reason: String,
 }
 
 impl Default for RunMeta {
@@ -148,6 +167,7 @@ impl Default for RunMeta {
             warnings: Vec::new(),
             counters: None,
             cpus_allowed: None,
+            attach: None,
         }
     }
 }

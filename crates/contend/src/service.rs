@@ -201,6 +201,35 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
     })
 }
 
+/// Makes the first tick a baseline: the threads it holds count from it,
+/// not from their start. For an attach recording, whose first tick reads
+/// threads that ran long before the attach, so that what they ran before
+/// is not counted as service in the first interval. Each thread's
+/// counters at the first tick are subtracted from its later entries (up
+/// to a reuse of its tid, flagged [`ENTRY_NEW`]), and set to 0 there.
+pub fn count_from_first_tick(file: &mut SampleFile) {
+    let Some((first, rest)) = file.ticks.split_first_mut() else {
+        return;
+    };
+    let mut base: FxHashMap<(u32, u32), (u64, u64, u32)> = FxHashMap::default();
+    for e in &mut first.entries {
+        base.insert((e.pid, e.tid), (e.run_ns, e.wait_ns, e.slices));
+        (e.run_ns, e.wait_ns, e.slices) = (0, 0, 0);
+    }
+    for tick in rest {
+        for e in &mut tick.entries {
+            let key = (e.pid, e.tid);
+            if e.flags & ENTRY_NEW != 0 {
+                base.remove(&key);
+            } else if let Some(b) = base.get(&key) {
+                e.run_ns = e.run_ns.saturating_sub(b.0);
+                e.wait_ns = e.wait_ns.saturating_sub(b.1);
+                e.slices = e.slices.saturating_sub(b.2);
+            }
+        }
+    }
+}
+
 /// What [`read_recording`] found: the report (`None` when the sample file
 /// holds no tick) and warnings, one sentence each naming the file.
 pub type ServiceSamples = (Option<ServiceReport>, Vec<String>);
@@ -214,11 +243,23 @@ pub type ServiceSamples = (Option<ServiceReport>, Vec<String>);
 /// Errors: the file exists but cannot be read or is not a sample file;
 /// the error names it.
 pub fn read_recording(dir: &Path) -> Result<Option<ServiceSamples>, TraceError> {
+    read_recording_from(dir, false)
+}
+
+/// [`read_recording`]; with `attached` (a recording of `contend record -p
+/// PID`) the first tick is a baseline ([`count_from_first_tick`]).
+pub fn read_recording_from(
+    dir: &Path,
+    attached: bool,
+) -> Result<Option<ServiceSamples>, TraceError> {
     let path = dir.join(FILE_NAME);
     if !path.exists() {
         return Ok(None);
     }
-    let file = SampleFile::read(&path)?;
+    let mut file = SampleFile::read(&path)?;
+    if attached {
+        count_from_first_tick(&mut file);
+    }
     let mut warnings = Vec::new();
     if let Some(t) = &file.truncated {
         warnings.push(format!("{}: {t}", path.display()));
@@ -238,7 +279,8 @@ pub fn read_recording(dir: &Path) -> Result<Option<ServiceSamples>, TraceError> 
 /// file becomes a warning too. Called by `contend report` after the lock
 /// analysis.
 pub fn add_to_report(recording: &Recording, report: &mut Report) {
-    match read_recording(&recording.dir) {
+    let attached = recording.meta.as_ref().is_some_and(|m| m.attach.is_some());
+    match read_recording_from(&recording.dir, attached) {
         Ok(None) => {}
         Ok(Some((service, warnings))) => {
             report.service = service;
@@ -425,6 +467,25 @@ mod tests {
         // No file: nothing.
         std::fs::remove_file(dir.path().join(FILE_NAME)).unwrap();
         assert!(read_recording(dir.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn first_tick_as_baseline() {
+        let mut f = SampleFile::parse(&sample_bytes()).unwrap();
+        count_from_first_tick(&mut f);
+        let ms = 1_000_000u64;
+        // Threads 7/7 and 7/8 count from the first tick; 9/9 is new later.
+        assert_eq!(
+            intervals(&f),
+            vec![
+                (10 * ms, vec![]),
+                (10 * ms, vec![10 * ms, 5 * ms, 10 * ms]),
+                (10 * ms, vec![10 * ms]),
+            ]
+        );
+        let r = analyze(&f).unwrap();
+        assert!(close(r.cpu_s, 0.035), "{r:?}");
+        assert!(close(r.threads[0].run_queue_wait_s, 0.002), "{r:?}");
     }
 
     #[test]

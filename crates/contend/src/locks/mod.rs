@@ -311,6 +311,9 @@ fn run_info(recording: &Recording, set: &EventSet) -> RunInfo {
 
 /// Explains an empty recording instead of reporting zero contention.
 fn no_events_reason(recording: &Recording) -> String {
+    if let Some(a) = recording.meta.as_ref().and_then(|m| m.attach.as_ref()) {
+        return a.no_lock_tracing_reason.clone();
+    }
     if recording.processes.is_empty() {
         let mut s =
             String::from("No lock trace was written, so no lock operation could be observed. ");

@@ -1,0 +1,159 @@
+//! End-to-end tests of `contend record -p PID [--duration S]`: sampling a
+//! running process (service time and counters, no lock tracing) until it
+//! exits, the duration ends, or the launcher is interrupted; the process
+//! is left unharmed.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn f(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for key in path.split('.') {
+        cur = &cur[key];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("`{path}` is not a number: {cur}"))
+}
+
+fn meta(dir: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
+}
+
+/// A child that is busy for a while and sleeps for a while, forever.
+fn busy_and_sleeping() -> std::process::Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg("while :; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.05; done")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start sh")
+}
+
+fn attach_command(pid: u32, rec: &std::path::Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "-p", &pid.to_string(), "-o"])
+        .arg(rec)
+        .args(extra);
+    cmd
+}
+
+#[test]
+fn attach_for_a_duration_samples_and_leaves_the_process_running() {
+    let _serial = serial();
+    let mut target = busy_and_sleeping();
+    std::thread::sleep(Duration::from_millis(100));
+    let dir = tempdir();
+    let rec = dir.path().join("attach.data");
+    let out = run_timeout(
+        attach_command(target.id(), &rec, &["--duration", "1s"]),
+        RUN_TIMEOUT,
+    );
+    let alive = target.try_wait().unwrap().is_none();
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(out.success(), "{}", out.describe());
+    assert!(alive, "the attached process did not survive");
+    assert!(out.stderr.contains("duration ended"), "{}", out.describe());
+    assert!(out.elapsed < Duration::from_secs(10), "{}", out.describe());
+
+    let m = meta(&rec);
+    assert_eq!(m["complete"], true, "{m}");
+    assert_eq!(m["pid"], target.id(), "{m}");
+    assert_eq!(m["attach"]["ended"], "duration ended", "{m}");
+    assert!((f(&m, "wall_ns") / 1e9 - 1.0).abs() < 0.2, "{m}");
+
+    let r = report_json(&rec);
+    let s = &r["service"];
+    assert!(f(s, "samples") > 50.0, "{s}");
+    // The shell loop is busy part of the time; what it ran before the
+    // attach is not counted.
+    let cpu = f(s, "cpu_s");
+    assert!(cpu > 0.05 && cpu < 1.1, "{s}");
+    assert!(
+        r["locks"]["no_events_reason"]
+            .as_str()
+            .unwrap()
+            .contains("attached to a running process"),
+        "{}",
+        r["locks"]
+    );
+    let c = &r["counters"];
+    assert!(c["scope"].as_str().unwrap().contains("attach"), "{c}");
+    // task_clock counts the same threads from the same moment.
+    let tc = f(c, "available.task_clock.value") / 1e9;
+    assert!(
+        (tc - cpu).abs() < 0.1 + 0.2 * cpu,
+        "task_clock {tc} s, service {cpu} s: {c}"
+    );
+}
+
+#[test]
+fn attach_ends_when_the_process_exits() {
+    let mut target = Command::new("sleep").arg("0.5").spawn().expect("sleep");
+    let dir = tempdir();
+    let rec = dir.path().join("exit.data");
+    let start = Instant::now();
+    let out = run_timeout(
+        attach_command(target.id(), &rec, &["--duration", "30s"]),
+        RUN_TIMEOUT,
+    );
+    let _ = target.wait();
+    assert!(out.success(), "{}", out.describe());
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(meta(&rec)["attach"]["ended"], "process exited");
+    assert!(report_json(&rec)["service"]["samples"].as_u64().unwrap() > 5);
+}
+
+#[test]
+fn interrupting_the_launcher_completes_the_recording() {
+    let mut target = Command::new("sleep").arg("30").spawn().expect("sleep");
+    let dir = tempdir();
+    let rec = dir.path().join("int.data");
+    let mut running = Running::spawn(attach_command(target.id(), &rec, &[]));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(kill(running.pid(), 2));
+    let out = running
+        .wait_for(Duration::from_secs(20))
+        .expect("contend ended after SIGINT");
+    let alive = target.try_wait().unwrap().is_none();
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(out.success(), "{}", out.describe());
+    assert!(alive, "SIGINT reached the attached process");
+    let m = meta(&rec);
+    assert_eq!(m["complete"], true, "{m}");
+    assert_eq!(m["attach"]["ended"], "interrupted by signal 2", "{m}");
+}
+
+#[test]
+fn attach_errors() {
+    let dir = tempdir();
+    let rec = dir.path().join("none.data");
+    // No such process: nothing is created.
+    let out = run_timeout(attach_command(4_000_000, &rec, &[]), RUN_TIMEOUT);
+    assert_eq!(out.code(), Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("no such process"), "{}", out.describe());
+    assert!(!rec.exists());
+    // -p and a command, or --duration without -p, are refused.
+    let mut cmd = attach_command(1, &rec, &["--", "true"]);
+    cmd.stdin(Stdio::null());
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert_eq!(out.code(), Some(2), "{}", out.describe());
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--duration", "1s", "-o"])
+        .arg(&rec)
+        .args(["--", "true"]);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert_eq!(out.code(), Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("--duration"), "{}", out.describe());
+    assert!(!rec.exists());
+}
