@@ -247,8 +247,16 @@ fn run_section(r: &Report) -> Section {
             Cell::Text(exit_status(run.exit_code, run.signal)),
         ),
         ("wall_ns", "Wall time", Cell::Ns(run.wall_ns)),
-        ("processes", "Processes", Cell::Count(run.processes.into())),
-        ("threads", "Threads", Cell::Count(run.threads.into())),
+        (
+            "processes",
+            "Processes with lock traces",
+            Cell::Count(run.processes.into()),
+        ),
+        (
+            "threads",
+            "Threads with lock operations",
+            Cell::Count(run.threads.into()),
+        ),
     ];
     if run.cpus > 0 {
         fields.push(("cpus", "CPUs", Cell::Count(run.cpus.into())));
