@@ -23,17 +23,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .args(&args[4..])
         .spawn()?;
     let sampler = Sampler::start(&out, child.id(), interval, 0)?;
-    // Wait for the child to end without reaping it, as the launcher does.
-    // SAFETY: waitid with a zeroed out-parameter.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        libc::waitid(
-            libc::P_PID,
-            child.id(),
-            &mut info,
-            libc::WEXITED | libc::WNOWAIT,
-        );
-    }
+    // Wait for the child to end without reaping it.
+    contend::record::wait_exited(child.id())?;
     let stats = sampler.stop();
     let wall = started.elapsed().as_secs_f64();
     child.wait()?;

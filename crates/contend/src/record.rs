@@ -1219,8 +1219,11 @@ fn count_traces(locks: &Path) -> usize {
     })
 }
 
-/// Waits until process `pid` (a child) has exited, without reaping it.
-fn wait_exited(pid: u32) -> io::Result<()> {
+/// Waits until process `pid` (a child of the caller) has exited, without
+/// reaping it (`waitid(WEXITED | WNOWAIT)`, retried on EINTR), so its
+/// `/proc` entries can still be read. Errors: ECHILD when `pid` is not a
+/// child.
+pub fn wait_exited(pid: u32) -> io::Result<()> {
     loop {
         // SAFETY: waitid with a valid out-pointer to a zeroed siginfo_t.
         let rc = unsafe {

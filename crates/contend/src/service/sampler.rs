@@ -812,15 +812,7 @@ mod tests {
         let s =
             Sampler::start(&path, child.id(), Duration::from_millis(5), monotonic_ns()).unwrap();
         // Wait for the child to end without reaping it.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                child.id(),
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            );
-        }
+        crate::record::wait_exited(child.id()).unwrap();
         let stats = s.stop();
         child.wait().unwrap();
         assert_eq!(stats.error, None);
