@@ -343,6 +343,16 @@ pub struct Running {
     stderr: Option<std::thread::JoinHandle<String>>,
 }
 
+/// Reads a child's pipe to its end on a thread of its own (so a full pipe
+/// never blocks the child) and hands back the text.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = pipe.read_to_end(&mut v);
+        String::from_utf8_lossy(&v).into_owned()
+    })
+}
+
 impl Running {
     pub fn spawn(mut cmd: Command) -> Running {
         cmd.stdin(Stdio::null())
@@ -352,20 +362,8 @@ impl Running {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-        let stdout = child.stdout.take().map(|mut o| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                let _ = o.read_to_end(&mut v);
-                String::from_utf8_lossy(&v).into_owned()
-            })
-        });
-        let stderr = child.stderr.take().map(|mut o| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                let _ = o.read_to_end(&mut v);
-                String::from_utf8_lossy(&v).into_owned()
-            })
-        });
+        let stdout = child.stdout.take().map(drain);
+        let stderr = child.stderr.take().map(drain);
         Running {
             child,
             started: Instant::now(),
@@ -384,13 +382,7 @@ impl Running {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-        let stderr = child.stderr.take().map(|mut o| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                let _ = o.read_to_end(&mut v);
-                String::from_utf8_lossy(&v).into_owned()
-            })
-        });
+        let stderr = child.stderr.take().map(drain);
         Running {
             child,
             started: Instant::now(),
