@@ -101,6 +101,20 @@ pub fn build(src: &str, extra: &[&str]) -> PathBuf {
     build_source(&program_source(src), extra)
 }
 
+/// The `*.h` files beside `source`, in name order.
+fn local_headers(source: &Path) -> Vec<PathBuf> {
+    let dir = source.parent().unwrap_or(Path::new("."));
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "h"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 /// [`build`] for a source file anywhere (e.g. under `examples/`).
 pub fn build_source(source: &Path, extra: &[&str]) -> PathBuf {
     let src = source.file_name().unwrap().to_string_lossy().to_string();
@@ -111,6 +125,10 @@ pub fn build_source(source: &Path, extra: &[&str]) -> PathBuf {
 
     let mut h = DefaultHasher::new();
     text.hash(&mut h);
+    // Local headers (`#include "accuracy_common.h"`) are part of the build.
+    for header in local_headers(source) {
+        std::fs::read(&header).unwrap_or_default().hash(&mut h);
+    }
     extra.hash(&mut h);
     compiler.hash(&mut h);
     CFLAGS.hash(&mut h);
