@@ -11,6 +11,7 @@
 
 pub mod clock;
 pub mod format;
+pub mod mpi;
 pub mod reader;
 pub mod service;
 pub mod writer;

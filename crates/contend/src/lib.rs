@@ -23,5 +23,6 @@ pub mod meta;
 pub mod record;
 pub mod recording;
 pub mod report;
+pub mod scale;
 pub mod service;
 pub mod symbolize;
