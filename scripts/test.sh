@@ -15,6 +15,16 @@ command -v sysbench >/dev/null || need_pkgs+=(sysbench)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
 command -v dwz >/dev/null || need_pkgs+=(dwz)
 command -v python3 >/dev/null || need_pkgs+=(python3)
+command -v pigz >/dev/null || need_pkgs+=(pigz)
+command -v xz >/dev/null || need_pkgs+=(xz-utils)
+command -v gfortran >/dev/null || need_pkgs+=(gfortran)
+# MPI: Open MPI (the default mpirun/mpicc) and MPICH, hpcc and mpi4py.
+command -v mpirun.openmpi >/dev/null || need_pkgs+=(openmpi-bin)
+[ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need_pkgs+=(libopenmpi-dev)
+command -v mpirun.mpich >/dev/null || need_pkgs+=(mpich)
+[ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || need_pkgs+=(libmpich-dev)
+command -v hpcc >/dev/null || need_pkgs+=(hpcc)
+python3 -c 'import mpi4py' 2>/dev/null || need_pkgs+=(python3-mpi4py)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need_pkgs[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
