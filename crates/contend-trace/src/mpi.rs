@@ -358,3 +358,19 @@ pub struct MpiRankTrace {
     /// sentence each; empty for a clean trace.
     pub damage: Vec<String>,
 }
+
+/// All rank traces of one recording (`<recording>/mpi/`), as returned by
+/// the MPI trace reader.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MpiRecording {
+    /// The rank traces that could be read, ascending by rank.
+    pub ranks: Vec<MpiRankTrace>,
+    /// Size of `MPI_COMM_WORLD` (the largest any rank reported).
+    pub world_size: u32,
+    /// World ranks in `0..world_size` without a readable trace.
+    pub missing_ranks: Vec<u32>,
+    /// Files that could not be read at all, and other problems across
+    /// ranks (e.g. disagreeing world sizes), one sentence each naming the
+    /// file.
+    pub problems: Vec<String>,
+}
