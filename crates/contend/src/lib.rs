@@ -25,4 +25,5 @@ pub mod recording;
 pub mod report;
 pub mod scale;
 pub mod service;
+pub mod speedup;
 pub mod symbolize;

@@ -192,6 +192,7 @@ fn sample() -> Report {
         warnings: vec!["trace of thread 4244 ends early: its last chunk is incomplete".into()],
         service: None,
         counters: None,
+        speedup: None,
     }
 }
 
@@ -698,6 +699,7 @@ fn no_events_reason_replaces_the_tables() {
         warnings: vec![],
         service: None,
         counters: None,
+        speedup: None,
     };
     for format in [OutputFormat::Text, OutputFormat::Markdown] {
         let out = render_report(&r, format, &opts());

@@ -270,6 +270,7 @@ pub fn analyze(
         warnings,
         service: None,
         counters: None,
+        speedup: None,
     }
 }
 

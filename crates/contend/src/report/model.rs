@@ -28,6 +28,11 @@ pub struct Report {
     /// Absent (no key in JSON) for recordings made before counters existed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counters: Option<CountersReport>,
+    /// The speed-up loss model of a scale directory (`contend scale`;
+    /// Venter 2016, Eq. 3.1–3.8, Tables 4.1–4.8 and 4.11; docs/model.md).
+    /// Absent (no key in JSON) for a single recording.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<crate::speedup::SpeedupReport>,
 }
 
 /// Performance counters of one recording and the work measure C(n) of the
