@@ -12,6 +12,8 @@
 pub mod clock;
 pub mod format;
 pub mod mpi;
+pub mod mpi_format;
+pub mod mpi_reader;
 pub mod reader;
 pub mod service;
 pub mod writer;
@@ -20,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 pub use clock::{CalibrationPoint, ClockFit};
 pub use format::{Phase, Primitive};
+pub use mpi_reader::{decode_rank_trace, read_mpi_recording, read_rank_trace};
 pub use reader::{Damage, LockTrace, Ops, RawOp, ThreadTrace, NO_STACK};
 pub use writer::TraceBuilder;
 
