@@ -20,6 +20,7 @@ pub mod config;
 pub mod counters;
 pub mod locks;
 pub mod meta;
+pub mod mpi;
 pub mod record;
 pub mod recording;
 pub mod report;

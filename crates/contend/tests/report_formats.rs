@@ -193,6 +193,7 @@ fn sample() -> Report {
         service: None,
         counters: None,
         speedup: None,
+        mpi: None,
     }
 }
 
@@ -700,6 +701,7 @@ fn no_events_reason_replaces_the_tables() {
         service: None,
         counters: None,
         speedup: None,
+        mpi: None,
     };
     for format in [OutputFormat::Text, OutputFormat::Markdown] {
         let out = render_report(&r, format, &opts());

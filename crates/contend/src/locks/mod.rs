@@ -271,6 +271,7 @@ pub fn analyze(
         service: None,
         counters: None,
         speedup: None,
+        mpi: None,
     }
 }
 

@@ -33,6 +33,12 @@ pub struct Report {
     /// Absent (no key in JSON) for a single recording.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speedup: Option<crate::speedup::SpeedupReport>,
+    /// MPI wait states (late sender, late receiver, collective waits) per
+    /// pattern, rank and call site, from `<recording>/mpi/` (`crate::mpi`;
+    /// Venter 2016, Section 3.2.2.3, Tables 4.13–4.15; Geimer et al. 2009).
+    /// Absent (no key in JSON) when the recording has no MPI traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<crate::mpi::MpiReport>,
 }
 
 /// Performance counters of one recording and the work measure C(n) of the

@@ -1,0 +1,986 @@
+//! MPI wait-state analysis on hand-built traces (`MpiRecording` values),
+//! every expected number worked out by hand in the comments from the
+//! definitions in docs/mpi-wait-states.md.
+
+use contend::locks::ResolvedSite;
+use contend::mpi::{
+    analyze, build_report, MpiOptions, MpiReport, Pattern, SiteResolver, WaitState,
+};
+use contend_trace::mpi::{
+    Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
+    RecvPost, SendPost, ANY_TAG, SELF_COMM, WORLD_COMM,
+};
+
+// ---------------------------------------------------------------- builders
+
+/// Names every call site `site_<address>` in `app.c`, line = address.
+struct FakeSites;
+impl SiteResolver for FakeSites {
+    fn site(&mut self, _pid: u32, address: u64) -> ResolvedSite {
+        ResolvedSite {
+            function: Some(format!("site_{address:x}")),
+            file: Some("/src/app.c".into()),
+            line: Some(address as u32),
+            module: Some("/src/app".into()),
+            offset: address,
+            debug: "dwarf",
+            display: format!("site_{address:x} (app.c:{address})"),
+        }
+    }
+}
+
+fn base(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
+    MpiEvent {
+        op,
+        tid: 1,
+        enter_ns,
+        exit_ns,
+        site: 0x100 + op as u64,
+        comm: WORLD_COMM,
+        root: None,
+        coll_bytes_sent: 0,
+        coll_bytes_recv: 0,
+        send: None,
+        recv: None,
+        completions: Vec::new(),
+        created_comm: None,
+        return_code: 0,
+    }
+}
+
+fn done_send(request: u64, dest: u32, tag: i32) -> Completion {
+    Completion {
+        request,
+        kind: CompletionKind::Send,
+        source: Some(dest),
+        tag,
+        bytes: 8,
+        cancelled: false,
+    }
+}
+
+fn done_recv(request: u64, source: u32, tag: i32) -> Completion {
+    Completion {
+        request,
+        kind: CompletionKind::Recv,
+        source: Some(source),
+        tag,
+        bytes: 8,
+        cancelled: false,
+    }
+}
+
+/// A blocking send (`Send`, `Ssend`, `Bsend`, `Rsend`) to `dest`.
+fn send(op: MpiOp, dest: u32, tag: i32, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(op, enter, exit);
+    e.send = Some(SendPost {
+        dest: Peer::Rank(dest),
+        tag,
+        bytes: 8,
+        request: 0,
+    });
+    e.completions.push(done_send(0, dest, tag));
+    e
+}
+
+/// A blocking receive posted for `source`/`tag` that got a message from
+/// `got` with tag `got_tag`.
+fn recv(source: Peer, tag: i32, got: u32, got_tag: i32, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(MpiOp::Recv, enter, exit);
+    e.recv = Some(RecvPost {
+        source,
+        tag,
+        bytes: 8,
+        request: 0,
+    });
+    e.completions.push(done_recv(0, got, got_tag));
+    e
+}
+
+fn isend(op: MpiOp, dest: u32, tag: i32, request: u64, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(op, enter, exit);
+    e.send = Some(SendPost {
+        dest: Peer::Rank(dest),
+        tag,
+        bytes: 8,
+        request,
+    });
+    e
+}
+
+fn irecv(source: Peer, tag: i32, request: u64, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(MpiOp::Irecv, enter, exit);
+    e.recv = Some(RecvPost {
+        source,
+        tag,
+        bytes: 8,
+        request,
+    });
+    e
+}
+
+fn wait(op: MpiOp, enter: u64, exit: u64, completions: Vec<Completion>) -> MpiEvent {
+    let mut e = base(op, enter, exit);
+    e.completions = completions;
+    e
+}
+
+fn coll(op: MpiOp, comm: u64, root: Option<u32>, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(op, enter, exit);
+    e.comm = comm;
+    e.root = root;
+    e.coll_bytes_sent = 8;
+    e.coll_bytes_recv = 8;
+    e
+}
+
+fn rank(r: u32, size: u32, events: Vec<MpiEvent>) -> MpiRankTrace {
+    MpiRankTrace {
+        path: format!("mpi/rank-{r}.cmpi").into(),
+        rank: r,
+        world_size: size,
+        pid: 1000 + r,
+        host: "node0".into(),
+        clock_offset_ns: (0, None),
+        library: "Open MPI v4.1.4".into(),
+        finalized: true,
+        aborted_in: None,
+        comms: vec![
+            MpiComm {
+                id: WORLD_COMM,
+                world_ranks: (0..size).collect(),
+            },
+            MpiComm {
+                id: SELF_COMM,
+                world_ranks: vec![r],
+            },
+        ],
+        events,
+        damage: Vec::new(),
+    }
+}
+
+fn recording(ranks: Vec<MpiRankTrace>) -> MpiRecording {
+    let world_size = ranks.iter().map(|t| t.world_size).max().unwrap_or(0);
+    MpiRecording {
+        ranks,
+        world_size,
+        missing_ranks: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+fn report(rec: &MpiRecording, opts: MpiOptions) -> MpiReport {
+    let a = analyze(rec);
+    build_report(rec, &a, &opts, &mut FakeSites)
+}
+
+fn waits_of(rec: &MpiRecording) -> Vec<(Pattern, u32, u64, u32)> {
+    let mut w: Vec<_> = analyze(rec)
+        .waits
+        .iter()
+        .map(|w: &WaitState| (w.pattern, w.rank, w.wait_ns, w.cause))
+        .collect();
+    w.sort_by_key(|&(p, r, _, _)| (p, r));
+    w
+}
+
+fn by_rank(r: &MpiReport, rank: u32) -> (u64, u64) {
+    let row = r.by_rank.iter().find(|x| x.rank == rank).unwrap();
+    (row.wait_ns, row.caused_ns)
+}
+
+// ------------------------------------------------------------ point to point
+
+#[test]
+fn late_sender_blocking_receive() {
+    // Rank 1 enters MPI_Recv at 40 and leaves at 115; rank 0 enters MPI_Send
+    // at 100. W = min(100, 115) − 40 = 60, caused by rank 0. The send is
+    // standard mode and still running when the receive was posted (exit 110
+    // > 40), but 40 − 100 < 0, so no late receiver.
+    let rec = recording(vec![
+        rank(0, 2, vec![send(MpiOp::Send, 1, 0, 100, 110)]),
+        rank(1, 2, vec![recv(Peer::Rank(0), 0, 0, 0, 40, 115)]),
+    ]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 1, 60, 0)]);
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(r.late_sender.count, 1);
+    assert_eq!(r.late_sender.wait_ns, 60);
+    assert_eq!(r.late_sender.duration_ns, 75); // the Recv: 115 − 40
+    assert_eq!(r.late_receiver.count, 0);
+    assert_eq!(by_rank(&r, 0), (0, 60));
+    assert_eq!(by_rank(&r, 1), (60, 0));
+    assert_eq!(r.late_sender.most_delayed.unwrap().rank, 1);
+    assert_eq!(r.late_sender.most_late.unwrap().rank, 0);
+    assert_eq!(r.matching.messages, 1);
+}
+
+#[test]
+fn late_sender_is_clipped_to_the_receive_call() {
+    // Clocks a little off: the send's enter (500) lies after the receive
+    // returned (300). W = min(500, 300) − 200 = 100, the whole call.
+    let rec = recording(vec![
+        rank(0, 2, vec![send(MpiOp::Send, 1, 0, 500, 510)]),
+        rank(1, 2, vec![recv(Peer::Rank(0), 0, 0, 0, 200, 300)]),
+    ]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 1, 100, 0)]);
+}
+
+#[test]
+fn late_sender_irecv_then_wait() {
+    // Rank 1 posts MPI_Irecv (10..12) and waits in MPI_Wait 50..130; rank 0
+    // sends at 120. The wait is the receive-completing call:
+    // W = min(120, 130) − 50 = 70. The Irecv itself never waits.
+    let rec = recording(vec![
+        rank(0, 2, vec![send(MpiOp::Send, 1, 5, 120, 125)]),
+        rank(
+            1,
+            2,
+            vec![
+                irecv(Peer::Rank(0), 5, 77, 10, 12),
+                wait(MpiOp::Wait, 50, 130, vec![done_recv(77, 0, 5)]),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.waits.len(), 1);
+    assert_eq!(
+        a.waits[0].event, 1,
+        "charged to the MPI_Wait, not the Irecv"
+    );
+    assert_eq!(a.waits[0].wait_ns, 70);
+    assert_eq!(a.messages[0].recv_post, 0);
+    assert_eq!(a.messages[0].recv_complete, Some(1));
+}
+
+#[test]
+fn test_calls_are_not_waits() {
+    // The same, but completed by MPI_Test: no wait state.
+    let rec = recording(vec![
+        rank(0, 2, vec![send(MpiOp::Send, 1, 5, 120, 125)]),
+        rank(
+            1,
+            2,
+            vec![
+                irecv(Peer::Rank(0), 5, 77, 10, 12),
+                wait(MpiOp::Test, 50, 130, vec![done_recv(77, 0, 5)]),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert!(a.waits.is_empty());
+    assert_eq!(a.stats.messages, 1);
+}
+
+#[test]
+fn waitall_charges_only_the_largest_wait() {
+    // Rank 2: Irecv from 0 (req 1), Irecv from 1 (req 2), Waitall 10..100.
+    // Rank 0 sends at 50 → W = 50 − 10 = 40; rank 1 sends at 90 → W = 80.
+    // One wait state of 80, caused by rank 1; rank 0 caused nothing.
+    let rec = recording(vec![
+        rank(0, 3, vec![send(MpiOp::Send, 2, 0, 50, 52)]),
+        rank(1, 3, vec![send(MpiOp::Send, 2, 0, 90, 91)]),
+        rank(
+            2,
+            3,
+            vec![
+                irecv(Peer::Rank(0), 0, 1, 0, 1),
+                irecv(Peer::Rank(1), 0, 2, 1, 2),
+                wait(
+                    MpiOp::Waitall,
+                    10,
+                    100,
+                    vec![done_recv(1, 0, 0), done_recv(2, 1, 0)],
+                ),
+            ],
+        ),
+    ]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 2, 80, 1)]);
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!((r.late_sender.count, r.late_sender.wait_ns), (1, 80));
+    assert_eq!(by_rank(&r, 2), (80, 0));
+    assert_eq!(by_rank(&r, 1), (0, 80));
+    assert_eq!(by_rank(&r, 0), (0, 0));
+    assert_eq!(r.matching.messages, 2);
+}
+
+#[test]
+fn late_receiver_with_ssend() {
+    // Rank 0: MPI_Ssend 100..300; rank 1 posts MPI_Recv at 250 (exit 305).
+    // Late receiver W = 250 − 100 = 150 (≤ the Ssend's 200 ns), caused by
+    // rank 1. Late sender on rank 1: min(100, 305) − 250 < 0 → none.
+    let rec = recording(vec![
+        rank(0, 2, vec![send(MpiOp::Ssend, 1, 0, 100, 300)]),
+        rank(1, 2, vec![recv(Peer::Rank(0), 0, 0, 0, 250, 305)]),
+    ]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateReceiver, 0, 150, 1)]);
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!((r.late_receiver.count, r.late_receiver.wait_ns), (1, 150));
+    assert_eq!(r.late_receiver.duration_ns, 200);
+    assert_eq!(by_rank(&r, 0), (150, 0));
+    assert_eq!(by_rank(&r, 1), (0, 150));
+}
+
+#[test]
+fn late_receiver_only_for_sends_that_block() {
+    // An eager MPI_Send 100..105 finished before the receive was posted at
+    // 250: no wait. A rendezvous MPI_Send 1000..1260 still ran when the
+    // receive was posted at 1250: W = 1250 − 1000 = 250. A buffered MPI_Bsend
+    // never waits for the receiver. An Issend completed by MPI_Wait 2000..2400
+    // with the receive posted at 2300: W = 2300 − 2000 = 300.
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                send(MpiOp::Send, 1, 0, 100, 105),
+                send(MpiOp::Send, 1, 0, 1000, 1260),
+                send(MpiOp::Bsend, 1, 0, 1500, 1700),
+                isend(MpiOp::Issend, 1, 0, 9, 1990, 1991),
+                wait(MpiOp::Wait, 2000, 2400, vec![done_send(9, 1, 0)]),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                recv(Peer::Rank(0), 0, 0, 0, 250, 251),
+                recv(Peer::Rank(0), 0, 0, 0, 1250, 1261),
+                recv(Peer::Rank(0), 0, 0, 0, 1800, 1801),
+                recv(Peer::Rank(0), 0, 0, 0, 2300, 2401),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    let lr: Vec<(usize, u64)> = a
+        .waits
+        .iter()
+        .filter(|w| w.pattern == Pattern::LateReceiver)
+        .map(|w| (w.event, w.wait_ns))
+        .collect();
+    assert_eq!(lr, vec![(1, 250), (4, 300)]);
+}
+
+#[test]
+fn out_of_order_tags_match_by_tag() {
+    // Rank 0 sends tag 1 at 10, then tag 2 at 20. Rank 1 receives tag 2
+    // first (5..25), then tag 1 (30..31). Matched by tag: the first receive
+    // gets the second send, W = min(20, 25) − 5 = 15; the second receive
+    // gets the first send, W = min(10, 31) − 30 < 0 → none.
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                send(MpiOp::Send, 1, 1, 10, 11),
+                send(MpiOp::Send, 1, 2, 20, 21),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                recv(Peer::Rank(0), 2, 0, 2, 5, 25),
+                recv(Peer::Rank(0), 1, 0, 1, 30, 31),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    let mut pairs: Vec<(usize, usize)> = a
+        .messages
+        .iter()
+        .map(|m| (m.send_post, m.recv_post))
+        .collect();
+    pairs.sort();
+    assert_eq!(pairs, vec![(0, 1), (1, 0)]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 1, 15, 0)]);
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+}
+
+#[test]
+fn messages_on_one_channel_do_not_overtake() {
+    // Two sends of tag 3 from rank 0 (at 10 and 200) and two receives on
+    // rank 1 (0..20, 100..210): first with first. W₁ = 10 − 0 = 10,
+    // W₂ = 200 − 100 = 100.
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                send(MpiOp::Send, 1, 3, 10, 11),
+                send(MpiOp::Send, 1, 3, 200, 201),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                recv(Peer::Rank(0), 3, 0, 3, 0, 20),
+                recv(Peer::Rank(0), 3, 0, 3, 100, 210),
+            ],
+        ),
+    ]);
+    let w = analyze(&rec).waits;
+    assert_eq!(
+        w.iter().map(|w| (w.event, w.wait_ns)).collect::<Vec<_>>(),
+        vec![(0, 10), (1, 100)]
+    );
+}
+
+#[test]
+fn any_source_resolved_from_the_status() {
+    // Rank 2 receives twice with MPI_ANY_SOURCE/MPI_ANY_TAG: the first
+    // (0..100) got rank 1's tag-3 message, sent at 60: W = 60, caused by
+    // rank 1; the second (110..120) got rank 0's tag-4 message, sent at 5:
+    // no wait.
+    let rec = recording(vec![
+        rank(0, 3, vec![send(MpiOp::Send, 2, 4, 5, 6)]),
+        rank(1, 3, vec![send(MpiOp::Send, 2, 3, 60, 61)]),
+        rank(
+            2,
+            3,
+            vec![
+                recv(Peer::Any, ANY_TAG, 1, 3, 0, 100),
+                recv(Peer::Any, ANY_TAG, 0, 4, 110, 120),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 2, 60, 1)]);
+    let from0 = a.messages.iter().find(|m| m.source == 0).unwrap();
+    assert_eq!((from0.recv_post, from0.tag), (1, 4));
+    let from1 = a.messages.iter().find(|m| m.source == 1).unwrap();
+    assert_eq!((from1.recv_post, from1.tag), (0, 3));
+}
+
+#[test]
+fn irecv_any_source_with_waitall() {
+    // Rank 0 posts two MPI_Irecv(ANY_SOURCE) (requests 11, 12) and one
+    // MPI_Waitall 10..300 which reports request 11 got rank 2's message
+    // (sent at 250) and request 12 got rank 1's (sent at 40).
+    // W(rank 2) = 250 − 10 = 240, W(rank 1) = 40 − 10 = 30: one wait of 240
+    // caused by rank 2.
+    let rec = recording(vec![
+        rank(
+            0,
+            3,
+            vec![
+                irecv(Peer::Any, 0, 11, 0, 1),
+                irecv(Peer::Any, 0, 12, 1, 2),
+                wait(
+                    MpiOp::Waitall,
+                    10,
+                    300,
+                    vec![done_recv(11, 2, 0), done_recv(12, 1, 0)],
+                ),
+            ],
+        ),
+        rank(1, 3, vec![send(MpiOp::Send, 0, 0, 40, 41)]),
+        rank(2, 3, vec![send(MpiOp::Send, 0, 0, 250, 251)]),
+    ]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 0, 240, 2)]);
+    assert_eq!(analyze(&rec).stats.messages, 2);
+}
+
+#[test]
+fn sendrecv_and_proc_null() {
+    // Two ranks exchange with MPI_Sendrecv; rank 0 enters at 0, rank 1 at
+    // 70. Rank 0's receive half waits for rank 1's send: W = 70 − 0 = 70
+    // (its send half does not block: standard mode, eager). Sends to
+    // MPI_PROC_NULL are ignored.
+    let sr = |me: u32, peer: u32, enter: u64, exit: u64| {
+        let mut e = base(MpiOp::Sendrecv, enter, exit);
+        e.send = Some(SendPost {
+            dest: Peer::Rank(peer),
+            tag: 0,
+            bytes: 8,
+            request: 0,
+        });
+        e.recv = Some(RecvPost {
+            source: Peer::Rank(peer),
+            tag: 0,
+            bytes: 8,
+            request: 0,
+        });
+        e.completions = vec![done_send(0, peer, 0), done_recv(0, peer, 0)];
+        let _ = me;
+        e
+    };
+    let mut null = base(MpiOp::Send, 5, 6);
+    null.send = Some(SendPost {
+        dest: Peer::Null,
+        tag: 0,
+        bytes: 8,
+        request: 0,
+    });
+    let rec = recording(vec![
+        rank(0, 2, vec![null, sr(0, 1, 0, 80)]),
+        rank(1, 2, vec![sr(1, 0, 70, 75)]),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 0, 70, 1)]);
+    assert_eq!(a.stats.messages, 2);
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+}
+
+#[test]
+fn cancelled_request_is_not_an_error() {
+    let mut c = done_recv(4, 1, 0);
+    c.cancelled = true;
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                irecv(Peer::Rank(1), 0, 4, 0, 1),
+                wait(MpiOp::Wait, 2, 3, vec![c]),
+            ],
+        ),
+        rank(1, 2, vec![]),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.cancelled, 1);
+    assert_eq!(a.stats.unmatched_receives, 0);
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+}
+
+// --------------------------------------------------------------- collectives
+
+#[test]
+fn every_collective_pattern_including_v_forms() {
+    // Three ranks on MPI_COMM_WORLD, one call of each kind (enter per rank;
+    // every call ends after the last enter).
+    let c = |op, root, enters: [u64; 3], exit| -> [MpiEvent; 3] {
+        [0, 1, 2].map(|i| coll(op, WORLD_COMM, root, enters[i], exit))
+    };
+    let mut calls: Vec<[MpiEvent; 3]> = vec![
+        // Barrier: last = rank 1 (30): rank 0 waits 20, rank 2 waits 10.
+        c(MpiOp::Barrier, None, [10, 30, 20], 35),
+        // Allreduce: last = rank 2 (140): 40 + 35.
+        c(MpiOp::Allreduce, None, [100, 105, 140], 150),
+        // Allgatherv: last = rank 1 (230): 30 + 20.
+        c(MpiOp::Allgatherv, None, [200, 230, 210], 240),
+        // Alltoallv where rank 2 sends nothing: contributors 0 and 1, last
+        // = rank 1 (320): rank 0 waits 20, rank 2 (entered 400) none.
+        c(MpiOp::Alltoallv, None, [300, 320, 400], 410),
+        // Bcast, root 0 (500): rank 1 (450) waits 50, rank 2 (520) none.
+        c(MpiOp::Bcast, Some(0), [500, 450, 520], 530),
+        // Scatterv, root 1 (650): rank 0 waits 50, rank 2 waits 40.
+        c(MpiOp::Scatterv, Some(1), [600, 650, 610], 660),
+        // Reduce, root 2 (700): earliest other = rank 1 (710): 10.
+        c(MpiOp::Reduce, Some(2), [720, 710, 700], 730),
+        // Gatherv, root 0 (800): earliest other = rank 2 (830): 30.
+        c(MpiOp::Gatherv, Some(0), [800, 850, 830], 860),
+        // Scan: rank 1 waits 930 − 900 = 30 (for rank 0); rank 2 waits
+        // max(930, 900, 920) − 920 = 10 (for rank 0).
+        c(MpiOp::Scan, None, [930, 900, 920], 940),
+        // Exscan: rank 2 waits max(1000, 1010, 1005) − 1005 = 5 (rank 1).
+        c(MpiOp::Exscan, None, [1000, 1010, 1005], 1020),
+    ];
+    calls[3][2].coll_bytes_sent = 0;
+    let mut per_rank: [Vec<MpiEvent>; 3] = Default::default();
+    for call in calls {
+        for (i, e) in call.into_iter().enumerate() {
+            per_rank[i].push(e);
+        }
+    }
+    let [r0, r1, r2] = per_rank;
+    let rec = recording(vec![rank(0, 3, r0), rank(1, 3, r1), rank(2, 3, r2)]);
+    use Pattern::*;
+    assert_eq!(
+        waits_of(&rec),
+        vec![
+            (WaitAtBarrier, 0, 20, 1),
+            (WaitAtBarrier, 2, 10, 1),
+            (WaitAtNxN, 0, 40, 2),
+            (WaitAtNxN, 0, 30, 1),
+            (WaitAtNxN, 0, 20, 1),
+            (WaitAtNxN, 1, 35, 2),
+            (WaitAtNxN, 2, 20, 1),
+            (LateBroadcast, 0, 50, 1),
+            (LateBroadcast, 1, 50, 0),
+            (LateBroadcast, 2, 40, 1),
+            (EarlyReduce, 0, 30, 2),
+            (EarlyReduce, 2, 10, 1),
+            (EarlyScan, 1, 30, 0),
+            (EarlyScan, 2, 10, 0),
+            (EarlyScan, 2, 5, 1),
+        ]
+    );
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(
+        (r.wait_at_barrier.count, r.wait_at_barrier.wait_ns),
+        (2, 30)
+    );
+    assert_eq!((r.wait_at_nxn.count, r.wait_at_nxn.wait_ns), (5, 145));
+    assert_eq!((r.late_broadcast.count, r.late_broadcast.wait_ns), (3, 140));
+    assert_eq!((r.early_reduce.count, r.early_reduce.wait_ns), (2, 40));
+    assert_eq!((r.early_scan.count, r.early_scan.wait_ns), (3, 45));
+    assert_eq!(r.collective.events, 30);
+    assert_eq!(r.collective.wait_ns, 30 + 145 + 140 + 40 + 45);
+    assert_eq!(r.matching.collectives, 10);
+    // Rank 1 caused: barrier 30, Allgatherv 50, Alltoallv 20, Scatterv 90,
+    // Reduce 10, Exscan 5 = 205.
+    assert_eq!(by_rank(&r, 1).1, 205);
+    // Barrier min/max: durations 25 and 15.
+    assert_eq!(r.wait_at_barrier.min_wait_ns, 10);
+    assert_eq!(r.wait_at_barrier.max_wait_ns, 20);
+    assert_eq!(r.wait_at_barrier.min_duration_ns, 15);
+    assert_eq!(r.wait_at_barrier.max_duration_ns, 25);
+    assert_eq!(r.wait_at_barrier.avg_wait_ns, 15);
+}
+
+#[test]
+fn split_communicator_with_world_ranks_1_and_3() {
+    // World of 4; communicator 7 = world ranks {1, 3}, communicator 8 =
+    // {0, 2}. Barrier on 7: rank 1 enters 100, rank 3 at 180 → rank 1 waits
+    // 80 for rank 3. Barrier on 8: both at 50 → nothing. Bcast on 7 with
+    // root world rank 3 (enter 300), rank 1 enters 260 → waits 40. A message
+    // on 7 from world rank 3 to world rank 1, tag 0: rank 1 waits in MPI_Recv
+    // 400..520 for the send at 500 → 100.
+    let mut ranks: Vec<MpiRankTrace> = (0..4).map(|r| rank(r, 4, Vec::new())).collect();
+    for r in [1u32, 3] {
+        ranks[r as usize].comms.push(MpiComm {
+            id: 7,
+            world_ranks: vec![1, 3],
+        });
+    }
+    for r in [0u32, 2] {
+        ranks[r as usize].comms.push(MpiComm {
+            id: 8,
+            world_ranks: vec![0, 2],
+        });
+    }
+    ranks[1].events = vec![
+        coll(MpiOp::Barrier, 7, None, 100, 200),
+        coll(MpiOp::Bcast, 7, Some(3), 260, 310),
+        {
+            let mut e = recv(Peer::Rank(3), 0, 3, 0, 400, 520);
+            e.comm = 7;
+            e
+        },
+    ];
+    ranks[3].events = vec![
+        coll(MpiOp::Barrier, 7, None, 180, 200),
+        coll(MpiOp::Bcast, 7, Some(3), 300, 310),
+        {
+            let mut e = send(MpiOp::Send, 1, 0, 500, 505);
+            e.comm = 7;
+            e
+        },
+    ];
+    ranks[0].events = vec![coll(MpiOp::Barrier, 8, None, 50, 60)];
+    ranks[2].events = vec![coll(MpiOp::Barrier, 8, None, 50, 60)];
+    let rec = recording(ranks);
+    let a = analyze(&rec);
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    assert_eq!(
+        waits_of(&rec),
+        vec![
+            (Pattern::LateSender, 1, 100, 3),
+            (Pattern::WaitAtBarrier, 1, 80, 3),
+            (Pattern::LateBroadcast, 1, 40, 3),
+        ]
+    );
+    assert_eq!(a.stats.collectives, 3);
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(by_rank(&r, 3), (0, 220));
+    assert_eq!(by_rank(&r, 1), (220, 0));
+}
+
+#[test]
+fn collective_operation_mismatch_is_skipped_and_named() {
+    // Rank 0 calls MPI_Barrier where rank 1 calls MPI_Allreduce: skipped;
+    // the next call (a barrier on both: 10 vs 40) is still analysed → 30.
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                coll(MpiOp::Barrier, WORLD_COMM, None, 0, 5),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 10, 45),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                coll(MpiOp::Allreduce, WORLD_COMM, None, 0, 5),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 40, 45),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.skipped_collectives, 1);
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("disagree on the operation") && w.contains("MPI_Allreduce")),
+        "{:?}",
+        a.warnings
+    );
+    assert_eq!(waits_of(&rec), vec![(Pattern::WaitAtBarrier, 0, 30, 1)]);
+}
+
+// ---------------------------------------------------------------- robustness
+
+#[test]
+fn missing_receive_is_reported_as_unmatched() {
+    // Rank 0 sends three tag-7 messages nobody receives, and one tag-0
+    // message rank 1 does receive (late: 50 − 20 = 30).
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                send(MpiOp::Send, 1, 7, 1, 2),
+                send(MpiOp::Send, 1, 7, 3, 4),
+                send(MpiOp::Send, 1, 7, 5, 6),
+                send(MpiOp::Send, 1, 0, 50, 51),
+            ],
+        ),
+        rank(1, 2, vec![recv(Peer::Rank(0), 0, 0, 0, 20, 60)]),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.unmatched_sends, 3);
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w
+                == "rank 0: 3 send(s) to rank 1 on MPI_COMM_WORLD tag 7 never matched a receive"),
+        "{:?}",
+        a.warnings
+    );
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 1, 30, 0)]);
+}
+
+#[test]
+fn receive_without_send_is_reported() {
+    let rec = recording(vec![
+        rank(0, 2, vec![]),
+        rank(1, 2, vec![recv(Peer::Rank(0), 3, 0, 3, 20, 60)]),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.unmatched_receives, 1);
+    assert!(
+        a.warnings.iter().any(|w| w
+            .contains("rank 1: 1 receive(s) from rank 0 on MPI_COMM_WORLD tag 3 matched no send")),
+        "{:?}",
+        a.warnings
+    );
+}
+
+#[test]
+fn missing_rank_is_named_and_the_rest_analysed() {
+    // World of 3, rank 2's trace is missing. Rank 0 received from rank 2
+    // (unmatchable), the world barrier needs rank 2 (skipped), and the
+    // 0 → 1 message is still analysed (rank 1 waits 90 − 10 = 80).
+    let mut rec = recording(vec![
+        rank(
+            0,
+            3,
+            vec![
+                recv(Peer::Rank(2), 0, 2, 0, 0, 5),
+                send(MpiOp::Send, 1, 0, 90, 91),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 100, 110),
+            ],
+        ),
+        rank(
+            1,
+            3,
+            vec![
+                recv(Peer::Rank(0), 0, 0, 0, 10, 95),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 100, 110),
+            ],
+        ),
+    ]);
+    rec.missing_ranks = vec![2];
+    let a = analyze(&rec);
+    let joined = a.warnings.join("\n");
+    assert!(
+        joined.contains("rank 2 has no trace: waits it caused are not counted"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("MPI_COMM_WORLD: 1 collective call(s) skipped: rank 2 has no trace"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("rank 2 has no trace: 1 message(s)"),
+        "{joined}"
+    );
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 1, 80, 0)]);
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(r.missing_ranks, vec![2]);
+    assert_eq!(r.ranks, 3);
+    assert_eq!(r.ranks_traced, 2);
+}
+
+#[test]
+fn aborted_rank_is_analysed_up_to_its_end() {
+    // Rank 1 aborts inside its second MPI_Barrier... no: inside an MPI_Recv
+    // (entered at 300, never returned, no completion). Before that, a
+    // barrier (rank 0 at 10, rank 1 at 60 → rank 0 waits 50). Rank 0's
+    // second barrier is skipped (rank 1 never got there); its send at 310 is
+    // matched with the aborted receive (the envelope is fully specified) but
+    // gives no wait, as the receive never completed.
+    let mut r1 = rank(
+        1,
+        2,
+        vec![coll(MpiOp::Barrier, WORLD_COMM, None, 60, 70), {
+            let mut e = base(MpiOp::Recv, 300, 300);
+            e.recv = Some(RecvPost {
+                source: Peer::Rank(0),
+                tag: 0,
+                bytes: 8,
+                request: 0,
+            });
+            e
+        }],
+    );
+    r1.aborted_in = Some(1);
+    r1.finalized = false;
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                coll(MpiOp::Barrier, WORLD_COMM, None, 10, 70),
+                send(MpiOp::Send, 1, 0, 310, 311),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 400, 500),
+            ],
+        ),
+        r1,
+    ]);
+    let a = analyze(&rec);
+    let joined = a.warnings.join("\n");
+    assert!(joined.contains("rank 1 ended inside MPI_Recv"), "{joined}");
+    assert!(
+        joined.contains("1 collective call(s) skipped: rank 1 ended inside MPI_Recv"),
+        "{joined}"
+    );
+    assert_eq!(a.stats.messages, 1);
+    assert_eq!(waits_of(&rec), vec![(Pattern::WaitAtBarrier, 0, 50, 1)]);
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(r.aborted_ranks, vec![1]);
+    let row = r.by_rank.iter().find(|x| x.rank == 1).unwrap();
+    assert_eq!(row.aborted_in.as_deref(), Some("MPI_Recv"));
+}
+
+#[test]
+fn garbage_does_not_panic() {
+    // Completions of unknown requests, a root that is not a member, a
+    // communicator nobody lists, an empty recording.
+    let mut bad_bcast = coll(MpiOp::Bcast, WORLD_COMM, Some(9), 0, 1);
+    bad_bcast.completions.push(done_recv(42, 7, 0));
+    let rec = recording(vec![
+        rank(0, 2, vec![bad_bcast, coll(MpiOp::Barrier, 99, None, 0, 1)]),
+        rank(1, 2, vec![coll(MpiOp::Bcast, WORLD_COMM, Some(9), 0, 1)]),
+    ]);
+    let a = analyze(&rec);
+    assert!(
+        a.stats.unknown_requests == 1 && a.stats.skipped_collectives == 1,
+        "{:?}",
+        a.stats
+    );
+    let _ = report(&rec, MpiOptions::default());
+    let empty = MpiRecording::default();
+    let r = report(&empty, MpiOptions::default());
+    assert_eq!(r.ranks, 0);
+}
+
+// ---------------------------------------------------------------- thresholds
+
+#[test]
+fn thresholds_drop_short_waits() {
+    // Late sender of 80 (the Waitall case) and a barrier where rank 0 waits
+    // 20 and rank 2 waits 10.
+    let rec = recording(vec![
+        rank(
+            0,
+            3,
+            vec![
+                send(MpiOp::Send, 2, 0, 50, 52),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 200, 240),
+            ],
+        ),
+        rank(
+            1,
+            3,
+            vec![
+                send(MpiOp::Send, 2, 0, 90, 91),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 220, 240),
+            ],
+        ),
+        rank(
+            2,
+            3,
+            vec![
+                irecv(Peer::Rank(0), 0, 1, 0, 1),
+                irecv(Peer::Rank(1), 0, 2, 1, 2),
+                wait(
+                    MpiOp::Waitall,
+                    10,
+                    100,
+                    vec![done_recv(1, 0, 0), done_recv(2, 1, 0)],
+                ),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 210, 240),
+            ],
+        ),
+    ]);
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!((r.late_sender.count, r.wait_at_barrier.count), (1, 2));
+    let opts = MpiOptions {
+        threshold_p2p_ns: 80,
+        threshold_collective_ns: 15,
+    };
+    let r = report(&rec, opts);
+    // 80 ≥ 80 is counted; of the barrier waits only 20 ≥ 15.
+    assert_eq!((r.late_sender.count, r.late_sender.wait_ns), (1, 80));
+    assert_eq!(
+        (r.wait_at_barrier.count, r.wait_at_barrier.wait_ns),
+        (1, 20)
+    );
+    assert_eq!(r.thresholds.p2p_ns, 80);
+    let r = report(
+        &rec,
+        MpiOptions {
+            threshold_p2p_ns: 81,
+            threshold_collective_ns: 21,
+        },
+    );
+    assert_eq!((r.late_sender.count, r.wait_at_barrier.count), (0, 0));
+    assert_eq!(by_rank(&r, 2), (0, 0));
+}
+
+// ------------------------------------------------------------------- report
+
+#[test]
+fn sites_sum_over_ranks() {
+    // Every rank calls MPI_Barrier from the same site (address 0x132 =
+    // 0x100 + code 50): one row with 3 events, durations 30 + 20 + 10 = 60
+    // and waits 20 + 10 = 30 (the barrier of `thresholds_drop_short_waits`).
+    let rec = recording(
+        [200u64, 220, 210]
+            .iter()
+            .enumerate()
+            .map(|(r, &enter)| {
+                rank(
+                    r as u32,
+                    3,
+                    vec![coll(MpiOp::Barrier, WORLD_COMM, None, enter, 230)],
+                )
+            })
+            .collect(),
+    );
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(r.by_site.len(), 1);
+    let s = &r.by_site[0];
+    assert_eq!(s.operation, "MPI_Barrier");
+    assert_eq!(s.line, Some(0x132));
+    assert_eq!(
+        (s.events, s.duration_ns, s.wait_ns, s.wait_states),
+        (3, 60, 30, 2)
+    );
+    assert_eq!((s.avg_duration_ns, s.avg_wait_ns, s.ranks), (20, 10, 3));
+}
