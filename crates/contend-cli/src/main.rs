@@ -2,6 +2,7 @@
 //! the `contend` library and calls it. Nothing here analyses anything.
 
 use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -49,6 +50,73 @@ enum Command {
         after_help = "Examples:\n  contend compare single.data two.data\n  contend compare a.data b.data c.data --format markdown\n  contend compare before.data after.data --format json"
     )]
     Compare(CompareArgs),
+    /// Run a program with m threads on 1 core and on m cores, repeatedly, for the speed-up loss model
+    #[command(
+        after_help = "Examples:\n  contend scale --threads 2,4,8 -- ./app --threads {threads}\n  contend scale --threads 2 --repeat 3 -o xz.scale -- xz -T{threads} -k -c big.tar\n  OMP_SCHEDULE=static contend scale --threads 1,2,4 -- ./omp_app   # OMP_NUM_THREADS is set\n  contend scale --threads 2,4 --stress 2 -- ./app {threads}\n  contend report contend.scale\n\n{threads} is replaced by m in every word (also inside one, as in -T{threads}).\nEach run is a recording in DIR/m{m}-n{n}-r{repeat}[-stress], with the program's\nstdout.txt and stderr.txt beside it (--show-output to see them instead); DIR/scale.json\nlists the runs and is rewritten after each one. A failing run is recorded and the\nexperiment goes on (exit status 1 at the end); Ctrl-C stops after the current run.\nSee docs/scale.md."
+    )]
+    Scale(ScaleArgs),
+    /// Generate load: `stress memory` streams to and from memory (memory contention generator)
+    #[command(subcommand)]
+    Stress(StressCommand),
+}
+
+#[derive(Args)]
+struct ScaleArgs {
+    /// Thread counts m to run, comma-separated, e.g. 2,4,8
+    #[arg(long, value_name = "LIST")]
+    threads: String,
+    /// Runs per (m, n) configuration
+    #[arg(long, value_name = "N", default_value_t = contend::scale_run::DEFAULT_REPEAT)]
+    repeat: u32,
+    /// Scale directory to create
+    #[arg(short, long, value_name = "DIR", default_value = contend::scale_run::DEFAULT_SCALE_OUTPUT)]
+    output: PathBuf,
+    /// Replace an existing scale directory
+    #[arg(long)]
+    force: bool,
+    /// Service-time sampling interval of every run, e.g. 10ms
+    #[arg(long, value_name = "DURATION", default_value = "10ms")]
+    interval: String,
+    /// Also run every configuration with the memory contention generator (K threads) beside it
+    #[arg(long, value_name = "K")]
+    stress: Option<u32>,
+    /// Buffer per generator thread in MiB (default: 4 × last-level cache, 64 to 512)
+    #[arg(long, value_name = "MIB", requires = "stress")]
+    stress_buffer_mb: Option<u64>,
+    /// Let the program write to this terminal instead of stdout.txt/stderr.txt in each run directory
+    #[arg(long)]
+    show_output: bool,
+    /// The program and its arguments, after `--`; {threads} is replaced by m
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum StressCommand {
+    /// Stream data to and from memory with non-temporal loads/stores (memory contention generator, Venter 2016 §4.1.4)
+    #[command(
+        after_help = "Examples:\n  contend stress memory --threads 2 --duration 10s\n  contend stress memory --threads 1 --cpus 3 --duration 0.5 --format json\n  contend stress memory --threads 4 --buffer-mb 256      # until Ctrl-C\n\nThe bandwidth reported is bytes read + bytes written per second, per thread and in total."
+    )]
+    Memory(StressMemoryArgs),
+}
+
+#[derive(Args)]
+struct StressMemoryArgs {
+    /// Generator threads K, each pinned to one CPU
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    threads: u32,
+    /// CPUs for the threads (thread i on the i-th, cycling), e.g. 2-3; default: all allowed CPUs
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// Stop after this long: seconds (0.5) or with a unit (500ms, 10s); default: until Ctrl-C
+    #[arg(long, value_name = "S")]
+    duration: Option<String>,
+    /// Buffer per thread in MiB (default: 4 × last-level cache, 64 to 512)
+    #[arg(long, value_name = "MIB")]
+    buffer_mb: Option<u64>,
+    /// Output format: text or json
+    #[arg(short, long, default_value = "text")]
+    format: String,
 }
 
 #[derive(Args)]
@@ -188,6 +256,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Record(a) => cmd_record(a),
         Command::Report(a) => cmd_report(a),
         Command::Compare(a) => cmd_compare(a),
+        Command::Scale(a) => cmd_scale(a),
+        Command::Stress(StressCommand::Memory(a)) => cmd_stress_memory(a),
     }
 }
 
@@ -457,4 +527,316 @@ fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
     let cmp = contend::compare::Comparison::new(reports);
     write_out(&render_comparison(&cmp, r.format, &r.render))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A duration in seconds (`0.5`) or with a unit (`500ms`, `10s`).
+fn parse_seconds(flag: &str, text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let d = match t.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s),
+        Ok(_) => bail!("{flag}: `{text}` is not a duration"),
+        Err(_) => {
+            Duration::from_nanos(parse_duration_ns(t).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?)
+        }
+    };
+    if d.is_zero() {
+        bail!("{flag}: must be longer than 0");
+    }
+    Ok(d)
+}
+
+fn mib(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
+    match v {
+        Some(0) => bail!("{flag}: must be at least 1 MiB"),
+        Some(m) => {
+            Ok(Some(m.checked_mul(1024 * 1024).with_context(|| {
+                format!("{flag}: {m} MiB is too large")
+            })?))
+        }
+        None => Ok(None),
+    }
+}
+
+fn cmd_scale(a: ScaleArgs) -> Result<ExitCode> {
+    use contend::scale_run::{run_scale, ScaleOptions};
+    let threads = contend::scale_run::parse_thread_list(&a.threads)
+        .map_err(|e| anyhow::anyhow!("--threads {}: {e}", a.threads))?;
+    let interval = Duration::from_nanos(
+        parse_duration_ns(&a.interval).map_err(|e| anyhow::anyhow!("--interval: {e}"))?,
+    );
+    let opts = ScaleOptions {
+        output: a.output,
+        force: a.force,
+        threads,
+        repeat: a.repeat,
+        command: a.command,
+        interval,
+        stress_threads: a.stress,
+        stress_buffer_bytes: mib("--stress-buffer-mb", a.stress_buffer_mb)?,
+        show_output: a.show_output,
+    };
+    let bar = ScaleBar::new(!opts.show_output)?;
+    let result = run_scale(&opts, &bar);
+    bar.finish();
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            bar.say(&format!("contend: error: {e}"));
+            if opts.output.join(contend::scale::SCALE_FILE).is_file() {
+                bar.say(&format!(
+                    "contend: the runs made before are in {}",
+                    opts.output.display()
+                ));
+            }
+            let code = e.shell_status().unwrap_or(2);
+            return Ok(ExitCode::from((code & 0xff) as u8));
+        }
+    };
+    let dir = outcome.dir.display();
+    bar.say(&format!(
+        "contend: made {} of {} runs ({} failed) in {dir}; run `contend report {dir}`",
+        outcome.made, outcome.planned, outcome.failed
+    ));
+    if let Some(why) = &outcome.stopped {
+        bar.say(&format!("contend: experiment stopped: {why}"));
+        return Ok(ExitCode::from(130));
+    }
+    Ok(if outcome.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The progress display of `contend scale`: runs done and time left, on
+/// stderr after one second and only on a terminal.
+///
+/// While a run is made, the program's output is redirected to files by
+/// pointing descriptors 1 and 2 at them, so the bar and the messages are
+/// written to a copy of the terminal's descriptor taken before the
+/// experiment starts.
+struct ScaleBar {
+    bar: indicatif::ProgressBar,
+    term: Option<std::sync::Arc<std::fs::File>>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ScaleBar {
+    fn new(own_terminal: bool) -> Result<ScaleBar> {
+        let term = if own_terminal {
+            let fd = std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .context("cannot duplicate standard error")?;
+            Some(std::sync::Arc::new(std::fs::File::from(fd)))
+        } else {
+            None
+        };
+        let bar = indicatif::ProgressBar::hidden();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {msg:20} [{bar:30}] {pos}/{len} runs, {eta} left",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tty = match &term {
+            Some(t) => t.is_terminal(),
+            None => std::io::stderr().is_terminal(),
+        };
+        if tty && own_terminal {
+            let (bar, done, term) = (bar.clone(), done.clone(), term.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(1));
+                if !done.load(std::sync::atomic::Ordering::Acquire) {
+                    let target = match term {
+                        Some(t) => indicatif::ProgressDrawTarget::term_like(Box::new(TtyTerm(t))),
+                        None => indicatif::ProgressDrawTarget::stderr(),
+                    };
+                    bar.set_draw_target(target);
+                    bar.enable_steady_tick(Duration::from_millis(120));
+                }
+            });
+        }
+        Ok(ScaleBar { bar, term, done })
+    }
+
+    /// Prints a line to the terminal (above the bar while it shows).
+    fn say(&self, text: &str) {
+        self.bar.suspend(|| match &self.term {
+            Some(t) => {
+                let _ = writeln!(&**t, "{text}");
+            }
+            None => eprintln!("{text}"),
+        });
+    }
+
+    fn finish(&self) {
+        self.done.store(true, std::sync::atomic::Ordering::Release);
+        self.bar.finish_and_clear();
+    }
+}
+
+impl contend::scale_run::ScaleProgress for ScaleBar {
+    fn begin(&self, runs: &[contend::scale_run::PlannedRun]) {
+        self.bar.set_length(runs.len() as u64);
+        self.bar.set_position(0);
+    }
+    fn run_started(&self, _index: usize, run: &contend::scale_run::PlannedRun) {
+        self.bar.set_message(run.dir.clone());
+    }
+    fn run_finished(&self, _index: usize, _run: &contend::scale::ScaleRun) {
+        self.bar.inc(1);
+    }
+    fn warning(&self, text: &str) {
+        self.say(&format!("contend: warning: {text}"));
+    }
+}
+
+/// A terminal reached through our own copy of its descriptor (see
+/// [`ScaleBar`]), for indicatif. The width comes from `COLUMNS`, else 80.
+#[derive(Debug)]
+struct TtyTerm(std::sync::Arc<std::fs::File>);
+
+impl TtyTerm {
+    fn put(&self, s: &str) -> std::io::Result<()> {
+        (&*self.0).write_all(s.as_bytes())
+    }
+}
+
+impl indicatif::TermLike for TtyTerm {
+    fn width(&self) -> u16 {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(80)
+    }
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.put(&format!("\x1b[{n}A"))?;
+        }
+        Ok(())
+    }
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.put(&format!("\x1b[{n}B"))?;
+        }
+        Ok(())
+    }
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.put(&format!("\x1b[{n}C"))?;
+        }
+        Ok(())
+    }
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            self.put(&format!("\x1b[{n}D"))?;
+        }
+        Ok(())
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.put(s)?;
+        self.put("\n")
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.put(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.put("\r\x1b[2K")
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        (&*self.0).flush()
+    }
+}
+
+fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {
+    use contend::stress::{MemoryStress, StressOptions};
+    let json = match a.format.as_str() {
+        "text" => false,
+        "json" => true,
+        other => bail!("--format {other}: `contend stress memory` writes text or json"),
+    };
+    let cpus = match &a.cpus {
+        Some(list) => Some(
+            contend::record::parse_cpu_list(list)
+                .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?,
+        ),
+        None => None,
+    };
+    let duration = match &a.duration {
+        Some(d) => Some(parse_seconds("--duration", d)?),
+        None => None,
+    };
+    let interrupt = contend::scale_run::Interrupt::begin();
+    let gen = MemoryStress::start(&StressOptions {
+        threads: a.threads,
+        cpus,
+        buffer_bytes: mib("--buffer-mb", a.buffer_mb)?,
+    })
+    .context("memory contention generator")?;
+    if duration.is_none() {
+        eprintln!(
+            "contend: streaming with {} thread(s) on CPU {}; Ctrl-C to stop",
+            a.threads,
+            contend::record::format_cpu_list(&{
+                let mut c = gen.cpus().to_vec();
+                c.sort_unstable();
+                c.dedup();
+                c
+            })
+        );
+    }
+    let start = std::time::Instant::now();
+    while interrupt.caught().is_none() && duration.is_none_or(|d| start.elapsed() < d) {
+        let left = duration.map_or(Duration::from_millis(50), |d| {
+            d.saturating_sub(start.elapsed())
+                .min(Duration::from_millis(50))
+        });
+        std::thread::sleep(left);
+    }
+    let report = gen.stop();
+    drop(interrupt);
+    if json {
+        write_out(&serde_json::to_string_pretty(&report)?)?;
+    } else {
+        write_out(&stress_text(&report))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stress_text(r: &contend::stress::StressReport) -> String {
+    let gb = |b: f64| b / 1e9;
+    let mut s = format!(
+        "Memory contention generator: {} thread(s), {:.3} s\n  streaming with {}\n  buffer {} MiB per thread{}\n\n",
+        r.threads.len(),
+        r.elapsed_s,
+        r.method_description,
+        r.buffer_bytes_per_thread >> 20,
+        r.llc_bytes
+            .map(|l| format!(" (last-level cache {} MiB)", l >> 20))
+            .unwrap_or_default()
+    );
+    s.push_str("thread  cpu   read GB   written GB   bandwidth GB/s\n");
+    for (i, t) in r.threads.iter().enumerate() {
+        s.push_str(&format!(
+            "{i:>6}  {:>3}  {:>8.3}  {:>11.3}  {:>15.3}\n",
+            t.cpu,
+            gb(t.bytes_read as f64),
+            gb(t.bytes_written as f64),
+            gb(t.bandwidth_bytes_per_s)
+        ));
+    }
+    s.push_str(&format!(
+        " total       {:>8.3}  {:>11.3}  {:>15.3}\n",
+        gb(r.bytes_read as f64),
+        gb(r.bytes_written as f64),
+        gb(r.bandwidth_bytes_per_s)
+    ));
+    s.push_str("\nbandwidth = (bytes read + bytes written) / time; GB = 10^9 bytes\n");
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
 }

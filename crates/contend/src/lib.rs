@@ -25,6 +25,8 @@ pub mod record;
 pub mod recording;
 pub mod report;
 pub mod scale;
+pub mod scale_run;
 pub mod service;
 pub mod speedup;
+pub mod stress;
 pub mod symbolize;

@@ -9,6 +9,9 @@
 //! model (Venter 2016, Sections 3.1.1 and 3.2.2.1, Eq. 3.1–3.8) can find
 //! C(1), C(m), T(1), T(m) without guessing from directory names.
 //!
+//! The runner that makes the runs is [`crate::scale_run`]; the memory
+//! contention generator is [`crate::stress`].
+//!
 //! The manifest is written after every run (to a temporary file renamed
 //! over `scale.json`), so an experiment cut short still describes the runs
 //! it finished. Reading is lenient like `meta.json`: every field has a
@@ -55,6 +58,16 @@ pub struct ScaleManifest {
     pub complete: bool,
     /// The runs made so far, in the order they ran.
     pub runs: Vec<ScaleRun>,
+    /// Runs planned in all (added in 0.1 after the first layout; 0 in
+    /// manifests that predate it).
+    pub planned_runs: u32,
+    /// Why the experiment stopped before all planned runs were made (the
+    /// user interrupted it, or a run could not be started); `None` while it
+    /// runs and when it completed.
+    pub stopped: Option<String>,
+    /// Warnings about the whole experiment (e.g. more threads than CPUs),
+    /// one sentence each.
+    pub warnings: Vec<String>,
 }
 
 /// One run of a scale experiment.
@@ -85,6 +98,11 @@ pub struct ScaleRun {
     /// Bandwidth the memory contention generator reached during this run,
     /// bytes/s; `None` without `stress`.
     pub stress_bandwidth_bytes_per_s: Option<f64>,
+    /// The CPUs of the memory contention generator's threads (empty
+    /// without `stress`). CPUs also in `cpus` were shared with the program.
+    pub stress_cpus: Vec<u32>,
+    /// Warnings of this run (placement, recorder), one sentence each.
+    pub warnings: Vec<String>,
 }
 
 /// Errors reading or writing a scale manifest; every message names the file.
