@@ -27,6 +27,9 @@ pub(crate) enum Cell {
     Real(f64),
     /// A per cent change; `None` = undefined (base 0), printed `n/a`.
     Change(Option<f64>),
+    /// A real number with the given decimals, sign kept (ω, seconds of
+    /// the speed-up model, which may be negative).
+    Decimal(f64, usize),
 }
 
 impl Cell {
@@ -50,6 +53,7 @@ impl Cell {
             Cell::Fraction(f) => fmt::percent(*f, st),
             Cell::Real(x) => format!("{x:.2}"),
             Cell::Change(c) => fmt::change(*c, st),
+            Cell::Decimal(x, d) => format!("{x:.d$}"),
         }
     }
 
@@ -60,7 +64,7 @@ impl Cell {
             Cell::Empty | Cell::Change(None) => String::new(),
             Cell::Text(s) => s.clone(),
             Cell::Count(n) | Cell::Ns(n) => n.to_string(),
-            Cell::Fraction(f) | Cell::Real(f) => f.to_string(),
+            Cell::Fraction(f) | Cell::Real(f) | Cell::Decimal(f, _) => f.to_string(),
             Cell::Change(Some(c)) => c.to_string(),
         }
     }
@@ -310,6 +314,9 @@ fn metric_table(metrics: &[Metric], group: MetricGroup) -> Table {
 
 /// The sections of a report, in display order.
 pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> {
+    if let Some(s) = &r.speedup {
+        return super::speedup_layout::report_sections(r, s);
+    }
     let l = &r.locks;
     let mut out = vec![run_section(r)];
     if !r.warnings.is_empty() {

@@ -29,6 +29,7 @@ mod json;
 mod latex;
 mod layout;
 mod markdown;
+mod speedup_layout;
 mod text;
 
 use std::fmt as stdfmt;

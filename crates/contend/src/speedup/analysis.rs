@@ -502,13 +502,30 @@ pub fn analyze_scale_dir(
 ) -> Result<SpeedupReport, SpeedupError> {
     let manifest = ScaleManifest::read(dir)?;
     let mut warnings = Vec::new();
-    if !manifest.complete {
+    let manifest_path = dir.join(crate::scale::SCALE_FILE);
+    if let Some(why) = &manifest.stopped {
+        warnings.push(format!(
+            "{}: the experiment stopped early: {why}",
+            manifest_path.display()
+        ));
+    }
+    for w in &manifest.warnings {
+        warnings.push(format!("{}: {w}", manifest_path.display()));
+    }
+    for run in &manifest.runs {
+        for w in &run.warnings {
+            warnings.push(format!("{}: {w}", describe(run)));
+        }
+    }
+    if !manifest.complete && manifest.stopped.is_none() {
         warnings.push(format!(
             "{}: the experiment did not finish (complete: false); modelling the runs it made",
             dir.join(crate::scale::SCALE_FILE).display()
         ));
     }
-    // The "m-core" runs of each m: n = m, or the largest n run for m.
+    // The "m-core" runs of each m: n = m, or the largest n > 1 run for m
+    // (a machine with fewer CPUs than m); m itself when there is none, so
+    // that the 1-core runs are never paired with themselves.
     let cores_for = |m: u32| -> u32 {
         if manifest
             .runs
@@ -520,7 +537,7 @@ pub fn analyze_scale_dir(
             manifest
                 .runs
                 .iter()
-                .filter(|r| r.m == m && !r.stress)
+                .filter(|r| r.m == m && r.n > 1 && !r.stress)
                 .map(|r| r.n)
                 .max()
                 .unwrap_or(m)
