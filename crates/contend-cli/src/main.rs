@@ -509,7 +509,12 @@ fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     }
     let r = resolve(&a.output, &a.filter, &a.dir)?;
     let bar = Bar::new();
-    let report = analyze_dir(&a.dir, &r.filter, &bar)?;
+    // A `contend scale` directory: the speed-up loss model (docs/model.md).
+    let report = if contend::scale::ScaleManifest::is_scale_dir(&a.dir) {
+        contend::speedup::scale_report(&a.dir, &bar)?
+    } else {
+        analyze_dir(&a.dir, &r.filter, &bar)?
+    };
     bar.finish();
     write_out(&render_report(&report, r.format, &r.render))?;
     Ok(ExitCode::SUCCESS)
