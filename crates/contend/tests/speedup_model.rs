@@ -530,7 +530,10 @@ fn numa_cycles_and_stress_by_hand() {
     assert!(csv.contains("speedup_model"), "{csv}");
     // LaTeX gets the model's symbols as math, not raw Unicode.
     let tex = render_report(&report, OutputFormat::Latex, &RenderOptions::default());
-    assert!(tex.contains("$\\omega$") && tex.contains("$\\delta$"), "{tex}");
+    assert!(
+        tex.contains("$\\omega$") && tex.contains("$\\delta$"),
+        "{tex}"
+    );
     for c in ['ω', 'μ', 'λ', 'δ', '−', '×', '÷', '≤', '·'] {
         assert!(!tex.contains(c), "{c} in LaTeX:\n{tex}");
     }
