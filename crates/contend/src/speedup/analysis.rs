@@ -226,9 +226,10 @@ pub struct DependencySplit {
     pub other_sync_wait_s: f64,
     /// `total_s − lock_wait_s − other_sync_wait_s`: not accounted for by
     /// a traced wait (I/O, sleeps, load imbalance, waits in untraced
-    /// code). Negative when the traced waits exceed the model's idle time
-    /// (waits that overlap a whole-program idle period, which Listing 3.3
-    /// does not count).
+    /// code). Negative when the traced waits exceed the model's idle time:
+    /// waits of threads beyond the m workers (a main thread waiting for
+    /// them), or waits that overlap a whole-program idle period, which
+    /// Listing 3.3 does not count.
     pub unaccounted_s: f64,
     /// Time threads waited for spinlocks: busy waiting, counted as
     /// activity in A and so not part of D; shown for reference.
