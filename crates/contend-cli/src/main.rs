@@ -206,6 +206,12 @@ struct FilterArgs {
     /// Only events on the critical path
     #[arg(long)]
     critical_only: bool,
+    /// MPI: count late-sender/late-receiver waits only from this long, e.g. 5ms
+    #[arg(long, value_name = "DURATION")]
+    threshold_p2p: Option<String>,
+    /// MPI: count collective waits (barrier, N×N, broadcast, reduce, scan) only from this long
+    #[arg(long, value_name = "DURATION")]
+    threshold_collective: Option<String>,
 }
 
 #[derive(Args)]
@@ -351,6 +357,7 @@ struct Resolved {
     format: OutputFormat,
     render: RenderOptions,
     filter: EventFilter,
+    mpi: contend::mpi::MpiOptions,
 }
 
 fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Result<Resolved> {
@@ -418,10 +425,25 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
         },
         critical_only: filter.critical_only || f.critical_only,
     };
+    let mpi = contend::mpi::MpiOptions {
+        threshold_p2p_ns: dur(
+            &filter.threshold_p2p,
+            &config.mpi.threshold_p2p,
+            "threshold-p2p",
+        )?
+        .unwrap_or(0),
+        threshold_collective_ns: dur(
+            &filter.threshold_collective,
+            &config.mpi.threshold_collective,
+            "threshold-collective",
+        )?
+        .unwrap_or(0),
+    };
     Ok(Resolved {
         format,
         render,
         filter: event_filter,
+        mpi,
     })
 }
 
@@ -477,6 +499,7 @@ impl Progress for Bar {
 fn analyze_dir(
     dir: &Path,
     filter: &EventFilter,
+    mpi: &contend::mpi::MpiOptions,
     bar: &Bar,
 ) -> Result<contend::report::model::Report> {
     bar.stage(&format!("reading {}", dir.display()), 1);
@@ -486,6 +509,9 @@ fn analyze_dir(
     let mut report = locks::analyze(&rec, filter, &mut resolver, bar);
     contend::service::add_to_report(&rec, &mut report);
     contend::counters::add_to_report(&rec, &mut report);
+    bar.stage("analysing MPI wait states", 1);
+    contend::mpi::add_to_report(dir, &mut report, mpi);
+    bar.advance(1);
     Ok(report)
 }
 
@@ -513,7 +539,7 @@ fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     let report = if contend::scale::ScaleManifest::is_scale_dir(&a.dir) {
         contend::speedup::scale_report(&a.dir, &bar)?
     } else {
-        analyze_dir(&a.dir, &r.filter, &bar)?
+        analyze_dir(&a.dir, &r.filter, &r.mpi, &bar)?
     };
     bar.finish();
     write_out(&render_report(&report, r.format, &r.render))?;
@@ -525,7 +551,7 @@ fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
     let bar = Bar::new();
     let mut reports = Vec::new();
     for dir in &a.dirs {
-        let report = analyze_dir(dir, &r.filter, &bar)?;
+        let report = analyze_dir(dir, &r.filter, &r.mpi, &bar)?;
         reports.push((dir.display().to_string(), report));
     }
     bar.finish();

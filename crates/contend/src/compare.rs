@@ -37,9 +37,16 @@
 //!                  "values": [200.0, 150.0], "change_pct": [null, -25.0] } ],
 //!   "by_lock": [ { "name": "queue_lock", "kind": "mutex", "best_rank": 0,
 //!                  "metrics": [ …same shape as "metrics"… ] } ],
-//!   "by_site": [ …same shape as "by_lock"; "kind" lists the object kinds… ]
+//!   "by_site": [ …same shape as "by_lock"; "kind" lists the object kinds… ],
+//!   "mpi_by_rank": [ …same shape; "name" is "rank 3", "kind" its host… ],
+//!   "mpi_by_site": [ …same shape; "name" is "MPI_Send at main (app.c:12)"… ]
 //! }
 //! ```
+//!
+//! When any run has MPI traces, `metrics` also holds the MPI class and
+//! pattern numbers ([`mpi_metrics`], keys `mpi.p2p.*`, `mpi.late_sender.*`
+//! …; Tables 4.16–4.18), `null` for runs without MPI traces, and
+//! `mpi_by_rank`/`mpi_by_site` are present.
 //!
 //! `unit` is `count`, `ns` or `fraction` (a share in [0, 1]); `values` has
 //! one entry per run (`null` where the item is missing from that run);
@@ -78,6 +85,14 @@ pub enum MetricGroup {
     Lock,
     /// One call site.
     Site,
+    /// All MPI point-to-point or collective calls (Venter 2016, Table 4.16).
+    MpiClass,
+    /// One MPI wait-state pattern (Venter 2016, Tables 4.17 and 4.18).
+    MpiPattern,
+    /// One MPI rank.
+    MpiRank,
+    /// One MPI call site.
+    MpiSite,
 }
 
 /// One named number of a report.
@@ -233,6 +248,87 @@ pub fn site_metrics(s: &SiteRow) -> Vec<Metric> {
     metrics(MetricGroup::Site, "", rows)
 }
 
+/// The MPI numbers of a report compared across runs (Venter 2016, Tables
+/// 4.16–4.18): per class (`mpi.p2p.*`, `mpi.collective.*`: events, total
+/// duration, wait) and per pattern (`mpi.late_sender.*` …: wait states,
+/// total duration, total wait, average and longest wait). Keys are the JSON
+/// paths of the values. Empty when the report has no MPI part.
+pub fn mpi_metrics(r: &Report) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    let Some(m) = &r.mpi else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, label, c) in [
+        ("p2p", "Point to point", &m.p2p),
+        ("collective", "Collective", &m.collective),
+    ] {
+        #[rustfmt::skip]
+        let rows = [
+            ("events", "calls", Count, n(c.events)),
+            ("duration_ns", "total duration", Ns, n(c.duration_ns)),
+            ("wait_states", "wait states", Count, n(c.wait_states)),
+            ("wait_ns", "total wait", Ns, n(c.wait_ns)),
+        ];
+        out.extend(
+            metrics(MetricGroup::MpiClass, &format!("mpi.{key}."), rows)
+                .into_iter()
+                .map(|mut metric| {
+                    metric.label = format!("{label}: {}", metric.label);
+                    metric
+                }),
+        );
+    }
+    for p in crate::mpi::Pattern::ALL {
+        let s = m.pattern(p);
+        #[rustfmt::skip]
+        let rows = [
+            ("count", "wait states", Count, n(s.count)),
+            ("duration_ns", "total duration", Ns, n(s.duration_ns)),
+            ("wait_ns", "total wait", Ns, n(s.wait_ns)),
+            ("avg_wait_ns", "average wait", Ns, n(s.avg_wait_ns)),
+            ("max_wait_ns", "longest wait", Ns, n(s.max_wait_ns)),
+        ];
+        out.extend(
+            metrics(MetricGroup::MpiPattern, &format!("mpi.{}.", p.key()), rows)
+                .into_iter()
+                .map(|mut metric| {
+                    metric.label = format!("{}: {}", p.label(), metric.label);
+                    metric
+                }),
+        );
+    }
+    out
+}
+
+/// The compared numbers of one MPI rank (keys are the
+/// [`MpiRankRow`](crate::mpi::MpiRankRow) field names).
+pub fn mpi_rank_metrics(row: &crate::mpi::MpiRankRow) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Calls", Count, n(row.events)),
+        ("duration_ns", "Time in MPI", Ns, n(row.duration_ns)),
+        ("wait_ns", "Wait experienced", Ns, n(row.wait_ns)),
+        ("caused_ns", "Wait caused (lateness)", Ns, n(row.caused_ns)),
+    ];
+    metrics(MetricGroup::MpiRank, "", rows)
+}
+
+/// The compared numbers of one MPI call site (keys are the
+/// [`MpiSiteRow`](crate::mpi::MpiSiteRow) field names).
+pub fn mpi_site_metrics(row: &crate::mpi::MpiSiteRow) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Calls", Count, n(row.events)),
+        ("duration_ns", "Total duration", Ns, n(row.duration_ns)),
+        ("avg_duration_ns", "Average duration", Ns, n(row.avg_duration_ns)),
+        ("wait_ns", "Total wait", Ns, n(row.wait_ns)),
+    ];
+    metrics(MetricGroup::MpiSite, "", rows)
+}
+
 /// Change of `value` relative to `base`, in per cent (200 → 150 = −25.0);
 /// `None` when `base` is 0 (undefined).
 pub fn percent_change(base: f64, value: f64) -> Option<f64> {
@@ -321,6 +417,17 @@ pub struct Comparison {
     pub by_lock: Vec<ComparedItem>,
     /// Per-site rows, matched by display string, ordered like `by_lock`.
     pub by_site: Vec<ComparedItem>,
+    /// Per MPI rank ([`mpi_rank_metrics`]), matched by rank (`rank 3`);
+    /// empty (no JSON key) when no run has MPI traces. The MPI pattern
+    /// metrics ([`mpi_metrics`]) are in `metrics`, `null` for runs without
+    /// MPI traces.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mpi_by_rank: Vec<ComparedItem>,
+    /// Per MPI call site ([`mpi_site_metrics`]), matched by operation and
+    /// site (`MPI_Send at main (app.c:12)`); empty when no run has MPI
+    /// traces.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mpi_by_site: Vec<ComparedItem>,
 }
 
 impl Comparison {
@@ -368,11 +475,55 @@ impl Comparison {
                     .map(|s| (s.display.clone(), s.kinds.join(", "), site_metrics(s)))
             }),
         );
+        let mut mpi_by_rank = Vec::new();
+        let mut mpi_by_site = Vec::new();
+        if runs.iter().any(|r| r.report.mpi.is_some()) {
+            // MPI metrics: a run without MPI traces has no values (null).
+            let per_run: Vec<Vec<Metric>> = runs.iter().map(|r| mpi_metrics(&r.report)).collect();
+            let mut mpi = align(
+                n,
+                per_run
+                    .iter()
+                    .map(|ms| ms.iter().map(|m| (m.key.clone(), m))),
+            );
+            for cm in &mut mpi {
+                cm.change_pct = changes(&cm.values);
+            }
+            metrics.extend(mpi);
+            mpi_by_rank = align_items(
+                n,
+                runs.iter().map(|r| {
+                    let rows = r.report.mpi.as_ref().map(|m| m.by_rank.as_slice());
+                    rows.unwrap_or_default().iter().map(|row| {
+                        (
+                            format!("rank {}", row.rank),
+                            row.host.clone(),
+                            mpi_rank_metrics(row),
+                        )
+                    })
+                }),
+            );
+            mpi_by_site = align_items(
+                n,
+                runs.iter().map(|r| {
+                    let rows = r.report.mpi.as_ref().map(|m| m.by_site.as_slice());
+                    rows.unwrap_or_default().iter().map(|row| {
+                        (
+                            format!("{} at {}", row.operation, row.display),
+                            row.operation.clone(),
+                            mpi_site_metrics(row),
+                        )
+                    })
+                }),
+            );
+        }
         Comparison {
             runs,
             metrics,
             by_lock,
             by_site,
+            mpi_by_rank,
+            mpi_by_site,
         }
     }
 }

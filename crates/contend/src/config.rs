@@ -14,6 +14,10 @@
 //! sites = "dequeue|enqueue"   # regular expression on the call site
 //! threads = [4242]
 //! critical_only = false
+//!
+//! [mpi]
+//! threshold_p2p = "5ms"          # late sender/receiver waits at least
+//! threshold_collective = "5ms"   # collective waits at least
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -51,6 +55,22 @@ pub struct Config {
     /// `[filter]`.
     #[serde(default)]
     pub filter: FilterConfig,
+    /// `[mpi]`: wait-state thresholds.
+    #[serde(default)]
+    pub mpi: MpiConfig,
+}
+
+/// `[mpi]` section: thresholds of the MPI wait-state report (the thesis's
+/// MPITool.conf, Venter 2016, Section 3.2.2.3); waits shorter than the
+/// threshold are not counted as wait states. Strings with a unit or
+/// integers in ns.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MpiConfig {
+    /// Threshold of late sender and late receiver.
+    pub threshold_p2p: Option<DurationValue>,
+    /// Threshold of the collective patterns.
+    pub threshold_collective: Option<DurationValue>,
 }
 
 /// `[report]` section.
@@ -121,9 +141,14 @@ impl Config {
             message,
         };
         let cfg: Config = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
-        for d in [&cfg.filter.min_duration, &cfg.filter.max_duration]
-            .into_iter()
-            .flatten()
+        for d in [
+            &cfg.filter.min_duration,
+            &cfg.filter.max_duration,
+            &cfg.mpi.threshold_p2p,
+            &cfg.mpi.threshold_collective,
+        ]
+        .into_iter()
+        .flatten()
         {
             d.to_ns().map_err(invalid)?;
         }
@@ -199,6 +224,15 @@ mod tests {
         let e = Config::parse(p, "[filter]\nmin_duraton = 5\n").unwrap_err();
         assert!(e.to_string().contains("contend.toml"), "{e}");
         assert!(e.to_string().contains("min_duraton"), "{e}");
+        let c = Config::parse(
+            p,
+            "[mpi]\nthreshold_p2p = \"5ms\"\nthreshold_collective = 2000\n",
+        )
+        .unwrap();
+        assert_eq!(c.mpi.threshold_p2p.unwrap().to_ns().unwrap(), 5_000_000);
+        assert_eq!(c.mpi.threshold_collective.unwrap().to_ns().unwrap(), 2_000);
+        let e = Config::parse(p, "[mpi]\nthreshold_p2p = \"5 parsecs\"\n").unwrap_err();
+        assert!(e.to_string().contains("parsecs"), "{e}");
         let e = Config::parse(p, "[filter]\nsites = \"(\"\n").unwrap_err();
         assert!(e.to_string().contains("filter.sites"), "{e}");
     }

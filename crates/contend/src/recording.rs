@@ -92,20 +92,23 @@ impl Recording {
         } else {
             None
         };
+        // A recording may hold only MPI traces (`mpi/`, read by the MPI
+        // reader, not here).
+        let has_mpi = dir.join("mpi").is_dir();
         let locks_dir = dir.join("locks");
         let mut trace_paths: Vec<PathBuf> = match std::fs::read_dir(&locks_dir) {
             Ok(rd) => rd
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "ctrace"))
                 .collect(),
-            Err(_) if meta.is_some() => Vec::new(),
+            Err(_) if meta.is_some() || has_mpi => Vec::new(),
             Err(_) => {
                 return Err(RecordingError::NotARecording {
                     path: dir.to_path_buf(),
                 })
             }
         };
-        if meta.is_none() && trace_paths.is_empty() && !meta_path.exists() {
+        if meta.is_none() && trace_paths.is_empty() && !meta_path.exists() && !has_mpi {
             return Err(RecordingError::NotARecording {
                 path: dir.to_path_buf(),
             });

@@ -984,3 +984,209 @@ fn sites_sum_over_ranks() {
     );
     assert_eq!((s.avg_duration_ns, s.avg_wait_ns, s.ranks), (20, 10, 3));
 }
+
+// ------------------------------------------------------------ rendering
+
+/// The Ssend/Waitall/barrier case as a full report: rank 0 Ssend to rank 1
+/// (late receiver 150), rank 2 waits in Waitall for ranks 0 and 1 (late
+/// sender 80, caused by rank 1), and a barrier where rank 0 waits 20 and
+/// rank 2 waits 10 (for rank 1).
+fn small_report() -> contend::report::Report {
+    let rec = recording(vec![
+        rank(
+            0,
+            3,
+            vec![
+                send(MpiOp::Ssend, 1, 0, 100, 300),
+                send(MpiOp::Send, 2, 0, 350, 352),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 500, 540),
+            ],
+        ),
+        rank(
+            1,
+            3,
+            vec![
+                recv(Peer::Rank(0), 0, 0, 0, 250, 305),
+                send(MpiOp::Send, 2, 0, 390, 391),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 520, 540),
+            ],
+        ),
+        rank(
+            2,
+            3,
+            vec![
+                irecv(Peer::Rank(0), 0, 1, 300, 301),
+                irecv(Peer::Rank(1), 0, 2, 301, 302),
+                wait(
+                    MpiOp::Waitall,
+                    310,
+                    400,
+                    vec![done_recv(1, 0, 0), done_recv(2, 1, 0)],
+                ),
+                coll(MpiOp::Barrier, WORLD_COMM, None, 510, 540),
+            ],
+        ),
+    ]);
+    let mut report = contend::report::Report::default();
+    report.run.command = vec!["mpirun".into(), "-np".into(), "3".into(), "./app".into()];
+    report.run.exit_code = Some(0);
+    report.run.wall_ns = 1_000;
+    contend::mpi::add_mpi_to_report(&rec, &mut report, &MpiOptions::default(), &mut FakeSites);
+    report
+}
+
+#[test]
+fn small_report_numbers() {
+    // Late receiver: 250 − 100 = 150 on rank 0, caused by rank 1. Late
+    // sender in the Waitall 310..400: rank 0's send at 350 → 40, rank 1's at
+    // 390 → 80; charged 80 (rank 1). Barrier: last rank 1 (520): rank 0
+    // waits 20, rank 2 waits 10. Rank 1 caused 150 + 80 + 30 = 260.
+    let r = small_report();
+    let m = r.mpi.as_ref().unwrap();
+    assert_eq!((m.late_receiver.count, m.late_receiver.wait_ns), (1, 150));
+    assert_eq!((m.late_sender.count, m.late_sender.wait_ns), (1, 80));
+    assert_eq!(
+        (m.wait_at_barrier.count, m.wait_at_barrier.wait_ns),
+        (2, 30)
+    );
+    assert_eq!(by_rank(m, 1), (0, 260));
+    assert_eq!(by_rank(m, 0), (170, 0));
+    assert_eq!(by_rank(m, 2), (90, 0));
+    assert_eq!(m.p2p.events, 7);
+    assert_eq!(m.p2p.wait_ns, 230);
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+#[test]
+fn json_keys_are_present() {
+    let r = small_report();
+    let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+    let m = &v["mpi"];
+    assert_eq!(m["ranks"], 3);
+    for p in [
+        "late_sender",
+        "late_receiver",
+        "wait_at_barrier",
+        "wait_at_nxn",
+        "late_broadcast",
+        "early_reduce",
+        "early_scan",
+    ] {
+        for k in [
+            "count",
+            "wait_ns",
+            "duration_ns",
+            "avg_wait_ns",
+            "min_wait_ns",
+            "max_wait_ns",
+            "avg_duration_ns",
+            "min_duration_ns",
+            "max_duration_ns",
+        ] {
+            assert!(m[p][k].is_u64(), "mpi.{p}.{k} missing: {}", m[p]);
+        }
+    }
+    assert_eq!(m["late_sender"]["wait_ns"], 80);
+    for row in m["by_rank"].as_array().unwrap() {
+        for k in ["rank", "wait_ns", "caused_ns"] {
+            assert!(row[k].is_u64(), "by_rank.{k}");
+        }
+    }
+    let sites = m["by_site"].as_array().unwrap();
+    assert!(!sites.is_empty());
+    for row in sites {
+        for k in [
+            "function",
+            "file",
+            "line",
+            "operation",
+            "events",
+            "duration_ns",
+            "wait_ns",
+        ] {
+            assert!(!row[k].is_null(), "by_site.{k}: {row}");
+        }
+    }
+    // A report without MPI has no key.
+    let plain = serde_json::to_value(contend::report::Report::default()).unwrap();
+    assert!(plain.get("mpi").is_none());
+}
+
+#[test]
+fn text_report_snapshot() {
+    use contend::report::{render_report, OutputFormat, RenderOptions};
+    let opts = RenderOptions {
+        color: false,
+        top: 0,
+        ..RenderOptions::default()
+    };
+    insta::assert_snapshot!(
+        "mpi_text_report",
+        render_report(&small_report(), OutputFormat::Text, &opts)
+    );
+}
+
+#[test]
+fn every_format_renders_the_mpi_sections() {
+    use contend::report::{render_report, OutputFormat, RenderOptions};
+    let r = small_report();
+    for f in OutputFormat::ALL {
+        let out = render_report(&r, f, &RenderOptions::default());
+        match f {
+            OutputFormat::Csv => {
+                assert!(out.contains("mpi_patterns,late_sender,wait_ns,80"), "{out}")
+            }
+            OutputFormat::Json => assert!(out.contains("\"late_receiver\"")),
+            _ => assert!(
+                out.contains("Late receiver") && out.contains("Waitall"),
+                "{f}: {out}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn compare_two_mpi_runs() {
+    use contend::compare::Comparison;
+    use contend::report::{render_comparison, OutputFormat, RenderOptions};
+    // Run B: the same program with the Ssend's receive posted 50 ns earlier
+    // (late receiver 100 instead of 150: −33.3 %).
+    let a = small_report();
+    let mut b = small_report();
+    let m = b.mpi.as_mut().unwrap();
+    m.late_receiver.wait_ns = 100;
+    m.by_rank[1].caused_ns = 210;
+    let c = Comparison::new(vec![("a".into(), a), ("b".into(), b)]);
+    let lr = c
+        .metrics
+        .iter()
+        .find(|m| m.key == "mpi.late_receiver.wait_ns")
+        .unwrap();
+    assert_eq!(lr.values, vec![Some(150.0), Some(100.0)]);
+    assert!((lr.change_pct[1].unwrap() + 100.0 / 3.0).abs() < 1e-9);
+    let rank1 = c.mpi_by_rank.iter().find(|i| i.name == "rank 1").unwrap();
+    let caused = rank1.metrics.iter().find(|m| m.key == "caused_ns").unwrap();
+    assert_eq!(caused.values, vec![Some(260.0), Some(210.0)]);
+    assert!(!c.mpi_by_site.is_empty());
+    let text = render_comparison(&c, OutputFormat::Text, &RenderOptions::default());
+    assert!(text.contains("Late receiver: total wait"), "{text}");
+    assert!(text.contains("-33.3"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&render_comparison(
+        &c,
+        OutputFormat::Json,
+        &RenderOptions::default(),
+    ))
+    .unwrap();
+    assert!(json["mpi_by_rank"].is_array());
+    // A run without MPI: its MPI values are null, not zero.
+    let c = Comparison::new(vec![
+        ("a".into(), small_report()),
+        ("none".into(), contend::report::Report::default()),
+    ]);
+    let lr = c
+        .metrics
+        .iter()
+        .find(|m| m.key == "mpi.late_receiver.wait_ns")
+        .unwrap();
+    assert_eq!(lr.values, vec![Some(150.0), None]);
+}

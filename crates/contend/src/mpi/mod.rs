@@ -16,6 +16,8 @@
 pub mod analysis;
 pub mod report;
 
+use std::path::Path;
+
 use contend_trace::mpi::MpiRecording;
 
 pub use analysis::{analyze, comm_name, MatchStats, Message, MpiAnalysis, Pattern, WaitState};
@@ -44,9 +46,28 @@ pub fn add_mpi_to_report(
         .extend(analysis.warnings.iter().map(|w| format!("MPI: {w}")));
     if report.run.processes == 0 && report.locks.summary.events == 0 {
         report.locks.no_events_reason = Some(format!(
-            "No lock trace was recorded; this recording holds the MPI traces of {} rank(s), analysed below.",
+            "No lock trace was recorded; this recording holds the MPI traces of {} rank(s), analysed in the MPI sections.",
             r.ranks_traced
         ));
     }
     report.mpi = Some(r);
+}
+
+/// Reads `<dir>/mpi/` with the MPI trace reader and, when it holds traces,
+/// adds the wait-state analysis to `report` ([`add_mpi_to_report`]), call
+/// sites resolved through `<dir>/maps/<pid>.maps`. A recording without an
+/// `mpi/` directory leaves `report` unchanged; an `mpi/` directory that
+/// cannot be read becomes a warning naming it.
+pub fn add_to_report(dir: &Path, report: &mut Report, opts: &MpiOptions) {
+    match contend_trace::read_mpi_recording(dir) {
+        Ok(None) => {}
+        Ok(Some(mpi)) => {
+            let mut resolver = MapsSiteResolver::new(dir, crate::symbolize::Symbolizer::new());
+            add_mpi_to_report(&mpi, report, opts, &mut resolver);
+            report
+                .warnings
+                .extend(resolver.warnings.iter().map(|w| format!("MPI: {w}")));
+        }
+        Err(e) => report.warnings.push(format!("MPI: {e}; no MPI analysis")),
+    }
 }

@@ -334,6 +334,7 @@ pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> 
     if let Some(counters) = &r.counters {
         out.push(counters_section(counters));
     }
+    out.extend(super::mpi_layout::report_sections(r, opts));
     let metrics = summary_metrics(r);
     if let Some(reason) = &l.no_events_reason {
         out.push(Section::new(
@@ -990,5 +991,6 @@ pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<S
         "Per-call-site numbers matched by site; blank where a run has no such site.",
         Body::Table(compared_item_table(c, &c.by_site, "Call site", opts.top)),
     ));
+    out.extend(super::mpi_layout::comparison_sections(c, opts));
     out
 }

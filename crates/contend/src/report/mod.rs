@@ -29,6 +29,7 @@ mod json;
 mod latex;
 mod layout;
 mod markdown;
+mod mpi_layout;
 mod speedup_layout;
 mod text;
 

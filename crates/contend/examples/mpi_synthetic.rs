@@ -1,0 +1,222 @@
+//! Builds a synthetic MPI recording in memory and times the wait-state
+//! analysis on it (bench/mpi_analysis.sh).
+//!
+//! Usage: `mpi_synthetic [EVENTS] [RANKS] [ROUNDS]` (default 1000000, 16, 3).
+//!
+//! The program is a ring halo exchange: every iteration each rank posts
+//! `MPI_Irecv` from its left neighbour, `MPI_Isend` to its right neighbour
+//! and completes both with `MPI_Waitall` after a pseudo-random amount of
+//! "computation"; every 8th iteration ends with an `MPI_Allreduce`, every
+//! 32nd with an `MPI_Barrier`. That mixes late senders (a slow left
+//! neighbour) with N×N and barrier waits, and every event is matched. Prints
+//! the time to analyse (`analyze` + `build_report`, median of ROUNDS) and
+//! what it found.
+
+use std::time::Instant;
+
+use contend::locks::ResolvedSite;
+use contend::mpi::{analyze, build_report, MpiOptions, SiteResolver};
+use contend_trace::mpi::{
+    Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
+    RecvPost, SendPost, SELF_COMM, WORLD_COMM,
+};
+
+struct Sites;
+impl SiteResolver for Sites {
+    fn site(&mut self, _pid: u32, address: u64) -> ResolvedSite {
+        ResolvedSite {
+            function: Some("halo".into()),
+            file: Some("/src/halo.c".into()),
+            line: Some(address as u32),
+            module: Some("/src/halo".into()),
+            offset: address,
+            debug: "dwarf",
+            display: format!("halo (halo.c:{address})"),
+        }
+    }
+}
+
+fn event(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
+    MpiEvent {
+        op,
+        tid: 1,
+        enter_ns,
+        exit_ns,
+        site: 100 + op as u64,
+        comm: WORLD_COMM,
+        root: None,
+        coll_bytes_sent: 0,
+        coll_bytes_recv: 0,
+        send: None,
+        recv: None,
+        completions: Vec::new(),
+        created_comm: None,
+        return_code: 0,
+    }
+}
+
+/// A small deterministic pseudo-random generator (xorshift64).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn build(events: usize, ranks: u32) -> MpiRecording {
+    // Events per rank per iteration: 3, plus 1/8 + 1/32 for collectives.
+    let per_iter = 3.0 + 1.0 / 8.0 + 1.0 / 32.0;
+    let iters = ((events as f64) / (ranks as f64 * per_iter)).ceil() as u64;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut traces: Vec<MpiRankTrace> = (0..ranks)
+        .map(|r| MpiRankTrace {
+            path: format!("mpi/rank-{r}.cmpi").into(),
+            rank: r,
+            world_size: ranks,
+            pid: 10_000 + r,
+            host: "synthetic".into(),
+            library: "synthetic".into(),
+            finalized: true,
+            comms: vec![
+                MpiComm {
+                    id: WORLD_COMM,
+                    world_ranks: (0..ranks).collect(),
+                },
+                MpiComm {
+                    id: SELF_COMM,
+                    world_ranks: vec![r],
+                },
+            ],
+            ..MpiRankTrace::default()
+        })
+        .collect();
+    // Each rank's clock: when it is ready for the next step.
+    let mut now: Vec<u64> = vec![1_000; ranks as usize];
+    for it in 0..iters {
+        // Post receive and send; then compute for a random time.
+        let mut send_at = vec![0u64; ranks as usize];
+        for r in 0..ranks as usize {
+            let t = now[r];
+            let left = (r as u32 + ranks - 1) % ranks;
+            let right = (r as u32 + 1) % ranks;
+            let mut irecv = event(MpiOp::Irecv, t, t + 200);
+            irecv.recv = Some(RecvPost {
+                source: Peer::Rank(left),
+                tag: 1,
+                bytes: 4096,
+                request: 2 * it + 1,
+            });
+            let mut isend = event(MpiOp::Isend, t + 300, t + 600);
+            isend.send = Some(SendPost {
+                dest: Peer::Rank(right),
+                tag: 1,
+                bytes: 4096,
+                request: 2 * it + 2,
+            });
+            send_at[r] = t + 300;
+            traces[r].events.push(irecv);
+            traces[r].events.push(isend);
+            now[r] = t + 600 + 5_000 + rng.next() % 20_000;
+        }
+        // Waitall: the receive completes once the left neighbour's send was
+        // posted.
+        for r in 0..ranks as usize {
+            let left = (r + ranks as usize - 1) % ranks as usize;
+            let right = (r as u32 + 1) % ranks;
+            let enter = now[r];
+            let exit = enter.max(send_at[left]) + 500;
+            let mut w = event(MpiOp::Waitall, enter, exit);
+            w.completions = vec![
+                Completion {
+                    request: 2 * it + 1,
+                    kind: CompletionKind::Recv,
+                    source: Some(left as u32),
+                    tag: 1,
+                    bytes: 4096,
+                    cancelled: false,
+                },
+                Completion {
+                    request: 2 * it + 2,
+                    kind: CompletionKind::Send,
+                    source: Some(right),
+                    tag: 1,
+                    bytes: 4096,
+                    cancelled: false,
+                },
+            ];
+            traces[r].events.push(w);
+            now[r] = exit + 1_000 + rng.next() % 3_000;
+        }
+        for (every, op) in [(8, MpiOp::Allreduce), (32, MpiOp::Barrier)] {
+            if it % every == every - 1 {
+                let last = *now.iter().max().unwrap_or(&0);
+                for r in 0..ranks as usize {
+                    let mut e = event(op, now[r], last + 2_000);
+                    e.coll_bytes_sent = if op == MpiOp::Barrier { 0 } else { 8 };
+                    e.coll_bytes_recv = e.coll_bytes_sent;
+                    traces[r].events.push(e);
+                    now[r] = last + 2_000 + rng.next() % 1_000;
+                }
+            }
+        }
+    }
+    MpiRecording {
+        ranks: traces,
+        world_size: ranks,
+        missing_ranks: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let events: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let ranks: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(16);
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+    let t0 = Instant::now();
+    let rec = build(events, ranks.max(2));
+    let total: usize = rec.ranks.iter().map(|t| t.events.len()).sum();
+    println!(
+        "built {total} events on {} ranks in {:.3} s",
+        rec.ranks.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    let mut times = Vec::new();
+    let mut summary = String::new();
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        let a = analyze(&rec);
+        let r = build_report(&rec, &a, &MpiOptions::default(), &mut Sites);
+        times.push(t.elapsed().as_secs_f64());
+        summary = format!(
+            "messages {}, unmatched {}, collectives {}, late sender {} ({} ns), wait at N×N {}, wait at barrier {}, warnings {}",
+            r.matching.messages,
+            r.matching.unmatched_sends + r.matching.unmatched_receives,
+            r.matching.collectives,
+            r.late_sender.count,
+            r.late_sender.wait_ns,
+            r.wait_at_nxn.count,
+            r.wait_at_barrier.count,
+            a.warnings.len()
+        );
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    println!("{summary}");
+    println!(
+        "analysis of {total} events: median {median:.3} s over {} rounds (runs: {}), {:.2} million events/s",
+        times.len(),
+        times
+            .iter()
+            .map(|t| format!("{t:.3}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        total as f64 / median / 1e6
+    );
+}

@@ -1,0 +1,498 @@
+//! The MPI sections every table format draws (Venter 2016, Tables
+//! 4.13–4.18), built from `Report::mpi` or a comparison's MPI metrics.
+//!
+//! Report: an overview (ranks, library, thresholds, matching), the wait
+//! states per pattern beside all point-to-point and collective calls
+//! (Table 4.13), the most and least delayed and late ranks per pattern
+//! (Table 4.13's per-process rows), per rank (delay experienced, lateness
+//! caused) and per call site (Tables 4.14 and 4.15). Comparison: per class
+//! and pattern (Tables 4.16–4.18), per rank and per call site, each value
+//! beside the first run's with the change.
+
+use super::layout::{Body, Cell, Column, Row, Section, Table};
+use super::model::Report;
+use super::RenderOptions;
+use crate::compare::{ComparedItem, ComparedMetric, Comparison, MetricGroup};
+use crate::mpi::{MpiPatternSummary, MpiReport, MpiSiteRow, Pattern, RankNs};
+
+fn col(title: &str, key: &str, numeric: bool) -> Column {
+    Column {
+        title: title.to_string(),
+        key: key.to_string(),
+        numeric,
+        detail: false,
+        label: false,
+    }
+}
+
+fn label_col(title: &str, key: &str) -> Column {
+    Column {
+        label: true,
+        ..col(title, key, false)
+    }
+}
+
+fn section(id: &'static str, title: &str, caption: &str, table: Table) -> Section {
+    Section {
+        id,
+        title: title.to_string(),
+        caption: caption.to_string(),
+        body: Body::Table(table),
+    }
+}
+
+fn top<T>(rows: &[T], top: usize) -> (&[T], usize) {
+    if top == 0 || rows.len() <= top {
+        (rows, 0)
+    } else {
+        (&rows[..top], rows.len() - top)
+    }
+}
+
+fn ranks_list(ranks: &[u32]) -> String {
+    ranks
+        .iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The MPI sections of a report; none when it has no MPI part.
+pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> {
+    let Some(m) = &r.mpi else {
+        return Vec::new();
+    };
+    vec![
+        overview(m),
+        patterns(m),
+        extremes(m),
+        by_rank(m, opts.top),
+        by_site(m, opts.top),
+    ]
+}
+
+fn overview(m: &MpiReport) -> Section {
+    let mut fields: Vec<(&str, &str, Cell)> = vec![
+        (
+            "ranks",
+            "Ranks (MPI_COMM_WORLD)",
+            Cell::Count(m.ranks.into()),
+        ),
+        (
+            "ranks_traced",
+            "Ranks with a trace",
+            Cell::Count(m.ranks_traced.into()),
+        ),
+    ];
+    if !m.missing_ranks.is_empty() {
+        fields.push((
+            "missing_ranks",
+            "Ranks without a trace",
+            Cell::Text(ranks_list(&m.missing_ranks)),
+        ));
+    }
+    if !m.aborted_ranks.is_empty() {
+        fields.push((
+            "aborted_ranks",
+            "Ranks that ended inside a call",
+            Cell::Text(ranks_list(&m.aborted_ranks)),
+        ));
+    }
+    if !m.library.is_empty() {
+        fields.push(("library", "MPI library", Cell::Text(m.library.clone())));
+    }
+    let s = &m.matching;
+    fields.extend([
+        (
+            "threshold_p2p_ns",
+            "Threshold, point to point",
+            Cell::Ns(m.thresholds.p2p_ns),
+        ),
+        (
+            "threshold_collective_ns",
+            "Threshold, collective",
+            Cell::Ns(m.thresholds.collective_ns),
+        ),
+        ("messages", "Messages matched", Cell::Count(s.messages)),
+        (
+            "unmatched_sends",
+            "Sends never matched",
+            Cell::Count(s.unmatched_sends),
+        ),
+        (
+            "unmatched_receives",
+            "Receives never matched",
+            Cell::Count(s.unmatched_receives + s.unplaced_receives),
+        ),
+        (
+            "collectives",
+            "Collective calls matched",
+            Cell::Count(s.collectives),
+        ),
+        (
+            "skipped_collectives",
+            "Collective calls skipped",
+            Cell::Count(s.skipped_collectives),
+        ),
+    ]);
+    let rows = fields
+        .into_iter()
+        .map(|(key, label, cell)| Row {
+            key: key.to_string(),
+            cells: vec![Cell::Text(label.to_string()), cell],
+        })
+        .collect();
+    section(
+        "mpi",
+        "MPI",
+        "The MPI ranks recorded and how their calls were matched into messages and collective calls.",
+        Table {
+            columns: vec![label_col("MPI run", "field"), col("Value", "value", false)],
+            rows,
+            ..Table::default()
+        },
+    )
+}
+
+fn patterns(m: &MpiReport) -> Section {
+    let class_row = |key: &str, label: &str, c: &crate::mpi::MpiClassSummary| Row {
+        key: key.to_string(),
+        cells: vec![
+            Cell::Text(label.to_string()),
+            Cell::Count(c.events),
+            Cell::Ns(c.duration_ns),
+            Cell::Ns(c.avg_duration_ns),
+            Cell::Ns(c.min_duration_ns),
+            Cell::Ns(c.max_duration_ns),
+            Cell::Ns(c.wait_ns),
+            Cell::Empty,
+            Cell::Empty,
+        ],
+    };
+    let mut rows = vec![
+        class_row("p2p", "All point-to-point calls", &m.p2p),
+        class_row("collective", "All collective calls", &m.collective),
+    ];
+    for p in Pattern::ALL {
+        let s: &MpiPatternSummary = m.pattern(p);
+        rows.push(Row {
+            key: p.key().to_string(),
+            cells: vec![
+                Cell::Text(p.label().to_string()),
+                Cell::Count(s.count),
+                Cell::Ns(s.duration_ns),
+                Cell::Ns(s.avg_duration_ns),
+                Cell::Ns(s.min_duration_ns),
+                Cell::Ns(s.max_duration_ns),
+                Cell::Ns(s.wait_ns),
+                Cell::Ns(s.avg_wait_ns),
+                Cell::Ns(s.max_wait_ns),
+            ],
+        });
+    }
+    section(
+        "mpi_patterns",
+        "MPI wait states",
+        "Wait states per pattern beside all point-to-point and collective calls (cf. Venter 2016, Table 4.13; \
+         Geimer et al. 2009). Events = calls, or for a pattern the calls that waited at least the threshold; \
+         duration = their time in the call; wait = time lost waiting for a late rank (definitions: \
+         docs/mpi-wait-states.md).",
+        Table {
+            columns: vec![
+                col("Pattern", "pattern", false),
+                col("Events", "count", true),
+                col("Duration", "duration_ns", true),
+                col("Avg duration", "avg_duration_ns", true),
+                col("Min duration", "min_duration_ns", true),
+                col("Max duration", "max_duration_ns", true),
+                col("Wait", "wait_ns", true),
+                col("Avg wait", "avg_wait_ns", true),
+                col("Max wait", "max_wait_ns", true),
+            ],
+            rows,
+            ..Table::default()
+        },
+    )
+}
+
+fn rank_cells(x: Option<RankNs>) -> [Cell; 2] {
+    match x {
+        Some(x) => [Cell::Count(x.rank.into()), Cell::Ns(x.ns)],
+        None => [Cell::Empty, Cell::Empty],
+    }
+}
+
+fn extremes(m: &MpiReport) -> Section {
+    let rows = Pattern::ALL
+        .iter()
+        .filter(|p| m.pattern(**p).count > 0)
+        .map(|&p| {
+            let s = m.pattern(p);
+            let mut cells = vec![Cell::Text(p.label().to_string())];
+            for x in [s.most_delayed, s.least_delayed, s.most_late, s.least_late] {
+                cells.extend(rank_cells(x));
+            }
+            Row {
+                key: p.key().to_string(),
+                cells,
+            }
+        })
+        .collect();
+    section(
+        "mpi_rank_extremes",
+        "MPI delay and lateness by rank",
+        "Per pattern, the ranks with the largest and smallest total delay experienced (wait) and lateness \
+         caused (the waits of others they were late for) (cf. Venter 2016, Table 4.13).",
+        Table {
+            columns: vec![
+                col("Pattern", "pattern", false),
+                col("Most delayed", "most_delayed.rank", true),
+                col("Delay", "most_delayed.ns", true),
+                col("Least delayed", "least_delayed.rank", true),
+                col("Delay", "least_delayed.ns", true),
+                col("Most late", "most_late.rank", true),
+                col("Lateness", "most_late.ns", true),
+                col("Least late", "least_late.rank", true),
+                col("Lateness", "least_late.ns", true),
+            ],
+            rows,
+            ..Table::default()
+        },
+    )
+}
+
+fn by_rank(m: &MpiReport, n: usize) -> Section {
+    let (ranks, omitted) = top(&m.by_rank, n);
+    let rows = ranks
+        .iter()
+        .map(|r| Row {
+            key: r.rank.to_string(),
+            cells: vec![
+                Cell::Count(r.rank.into()),
+                Cell::Text(format!("{}/{}", r.host, r.pid)),
+                Cell::Count(r.events),
+                Cell::Ns(r.duration_ns),
+                Cell::Ns(r.span_ns),
+                Cell::Ns(r.wait_ns),
+                Cell::Ns(r.p2p_wait_ns),
+                Cell::Ns(r.collective_wait_ns),
+                Cell::Ns(r.caused_ns),
+                Cell::Text(match (&r.aborted_in, r.finalized) {
+                    (Some(op), _) => format!("ended in {op}"),
+                    (None, true) => "finalized".to_string(),
+                    (None, false) => "no MPI_Finalize".to_string(),
+                }),
+            ],
+        })
+        .collect();
+    section(
+        "mpi_by_rank",
+        "MPI per rank",
+        "Per rank: calls, time in MPI, running time (first to last call), the wait it experienced (point to \
+         point, collective) and the wait it caused others by being late (cf. Venter 2016, Table 4.13).",
+        Table {
+            columns: vec![
+                col("Rank", "rank", true),
+                col("Host/pid", "host_pid", false),
+                col("Calls", "events", true),
+                col("In MPI", "duration_ns", true),
+                col("Running", "span_ns", true),
+                col("Wait", "wait_ns", true),
+                col("P2P wait", "p2p_wait_ns", true),
+                col("Coll. wait", "collective_wait_ns", true),
+                col("Caused", "caused_ns", true),
+                col("End", "end", false),
+            ],
+            rows,
+            omitted,
+            bars: vec![5],
+            ..Table::default()
+        },
+    )
+}
+
+/// `file:line`, else `module+offset`, else the display form.
+fn location(s: &MpiSiteRow) -> String {
+    let short = |p: &str| {
+        let parts: Vec<&str> = p.rsplitn(3, '/').collect();
+        match parts.as_slice() {
+            [file, dir, _] | [file, dir] if !dir.is_empty() => format!("{dir}/{file}"),
+            _ => p.to_string(),
+        }
+    };
+    match (&s.file, s.line, &s.module) {
+        (Some(f), Some(l), _) => format!("{}:{l}", short(f)),
+        (Some(f), None, _) => short(f),
+        (None, _, Some(m)) => format!("{}+{}", m.rsplit('/').next().unwrap_or(m), s.offset),
+        (None, _, None) => s.display.clone(),
+    }
+}
+
+fn by_site(m: &MpiReport, n: usize) -> Section {
+    let (sites, omitted) = top(&m.by_site, n);
+    let rows = sites
+        .iter()
+        .map(|s| Row {
+            key: format!(
+                "{}@{}+{}",
+                s.operation,
+                s.module.as_deref().unwrap_or(""),
+                s.offset
+            ),
+            cells: vec![
+                Cell::Text(s.operation.clone()),
+                Cell::Text(s.function.clone().unwrap_or_else(|| "??".to_string())),
+                Cell::Text(location(s)),
+                Cell::Count(s.events),
+                Cell::Ns(s.duration_ns),
+                Cell::Ns(s.avg_duration_ns),
+                Cell::Count(s.wait_states),
+                Cell::Ns(s.wait_ns),
+                Cell::Ns(s.avg_wait_ns),
+                Cell::Count(s.ranks.into()),
+            ],
+        })
+        .collect();
+    section(
+        "mpi_by_site",
+        "MPI per call site",
+        "Per call site and MPI function, over all ranks: calls, total and average duration, wait states \
+         and wait, most wait first (cf. Venter 2016, Tables 4.14 and 4.15).",
+        Table {
+            columns: vec![
+                col("Operation", "operation", false),
+                col("Function", "function", false),
+                col("Location", "location", false),
+                col("Calls", "events", true),
+                col("Duration", "duration_ns", true),
+                col("Avg", "avg_duration_ns", true),
+                col("Waits", "wait_states", true),
+                col("Wait", "wait_ns", true),
+                col("Avg wait", "avg_wait_ns", true),
+                col("Ranks", "ranks", true),
+            ],
+            rows,
+            omitted,
+            ..Table::default()
+        },
+    )
+}
+
+// ------------------------------------------------------------- comparison
+
+/// Cells `value₁ value₂ change₂ …` of one compared metric.
+fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
+    let mut cells = Vec::with_capacity(m.values.len() * 2);
+    for (i, v) in m.values.iter().enumerate() {
+        cells.push(Cell::metric(*v, m.unit));
+        if i > 0 {
+            let both = m.values[0].is_some() && v.is_some();
+            cells.push(if both {
+                Cell::Change(m.change_pct[i])
+            } else {
+                Cell::Empty
+            });
+        }
+    }
+    cells
+}
+
+fn compared_columns(c: &Comparison) -> Vec<Column> {
+    let mut cols = Vec::new();
+    for (i, run) in c.runs.iter().enumerate() {
+        cols.push(col(&run.label, &run.label, true));
+        if i > 0 {
+            cols.push(col("Change", &format!("{}:change_pct", run.label), true));
+        }
+    }
+    cols
+}
+
+fn metric_table(c: &Comparison, group: MetricGroup) -> Table {
+    let mut columns = vec![label_col("Metric", "metric")];
+    columns.extend(compared_columns(c));
+    let rows = c
+        .metrics
+        .iter()
+        .filter(|m| m.group == group)
+        .map(|m| {
+            let mut cells = vec![Cell::Text(m.label.clone())];
+            cells.extend(compared_cells(m));
+            Row {
+                key: m.key.clone(),
+                cells,
+            }
+        })
+        .collect();
+    Table {
+        columns,
+        rows,
+        ..Table::default()
+    }
+}
+
+fn item_table(c: &Comparison, items: &[ComparedItem], what: &str, kind: &str, n: usize) -> Table {
+    let mut columns = vec![
+        col(what, "name", false),
+        col(kind, "kind", false),
+        col("Metric", "metric", false),
+    ];
+    columns.extend(compared_columns(c));
+    let shown: Vec<&ComparedItem> = items.iter().filter(|it| it.in_top(n)).collect();
+    let mut rows = Vec::new();
+    for item in &shown {
+        for (j, m) in item.metrics.iter().enumerate() {
+            let (name, kind) = if j == 0 {
+                (Cell::Text(item.name.clone()), Cell::Text(item.kind.clone()))
+            } else {
+                (Cell::Empty, Cell::Empty)
+            };
+            let mut cells = vec![name, kind, Cell::Text(m.label.clone())];
+            cells.extend(compared_cells(m));
+            rows.push(Row {
+                key: format!("{}/{}", item.name, m.key),
+                cells,
+            });
+        }
+    }
+    Table {
+        columns,
+        rows,
+        omitted: items.len() - shown.len(),
+        ..Table::default()
+    }
+}
+
+/// The MPI sections of a comparison; none when no run has MPI traces.
+pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<Section> {
+    if !c.runs.iter().any(|r| r.report.mpi.is_some()) {
+        return Vec::new();
+    }
+    vec![
+        section(
+            "mpi_classes",
+            "MPI calls",
+            "All point-to-point and collective calls of each run and their change (cf. Venter 2016, \
+             Table 4.16); blank where a run has no MPI traces.",
+            metric_table(c, MetricGroup::MpiClass),
+        ),
+        section(
+            "mpi_patterns",
+            "MPI wait states",
+            "Wait states per pattern of each run and their change (cf. Venter 2016, Tables 4.17 and 4.18).",
+            metric_table(c, MetricGroup::MpiPattern),
+        ),
+        section(
+            "mpi_by_rank",
+            "MPI per rank",
+            "Per-rank numbers matched by rank; blank where a run has no such rank.",
+            item_table(c, &c.mpi_by_rank, "Rank", "Host", opts.top),
+        ),
+        section(
+            "mpi_by_site",
+            "MPI per call site",
+            "Per-call-site numbers matched by MPI function and site; blank where a run has no such site.",
+            item_table(c, &c.mpi_by_site, "Call site", "Operation", opts.top),
+        ),
+    ]
+}
