@@ -90,4 +90,174 @@ fn main() {
     if !status.success() {
         panic!("building libcontend_lock.so failed ({status}): {cmd:?}");
     }
+
+    build_mpi_recorders(&root, &include, &out_dir, &compiler);
+}
+
+/// C sources of the MPI recorder, relative to `collector/mpi`; the Fortran
+/// entry points only for Open MPI (MPICH's Fortran bindings call the C
+/// `MPI_*` functions, which the C wrappers already catch).
+const MPI_SOURCES: &[&str] = &["mpi_trace.c", "mpi_wrap.c"];
+const MPI_OTHER_INPUTS: &[&str] = &["mpi_rec.h", "mpi_core.h", "mpi_funcs.h", "mpi_fortran.c"];
+
+/// An MPI implementation the recorder can be built for.
+struct MpiImpl {
+    /// Short name in the library file name and the `CONTEND_MPI_*` define.
+    name: &'static str,
+    define: &'static str,
+    /// pkg-config package giving its include path.
+    pkg: &'static str,
+    /// Include directories tried when pkg-config has none.
+    fallback: &'static [&'static str],
+    /// A string its `mpi.h` contains (to tell the two apart).
+    marker: &'static str,
+}
+
+const MPI_IMPLS: &[MpiImpl] = &[
+    MpiImpl {
+        name: "openmpi",
+        define: "CONTEND_MPI_OMPI",
+        pkg: "ompi-c",
+        fallback: &[
+            "/usr/lib/x86_64-linux-gnu/openmpi/include",
+            "/usr/lib/aarch64-linux-gnu/openmpi/include",
+            "/usr/include/openmpi-x86_64",
+            "/usr/include/openmpi",
+        ],
+        marker: "OPEN_MPI",
+    },
+    MpiImpl {
+        name: "mpich",
+        define: "CONTEND_MPI_MPICH",
+        pkg: "mpich",
+        fallback: &[
+            "/usr/include/x86_64-linux-gnu/mpich",
+            "/usr/include/aarch64-linux-gnu/mpich",
+            "/usr/include/mpich-x86_64",
+        ],
+        marker: "MPICH_VERSION",
+    },
+];
+
+/// Builds `libcontend_mpi_<impl>.so` for every MPI implementation whose
+/// headers are installed. A missing implementation leaves an empty file
+/// (the launcher then says that `record --mpi` is not available for it);
+/// headers that are found but do not compile fail the build.
+fn build_mpi_recorders(
+    root: &std::path::Path,
+    include: &std::path::Path,
+    out_dir: &std::path::Path,
+    compiler: &cc::Tool,
+) {
+    let mpi_src = root.join("collector/mpi");
+    for s in MPI_SOURCES.iter().chain(MPI_OTHER_INPUTS) {
+        println!("cargo:rerun-if-changed={}", mpi_src.join(s).display());
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("collector/include/contend/mpi_trace_format.h")
+            .display()
+    );
+    println!("cargo:rerun-if-env-changed=CONTEND_NO_MPI");
+    let disabled = env::var_os("CONTEND_NO_MPI").is_some();
+    for imp in MPI_IMPLS {
+        let output = out_dir.join(format!("libcontend_mpi_{}.so", imp.name));
+        let dirs = if disabled {
+            Vec::new()
+        } else {
+            mpi_include_dirs(imp)
+        };
+        let Some(header_dir) = dirs.iter().find(|d| {
+            std::fs::read_to_string(d.join("mpi.h"))
+                .map(|h| h.contains(imp.marker))
+                .unwrap_or(false)
+        }) else {
+            std::fs::write(&output, b"").expect("write empty MPI recorder placeholder");
+            println!(
+                "cargo:warning=no {} headers found: `contend record --mpi` will not support {}",
+                imp.name, imp.name
+            );
+            continue;
+        };
+        println!(
+            "cargo:rerun-if-changed={}",
+            header_dir.join("mpi.h").display()
+        );
+        let mut cmd = Command::new(compiler.path());
+        for arg in compiler.args() {
+            let a = arg.to_string_lossy();
+            if a.starts_with("-m") || a.starts_with("--target") {
+                cmd.arg(arg);
+            }
+        }
+        cmd.args([
+            "-std=c11",
+            "-D_GNU_SOURCE",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fPIC",
+            "-O2",
+            "-fvisibility=hidden",
+            "-shared",
+            "-Wl,-z,now",
+            // not linked against libmpi: every PMPI function is looked up
+            // at run time, so the library loads into non-MPI processes too
+            "-Wl,--no-undefined",
+        ])
+        .arg(format!("-D{}", imp.define))
+        .arg(format!("-Wl,-soname,libcontend_mpi_{}.so", imp.name))
+        .arg("-I")
+        .arg(include)
+        .arg("-I")
+        .arg(&mpi_src);
+        for d in &dirs {
+            cmd.arg("-I").arg(d);
+        }
+        cmd.arg("-o").arg(&output);
+        for s in MPI_SOURCES {
+            cmd.arg(mpi_src.join(s));
+        }
+        if imp.name == "openmpi" {
+            cmd.arg(mpi_src.join("mpi_fortran.c"));
+        }
+        cmd.args(["-ldl", "-lpthread"]);
+        let status = cmd.status().unwrap_or_else(|e| {
+            panic!(
+                "cannot run the C compiler {}: {e}",
+                compiler.path().display()
+            )
+        });
+        if !status.success() {
+            panic!(
+                "building the MPI recorder for {} failed ({status}): {cmd:?}",
+                imp.name
+            );
+        }
+    }
+}
+
+/// Include directories of an MPI implementation: `pkg-config --cflags`,
+/// else the usual Debian/Fedora locations that exist.
+fn mpi_include_dirs(imp: &MpiImpl) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(out) = Command::new("pkg-config")
+        .args(["--cflags", imp.pkg])
+        .output()
+    {
+        if out.status.success() {
+            for flag in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                if let Some(d) = flag.strip_prefix("-I") {
+                    dirs.push(PathBuf::from(d));
+                }
+            }
+        }
+    }
+    for d in imp.fallback {
+        let p = PathBuf::from(d);
+        if p.join("mpi.h").is_file() && !dirs.contains(&p) {
+            dirs.push(p);
+        }
+    }
+    dirs
 }

@@ -13,6 +13,12 @@
 //! them once to a content-addressed cache file whose path the launcher puts
 //! into `LD_PRELOAD`.
 //!
+//! The same crate builds the MPI recorder (`collector/mpi`): PMPI wrappers
+//! preloaded by `contend record --mpi` that write
+//! `$CONTEND_DIR/mpi/rank-<r>.cmpi` (format: `docs/trace-format.md`, "MPI
+//! traces"), one library per MPI implementation whose headers were found at
+//! build time ([`MpiImplementation`], [`install_mpi_recorder`]).
+//!
 //! Design constraints of the library itself (see the comments in the C
 //! sources): the target's behaviour never changes (same return values and
 //! `errno`, no deadlock, no crash); the fast path takes no lock, makes no
@@ -63,6 +69,82 @@ pub fn install_lock_collector() -> io::Result<PathBuf> {
         }
     }
     Err(last_error.unwrap_or_else(|| io::Error::other("no cache directory for the lock collector")))
+}
+
+/// An MPI implementation the MPI recorder (`collector/mpi`) can be built
+/// for. Their ABIs differ (`MPI_Comm` is a pointer in Open MPI and an int
+/// in MPICH), so there is one library per implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MpiImplementation {
+    /// Open MPI (`libmpi.so.40`).
+    OpenMpi,
+    /// MPICH (`libmpich.so.12`) and its ABI-compatible derivatives.
+    Mpich,
+}
+
+impl MpiImplementation {
+    /// Both, in the order the launcher tries them.
+    pub const ALL: [MpiImplementation; 2] = [MpiImplementation::OpenMpi, MpiImplementation::Mpich];
+
+    /// `"Open MPI"` or `"MPICH"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MpiImplementation::OpenMpi => "Open MPI",
+            MpiImplementation::Mpich => "MPICH",
+        }
+    }
+
+    /// The recorder library built for this implementation, `None` when the
+    /// machine that built `contend` had no headers of it.
+    pub fn recorder(self) -> Option<&'static [u8]> {
+        let bytes = match self {
+            MpiImplementation::OpenMpi => MPI_OPENMPI_SO,
+            MpiImplementation::Mpich => MPI_MPICH_SO,
+        };
+        (!bytes.is_empty()).then_some(bytes)
+    }
+
+    fn file_stem(self) -> &'static str {
+        match self {
+            MpiImplementation::OpenMpi => "libcontend_mpi_openmpi",
+            MpiImplementation::Mpich => "libcontend_mpi_mpich",
+        }
+    }
+}
+
+/// The MPI recorder built against Open MPI's `mpi.h` (empty when Open MPI
+/// headers were not installed at build time).
+pub const MPI_OPENMPI_SO: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/libcontend_mpi_openmpi.so"));
+/// The MPI recorder built against MPICH's `mpi.h` (empty when MPICH headers
+/// were not installed at build time).
+pub const MPI_MPICH_SO: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/libcontend_mpi_mpich.so"));
+
+/// Writes the MPI recorder for `imp` to the cache directory (as
+/// [`install_lock_collector`] does: content-addressed name
+/// `libcontend_mpi_<impl>-<fnv1a64>.so`, written under a temporary name and
+/// renamed) and returns its path; `Ok(None)` when this build of `contend`
+/// has no recorder for `imp` (no headers at build time).
+///
+/// # Errors
+///
+/// The error of the last cache directory tried, when none works.
+pub fn install_mpi_recorder(imp: MpiImplementation) -> io::Result<Option<PathBuf>> {
+    let Some(bytes) = imp.recorder() else {
+        return Ok(None);
+    };
+    let name = format!("{}-{:016x}.so", imp.file_stem(), fnv1a64(bytes));
+    let mut last_error = None;
+    for (dir, private) in cache_dirs() {
+        match install_in(&dir, &name, bytes, private) {
+            Ok(path) => return Ok(Some(path)),
+            Err(e) => {
+                last_error = Some(io::Error::new(e.kind(), format!("{}: {e}", dir.display())))
+            }
+        }
+    }
+    Err(last_error.unwrap_or_else(|| io::Error::other("no cache directory for the MPI recorder")))
 }
 
 /// `libcontend_lock-<16 hex digits of FNV-1a 64>.so`
@@ -249,6 +331,27 @@ mod tests {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
         assert!(install_in(&dir, "x.so", b"x", true).is_ok());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn mpi_recorders_are_shared_objects_with_the_wrappers() {
+        for imp in MpiImplementation::ALL {
+            let Some(bytes) = imp.recorder() else {
+                eprintln!("no {} recorder in this build", imp.name());
+                continue;
+            };
+            assert_eq!(&bytes[..4], b"\x7fELF");
+            let path = install_mpi_recorder(imp).unwrap().unwrap();
+            assert_eq!(fs::read(&path).unwrap(), bytes);
+            // the wrapped entry points are exported by name
+            let text = String::from_utf8_lossy(bytes);
+            for sym in ["MPI_Init", "MPI_Waitall", "MPI_Comm_split", "MPI_Alltoallw"] {
+                assert!(text.contains(sym), "{} recorder lacks {sym}", imp.name());
+            }
+            if imp == MpiImplementation::OpenMpi {
+                assert!(text.contains("mpi_waitall_") && text.contains("MPI_WAITALL"));
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,119 @@
+/*
+ * contend MPI recorder: the recording core shared by the C wrappers
+ * (mpi_wrap.c) and the Open MPI Fortran entry points (mpi_fortran.c).
+ * Compiled once per MPI implementation (its mpi.h decides the ABI).
+ *
+ * Every core_* function calls the real PMPI_* function exactly once with
+ * the caller's arguments (a local status replaces MPI_STATUS_IGNORE, which
+ * writes back nothing the caller did not ask for) and returns its return
+ * code; `site` is the caller's return address.
+ */
+#ifndef CONTEND_MPI_CORE_H
+#define CONTEND_MPI_CORE_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "mpi_rec.h"
+
+/* Operation codes (contend_trace::mpi::MpiOp; never renumbered). */
+enum cm_op {
+    OP_INIT = 1, OP_INIT_THREAD = 2, OP_FINALIZE = 3,
+    OP_SEND = 10, OP_SSEND = 11, OP_BSEND = 12, OP_RSEND = 13, OP_RECV = 14,
+    OP_SENDRECV = 15, OP_SENDRECV_REPLACE = 16,
+    OP_ISEND = 20, OP_ISSEND = 21, OP_IBSEND = 22, OP_IRSEND = 23, OP_IRECV = 24,
+    OP_WAIT = 30, OP_WAITALL = 31, OP_WAITANY = 32, OP_WAITSOME = 33,
+    OP_TEST = 34, OP_TESTALL = 35, OP_TESTANY = 36, OP_TESTSOME = 37,
+    OP_PROBE = 40, OP_IPROBE = 41,
+    OP_BARRIER = 50, OP_BCAST = 51, OP_REDUCE = 52, OP_ALLREDUCE = 53, OP_GATHER = 54,
+    OP_GATHERV = 55, OP_SCATTER = 56, OP_SCATTERV = 57, OP_ALLGATHER = 58,
+    OP_ALLGATHERV = 59, OP_ALLTOALL = 60, OP_ALLTOALLV = 61, OP_ALLTOALLW = 62,
+    OP_REDUCE_SCATTER = 63, OP_REDUCE_SCATTER_BLOCK = 64, OP_SCAN = 65, OP_EXSCAN = 66,
+    OP_COMM_SPLIT = 80, OP_COMM_DUP = 81, OP_COMM_CREATE = 82, OP_COMM_FREE = 83,
+};
+
+/* The real functions (PMPI_*), resolved on first use. */
+struct cm_real {
+#define CM_REAL_FIELD(name) __typeof__(PMPI_##name) *name;
+#include "mpi_funcs.h"
+#undef CM_REAL_FIELD
+};
+CM_HIDDEN extern struct cm_real cm_r;
+/* Resolves cm_r once (any thread; idempotent). Aborts with a message if
+ * the MPI library cannot be found at all (the program could not run). */
+CM_HIDDEN void cm_resolve(void);
+/* Open MPI's Fortran sentinel addresses (NULL elsewhere). */
+CM_HIDDEN extern void *cm_f_status_ignore, *cm_f_statuses_ignore, *cm_f_in_place, *cm_f_bottom;
+
+CM_HIDDEN int core_init(int op, int *argc, char ***argv, int required, int *provided, uint64_t site);
+CM_HIDDEN int core_finalize(uint64_t site);
+CM_HIDDEN int core_send(int op, const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                        MPI_Comm comm, uint64_t site);
+CM_HIDDEN int core_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                        MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+                            void *rbuf, int rcount, MPI_Datatype rtype, int source, int rtag,
+                            MPI_Comm comm, MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag,
+                                    int source, int rtag, MPI_Comm comm, MPI_Status *status,
+                                    uint64_t site);
+CM_HIDDEN int core_isend(int op, const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                         MPI_Comm comm, MPI_Request *req, uint64_t site);
+CM_HIDDEN int core_irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
+                         MPI_Comm comm, MPI_Request *req, uint64_t site);
+CM_HIDDEN int core_wait(MPI_Request *req, MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_test(MPI_Request *req, int *flag, MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_waitall(int n, MPI_Request *reqs, MPI_Status *statuses, uint64_t site);
+CM_HIDDEN int core_testall(int n, MPI_Request *reqs, int *flag, MPI_Status *statuses,
+                           uint64_t site);
+CM_HIDDEN int core_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status,
+                           uint64_t site);
+CM_HIDDEN int core_testany(int n, MPI_Request *reqs, int *index, int *flag, MPI_Status *status,
+                           uint64_t site);
+CM_HIDDEN int core_waitsome(int n, MPI_Request *reqs, int *outcount, int *indices,
+                            MPI_Status *statuses, uint64_t site);
+CM_HIDDEN int core_testsome(int n, MPI_Request *reqs, int *outcount, int *indices,
+                            MPI_Status *statuses, uint64_t site);
+CM_HIDDEN int core_probe(int source, int tag, MPI_Comm comm, MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status,
+                          uint64_t site);
+CM_HIDDEN int core_barrier(MPI_Comm comm, uint64_t site);
+CM_HIDDEN int core_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                         uint64_t site);
+CM_HIDDEN int core_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                          int root, MPI_Comm comm, uint64_t site);
+/* Allreduce, Scan, Exscan, Reduce_scatter_block (count = recvcount) */
+CM_HIDDEN int core_allreduce_like(int op, const void *sbuf, void *rbuf, int count,
+                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, uint64_t site);
+CM_HIDDEN int core_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, uint64_t site);
+/* Gather, Scatter, Allgather, Alltoall */
+CM_HIDDEN int core_gather_like(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                               int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                               uint64_t site);
+CM_HIDDEN int core_gatherv(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                           const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
+                           MPI_Comm comm, uint64_t site); /* Gatherv, Allgatherv (root -1) */
+CM_HIDDEN int core_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                            MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                            int root, MPI_Comm comm, uint64_t site);
+CM_HIDDEN int core_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                             MPI_Datatype stype, void *rbuf, const int *rcounts,
+                             const int *rdispls, MPI_Datatype rtype, MPI_Comm comm,
+                             uint64_t site);
+CM_HIDDEN int core_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                             const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                             const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
+                             uint64_t site);
+CM_HIDDEN int core_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm,
+                              uint64_t site);
+CM_HIDDEN int core_comm_dup(MPI_Comm comm, MPI_Comm *newcomm, uint64_t site);
+CM_HIDDEN int core_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, uint64_t site);
+CM_HIDDEN int core_comm_free(MPI_Comm *comm, uint64_t site);
+
+/* Notes that a Fortran entry point was used (header flag). */
+CM_HIDDEN void cm_fortran_seen(void);
+
+#define CM_SITE() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
+#endif /* CONTEND_MPI_CORE_H */

@@ -1,0 +1,375 @@
+/*
+ * contend MPI recorder: the trace file and its per-thread chunks (see
+ * mpi_rec.h). No stdio, no allocation on the recording path; a failure
+ * stops recording (on the thread, or for the process) and is said once on
+ * stderr, it never stops the program.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "mpi_rec.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+CM_HIDDEN _Thread_local struct cm_thread cm_tls __attribute__((tls_model("initial-exec")));
+CM_HIDDEN int cm_recording;
+
+static struct {
+    char dir[PATH_MAX];
+    int dir_done;
+    char path[PATH_MAX];
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    contend_mpi_header *hdr;
+    uint32_t chunk_size;
+    pthread_key_t key;
+    int key_ok;
+} T = {.fd = -1};
+
+static char *append(char *dst, char *end, const char *s)
+{
+    while (*s && dst < end - 1)
+        *dst++ = *s++;
+    *dst = 0;
+    return dst;
+}
+
+static char *append_u64(char *dst, char *end, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n && dst < end - 1)
+        *dst++ = tmp[--n];
+    *dst = 0;
+    return dst;
+}
+
+void cm_say(const char *a, const char *b, const char *c)
+{
+    char line[PATH_MAX + 256];
+    char *end = line + sizeof line - 1;
+    char *p = append(line, end, "contend: ");
+    p = append(p, end, a);
+    if (b)
+        p = append(p, end, b);
+    if (c)
+        p = append(p, end, c);
+    *p++ = '\n';
+    int saved = errno;
+    ssize_t ignored = write(2, line, (size_t)(p - line));
+    (void)ignored;
+    errno = saved;
+}
+
+static void say_errno(const char *what, const char *path, int err)
+{
+    const char *desc = strerrordesc_np(err);
+    char msg[PATH_MAX + 64];
+    char *end = msg + sizeof msg;
+    char *p = append(msg, end, path);
+    p = append(p, end, ": ");
+    append(p, end, desc ? desc : "error");
+    cm_say(what, msg, "; recording no MPI calls, the program runs unchanged");
+}
+
+const char *cm_config_dir(void)
+{
+    if (T.dir_done)
+        return T.dir[0] ? T.dir : NULL;
+    T.dir_done = 1;
+    const char *dir = getenv("CONTEND_DIR");
+    if (!dir || !*dir)
+        return NULL;
+    char *end = T.dir + sizeof T.dir;
+    char *p = T.dir;
+    if (dir[0] != '/') {
+        if (!getcwd(T.dir, sizeof T.dir - 2)) {
+            T.dir[0] = 0;
+            return NULL;
+        }
+        p = append(T.dir + strlen(T.dir), end, "/");
+    }
+    p = append(p, end, dir);
+    if ((size_t)(p - T.dir) > sizeof T.dir - 64) {
+        cm_say("CONTEND_DIR is too long: ", dir, "; recording no MPI calls");
+        T.dir[0] = 0;
+        return NULL;
+    }
+    return T.dir;
+}
+
+static uint32_t chunk_size_from_env(void)
+{
+    uint32_t size = CONTEND_MPI_DEFAULT_CHUNK_SIZE;
+    const char *kb = getenv("CONTEND_MPI_CHUNK_KB");
+    if (kb && *kb) {
+        char *e;
+        unsigned long v = strtoul(kb, &e, 10);
+        if (*e == 0 && v >= 4 && v <= 65536 && (v & (v - 1)) == 0)
+            size = (uint32_t)(v * 1024u);
+        else
+            cm_say("ignoring bad CONTEND_MPI_CHUNK_KB=", kb, NULL);
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    if (page > 0 && size < (uint64_t)page)
+        size = (uint32_t)page;
+    return size;
+}
+
+static void thread_exit(void *value);
+static void fork_child(void) { __atomic_store_n(&cm_recording, 0, __ATOMIC_RELEASE); }
+
+int cm_trace_open(const struct cm_rank_info *info)
+{
+    const char *dir = cm_config_dir();
+    if (!dir)
+        return -1;
+    char path[PATH_MAX];
+    char *end = path + sizeof path;
+    append(path, end, dir);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+        say_errno("cannot create directory ", path, errno);
+        return -1;
+    }
+    append(append(path, end, dir), end, "/mpi");
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+        say_errno("cannot create directory ", path, errno);
+        return -1;
+    }
+    char *p = append(path + strlen(path), end, "/rank-");
+    p = append_u64(p, end, info->rank);
+    append(p, end, ".cmpi");
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        say_errno("cannot create ", path, errno);
+        return -1;
+    }
+    char zero = 0;
+    void *map = MAP_FAILED;
+    struct stat st;
+    if (pwrite(fd, &zero, 1, CONTEND_MPI_HEADER_SIZE - 1) != 1 || fstat(fd, &st) != 0 ||
+        (map = mmap(NULL, CONTEND_MPI_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+            MAP_FAILED ||
+        madvise(map, CONTEND_MPI_HEADER_SIZE, MADV_POPULATE_WRITE) != 0) {
+        int err = errno;
+        if (err == EINVAL && map != MAP_FAILED)
+            goto populated; /* kernel before 5.14: no populate */
+        if (map != MAP_FAILED)
+            munmap(map, CONTEND_MPI_HEADER_SIZE);
+        unlink(path);
+        close(fd);
+        say_errno("cannot set up ", path, err);
+        return -1;
+    }
+populated:;
+    contend_mpi_header *h = map;
+    T.chunk_size = chunk_size_from_env();
+    h->version = CONTEND_MPI_VERSION;
+    h->header_size = CONTEND_MPI_HEADER_SIZE;
+    h->endian_check = CONTEND_MPI_ENDIAN_CHECK;
+    h->pointer_size = (uint16_t)sizeof(void *);
+    h->implementation = info->implementation;
+    h->chunk_size = T.chunk_size;
+    h->chunks_claimed = 0;
+    h->pid = (uint32_t)getpid();
+    h->world_rank = info->rank;
+    h->world_size = info->size;
+    h->thread_level = info->thread_level;
+    h->flags = 0;
+    h->data_offset = CONTEND_MPI_HEADER_SIZE;
+    struct timespec r;
+    h->start_monotonic_ns = cm_now();
+    clock_gettime(CLOCK_REALTIME, &r);
+    h->start_realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+    append(h->host, h->host + sizeof h->host, info->host ? info->host : "");
+    append(h->library, h->library + sizeof h->library, info->library ? info->library : "");
+    ssize_t len = readlink("/proc/self/exe", h->exe_path, sizeof h->exe_path - 1);
+    h->exe_path[len > 0 ? len : 0] = 0;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(h->magic, CONTEND_MPI_MAGIC, 8);
+
+    memcpy(T.path, path, sizeof path);
+    T.fd = fd;
+    T.dev = st.st_dev;
+    T.ino = st.st_ino;
+    T.hdr = h;
+    if (!T.key_ok && pthread_key_create(&T.key, thread_exit) == 0)
+        T.key_ok = 1;
+    static int atfork_done;
+    if (!atfork_done) {
+        atfork_done = 1;
+        pthread_atfork(NULL, NULL, fork_child);
+    }
+    __atomic_store_n(&cm_recording, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void cm_set_flag(uint64_t flag)
+{
+    contend_mpi_header *h = __atomic_load_n(&T.hdr, __ATOMIC_ACQUIRE);
+    if (h && !(__atomic_load_n(&h->flags, __ATOMIC_RELAXED) & flag))
+        __atomic_fetch_or(&h->flags, flag, __ATOMIC_RELEASE);
+}
+
+void cm_set_offset(int final, int64_t offset, uint64_t at, uint64_t rtt)
+{
+    contend_mpi_header *h = T.hdr;
+    if (!h)
+        return;
+    if (final) {
+        h->offset_final_ns = offset;
+        h->offset_final_at_ns = at;
+        h->offset_final_rtt_ns = rtt;
+        cm_set_flag(CONTEND_MPI_FLAG_FINAL_OFFSET);
+    } else {
+        h->offset_init_ns = offset;
+        h->offset_init_at_ns = at;
+        h->offset_init_rtt_ns = rtt;
+    }
+}
+
+void cm_stop(void)
+{
+    __atomic_store_n(&cm_recording, 0, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chunks                                                                    */
+
+static void release_chunk(struct cm_thread *ts)
+{
+    if (ts->chunk)
+        munmap(ts->chunk, T.chunk_size);
+    ts->chunk = ts->cur = ts->end = NULL;
+}
+
+static void thread_exit(void *value)
+{
+    (void)value;
+    struct cm_thread *ts = &cm_tls;
+    release_chunk(ts);
+    ts->key_set = 0;
+    if (ts->exit_rounds < 255)
+        ts->exit_rounds++;
+}
+
+/* The file descriptor, reopened by path if the program closed ours. */
+static int trace_fd(int *tmp)
+{
+    struct stat st;
+    *tmp = 0;
+    if (T.fd >= 0 && fstat(T.fd, &st) == 0 && st.st_dev == T.dev && st.st_ino == T.ino)
+        return T.fd;
+    int fd = open(T.path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || st.st_dev != T.dev || st.st_ino != T.ino) {
+        close(fd);
+        return -1;
+    }
+    *tmp = 1;
+    return fd;
+}
+
+/* A fresh chunk for the thread; 0 on failure (recording stops on it). */
+static int claim_chunk(struct cm_thread *ts)
+{
+    release_chunk(ts);
+    if (ts->exit_rounds >= PTHREAD_DESTRUCTOR_ITERATIONS)
+        return 0;
+    contend_mpi_header *h = T.hdr;
+    uint64_t size = T.chunk_size;
+    uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1u, __ATOMIC_RELAXED);
+    uint64_t off = CONTEND_MPI_HEADER_SIZE + (uint64_t)idx * size;
+    int tmp;
+    int fd = trace_fd(&tmp);
+    if (fd < 0)
+        return 0;
+    char zero = 0;
+    void *m = MAP_FAILED;
+    if (pwrite(fd, &zero, 1, (off_t)(off + size - 1)) == 1)
+        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+    if (tmp)
+        close(fd);
+    if (m == MAP_FAILED)
+        return 0;
+    /* fault the whole chunk in now: a store to an unbacked page of a full
+     * disk would raise SIGBUS in the program */
+    if (madvise(m, size, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+        munmap(m, size);
+        return 0;
+    }
+    if (!ts->tid)
+        ts->tid = (uint32_t)syscall(SYS_gettid);
+    contend_mpi_chunk_header *ch = m;
+    ch->tid = ts->tid;
+    ch->sequence = ts->seq++;
+    ch->flags = 0;
+    ch->base_ns = cm_now();
+    __atomic_store_n(&ch->magic, CONTEND_MPI_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    ts->chunk = m;
+    ts->cur = (uint64_t *)m + CONTEND_MPI_CHUNK_HEADER_SIZE / 8;
+    ts->end = (uint64_t *)m + size / 8;
+    ts->last = ch->base_ns;
+    if (!ts->key_set && T.key_ok && pthread_setspecific(T.key, ts) == 0)
+        ts->key_set = 1;
+    return 1;
+}
+
+static int room(struct cm_thread *ts, uint32_t words)
+{
+    if (CM_LIKELY(ts->cur && (uint64_t)(ts->end - ts->cur) >= words))
+        return 1;
+    if (ts->disabled)
+        return 0;
+    int saved = errno;
+    int ok = words + CONTEND_MPI_CHUNK_HEADER_SIZE / 8 <= T.chunk_size / 8 && claim_chunk(ts);
+    errno = saved;
+    if (!ok) {
+        release_chunk(ts);
+        ts->disabled = 1;
+        cm_set_flag(CONTEND_MPI_FLAG_CHUNKS_FAILED);
+    }
+    return ok;
+}
+
+void cm_record(struct cm_thread *ts, uint32_t tag, uint32_t small, int timed, uint64_t t,
+               uint32_t arg, const uint64_t *payload, uint32_t n)
+{
+    if (CM_UNLIKELY(!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE)))
+        return;
+    if (!room(ts, n + 3))
+        return;
+    uint64_t *p = ts->cur;
+    if (timed) {
+        uint64_t dt = t - ts->last;
+        if (CM_UNLIKELY(t < ts->last || dt > UINT32_MAX)) {
+            p[1] = t;
+            __atomic_store_n(&p[0], CONTEND_MPI_HEAD(CONTEND_MPI_REC_TIME, 1, 0, 0),
+                             __ATOMIC_RELEASE);
+            p += 2;
+            dt = 0;
+        }
+        ts->last = t;
+        arg = (uint32_t)dt;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        p[1 + i] = payload[i];
+    __atomic_store_n(&p[0], CONTEND_MPI_HEAD(tag, n, small, arg), __ATOMIC_RELEASE);
+    ts->cur = p + 1 + n;
+}

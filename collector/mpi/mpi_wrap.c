@@ -1,0 +1,1759 @@
+/*
+ * contend MPI recorder: the PMPI wrappers (C entry points) and the
+ * recording core they share with the Fortran entry points.
+ *
+ * Compiled once per MPI implementation with that implementation's mpi.h
+ * (CONTEND_MPI_OMPI or CONTEND_MPI_MPICH). The library is NOT linked
+ * against libmpi: every PMPI_* function is looked up at first use (see
+ * cm_resolve), so the library can be preloaded into every process of a
+ * launch (mpirun, shells, python) and finds libmpi even when it was
+ * loaded late or without global visibility (mpi4py). Open MPI's
+ * predefined handles (MPI_COMM_WORLD, MPI_BYTE, ...) are addresses of
+ * libmpi data and are looked up the same way.
+ *
+ * What is recorded for each call (format: mpi_trace_format.h): ENTER
+ * before the real call with the posting information (communicator id, peer
+ * as a world rank, tag, bytes), the COMPLETION records of receives and
+ * requests the call finished, COMM records of communicators it created,
+ * and EXIT after it returned. A call that never returns leaves its ENTER:
+ * the reader sees where the rank died.
+ *
+ * Never changing the program: the real function is called exactly once
+ * with the caller's arguments, except that a local status replaces
+ * MPI_STATUS(ES)_IGNORE so receives are known (nothing is written back
+ * the caller did not ask for); the return value and errno are the real
+ * call's; no error handler is touched; no communication is added on one
+ * node (communicator ids are derived, not agreed on; see comm_child_id),
+ * and across nodes only the clock-offset ping-pong at MPI_Init and
+ * MPI_Finalize (on a private duplicate of MPI_COMM_WORLD).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpi_core.h"
+
+#if defined(CONTEND_MPI_OMPI)
+#define CM_IMPL CONTEND_MPI_IMPL_OPENMPI
+#define CM_IMPL_NAME "Open MPI"
+#define CM_LIB_NAME "libmpi.so"
+static struct {
+    void *comm_world, *comm_self, *comm_null, *request_null, *byte, *datatype_null;
+} S;
+#define W_COMM_WORLD ((MPI_Comm)S.comm_world)
+#define W_COMM_NULL ((MPI_Comm)S.comm_null)
+#define W_COMM_SELF ((MPI_Comm)S.comm_self)
+#define W_REQUEST_NULL ((MPI_Request)S.request_null)
+#define W_BYTE ((MPI_Datatype)S.byte)
+#define W_DATATYPE_NULL ((MPI_Datatype)S.datatype_null)
+#define HKEY(h) ((uint64_t)(uintptr_t)(h))
+static inline uint64_t status_bytes(const MPI_Status *s) { return (uint64_t)s->_ucount; }
+static inline int status_cancelled(const MPI_Status *s) { return s->_cancelled != 0; }
+#elif defined(CONTEND_MPI_MPICH)
+#define CM_IMPL CONTEND_MPI_IMPL_MPICH
+#define CM_IMPL_NAME "MPICH"
+#define CM_LIB_NAME "libmpich.so"
+#define W_COMM_WORLD MPI_COMM_WORLD
+#define W_COMM_NULL MPI_COMM_NULL
+#define W_COMM_SELF MPI_COMM_SELF
+#define W_REQUEST_NULL MPI_REQUEST_NULL
+#define W_BYTE MPI_BYTE
+#define W_DATATYPE_NULL MPI_DATATYPE_NULL
+#define HKEY(h) ((uint64_t)(uint32_t)(h))
+static inline uint64_t status_bytes(const MPI_Status *s)
+{
+    return ((uint64_t)((unsigned)s->count_hi_and_cancelled >> 1) << 32) | (unsigned)s->count_lo;
+}
+static inline int status_cancelled(const MPI_Status *s) { return s->count_hi_and_cancelled & 1; }
+#else
+#error "define CONTEND_MPI_OMPI or CONTEND_MPI_MPICH"
+#endif
+
+CM_HIDDEN struct cm_real cm_r;
+CM_HIDDEN void *cm_f_status_ignore, *cm_f_statuses_ignore, *cm_f_in_place, *cm_f_bottom;
+
+/* ------------------------------------------------------------------------ */
+/* Finding the MPI library                                                   */
+
+static int resolved;         /* atomic: 0 no, 1 yes                         */
+static int abi_ok;           /* the loaded MPI is the one we were built for */
+static void *mpi_handle;     /* dlopen(RTLD_NOLOAD) handle, or NULL         */
+
+static int find_lib(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *name = info->dlpi_name;
+    if (!name || !*name)
+        return 0;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    if (strncmp(base, CM_LIB_NAME, strlen(CM_LIB_NAME)) == 0 ||
+        strncmp(base, "libmpi.so", 9) == 0) {
+        void *h = dlopen(name, RTLD_NOLOAD | RTLD_LAZY);
+        if (h && dlsym(h, "PMPI_Init")) {
+            *(void **)data = h;
+            return 1;
+        }
+        if (h)
+            dlclose(h);
+    }
+    return 0;
+}
+
+/* Data symbols (Open MPI's predefined handles): the global scope first.
+ * An executable linked against libmpi holds copy-relocated copies of the
+ * ones it uses, and libmpi itself then uses those copies, not its own. */
+static void *lookup_data(const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p && mpi_handle)
+        p = dlsym(mpi_handle, name);
+    return p;
+}
+
+static void *lookup(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p && mpi_handle)
+        p = dlsym(mpi_handle, name);
+    return p;
+}
+
+void cm_resolve(void)
+{
+    if (CM_LIKELY(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)))
+        return;
+    int saved = errno;
+    if (!dlsym(RTLD_NEXT, "PMPI_Init")) {
+        /* libmpi not in the global scope (dlopen'ed RTLD_LOCAL, e.g. by
+         * mpi4py): find it among the loaded objects */
+        void *h = NULL;
+        dl_iterate_phdr(find_lib, &h);
+        mpi_handle = h;
+    }
+#define CM_REAL_FIELD(name) cm_r.name = (__typeof__(cm_r.name))lookup("PMPI_" #name);
+#include "mpi_funcs.h"
+#undef CM_REAL_FIELD
+    if (!cm_r.Init || !cm_r.Finalize || !cm_r.Send) {
+        cm_say("cannot find the MPI library's PMPI functions (is the program an MPI program?)",
+               NULL, NULL);
+        abort();
+    }
+    int ompi = lookup_data("ompi_mpi_comm_world") != NULL;
+#if defined(CONTEND_MPI_OMPI)
+    S.comm_world = lookup_data("ompi_mpi_comm_world");
+    S.comm_self = lookup_data("ompi_mpi_comm_self");
+    S.comm_null = lookup_data("ompi_mpi_comm_null");
+    S.request_null = lookup_data("ompi_request_null");
+    S.byte = lookup_data("ompi_mpi_byte");
+    S.datatype_null = lookup_data("ompi_mpi_datatype_null");
+    cm_f_status_ignore = lookup_data("mpi_fortran_status_ignore_");
+    cm_f_statuses_ignore = lookup_data("mpi_fortran_statuses_ignore_");
+    cm_f_in_place = lookup_data("mpi_fortran_in_place_");
+    cm_f_bottom = lookup_data("mpi_fortran_bottom_");
+    abi_ok = ompi && S.comm_world && S.comm_self && S.comm_null && S.request_null && S.byte &&
+             S.datatype_null;
+#else
+    abi_ok = !ompi;
+#endif
+    if (!abi_ok && cm_config_dir())
+        cm_say("the program's MPI library is not ", CM_IMPL_NAME,
+               ", which this recorder was built for; recording no MPI calls");
+    errno = saved;
+    __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+
+static int32_t world_rank = -1, world_size;
+static MPI_Group world_group;
+static uint64_t next_request_id = 1; /* atomic */
+
+static inline void spin_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(l, __ATOMIC_RELAXED))
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#else
+            ;
+#endif
+}
+static inline void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+static inline uint64_t tbytes(int count, MPI_Datatype t)
+{
+    if (count <= 0 || t == W_DATATYPE_NULL)
+        return 0;
+    int s = 0;
+    if (cm_r.Type_size(t, &s) != MPI_SUCCESS || s < 0)
+        return 0;
+    return (uint64_t)count * (uint64_t)s;
+}
+
+static inline int32_t norm_tag(int tag) { return tag == MPI_ANY_TAG ? CONTEND_MPI_ANY_TAG : tag; }
+
+/* The thread's state if this call is to be recorded (sets busy), else NULL. */
+static inline struct cm_thread *begin(void)
+{
+    struct cm_thread *ts = &cm_tls;
+    if (CM_LIKELY(__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE) && !ts->busy)) {
+        ts->busy = 1;
+        return ts;
+    }
+    return NULL;
+}
+static inline void end(struct cm_thread *ts) { ts->busy = 0; }
+
+static inline void rec_enter(struct cm_thread *ts, int op, uint64_t t, uint64_t site,
+                             const uint64_t *fields, uint32_t n)
+{
+    uint64_t p[8];
+    p[0] = site;
+    for (uint32_t i = 0; i < n && i < 7; i++)
+        p[1 + i] = fields[i];
+    cm_record(ts, CONTEND_MPI_REC_ENTER, (uint32_t)op, 1, t, 0, p, n + 1);
+}
+
+static inline void rec_exit(struct cm_thread *ts, int op, uint64_t t, int rc, uint32_t flags,
+                            const uint64_t *extra, uint32_t n)
+{
+    uint64_t p[2];
+    p[0] = CONTEND_MPI_RCFLAGS(rc, flags);
+    if (n)
+        p[1] = extra[0];
+    cm_record(ts, CONTEND_MPI_REC_EXIT, (uint32_t)op, 1, t, 0, p, n ? 2 : 1);
+}
+
+static void rec_completion(struct cm_thread *ts, uint32_t flags, int32_t source, uint64_t req,
+                           int32_t tag, uint64_t bytes)
+{
+    if (source < 0) {
+        flags |= CONTEND_MPI_COMPL_NO_SOURCE;
+        source = 0;
+    }
+    uint64_t p[3] = {req, (uint64_t)(uint32_t)tag, bytes};
+    cm_record(ts, CONTEND_MPI_REC_COMPLETION, flags, 0, 0, (uint32_t)source, p, 3);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Communicators                                                             */
+
+#define COMM_SLOTS 1024u
+#define COMM_RECORD_RANKS 512u
+
+struct comm_ent {
+    uint64_t key;      /* HKEY(handle); 0 = free                          */
+    int state;         /* 0 free, 1 used, 2 deleted (probe on)            */
+    uint32_t gen;      /* bumped when the slot is reused                  */
+    uint64_t id;
+    int32_t size;      /* local group size                                */
+    int32_t myrank;    /* this process's local rank                       */
+    int inter;
+    uint32_t *ranks;   /* world ranks of the local group                  */
+    int32_t rsize;
+    uint32_t *remote;  /* world ranks of the remote group (intercomms)    */
+    uint64_t children; /* creation calls made on this communicator        */
+};
+
+static struct comm_ent comms[COMM_SLOTS];
+static int comm_lock;
+static uint32_t local_comm_counter;
+
+static struct comm_ent *comm_find_locked(uint64_t key)
+{
+    uint32_t h = (uint32_t)(mix64(key) % COMM_SLOTS);
+    for (uint32_t i = 0; i < COMM_SLOTS; i++) {
+        struct comm_ent *e = &comms[(h + i) % COMM_SLOTS];
+        if (e->state == 0)
+            return NULL;
+        if (e->state == 1 && e->key == key)
+            return e;
+    }
+    return NULL;
+}
+
+static struct comm_ent *comm_slot_locked(uint64_t key)
+{
+    uint32_t h = (uint32_t)(mix64(key) % COMM_SLOTS);
+    for (uint32_t i = 0; i < COMM_SLOTS; i++) {
+        struct comm_ent *e = &comms[(h + i) % COMM_SLOTS];
+        if (e->state != 1)
+            return e;
+    }
+    return NULL;
+}
+
+static int32_t xlate(const uint32_t *ranks, int32_t n, int r)
+{
+    if (r >= 0 && r < n)
+        return ranks ? (int32_t)ranks[r] : r;
+    return CONTEND_MPI_PEER_UNKNOWN;
+}
+
+/* Peer rank of `e` to world rank (or PEER_*). */
+static int32_t peer_of(const struct comm_ent *e, int r)
+{
+    if (r == MPI_PROC_NULL)
+        return CONTEND_MPI_PEER_NULL;
+    if (r == MPI_ANY_SOURCE)
+        return CONTEND_MPI_PEER_ANY;
+    if (!e)
+        return CONTEND_MPI_PEER_UNKNOWN;
+    return e->inter ? xlate(e->remote, e->rsize, r) : xlate(e->ranks, e->size, r);
+}
+
+/* World ranks of a group, or NULL. */
+static uint32_t *group_world_ranks(MPI_Group g, int n)
+{
+    if (n <= 0)
+        return NULL;
+    int *in = malloc(sizeof(int) * (size_t)n * 2);
+    if (!in)
+        return NULL;
+    int *out = in + n;
+    for (int i = 0; i < n; i++)
+        in[i] = i;
+    if (cm_r.Group_translate_ranks(g, n, in, world_group, out) != MPI_SUCCESS) {
+        free(in);
+        return NULL;
+    }
+    uint32_t *r = malloc(sizeof(uint32_t) * (size_t)n);
+    if (r)
+        for (int i = 0; i < n; i++)
+            r[i] = out[i] < 0 ? UINT32_MAX : (uint32_t)out[i];
+    free(in);
+    return r;
+}
+
+/* Describes communicator c into *e (not yet in the table). 0 ok. */
+static int comm_describe(MPI_Comm c, struct comm_ent *e)
+{
+    memset(e, 0, sizeof *e);
+    e->key = HKEY(c);
+    if (cm_r.Comm_size(c, &e->size) != MPI_SUCCESS || cm_r.Comm_rank(c, &e->myrank) != MPI_SUCCESS)
+        return -1;
+    cm_r.Comm_test_inter(c, &e->inter);
+    MPI_Group g;
+    if (cm_r.Comm_group(c, &g) == MPI_SUCCESS) {
+        e->ranks = group_world_ranks(g, e->size);
+        cm_r.Group_free(&g);
+    }
+    if (e->inter && cm_r.Comm_remote_group(c, &g) == MPI_SUCCESS) {
+        cm_r.Group_size(g, &e->rsize);
+        e->remote = group_world_ranks(g, e->rsize);
+        cm_r.Group_free(&g);
+    }
+    return 0;
+}
+
+static void comm_record(struct cm_thread *ts, const struct comm_ent *e)
+{
+    if (!ts)
+        return;
+    uint64_t p[2 + COMM_RECORD_RANKS / 2];
+    int32_t first = 0;
+    do {
+        uint32_t n = (uint32_t)(e->size - first);
+        if (n > COMM_RECORD_RANKS)
+            n = COMM_RECORD_RANKS;
+        p[0] = e->id;
+        p[1] = (uint64_t)(uint32_t)e->size | ((uint64_t)(uint32_t)first << 32);
+        for (uint32_t k = 0; k < (n + 1) / 2; k++) {
+            uint32_t a = e->ranks ? e->ranks[first + 2 * k] : (uint32_t)(first + 2 * k);
+            uint32_t b = 0;
+            if (2 * k + 1 < n)
+                b = e->ranks ? e->ranks[first + 2 * k + 1] : (uint32_t)(first + 2 * k + 1);
+            p[2 + k] = (uint64_t)a | ((uint64_t)b << 32);
+        }
+        cm_record(ts, CONTEND_MPI_REC_COMM, 0, 0, 0, n, p, 2 + (n + 1) / 2);
+        first += (int32_t)n;
+    } while (first < e->size);
+}
+
+/* Inserts a described communicator; records its members. Returns its id. */
+static uint64_t comm_insert(struct cm_thread *ts, struct comm_ent *d)
+{
+    spin_lock(&comm_lock);
+    struct comm_ent *slot = comm_slot_locked(d->key);
+    if (slot) {
+        uint32_t gen = slot->gen + 1;
+        free(slot->ranks);
+        free(slot->remote);
+        *slot = *d;
+        slot->gen = gen;
+        slot->state = 1;
+    }
+    spin_unlock(&comm_lock);
+    if (!slot) {
+        free(d->ranks);
+        free(d->remote);
+    }
+    comm_record(ts, d);
+    return d->id;
+}
+
+/* The id of a communicator the recorder did not see created: local to
+ * this rank (its world rank in bits 32..62). */
+static uint64_t comm_register_unknown(struct cm_thread *ts, MPI_Comm c)
+{
+    struct comm_ent d;
+    if (comm_describe(c, &d) != 0)
+        return CONTEND_MPI_COMM_LOCAL_BIT | ((uint64_t)(uint32_t)world_rank << 32);
+    d.id = CONTEND_MPI_COMM_LOCAL_BIT | ((uint64_t)(uint32_t)world_rank << 32) |
+           __atomic_add_fetch(&local_comm_counter, 1, __ATOMIC_RELAXED);
+    return comm_insert(ts, &d);
+}
+
+/* Id of `c` and world rank of its rank `peer` (peer may be any int). */
+static uint64_t comm_peer(struct cm_thread *ts, MPI_Comm c, int peer, int32_t *wpeer)
+{
+    if (CM_LIKELY(c == W_COMM_WORLD)) {
+        if (wpeer)
+            *wpeer = (peer >= 0 && peer < world_size) ? peer
+                     : peer == MPI_PROC_NULL          ? CONTEND_MPI_PEER_NULL
+                     : peer == MPI_ANY_SOURCE         ? CONTEND_MPI_PEER_ANY
+                                                      : CONTEND_MPI_PEER_UNKNOWN;
+        return CONTEND_MPI_COMM_WORLD_ID;
+    }
+    uint64_t key = HKEY(c);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        spin_lock(&comm_lock);
+        struct comm_ent *e = comm_find_locked(key);
+        if (e) {
+            uint64_t id = e->id;
+            if (wpeer)
+                *wpeer = peer_of(e, peer);
+            spin_unlock(&comm_lock);
+            return id;
+        }
+        spin_unlock(&comm_lock);
+        if (attempt == 0)
+            comm_register_unknown(ts, c);
+    }
+    if (wpeer)
+        *wpeer = peer_of(NULL, peer);
+    return CONTEND_MPI_COMM_LOCAL_BIT | ((uint64_t)(uint32_t)world_rank << 32);
+}
+
+/* Root argument of a collective as a world rank (-1: none / PROC_NULL). */
+static int32_t root_world(struct cm_thread *ts, MPI_Comm c, int root)
+{
+    if (root == MPI_ROOT)
+        return world_rank;
+    int32_t w;
+    comm_peer(ts, c, root, &w);
+    return w >= 0 ? w : -1;
+}
+
+/* Size and own local rank of c (collective byte counts). */
+static void comm_shape(MPI_Comm c, int *size, int *rank)
+{
+    if (c == W_COMM_WORLD) {
+        *size = world_size;
+        *rank = world_rank;
+        return;
+    }
+    *size = 0;
+    *rank = -1;
+    int inter = 0;
+    cm_r.Comm_test_inter(c, &inter);
+    if (inter) {
+        /* the counts arrays of intercommunicator collectives are per
+         * remote rank */
+        MPI_Group g;
+        if (cm_r.Comm_remote_group(c, &g) == MPI_SUCCESS) {
+            cm_r.Group_size(g, size);
+            cm_r.Group_free(&g);
+        }
+    } else {
+        cm_r.Comm_size(c, size);
+    }
+    cm_r.Comm_rank(c, rank);
+}
+
+/*
+ * Id of a communicator created by a collective call on `parent`, the same
+ * on every member without any communication: every member of the parent
+ * makes the creation calls on it in the same order (MPI's rule for
+ * collectives), so (parent id, number of earlier creation calls on the
+ * parent, smallest world rank of the new group) names it; disjoint groups
+ * of one Comm_split differ in their smallest member.
+ */
+static uint64_t comm_child_id(uint64_t parent, uint64_t seq, const struct comm_ent *d)
+{
+    uint32_t lo = UINT32_MAX;
+    for (int32_t i = 0; i < d->size; i++) {
+        uint32_t r = d->ranks ? d->ranks[i] : (uint32_t)i;
+        if (r < lo)
+            lo = r;
+    }
+    uint64_t id = mix64(parent * 0x9e3779b97f4a7c15ull ^ mix64(seq + 0x51) ^ mix64((uint64_t)lo + 0x7f));
+    id &= ~CONTEND_MPI_COMM_LOCAL_BIT;
+    if (id <= CONTEND_MPI_COMM_SELF_ID)
+        id += 2;
+    return id;
+}
+
+/* Before a creation call: the parent's id and its creation counter
+ * (incremented, by every member alike). */
+static uint64_t comm_parent_begin(struct cm_thread *ts, MPI_Comm parent, uint64_t *seq)
+{
+    uint64_t id = comm_peer(ts, parent, 0, NULL);
+    uint64_t key = HKEY(parent);
+    static uint64_t world_children;
+    *seq = 0;
+    if (parent == W_COMM_WORLD) {
+        *seq = __atomic_fetch_add(&world_children, 1, __ATOMIC_RELAXED);
+        return id;
+    }
+    spin_lock(&comm_lock);
+    struct comm_ent *e = comm_find_locked(key);
+    if (e)
+        *seq = e->children++;
+    spin_unlock(&comm_lock);
+    return id;
+}
+
+/* After a successful creation call: registers the new communicator. */
+static uint64_t comm_created(struct cm_thread *ts, uint64_t parent_id, uint64_t seq, MPI_Comm c)
+{
+    if (c == W_COMM_NULL)
+        return CONTEND_MPI_COMM_NULL_ID;
+    struct comm_ent d;
+    if (comm_describe(c, &d) != 0)
+        return CONTEND_MPI_COMM_NULL_ID;
+    d.id = comm_child_id(parent_id, seq, &d);
+    return comm_insert(ts, &d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests                                                                  */
+
+#define REQ_SLOTS 16384u
+
+struct req_ent {
+    uint64_t key; /* HKEY(request); 0 = free */
+    uint64_t id;
+    uint64_t bytes;
+    uint64_t comm_key;
+    int32_t peer; /* world rank / PEER_* */
+    int32_t tag;
+    uint32_t recv;
+    uint32_t comm_gen;
+};
+
+static struct req_ent reqs[REQ_SLOTS];
+static int req_lock;
+
+static inline uint32_t req_hash(uint64_t key) { return (uint32_t)(mix64(key) & (REQ_SLOTS - 1)); }
+
+static uint64_t req_insert(MPI_Request r, int recv, int32_t peer, int32_t tag, uint64_t bytes,
+                           MPI_Comm c)
+{
+    uint64_t key = HKEY(r);
+    if (key == 0 || r == W_REQUEST_NULL)
+        return 0;
+    uint64_t id = __atomic_fetch_add(&next_request_id, 1, __ATOMIC_RELAXED);
+    uint64_t ckey = HKEY(c);
+    spin_lock(&req_lock);
+    uint32_t h = req_hash(key);
+    struct req_ent *slot = NULL;
+    for (uint32_t i = 0; i < REQ_SLOTS / 4; i++) {
+        struct req_ent *e = &reqs[(h + i) & (REQ_SLOTS - 1)];
+        if (e->key == 0 || e->key == key) {
+            slot = e;
+            break;
+        }
+    }
+    if (slot) {
+        slot->key = key;
+        slot->id = id;
+        slot->bytes = bytes;
+        slot->comm_key = ckey;
+        slot->peer = peer;
+        slot->tag = tag;
+        slot->recv = (uint32_t)recv;
+        slot->comm_gen = 0;
+    }
+    spin_unlock(&req_lock);
+    if (!slot) {
+        cm_set_flag(CONTEND_MPI_FLAG_REQUESTS_FULL);
+        return 0;
+    }
+    return id;
+}
+
+/* Removes the entry of request `key` into *out; 0 if unknown. Linear
+ * probing with backward-shift deletion (no tombstones). */
+static int req_take(uint64_t key, struct req_ent *out)
+{
+    if (key == 0)
+        return 0;
+    spin_lock(&req_lock);
+    uint32_t i = req_hash(key);
+    int found = 0;
+    for (uint32_t n = 0; n < REQ_SLOTS / 4; n++, i = (i + 1) & (REQ_SLOTS - 1)) {
+        if (reqs[i].key == 0)
+            break;
+        if (reqs[i].key == key) {
+            found = 1;
+            break;
+        }
+    }
+    if (found) {
+        *out = reqs[i];
+        uint32_t hole = i;
+        for (uint32_t j = (i + 1) & (REQ_SLOTS - 1); reqs[j].key != 0; j = (j + 1) & (REQ_SLOTS - 1)) {
+            uint32_t home = req_hash(reqs[j].key);
+            /* move j into the hole if its home is not in (hole, j] */
+            int between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+            if (!between) {
+                reqs[hole] = reqs[j];
+                hole = j;
+            }
+        }
+        reqs[hole].key = 0;
+    }
+    spin_unlock(&req_lock);
+    return found;
+}
+
+/* Records the completion of request `key` (copied before the call) with
+ * its status (NULL: none available). */
+static void complete(struct cm_thread *ts, uint64_t key, const MPI_Status *st)
+{
+    struct req_ent e;
+    if (!req_take(key, &e))
+        return; /* not created by a wrapped call (persistent, ...) */
+    uint32_t flags = 0;
+    if (st && status_cancelled(st))
+        flags |= CONTEND_MPI_COMPL_CANCELLED;
+    if (!e.recv) {
+        rec_completion(ts, flags, e.peer, e.id, e.tag, e.bytes);
+        return;
+    }
+    flags |= CONTEND_MPI_COMPL_RECV;
+    if (!st) {
+        rec_completion(ts, flags, CONTEND_MPI_PEER_UNKNOWN, e.id, e.tag, 0);
+        return;
+    }
+    int32_t src = CONTEND_MPI_PEER_NULL;
+    if (st->MPI_SOURCE != MPI_PROC_NULL) {
+        if (e.comm_key == HKEY(W_COMM_WORLD)) {
+            src = (st->MPI_SOURCE >= 0 && st->MPI_SOURCE < world_size) ? st->MPI_SOURCE
+                                                                       : CONTEND_MPI_PEER_UNKNOWN;
+        } else {
+            spin_lock(&comm_lock);
+            struct comm_ent *c = comm_find_locked(e.comm_key);
+            src = c ? peer_of(c, st->MPI_SOURCE) : CONTEND_MPI_PEER_UNKNOWN;
+            spin_unlock(&comm_lock);
+        }
+    }
+    rec_completion(ts, flags, src, e.id, norm_tag(st->MPI_TAG), status_bytes(st));
+}
+
+/* Completion of a blocking receive (request 0). */
+static void complete_recv(struct cm_thread *ts, MPI_Comm c, const MPI_Status *st)
+{
+    int32_t src = CONTEND_MPI_PEER_NULL;
+    if (st->MPI_SOURCE != MPI_PROC_NULL)
+        comm_peer(ts, c, st->MPI_SOURCE, &src);
+    uint32_t flags = CONTEND_MPI_COMPL_RECV;
+    if (status_cancelled(st))
+        flags |= CONTEND_MPI_COMPL_CANCELLED;
+    rec_completion(ts, flags, src, 0, norm_tag(st->MPI_TAG), status_bytes(st));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Init, Finalize, clock offsets                                             */
+
+static MPI_Comm priv_comm; /* private duplicate of world (clock sync) */
+static int sync_clocks;    /* decided the same way on every rank      */
+static int sync_forced;    /* CONTEND_MPI_CLOCK_SYNC=always           */
+static char host0[256];
+
+static int env_int(const char *name, long *v)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return 0;
+    char *e;
+    *v = strtol(s, &e, 10);
+    return *e == 0;
+}
+
+/* Clock offsets are measured only when ranks may be on several nodes. */
+static int want_clock_sync(void)
+{
+    const char *force = getenv("CONTEND_MPI_CLOCK_SYNC");
+    if (force && strcmp(force, "always") == 0) {
+        sync_forced = 1;
+        return world_size > 1;
+    }
+    if (force && strcmp(force, "never") == 0)
+        return 0;
+    if (world_size <= 1)
+        return 0;
+    long local, size;
+    if (env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &local) && env_int("OMPI_COMM_WORLD_SIZE", &size))
+        return local != size;
+    if (env_int("MPI_LOCALNRANKS", &local) && env_int("PMI_SIZE", &size))
+        return local != size;
+    return 1;
+}
+
+#define SYNC_ROUNDS 10
+
+/* Ping-pong with rank 0 on the private communicator: each rank's offset
+ * to rank 0's clock from the round with the smallest round trip
+ * (offset = rank 0's midpoint - own time). Ranks on rank 0's host: 0. */
+static void clock_sync(int final)
+{
+    if (!sync_clocks || priv_comm == W_COMM_NULL)
+        return;
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    if (!final) {
+        if (world_rank == 0)
+            memcpy(host0, host, sizeof host0);
+        cm_r.Bcast(host0, (int)sizeof host0, W_BYTE, 0, priv_comm);
+    }
+    /* CONTEND_MPI_CLOCK_SYNC=always measures on rank 0's host too (tests) */
+    char same = strcmp(host, host0) == 0 && !sync_forced;
+    char *flags = NULL;
+    if (world_rank == 0)
+        flags = calloc((size_t)world_size, 1);
+    cm_r.Gather(&same, 1, W_BYTE, flags, 1, W_BYTE, 0, priv_comm);
+    if (world_rank == 0) {
+        for (int r = 1; r < world_size; r++) {
+            if (!flags || flags[r])
+                continue;
+            uint64_t best_rtt = UINT64_MAX, result[3] = {0, 0, 0};
+            for (int k = 0; k < SYNC_ROUNDS; k++) {
+                uint64_t t0 = cm_now(), tr = 0;
+                cm_r.Send(&t0, 8, W_BYTE, r, 1, priv_comm);
+                cm_r.Recv(&tr, 8, W_BYTE, r, 2, priv_comm, MPI_STATUS_IGNORE);
+                uint64_t t1 = cm_now();
+                if (t1 - t0 < best_rtt) {
+                    best_rtt = t1 - t0;
+                    result[0] = (uint64_t)((int64_t)(t0 + (t1 - t0) / 2) - (int64_t)tr);
+                    result[1] = best_rtt;
+                    result[2] = (uint64_t)k;
+                }
+            }
+            cm_r.Send(result, 24, W_BYTE, r, 3, priv_comm);
+        }
+        free(flags);
+        cm_set_offset(final, 0, cm_now(), 0);
+    } else if (!same) {
+        uint64_t times[SYNC_ROUNDS], result[3];
+        for (int k = 0; k < SYNC_ROUNDS; k++) {
+            uint64_t t0;
+            cm_r.Recv(&t0, 8, W_BYTE, 0, 1, priv_comm, MPI_STATUS_IGNORE);
+            times[k] = cm_now();
+            cm_r.Send(&times[k], 8, W_BYTE, 0, 2, priv_comm);
+        }
+        cm_r.Recv(result, 24, W_BYTE, 0, 3, priv_comm, MPI_STATUS_IGNORE);
+        cm_set_offset(final, (int64_t)result[0], times[result[2] % SYNC_ROUNDS], result[1]);
+    } else {
+        cm_set_offset(final, 0, cm_now(), 0);
+    }
+}
+
+static char library_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+
+static void after_init(int op, uint64_t t0, uint64_t t1, int rc, int provided, uint64_t site)
+{
+    if (rc != MPI_SUCCESS || !abi_ok || !cm_config_dir())
+        return;
+    int rank = -1, size = 0;
+    if (cm_r.Comm_rank(W_COMM_WORLD, &rank) != MPI_SUCCESS ||
+        cm_r.Comm_size(W_COMM_WORLD, &size) != MPI_SUCCESS || rank < 0)
+        return;
+    world_rank = rank;
+    world_size = size;
+    if (cm_r.Comm_group(W_COMM_WORLD, &world_group) != MPI_SUCCESS)
+        return;
+    int len = 0;
+    cm_r.Get_library_version(library_version, &len);
+    library_version[len > 0 && len <= MPI_MAX_LIBRARY_VERSION_STRING ? len : 0] = 0;
+    char *nl = strchr(library_version, '\n');
+    if (nl)
+        *nl = 0;
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    struct cm_rank_info info = {
+        .rank = (uint32_t)rank,
+        .size = (uint32_t)size,
+        .thread_level = provided,
+        .implementation = CM_IMPL,
+        .host = host,
+        .library = library_version,
+    };
+    /* decided before the file is opened, identically on every rank */
+    sync_clocks = want_clock_sync();
+    priv_comm = W_COMM_NULL;
+    if (sync_clocks && cm_r.Comm_dup(W_COMM_WORLD, &priv_comm) != MPI_SUCCESS)
+        priv_comm = W_COMM_NULL;
+    int opened = cm_trace_open(&info) == 0;
+    struct cm_thread *ts = &cm_tls;
+    if (opened) {
+        rec_enter(ts, op, t0, site, NULL, 0);
+        struct comm_ent w = {.id = CONTEND_MPI_COMM_WORLD_ID, .size = size};
+        comm_record(ts, &w);
+        uint32_t me = (uint32_t)rank;
+        struct comm_ent s = {.id = CONTEND_MPI_COMM_SELF_ID, .size = 1, .ranks = &me};
+        comm_record(ts, &s);
+        rec_exit(ts, op, t1, rc, 0, NULL, 0);
+    }
+    /* MPI_COMM_SELF gets its fixed id (not recorded again) */
+    struct comm_ent self;
+    if (comm_describe(W_COMM_SELF, &self) == 0) {
+        self.id = CONTEND_MPI_COMM_SELF_ID;
+        comm_insert(NULL, &self);
+    }
+    /* every rank takes part in the ping-pong, recording or not */
+    clock_sync(0);
+}
+
+int core_init(int op, int *argc, char ***argv, int required, int *provided, uint64_t site)
+{
+    cm_resolve();
+    uint64_t t0 = cm_now();
+    int rc = op == OP_INIT ? cm_r.Init(argc, argv)
+                           : cm_r.Init_thread(argc, argv, required, provided);
+    uint64_t t1 = cm_now();
+    int saved = errno;
+    after_init(op, t0, t1, rc, op == OP_INIT ? -1 : (provided ? *provided : -1), site);
+    errno = saved;
+    return rc;
+}
+
+int core_finalize(uint64_t site)
+{
+    cm_resolve();
+    struct cm_thread *ts = begin();
+    uint64_t t0 = cm_now();
+    int saved = errno;
+    if (ts)
+        rec_enter(ts, OP_FINALIZE, t0, site, NULL, 0);
+    if (abi_ok && world_rank >= 0) {
+        clock_sync(1);
+        if (priv_comm != W_COMM_NULL)
+            cm_r.Comm_free(&priv_comm);
+        cm_r.Group_free(&world_group);
+    }
+    errno = saved;
+    int rc = cm_r.Finalize();
+    uint64_t t1 = cm_now();
+    saved = errno;
+    if (ts) {
+        rec_exit(ts, OP_FINALIZE, t1, rc, 0, NULL, 0);
+        if (rc == MPI_SUCCESS)
+            cm_set_flag(CONTEND_MPI_FLAG_FINALIZED);
+        end(ts);
+    }
+    if (rc == MPI_SUCCESS)
+        cm_stop();
+    errno = saved;
+    return rc;
+}
+
+void cm_fortran_seen(void)
+{
+    static int seen;
+    if (!__atomic_load_n(&seen, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&seen, 1, __ATOMIC_RELAXED);
+        cm_set_flag(CONTEND_MPI_FLAG_FORTRAN);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Point-to-point                                                            */
+
+/* The wrapper skeleton: resolve, pass through unless recording. */
+#define PASS_UNLESS_RECORDING(call)                                                          \
+    cm_resolve();                                                                            \
+    struct cm_thread *ts = begin();                                                          \
+    if (!ts)                                                                                 \
+        return call;                                                                         \
+    int saved_errno = errno
+
+#define CALL_TIMED(call)                                                                     \
+    errno = saved_errno;                                                                     \
+    int rc = call;                                                                           \
+    uint64_t t1 = cm_now();                                                                  \
+    saved_errno = errno
+
+#define DONE()                                                                               \
+    end(ts);                                                                                 \
+    errno = saved_errno;                                                                     \
+    return rc
+
+int core_send(int op, const void *buf, int count, MPI_Datatype type, int dest, int tag,
+              MPI_Comm comm, uint64_t site)
+{
+    cm_resolve();
+    __typeof__(cm_r.Send) fn = op == OP_SSEND ? cm_r.Ssend
+                               : op == OP_BSEND ? cm_r.Bsend
+                               : op == OP_RSEND ? cm_r.Rsend
+                                                : cm_r.Send;
+    PASS_UNLESS_RECORDING(fn(buf, count, type, dest, tag, comm));
+    int32_t wp;
+    uint64_t f[3];
+    f[0] = comm_peer(ts, comm, dest, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, tag);
+    f[2] = tbytes(count, type);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, op, t0, site, f, 3);
+    CALL_TIMED(fn(buf, count, type, dest, tag, comm));
+    rec_exit(ts, op, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+              MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Recv(buf, count, type, source, tag, comm, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int32_t wp;
+    uint64_t f[3];
+    f[0] = comm_peer(ts, comm, source, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
+    f[2] = tbytes(count, type);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_RECV, t0, site, f, 3);
+    CALL_TIMED(cm_r.Recv(buf, count, type, source, tag, comm, st));
+    if (rc == MPI_SUCCESS)
+        complete_recv(ts, comm, st);
+    rec_exit(ts, OP_RECV, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+                  void *rbuf, int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
+                  MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype,
+                                        source, rtag, comm, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int32_t wd, ws;
+    uint64_t f[5];
+    f[0] = comm_peer(ts, comm, dest, &wd);
+    comm_peer(ts, comm, source, &ws);
+    f[1] = CONTEND_MPI_PEERTAG(wd, stag);
+    f[2] = tbytes(scount, stype);
+    f[3] = CONTEND_MPI_PEERTAG(ws, norm_tag(rtag));
+    f[4] = tbytes(rcount, rtype);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_SENDRECV, t0, site, f, 5);
+    CALL_TIMED(cm_r.Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag,
+                             comm, st));
+    if (rc == MPI_SUCCESS)
+        complete_recv(ts, comm, st);
+    rec_exit(ts, OP_SENDRECV, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag, int source,
+                          int rtag, MPI_Comm comm, MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(
+        cm_r.Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int32_t wd, ws;
+    uint64_t f[5];
+    f[0] = comm_peer(ts, comm, dest, &wd);
+    comm_peer(ts, comm, source, &ws);
+    f[1] = CONTEND_MPI_PEERTAG(wd, stag);
+    f[2] = tbytes(count, type);
+    f[3] = CONTEND_MPI_PEERTAG(ws, norm_tag(rtag));
+    f[4] = f[2];
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_SENDRECV_REPLACE, t0, site, f, 5);
+    CALL_TIMED(cm_r.Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, st));
+    if (rc == MPI_SUCCESS)
+        complete_recv(ts, comm, st);
+    rec_exit(ts, OP_SENDRECV_REPLACE, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_isend(int op, const void *buf, int count, MPI_Datatype type, int dest, int tag,
+               MPI_Comm comm, MPI_Request *req, uint64_t site)
+{
+    cm_resolve();
+    __typeof__(cm_r.Isend) fn = op == OP_ISSEND ? cm_r.Issend
+                                : op == OP_IBSEND ? cm_r.Ibsend
+                                : op == OP_IRSEND ? cm_r.Irsend
+                                                  : cm_r.Isend;
+    PASS_UNLESS_RECORDING(fn(buf, count, type, dest, tag, comm, req));
+    int32_t wp;
+    uint64_t f[3];
+    f[0] = comm_peer(ts, comm, dest, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, tag);
+    f[2] = tbytes(count, type);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, op, t0, site, f, 3);
+    CALL_TIMED(fn(buf, count, type, dest, tag, comm, req));
+    uint64_t id = 0;
+    if (rc == MPI_SUCCESS && req)
+        id = req_insert(*req, 0, wp, tag, f[2], comm);
+    rec_exit(ts, op, t1, rc, 0, &id, 1);
+    DONE();
+}
+
+int core_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+               MPI_Request *req, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Irecv(buf, count, type, source, tag, comm, req));
+    int32_t wp;
+    uint64_t f[3];
+    f[0] = comm_peer(ts, comm, source, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
+    f[2] = tbytes(count, type);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_IRECV, t0, site, f, 3);
+    CALL_TIMED(cm_r.Irecv(buf, count, type, source, tag, comm, req));
+    uint64_t id = 0;
+    if (rc == MPI_SUCCESS && req)
+        id = req_insert(*req, 1, wp, norm_tag(tag), f[2], comm);
+    rec_exit(ts, OP_IRECV, t1, rc, 0, &id, 1);
+    DONE();
+}
+
+int core_probe(int source, int tag, MPI_Comm comm, MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Probe(source, tag, comm, status));
+    int32_t wp;
+    uint64_t f[2];
+    f[0] = comm_peer(ts, comm, source, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_PROBE, t0, site, f, 2);
+    CALL_TIMED(cm_r.Probe(source, tag, comm, status));
+    rec_exit(ts, OP_PROBE, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Iprobe(source, tag, comm, flag, status));
+    int32_t wp;
+    uint64_t f[2];
+    f[0] = comm_peer(ts, comm, source, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_IPROBE, t0, site, f, 2);
+    CALL_TIMED(cm_r.Iprobe(source, tag, comm, flag, status));
+    rec_exit(ts, OP_IPROBE, t1, rc, (rc == MPI_SUCCESS && flag && *flag) ? 1u : 0u, NULL, 0);
+    DONE();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Completion: Wait*, Test*                                                  */
+
+#define STACK_REQS 32
+
+/* Scratch for the request copy and substituted statuses of one call. */
+struct scratch {
+    uint64_t keys_local[STACK_REQS];
+    MPI_Status st_local[STACK_REQS];
+    uint64_t *keys;
+    MPI_Status *st;
+    void *heap;
+};
+
+/* 0 ok; -1 no memory (the call then passes through unrecorded). */
+static int scratch_init(struct scratch *s, int n, MPI_Request *reqs, MPI_Status *statuses,
+                        int want_st)
+{
+    s->heap = NULL;
+    s->keys = s->keys_local;
+    s->st = statuses;
+    int need_st = want_st && statuses == MPI_STATUSES_IGNORE;
+    if (n > STACK_REQS) {
+        s->heap = malloc((size_t)n * (sizeof(uint64_t) + (need_st ? sizeof(MPI_Status) : 0)));
+        if (!s->heap)
+            return -1;
+        s->keys = s->heap;
+        if (need_st)
+            s->st = (MPI_Status *)(void *)(s->keys + n);
+    } else if (need_st) {
+        s->st = s->st_local;
+    }
+    for (int i = 0; i < n; i++)
+        s->keys[i] = reqs[i] == W_REQUEST_NULL ? 0 : HKEY(reqs[i]);
+    return 0;
+}
+
+static void scratch_free(struct scratch *s) { free(s->heap); }
+
+/* Whether request i of an all/some call completed, given rc. */
+static int completed_in(int rc, const MPI_Status *st)
+{
+    if (rc == MPI_SUCCESS)
+        return 1;
+    if (rc == MPI_ERR_IN_STATUS)
+        return st->MPI_ERROR != MPI_ERR_PENDING;
+    return 0;
+}
+
+static void wait_enter(struct cm_thread *ts, int op, uint64_t t0, uint64_t site, int n)
+{
+    uint64_t f = (uint64_t)(uint32_t)n;
+    rec_enter(ts, op, t0, site, &f, 1);
+}
+
+int core_wait(MPI_Request *req, MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Wait(req, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uint64_t key = (req && *req != W_REQUEST_NULL) ? HKEY(*req) : 0;
+    uint64_t t0 = cm_now();
+    wait_enter(ts, OP_WAIT, t0, site, 1);
+    CALL_TIMED(cm_r.Wait(req, st));
+    if (rc == MPI_SUCCESS && key)
+        complete(ts, key, st);
+    rec_exit(ts, OP_WAIT, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_test(MPI_Request *req, int *flag, MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Test(req, flag, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uint64_t key = (req && *req != W_REQUEST_NULL) ? HKEY(*req) : 0;
+    uint64_t t0 = cm_now();
+    wait_enter(ts, OP_TEST, t0, site, 1);
+    CALL_TIMED(cm_r.Test(req, flag, st));
+    int done = rc == MPI_SUCCESS && flag && *flag;
+    if (done && key)
+        complete(ts, key, st);
+    rec_exit(ts, OP_TEST, t1, rc, done ? 1u : 0u, NULL, 0);
+    DONE();
+}
+
+static int waitall_like(int op, int n, MPI_Request *reqs, int *flag, MPI_Status *statuses,
+                        uint64_t site)
+{
+#define REAL_ALL(st) (op == OP_WAITALL ? cm_r.Waitall(n, reqs, st) : cm_r.Testall(n, reqs, flag, st))
+    PASS_UNLESS_RECORDING(REAL_ALL(statuses));
+    struct scratch s;
+    if (n < 0 || scratch_init(&s, n, reqs, statuses, 1) != 0) {
+        end(ts);
+        errno = saved_errno;
+        return REAL_ALL(statuses);
+    }
+    uint64_t t0 = cm_now();
+    wait_enter(ts, op, t0, site, n);
+    CALL_TIMED(REAL_ALL(s.st));
+    int done = op == OP_WAITALL || (flag && *flag);
+    if (done || rc == MPI_ERR_IN_STATUS)
+        for (int i = 0; i < n; i++)
+            if (s.keys[i] && completed_in(rc, &s.st[i]))
+                complete(ts, s.keys[i], &s.st[i]);
+    rec_exit(ts, op, t1, rc, (rc == MPI_SUCCESS && done) ? 1u : 0u, NULL, 0);
+    scratch_free(&s);
+    DONE();
+#undef REAL_ALL
+}
+
+int core_waitall(int n, MPI_Request *reqs, MPI_Status *statuses, uint64_t site)
+{
+    return waitall_like(OP_WAITALL, n, reqs, NULL, statuses, site);
+}
+
+int core_testall(int n, MPI_Request *reqs, int *flag, MPI_Status *statuses, uint64_t site)
+{
+    return waitall_like(OP_TESTALL, n, reqs, flag, statuses, site);
+}
+
+static int waitany_like(int op, int n, MPI_Request *reqs, int *index, int *flag,
+                        MPI_Status *status, uint64_t site)
+{
+#define REAL_ANY(st)                                                                          \
+    (op == OP_WAITANY ? cm_r.Waitany(n, reqs, index, st) : cm_r.Testany(n, reqs, index, flag, st))
+    PASS_UNLESS_RECORDING(REAL_ANY(status));
+    struct scratch s;
+    if (n < 0 || scratch_init(&s, n, reqs, NULL, 0) != 0) {
+        end(ts);
+        errno = saved_errno;
+        return REAL_ANY(status);
+    }
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uint64_t t0 = cm_now();
+    wait_enter(ts, op, t0, site, n);
+    CALL_TIMED(REAL_ANY(st));
+    int done = rc == MPI_SUCCESS && (op == OP_WAITANY || (flag && *flag)) && index &&
+               *index != MPI_UNDEFINED && *index >= 0 && *index < n;
+    if (done && s.keys[*index])
+        complete(ts, s.keys[*index], st);
+    rec_exit(ts, op, t1, rc, done ? 1u : 0u, NULL, 0);
+    scratch_free(&s);
+    DONE();
+#undef REAL_ANY
+}
+
+int core_waitany(int n, MPI_Request *reqs, int *index, MPI_Status *status, uint64_t site)
+{
+    return waitany_like(OP_WAITANY, n, reqs, index, NULL, status, site);
+}
+
+int core_testany(int n, MPI_Request *reqs, int *index, int *flag, MPI_Status *status,
+                 uint64_t site)
+{
+    return waitany_like(OP_TESTANY, n, reqs, index, flag, status, site);
+}
+
+static int waitsome_like(int op, int n, MPI_Request *reqs, int *outcount, int *indices,
+                         MPI_Status *statuses, uint64_t site)
+{
+#define REAL_SOME(st)                                                                         \
+    (op == OP_WAITSOME ? cm_r.Waitsome(n, reqs, outcount, indices, st)                        \
+                       : cm_r.Testsome(n, reqs, outcount, indices, st))
+    PASS_UNLESS_RECORDING(REAL_SOME(statuses));
+    struct scratch s;
+    if (n < 0 || scratch_init(&s, n, reqs, statuses, 1) != 0) {
+        end(ts);
+        errno = saved_errno;
+        return REAL_SOME(statuses);
+    }
+    uint64_t t0 = cm_now();
+    wait_enter(ts, op, t0, site, n);
+    CALL_TIMED(REAL_SOME(s.st));
+    int some = 0;
+    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && outcount && indices &&
+        *outcount != MPI_UNDEFINED) {
+        for (int k = 0; k < *outcount && k < n; k++) {
+            int i = indices[k];
+            if (i >= 0 && i < n && s.keys[i] && completed_in(rc, &s.st[k])) {
+                complete(ts, s.keys[i], &s.st[k]);
+                some = 1;
+            }
+        }
+    }
+    rec_exit(ts, op, t1, rc, some ? 1u : 0u, NULL, 0);
+    scratch_free(&s);
+    DONE();
+#undef REAL_SOME
+}
+
+int core_waitsome(int n, MPI_Request *reqs, int *outcount, int *indices, MPI_Status *statuses,
+                  uint64_t site)
+{
+    return waitsome_like(OP_WAITSOME, n, reqs, outcount, indices, statuses, site);
+}
+
+int core_testsome(int n, MPI_Request *reqs, int *outcount, int *indices, MPI_Status *statuses,
+                  uint64_t site)
+{
+    return waitsome_like(OP_TESTSOME, n, reqs, outcount, indices, statuses, site);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Collectives                                                               */
+
+static void coll_enter(struct cm_thread *ts, int op, uint64_t t0, uint64_t site, MPI_Comm comm,
+                       int32_t root, uint64_t sent, uint64_t recvd)
+{
+    uint64_t f[4];
+    f[0] = comm_peer(ts, comm, 0, NULL);
+    f[1] = (uint64_t)(uint32_t)root;
+    f[2] = sent;
+    f[3] = recvd;
+    rec_enter(ts, op, t0, site, f, 4);
+}
+
+#define COLL(op, call, root, sent, recvd)                                                     \
+    do {                                                                                      \
+        PASS_UNLESS_RECORDING(call);                                                          \
+        int32_t wroot = (root);                                                               \
+        uint64_t sent_ = (sent), recvd_ = (recvd);                                            \
+        uint64_t t0 = cm_now();                                                               \
+        coll_enter(ts, op, t0, site, comm, wroot, sent_, recvd_);                             \
+        CALL_TIMED(call);                                                                     \
+        rec_exit(ts, op, t1, rc, 0, NULL, 0);                                                 \
+        DONE();                                                                               \
+    } while (0)
+
+static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype t)
+{
+    if (!counts || n <= 0)
+        return 0;
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] > 0)
+            total += (uint64_t)counts[i];
+    return total ? tbytes(1, t) * total : 0;
+}
+
+static int is_root(struct cm_thread *ts, MPI_Comm comm, int root)
+{
+    (void)ts;
+    if (root == MPI_ROOT)
+        return 1;
+    int size, rank;
+    comm_shape(comm, &size, &rank);
+    return root == rank;
+}
+
+int core_barrier(MPI_Comm comm, uint64_t site)
+{
+    COLL(OP_BARRIER, cm_r.Barrier(comm), -1, 0, 0);
+}
+
+int core_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, uint64_t site)
+{
+    COLL(OP_BCAST, cm_r.Bcast(buf, count, type, root, comm), root_world(ts, comm, root),
+         is_root(ts, comm, root) ? tbytes(count, type) : 0,
+         is_root(ts, comm, root) ? 0 : tbytes(count, type));
+}
+
+int core_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op mop, int root,
+                MPI_Comm comm, uint64_t site)
+{
+    COLL(OP_REDUCE, cm_r.Reduce(sbuf, rbuf, count, type, mop, root, comm),
+         root_world(ts, comm, root), tbytes(count, type),
+         is_root(ts, comm, root) ? tbytes(count, type) : 0);
+}
+
+int core_allreduce_like(int op, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                        MPI_Op mop, MPI_Comm comm, uint64_t site)
+{
+    int size = 0, rank = 0;
+    if (op == OP_REDUCE_SCATTER_BLOCK && __atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        comm_shape(comm, &size, &rank);
+#define ALLRED_CALL                                                                           \
+    (op == OP_ALLREDUCE   ? cm_r.Allreduce(sbuf, rbuf, count, type, mop, comm)                \
+     : op == OP_SCAN      ? cm_r.Scan(sbuf, rbuf, count, type, mop, comm)                     \
+     : op == OP_EXSCAN    ? cm_r.Exscan(sbuf, rbuf, count, type, mop, comm)                   \
+                          : cm_r.Reduce_scatter_block(sbuf, rbuf, count, type, mop, comm))
+    COLL(op, ALLRED_CALL, -1,
+         op == OP_REDUCE_SCATTER_BLOCK ? tbytes(count, type) * (uint64_t)(size > 0 ? size : 0)
+                                       : tbytes(count, type),
+         tbytes(count, type));
+#undef ALLRED_CALL
+}
+
+int core_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, MPI_Datatype type,
+                        MPI_Op mop, MPI_Comm comm, uint64_t site)
+{
+    int size = 0, rank = -1;
+    if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        comm_shape(comm, &size, &rank);
+    COLL(OP_REDUCE_SCATTER, cm_r.Reduce_scatter(sbuf, rbuf, rcounts, type, mop, comm), -1,
+         sum_bytes(rcounts, size, type),
+         (rank >= 0 && rank < size && rcounts) ? tbytes(rcounts[rank], type) : 0);
+}
+
+int core_gather_like(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                     int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, uint64_t site)
+{
+    int size = 0, rank = -1;
+    if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        comm_shape(comm, &size, &rank);
+    int rooted = op == OP_GATHER || op == OP_SCATTER;
+    int me_root = rooted && (root == MPI_ROOT || root == rank);
+    uint64_t p = (uint64_t)(size > 0 ? size : 0);
+    uint64_t sent = 0, recvd = 0;
+    int in_place = sbuf == MPI_IN_PLACE;
+    switch (op) {
+    case OP_GATHER:
+        sent = in_place ? 0 : tbytes(scount, stype);
+        recvd = me_root ? tbytes(rcount, rtype) * p : 0;
+        break;
+    case OP_SCATTER:
+        sent = me_root ? tbytes(scount, stype) * p : 0;
+        recvd = rbuf == MPI_IN_PLACE ? 0 : tbytes(rcount, rtype);
+        break;
+    case OP_ALLGATHER:
+        sent = in_place ? tbytes(rcount, rtype) : tbytes(scount, stype);
+        recvd = tbytes(rcount, rtype) * p;
+        break;
+    default: /* OP_ALLTOALL */
+        sent = in_place ? tbytes(rcount, rtype) * p : tbytes(scount, stype) * p;
+        recvd = tbytes(rcount, rtype) * p;
+        break;
+    }
+#define GATHER_CALL                                                                           \
+    (op == OP_GATHER     ? cm_r.Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm)  \
+     : op == OP_SCATTER  ? cm_r.Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm) \
+     : op == OP_ALLGATHER ? cm_r.Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm)    \
+                          : cm_r.Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm))
+    COLL(op, GATHER_CALL, rooted ? root_world(ts, comm, root) : -1, sent, recvd);
+#undef GATHER_CALL
+}
+
+int core_gatherv(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                 const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
+                 MPI_Comm comm, uint64_t site)
+{
+    int size = 0, rank = -1;
+    if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        comm_shape(comm, &size, &rank);
+    int rooted = op == OP_GATHERV;
+    int me_root = !rooted || root == MPI_ROOT || root == rank;
+    uint64_t recvd = me_root ? sum_bytes(rcounts, size, rtype) : 0;
+    uint64_t sent = sbuf == MPI_IN_PLACE
+                        ? ((!rooted && rank >= 0 && rank < size && rcounts) ? tbytes(rcounts[rank], rtype) : 0)
+                        : tbytes(scount, stype);
+#define GATHERV_CALL                                                                           \
+    (op == OP_GATHERV                                                                          \
+         ? cm_r.Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm)         \
+         : cm_r.Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm))
+    COLL(op, GATHERV_CALL, rooted ? root_world(ts, comm, root) : -1, sent, recvd);
+#undef GATHERV_CALL
+}
+
+int core_scatterv(const void *sbuf, const int *scounts, const int *displs, MPI_Datatype stype,
+                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                  uint64_t site)
+{
+    int size = 0, rank = -1;
+    if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        comm_shape(comm, &size, &rank);
+    int me_root = root == MPI_ROOT || root == rank;
+    COLL(OP_SCATTERV,
+         cm_r.Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),
+         root_world(ts, comm, root), me_root ? sum_bytes(scounts, size, stype) : 0,
+         rbuf == MPI_IN_PLACE ? 0 : tbytes(rcount, rtype));
+}
+
+int core_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, MPI_Datatype stype,
+                   void *rbuf, const int *rcounts, const int *rdispls, MPI_Datatype rtype,
+                   MPI_Comm comm, uint64_t site)
+{
+    int size = 0, rank = -1;
+    if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        comm_shape(comm, &size, &rank);
+    uint64_t recvd = sum_bytes(rcounts, size, rtype);
+    COLL(OP_ALLTOALLV,
+         cm_r.Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm), -1,
+         sbuf == MPI_IN_PLACE ? recvd : sum_bytes(scounts, size, stype), recvd);
+}
+
+int core_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                   const MPI_Datatype *stypes, void *rbuf, const int *rcounts, const int *rdispls,
+                   const MPI_Datatype *rtypes, MPI_Comm comm, uint64_t site)
+{
+    int size = 0, rank = -1;
+    uint64_t sent = 0, recvd = 0;
+    if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE)) {
+        comm_shape(comm, &size, &rank);
+        for (int i = 0; i < size; i++) {
+            if (rcounts && rtypes)
+                recvd += tbytes(rcounts[i], rtypes[i]);
+            if (sbuf != MPI_IN_PLACE && scounts && stypes)
+                sent += tbytes(scounts[i], stypes[i]);
+        }
+        if (sbuf == MPI_IN_PLACE)
+            sent = recvd;
+    }
+    COLL(OP_ALLTOALLW,
+         cm_r.Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm),
+         -1, sent, recvd);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Communicator creation                                                     */
+
+static int creation(int op, MPI_Comm parent, int color, int key, MPI_Group group,
+                    MPI_Comm *newcomm, uint64_t site)
+{
+#define CREATE_CALL                                                                           \
+    (op == OP_COMM_SPLIT ? cm_r.Comm_split(parent, color, key, newcomm)                       \
+     : op == OP_COMM_DUP ? cm_r.Comm_dup(parent, newcomm)                                     \
+                         : cm_r.Comm_create(parent, group, newcomm))
+    cm_resolve();
+    if (!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        return CREATE_CALL;
+    /* the bookkeeping runs even on a nested or failed thread: the creation
+     * counters must advance alike on every member */
+    struct cm_thread *ts = begin();
+    int saved_errno = errno;
+    uint64_t seq;
+    uint64_t pid = comm_parent_begin(ts, parent, &seq);
+    uint64_t t0 = cm_now();
+    if (ts)
+        rec_enter(ts, op, t0, site, &pid, 1);
+    errno = saved_errno;
+    int rc = CREATE_CALL;
+    uint64_t t1 = cm_now();
+    saved_errno = errno;
+    uint64_t id = CONTEND_MPI_COMM_NULL_ID;
+    if (rc == MPI_SUCCESS && newcomm)
+        id = comm_created(ts, pid, seq, *newcomm);
+    if (ts) {
+        rec_exit(ts, op, t1, rc, 0, &id, 1);
+        end(ts);
+    }
+    errno = saved_errno;
+    return rc;
+#undef CREATE_CALL
+}
+
+int core_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm, uint64_t site)
+{
+    return creation(OP_COMM_SPLIT, comm, color, key, (MPI_Group)0, newcomm, site);
+}
+
+int core_comm_dup(MPI_Comm comm, MPI_Comm *newcomm, uint64_t site)
+{
+    return creation(OP_COMM_DUP, comm, 0, 0, (MPI_Group)0, newcomm, site);
+}
+
+int core_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, uint64_t site)
+{
+    return creation(OP_COMM_CREATE, comm, 0, 0, group, newcomm, site);
+}
+
+int core_comm_free(MPI_Comm *comm, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Comm_free(comm));
+    uint64_t key = comm ? HKEY(*comm) : 0;
+    uint64_t id = comm ? comm_peer(ts, *comm, 0, NULL) : CONTEND_MPI_COMM_NULL_ID;
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_COMM_FREE, t0, site, &id, 1);
+    CALL_TIMED(cm_r.Comm_free(comm));
+    if (rc == MPI_SUCCESS && key) {
+        spin_lock(&comm_lock);
+        struct comm_ent *e = comm_find_locked(key);
+        if (e) {
+            free(e->ranks);
+            free(e->remote);
+            e->ranks = e->remote = NULL;
+            e->state = 2;
+        }
+        spin_unlock(&comm_lock);
+    }
+    rec_exit(ts, OP_COMM_FREE, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+/* ------------------------------------------------------------------------ */
+/* The C entry points                                                        */
+
+CM_PUBLIC int MPI_Init(int *argc, char ***argv)
+{
+    return core_init(OP_INIT, argc, argv, 0, NULL, CM_SITE());
+}
+CM_PUBLIC int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    return core_init(OP_INIT_THREAD, argc, argv, required, provided, CM_SITE());
+}
+CM_PUBLIC int MPI_Finalize(void) { return core_finalize(CM_SITE()); }
+
+#define SEND_WRAPPER(Name, OP)                                                                \
+    CM_PUBLIC int MPI_##Name(const void *buf, int count, MPI_Datatype type, int dest, int tag, \
+                             MPI_Comm comm)                                                   \
+    {                                                                                         \
+        return core_send(OP, buf, count, type, dest, tag, comm, CM_SITE());                   \
+    }
+SEND_WRAPPER(Send, OP_SEND)
+SEND_WRAPPER(Ssend, OP_SSEND)
+SEND_WRAPPER(Bsend, OP_BSEND)
+SEND_WRAPPER(Rsend, OP_RSEND)
+
+#define ISEND_WRAPPER(Name, OP)                                                               \
+    CM_PUBLIC int MPI_##Name(const void *buf, int count, MPI_Datatype type, int dest, int tag, \
+                             MPI_Comm comm, MPI_Request *req)                                 \
+    {                                                                                         \
+        return core_isend(OP, buf, count, type, dest, tag, comm, req, CM_SITE());             \
+    }
+ISEND_WRAPPER(Isend, OP_ISEND)
+ISEND_WRAPPER(Issend, OP_ISSEND)
+ISEND_WRAPPER(Ibsend, OP_IBSEND)
+ISEND_WRAPPER(Irsend, OP_IRSEND)
+
+CM_PUBLIC int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
+                       MPI_Comm comm, MPI_Status *status)
+{
+    return core_recv(buf, count, type, source, tag, comm, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
+                        MPI_Comm comm, MPI_Request *req)
+{
+    return core_irecv(buf, count, type, source, tag, comm, req, CM_SITE());
+}
+CM_PUBLIC int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+                           void *rbuf, int rcount, MPI_Datatype rtype, int source, int rtag,
+                           MPI_Comm comm, MPI_Status *status)
+{
+    return core_sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm,
+                         status, CM_SITE());
+}
+CM_PUBLIC int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int stag,
+                                   int source, int rtag, MPI_Comm comm, MPI_Status *status)
+{
+    return core_sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status,
+                                 CM_SITE());
+}
+CM_PUBLIC int MPI_Wait(MPI_Request *req, MPI_Status *status)
+{
+    return core_wait(req, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
+{
+    return core_test(req, flag, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
+{
+    return core_waitall(n, reqs, statuses, CM_SITE());
+}
+CM_PUBLIC int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+{
+    return core_testall(n, reqs, flag, statuses, CM_SITE());
+}
+CM_PUBLIC int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
+{
+    return core_waitany(n, reqs, index, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
+{
+    return core_testany(n, reqs, index, flag, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                           MPI_Status statuses[])
+{
+    return core_waitsome(n, reqs, outcount, indices, statuses, CM_SITE());
+}
+CM_PUBLIC int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                           MPI_Status statuses[])
+{
+    return core_testsome(n, reqs, outcount, indices, statuses, CM_SITE());
+}
+CM_PUBLIC int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    return core_probe(source, tag, comm, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    return core_iprobe(source, tag, comm, flag, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Barrier(MPI_Comm comm) { return core_barrier(comm, CM_SITE()); }
+CM_PUBLIC int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    return core_bcast(buf, count, type, root, comm, CM_SITE());
+}
+CM_PUBLIC int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                         int root, MPI_Comm comm)
+{
+    return core_reduce(sbuf, rbuf, count, type, op, root, comm, CM_SITE());
+}
+CM_PUBLIC int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                            MPI_Comm comm)
+{
+    return core_allreduce_like(OP_ALLREDUCE, sbuf, rbuf, count, type, op, comm, CM_SITE());
+}
+CM_PUBLIC int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm)
+{
+    return core_allreduce_like(OP_SCAN, sbuf, rbuf, count, type, op, comm, CM_SITE());
+}
+CM_PUBLIC int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                         MPI_Comm comm)
+{
+    return core_allreduce_like(OP_EXSCAN, sbuf, rbuf, count, type, op, comm, CM_SITE());
+}
+CM_PUBLIC int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                                       MPI_Op op, MPI_Comm comm)
+{
+    return core_allreduce_like(OP_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, type, op, comm,
+                               CM_SITE());
+}
+CM_PUBLIC int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+                                 MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    return core_reduce_scatter(sbuf, rbuf, rcounts, type, op, comm, CM_SITE());
+}
+
+#define GATHER_WRAPPER(Name, OP)                                                              \
+    CM_PUBLIC int MPI_##Name(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,    \
+                             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)         \
+    {                                                                                         \
+        return core_gather_like(OP, sbuf, scount, stype, rbuf, rcount, rtype, root, comm,     \
+                                CM_SITE());                                                   \
+    }
+GATHER_WRAPPER(Gather, OP_GATHER)
+GATHER_WRAPPER(Scatter, OP_SCATTER)
+
+#define ALLGATHER_WRAPPER(Name, OP)                                                           \
+    CM_PUBLIC int MPI_##Name(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,    \
+                             int rcount, MPI_Datatype rtype, MPI_Comm comm)                   \
+    {                                                                                         \
+        return core_gather_like(OP, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm,        \
+                                CM_SITE());                                                   \
+    }
+ALLGATHER_WRAPPER(Allgather, OP_ALLGATHER)
+ALLGATHER_WRAPPER(Alltoall, OP_ALLTOALL)
+
+CM_PUBLIC int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                          const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+                          MPI_Comm comm)
+{
+    return core_gatherv(OP_GATHERV, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm,
+                        CM_SITE());
+}
+CM_PUBLIC int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                             const int rcounts[], const int displs[], MPI_Datatype rtype,
+                             MPI_Comm comm)
+{
+    return core_gatherv(OP_ALLGATHERV, sbuf, scount, stype, rbuf, rcounts, displs, rtype, 0, comm,
+                        CM_SITE());
+}
+CM_PUBLIC int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[],
+                           MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                           int root, MPI_Comm comm)
+{
+    return core_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm,
+                         CM_SITE());
+}
+CM_PUBLIC int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+                            MPI_Datatype stype, void *rbuf, const int rcounts[],
+                            const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    return core_alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
+                          CM_SITE());
+}
+CM_PUBLIC int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
+                            const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
+                            const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm)
+{
+    return core_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm,
+                          CM_SITE());
+}
+CM_PUBLIC int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    return core_comm_split(comm, color, key, newcomm, CM_SITE());
+}
+CM_PUBLIC int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    return core_comm_dup(comm, newcomm, CM_SITE());
+}
+CM_PUBLIC int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    return core_comm_create(comm, group, newcomm, CM_SITE());
+}
+CM_PUBLIC int MPI_Comm_free(MPI_Comm *comm) { return core_comm_free(comm, CM_SITE()); }
