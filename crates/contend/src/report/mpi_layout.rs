@@ -411,10 +411,26 @@ fn compared_columns(c: &Comparison) -> Vec<Column> {
 fn metric_table(c: &Comparison, group: MetricGroup) -> Table {
     let mut columns = vec![label_col("Metric", "metric")];
     columns.extend(compared_columns(c));
+    // A pattern no run has a wait state of is left out (its rows are all 0).
+    let absent: Vec<String> = Pattern::ALL
+        .iter()
+        .map(|p| format!("mpi.{}.", p.key()))
+        .filter(|prefix| {
+            c.metrics
+                .iter()
+                .find(|m| m.key == format!("{prefix}count"))
+                .is_some_and(|m| m.values.iter().all(|v| v.unwrap_or(0.0) == 0.0))
+        })
+        .collect();
     let rows = c
         .metrics
         .iter()
         .filter(|m| m.group == group)
+        .filter(|m| {
+            !absent
+                .iter()
+                .any(|prefix| m.key.starts_with(prefix.as_str()))
+        })
         .map(|m| {
             let mut cells = vec![Cell::Text(m.label.clone())];
             cells.extend(compared_cells(m));
@@ -479,7 +495,8 @@ pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<S
         section(
             "mpi_patterns",
             "MPI wait states",
-            "Wait states per pattern of each run and their change (cf. Venter 2016, Tables 4.17 and 4.18).",
+            "Wait states per pattern of each run and their change (cf. Venter 2016, Tables 4.17 and 4.18); \
+             patterns without wait states in any run are left out.",
             metric_table(c, MetricGroup::MpiPattern),
         ),
         section(
