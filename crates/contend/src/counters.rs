@@ -532,20 +532,33 @@ impl Opened {
     /// threads those threads create later are counted too; what the
     /// threads ran before is not. The counts of all threads are summed
     /// when read ([`Opened::read`]). A counter is missing when it cannot
-    /// be opened on the first thread; threads that ended meanwhile are
-    /// skipped.
+    /// be opened on every live thread: a sum over only some threads would
+    /// be silently low, so a counter that opened on some threads and
+    /// failed on another (e.g. `EMFILE`) is dropped and named missing with
+    /// how far it got. Threads that ended meanwhile (`ESRCH`) are skipped.
     pub fn attach(tids: &[u32]) -> Opened {
+        Opened::attach_with(tids, |spec, tid| {
+            open_one(spec, tid as libc::pid_t, FLAG_INHERIT)
+        })
+    }
+
+    /// [`Opened::attach`] with the opening function given, so the
+    /// partial-failure rule can be tested without a PMU: `open` returns a
+    /// raw descriptor and whether only user mode is counted, or an errno.
+    fn attach_with(
+        tids: &[u32],
+        mut open: impl FnMut(&CounterSpec, u32) -> Result<(RawFd, bool), i32>,
+    ) -> Opened {
         let mut opened = Opened::default();
         for spec in &COUNTERS {
             let mut first_err = None;
-            let mut any = false;
+            let mut fds = Vec::new();
             for &tid in tids {
-                match open_one(spec, tid as libc::pid_t, FLAG_INHERIT) {
+                match open(spec, tid) {
                     Ok((fd, user_only)) => {
-                        any = true;
                         // SAFETY: a fresh descriptor we now own.
                         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-                        opened.fds.push((spec.name, fd, user_only));
+                        fds.push((spec.name, fd, user_only));
                     }
                     Err(libc::ESRCH) => {}
                     Err(e) => {
@@ -554,16 +567,24 @@ impl Opened {
                     }
                 }
             }
-            if !any {
-                let reason = match first_err {
-                    Some(e) => reason(e),
-                    None => "no thread of the process could be found".into(),
-                };
-                opened.missing.push(MissingCounter {
-                    name: spec.name.into(),
-                    reason,
-                });
-            }
+            let reason = match (fds.is_empty(), first_err) {
+                (false, None) => {
+                    opened.fds.append(&mut fds);
+                    continue;
+                }
+                (true, Some(e)) => reason(e),
+                (true, None) => "no thread of the process could be found".into(),
+                (false, Some(e)) => format!(
+                    "opened on {} of {} threads, then {}; a count of only some threads would be low",
+                    fds.len(),
+                    tids.len(),
+                    reason(e)
+                ),
+            };
+            opened.missing.push(MissingCounter {
+                name: spec.name.into(),
+                reason,
+            });
         }
         opened
     }
@@ -703,6 +724,38 @@ mod tests {
         assert_eq!(scale(u64::MAX, 4, 1), Some(u64::MAX));
         // running > enabled (rounding in the kernel): unchanged.
         assert_eq!(scale(10, 5, 6), Some(10));
+    }
+
+    /// Regression: in attach mode a counter that opened on the first
+    /// thread but failed on a later one used to be summed over the threads
+    /// it opened on, a silently low count.
+    #[test]
+    fn attach_drops_a_counter_that_failed_on_some_threads() {
+        let devnull = || {
+            let f = std::fs::File::open("/dev/null").unwrap();
+            std::os::fd::IntoRawFd::into_raw_fd(f)
+        };
+        let tids = [10, 11, 12];
+        let opened = Opened::attach_with(&tids, |spec, tid| match (spec.name, tid) {
+            // cycles: fails with EMFILE on the third thread.
+            ("cycles", 12) => Err(libc::EMFILE),
+            // instructions: the second thread has ended (ESRCH), fine.
+            ("instructions", 11) => Err(libc::ESRCH),
+            // every other counter: not supported at all.
+            ("cycles", _) | ("instructions", _) => Ok((devnull(), false)),
+            _ => Err(libc::ENOENT),
+        });
+        let names: Vec<&str> = opened.fds.iter().map(|(n, _, _)| *n).collect();
+        assert_eq!(names, vec!["instructions", "instructions"]);
+        let cycles = opened.missing.iter().find(|m| m.name == "cycles").unwrap();
+        assert!(
+            cycles.reason.starts_with("opened on 2 of 3 threads, then ")
+                && cycles.reason.contains("low"),
+            "{}",
+            cycles.reason
+        );
+        assert!(!opened.missing.iter().any(|m| m.name == "instructions"));
+        assert_eq!(opened.missing.len(), COUNTERS.len() - 1);
     }
 
     #[test]
