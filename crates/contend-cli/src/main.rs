@@ -37,7 +37,7 @@ struct Cli {
 enum Command {
     /// Run a program with the lock collector preloaded and record its lock operations
     #[command(
-        after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --cores 1 -o one.data -- ./app --threads 4\n  contend record --cpus 0,2-3 -- ./app\n  contend record -p 4242 --duration 10s -o attach.data\n  contend record --stack-every 100 -- ./app\n\nThe exit status is the program's (128+N if a signal N ended it)."
+        after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --cores 1 -o one.data -- ./app --threads 4\n  contend record --cpus 0,2-3 -- ./app\n  contend record -p 4242 --duration 10s -o attach.data\n  contend record --stack-every 100 -- ./app\n  contend record --mpi -o mpi.data -- mpirun -np 4 ./mpi_app\n\nThe exit status is the program's (128+N if a signal N ended it)."
     )]
     Record(RecordArgs),
     /// Analyse a recording and print the lock-contention report
@@ -153,6 +153,12 @@ struct RecordArgs {
     /// With -p: stop after this long, e.g. 10s (default: until the process exits or Ctrl-C)
     #[arg(long, value_name = "DURATION")]
     duration: Option<String>,
+    /// Also record every rank's MPI calls (CMD is e.g. `mpirun -np 4 ./app`); see docs/usage.md
+    #[arg(long, conflicts_with = "pid")]
+    mpi: bool,
+    /// With --mpi: the MPI implementation, openmpi or mpich (default: detected from CMD)
+    #[arg(long, value_name = "IMPL", requires = "mpi")]
+    mpi_impl: Option<String>,
     /// The program and its arguments
     #[arg(
         required_unless_present = "pid",
@@ -317,7 +323,15 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         }
         (None, None) => None,
     };
+    let mpi_impl = match a.mpi_impl.as_deref() {
+        None => None,
+        Some("openmpi" | "ompi" | "open-mpi") => Some(contend::record::MpiImplementation::OpenMpi),
+        Some("mpich") => Some(contend::record::MpiImplementation::Mpich),
+        Some(other) => bail!("--mpi-impl {other}: expected openmpi or mpich"),
+    };
     let opts = RecordOptions {
+        mpi: a.mpi,
+        mpi_impl,
         cpus,
         output: a.output,
         force: a.force,
@@ -326,6 +340,7 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         command: a.command,
         interval,
     };
+    let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {
         Ok(o) => o,
         Err(e @ RecordError::CommandNotFound { .. }) => {
@@ -336,6 +351,13 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
     };
     for w in &outcome.warnings {
         eprintln!("contend: warning: {w}");
+    }
+    if opts_mpi {
+        eprintln!(
+            "contend: recorded the MPI calls of {} rank(s) in {}/mpi",
+            outcome.mpi_ranks,
+            outcome.dir.display()
+        );
     }
     eprintln!(
         "contend: recorded {} process trace(s) in {} ({:.3} s); run `contend report {}`",

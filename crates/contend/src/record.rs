@@ -111,7 +111,17 @@ pub struct RecordOptions {
     /// process it creates inherits it. `None` leaves the launcher's
     /// affinity. Every CPU must be online and allowed to the launcher.
     pub cpus: Option<Vec<u32>>,
+    /// Also record the MPI calls of every rank (`--mpi`): the MPI recorder
+    /// for the program's MPI implementation is preloaded after the lock
+    /// collector and writes `DIR/mpi/rank-<r>.cmpi`
+    /// (`docs/trace-format.md`, "MPI traces").
+    pub mpi: bool,
+    /// The MPI implementation (`--mpi-impl`); `None` detects it from the
+    /// command ([`detect_mpi_implementation`]).
+    pub mpi_impl: Option<MpiImplementation>,
 }
+
+pub use contend_collector::MpiImplementation;
 
 impl Default for RecordOptions {
     fn default() -> RecordOptions {
@@ -123,6 +133,8 @@ impl Default for RecordOptions {
             command: Vec::new(),
             interval: DEFAULT_INTERVAL,
             cpus: None,
+            mpi: false,
+            mpi_impl: None,
         }
     }
 }
@@ -145,6 +157,9 @@ pub struct RecordOutcome {
     /// Problems worth telling the user, one sentence each (also stored in
     /// `meta.json`). The command-line tool prints them.
     pub warnings: Vec<String>,
+    /// Number of MPI rank traces (`mpi/rank-*.cmpi`) after the run; 0
+    /// without [`RecordOptions::mpi`].
+    pub mpi_ranks: usize,
 }
 
 impl RecordOutcome {
@@ -221,6 +236,14 @@ pub enum RecordError {
     NotARecording {
         /// The output path.
         path: PathBuf,
+    },
+    /// `--mpi` cannot be honoured: the MPI implementation cannot be told,
+    /// or this build of contend has no recorder for it. Nothing was
+    /// created.
+    #[error("record --mpi: {problem}")]
+    Mpi {
+        /// What is wrong, and what to do.
+        problem: String,
     },
     /// The lock collector library could not be installed.
     #[error("cannot install the lock collector library: {source}")]
@@ -320,6 +343,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             collector.display()
         ));
     }
+    let mpi_recorder = if opts.mpi {
+        Some(mpi_recorder(opts, &program, &cwd)?)
+    } else {
+        None
+    };
 
     prepare_output(&opts.output, opts.force)?;
     let dir = &opts.output;
@@ -331,6 +359,10 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         let p = dir.join(sub);
         fs::create_dir(&p).map_err(io_err(&p))?;
     }
+    if mpi_recorder.is_some() {
+        let p = dir.join("mpi");
+        fs::create_dir(&p).map_err(io_err(&p))?;
+    }
     let abs_dir = fs::canonicalize(dir).map_err(io_err(dir))?;
 
     let cpu = CpuInfo::read();
@@ -338,7 +370,16 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
 
     // The target's environment: the launcher's, plus the collector's.
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-    let preload = preload_value(&collector, env.get(OsStr::new("LD_PRELOAD")));
+    let mut preload = preload_value(&collector, env.get(OsStr::new("LD_PRELOAD")));
+    if let Some((_, recorder)) = &mpi_recorder {
+        // the MPI recorder right after the lock collector, before the
+        // program's own preloads
+        let existing = env.get(OsStr::new("LD_PRELOAD")).cloned();
+        preload = preload_value(
+            &collector,
+            Some(&preload_value(recorder, existing.as_ref())),
+        );
+    }
     env.insert("LD_PRELOAD".into(), preload);
     env.insert("CONTEND_DIR".into(), abs_dir.clone().into_os_string());
     env.insert("CONTEND_CLOCK".into(), clock.name().into());
@@ -478,6 +519,15 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
                 .to_string(),
         );
     }
+    let mpi_ranks = count_mpi_ranks(&dir.join("mpi"));
+    if mpi_recorder.is_some() && mpi_ranks == 0 {
+        warnings.push(format!(
+            "no MPI rank called MPI_Init: is {} an MPI program? (a launcher that does not pass \
+             its environment to the ranks needs LD_PRELOAD and CONTEND_DIR passed explicitly, \
+             e.g. mpirun -x LD_PRELOAD -x CONTEND_DIR; see docs/usage.md)",
+            opts.command.join(" ")
+        ));
+    }
     let wall_ns = end_ns.saturating_sub(start_ns);
     meta.pid = Some(pid);
     meta.start_utc = start_utc;
@@ -502,6 +552,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         wall_ns,
         traces,
         warnings,
+        mpi_ranks,
     })
 }
 
@@ -686,6 +737,7 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
         wall_ns,
         traces: 0,
         warnings,
+        mpi_ranks: 0,
     })
 }
 
@@ -1579,6 +1631,198 @@ mod forward {
         }
         // SAFETY: see above.
         unsafe { *libc::__errno_location() = errno };
+    }
+}
+
+/// Number of MPI rank traces (`rank-*.cmpi`) in `DIR/mpi`.
+fn count_mpi_ranks(mpi: &Path) -> usize {
+    fs::read_dir(mpi).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("rank-") && name.ends_with(".cmpi")
+            })
+            .count()
+    })
+}
+
+/// The MPI implementation for `--mpi` and the installed recorder library.
+fn mpi_recorder(
+    opts: &RecordOptions,
+    program: &Path,
+    cwd: &Path,
+) -> Result<(MpiImplementation, PathBuf), RecordError> {
+    let imp = match opts.mpi_impl {
+        Some(imp) => imp,
+        None => detect_mpi_implementation(
+            program,
+            &opts.command[1..],
+            cwd,
+            std::env::var_os("PATH").as_deref(),
+        )
+        .map_err(|problem| RecordError::Mpi { problem })?,
+    };
+    match contend_collector::install_mpi_recorder(imp) {
+        Ok(Some(path)) => Ok((imp, path)),
+        Ok(None) => Err(RecordError::Mpi {
+            problem: format!(
+                "this contend was built without {} headers, so it has no MPI recorder for {}; \
+                 install them (Debian: {}) and rebuild contend",
+                imp.name(),
+                imp.name(),
+                match imp {
+                    MpiImplementation::OpenMpi => "libopenmpi-dev",
+                    MpiImplementation::Mpich => "libmpich-dev",
+                }
+            ),
+        }),
+        Err(source) => Err(RecordError::Collector { source }),
+    }
+}
+
+/// Which MPI implementation a command uses, for `--mpi` (the recorder must
+/// match the ABI of the `libmpi` loaded into the ranks).
+///
+/// Tried in order: the dynamic dependencies (`libmpi.so*`: Open MPI,
+/// `libmpich.so*`: MPICH) of the program and of every argument that names
+/// an ELF file (the application after `mpirun -np 4`); the launcher's name
+/// after resolving symbolic links (`orterun`, `*openmpi*`: Open MPI;
+/// `*mpich*`, `*hydra*`: MPICH); the `--version` output of an
+/// `mpirun`/`mpiexec`; the same for the `mpirun` found on `PATH` (a Python
+/// script with mpi4py, a shell script).
+///
+/// # Errors
+///
+/// A sentence saying that the implementation could not be told and how to
+/// name it (`--mpi-impl`).
+pub fn detect_mpi_implementation(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    path_var: Option<&OsStr>,
+) -> Result<MpiImplementation, String> {
+    // 1. ELF files among the program and its arguments
+    let mut files = vec![program.to_path_buf()];
+    for a in args {
+        if a.starts_with('-') || a.is_empty() {
+            continue;
+        }
+        let p = if a.contains('/') || cwd.join(a).is_file() {
+            cwd.join(a)
+        } else if let Some(found) = path_var.and_then(|pv| {
+            std::env::split_paths(pv)
+                .map(|d| d.join(a))
+                .find(|p| p.is_file())
+        }) {
+            found
+        } else {
+            continue;
+        };
+        if p.is_file() {
+            files.push(p);
+        }
+    }
+    for f in &files {
+        if let Some(imp) = mpi_of_elf(f) {
+            return Ok(imp);
+        }
+    }
+    // 2./3. the launcher, then the mpirun on PATH
+    let mut launchers = vec![program.to_path_buf()];
+    if let Some(pv) = path_var {
+        if let Some(m) = std::env::split_paths(pv)
+            .map(|d| d.join("mpirun"))
+            .find(|p| p.is_file())
+        {
+            launchers.push(m);
+        }
+    }
+    for l in &launchers {
+        if let Some(imp) = mpi_of_launcher(l) {
+            return Ok(imp);
+        }
+    }
+    Err(format!(
+        "cannot tell which MPI implementation `{}` uses (no libmpi in its dependencies or its \
+         arguments', no known mpirun); name it with --mpi-impl openmpi|mpich",
+        program.display()
+    ))
+}
+
+/// Open MPI or MPICH from an ELF file's dynamic string table
+/// (`libmpi.so.40` / `libmpich.so.12` among its `DT_NEEDED`).
+fn mpi_of_elf(path: &Path) -> Option<MpiImplementation> {
+    let meta = fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > 512 << 20 {
+        return None;
+    }
+    let bytes = fs::read(path).ok()?;
+    if !bytes.starts_with(b"\x7fELF") {
+        return None;
+    }
+    let file = object::File::parse(&*bytes).ok()?;
+    use object::read::elf::{Dyn, FileHeader};
+    let needed: Vec<Vec<u8>> = match &file {
+        object::File::Elf64(elf) => {
+            let endian = elf.endian();
+            let header = elf.elf_header();
+            let data = elf.data();
+            let sections = header.sections(endian, data).ok()?;
+            let mut out = Vec::new();
+            if let Some((dynamic, link)) = sections.dynamic(endian, data).ok()? {
+                let strings = sections.strings(endian, data, link).ok()?;
+                for d in dynamic {
+                    if d.tag32(endian) == Some(object::elf::DT_NEEDED) {
+                        if let Ok(name) = d.string(endian, strings) {
+                            out.push(name.to_vec());
+                        }
+                    }
+                }
+            }
+            out
+        }
+        _ => return None,
+    };
+    for n in &needed {
+        if n.starts_with(b"libmpich") {
+            return Some(MpiImplementation::Mpich);
+        }
+        if n.starts_with(b"libmpi.so") || n.starts_with(b"libmpi_") {
+            return Some(MpiImplementation::OpenMpi);
+        }
+    }
+    None
+}
+
+/// Open MPI or MPICH from a launcher: its name after resolving links, then
+/// (for an `mpirun`/`mpiexec`) its `--version` output.
+fn mpi_of_launcher(path: &Path) -> Option<MpiImplementation> {
+    let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = real.file_name()?.to_string_lossy().to_lowercase();
+    if name.contains("orterun") || name.contains("openmpi") || name == "prterun" {
+        return Some(MpiImplementation::OpenMpi);
+    }
+    if name.contains("mpich") || name.contains("hydra") {
+        return Some(MpiImplementation::Mpich);
+    }
+    if !(name.starts_with("mpirun") || name.starts_with("mpiexec")) {
+        return None;
+    }
+    let out = Command::new(&real)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("Open MPI") || text.contains("OpenRTE") {
+        Some(MpiImplementation::OpenMpi)
+    } else if text.contains("HYDRA") || text.contains("MPICH") {
+        Some(MpiImplementation::Mpich)
+    } else {
+        None
     }
 }
 
