@@ -1054,6 +1054,10 @@ fn small_report_numbers() {
     assert_eq!(by_rank(m, 2), (90, 0));
     assert_eq!(m.p2p.events, 7);
     assert_eq!(m.p2p.wait_ns, 230);
+    // Running times (first enter to last exit): 440 + 290 + 240 = 970 ns;
+    // P2P calls last 200 + 2 + 55 + 1 + 1 + 1 + 90 = 350 ns.
+    assert!((m.p2p.share_of_runtime - 350.0 / 970.0).abs() < 1e-12);
+    assert!((m.collective.share_of_runtime - 90.0 / 970.0).abs() < 1e-12);
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
 

@@ -113,6 +113,16 @@ fn overview(m: &MpiReport) -> Section {
             "Threshold, collective",
             Cell::Ns(m.thresholds.collective_ns),
         ),
+        (
+            "p2p_share_of_runtime",
+            "P2P calls, share of running time",
+            Cell::Fraction(m.p2p.share_of_runtime),
+        ),
+        (
+            "collective_share_of_runtime",
+            "Collective calls, share of running time",
+            Cell::Fraction(m.collective.share_of_runtime),
+        ),
         ("messages", "Messages matched", Cell::Count(s.messages)),
         (
             "unmatched_sends",
@@ -170,7 +180,7 @@ fn patterns(m: &MpiReport) -> Section {
         ],
     };
     let mut rows = vec![
-        class_row("p2p", "All point-to-point calls", &m.p2p),
+        class_row("p2p", "All P2P calls", &m.p2p),
         class_row("collective", "All collective calls", &m.collective),
     ];
     for p in Pattern::ALL {
@@ -193,7 +203,7 @@ fn patterns(m: &MpiReport) -> Section {
     section(
         "mpi_patterns",
         "MPI wait states",
-        "Wait states per pattern beside all point-to-point and collective calls (cf. Venter 2016, Table 4.13; \
+        "Wait states per pattern beside all point-to-point (P2P) and collective calls (cf. Venter 2016, Table 4.13; \
          Geimer et al. 2009). Events = calls, or for a pattern the calls that waited at least the threshold; \
          duration = their time in the call; wait = time lost waiting for a late rank (definitions: \
          docs/mpi-wait-states.md).",
