@@ -1428,3 +1428,36 @@ fn real_mpirun_waits(imp: contend_collector::MpiImplementation) {
         a.warnings
     );
 }
+
+/// A rank started by `mpirun` is the launcher's child exec'ing the program:
+/// its maps before the exec are `<pid>.maps`, after it `<pid>.1.maps`. A
+/// call site is resolved in the generation whose maps cover it.
+#[test]
+fn call_sites_resolve_in_the_exec_generation_that_maps_them() {
+    use contend::mpi::MapsSiteResolver;
+    use contend::symbolize::Symbolizer;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("maps")).unwrap();
+    std::fs::write(
+        dir.path().join("maps/4242.maps"),
+        "# snapshot 0 100\n555500000000-555500010000 r-xp 00000000 fe:00 1 /usr/bin/orterun\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("maps/4242.1.maps"),
+        "# snapshot 0 200\n555600000000-555600010000 r-xp 00000000 fe:00 2 /opt/app/solver\n",
+    )
+    .unwrap();
+    let mut r = MapsSiteResolver::new(dir.path(), Symbolizer::new());
+    let site = r.site(4242, 0x5556_0000_1234);
+    assert_eq!(site.module.as_deref(), Some("/opt/app/solver"));
+    assert_eq!(site.offset, 0x1234);
+    let site = r.site(4242, 0x5555_0000_0042);
+    assert_eq!(site.module.as_deref(), Some("/usr/bin/orterun"));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    // No maps at all: the address, and one warning naming the directory.
+    let site = r.site(7, 0x1000);
+    assert_eq!(site.display, "0x1000");
+    assert_eq!(r.warnings.len(), 1);
+    assert!(r.warnings[0].contains("pid 7"), "{:?}", r.warnings);
+}

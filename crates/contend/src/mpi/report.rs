@@ -259,12 +259,17 @@ pub trait SiteResolver {
 }
 
 /// Resolves call sites through the memory-map snapshots
-/// `<recording>/maps/<pid>.maps` and the DWARF symbolizer, moving sites in
-/// system headers to the user's frame like lock call sites.
+/// `<recording>/maps/<pid>.maps` (and `<pid>.<n>.maps`, the n-th program
+/// the process exec'd, docs/trace-format.md: a rank started by `mpirun` is
+/// usually its launcher's child exec'ing the program) and the DWARF
+/// symbolizer, moving sites in system headers to the user's frame like lock
+/// call sites. An address is resolved in the latest generation whose maps
+/// cover it.
 pub struct MapsSiteResolver {
     dir: PathBuf,
     symbolizer: Symbolizer,
-    maps: HashMap<u32, Option<ProcessMaps>>,
+    /// Per pid: its maps files, latest exec generation first.
+    maps: HashMap<u32, Vec<ProcessMaps>>,
     /// Processes whose maps could not be read, one sentence each.
     pub warnings: Vec<String>,
 }
@@ -279,24 +284,61 @@ impl MapsSiteResolver {
             warnings: Vec::new(),
         }
     }
+
+    /// Every maps file of `pid`, latest exec generation first.
+    fn load(dir: &Path, pid: u32, warnings: &mut Vec<String>) -> Vec<ProcessMaps> {
+        let maps_dir = dir.join("maps");
+        let mut paths: Vec<(u32, PathBuf)> = Vec::new();
+        let first = maps_dir.join(format!("{pid}.maps"));
+        if first.is_file() {
+            paths.push((0, first));
+        }
+        if let Ok(rd) = std::fs::read_dir(&maps_dir) {
+            let prefix = format!("{pid}.");
+            for entry in rd.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let generation = name
+                    .strip_prefix(&prefix)
+                    .and_then(|rest| rest.strip_suffix(".maps"))
+                    .and_then(|n| n.parse::<u32>().ok());
+                if let Some(n) = generation {
+                    paths.push((n, entry.path()));
+                }
+            }
+        }
+        paths.sort_by(|a, b| b.0.cmp(&a.0));
+        let mut out = Vec::new();
+        for (_, path) in &paths {
+            match ProcessMaps::from_file(path) {
+                Ok(m) => out.push(m),
+                Err(e) => warnings.push(format!(
+                    "{e}; MPI call sites of pid {pid} in it are shown as addresses"
+                )),
+            }
+        }
+        if paths.is_empty() {
+            warnings.push(format!(
+                "{}: no maps file of pid {pid}; its MPI call sites are shown as addresses",
+                maps_dir.display()
+            ));
+        }
+        out
+    }
 }
 
 impl SiteResolver for MapsSiteResolver {
     fn site(&mut self, pid: u32, address: u64) -> ResolvedSite {
         let dir = &self.dir;
         let warnings = &mut self.warnings;
-        let maps = self.maps.entry(pid).or_insert_with(|| {
-            match ProcessMaps::from_file(dir.join("maps").join(format!("{pid}.maps"))) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    warnings.push(format!(
-                        "{e}; MPI call sites of pid {pid} are shown as addresses"
-                    ));
-                    None
-                }
-            }
-        });
-        let Some(maps) = maps.as_ref() else {
+        let all = self
+            .maps
+            .entry(pid)
+            .or_insert_with(|| Self::load(dir, pid, warnings));
+        let Some(maps) = all
+            .iter()
+            .find(|m| m.find(address).is_some())
+            .or(all.first())
+        else {
             return ResolvedSite {
                 offset: address,
                 debug: "none",
