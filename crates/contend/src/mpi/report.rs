@@ -306,7 +306,7 @@ impl MapsSiteResolver {
                 }
             }
         }
-        paths.sort_by(|a, b| b.0.cmp(&a.0));
+        paths.sort_by_key(|p| std::cmp::Reverse(p.0));
         let mut out = Vec::new();
         for (_, path) in &paths {
             match ProcessMaps::from_file(path) {
