@@ -542,6 +542,14 @@ fn match_messages(
             }
         }
     }
+    if stats.unmatched_sends > 0 {
+        warnings.push(
+            "sends never matched may have been received by calls the recorder does not wrap \
+             (MPI_Mrecv/MPI_Imrecv after MPI_Mprobe, as mpi4py's lowercase recv does; persistent \
+             requests); their waits are not counted"
+                .to_string(),
+        );
+    }
     for (rank, n) in missing_peer {
         warnings.push(format!(
             "rank {rank} has no trace: {n} message(s) to or from it are not matched and the waits they caused are not counted"

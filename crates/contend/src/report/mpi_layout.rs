@@ -180,8 +180,8 @@ fn patterns(m: &MpiReport) -> Section {
         ],
     };
     let mut rows = vec![
-        class_row("p2p", "All P2P calls", &m.p2p),
-        class_row("collective", "All collective calls", &m.collective),
+        class_row("p2p", "P2P calls", &m.p2p),
+        class_row("collective", "Coll. calls", &m.collective),
     ];
     for p in Pattern::ALL {
         let s: &MpiPatternSummary = m.pattern(p);
@@ -203,7 +203,7 @@ fn patterns(m: &MpiReport) -> Section {
     section(
         "mpi_patterns",
         "MPI wait states",
-        "Wait states per pattern beside all point-to-point (P2P) and collective calls (cf. Venter 2016, Table 4.13; \
+        "Wait states per pattern beside all point-to-point (P2P) and collective (coll.) calls (cf. Venter 2016, Table 4.13; \
          Geimer et al. 2009). Events = calls, or for a pattern the calls that waited at least the threshold; \
          duration = their time in the call; wait = time lost waiting for a late rank (definitions: \
          docs/mpi-wait-states.md).",
