@@ -1461,3 +1461,27 @@ fn call_sites_resolve_in_the_exec_generation_that_maps_them() {
     assert_eq!(r.warnings.len(), 1);
     assert!(r.warnings[0].contains("pid 7"), "{:?}", r.warnings);
 }
+
+/// A recording directory holding only `mpi/` (no meta.json, no lock
+/// traces) opens and reports; one without `mpi/` gets no MPI part.
+#[test]
+fn mpi_only_recording_opens_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("mpi")).unwrap();
+    let rec = contend::recording::Recording::open(dir.path()).expect("an MPI-only recording opens");
+    let mut report = contend::locks::analyze_default(&rec, &contend::locks::EventFilter::default());
+    contend::mpi::add_to_report(dir.path(), &mut report, &MpiOptions::default());
+    assert!(report.mpi.is_some(), "{:?}", report.warnings);
+    assert!(report
+        .locks
+        .no_events_reason
+        .as_deref()
+        .is_some_and(|r| r.contains("MPI")));
+    // Without mpi/: no MPI part, no warning.
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::write(plain.path().join("meta.json"), "{}").unwrap();
+    let mut report = contend::report::Report::default();
+    contend::mpi::add_to_report(plain.path(), &mut report, &MpiOptions::default());
+    assert!(report.mpi.is_none());
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+}
