@@ -508,7 +508,8 @@ pub struct ScaleOutcome {
 /// Errors: bad options and an unusable output path before anything runs;
 /// [`ScaleRunError::Record`] or [`ScaleRunError::Stress`] when a run cannot
 /// be made at all (the manifest then lists the runs made before and says
-/// why it stopped); I/O errors writing the manifest.
+/// why it stopped; when it was the first run, the scale directory is
+/// removed again); I/O errors writing the manifest.
 pub fn run_scale(
     opts: &ScaleOptions,
     progress: &dyn ScaleProgress,
@@ -633,8 +634,13 @@ pub fn run_scale(
     drop(saved);
     drop(interrupt);
     if let Some(e) = error {
-        manifest.stopped = Some(format!("stopped by an error: {e}"));
-        manifest.write(dir)?;
+        if manifest.runs.is_empty() {
+            // Nothing was recorded: leave nothing behind, as `record` does.
+            let _ = fs::remove_dir_all(dir);
+        } else {
+            manifest.stopped = Some(format!("stopped by an error: {e}"));
+            manifest.write(dir)?;
+        }
         return Err(e);
     }
     manifest.complete = stopped.is_none() && manifest.runs.len() == runs.len();
