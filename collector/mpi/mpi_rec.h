@@ -66,6 +66,8 @@ CM_HIDDEN int cm_trace_open(const struct cm_rank_info *info);
 /* Header updates. */
 CM_HIDDEN void cm_set_flag(uint64_t flag);
 CM_HIDDEN void cm_set_offset(int final, int64_t offset, uint64_t at, uint64_t rtt);
+/* Appends a snapshot of /proc/self/maps to <dir>/maps/<pid>.maps. */
+CM_HIDDEN void cm_maps_snapshot(void);
 /* Stops recording (after MPI_Finalize, in a fork child). */
 CM_HIDDEN void cm_stop(void);
 

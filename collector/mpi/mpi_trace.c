@@ -131,6 +131,82 @@ static uint32_t chunk_size_from_env(void)
     return size;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Memory-map snapshots                                                      */
+
+/*
+ * `contend record --mpi` preloads only this library, so it writes the
+ * snapshots of /proc/self/maps that symbolise call sites itself, in the
+ * lock collector's format (docs/trace-format.md, maps/<pid>.maps): a line
+ * "# snapshot <n> <monotonic_ns>" and the maps text, appended. One at
+ * MPI_Init (the program and MPI's components are loaded by then) and one
+ * at MPI_Finalize. If the lock collector is loaded too it owns the file.
+ */
+static char maps_path[PATH_MAX];
+static uint64_t maps_count;
+static int maps_busy;
+
+static void maps_open(const char *dir)
+{
+    char path[PATH_MAX];
+    char *end = path + sizeof path;
+    append(append(path, end, dir), end, "/maps");
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return;
+    uint64_t pid = (uint64_t)getpid();
+    for (unsigned n = 0; n < 1000; n++) {
+        char *p = append(append(path, end, dir), end, "/maps/");
+        p = append_u64(p, end, pid);
+        if (n) {
+            p = append(p, end, ".");
+            p = append_u64(p, end, n);
+        }
+        append(p, end, ".maps");
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            close(fd);
+            memcpy(maps_path, path, sizeof path);
+            return;
+        }
+        if (errno != EEXIST)
+            return;
+    }
+}
+
+void cm_maps_snapshot(void)
+{
+    if (!maps_path[0] || __atomic_exchange_n(&maps_busy, 1, __ATOMIC_ACQUIRE))
+        return;
+    int saved = errno;
+    int out = open(maps_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    int in = out >= 0 ? open("/proc/self/maps", O_RDONLY | O_CLOEXEC) : -1;
+    if (in >= 0) {
+        char buf[8192];
+        char *end = buf + 128;
+        char *p = append(buf, end, "# snapshot ");
+        p = append_u64(p, end, maps_count++);
+        p = append(p, end, " ");
+        p = append_u64(p, end, cm_now());
+        p = append(p, end, "\n");
+        ssize_t ignored = write(out, buf, (size_t)(p - buf));
+        (void)ignored;
+        for (;;) {
+            ssize_t n = read(in, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            if (write(out, buf, (size_t)n) != n)
+                break;
+        }
+        close(in);
+    }
+    if (out >= 0)
+        close(out);
+    errno = saved;
+    __atomic_store_n(&maps_busy, 0, __ATOMIC_RELEASE);
+}
+
 static void thread_exit(void *value);
 static void fork_child(void) { __atomic_store_n(&cm_recording, 0, __ATOMIC_RELEASE); }
 
@@ -215,6 +291,10 @@ populated:;
         atfork_done = 1;
         pthread_atfork(NULL, NULL, fork_child);
     }
+    const char *preload = getenv("LD_PRELOAD");
+    if (!preload || !strstr(preload, "libcontend_lock"))
+        maps_open(dir); /* else the lock collector writes them */
+    cm_maps_snapshot();
     __atomic_store_n(&cm_recording, 1, __ATOMIC_RELEASE);
     return 0;
 }

@@ -858,6 +858,7 @@ int core_finalize(uint64_t site)
             cm_r.Comm_free(&priv_comm);
         cm_r.Group_free(&world_group);
     }
+    cm_maps_snapshot();
     errno = saved;
     int rc = cm_r.Finalize();
     uint64_t t1 = cm_now();

@@ -370,16 +370,14 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
 
     // The target's environment: the launcher's, plus the collector's.
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-    let mut preload = preload_value(&collector, env.get(OsStr::new("LD_PRELOAD")));
-    if let Some((_, recorder)) = &mpi_recorder {
-        // the MPI recorder right after the lock collector, before the
-        // program's own preloads
-        let existing = env.get(OsStr::new("LD_PRELOAD")).cloned();
-        preload = preload_value(
-            &collector,
-            Some(&preload_value(recorder, existing.as_ref())),
-        );
-    }
+    // With --mpi only the MPI recorder is preloaded (it writes the maps
+    // snapshots itself): the lock collector changes the behaviour of
+    // MPICH's UCX transport (a rdlock failing with EDEADLK in its async
+    // thread), and the recorder must never change the program.
+    let preload = match &mpi_recorder {
+        Some((_, recorder)) => preload_value(recorder, env.get(OsStr::new("LD_PRELOAD"))),
+        None => preload_value(&collector, env.get(OsStr::new("LD_PRELOAD"))),
+    };
     env.insert("LD_PRELOAD".into(), preload);
     env.insert("CONTEND_DIR".into(), abs_dir.clone().into_os_string());
     env.insert("CONTEND_CLOCK".into(), clock.name().into());
@@ -512,7 +510,7 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     run_counters.cpu_time_ns = Some(cpu_time_ns);
 
     let traces = count_traces(&dir.join("locks"));
-    if traces == 0 {
+    if traces == 0 && mpi_recorder.is_none() {
         warnings.push(
             "no lock trace was written: the program may be statically linked, setuid, \
              or cleared LD_PRELOAD"
