@@ -1,7 +1,9 @@
 //! Builds a synthetic MPI recording in memory and times the wait-state
 //! analysis on it (bench/mpi_analysis.sh).
 //!
-//! Usage: `mpi_synthetic [EVENTS] [RANKS] [ROUNDS]` (default 1000000, 16, 3).
+//! Usage: `mpi_synthetic [EVENTS] [RANKS] [ROUNDS]` (default 1000000, 16, 3),
+//! or `mpi_synthetic --read DIR [ROUNDS]` to time reading and analysing a
+//! recording made by `contend record --mpi`.
 //!
 //! The program is a ring halo exchange: every iteration each rank posts
 //! `MPI_Irecv` from its left neighbour, `MPI_Isend` to its right neighbour
@@ -171,8 +173,54 @@ fn build(events: usize, ranks: u32) -> MpiRecording {
     }
 }
 
+/// `mpi_synthetic --read DIR [ROUNDS]`: times reading `DIR/mpi/` with the
+/// MPI trace reader and analysing it, for recordings made by
+/// `contend record --mpi`.
+fn read_and_analyse(dir: &std::path::Path, rounds: usize) {
+    let mut reads = Vec::new();
+    let mut analyses = Vec::new();
+    let mut events = 0;
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        let rec = match contend_trace::read_mpi_recording(dir) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => {
+                eprintln!("{}: no mpi/ directory", dir.display());
+                std::process::exit(1);
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        };
+        reads.push(t.elapsed().as_secs_f64());
+        events = rec.ranks.iter().map(|t| t.events.len()).sum::<usize>();
+        let t = Instant::now();
+        let a = analyze(&rec);
+        let _ = build_report(&rec, &a, &MpiOptions::default(), &mut Sites);
+        analyses.push(t.elapsed().as_secs_f64());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (r, a) = (median(&mut reads), median(&mut analyses));
+    println!(
+        "{events} events: read {r:.3} s, analysis {a:.3} s (medians of {}), {:.2} million events/s together",
+        reads.len(),
+        events as f64 / (r + a) / 1e6
+    );
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("--read") {
+        args.next();
+        let dir = args.next().expect("--read DIR");
+        let rounds = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+        read_and_analyse(std::path::Path::new(&dir), rounds);
+        return;
+    }
     let events: usize = args
         .next()
         .and_then(|a| a.parse().ok())
