@@ -1182,6 +1182,17 @@ fn compare_two_mpi_runs() {
     ))
     .unwrap();
     assert!(json["mpi_by_rank"].is_array());
+    for f in [
+        OutputFormat::Markdown,
+        OutputFormat::Latex,
+        OutputFormat::Csv,
+    ] {
+        let out = render_comparison(&c, f, &RenderOptions::default());
+        assert!(
+            out.contains("late_receiver") || out.contains("Late receiver"),
+            "{f}: {out}"
+        );
+    }
     // A run without MPI: its MPI values are null, not zero.
     let c = Comparison::new(vec![
         ("a".into(), small_report()),
