@@ -207,7 +207,7 @@ fn scale_runs_the_bundled_example_end_to_end() {
     );
 }
 
-/// Ten megabytes that compress about 3:1 (words from a small vocabulary in
+/// `mb` MiB of text that compresses well (words from a small vocabulary in
 /// pseudo-random order), so pigz and xz have real work.
 fn generated_file(dir: &Path, mb: usize) -> PathBuf {
     let words = [
@@ -407,7 +407,7 @@ fn threads_are_substituted_and_omp_num_threads_set() {
     let tmp = tempdir();
     let dir = tmp.path().join("subst.scale");
     let cpus_online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let many = "64";
+    let many = "1000";
     let out = scale(
         &dir,
         &["--threads", &format!("{many},1"), "--repeat", "1"],
@@ -421,20 +421,20 @@ fn threads_are_substituted_and_omp_num_threads_set() {
     );
     assert!(out.success(), "{}", out.describe());
     assert!(
-        out.stderr.contains("64 threads but only"),
+        out.stderr.contains("1000 threads but only"),
         "no warning about more threads than CPUs ({cpus_online}): {}",
         out.describe()
     );
     let m = manifest(&dir);
     let avail = cpus(&m, "cpus_available").len();
     let names = run_dirs(&m);
-    let mut want = vec!["m64-n1-r0".to_string()];
+    let mut want = vec!["m1000-n1-r0".to_string()];
     if avail > 1 {
-        want.push(format!("m64-n{avail}-r0"));
+        want.push(format!("m1000-n{avail}-r0"));
     }
     want.push("m1-n1-r0".into());
     assert_eq!(names, want);
-    assert!(m["warnings"].to_string().contains("64 threads but only"));
+    assert!(m["warnings"].to_string().contains("1000 threads but only"));
     for r in runs(&m) {
         let t = r["m"].as_u64().unwrap();
         let rd = dir.join(r["dir"].as_str().unwrap());
