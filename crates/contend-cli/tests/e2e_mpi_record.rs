@@ -1,0 +1,677 @@
+//! End-to-end tests of the MPI recorder: real `mpirun` (Open MPI and
+//! MPICH, 4 ranks oversubscribed on this machine) under
+//! `contend record --mpi`, checked call by call through the trace reader
+//! (`contend_trace::read_mpi_recording`) against what the test programs
+//! do (`tests/programs/mpi_events.c`, `mpi_fortran.f90`): every event,
+//! peer (as a world rank, also on a split communicator), tag, byte count,
+//! status-derived source of `MPI_ANY_SOURCE` receives, request
+//! completions of `Irecv` + `Waitall` with `MPI_STATUSES_IGNORE`, Fortran
+//! calls, an aborted run, an mpi4py script, and that the program's output
+//! and exit status are the same with and without the recorder.
+
+mod common;
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{contend_bin, program_source, run_timeout, tempdir, which, Output};
+use contend_trace::mpi::{
+    Completion, CompletionKind, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer, ANY_TAG,
+    WORLD_COMM,
+};
+
+const MPI_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Open MPI's launcher flags for this machine: 4 ranks on 2 CPUs, ranks
+/// yield while they wait, root allowed (CI containers).
+fn ompi_args(np: u32) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "-np".into(),
+        np.to_string(),
+        "--oversubscribe".into(),
+        "--mca".into(),
+        "mpi_yield_when_idle".into(),
+        "1".into(),
+    ];
+    if is_root() {
+        v.insert(0, "--allow-run-as-root".into());
+    }
+    v
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Builds `tests/programs/<src>` with an MPI compiler wrapper, cached by
+/// the hash of source, compiler and flags.
+fn mpi_build(compiler: &str, src: &str) -> PathBuf {
+    let source = program_source(src);
+    let text = std::fs::read(&source).unwrap();
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    compiler.hash(&mut h);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("e2e-mpi-programs")
+        .join(format!("{src}-{compiler}-{:016x}", h.finish()));
+    let exe = dir.join("prog");
+    if exe.exists() {
+        return exe;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = dir.join(format!(".prog.{}.tmp", std::process::id()));
+    let mut cmd = Command::new(compiler);
+    cmd.args(["-O1", "-g", "-o"]).arg(&tmp).arg(&source);
+    let out = run_timeout(cmd, Duration::from_secs(120));
+    assert!(out.success(), "{compiler} {src} failed:\n{}", out.stderr);
+    std::fs::rename(&tmp, &exe).unwrap();
+    exe
+}
+
+/// Runs `launcher args… prog prog_args…` plainly.
+fn run_mpi(launcher: &str, args: &[String], prog: &Path, prog_args: &[&str]) -> Output {
+    let mut cmd = Command::new(launcher);
+    cmd.args(args).arg(prog).args(prog_args);
+    run_timeout(cmd, MPI_TIMEOUT)
+}
+
+/// Runs the same under `contend record --mpi -o dir`, with extra env.
+fn record_mpi(
+    dir: &Path,
+    launcher: &str,
+    args: &[String],
+    prog: &Path,
+    prog_args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--mpi", "--force", "-o"])
+        .arg(dir)
+        .arg("--")
+        .arg(launcher)
+        .args(args)
+        .arg(prog)
+        .args(prog_args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_timeout(cmd, MPI_TIMEOUT)
+}
+
+fn read(dir: &Path) -> MpiRecording {
+    contend_trace::read_mpi_recording(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("{}: no mpi/ directory", dir.display()))
+}
+
+fn ops(r: &MpiRankTrace) -> Vec<MpiOp> {
+    let mut v: Vec<MpiOp> = r.events.iter().map(|e| e.op).collect();
+    // a polling loop: count Test calls as one
+    v.dedup_by(|a, b| *a == MpiOp::Test && *b == MpiOp::Test);
+    v
+}
+
+fn first<'a>(r: &'a MpiRankTrace, op: MpiOp) -> &'a MpiEvent {
+    r.events
+        .iter()
+        .find(|e| e.op == op)
+        .unwrap_or_else(|| panic!("rank {}: no {}", r.rank, op.name()))
+}
+
+fn nth<'a>(r: &'a MpiRankTrace, op: MpiOp, n: usize) -> &'a MpiEvent {
+    r.events
+        .iter()
+        .filter(|e| e.op == op)
+        .nth(n)
+        .unwrap_or_else(|| panic!("rank {}: no {} #{n}", r.rank, op.name()))
+}
+
+fn recv_completion(source: u32, tag: i32, bytes: u64, request: u64) -> Completion {
+    Completion {
+        request,
+        kind: CompletionKind::Recv,
+        source: Some(source),
+        tag,
+        bytes,
+        cancelled: false,
+    }
+}
+
+fn send_completion(dest: u32, tag: i32, bytes: u64, request: u64) -> Completion {
+    Completion {
+        request,
+        kind: CompletionKind::Send,
+        source: Some(dest),
+        tag,
+        bytes,
+        cancelled: false,
+    }
+}
+
+/// Checks common to every clean recording: 4 ranks, all finalized, no
+/// damage, events ordered, call sites known, one time line (no rank
+/// leaves a barrier before the last rank entered it, within `slack_ns`).
+fn check_clean(rec: &MpiRecording, slack_ns: u64) {
+    assert_eq!(rec.world_size, 4, "{:?}", rec.problems);
+    assert!(rec.missing_ranks.is_empty(), "{:?}", rec.missing_ranks);
+    assert!(rec.problems.is_empty(), "{:?}", rec.problems);
+    assert_eq!(rec.ranks.len(), 4);
+    for r in &rec.ranks {
+        assert!(r.finalized, "rank {} not finalized", r.rank);
+        assert_eq!(r.aborted_in, None);
+        assert!(r.damage.is_empty(), "rank {}: {:?}", r.rank, r.damage);
+        assert!(!r.library.is_empty());
+        for w in r.events.windows(2) {
+            assert!(w[0].enter_ns <= w[1].enter_ns);
+        }
+        for e in &r.events {
+            assert!(e.enter_ns <= e.exit_ns, "{e:?}");
+            assert_ne!(e.site, 0, "{e:?}");
+            assert_eq!(e.return_code, 0, "{e:?}");
+        }
+        let world = r.comms.iter().find(|c| c.id == WORLD_COMM).unwrap();
+        assert_eq!(world.world_ranks, [0, 1, 2, 3]);
+    }
+    let last_enter = rec
+        .ranks
+        .iter()
+        .map(|r| first(r, MpiOp::Barrier).enter_ns)
+        .max()
+        .unwrap();
+    for r in &rec.ranks {
+        let exit = first(r, MpiOp::Barrier).exit_ns;
+        assert!(
+            exit + slack_ns >= last_enter,
+            "rank {} left the barrier {} ns before the last rank entered it",
+            r.rank,
+            last_enter - exit
+        );
+    }
+}
+
+/// The ring of step 1 (Isend to r+1, Irecv ANY_SOURCE/ANY_TAG, Waitall
+/// with MPI_STATUSES_IGNORE): `bytes` per message, tags `tag0 + sender`.
+fn check_ring(r: &MpiRankTrace, tag0: i32, bytes: u64) {
+    let me = r.rank;
+    let next = (me + 1) % 4;
+    let prev = (me + 3) % 4;
+    let isend = first(r, MpiOp::Isend);
+    let s = isend.send.unwrap();
+    assert_eq!(
+        (s.dest, s.tag, s.bytes),
+        (Peer::Rank(next), tag0 + me as i32, bytes)
+    );
+    assert_ne!(s.request, 0);
+    let irecv = first(r, MpiOp::Irecv);
+    let rp = irecv.recv.unwrap();
+    assert_eq!((rp.source, rp.tag, rp.bytes), (Peer::Any, ANY_TAG, bytes));
+    assert_ne!(rp.request, 0);
+    assert_ne!(rp.request, s.request);
+    let wa = first(r, MpiOp::Waitall);
+    assert_eq!(
+        wa.completions,
+        vec![
+            send_completion(next, tag0 + me as i32, bytes, s.request),
+            recv_completion(prev, tag0 + prev as i32, bytes, rp.request),
+        ],
+        "rank {me}"
+    );
+}
+
+/// Every call of tests/programs/mpi_events.c, rank by rank.
+fn check_mpi_events(rec: &MpiRecording) {
+    use MpiOp::*;
+    let expected: [Vec<MpiOp>; 4] = [
+        vec![
+            Init, Isend, Irecv, Waitall, Send, CommSplit, Recv, Barrier, Allreduce, Bcast,
+            Sendrecv, CommFree, Gather, Finalize,
+        ],
+        vec![
+            Init, Isend, Irecv, Waitall, Recv, CommSplit, Recv, Barrier, Allreduce, Bcast,
+            Sendrecv, CommFree, Gather, Finalize,
+        ],
+        vec![
+            Init, Isend, Irecv, Waitall, CommSplit, Ssend, Barrier, Allreduce, Bcast, Irecv, Test,
+            Sendrecv, CommFree, Gather, Finalize,
+        ],
+        vec![
+            Init, Isend, Irecv, Waitall, CommSplit, Ssend, Barrier, Allreduce, Bcast, Isend, Wait,
+            Sendrecv, CommFree, Gather, Finalize,
+        ],
+    ];
+    for r in &rec.ranks {
+        assert_eq!(ops(r), expected[r.rank as usize], "rank {}", r.rank);
+        check_ring(r, 10, 32);
+        let me = r.rank;
+        // Sendrecv ring, tag 11, one int each way
+        let sr = first(r, Sendrecv);
+        assert_eq!(sr.send.unwrap().dest, Peer::Rank((me + 1) % 4));
+        assert_eq!(sr.recv.unwrap().source, Peer::Rank((me + 3) % 4));
+        assert_eq!(
+            sr.completions,
+            vec![
+                send_completion((me + 1) % 4, 11, 4, 0),
+                recv_completion((me + 3) % 4, 11, 4, 0)
+            ]
+        );
+        // collectives
+        assert_eq!(first(r, Barrier).comm, WORLD_COMM);
+        let ar = first(r, Allreduce);
+        assert_eq!(
+            (ar.coll_bytes_sent, ar.coll_bytes_recv, ar.root),
+            (4, 4, None)
+        );
+        let bc = first(r, Bcast);
+        assert_eq!(bc.root, Some(1));
+        let want = if me == 1 { (4, 0) } else { (0, 4) };
+        assert_eq!((bc.coll_bytes_sent, bc.coll_bytes_recv), want);
+        let g = first(r, Gather);
+        assert_eq!(g.root, Some(0));
+        let want = if me == 0 { (4, 16) } else { (4, 0) };
+        assert_eq!((g.coll_bytes_sent, g.coll_bytes_recv), want);
+    }
+    let rank = |i: usize| &rec.ranks[i];
+    // step 2: 0 → 1, tag 5, 100 doubles, received from MPI_ANY_SOURCE with
+    // MPI_STATUS_IGNORE: the source comes from the substituted status
+    let send = first(rank(0), MpiOp::Send);
+    assert_eq!(
+        (
+            send.send.unwrap().dest,
+            send.send.unwrap().tag,
+            send.send.unwrap().bytes
+        ),
+        (Peer::Rank(1), 5, 800)
+    );
+    let recv = first(rank(1), MpiOp::Recv);
+    assert_eq!(recv.recv.unwrap().source, Peer::Any);
+    assert_eq!(recv.completions, vec![recv_completion(0, 5, 800, 0)]);
+    // step 3: split {2,0} and {3,1} (key -rank: the higher world rank is
+    // local 0); peers recorded as world ranks
+    for (sender, receiver) in [(2usize, 0usize), (3, 1)] {
+        let split_s = first(rank(sender), MpiOp::CommSplit);
+        let split_r = first(rank(receiver), MpiOp::CommSplit);
+        let id = split_s.created_comm.expect("split created a communicator");
+        assert_eq!(split_r.created_comm, Some(id), "same id on both members");
+        assert_eq!(split_s.comm, WORLD_COMM);
+        let ss = first(rank(sender), MpiOp::Ssend);
+        assert_eq!(ss.comm, id);
+        assert_eq!(
+            (
+                ss.send.unwrap().dest,
+                ss.send.unwrap().tag,
+                ss.send.unwrap().bytes
+            ),
+            (Peer::Rank(receiver as u32), 7, 4)
+        );
+        let rv = nth(
+            rank(receiver),
+            MpiOp::Recv,
+            if receiver == 1 { 1 } else { 0 },
+        );
+        assert_eq!(rv.comm, id);
+        assert_eq!(rv.recv.unwrap().source, Peer::Rank(sender as u32));
+        assert_eq!(
+            rv.completions,
+            vec![recv_completion(sender as u32, 7, 4, 0)]
+        );
+        for who in [sender, receiver] {
+            let c = rank(who).comms.iter().find(|c| c.id == id).unwrap();
+            assert_eq!(c.world_ranks, [sender as u32, receiver as u32]);
+        }
+        assert_eq!(first(rank(sender), MpiOp::CommFree).comm, id);
+    }
+    assert_ne!(
+        first(rank(0), MpiOp::CommSplit).created_comm,
+        first(rank(1), MpiOp::CommSplit).created_comm
+    );
+    // step 5: 3 → 2 tag 9: Irecv completed by the last of rank 2's Tests,
+    // Isend completed by rank 3's Wait (MPI_STATUS_IGNORE)
+    let r2 = rank(2);
+    let irecv = nth(r2, MpiOp::Irecv, 1).recv.unwrap();
+    assert_eq!((irecv.source, irecv.tag), (Peer::Rank(3), 9));
+    let tests: Vec<&MpiEvent> = r2.events.iter().filter(|e| e.op == MpiOp::Test).collect();
+    let (last, earlier) = tests.split_last().unwrap();
+    assert!(earlier.iter().all(|t| t.completions.is_empty()));
+    assert_eq!(
+        last.completions,
+        vec![recv_completion(3, 9, 4, irecv.request)]
+    );
+    let isend = nth(rank(3), MpiOp::Isend, 1).send.unwrap();
+    assert_eq!(
+        first(rank(3), MpiOp::Wait).completions,
+        vec![send_completion(2, 9, 4, isend.request)]
+    );
+}
+
+#[test]
+fn openmpi_c_calls_are_recorded_as_the_program_made_them() {
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", "mpi_events.c");
+    let args = ompi_args(4);
+    let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
+    assert!(plain.success(), "{}", plain.describe());
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    // CONTEND_MPI_CLOCK_SYNC=always: the cross-node clock-offset ping-pong
+    // runs although all ranks share one clock, so its result is known (0)
+    let rec_out = record_mpi(
+        &dir,
+        "mpirun.openmpi",
+        &args,
+        &exe,
+        &[],
+        &[("CONTEND_MPI_CLOCK_SYNC", "always")],
+    );
+    assert_eq!(
+        rec_out.stdout, plain.stdout,
+        "output changed under the recorder"
+    );
+    assert_eq!(rec_out.code(), plain.code());
+    assert!(
+        rec_out
+            .stderr
+            .contains("recorded the MPI calls of 4 rank(s)"),
+        "{}",
+        rec_out.stderr
+    );
+    let rec = read(&dir);
+    check_clean(&rec, 2_000_000);
+    check_mpi_events(&rec);
+    for r in &rec.ranks {
+        let (init, fin) = r.clock_offset_ns;
+        let fin = fin.expect("final offset measured");
+        // one machine: the true offset is 0; a ping-pong estimate errs by
+        // at most half a round trip
+        assert!(
+            init.abs() < 2_000_000 && fin.abs() < 2_000_000,
+            "{init} {fin}"
+        );
+        if r.rank == 0 {
+            assert_eq!((init, fin), (0, 0));
+        }
+    }
+    // the call sites resolve to the program's source lines
+    let src = std::fs::read_to_string(program_source("mpi_events.c")).unwrap();
+    let step4 = src.lines().position(|l| l.contains("/* 4 */")).unwrap();
+    let barrier_line = src
+        .lines()
+        .enumerate()
+        .skip(step4)
+        .find(|(_, l)| l.contains("MPI_Barrier(MPI_COMM_WORLD);"))
+        .unwrap()
+        .0
+        + 1;
+    let report = common::report_json(&dir);
+    let sites = report["mpi"]["by_site"].as_array().expect("mpi.by_site");
+    assert!(
+        sites.iter().any(|s| s["operation"] == "MPI_Barrier"
+            && s["line"].as_u64() == Some(barrier_line as u64)
+            && s["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("mpi_events.c"))),
+        "no MPI_Barrier site at mpi_events.c:{barrier_line}: {sites:?}"
+    );
+}
+
+#[test]
+fn mpich_calls_are_recorded_as_the_program_made_them() {
+    if which("mpicc.mpich").is_none() || which("mpirun.mpich").is_none() {
+        eprintln!("SKIP: MPICH is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.mpich", "mpi_events.c");
+    let args: Vec<String> = vec!["-np".into(), "4".into()];
+    let plain = run_mpi("mpirun.mpich", &args, &exe, &[]);
+    assert!(plain.success(), "{}", plain.describe());
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let rec_out = record_mpi(&dir, "mpirun.mpich", &args, &exe, &[], &[]);
+    assert_eq!(
+        rec_out.stdout, plain.stdout,
+        "output changed under the recorder"
+    );
+    assert_eq!(rec_out.code(), plain.code());
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    assert!(
+        rec.ranks[0].library.contains("MPICH"),
+        "{}",
+        rec.ranks[0].library
+    );
+    check_mpi_events(&rec);
+    for r in &rec.ranks {
+        assert_eq!(
+            r.clock_offset_ns,
+            (0, None),
+            "one node: no offsets measured"
+        );
+    }
+}
+
+#[test]
+fn fortran_calls_are_recorded() {
+    if which("mpif90.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI Fortran is not installed");
+        return;
+    }
+    let exe = mpi_build("mpif90.openmpi", "mpi_fortran.f90");
+    let args = ompi_args(4);
+    let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
+    assert!(plain.success(), "{}", plain.describe());
+    assert!(
+        plain.stdout.contains("total=6 ring_from=3"),
+        "{}",
+        plain.stdout
+    );
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let rec_out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
+    assert_eq!(
+        rec_out.stdout, plain.stdout,
+        "output changed under the recorder"
+    );
+    assert_eq!(rec_out.code(), plain.code());
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    use MpiOp::*;
+    for r in &rec.ranks {
+        let me = r.rank;
+        let mut want = vec![Init, Isend, Irecv, Waitall];
+        match me {
+            0 => want.push(Send),
+            1 => want.push(Recv),
+            _ => {}
+        }
+        want.push(CommSplit);
+        want.push(if me < 2 { Ssend } else { Recv });
+        want.extend([Barrier, Allreduce, CommFree, Finalize]);
+        assert_eq!(ops(r), want, "rank {me}");
+        check_ring(r, 20, 16);
+        // MPI_IN_PLACE allreduce of one integer
+        let ar = first(r, Allreduce);
+        assert_eq!((ar.coll_bytes_sent, ar.coll_bytes_recv), (4, 4));
+    }
+    let r0 = &rec.ranks[0];
+    let s = first(r0, Send).send.unwrap();
+    assert_eq!((s.dest, s.tag, s.bytes), (Peer::Rank(1), 6, 80));
+    assert_eq!(
+        first(&rec.ranks[1], Recv).completions,
+        vec![recv_completion(0, 6, 80, 0)]
+    );
+    // split {0,2} and {1,3} (key = rank); the receive in it with a status
+    for (sender, receiver) in [(0usize, 2usize), (1, 3)] {
+        let ss = first(&rec.ranks[sender], Ssend);
+        let rv = first(&rec.ranks[receiver], Recv);
+        assert_eq!(ss.comm, rv.comm);
+        assert_ne!(ss.comm, WORLD_COMM);
+        assert_eq!(ss.send.unwrap().dest, Peer::Rank(receiver as u32));
+        assert_eq!(
+            rv.completions,
+            vec![recv_completion(sender as u32, 8, 4, 0)]
+        );
+    }
+}
+
+#[test]
+fn aborted_run_leaves_readable_traces_and_the_same_exit_status() {
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", "mpi_events.c");
+    let args = ompi_args(4);
+    let plain = run_mpi("mpirun.openmpi", &args, &exe, &["abort"]);
+    assert!(!plain.success(), "{}", plain.describe());
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let rec_out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &["abort"], &[]);
+    assert_eq!(rec_out.code(), plain.code(), "{}", rec_out.describe());
+    let rec = read(&dir);
+    assert_eq!(rec.ranks.len(), 4, "{:?}", rec.problems);
+    for r in &rec.ranks {
+        assert!(!r.finalized);
+        check_ring(r, 10, 32);
+        match r.rank {
+            // killed inside the receive nobody matches
+            3 => {
+                let i = r.aborted_in.expect("rank 3 died in a call");
+                let e = &r.events[i];
+                assert_eq!(e.op, MpiOp::Recv);
+                assert_eq!(
+                    (e.recv.unwrap().source, e.recv.unwrap().tag),
+                    (Peer::Rank(0), 99)
+                );
+                assert!(e.completions.is_empty());
+            }
+            // killed inside the barrier
+            0 | 2 => {
+                let i = r.aborted_in.expect("died in a call");
+                assert_eq!(r.events[i].op, MpiOp::Barrier);
+                assert_eq!(i, r.events.len() - 1);
+            }
+            // called MPI_Abort (not a recorded call) after its Waitall
+            _ => {
+                assert_eq!(r.aborted_in, None);
+                assert_eq!(r.events.last().unwrap().op, MpiOp::Waitall);
+                assert!(r.damage.iter().any(|d| d.contains("outside any MPI call")));
+            }
+        }
+    }
+    // the report is produced for what was recorded
+    let out = common::report_raw(&dir, &["--format", "json"]);
+    assert!(out.success(), "{}", out.describe());
+}
+
+#[test]
+fn mpi4py_script_is_recorded() {
+    let python = Path::new("/usr/bin/python3");
+    if which("mpirun.openmpi").is_none() || !python.is_file() {
+        eprintln!("SKIP: Open MPI or /usr/bin/python3 is missing");
+        return;
+    }
+    let probe = run_timeout(
+        {
+            let mut c = Command::new(python);
+            c.args(["-c", "import mpi4py"]);
+            c
+        },
+        Duration::from_secs(30),
+    );
+    if !probe.success() {
+        eprintln!("SKIP: mpi4py is not installed for /usr/bin/python3");
+        return;
+    }
+    let t = tempdir();
+    let script = t.path().join("m4.py");
+    std::fs::write(
+        &script,
+        "from mpi4py import MPI\n\
+         c = MPI.COMM_WORLD\n\
+         r = c.Get_rank()\n\
+         x = c.allreduce(r)\n\
+         c.Barrier()\n\
+         if r == 0:\n    print('mpi4py sum', x)\n",
+    )
+    .unwrap();
+    let dir = t.path().join("rec");
+    let args = ompi_args(2);
+    let rec_out = record_mpi(
+        &dir,
+        "mpirun.openmpi",
+        &args,
+        python,
+        &[script.to_str().unwrap()],
+        &[],
+    );
+    assert!(rec_out.success(), "{}", rec_out.describe());
+    assert!(
+        rec_out.stdout.contains("mpi4py sum 1"),
+        "{}",
+        rec_out.stdout
+    );
+    let rec = read(&dir);
+    assert_eq!(rec.world_size, 2);
+    assert_eq!(rec.ranks.len(), 2, "{:?}", rec.problems);
+    for r in &rec.ranks {
+        assert!(r.finalized);
+        let o = ops(r);
+        assert!(o.contains(&MpiOp::Barrier), "{o:?}");
+        assert!(matches!(o[0], MpiOp::Init | MpiOp::InitThread), "{o:?}");
+        assert_eq!(first(r, MpiOp::Barrier).comm, WORLD_COMM);
+    }
+}
+
+#[test]
+fn mpi_on_a_command_that_is_not_an_mpi_program_says_so() {
+    let exe = common::build("nolocks.c", &[]);
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--mpi", "--mpi-impl", "openmpi", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe);
+    let out = run_timeout(cmd, MPI_TIMEOUT);
+    if out.stderr.contains("built without") {
+        eprintln!("SKIP: no Open MPI recorder in this build");
+        return;
+    }
+    assert!(out.success(), "{}", out.describe());
+    assert!(
+        out.stderr.contains("no MPI rank called MPI_Init"),
+        "{}",
+        out.stderr
+    );
+    let rec = read(&dir);
+    assert!(rec.ranks.is_empty());
+    assert!(rec.problems[0].contains("no readable rank trace"));
+
+    // an implementation that cannot be told is an error before anything runs
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--mpi", "-o"])
+        .arg(t.path().join("rec2"))
+        .arg("--")
+        .arg(&exe)
+        .env("PATH", "/nonexistent");
+    let out = run_timeout(cmd, MPI_TIMEOUT);
+    assert!(!out.success());
+    assert!(
+        out.stderr.contains("cannot tell which MPI implementation"),
+        "{}",
+        out.stderr
+    );
+    assert!(!t.path().join("rec2").exists());
+}
