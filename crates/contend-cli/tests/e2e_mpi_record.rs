@@ -121,14 +121,14 @@ fn ops(r: &MpiRankTrace) -> Vec<MpiOp> {
     v
 }
 
-fn first<'a>(r: &'a MpiRankTrace, op: MpiOp) -> &'a MpiEvent {
+fn first(r: &MpiRankTrace, op: MpiOp) -> &MpiEvent {
     r.events
         .iter()
         .find(|e| e.op == op)
         .unwrap_or_else(|| panic!("rank {}: no {}", r.rank, op.name()))
 }
 
-fn nth<'a>(r: &'a MpiRankTrace, op: MpiOp, n: usize) -> &'a MpiEvent {
+fn nth(r: &MpiRankTrace, op: MpiOp, n: usize) -> &MpiEvent {
     r.events
         .iter()
         .filter(|e| e.op == op)
