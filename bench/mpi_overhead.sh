@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Added time per MPI call of the MPI recorder (docs/benchmarks.md, "MPI
+# recorder"): bench/mpi_overhead.c on one Open MPI rank (and one MPICH rank
+# when installed), CALLS calls per kind and round, best of ROUNDS rounds,
+# run REPEAT times alternately without and with the recorder (LD_PRELOAD of
+# the installed libcontend_mpi_*.so and CONTEND_DIR, as `record --mpi`
+# sets them); the medians and their difference are printed. Then the trace
+# bytes per event: the record bytes in the rank's trace divided by the
+# number of wrapped calls. Goal: <= 150 ns added per call.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+CALLS=${CALLS:-200000}
+ROUNDS=${ROUNDS:-5}
+REPEAT=${REPEAT:-5}
+D="$OUT/mpi_overhead"
+rm -rf "$D" && mkdir -p "$D"
+machine
+# the recorder libraries, installed by a throwaway `record --mpi`
+"$CONTEND" record --mpi --mpi-impl openmpi -o "$D/install.data" --force -- /bin/true >/dev/null 2>&1 || true
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/contend"
+
+bytes_per_event() { # trace file, number of calls
+  python3 - "$1" "$2" <<'PY'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+chunk = struct.unpack_from('<I', b, 24)[0]
+claimed = struct.unpack_from('<I', b, 28)[0]
+used = 0
+for c in range(claimed):
+    off = 4096 + c * chunk
+    words = struct.unpack_from('<%dQ' % ((chunk - 32) // 8), b, off + 32)
+    i = 0
+    while i < len(words) and words[i] != 0:
+        n = (words[i] >> 8) & 0xffff
+        i += 1 + n
+    used += i * 8
+calls = int(sys.argv[2])
+print("%.1f" % (used / calls), used)
+PY
+}
+
+run_impl() { # name launcher compiler library
+  local name=$1 launcher=$2 compiler=$3 lib
+  lib=$(ls -t "$cache"/libcontend_mpi_"$4"-*.so 2>/dev/null | head -1)
+  [ -n "$lib" ] || { echo "$name: no recorder library installed, skipped"; return; }
+  "$compiler" -O2 -o "$D/overhead_$name" "$ROOT/bench/mpi_overhead.c"
+  local extra=()
+  [ "$name" = openmpi ] && extra=(--oversubscribe --mca mpi_yield_when_idle 1) && [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  local plain=() rec=() kinds=(iprobe test self)
+  : >"$D/$name.plain" ; : >"$D/$name.rec"
+  for r in $(seq "$REPEAT"); do
+    "$launcher" "${extra[@]}" -np 1 "$D/overhead_$name" "$CALLS" "$ROUNDS" >>"$D/$name.plain"
+    rm -rf "$D/$name.data"
+    CONTEND_DIR="$D/$name.data" LD_PRELOAD="$lib" "$launcher" "${extra[@]}" -np 1 \
+      "$D/overhead_$name" "$CALLS" "$ROUNDS" >>"$D/$name.rec"
+  done
+  echo "$name ($("$launcher" --version 2>&1 | head -1)), $CALLS calls x $ROUNDS rounds, median of $REPEAT runs:"
+  for k in "${kinds[@]}"; do
+    p=$(sed -n "s/.*${k}_ns=\([0-9.]*\).*/\1/p" "$D/$name.plain" | median)
+    w=$(sed -n "s/.*${k}_ns=\([0-9.]*\).*/\1/p" "$D/$name.rec" | median)
+    echo "  $k: without $p ns/call, with $w ns/call, added $(awk -v a="$p" -v b="$w" 'BEGIN {printf "%.1f", b - a}') ns/call"
+  done
+  calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$D/$name.rec" | tail -1)
+  # MPI_Init and MPI_Finalize are two more events
+  read -r per total < <(bytes_per_event "$D/$name.data/mpi/rank-0.cmpi" $((calls + 2)))
+  echo "  trace: $total record bytes for $((calls + 2)) calls = $per bytes/event (file $(du -h "$D/$name.data/mpi/rank-0.cmpi" | cut -f1))"
+}
+run_impl openmpi mpirun.openmpi mpicc.openmpi openmpi
+command -v mpirun.mpich >/dev/null && run_impl mpich mpirun.mpich mpicc.mpich mpich
