@@ -35,6 +35,7 @@ struct cm_thread {
     uint8_t disabled;    /* recording failed on this thread                 */
     uint8_t key_set;     /* the exit destructor is armed                    */
     uint8_t exit_rounds;
+    uint64_t last_site;  /* site of the previous ENTER in this chunk     */
 };
 
 CM_HIDDEN extern _Thread_local struct cm_thread cm_tls __attribute__((tls_model("initial-exec")));
@@ -76,6 +77,11 @@ CM_HIDDEN void cm_stop(void);
  * it does not fit). Does nothing when the thread cannot record. */
 CM_HIDDEN void cm_record(struct cm_thread *ts, uint32_t tag, uint32_t small, int timed, uint64_t t,
                          uint32_t arg, const uint64_t *payload, uint32_t n);
+
+/* An ENTER record: the site is left out (compact form) when it is the
+ * previous ENTER's in the same chunk. */
+CM_HIDDEN void cm_record_enter(struct cm_thread *ts, uint32_t op, uint64_t t, uint64_t site,
+                               const uint64_t *fields, uint32_t n);
 
 /* Say "contend: a b c" on stderr (write(2), errno kept). */
 CM_HIDDEN void cm_say(const char *a, const char *b, const char *c);

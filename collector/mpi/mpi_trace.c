@@ -406,6 +406,7 @@ static int claim_chunk(struct cm_thread *ts)
     ts->cur = (uint64_t *)m + CONTEND_MPI_CHUNK_HEADER_SIZE / 8;
     ts->end = (uint64_t *)m + size / 8;
     ts->last = ch->base_ns;
+    ts->last_site = 0; /* every chunk names its first site */
     if (!ts->key_set && T.key_ok && pthread_setspecific(T.key, ts) == 0)
         ts->key_set = 1;
     return 1;
@@ -426,6 +427,25 @@ static int room(struct cm_thread *ts, uint32_t words)
         cm_set_flag(CONTEND_MPI_FLAG_CHUNKS_FAILED);
     }
     return ok;
+}
+
+void cm_record_enter(struct cm_thread *ts, uint32_t op, uint64_t t, uint64_t site,
+                     const uint64_t *fields, uint32_t n)
+{
+    if (CM_UNLIKELY(!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE)))
+        return;
+    uint64_t p[9];
+    if (n > 7 || !room(ts, n + 4)) /* TIME + head + site + fields: no new chunk below */
+        return;
+    int compact = site != 0 && site == ts->last_site;
+    uint32_t k = 0;
+    if (!compact)
+        p[k++] = site;
+    for (uint32_t i = 0; i < n; i++)
+        p[k++] = fields[i];
+    ts->last_site = site;
+    cm_record(ts, CONTEND_MPI_REC_ENTER, op | (compact ? CONTEND_MPI_SMALL_COMPACT : 0u), 1, t,
+              0, p, k);
 }
 
 void cm_record(struct cm_thread *ts, uint32_t tag, uint32_t small, int timed, uint64_t t,

@@ -222,17 +222,22 @@ static inline void end(struct cm_thread *ts) { ts->busy = 0; }
 static inline void rec_enter(struct cm_thread *ts, int op, uint64_t t, uint64_t site,
                              const uint64_t *fields, uint32_t n)
 {
-    uint64_t p[8];
-    p[0] = site;
-    for (uint32_t i = 0; i < n && i < 7; i++)
-        p[1 + i] = fields[i];
-    cm_record(ts, CONTEND_MPI_REC_ENTER, (uint32_t)op, 1, t, 0, p, n + 1);
+    cm_record_enter(ts, (uint32_t)op, t, site, fields, n);
 }
 
+/* EXIT; the compact form (no return-code word) for MPI_SUCCESS without
+ * flags, the common case. */
 static inline void rec_exit(struct cm_thread *ts, int op, uint64_t t, int rc, uint32_t flags,
                             const uint64_t *extra, uint32_t n)
 {
     uint64_t p[2];
+    if (rc == MPI_SUCCESS && flags == 0) {
+        if (n)
+            p[0] = extra[0];
+        cm_record(ts, CONTEND_MPI_REC_EXIT, (uint32_t)op | CONTEND_MPI_SMALL_COMPACT, 1, t, 0, p,
+                  n ? 1 : 0);
+        return;
+    }
     p[0] = CONTEND_MPI_RCFLAGS(rc, flags);
     if (n)
         p[1] = extra[0];

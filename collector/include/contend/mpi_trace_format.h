@@ -106,8 +106,11 @@ typedef struct contend_mpi_chunk_header {
 
 /* TIME: n = 1; payload: absolute CLOCK_MONOTONIC ns. */
 #define CONTEND_MPI_REC_TIME 1u
-/* ENTER: a wrapped call begins. small = operation code, arg = dt.
- * payload: call site (return address), then by operation class
+/* ENTER: a wrapped call begins. small = operation code (bit 7:
+ * CONTEND_MPI_SMALL_COMPACT), arg = dt.
+ * payload: call site (return address; left out when COMPACT is set: the
+ * same site as the thread's previous ENTER in this chunk), then by
+ * operation class
  *   init/finalize:                nothing
  *   send, recv, isend..., irecv:  comm id, PEERTAG(peer, tag), bytes
  *   sendrecv(_replace):           comm id, PEERTAG(dest, sendtag), send bytes,
@@ -121,14 +124,20 @@ typedef struct contend_mpi_chunk_header {
  * Peers are world ranks or CONTEND_MPI_PEER_*; tags are as posted with
  * MPI_ANY_TAG stored as -1. */
 #define CONTEND_MPI_REC_ENTER 2u
-/* EXIT: the call returned. small = operation code, arg = dt.
- * payload: RCFLAGS(return code, flags), then by operation class
+/* EXIT: the call returned. small = operation code (bit 7:
+ * CONTEND_MPI_SMALL_COMPACT), arg = dt.
+ * payload: RCFLAGS(return code, flags) (left out when COMPACT is set:
+ * MPI_SUCCESS, no flags), then by operation class
  *   isend..., irecv:           the new request's id
  *   comm split/dup/create:     the new communicator's id
  *                              (CONTEND_MPI_COMM_NULL_ID: MPI_COMM_NULL)
  * flags bit 0: Iprobe/Test* flag was true. Records COMPLETION and COMM that
  * belong to the call come between its ENTER and its EXIT. */
 #define CONTEND_MPI_REC_EXIT 3u
+/* Bit 7 of an ENTER's or EXIT's small byte: the compact form (operation
+ * codes stay below 128). */
+#define CONTEND_MPI_SMALL_COMPACT 0x80u
+#define CONTEND_MPI_SMALL_OP_MASK 0x7fu
 /* COMPLETION: one receive or request completed by the enclosing call.
  * small = CONTEND_MPI_COMPL_* flags, arg = source world rank (receives;
  * the destination for sends), payload: request id (0: the blocking call's
@@ -153,10 +162,12 @@ typedef struct contend_mpi_chunk_header {
 #define CONTEND_MPI_RCFLAGS(rc, flags) ((uint64_t)(uint32_t)(rc) | ((uint64_t)(uint32_t)(flags) << 32))
 #define CONTEND_MPI_EXIT_FLAG_TRUE 1u
 
-/* Communicator ids: world 0, self 1; others (world rank of the creating
- * communicator's rank 0) << 32 | a counter >= 2 of that rank. Communicators
- * the library did not see created get CONTEND_MPI_COMM_LOCAL_BIT | a local
- * counter (the same id need not mean the same communicator across ranks). */
+/* Communicator ids: world 0, self 1; one created by a wrapped call: a
+ * 63-bit hash of (parent id, number of earlier creation calls on the
+ * parent, smallest world rank of the new group), the same on every member
+ * without communication (docs/trace-format.md). Communicators the library
+ * did not see created get CONTEND_MPI_COMM_LOCAL_BIT | world rank << 32 |
+ * a local counter (rank-local ids). */
 #define CONTEND_MPI_COMM_WORLD_ID 0ull
 #define CONTEND_MPI_COMM_SELF_ID 1ull
 #define CONTEND_MPI_COMM_NULL_ID 0xffffffffffffffffull

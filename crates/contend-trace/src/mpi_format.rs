@@ -41,6 +41,12 @@ pub const REC_TIME: u8 = 1;
 pub const REC_ENTER: u8 = 2;
 /// Record tag: EXIT (the call returned; small = op code, arg = dt).
 pub const REC_EXIT: u8 = 3;
+/// Bit 7 of an ENTER's or EXIT's small byte: the compact form (ENTER: the
+/// call site is the thread's previous one in the chunk and left out; EXIT:
+/// `MPI_SUCCESS` without flags, the return-code word left out).
+pub const SMALL_COMPACT: u8 = 0x80;
+/// The operation code in an ENTER's or EXIT's small byte.
+pub const SMALL_OP_MASK: u8 = 0x7f;
 /// Record tag: COMPLETION (a receive or request completed by the call).
 pub const REC_COMPLETION: u8 = 4;
 /// Record tag: COMM (members of a communicator, as world ranks).

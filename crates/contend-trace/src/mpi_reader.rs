@@ -447,6 +447,9 @@ fn peer(v: i32) -> Peer {
 struct ThreadDecoder {
     tid: u32,
     time: u64,
+    /// Call site of the previous ENTER in the current chunk (the compact
+    /// form refers to it).
+    last_site: Option<u64>,
     /// The call entered and not yet exited.
     open: Option<MpiEvent>,
     /// Damage messages already given (one of each kind per thread).
@@ -460,6 +463,7 @@ impl ThreadDecoder {
         ThreadDecoder {
             tid,
             time: 0,
+            last_site: None,
             open: None,
             said_unknown_tag: false,
             said_unknown_op: false,
@@ -476,6 +480,7 @@ impl ThreadDecoder {
         damage: &mut Vec<String>,
     ) {
         self.time = base_ns;
+        self.last_site = None;
         let words: Vec<u64> = bytes
             .chunks_exact(8)
             .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))
@@ -505,12 +510,13 @@ impl ThreadDecoder {
                 }
                 f::REC_ENTER => {
                     self.time = self.time.saturating_add(u64::from(hd.arg));
-                    let Some(op) = MpiOp::from_code(u16::from(hd.small)) else {
+                    let code = hd.small & f::SMALL_OP_MASK;
+                    let Some(op) = MpiOp::from_code(u16::from(code)) else {
                         if !self.said_unknown_op {
                             self.said_unknown_op = true;
                             damage.push(format!(
                                 "thread {}: unknown MPI operation code {} (call skipped)",
-                                self.tid, hd.small
+                                self.tid, code
                             ));
                         }
                         continue;
@@ -524,6 +530,24 @@ impl ThreadDecoder {
                         ));
                         prev.exit_ns = prev.enter_ns;
                         events.push(prev);
+                    }
+                    // the compact form leaves out a repeated call site
+                    let with_site: Vec<u64>;
+                    let p = if hd.small & f::SMALL_COMPACT != 0 {
+                        let site = self.last_site.unwrap_or_else(|| {
+                            damage.push(format!(
+                                "thread {}: a compact call record without an earlier call site in its chunk (site unknown)",
+                                self.tid
+                            ));
+                            0
+                        });
+                        with_site = std::iter::once(site).chain(p.iter().copied()).collect();
+                        &with_site[..]
+                    } else {
+                        p
+                    };
+                    if let Some(&site) = p.first() {
+                        self.last_site = Some(site);
                     }
                     match self.enter(op, p) {
                         Some(ev) => self.open = Some(ev),
@@ -564,20 +588,25 @@ impl ThreadDecoder {
                         ));
                         continue;
                     };
-                    if ev.op as u16 != u16::from(hd.small) {
+                    if ev.op as u16 != u16::from(hd.small & f::SMALL_OP_MASK) {
                         damage.push(format!(
                             "thread {}: {} entered at {} ns exits as operation {} (corrupt)",
                             self.tid,
                             ev.op.name(),
                             ev.enter_ns,
-                            hd.small
+                            hd.small & f::SMALL_OP_MASK
                         ));
                     }
                     ev.exit_ns = self.time.max(ev.enter_ns);
-                    if let Some(&rc) = p.first() {
-                        ev.return_code = rc as u32 as i32;
-                    }
-                    let extra = p.get(1).copied();
+                    let extra = if hd.small & f::SMALL_COMPACT != 0 {
+                        ev.return_code = 0; // MPI_SUCCESS
+                        p.first().copied()
+                    } else {
+                        if let Some(&rc) = p.first() {
+                            ev.return_code = rc as u32 as i32;
+                        }
+                        p.get(1).copied()
+                    };
                     match class_of(ev.op) {
                         Class::Send { blocking: false } => {
                             if let (Some(s), Some(id)) = (ev.send.as_mut(), extra) {
@@ -1084,6 +1113,73 @@ mod tests {
         assert_eq!(sr.completions.len(), 2);
         assert_eq!(sr.completions[0].kind, CompletionKind::Send);
         assert_eq!(sr.completions[1].source, None);
+    }
+
+    #[test]
+    fn compact_records_repeat_the_site_and_mean_success() {
+        let mut b = Builder::new(0, 2, f::FLAG_FINALIZED);
+        let mut c = Chunk::new(5, 0, 100);
+        c.enter(MpiOp::Iprobe, 100, 0x4000, &[WORLD_COMM, pt(1, 3)]);
+        c.exit(MpiOp::Iprobe, 110, 0, &[]);
+        // same site: compact ENTER (no site word), compact EXIT (no rc)
+        let dt = c.dt(120);
+        c.rec(
+            f::REC_ENTER,
+            MpiOp::Iprobe as u8 | f::SMALL_COMPACT,
+            dt,
+            &[WORLD_COMM, pt(1, 3)],
+        );
+        let dt = c.dt(130);
+        c.rec(f::REC_EXIT, MpiOp::Iprobe as u8 | f::SMALL_COMPACT, dt, &[]);
+        // compact EXIT of an Isend carries only the request id
+        c.enter(MpiOp::Isend, 140, 0x5000, &[WORLD_COMM, pt(1, 4), 8]);
+        let dt = c.dt(150);
+        c.rec(f::REC_EXIT, MpiOp::Isend as u8 | f::SMALL_COMPACT, dt, &[7]);
+        // a failing call keeps its return code
+        c.enter(
+            MpiOp::Barrier,
+            160,
+            0x6000,
+            &[WORLD_COMM, u64::from(u32::MAX), 0, 0],
+        );
+        c.exit(MpiOp::Barrier, 170, 13, &[]);
+        b.add(c);
+        // a compact ENTER first in its chunk has no site to repeat
+        let mut c = Chunk::new(6, 0, 200);
+        let dt = c.dt(200);
+        c.rec(
+            f::REC_ENTER,
+            MpiOp::Barrier as u8 | f::SMALL_COMPACT,
+            dt,
+            &[WORLD_COMM, 0, 0, 0],
+        );
+        let dt = c.dt(210);
+        c.rec(
+            f::REC_EXIT,
+            MpiOp::Barrier as u8 | f::SMALL_COMPACT,
+            dt,
+            &[],
+        );
+        b.add(c);
+        let t = decode_rank_trace(Path::new("x"), &b.bytes()).unwrap();
+        let v: Vec<(MpiOp, u64, u64, i32)> = t
+            .events
+            .iter()
+            .map(|e| (e.op, e.enter_ns, e.site, e.return_code))
+            .collect();
+        assert_eq!(
+            v,
+            [
+                (MpiOp::Iprobe, 100, 0x4000, 0),
+                (MpiOp::Iprobe, 120, 0x4000, 0),
+                (MpiOp::Isend, 140, 0x5000, 0),
+                (MpiOp::Barrier, 160, 0x6000, 13),
+                (MpiOp::Barrier, 200, 0, 0),
+            ]
+        );
+        assert_eq!(t.events[2].send.unwrap().request, 7);
+        assert_eq!(t.damage.len(), 1, "{:?}", t.damage);
+        assert!(t.damage[0].contains("site unknown"));
     }
 
     #[test]
