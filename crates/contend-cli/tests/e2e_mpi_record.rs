@@ -675,3 +675,79 @@ fn mpi_on_a_command_that_is_not_an_mpi_program_says_so() {
     );
     assert!(!t.path().join("rec2").exists());
 }
+
+#[test]
+fn thread_multiple_calls_of_two_threads_are_recorded() {
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", "mpi_threads.c");
+    let args = ompi_args(4);
+    let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
+    if plain.code() == Some(3) {
+        eprintln!("SKIP: MPI_THREAD_MULTIPLE not provided");
+        return;
+    }
+    assert!(plain.success(), "{}", plain.describe());
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
+    assert_eq!(
+        out.stdout, plain.stdout,
+        "output changed under the recorder"
+    );
+    assert_eq!(out.code(), plain.code());
+    let rec = read(&dir);
+    assert_eq!(rec.ranks.len(), 4, "{:?}", rec.problems);
+    // the two duplicates have the same ids on every rank
+    let dup_ids = |r: &MpiRankTrace| -> Vec<u64> {
+        r.events
+            .iter()
+            .filter(|e| e.op == MpiOp::CommDup)
+            .map(|e| e.created_comm.unwrap())
+            .collect()
+    };
+    let ids = dup_ids(&rec.ranks[0]);
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1]);
+    for r in &rec.ranks {
+        assert!(r.finalized && r.damage.is_empty(), "{:?}", r.damage);
+        assert_eq!(dup_ids(r), ids, "rank {}", r.rank);
+        assert_eq!(first(r, MpiOp::InitThread).op, MpiOp::InitThread);
+        let main_tid = r.events[0].tid;
+        let me = r.rank;
+        // 200 Sendrecv on each of two other threads, each on its own
+        // communicator with its own tag
+        let mut tids: Vec<u32> = r
+            .events
+            .iter()
+            .filter(|e| e.op == MpiOp::Sendrecv)
+            .map(|e| e.tid)
+            .collect();
+        tids.sort_unstable();
+        tids.dedup();
+        assert_eq!(tids.len(), 2, "rank {me}: {tids:?}");
+        assert!(!tids.contains(&main_tid));
+        for tid in tids {
+            let calls: Vec<&MpiEvent> = r
+                .events
+                .iter()
+                .filter(|e| e.tid == tid && e.op == MpiOp::Sendrecv)
+                .collect();
+            assert_eq!(calls.len(), 200, "rank {me} thread {tid}");
+            let tag = calls[0].send.unwrap().tag;
+            assert!(tag == 0 || tag == 1);
+            for e in calls {
+                assert_eq!(e.comm, ids[tag as usize]);
+                assert_eq!(e.send.unwrap().dest, Peer::Rank((me + 1) % 4));
+                assert_eq!(e.send.unwrap().tag, tag);
+                assert_eq!(
+                    e.completions[1],
+                    recv_completion((me + 3) % 4, tag, 4, 0),
+                    "rank {me}"
+                );
+            }
+        }
+    }
+}
