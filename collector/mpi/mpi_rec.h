@@ -43,11 +43,16 @@ CM_HIDDEN extern _Thread_local struct cm_thread cm_tls __attribute__((tls_model(
 /* 1 while the trace is open and MPI is initialised (hot check). */
 CM_HIDDEN extern int cm_recording;
 
+/* Test hook: ns added to this rank's clock (CONTEND_MPI_TEST_CLOCK_SKEW_NS
+ * on odd ranks), so that one machine can play ranks on nodes whose clocks
+ * differ; 0 otherwise. Set once before MPI_Init's first timestamp. */
+CM_HIDDEN extern uint64_t cm_clock_skew;
+
 static inline __attribute__((always_inline)) uint64_t cm_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + cm_clock_skew;
 }
 
 /* Information for the header, known after MPI_Init. */

@@ -23,6 +23,7 @@
 
 CM_HIDDEN _Thread_local struct cm_thread cm_tls __attribute__((tls_model("initial-exec")));
 CM_HIDDEN int cm_recording;
+CM_HIDDEN uint64_t cm_clock_skew;
 
 static struct {
     char dir[PATH_MAX];

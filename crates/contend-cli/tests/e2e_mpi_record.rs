@@ -365,15 +365,22 @@ fn openmpi_c_calls_are_recorded_as_the_program_made_them() {
     assert!(plain.success(), "{}", plain.describe());
     let t = tempdir();
     let dir = t.path().join("rec");
-    // CONTEND_MPI_CLOCK_SYNC=always: the cross-node clock-offset ping-pong
-    // runs although all ranks share one clock, so its result is known (0)
+    // Ranks on several nodes, played on one: the odd ranks' recorder
+    // clocks run 5 s ahead (test hook CONTEND_MPI_TEST_CLOCK_SKEW_NS) and
+    // CONTEND_MPI_CLOCK_SYNC=always runs the cross-node clock-offset
+    // ping-pong although all ranks share a host. The reader must bring
+    // every rank back onto rank 0's time line (checked by the barrier).
+    const SKEW: i64 = 5_000_000_000;
     let rec_out = record_mpi(
         &dir,
         "mpirun.openmpi",
         &args,
         &exe,
         &[],
-        &[("CONTEND_MPI_CLOCK_SYNC", "always")],
+        &[
+            ("CONTEND_MPI_CLOCK_SYNC", "always"),
+            ("CONTEND_MPI_TEST_CLOCK_SKEW_NS", "5000000000"),
+        ],
     );
     assert_eq!(
         rec_out.stdout, plain.stdout,
@@ -393,11 +400,13 @@ fn openmpi_c_calls_are_recorded_as_the_program_made_them() {
     for r in &rec.ranks {
         let (init, fin) = r.clock_offset_ns;
         let fin = fin.expect("final offset measured");
-        // one machine: the true offset is 0; a ping-pong estimate errs by
-        // at most half a round trip
+        // the true offset is -SKEW on odd ranks, 0 on even ones; a
+        // ping-pong estimate errs by at most half a round trip
+        let truth = if r.rank % 2 == 1 { -SKEW } else { 0 };
         assert!(
-            init.abs() < 2_000_000 && fin.abs() < 2_000_000,
-            "{init} {fin}"
+            (init - truth).abs() < 2_000_000 && (fin - truth).abs() < 2_000_000,
+            "rank {}: offsets {init} {fin}, expected {truth}",
+            r.rank
         );
         if r.rank == 0 {
             assert_eq!((init, fin), (0, 0));
