@@ -10,6 +10,9 @@
 //! flags; programs of known shape through the whole pipeline (ω of a purely
 //! compute-bound program, D of a serialised one); the bundled example and
 //! real programs (pigz, xz); and the generator.
+//!
+//! Every test takes the `serial()` lock: the accuracy tests must not share
+//! the two CPUs with another experiment of this binary.
 
 mod common;
 
@@ -106,6 +109,41 @@ fn check_row(r: &Value, m: f64) {
     );
     assert!(num(r, "wall_1_s") > 0.0 && num(r, "wall_m_s") > 0.0, "{r}");
     assert!(num(r, "service_time_1_s") > 0.0 && num(r, "service_time_m_s") > 0.0);
+}
+
+/// Runs `contend scale ARGS -- CMD` and reads the `by_threads` row of
+/// m = 2 up to three times, until `within` accepts it; panics with every
+/// attempt's row when none does. Other load on the shared test machine can
+/// disturb one experiment (see each test for what it does to the value);
+/// a model or runner that is wrong fails every attempt.
+fn m2_row_within(
+    name: &str,
+    args: &[&str],
+    cmd: &[&str],
+    within: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut seen = Vec::new();
+    for attempt in 0..3 {
+        let tmp = tempdir();
+        let dir = tmp.path().join(format!("{name}.scale"));
+        let out = scale(&dir, args, cmd);
+        assert!(out.success(), "{}", out.describe());
+        let r = row(&report_json(&dir), 2);
+        check_row(&r, 2.0);
+        if within(&r) {
+            return r;
+        }
+        seen.push(format!(
+            "attempt {attempt}: omega {:.4}, A {:.3}, D {:.3}: {r}",
+            num(&r, "omega"),
+            num(&r, "active_threads_measured"),
+            num(&r, "loss_dependencies")
+        ));
+    }
+    panic!(
+        "{name}: no attempt within the tolerance:\n{}",
+        seen.join("\n")
+    );
 }
 
 /// The runs (dir names) of a manifest in order.
@@ -323,20 +361,12 @@ fn scale_runs_xz_end_to_end() {
 fn compute_bound_program_has_omega_near_zero() {
     let _serial = serial();
     let prog = build("scale_compute.c", &[]);
-    let tmp = tempdir();
-    let dir = tmp.path().join("compute.scale");
-    let out = scale(
-        &dir,
+    m2_row_within(
+        "compute",
         &["--threads", "2", "--repeat", "3"],
         &[prog.to_str().unwrap(), "{threads}"],
+        |r| num(r, "omega").abs() <= 0.05 && num(r, "loss_memory").abs() <= 0.1,
     );
-    assert!(out.success(), "{}", out.describe());
-    let report = report_json(&dir);
-    let r = row(&report, 2);
-    check_row(&r, 2.0);
-    let w = num(&r, "omega");
-    assert!(w.abs() <= 0.05, "ω = {w} for a compute-bound program: {r}");
-    assert!(num(&r, "loss_memory").abs() <= 0.1, "{r}");
 }
 
 /// m threads serialised on one mutex (scale_serial.c): the holder
@@ -358,18 +388,12 @@ fn compute_bound_program_has_omega_near_zero() {
 fn serialised_program_loses_m_minus_one_threads_to_dependencies() {
     let _serial = serial();
     let prog = build("scale_serial.c", &[]);
-    let tmp = tempdir();
-    let dir = tmp.path().join("busy.scale");
-    let out = scale(
-        &dir,
+    m2_row_within(
+        "busy",
         &["--threads", "2", "--repeat", "2", "--interval", "2ms"],
         &[prog.to_str().unwrap(), "{threads}", "busy", "10", "20"],
+        |r| (num(r, "loss_dependencies") - 1.0).abs() <= 0.1,
     );
-    assert!(out.success(), "{}", out.describe());
-    let r = row(&report_json(&dir), 2);
-    check_row(&r, 2.0);
-    let d = num(&r, "loss_dependencies");
-    assert!((d - 1.0).abs() <= 0.1, "D = {d}, expected 1 ± 0.1: {r}");
 }
 
 /// The shape literally: threads that only sleep between lock
@@ -380,23 +404,20 @@ fn serialised_program_loses_m_minus_one_threads_to_dependencies() {
 /// failed re-lock) and the waiter (wake-up, lock, nanosleep) both run a few
 /// microseconds, one after the other, and count as up to two active
 /// threads; so A lies a little above 1. Measured on this VM: D = 0.80–0.88
-/// for m = 2. Tolerance: D within 0.3 of m − 1 (and clearly below m).
+/// for m = 2. Tolerance: D within 0.3 of m − 1 (and clearly below m). On a
+/// machine saturated by other work the releaser wins the lock back more
+/// often and the waiter's failed wake-ups add bursts (D = 0.66 was seen
+/// with two memory-streaming threads on both CPUs), hence the attempts.
 #[test]
 fn sleeping_lock_holders_show_d_close_to_m_minus_one() {
     let _serial = serial();
     let prog = build("scale_serial.c", &[]);
-    let tmp = tempdir();
-    let dir = tmp.path().join("sleep.scale");
-    let out = scale(
-        &dir,
+    m2_row_within(
+        "sleep",
         &["--threads", "2", "--repeat", "2"],
         &[prog.to_str().unwrap(), "{threads}", "sleep"],
+        |r| (num(r, "loss_dependencies") - 1.0).abs() <= 0.3,
     );
-    assert!(out.success(), "{}", out.describe());
-    let r = row(&report_json(&dir), 2);
-    check_row(&r, 2.0);
-    let d = num(&r, "loss_dependencies");
-    assert!((d - 1.0).abs() <= 0.3, "D = {d}, expected 1 ± 0.3: {r}");
 }
 
 /// `{threads}` is replaced in every word, also inside one, and
@@ -404,6 +425,7 @@ fn sleeping_lock_holders_show_d_close_to_m_minus_one() {
 /// threads than CPUs runs on all CPUs with a warning.
 #[test]
 fn threads_are_substituted_and_omp_num_threads_set() {
+    let _serial = serial();
     let tmp = tempdir();
     let dir = tmp.path().join("subst.scale");
     let cpus_online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
@@ -449,6 +471,7 @@ fn threads_are_substituted_and_omp_num_threads_set() {
 /// `--show-output` lets the program write to contend's own stdout.
 #[test]
 fn show_output_passes_the_program_output_through() {
+    let _serial = serial();
     let tmp = tempdir();
     let dir = tmp.path().join("show.scale");
     let out = scale(
@@ -466,6 +489,7 @@ fn show_output_passes_the_program_output_through() {
 /// out with a warning naming them.
 #[test]
 fn failing_runs_are_recorded_and_reported() {
+    let _serial = serial();
     let tmp = tempdir();
     let dir = tmp.path().join("fail.scale");
     // m = 2 fails on 2 cores only (exit 3); m = 3 aborts on 1 core only.
@@ -526,6 +550,7 @@ fn failing_runs_are_recorded_and_reported() {
 /// keeps the runs made and says why it stopped.
 #[test]
 fn a_command_that_cannot_start_stops_the_experiment() {
+    let _serial = serial();
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempdir();
     let bad = tmp.path().join("prog2");
@@ -588,6 +613,7 @@ fn a_command_that_cannot_start_stops_the_experiment() {
 /// Bad flags give clear errors and create nothing.
 #[test]
 fn bad_flags_give_clear_errors() {
+    let _serial = serial();
     let tmp = tempdir();
     let dir = tmp.path().join("bad.scale");
     let cases: &[(&[&str], &str)] = &[
@@ -679,6 +705,7 @@ fn bad_flags_give_clear_errors() {
 /// the runs finished and says why it stopped; exit status 130.
 #[test]
 fn ctrl_c_stops_cleanly_with_the_runs_finished() {
+    let _serial = serial();
     let tmp = tempdir();
     let dir = tmp.path().join("int.scale");
     let mut running = Running::spawn(scale_command(
@@ -822,6 +849,7 @@ fn stress_memory_stops_on_ctrl_c() {
 
 #[test]
 fn stress_memory_bad_flags() {
+    let _serial = serial();
     for (args, want) in [
         (
             vec!["--threads", "0", "--duration", "0.1"],
