@@ -394,7 +394,11 @@ static void comm_record(struct cm_thread *ts, const struct comm_ent *e)
 static uint64_t comm_insert(struct cm_thread *ts, struct comm_ent *d)
 {
     spin_lock(&comm_lock);
-    struct comm_ent *slot = comm_slot_locked(d->key);
+    /* the same handle again (registered meanwhile by another thread, or a
+     * handle the library reused after a free we did not see): replace */
+    struct comm_ent *slot = comm_find_locked(d->key);
+    if (!slot)
+        slot = comm_slot_locked(d->key);
     if (slot) {
         uint32_t gen = slot->gen + 1;
         free(slot->ranks);
