@@ -53,6 +53,11 @@
 //!    exit status. The traces in `locks/` are counted; none means the
 //!    collector never ran in the target, which is reported.
 //!
+//! With [`RecordOptions::mpi`] (`contend record --mpi`) the MPI recorder
+//! for the command's MPI implementation ([`detect_mpi_implementation`]) is
+//! preloaded instead of the lock collector, `DIR/mpi/` is created for the
+//! rank traces, and a run in which no rank called `MPI_Init` is reported.
+//!
 //! The target's exit status is returned ([`RecordOutcome::exit_code`],
 //! [`RecordOutcome::signal`]) so that the command-line tool can exit with it
 //! as a shell would ([`RecordOutcome::shell_status`]: the exit code, or
