@@ -830,21 +830,28 @@ impl Drop for EnvGuard {
 /// files. The command-line tool draws its progress bar on its own copy of
 /// the terminal for that reason.
 struct SavedStdio {
-    fds: [OwnedFd; 3],
+    /// Copies of 0, 1, 2; `None` where the launcher was started with that
+    /// descriptor closed (it is closed again after each run).
+    fds: [Option<OwnedFd>; 3],
     null: File,
 }
 
 impl SavedStdio {
     fn save() -> io::Result<SavedStdio> {
-        let dup = |fd: i32| -> io::Result<OwnedFd> {
+        let dup = |fd: i32| -> io::Result<Option<OwnedFd>> {
             // SAFETY: F_DUPFD_CLOEXEC on a descriptor number; the result,
             // if valid, is a fresh descriptor we own.
             let r = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
             if r < 0 {
-                return Err(io::Error::last_os_error());
+                let e = io::Error::last_os_error();
+                return if e.raw_os_error() == Some(libc::EBADF) {
+                    Ok(None)
+                } else {
+                    Err(e)
+                };
             }
             // SAFETY: fresh descriptor.
-            Ok(unsafe { OwnedFd::from_raw_fd(r) })
+            Ok(Some(unsafe { OwnedFd::from_raw_fd(r) }))
         };
         Ok(SavedStdio {
             fds: [dup(0)?, dup(1)?, dup(2)?],
@@ -880,8 +887,12 @@ impl Drop for RedirectGuard<'_> {
     fn drop(&mut self) {
         let _ = io::stdout().flush();
         for (i, fd) in self.saved.fds.iter().enumerate() {
-            // SAFETY: dup2 from a descriptor we own onto 0–2.
-            unsafe { libc::dup2(fd.as_raw_fd(), i as i32) };
+            match fd {
+                // SAFETY: dup2 from a descriptor we own onto 0–2.
+                Some(fd) => unsafe { libc::dup2(fd.as_raw_fd(), i as i32) },
+                // SAFETY: closes one of 0–2, which was closed before.
+                None => unsafe { libc::close(i as i32) },
+            };
         }
     }
 }
