@@ -933,3 +933,30 @@ fn scale_with_stress_records_stress_runs() {
         "{r}"
     );
 }
+
+/// The help of both commands shows examples and the run directory names.
+#[test]
+fn help_shows_examples() {
+    let _serial = serial();
+    let mut c = Command::new(contend_bin());
+    c.args(["scale", "--help"]);
+    let out = run_timeout(c, SCALE_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    for want in [
+        "Examples:",
+        "-- xz -T{threads}",
+        "DIR/m<m>-n<n>-r<repeat>[-stress]",
+        "--stress <K>",
+    ] {
+        assert!(out.stdout.contains(want), "no `{want}` in:\n{}", out.stdout);
+    }
+    let mut c = Command::new(contend_bin());
+    c.args(["stress", "memory", "--help"]);
+    let out = run_timeout(c, SCALE_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    assert!(
+        out.stdout.contains("Examples:") && out.stdout.contains("--duration"),
+        "{}",
+        out.stdout
+    );
+}
