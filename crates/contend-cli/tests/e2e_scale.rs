@@ -960,3 +960,35 @@ fn help_shows_examples() {
         out.stdout
     );
 }
+
+/// On a terminal (util-linux `script` provides one) the progress bar
+/// appears after a second with the runs done and the time left, and the
+/// program's output still goes to its files, not to the terminal.
+#[test]
+fn progress_bar_shows_on_a_terminal() {
+    let _serial = serial();
+    let Some(script) = which("script") else {
+        eprintln!("SKIP: `script` (util-linux) is not installed");
+        return;
+    };
+    let tmp = tempdir();
+    let dir = tmp.path().join("bar.scale");
+    let inner = format!(
+        "{} scale --threads 1 --repeat 4 -o {} -- sh -c 'echo program-output; sleep 0.4'",
+        contend_bin().display(),
+        dir.display()
+    );
+    let mut c = Command::new(script);
+    c.args(["-qec", &inner, "/dev/null"]);
+    let out = run_timeout(c, SCALE_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    assert!(
+        out.stdout.contains("runs,") && out.stdout.contains("left"),
+        "no progress bar on the terminal:\n{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("made 4 of 4 runs"), "{}", out.stdout);
+    assert!(!out.stdout.contains("program-output"), "{}", out.stdout);
+    let captured = std::fs::read_to_string(dir.join("m1-n1-r3/stdout.txt")).unwrap();
+    assert_eq!(captured, "program-output\n");
+}
