@@ -110,6 +110,8 @@ CM_HIDDEN int core_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newco
 CM_HIDDEN int core_comm_dup(MPI_Comm comm, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_free(MPI_Comm *comm, uint64_t site);
+/* MPI_Request_free: not recorded, the request is forgotten. */
+CM_HIDDEN int core_request_free(MPI_Request *req);
 
 /* Notes that a Fortran entry point was used (header flag). */
 CM_HIDDEN void cm_fortran_seen(void);

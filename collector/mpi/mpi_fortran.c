@@ -688,6 +688,17 @@ CM_PUBLIC void mpi_comm_create_(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *newco
 F_ALIASES(mpi_comm_create, MPI_COMM_CREATE,
           (MPI_Fint * comm, MPI_Fint *group, MPI_Fint *newcomm, MPI_Fint *ierr))
 
+CM_PUBLIC void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Request c_req = cm_r.Request_f2c(*request);
+    int rc = core_request_free(&c_req);
+    if (rc == MPI_SUCCESS)
+        *request = cm_r.Request_c2f(c_req);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_request_free, MPI_REQUEST_FREE, (MPI_Fint * request, MPI_Fint *ierr))
+
 CM_PUBLIC void mpi_comm_free_(MPI_Fint *comm, MPI_Fint *ierr)
 {
     F_BEGIN();

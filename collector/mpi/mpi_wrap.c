@@ -579,12 +579,17 @@ static uint64_t req_insert(MPI_Request r, int recv, int32_t peer, int32_t tag, u
         return 0;
     uint64_t id = __atomic_fetch_add(&next_request_id, 1, __ATOMIC_RELAXED);
     uint64_t ckey = HKEY(c);
+    /* Handles are not unique: Open MPI returns one static, already
+     * complete request (ompi_request_empty) for every send that completed
+     * at once, MPICH shares builtin complete requests. Entries with the
+     * same handle are kept in posting order (linear probing keeps it) and
+     * completed oldest first. */
     spin_lock(&req_lock);
     uint32_t h = req_hash(key);
     struct req_ent *slot = NULL;
     for (uint32_t i = 0; i < REQ_SLOTS / 4; i++) {
         struct req_ent *e = &reqs[(h + i) & (REQ_SLOTS - 1)];
-        if (e->key == 0 || e->key == key) {
+        if (e->key == 0) {
             slot = e;
             break;
         }
@@ -607,8 +612,9 @@ static uint64_t req_insert(MPI_Request r, int recv, int32_t peer, int32_t tag, u
     return id;
 }
 
-/* Removes the entry of request `key` into *out; 0 if unknown. Linear
- * probing with backward-shift deletion (no tombstones). */
+/* Removes the oldest entry of request `key` into *out; 0 if unknown.
+ * Linear probing with backward-shift deletion (no tombstones, order of
+ * equal keys kept). */
 static int req_take(uint64_t key, struct req_ent *out)
 {
     if (key == 0)
@@ -1782,3 +1788,23 @@ CM_PUBLIC int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     return core_comm_create(comm, group, newcomm, CM_SITE());
 }
 CM_PUBLIC int MPI_Comm_free(MPI_Comm *comm) { return core_comm_free(comm, CM_SITE()); }
+
+int core_request_free(MPI_Request *req)
+{
+    cm_resolve();
+    uint64_t key = 0;
+    if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE) && req && *req != W_REQUEST_NULL)
+        key = HKEY(*req);
+    int rc = cm_r.Request_free(req);
+    if (rc == MPI_SUCCESS && key) {
+        /* not an event: only forgets the request, whose completion no
+         * call will report */
+        int saved = errno;
+        struct req_ent gone;
+        req_take(key, &gone);
+        errno = saved;
+    }
+    return rc;
+}
+
+CM_PUBLIC int MPI_Request_free(MPI_Request *req) { return core_request_free(req); }

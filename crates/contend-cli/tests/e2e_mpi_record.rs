@@ -116,9 +116,19 @@ fn read(dir: &Path) -> MpiRecording {
 
 fn ops(r: &MpiRankTrace) -> Vec<MpiOp> {
     let mut v: Vec<MpiOp> = r.events.iter().map(|e| e.op).collect();
-    // a polling loop: count Test calls as one
-    v.dedup_by(|a, b| *a == MpiOp::Test && *b == MpiOp::Test);
+    // a polling loop: count repeated Test* calls as one
+    let polled = [MpiOp::Test, MpiOp::Testall, MpiOp::Testany, MpiOp::Testsome];
+    v.dedup_by(|a, b| a == b && polled.contains(a));
     v
+}
+
+/// The last call of a polling loop of `op` (the one that completed).
+fn last<'a>(r: &'a MpiRankTrace, op: MpiOp) -> &'a MpiEvent {
+    r.events
+        .iter()
+        .rev()
+        .find(|e| e.op == op)
+        .unwrap_or_else(|| panic!("rank {}: no {}", r.rank, op.name()))
 }
 
 fn first(r: &MpiRankTrace, op: MpiOp) -> &MpiEvent {
@@ -758,5 +768,211 @@ fn thread_multiple_calls_of_two_threads_are_recorded() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn every_other_wrapped_function_is_recorded() {
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", "mpi_all.c");
+    let args = ompi_args(4);
+    let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
+    assert!(plain.success(), "{}", plain.describe());
+    assert!(plain.stdout.contains("mpi_all ok"), "{}", plain.stdout);
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
+    assert_eq!(
+        out.stdout, plain.stdout,
+        "output changed under the recorder"
+    );
+    assert_eq!(out.code(), plain.code());
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    use MpiOp::*;
+    let p2p: [Vec<MpiOp>; 4] = [
+        vec![Bsend, Barrier, Rsend, Barrier, Issend, Wait],
+        vec![Recv, Irecv, Barrier, Wait, Barrier],
+        vec![Barrier, Ibsend, Wait, Barrier, Irsend, Wait, Probe, Recv],
+        vec![Barrier, Recv, Irecv, Barrier, Wait],
+    ];
+    let middle = [
+        SendrecvReplace,
+        Irecv,
+        Irecv,
+        Isend,
+        Isend,
+        Waitany,
+        Waitsome,
+        Testall,
+        Irecv,
+        Isend,
+        Testany,
+        Testsome,
+        Reduce,
+        Gather,
+        Gatherv,
+        Scatter,
+        Scatterv,
+        Allgather,
+        Allgatherv,
+        Alltoall,
+        Alltoallv,
+        Alltoallw,
+        ReduceScatter,
+        ReduceScatterBlock,
+        Scan,
+        Exscan,
+        CommCreate,
+    ];
+    for r in &rec.ranks {
+        let me = r.rank;
+        let (next, prev) = ((me + 1) % 4, (me + 3) % 4);
+        let mut want = vec![Init];
+        want.extend(&p2p[me as usize]);
+        want.extend(middle);
+        if me != 0 {
+            want.extend([Barrier, CommFree]);
+        }
+        want.extend([CommDup, CommFree, Allreduce, Finalize]);
+        assert_eq!(ops(r), want, "rank {me}");
+
+        let srr = first(r, SendrecvReplace);
+        assert_eq!(
+            srr.completions,
+            vec![
+                send_completion(next, 6, 4, 0),
+                recv_completion(prev, 6, 4, 0)
+            ]
+        );
+        // step 7: which requests completed where
+        let irecvs: Vec<&MpiEvent> = r.events.iter().filter(|e| e.op == Irecv).collect();
+        let isends: Vec<&MpiEvent> = r.events.iter().filter(|e| e.op == Isend).collect();
+        let (ir, is) = (irecvs.len(), isends.len());
+        let (r7, r8, r9) = (
+            irecvs[ir - 3].recv.unwrap().request,
+            irecvs[ir - 2].recv.unwrap().request,
+            irecvs[ir - 1].recv.unwrap().request,
+        );
+        let (s7, s8, s9) = (
+            isends[is - 3].send.unwrap().request,
+            isends[is - 2].send.unwrap().request,
+            isends[is - 1].send.unwrap().request,
+        );
+        let any = &first(r, Waitany).completions;
+        let some = &first(r, Waitsome).completions;
+        assert_eq!((any.len(), some.len()), (1, 1), "rank {me}");
+        let mut got = vec![any[0], some[0]];
+        got.sort_by_key(|c| c.request);
+        assert_eq!(
+            got,
+            vec![
+                recv_completion(prev, 7, 4, r7),
+                recv_completion(prev, 8, 4, r8)
+            ]
+        );
+        assert_eq!(
+            last(r, Testall).completions,
+            vec![
+                send_completion(next, 7, 4, s7),
+                send_completion(next, 8, 4, s8)
+            ],
+            "rank {me}: both sends, also when the MPI returns one shared handle for both"
+        );
+        assert_eq!(
+            last(r, Testany).completions,
+            vec![recv_completion(prev, 9, 4, r9)]
+        );
+        assert_eq!(
+            last(r, Testsome).completions,
+            vec![send_completion(next, 9, 4, s9)]
+        );
+        // collectives: root (world rank) and this rank's bytes sent/received
+        let coll = |op: MpiOp| {
+            let e = first(r, op);
+            (e.root, e.coll_bytes_sent, e.coll_bytes_recv)
+        };
+        let mine = 4 * u64::from(me + 1);
+        let when = |cond: bool, v: u64| if cond { v } else { 0 };
+        assert_eq!(coll(Reduce), (Some(2), 4, when(me == 2, 4)));
+        assert_eq!(coll(Gather), (Some(3), 4, when(me == 3, 16)));
+        assert_eq!(coll(Gatherv), (Some(3), mine, when(me == 3, 40)));
+        assert_eq!(coll(Scatter), (Some(1), when(me == 1, 16), 4));
+        assert_eq!(coll(Scatterv), (Some(0), when(me == 0, 40), mine));
+        assert_eq!(coll(Allgather), (None, 4, 16));
+        assert_eq!(coll(Allgatherv), (None, mine, 40));
+        for op in [Alltoall, Alltoallv, Alltoallw] {
+            assert_eq!(coll(op), (None, 16, 16), "{}", op.name());
+        }
+        assert_eq!(coll(ReduceScatter), (None, 16, 4));
+        assert_eq!(coll(ReduceScatterBlock), (None, 16, 4));
+        assert_eq!(coll(Scan), (None, 4, 4));
+        assert_eq!(coll(Exscan), (None, 4, 4));
+    }
+    let rank = |i: usize| &rec.ranks[i];
+    // steps 1-5: buffered, ready, synchronous sends and their receives
+    let b = first(rank(0), Bsend).send.unwrap();
+    assert_eq!((b.dest, b.tag, b.bytes), (Peer::Rank(1), 1, 40));
+    assert_eq!(
+        first(rank(1), Recv).completions,
+        vec![recv_completion(0, 1, 40, 0)]
+    );
+    let rs = first(rank(0), Rsend).send.unwrap();
+    assert_eq!((rs.dest, rs.tag, rs.bytes), (Peer::Rank(1), 2, 4));
+    let ir = first(rank(1), Irecv).recv.unwrap();
+    assert_eq!(
+        first(rank(1), Wait).completions,
+        vec![recv_completion(0, 2, 4, ir.request)]
+    );
+    let ib = first(rank(2), Ibsend).send.unwrap();
+    assert_eq!((ib.dest, ib.tag, ib.bytes), (Peer::Rank(3), 3, 12));
+    assert_eq!(
+        first(rank(2), Wait).completions,
+        vec![send_completion(3, 3, 12, ib.request)]
+    );
+    assert_eq!(
+        first(rank(3), Recv).completions,
+        vec![recv_completion(2, 3, 12, 0)]
+    );
+    let irs = first(rank(2), Irsend).send.unwrap();
+    assert_eq!((irs.dest, irs.tag), (Peer::Rank(3), 4));
+    assert_eq!(
+        nth(rank(3), Wait, 0).completions,
+        vec![recv_completion(
+            2,
+            4,
+            4,
+            first(rank(3), Irecv).recv.unwrap().request
+        )]
+    );
+    let iss = first(rank(0), Issend).send.unwrap();
+    assert_eq!((iss.dest, iss.tag, iss.bytes), (Peer::Rank(2), 5, 8));
+    assert_eq!(
+        first(rank(0), Wait).completions,
+        vec![send_completion(2, 5, 8, iss.request)]
+    );
+    assert_eq!(first(rank(2), Probe).comm, WORLD_COMM);
+    assert_eq!(
+        first(rank(2), Recv).completions,
+        vec![recv_completion(0, 5, 8, 0)]
+    );
+    // step 9: Comm_create of {1,2,3}: MPI_COMM_NULL on rank 0, one id on
+    // the members, used by their barrier; Comm_dup: one id everywhere
+    assert_eq!(first(rank(0), CommCreate).created_comm, None);
+    let sub = first(rank(1), CommCreate).created_comm.unwrap();
+    for i in 1..4 {
+        let r = rank(i);
+        assert_eq!(first(r, CommCreate).created_comm, Some(sub));
+        assert_eq!(last(r, Barrier).comm, sub);
+        let c = r.comms.iter().find(|c| c.id == sub).unwrap();
+        assert_eq!(c.world_ranks, [1, 2, 3]);
+    }
+    let dup = first(rank(0), CommDup).created_comm.unwrap();
+    for r in &rec.ranks {
+        assert_eq!(first(r, CommDup).created_comm, Some(dup));
+        assert_eq!(last(r, CommFree).comm, dup);
     }
 }
