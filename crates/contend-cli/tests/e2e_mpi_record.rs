@@ -123,7 +123,7 @@ fn ops(r: &MpiRankTrace) -> Vec<MpiOp> {
 }
 
 /// The last call of a polling loop of `op` (the one that completed).
-fn last<'a>(r: &'a MpiRankTrace, op: MpiOp) -> &'a MpiEvent {
+fn last(r: &MpiRankTrace, op: MpiOp) -> &MpiEvent {
     r.events
         .iter()
         .rev()
