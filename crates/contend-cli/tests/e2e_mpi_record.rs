@@ -976,3 +976,143 @@ fn every_other_wrapped_function_is_recorded() {
         assert_eq!(last(r, CommFree).comm, dup);
     }
 }
+
+#[test]
+fn every_other_fortran_entry_point_is_recorded() {
+    if which("mpif90.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI Fortran is not installed");
+        return;
+    }
+    let exe = mpi_build("mpif90.openmpi", "mpi_all.f90");
+    let args = ompi_args(4);
+    let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
+    assert!(plain.success(), "{}", plain.describe());
+    assert!(plain.stdout.contains("mpi_all_f ok"), "{}", plain.stdout);
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
+    // the program checks every index, flag, status and handle the Fortran
+    // entry points wrote back
+    assert_eq!(
+        out.stdout, plain.stdout,
+        "output changed under the recorder"
+    );
+    assert_eq!(out.code(), plain.code());
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    use MpiOp::*;
+    let step3: [Vec<MpiOp>; 4] = [
+        vec![Barrier, Rsend],
+        vec![Irecv, Barrier, Wait],
+        vec![Barrier, Issend, Wait],
+        vec![Barrier, Probe, Iprobe, Recv],
+    ];
+    for r in &rec.ranks {
+        let me = r.rank;
+        let (next, prev) = ((me + 1) % 4, (me + 3) % 4);
+        let mut want = vec![
+            Init, Irecv, Irecv, Isend, Isend, Waitany, Waitsome, Testall, Irecv, Isend, Testany,
+            Testsome, Test,
+        ];
+        want.extend(&step3[me as usize]);
+        want.extend([
+            Sendrecv,
+            SendrecvReplace,
+            Bcast,
+            Reduce,
+            Gather,
+            Gatherv,
+            Scatter,
+            Scatterv,
+            Allgather,
+            Allgatherv,
+            Alltoall,
+            Alltoallv,
+            Alltoallw,
+            ReduceScatter,
+            ReduceScatterBlock,
+            Scan,
+            Exscan,
+            CommDup,
+            CommCreate,
+        ]);
+        if me != 0 {
+            want.push(CommFree);
+        }
+        want.extend([CommFree, Allreduce, Finalize]);
+        assert_eq!(ops(r), want, "rank {me}");
+        let irecv: Vec<u64> = r
+            .events
+            .iter()
+            .filter(|e| e.op == Irecv)
+            .map(|e| e.recv.unwrap().request)
+            .collect();
+        let isend: Vec<u64> = r
+            .events
+            .iter()
+            .filter(|e| e.op == Isend)
+            .map(|e| e.send.unwrap().request)
+            .collect();
+        let mut got = vec![
+            first(r, Waitany).completions[0],
+            first(r, Waitsome).completions[0],
+        ];
+        got.sort_by_key(|c| c.request);
+        assert_eq!(
+            got,
+            vec![
+                recv_completion(prev, 7, 4, irecv[0]),
+                recv_completion(prev, 8, 4, irecv[1])
+            ]
+        );
+        assert_eq!(
+            last(r, Testall).completions,
+            vec![
+                send_completion(next, 7, 4, isend[0]),
+                send_completion(next, 8, 4, isend[1])
+            ]
+        );
+        assert_eq!(
+            last(r, Testany).completions,
+            vec![recv_completion(prev, 9, 4, irecv[2])]
+        );
+        assert_eq!(
+            last(r, Testsome).completions,
+            vec![send_completion(next, 9, 4, isend[2])]
+        );
+        assert!(first(r, Test).completions.is_empty(), "MPI_REQUEST_NULL");
+        assert_eq!(
+            first(r, Sendrecv).completions,
+            vec![
+                send_completion(next, 11, 4, 0),
+                recv_completion(prev, 11, 4, 0)
+            ]
+        );
+        let coll = |op: MpiOp| {
+            let e = first(r, op);
+            (e.root, e.coll_bytes_sent, e.coll_bytes_recv)
+        };
+        let mine = 4 * u64::from(me + 1);
+        let when = |cond: bool, v: u64| if cond { v } else { 0 };
+        assert_eq!(coll(Bcast), (Some(1), when(me == 1, 4), when(me != 1, 4)));
+        assert_eq!(coll(Gatherv), (Some(3), mine, when(me == 3, 40)));
+        assert_eq!(coll(Scatterv), (Some(0), when(me == 0, 40), mine));
+        assert_eq!(coll(Alltoallw), (None, 16, 16));
+    }
+    let dup = first(&rec.ranks[0], CommDup).created_comm.unwrap();
+    assert_eq!(first(&rec.ranks[0], CommCreate).created_comm, None);
+    let sub = first(&rec.ranks[1], CommCreate).created_comm.unwrap();
+    for r in &rec.ranks[1..] {
+        let create = first(r, CommCreate);
+        assert_eq!((create.comm, create.created_comm), (dup, Some(sub)));
+        let c = r.comms.iter().find(|c| c.id == sub).unwrap();
+        assert_eq!(c.world_ranks, [1, 2, 3]);
+    }
+    let r3 = &rec.ranks[3];
+    assert_eq!(
+        first(r3, Recv).completions,
+        vec![recv_completion(2, 5, 8, 0)]
+    );
+    let iss = first(&rec.ranks[2], Issend).send.unwrap();
+    assert_eq!((iss.dest, iss.tag, iss.bytes), (Peer::Rank(3), 5, 8));
+}
