@@ -54,7 +54,7 @@ run_impl() { # name launcher compiler library
     CONTEND_DIR="$D/$name.data" LD_PRELOAD="$lib" "$launcher" "${extra[@]}" -np 1 \
       "$D/overhead_$name" "$CALLS" "$ROUNDS" >>"$D/$name.rec"
   done
-  echo "$name ($("$launcher" --version 2>&1 | grep -m1 -E "Open MPI|Version:" | tr -s " ")), $CALLS calls x $ROUNDS rounds, median of $REPEAT runs:"
+  echo "$name ($("$launcher" --version 2>&1 | grep -m1 -E "Open MPI|OpenRTE|Version:" | tr -s " ")), $CALLS calls x $ROUNDS rounds, median of $REPEAT runs:"
   for k in "${kinds[@]}"; do
     p=$(sed -n "s/.*${k}_ns=\([0-9.]*\).*/\1/p" "$D/$name.plain" | median)
     w=$(sed -n "s/.*${k}_ns=\([0-9.]*\).*/\1/p" "$D/$name.rec" | median)
