@@ -651,6 +651,58 @@ fn mpi4py_script_is_recorded() {
         assert!(matches!(o[0], MpiOp::Init | MpiOp::InitThread), "{o:?}");
         assert_eq!(first(r, MpiOp::Barrier).comm, WORLD_COMM);
     }
+    let report = common::report_json(&dir);
+    assert_eq!(
+        report["mpi"]["ranks"].as_u64(),
+        Some(2),
+        "{}",
+        report["mpi"]
+    );
+}
+
+#[test]
+fn debian_hpcc_is_recorded_and_reported() {
+    let Some(hpcc) = which("hpcc") else {
+        eprintln!("SKIP: hpcc is not installed");
+        return;
+    };
+    if which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    // bench/mpi_hpccinf.txt: HPL N=600 on a 2x2 grid, the other HPC
+    // Challenge tests at their defaults (about 2 s here)
+    let t = tempdir();
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/mpi_hpccinf.txt");
+    std::fs::copy(&input, t.path().join("hpccinf.txt")).unwrap();
+    let dir = t.path().join("rec");
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--mpi", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg("mpirun.openmpi")
+        .args(ompi_args(4))
+        .arg(&hpcc)
+        .current_dir(t.path());
+    let out = run_timeout(cmd, Duration::from_secs(300));
+    assert!(out.success(), "{}", out.describe());
+    let results = std::fs::read_to_string(t.path().join("hpccoutf.txt")).unwrap();
+    assert!(
+        !results.contains("FAILED") && results.contains("End of HPC Challenge tests"),
+        "hpcc did not complete its tests under the recorder"
+    );
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    let events: usize = rec.ranks.iter().map(|r| r.events.len()).sum();
+    assert!(events > 10_000, "{events} events");
+    let report = common::report_json(&dir);
+    let mpi = &report["mpi"];
+    assert_eq!(mpi["ranks"].as_u64(), Some(4), "{mpi}");
+    assert!(mpi["late_sender"]["count"].as_u64().unwrap() > 0, "{mpi}");
+    assert!(
+        mpi["by_site"].as_array().is_some_and(|s| !s.is_empty()),
+        "{mpi}"
+    );
 }
 
 #[test]
