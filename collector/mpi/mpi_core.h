@@ -110,6 +110,16 @@ CM_HIDDEN int core_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newco
 CM_HIDDEN int core_comm_dup(MPI_Comm comm, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_free(MPI_Comm *comm, uint64_t site);
+/* Communicator creation that is not an event (no operation code):
+ * MPI_Comm_split_type, MPI_Cart_create, MPI_Cart_sub,
+ * MPI_Dist_graph_create_adjacent. The new communicator gets its id the
+ * same way as from Comm_split (collective over the parent), and its
+ * members are recorded, so later calls on it match across ranks. */
+CM_HIDDEN int core_comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
+                                   MPI_Comm *newcomm);
+CM_HIDDEN int core_cart_create(MPI_Comm comm, int ndims, const int *dims, const int *periods,
+                               int reorder, MPI_Comm *newcomm);
+CM_HIDDEN int core_cart_sub(MPI_Comm comm, const int *remain, MPI_Comm *newcomm);
 /* MPI_Request_free: not recorded, the request is forgotten. */
 CM_HIDDEN int core_request_free(MPI_Request *req);
 

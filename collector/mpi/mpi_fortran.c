@@ -688,6 +688,78 @@ CM_PUBLIC void mpi_comm_create_(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *newco
 F_ALIASES(mpi_comm_create, MPI_COMM_CREATE,
           (MPI_Fint * comm, MPI_Fint *group, MPI_Fint *newcomm, MPI_Fint *ierr))
 
+/* Topology and split-type communicators: recorded as communicators only.
+ * Fortran LOGICAL arrays are passed as ints (gfortran: 4 bytes, .TRUE. = 1;
+ * Open MPI's own binding converts any non-zero to 1, as here). */
+static int *logicals(const MPI_Fint *f, int n, int *local, int nlocal)
+{
+    int *c = n <= nlocal ? local : malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (c)
+        for (int i = 0; i < n; i++)
+            c[i] = f[i] != 0;
+    return c;
+}
+
+CM_PUBLIC void mpi_comm_split_type_(MPI_Fint *comm, MPI_Fint *type, MPI_Fint *key, MPI_Fint *info,
+                                    MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Comm c_new;
+    int rc = core_comm_split_type(cm_r.Comm_f2c(*comm), (int)*type, (int)*key,
+                                  cm_r.Info_f2c(*info), &c_new);
+    if (rc == MPI_SUCCESS)
+        *newcomm = cm_r.Comm_c2f(c_new);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_comm_split_type, MPI_COMM_SPLIT_TYPE,
+          (MPI_Fint * comm, MPI_Fint *type, MPI_Fint *key, MPI_Fint *info, MPI_Fint *newcomm,
+           MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_cart_create_(MPI_Fint *comm, MPI_Fint *ndims, MPI_Fint *dims, MPI_Fint *periods,
+                                MPI_Fint *reorder, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    int n = (int)*ndims, local[16];
+    int *c_periods = logicals(periods, n, local, 16);
+    if (!c_periods) {
+        set_ierr(ierr, MPI_ERR_NO_MEM);
+        return;
+    }
+    MPI_Comm c_new;
+    int rc = core_cart_create(cm_r.Comm_f2c(*comm), n, dims, c_periods, *reorder != 0, &c_new);
+    if (rc == MPI_SUCCESS)
+        *newcomm = cm_r.Comm_c2f(c_new);
+    if (c_periods != local)
+        free(c_periods);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_cart_create, MPI_CART_CREATE,
+          (MPI_Fint * comm, MPI_Fint *ndims, MPI_Fint *dims, MPI_Fint *periods, MPI_Fint *reorder,
+           MPI_Fint *newcomm, MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_cart_sub_(MPI_Fint *comm, MPI_Fint *remain, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Comm c = cm_r.Comm_f2c(*comm);
+    int n = 0, local[16];
+    if (cm_r.Cartdim_get(c, &n) != MPI_SUCCESS)
+        n = 0;
+    int *c_remain = logicals(remain, n, local, 16);
+    if (!c_remain) {
+        set_ierr(ierr, MPI_ERR_NO_MEM);
+        return;
+    }
+    MPI_Comm c_new;
+    int rc = core_cart_sub(c, c_remain, &c_new);
+    if (rc == MPI_SUCCESS)
+        *newcomm = cm_r.Comm_c2f(c_new);
+    if (c_remain != local)
+        free(c_remain);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_cart_sub, MPI_CART_SUB,
+          (MPI_Fint * comm, MPI_Fint *remain, MPI_Fint *newcomm, MPI_Fint *ierr))
+
 CM_PUBLIC void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr)
 {
     F_BEGIN();

@@ -1789,6 +1789,73 @@ CM_PUBLIC int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 }
 CM_PUBLIC int MPI_Comm_free(MPI_Comm *comm) { return core_comm_free(comm, CM_SITE()); }
 
+/* Creation calls recorded as communicators only (not events). */
+#define UNTRACKED_CREATION(parent, call, newcomm)                                             \
+    do {                                                                                      \
+        cm_resolve();                                                                         \
+        if (!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))                                \
+            return call;                                                                      \
+        struct cm_thread *ts = begin();                                                       \
+        int saved_errno = errno;                                                              \
+        uint64_t seq;                                                                         \
+        uint64_t pid = comm_parent_begin(ts, parent, &seq);                                   \
+        errno = saved_errno;                                                                  \
+        int rc = call;                                                                        \
+        saved_errno = errno;                                                                  \
+        if (rc == MPI_SUCCESS && (newcomm))                                                   \
+            comm_created(ts, pid, seq, *(newcomm));                                           \
+        if (ts)                                                                               \
+            end(ts);                                                                          \
+        errno = saved_errno;                                                                  \
+        return rc;                                                                            \
+    } while (0)
+
+int core_comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *newcomm)
+{
+    UNTRACKED_CREATION(comm, cm_r.Comm_split_type(comm, type, key, info, newcomm), newcomm);
+}
+
+int core_cart_create(MPI_Comm comm, int ndims, const int *dims, const int *periods, int reorder,
+                     MPI_Comm *newcomm)
+{
+    UNTRACKED_CREATION(comm, cm_r.Cart_create(comm, ndims, dims, periods, reorder, newcomm),
+                       newcomm);
+}
+
+int core_cart_sub(MPI_Comm comm, const int *remain, MPI_Comm *newcomm)
+{
+    UNTRACKED_CREATION(comm, cm_r.Cart_sub(comm, remain, newcomm), newcomm);
+}
+
+CM_PUBLIC int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
+                                  MPI_Comm *newcomm)
+{
+    return core_comm_split_type(comm, type, key, info, newcomm);
+}
+
+CM_PUBLIC int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+                              int reorder, MPI_Comm *newcomm)
+{
+    return core_cart_create(comm, ndims, dims, periods, reorder, newcomm);
+}
+
+CM_PUBLIC int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    return core_cart_sub(comm, remain_dims, newcomm);
+}
+
+CM_PUBLIC int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int sources[],
+                                             const int sourceweights[], int outdegree,
+                                             const int destinations[], const int destweights[],
+                                             MPI_Info info, int reorder, MPI_Comm *newcomm)
+{
+    UNTRACKED_CREATION(comm,
+                       cm_r.Dist_graph_create_adjacent(comm, indegree, sources, sourceweights,
+                                                       outdegree, destinations, destweights, info,
+                                                       reorder, newcomm),
+                       newcomm);
+}
+
 int core_request_free(MPI_Request *req)
 {
     cm_resolve();

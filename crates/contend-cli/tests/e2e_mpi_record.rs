@@ -1168,3 +1168,45 @@ fn every_other_fortran_entry_point_is_recorded() {
     let iss = first(&rec.ranks[2], Issend).send.unwrap();
     assert_eq!((iss.dest, iss.tag, iss.bytes), (Peer::Rank(3), 5, 8));
 }
+
+#[test]
+fn topology_and_split_type_communicators_have_one_id_on_all_members() {
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", "mpi_topo.c");
+    let args = ompi_args(4);
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
+    assert!(out.success(), "{}", out.describe());
+    assert!(out.stdout.contains("mpi_topo ok"), "{}", out.stdout);
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    let members = |r: &MpiRankTrace, id: u64| -> Vec<u32> {
+        r.comms
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("rank {}: communicator {id:#x} not recorded", r.rank))
+            .world_ranks
+            .clone()
+    };
+    // cart (Barrier #0), node (Barrier #1), ring (Barrier #2): all ranks
+    for k in 0..3 {
+        let id = nth(&rec.ranks[0], MpiOp::Barrier, k).comm;
+        assert_ne!(id, WORLD_COMM);
+        assert_eq!(id & (1 << 63), 0, "a rank-local id");
+        for r in &rec.ranks {
+            assert_eq!(nth(r, MpiOp::Barrier, k).comm, id, "rank {}", r.rank);
+            assert_eq!(members(r, id), [0, 1, 2, 3]);
+        }
+    }
+    // the Cart_sub rows {0,2} and {1,3}
+    let sub = |i: usize| first(&rec.ranks[i], MpiOp::Allreduce).comm;
+    assert_eq!(sub(0), sub(2));
+    assert_eq!(sub(1), sub(3));
+    assert_ne!(sub(0), sub(1));
+    assert_eq!(members(&rec.ranks[2], sub(2)), [0, 2]);
+    assert_eq!(members(&rec.ranks[3], sub(3)), [1, 3]);
+}
