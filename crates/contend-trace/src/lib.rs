@@ -2,7 +2,11 @@
 //!
 //! The binary trace formats of `contend` and their reader. One definition of
 //! the on-disk layout lives in `collector/include/contend/trace_format.h`;
-//! [`format`] mirrors it and `docs/trace-format.md` explains it.
+//! [`format`] mirrors it and `docs/trace-format.md` explains it. The MPI
+//! rank traces (`mpi/rank-<r>.cmpi`, one definition in
+//! `collector/include/contend/mpi_trace_format.h`) are mirrored by
+//! [`mpi_format`] and read into the model of [`mpi`] by [`mpi_reader`]
+//! ([`read_mpi_recording`]).
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
