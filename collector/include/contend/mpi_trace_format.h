@@ -115,7 +115,13 @@ typedef struct contend_mpi_chunk_header {
  *   send, recv, isend..., irecv:  comm id, PEERTAG(peer, tag), bytes
  *   sendrecv(_replace):           comm id, PEERTAG(dest, sendtag), send bytes,
  *                                 PEERTAG(source, recvtag), recv bytes
- *   probe, iprobe:                comm id, PEERTAG(source, tag)
+ *   probe, iprobe, mprobe,
+ *   improbe:                      comm id, PEERTAG(source, tag)
+ *   mrecv, imrecv:                as recv/irecv, with the communicator,
+ *                                 source and tag of the message the
+ *                                 (i)mprobe found (MPI_Message handle
+ *                                 followed by the recorder; PEER_NULL and
+ *                                 world id for MPI_MESSAGE_NO_PROC)
  *   wait*, test*:                 number of requests passed
  *   collectives:                  comm id, root (i32 world rank, -1: none;
  *                                 low half of the word), bytes sent, bytes
@@ -128,7 +134,7 @@ typedef struct contend_mpi_chunk_header {
  * CONTEND_MPI_SMALL_COMPACT), arg = dt.
  * payload: RCFLAGS(return code, flags) (left out when COMPACT is set:
  * MPI_SUCCESS, no flags), then by operation class
- *   isend..., irecv:           the new request's id
+ *   isend..., irecv, imrecv:   the new request's id
  *   comm split/dup/create:     the new communicator's id
  *                              (CONTEND_MPI_COMM_NULL_ID: MPI_COMM_NULL)
  * flags bit 0: Iprobe/Test* flag was true. Records COMPLETION and COMM that
@@ -152,6 +158,10 @@ typedef struct contend_mpi_chunk_header {
 #define CONTEND_MPI_COMPL_RECV 1u      /* a receive (else a send)           */
 #define CONTEND_MPI_COMPL_CANCELLED 2u /* MPI_Test_cancelled said so        */
 #define CONTEND_MPI_COMPL_NO_SOURCE 4u /* MPI_PROC_NULL / unknown peer      */
+#define CONTEND_MPI_COMPL_PROBE 8u     /* not a completion: the message a
+                                          probe (Probe, Mprobe, Iprobe and
+                                          Improbe with flag true) found,
+                                          from its status; request 0       */
 
 #define CONTEND_MPI_PEER_ANY (-1)     /* MPI_ANY_SOURCE                     */
 #define CONTEND_MPI_PEER_NULL (-2)    /* MPI_PROC_NULL                      */

@@ -58,6 +58,10 @@ pub enum MpiOp {
     Testsome = 37,
     Probe = 40,
     Iprobe = 41,
+    Mprobe = 42,
+    Improbe = 43,
+    Mrecv = 44,
+    Imrecv = 45,
     Barrier = 50,
     Bcast = 51,
     Reduce = 52,
@@ -83,7 +87,7 @@ pub enum MpiOp {
 
 impl MpiOp {
     /// Every operation, in code order.
-    pub const ALL: [MpiOp; 46] = [
+    pub const ALL: [MpiOp; 50] = [
         MpiOp::Init,
         MpiOp::InitThread,
         MpiOp::Finalize,
@@ -109,6 +113,10 @@ impl MpiOp {
         MpiOp::Testsome,
         MpiOp::Probe,
         MpiOp::Iprobe,
+        MpiOp::Mprobe,
+        MpiOp::Improbe,
+        MpiOp::Mrecv,
+        MpiOp::Imrecv,
         MpiOp::Barrier,
         MpiOp::Bcast,
         MpiOp::Reduce,
@@ -166,6 +174,10 @@ impl MpiOp {
             Testsome => "MPI_Testsome",
             Probe => "MPI_Probe",
             Iprobe => "MPI_Iprobe",
+            Mprobe => "MPI_Mprobe",
+            Improbe => "MPI_Improbe",
+            Mrecv => "MPI_Mrecv",
+            Imrecv => "MPI_Imrecv",
             Barrier => "MPI_Barrier",
             Bcast => "MPI_Bcast",
             Reduce => "MPI_Reduce",
@@ -226,8 +238,11 @@ pub struct SendPost {
     pub request: u64,
 }
 
-/// A receive posted by an event: a blocking `Recv`, the receive half of a
-/// `Sendrecv`, or an `Irecv`.
+/// A receive posted by an event: a blocking `Recv` or `Mrecv`, the receive
+/// half of a `Sendrecv`, or an `Irecv` or `Imrecv`. For `Mrecv`/`Imrecv`
+/// the communicator, source and tag are those of the message the matching
+/// `Mprobe`/`Improbe` found (the recorder follows the `MPI_Message`
+/// handle); source [`Peer::Null`] for `MPI_MESSAGE_NO_PROC`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecvPost {
     /// Source as posted (may be [`Peer::Any`]).
@@ -314,6 +329,27 @@ pub struct MpiEvent {
     pub created_comm: Option<u64>,
     /// The MPI return code (0 = `MPI_SUCCESS`).
     pub return_code: i32,
+    /// For `Probe`, `Mprobe`, and `Iprobe`/`Improbe` whose flag was true:
+    /// the message the probe found (from its status). `None` for every
+    /// other call, for a probe that found nothing, and in traces of
+    /// recorders that did not record it.
+    pub probed: Option<ProbedMessage>,
+}
+
+/// The envelope of a message a probe found, from the probe's status. The
+/// message is not received by the probe: a later receive (`Recv` with
+/// the same source and tag, or `Mrecv`/`Imrecv` of the `MPI_Message` an
+/// `Mprobe`/`Improbe` returned) takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbedMessage {
+    /// World rank that sent it; `None` for `MPI_PROC_NULL` (a probe with
+    /// source `MPI_PROC_NULL`, which returns at once) or an untranslatable
+    /// source.
+    pub source: Option<u32>,
+    /// Its tag.
+    pub tag: i32,
+    /// Its size, bytes.
+    pub bytes: u64,
 }
 
 /// A communicator as known to one rank.

@@ -58,6 +58,10 @@ pub const COMPL_RECV: u8 = 1;
 pub const COMPL_CANCELLED: u8 = 2;
 /// COMPLETION flag: no source (`MPI_PROC_NULL` or untranslatable).
 pub const COMPL_NO_SOURCE: u8 = 4;
+/// COMPLETION flag: not a completion but the message a probe (`Probe`,
+/// `Mprobe`, `Iprobe`/`Improbe` with flag true) found; request 0, source,
+/// tag and bytes from the probe's status.
+pub const COMPL_PROBE: u8 = 8;
 
 /// Peer field: `MPI_ANY_SOURCE`.
 pub const PEER_ANY: i32 = -1;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::mpi::{
     Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
-    RecvPost, SendPost,
+    ProbedMessage, RecvPost, SendPost,
 };
 use crate::mpi_format::{self as f, header as h, Head};
 use crate::TraceError;
@@ -421,10 +421,10 @@ fn class_of(op: MpiOp) -> Class {
         Init | InitThread | Finalize => Class::None,
         Send | Ssend | Bsend | Rsend => Class::Send { blocking: true },
         Isend | Issend | Ibsend | Irsend => Class::Send { blocking: false },
-        Recv => Class::Recv { blocking: true },
-        Irecv => Class::Recv { blocking: false },
+        Recv | Mrecv => Class::Recv { blocking: true },
+        Irecv | Imrecv => Class::Recv { blocking: false },
         Sendrecv | SendrecvReplace => Class::SendRecv,
-        Probe | Iprobe => Class::Probe,
+        Probe | Iprobe | Mprobe | Improbe => Class::Probe,
         Wait | Waitall | Waitany | Waitsome | Test | Testall | Testany | Testsome => {
             Class::WaitTest
         }
@@ -566,6 +566,14 @@ impl ThreadDecoder {
                         ));
                         continue;
                     };
+                    if hd.small & f::COMPL_PROBE != 0 {
+                        ev.probed = Some(ProbedMessage {
+                            source: (hd.small & f::COMPL_NO_SOURCE == 0).then_some(hd.arg),
+                            tag: *tag as u32 as i32,
+                            bytes: *bytes,
+                        });
+                        continue;
+                    }
                     ev.completions.push(Completion {
                         request: *request,
                         kind: if hd.small & f::COMPL_RECV != 0 {
@@ -690,6 +698,7 @@ impl ThreadDecoder {
             completions: Vec::new(),
             created_comm: None,
             return_code: 0,
+            probed: None,
         };
         let q = &p[1..];
         match class_of(op) {
@@ -1113,6 +1122,79 @@ mod tests {
         assert_eq!(sr.completions.len(), 2);
         assert_eq!(sr.completions[0].kind, CompletionKind::Send);
         assert_eq!(sr.completions[1].source, None);
+    }
+
+    #[test]
+    fn matched_probe_and_receives_decode_as_probe_and_receives() {
+        let mut b = Builder::new(1, 2, f::FLAG_FINALIZED);
+        let mut c = Chunk::new(5, 0, 100);
+        // MPI_Mprobe(ANY_SOURCE, ANY_TAG) found 24 bytes from rank 0, tag 9
+        c.enter(
+            MpiOp::Mprobe,
+            200,
+            0x10,
+            &[WORLD_COMM, pt(f::PEER_ANY, ANY_TAG)],
+        );
+        c.rec(
+            f::REC_COMPLETION,
+            f::COMPL_RECV | f::COMPL_PROBE,
+            0,
+            &[0, 9, 24],
+        );
+        c.exit(MpiOp::Mprobe, 300, 0, &[]);
+        // MPI_Mrecv of that message
+        c.enter(MpiOp::Mrecv, 310, 0x20, &[WORLD_COMM, pt(0, 9), 24]);
+        c.completion(true, Some(0), 0, 9, 24);
+        c.exit(MpiOp::Mrecv, 320, 0, &[]);
+        // MPI_Imrecv of MPI_MESSAGE_NO_PROC: request 7
+        c.enter(
+            MpiOp::Imrecv,
+            330,
+            0x30,
+            &[WORLD_COMM, pt(f::PEER_NULL, ANY_TAG), 0],
+        );
+        c.exit(MpiOp::Imrecv, 340, 0, &[7]);
+        // MPI_Improbe that found nothing
+        c.enter(MpiOp::Improbe, 350, 0x40, &[WORLD_COMM, pt(0, 3)]);
+        c.exit(MpiOp::Improbe, 360, 0, &[]);
+        b.add(c);
+        let t = decode_rank_trace(Path::new("x"), &b.bytes()).unwrap();
+        assert!(t.damage.is_empty(), "{:?}", t.damage);
+        let ops: Vec<MpiOp> = t.events.iter().map(|e| e.op).collect();
+        assert_eq!(
+            ops,
+            [MpiOp::Mprobe, MpiOp::Mrecv, MpiOp::Imrecv, MpiOp::Improbe]
+        );
+        let mp = &t.events[0];
+        assert_eq!(
+            mp.probed,
+            Some(ProbedMessage {
+                source: Some(0),
+                tag: 9,
+                bytes: 24
+            })
+        );
+        assert!(mp.completions.is_empty() && mp.recv.is_none());
+        let mr = &t.events[1];
+        assert_eq!(
+            mr.recv,
+            Some(RecvPost {
+                source: Peer::Rank(0),
+                tag: 9,
+                bytes: 24,
+                request: 0
+            })
+        );
+        assert_eq!(mr.completions.len(), 1);
+        assert_eq!(mr.completions[0].kind, CompletionKind::Recv);
+        assert_eq!(mr.probed, None);
+        let im = &t.events[2].recv.unwrap();
+        assert_eq!((im.source, im.request), (Peer::Null, 7));
+        assert_eq!(t.events[3].probed, None);
+        for op in [MpiOp::Mprobe, MpiOp::Improbe, MpiOp::Mrecv, MpiOp::Imrecv] {
+            assert_eq!(MpiOp::from_code(op as u16), Some(op));
+            assert!(op.name().starts_with("MPI_M") || op.name().starts_with("MPI_I"));
+        }
     }
 
     #[test]

@@ -54,6 +54,7 @@ fn event(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         completions: Vec::new(),
         created_comm: None,
         return_code: 0,
+        probed: None,
     }
 }
 
