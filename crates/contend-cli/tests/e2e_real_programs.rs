@@ -357,3 +357,55 @@ fn sharequeue_example_compare() {
         out.describe()
     );
 }
+
+/// Regression: with the lock collector preloaded (plain `contend record`,
+/// no `--mpi`), every rank of an MPICH (UCX) program aborted with "UCX
+/// FATAL pthread_rwlock_rdlock() failed: Resource deadlock avoided": UCX's
+/// memory hooks saw the collector's own chunk mappings while UCX held its
+/// event lock. The collector now maps through raw system calls.
+#[test]
+fn mpich_program_under_the_lock_collector() {
+    let (Some(mpicc), Some(mpirun)) = (which("mpicc.mpich"), which("mpirun.mpich")) else {
+        eprintln!("SKIP mpich_program_under_the_lock_collector: MPICH is not installed");
+        return;
+    };
+    let _serial = serial();
+    let tmp = tempdir();
+    let exe = tmp.path().join("lockcollector_mpich");
+    let built = run_timeout(
+        {
+            let mut c = std::process::Command::new(&mpicc);
+            c.arg("-O1")
+                .arg("-o")
+                .arg(&exe)
+                .arg(program_source("lockcollector_mpich.c"));
+            c
+        },
+        Duration::from_secs(60),
+    );
+    assert!(built.success(), "{}", built.describe());
+    let dir = tmp.path().join("mpich.data");
+    let exe_s = exe.to_string_lossy().to_string();
+    let out = run_timeout(
+        record_command(&dir, &mpirun, &["-np", "2", exe_s.as_str()]),
+        Duration::from_secs(90),
+    );
+    assert!(
+        out.success() && !out.stderr.contains("FATAL"),
+        "{}",
+        out.describe()
+    );
+    for r in 0..2 {
+        assert!(
+            out.stdout.contains(&format!("rank {r} of 2 done")),
+            "{}",
+            out.describe()
+        );
+    }
+    let report = report_json(&dir);
+    assert!(
+        u(&report["locks"], "summary.events") >= 2 * 200 * 100,
+        "each rank's own mutex operations are recorded: {}",
+        report["locks"]["summary"]
+    );
+}
