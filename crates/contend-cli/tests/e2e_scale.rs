@@ -772,6 +772,46 @@ fn ctrl_c_stops_cleanly_with_the_runs_finished() {
     assert!(stray.is_empty(), "{stray:?}");
 }
 
+/// A stop signal sent to contend alone (SIGTERM, e.g. from a job
+/// scheduler) is forwarded to the running program; a program that catches
+/// it and exits 0 must still stop the experiment (regression: only the
+/// program's exit status was looked at, so the experiment went on).
+#[test]
+fn stop_signal_caught_by_the_program_still_stops_the_experiment() {
+    let _serial = serial();
+    let tmp = tempdir();
+    let dir = tmp.path().join("term.scale");
+    // Exits 0 on SIGTERM; otherwise runs 5 s.
+    let script = "trap 'exit 0' TERM; i=0; while [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done";
+    let mut running = Running::spawn(scale_command(
+        &dir,
+        &["--threads", "1", "--repeat", "3"],
+        &["sh", "-c", script],
+    ));
+    // Wait until the first run's recording exists (the program runs).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !dir.join("m1-n1-r0").join("meta.json").exists() {
+        assert!(std::time::Instant::now() < deadline, "no run started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(kill(running.pid(), 15), "SIGTERM to contend");
+    let out = running
+        .wait_for(Duration::from_secs(30))
+        .expect("contend scale must stop after SIGTERM");
+    let m = manifest(&dir);
+    assert_eq!(m["complete"], false, "{}", out.describe());
+    assert!(
+        m["stopped"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("interrupted"),
+        "{m}"
+    );
+    assert_eq!(runs(&m).len(), 1, "{m}");
+    assert_eq!(runs(&m)[0]["exit_code"], 0, "{m}");
+}
+
 fn stress(args: &[&str]) -> Output {
     let mut c = Command::new(contend_bin());
     c.args(["stress", "memory"]).args(args);

@@ -1483,6 +1483,15 @@ fn online_cpus() -> u32 {
     u32::try_from(n).unwrap_or(0)
 }
 
+/// How many stop signals (`SIGINT`, `SIGTERM`, `SIGHUP`) the launcher has
+/// received and forwarded to a target of [`record`] since it started. A
+/// caller running several recordings (`contend scale`) compares the count
+/// before and after a run to tell a user's Ctrl-C from the program's own
+/// ending, even when the program catches the signal and exits 0.
+pub fn stop_signals_seen() -> u64 {
+    forward::STOP_SIGNALS_SEEN.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Forwarding of termination signals from the launcher to its targets.
 ///
 /// Process-wide state, because signal dispositions are: every running
@@ -1490,8 +1499,12 @@ fn online_cpus() -> u32 {
 /// installed while at least one call runs and the previous dispositions
 /// restored after the last one ends.
 mod forward {
-    use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
+    use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::SeqCst};
     use std::sync::Mutex;
+
+    /// Stop signals (`SIGINT`, `SIGTERM`, `SIGHUP`) the handler has seen
+    /// since the process started (see [`super::stop_signals_seen`]).
+    pub(super) static STOP_SIGNALS_SEEN: AtomicU64 = AtomicU64::new(0);
 
     /// Signals forwarded to the target.
     const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
@@ -1602,6 +1615,9 @@ mod forward {
     }
 
     extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        if sig != libc::SIGQUIT {
+            STOP_SIGNALS_SEEN.fetch_add(1, SeqCst);
+        }
         // SAFETY: the kernel passes a valid siginfo with SA_SIGINFO.
         let from_terminal = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
         // SAFETY: errno is thread-local; saved and restored around the

@@ -48,7 +48,9 @@
 //! run: the manifest lists the runs finished and says why it stopped.
 //! During a run the recorder forwards those signals to the program, so a
 //! run that ends by one of them (or exits with 128 + one of them, as a shell
-//! does when it is interrupted) is taken as the user's stop too.
+//! does when it is interrupted), or during which the launcher received one
+//! ([`crate::record::stop_signals_seen`]; the program may catch it and exit
+//! 0), is taken as the user's stop too.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -597,6 +599,7 @@ pub fn run_scale(
         for w in &planned.warnings {
             tell(w);
         }
+        let signals_before = crate::record::stop_signals_seen();
         match make_run(opts, dir, planned, saved.as_ref()) {
             Ok(run) => {
                 for w in &run.warnings {
@@ -606,7 +609,11 @@ pub fn run_scale(
                 if !ok {
                     failed += 1;
                 }
-                let by_user = ended_by_stop_signal(&run) || interrupt.caught().is_some();
+                // A stop signal forwarded to the program during the run
+                // counts even when the program caught it and exited 0.
+                let by_user = ended_by_stop_signal(&run)
+                    || interrupt.caught().is_some()
+                    || crate::record::stop_signals_seen() > signals_before;
                 let status = describe_status(&run);
                 progress.run_finished(index, &run);
                 manifest.runs.push(run);
