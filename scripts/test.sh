@@ -52,7 +52,7 @@ cargo build --release --quiet
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace --release -- --test-threads=2 2>&1 | tee "$log"
+cargo test --workspace --release --no-fail-fast -- --test-threads=2 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # One closing line over every test binary (cargo's last line is the

@@ -2,8 +2,10 @@
  * parent waits, for the service-time sampler's end-to-end test: the
  * child's threads must appear in the samples.
  *
- * Usage: service_fork [MS] (each child thread spins MS ms, default 300).
- * Prints "child=<pid>".
+ * Usage: service_fork [MS] (each child thread spins until it has used MS ms
+ * of CPU time, default 300: measured on the thread's own CPU clock, so the
+ * amount of work does not shrink when a loaded machine runs the threads
+ * less often). Prints "child=<pid>".
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -16,17 +18,17 @@
 static long ms = 300;
 static volatile unsigned long sink;
 
-static double now_s(void) {
+static double thread_cpu_s(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void *spin(void *arg) {
     (void)arg;
-    double end = now_s() + (double)ms / 1000.0;
+    double end = thread_cpu_s() + (double)ms / 1000.0;
     unsigned long x = 0;
-    while (now_s() < end)
+    while (thread_cpu_s() < end)
         for (int i = 0; i < 1000; i++) x += (unsigned long)i * 2654435761u;
     sink += x;
     return NULL;
