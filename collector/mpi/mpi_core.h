@@ -24,7 +24,7 @@ enum cm_op {
     OP_ISEND = 20, OP_ISSEND = 21, OP_IBSEND = 22, OP_IRSEND = 23, OP_IRECV = 24,
     OP_WAIT = 30, OP_WAITALL = 31, OP_WAITANY = 32, OP_WAITSOME = 33,
     OP_TEST = 34, OP_TESTALL = 35, OP_TESTANY = 36, OP_TESTSOME = 37,
-    OP_PROBE = 40, OP_IPROBE = 41,
+    OP_PROBE = 40, OP_IPROBE = 41, OP_MPROBE = 42, OP_IMPROBE = 43, OP_MRECV = 44, OP_IMRECV = 45,
     OP_BARRIER = 50, OP_BCAST = 51, OP_REDUCE = 52, OP_ALLREDUCE = 53, OP_GATHER = 54,
     OP_GATHERV = 55, OP_SCATTER = 56, OP_SCATTERV = 57, OP_ALLGATHER = 58,
     OP_ALLGATHERV = 59, OP_ALLTOALL = 60, OP_ALLTOALLV = 61, OP_ALLTOALLW = 62,
@@ -77,6 +77,17 @@ CM_HIDDEN int core_testsome(int n, MPI_Request *reqs, int *outcount, int *indice
 CM_HIDDEN int core_probe(int source, int tag, MPI_Comm comm, MPI_Status *status, uint64_t site);
 CM_HIDDEN int core_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status,
                           uint64_t site);
+/* Matched probes and receives: the recorder follows each MPI_Message an
+ * (I)mprobe returned to the (I)mrecv that takes it, so the receive is
+ * recorded with the message's communicator, source and tag. */
+CM_HIDDEN int core_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+                          MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                           MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+                         MPI_Status *status, uint64_t site);
+CM_HIDDEN int core_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+                          MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_barrier(MPI_Comm comm, uint64_t site);
 CM_HIDDEN int core_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
                          uint64_t site);

@@ -230,6 +230,83 @@ F_ALIASES(mpi_iprobe, MPI_IPROBE,
           (MPI_Fint * source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *flag, MPI_Fint *status,
            MPI_Fint *ierr))
 
+/* Matched probes and receives: MPI_Message handles converted with
+ * MPI_Message_f2c/c2f, written back only after a successful call. */
+CM_PUBLIC void mpi_mprobe_(MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *message,
+                           MPI_Fint *status, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Status c_st;
+    MPI_Message c_msg;
+    int rc = core_mprobe((int)*source, (int)*tag, cm_r.Comm_f2c(*comm), &c_msg,
+                         status_ignored(status) ? MPI_STATUS_IGNORE : &c_st, CM_SITE());
+    if (rc == MPI_SUCCESS) {
+        *message = cm_r.Message_c2f(c_msg);
+        status_out(rc, &c_st, status);
+    }
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_mprobe, MPI_MPROBE,
+          (MPI_Fint * source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *message, MPI_Fint *status,
+           MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_improbe_(MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *flag,
+                            MPI_Fint *message, MPI_Fint *status, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Status c_st;
+    MPI_Message c_msg;
+    int c_flag = 0;
+    int rc = core_improbe((int)*source, (int)*tag, cm_r.Comm_f2c(*comm), &c_flag, &c_msg,
+                          status_ignored(status) ? MPI_STATUS_IGNORE : &c_st, CM_SITE());
+    if (rc == MPI_SUCCESS) {
+        *flag = c_flag ? 1 : 0;
+        if (c_flag) {
+            *message = cm_r.Message_c2f(c_msg);
+            status_out(rc, &c_st, status);
+        }
+    }
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_improbe, MPI_IMPROBE,
+          (MPI_Fint * source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *flag, MPI_Fint *message,
+           MPI_Fint *status, MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_mrecv_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *message,
+                          MPI_Fint *status, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Status c_st;
+    MPI_Message c_msg = cm_r.Message_f2c(*message);
+    int rc = core_mrecv(fbuf(buf), (int)*count, cm_r.Type_f2c(*type), &c_msg,
+                        status_ignored(status) ? MPI_STATUS_IGNORE : &c_st, CM_SITE());
+    if (rc == MPI_SUCCESS) {
+        *message = cm_r.Message_c2f(c_msg);
+        status_out(rc, &c_st, status);
+    }
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_mrecv, MPI_MRECV,
+          (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *message, MPI_Fint *status,
+           MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_imrecv_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *message,
+                           MPI_Fint *request, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Message c_msg = cm_r.Message_f2c(*message);
+    MPI_Request c_req;
+    int rc = core_imrecv(fbuf(buf), (int)*count, cm_r.Type_f2c(*type), &c_msg, &c_req, CM_SITE());
+    if (rc == MPI_SUCCESS) {
+        *message = cm_r.Message_c2f(c_msg);
+        *request = cm_r.Request_c2f(c_req);
+    }
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_imrecv, MPI_IMRECV,
+          (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *message, MPI_Fint *request,
+           MPI_Fint *ierr))
+
 /* ------------------------------------------------------------------------ */
 /* Wait / Test                                                               */
 

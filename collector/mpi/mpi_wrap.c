@@ -42,7 +42,9 @@
 #define CM_LIB_NAME "libmpi.so"
 static struct {
     void *comm_world, *comm_self, *comm_null, *request_null, *byte, *datatype_null;
+    void *message_no_proc;
 } S;
+#define W_MESSAGE_NO_PROC ((MPI_Message)S.message_no_proc)
 #define W_COMM_WORLD ((MPI_Comm)S.comm_world)
 #define W_COMM_NULL ((MPI_Comm)S.comm_null)
 #define W_COMM_SELF ((MPI_Comm)S.comm_self)
@@ -62,6 +64,7 @@ static inline int status_cancelled(const MPI_Status *s) { return s->_cancelled !
 #define W_REQUEST_NULL MPI_REQUEST_NULL
 #define W_BYTE MPI_BYTE
 #define W_DATATYPE_NULL MPI_DATATYPE_NULL
+#define W_MESSAGE_NO_PROC MPI_MESSAGE_NO_PROC
 #define HKEY(h) ((uint64_t)(uint32_t)(h))
 static inline uint64_t status_bytes(const MPI_Status *s)
 {
@@ -150,6 +153,7 @@ void cm_resolve(void)
     S.request_null = lookup_data("ompi_request_null");
     S.byte = lookup_data("ompi_mpi_byte");
     S.datatype_null = lookup_data("ompi_mpi_datatype_null");
+    S.message_no_proc = lookup_data("ompi_message_no_proc");
     cm_f_status_ignore = lookup_data("mpi_fortran_status_ignore_");
     cm_f_statuses_ignore = lookup_data("mpi_fortran_statuses_ignore_");
     cm_f_in_place = lookup_data("mpi_fortran_in_place_");
@@ -1071,16 +1075,32 @@ int core_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI
     DONE();
 }
 
+/* The message a probe found (its status), recorded as a COMPLETION with
+ * the PROBE flag: the analysis needs it to tie a blocking probe to the
+ * receive that follows it. */
+static void probe_found(struct cm_thread *ts, MPI_Comm c, const MPI_Status *st)
+{
+    int32_t src = CONTEND_MPI_PEER_NULL;
+    if (st->MPI_SOURCE != MPI_PROC_NULL)
+        comm_peer(ts, c, st->MPI_SOURCE, &src);
+    rec_completion(ts, CONTEND_MPI_COMPL_RECV | CONTEND_MPI_COMPL_PROBE, src, 0,
+                   norm_tag(st->MPI_TAG), status_bytes(st));
+}
+
 int core_probe(int source, int tag, MPI_Comm comm, MPI_Status *status, uint64_t site)
 {
     PASS_UNLESS_RECORDING(cm_r.Probe(source, tag, comm, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     int32_t wp;
     uint64_t f[2];
     f[0] = comm_peer(ts, comm, source, &wp);
     f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
     uint64_t t0 = cm_now();
     rec_enter(ts, OP_PROBE, t0, site, f, 2);
-    CALL_TIMED(cm_r.Probe(source, tag, comm, status));
+    CALL_TIMED(cm_r.Probe(source, tag, comm, st));
+    if (rc == MPI_SUCCESS)
+        probe_found(ts, comm, st);
     rec_exit(ts, OP_PROBE, t1, rc, 0, NULL, 0);
     DONE();
 }
@@ -1088,14 +1108,202 @@ int core_probe(int source, int tag, MPI_Comm comm, MPI_Status *status, uint64_t 
 int core_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status, uint64_t site)
 {
     PASS_UNLESS_RECORDING(cm_r.Iprobe(source, tag, comm, flag, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     int32_t wp;
     uint64_t f[2];
     f[0] = comm_peer(ts, comm, source, &wp);
     f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
     uint64_t t0 = cm_now();
     rec_enter(ts, OP_IPROBE, t0, site, f, 2);
-    CALL_TIMED(cm_r.Iprobe(source, tag, comm, flag, status));
-    rec_exit(ts, OP_IPROBE, t1, rc, (rc == MPI_SUCCESS && flag && *flag) ? 1u : 0u, NULL, 0);
+    CALL_TIMED(cm_r.Iprobe(source, tag, comm, flag, st));
+    int found = rc == MPI_SUCCESS && flag && *flag;
+    if (found)
+        probe_found(ts, comm, st);
+    rec_exit(ts, OP_IPROBE, t1, rc, found ? 1u : 0u, NULL, 0);
+    DONE();
+}
+
+/* Messages an (I)mprobe returned and no (I)mrecv has taken yet: handle ->
+ * communicator, source (world rank), tag. A small table searched whole:
+ * programs hold few matched messages at a time. Full: the receive is
+ * recorded with an unknown source (nothing else changes). */
+#define MSG_SLOTS 256u
+
+struct msg_ent {
+    uint64_t key; /* HKEY(message); 0 = free */
+    MPI_Comm comm;
+    uint64_t comm_id;
+    int32_t src;
+    int32_t tag;
+};
+
+static struct msg_ent msgs[MSG_SLOTS];
+static int msg_lock;
+
+static void msg_put(MPI_Message m, MPI_Comm comm, uint64_t comm_id, int32_t src, int32_t tag)
+{
+    uint64_t key = HKEY(m);
+    if (key == 0 || m == W_MESSAGE_NO_PROC)
+        return;
+    spin_lock(&msg_lock);
+    struct msg_ent *slot = NULL;
+    for (uint32_t i = 0; i < MSG_SLOTS; i++) {
+        if (msgs[i].key == key) { /* a handle reused after a take we missed */
+            slot = &msgs[i];
+            break;
+        }
+        if (!slot && msgs[i].key == 0)
+            slot = &msgs[i];
+    }
+    if (slot) {
+        slot->key = key;
+        slot->comm = comm;
+        slot->comm_id = comm_id;
+        slot->src = src;
+        slot->tag = tag;
+    }
+    spin_unlock(&msg_lock);
+}
+
+/* Takes message m out of the table into *out: 1 known, 0 not. */
+static int msg_take(MPI_Message m, struct msg_ent *out)
+{
+    uint64_t key = HKEY(m);
+    if (key == 0)
+        return 0;
+    int found = 0;
+    spin_lock(&msg_lock);
+    for (uint32_t i = 0; i < MSG_SLOTS; i++) {
+        if (msgs[i].key == key) {
+            *out = msgs[i];
+            msgs[i].key = 0;
+            found = 1;
+            break;
+        }
+    }
+    spin_unlock(&msg_lock);
+    return found;
+}
+
+/* After a successful (I)mprobe that found a message. */
+static void mprobe_found(struct cm_thread *ts, MPI_Comm comm, uint64_t comm_id, MPI_Message m,
+                         const MPI_Status *st)
+{
+    probe_found(ts, comm, st);
+    int32_t src = CONTEND_MPI_PEER_NULL;
+    if (st->MPI_SOURCE != MPI_PROC_NULL)
+        comm_peer(ts, comm, st->MPI_SOURCE, &src);
+    msg_put(m, comm, comm_id, src, norm_tag(st->MPI_TAG));
+}
+
+int core_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status,
+                uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Mprobe(source, tag, comm, message, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int32_t wp;
+    uint64_t f[2];
+    f[0] = comm_peer(ts, comm, source, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_MPROBE, t0, site, f, 2);
+    CALL_TIMED(cm_r.Mprobe(source, tag, comm, message, st));
+    if (rc == MPI_SUCCESS && message)
+        mprobe_found(ts, comm, f[0], *message, st);
+    rec_exit(ts, OP_MPROBE, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                 MPI_Status *status, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Improbe(source, tag, comm, flag, message, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int32_t wp;
+    uint64_t f[2];
+    f[0] = comm_peer(ts, comm, source, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, norm_tag(tag));
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_IMPROBE, t0, site, f, 2);
+    CALL_TIMED(cm_r.Improbe(source, tag, comm, flag, message, st));
+    int found = rc == MPI_SUCCESS && flag && *flag && message;
+    if (found)
+        mprobe_found(ts, comm, f[0], *message, st);
+    rec_exit(ts, OP_IMPROBE, t1, rc, found ? 1u : 0u, NULL, 0);
+    DONE();
+}
+
+/* The envelope of the message an (I)mrecv takes: *known 1 with its
+ * communicator, 0 for a handle the recorder did not see returned (then
+ * the source is unknown). MPI_MESSAGE_NO_PROC: MPI_PROC_NULL on world. */
+static struct msg_ent mrecv_envelope(const MPI_Message *message, int *known)
+{
+    struct msg_ent m = {0};
+    *known = 0;
+    m.comm = W_COMM_WORLD;
+    m.comm_id = CONTEND_MPI_COMM_WORLD_ID;
+    m.src = CONTEND_MPI_PEER_UNKNOWN;
+    m.tag = CONTEND_MPI_ANY_TAG;
+    if (!message)
+        return m;
+    if (*message == W_MESSAGE_NO_PROC) {
+        m.src = CONTEND_MPI_PEER_NULL;
+        *known = 1;
+        return m;
+    }
+    if (msg_take(*message, &m))
+        *known = 1;
+    return m;
+}
+
+int core_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *status,
+               uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Mrecv(buf, count, type, message, status));
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int known;
+    struct msg_ent m = mrecv_envelope(message, &known);
+    uint64_t f[3];
+    f[0] = m.comm_id;
+    f[1] = CONTEND_MPI_PEERTAG(m.src, m.tag);
+    f[2] = tbytes(count, type);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_MRECV, t0, site, f, 3);
+    CALL_TIMED(cm_r.Mrecv(buf, count, type, message, st));
+    if (rc == MPI_SUCCESS) {
+        if (known)
+            complete_recv(ts, m.comm, st);
+        else
+            rec_completion(ts, CONTEND_MPI_COMPL_RECV, CONTEND_MPI_PEER_UNKNOWN, 0,
+                           norm_tag(st->MPI_TAG), status_bytes(st));
+    }
+    rec_exit(ts, OP_MRECV, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Request *req,
+                uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Imrecv(buf, count, type, message, req));
+    int known;
+    struct msg_ent m = mrecv_envelope(message, &known);
+    uint64_t f[3];
+    f[0] = m.comm_id;
+    f[1] = CONTEND_MPI_PEERTAG(m.src, m.tag);
+    f[2] = tbytes(count, type);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_IMRECV, t0, site, f, 3);
+    CALL_TIMED(cm_r.Imrecv(buf, count, type, message, req));
+    uint64_t id = 0;
+    /* an unknown message's status source cannot be translated: its
+     * request gets MPI_COMM_NULL's key, which no communicator entry has */
+    if (rc == MPI_SUCCESS && req)
+        id = req_insert(*req, 1, m.src, m.tag, f[2], known ? m.comm : W_COMM_NULL);
+    rec_exit(ts, OP_IMRECV, t1, rc, 0, &id, 1);
     DONE();
 }
 
@@ -1682,6 +1890,26 @@ CM_PUBLIC int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 CM_PUBLIC int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
     return core_iprobe(source, tag, comm, flag, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+                         MPI_Status *status)
+{
+    return core_mprobe(source, tag, comm, message, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                          MPI_Status *status)
+{
+    return core_improbe(source, tag, comm, flag, message, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+                        MPI_Status *status)
+{
+    return core_mrecv(buf, count, type, message, status, CM_SITE());
+}
+CM_PUBLIC int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+                         MPI_Request *request)
+{
+    return core_imrecv(buf, count, type, message, request, CM_SITE());
 }
 CM_PUBLIC int MPI_Barrier(MPI_Comm comm) { return core_barrier(comm, CM_SITE()); }
 CM_PUBLIC int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)

@@ -8,7 +8,7 @@ use contend::mpi::{
 };
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
-    RecvPost, SendPost, ANY_TAG, SELF_COMM, WORLD_COMM,
+    ProbedMessage, RecvPost, SendPost, ANY_TAG, SELF_COMM, WORLD_COMM,
 };
 
 // ---------------------------------------------------------------- builders
@@ -271,6 +271,253 @@ fn test_calls_are_not_waits() {
     let a = analyze(&rec);
     assert!(a.waits.is_empty());
     assert_eq!(a.stats.messages, 1);
+}
+
+// ------------------------------------------ probes and matched receives
+
+/// A probe (`Probe`, `Iprobe`, `Mprobe`, `Improbe`) posted for any source
+/// and tag; `found`: the (source, tag) of the message it found, `None`
+/// when it found nothing (a test-like probe whose flag was false).
+fn probe(op: MpiOp, found: Option<(Option<u32>, i32)>, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(op, enter, exit);
+    e.probed = found.map(|(source, tag)| ProbedMessage {
+        source,
+        tag,
+        bytes: 8,
+    });
+    e
+}
+
+/// `MPI_Mrecv` of the message an `MPI_Mprobe` found: the recorder gives it
+/// the message's source and tag; `source` `None` = `MPI_MESSAGE_NO_PROC`.
+fn mrecv(source: Option<u32>, tag: i32, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(MpiOp::Mrecv, enter, exit);
+    e.recv = Some(RecvPost {
+        source: source.map_or(Peer::Null, Peer::Rank),
+        tag,
+        bytes: 8,
+        request: 0,
+    });
+    e.completions.push(Completion {
+        request: 0,
+        kind: CompletionKind::Recv,
+        source,
+        tag,
+        bytes: if source.is_some() { 8 } else { 0 },
+        cancelled: false,
+    });
+    e
+}
+
+#[test]
+fn late_sender_at_mprobe_then_mrecv_and_imrecv() {
+    // Rank 1: MPI_Mprobe (any source/tag) 30..104 finds rank 0's tag-4
+    // message, MPI_Mrecv 106..108 takes it. Rank 0 entered MPI_Send at 100.
+    // The probe is where rank 1 waited: W = min(100, 104) − 30 = 70,
+    // charged to the Mprobe (event 0). The Mrecv's own late sender is
+    // min(100, 108) − 106 < 0 → 0.
+    // Then MPI_Mprobe 200..290 finds tag 5, MPI_Imrecv 291..292 (request
+    // 9), MPI_Wait 293..300 completes it; rank 0 sent at 280:
+    // W = min(280, 290) − 200 = 80 at the Mprobe (event 2); the Wait's
+    // min(280, 300) − 293 < 0 → 0.
+    let mut imrecv = irecv(Peer::Rank(0), 5, 9, 291, 292);
+    imrecv.op = MpiOp::Imrecv;
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                send(MpiOp::Send, 1, 4, 100, 105),
+                send(MpiOp::Send, 1, 5, 280, 285),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                probe(MpiOp::Mprobe, Some((Some(0), 4)), 30, 104),
+                mrecv(Some(0), 4, 106, 108),
+                probe(MpiOp::Mprobe, Some((Some(0), 5)), 200, 290),
+                imrecv,
+                wait(MpiOp::Wait, 293, 300, vec![done_recv(9, 0, 5)]),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.messages, 2);
+    assert_eq!(a.stats.unmatched_sends, 0);
+    assert!(
+        !a.warnings.iter().any(|w| w.contains("never matched")),
+        "{:?}",
+        a.warnings
+    );
+    let got: Vec<(Pattern, u32, usize, u64, u32)> = a
+        .waits
+        .iter()
+        .map(|w| (w.pattern, w.rank, w.event, w.wait_ns, w.cause))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Pattern::LateSender, 1, 0, 70, 0),
+            (Pattern::LateSender, 1, 2, 80, 0)
+        ]
+    );
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(r.late_sender.count, 2);
+    assert_eq!(r.late_sender.wait_ns, 150);
+    // duration of the waiting calls: the two probes, 74 + 90
+    assert_eq!(r.late_sender.duration_ns, 164);
+    let site = r
+        .by_site
+        .iter()
+        .find(|s| s.operation == "MPI_Mprobe")
+        .unwrap();
+    assert_eq!((site.events, site.wait_states, site.wait_ns), (2, 2, 150));
+    assert_eq!(by_rank(&r, 1), (150, 0));
+    assert_eq!(by_rank(&r, 0), (0, 150));
+}
+
+#[test]
+fn late_sender_at_probe_then_recv() {
+    // Rank 1: MPI_Probe 10..60 finds (rank 0, tag 2); MPI_Recv(ANY_SOURCE,
+    // ANY_TAG) 61..63 receives it. Rank 0's MPI_Send 50..55 (done before
+    // the receive was posted: no late receiver).
+    // W = min(50, 60) − 10 = 40 at the Probe; the Recv: min(50, 63) − 61
+    // < 0 → 0.
+    let sender = || rank(0, 2, vec![send(MpiOp::Send, 1, 2, 50, 55)]);
+    let rec = recording(vec![
+        sender(),
+        rank(
+            1,
+            2,
+            vec![
+                probe(MpiOp::Probe, Some((Some(0), 2)), 10, 60),
+                recv(Peer::Any, ANY_TAG, 0, 2, 61, 63),
+            ],
+        ),
+    ]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 1, 40, 0)]);
+    assert_eq!(analyze(&rec).waits[0].event, 0, "charged to the Probe");
+
+    // The probe found another message (tag 3) than the receive took: the
+    // probe is not tied to it and the Recv's own wait is 0.
+    let other = recording(vec![
+        sender(),
+        rank(
+            1,
+            2,
+            vec![
+                probe(MpiOp::Probe, Some((Some(0), 3)), 10, 60),
+                recv(Peer::Any, ANY_TAG, 0, 2, 61, 63),
+            ],
+        ),
+    ]);
+    assert_eq!(waits_of(&other), vec![]);
+
+    // A probe on another thread of the rank is not "immediately before".
+    let mut p = probe(MpiOp::Probe, Some((Some(0), 2)), 10, 60);
+    p.tid = 2;
+    let threads = recording(vec![
+        sender(),
+        rank(1, 2, vec![p, recv(Peer::Any, ANY_TAG, 0, 2, 61, 63)]),
+    ]);
+    assert_eq!(waits_of(&threads), vec![]);
+
+    // A call between the probe and the receive breaks the tie too.
+    let between = recording(vec![
+        sender(),
+        rank(
+            1,
+            2,
+            vec![
+                probe(MpiOp::Probe, Some((Some(0), 2)), 10, 60),
+                probe(MpiOp::Iprobe, None, 60, 61),
+                recv(Peer::Any, ANY_TAG, 0, 2, 61, 63),
+            ],
+        ),
+    ]);
+    assert_eq!(waits_of(&between), vec![]);
+}
+
+#[test]
+fn iprobe_and_improbe_loops_are_not_waits() {
+    // Rank 1 polls with MPI_Iprobe (10..11, 20..21: nothing; 90..101 finds
+    // rank 0's tag-1 message) and receives it with MPI_Recv 102..104; then
+    // polls with MPI_Improbe (nothing at 110..111; 150..206 finds tag 2)
+    // and takes it with MPI_Mrecv 207..209. Rank 0 sent at 100 and 200.
+    // Were the polls blocking probes, they would wait min(100, 101) − 90
+    // = 10 and min(200, 206) − 150 = 50; a non-blocking probe is like a
+    // test: no wait. The receives: min(100, 104) − 102 < 0 and
+    // min(200, 209) − 207 < 0 → no wait states at all.
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                send(MpiOp::Send, 1, 1, 100, 101),
+                send(MpiOp::Send, 1, 2, 200, 201),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                probe(MpiOp::Iprobe, None, 10, 11),
+                probe(MpiOp::Iprobe, None, 20, 21),
+                probe(MpiOp::Iprobe, Some((Some(0), 1)), 90, 101),
+                recv(Peer::Rank(0), 1, 0, 1, 102, 104),
+                probe(MpiOp::Improbe, None, 110, 111),
+                probe(MpiOp::Improbe, Some((Some(0), 2)), 150, 206),
+                mrecv(Some(0), 2, 207, 209),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.messages, 2);
+    assert!(a.waits.is_empty(), "{:?}", a.waits);
+    // Sanity check of the test: the same trace with blocking probes waits.
+    let mut blocking = rec.clone();
+    blocking.ranks[1].events[2].op = MpiOp::Probe;
+    blocking.ranks[1].events[5].op = MpiOp::Mprobe;
+    assert_eq!(
+        waits_of(&blocking),
+        vec![
+            (Pattern::LateSender, 1, 10, 0),
+            (Pattern::LateSender, 1, 50, 0)
+        ]
+    );
+}
+
+#[test]
+fn mrecv_of_message_no_proc_moves_nothing() {
+    // MPI_Mprobe(MPI_PROC_NULL) returns MPI_MESSAGE_NO_PROC at once; its
+    // MPI_Mrecv receives nothing from nobody. Neither takes part in
+    // matching, nothing is unmatched, and rank 0's message to rank 1 is
+    // still received by the later MPI_Recv (40..120, send at 100:
+    // W = min(100, 120) − 40 = 60, at the Recv, not the Mprobe).
+    let rec = recording(vec![
+        rank(0, 2, vec![send(MpiOp::Send, 1, 0, 100, 101)]),
+        rank(
+            1,
+            2,
+            vec![
+                probe(MpiOp::Mprobe, Some((None, ANY_TAG)), 10, 11),
+                mrecv(None, ANY_TAG, 12, 13),
+                recv(Peer::Rank(0), 0, 0, 0, 40, 120),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.messages, 1);
+    assert_eq!(
+        (a.stats.unmatched_sends, a.stats.unmatched_receives),
+        (0, 0)
+    );
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    assert_eq!(a.messages[0].recv_post, 2);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateSender, 1, 60, 0)]);
+    assert_eq!(a.waits[0].event, 2);
 }
 
 #[test]

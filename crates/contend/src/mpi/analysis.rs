@@ -24,6 +24,16 @@
 //!   member whose trace is missing or ends early, or whose members disagree
 //!   on the operation or root, is skipped and named in the warnings.
 //!
+//! * **Matched probes.** `MPI_Mrecv`/`MPI_Imrecv` are receives like
+//!   `MPI_Recv`/`MPI_Irecv`; the recorder gives them the communicator,
+//!   source and tag of the message their `MPI_Mprobe`/`MPI_Improbe` found.
+//!
+//! Beyond Scalasca, a blocking probe (`MPI_Probe`, `MPI_Mprobe`) that found
+//! a message immediately before the same thread posted its receive is
+//! where that receive's late-sender wait happens:
+//! W = min(enter(send post), exit(probe)) − enter(probe), charged to the
+//! probe. `Iprobe`/`Improbe` are never waits.
+//!
 //! Never panics on any [`MpiRecording`]: indices read from the traces are
 //! checked, and every gap becomes a warning.
 
@@ -119,9 +129,18 @@ impl Pattern {
 }
 
 /// True for the point-to-point calls (sends, receives, waits, tests,
-/// probes): the thesis's "P2P" event class (Table 4.13).
+/// probes, matched probes and receives): the thesis's "P2P" event class
+/// (Table 4.13).
 pub fn is_p2p_op(op: MpiOp) -> bool {
-    (MpiOp::Send as u16..=MpiOp::Iprobe as u16).contains(&(op as u16))
+    (MpiOp::Send as u16..=MpiOp::Imrecv as u16).contains(&(op as u16))
+}
+
+/// True for the blocking probes (`MPI_Probe`, `MPI_Mprobe`), where a
+/// receiver waits for a late sender before its receive (see
+/// [`analyze`] and `docs/mpi-wait-states.md`, "Late sender at a blocking
+/// probe"). `Iprobe`/`Improbe` return at once, like `Test`: never waits.
+pub fn is_blocking_probe(op: MpiOp) -> bool {
+    matches!(op, MpiOp::Probe | MpiOp::Mprobe)
 }
 
 /// True for `MPI_Test*`: completing a request there is not a wait.
@@ -545,8 +564,7 @@ fn match_messages(
     if stats.unmatched_sends > 0 {
         warnings.push(
             "sends never matched may have been received by calls the recorder does not wrap \
-             (MPI_Mrecv/MPI_Imrecv after MPI_Mprobe, as mpi4py's lowercase recv does; persistent \
-             requests); their waits are not counted"
+             (persistent requests: MPI_Recv_init + MPI_Start); their waits are not counted"
                 .to_string(),
         );
     }
@@ -559,9 +577,35 @@ fn match_messages(
     messages
 }
 
+/// Per event of `t`: the index of the previous event of the same thread
+/// (`None` for a thread's first call).
+fn previous_on_thread(t: &MpiRankTrace) -> Vec<Option<usize>> {
+    let mut last: HashMap<u32, usize> = HashMap::new();
+    t.events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| last.insert(e.tid, i))
+        .collect()
+}
+
+/// The blocking probe that found message `m` just before its receive was
+/// posted: the event immediately before the receive-posting call on the
+/// same rank and thread, if it is an `MPI_Probe`/`MPI_Mprobe` that
+/// returned a message with `m`'s communicator, source and tag.
+fn finding_probe(rt: &MpiRankTrace, prev: &[Option<usize>], m: &Message) -> Option<usize> {
+    let pi = (*prev.get(m.recv_post)?)?;
+    let p = rt.events.get(pi)?;
+    let found = p.probed?;
+    (is_blocking_probe(p.op)
+        && p.comm == m.comm
+        && found.source == Some(m.source)
+        && found.tag == m.tag)
+        .then_some(pi)
+}
+
 /// The point-to-point wait states: per completing call, the largest wait
 /// over the messages it completes (late sender for receives, late receiver
-/// for sends).
+/// for sends), and the late-sender waits of blocking probes.
 fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitState> {
     // (rank, completing event) → best (wait, pattern, cause, message order)
     let mut best: HashMap<(u32, usize), (u64, Pattern, u32)> = HashMap::new();
@@ -574,6 +618,9 @@ fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitState> {
             *slot = (w, p, cause);
         }
     };
+    // Per receiving rank with a blocking probe that found a message: the
+    // previous event of each event's thread (built on first need).
+    let mut prev: HashMap<u32, Option<Vec<Option<usize>>>> = HashMap::new();
     for m in messages {
         let (Some(st), Some(rt)) = (world.trace(m.source), world.trace(m.dest)) else {
             continue;
@@ -581,6 +628,21 @@ fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitState> {
         let (Some(sp), Some(rp)) = (event(st, m.send_post), event(rt, m.recv_post)) else {
             continue;
         };
+        // Late sender at a blocking probe (extension): the receiver waited
+        // in the (M)probe that found the message before receiving it.
+        if m.recv_post > 0 {
+            let pv = prev.entry(m.dest).or_insert_with(|| {
+                rt.events
+                    .iter()
+                    .any(|e| is_blocking_probe(e.op) && e.probed.is_some())
+                    .then(|| previous_on_thread(rt))
+            });
+            if let Some(pi) = pv.as_deref().and_then(|pv| finding_probe(rt, pv, m)) {
+                let p = &rt.events[pi];
+                let w = sp.enter_ns.min(p.exit_ns).saturating_sub(p.enter_ns);
+                offer(m.dest, pi, w, Pattern::LateSender, m.source);
+            }
+        }
         // Late sender: the receive-completing call waits for the send's posting.
         if let Some(rc) = m.recv_complete.and_then(|i| event(rt, i)) {
             if !is_test(rc.op) {
