@@ -653,7 +653,7 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
     }
 
     let mut warnings = Vec::new();
-    let interrupt = interrupt::Catch::begin();
+    let interrupt = Interrupt::begin();
     // A pidfd tells when the process exits; without one (kernels before
     // 5.3), /proc is polled.
     // SAFETY: plain system call.
@@ -785,63 +785,63 @@ fn process_gone(pid: u32) -> bool {
     }
 }
 
-/// Catching `SIGINT`, `SIGTERM` and `SIGHUP` while [`attach`] samples: the
-/// signal ends the recording instead of the launcher. The previous
-/// dispositions are restored when the [`interrupt::Catch`] is dropped.
-mod interrupt {
-    use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
+/// The stop signal [`Interrupt`] caught, 0 for none.
+static CAUGHT_STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-    static CAUGHT: AtomicI32 = AtomicI32::new(0);
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    CAUGHT_STOP_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
 
-    pub(super) struct Catch {
-        previous: Vec<(libc::c_int, libc::sigaction)>,
-    }
+/// Catches `SIGINT`, `SIGTERM` and `SIGHUP` so that they end a recording,
+/// an experiment or the memory contention generator cleanly instead of
+/// killing the launcher (attach mode, `contend scale`, `contend stress`).
+/// A signal that was ignored when it began stays ignored; the previous
+/// dispositions are restored when it is dropped. Process-wide: use one at
+/// a time.
+pub struct Interrupt {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
 
-    impl Catch {
-        pub(super) fn begin() -> Catch {
-            CAUGHT.store(0, SeqCst);
-            let mut previous = Vec::new();
-            for sig in SIGNALS {
-                // SAFETY: sigaction with valid pointers; the handler only
-                // stores to an atomic.
-                unsafe {
-                    let mut old: libc::sigaction = std::mem::zeroed();
-                    if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                        || old.sa_sigaction == libc::SIG_IGN
-                    {
-                        continue;
-                    }
-                    let mut new: libc::sigaction = std::mem::zeroed();
-                    new.sa_sigaction = handler as *const () as libc::sighandler_t;
-                    new.sa_flags = libc::SA_RESTART;
-                    libc::sigemptyset(&mut new.sa_mask);
-                    if libc::sigaction(sig, &new, &mut old) == 0 {
-                        previous.push((sig, old));
-                    }
+impl Interrupt {
+    /// Installs the handler and clears any signal caught before.
+    pub fn begin() -> Interrupt {
+        CAUGHT_STOP_SIGNAL.store(0, std::sync::atomic::Ordering::SeqCst);
+        let mut previous = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: sigaction with valid pointers; the handler only
+            // stores to an atomic.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
+                let mut new: libc::sigaction = std::mem::zeroed();
+                new.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
+                new.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut new.sa_mask);
+                if libc::sigaction(sig, &new, &mut old) == 0 {
+                    previous.push((sig, old));
                 }
             }
-            Catch { previous }
         }
-
-        /// The signal caught, if any.
-        pub(super) fn caught(&self) -> Option<i32> {
-            let s = CAUGHT.load(SeqCst);
-            (s != 0).then_some(s)
-        }
+        Interrupt { previous }
     }
 
-    impl Drop for Catch {
-        fn drop(&mut self) {
-            for (sig, old) in self.previous.drain(..) {
-                // SAFETY: restores a disposition sigaction returned.
-                unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
-            }
-        }
+    /// The signal caught since [`Interrupt::begin`], if any.
+    pub fn caught(&self) -> Option<i32> {
+        let s = CAUGHT_STOP_SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
+        (s != 0).then_some(s)
     }
+}
 
-    extern "C" fn handler(sig: libc::c_int) {
-        CAUGHT.store(sig, SeqCst);
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        for (sig, old) in self.previous.drain(..) {
+            // SAFETY: restores a disposition sigaction returned.
+            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        }
     }
 }
 

@@ -906,62 +906,11 @@ impl Drop for RedirectGuard<'_> {
 
 /// Catches `SIGINT`, `SIGTERM` and `SIGHUP` so that they stop an
 /// experiment (or `contend stress memory`) cleanly instead of killing the
-/// launcher; dropping it restores the previous dispositions. A signal that
-/// was ignored when it began stays ignored. While the recorder runs a
-/// program, its own handler (which forwards the signals to the program)
-/// replaces this one and restores it afterwards.
-pub struct Interrupt {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
-}
-
-static CAUGHT: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-extern "C" fn on_stop_signal(sig: libc::c_int) {
-    CAUGHT.store(sig, std::sync::atomic::Ordering::SeqCst);
-}
-
-impl Interrupt {
-    /// Installs the handler.
-    pub fn begin() -> Interrupt {
-        CAUGHT.store(0, std::sync::atomic::Ordering::SeqCst);
-        let mut previous = Vec::new();
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: sigaction with valid pointers; the handler only
-            // stores to an atomic.
-            unsafe {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                    || old.sa_sigaction == libc::SIG_IGN
-                {
-                    continue;
-                }
-                let mut new: libc::sigaction = std::mem::zeroed();
-                new.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
-                new.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut new.sa_mask);
-                if libc::sigaction(sig, &new, &mut old) == 0 {
-                    previous.push((sig, old));
-                }
-            }
-        }
-        Interrupt { previous }
-    }
-
-    /// The signal caught since [`Interrupt::begin`], if any.
-    pub fn caught(&self) -> Option<i32> {
-        let s = CAUGHT.load(std::sync::atomic::Ordering::SeqCst);
-        (s != 0).then_some(s)
-    }
-}
-
-impl Drop for Interrupt {
-    fn drop(&mut self) {
-        for (sig, old) in self.previous.drain(..) {
-            // SAFETY: restores a disposition sigaction returned.
-            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
-        }
-    }
-}
+/// launcher: the one catcher of [`crate::record`], also used by attach
+/// mode. While the recorder runs a program, its own handler (which forwards
+/// the signals to the program) replaces this one and restores it
+/// afterwards.
+pub use crate::record::Interrupt;
 
 #[cfg(test)]
 mod tests {
