@@ -247,3 +247,92 @@ fn fortran_wait_states_match_the_program() {
     let exe = mpi_build("mpif90.openmpi", &common::program_source("mpi_waits.f90"));
     check_accuracy("mpirun.openmpi", &ompi_args(), &exe, 80.0, false, "self");
 }
+
+/// `tests/programs/mpi_mprobe.c`: late senders received through
+/// `MPI_Mprobe` + `MPI_Mrecv`, `MPI_Mprobe` + `MPI_Imrecv` + `MPI_Wait` and
+/// `MPI_Probe` + `MPI_Recv` (rank 0 → 1, DELAY each), a polled
+/// `MPI_Improbe` + `MPI_Imrecv` (rank 3 → 2, no wait state) and an
+/// `MPI_Mrecv` of `MPI_MESSAGE_NO_PROC` on every rank. The late-sender wait
+/// is charged to the blocking probes and must be within 5 % of the time
+/// rank 1 measured blocked in them; every message is matched.
+#[test]
+fn matched_probe_late_sender_matches_the_program_open_mpi() {
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", &common::program_source("mpi_mprobe.c"));
+    let _guard = common::serial();
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let delay_ms = 100.0;
+    let out = record_mpi(
+        &dir,
+        "mpirun.openmpi",
+        &ompi_args(),
+        &exe,
+        &[format!("{delay_ms}")],
+    );
+    assert!(out.success(), "{}", out.describe());
+    let want: f64 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("self late_sender_ns="))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no self line in:\n{}", out.stdout))
+        .parse()
+        .unwrap();
+    assert!(
+        (want - 3.0 * delay_ms * 1e6).abs() < 1.5 * delay_ms * 1e6,
+        "the program did not wait as designed: {want} ns"
+    );
+    let report = common::report_json(&dir);
+    let mpi = &report["mpi"];
+    let got = mpi["late_sender"]["wait_ns"].as_f64().unwrap();
+    eprintln!(
+        "late sender at probes: report {:.3} ms, program {:.3} ms ({:+.2} %)",
+        got / 1e6,
+        want / 1e6,
+        100.0 * (got - want) / want
+    );
+    assert!(
+        (got - want).abs() <= TOLERANCE * want,
+        "late sender: report {got} ns, program measured {want} ns"
+    );
+    assert_eq!(mpi["late_sender"]["count"].as_u64(), Some(3), "{mpi}");
+    let m = &mpi["matching"];
+    assert_eq!(m["messages"].as_u64(), Some(4), "{m}");
+    assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
+    assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
+    let w = common::warnings(&report);
+    assert!(!w.contains("never matched"), "{w}");
+    // charged to the blocking probes; the polled MPI_Improbe never waits
+    let sites = mpi["by_site"].as_array().unwrap();
+    let wait_at = |op: &str| -> (u64, u64) {
+        sites
+            .iter()
+            .filter(|s| s["operation"] == op)
+            .fold((0, 0), |(n, w), s| {
+                (
+                    n + s["events"].as_u64().unwrap(),
+                    w + s["wait_ns"].as_u64().unwrap(),
+                )
+            })
+    };
+    let (mprobes, mprobe_wait) = wait_at("MPI_Mprobe");
+    let (_, probe_wait) = wait_at("MPI_Probe");
+    let (improbes, improbe_wait) = wait_at("MPI_Improbe");
+    // 4 MPI_PROC_NULL probes + 2 on rank 1
+    assert_eq!(mprobes, 6, "{}", mpi["by_site"]);
+    assert_eq!((mprobe_wait + probe_wait) as f64, got);
+    assert!(
+        probe_wait > 0 && mprobe_wait > probe_wait,
+        "{}",
+        mpi["by_site"]
+    );
+    assert!(improbes >= 2);
+    assert_eq!(improbe_wait, 0);
+    for op in ["MPI_Mrecv", "MPI_Imrecv"] {
+        assert!(wait_at(op).0 > 0, "{op} not recorded: {}", mpi["by_site"]);
+    }
+}

@@ -617,12 +617,28 @@ fn mpi4py_script_is_recorded() {
     let script = t.path().join("m4.py");
     std::fs::write(
         &script,
-        "from mpi4py import MPI\n\
+        // lowercase send/recv pickle the object; mpi4py's recv is
+        // MPI_Mprobe + MPI_Mrecv. Rank 0 sends 150 ms late (twice: tags 7
+        // and 8); rank 1 measures how long its recv calls blocked.
+        "import time\n\
+         from mpi4py import MPI\n\
          c = MPI.COMM_WORLD\n\
          r = c.Get_rank()\n\
          x = c.allreduce(r)\n\
          c.Barrier()\n\
-         if r == 0:\n    print('mpi4py sum', x)\n",
+         if r == 0:\n    print('mpi4py sum', x)\n\
+         waited = 0.0\n\
+         for tag in (7, 8):\n\
+         \x20   c.Barrier()\n\
+         \x20   if r == 0:\n\
+         \x20       time.sleep(0.15)\n\
+         \x20       c.send({'tag': tag, 'data': list(range(10))}, dest=1, tag=tag)\n\
+         \x20   elif r == 1:\n\
+         \x20       t0 = time.monotonic()\n\
+         \x20       o = c.recv(source=0, tag=tag)\n\
+         \x20       waited += time.monotonic() - t0\n\
+         \x20       assert o['tag'] == tag and o['data'][9] == 9\n\
+         if r == 1:\n    print('self late_sender_ns=%d' % int(waited * 1e9), flush=True)\n",
     )
     .unwrap();
     let dir = t.path().join("rec");
@@ -651,13 +667,71 @@ fn mpi4py_script_is_recorded() {
         assert!(matches!(o[0], MpiOp::Init | MpiOp::InitThread), "{o:?}");
         assert_eq!(first(r, MpiOp::Barrier).comm, WORLD_COMM);
     }
-    let report = common::report_json(&dir);
-    assert_eq!(
-        report["mpi"]["ranks"].as_u64(),
-        Some(2),
-        "{}",
-        report["mpi"]
+    // the pickled messages were received with MPI_Mprobe + MPI_Mrecv
+    let r1 = rec.ranks.iter().find(|r| r.rank == 1).unwrap();
+    let o1 = ops(r1);
+    assert!(
+        o1.contains(&MpiOp::Mprobe) && o1.contains(&MpiOp::Mrecv),
+        "{o1:?}"
     );
+    let report = common::report_json(&dir);
+    let mpi = &report["mpi"];
+    assert_eq!(mpi["ranks"].as_u64(), Some(2), "{mpi}");
+    // every lowercase send matched its recv
+    assert_eq!(
+        mpi["matching"]["unmatched_sends"].as_u64(),
+        Some(0),
+        "{}",
+        mpi["matching"]
+    );
+    // the two pickled sends, and those of mpi4py's lowercase allreduce
+    // (point to point, received with MPI_Mprobe + MPI_Mrecv too)
+    assert!(
+        mpi["matching"]["messages"].as_u64().unwrap() >= 2,
+        "{}",
+        mpi["matching"]
+    );
+    let w = common::warnings(&report);
+    assert!(!w.contains("never matched"), "{w}");
+    // the late sender is recovered at the MPI_Mprobe, within 5 % of what
+    // the script measured around its recv calls
+    let want: f64 = rec_out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("self late_sender_ns="))
+        .unwrap_or_else(|| panic!("no self line in {}", rec_out.stdout))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        want > 2.0 * 0.1e9,
+        "the script did not wait as designed: {want}"
+    );
+    // the two pickled receives' waits are at the MPI_Mprobe site (the
+    // allreduce's messages are received with MPI_Recv and wait µs)
+    let (probe_waits, got) = mpi["by_site"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["operation"] == "MPI_Mprobe")
+        .fold((0, 0.0), |(n, w), s| {
+            (
+                n + s["wait_states"].as_u64().unwrap(),
+                w + s["wait_ns"].as_f64().unwrap(),
+            )
+        });
+    eprintln!(
+        "mpi4py late sender at MPI_Mprobe: report {:.3} ms, script {:.3} ms",
+        got / 1e6,
+        want / 1e6
+    );
+    assert_eq!(probe_waits, 2, "{}", mpi["by_site"]);
+    assert!(
+        (got - want).abs() <= 0.05 * want,
+        "late sender at MPI_Mprobe: report {got} ns, script measured {want} ns"
+    );
+    let total = mpi["late_sender"]["wait_ns"].as_f64().unwrap();
+    assert!(total >= got && total - got < 0.01 * want, "{mpi}");
 }
 
 #[test]
