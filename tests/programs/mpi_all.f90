@@ -10,6 +10,10 @@
 !   3. rank 0 MPI_RSEND to rank 1 after a barrier (rank 1 posted first),
 !      which MPI_WAITs; rank 2 MPI_ISSEND to 3, which MPI_PROBEs, MPI_IPROBEs
 !      and MPI_RECVs; MPI_SENDRECV and MPI_SENDRECV_REPLACE rings (tag 11, 12)
+!   3b. rank 0 MPI_SENDs 2 integers to rank 1 with tags 13 and 14, then
+!      MPI_MPROBEs MPI_PROC_NULL (MPI_MESSAGE_NO_PROC) and MPI_MRECVs it;
+!      rank 1 MPI_MPROBE + MPI_MRECV (tag 13), MPI_IMPROBE polled +
+!      MPI_IMRECV + MPI_WAIT (tag 14)
 !   4. MPI_BCAST (root 1), MPI_REDUCE (root 2), MPI_GATHER / MPI_GATHERV
 !      (root 3), MPI_SCATTER / MPI_SCATTERV (root 0), MPI_ALLGATHER(V),
 !      MPI_ALLTOALL(V/W), MPI_REDUCE_SCATTER(_BLOCK), MPI_SCAN, MPI_EXSCAN
@@ -22,6 +26,7 @@ program mpi_all_f
   integer :: r7, r8, r9, s7, s8, s9, v, w, res, one, nullreq
   integer :: a(16), all(16), counts(4), displs(4), ones(4), udispls(4), bdispls(4), types(4), vec(4)
   integer :: dupc, sub, wgroup, three, members(3)
+  integer :: msg, mv(4)
   logical :: flag
 
   call MPI_INIT(ierr)
@@ -86,6 +91,30 @@ program mpi_all_f
     if (.not. flag .or. st(MPI_SOURCE) /= 2) bad = 1
     call MPI_RECV(all, 2, MPI_INTEGER, 2, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
     if (all(2) /= 201) bad = 1
+  end if
+  ! 3b
+  if (rank == 0) then
+    mv = (/ 31, 32, 33, 34 /)
+    call MPI_SEND(mv, 2, MPI_INTEGER, 1, 13, MPI_COMM_WORLD, ierr)
+    call MPI_SEND(mv(3), 2, MPI_INTEGER, 1, 14, MPI_COMM_WORLD, ierr)
+    call MPI_MPROBE(MPI_PROC_NULL, 0, MPI_COMM_WORLD, msg, st, ierr)
+    if (msg /= MPI_MESSAGE_NO_PROC .or. st(MPI_SOURCE) /= MPI_PROC_NULL) bad = 1
+    call MPI_MRECV(mv, 0, MPI_INTEGER, msg, MPI_STATUS_IGNORE, ierr)
+    if (msg /= MPI_MESSAGE_NULL) bad = 1
+  else if (rank == 1) then
+    call MPI_MPROBE(0, 13, MPI_COMM_WORLD, msg, st, ierr)
+    if (st(MPI_SOURCE) /= 0 .or. st(MPI_TAG) /= 13) bad = 1
+    mv = 0
+    call MPI_MRECV(mv, 2, MPI_INTEGER, msg, st, ierr)
+    if (msg /= MPI_MESSAGE_NULL .or. mv(2) /= 32 .or. st(MPI_TAG) /= 13) bad = 1
+    flag = .false.
+    do while (.not. flag)
+      call MPI_IMPROBE(0, MPI_ANY_TAG, MPI_COMM_WORLD, flag, msg, MPI_STATUS_IGNORE, ierr)
+    end do
+    call MPI_IMRECV(mv, 2, MPI_INTEGER, msg, reqs(1), ierr)
+    if (msg /= MPI_MESSAGE_NULL) bad = 1
+    call MPI_WAIT(reqs(1), st, ierr)
+    if (mv(1) /= 33 .or. mv(2) /= 34 .or. st(MPI_TAG) /= 14 .or. st(MPI_SOURCE) /= 0) bad = 1
   end if
   call MPI_SENDRECV(rank, 1, MPI_INTEGER, nxt, 11, w, 1, MPI_INTEGER, prv, 11, MPI_COMM_WORLD, st, ierr)
   if (w /= prv) bad = 1
