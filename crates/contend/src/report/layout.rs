@@ -88,7 +88,7 @@ pub(crate) struct Column {
 }
 
 impl Column {
-    fn text(title: &str, key: &str) -> Column {
+    pub(crate) fn text(title: &str, key: &str) -> Column {
         Column {
             title: title.to_string(),
             key: key.to_string(),
@@ -98,14 +98,14 @@ impl Column {
         }
     }
 
-    fn num(title: &str, key: &str) -> Column {
+    pub(crate) fn num(title: &str, key: &str) -> Column {
         Column {
             numeric: true,
             ..Column::text(title, key)
         }
     }
 
-    fn label(title: &str, key: &str) -> Column {
+    pub(crate) fn label(title: &str, key: &str) -> Column {
         Column {
             label: true,
             ..Column::text(title, key)
@@ -823,7 +823,7 @@ fn histogram_section(r: &Report) -> Section {
 
 /// Cells `value₁ value₂ change₂ value₃ change₃ …` of one compared metric:
 /// the change is blank where either value is missing, `n/a` for base 0.
-fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
+pub(crate) fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
     let mut cells = Vec::with_capacity(m.values.len() * 2);
     for (i, v) in m.values.iter().enumerate() {
         cells.push(Cell::metric(*v, m.unit));
@@ -840,7 +840,7 @@ fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
 }
 
 /// Columns `label₁ label₂ Change label₃ Change …`.
-fn compared_columns(c: &Comparison) -> Vec<Column> {
+pub(crate) fn compared_columns(c: &Comparison) -> Vec<Column> {
     let mut cols = Vec::new();
     for (i, run) in c.runs.iter().enumerate() {
         cols.push(Column::num(&run.label, &run.label));
@@ -874,10 +874,20 @@ fn compared_metric_table(c: &Comparison, group: MetricGroup) -> Table {
     }
 }
 
-fn compared_item_table(c: &Comparison, items: &[ComparedItem], what: &str, top: usize) -> Table {
+/// A comparison table of items (locks, call sites, ranks): one row per
+/// item and metric, the item's name and `kind` on its first row, the top
+/// `top` items by their first metric. `what` and `kind` are the headers of
+/// the first two columns.
+pub(crate) fn compared_item_table(
+    c: &Comparison,
+    items: &[ComparedItem],
+    what: &str,
+    kind: &str,
+    top: usize,
+) -> Table {
     let mut columns = vec![
         Column::text(what, "name"),
-        Column::text("Kind", "kind"),
+        Column::text(kind, "kind"),
         Column::text("Metric", "metric"),
     ];
     columns.extend(compared_columns(c));
@@ -983,13 +993,19 @@ pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<S
         "by_lock",
         "Per lock",
         "Per-lock numbers matched by lock name; blank where a run has no such lock.",
-        Body::Table(compared_item_table(c, &c.by_lock, "Lock", opts.top)),
+        Body::Table(compared_item_table(c, &c.by_lock, "Lock", "Kind", opts.top)),
     ));
     out.push(Section::new(
         "by_site",
         "Per call site",
         "Per-call-site numbers matched by site; blank where a run has no such site.",
-        Body::Table(compared_item_table(c, &c.by_site, "Call site", opts.top)),
+        Body::Table(compared_item_table(
+            c,
+            &c.by_site,
+            "Call site",
+            "Kind",
+            opts.top,
+        )),
     ));
     out.extend(super::mpi_layout::comparison_sections(c, opts));
     out

@@ -9,28 +9,13 @@
 //! and pattern (Tables 4.16–4.18), per rank and per call site, each value
 //! beside the first run's with the change.
 
-use super::layout::{Body, Cell, Column, Row, Section, Table};
+use super::layout::{
+    compared_cells, compared_columns, compared_item_table, Body, Cell, Column, Row, Section, Table,
+};
 use super::model::Report;
 use super::RenderOptions;
-use crate::compare::{ComparedItem, ComparedMetric, Comparison, MetricGroup};
+use crate::compare::{Comparison, MetricGroup};
 use crate::mpi::{MpiPatternSummary, MpiReport, MpiSiteRow, Pattern, RankNs};
-
-fn col(title: &str, key: &str, numeric: bool) -> Column {
-    Column {
-        title: title.to_string(),
-        key: key.to_string(),
-        numeric,
-        detail: false,
-        label: false,
-    }
-}
-
-fn label_col(title: &str, key: &str) -> Column {
-    Column {
-        label: true,
-        ..col(title, key, false)
-    }
-}
 
 fn section(id: &'static str, title: &str, caption: &str, table: Table) -> Section {
     Section {
@@ -157,7 +142,7 @@ fn overview(m: &MpiReport) -> Section {
         "MPI",
         "The MPI ranks recorded and how their calls were matched into messages and collective calls.",
         Table {
-            columns: vec![label_col("MPI run", "field"), col("Value", "value", false)],
+            columns: vec![Column::label("MPI run", "field"), Column::text("Value", "value")],
             rows,
             ..Table::default()
         },
@@ -209,15 +194,15 @@ fn patterns(m: &MpiReport) -> Section {
          docs/mpi-wait-states.md).",
         Table {
             columns: vec![
-                col("Pattern", "pattern", false),
-                col("Events", "count", true),
-                col("Duration", "duration_ns", true),
-                col("Avg duration", "avg_duration_ns", true),
-                col("Min duration", "min_duration_ns", true),
-                col("Max duration", "max_duration_ns", true),
-                col("Wait", "wait_ns", true),
-                col("Avg wait", "avg_wait_ns", true),
-                col("Max wait", "max_wait_ns", true),
+                Column::text("Pattern", "pattern"),
+                Column::num("Events", "count"),
+                Column::num("Duration", "duration_ns"),
+                Column::num("Avg duration", "avg_duration_ns"),
+                Column::num("Min duration", "min_duration_ns"),
+                Column::num("Max duration", "max_duration_ns"),
+                Column::num("Wait", "wait_ns"),
+                Column::num("Avg wait", "avg_wait_ns"),
+                Column::num("Max wait", "max_wait_ns"),
             ],
             rows,
             ..Table::default()
@@ -255,15 +240,15 @@ fn extremes(m: &MpiReport) -> Section {
          caused (the waits of others they were late for) (cf. Venter 2016, Table 4.13).",
         Table {
             columns: vec![
-                col("Pattern", "pattern", false),
-                col("Most delayed", "most_delayed.rank", true),
-                col("Delay", "most_delayed.ns", true),
-                col("Least delayed", "least_delayed.rank", true),
-                col("Delay", "least_delayed.ns", true),
-                col("Most late", "most_late.rank", true),
-                col("Lateness", "most_late.ns", true),
-                col("Least late", "least_late.rank", true),
-                col("Lateness", "least_late.ns", true),
+                Column::text("Pattern", "pattern"),
+                Column::num("Most delayed", "most_delayed.rank"),
+                Column::num("Delay", "most_delayed.ns"),
+                Column::num("Least delayed", "least_delayed.rank"),
+                Column::num("Delay", "least_delayed.ns"),
+                Column::num("Most late", "most_late.rank"),
+                Column::num("Lateness", "most_late.ns"),
+                Column::num("Least late", "least_late.rank"),
+                Column::num("Lateness", "least_late.ns"),
             ],
             rows,
             ..Table::default()
@@ -302,16 +287,16 @@ fn by_rank(m: &MpiReport, n: usize) -> Section {
          point, collective) and the wait it caused others by being late (cf. Venter 2016, Table 4.13).",
         Table {
             columns: vec![
-                col("Rank", "rank", true),
-                col("Host/pid", "host_pid", false),
-                col("Calls", "events", true),
-                col("In MPI", "duration_ns", true),
-                col("Running", "span_ns", true),
-                col("Wait", "wait_ns", true),
-                col("P2P wait", "p2p_wait_ns", true),
-                col("Coll. wait", "collective_wait_ns", true),
-                col("Caused", "caused_ns", true),
-                col("End", "end", false),
+                Column::num("Rank", "rank"),
+                Column::text("Host/pid", "host_pid"),
+                Column::num("Calls", "events"),
+                Column::num("In MPI", "duration_ns"),
+                Column::num("Running", "span_ns"),
+                Column::num("Wait", "wait_ns"),
+                Column::num("P2P wait", "p2p_wait_ns"),
+                Column::num("Coll. wait", "collective_wait_ns"),
+                Column::num("Caused", "caused_ns"),
+                Column::text("End", "end"),
             ],
             rows,
             omitted,
@@ -370,16 +355,16 @@ fn by_site(m: &MpiReport, n: usize) -> Section {
          and wait, most wait first (cf. Venter 2016, Tables 4.14 and 4.15).",
         Table {
             columns: vec![
-                col("Operation", "operation", false),
-                col("Function", "function", false),
-                col("Location", "location", false),
-                col("Calls", "events", true),
-                col("Duration", "duration_ns", true),
-                col("Avg", "avg_duration_ns", true),
-                col("Waits", "wait_states", true),
-                col("Wait", "wait_ns", true),
-                col("Avg wait", "avg_wait_ns", true),
-                col("Ranks", "ranks", true),
+                Column::text("Operation", "operation"),
+                Column::text("Function", "function"),
+                Column::text("Location", "location"),
+                Column::num("Calls", "events"),
+                Column::num("Duration", "duration_ns"),
+                Column::num("Avg", "avg_duration_ns"),
+                Column::num("Waits", "wait_states"),
+                Column::num("Wait", "wait_ns"),
+                Column::num("Avg wait", "avg_wait_ns"),
+                Column::num("Ranks", "ranks"),
             ],
             rows,
             omitted,
@@ -390,36 +375,8 @@ fn by_site(m: &MpiReport, n: usize) -> Section {
 
 // ------------------------------------------------------------- comparison
 
-/// Cells `value₁ value₂ change₂ …` of one compared metric.
-fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
-    let mut cells = Vec::with_capacity(m.values.len() * 2);
-    for (i, v) in m.values.iter().enumerate() {
-        cells.push(Cell::metric(*v, m.unit));
-        if i > 0 {
-            let both = m.values[0].is_some() && v.is_some();
-            cells.push(if both {
-                Cell::Change(m.change_pct[i])
-            } else {
-                Cell::Empty
-            });
-        }
-    }
-    cells
-}
-
-fn compared_columns(c: &Comparison) -> Vec<Column> {
-    let mut cols = Vec::new();
-    for (i, run) in c.runs.iter().enumerate() {
-        cols.push(col(&run.label, &run.label, true));
-        if i > 0 {
-            cols.push(col("Change", &format!("{}:change_pct", run.label), true));
-        }
-    }
-    cols
-}
-
 fn metric_table(c: &Comparison, group: MetricGroup) -> Table {
-    let mut columns = vec![label_col("Metric", "metric")];
+    let mut columns = vec![Column::label("Metric", "metric")];
     columns.extend(compared_columns(c));
     // A pattern no run has a wait state of is left out (its rows are all 0).
     let absent: Vec<String> = Pattern::ALL
@@ -457,38 +414,6 @@ fn metric_table(c: &Comparison, group: MetricGroup) -> Table {
     }
 }
 
-fn item_table(c: &Comparison, items: &[ComparedItem], what: &str, kind: &str, n: usize) -> Table {
-    let mut columns = vec![
-        col(what, "name", false),
-        col(kind, "kind", false),
-        col("Metric", "metric", false),
-    ];
-    columns.extend(compared_columns(c));
-    let shown: Vec<&ComparedItem> = items.iter().filter(|it| it.in_top(n)).collect();
-    let mut rows = Vec::new();
-    for item in &shown {
-        for (j, m) in item.metrics.iter().enumerate() {
-            let (name, kind) = if j == 0 {
-                (Cell::Text(item.name.clone()), Cell::Text(item.kind.clone()))
-            } else {
-                (Cell::Empty, Cell::Empty)
-            };
-            let mut cells = vec![name, kind, Cell::Text(m.label.clone())];
-            cells.extend(compared_cells(m));
-            rows.push(Row {
-                key: format!("{}/{}", item.name, m.key),
-                cells,
-            });
-        }
-    }
-    Table {
-        columns,
-        rows,
-        omitted: items.len() - shown.len(),
-        ..Table::default()
-    }
-}
-
 /// The MPI sections of a comparison; none when no run has MPI traces.
 pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<Section> {
     if !c.runs.iter().any(|r| r.report.mpi.is_some()) {
@@ -513,13 +438,13 @@ pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<S
             "mpi_by_rank",
             "MPI per rank",
             "Per-rank numbers matched by rank; blank where a run has no such rank.",
-            item_table(c, &c.mpi_by_rank, "Rank", "Host", opts.top),
+            compared_item_table(c, &c.mpi_by_rank, "Rank", "Host", opts.top),
         ),
         section(
             "mpi_by_site",
             "MPI per call site",
             "Per-call-site numbers matched by MPI function and site; blank where a run has no such site.",
-            item_table(c, &c.mpi_by_site, "Call site", "Operation", opts.top),
+            compared_item_table(c, &c.mpi_by_site, "Call site", "Operation", opts.top),
         ),
     ]
 }
