@@ -47,36 +47,48 @@ impl<'a> RecordingResolver<'a> {
     }
 }
 
+/// Resolves the call-site address `address` through a process's memory
+/// `maps` (`None`: no maps known, the site is shown as the bare address)
+/// and attributes it to the user's frame ([`attribute_to_user_frame`]).
+/// Shared by the lock analysis and the MPI call sites.
+pub fn resolve_site(
+    symbolizer: &mut Symbolizer,
+    maps: Option<&crate::symbolize::ProcessMaps>,
+    address: u64,
+) -> ResolvedSite {
+    let Some(maps) = maps else {
+        return ResolvedSite {
+            offset: address,
+            debug: "none",
+            display: format!("{address:#x}"),
+            ..ResolvedSite::default()
+        };
+    };
+    let mut loc = symbolizer.resolve_code(maps, address);
+    attribute_to_user_frame(&mut loc);
+    ResolvedSite {
+        display: loc.display_short(),
+        function: loc.function,
+        file: loc.file,
+        line: loc.line,
+        module: loc.module,
+        offset: loc.module_offset,
+        debug: match loc.debug {
+            DebugInfoSource::Dwarf => "dwarf",
+            DebugInfoSource::SymbolTable => "symbols",
+            DebugInfoSource::None => "none",
+        },
+    }
+}
+
 impl Resolver for RecordingResolver<'_> {
     fn site(&mut self, process: u32, address: u64) -> ResolvedSite {
-        let Some(maps) = self
+        let maps = self
             .recording
             .processes
             .get(process as usize)
-            .and_then(|p| p.maps.as_ref())
-        else {
-            return ResolvedSite {
-                offset: address,
-                debug: "none",
-                display: format!("{address:#x}"),
-                ..ResolvedSite::default()
-            };
-        };
-        let mut loc = self.symbolizer.resolve_code(maps, address);
-        attribute_to_user_frame(&mut loc);
-        ResolvedSite {
-            display: loc.display_short(),
-            function: loc.function,
-            file: loc.file,
-            line: loc.line,
-            module: loc.module,
-            offset: loc.module_offset,
-            debug: match loc.debug {
-                DebugInfoSource::Dwarf => "dwarf",
-                DebugInfoSource::SymbolTable => "symbols",
-                DebugInfoSource::None => "none",
-            },
-        }
+            .and_then(|p| p.maps.as_ref());
+        resolve_site(&mut self.symbolizer, maps, address)
     }
 
     fn object(&mut self, process: u32, address: u64) -> Option<String> {

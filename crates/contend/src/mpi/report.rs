@@ -9,8 +9,8 @@ use contend_trace::mpi::{MpiOp, MpiRecording};
 use serde::Serialize;
 
 use super::analysis::{is_p2p_op, MatchStats, MpiAnalysis, Pattern};
-use crate::locks::{attribute_to_user_frame, ResolvedSite};
-use crate::symbolize::{DebugInfoSource, ProcessMaps, Symbolizer};
+use crate::locks::ResolvedSite;
+use crate::symbolize::{ProcessMaps, Symbolizer};
 
 /// Thresholds of the wait-state report (the thesis's MPITool.conf, Venter
 /// 2016, Section 3.2.2.3): a wait shorter than its threshold is not counted
@@ -334,33 +334,11 @@ impl SiteResolver for MapsSiteResolver {
             .maps
             .entry(pid)
             .or_insert_with(|| Self::load(dir, pid, warnings));
-        let Some(maps) = all
+        let maps = all
             .iter()
             .find(|m| m.find(address).is_some())
-            .or(all.first())
-        else {
-            return ResolvedSite {
-                offset: address,
-                debug: "none",
-                display: format!("{address:#x}"),
-                ..ResolvedSite::default()
-            };
-        };
-        let mut loc = self.symbolizer.resolve_code(maps, address);
-        attribute_to_user_frame(&mut loc);
-        ResolvedSite {
-            display: loc.display_short(),
-            function: loc.function,
-            file: loc.file,
-            line: loc.line,
-            module: loc.module,
-            offset: loc.module_offset,
-            debug: match loc.debug {
-                DebugInfoSource::Dwarf => "dwarf",
-                DebugInfoSource::SymbolTable => "symbols",
-                DebugInfoSource::None => "none",
-            },
-        }
+            .or(all.first());
+        crate::locks::resolve_site(&mut self.symbolizer, maps, address)
     }
 }
 
