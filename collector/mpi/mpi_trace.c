@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mpi_rec.h"
+#include "contend/raw_mm.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -240,14 +241,14 @@ int cm_trace_open(const struct cm_rank_info *info)
     void *map = MAP_FAILED;
     struct stat st;
     if (pwrite(fd, &zero, 1, CONTEND_MPI_HEADER_SIZE - 1) != 1 || fstat(fd, &st) != 0 ||
-        (map = mmap(NULL, CONTEND_MPI_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+        (map = contend_raw_mmap(NULL, CONTEND_MPI_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
             MAP_FAILED ||
-        madvise(map, CONTEND_MPI_HEADER_SIZE, MADV_POPULATE_WRITE) != 0) {
+        contend_raw_madvise(map, CONTEND_MPI_HEADER_SIZE, MADV_POPULATE_WRITE) != 0) {
         int err = errno;
         if (err == EINVAL && map != MAP_FAILED)
             goto populated; /* kernel before 5.14: no populate */
         if (map != MAP_FAILED)
-            munmap(map, CONTEND_MPI_HEADER_SIZE);
+            contend_raw_munmap(map, CONTEND_MPI_HEADER_SIZE);
         unlink(path);
         close(fd);
         say_errno("cannot set up ", path, err);
@@ -335,7 +336,7 @@ void cm_stop(void)
 static void release_chunk(struct cm_thread *ts)
 {
     if (ts->chunk)
-        munmap(ts->chunk, T.chunk_size);
+        contend_raw_munmap(ts->chunk, T.chunk_size);
     ts->chunk = ts->cur = ts->end = NULL;
 }
 
@@ -384,15 +385,15 @@ static int claim_chunk(struct cm_thread *ts)
     char zero = 0;
     void *m = MAP_FAILED;
     if (pwrite(fd, &zero, 1, (off_t)(off + size - 1)) == 1)
-        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+        m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
     if (tmp)
         close(fd);
     if (m == MAP_FAILED)
         return 0;
     /* fault the whole chunk in now: a store to an unbacked page of a full
      * disk would raise SIGBUS in the program */
-    if (madvise(m, size, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
-        munmap(m, size);
+    if (contend_raw_madvise(m, size, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+        contend_raw_munmap(m, size);
         return 0;
     }
     if (!ts->tid)

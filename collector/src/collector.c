@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "contend/raw_mm.h"
 
 CONTEND_HIDDEN struct contend_global contend_g;
 CONTEND_HIDDEN _Thread_local struct contend_thread contend_tls
@@ -252,35 +253,7 @@ static void parse_config(void)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-/*
- * Memory-mapping calls of the collector go straight to the kernel, not
- * through libc's mmap/munmap/madvise symbols. Libraries that hook those
- * symbols to track memory (UCX's UCM patches every loaded object's GOT
- * entries for mmap, munmap and madvise, and so do some allocators and
- * profilers) would otherwise see the collector's own mappings, and they
- * do so while the target may be inside one of our lock wrappers holding
- * the hook's own lock: UCM then takes its event rwlock for reading while
- * the same thread holds it for writing, gets EDEADLK and aborts the
- * process ("UCX FATAL pthread_rwlock_rdlock() failed: Resource deadlock
- * avoided", seen with MPICH 4 on Debian 12). These behave like the libc
- * functions: -1 (MAP_FAILED) and errno on failure.
- */
-static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-    return r == -1 ? MAP_FAILED : (void *)r;
-}
-
-static int sys_munmap(void *addr, size_t len)
-{
-    return (int)syscall(SYS_munmap, addr, len);
-}
-
-static int sys_madvise(void *addr, size_t len, int advice)
-{
-    return (int)syscall(SYS_madvise, addr, len, advice);
-}
-
+/* Memory-mapping calls bypass libc's symbols: see contend/raw_mm.h. */
 #define POPULATE_STEP (16u * 1024u)
 
 static int populate_supported = 1; /* cleared on EINVAL */
@@ -291,7 +264,7 @@ static int populate(void *addr, size_t len)
     if (!__atomic_load_n(&populate_supported, __ATOMIC_RELAXED))
         return 0;
     int saved = errno;
-    int r = sys_madvise(addr, len, MADV_POPULATE_WRITE);
+    int r = contend_raw_madvise(addr, len, MADV_POPULATE_WRITE);
     if (r != 0 && errno == EINVAL) {
         __atomic_store_n(&populate_supported, 0, __ATOMIC_RELAXED);
         r = 0;
@@ -465,11 +438,11 @@ static int create_trace(int forked)
     void *map = MAP_FAILED;
     struct stat st;
     if (pwrite(fd, &zero, 1, (off_t)(data_off - 1)) != 1 || fstat(fd, &st) != 0 ||
-        (map = sys_mmap(NULL, data_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
+        (map = contend_raw_mmap(NULL, data_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
         populate(map, CONTEND_HEADER_SIZE) != 0) {
         int err = errno;
         if (map != MAP_FAILED)
-            sys_munmap(map, data_off);
+            contend_raw_munmap(map, data_off);
         unlink(path);
         close(fd);
         say_errno("cannot set up ", path, err, PASS_MSG);
@@ -484,7 +457,7 @@ static int create_trace(int forked)
     struct statfs sfs;
     if (fstatfs(fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
         if (populate((char *)map + object_off, (size_t)(data_off - object_off)) != 0) {
-            sys_munmap(map, data_off);
+            contend_raw_munmap(map, data_off);
             unlink(path);
             close(fd);
             contend_say("no room for the trace tables in ", C.dir, PASS_MSG);
@@ -566,7 +539,7 @@ static int trace_fd(int *tmp)
 static void release_chunk(struct contend_thread *ts)
 {
     if (ts->chunk)
-        sys_munmap(ts->chunk, contend_g.chunk_size);
+        contend_raw_munmap(ts->chunk, contend_g.chunk_size);
     ts->chunk = ts->cur = ts->end = ts->chunk_end = NULL;
 }
 
@@ -612,14 +585,14 @@ static int claim_chunk(struct contend_thread *ts)
     char zero = 0;
     void *m = MAP_FAILED;
     if (pwrite(fd, &zero, 1, (off_t)(off + size - 1)) == 1)
-        m = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+        m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
     if (tmp)
         close(fd);
     if (m == MAP_FAILED)
         return 0;
     size_t first = POPULATE_STEP < size ? POPULATE_STEP : size;
     if (populate(m, first) != 0) {
-        sys_munmap(m, size);
+        contend_raw_munmap(m, size);
         return 0;
     }
 
@@ -943,7 +916,7 @@ static void fork_child(void)
         contend_g.hdr = NULL;
         contend_g.objects = contend_g.sites = NULL;
         if (old)
-            sys_munmap(old, C.map_len);
+            contend_raw_munmap(old, C.map_len);
         struct stat st;
         if (C.fd >= 0 && fstat(C.fd, &st) == 0 && st.st_dev == C.dev && st.st_ino == C.ino)
             close(C.fd); /* the parent's trace: still ours, so close it */

@@ -19,6 +19,7 @@ const OTHER_INPUTS: &[&str] = &[
     "collector/src/collector.h",
     "collector/src/lock_collector.map",
     "collector/include/contend/trace_format.h",
+    "collector/include/contend/raw_mm.h",
 ];
 
 fn main() {
