@@ -159,6 +159,9 @@ struct RecordArgs {
     /// With --mpi: the MPI implementation, openmpi or mpich (default: detected from CMD)
     #[arg(long, value_name = "IMPL", requires = "mpi")]
     mpi_impl: Option<String>,
+    /// With --mpi: trace lock operations too (hybrid MPI + threads programs; mpirun's own processes are traced as well)
+    #[arg(long, requires = "mpi")]
+    locks: bool,
     /// The program and its arguments
     #[arg(
         required_unless_present = "pid",
@@ -331,6 +334,7 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
     };
     let opts = RecordOptions {
         mpi: a.mpi,
+        mpi_with_locks: a.locks,
         mpi_impl,
         cpus,
         output: a.output,

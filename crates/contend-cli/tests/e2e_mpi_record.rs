@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{contend_bin, program_source, run_timeout, tempdir, which, Output};
+use common::{
+    contend_bin, program_source, report_json, run_timeout, serial, tempdir, which, Output,
+};
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer, ProbedMessage,
     ANY_TAG, WORLD_COMM,
@@ -1316,4 +1318,66 @@ fn topology_and_split_type_communicators_have_one_id_on_all_members() {
     assert_ne!(sub(0), sub(1));
     assert_eq!(members(&rec.ranks[2], sub(2)), [0, 2]);
     assert_eq!(members(&rec.ranks[3], sub(3)), [1, 3]);
+}
+
+/// `record --mpi --locks` on a hybrid MPI + pthreads program: the lock
+/// collector and the MPI recorder run together (collector first; it writes
+/// the maps snapshots), and one report has both analyses: the lock wait of
+/// `hybrid_lock` in every rank and the wait at barrier, each within 5 %
+/// (+ 2 ms) of what the program measured itself with CLOCK_MONOTONIC.
+#[test]
+fn hybrid_program_has_lock_and_mpi_waits_in_one_report() {
+    if which("mpicc").is_none() || which("mpirun").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let _serial = serial();
+    let exe = mpi_build("mpicc", "mpi_hybrid.c");
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--mpi", "--locks", "--force", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg("mpirun")
+        .args(ompi_args(2))
+        .arg(&exe);
+    let out = run_timeout(cmd, MPI_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    let measured = |key: &str| -> f64 {
+        out.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("no {key} in {}", out.stdout))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let within = |what: &str, got: f64, want: f64| {
+        assert!(
+            (got - want).abs() <= 0.05 * want + 2e6,
+            "{what}: report {got} ns, program {want} ns"
+        );
+    };
+    let report = report_json(&dir);
+    // Locks: the rows of hybrid_lock (one per rank process).
+    let rows: Vec<&serde_json::Value> = report["locks"]["by_lock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["name"] == "hybrid_lock")
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", report["locks"]["by_lock"]);
+    let lock_wait: f64 = rows.iter().map(|l| l["wait_ns"].as_f64().unwrap()).sum();
+    within("lock wait", lock_wait, measured("lock_wait_ns"));
+    // MPI: 2 ranks, the barrier wait of rank 0.
+    assert_eq!(report["mpi"]["ranks"], 2, "{}", report["mpi"]);
+    let barrier = report["mpi"]["wait_at_barrier"]["wait_ns"]
+        .as_f64()
+        .unwrap();
+    within("wait at barrier", barrier, measured("barrier_wait_ns"));
+    assert!(
+        dir.join("maps").read_dir().unwrap().count() > 0,
+        "maps snapshots written"
+    );
 }

@@ -55,8 +55,9 @@
 //!
 //! With [`RecordOptions::mpi`] (`contend record --mpi`) the MPI recorder
 //! for the command's MPI implementation ([`detect_mpi_implementation`]) is
-//! preloaded instead of the lock collector, `DIR/mpi/` is created for the
-//! rank traces, and a run in which no rank called `MPI_Init` is reported.
+//! preloaded instead of the lock collector (beside it with
+//! [`RecordOptions::mpi_with_locks`]), `DIR/mpi/` is created for the rank
+//! traces, and a run in which no rank called `MPI_Init` is reported.
 //!
 //! The target's exit status is returned ([`RecordOutcome::exit_code`],
 //! [`RecordOutcome::signal`]) so that the command-line tool can exit with it
@@ -116,11 +117,15 @@ pub struct RecordOptions {
     /// process it creates inherits it. `None` leaves the launcher's
     /// affinity. Every CPU must be online and allowed to the launcher.
     pub cpus: Option<Vec<u32>>,
-    /// Also record the MPI calls of every rank (`--mpi`): the MPI recorder
-    /// for the program's MPI implementation is preloaded after the lock
+    /// Record the MPI calls of every rank (`--mpi`): the MPI recorder for
+    /// the program's MPI implementation is preloaded instead of the lock
     /// collector and writes `DIR/mpi/rank-<r>.cmpi`
     /// (`docs/trace-format.md`, "MPI traces").
     pub mpi: bool,
+    /// With `mpi`: preload the lock collector too (`--mpi --locks`), for
+    /// hybrid MPI + threads programs. Every process under the launcher is
+    /// then lock-traced, `mpirun` and its daemons included.
+    pub mpi_with_locks: bool,
     /// The MPI implementation (`--mpi-impl`); `None` detects it from the
     /// command ([`detect_mpi_implementation`]).
     pub mpi_impl: Option<MpiImplementation>,
@@ -139,6 +144,7 @@ impl Default for RecordOptions {
             interval: DEFAULT_INTERVAL,
             cpus: None,
             mpi: false,
+            mpi_with_locks: false,
             mpi_impl: None,
         }
     }
@@ -376,12 +382,16 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // The target's environment: the launcher's, plus the collector's.
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
     // With --mpi only the MPI recorder is preloaded (it writes the maps
-    // snapshots itself): the lock collector changes the behaviour of
-    // MPICH's UCX transport (a rdlock failing with EDEADLK in its async
-    // thread), and the recorder must never change the program.
+    // snapshots itself), unless --locks asks for the lock collector too:
+    // then the collector comes first and writes the maps (the recorder
+    // sees it in LD_PRELOAD and leaves them to it).
+    let existing = env.get(OsStr::new("LD_PRELOAD"));
     let preload = match &mpi_recorder {
-        Some((_, recorder)) => preload_value(recorder, env.get(OsStr::new("LD_PRELOAD"))),
-        None => preload_value(&collector, env.get(OsStr::new("LD_PRELOAD"))),
+        Some((_, recorder)) if opts.mpi_with_locks => {
+            preload_value(&collector, Some(&preload_value(recorder, existing)))
+        }
+        Some((_, recorder)) => preload_value(recorder, existing),
+        None => preload_value(&collector, existing),
     };
     env.insert("LD_PRELOAD".into(), preload);
     env.insert("CONTEND_DIR".into(), abs_dir.clone().into_os_string());
