@@ -110,6 +110,28 @@ fn record_mpi(
     run_timeout(cmd, MPI_TIMEOUT)
 }
 
+/// Records `launcher args… exe` under `contend record --mpi` into a fresh
+/// directory, asserts that the recorder changed neither the program's
+/// output nor its exit status (against the plain run `plain`), and returns
+/// the directory (kept alive by the `TempDir`) and the recording.
+fn record_unchanged(
+    launcher: &str,
+    args: &[String],
+    exe: &Path,
+    plain: &Output,
+) -> (tempfile::TempDir, MpiRecording) {
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, launcher, args, exe, &[], &[]);
+    assert_eq!(
+        out.stdout, plain.stdout,
+        "output changed under the recorder"
+    );
+    assert_eq!(out.code(), plain.code(), "{}", out.describe());
+    let rec = read(&dir);
+    (t, rec)
+}
+
 fn read(dir: &Path) -> MpiRecording {
     contend_trace::read_mpi_recording(dir)
         .unwrap_or_else(|e| panic!("{e}"))
@@ -457,15 +479,7 @@ fn mpich_calls_are_recorded_as_the_program_made_them() {
     let args: Vec<String> = vec!["-np".into(), "4".into()];
     let plain = run_mpi("mpirun.mpich", &args, &exe, &[]);
     assert!(plain.success(), "{}", plain.describe());
-    let t = tempdir();
-    let dir = t.path().join("rec");
-    let rec_out = record_mpi(&dir, "mpirun.mpich", &args, &exe, &[], &[]);
-    assert_eq!(
-        rec_out.stdout, plain.stdout,
-        "output changed under the recorder"
-    );
-    assert_eq!(rec_out.code(), plain.code());
-    let rec = read(&dir);
+    let (_dir, rec) = record_unchanged("mpirun.mpich", &args, &exe, &plain);
     check_clean(&rec, 0);
     assert!(
         rec.ranks[0].library.contains("MPICH"),
@@ -497,15 +511,7 @@ fn fortran_calls_are_recorded() {
         "{}",
         plain.stdout
     );
-    let t = tempdir();
-    let dir = t.path().join("rec");
-    let rec_out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
-    assert_eq!(
-        rec_out.stdout, plain.stdout,
-        "output changed under the recorder"
-    );
-    assert_eq!(rec_out.code(), plain.code());
-    let rec = read(&dir);
+    let (_dir, rec) = record_unchanged("mpirun.openmpi", &args, &exe, &plain);
     check_clean(&rec, 0);
     use MpiOp::*;
     for r in &rec.ranks {
@@ -837,15 +843,7 @@ fn thread_multiple_calls_of_two_threads_are_recorded() {
         return;
     }
     assert!(plain.success(), "{}", plain.describe());
-    let t = tempdir();
-    let dir = t.path().join("rec");
-    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
-    assert_eq!(
-        out.stdout, plain.stdout,
-        "output changed under the recorder"
-    );
-    assert_eq!(out.code(), plain.code());
-    let rec = read(&dir);
+    let (_dir, rec) = record_unchanged("mpirun.openmpi", &args, &exe, &plain);
     assert_eq!(rec.ranks.len(), 4, "{:?}", rec.problems);
     // the two duplicates have the same ids on every rank
     let dup_ids = |r: &MpiRankTrace| -> Vec<u64> {
@@ -910,15 +908,7 @@ fn every_other_wrapped_function_is_recorded() {
     let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
     assert!(plain.success(), "{}", plain.describe());
     assert!(plain.stdout.contains("mpi_all ok"), "{}", plain.stdout);
-    let t = tempdir();
-    let dir = t.path().join("rec");
-    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
-    assert_eq!(
-        out.stdout, plain.stdout,
-        "output changed under the recorder"
-    );
-    assert_eq!(out.code(), plain.code());
-    let rec = read(&dir);
+    let (_dir, rec) = record_unchanged("mpirun.openmpi", &args, &exe, &plain);
     check_clean(&rec, 0);
     use MpiOp::*;
     let p2p: [Vec<MpiOp>; 4] = [
@@ -1116,17 +1106,9 @@ fn every_other_fortran_entry_point_is_recorded() {
     let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
     assert!(plain.success(), "{}", plain.describe());
     assert!(plain.stdout.contains("mpi_all_f ok"), "{}", plain.stdout);
-    let t = tempdir();
-    let dir = t.path().join("rec");
-    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[], &[]);
     // the program checks every index, flag, status and handle the Fortran
     // entry points wrote back
-    assert_eq!(
-        out.stdout, plain.stdout,
-        "output changed under the recorder"
-    );
-    assert_eq!(out.code(), plain.code());
-    let rec = read(&dir);
+    let (_dir, rec) = record_unchanged("mpirun.openmpi", &args, &exe, &plain);
     check_clean(&rec, 0);
     use MpiOp::*;
     // step 3b: rank 1 polls MPI_IMPROBE (repeats collapsed below)
