@@ -122,7 +122,10 @@ typedef struct contend_mpi_chunk_header {
  *                                 (i)mprobe found (MPI_Message handle
  *                                 followed by the recorder; PEER_NULL and
  *                                 world id for MPI_MESSAGE_NO_PROC)
- *   wait*, test*:                 number of requests passed
+ *   wait*, test*, start(all):     number of requests passed
+ *   send_init..., recv_init:      as isend/irecv (the persistent envelope)
+ *   request_free:                 nothing (recorded for persistent
+ *                                 requests only)
  *   collectives:                  comm id, root (i32 world rank, -1: none;
  *                                 low half of the word), bytes sent, bytes
  *                                 received (this rank's part)
@@ -154,6 +157,13 @@ typedef struct contend_mpi_chunk_header {
  * ranks first, first+1, ... packed two per word (low half first). Large
  * communicators take several records. */
 #define CONTEND_MPI_REC_COMM 5u
+/* START: one persistent request activated by the enclosing MPI_Start or
+ * MPI_Startall (a posting, like Isend / Irecv). small = CONTEND_MPI_START_*
+ * flags, arg = peer as posted at *_init (world rank or PEER_*; i32),
+ * payload: comm id, the activation's new request id (completed later by a
+ * Wait* / Test* COMPLETION), tag (i32, low half; ANY_TAG -1), bytes. */
+#define CONTEND_MPI_REC_START 6u
+#define CONTEND_MPI_START_RECV 1u /* a receive (Recv_init), else a send */
 
 #define CONTEND_MPI_COMPL_RECV 1u      /* a receive (else a send)           */
 #define CONTEND_MPI_COMPL_CANCELLED 2u /* MPI_Test_cancelled said so        */

@@ -83,11 +83,19 @@ pub enum MpiOp {
     CommDup = 81,
     CommCreate = 82,
     CommFree = 83,
+    SendInit = 90,
+    SsendInit = 91,
+    BsendInit = 92,
+    RsendInit = 93,
+    RecvInit = 94,
+    Start = 95,
+    Startall = 96,
+    RequestFree = 97,
 }
 
 impl MpiOp {
     /// Every operation, in code order.
-    pub const ALL: [MpiOp; 50] = [
+    pub const ALL: [MpiOp; 58] = [
         MpiOp::Init,
         MpiOp::InitThread,
         MpiOp::Finalize,
@@ -138,6 +146,14 @@ impl MpiOp {
         MpiOp::CommDup,
         MpiOp::CommCreate,
         MpiOp::CommFree,
+        MpiOp::SendInit,
+        MpiOp::SsendInit,
+        MpiOp::BsendInit,
+        MpiOp::RsendInit,
+        MpiOp::RecvInit,
+        MpiOp::Start,
+        MpiOp::Startall,
+        MpiOp::RequestFree,
     ];
 
     /// The operation with trace code `code`, `None` for an unknown code.
@@ -199,6 +215,14 @@ impl MpiOp {
             CommDup => "MPI_Comm_dup",
             CommCreate => "MPI_Comm_create",
             CommFree => "MPI_Comm_free",
+            SendInit => "MPI_Send_init",
+            SsendInit => "MPI_Ssend_init",
+            BsendInit => "MPI_Bsend_init",
+            RsendInit => "MPI_Rsend_init",
+            RecvInit => "MPI_Recv_init",
+            Start => "MPI_Start",
+            Startall => "MPI_Startall",
+            RequestFree => "MPI_Request_free",
         }
     }
 
@@ -319,6 +343,11 @@ pub struct MpiEvent {
     pub send: Option<SendPost>,
     /// The receive this call posted, if any.
     pub recv: Option<RecvPost>,
+    /// For `MPI_Start`/`MPI_Startall`: the persistent requests this call
+    /// activated, in the order the call listed them. Each activation is a
+    /// posting like an `Isend`/`Irecv` (with a fresh request id that a
+    /// later `Wait*`/`Test*` completes); empty for every other call.
+    pub starts: Vec<StartedRequest>,
     /// Operations this call completed, in the order MPI reported them.
     /// A blocking `Send`/`Recv` lists itself (request 0); `Sendrecv` lists
     /// both halves; `Wait*`/`Test*` list the requests they completed
@@ -334,6 +363,21 @@ pub struct MpiEvent {
     /// other call, for a probe that found nothing, and in traces of
     /// recorders that did not record it.
     pub probed: Option<ProbedMessage>,
+}
+
+/// One activation of a persistent request by `MPI_Start`/`MPI_Startall`:
+/// the envelope recorded by its `MPI_Send_init` (`Ssend_init`,
+/// `Bsend_init`, `Rsend_init`) or `MPI_Recv_init`, posted again with a new
+/// request id. Exactly one of `send` and `recv` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartedRequest {
+    /// The communicator's id (same on all member ranks), from the `*_init`
+    /// call.
+    pub comm: u64,
+    /// The send this activation posted (a `*send_init` request).
+    pub send: Option<SendPost>,
+    /// The receive this activation posted (a `Recv_init` request).
+    pub recv: Option<RecvPost>,
 }
 
 /// The envelope of a message a probe found, from the probe's status. The

@@ -51,6 +51,12 @@ pub const SMALL_OP_MASK: u8 = 0x7f;
 pub const REC_COMPLETION: u8 = 4;
 /// Record tag: COMM (members of a communicator, as world ranks).
 pub const REC_COMM: u8 = 5;
+/// Record tag: START (one persistent request activated by the enclosing
+/// `MPI_Start`/`MPI_Startall`; small = `START_*` flags, arg = peer as
+/// posted (i32), payload: comm id, new request id, tag, bytes).
+pub const REC_START: u8 = 6;
+/// START flag: a receive (`MPI_Recv_init`), else a send.
+pub const START_RECV: u8 = 1;
 
 /// COMPLETION flag: a receive (else a send).
 pub const COMPL_RECV: u8 = 1;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::mpi::{
     Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
-    ProbedMessage, RecvPost, SendPost,
+    ProbedMessage, RecvPost, SendPost, StartedRequest,
 };
 use crate::mpi_format::{self as f, header as h, Head};
 use crate::TraceError;
@@ -413,6 +413,7 @@ enum Class {
     Collective,
     CommCreate,
     CommFree,
+    PersistentInit, // Send_init family, Recv_init: posted only by Start(all)
 }
 
 fn class_of(op: MpiOp) -> Class {
@@ -430,6 +431,8 @@ fn class_of(op: MpiOp) -> Class {
         }
         CommSplit | CommDup | CommCreate => Class::CommCreate,
         CommFree => Class::CommFree,
+        SendInit | SsendInit | BsendInit | RsendInit | RecvInit => Class::PersistentInit,
+        Start | Startall | RequestFree => Class::None,
         _ if op.is_collective() => Class::Collective,
         _ => Class::None,
     }
@@ -587,6 +590,40 @@ impl ThreadDecoder {
                         cancelled: hd.small & f::COMPL_CANCELLED != 0,
                     });
                 }
+                f::REC_START => {
+                    let (Some(ev), [comm, request, tag, bytes, ..]) = (self.open.as_mut(), p)
+                    else {
+                        damage.push(format!(
+                            "thread {}: a start record outside any call (ignored)",
+                            self.tid
+                        ));
+                        continue;
+                    };
+                    let pr = hd.arg as i32;
+                    let tag = *tag as u32 as i32;
+                    let mut st = StartedRequest {
+                        comm: *comm,
+                        send: None,
+                        recv: None,
+                    };
+                    if hd.small & f::START_RECV != 0 {
+                        st.recv = Some(RecvPost {
+                            source: peer(pr),
+                            tag,
+                            bytes: *bytes,
+                            request: *request,
+                        });
+                    } else {
+                        st.send = Some(SendPost {
+                            dest: peer(pr),
+                            tag,
+                            bytes: *bytes,
+                            request: *request,
+                        });
+                    }
+                    ev.starts.push(st);
+                    self.check_peer(pr);
+                }
                 f::REC_EXIT => {
                     self.time = self.time.saturating_add(u64::from(hd.arg));
                     let Some(mut ev) = self.open.take() else {
@@ -695,6 +732,7 @@ impl ThreadDecoder {
             coll_bytes_recv: 0,
             send: None,
             recv: None,
+            starts: Vec::new(),
             completions: Vec::new(),
             created_comm: None,
             return_code: 0,
@@ -775,6 +813,12 @@ impl ThreadDecoder {
             }
             Class::CommCreate | Class::CommFree => {
                 ev.comm = *q.first()?;
+            }
+            Class::PersistentInit => {
+                let [comm, _pt, _bytes, ..] = q else {
+                    return None;
+                };
+                ev.comm = *comm;
             }
         }
         Some(ev)
@@ -1194,6 +1238,98 @@ mod tests {
         for op in [MpiOp::Mprobe, MpiOp::Improbe, MpiOp::Mrecv, MpiOp::Imrecv] {
             assert_eq!(MpiOp::from_code(op as u16), Some(op));
             assert!(op.name().starts_with("MPI_M") || op.name().starts_with("MPI_I"));
+        }
+    }
+
+    #[test]
+    fn persistent_requests_decode_as_startall_postings() {
+        let mut b = Builder::new(1, 4, f::FLAG_FINALIZED);
+        let mut c = Chunk::new(5, 0, 100);
+        // MPI_Recv_init(ANY_SOURCE, tag 5, 16 bytes), MPI_Send_init(2, 5, 16)
+        c.enter(
+            MpiOp::RecvInit,
+            200,
+            0x10,
+            &[WORLD_COMM, pt(f::PEER_ANY, 5), 16],
+        );
+        c.exit(MpiOp::RecvInit, 210, 0, &[]);
+        c.enter(MpiOp::SendInit, 220, 0x20, &[WORLD_COMM, pt(2, 5), 16]);
+        c.exit(MpiOp::SendInit, 230, 0, &[]);
+        // MPI_Startall of both: requests 7 (receive) and 8 (send)
+        c.enter(MpiOp::Startall, 240, 0x30, &[2]);
+        c.rec(
+            f::REC_START,
+            f::START_RECV,
+            f::PEER_ANY as u32,
+            &[WORLD_COMM, 7, 5, 16],
+        );
+        c.rec(f::REC_START, 0, 2, &[WORLD_COMM, 8, 5, 16]);
+        c.exit(MpiOp::Startall, 250, 0, &[]);
+        c.enter(MpiOp::Waitall, 260, 0x40, &[2]);
+        c.completion(true, Some(0), 7, 5, 16);
+        c.completion(false, Some(2), 8, 5, 16);
+        c.exit(MpiOp::Waitall, 300, 0, &[]);
+        c.enter(MpiOp::RequestFree, 310, 0x50, &[]);
+        c.exit(MpiOp::RequestFree, 320, 0, &[]);
+        b.add(c);
+        let t = decode_rank_trace(Path::new("x"), &b.bytes()).unwrap();
+        assert!(t.damage.is_empty(), "{:?}", t.damage);
+        let ops: Vec<MpiOp> = t.events.iter().map(|e| e.op).collect();
+        assert_eq!(
+            ops,
+            [
+                MpiOp::RecvInit,
+                MpiOp::SendInit,
+                MpiOp::Startall,
+                MpiOp::Waitall,
+                MpiOp::RequestFree
+            ]
+        );
+        for e in &t.events[..2] {
+            assert!(e.send.is_none() && e.recv.is_none() && e.starts.is_empty());
+        }
+        let sa = &t.events[2];
+        assert_eq!(
+            sa.starts,
+            vec![
+                StartedRequest {
+                    comm: WORLD_COMM,
+                    send: None,
+                    recv: Some(RecvPost {
+                        source: Peer::Any,
+                        tag: 5,
+                        bytes: 16,
+                        request: 7
+                    })
+                },
+                StartedRequest {
+                    comm: WORLD_COMM,
+                    send: Some(SendPost {
+                        dest: Peer::Rank(2),
+                        tag: 5,
+                        bytes: 16,
+                        request: 8
+                    }),
+                    recv: None
+                }
+            ]
+        );
+        assert!(sa.completions.is_empty());
+        assert_eq!(t.events[3].completions.len(), 2);
+        assert!(t.events[4].starts.is_empty());
+        for (op, code, name) in [
+            (MpiOp::SendInit, 90, "MPI_Send_init"),
+            (MpiOp::SsendInit, 91, "MPI_Ssend_init"),
+            (MpiOp::BsendInit, 92, "MPI_Bsend_init"),
+            (MpiOp::RsendInit, 93, "MPI_Rsend_init"),
+            (MpiOp::RecvInit, 94, "MPI_Recv_init"),
+            (MpiOp::Start, 95, "MPI_Start"),
+            (MpiOp::Startall, 96, "MPI_Startall"),
+            (MpiOp::RequestFree, 97, "MPI_Request_free"),
+        ] {
+            assert_eq!(MpiOp::from_code(code), Some(op));
+            assert_eq!(op.name(), name);
+            assert!(!op.is_collective());
         }
     }
 

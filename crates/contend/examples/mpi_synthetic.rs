@@ -51,6 +51,7 @@ fn event(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         coll_bytes_recv: 0,
         send: None,
         recv: None,
+        starts: Vec::new(),
         completions: Vec::new(),
         created_comm: None,
         return_code: 0,

@@ -8,7 +8,7 @@ use contend::mpi::{
 };
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
-    ProbedMessage, RecvPost, SendPost, ANY_TAG, SELF_COMM, WORLD_COMM,
+    ProbedMessage, RecvPost, SendPost, StartedRequest, ANY_TAG, SELF_COMM, WORLD_COMM,
 };
 
 // ---------------------------------------------------------------- builders
@@ -42,6 +42,7 @@ fn base(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         coll_bytes_recv: 0,
         send: None,
         recv: None,
+        starts: Vec::new(),
         completions: Vec::new(),
         created_comm: None,
         return_code: 0,
@@ -971,6 +972,142 @@ fn collective_operation_mismatch_is_skipped_and_named() {
 }
 
 // ---------------------------------------------------------------- robustness
+
+/// `MPI_Start`/`MPI_Startall` activating persistent requests: each
+/// `(comm, posting)` pair gets its own request id.
+fn start(op: MpiOp, posts: Vec<StartedRequest>, enter: u64, exit: u64) -> MpiEvent {
+    let mut e = base(op, enter, exit);
+    e.starts = posts;
+    e
+}
+
+fn started_recv(source: u32, tag: i32, request: u64) -> StartedRequest {
+    StartedRequest {
+        comm: WORLD_COMM,
+        send: None,
+        recv: Some(RecvPost {
+            source: Peer::Rank(source),
+            tag,
+            bytes: 8,
+            request,
+        }),
+    }
+}
+
+fn started_send(dest: u32, tag: i32, request: u64) -> StartedRequest {
+    StartedRequest {
+        comm: WORLD_COMM,
+        send: Some(SendPost {
+            dest: Peer::Rank(dest),
+            tag,
+            bytes: 8,
+            request,
+        }),
+        recv: None,
+    }
+}
+
+#[test]
+fn persistent_receive_started_three_times_late_sender() {
+    // Rank 0: MPI_Recv_init(source 1, tag 7) at 0..1 (posts nothing), then
+    // three rounds of MPI_Start + MPI_Wait, each activation a new request
+    // (11, 12, 13), and MPI_Request_free at 210..211. Rank 1 sends three
+    // tag-7 messages: two blocking MPI_Send, the third through a
+    // persistent MPI_Ssend_init + MPI_Start (request 21) + MPI_Wait.
+    //   round 1: Start 10..11, Wait 12..50; Send enters 40:
+    //            W = min(40, 50) − 12 = 28
+    //   round 2: Start 60..61, Wait 62..70; Send enters 55 (before the
+    //            receive was even started): min(55, 70) − 62 < 0 → no wait
+    //   round 3: Start 100..101, Wait 102..200; rank 1's Start enters 150:
+    //            W = min(150, 200) − 102 = 48. Its Wait (152..160) is the
+    //            send-completing call; the receive was posted at 100 < 152,
+    //            so no late receiver.
+    // Late sender: 2 events, 28 + 48 = 76 ns, all caused by rank 1.
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                base(MpiOp::RecvInit, 0, 1),
+                start(MpiOp::Start, vec![started_recv(1, 7, 11)], 10, 11),
+                wait(MpiOp::Wait, 12, 50, vec![done_recv(11, 1, 7)]),
+                start(MpiOp::Start, vec![started_recv(1, 7, 12)], 60, 61),
+                wait(MpiOp::Wait, 62, 70, vec![done_recv(12, 1, 7)]),
+                start(MpiOp::Startall, vec![started_recv(1, 7, 13)], 100, 101),
+                wait(MpiOp::Wait, 102, 200, vec![done_recv(13, 1, 7)]),
+                base(MpiOp::RequestFree, 210, 211),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                send(MpiOp::Send, 0, 7, 40, 45),
+                send(MpiOp::Send, 0, 7, 55, 56),
+                base(MpiOp::SsendInit, 140, 141),
+                start(MpiOp::Start, vec![started_send(0, 7, 21)], 150, 151),
+                wait(MpiOp::Wait, 152, 160, vec![done_send(21, 0, 7)]),
+                base(MpiOp::RequestFree, 170, 171),
+            ],
+        ),
+    ]);
+    let a = analyze(&rec);
+    assert_eq!(a.stats.unmatched_sends, 0, "{:?}", a.warnings);
+    assert_eq!(a.stats.unmatched_receives, 0, "{:?}", a.warnings);
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    assert_eq!(a.messages.len(), 3);
+    // each message posted by its Start and completed by the Wait after it
+    let mut posts: Vec<(usize, Option<usize>)> = a
+        .messages
+        .iter()
+        .map(|m| (m.recv_post, m.recv_complete))
+        .collect();
+    posts.sort();
+    assert_eq!(posts, vec![(1, Some(2)), (3, Some(4)), (5, Some(6))]);
+    assert_eq!(
+        waits_of(&rec),
+        vec![
+            (Pattern::LateSender, 0, 28, 1),
+            (Pattern::LateSender, 0, 48, 1)
+        ]
+    );
+    let r = report(&rec, MpiOptions::default());
+    assert_eq!(r.late_sender.count, 2);
+    assert_eq!(r.late_sender.wait_ns, 76);
+    assert_eq!(r.late_receiver.count, 0);
+    assert_eq!(by_rank(&r, 0), (76, 0));
+    assert_eq!(by_rank(&r, 1), (0, 76));
+    assert_eq!(r.matching.messages, 3);
+}
+
+#[test]
+fn persistent_synchronous_send_started_before_the_receive_is_a_late_receiver() {
+    // Rank 0: MPI_Ssend_init(dest 1, tag 3), MPI_Startall 10..11 (request
+    // 5), MPI_Wait 12..90 (the send-completing call). Rank 1 posts
+    // MPI_Irecv at 70 (request 9), MPI_Wait 71..95. Late receiver:
+    // W = 70 − 12 = 58, caused by rank 1. No late sender: min(10, 95) − 71
+    // < 0.
+    let rec = recording(vec![
+        rank(
+            0,
+            2,
+            vec![
+                base(MpiOp::SsendInit, 0, 1),
+                start(MpiOp::Startall, vec![started_send(1, 3, 5)], 10, 11),
+                wait(MpiOp::Wait, 12, 90, vec![done_send(5, 1, 3)]),
+            ],
+        ),
+        rank(
+            1,
+            2,
+            vec![
+                irecv(Peer::Rank(0), 3, 9, 70, 70),
+                wait(MpiOp::Wait, 71, 95, vec![done_recv(9, 0, 3)]),
+            ],
+        ),
+    ]);
+    assert_eq!(waits_of(&rec), vec![(Pattern::LateReceiver, 0, 58, 1)]);
+}
 
 #[test]
 fn missing_receive_is_reported_as_unmatched() {

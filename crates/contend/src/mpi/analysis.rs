@@ -409,6 +409,36 @@ fn collect(
                     this_recv = Some(i);
                 }
             }
+            // persistent requests activated by Start/Startall: postings
+            // with their own request ids, completed by a later Wait*/Test*
+            for st in &e.starts {
+                if let Some(sp) = st.send {
+                    sends.push(SendRec {
+                        rank: t.rank,
+                        post: ei,
+                        comm: st.comm,
+                        dest: sp.dest,
+                        tag: sp.tag,
+                        bytes: sp.bytes,
+                        complete: None,
+                        cancelled: false,
+                    });
+                    pending.insert(sp.request, Post::Send(sends.len() - 1));
+                }
+                if let Some(rp) = st.recv {
+                    recvs.push(RecvRec {
+                        ri,
+                        post: ei,
+                        comm: st.comm,
+                        source: rp.source,
+                        tag: rp.tag,
+                        complete: None,
+                        got: None,
+                        cancelled: false,
+                    });
+                    pending.insert(rp.request, Post::Recv(recvs.len() - 1));
+                }
+            }
             for c in &e.completions {
                 let post = if c.request == 0 {
                     match c.kind {
