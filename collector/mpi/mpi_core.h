@@ -30,6 +30,8 @@ enum cm_op {
     OP_ALLGATHERV = 59, OP_ALLTOALL = 60, OP_ALLTOALLV = 61, OP_ALLTOALLW = 62,
     OP_REDUCE_SCATTER = 63, OP_REDUCE_SCATTER_BLOCK = 64, OP_SCAN = 65, OP_EXSCAN = 66,
     OP_COMM_SPLIT = 80, OP_COMM_DUP = 81, OP_COMM_CREATE = 82, OP_COMM_FREE = 83,
+    OP_SEND_INIT = 90, OP_SSEND_INIT = 91, OP_BSEND_INIT = 92, OP_RSEND_INIT = 93,
+    OP_RECV_INIT = 94, OP_START = 95, OP_STARTALL = 96, OP_REQUEST_FREE = 97,
 };
 
 /* The real functions (PMPI_*), resolved on first use. */
@@ -131,8 +133,18 @@ CM_HIDDEN int core_comm_split_type(MPI_Comm comm, int type, int key, MPI_Info in
 CM_HIDDEN int core_cart_create(MPI_Comm comm, int ndims, const int *dims, const int *periods,
                                int reorder, MPI_Comm *newcomm);
 CM_HIDDEN int core_cart_sub(MPI_Comm comm, const int *remain, MPI_Comm *newcomm);
-/* MPI_Request_free: not recorded, the request is forgotten. */
-CM_HIDDEN int core_request_free(MPI_Request *req);
+/* Persistent requests: *_init record the envelope (kept by handle), each
+ * MPI_Start / MPI_Startall activation posts it with a fresh request id
+ * (a START record), completed by Wait / Test like Isend / Irecv. */
+CM_HIDDEN int core_send_init(int op, const void *buf, int count, MPI_Datatype type, int dest,
+                             int tag, MPI_Comm comm, MPI_Request *req, uint64_t site);
+CM_HIDDEN int core_recv_init(void *buf, int count, MPI_Datatype type, int source, int tag,
+                             MPI_Comm comm, MPI_Request *req, uint64_t site);
+CM_HIDDEN int core_start(MPI_Request *req, uint64_t site);
+CM_HIDDEN int core_startall(int n, MPI_Request *reqs, uint64_t site);
+/* MPI_Request_free: recorded (OP_REQUEST_FREE) for a persistent request
+ * created by a wrapped *_init call; any other request is only forgotten. */
+CM_HIDDEN int core_request_free(MPI_Request *req, uint64_t site);
 
 /* Notes that a Fortran entry point was used (header flag). */
 CM_HIDDEN void cm_fortran_seen(void);

@@ -841,12 +841,79 @@ CM_PUBLIC void mpi_request_free_(MPI_Fint *request, MPI_Fint *ierr)
 {
     F_BEGIN();
     MPI_Request c_req = cm_r.Request_f2c(*request);
-    int rc = core_request_free(&c_req);
+    int rc = core_request_free(&c_req, CM_SITE());
     if (rc == MPI_SUCCESS)
         *request = cm_r.Request_c2f(c_req);
     set_ierr(ierr, rc);
 }
 F_ALIASES(mpi_request_free, MPI_REQUEST_FREE, (MPI_Fint * request, MPI_Fint *ierr))
+
+/* Persistent requests */
+
+#define F_SEND_INIT(lower, UPPER, OP)                                                       \
+    CM_PUBLIC void lower##_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *dest,     \
+                            MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request,               \
+                            MPI_Fint *ierr)                                                 \
+    {                                                                                       \
+        F_BEGIN();                                                                          \
+        MPI_Request c_req;                                                                  \
+        int rc = core_send_init(OP, fbuf(buf), (int)*count, cm_r.Type_f2c(*type),          \
+                                (int)*dest, (int)*tag, cm_r.Comm_f2c(*comm), &c_req,        \
+                                CM_SITE());                                                 \
+        if (rc == MPI_SUCCESS)                                                              \
+            *request = cm_r.Request_c2f(c_req);                                             \
+        set_ierr(ierr, rc);                                                                 \
+    }                                                                                       \
+    F_ALIASES(lower, UPPER,                                                                 \
+              (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *dest, MPI_Fint *tag,   \
+               MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+F_SEND_INIT(mpi_send_init, MPI_SEND_INIT, OP_SEND_INIT)
+F_SEND_INIT(mpi_ssend_init, MPI_SSEND_INIT, OP_SSEND_INIT)
+F_SEND_INIT(mpi_bsend_init, MPI_BSEND_INIT, OP_BSEND_INIT)
+F_SEND_INIT(mpi_rsend_init, MPI_RSEND_INIT, OP_RSEND_INIT)
+
+CM_PUBLIC void mpi_recv_init_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *source,
+                              MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Request c_req;
+    int rc = core_recv_init(fbuf(buf), (int)*count, cm_r.Type_f2c(*type), (int)*source,
+                            (int)*tag, cm_r.Comm_f2c(*comm), &c_req, CM_SITE());
+    if (rc == MPI_SUCCESS)
+        *request = cm_r.Request_c2f(c_req);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_recv_init, MPI_RECV_INIT,
+          (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *source, MPI_Fint *tag,
+           MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_start_(MPI_Fint *request, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    MPI_Request c_req = cm_r.Request_f2c(*request);
+    int rc = core_start(&c_req, CM_SITE());
+    if (rc == MPI_SUCCESS)
+        *request = cm_r.Request_c2f(c_req);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_start, MPI_START, (MPI_Fint * request, MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_startall_(MPI_Fint *count, MPI_Fint *requests, MPI_Fint *ierr)
+{
+    F_BEGIN();
+    int n = (int)*count;
+    struct farrays a;
+    if (farrays_init(&a, n < 0 ? 0 : n, requests, 0) != 0) {
+        set_ierr(ierr, MPI_ERR_NO_MEM);
+        return;
+    }
+    int rc = core_startall(n, a.req, CM_SITE());
+    if (rc == MPI_SUCCESS)
+        farrays_back(&a, n, requests);
+    free(a.heap);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_startall, MPI_STARTALL, (MPI_Fint * count, MPI_Fint *requests, MPI_Fint *ierr))
 
 CM_PUBLIC void mpi_comm_free_(MPI_Fint *comm, MPI_Fint *ierr)
 {

@@ -2084,22 +2084,239 @@ CM_PUBLIC int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const 
                        newcomm);
 }
 
-int core_request_free(MPI_Request *req)
+/* ------------------------------------------------------------------------ */
+/* Persistent requests                                                       */
+
+/* Persistent requests created by a wrapped *_init call, by handle: the
+ * envelope each MPI_Start / MPI_Startall activation posts. Each activation
+ * gets a fresh request id in the request table (req_insert), so the
+ * Wait / Test completion logic is the same as for Isend / Irecv. The entry
+ * stays while the request is inactive and is removed by MPI_Request_free. */
+#define PREQ_SLOTS 4096u
+
+struct preq_ent {
+    uint64_t key; /* HKEY(request) */
+    int state;    /* 0 free, 1 used, 2 deleted (probe on) */
+    uint32_t recv;
+    int32_t peer; /* world rank / PEER_* */
+    int32_t tag;
+    uint64_t bytes;
+    uint64_t comm_id;
+    MPI_Comm comm;
+};
+
+static struct preq_ent preqs[PREQ_SLOTS];
+static int preq_lock;
+
+/* The entry of `key` (locked), or NULL. */
+static struct preq_ent *preq_find_locked(uint64_t key)
+{
+    uint32_t h = (uint32_t)(mix64(key) & (PREQ_SLOTS - 1));
+    for (uint32_t i = 0; i < PREQ_SLOTS; i++) {
+        struct preq_ent *e = &preqs[(h + i) & (PREQ_SLOTS - 1)];
+        if (e->state == 0)
+            return NULL;
+        if (e->state == 1 && e->key == key)
+            return e;
+    }
+    return NULL;
+}
+
+static void preq_put(MPI_Request r, int recv, int32_t peer, int32_t tag, uint64_t bytes,
+                     uint64_t comm_id, MPI_Comm comm)
+{
+    uint64_t key = HKEY(r);
+    if (key == 0 || r == W_REQUEST_NULL)
+        return;
+    spin_lock(&preq_lock);
+    struct preq_ent *e = preq_find_locked(key); /* a stale entry of a reused handle */
+    if (!e) {
+        uint32_t h = (uint32_t)(mix64(key) & (PREQ_SLOTS - 1));
+        for (uint32_t i = 0; i < PREQ_SLOTS; i++) {
+            struct preq_ent *c = &preqs[(h + i) & (PREQ_SLOTS - 1)];
+            if (c->state != 1) {
+                e = c;
+                break;
+            }
+        }
+    }
+    if (e) {
+        e->key = key;
+        e->state = 1;
+        e->recv = (uint32_t)recv;
+        e->peer = peer;
+        e->tag = tag;
+        e->bytes = bytes;
+        e->comm_id = comm_id;
+        e->comm = comm;
+    }
+    spin_unlock(&preq_lock);
+    if (!e)
+        cm_set_flag(CONTEND_MPI_FLAG_REQUESTS_FULL);
+}
+
+/* Copies the entry of `key` into *out (out may be NULL); 0 if unknown. */
+static int preq_get(uint64_t key, struct preq_ent *out)
+{
+    if (key == 0)
+        return 0;
+    spin_lock(&preq_lock);
+    struct preq_ent *e = preq_find_locked(key);
+    if (e && out)
+        *out = *e;
+    spin_unlock(&preq_lock);
+    return e != NULL;
+}
+
+static void preq_remove(uint64_t key)
+{
+    spin_lock(&preq_lock);
+    struct preq_ent *e = preq_find_locked(key);
+    if (e)
+        e->state = 2;
+    spin_unlock(&preq_lock);
+}
+
+static int persistent_init(int op, const void *buf, int count, MPI_Datatype type, int peer,
+                           int tag, MPI_Comm comm, MPI_Request *req, uint64_t site)
+{
+    cm_resolve();
+    int recv = op == OP_RECV_INIT;
+#define REAL_INIT(b)                                                                         \
+    (op == OP_SSEND_INIT   ? cm_r.Ssend_init(b, count, type, peer, tag, comm, req)           \
+     : op == OP_BSEND_INIT ? cm_r.Bsend_init(b, count, type, peer, tag, comm, req)           \
+     : op == OP_RSEND_INIT ? cm_r.Rsend_init(b, count, type, peer, tag, comm, req)           \
+     : op == OP_RECV_INIT  ? cm_r.Recv_init((void *)(uintptr_t)(b), count, type, peer, tag,  \
+                                            comm, req)                                       \
+                           : cm_r.Send_init(b, count, type, peer, tag, comm, req))
+    PASS_UNLESS_RECORDING(REAL_INIT(buf));
+    int32_t wp;
+    uint64_t f[3];
+    int32_t t = recv ? norm_tag(tag) : tag;
+    f[0] = comm_peer(ts, comm, peer, &wp);
+    f[1] = CONTEND_MPI_PEERTAG(wp, t);
+    f[2] = tbytes(count, type);
+    uint64_t t0 = cm_now();
+    rec_enter(ts, op, t0, site, f, 3);
+    CALL_TIMED(REAL_INIT(buf));
+#undef REAL_INIT
+    if (rc == MPI_SUCCESS && req)
+        preq_put(*req, recv, wp, t, f[2], f[0], comm);
+    rec_exit(ts, op, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_send_init(int op, const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *req, uint64_t site)
+{
+    return persistent_init(op, buf, count, type, dest, tag, comm, req, site);
+}
+
+int core_recv_init(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+                   MPI_Request *req, uint64_t site)
+{
+    return persistent_init(OP_RECV_INIT, buf, count, type, source, tag, comm, req, site);
+}
+
+/* One activation of persistent request `r` (just started): a fresh request
+ * id in the request table and a START record with its envelope. */
+static void started(struct cm_thread *ts, MPI_Request r)
+{
+    struct preq_ent e;
+    if (r == W_REQUEST_NULL || !preq_get(HKEY(r), &e))
+        return; /* not created by a wrapped *_init call */
+    uint64_t id = req_insert(r, (int)e.recv, e.peer, e.tag, e.bytes, e.comm);
+    if (id == 0)
+        return;
+    uint64_t p[4] = {e.comm_id, id, (uint64_t)(uint32_t)e.tag, e.bytes};
+    cm_record(ts, CONTEND_MPI_REC_START, e.recv ? CONTEND_MPI_START_RECV : 0u, 0, 0,
+              (uint32_t)e.peer, p, 4);
+}
+
+int core_start(MPI_Request *req, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Start(req));
+    uint64_t f[1] = {1};
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_START, t0, site, f, 1);
+    CALL_TIMED(cm_r.Start(req));
+    if (rc == MPI_SUCCESS && req)
+        started(ts, *req);
+    rec_exit(ts, OP_START, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_startall(int n, MPI_Request *reqs_in, uint64_t site)
+{
+    PASS_UNLESS_RECORDING(cm_r.Startall(n, reqs_in));
+    uint64_t f[1] = {(uint64_t)(n < 0 ? 0 : n)};
+    uint64_t t0 = cm_now();
+    rec_enter(ts, OP_STARTALL, t0, site, f, 1);
+    CALL_TIMED(cm_r.Startall(n, reqs_in));
+    /* MPI_Startall leaves the (persistent) handles as they were */
+    if (rc == MPI_SUCCESS && reqs_in)
+        for (int i = 0; i < n; i++)
+            started(ts, reqs_in[i]);
+    rec_exit(ts, OP_STARTALL, t1, rc, 0, NULL, 0);
+    DONE();
+}
+
+int core_request_free(MPI_Request *req, uint64_t site)
 {
     cm_resolve();
     uint64_t key = 0;
     if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE) && req && *req != W_REQUEST_NULL)
         key = HKEY(*req);
+    /* freeing a persistent request is an event; other requests are only
+     * forgotten */
+    struct cm_thread *ts = key && preq_get(key, NULL) ? begin() : NULL;
+    int saved = errno;
+    if (ts)
+        rec_enter(ts, OP_REQUEST_FREE, cm_now(), site, NULL, 0);
+    errno = saved;
     int rc = cm_r.Request_free(req);
+    saved = errno;
+    uint64_t t1 = ts ? cm_now() : 0;
     if (rc == MPI_SUCCESS && key) {
-        /* not an event: only forgets the request, whose completion no
-         * call will report */
-        int saved = errno;
+        /* an active request's completion no call will report */
         struct req_ent gone;
-        req_take(key, &gone);
-        errno = saved;
+        int persistent = preq_get(key, NULL);
+        if (persistent) {
+            while (req_take(key, &gone))
+                ; /* an activation still in the table */
+            preq_remove(key);
+        } else {
+            req_take(key, &gone);
+        }
     }
+    if (ts) {
+        rec_exit(ts, OP_REQUEST_FREE, t1, rc, 0, NULL, 0);
+        end(ts);
+    }
+    errno = saved;
     return rc;
 }
 
-CM_PUBLIC int MPI_Request_free(MPI_Request *req) { return core_request_free(req); }
+CM_PUBLIC int MPI_Request_free(MPI_Request *req) { return core_request_free(req, CM_SITE()); }
+
+#define PINIT_WRAPPER(NAME, OP)                                                              \
+    CM_PUBLIC int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dest, int tag, \
+                             MPI_Comm comm, MPI_Request *req)                                \
+    {                                                                                        \
+        return core_send_init(OP, buf, count, type, dest, tag, comm, req, CM_SITE());        \
+    }
+PINIT_WRAPPER(Send_init, OP_SEND_INIT)
+PINIT_WRAPPER(Ssend_init, OP_SSEND_INIT)
+PINIT_WRAPPER(Bsend_init, OP_BSEND_INIT)
+PINIT_WRAPPER(Rsend_init, OP_RSEND_INIT)
+
+CM_PUBLIC int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag,
+                            MPI_Comm comm, MPI_Request *req)
+{
+    return core_recv_init(buf, count, type, source, tag, comm, req, CM_SITE());
+}
+CM_PUBLIC int MPI_Start(MPI_Request *req) { return core_start(req, CM_SITE()); }
+CM_PUBLIC int MPI_Startall(int n, MPI_Request reqs_in[])
+{
+    return core_startall(n, reqs_in, CM_SITE());
+}

@@ -1363,3 +1363,158 @@ fn hybrid_program_has_lock_and_mpi_waits_in_one_report() {
         "maps snapshots written"
     );
 }
+
+/// `tests/programs/mpi_persistent.c`: a ring halo exchange through
+/// persistent requests (`MPI_Recv_init` + `MPI_Send_init` once, then
+/// `MPI_Barrier`, `MPI_Startall`, `MPI_Waitall` six times, a last round
+/// with two `MPI_Start`, both freed with `MPI_Request_free`), rank 0
+/// sleeping DELAY before its `MPI_Startall` in iteration 3. Every call is
+/// recorded as made, every activation is a posting with a fresh request
+/// id completed by the `MPI_Waitall` that follows, every message matches,
+/// and the late-sender wait is within 5 % of the time rank 1 measured in
+/// `MPI_Waitall` with `CLOCK_MONOTONIC` (the late-sender plus late-receiver
+/// wait within 5 % of all ranks' `MPI_Waitall` time: rank 3's persistent
+/// send to the sleeping rank 0 may wait for it too).
+#[test]
+fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
+    use MpiOp::*;
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", "mpi_persistent.c");
+    let _guard = serial();
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let delay_ms = 200.0;
+    let out = record_mpi(
+        &dir,
+        "mpirun.openmpi",
+        &ompi_args(4),
+        &exe,
+        &[&format!("{delay_ms}")],
+        &[],
+    );
+    assert!(out.success(), "{}", out.describe());
+    let measured: Vec<f64> = (0..4)
+        .map(|r| {
+            out.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("rank {r} waitall_ns=")))
+                .unwrap_or_else(|| panic!("no rank {r} line in:\n{}", out.stdout))
+                .trim()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        (measured[1] - delay_ms * 1e6).abs() < 0.5 * delay_ms * 1e6,
+        "the program did not wait as designed: {measured:?} ns"
+    );
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    let mut ids = std::collections::HashSet::new();
+    for r in &rec.ranks {
+        let me = r.rank;
+        let (next, prev) = ((me + 1) % 4, (me + 3) % 4);
+        let mut want = vec![Init, RecvInit, SendInit];
+        for _ in 0..6 {
+            want.extend([Barrier, Startall, Waitall]);
+        }
+        want.extend([
+            Barrier,
+            Start,
+            Start,
+            Waitall,
+            RequestFree,
+            RequestFree,
+            Finalize,
+        ]);
+        assert_eq!(ops(r), want, "rank {me}");
+        for e in &r.events {
+            match e.op {
+                RecvInit | SendInit | RequestFree => {
+                    assert!(e.send.is_none() && e.recv.is_none() && e.starts.is_empty());
+                    assert!(e.completions.is_empty(), "{e:?}");
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(first(r, RecvInit).comm, WORLD_COMM);
+        // each round's activations, completed by the Waitall after them
+        let mut round = 0;
+        let mut posted: Vec<contend_trace::mpi::StartedRequest> = Vec::new();
+        for e in &r.events {
+            match e.op {
+                Startall | Start => posted.extend(e.starts.iter().copied()),
+                Waitall => {
+                    assert_eq!(posted.len(), 2, "rank {me} round {round}: {posted:?}");
+                    let (rp, sp) = (posted[0].recv.unwrap(), posted[1].send.unwrap());
+                    assert!(posted[0].send.is_none() && posted[1].recv.is_none());
+                    assert_eq!((posted[0].comm, posted[1].comm), (WORLD_COMM, WORLD_COMM));
+                    assert_eq!(
+                        (rp.source, rp.tag, rp.bytes),
+                        (Peer::Rank(prev), 5, 16),
+                        "rank {me}"
+                    );
+                    assert_eq!((sp.dest, sp.tag, sp.bytes), (Peer::Rank(next), 5, 16));
+                    assert!(ids.insert((me, rp.request)) && ids.insert((me, sp.request)));
+                    assert_ne!(rp.request, 0);
+                    assert_ne!(sp.request, 0);
+                    let mut got = e.completions.clone();
+                    got.sort_by_key(|c| c.request);
+                    let mut want = vec![
+                        recv_completion(prev, 5, 16, rp.request),
+                        send_completion(next, 5, 16, sp.request),
+                    ];
+                    want.sort_by_key(|c| c.request);
+                    assert_eq!(got, want, "rank {me} round {round}");
+                    posted.clear();
+                    round += 1;
+                }
+                _ => assert!(e.starts.is_empty(), "{e:?}"),
+            }
+        }
+        assert_eq!(round, 7);
+        assert_eq!(nth(r, Start, 0).starts.len(), 1);
+    }
+    let report = report_json(&dir);
+    let mpi = &report["mpi"];
+    let m = &mpi["matching"];
+    assert_eq!(m["messages"].as_u64(), Some(28), "{m}");
+    assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
+    assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
+    let w = common::warnings(&report);
+    assert!(!w.contains("never matched"), "{w}");
+    assert!(!w.contains("request"), "{w}");
+    let ls = mpi["late_sender"]["wait_ns"].as_f64().unwrap();
+    let lr = mpi["late_receiver"]["wait_ns"].as_f64().unwrap();
+    let all: f64 = measured.iter().sum();
+    eprintln!(
+        "persistent late sender: report {:.3} ms, rank 1 measured {:.3} ms ({:+.2} %); \
+         late sender + receiver {:.3} ms, all Waitall {:.3} ms",
+        ls / 1e6,
+        measured[1] / 1e6,
+        100.0 * (ls - measured[1]) / measured[1],
+        (ls + lr) / 1e6,
+        all / 1e6
+    );
+    assert!(
+        (ls - measured[1]).abs() <= 0.05 * measured[1],
+        "late sender: report {ls} ns, rank 1 measured {} ns",
+        measured[1]
+    );
+    assert!(
+        (ls + lr - all).abs() <= 0.05 * all,
+        "late sender + late receiver {} ns, Waitall time of all ranks {all} ns",
+        ls + lr
+    );
+    // charged to the MPI_Waitall call site
+    let sites = mpi["by_site"].as_array().unwrap();
+    let waitall_wait: u64 = sites
+        .iter()
+        .filter(|s| s["operation"] == "MPI_Waitall")
+        .map(|s| s["wait_ns"].as_u64().unwrap())
+        .sum();
+    assert!(waitall_wait as f64 >= 0.95 * (ls + lr), "{sites:?}");
+}
