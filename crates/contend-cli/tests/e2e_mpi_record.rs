@@ -1518,3 +1518,75 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
         .sum();
     assert!(waitall_wait as f64 >= 0.95 * (ls + lr), "{sites:?}");
 }
+
+/// `tests/programs/mpi_persistent.f90`: the persistent-request ring through
+/// Open MPI's Fortran entry points (MPI_RECV_INIT, MPI_SEND_INIT,
+/// MPI_STARTALL, MPI_START, MPI_REQUEST_FREE): every call recorded as
+/// made, each activation a posting completed by the MPI_WAITALL after it,
+/// all 16 messages matched, output and exit status unchanged.
+#[test]
+fn fortran_persistent_request_entry_points_are_recorded() {
+    use MpiOp::*;
+    if which("mpif90.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI's Fortran compiler is not installed");
+        return;
+    }
+    let exe = mpi_build("mpif90.openmpi", "mpi_persistent.f90");
+    let args = ompi_args(4);
+    let _guard = serial();
+    let plain = run_mpi("mpirun.openmpi", &args, &exe, &[]);
+    assert!(plain.success(), "{}", plain.describe());
+    assert!(
+        plain.stdout.contains("mpi_persistent_f ok"),
+        "{}",
+        plain.stdout
+    );
+    let (dir, rec) = record_unchanged("mpirun.openmpi", &args, &exe, &plain);
+    check_clean(&rec, 0);
+    for r in &rec.ranks {
+        let me = r.rank;
+        let (next, prev) = ((me + 1) % 4, (me + 3) % 4);
+        let mut want = vec![Init, RecvInit, SendInit];
+        for _ in 0..3 {
+            want.extend([Barrier, Startall, Waitall]);
+        }
+        want.extend([
+            Barrier,
+            Start,
+            Start,
+            Waitall,
+            RequestFree,
+            RequestFree,
+            Allreduce,
+            Finalize,
+        ]);
+        assert_eq!(ops(r), want, "rank {me}");
+        let mut posted = Vec::new();
+        let mut rounds = 0;
+        for e in &r.events {
+            posted.extend(e.starts.iter().copied());
+            if e.op == Waitall {
+                assert_eq!(posted.len(), 2, "rank {me}: {posted:?}");
+                let (rp, sp) = (posted[0].recv.unwrap(), posted[1].send.unwrap());
+                assert_eq!((rp.source, rp.tag, rp.bytes), (Peer::Rank(prev), 5, 16));
+                assert_eq!((sp.dest, sp.tag, sp.bytes), (Peer::Rank(next), 5, 16));
+                let mut got = e.completions.clone();
+                got.sort_by_key(|c| c.request);
+                let mut want = vec![
+                    recv_completion(prev, 5, 16, rp.request),
+                    send_completion(next, 5, 16, sp.request),
+                ];
+                want.sort_by_key(|c| c.request);
+                assert_eq!(got, want, "rank {me}");
+                posted.clear();
+                rounds += 1;
+            }
+        }
+        assert_eq!(rounds, 4);
+    }
+    let report = report_json(&dir.path().join("rec"));
+    let m = &report["mpi"]["matching"];
+    assert_eq!(m["messages"].as_u64(), Some(16), "{m}");
+    assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
+    assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
+}
