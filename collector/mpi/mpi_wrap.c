@@ -2097,7 +2097,7 @@ CM_PUBLIC int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const 
 struct preq_ent {
     uint64_t key; /* HKEY(request) */
     int state;    /* 0 free, 1 used, 2 deleted (probe on) */
-    uint32_t recv;
+    uint32_t flags; /* CONTEND_MPI_START_* */
     int32_t peer; /* world rank / PEER_* */
     int32_t tag;
     uint64_t bytes;
@@ -2122,7 +2122,7 @@ static struct preq_ent *preq_find_locked(uint64_t key)
     return NULL;
 }
 
-static void preq_put(MPI_Request r, int recv, int32_t peer, int32_t tag, uint64_t bytes,
+static void preq_put(MPI_Request r, uint32_t flags, int32_t peer, int32_t tag, uint64_t bytes,
                      uint64_t comm_id, MPI_Comm comm)
 {
     uint64_t key = HKEY(r);
@@ -2143,7 +2143,7 @@ static void preq_put(MPI_Request r, int recv, int32_t peer, int32_t tag, uint64_
     if (e) {
         e->key = key;
         e->state = 1;
-        e->recv = (uint32_t)recv;
+        e->flags = flags;
         e->peer = peer;
         e->tag = tag;
         e->bytes = bytes;
@@ -2200,8 +2200,13 @@ static int persistent_init(int op, const void *buf, int count, MPI_Datatype type
     rec_enter(ts, op, t0, site, f, 3);
     CALL_TIMED(REAL_INIT(buf));
 #undef REAL_INIT
+    uint32_t flags = recv                 ? CONTEND_MPI_START_RECV
+                     : op == OP_SSEND_INIT ? CONTEND_MPI_START_SYNC
+                     : op == OP_BSEND_INIT ? CONTEND_MPI_START_BUFFERED
+                     : op == OP_RSEND_INIT ? CONTEND_MPI_START_READY
+                                           : 0u;
     if (rc == MPI_SUCCESS && req)
-        preq_put(*req, recv, wp, t, f[2], f[0], comm);
+        preq_put(*req, flags, wp, t, f[2], f[0], comm);
     rec_exit(ts, op, t1, rc, 0, NULL, 0);
     DONE();
 }
@@ -2225,12 +2230,12 @@ static void started(struct cm_thread *ts, MPI_Request r)
     struct preq_ent e;
     if (r == W_REQUEST_NULL || !preq_get(HKEY(r), &e))
         return; /* not created by a wrapped *_init call */
-    uint64_t id = req_insert(r, (int)e.recv, e.peer, e.tag, e.bytes, e.comm);
+    int recv = (e.flags & CONTEND_MPI_START_RECV) != 0;
+    uint64_t id = req_insert(r, recv, e.peer, e.tag, e.bytes, e.comm);
     if (id == 0)
         return;
     uint64_t p[4] = {e.comm_id, id, (uint64_t)(uint32_t)e.tag, e.bytes};
-    cm_record(ts, CONTEND_MPI_REC_START, e.recv ? CONTEND_MPI_START_RECV : 0u, 0, 0,
-              (uint32_t)e.peer, p, 4);
+    cm_record(ts, CONTEND_MPI_REC_START, e.flags, 0, 0, (uint32_t)e.peer, p, 4);
 }
 
 int core_start(MPI_Request *req, uint64_t site)

@@ -163,7 +163,10 @@ typedef struct contend_mpi_chunk_header {
  * payload: comm id, the activation's new request id (completed later by a
  * Wait* / Test* COMPLETION), tag (i32, low half; ANY_TAG -1), bytes. */
 #define CONTEND_MPI_REC_START 6u
-#define CONTEND_MPI_START_RECV 1u /* a receive (Recv_init), else a send */
+#define CONTEND_MPI_START_RECV 1u     /* a receive (Recv_init), else a send */
+#define CONTEND_MPI_START_SYNC 2u     /* a synchronous send (Ssend_init)    */
+#define CONTEND_MPI_START_BUFFERED 4u /* a buffered send (Bsend_init)       */
+#define CONTEND_MPI_START_READY 8u    /* a ready send (Rsend_init)          */
 
 #define CONTEND_MPI_COMPL_RECV 1u      /* a receive (else a send)           */
 #define CONTEND_MPI_COMPL_CANCELLED 2u /* MPI_Test_cancelled said so        */

@@ -1451,6 +1451,7 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
                     assert_eq!(posted.len(), 2, "rank {me} round {round}: {posted:?}");
                     let (rp, sp) = (posted[0].recv.unwrap(), posted[1].send.unwrap());
                     assert!(posted[0].send.is_none() && posted[1].recv.is_none());
+                    assert_eq!((posted[0].mode, posted[1].mode), (RecvInit, SendInit));
                     assert_eq!((posted[0].comm, posted[1].comm), (WORLD_COMM, WORLD_COMM));
                     assert_eq!(
                         (rp.source, rp.tag, rp.bytes),
@@ -1568,6 +1569,7 @@ fn fortran_persistent_request_entry_points_are_recorded() {
             if e.op == Waitall {
                 assert_eq!(posted.len(), 2, "rank {me}: {posted:?}");
                 let (rp, sp) = (posted[0].recv.unwrap(), posted[1].send.unwrap());
+                assert_eq!((posted[0].mode, posted[1].mode), (RecvInit, SendInit));
                 assert_eq!((rp.source, rp.tag, rp.bytes), (Peer::Rank(prev), 5, 16));
                 assert_eq!((sp.dest, sp.tag, sp.bytes), (Peer::Rank(next), 5, 16));
                 let mut got = e.completions.clone();

@@ -371,6 +371,10 @@ pub struct MpiEvent {
 /// request id. Exactly one of `send` and `recv` is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StartedRequest {
+    /// The call that made the persistent request: [`MpiOp::SendInit`],
+    /// [`MpiOp::SsendInit`] (synchronous), [`MpiOp::BsendInit`]
+    /// (buffered), [`MpiOp::RsendInit`] or [`MpiOp::RecvInit`].
+    pub mode: MpiOp,
     /// The communicator's id (same on all member ranks), from the `*_init`
     /// call.
     pub comm: u64,

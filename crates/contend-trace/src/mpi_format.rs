@@ -57,6 +57,12 @@ pub const REC_COMM: u8 = 5;
 pub const REC_START: u8 = 6;
 /// START flag: a receive (`MPI_Recv_init`), else a send.
 pub const START_RECV: u8 = 1;
+/// START flag: a synchronous send (`MPI_Ssend_init`).
+pub const START_SYNC: u8 = 2;
+/// START flag: a buffered send (`MPI_Bsend_init`).
+pub const START_BUFFERED: u8 = 4;
+/// START flag: a ready send (`MPI_Rsend_init`).
+pub const START_READY: u8 = 8;
 
 /// COMPLETION flag: a receive (else a send).
 pub const COMPL_RECV: u8 = 1;

@@ -601,7 +601,20 @@ impl ThreadDecoder {
                     };
                     let pr = hd.arg as i32;
                     let tag = *tag as u32 as i32;
+                    let fl = hd.small;
+                    let mode = if fl & f::START_RECV != 0 {
+                        MpiOp::RecvInit
+                    } else if fl & f::START_SYNC != 0 {
+                        MpiOp::SsendInit
+                    } else if fl & f::START_BUFFERED != 0 {
+                        MpiOp::BsendInit
+                    } else if fl & f::START_READY != 0 {
+                        MpiOp::RsendInit
+                    } else {
+                        MpiOp::SendInit
+                    };
                     let mut st = StartedRequest {
+                        mode,
                         comm: *comm,
                         send: None,
                         recv: None,
@@ -1245,7 +1258,7 @@ mod tests {
     fn persistent_requests_decode_as_startall_postings() {
         let mut b = Builder::new(1, 4, f::FLAG_FINALIZED);
         let mut c = Chunk::new(5, 0, 100);
-        // MPI_Recv_init(ANY_SOURCE, tag 5, 16 bytes), MPI_Send_init(2, 5, 16)
+        // MPI_Recv_init(ANY_SOURCE, tag 5, 16 bytes), MPI_Ssend_init(2, 5, 16)
         c.enter(
             MpiOp::RecvInit,
             200,
@@ -1253,8 +1266,8 @@ mod tests {
             &[WORLD_COMM, pt(f::PEER_ANY, 5), 16],
         );
         c.exit(MpiOp::RecvInit, 210, 0, &[]);
-        c.enter(MpiOp::SendInit, 220, 0x20, &[WORLD_COMM, pt(2, 5), 16]);
-        c.exit(MpiOp::SendInit, 230, 0, &[]);
+        c.enter(MpiOp::SsendInit, 220, 0x20, &[WORLD_COMM, pt(2, 5), 16]);
+        c.exit(MpiOp::SsendInit, 230, 0, &[]);
         // MPI_Startall of both: requests 7 (receive) and 8 (send)
         c.enter(MpiOp::Startall, 240, 0x30, &[2]);
         c.rec(
@@ -1263,7 +1276,7 @@ mod tests {
             f::PEER_ANY as u32,
             &[WORLD_COMM, 7, 5, 16],
         );
-        c.rec(f::REC_START, 0, 2, &[WORLD_COMM, 8, 5, 16]);
+        c.rec(f::REC_START, f::START_SYNC, 2, &[WORLD_COMM, 8, 5, 16]);
         c.exit(MpiOp::Startall, 250, 0, &[]);
         c.enter(MpiOp::Waitall, 260, 0x40, &[2]);
         c.completion(true, Some(0), 7, 5, 16);
@@ -1279,7 +1292,7 @@ mod tests {
             ops,
             [
                 MpiOp::RecvInit,
-                MpiOp::SendInit,
+                MpiOp::SsendInit,
                 MpiOp::Startall,
                 MpiOp::Waitall,
                 MpiOp::RequestFree
@@ -1293,6 +1306,7 @@ mod tests {
             sa.starts,
             vec![
                 StartedRequest {
+                    mode: MpiOp::RecvInit,
                     comm: WORLD_COMM,
                     send: None,
                     recv: Some(RecvPost {
@@ -1303,6 +1317,7 @@ mod tests {
                     })
                 },
                 StartedRequest {
+                    mode: MpiOp::SsendInit,
                     comm: WORLD_COMM,
                     send: Some(SendPost {
                         dest: Peer::Rank(2),

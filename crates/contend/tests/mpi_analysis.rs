@@ -983,6 +983,7 @@ fn start(op: MpiOp, posts: Vec<StartedRequest>, enter: u64, exit: u64) -> MpiEve
 
 fn started_recv(source: u32, tag: i32, request: u64) -> StartedRequest {
     StartedRequest {
+        mode: MpiOp::RecvInit,
         comm: WORLD_COMM,
         send: None,
         recv: Some(RecvPost {
@@ -994,8 +995,9 @@ fn started_recv(source: u32, tag: i32, request: u64) -> StartedRequest {
     }
 }
 
-fn started_send(dest: u32, tag: i32, request: u64) -> StartedRequest {
+fn started_send(mode: MpiOp, dest: u32, tag: i32, request: u64) -> StartedRequest {
     StartedRequest {
+        mode,
         comm: WORLD_COMM,
         send: Some(SendPost {
             dest: Peer::Rank(dest),
@@ -1045,7 +1047,12 @@ fn persistent_receive_started_three_times_late_sender() {
                 send(MpiOp::Send, 0, 7, 40, 45),
                 send(MpiOp::Send, 0, 7, 55, 56),
                 base(MpiOp::SsendInit, 140, 141),
-                start(MpiOp::Start, vec![started_send(0, 7, 21)], 150, 151),
+                start(
+                    MpiOp::Start,
+                    vec![started_send(MpiOp::SsendInit, 0, 7, 21)],
+                    150,
+                    151,
+                ),
                 wait(MpiOp::Wait, 152, 160, vec![done_send(21, 0, 7)]),
                 base(MpiOp::RequestFree, 170, 171),
             ],
@@ -1081,32 +1088,53 @@ fn persistent_receive_started_three_times_late_sender() {
 }
 
 #[test]
-fn persistent_synchronous_send_started_before_the_receive_is_a_late_receiver() {
-    // Rank 0: MPI_Ssend_init(dest 1, tag 3), MPI_Startall 10..11 (request
-    // 5), MPI_Wait 12..90 (the send-completing call). Rank 1 posts
-    // MPI_Irecv at 70 (request 9), MPI_Wait 71..95. Late receiver:
-    // W = 70 − 12 = 58, caused by rank 1. No late sender: min(10, 95) − 71
-    // < 0.
-    let rec = recording(vec![
-        rank(
-            0,
-            2,
-            vec![
-                base(MpiOp::SsendInit, 0, 1),
-                start(MpiOp::Startall, vec![started_send(1, 3, 5)], 10, 11),
-                wait(MpiOp::Wait, 12, 90, vec![done_send(5, 1, 3)]),
-            ],
-        ),
-        rank(
-            1,
-            2,
-            vec![
-                irecv(Peer::Rank(0), 3, 9, 70, 70),
-                wait(MpiOp::Wait, 71, 95, vec![done_recv(9, 0, 3)]),
-            ],
-        ),
-    ]);
-    assert_eq!(waits_of(&rec), vec![(Pattern::LateReceiver, 0, 58, 1)]);
+fn persistent_send_mode_comes_from_its_init_call() {
+    // Rank 0: a persistent send to rank 1, tag 3, activated by MPI_Startall
+    // at 10..11 (request 5) and completed by MPI_Wait at 12..wait_exit.
+    // Rank 1 posts MPI_Irecv at 70 (request 9) and waits 71..95.
+    let run = |mode: MpiOp, wait_exit: u64| {
+        recording(vec![
+            rank(
+                0,
+                2,
+                vec![
+                    base(mode, 0, 1),
+                    start(MpiOp::Startall, vec![started_send(mode, 1, 3, 5)], 10, 11),
+                    wait(MpiOp::Wait, 12, wait_exit, vec![done_send(5, 1, 3)]),
+                ],
+            ),
+            rank(
+                1,
+                2,
+                vec![
+                    irecv(Peer::Rank(0), 3, 9, 70, 70),
+                    wait(MpiOp::Wait, 71, 95, vec![done_recv(9, 0, 3)]),
+                ],
+            ),
+        ])
+    };
+    // MPI_Ssend_init, Wait 12..90: W = 70 − 12 = 58, caused by rank 1.
+    // No late sender: min(10, 95) − 71 < 0.
+    assert_eq!(
+        waits_of(&run(MpiOp::SsendInit, 90)),
+        vec![(Pattern::LateReceiver, 0, 58, 1)]
+    );
+    // Synchronous, though its Wait (12..60) ended before the receive was
+    // posted (clocks a little off): still a late receiver, clipped to the
+    // Wait: min(70 − 12, 60 − 12) = 48.
+    assert_eq!(
+        waits_of(&run(MpiOp::SsendInit, 60)),
+        vec![(Pattern::LateReceiver, 0, 48, 1)]
+    );
+    // Standard mode: a late receiver only when the send had not finished
+    // when the receive was posted (exit 90 > 70), not when it had (60).
+    assert_eq!(
+        waits_of(&run(MpiOp::SendInit, 90)),
+        vec![(Pattern::LateReceiver, 0, 58, 1)]
+    );
+    assert_eq!(waits_of(&run(MpiOp::SendInit, 60)), vec![]);
+    // MPI_Bsend_init: buffered sends never wait for the receiver.
+    assert_eq!(waits_of(&run(MpiOp::BsendInit, 90)), vec![]);
 }
 
 #[test]

@@ -18,6 +18,12 @@
 //! * **Nonblocking operations** are followed from the posting call
 //!   (`MPI_Isend`, `MPI_Irecv`, …) to the `Wait*`/`Test*` call whose
 //!   completion names the same request id.
+//! * **Persistent requests.** Each `MPI_Start`/`MPI_Startall` activation
+//!   of a request made by `MPI_Send_init` (`Ssend_init`, `Bsend_init`,
+//!   `Rsend_init`) or `MPI_Recv_init` is a posting
+//!   ([`contend_trace::mpi::MpiEvent::starts`]) with its own request id,
+//!   followed to its `Wait*`/`Test*` like an `MPI_Isend`/`MPI_Irecv`
+//!   posted at the `Start` call.
 //! * **Collectives** are matched per communicator by call sequence: the k-th
 //!   collective call on communicator c of every member is one instance.
 //!   Members come from the ranks' communicator lists. An instance with a
@@ -594,7 +600,7 @@ fn match_messages(
     if stats.unmatched_sends > 0 {
         warnings.push(
             "sends never matched may have been received by calls the recorder does not wrap \
-             (persistent requests: MPI_Recv_init + MPI_Start); their waits are not counted"
+             (the mpi_f08 Fortran bindings, partitioned MPI_Precv_init); their waits are not counted"
                 .to_string(),
         );
     }
@@ -688,8 +694,18 @@ fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitState> {
         }
         // Late receiver: a send that blocks waits for the receive's posting.
         if let Some(sc) = m.send_complete.and_then(|i| event(st, i)) {
-            let buffered = matches!(sp.op, MpiOp::Bsend | MpiOp::Ibsend);
-            let sync = matches!(sp.op, MpiOp::Ssend | MpiOp::Issend);
+            // a persistent send's mode is that of its *_init call
+            let mode = sp
+                .starts
+                .iter()
+                .find(|r| {
+                    r.comm == m.comm
+                        && r.send
+                            .is_some_and(|s| s.dest == Peer::Rank(m.dest) && s.tag == m.tag)
+                })
+                .map_or(sp.op, |r| r.mode);
+            let buffered = matches!(mode, MpiOp::Bsend | MpiOp::Ibsend | MpiOp::BsendInit);
+            let sync = matches!(mode, MpiOp::Ssend | MpiOp::Issend | MpiOp::SsendInit);
             // The send half of MPI_Sendrecv ends at an unknown point inside
             // the call, which its receive half may keep busy: its exit says
             // nothing about the send blocking, so it is never a late
