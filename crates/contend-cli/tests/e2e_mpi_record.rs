@@ -1592,3 +1592,54 @@ fn fortran_persistent_request_entry_points_are_recorded() {
     assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
     assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
 }
+
+/// `tests/programs/mpi_persistent.c` under MPICH: the same calls are
+/// recorded (MPICH's persistent requests go through the same wrappers) and
+/// all 28 messages match. No timing check: MPICH ranks spin while they
+/// wait, so on 2 CPUs their waits include time descheduled.
+#[test]
+fn mpich_persistent_requests_are_recorded_and_matched() {
+    use MpiOp::*;
+    if which("mpicc.mpich").is_none() || which("mpirun.mpich").is_none() {
+        eprintln!("SKIP: MPICH is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.mpich", "mpi_persistent.c");
+    let args: Vec<String> = vec!["-np".into(), "4".into()];
+    let _guard = serial();
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, "mpirun.mpich", &args, &exe, &["20"], &[]);
+    assert!(out.success(), "{}", out.describe());
+    let rec = read(&dir);
+    check_clean(&rec, 0);
+    for r in &rec.ranks {
+        let mut want = vec![Init, RecvInit, SendInit];
+        for _ in 0..6 {
+            want.extend([Barrier, Startall, Waitall]);
+        }
+        want.extend([
+            Barrier,
+            Start,
+            Start,
+            Waitall,
+            RequestFree,
+            RequestFree,
+            Finalize,
+        ]);
+        assert_eq!(ops(r), want, "rank {}", r.rank);
+        let started: usize = r.events.iter().map(|e| e.starts.len()).sum();
+        let completed: usize = r
+            .events
+            .iter()
+            .filter(|e| e.op == Waitall)
+            .map(|e| e.completions.len())
+            .sum();
+        assert_eq!((started, completed), (14, 14), "rank {}", r.rank);
+    }
+    let report = report_json(&dir);
+    let m = &report["mpi"]["matching"];
+    assert_eq!(m["messages"].as_u64(), Some(28), "{m}");
+    assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
+    assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
+}
