@@ -738,8 +738,12 @@ fn mpi4py_script_is_recorded() {
         (got - want).abs() <= 0.05 * want,
         "late sender at MPI_Mprobe: report {got} ns, script measured {want} ns"
     );
+    // Every other late-sender wait is small beside the injected ones: the
+    // pickled allreduce's own messages, whose waits are real but depend on
+    // scheduling (µs when idle, a few ms when both CPUs are busy: 1 % of
+    // the injected 300 ms was once exceeded under a loaded suite).
     let total = mpi["late_sender"]["wait_ns"].as_f64().unwrap();
-    assert!(total >= got && total - got < 0.01 * want, "{mpi}");
+    assert!(total >= got && total - got < 0.05 * want, "{mpi}");
 }
 
 #[test]
