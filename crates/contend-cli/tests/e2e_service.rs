@@ -31,8 +31,12 @@ fn printed(stdout: &str, key: &str) -> f64 {
 /// program's own CPU time / wall time (ideally 1.75) within 0.05 threads.
 ///
 /// Other load on the machine preempts the busy thread and makes the two
-/// differ, as it should (A then exceeds CPU/wall). So: every run must
-/// satisfy what holds under any load (A ≥ CPU/wall − 0.05, A ≤ 3); a run
+/// differ, as it should (A then exceeds CPU/wall). Load also slows the
+/// process's start-up and exit, which the sampler sees and the program's
+/// own clock does not, and in which at most one thread runs: that pulls A
+/// below the program's CPU/wall (seen: 1.652 against 1.702 in a loaded
+/// suite). So: every run must satisfy what holds under any load
+/// (A ≥ CPU/wall − 0.1, A ≤ 3); a run
 /// in which the program got at least 94% of its demand (CPU/wall ≥ 1.65)
 /// is undisturbed and must meet the 0.05 bound, in one of up to five runs.
 /// When no run is undisturbed the test says so and does not fail.
@@ -58,7 +62,7 @@ fn active_threads_equal_cpu_over_wall_for_a_known_shape() {
             f(s, "run_queue_mean")
         ));
         let log = attempts.join("\n");
-        assert!(a >= own - 0.05 && a <= 3.05, "{log}");
+        assert!(a >= own - 0.1 && a <= 3.05, "{log}");
         // The threads' service time adds up to the program's CPU time
         // (less what exiting threads ran after their last sample).
         assert!(
