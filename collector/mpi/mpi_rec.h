@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "contend/mpi_trace_format.h"
+#include "contend/say.h" /* contend_say: "contend: a b c" on stderr */
 
 #define CM_HIDDEN __attribute__((visibility("hidden")))
 #define CM_PUBLIC __attribute__((visibility("default")))
@@ -88,7 +89,5 @@ CM_HIDDEN void cm_record(struct cm_thread *ts, uint32_t tag, uint32_t small, int
 CM_HIDDEN void cm_record_enter(struct cm_thread *ts, uint32_t op, uint64_t t, uint64_t site,
                                const uint64_t *fields, uint32_t n);
 
-/* Say "contend: a b c" on stderr (write(2), errno kept). */
-CM_HIDDEN void cm_say(const char *a, const char *b, const char *c);
 
 #endif /* CONTEND_MPI_REC_H */

@@ -39,54 +39,16 @@ static struct {
     int key_ok;
 } T = {.fd = -1};
 
-static char *append(char *dst, char *end, const char *s)
-{
-    while (*s && dst < end - 1)
-        *dst++ = *s++;
-    *dst = 0;
-    return dst;
-}
-
-static char *append_u64(char *dst, char *end, uint64_t v)
-{
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n && dst < end - 1)
-        *dst++ = tmp[--n];
-    *dst = 0;
-    return dst;
-}
-
-void cm_say(const char *a, const char *b, const char *c)
-{
-    char line[PATH_MAX + 256];
-    char *end = line + sizeof line - 1;
-    char *p = append(line, end, "contend: ");
-    p = append(p, end, a);
-    if (b)
-        p = append(p, end, b);
-    if (c)
-        p = append(p, end, c);
-    *p++ = '\n';
-    int saved = errno;
-    ssize_t ignored = write(2, line, (size_t)(p - line));
-    (void)ignored;
-    errno = saved;
-}
 
 static void say_errno(const char *what, const char *path, int err)
 {
     const char *desc = strerrordesc_np(err);
     char msg[PATH_MAX + 64];
     char *end = msg + sizeof msg;
-    char *p = append(msg, end, path);
-    p = append(p, end, ": ");
-    append(p, end, desc ? desc : "error");
-    cm_say(what, msg, "; recording no MPI calls, the program runs unchanged");
+    char *p = contend_append(msg, end, path);
+    p = contend_append(p, end, ": ");
+    contend_append(p, end, desc ? desc : "error");
+    contend_say(what, msg, "; recording no MPI calls, the program runs unchanged");
 }
 
 const char *cm_config_dir(void)
@@ -104,11 +66,11 @@ const char *cm_config_dir(void)
             T.dir[0] = 0;
             return NULL;
         }
-        p = append(T.dir + strlen(T.dir), end, "/");
+        p = contend_append(T.dir + strlen(T.dir), end, "/");
     }
-    p = append(p, end, dir);
+    p = contend_append(p, end, dir);
     if ((size_t)(p - T.dir) > sizeof T.dir - 64) {
-        cm_say("CONTEND_DIR is too long: ", dir, "; recording no MPI calls");
+        contend_say("CONTEND_DIR is too long: ", dir, "; recording no MPI calls");
         T.dir[0] = 0;
         return NULL;
     }
@@ -125,7 +87,7 @@ static uint32_t chunk_size_from_env(void)
         if (*e == 0 && v >= 4 && v <= 65536 && (v & (v - 1)) == 0)
             size = (uint32_t)(v * 1024u);
         else
-            cm_say("ignoring bad CONTEND_MPI_CHUNK_KB=", kb, NULL);
+            contend_say("ignoring bad CONTEND_MPI_CHUNK_KB=", kb, NULL);
     }
     long page = sysconf(_SC_PAGESIZE);
     if (page > 0 && size < (uint64_t)page)
@@ -152,18 +114,18 @@ static void maps_open(const char *dir)
 {
     char path[PATH_MAX];
     char *end = path + sizeof path;
-    append(append(path, end, dir), end, "/maps");
+    contend_append(contend_append(path, end, dir), end, "/maps");
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
         return;
     uint64_t pid = (uint64_t)getpid();
     for (unsigned n = 0; n < 1000; n++) {
-        char *p = append(append(path, end, dir), end, "/maps/");
-        p = append_u64(p, end, pid);
+        char *p = contend_append(contend_append(path, end, dir), end, "/maps/");
+        p = contend_append_u64(p, end, pid);
         if (n) {
-            p = append(p, end, ".");
-            p = append_u64(p, end, n);
+            p = contend_append(p, end, ".");
+            p = contend_append_u64(p, end, n);
         }
-        append(p, end, ".maps");
+        contend_append(p, end, ".maps");
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
             close(fd);
@@ -185,11 +147,11 @@ void cm_maps_snapshot(void)
     if (in >= 0) {
         char buf[8192];
         char *end = buf + 128;
-        char *p = append(buf, end, "# snapshot ");
-        p = append_u64(p, end, maps_count++);
-        p = append(p, end, " ");
-        p = append_u64(p, end, cm_now());
-        p = append(p, end, "\n");
+        char *p = contend_append(buf, end, "# snapshot ");
+        p = contend_append_u64(p, end, maps_count++);
+        p = contend_append(p, end, " ");
+        p = contend_append_u64(p, end, cm_now());
+        p = contend_append(p, end, "\n");
         ssize_t ignored = write(out, buf, (size_t)(p - buf));
         (void)ignored;
         for (;;) {
@@ -219,19 +181,19 @@ int cm_trace_open(const struct cm_rank_info *info)
         return -1;
     char path[PATH_MAX];
     char *end = path + sizeof path;
-    append(path, end, dir);
+    contend_append(path, end, dir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST) {
         say_errno("cannot create directory ", path, errno);
         return -1;
     }
-    append(append(path, end, dir), end, "/mpi");
+    contend_append(contend_append(path, end, dir), end, "/mpi");
     if (mkdir(path, 0777) != 0 && errno != EEXIST) {
         say_errno("cannot create directory ", path, errno);
         return -1;
     }
-    char *p = append(path + strlen(path), end, "/rank-");
-    p = append_u64(p, end, info->rank);
-    append(p, end, ".cmpi");
+    char *p = contend_append(path + strlen(path), end, "/rank-");
+    p = contend_append_u64(p, end, info->rank);
+    contend_append(p, end, ".cmpi");
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         say_errno("cannot create ", path, errno);
@@ -274,8 +236,8 @@ populated:;
     h->start_monotonic_ns = cm_now();
     clock_gettime(CLOCK_REALTIME, &r);
     h->start_realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
-    append(h->host, h->host + sizeof h->host, info->host ? info->host : "");
-    append(h->library, h->library + sizeof h->library, info->library ? info->library : "");
+    contend_append(h->host, h->host + sizeof h->host, info->host ? info->host : "");
+    contend_append(h->library, h->library + sizeof h->library, info->library ? info->library : "");
     ssize_t len = readlink("/proc/self/exe", h->exe_path, sizeof h->exe_path - 1);
     h->exe_path[len > 0 ? len : 0] = 0;
     __atomic_thread_fence(__ATOMIC_RELEASE);

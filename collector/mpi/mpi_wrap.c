@@ -141,7 +141,7 @@ void cm_resolve(void)
 #include "mpi_funcs.h"
 #undef CM_REAL_FIELD
     if (!cm_r.Init || !cm_r.Finalize || !cm_r.Send) {
-        cm_say("cannot find the MPI library's PMPI functions (is the program an MPI program?)",
+        contend_say("cannot find the MPI library's PMPI functions (is the program an MPI program?)",
                NULL, NULL);
         abort();
     }
@@ -164,7 +164,7 @@ void cm_resolve(void)
     abi_ok = !ompi;
 #endif
     if (!abi_ok && cm_config_dir())
-        cm_say("the program's MPI library is not ", CM_IMPL_NAME,
+        contend_say("the program's MPI library is not ", CM_IMPL_NAME,
                ", which this recorder was built for; recording no MPI calls");
     errno = saved;
     __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);

@@ -69,45 +69,7 @@ static struct {
 /* ------------------------------------------------------------------------ */
 /* Small helpers without stdio or allocation                                 */
 
-char *contend_append(char *dst, char *end, const char *s)
-{
-    while (*s && dst < end - 1)
-        *dst++ = *s++;
-    *dst = 0;
-    return dst;
-}
-
-char *contend_append_u64(char *dst, char *end, uint64_t v)
-{
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n && dst < end - 1)
-        *dst++ = tmp[--n];
-    *dst = 0;
-    return dst;
-}
-
-/* One line "contend: a b c" on standard error, with write(2). */
-void contend_say(const char *a, const char *b, const char *c)
-{
-    char line[PATH_MAX + 256];
-    char *end = line + sizeof line - 1; /* room for the newline */
-    char *p = contend_append(line, end, "contend: ");
-    p = contend_append(p, end, a);
-    if (b)
-        p = contend_append(p, end, b);
-    if (c)
-        p = contend_append(p, end, c);
-    *p++ = '\n';
-    int saved = errno;
-    ssize_t ignored = write(2, line, (size_t)(p - line));
-    (void)ignored;
-    errno = saved;
-}
+/* contend_append, contend_append_u64, contend_say: contend/say.h */
 
 static void say_errno(const char *what, const char *path, int err, const char *tail)
 {

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "contend/say.h"
 #include "contend/trace_format.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -350,10 +351,6 @@ CONTEND_HIDDEN int contend_prepare(struct contend_thread *ts);
 
 /* ------------------------------------------------------------------------ */
 /* Internals shared between collector.c and maps.c                           */
-
-CONTEND_HIDDEN void contend_say(const char *a, const char *b, const char *c);
-CONTEND_HIDDEN char *contend_append(char *dst, char *end, const char *s);
-CONTEND_HIDDEN char *contend_append_u64(char *dst, char *end, uint64_t v);
 
 /* Maps snapshots (maps.c). */
 CONTEND_HIDDEN int contend_maps_open(const char *path); /* creates/truncates */

@@ -20,6 +20,7 @@ const OTHER_INPUTS: &[&str] = &[
     "collector/src/lock_collector.map",
     "collector/include/contend/trace_format.h",
     "collector/include/contend/raw_mm.h",
+    "collector/include/contend/say.h",
 ];
 
 fn main() {
