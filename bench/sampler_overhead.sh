@@ -17,7 +17,7 @@ THREADS=${THREADS:-64}
 SECONDS_RUN=${SECONDS_RUN:-5}
 PERIOD_MS=${PERIOD_MS:-50}
 ROUNDS=${ROUNDS:-5}
-(cd "$ROOT" && cargo build --release --quiet --example sampler_overhead -p contend)
+(cd "$ROOT" && cargo build --release --quiet --example sampler_overhead -p contend-record)
 EXAMPLE="$ROOT/target/release/examples/sampler_overhead"
 D="$OUT/sampler_overhead"
 rm -rf "$D" && mkdir -p "$D"

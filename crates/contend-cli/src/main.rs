@@ -12,10 +12,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use contend::config::{parse_duration_ns, Config};
 use contend::locks::{self, EventFilter, Progress, RecordingResolver};
-use contend::record::{record, RecordError, RecordOptions};
 use contend::recording::Recording;
 use contend::report::{render_comparison, render_report, OutputFormat, RenderOptions};
-use contend::symbolize::Symbolizer;
+use contend_record::{record, RecordError, RecordOptions};
+use contend_symbolize::Symbolizer;
 
 #[derive(Parser)]
 #[command(
@@ -66,10 +66,10 @@ struct ScaleArgs {
     #[arg(long, value_name = "LIST")]
     threads: String,
     /// Runs per (m, n) configuration
-    #[arg(long, value_name = "N", default_value_t = contend::scale_run::DEFAULT_REPEAT)]
+    #[arg(long, value_name = "N", default_value_t = contend_record::scale_run::DEFAULT_REPEAT)]
     repeat: u32,
     /// Scale directory to create
-    #[arg(short, long, value_name = "DIR", default_value = contend::scale_run::DEFAULT_SCALE_OUTPUT)]
+    #[arg(short, long, value_name = "DIR", default_value = contend_record::scale_run::DEFAULT_SCALE_OUTPUT)]
     output: PathBuf,
     /// Replace an existing scale directory
     #[arg(long)]
@@ -293,7 +293,7 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         if duration == Some(Duration::ZERO) {
             bail!("--duration: must be longer than 0");
         }
-        let outcome = contend::record::attach(&contend::record::AttachOptions {
+        let outcome = contend_record::attach(&contend_record::AttachOptions {
             output: a.output,
             force: a.force,
             pid,
@@ -303,7 +303,7 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         for w in &outcome.warnings {
             eprintln!("contend: warning: {w}");
         }
-        let ended = contend::meta::RunMeta::read(&outcome.dir)
+        let ended = contend_trace::meta::RunMeta::read(&outcome.dir)
             .ok()
             .and_then(|m| m.attach)
             .map(|a| a.ended)
@@ -318,18 +318,20 @@ fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
     }
     let cpus = match (&a.cpus, a.cores) {
         (Some(list), _) => Some(
-            contend::record::parse_cpu_list(list)
+            contend_record::cpus::parse_cpu_list(list)
                 .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?,
         ),
         (None, Some(n)) => {
-            Some(contend::record::first_online_cpus(n).map_err(|e| anyhow::anyhow!("{e}"))?)
+            Some(contend_record::cpus::first_online_cpus(n).map_err(|e| anyhow::anyhow!("{e}"))?)
         }
         (None, None) => None,
     };
     let mpi_impl = match a.mpi_impl.as_deref() {
         None => None,
-        Some("openmpi" | "ompi" | "open-mpi") => Some(contend::record::MpiImplementation::OpenMpi),
-        Some("mpich") => Some(contend::record::MpiImplementation::Mpich),
+        Some("openmpi" | "ompi" | "open-mpi") => {
+            Some(contend_record::launch::MpiImplementation::OpenMpi)
+        }
+        Some("mpich") => Some(contend_record::launch::MpiImplementation::Mpich),
         Some(other) => bail!("--mpi-impl {other}: expected openmpi or mpich"),
     };
     let opts = RecordOptions {
@@ -562,7 +564,7 @@ fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     let r = resolve(&a.output, &a.filter, &a.dir)?;
     let bar = Bar::new();
     // A `contend scale` directory: the speed-up loss model (docs/model.md).
-    let report = if contend::scale::ScaleManifest::is_scale_dir(&a.dir) {
+    let report = if contend_trace::scale::ScaleManifest::is_scale_dir(&a.dir) {
         contend::speedup::scale_report(&a.dir, &bar)?
     } else {
         analyze_dir(&a.dir, &r.filter, &r.mpi, &bar)?
@@ -615,8 +617,8 @@ fn mib(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
 }
 
 fn cmd_scale(a: ScaleArgs) -> Result<ExitCode> {
-    use contend::scale_run::{run_scale, ScaleOptions};
-    let threads = contend::scale_run::parse_thread_list(&a.threads)
+    use contend_record::scale_run::{run_scale, ScaleOptions};
+    let threads = contend_record::scale_run::parse_thread_list(&a.threads)
         .map_err(|e| anyhow::anyhow!("--threads {}: {e}", a.threads))?;
     let interval = Duration::from_nanos(
         parse_duration_ns(&a.interval).map_err(|e| anyhow::anyhow!("--interval: {e}"))?,
@@ -639,7 +641,7 @@ fn cmd_scale(a: ScaleArgs) -> Result<ExitCode> {
         Ok(o) => o,
         Err(e) => {
             bar.say(&format!("contend: error: {e}"));
-            if opts.output.join(contend::scale::SCALE_FILE).is_file() {
+            if opts.output.join(contend_trace::scale::SCALE_FILE).is_file() {
                 bar.say(&format!(
                     "contend: the runs made before are in {}",
                     opts.output.display()
@@ -735,15 +737,15 @@ impl ScaleBar {
     }
 }
 
-impl contend::scale_run::ScaleProgress for ScaleBar {
-    fn begin(&self, runs: &[contend::scale_run::PlannedRun]) {
+impl contend_record::scale_run::ScaleProgress for ScaleBar {
+    fn begin(&self, runs: &[contend_record::scale_run::PlannedRun]) {
         self.bar.set_length(runs.len() as u64);
         self.bar.set_position(0);
     }
-    fn run_started(&self, _index: usize, run: &contend::scale_run::PlannedRun) {
+    fn run_started(&self, _index: usize, run: &contend_record::scale_run::PlannedRun) {
         self.bar.set_message(run.dir.clone());
     }
-    fn run_finished(&self, _index: usize, _run: &contend::scale::ScaleRun) {
+    fn run_finished(&self, _index: usize, _run: &contend_trace::scale::ScaleRun) {
         self.bar.inc(1);
     }
     fn warning(&self, text: &str) {
@@ -809,7 +811,7 @@ impl indicatif::TermLike for TtyTerm {
 }
 
 fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {
-    use contend::stress::{MemoryStress, StressOptions};
+    use contend_record::stress::{MemoryStress, StressOptions};
     let json = match a.format.as_str() {
         "text" => false,
         "json" => true,
@@ -817,7 +819,7 @@ fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {
     };
     let cpus = match &a.cpus {
         Some(list) => Some(
-            contend::record::parse_cpu_list(list)
+            contend_record::cpus::parse_cpu_list(list)
                 .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?,
         ),
         None => None,
@@ -826,7 +828,7 @@ fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {
         Some(d) => Some(parse_seconds("--duration", d)?),
         None => None,
     };
-    let interrupt = contend::scale_run::Interrupt::begin();
+    let interrupt = contend_record::scale_run::Interrupt::begin();
     let gen = MemoryStress::start(&StressOptions {
         threads: a.threads,
         cpus,
@@ -837,7 +839,7 @@ fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {
         eprintln!(
             "contend: streaming with {} thread(s) on CPU {}; Ctrl-C to stop",
             a.threads,
-            contend::record::format_cpu_list(&{
+            contend_record::cpus::format_cpu_list(&{
                 let mut c = gen.cpus().to_vec();
                 c.sort_unstable();
                 c.dedup();
@@ -863,7 +865,7 @@ fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn stress_text(r: &contend::stress::StressReport) -> String {
+fn stress_text(r: &contend_record::stress::StressReport) -> String {
     let gb = |b: f64| b / 1e9;
     let mut s = format!(
         "Memory contention generator: {} thread(s), {:.3} s\n  streaming with {}\n  buffer {} MiB per thread{}\n\n",

@@ -25,7 +25,7 @@ fn record_with(flags: &[&str], rec: &std::path::Path, prog: &std::path::Path) ->
 
 /// The last online CPU, and the first.
 fn online() -> Vec<u32> {
-    contend::record::online_cpu_list()
+    contend_record::cpus::online_cpu_list()
 }
 
 #[test]

@@ -1,12 +1,18 @@
 //! # contend-trace
 //!
-//! The binary trace formats of `contend` and their reader. One definition of
+//! Every file of a recording directory and of a scale directory: the binary
+//! trace formats of `contend` and their readers, the run description
+//! [`meta`] (`meta.json`, with the [`counters`] measured) and the
+//! [`scale`] manifest (`scale.json`). The launcher (`contend-record`)
+//! writes them and the analyses (`contend`) read them; neither defines a
+//! file of its own. One definition of
 //! the on-disk layout lives in `collector/include/contend/trace_format.h`;
 //! [`format`] mirrors it and `docs/trace-format.md` explains it. The MPI
 //! rank traces (`mpi/rank-<r>.cmpi`, one definition in
 //! `collector/include/contend/mpi_trace_format.h`) are mirrored by
 //! [`mpi_format`] and read into the model of [`mpi`] by [`mpi_reader`]
-//! ([`read_mpi_recording`]).
+//! ([`read_mpi_recording`]). The service-time samples (`service.csamp`)
+//! are [`service`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -14,11 +20,14 @@
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod counters;
 pub mod format;
+pub mod meta;
 pub mod mpi;
 pub mod mpi_format;
 pub mod mpi_reader;
 pub mod reader;
+pub mod scale;
 pub mod service;
 pub mod writer;
 

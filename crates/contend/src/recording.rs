@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use contend_trace::{format, CalibrationPoint, ClockFit, LockTrace};
 
-use crate::meta::RunMeta;
-use crate::symbolize::ProcessMaps;
+use contend_symbolize::ProcessMaps;
+use contend_trace::meta::RunMeta;
 
 /// Errors opening a recording. Messages name the path.
 #[derive(Debug, thiserror::Error)]

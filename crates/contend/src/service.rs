@@ -1,5 +1,5 @@
-//! Service time: the [`sampler`] that `contend record` runs beside the
-//! target, and the analysis of its samples (`service.csamp`, format in
+//! Service time: the analysis of the samples that `contend record`'s
+//! sampler (`contend_record::sampler`) takes beside the target (`service.csamp`, format in
 //! [`contend_trace::service`]) into a [`ServiceReport`].
 //!
 //! Definitions (Venter 2016, Sections 3.1.2 and 3.2.2.1; docs/metrics.md,
@@ -15,8 +15,6 @@
 //! - modelled for n CPUs (Listing 3.4), an interval with more than n
 //!   active threads is stretched to τ / n:
 //!   A(n) = Σ τ / Σ (τ / min(n, τ / ΔT_cp)) ([`modelled_active_threads`]).
-
-pub mod sampler;
 
 use std::path::Path;
 

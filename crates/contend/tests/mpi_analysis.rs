@@ -1859,7 +1859,7 @@ fn real_mpirun_waits(imp: contend_collector::MpiImplementation) {
 #[test]
 fn call_sites_resolve_in_the_exec_generation_that_maps_them() {
     use contend::mpi::MapsSiteResolver;
-    use contend::symbolize::Symbolizer;
+    use contend_symbolize::Symbolizer;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("maps")).unwrap();
     std::fs::write(

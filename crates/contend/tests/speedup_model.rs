@@ -8,12 +8,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use contend::counters::{CounterValue, MissingCounter, RunCounters};
 use contend::locks::NoProgress;
-use contend::meta::RunMeta;
 use contend::report::{render_report, OutputFormat, RenderOptions};
-use contend::scale::{ScaleManifest, ScaleRun, SCALE_FORMAT_VERSION};
 use contend::speedup::{analyze_scale_dir, scale_report, SpeedupError};
+use contend_trace::counters::{CounterValue, MissingCounter, RunCounters};
+use contend_trace::meta::RunMeta;
+use contend_trace::scale::{ScaleManifest, ScaleRun, SCALE_FORMAT_VERSION};
 use contend_trace::service::{
     encode_header, encode_tick, Entry, Header, TickHeader, ENTRY_NEW, FILE_NAME,
 };

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use crate::recording::Recording;
 use crate::report::model::{LockReport, Report, RunInfo};
-use crate::symbolize::{DebugInfoSource, Symbolizer};
+use contend_symbolize::{DebugInfoSource, Symbolizer};
 
 pub use aggregate::{EventFilter, ResolvedSite, Resolver};
 pub use critical_path::{mark_critical_path, CriticalPath};
@@ -53,7 +53,7 @@ impl<'a> RecordingResolver<'a> {
 /// Shared by the lock analysis and the MPI call sites.
 pub fn resolve_site(
     symbolizer: &mut Symbolizer,
-    maps: Option<&crate::symbolize::ProcessMaps>,
+    maps: Option<&contend_symbolize::ProcessMaps>,
     address: u64,
 ) -> ResolvedSite {
     let Some(maps) = maps else {
@@ -117,7 +117,7 @@ pub fn is_system_header(file: &str) -> bool {
 /// `std::lock_guard` → `std::mutex::lock` → `__gthread_mutex_lock` chain)
 /// to the outermost inlining frame in the user's code, so the site is the
 /// line the user wrote. Sites outside system headers are left alone.
-pub fn attribute_to_user_frame(loc: &mut crate::symbolize::CodeLocation) {
+pub fn attribute_to_user_frame(loc: &mut contend_symbolize::CodeLocation) {
     if !loc.file.as_deref().is_some_and(is_system_header) {
         return;
     }
@@ -362,7 +362,7 @@ pub fn operation_count(recording: &Recording) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symbolize::{CodeLocation, InlinedFrame};
+    use contend_symbolize::{CodeLocation, InlinedFrame};
 
     fn frame(function: &str, file: &str, line: u32) -> InlinedFrame {
         InlinedFrame {

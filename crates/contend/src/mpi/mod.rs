@@ -62,7 +62,7 @@ pub fn add_to_report(dir: &Path, report: &mut Report, opts: &MpiOptions) {
     match contend_trace::read_mpi_recording(dir) {
         Ok(None) => {}
         Ok(Some(mpi)) => {
-            let mut resolver = MapsSiteResolver::new(dir, crate::symbolize::Symbolizer::new());
+            let mut resolver = MapsSiteResolver::new(dir, contend_symbolize::Symbolizer::new());
             add_mpi_to_report(&mpi, report, opts, &mut resolver);
             report
                 .warnings

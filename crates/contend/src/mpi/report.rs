@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::analysis::{is_p2p_op, MatchStats, MpiAnalysis, Pattern};
 use crate::locks::ResolvedSite;
-use crate::symbolize::{ProcessMaps, Symbolizer};
+use contend_symbolize::{ProcessMaps, Symbolizer};
 
 /// Thresholds of the wait-state report (the thesis's MPITool.conf, Venter
 /// 2016, Section 3.2.2.3): a wait shorter than its threshold is not counted

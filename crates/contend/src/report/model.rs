@@ -62,9 +62,9 @@ pub struct CountersReport {
     /// `llc_references`, `llc_misses`, `stalled_cycles_backend`,
     /// `task_clock`): scaled value, raw count, time enabled and running,
     /// ns.
-    pub available: std::collections::BTreeMap<String, crate::counters::CounterValue>,
+    pub available: std::collections::BTreeMap<String, contend_trace::counters::CounterValue>,
     /// Counters that could not be measured, with the reason.
-    pub missing: Vec<crate::counters::MissingCounter>,
+    pub missing: Vec<contend_trace::counters::MissingCounter>,
     /// What the counts cover when not the whole run of the target (attach
     /// mode), one sentence; `None` otherwise.
     pub scope: Option<String>,

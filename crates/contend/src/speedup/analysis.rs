@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::counters::RunCounters;
 use crate::locks::{self, EventFilter, NoProgress, Progress, ResolvedSite, Resolver};
 use crate::recording::Recording;
 use crate::report::model::{LockReport, Report, RunInfo, ServiceReport};
-use crate::scale::{ScaleError, ScaleManifest, ScaleRun};
+use contend_trace::counters::RunCounters;
+use contend_trace::scale::{ScaleError, ScaleManifest, ScaleRun};
 
 use super::{
     change_pct, cycles_per_miss, ideal_running_time, loss_dependencies, loss_memory, mean,
@@ -503,7 +503,7 @@ pub fn analyze_scale_dir(
 ) -> Result<SpeedupReport, SpeedupError> {
     let manifest = ScaleManifest::read(dir)?;
     let mut warnings = Vec::new();
-    let manifest_path = dir.join(crate::scale::SCALE_FILE);
+    let manifest_path = dir.join(contend_trace::scale::SCALE_FILE);
     if let Some(why) = &manifest.stopped {
         warnings.push(format!(
             "{}: the experiment stopped early: {why}",
@@ -521,7 +521,7 @@ pub fn analyze_scale_dir(
     if !manifest.complete && manifest.stopped.is_none() {
         warnings.push(format!(
             "{}: the experiment did not finish (complete: false); modelling the runs it made",
-            dir.join(crate::scale::SCALE_FILE).display()
+            dir.join(contend_trace::scale::SCALE_FILE).display()
         ));
     }
     // The "m-core" runs of each m: n = m, or the largest n > 1 run for m
@@ -564,7 +564,7 @@ pub fn analyze_scale_dir(
         let why = first_without
             .and_then(|d| {
                 let rdir = dir.join(&d.run.dir);
-                crate::meta::RunMeta::read(&rdir)
+                contend_trace::meta::RunMeta::read(&rdir)
                     .ok()
                     .and_then(|m| m.counters)
                     .map(|c| crate::counters::to_report(&c).work_measure_note)
@@ -588,7 +588,7 @@ pub fn analyze_scale_dir(
             .iter()
             .find(|d| d.misses.is_none())
             .and_then(|d| {
-                crate::meta::RunMeta::read(&dir.join(&d.run.dir))
+                contend_trace::meta::RunMeta::read(&dir.join(&d.run.dir))
                     .ok()
                     .and_then(|m| m.counters)
                     .and_then(|c| c.missing.into_iter().find(|m| m.name == "llc_misses"))
@@ -899,7 +899,7 @@ pub fn scale_report(dir: &Path, progress: &dyn Progress) -> Result<Report, Speed
     let speedup = analyze_scale_dir(dir, progress)?;
     let manifest = ScaleManifest::read(dir)?;
     let first = manifest.runs.iter().find_map(|r| {
-        crate::meta::RunMeta::read(&dir.join(&r.dir))
+        contend_trace::meta::RunMeta::read(&dir.join(&r.dir))
             .ok()
             .filter(|m| m.complete)
     });

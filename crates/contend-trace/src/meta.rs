@@ -1,6 +1,6 @@
 //! The run description of a recording: `<recording>/meta.json`.
 //!
-//! The launcher ([`crate::record`]) writes `meta.json` twice: once before the
+//! The launcher (`contend record`, crate `contend-record`) writes `meta.json` twice: once before the
 //! target starts, with `"complete": false`, and again after the target has
 //! ended, with the end time, the exit status and the end calibration point
 //! (`"complete": true`). Should the launcher itself die (killed, machine
@@ -21,9 +21,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use contend_trace::CalibrationPoint;
-
 use crate::counters::RunCounters;
+use crate::CalibrationPoint;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// File name of the run description inside a recording directory.

@@ -9,8 +9,9 @@
 //! model (Venter 2016, Sections 3.1.1 and 3.2.2.1, Eq. 3.1–3.8) can find
 //! C(1), C(m), T(1), T(m) without guessing from directory names.
 //!
-//! The runner that makes the runs is [`crate::scale_run`]; the memory
-//! contention generator is [`crate::stress`].
+//! The runner that makes the runs is `contend_record::scale_run`; the
+//! memory contention generator is `contend_record::stress`; the speed-up
+//! model that reads them is `contend::speedup`.
 //!
 //! The manifest is written after every run (to a temporary file renamed
 //! over `scale.json`), so an experiment cut short still describes the runs

@@ -9,7 +9,7 @@
 //! - For each thread count m of [`ScaleOptions::threads`], `{threads}` is
 //!   replaced by m wherever it occurs in the command's words (also inside a
 //!   word, `-T{threads}` → `-T4`), and `OMP_NUM_THREADS=m` is set.
-//! - The program is recorded with [`crate::record::record`] (lock traces,
+//! - The program is recorded with [`crate::launch::record`] (lock traces,
 //!   service-time samples, counters) pinned to n = 1 core and to n = m
 //!   cores. When m exceeds the CPUs available, n = all of them (with a
 //!   warning). On a machine with more than one socket and m larger than a
@@ -49,7 +49,7 @@
 //! During a run the recorder forwards those signals to the program, so a
 //! run that ends by one of them (or exits with 128 + one of them, as a shell
 //! does when it is interrupted), or during which the launcher received one
-//! ([`crate::record::stop_signals_seen`]; the program may catch it and exit
+//! ([`crate::signals::stop_signals_seen`]; the program may catch it and exit
 //! 0), is taken as the user's stop too.
 
 use std::fs::{self, File};
@@ -58,9 +58,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::record::{self, format_cpu_list, RecordError, RecordOptions};
-use crate::scale::{ScaleError, ScaleManifest, ScaleRun, SCALE_FILE, SCALE_FORMAT_VERSION};
+use crate::cpus::format_cpu_list;
+use crate::launch::{self as record, RecordError, RecordOptions};
 use crate::stress::{self, MemoryStress, StressError, StressOptions};
+use contend_trace::scale::{ScaleError, ScaleManifest, ScaleRun, SCALE_FILE, SCALE_FORMAT_VERSION};
 
 /// The placeholder replaced by the thread count in the command's words.
 pub const THREADS_PLACEHOLDER: &str = "{threads}";
@@ -214,7 +215,7 @@ impl Topology {
     /// core_id}` for the online CPUs (missing files: socket 0, core = CPU
     /// number) and orders the CPUs allowed to this process.
     pub fn read() -> Topology {
-        let online = record::online_cpu_list();
+        let online = crate::cpus::online_cpu_list();
         let allowed = stress::allowed_cpus();
         let read = |cpu: u32, f: &str| -> Option<u32> {
             fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
@@ -535,7 +536,7 @@ pub fn run_scale(
     for &m in &opts.threads {
         let cmd = substitute(&opts.command, m);
         let dir = format!("m{m}");
-        record::resolve_command(&cmd[0], std::env::var_os("PATH").as_deref(), &cwd)
+        crate::executable::resolve_command(&cmd[0], std::env::var_os("PATH").as_deref(), &cwd)
             .map_err(|source| ScaleRunError::Record { run: dir, source })?;
     }
     let topo = Topology::read();
@@ -599,7 +600,7 @@ pub fn run_scale(
         for w in &planned.warnings {
             tell(w);
         }
-        let signals_before = crate::record::stop_signals_seen();
+        let signals_before = crate::signals::stop_signals_seen();
         match make_run(opts, dir, planned, saved.as_ref()) {
             Ok(run) => {
                 for w in &run.warnings {
@@ -613,7 +614,7 @@ pub fn run_scale(
                 // counts even when the program caught it and exited 0.
                 let by_user = ended_by_stop_signal(&run)
                     || interrupt.caught().is_some()
-                    || crate::record::stop_signals_seen() > signals_before;
+                    || crate::signals::stop_signals_seen() > signals_before;
                 let status = describe_status(&run);
                 progress.run_finished(index, &run);
                 manifest.runs.push(run);
@@ -910,7 +911,7 @@ impl Drop for RedirectGuard<'_> {
 /// mode. While the recorder runs a program, its own handler (which forwards
 /// the signals to the program) replaces this one and restores it
 /// afterwards.
-pub use crate::record::Interrupt;
+pub use crate::signals::Interrupt;
 
 #[cfg(test)]
 mod tests {

@@ -812,7 +812,7 @@ mod tests {
         let s =
             Sampler::start(&path, child.id(), Duration::from_millis(5), monotonic_ns()).unwrap();
         // Wait for the child to end without reaping it.
-        crate::record::wait_exited(child.id()).unwrap();
+        crate::launch::wait_exited(child.id()).unwrap();
         let stats = s.stop();
         child.wait().unwrap();
         assert_eq!(stats.error, None);

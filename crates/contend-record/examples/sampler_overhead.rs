@@ -1,5 +1,5 @@
 //! Measures the service-time sampler alone (bench/sampler_overhead.sh):
-//! starts `CMD`, samples it with [`contend::service::sampler::Sampler`]
+//! starts `CMD`, samples it with [`contend_record::sampler::Sampler`]
 //! every `INTERVAL_MS` until it exits, and prints the sampling thread's own
 //! CPU time (`CLOCK_THREAD_CPUTIME_ID`) beside the wall time, as
 //! `key=value` pairs.
@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use contend::service::sampler::Sampler;
+use contend_record::sampler::Sampler;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .spawn()?;
     let sampler = Sampler::start(&out, child.id(), interval, 0)?;
     // Wait for the child to end without reaping it.
-    contend::record::wait_exited(child.id())?;
+    contend_record::launch::wait_exited(child.id())?;
     let stats = sampler.stop();
     let wall = started.elapsed().as_secs_f64();
     child.wait()?;

@@ -7,7 +7,7 @@
 //! they name ([`Symbolizer`]).
 //!
 //! ```no_run
-//! use contend::symbolize::{ProcessMaps, Symbolizer};
+//! use contend_symbolize::{ProcessMaps, Symbolizer};
 //!
 //! let maps = ProcessMaps::from_file("contend.data/maps/1234.maps")?;
 //! let mut sym = Symbolizer::new(); // share it across all processes
@@ -19,7 +19,7 @@
 //! for module in sym.modules_without_debug_info() {
 //!     eprintln!("no debug information: {module}");
 //! }
-//! # Ok::<(), contend::symbolize::SymbolizeError>(())
+//! # Ok::<(), contend_symbolize::SymbolizeError>(())
 //! ```
 //!
 //! # Design constraints
@@ -65,6 +65,8 @@
 //! Not handled: MiniDebugInfo (`.gnu_debugdata`), DWARF variables for data
 //! addresses (only `STT_OBJECT` symbols are used), thread-local variables,
 //! and the `[vdso]` (reported as `[vdso]+offset`).
+
+#![deny(missing_docs)]
 
 mod debugfind;
 mod elf;
@@ -186,7 +188,7 @@ pub struct CodeLocation {
 
 impl CodeLocation {
     /// A location knowing nothing but the address (and maybe the module).
-    pub(crate) fn bare(address: u64, module: Option<String>, module_offset: u64) -> CodeLocation {
+    pub fn bare(address: u64, module: Option<String>, module_offset: u64) -> CodeLocation {
         CodeLocation {
             address,
             module,

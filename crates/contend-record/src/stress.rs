@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::record::{affinity, format_cpu_list, online_cpu_list};
+use crate::cpus::{affinity, format_cpu_list, online_cpu_list};
 
 /// Bytes copied between two looks at the stop flag and two updates of the
 /// byte counters.

@@ -1,4 +1,4 @@
-//! Integration tests of `contend::symbolize` against small C and C++ programs
+//! Integration tests of `contend_symbolize` against small C and C++ programs
 //! built with gcc/g++ at test time (fixtures in `tests/fixtures/symbolize/`).
 //!
 //! Each fixture prints the return address of a call site (as the collector
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use contend::symbolize::{
+use contend_symbolize::{
     build_id, build_id_hex, CodeLocation, DebugInfoSource, ProcessMaps, SymbolizeError, Symbolizer,
     SymbolizerOptions,
 };

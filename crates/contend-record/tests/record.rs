@@ -1,4 +1,4 @@
-//! Tests of the recording launcher (`contend::record`) on small C programs
+//! Tests of the recording launcher (`contend_record::launch`) on small C programs
 //! compiled with `gcc` at test time.
 //!
 //! Signal forwarding is tested in a child process (this test binary run
@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use contend::meta::{MetaError, RunMeta};
-use contend::record::{record, RecordError, RecordOptions};
+use contend_record::{record, RecordError, RecordOptions};
+use contend_trace::meta::{MetaError, RunMeta};
 use contend_trace::LockTrace;
 
 /// Compiles `src` into `dir/name` with `gcc`; `None` if gcc fails (the

@@ -1,0 +1,243 @@
+//! Attaching to a running process (`contend record -p PID`): sample its
+//! service time and count its performance counters until it exits, a
+//! duration ends or a stop signal arrives; no lock tracing.
+
+use std::fs;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use contend_trace::meta::{format_utc, RunMeta, FORMAT_VERSION};
+
+use crate::counters;
+use crate::cpus::affinity;
+use crate::host::{monotonic_ns, online_cpus, uname, CpuInfo};
+use crate::launch::{prepare_output, RecordError, RecordOutcome};
+use crate::sampler::Sampler;
+use crate::signals::Interrupt;
+
+/// What to record with [`attach`] (`contend record -p PID`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachOptions {
+    /// Recording directory to create, as [`RecordOptions::output`].
+    pub output: PathBuf,
+    /// Replace `output` if it is a recording, as [`RecordOptions::force`].
+    pub force: bool,
+    /// The running process to sample.
+    pub pid: u32,
+    /// Stop after this long; `None` = until the process exits or the
+    /// launcher gets `SIGINT`, `SIGTERM` or `SIGHUP`.
+    pub duration: Option<Duration>,
+    /// Service-time sampling interval, as [`RecordOptions::interval`].
+    pub interval: Duration,
+}
+
+/// Why lock operations are missing from an attach recording (stored in
+/// `meta.json` and shown instead of the lock tables).
+pub const ATTACH_NO_LOCKS: &str = "Lock operations were not traced: contend attached to a running \
+     process (`contend record -p PID`), into which the lock collector cannot be loaded \
+     (it is preloaded when contend starts the program). Only service time and performance \
+     counters were recorded; record the program from its start to trace its locks.";
+
+/// What the counts of an attach recording cover (`counters.scope`).
+pub const ATTACH_COUNTER_SCOPE: &str = "counted from the attach on, in the threads of the \
+     process and its descendants that existed then and in those they started afterwards \
+     (inherited); what ran before the attach is not counted";
+
+/// Samples the service time and counters of the running process
+/// `opts.pid` (and of the threads and processes it starts) into
+/// `opts.output` until it exits, `opts.duration` ends, or the launcher gets
+/// `SIGINT`, `SIGTERM` or `SIGHUP` (then the recording is completed and the
+/// process left running). The process is only read, never stopped or
+/// signalled. No lock tracing: `meta.json` says so
+/// ([`contend_trace::meta::AttachMeta`]). Counters are opened on each thread of
+/// the process and of its descendant processes that exists at the attach,
+/// with `inherit` ([`counters::Opened::attach`]), so threads and processes
+/// they start later are counted too.
+///
+/// The outcome has no exit status (the process is not the launcher's
+/// child); `traces` is 0.
+///
+/// Errors: a bad interval or output path, or no such process (before
+/// anything is created).
+pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
+    if opts.interval < Duration::from_millis(1) || opts.interval > Duration::from_secs(3600) {
+        return Err(RecordError::InvalidInterval {
+            interval: opts.interval,
+        });
+    }
+    let pid = opts.pid;
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    if pid == 0 || pid == std::process::id() || !proc_dir.join("task").is_dir() {
+        return Err(RecordError::NoSuchProcess { pid });
+    }
+    let command: Vec<String> = fs::read(proc_dir.join("cmdline"))
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let cwd = fs::read_link(proc_dir.join("cwd"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    prepare_output(&opts.output, opts.force)?;
+    let dir = &opts.output;
+    let cpu = CpuInfo::read();
+    let (host, kernel) = uname();
+    let mut meta = RunMeta {
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        command,
+        cwd,
+        host,
+        kernel,
+        cpu_model: cpu.model.clone(),
+        cpus: online_cpus(),
+        clock: "monotonic".into(),
+        pid: Some(pid),
+        attach: Some(contend_trace::meta::AttachMeta {
+            pid,
+            ended: String::new(),
+            no_lock_tracing_reason: ATTACH_NO_LOCKS.into(),
+        }),
+        ..RunMeta::default()
+    };
+    meta.start_utc = format_utc(SystemTime::now());
+    meta.start_monotonic_ns = monotonic_ns();
+    if let Err(e) = meta.write(dir) {
+        let _ = fs::remove_dir_all(dir);
+        return Err(e.into());
+    }
+
+    let mut warnings = Vec::new();
+    let interrupt = Interrupt::begin();
+    // A pidfd tells when the process exits; without one (kernels before
+    // 5.3), /proc is polled.
+    // SAFETY: plain system call.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    let pidfd = (pidfd >= 0).then(|| {
+        // SAFETY: a fresh descriptor we now own.
+        unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd as i32) }
+    });
+    let opened = counters::Opened::attach(&tree_tids(pid));
+    let start_utc = format_utc(SystemTime::now());
+    let start_ns = monotonic_ns();
+    meta.cpus_allowed = affinity(pid);
+    let sampler = match Sampler::start(
+        &dir.join(contend_trace::service::FILE_NAME),
+        pid,
+        opts.interval,
+        start_ns,
+    ) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warnings.push(format!("service time is not sampled: {e}"));
+            None
+        }
+    };
+
+    let deadline = opts
+        .duration
+        .map(|d| start_ns.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)));
+    let ended = loop {
+        if let Some(sig) = interrupt.caught() {
+            break format!("interrupted by signal {sig}");
+        }
+        let now = monotonic_ns();
+        if deadline.is_some_and(|d| now >= d) {
+            break "duration ended".to_string();
+        }
+        let wait_ms = deadline.map_or(50, |d| ((d - now) / 1_000_000).clamp(1, 50)) as i32;
+        let exited = match &pidfd {
+            Some(fd) => {
+                let mut p = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut p, 1, wait_ms) > 0 && p.revents != 0 }
+            }
+            None => {
+                std::thread::sleep(Duration::from_millis(wait_ms as u64));
+                process_gone(pid)
+            }
+        };
+        if exited {
+            break "process exited".to_string();
+        }
+    };
+    let end_ns = monotonic_ns();
+    if let Some(error) = sampler.and_then(|s| s.stop().error) {
+        warnings.push(format!("service-time sampling stopped early: {error}"));
+    }
+    drop(interrupt);
+    let mut run_counters = opened.read();
+    run_counters.scope = Some(ATTACH_COUNTER_SCOPE.into());
+
+    let wall_ns = end_ns.saturating_sub(start_ns);
+    meta.start_utc = start_utc;
+    meta.start_monotonic_ns = start_ns;
+    meta.end_utc = Some(format_utc(SystemTime::now()));
+    meta.end_monotonic_ns = Some(end_ns);
+    meta.wall_ns = Some(wall_ns);
+    meta.complete = true;
+    meta.counters = Some(run_counters);
+    if let Some(a) = &mut meta.attach {
+        a.ended = ended;
+    }
+    meta.warnings = warnings.clone();
+    if let Err(e) = meta.write(dir) {
+        warnings.push(format!("could not complete the run description: {e}"));
+    }
+    Ok(RecordOutcome {
+        dir: dir.clone(),
+        exit_code: None,
+        signal: None,
+        wall_ns,
+        traces: 0,
+        warnings,
+        mpi_ranks: 0,
+    })
+}
+
+/// The threads of process `pid` and of all its descendant processes
+/// (from `/proc/<pid>/task/<tid>/children`), as they are now.
+pub(crate) fn tree_tids(pid: u32) -> Vec<u32> {
+    let mut tids = Vec::new();
+    let mut procs = vec![pid];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(p) = procs.pop() {
+        if !seen.insert(p) {
+            continue;
+        }
+        let Ok(rd) = fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for tid in rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        {
+            tids.push(tid);
+            if let Ok(children) = fs::read_to_string(format!("/proc/{p}/task/{tid}/children")) {
+                procs.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    tids
+}
+
+/// True when process `pid` no longer runs: gone, or a zombie.
+pub(crate) fn process_gone(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_none_or(|state| state == "Z" || state == "X"),
+        Err(_) => true,
+    }
+}

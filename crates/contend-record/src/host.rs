@@ -1,0 +1,184 @@
+//! The recording machine and its clock: CLOCK_MONOTONIC, the TSC and its
+//! calibration points, the CPU model, the host name, the online CPUs.
+
+use std::fs;
+use std::time::Duration;
+
+use contend_trace::CalibrationPoint;
+
+/// CLOCK_MONOTONIC now, ns.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What `/proc/cpuinfo` says about the CPU.
+pub(crate) struct CpuInfo {
+    /// First `model name`.
+    pub(crate) model: String,
+    /// `constant_tsc` and `nonstop_tsc` are in the flags.
+    pub(crate) invariant_tsc: bool,
+}
+
+impl CpuInfo {
+    pub(crate) fn read() -> CpuInfo {
+        let text = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        CpuInfo::parse(&text)
+    }
+
+    pub(crate) fn parse(text: &str) -> CpuInfo {
+        let field = |name: &str| {
+            text.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == name).then(|| v.trim().to_string())
+            })
+        };
+        let flags = field("flags").unwrap_or_default();
+        let has = |f: &str| flags.split_whitespace().any(|x| x == f);
+        CpuInfo {
+            model: field("model name").unwrap_or_default(),
+            invariant_tsc: has("constant_tsc") && has("nonstop_tsc"),
+        }
+    }
+}
+
+/// The trace clock chosen for a run, with its start calibration.
+pub(crate) enum Clock {
+    /// Invariant TSC at `hz` ticks per second; `start` are the two points
+    /// the frequency was measured between.
+    Tsc {
+        hz: u64,
+        start: [CalibrationPoint; 2],
+    },
+    /// CLOCK_MONOTONIC ns.
+    Monotonic,
+}
+
+impl Clock {
+    /// Interval between the two readings of the frequency measurement.
+    const CALIBRATION_INTERVAL: Duration = Duration::from_millis(20);
+
+    pub(crate) fn calibrate(cpu: &CpuInfo) -> Clock {
+        if !cpu.invariant_tsc || !cfg!(target_arch = "x86_64") {
+            return Clock::Monotonic;
+        }
+        let Some(a) = tsc_point() else {
+            return Clock::Monotonic;
+        };
+        std::thread::sleep(Self::CALIBRATION_INTERVAL);
+        let Some(b) = tsc_point() else {
+            return Clock::Monotonic;
+        };
+        let dt = b.ticks.wrapping_sub(a.ticks);
+        let dns = b.monotonic_ns.saturating_sub(a.monotonic_ns);
+        if dt == 0 || dt > 1 << 62 || dns == 0 {
+            return Clock::Monotonic;
+        }
+        let hz = (u128::from(dt) * 1_000_000_000 / u128::from(dns)) as u64;
+        Clock::Tsc { hz, start: [a, b] }
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Clock::Tsc { .. } => "tsc",
+            Clock::Monotonic => "monotonic",
+        }
+    }
+
+    pub(crate) fn tsc_hz(&self) -> u64 {
+        match self {
+            Clock::Tsc { hz, .. } => *hz,
+            Clock::Monotonic => 0,
+        }
+    }
+
+    pub(crate) fn start_points(&self) -> Vec<CalibrationPoint> {
+        match self {
+            Clock::Tsc { start, .. } => start.to_vec(),
+            Clock::Monotonic => Vec::new(),
+        }
+    }
+
+    /// A calibration point now (none for the monotonic clock).
+    pub(crate) fn point(&self) -> Option<CalibrationPoint> {
+        match self {
+            Clock::Tsc { .. } => tsc_point(),
+            Clock::Monotonic => None,
+        }
+    }
+}
+
+/// One TSC/CLOCK_MONOTONIC pair: the TSC read between two clock readings,
+/// the tightest of several tries, paired with the midpoint of its bracket.
+pub(crate) fn tsc_point() -> Option<CalibrationPoint> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut best: Option<(u64, CalibrationPoint)> = None;
+        for _ in 0..32 {
+            let before = monotonic_ns();
+            // SAFETY: rdtsc has no preconditions on x86_64.
+            let ticks = unsafe { core::arch::x86_64::_rdtsc() };
+            let after = monotonic_ns();
+            let width = after.saturating_sub(before);
+            if !matches!(best, Some((w, _)) if w <= width) {
+                best = Some((
+                    width,
+                    CalibrationPoint {
+                        ticks,
+                        monotonic_ns: before + width / 2,
+                    },
+                ));
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Host name and kernel release from `uname(2)`.
+pub(crate) fn uname() -> (String, String) {
+    // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return (String::new(), String::new());
+        }
+        let s = |f: &[libc::c_char]| {
+            std::ffi::CStr::from_ptr(f.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        };
+        (s(&u.nodename), s(&u.release))
+    }
+}
+
+pub(crate) fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(n).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(crate) fn cpuinfo_parsing() {
+        let c = CpuInfo::parse(
+            "processor\t: 0\nmodel name\t: Some CPU @ 2.0GHz\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n\nprocessor\t: 1\n",
+        );
+        assert_eq!(c.model, "Some CPU @ 2.0GHz");
+        assert!(c.invariant_tsc);
+        let c = CpuInfo::parse("flags\t: fpu constant_tsc\n");
+        assert!(!c.invariant_tsc);
+        assert_eq!(c.model, "");
+    }
+}

@@ -1,0 +1,734 @@
+//! The recording launcher: `contend record -o DIR -- CMD ARGS…`.
+//!
+//! [`record`] runs a command with the in-process lock collector preloaded
+//! (`LD_PRELOAD`) and leaves a recording directory (see
+//! `docs/trace-format.md`):
+//!
+//! 1. The command is resolved on `PATH` *before* anything is created, so a
+//!    typo costs nothing ([`RecordError::CommandNotFound`], which a shell
+//!    would report with exit status 127). The executable is inspected: a
+//!    statically linked program, a setuid/setgid program or a 32-bit
+//!    program still runs, but cannot load the collector; the outcome says so
+//!    in [`RecordOutcome::warnings`]. A script (`#!`) is fine: its
+//!    interpreter loads the collector.
+//! 2. The output directory must not exist. With [`RecordOptions::force`] an
+//!    existing *recording* (it holds `meta.json` or `locks/`) is removed
+//!    first; any other existing path is refused, so a mistyped `-o` never
+//!    deletes unrelated data.
+//! 3. `DIR`, `DIR/locks` and `DIR/maps` are created, the clock is chosen and
+//!    calibrated (TSC when the CPU reports `constant_tsc` and `nonstop_tsc`,
+//!    else CLOCK_MONOTONIC), and `meta.json` is written with
+//!    `"complete": false` **before** the target starts. The collector's
+//!    traces survive a `SIGKILL` of the target (they are shared file
+//!    mappings), and so must the description of the run: if the launcher is
+//!    killed too, or the machine goes down, the start record still says what
+//!    ran, where, and how to convert its clock, and readers can tell an
+//!    unfinished run from a finished one.
+//! 4. The target is started with the collector environment (`LD_PRELOAD`
+//!    with the collector prepended, `CONTEND_DIR`, `CONTEND_CLOCK`,
+//!    `CONTEND_TSC_HZ`, `CONTEND_STACK_EVERY`, `CONTEND_CHUNK_KB`) and the
+//!    launcher's standard input, output and error. Between `fork` and
+//!    `exec` the child pins itself to [`RecordOptions::cpus`] (if given;
+//!    the list was checked against the online CPUs before step 2) and opens the performance counters on itself
+//!    ([`crate::counters`]: `inherit`, `enable_on_exec`) and hands them to
+//!    the launcher, which reads them once the target has been reaped
+//!    (with `wait4`, whose resource usage gives the CPU time) and stores
+//!    them in `meta.json` (`counters`).
+//!    Right after it started, a sampler thread
+//!    ([`crate::sampler`]) begins reading the service time of its
+//!    threads and descendants every [`RecordOptions::interval`] into
+//!    `DIR/service.csamp`; it takes its final sample once the target has
+//!    ended, before the launcher reaps it.
+//! 5. While it runs, `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` sent to the
+//!    launcher are forwarded to the target instead of killing the launcher.
+//!    Stopping a recording (Ctrl-C, `kill`, a batch system's time limit)
+//!    thus stops the program, and the launcher lives on to see it end and to
+//!    finalize the recording. A signal the terminal sends to the whole
+//!    foreground process group (Ctrl-C, Ctrl-\, hang-up) already reached a
+//!    target in that group and is not sent twice. A signal the launcher was
+//!    started with ignored (for example `SIGHUP` under `nohup`) stays
+//!    ignored, and so is inherited ignored by the target.
+//! 6. After the target ends, the end calibration point is taken and
+//!    `meta.json` is rewritten with `"complete": true`, the end time and the
+//!    exit status. The traces in `locks/` are counted; none means the
+//!    collector never ran in the target, which is reported.
+//!
+//! With [`RecordOptions::mpi`] (`contend record --mpi`) the MPI recorder
+//! for the command's MPI implementation ([`detect_mpi_implementation`]) is
+//! preloaded instead of the lock collector (beside it with
+//! [`RecordOptions::mpi_with_locks`]), `DIR/mpi/` is created for the rank
+//! traces, and a run in which no rank called `MPI_Init` is reported.
+//!
+//! The target's exit status is returned ([`RecordOutcome::exit_code`],
+//! [`RecordOutcome::signal`]) so that the command-line tool can exit with it
+//! as a shell would ([`RecordOutcome::shell_status`]: the exit code, or
+//! 128 + N after signal N), making `contend record -- CMD` a drop-in
+//! replacement for `CMD` in scripts.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use contend_trace::meta::{format_utc, MetaError, RunMeta, FORMAT_VERSION};
+
+use crate::counters;
+use crate::cpus::{affinity, placement_set};
+use crate::executable::{inspect_executable, resolve_command};
+use crate::host::{monotonic_ns, online_cpus, uname, Clock, CpuInfo};
+use crate::mpi::{count_mpi_ranks, mpi_recorder};
+use crate::sampler::Sampler;
+use crate::signals::forward;
+
+/// Default recording directory.
+pub const DEFAULT_OUTPUT: &str = "contend.data";
+
+/// Default service-time sampling interval (Venter 2016, Section 3.2.1.1:
+/// "a 100th of a second").
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
+
+/// What to record and where. The command-line tool fills this from its
+/// flags; [`RecordOptions::default`] gives the defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// Recording directory to create (default `contend.data`).
+    pub output: PathBuf,
+    /// Replace `output` if it exists and is a recording (holds `meta.json`
+    /// or `locks/`). Any other existing path is never removed.
+    pub force: bool,
+    /// Record a call stack with every N-th lock operation (0 = never; the
+    /// default).
+    pub stack_every: u32,
+    /// Trace chunk size in KiB, a power of two from 4 to 65536; `None`
+    /// leaves the collector's default (128 KiB).
+    pub chunk_kb: Option<u32>,
+    /// The program and its arguments. The program is looked up on `PATH`
+    /// unless it contains a `/`.
+    pub command: Vec<String>,
+    /// Service-time sampling interval (default 10 ms; at least 1 ms): how
+    /// often the sampler reads every thread's service time into
+    /// `service.csamp` ([`crate::sampler`]).
+    pub interval: Duration,
+    /// CPUs to pin the target to (`--cpus LIST`, `--cores N`): its affinity
+    /// mask is set in the child before `exec`, so every thread and child
+    /// process it creates inherits it. `None` leaves the launcher's
+    /// affinity. Every CPU must be online and allowed to the launcher.
+    pub cpus: Option<Vec<u32>>,
+    /// Record the MPI calls of every rank (`--mpi`): the MPI recorder for
+    /// the program's MPI implementation is preloaded instead of the lock
+    /// collector and writes `DIR/mpi/rank-<r>.cmpi`
+    /// (`docs/trace-format.md`, "MPI traces").
+    pub mpi: bool,
+    /// With `mpi`: preload the lock collector too (`--mpi --locks`), for
+    /// hybrid MPI + threads programs. Every process under the launcher is
+    /// then lock-traced, `mpirun` and its daemons included.
+    pub mpi_with_locks: bool,
+    /// The MPI implementation (`--mpi-impl`); `None` detects it from the
+    /// command ([`detect_mpi_implementation`]).
+    pub mpi_impl: Option<MpiImplementation>,
+}
+
+pub use contend_collector::MpiImplementation;
+
+impl Default for RecordOptions {
+    fn default() -> RecordOptions {
+        RecordOptions {
+            output: PathBuf::from(DEFAULT_OUTPUT),
+            force: false,
+            stack_every: 0,
+            chunk_kb: None,
+            command: Vec::new(),
+            interval: DEFAULT_INTERVAL,
+            cpus: None,
+            mpi: false,
+            mpi_with_locks: false,
+            mpi_impl: None,
+        }
+    }
+}
+
+/// Result of a recording whose target was started and has ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOutcome {
+    /// The recording directory, as given in [`RecordOptions::output`].
+    pub dir: PathBuf,
+    /// Exit code of the target when it exited normally (0–255).
+    pub exit_code: Option<i32>,
+    /// Signal number that terminated the target, when one did.
+    pub signal: Option<i32>,
+    /// Run time of the target on CLOCK_MONOTONIC, ns (from just before it
+    /// was started until the launcher saw it end).
+    pub wall_ns: u64,
+    /// Number of lock traces (`locks/*.ctrace`) found after the run: one per
+    /// traced process, plus one per `exec` within a process.
+    pub traces: usize,
+    /// Problems worth telling the user, one sentence each (also stored in
+    /// `meta.json`). The command-line tool prints them.
+    pub warnings: Vec<String>,
+    /// Number of MPI rank traces (`mpi/rank-*.cmpi`) after the run; 0
+    /// without [`RecordOptions::mpi`].
+    pub mpi_ranks: usize,
+}
+
+impl RecordOutcome {
+    /// The status a shell would report for the target: its exit code, or
+    /// 128 + N when signal N terminated it. The command-line tool exits with
+    /// this.
+    pub fn shell_status(&self) -> i32 {
+        match (self.exit_code, self.signal) {
+            (Some(code), _) => code,
+            (None, Some(sig)) => 128 + sig,
+            (None, None) => 1,
+        }
+    }
+}
+
+/// Errors of [`record`]. Every message names the path or command concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// No command was given.
+    #[error("no command to record")]
+    EmptyCommand,
+    /// The program is not on `PATH` (or, given with a `/`, does not exist).
+    /// Nothing was created. A shell exits with 127 here.
+    #[error("command not found: {name}")]
+    CommandNotFound {
+        /// The program name as given.
+        name: String,
+    },
+    /// The program exists but is not an executable file. Nothing was
+    /// created. A shell exits with 126 here.
+    #[error("{}: permission denied (not an executable file)", path.display())]
+    NotExecutable {
+        /// The file found.
+        path: PathBuf,
+    },
+    /// [`RecordOptions::chunk_kb`] is not a power of two from 4 to 65536.
+    #[error("chunk size {kb} KiB is invalid: it must be a power of two from 4 to 65536")]
+    InvalidChunkSize {
+        /// The value given.
+        kb: u32,
+    },
+    /// [`RecordOptions::interval`] is shorter than 1 ms or longer than an
+    /// hour.
+    #[error("sampling interval {interval:?} is invalid: it must be from 1 ms to 1 hour")]
+    InvalidInterval {
+        /// The value given.
+        interval: Duration,
+    },
+    /// [`RecordOptions::cpus`] names no CPU, or a CPU that is not online
+    /// or not allowed to the launcher. Nothing was created.
+    #[error("CPU list {cpus}: {problem}")]
+    InvalidCpus {
+        /// The list given, in `0-1,4` form.
+        cpus: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// There is no running process with this pid (or it is the launcher
+    /// itself) to attach to. Nothing was created.
+    #[error("process {pid}: no such process to attach to")]
+    NoSuchProcess {
+        /// The pid given.
+        pid: u32,
+    },
+    /// The output path exists and `force` was not given.
+    #[error("{}: already exists (choose another output directory, or force replacing the recording)", path.display())]
+    OutputExists {
+        /// The output path.
+        path: PathBuf,
+    },
+    /// The output path exists and is not a recording, so even `force` does
+    /// not remove it.
+    #[error("{}: exists and is not a recording (no meta.json or locks/ in it); not replacing it", path.display())]
+    NotARecording {
+        /// The output path.
+        path: PathBuf,
+    },
+    /// `--mpi` cannot be honoured: the MPI implementation cannot be told,
+    /// or this build of contend has no recorder for it. Nothing was
+    /// created.
+    #[error("record --mpi: {problem}")]
+    Mpi {
+        /// What is wrong, and what to do.
+        problem: String,
+    },
+    /// The lock collector library could not be installed.
+    #[error("cannot install the lock collector library: {source}")]
+    Collector {
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Creating, removing or reading a file or directory failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path concerned.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Writing the start record `meta.json` failed.
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    /// The program could not be started. The recording directory was
+    /// removed again.
+    #[error("{}: cannot start: {source}", path.display())]
+    Spawn {
+        /// The resolved program path.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Waiting for the program failed (should not happen).
+    #[error("waiting for process {pid}: {source}")]
+    Wait {
+        /// The target's pid.
+        pid: u32,
+        /// The underlying error.
+        source: io::Error,
+    },
+}
+
+impl RecordError {
+    /// The exit status a shell would use for this failure to run a command:
+    /// 127 when the command was not found, 126 when it was found but could
+    /// not be executed; `None` for failures of the launcher itself.
+    pub fn shell_status(&self) -> Option<i32> {
+        match self {
+            RecordError::CommandNotFound { .. } => Some(127),
+            RecordError::NotExecutable { .. } => Some(126),
+            RecordError::Spawn { source, .. } => match source.kind() {
+                io::ErrorKind::NotFound => Some(127),
+                _ => Some(126),
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Records `opts.command` into `opts.output`; see the [module
+/// documentation](self) for the steps.
+///
+/// Returns once the target has ended, whatever its exit status: a failing
+/// or killed target is a successful recording, and its status is in the
+/// outcome for the caller to pass on ([`RecordOutcome::shell_status`]).
+/// Errors are returned only when the target could not be run at all (or, in
+/// theory, could not be waited for); before the directory is created they
+/// leave nothing behind.
+pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
+    let name = opts.command.first().ok_or(RecordError::EmptyCommand)?;
+    if let Some(kb) = opts.chunk_kb {
+        if !(4..=65536).contains(&kb) || !kb.is_power_of_two() {
+            return Err(RecordError::InvalidChunkSize { kb });
+        }
+    }
+    if opts.interval < Duration::from_millis(1) || opts.interval > Duration::from_secs(3600) {
+        return Err(RecordError::InvalidInterval {
+            interval: opts.interval,
+        });
+    }
+    let cpu_set = match &opts.cpus {
+        Some(cpus) => Some(placement_set(cpus)?),
+        None => None,
+    };
+    let cwd = std::env::current_dir().map_err(|source| RecordError::Io {
+        path: PathBuf::from("."),
+        source,
+    })?;
+    let program = resolve_command(name, std::env::var_os("PATH").as_deref(), &cwd)?;
+    let mut warnings = inspect_executable(&program);
+    let collector = contend_collector::install_lock_collector()
+        .map_err(|source| RecordError::Collector { source })?;
+    if collector
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .any(|b| b" :\t\n".contains(b))
+    {
+        warnings.push(format!(
+            "the collector path {} contains a space or colon, which LD_PRELOAD cannot express: \
+             the loader will ignore it",
+            collector.display()
+        ));
+    }
+    let mpi_recorder = if opts.mpi {
+        Some(mpi_recorder(opts, &program, &cwd)?)
+    } else {
+        None
+    };
+
+    prepare_output(&opts.output, opts.force)?;
+    let dir = &opts.output;
+    let io_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RecordError::Io { path, source }
+    };
+    for sub in ["locks", "maps"] {
+        let p = dir.join(sub);
+        fs::create_dir(&p).map_err(io_err(&p))?;
+    }
+    if mpi_recorder.is_some() {
+        let p = dir.join("mpi");
+        fs::create_dir(&p).map_err(io_err(&p))?;
+    }
+    let abs_dir = fs::canonicalize(dir).map_err(io_err(dir))?;
+
+    let cpu = CpuInfo::read();
+    let clock = Clock::calibrate(&cpu);
+
+    // The target's environment: the launcher's, plus the collector's.
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    // With --mpi only the MPI recorder is preloaded (it writes the maps
+    // snapshots itself), unless --locks asks for the lock collector too:
+    // then the collector comes first and writes the maps (the recorder
+    // sees it in LD_PRELOAD and leaves them to it).
+    let existing = env.get(OsStr::new("LD_PRELOAD"));
+    let preload = match &mpi_recorder {
+        Some((_, recorder)) if opts.mpi_with_locks => {
+            preload_value(&collector, Some(&preload_value(recorder, existing)))
+        }
+        Some((_, recorder)) => preload_value(recorder, existing),
+        None => preload_value(&collector, existing),
+    };
+    env.insert("LD_PRELOAD".into(), preload);
+    env.insert("CONTEND_DIR".into(), abs_dir.clone().into_os_string());
+    env.insert("CONTEND_CLOCK".into(), clock.name().into());
+    env.insert("CONTEND_TSC_HZ".into(), clock.tsc_hz().to_string().into());
+    env.insert(
+        "CONTEND_STACK_EVERY".into(),
+        opts.stack_every.to_string().into(),
+    );
+    if let Some(kb) = opts.chunk_kb {
+        env.insert("CONTEND_CHUNK_KB".into(), kb.to_string().into());
+    }
+
+    let (host, kernel) = uname();
+    let mut meta = RunMeta {
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: opts.command.clone(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        env: recorded_env(&env),
+        host,
+        kernel,
+        cpu_model: cpu.model.clone(),
+        cpus: online_cpus(),
+        clock: clock.name().to_string(),
+        tsc_hz: clock.tsc_hz(),
+        calibration: clock.start_points(),
+        complete: false,
+        stack_every: opts.stack_every,
+        warnings: warnings.clone(),
+        ..RunMeta::default()
+    };
+    meta.start_utc = format_utc(SystemTime::now());
+    meta.start_monotonic_ns = monotonic_ns();
+    if let Err(e) = meta.write(dir) {
+        let _ = fs::remove_dir_all(dir);
+        return Err(e.into());
+    }
+
+    let mut cmd = Command::new(&program);
+    cmd.arg0(name)
+        .args(&opts.command[1..])
+        .env_clear()
+        .envs(&env);
+    // Performance counters: opened by the child on itself just before
+    // exec (enable_on_exec), handed back over a socket.
+    let prepared = match counters::Prepared::new() {
+        Ok(p) => Some(p),
+        Err(e) => {
+            warnings.push(format!(
+                "performance counters are not recorded: cannot create a socket pair: {e}"
+            ));
+            None
+        }
+    };
+    let child_part = prepared.as_ref().map(counters::Prepared::child_part);
+    // SAFETY: the hook runs between fork and exec and only makes system
+    // calls on data it owns (no allocation, no locks).
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(set) = &cpu_set {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if let Some(c) = &child_part {
+                c.open_in_child();
+            }
+            Ok(())
+        });
+    }
+    let forwarding = forward::Forwarding::begin();
+    // The final record has the start taken right here, after the (synced)
+    // start record was written.
+    let start_utc = format_utc(SystemTime::now());
+    let start_ns = monotonic_ns();
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(source) => {
+            drop(forwarding);
+            let _ = fs::remove_dir_all(dir);
+            return Err(RecordError::Spawn {
+                path: program,
+                source,
+            });
+        }
+    };
+    let pid = child.id();
+    forwarding.started(pid);
+    meta.cpus_allowed = affinity(pid);
+    let opened = prepared.map(|p| p.collect("the target did not report its counters before exec"));
+    let sampler = match Sampler::start(
+        &dir.join(contend_trace::service::FILE_NAME),
+        pid,
+        opts.interval,
+        start_ns,
+    ) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warnings.push(format!("service time is not sampled: {e}"));
+            None
+        }
+    };
+
+    // Wait without reaping, stop forwarding, then reap: a signal arriving
+    // late can never hit another process that reused the pid.
+    if let Err(source) = wait_exited(pid) {
+        drop(forwarding);
+        if let Some(s) = sampler {
+            s.stop();
+        }
+        return Err(RecordError::Wait { pid, source });
+    }
+    let end_ns = monotonic_ns();
+    // The final sample is taken before reaping, while the target's main
+    // thread can still be read.
+    if let Some(error) = sampler.and_then(|s| s.stop().error) {
+        warnings.push(format!("service-time sampling stopped early: {error}"));
+    }
+    let end_point = clock.point();
+    let end_utc = format_utc(SystemTime::now());
+    forwarding.ended();
+    // Reap with wait4 for the target's resource usage (the CPU time that
+    // is the work measure without cycles).
+    let (status, cpu_time_ns) = reap(pid).map_err(|source| RecordError::Wait { pid, source })?;
+    drop(child);
+    drop(forwarding);
+    // Read after reaping: the counts of every exited thread and child have
+    // been added to the events we hold.
+    let mut run_counters = opened.map(counters::Opened::read).unwrap_or_default();
+    run_counters.cpu_time_ns = Some(cpu_time_ns);
+
+    let traces = count_traces(&dir.join("locks"));
+    if traces == 0 && mpi_recorder.is_none() {
+        warnings.push(
+            "no lock trace was written: the program may be statically linked, setuid, \
+             or cleared LD_PRELOAD"
+                .to_string(),
+        );
+    }
+    let mpi_ranks = count_mpi_ranks(&dir.join("mpi"));
+    if mpi_recorder.is_some() && mpi_ranks == 0 {
+        warnings.push(format!(
+            "no MPI rank called MPI_Init: is {} an MPI program? (a launcher that does not pass \
+             its environment to the ranks needs LD_PRELOAD and CONTEND_DIR passed explicitly, \
+             e.g. mpirun -x LD_PRELOAD -x CONTEND_DIR; see docs/usage.md)",
+            opts.command.join(" ")
+        ));
+    }
+    let wall_ns = end_ns.saturating_sub(start_ns);
+    meta.pid = Some(pid);
+    meta.start_utc = start_utc;
+    meta.start_monotonic_ns = start_ns;
+    meta.end_utc = Some(end_utc);
+    meta.end_monotonic_ns = Some(end_ns);
+    meta.wall_ns = Some(wall_ns);
+    meta.exit_code = status.code();
+    meta.signal = status.signal();
+    meta.calibration.extend(end_point);
+    meta.complete = true;
+    meta.warnings = warnings.clone();
+    meta.counters = Some(run_counters);
+    if let Err(e) = meta.write(dir) {
+        warnings.push(format!("could not complete the run description: {e}"));
+    }
+
+    Ok(RecordOutcome {
+        dir: dir.clone(),
+        exit_code: status.code(),
+        signal: status.signal(),
+        wall_ns,
+        traces,
+        warnings,
+        mpi_ranks,
+    })
+}
+
+/// `LD_PRELOAD` for the target: the collector first, then any libraries
+/// already preloaded (colon separated).
+pub fn preload_value(collector: &Path, existing: Option<&OsString>) -> OsString {
+    let mut v = collector.as_os_str().to_os_string();
+    if let Some(existing) =
+        existing.filter(|e| !e.as_bytes().iter().all(|b| *b == b' ' || *b == b':'))
+    {
+        v.push(":");
+        v.push(existing);
+    }
+    v
+}
+
+/// The part of the target's environment stored in `meta.json`: `CONTEND_*`,
+/// `OMP_*` and `LD_PRELOAD`.
+pub(crate) fn recorded_env(env: &BTreeMap<OsString, OsString>) -> BTreeMap<String, String> {
+    env.iter()
+        .map(|(k, v)| (k.to_string_lossy(), v))
+        .filter(|(k, _)| k.starts_with("CONTEND_") || k.starts_with("OMP_") || k == "LD_PRELOAD")
+        .map(|(k, v)| (k.into_owned(), v.to_string_lossy().into_owned()))
+        .collect()
+}
+
+/// Refuses an existing output unless `force` and it is a recording, which
+/// is then removed; finally creates the directory.
+pub(crate) fn prepare_output(dir: &Path, force: bool) -> Result<(), RecordError> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) => {
+            if !force {
+                return Err(RecordError::OutputExists {
+                    path: dir.to_path_buf(),
+                });
+            }
+            let is_recording = meta.is_dir()
+                && (dir.join(contend_trace::meta::META_FILE).is_file()
+                    || dir.join("locks").is_dir());
+            if !is_recording {
+                return Err(RecordError::NotARecording {
+                    path: dir.to_path_buf(),
+                });
+            }
+            fs::remove_dir_all(dir).map_err(|source| RecordError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(RecordError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    }
+    fs::create_dir(dir).map_err(|source| {
+        if source.kind() == io::ErrorKind::AlreadyExists {
+            RecordError::OutputExists {
+                path: dir.to_path_buf(),
+            }
+        } else {
+            RecordError::Io {
+                path: dir.to_path_buf(),
+                source,
+            }
+        }
+    })
+}
+
+pub(crate) fn count_traces(locks: &Path) -> usize {
+    fs::read_dir(locks).map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension() == Some(OsStr::new("ctrace")))
+            .count()
+    })
+}
+
+/// Waits until process `pid` (a child of the caller) has exited, without
+/// reaping it (`waitid(WEXITED | WNOWAIT)`, retried on EINTR), so its
+/// `/proc` entries can still be read. Errors: ECHILD when `pid` is not a
+/// child.
+pub fn wait_exited(pid: u32) -> io::Result<()> {
+    loop {
+        // SAFETY: waitid with a valid out-pointer to a zeroed siginfo_t.
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Reaps the (exited) child `pid` with `wait4`: its exit status and the
+/// user + system CPU time of it and of the descendants it waited for, ns.
+pub(crate) fn reap(pid: u32) -> io::Result<(std::process::ExitStatus, u64)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: valid out-pointers; rusage is plain data.
+        let (rc, ru) = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            let rc = libc::wait4(pid as libc::pid_t, &mut status, 0, &mut ru);
+            (rc, ru)
+        };
+        if rc == pid as libc::pid_t {
+            let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+            let cpu_ns = (us(ru.ru_utime) + us(ru.ru_stime)) * 1000;
+            return Ok((std::process::ExitStatus::from_raw(status), cpu_ns));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preload_prepends() {
+        let c = Path::new("/c/lib.so");
+        assert_eq!(preload_value(c, None), OsString::from("/c/lib.so"));
+        assert_eq!(
+            preload_value(c, Some(&OsString::from(""))),
+            OsString::from("/c/lib.so")
+        );
+        assert_eq!(
+            preload_value(c, Some(&OsString::from("/x.so /y.so"))),
+            OsString::from("/c/lib.so:/x.so /y.so")
+        );
+    }
+
+    #[test]
+    fn env_summary_keeps_only_relevant_variables() {
+        let env: BTreeMap<OsString, OsString> = [
+            ("PATH", "/bin"),
+            ("CONTEND_DIR", "/r"),
+            ("OMP_NUM_THREADS", "4"),
+            ("LD_PRELOAD", "/c.so"),
+            ("LD_LIBRARY_PATH", "/l"),
+            ("HOME", "/root"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let kept: Vec<_> = recorded_env(&env).into_keys().collect();
+        assert_eq!(kept, ["CONTEND_DIR", "LD_PRELOAD", "OMP_NUM_THREADS"]);
+    }
+}
