@@ -280,6 +280,36 @@ impl SampleWriter {
 }
 
 impl SampleFile {
+    /// Makes the first tick a baseline: the threads it holds count from it,
+    /// not from their start. For an attach recording, whose first tick reads
+    /// threads that ran long before the attach, so that what they ran before
+    /// is not counted as service in the first interval. Each thread's
+    /// counters at the first tick are subtracted from its later entries (up
+    /// to a reuse of its tid, flagged [`ENTRY_NEW`]), and set to 0 there.
+    pub fn count_from_first_tick(&mut self) {
+        let Some((first, rest)) = self.ticks.split_first_mut() else {
+            return;
+        };
+        let mut base: std::collections::HashMap<(u32, u32), (u64, u64, u32)> =
+            std::collections::HashMap::new();
+        for e in &mut first.entries {
+            base.insert((e.pid, e.tid), (e.run_ns, e.wait_ns, e.slices));
+            (e.run_ns, e.wait_ns, e.slices) = (0, 0, 0);
+        }
+        for tick in rest {
+            for e in &mut tick.entries {
+                let key = (e.pid, e.tid);
+                if e.flags & ENTRY_NEW != 0 {
+                    base.remove(&key);
+                } else if let Some(b) = base.get(&key) {
+                    e.run_ns = e.run_ns.saturating_sub(b.0);
+                    e.wait_ns = e.wait_ns.saturating_sub(b.1);
+                    e.slices = e.slices.saturating_sub(b.2);
+                }
+            }
+        }
+    }
+
     /// Reads the sample file at `path`.
     ///
     /// Errors: the file cannot be read ([`TraceError::Io`]), or its header

@@ -16,8 +16,8 @@
 
 use std::time::Instant;
 
-use contend::locks::ResolvedSite;
 use contend::mpi::{analyze, build_report, MpiOptions, SiteResolver};
+use contend::symbols::ResolvedSite;
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
     RecvPost, SendPost, SELF_COMM, WORLD_COMM,

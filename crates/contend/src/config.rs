@@ -115,8 +115,10 @@ pub enum DurationValue {
 }
 
 impl DurationValue {
-    /// The value in ns, or a message saying what is wrong.
-    pub fn to_ns(&self) -> Result<u64, String> {
+    /// The value in ns.
+    ///
+    /// Errors: a text that is not a duration ([`parse_duration`]).
+    pub fn to_ns(&self) -> Result<u64, DurationError> {
         match self {
             DurationValue::Nanoseconds(n) => Ok(*n),
             DurationValue::Text(s) => parse_duration_ns(s),
@@ -150,7 +152,7 @@ impl Config {
         .into_iter()
         .flatten()
         {
-            d.to_ns().map_err(invalid)?;
+            d.to_ns().map_err(|e| invalid(e.to_string()))?;
         }
         if let Some(re) = &cfg.filter.sites {
             regex::Regex::new(re).map_err(|e| invalid(format!("filter.sites: {e}")))?;
@@ -170,8 +172,32 @@ impl Config {
     }
 }
 
-/// Parses `"250"`, `"250ns"`, `"10us"`, `"10µs"`, `"1.5ms"`, `"2s"` into ns.
-pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+/// A text that is not a duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// No number where the duration should start.
+    #[error("`{0}` is not a duration (give seconds, 0.5, or a number with a unit: 250ns, 10us, 1.5ms, 2s, 5min)")]
+    NotANumber(String),
+    /// A number with a unit this parser does not know.
+    #[error(
+        "`{text}`: unknown unit `{unit}` (use ns, us, ms, s, min or h; a bare number is seconds)"
+    )]
+    UnknownUnit {
+        /// The text given.
+        text: String,
+        /// The unit found.
+        unit: String,
+    },
+}
+
+/// Parses a duration: a number of seconds (`10`, `0.5`) or a number with a
+/// unit: `250ns`, `10us` (or `µs`), `1.5ms`, `2s`, `5min` (or `m`), `1h`.
+/// The one parser of every duration flag (`--duration`, `--interval`,
+/// `--min-duration`, `--threshold-p2p`, …) and of the duration strings in
+/// `contend.toml`: a bare number always means seconds.
+///
+/// Errors: [`DurationError`], saying what is expected.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -179,19 +205,35 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     let (num, unit) = t.split_at(split);
     let value: f64 = num
         .parse()
-        .map_err(|_| format!("`{s}` is not a duration (expected e.g. 250ns, 10us, 1.5ms, 2s)"))?;
-    let scale = match unit.trim() {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
+        .map_err(|_| DurationError::NotANumber(s.to_string()))?;
+    let seconds = match unit.trim() {
+        "" | "s" => 1.0,
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
         other => {
-            return Err(format!(
-                "`{s}`: unknown unit `{other}` (use ns, us, ms or s)"
-            ))
+            return Err(DurationError::UnknownUnit {
+                text: s.to_string(),
+                unit: other.to_string(),
+            })
         }
     };
-    Ok((value * scale).round() as u64)
+    // Whole nanoseconds, computed without the rounding error of seconds as
+    // a float for the small units.
+    let ns = (value * seconds * 1e9).round();
+    if !ns.is_finite() || ns > u64::MAX as f64 {
+        return Err(DurationError::NotANumber(s.to_string()));
+    }
+    Ok(std::time::Duration::from_nanos(ns as u64))
+}
+
+/// [`parse_duration`] in whole nanoseconds.
+///
+/// Errors: as [`parse_duration`].
+pub fn parse_duration_ns(s: &str) -> Result<u64, DurationError> {
+    parse_duration(s).map(|d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
 }
 
 #[cfg(test)]
@@ -200,12 +242,18 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration_ns("250").unwrap(), 250);
+        // A bare number is seconds, everywhere (it once meant ns here and
+        // seconds in `stress --duration`).
+        assert_eq!(parse_duration_ns("250").unwrap(), 250_000_000_000);
+        assert_eq!(parse_duration_ns("0.5").unwrap(), 500_000_000);
+        assert_eq!(parse_duration_ns("250ns").unwrap(), 250);
+        assert_eq!(parse_duration_ns("5min").unwrap(), 300_000_000_000);
         assert_eq!(parse_duration_ns("10us").unwrap(), 10_000);
         assert_eq!(parse_duration_ns("1.5ms").unwrap(), 1_500_000);
         assert_eq!(parse_duration_ns(" 2s ").unwrap(), 2_000_000_000);
         assert!(parse_duration_ns("5 parsecs")
             .unwrap_err()
+            .to_string()
             .contains("unknown unit"));
         assert!(parse_duration_ns("fast").is_err());
     }

@@ -1,26 +1,52 @@
 //! # contend
 //!
-//! Analyses and reports of the `contend` contention profiler. The pipeline is
-//! visible in the modules: a [`recording`] directory (written by
-//! [`record`] and the in-process collector, described by [`meta`]) is read
-//! through `contend_trace`, addresses are resolved by [`symbolize`], the
-//! [`locks`] analysis pairs operations into lock events and marks the
-//! critical path, and [`report`] renders results in text, Markdown, LaTeX,
-//! CSV or JSON, alone or as a [`compare`] of several runs; [`config`] reads
-//! `contend.toml`.
+//! The offline side of the `contend` contention profiler: a recording read
+//! once, the analyses, the report, its renderings, the exports and the
+//! comparison of runs. The pipeline runs one way, and the modules follow
+//! it:
 //!
-//! Design constraints: analyses never see command-line parsing (the binary
-//! turns flags into the plain structs here); every error names the file and
-//! the problem; a damaged trace is analysed as far as it goes and the damage
-//! is reported, never hidden.
+//! ```text
+//! recording ─▶ analysis (locks, service, counters, mpi, …) ─▶ report ─▶ render (text, md, latex, csv, json)
+//!  (read once)  ANALYZERS, each returns its own section        │        compare (several reports)
+//!                and keeps its per-event results ─────────────┴──────▶ export (folded, …)
+//! ```
+//!
+//! - [`recording`]: [`Recording::open`](recording::Recording::open) reads
+//!   every part of a recording directory once (formats of `contend-trace`).
+//! - [`analysis`]: [`analyze`] runs every registered
+//!   [`Analyzer`](analysis::Analyzer) ([`locks`] with the critical path,
+//!   [`service`] time, [`counters`], [`mpi`] wait states) with the shared
+//!   [`symbols`], assembles the [`report::Report`] and keeps the per-event
+//!   results for exporters in an [`analysis::Analysis`].
+//! - [`report`]: the report model, the section trait and the
+//!   format-neutral table layout; [`render`]: text, Markdown, LaTeX, CSV,
+//!   JSON; [`compare`]: several reports side by side; [`export`]: formats
+//!   written from the per-event results; [`speedup`]: the speed-up loss
+//!   model of a scale directory, its own document; [`config`]:
+//!   `contend.toml` and durations.
+//!
+//! Design constraints: nothing here runs or controls a process (that is
+//! `contend-record`), so this crate builds without a C compiler and reads
+//! recordings made on other machines; analyses never see command-line
+//! parsing (the binary turns flags into the plain structs here); every
+//! error names the file and the problem; a damaged trace is analysed as far
+//! as it goes and the damage is reported, never hidden. docs/architecture.md
+//! says where each concept lives.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod compare;
 pub mod config;
 pub mod counters;
+pub mod export;
 pub mod locks;
 pub mod mpi;
 pub mod recording;
+pub mod render;
 pub mod report;
 pub mod service;
 pub mod speedup;
+pub mod symbols;
+
+pub use analysis::{analyze, Analysis, AnalysisOptions, NoProgress, Progress};
+pub use recording::Recording;

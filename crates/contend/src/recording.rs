@@ -1,16 +1,24 @@
-//! Reading a recording directory (`contend.data`): run metadata, every
-//! process's lock trace and memory-map snapshots, and one clock for all.
+//! A recording directory (`contend.data`), read once: the run description
+//! `meta.json`, every process's lock trace, the memory-map snapshots, the
+//! service-time samples, the MPI rank traces, and one clock for all of
+//! them. The formats are `contend_trace`'s (docs/trace-format.md).
 //!
-//! A recording is analysed as far as it goes: a trace that cannot be read
-//! is named in [`Recording::warnings`] and the others are still used; only
-//! a directory that is not a recording at all is an error.
+//! A recording is analysed as far as it goes. Only a directory that is not
+//! a recording at all is an error; everything else stays with the part it
+//! concerns: a lock trace or a maps file that cannot be read is named in
+//! [`Recording::warnings`] and the other processes are still used; a
+//! service-sample file or an MPI directory that cannot be read is kept as
+//! the error in [`Recording::service`] or [`Recording::mpi`], for the
+//! analysis of that part to report.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use contend_trace::{format, CalibrationPoint, ClockFit, LockTrace};
-
-use contend_symbolize::ProcessMaps;
+use contend_symbolize::{ProcessMaps, SymbolizeError};
 use contend_trace::meta::RunMeta;
+use contend_trace::mpi::MpiRecording;
+use contend_trace::service::SampleFile;
+use contend_trace::{format, CalibrationPoint, ClockFit, LockTrace, TraceError};
 
 /// Errors opening a recording. Messages name the path.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +31,8 @@ pub enum RecordingError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The directory holds no `meta.json` and no `locks/` traces.
+    /// The directory holds no `meta.json`, no `locks/` traces and no
+    /// `mpi/` traces.
     #[error("{}: not a contend recording (no meta.json and no locks/*.ctrace); create one with `contend record -o {} -- CMD`", path.display(), path.display())]
     NotARecording {
         /// The path.
@@ -31,7 +40,7 @@ pub enum RecordingError {
     },
 }
 
-/// One traced process.
+/// One lock-traced process.
 #[derive(Debug)]
 pub struct ProcessRecording {
     /// The decoded trace.
@@ -47,19 +56,34 @@ pub struct Recording {
     pub dir: PathBuf,
     /// `meta.json`, when present and readable.
     pub meta: Option<RunMeta>,
-    /// Traced processes, ordered by the start of their collector.
+    /// Lock-traced processes, ordered by the start of their collector.
     pub processes: Vec<ProcessRecording>,
     /// Ticks → CLOCK_MONOTONIC ns, fitted through every calibration point.
     pub clock: ClockFit,
-    /// Problems found, one sentence each, naming the file.
+    /// Problems of `meta.json`, the lock traces and their maps, one
+    /// sentence each, naming the file.
     pub warnings: Vec<String>,
+    /// The service-time samples (`service.csamp`): `None` when the
+    /// recording has none (made before sampling existed, or the sampler
+    /// could not start), else the samples or why they cannot be read. For
+    /// a recording of `contend record -p PID` the first tick is already a
+    /// baseline ([`contend_trace::service::SampleFile::count_from_first_tick`]).
+    pub service: Option<Result<SampleFile, TraceError>>,
+    /// The MPI rank traces (`mpi/`): `None` when the recording has no
+    /// `mpi/` directory, else the traces or why they cannot be read.
+    pub mpi: Option<Result<MpiRecording, TraceError>>,
+    /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
+    /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
+    /// reason it could not be.
+    maps_files: BTreeMap<String, Result<ProcessMaps, SymbolizeError>>,
 }
 
 impl Recording {
-    /// Opens the recording in `dir`.
+    /// Opens the recording in `dir` and reads all of it.
     ///
-    /// Errors: `dir` missing or unreadable, or not a recording. Unreadable
-    /// traces, maps and metadata become warnings.
+    /// Errors: `dir` missing or unreadable ([`RecordingError::Io`]), or not
+    /// a recording ([`RecordingError::NotARecording`]). Unreadable parts
+    /// are kept as warnings or errors of their part (see the module docs).
     pub fn open(dir: &Path) -> Result<Recording, RecordingError> {
         let io = |source| RecordingError::Io {
             path: dir.to_path_buf(),
@@ -72,7 +96,7 @@ impl Recording {
             });
         }
         let mut warnings = Vec::new();
-        let meta_path = dir.join("meta.json");
+        let meta_path = dir.join(contend_trace::meta::META_FILE);
         let meta = if meta_path.exists() {
             match RunMeta::read(dir) {
                 Ok(m) => {
@@ -92,8 +116,7 @@ impl Recording {
         } else {
             None
         };
-        // A recording may hold only MPI traces (`mpi/`, read by the MPI
-        // reader, not here).
+        // A recording may hold only MPI traces.
         let has_mpi = dir.join("mpi").is_dir();
         let locks_dir = dir.join("locks");
         let mut trace_paths: Vec<PathBuf> = match std::fs::read_dir(&locks_dir) {
@@ -113,6 +136,7 @@ impl Recording {
                 path: dir.to_path_buf(),
             });
         }
+        let maps_files = read_maps_files(&dir.join("maps"));
         trace_paths.sort();
         let mut processes = Vec::new();
         for path in trace_paths {
@@ -125,8 +149,15 @@ impl Recording {
                         .file_stem()
                         .map(|s| s.to_string_lossy().into_owned())
                         .unwrap_or_default();
-                    let maps_path = dir.join("maps").join(format!("{stem}.maps"));
-                    let maps = match ProcessMaps::from_file(&maps_path) {
+                    let maps = match maps_files.get(&stem) {
+                        Some(Ok(m)) => Ok(m.clone()),
+                        Some(Err(e)) => Err(e.to_string()),
+                        None => {
+                            ProcessMaps::from_file(dir.join("maps").join(format!("{stem}.maps")))
+                                .map_err(|e| e.to_string())
+                        }
+                    };
+                    let maps = match maps {
                         Ok(m) => Some(m),
                         Err(e) => {
                             warnings.push(format!(
@@ -143,12 +174,18 @@ impl Recording {
         }
         processes.sort_by_key(|p| (p.trace.start.monotonic_ns, p.trace.pid));
         let clock = fit_clock(meta.as_ref(), &processes, &mut warnings);
+        let attached = meta.as_ref().is_some_and(|m| m.attach.is_some());
+        let service = read_service(dir, attached);
+        let mpi = contend_trace::read_mpi_recording(dir).transpose();
         Ok(Recording {
             dir: dir.to_path_buf(),
             meta,
             processes,
             clock,
             warnings,
+            service,
+            mpi,
+            maps_files,
         })
     }
 
@@ -160,6 +197,71 @@ impl Recording {
             self.clock.to_ns(ticks)
         }
     }
+
+    /// The memory maps of lock-traced process `process` (index in
+    /// [`Recording::processes`]), when they could be read.
+    pub fn process_maps(&self, process: u32) -> Option<&ProcessMaps> {
+        self.processes.get(process as usize)?.maps.as_ref()
+    }
+
+    /// Every maps file of the process `pid`, the latest exec generation
+    /// first (`<pid>.<n>.maps` before `<pid>.maps`), each parsed or with
+    /// the reason it could not be; empty when the recording has none (a
+    /// rank of an MPI recording is usually its launcher's child exec'ing
+    /// the program, so its program's maps are a later generation).
+    pub fn maps_of_pid(&self, pid: u32) -> Vec<Result<&ProcessMaps, &SymbolizeError>> {
+        let prefix = format!("{pid}.");
+        let mut found: Vec<(u32, &Result<ProcessMaps, SymbolizeError>)> = self
+            .maps_files
+            .iter()
+            .filter_map(|(stem, m)| {
+                let generation = if *stem == pid.to_string() {
+                    0
+                } else {
+                    stem.strip_prefix(&prefix)?.parse::<u32>().ok()?
+                };
+                Some((generation, m))
+            })
+            .collect();
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
+        found.into_iter().map(|(_, m)| m.as_ref()).collect()
+    }
+
+    /// The program's run time, ns: the launcher's start to end when
+    /// `meta.json` has it, else `None`.
+    pub fn wall_ns(&self) -> Option<u64> {
+        self.meta.as_ref().and_then(|m| m.wall_ns)
+    }
+}
+
+/// Parses every `*.maps` file in `maps_dir`, by stem.
+fn read_maps_files(maps_dir: &Path) -> BTreeMap<String, Result<ProcessMaps, SymbolizeError>> {
+    let Ok(rd) = std::fs::read_dir(maps_dir) else {
+        return BTreeMap::new();
+    };
+    rd.flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "maps"))
+        .filter_map(|p| {
+            let stem = p.file_stem()?.to_string_lossy().into_owned();
+            Some((stem, ProcessMaps::from_file(&p)))
+        })
+        .collect()
+}
+
+/// Reads `service.csamp`; with `attached` (a recording of `contend record
+/// -p PID`) its first tick becomes a baseline.
+fn read_service(dir: &Path, attached: bool) -> Option<Result<SampleFile, TraceError>> {
+    let path = dir.join(contend_trace::service::FILE_NAME);
+    if !path.exists() {
+        return None;
+    }
+    Some(SampleFile::read(&path).map(|mut file| {
+        if attached {
+            file.count_from_first_tick();
+        }
+        file
+    }))
 }
 
 /// Fits the TSC line through the launcher's points and every trace's.

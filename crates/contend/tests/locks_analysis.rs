@@ -3,10 +3,11 @@
 //! timeout, unmatched/unreleased), critical-path marking (Chen & Stenström
 //! as in Venter 2016, Listing 3.5) and the summary arithmetic (Table 4.9).
 
-use contend::locks::aggregate::{aggregate, union_length, EventFilter, ResolvedSite, Resolver};
+use contend::locks::aggregate::{aggregate, union_length, EventFilter};
 use contend::locks::{
     mark_critical_path, pair_operations, EventSet, OpSource, Outcome, ThreadInput, TimeMap,
 };
+use contend::symbols::{ResolvedSite, Resolver};
 use contend_trace::{Phase, Primitive, RawOp, NO_STACK};
 
 use Phase::*;

@@ -2,10 +2,10 @@
 //! every expected number worked out by hand in the comments from the
 //! definitions in docs/mpi-wait-states.md.
 
-use contend::locks::ResolvedSite;
 use contend::mpi::{
     analyze, build_report, MpiOptions, MpiReport, Pattern, SiteResolver, WaitState,
 };
+use contend::symbols::ResolvedSite;
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
     ProbedMessage, RecvPost, SendPost, StartedRequest, ANY_TAG, SELF_COMM, WORLD_COMM,
@@ -1440,11 +1440,32 @@ fn small_report() -> contend::report::Report {
             ],
         ),
     ]);
-    let mut report = contend::report::Report::default();
-    report.run.command = vec!["mpirun".into(), "-np".into(), "3".into(), "./app".into()];
-    report.run.exit_code = Some(0);
-    report.run.wall_ns = 1_000;
-    contend::mpi::add_mpi_to_report(&rec, &mut report, &MpiOptions::default(), &mut FakeSites);
+    let run = contend::report::RunInfo {
+        command: vec!["mpirun".into(), "-np".into(), "3".into(), "./app".into()],
+        exit_code: Some(0),
+        wall_ns: 1_000,
+        ..Default::default()
+    };
+    report_of_mpi(&rec, run)
+}
+
+/// The report `contend::analyze` makes of an MPI-only recording holding
+/// `rec`: a lock section saying there are no lock traces, the MPI section
+/// (call sites named by [`FakeSites`]) and the analysis's warnings.
+fn report_of_mpi(rec: &MpiRecording, run: contend::report::RunInfo) -> contend::report::Report {
+    let a = analyze(rec);
+    let m = build_report(rec, &a, &MpiOptions::default(), &mut FakeSites);
+    let locks = contend::locks::LockReport {
+        no_events_reason: Some(format!(
+            "No lock trace was recorded; this recording holds the MPI traces of {} rank(s), analysed in the MPI sections.",
+            m.ranks_traced
+        )),
+        ..Default::default()
+    };
+    let mut report = contend::report::Report::new(run).with(locks).with(m);
+    report
+        .warnings
+        .extend(a.warnings.iter().map(|w| format!("MPI: {w}")));
     report
 }
 
@@ -1455,7 +1476,7 @@ fn small_report_numbers() {
     // 390 → 80; charged 80 (rank 1). Barrier: last rank 1 (520): rank 0
     // waits 20, rank 2 waits 10. Rank 1 caused 150 + 80 + 30 = 260.
     let r = small_report();
-    let m = r.mpi.as_ref().unwrap();
+    let m = r.section::<MpiReport>().unwrap();
     assert_eq!((m.late_receiver.count, m.late_receiver.wait_ns), (1, 150));
     assert_eq!((m.late_sender.count, m.late_sender.wait_ns), (1, 80));
     assert_eq!(
@@ -1525,13 +1546,14 @@ fn json_keys_are_present() {
         }
     }
     // A report without MPI has no key.
-    let plain = serde_json::to_value(contend::report::Report::default()).unwrap();
+    let plain = serde_json::to_value(contend::report::Report::new(Default::default())).unwrap();
     assert!(plain.get("mpi").is_none());
 }
 
 #[test]
 fn text_report_snapshot() {
-    use contend::report::{render_report, OutputFormat, RenderOptions};
+    use contend::render::{render_report, OutputFormat};
+    use contend::report::RenderOptions;
     let opts = RenderOptions {
         color: false,
         top: 0,
@@ -1545,7 +1567,8 @@ fn text_report_snapshot() {
 
 #[test]
 fn every_format_renders_the_mpi_sections() {
-    use contend::report::{render_report, OutputFormat, RenderOptions};
+    use contend::render::{render_report, OutputFormat};
+    use contend::report::RenderOptions;
     let r = small_report();
     for f in OutputFormat::ALL {
         let out = render_report(&r, f, &RenderOptions::default());
@@ -1565,12 +1588,13 @@ fn every_format_renders_the_mpi_sections() {
 #[test]
 fn compare_two_mpi_runs() {
     use contend::compare::Comparison;
-    use contend::report::{render_comparison, OutputFormat, RenderOptions};
+    use contend::render::{render_comparison, OutputFormat};
+    use contend::report::RenderOptions;
     // Run B: the same program with the Ssend's receive posted 50 ns earlier
     // (late receiver 100 instead of 150: −33.3 %).
     let a = small_report();
     let mut b = small_report();
-    let m = b.mpi.as_mut().unwrap();
+    let m = b.section_mut::<MpiReport>().unwrap();
     m.late_receiver.wait_ns = 100;
     m.by_rank[1].caused_ns = 210;
     let c = Comparison::new(vec![("a".into(), a), ("b".into(), b)]);
@@ -1581,10 +1605,14 @@ fn compare_two_mpi_runs() {
         .unwrap();
     assert_eq!(lr.values, vec![Some(150.0), Some(100.0)]);
     assert!((lr.change_pct[1].unwrap() + 100.0 / 3.0).abs() < 1e-9);
-    let rank1 = c.mpi_by_rank.iter().find(|i| i.name == "rank 1").unwrap();
+    let rank1 = c
+        .items("mpi_by_rank")
+        .iter()
+        .find(|i| i.name == "rank 1")
+        .unwrap();
     let caused = rank1.metrics.iter().find(|m| m.key == "caused_ns").unwrap();
     assert_eq!(caused.values, vec![Some(260.0), Some(210.0)]);
-    assert!(!c.mpi_by_site.is_empty());
+    assert!(!c.items("mpi_by_site").is_empty());
     let text = render_comparison(&c, OutputFormat::Text, &RenderOptions::default());
     assert!(text.contains("Late receiver: total wait"), "{text}");
     assert!(text.contains("-33.3"), "{text}");
@@ -1609,7 +1637,10 @@ fn compare_two_mpi_runs() {
     // A run without MPI: its MPI values are null, not zero.
     let c = Comparison::new(vec![
         ("a".into(), small_report()),
-        ("none".into(), contend::report::Report::default()),
+        (
+            "none".into(),
+            contend::report::Report::new(Default::default()),
+        ),
     ]);
     let lr = c
         .metrics
@@ -1859,7 +1890,7 @@ fn real_mpirun_waits(imp: contend_collector::MpiImplementation) {
 #[test]
 fn call_sites_resolve_in_the_exec_generation_that_maps_them() {
     use contend::mpi::MapsSiteResolver;
-    use contend_symbolize::Symbolizer;
+    use contend::symbols::Symbols;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("maps")).unwrap();
     std::fs::write(
@@ -1872,7 +1903,11 @@ fn call_sites_resolve_in_the_exec_generation_that_maps_them() {
         "# snapshot 0 200\n555600000000-555600010000 r-xp 00000000 fe:00 2 /opt/app/solver\n",
     )
     .unwrap();
-    let mut r = MapsSiteResolver::new(dir.path(), Symbolizer::new());
+    // An MPI recording: the maps and an (empty) `mpi/`.
+    std::fs::create_dir(dir.path().join("mpi")).unwrap();
+    let rec = contend::Recording::open(dir.path()).unwrap();
+    let symbols = Symbols::new();
+    let mut r = MapsSiteResolver::new(&rec, &symbols);
     let site = r.site(4242, 0x5556_0000_1234);
     assert_eq!(site.module.as_deref(), Some("/opt/app/solver"));
     assert_eq!(site.offset, 0x1234);
@@ -1893,19 +1928,28 @@ fn mpi_only_recording_opens_and_reports() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("mpi")).unwrap();
     let rec = contend::recording::Recording::open(dir.path()).expect("an MPI-only recording opens");
-    let mut report = contend::locks::analyze_default(&rec, &contend::locks::EventFilter::default());
-    contend::mpi::add_to_report(dir.path(), &mut report, &MpiOptions::default());
-    assert!(report.mpi.is_some(), "{:?}", report.warnings);
+    let report = contend::analyze(&rec, &Default::default(), &contend::NoProgress).into_report();
+    assert!(
+        report.section::<MpiReport>().is_some(),
+        "{:?}",
+        report.warnings
+    );
     assert!(report
-        .locks
+        .section::<contend::locks::LockReport>()
+        .unwrap()
         .no_events_reason
         .as_deref()
         .is_some_and(|r| r.contains("MPI")));
-    // Without mpi/: no MPI part, no warning.
+    // Without mpi/: no MPI part, no MPI warning.
     let plain = tempfile::tempdir().unwrap();
     std::fs::write(plain.path().join("meta.json"), "{}").unwrap();
-    let mut report = contend::report::Report::default();
-    contend::mpi::add_to_report(plain.path(), &mut report, &MpiOptions::default());
-    assert!(report.mpi.is_none());
-    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let rec = contend::recording::Recording::open(plain.path()).unwrap();
+    let report = contend::analyze(&rec, &Default::default(), &contend::NoProgress).into_report();
+    assert!(report.section::<MpiReport>().is_none());
+    let mpi_warnings: Vec<&String> = report
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("MPI"))
+        .collect();
+    assert!(mpi_warnings.is_empty(), "{mpi_warnings:?}");
 }

@@ -1,11 +1,13 @@
 //! Report renderers and the run comparison, on reports built by hand.
 
-use contend::compare::{percent_change, Comparison, Unit};
-use contend::report::model::{
-    CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, Report, RunInfo,
-    SiteRow, ThreadRow, WaitKindRow,
+use contend::compare::Comparison;
+use contend::locks::{
+    CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
+    WaitKindRow,
 };
-use contend::report::{render_comparison, render_report, OutputFormat, RenderOptions, TimeUnit};
+use contend::render::{render_comparison, render_report, OutputFormat};
+use contend::report::compared::{percent_change, Unit};
+use contend::report::{RenderOptions, Report, RunInfo, TimeUnit};
 use serde_json::Value;
 
 fn lock(
@@ -61,9 +63,21 @@ fn site(function: Option<&str>, file: Option<(&str, u32)>, display: &str, wait_n
 
 /// A report with two processes' worth of detail: three locks, two sites,
 /// threads, histogram buckets, other waits and a warning.
+/// A report of `run` with the lock section `locks` and `warnings`.
+fn report_of(run: RunInfo, locks: LockReport, warnings: Vec<String>) -> Report {
+    let mut r = Report::new(run).with(locks);
+    r.warnings = warnings;
+    r
+}
+
+/// The lock section of `r`.
+fn locks(r: &mut Report) -> &mut LockReport {
+    r.section_mut::<LockReport>().unwrap()
+}
+
 fn sample() -> Report {
-    Report {
-        run: RunInfo {
+    report_of(
+        RunInfo {
             recording: "contend.data".into(),
             command: vec!["./queue".into(), "--threads".into(), "4".into()],
             exit_code: Some(0),
@@ -77,7 +91,7 @@ fn sample() -> Report {
             processes: 1,
             threads: 9,
         },
-        locks: LockReport {
+        LockReport {
             summary: LockSummary {
                 program_ns: 14_770_000_000,
                 events: 991_471,
@@ -189,12 +203,8 @@ fn sample() -> Report {
             no_events_reason: None,
             sites_without_debug_info: vec!["/usr/lib/libfoo.so".into()],
         },
-        warnings: vec!["trace of thread 4244 ends early: its last chunk is incomplete".into()],
-        service: None,
-        counters: None,
-        speedup: None,
-        mpi: None,
-    }
+        vec!["trace of thread 4244 ends early: its last chunk is incomplete".into()],
+    )
 }
 
 fn opts() -> RenderOptions {
@@ -438,7 +448,7 @@ fn assert_markdown_tables_well_formed(md: &str) -> usize {
 #[test]
 fn markdown_tables_are_well_formed() {
     let mut r = sample();
-    r.locks.by_site[0].function = Some("operator|".into());
+    locks(&mut r).by_site[0].function = Some("operator|".into());
     let md = render_report(&r, OutputFormat::Markdown, &opts());
     assert!(md.contains("operator\\|"));
     assert!(md.contains("> **Warning:**"));
@@ -451,7 +461,7 @@ fn markdown_tables_are_well_formed() {
 #[test]
 fn latex_escapes_special_characters() {
     let mut r = sample();
-    r.locks.by_lock[1].name = "cache&stats_100%_$#{x}~^\\".into();
+    locks(&mut r).by_lock[1].name = "cache&stats_100%_$#{x}~^\\".into();
     let tex = render_report(&r, OutputFormat::Latex, &opts());
     assert!(tex.contains("queue\\_lock"));
     assert!(tex.contains("cache\\&stats\\_100\\%\\_\\$\\#\\{x\\}\\textasciitilde{}\\textasciicircum{}\\textbackslash{}"), "{tex}");
@@ -585,15 +595,15 @@ fn csv_parses_back_with_raw_numbers() {
 /// in the first, `head_lock` only in the second.
 fn two_runs() -> Comparison {
     let mut a = sample();
-    a.locks.summary.wait_ns = 200;
-    a.locks.summary.failed_events = 0;
-    a.locks.by_lock[0].wait_ns = 200;
+    locks(&mut a).summary.wait_ns = 200;
+    locks(&mut a).summary.failed_events = 0;
+    locks(&mut a).by_lock[0].wait_ns = 200;
     let mut b = sample();
-    b.locks.summary.wait_ns = 150;
-    b.locks.summary.failed_events = 3;
-    b.locks.by_lock[0].wait_ns = 150;
-    b.locks.by_lock[2] = lock("head_lock", "0x55d0c0a6cd40", "mutex", 10, 1_000, &[]);
-    b.locks.other_waits.clear();
+    locks(&mut b).summary.wait_ns = 150;
+    locks(&mut b).summary.failed_events = 3;
+    locks(&mut b).by_lock[0].wait_ns = 150;
+    locks(&mut b).by_lock[2] = lock("head_lock", "0x55d0c0a6cd40", "mutex", 10, 1_000, &[]);
+    locks(&mut b).other_waits.clear();
     Comparison::new(vec![("before".into(), a), ("after".into(), b)])
 }
 
@@ -625,13 +635,13 @@ fn comparison_computes_change_relative_to_the_first_run() {
     );
 
     // Locks are matched by name; one present in a single run has blanks.
-    let names: Vec<&str> = c.by_lock.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<&str> = c.items("by_lock").iter().map(|l| l.name.as_str()).collect();
     assert_eq!(
         names,
         ["queue_lock", "0x7f2638e6a978", "stats_lock", "head_lock"]
     );
     let lock_wait = |name: &str| {
-        c.by_lock
+        c.items("by_lock")
             .iter()
             .find(|l| l.name == name)
             .unwrap()
@@ -645,7 +655,7 @@ fn comparison_computes_change_relative_to_the_first_run() {
     assert_eq!(lock_wait("stats_lock").values, [Some(502_000_000.0), None]);
     assert_eq!(lock_wait("head_lock").values, [None, Some(1_000.0)]);
     assert_eq!(lock_wait("head_lock").change_pct, [None, None]);
-    assert_eq!(c.by_lock[3].best_rank, 2);
+    assert_eq!(c.items("by_lock")[3].best_rank, 2);
 
     let t = render_comparison(&c, OutputFormat::Text, &opts());
     assert!(t.contains("-25.0 %"), "{t}");
@@ -686,23 +696,19 @@ fn comparison_top_keeps_items_in_the_top_of_any_run() {
 #[test]
 fn no_events_reason_replaces_the_tables() {
     let reason = "no lock operation was recorded: is the program statically linked?";
-    let r = Report {
-        run: RunInfo {
+    let r = report_of(
+        RunInfo {
             command: vec!["./static".into()],
             exit_code: Some(0),
             wall_ns: 1_000_000,
             ..RunInfo::default()
         },
-        locks: LockReport {
+        LockReport {
             no_events_reason: Some(reason.into()),
             ..LockReport::default()
         },
-        warnings: vec![],
-        service: None,
-        counters: None,
-        speedup: None,
-        mpi: None,
-    };
+        vec![],
+    );
     for format in [OutputFormat::Text, OutputFormat::Markdown] {
         let out = render_report(&r, format, &opts());
         assert!(out.contains(reason), "{format}: {out}");

@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use contend::locks::NoProgress;
-use contend::report::{render_report, OutputFormat, RenderOptions};
+use contend::render::{render_scale, OutputFormat};
+use contend::report::RenderOptions;
 use contend::speedup::{analyze_scale_dir, scale_report, SpeedupError};
+use contend::NoProgress;
 use contend_trace::counters::{CounterValue, MissingCounter, RunCounters};
 use contend_trace::meta::RunMeta;
 use contend_trace::scale::{ScaleManifest, ScaleRun, SCALE_FORMAT_VERSION};
@@ -403,13 +404,13 @@ fn uma_model_by_hand() {
     assert!(row.get("cycles_per_miss").is_none(), "{row}");
     assert_eq!(row["dependencies"]["lock_wait_s"], 0.9);
     for format in OutputFormat::ALL {
-        let text = render_report(&report, format, &RenderOptions::default());
+        let text = render_scale(&report, format, &RenderOptions::default());
         assert!(
             text.contains("0.32") || format == OutputFormat::Json,
             "{format}:\n{text}"
         );
     }
-    let text = render_report(&report, OutputFormat::Text, &RenderOptions::default());
+    let text = render_scale(&report, OutputFormat::Text, &RenderOptions::default());
     for want in [
         "Speed-up loss",
         "cpu time",
@@ -421,9 +422,9 @@ fn uma_model_by_hand() {
     }
 
     // Every recording's own service JSON has wall_s, cpu_s, active_threads.
-    let (svc, _) = contend::service::read_recording(&dir.join("m2-n2-r0"))
-        .unwrap()
-        .unwrap();
+    let rec = contend::Recording::open(&dir.join("m2-n2-r0")).unwrap();
+    let report = contend::analyze(&rec, &Default::default(), &NoProgress).into_report();
+    let svc = report.section::<contend::service::ServiceReport>();
     let v = serde_json::to_value(svc.unwrap()).unwrap();
     assert_eq!(v["wall_s"], 8.0);
     assert!(close(v["cpu_s"].as_f64().unwrap(), 12.8));
@@ -522,14 +523,14 @@ fn numa_cycles_and_stress_by_hand() {
     assert_close!(st.bandwidth_bytes_per_s.unwrap(), 2e9);
     assert_close!(st.wall_with_s, 4.4);
     let report = scale_report(dir, &NoProgress).unwrap();
-    let text = render_report(&report, OutputFormat::Text, &RenderOptions::default());
+    let text = render_scale(&report, OutputFormat::Text, &RenderOptions::default());
     for want in ["NUMA", "Induced", "18.18"] {
         assert!(text.contains(want), "{want} missing:\n{text}");
     }
-    let csv = render_report(&report, OutputFormat::Csv, &RenderOptions::default());
+    let csv = render_scale(&report, OutputFormat::Csv, &RenderOptions::default());
     assert!(csv.contains("speedup_model"), "{csv}");
     // LaTeX gets the model's symbols as math, not raw Unicode.
-    let tex = render_report(&report, OutputFormat::Latex, &RenderOptions::default());
+    let tex = render_scale(&report, OutputFormat::Latex, &RenderOptions::default());
     assert!(
         tex.contains("$\\omega$") && tex.contains("$\\delta$"),
         "{tex}"

@@ -11,10 +11,11 @@ use rustc_hash::FxHashMap;
 
 use super::critical_path::CriticalPath;
 use super::events::{EventSet, LockEvent, Outcome};
-use crate::report::model::{
+use super::model::{
     CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
     WaitKindRow,
 };
+use crate::symbols::{ResolvedSite, Resolver};
 
 /// Which events enter the tables (the thesis's mutexTool.conf filters).
 /// The critical path is always marked on all events first: it is a
@@ -63,37 +64,40 @@ impl EventFilter {
     }
 }
 
-/// A call site resolved for display.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ResolvedSite {
-    /// Function, demangled.
-    pub function: Option<String>,
-    /// Source file.
-    pub file: Option<String>,
-    /// Source line.
-    pub line: Option<u32>,
-    /// Module path.
-    pub module: Option<String>,
-    /// Offset in the module.
-    pub offset: u64,
-    /// `dwarf`, `symbols` or `none`.
-    pub debug: &'static str,
-    /// Short form, e.g. `dequeue (queue.c:82)`.
-    pub display: String,
+/// Names of the objects and call sites of an [`EventSet`], resolved once:
+/// `objects[i]` names `set.objects[i]` (its symbol, else its address in
+/// hexadecimal) and `sites[i]` is `set.sites[i]` resolved.
+#[derive(Debug, Clone, Default)]
+pub struct Names {
+    /// One per object of the event set.
+    pub objects: Vec<String>,
+    /// One per call site of the event set.
+    pub sites: Vec<ResolvedSite>,
 }
 
-/// Names objects and call sites; implemented over the symbolizer, and by
-/// plain fakes in tests.
-pub trait Resolver {
-    /// Resolves the call site with return address `address` in process
-    /// `process` (index in the recording).
-    fn site(&mut self, process: u32, address: u64) -> ResolvedSite;
-    /// Names a global or static object, `None` for heap/stack objects.
-    fn object(&mut self, process: u32, address: u64) -> Option<String>;
+/// Resolves every object and site of `set` once.
+pub fn resolve_names(set: &EventSet, resolver: &mut dyn Resolver) -> Names {
+    Names {
+        objects: set
+            .objects
+            .iter()
+            .map(|o| {
+                resolver
+                    .object(o.process, o.address)
+                    .unwrap_or_else(|| format!("{:#x}", o.address))
+            })
+            .collect(),
+        sites: set
+            .sites
+            .iter()
+            .map(|s| resolver.site(s.process, s.address))
+            .collect(),
+    }
 }
 
 /// Builds the lock part of a report from paired events and the marked
-/// critical path. `program_ns` is the program duration (Table 4.9, row 1).
+/// critical path, resolving objects and sites through `resolver`.
+/// `program_ns` is the program duration (Table 4.9, row 1).
 pub fn aggregate(
     set: &EventSet,
     path: &CriticalPath,
@@ -101,27 +105,25 @@ pub fn aggregate(
     resolver: &mut dyn Resolver,
     program_ns: u64,
 ) -> LockReport {
-    // Resolve every object and site once.
-    let object_names: Vec<String> = set
-        .objects
-        .iter()
-        .map(|o| {
-            resolver
-                .object(o.process, o.address)
-                .unwrap_or_else(|| format!("{:#x}", o.address))
-        })
-        .collect();
-    let sites: Vec<ResolvedSite> = set
-        .sites
-        .iter()
-        .map(|s| resolver.site(s.process, s.address))
-        .collect();
+    aggregate_named(set, path, &resolve_names(set, resolver), filter, program_ns)
+}
+
+/// [`aggregate`] with the names already resolved ([`resolve_names`]).
+pub fn aggregate_named(
+    set: &EventSet,
+    path: &CriticalPath,
+    names: &Names,
+    filter: &EventFilter,
+    program_ns: u64,
+) -> LockReport {
+    let object_names = &names.objects;
+    let sites = &names.sites;
     let lock_filter: Vec<bool> = if filter.locks.is_empty() {
         Vec::new()
     } else {
         set.objects
             .iter()
-            .zip(&object_names)
+            .zip(object_names)
             .map(|(o, name)| {
                 filter.locks.iter().any(|want| {
                     want == name

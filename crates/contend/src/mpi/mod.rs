@@ -9,14 +9,13 @@
 //! [`MpiRecording`]; [`analyze`] matches point-to-point messages and
 //! collective instances and finds every wait state with the rank that
 //! caused it ([`analysis`]); [`build_report`] applies the thresholds and sums
-//! per pattern, rank and call site ([`report`]); [`add_mpi_to_report`] puts
-//! the result into a [`Report`]. The exact definitions, in terms of the
+//! per pattern, rank and call site ([`report`]); [`layout`] draws it;
+//! [`MpiAnalyzer`] runs it all on a recording. The exact definitions, in terms of the
 //! enter and exit timestamps of the calls, are in `docs/mpi-wait-states.md`.
 
 pub mod analysis;
+pub mod layout;
 pub mod report;
-
-use std::path::Path;
 
 use contend_trace::mpi::MpiRecording;
 
@@ -26,48 +25,56 @@ pub use report::{
     MpiReport, MpiSiteRow, MpiThresholds, RankNs, SiteResolver,
 };
 
-use crate::report::model::Report;
+use crate::analysis::{AnalysisOutput, Analyzer, Context};
 
-/// Analyses `mpi` and adds the result to `report`: sets `report.mpi` and
-/// appends the analysis's warnings (each prefixed `MPI: `) to
-/// `report.warnings`. When the recording has no lock traces at all, the
-/// lock section's "no events" reason says that this is an MPI recording
-/// rather than suggesting a failed preload.
-pub fn add_mpi_to_report(
-    mpi: &MpiRecording,
-    report: &mut Report,
-    opts: &MpiOptions,
-    resolver: &mut dyn SiteResolver,
-) {
-    let analysis = analyze(mpi);
-    let r = build_report(mpi, &analysis, opts, resolver);
-    report
-        .warnings
-        .extend(analysis.warnings.iter().map(|w| format!("MPI: {w}")));
-    if report.run.processes == 0 && report.locks.summary.events == 0 {
-        report.locks.no_events_reason = Some(format!(
-            "No lock trace was recorded; this recording holds the MPI traces of {} rank(s), analysed in the MPI sections.",
-            r.ranks_traced
-        ));
-    }
-    report.mpi = Some(r);
+/// The MPI wait-state analysis of a recording (registered in
+/// [`crate::analysis::ANALYZERS`]): absent without `mpi/`; an `mpi/` that
+/// cannot be read is a warning. Its warnings are prefixed `MPI: `.
+pub struct MpiAnalyzer;
+
+/// What the MPI analysis keeps per event, for exporters: the matched
+/// messages and collectives and every wait state with the rank that caused
+/// it (the events themselves are in [`crate::recording::Recording::mpi`]).
+#[derive(Debug)]
+pub struct MpiEvents {
+    /// Matches and wait states ([`MpiAnalysis`]), indexed like the
+    /// recording's rank traces.
+    pub analysis: MpiAnalysis,
 }
 
-/// Reads `<dir>/mpi/` with the MPI trace reader and, when it holds traces,
-/// adds the wait-state analysis to `report` ([`add_mpi_to_report`]), call
-/// sites resolved through `<dir>/maps/<pid>.maps`. A recording without an
-/// `mpi/` directory leaves `report` unchanged; an `mpi/` directory that
-/// cannot be read becomes a warning naming it.
-pub fn add_to_report(dir: &Path, report: &mut Report, opts: &MpiOptions) {
-    match contend_trace::read_mpi_recording(dir) {
-        Ok(None) => {}
-        Ok(Some(mpi)) => {
-            let mut resolver = MapsSiteResolver::new(dir, contend_symbolize::Symbolizer::new());
-            add_mpi_to_report(&mpi, report, opts, &mut resolver);
-            report
-                .warnings
-                .extend(resolver.warnings.iter().map(|w| format!("MPI: {w}")));
-        }
-        Err(e) => report.warnings.push(format!("MPI: {e}; no MPI analysis")),
+impl Analyzer for MpiAnalyzer {
+    fn name(&self) -> &'static str {
+        "MPI"
+    }
+
+    fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
+        let mpi: &MpiRecording = match cx.recording.mpi.as_ref()? {
+            Ok(m) => m,
+            Err(e) => {
+                return Some(AnalysisOutput {
+                    section: None,
+                    warnings: vec![format!("MPI: {e}; no MPI analysis")],
+                    events: None,
+                    span_ns: None,
+                })
+            }
+        };
+        cx.progress.stage("analysing MPI wait states", 1);
+        let analysis = analyze(mpi);
+        let mut resolver = MapsSiteResolver::new(cx.recording, cx.symbols);
+        let report = build_report(mpi, &analysis, &cx.options.mpi, &mut resolver);
+        let mut warnings: Vec<String> = analysis
+            .warnings
+            .iter()
+            .map(|w| format!("MPI: {w}"))
+            .collect();
+        warnings.extend(resolver.warnings.iter().map(|w| format!("MPI: {w}")));
+        cx.progress.advance(1);
+        Some(AnalysisOutput {
+            section: Some(Box::new(report)),
+            warnings,
+            events: Some(Box::new(MpiEvents { analysis })),
+            span_ns: None,
+        })
     }
 }

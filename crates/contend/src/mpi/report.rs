@@ -1,16 +1,16 @@
-//! The MPI part of a report (`Report::mpi`, JSON key `mpi`): wait states per
+//! The MPI section of a report (JSON key `mpi`): wait states per
 //! pattern, per rank and per call site (Venter 2016, Tables 4.13–4.15), and
 //! how it is built from an [`MpiAnalysis`].
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use contend_trace::mpi::{MpiOp, MpiRecording};
 use serde::Serialize;
 
 use super::analysis::{is_p2p_op, MatchStats, MpiAnalysis, Pattern};
-use crate::locks::ResolvedSite;
-use contend_symbolize::{ProcessMaps, Symbolizer};
+use crate::recording::Recording;
+use crate::symbols::{ResolvedSite, Symbols};
+use contend_symbolize::ProcessMaps;
 
 /// Thresholds of the wait-state report (the thesis's MPITool.conf, Venter
 /// 2016, Section 3.2.2.3): a wait shorter than its threshold is not counted
@@ -258,87 +258,59 @@ pub trait SiteResolver {
     fn site(&mut self, pid: u32, address: u64) -> ResolvedSite;
 }
 
-/// Resolves call sites through the memory-map snapshots
-/// `<recording>/maps/<pid>.maps` (and `<pid>.<n>.maps`, the n-th program
-/// the process exec'd, docs/trace-format.md: a rank started by `mpirun` is
-/// usually its launcher's child exec'ing the program) and the DWARF
-/// symbolizer, moving sites in system headers to the user's frame like lock
-/// call sites. An address is resolved in the latest generation whose maps
-/// cover it.
-pub struct MapsSiteResolver {
-    dir: PathBuf,
-    symbolizer: Symbolizer,
-    /// Per pid: its maps files, latest exec generation first.
-    maps: HashMap<u32, Vec<ProcessMaps>>,
+/// Resolves MPI call sites through the memory-map snapshots of the
+/// recording (`maps/<pid>.maps`, and `<pid>.<n>.maps`, the n-th program
+/// the process exec'd: a rank started by `mpirun` is usually its
+/// launcher's child exec'ing the program; docs/trace-format.md) and the
+/// shared symbolizer, moving sites in system headers to the user's frame
+/// like lock call sites. An address is resolved in the latest generation
+/// whose maps cover it.
+pub struct MapsSiteResolver<'a> {
+    recording: &'a Recording,
+    symbols: &'a Symbols,
+    /// Pids already looked up (their warnings said once).
+    seen: std::collections::HashSet<u32>,
     /// Processes whose maps could not be read, one sentence each.
     pub warnings: Vec<String>,
 }
 
-impl MapsSiteResolver {
-    /// A resolver over the maps snapshots of the recording in `dir`.
-    pub fn new(dir: &Path, symbolizer: Symbolizer) -> MapsSiteResolver {
+impl<'a> MapsSiteResolver<'a> {
+    /// A resolver over the maps snapshots of `recording`.
+    pub fn new(recording: &'a Recording, symbols: &'a Symbols) -> MapsSiteResolver<'a> {
         MapsSiteResolver {
-            dir: dir.to_path_buf(),
-            symbolizer,
-            maps: HashMap::new(),
+            recording,
+            symbols,
+            seen: Default::default(),
             warnings: Vec::new(),
         }
     }
-
-    /// Every maps file of `pid`, latest exec generation first.
-    fn load(dir: &Path, pid: u32, warnings: &mut Vec<String>) -> Vec<ProcessMaps> {
-        let maps_dir = dir.join("maps");
-        let mut paths: Vec<(u32, PathBuf)> = Vec::new();
-        let first = maps_dir.join(format!("{pid}.maps"));
-        if first.is_file() {
-            paths.push((0, first));
-        }
-        if let Ok(rd) = std::fs::read_dir(&maps_dir) {
-            let prefix = format!("{pid}.");
-            for entry in rd.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let generation = name
-                    .strip_prefix(&prefix)
-                    .and_then(|rest| rest.strip_suffix(".maps"))
-                    .and_then(|n| n.parse::<u32>().ok());
-                if let Some(n) = generation {
-                    paths.push((n, entry.path()));
-                }
-            }
-        }
-        paths.sort_by_key(|p| std::cmp::Reverse(p.0));
-        let mut out = Vec::new();
-        for (_, path) in &paths {
-            match ProcessMaps::from_file(path) {
-                Ok(m) => out.push(m),
-                Err(e) => warnings.push(format!(
-                    "{e}; MPI call sites of pid {pid} in it are shown as addresses"
-                )),
-            }
-        }
-        if paths.is_empty() {
-            warnings.push(format!(
-                "{}: no maps file of pid {pid}; its MPI call sites are shown as addresses",
-                maps_dir.display()
-            ));
-        }
-        out
-    }
 }
 
-impl SiteResolver for MapsSiteResolver {
+impl SiteResolver for MapsSiteResolver<'_> {
     fn site(&mut self, pid: u32, address: u64) -> ResolvedSite {
-        let dir = &self.dir;
-        let warnings = &mut self.warnings;
-        let all = self
-            .maps
-            .entry(pid)
-            .or_insert_with(|| Self::load(dir, pid, warnings));
-        let maps = all
+        let all = self.recording.maps_of_pid(pid);
+        if self.seen.insert(pid) {
+            for m in &all {
+                if let Err(e) = m {
+                    self.warnings.push(format!(
+                        "{e}; MPI call sites of pid {pid} in it are shown as addresses"
+                    ));
+                }
+            }
+            if all.is_empty() {
+                self.warnings.push(format!(
+                    "{}: no maps file of pid {pid}; its MPI call sites are shown as addresses",
+                    self.recording.dir.join("maps").display()
+                ));
+            }
+        }
+        let readable: Vec<&ProcessMaps> = all.into_iter().filter_map(Result::ok).collect();
+        let maps = readable
             .iter()
             .find(|m| m.find(address).is_some())
-            .or(all.first());
-        crate::locks::resolve_site(&mut self.symbolizer, maps, address)
+            .or(readable.first())
+            .copied();
+        self.symbols.site(maps, address)
     }
 }
 

@@ -1,17 +1,20 @@
-//! The sections every table format draws, built once from a [`Report`] or a
-//! [`Comparison`]. Cells keep raw values (counts, nanoseconds, fractions);
-//! each format decides how to print them.
+//! Format-neutral layout: what every table format (text, Markdown, LaTeX,
+//! CSV) draws. A report is a list of [`Panel`]s (a titled table, list,
+//! warnings or paragraph); cells keep raw values (counts, nanoseconds,
+//! fractions) and each format decides how to print them. The sections of
+//! the analyses build their panels with these types and helpers; the
+//! run header, the warnings and the comparison tables are built here.
 
-use super::fmt::{self, Style};
-use super::model::{CountersReport, Report, ServiceReport};
-use super::{RenderOptions, TimeUnit};
-use crate::compare::{
-    summary_metrics, ComparedItem, ComparedMetric, Comparison, Metric, MetricGroup, Unit,
+use super::compared::{
+    ComparedItem, ComparedList, ComparedMetric, ComparedPart, Metric, MetricGroup, Unit,
 };
+use super::fmt::{self, Style};
+use super::model::{Report, RunInfo};
+use super::{RenderOptions, TimeUnit};
 
 /// One table cell.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Cell {
+pub enum Cell {
     /// Nothing (an item missing from a run).
     Empty,
     /// Free text (names, paths); formats escape it.
@@ -44,7 +47,12 @@ impl Cell {
     }
 
     /// Human form; `escape` is applied to free text only.
-    pub fn display(&self, unit: TimeUnit, st: &Style, escape: impl Fn(&str) -> String) -> String {
+    pub(crate) fn display(
+        &self,
+        unit: TimeUnit,
+        st: &Style,
+        escape: impl Fn(&str) -> String,
+    ) -> String {
         match self {
             Cell::Empty => String::new(),
             Cell::Text(s) => escape(s),
@@ -72,7 +80,7 @@ impl Cell {
 
 /// A table column.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Column {
+pub struct Column {
     /// Heading shown to people.
     pub title: String,
     /// Machine name (CSV `column`): the model's field name where there is one.
@@ -88,7 +96,8 @@ pub(crate) struct Column {
 }
 
 impl Column {
-    pub(crate) fn text(title: &str, key: &str) -> Column {
+    /// A column of free text (left-aligned).
+    pub fn text(title: &str, key: &str) -> Column {
         Column {
             title: title.to_string(),
             key: key.to_string(),
@@ -98,14 +107,17 @@ impl Column {
         }
     }
 
-    pub(crate) fn num(title: &str, key: &str) -> Column {
+    /// A column of numbers (right-aligned).
+    pub fn num(title: &str, key: &str) -> Column {
         Column {
             numeric: true,
             ..Column::text(title, key)
         }
     }
 
-    pub(crate) fn label(title: &str, key: &str) -> Column {
+    /// The human label of a row whose key already names it (left out of
+    /// CSV).
+    pub fn label(title: &str, key: &str) -> Column {
         Column {
             label: true,
             ..Column::text(title, key)
@@ -115,7 +127,7 @@ impl Column {
 
 /// A table row.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Row {
+pub struct Row {
     /// Identity of the row within its section (CSV `key`).
     pub key: String,
     /// One cell per column.
@@ -124,7 +136,7 @@ pub(crate) struct Row {
 
 /// A table.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct Table {
+pub struct Table {
     /// Columns.
     pub columns: Vec<Column>,
     /// Rows, each with one cell per column.
@@ -139,9 +151,9 @@ pub(crate) struct Table {
     pub fields: bool,
 }
 
-/// What a section holds.
+/// What a panel holds.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Body {
+pub enum Body {
     /// A table.
     Table(Table),
     /// Warnings: shown first and prominently.
@@ -152,9 +164,10 @@ pub(crate) enum Body {
     Paragraph(String),
 }
 
-/// A titled part of a report.
+/// A titled part of a report as the table formats draw it: a table, a
+/// list, warnings or a paragraph.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Section {
+pub struct Panel {
     /// Machine name (CSV `section`, LaTeX label).
     pub id: &'static str,
     /// Short heading.
@@ -165,9 +178,10 @@ pub(crate) struct Section {
     pub body: Body,
 }
 
-impl Section {
-    fn new(id: &'static str, title: &str, caption: &str, body: Body) -> Section {
-        Section {
+impl Panel {
+    /// A panel; `id` is its machine name (CSV `section`, LaTeX label).
+    pub fn new(id: &'static str, title: &str, caption: &str, body: Body) -> Panel {
+        Panel {
             id,
             title: title.to_string(),
             caption: caption.to_string(),
@@ -177,7 +191,7 @@ impl Section {
 }
 
 /// The rows of `rows` that `top` keeps, and how many it leaves out.
-fn take_top<T>(rows: &[T], top: usize) -> (&[T], usize) {
+pub fn take_top<T>(rows: &[T], top: usize) -> (&[T], usize) {
     if top == 0 || rows.len() <= top {
         (rows, 0)
     } else {
@@ -186,7 +200,7 @@ fn take_top<T>(rows: &[T], top: usize) -> (&[T], usize) {
 }
 
 /// Shell-like display of a command line.
-pub(crate) fn command_line(args: &[String]) -> String {
+pub fn command_line(args: &[String]) -> String {
     args.iter()
         .map(|a| {
             if !a.is_empty()
@@ -203,7 +217,7 @@ pub(crate) fn command_line(args: &[String]) -> String {
 }
 
 /// `0`, `killed by signal 9 (SIGKILL)` or `unknown`.
-pub(crate) fn exit_status(exit_code: Option<i32>, signal: Option<i32>) -> String {
+pub fn exit_status(exit_code: Option<i32>, signal: Option<i32>) -> String {
     match (exit_code, signal) {
         (Some(c), _) => c.to_string(),
         (None, Some(s)) => match signal_name(s) {
@@ -233,15 +247,16 @@ fn signal_name(sig: i32) -> Option<&'static str> {
     })
 }
 
-fn run_section(r: &Report) -> Section {
-    let run = &r.run;
+/// The run header: command, exit status, wall time, processes, threads,
+/// CPUs, host, …, and the filters applied (one phrase each).
+pub fn run_panel(run: &RunInfo, filters: &[String]) -> Panel {
     let texts = [
         ("host", "Host", run.host.clone()),
         ("cpu_model", "CPU model", run.cpu_model.clone()),
         ("start_utc", "Started (UTC)", run.start_utc.clone()),
         ("recording", "Recording", run.recording.clone()),
         ("tool_version", "contend version", run.tool_version.clone()),
-        ("filters", "Filters", r.locks.filters.join("; ")),
+        ("filters", "Filters", filters.join("; ")),
     ];
     let mut fields = vec![
         ("command", "Command", Cell::Text(command_line(&run.command))),
@@ -287,10 +302,11 @@ fn run_section(r: &Report) -> Section {
         fields: true,
         ..Table::default()
     };
-    Section::new("run", "Run", "The recorded run.", Body::Table(table))
+    Panel::new("run", "Run", "The recorded run.", Body::Table(table))
 }
 
-fn metric_table(metrics: &[Metric], group: MetricGroup) -> Table {
+/// A two-column table (metric, value) of the metrics of `group`.
+pub fn metric_table(metrics: &[Metric], group: MetricGroup) -> Table {
     let rows = metrics
         .iter()
         .filter(|m| m.group == group)
@@ -312,518 +328,14 @@ fn metric_table(metrics: &[Metric], group: MetricGroup) -> Table {
     }
 }
 
-/// The sections of a report, in display order.
-pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> {
-    if let Some(s) = &r.speedup {
-        return super::speedup_layout::report_sections(r, s);
-    }
-    let l = &r.locks;
-    let mut out = vec![run_section(r)];
-    if !r.warnings.is_empty() {
-        out.push(Section::new(
-            "warnings",
-            "Warnings",
-            "Problems found while reading the recording.",
-            Body::Warnings(r.warnings.clone()),
-        ));
-    }
-    if let Some(service) = &r.service {
-        out.push(service_section(service));
-        out.push(service_thread_section(service, opts.top));
-    }
-    if let Some(counters) = &r.counters {
-        out.push(counters_section(counters));
-    }
-    out.extend(super::mpi_layout::report_sections(r, opts));
-    let metrics = summary_metrics(r);
-    if let Some(reason) = &l.no_events_reason {
-        out.push(Section::new(
-            "no_events",
-            "No lock events",
-            "Why there is nothing to report.",
-            Body::Paragraph(reason.clone()),
-        ));
-    } else {
-        out.push(Section::new(
-            "summary",
-            "Lock summary",
-            "Lock events (mutex, rwlock and spinlock acquisitions) of the whole run (cf. Venter 2016, Table 4.9). \
-             An event lasts from the request to the release: its wait ends when the lock is acquired, its hold \
-             when it is released.",
-            Body::Table(metric_table(&metrics, MetricGroup::Summary)),
-        ));
-        out.push(Section::new(
-            "critical_path",
-            "Critical path",
-            "Lock events on the critical path of execution (cf. Venter 2016, Table 4.10); shares are of all \
-             lock events.",
-            Body::Table(metric_table(&metrics, MetricGroup::CriticalPath)),
-        ));
-    }
-    if !l.other_waits.is_empty() {
-        let rows = l
-            .other_waits
-            .iter()
-            .map(|w| Row {
-                key: w.kind.clone(),
-                cells: vec![
-                    Cell::Text(w.kind.clone()),
-                    Cell::Count(w.events),
-                    Cell::Count(w.contended_events),
-                    Cell::Ns(w.wait_ns),
-                    Cell::Ns(w.critical_wait_ns),
-                    Cell::Count(w.timeouts),
-                ],
-            })
-            .collect();
-        let table = Table {
-            columns: vec![
-                Column::text("Kind", "kind"),
-                Column::num("Waits", "events"),
-                Column::num("Waited", "contended_events"),
-                Column::num("Wait", "wait_ns"),
-                Column::num("CP wait", "critical_wait_ns"),
-                Column::num("Timeouts", "timeouts"),
-            ],
-            rows,
-            ..Table::default()
-        };
-        out.push(Section::new(
-            "other_waits",
-            "Other waits",
-            "Condition variable, barrier and semaphore waits; CP = on the critical path.",
-            Body::Table(table),
-        ));
-    }
-    if l.no_events_reason.is_none() {
-        out.push(lock_section(r, opts.top));
-        out.push(site_section(r, opts.top));
-        out.push(thread_section(r, opts.top));
-        out.push(histogram_section(r));
-    }
-    if !l.sites_without_debug_info.is_empty() {
-        out.push(Section::new(
-            "sites_without_debug_info",
-            "Modules without debug information",
-            "Call sites in these modules are shown as module+offset; install their debug symbols for file:line.",
-            Body::List(l.sites_without_debug_info.clone()),
-        ));
-    }
-    out
-}
-
 /// Seconds → a nanosecond cell.
-fn seconds(s: f64) -> Cell {
+pub fn seconds(s: f64) -> Cell {
     Cell::Ns((s.max(0.0) * 1e9).round() as u64)
-}
-
-fn service_section(s: &ServiceReport) -> Section {
-    let fields = [
-        ("wall_ns", "Wall time", seconds(s.wall_s)),
-        ("cpu_ns", "Service (CPU) time", seconds(s.cpu_s)),
-        (
-            "cpu_per_wall",
-            "CPU time / wall time",
-            Cell::Real(s.cpu_per_wall),
-        ),
-        (
-            "active_threads",
-            "Active threads A, measured (Listing 3.3)",
-            Cell::Real(s.active_threads),
-        ),
-        (
-            "active_threads_modelled",
-            "Active threads A, modelled on n CPUs (Listing 3.4)",
-            Cell::Real(s.active_threads_modelled),
-        ),
-        ("cpus", "CPUs available (n)", Cell::Count(s.cpus.into())),
-        (
-            "run_queue_mean",
-            "Run queue, mean",
-            Cell::Real(s.run_queue_mean),
-        ),
-        (
-            "run_queue_max",
-            "Run queue, max",
-            Cell::Count(s.run_queue_max.into()),
-        ),
-        (
-            "processes",
-            "Processes sampled",
-            Cell::Count(s.processes.into()),
-        ),
-        (
-            "threads",
-            "Threads sampled",
-            Cell::Count(s.threads.len() as u64),
-        ),
-        ("samples", "Samples", Cell::Count(s.samples)),
-        (
-            "interval_ns",
-            "Sampling interval",
-            Cell::Ns((s.interval_ms * 1e6).round() as u64),
-        ),
-    ];
-    let mut rows: Vec<Row> = fields
-        .into_iter()
-        .map(|(key, label, cell)| Row {
-            key: key.to_string(),
-            cells: vec![Cell::Text(label.to_string()), cell],
-        })
-        .collect();
-    if s.stat_fallback_threads > 0 {
-        rows.push(Row {
-            key: "stat_fallback_threads".into(),
-            cells: vec![
-                Cell::Text("Threads read from stat (tick resolution)".into()),
-                Cell::Count(s.stat_fallback_threads.into()),
-            ],
-        });
-    }
-    let table = Table {
-        columns: vec![
-            Column::label("Metric", "metric"),
-            Column::num("Value", "value"),
-        ],
-        rows,
-        ..Table::default()
-    };
-    Section::new(
-        "service",
-        "Service time",
-        "CPU time the target's threads received, sampled from /proc every interval, and the average number \
-         of threads active while any ran (cf. Venter 2016, Sections 3.1.2 and 3.2.2.1, Listings 3.3 and 3.4).",
-        Body::Table(table),
-    )
-}
-
-fn counters_section(c: &CountersReport) -> Section {
-    let mut measure = c.work_measure.clone();
-    if !c.work_measure_note.is_empty() {
-        measure = format!("{measure} ({})", c.work_measure_note);
-    }
-    let mut rows = vec![Row {
-        key: "work_measure".into(),
-        cells: vec![
-            Cell::Text("Work measure C".into()),
-            Cell::Empty,
-            Cell::Text(measure),
-        ],
-    }];
-    if let Some(cpu) = c.cpu_s {
-        let source = if c.available.contains_key("task_clock") {
-            "task_clock counter"
-        } else {
-            "wait4 resource usage"
-        };
-        rows.push(Row {
-            key: "cpu_ns".into(),
-            cells: vec![
-                Cell::Text("CPU time".into()),
-                seconds(cpu),
-                Cell::Text(source.into()),
-            ],
-        });
-    }
-    for (name, v) in &c.available {
-        let mut notes = Vec::new();
-        if v.time_running_ns < v.time_enabled_ns {
-            notes.push(format!(
-                "scaled: counted {:.0}% of the time",
-                100.0 * v.time_running_ns as f64 / v.time_enabled_ns.max(1) as f64
-            ));
-        }
-        if v.user_only {
-            notes.push("user mode only".to_string());
-        }
-        let value = if name == "task_clock" {
-            Cell::Ns(v.value)
-        } else {
-            Cell::Count(v.value)
-        };
-        rows.push(Row {
-            key: name.clone(),
-            cells: vec![
-                Cell::Text(name.clone()),
-                value,
-                Cell::Text(notes.join("; ")),
-            ],
-        });
-    }
-    for m in &c.missing {
-        rows.push(Row {
-            key: m.name.clone(),
-            cells: vec![
-                Cell::Text(m.name.clone()),
-                Cell::Text("missing".into()),
-                Cell::Text(m.reason.clone()),
-            ],
-        });
-    }
-    if let Some(scope) = &c.scope {
-        rows.push(Row {
-            key: "scope".into(),
-            cells: vec![
-                Cell::Text("Scope".into()),
-                Cell::Empty,
-                Cell::Text(scope.clone()),
-            ],
-        });
-    }
-    let table = Table {
-        columns: vec![
-            Column::text("Counter", "counter"),
-            Column::num("Value", "value"),
-            Column::text("Note", "note"),
-        ],
-        rows,
-        ..Table::default()
-    };
-    Section::new(
-        "counters",
-        "Counters",
-        "Performance counters of the target and its threads (perf_event_open, inherited), and the work \
-         measure C of the speed-up model: cycles where the CPU counts them, else CPU time \
-         (cf. Venter 2016, Sections 3.1.1 and 3.2.1.1).",
-        Body::Table(table),
-    )
-}
-
-fn service_thread_section(s: &ServiceReport, top: usize) -> Section {
-    let (threads, omitted) = take_top(&s.threads, top);
-    let rows = threads
-        .iter()
-        .map(|t| Row {
-            key: format!("{}:{}", t.pid, t.tid),
-            cells: vec![
-                Cell::Text(format!("{}/{}", t.pid, t.tid)),
-                seconds(t.cpu_s),
-                Cell::Fraction(if s.cpu_s > 0.0 {
-                    t.cpu_s / s.cpu_s
-                } else {
-                    0.0
-                }),
-                seconds(t.run_queue_wait_s),
-                Cell::Count(t.slices),
-            ],
-        })
-        .collect();
-    let table = Table {
-        columns: vec![
-            Column::text("pid/tid", "thread"),
-            Column::num("CPU time", "cpu_ns"),
-            Column::num("Share", "cpu_share"),
-            Column::num("Run-queue wait", "run_queue_wait_ns"),
-            Column::num("Slices", "slices"),
-        ],
-        rows,
-        omitted,
-        bars: vec![1],
-        ..Table::default()
-    };
-    Section::new(
-        "service_threads",
-        "Service time per thread",
-        "CPU time per thread, most first; share = of all threads' CPU time; run-queue wait = runnable \
-         but waiting for a CPU.",
-        Body::Table(table),
-    )
-}
-
-fn lock_section(r: &Report, top: usize) -> Section {
-    let (locks, omitted) = take_top(&r.locks.by_lock, top);
-    let rows = locks
-        .iter()
-        .map(|k| Row {
-            key: format!("{}:{}", k.pid, k.address),
-            cells: vec![
-                Cell::Text(k.name.clone()),
-                Cell::Text(k.kind.clone()),
-                Cell::Count(k.events),
-                Cell::Count(k.contended_events),
-                Cell::Ns(k.wait_ns),
-                Cell::Ns(k.hold_ns),
-                Cell::Ns(k.max_wait_ns),
-                Cell::Count(k.critical_events),
-                Cell::Ns(k.critical_wait_ns),
-                Cell::Text(k.sites.join(", ")),
-            ],
-        })
-        .collect();
-    let mut sites = Column::text("Call sites", "sites");
-    sites.detail = true;
-    let table = Table {
-        columns: vec![
-            Column::text("Lock", "name"),
-            Column::text("Kind", "kind"),
-            Column::num("Events", "events"),
-            Column::num("Contended", "contended_events"),
-            Column::num("Wait", "wait_ns"),
-            Column::num("Hold", "hold_ns"),
-            Column::num("Max wait", "max_wait_ns"),
-            Column::num("CP events", "critical_events"),
-            Column::num("CP wait", "critical_wait_ns"),
-            sites,
-        ],
-        rows,
-        omitted,
-        ..Table::default()
-    };
-    Section::new(
-        "by_lock",
-        "Per lock",
-        "Lock events per synchronisation object, most waiting first (cf. Venter 2016, Table 4.12); \
-         CP = on the critical path.",
-        Body::Table(table),
-    )
-}
-
-/// `file:line`, else `module+offset`, else the offset.
-fn site_location(s: &super::model::SiteRow) -> String {
-    match (&s.file, s.line, &s.module) {
-        (Some(f), Some(l), _) => format!("{}:{l}", short_path(f)),
-        (Some(f), None, _) => short_path(f),
-        (None, _, Some(m)) => format!("{}+{}", m.rsplit('/').next().unwrap_or(m), s.offset),
-        (None, _, None) => s.offset.clone(),
-    }
-}
-
-/// A source path as a reader wants it in a table: its last two components
-/// (`sharequeue/queue.c`); the full path is in the JSON and CSV output.
-fn short_path(path: &str) -> String {
-    let parts: Vec<&str> = path.rsplitn(3, '/').collect();
-    match parts.as_slice() {
-        [file, dir, _] | [file, dir] if !dir.is_empty() => format!("{dir}/{file}"),
-        _ => path.to_string(),
-    }
-}
-
-fn site_section(r: &Report, top: usize) -> Section {
-    let (sites, omitted) = take_top(&r.locks.by_site, top);
-    let rows = sites
-        .iter()
-        .map(|s| Row {
-            key: format!("{}+{}", s.module.as_deref().unwrap_or(""), s.offset),
-            cells: vec![
-                Cell::Text(s.function.clone().unwrap_or_else(|| "??".to_string())),
-                Cell::Text(site_location(s)),
-                Cell::Text(s.kinds.join(", ")),
-                Cell::Count(s.events),
-                Cell::Count(s.contended_events),
-                Cell::Ns(s.wait_ns),
-                Cell::Ns(s.hold_ns),
-                Cell::Ns(s.critical_wait_ns),
-            ],
-        })
-        .collect();
-    let table = Table {
-        columns: vec![
-            Column::text("Function", "function"),
-            Column::text("Location", "location"),
-            Column::text("Kinds", "kinds"),
-            Column::num("Events", "events"),
-            Column::num("Contended", "contended_events"),
-            Column::num("Wait", "wait_ns"),
-            Column::num("Hold", "hold_ns"),
-            Column::num("CP wait", "critical_wait_ns"),
-        ],
-        rows,
-        omitted,
-        ..Table::default()
-    };
-    Section::new(
-        "by_site",
-        "Per call site",
-        "Lock events per call site (function, file:line or module+offset), most waiting first; \
-         CP = on the critical path.",
-        Body::Table(table),
-    )
-}
-
-fn thread_section(r: &Report, top: usize) -> Section {
-    let (threads, omitted) = take_top(&r.locks.by_thread, top);
-    let rows = threads
-        .iter()
-        .map(|t| Row {
-            key: format!("{}:{}", t.pid, t.tid),
-            cells: vec![
-                Cell::Text(format!("{}/{}", t.pid, t.tid)),
-                Cell::Count(t.events),
-                Cell::Count(t.contended_events),
-                Cell::Ns(t.wait_ns),
-                Cell::Ns(t.hold_ns),
-                Cell::Count(t.critical_events),
-                Cell::Ns(t.span_ns),
-                Cell::Fraction(crate::compare::fraction(t.wait_ns, t.span_ns)),
-            ],
-        })
-        .collect();
-    let table = Table {
-        columns: vec![
-            Column::text("pid/tid", "thread"),
-            Column::num("Events", "events"),
-            Column::num("Contended", "contended_events"),
-            Column::num("Wait", "wait_ns"),
-            Column::num("Hold", "hold_ns"),
-            Column::num("CP events", "critical_events"),
-            Column::num("Span", "span_ns"),
-            Column::num("Waiting", "wait_share_of_span"),
-        ],
-        rows,
-        omitted,
-        ..Table::default()
-    };
-    Section::new(
-        "by_thread",
-        "Per thread",
-        "Lock events and waits per thread, most waiting first; span = first to last recorded operation, \
-         waiting = wait / span.",
-        Body::Table(table),
-    )
-}
-
-fn histogram_section(r: &Report) -> Section {
-    let rows = r
-        .locks
-        .wait_histogram
-        .iter()
-        .map(|b| Row {
-            key: b.lower_ns.to_string(),
-            cells: vec![
-                Cell::Ns(b.lower_ns),
-                Cell::Ns(b.upper_ns),
-                Cell::Count(b.events),
-                Cell::Ns(b.wait_ns),
-                Cell::Count(b.critical_events),
-                Cell::Ns(b.critical_wait_ns),
-            ],
-        })
-        .collect();
-    let table = Table {
-        columns: vec![
-            Column::num("Wait from", "lower_ns"),
-            Column::num("to below", "upper_ns"),
-            Column::num("Events", "events"),
-            Column::num("Σ wait", "wait_ns"),
-            Column::num("CP events", "critical_events"),
-            Column::num("CP Σ wait", "critical_wait_ns"),
-        ],
-        rows,
-        bars: vec![3, 5],
-        ..Table::default()
-    };
-    Section::new(
-        "wait_histogram",
-        "Wait-time histogram",
-        "Lock events by the duration of their wait, in log2 buckets: the total wait of all events and of \
-         those on the critical path (CP) (cf. Venter 2016, Figures 4.1 and 4.2).",
-        Body::Table(table),
-    )
 }
 
 /// Cells `value₁ value₂ change₂ value₃ change₃ …` of one compared metric:
 /// the change is blank where either value is missing, `n/a` for base 0.
-pub(crate) fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
+pub fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
     let mut cells = Vec::with_capacity(m.values.len() * 2);
     for (i, v) in m.values.iter().enumerate() {
         cells.push(Cell::metric(*v, m.unit));
@@ -840,21 +352,23 @@ pub(crate) fn compared_cells(m: &ComparedMetric) -> Vec<Cell> {
 }
 
 /// Columns `label₁ label₂ Change label₃ Change …`.
-pub(crate) fn compared_columns(c: &Comparison) -> Vec<Column> {
+pub fn compared_columns(runs: &[String]) -> Vec<Column> {
     let mut cols = Vec::new();
-    for (i, run) in c.runs.iter().enumerate() {
-        cols.push(Column::num(&run.label, &run.label));
+    for (i, run) in runs.iter().enumerate() {
+        cols.push(Column::num(run, run));
         if i > 0 {
-            cols.push(Column::num("Change", &format!("{}:change_pct", run.label)));
+            cols.push(Column::num("Change", &format!("{run}:change_pct")));
         }
     }
     cols
 }
 
-fn compared_metric_table(c: &Comparison, group: MetricGroup) -> Table {
+/// A comparison table of the metrics of `group` in `part`: one row per
+/// metric, the runs' values and changes as columns.
+pub fn compared_metric_table(part: &ComparedPart<'_>, group: MetricGroup) -> Table {
     let mut columns = vec![Column::label("Metric", "metric")];
-    columns.extend(compared_columns(c));
-    let rows = c
+    columns.extend(compared_columns(part.runs));
+    let rows = part
         .metrics
         .iter()
         .filter(|m| m.group == group)
@@ -878,8 +392,8 @@ fn compared_metric_table(c: &Comparison, group: MetricGroup) -> Table {
 /// item and metric, the item's name and `kind` on its first row, the top
 /// `top` items by their first metric. `what` and `kind` are the headers of
 /// the first two columns.
-pub(crate) fn compared_item_table(
-    c: &Comparison,
+pub fn compared_item_table(
+    runs: &[String],
     items: &[ComparedItem],
     what: &str,
     kind: &str,
@@ -890,7 +404,7 @@ pub(crate) fn compared_item_table(
         Column::text(kind, "kind"),
         Column::text("Metric", "metric"),
     ];
-    columns.extend(compared_columns(c));
+    columns.extend(compared_columns(runs));
     let shown: Vec<&ComparedItem> = items.iter().filter(|it| it.in_top(top)).collect();
     let mut rows = Vec::new();
     for item in &shown {
@@ -916,97 +430,73 @@ pub(crate) fn compared_item_table(
     }
 }
 
-/// The sections of a comparison, in display order.
-pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<Section> {
-    let rows = c
-        .runs
-        .iter()
-        .map(|run| {
-            let r = &run.report;
-            Row {
-                key: run.label.clone(),
-                cells: vec![
-                    Cell::Text(run.label.clone()),
-                    Cell::Text(command_line(&r.run.command)),
-                    Cell::Text(exit_status(r.run.exit_code, r.run.signal)),
-                    Cell::Ns(r.run.wall_ns),
-                    Cell::Count(r.run.processes.into()),
-                    Cell::Count(r.run.threads.into()),
-                    Cell::Count(r.warnings.len() as u64),
-                ],
-            }
-        })
-        .collect();
-    let runs = Table {
-        columns: vec![
-            Column::text("Run", "label"),
-            Column::text("Command", "command"),
-            Column::text("Exit", "exit_status"),
-            Column::num("Wall time", "wall_ns"),
-            Column::num("Processes", "processes"),
-            Column::num("Threads", "threads"),
-            Column::num("Warnings", "warnings"),
-        ],
-        rows,
-        ..Table::default()
-    };
-    let mut out = vec![Section::new(
-        "runs",
-        "Runs",
-        "The compared runs; every change is relative to the first (cf. Venter 2016, Section 3.2.3).",
-        Body::Table(runs),
-    )];
-
-    let mut warnings = Vec::new();
-    for run in &c.runs {
-        if let Some(reason) = &run.report.locks.no_events_reason {
-            warnings.push(format!("{}: no lock events: {reason}", run.label));
-        }
-        warnings.extend(
-            run.report
-                .warnings
-                .iter()
-                .map(|w| format!("{}: {w}", run.label)),
-        );
-    }
-    if !warnings.is_empty() {
-        out.push(Section::new(
+/// The panels of a report, in display order: the run header, the
+/// warnings, then each section's panels in registration order, those that
+/// close a report ([`super::ReportSection::closes_report`]) last.
+pub fn report_panels(r: &Report, opts: &RenderOptions) -> Vec<Panel> {
+    let filters: Vec<String> = r.sections().iter().flat_map(|s| s.filters()).collect();
+    let mut out = vec![run_panel(&r.run, &filters)];
+    if !r.warnings.is_empty() {
+        out.push(Panel::new(
             "warnings",
             "Warnings",
-            "Problems found while reading the recordings.",
-            Body::Warnings(warnings),
+            "Problems found while reading the recording.",
+            Body::Warnings(r.warnings.clone()),
         ));
     }
-
-    let groups = [
-        (MetricGroup::Summary, "summary", "Lock summary", "Lock events of each run and their change (cf. Venter 2016, Tables 4.9 and 4.16)."),
-        (MetricGroup::CriticalPath, "critical_path", "Critical path", "Lock events on the critical path of each run and their change (cf. Venter 2016, Table 4.10)."),
-        (MetricGroup::OtherWaits, "other_waits", "Other waits", "Condition variable, barrier and semaphore waits of each run and their change."),
-    ];
-    for (group, id, title, caption) in groups {
-        let table = compared_metric_table(c, group);
-        if !table.rows.is_empty() {
-            out.push(Section::new(id, title, caption, Body::Table(table)));
+    for closing in [false, true] {
+        for s in r.sections().iter().filter(|s| s.closes_report() == closing) {
+            out.extend(s.layout(opts));
         }
     }
-    out.push(Section::new(
-        "by_lock",
-        "Per lock",
-        "Per-lock numbers matched by lock name; blank where a run has no such lock.",
-        Body::Table(compared_item_table(c, &c.by_lock, "Lock", "Kind", opts.top)),
-    ));
-    out.push(Section::new(
-        "by_site",
-        "Per call site",
-        "Per-call-site numbers matched by site; blank where a run has no such site.",
+    out
+}
+
+/// The default comparison layout of a section: one table per metric group
+/// (in order of first appearance), then one table per item list.
+pub fn default_comparison_panels(part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+    let mut groups: Vec<MetricGroup> = Vec::new();
+    for m in part.metrics {
+        if !groups.contains(&m.group) {
+            groups.push(m.group);
+        }
+    }
+    let mut out: Vec<Panel> = groups
+        .into_iter()
+        .map(|g| {
+            Panel::new(
+                g.0,
+                g.0,
+                "Each run and its change relative to the first.",
+                Body::Table(compared_metric_table(part, g)),
+            )
+        })
+        .collect();
+    out.extend(
+        part.lists
+            .iter()
+            .map(|l| compared_list_panel(part, l, opts)),
+    );
+    out
+}
+
+/// The panel of one lined-up item list (its title, caption and column
+/// headings from the [`super::ItemList`]).
+pub fn compared_list_panel(
+    part: &ComparedPart<'_>,
+    l: &ComparedList,
+    opts: &RenderOptions,
+) -> Panel {
+    Panel::new(
+        l.list.key,
+        l.list.title,
+        l.list.caption,
         Body::Table(compared_item_table(
-            c,
-            &c.by_site,
-            "Call site",
-            "Kind",
+            part.runs,
+            &l.items,
+            l.list.item_heading,
+            l.list.kind_heading,
             opts.top,
         )),
-    ));
-    out.extend(super::mpi_layout::comparison_sections(c, opts));
-    out
+    )
 }

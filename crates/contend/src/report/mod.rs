@@ -1,86 +1,81 @@
-//! Reports: the data [`model`] and its renderings.
+//! The report model: what the analyses produce and every output format
+//! draws from.
 //!
-//! Every output format implements [`Renderer`]; [`OutputFormat`] picks one.
-//! All table formats (text, Markdown, LaTeX, CSV) draw the same sections,
-//! built once in `layout` from the [`Report`] or [`Comparison`]:
+//! A [`Report`] ([`model`]) is the run header, the warnings and one
+//! [`ReportSection`] per analysis. A section knows its JSON key, lays
+//! itself out as format-neutral tables ([`layout`]: panels of tables,
+//! lists and paragraphs whose cells keep raw values), and says which of
+//! its numbers `contend compare` puts side by side ([`compared`]). The
+//! renderers (`crate::render`) turn panels into text, Markdown, LaTeX or
+//! CSV and serialise the model as JSON; they know no section by name.
 //!
-//! 1. run header (command, exit status, wall time, processes, threads, …);
-//! 2. warnings, first and prominent;
-//! 3. the lock summary (Venter 2016, Table 4.9) and the critical-path summary
-//!    (Table 4.10), both from [`summary_metrics`](crate::compare::summary_metrics);
-//! 4. other waits (cond, barrier, semaphore);
-//! 5. per lock (Table 4.12), per call site and per thread, `top` rows each,
-//!    in the order the model gives (largest wait first);
-//! 6. the wait-time histogram per log2 bucket, all events beside those on
-//!    the critical path (Figures 4.1 and 4.2);
-//! 7. modules without debug information.
-//!
-//! When `locks.no_events_reason` is set, the reason replaces the lock
-//! tables. JSON is the model itself (`serde_json`), never truncated.
-//!
-//! Adding a format is one new file: implement [`Renderer`] over the shared
-//! sections and add a variant to [`OutputFormat`].
+//! This module imports nothing of the analyses: they implement
+//! [`ReportSection`] for their own types, in their own `layout` module.
 
+pub mod compared;
+pub(crate) mod fmt;
+pub mod layout;
 pub mod model;
 
-mod csv;
-mod fmt;
-mod json;
-mod latex;
-mod layout;
-mod markdown;
-mod mpi_layout;
-mod speedup_layout;
-mod text;
-
+use std::any::Any;
 use std::fmt as stdfmt;
 use std::str::FromStr;
 
-use crate::compare::Comparison;
-pub use model::Report;
+pub use compared::{Comparable, ComparedPart, ItemList, Metric, MetricGroup, Unit};
+pub use layout::Panel;
+pub use model::{Report, RunInfo};
 
-/// An output format of `contend report` and `contend compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OutputFormat {
-    /// Tables for an 80–100 column terminal, optionally coloured.
-    Text,
-    /// GitHub-flavoured Markdown tables.
-    Markdown,
-    /// LaTeX `table` environments with booktabs rules.
-    Latex,
-    /// Long-format CSV, `section,key,column,value` (see the `csv` module).
-    Csv,
-    /// The model as pretty-printed JSON (docs/json.md).
-    Json,
-}
+/// One analysis's part of a [`Report`]: its aggregated results, serialised
+/// under [`ReportSection::key`] in JSON, laid out as tables for the other
+/// formats, compared across runs by `contend compare`.
+///
+/// Implemented by each analysis for its report type, in the analysis's own
+/// `layout` module (e.g. `crate::locks::LockReport`).
+pub trait ReportSection: erased_serde::Serialize + stdfmt::Debug + Send + Sync + Any {
+    /// Its key in the JSON report and in messages (`locks`, `service`,
+    /// `counters`, `mpi`). Unique among the registered analyses.
+    fn key(&self) -> &'static str;
 
-impl OutputFormat {
-    /// Every format, in the order the help text lists them.
-    pub const ALL: [OutputFormat; 5] = [
-        OutputFormat::Text,
-        OutputFormat::Markdown,
-        OutputFormat::Latex,
-        OutputFormat::Csv,
-        OutputFormat::Json,
-    ];
+    /// Its panels for the table formats, in display order. `opts.top`
+    /// limits the rows of long tables (the panel says how many were left
+    /// out).
+    fn layout(&self, opts: &RenderOptions) -> Vec<Panel>;
 
-    /// Canonical name (`text`, `markdown`, `latex`, `csv`, `json`).
-    pub fn name(self) -> &'static str {
-        match self {
-            OutputFormat::Text => "text",
-            OutputFormat::Markdown => "markdown",
-            OutputFormat::Latex => "latex",
-            OutputFormat::Csv => "csv",
-            OutputFormat::Json => "json",
-        }
+    /// Whether the table formats put this section after all others (the
+    /// per-lock, per-site and per-thread tables, the longest, end a
+    /// report). Default: no, sections appear in registration order.
+    fn closes_report(&self) -> bool {
+        false
+    }
+
+    /// Filters that selected what this section counts, one phrase each,
+    /// for the run header (`event duration >= 10000 ns`). Default: none.
+    fn filters(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The numbers `contend compare` lines up across runs; `None` (the
+    /// default) leaves the section out of comparisons.
+    fn comparable(&self) -> Option<Comparable> {
+        None
+    }
+
+    /// Sentences about this run that a comparison lists among its
+    /// warnings (for example why a run has no lock events). Default: none.
+    fn comparison_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Lays out the comparison of this kind of section across runs, from
+    /// the lined-up numbers `part` (called on any one of the compared
+    /// sections). Default: one table per metric group, then one per item
+    /// list.
+    fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+        layout::default_comparison_panels(part, opts)
     }
 }
 
-impl stdfmt::Display for OutputFormat {
-    fn fmt(&self, f: &mut stdfmt::Formatter<'_>) -> stdfmt::Result {
-        f.write_str(self.name())
-    }
-}
+erased_serde::serialize_trait_object!(ReportSection);
 
 /// An unknown format or unit name; the message lists the valid names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -92,27 +87,6 @@ pub struct ParseNameError {
     pub given: String,
     /// The accepted names, comma-separated.
     pub valid: &'static str,
-}
-
-impl FromStr for OutputFormat {
-    type Err = ParseNameError;
-
-    /// Accepts `text`, `markdown`/`md`, `latex`/`tex`, `csv`, `json`,
-    /// in any case.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "text" => Ok(OutputFormat::Text),
-            "markdown" | "md" => Ok(OutputFormat::Markdown),
-            "latex" | "tex" => Ok(OutputFormat::Latex),
-            "csv" => Ok(OutputFormat::Csv),
-            "json" => Ok(OutputFormat::Json),
-            _ => Err(ParseNameError {
-                what: "output format",
-                given: s.to_string(),
-                valid: "text, markdown (md), latex (tex), csv, json",
-            }),
-        }
-    }
 }
 
 /// Unit of durations in text, Markdown and LaTeX (CSV and JSON always
@@ -193,33 +167,4 @@ impl Default for RenderOptions {
             unit: TimeUnit::Auto,
         }
     }
-}
-
-/// One output format.
-pub trait Renderer {
-    /// Renders one report; the result ends with a newline.
-    fn report(&self, r: &Report, opts: &RenderOptions) -> String;
-    /// Renders a comparison of runs; the result ends with a newline.
-    fn comparison(&self, c: &Comparison, opts: &RenderOptions) -> String;
-}
-
-/// The renderer of `format`.
-pub fn renderer(format: OutputFormat) -> &'static dyn Renderer {
-    match format {
-        OutputFormat::Text => &text::Text,
-        OutputFormat::Markdown => &markdown::Markdown,
-        OutputFormat::Latex => &latex::Latex,
-        OutputFormat::Csv => &csv::Csv,
-        OutputFormat::Json => &json::Json,
-    }
-}
-
-/// Renders `r` in `format`.
-pub fn render_report(r: &Report, format: OutputFormat, opts: &RenderOptions) -> String {
-    renderer(format).report(r, opts)
-}
-
-/// Renders the comparison `c` in `format`.
-pub fn render_comparison(c: &Comparison, format: OutputFormat, opts: &RenderOptions) -> String {
-    renderer(format).comparison(c, opts)
 }

@@ -1,5 +1,5 @@
 //! Analysis of a scale directory (`contend scale`, manifest in
-//! [`crate::scale`]) with the speed-up loss model (Venter 2016, Sections
+//! [`contend_trace::scale`]) with the speed-up loss model (Venter 2016, Sections
 //! 3.1.1 and 3.2.2.1; Tables 4.1–4.8 and 4.11).
 //!
 //! For every thread count m of the manifest: the runs on n = 1 core give
@@ -19,9 +19,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::locks::{self, EventFilter, NoProgress, Progress, ResolvedSite, Resolver};
+use crate::analysis::{analyze_with, AnalysisOptions, NoProgress, Progress};
+use crate::locks::LockReport;
 use crate::recording::Recording;
-use crate::report::model::{LockReport, Report, RunInfo, ServiceReport};
+use crate::report::model::RunInfo;
+use crate::service::ServiceReport;
+use crate::symbols::Symbols;
 use contend_trace::counters::RunCounters;
 use contend_trace::scale::{ScaleError, ScaleManifest, ScaleRun};
 
@@ -356,24 +359,6 @@ impl RunData {
     }
 }
 
-/// A resolver that names nothing: the model needs lock wait totals, not
-/// call sites, so symbolization is skipped.
-struct Unresolved;
-
-impl Resolver for Unresolved {
-    fn site(&mut self, _process: u32, address: u64) -> ResolvedSite {
-        ResolvedSite {
-            offset: address,
-            debug: "none",
-            display: format!("{address:#x}"),
-            ..ResolvedSite::default()
-        }
-    }
-    fn object(&mut self, _process: u32, _address: u64) -> Option<String> {
-        None
-    }
-}
-
 fn describe(run: &ScaleRun) -> String {
     format!(
         "run m={} n={} repeat {}{} ({})",
@@ -408,10 +393,12 @@ fn load_run(dir: &Path, run: &ScaleRun, with_locks: bool) -> Result<RunData, Str
     let rdir = dir.join(&run.dir);
     let rec = Recording::open(&rdir).map_err(|e| format!("{what}: {e}; left out"))?;
     let meta = rec.meta.clone();
-    let (service, _) = match crate::service::read_recording(&rdir) {
-        Ok(Some(s)) => s,
-        Ok(None) => (None, Vec::new()),
-        Err(e) => return Err(format!("{what}: {e}; left out")),
+    let service = match &rec.service {
+        Some(Ok(file)) => {
+            crate::service::section_of(&rdir.join(contend_trace::service::FILE_NAME), file).0
+        }
+        None => None,
+        Some(Err(e)) => return Err(format!("{what}: {e}; left out")),
     };
     let counters: Option<&RunCounters> = meta.as_ref().and_then(|m| m.counters.as_ref());
     let cycles = counters
@@ -434,8 +421,14 @@ fn load_run(dir: &Path, run: &ScaleRun, with_locks: bool) -> Result<RunData, Str
         return Err(format!("{what}: no wall time recorded; left out"));
     }
     let waits = if with_locks && !rec.processes.is_empty() {
-        let r = locks::analyze(&rec, &EventFilter::default(), &mut Unresolved, &NoProgress);
-        Some(wait_totals(&r.locks))
+        // The model needs lock wait totals, not call sites: no symbols.
+        let a = analyze_with(
+            &rec,
+            &AnalysisOptions::default(),
+            Symbols::unresolved(),
+            &NoProgress,
+        );
+        a.report.section::<LockReport>().map(wait_totals)
     } else {
         None
     };
@@ -888,14 +881,28 @@ pub fn analyze_scale_dir(
     })
 }
 
-/// The report of a scale directory for `contend report DIR`: the run
-/// header from the manifest and the first usable run (host, CPU model),
-/// no lock tables (those are per recording: `contend report DIR/<run>`),
-/// the speed-up model in [`Report::speedup`] and its warnings in
-/// [`Report::warnings`].
+/// The report of a scale directory (`contend report DIR`): its own
+/// document, rendered by [`super::layout`]. JSON: `{"run", "locks",
+/// "warnings", "speedup"}` (docs/json.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleReport {
+    /// The run header from the manifest and the first usable run (host,
+    /// CPU model); no processes or threads (those are per run).
+    pub run: RunInfo,
+    /// No lock tables (those are per recording: `contend report
+    /// DIR/<run>`); its `no_events_reason` says so. Kept because the JSON
+    /// of a scale directory has always had a `locks` key.
+    pub locks: LockReport,
+    /// The model's warnings (failed runs left out, …).
+    pub warnings: Vec<String>,
+    /// The speed-up loss model.
+    pub speedup: SpeedupReport,
+}
+
+/// Analyses the scale directory `dir` into its report.
 ///
 /// Errors: as [`analyze_scale_dir`].
-pub fn scale_report(dir: &Path, progress: &dyn Progress) -> Result<Report, SpeedupError> {
+pub fn scale_report(dir: &Path, progress: &dyn Progress) -> Result<ScaleReport, SpeedupError> {
     let speedup = analyze_scale_dir(dir, progress)?;
     let manifest = ScaleManifest::read(dir)?;
     let first = manifest.runs.iter().find_map(|r| {
@@ -909,7 +916,7 @@ pub fn scale_report(dir: &Path, progress: &dyn Progress) -> Result<Report, Speed
         .unwrap_or_default();
     let first = first.unwrap_or_default();
     let wall_ns = (manifest.runs.iter().map(|r| r.wall_s.max(0.0)).sum::<f64>() * 1e9) as u64;
-    Ok(Report {
+    Ok(ScaleReport {
         run: RunInfo {
             recording: dir.display().to_string(),
             command: manifest.command.clone(),
@@ -933,8 +940,7 @@ pub fn scale_report(dir: &Path, progress: &dyn Progress) -> Result<Report, Speed
             ..LockReport::default()
         },
         warnings: speedup.warnings.clone(),
-        speedup: Some(speedup),
-        ..Report::default()
+        speedup,
     })
 }
 
@@ -951,7 +957,7 @@ mod tests {
 
     #[test]
     fn wait_totals_split_by_kind() {
-        use crate::report::model::{LockRow, WaitKindRow};
+        use crate::locks::{LockRow, WaitKindRow};
         let l = LockReport {
             by_lock: vec![
                 LockRow {

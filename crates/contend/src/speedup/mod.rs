@@ -25,8 +25,11 @@
 //! at the function and in `docs/model.md`.
 
 pub mod analysis;
+pub mod layout;
 
-pub use analysis::{analyze_scale_dir, scale_report, SpeedupError, SpeedupReport, SpeedupRow};
+pub use analysis::{
+    analyze_scale_dir, scale_report, ScaleReport, SpeedupError, SpeedupReport, SpeedupRow,
+};
 
 /// ω(m, n) = C(n) / C(1) − 1 (Venter 2016, Eq. 3.5): the ratio of the
 /// work due to memory contention, M(n) = C(n) − C(1), to the useful work

@@ -19,11 +19,67 @@
 use std::path::Path;
 
 use contend_trace::service::{SampleFile, ENTRY_FROM_STAT, ENTRY_NEW, FILE_NAME};
-use contend_trace::TraceError;
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
 
-use crate::recording::Recording;
-use crate::report::model::{Report, ServiceReport, ServiceThreadRow};
+use crate::analysis::{AnalysisOutput, Analyzer, Context};
+
+pub mod layout;
+
+/// Service-time results of one recording (docs/metrics.md, "Service
+/// time"). Unlike the rest of the report, times here are seconds as
+/// floating-point numbers (`*_s`), the unit of the thesis's service-time
+/// tables.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct ServiceReport {
+    /// Wall time covered by the samples: from the target's start to the
+    /// last sample (taken when it had ended), s.
+    pub wall_s: f64,
+    /// Total service (CPU) time of all sampled threads, s.
+    pub cpu_s: f64,
+    /// `cpu_s / wall_s`: CPUs kept busy on average (0 when `wall_s` is 0).
+    pub cpu_per_wall: f64,
+    /// Average number of active threads A measured, Σ τ / Σ ΔT_cp over the
+    /// sampling intervals (Venter 2016, Listing 3.3).
+    pub active_threads: f64,
+    /// Average number of active threads A modelled for `cpus` CPUs,
+    /// Σ τ / Σ (τ / min(n, τ / ΔT_cp)) (Venter 2016, Listing 3.4).
+    pub active_threads_modelled: f64,
+    /// n: CPUs the target could use (its affinity mask when sampling began).
+    pub cpus: u32,
+    /// Samples (ticks) read.
+    pub samples: u64,
+    /// Sampling interval asked for, ms.
+    pub interval_ms: f64,
+    /// Mean system run-queue length over the samples (runnable tasks on
+    /// all CPUs, the sampler itself included).
+    pub run_queue_mean: f64,
+    /// Largest run-queue length sampled.
+    pub run_queue_max: u32,
+    /// Processes sampled (the target and its descendants).
+    pub processes: u32,
+    /// Threads whose service time came from `stat` (clock-tick
+    /// resolution) because `schedstat` was unavailable.
+    pub stat_fallback_threads: u32,
+    /// Per thread, most service time first.
+    pub threads: Vec<ServiceThreadRow>,
+}
+
+/// Service time of one thread.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct ServiceThreadRow {
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id (a reused tid is one row).
+    pub tid: u32,
+    /// Service (CPU) time received while sampled, s.
+    pub cpu_s: f64,
+    /// Time spent runnable but waiting for a CPU, s (`schedstat`; 0 with
+    /// the `stat` fallback).
+    pub run_queue_wait_s: f64,
+    /// Time slices run (`schedstat`; 0 with the `stat` fallback).
+    pub slices: u64,
+}
 
 /// The average number of active threads measured from per-interval
 /// service times (Venter 2016, Listing 3.3, `MeasuredAmn`): each item of
@@ -199,92 +255,45 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
     })
 }
 
-/// Makes the first tick a baseline: the threads it holds count from it,
-/// not from their start. For an attach recording, whose first tick reads
-/// threads that ran long before the attach, so that what they ran before
-/// is not counted as service in the first interval. Each thread's
-/// counters at the first tick are subtracted from its later entries (up
-/// to a reuse of its tid, flagged [`ENTRY_NEW`]), and set to 0 there.
-pub fn count_from_first_tick(file: &mut SampleFile) {
-    let Some((first, rest)) = file.ticks.split_first_mut() else {
-        return;
-    };
-    let mut base: FxHashMap<(u32, u32), (u64, u64, u32)> = FxHashMap::default();
-    for e in &mut first.entries {
-        base.insert((e.pid, e.tid), (e.run_ns, e.wait_ns, e.slices));
-        (e.run_ns, e.wait_ns, e.slices) = (0, 0, 0);
-    }
-    for tick in rest {
-        for e in &mut tick.entries {
-            let key = (e.pid, e.tid);
-            if e.flags & ENTRY_NEW != 0 {
-                base.remove(&key);
-            } else if let Some(b) = base.get(&key) {
-                e.run_ns = e.run_ns.saturating_sub(b.0);
-                e.wait_ns = e.wait_ns.saturating_sub(b.1);
-                e.slices = e.slices.saturating_sub(b.2);
-            }
-        }
-    }
-}
-
-/// What [`read_recording`] found: the report (`None` when the sample file
-/// holds no tick) and warnings, one sentence each naming the file.
-pub type ServiceSamples = (Option<ServiceReport>, Vec<String>);
-
-/// Reads `<dir>/service.csamp` and analyses it. `Ok(None)` when the
-/// recording has no sample file (made before sampling existed, or the
-/// sampler could not start); otherwise the report (`None` when the file
-/// holds no tick) and warnings, one sentence each naming the file (a
-/// cut-off tail, no samples).
-///
-/// Errors: the file exists but cannot be read or is not a sample file;
-/// the error names it.
-pub fn read_recording(dir: &Path) -> Result<Option<ServiceSamples>, TraceError> {
-    read_recording_from(dir, false)
-}
-
-/// [`read_recording`]; with `attached` (a recording of `contend record -p
-/// PID`) the first tick is a baseline ([`count_from_first_tick`]).
-pub fn read_recording_from(
-    dir: &Path,
-    attached: bool,
-) -> Result<Option<ServiceSamples>, TraceError> {
-    let path = dir.join(FILE_NAME);
-    if !path.exists() {
-        return Ok(None);
-    }
-    let mut file = SampleFile::read(&path)?;
-    if attached {
-        count_from_first_tick(&mut file);
-    }
+/// The service section of the sample file read from `path`, and the
+/// warnings about it, one sentence each naming the file: a cut-off tail,
+/// no sample at all (then the section is `None`).
+pub fn section_of(path: &Path, file: &SampleFile) -> (Option<ServiceReport>, Vec<String>) {
     let mut warnings = Vec::new();
     if let Some(t) = &file.truncated {
         warnings.push(format!("{}: {t}", path.display()));
     }
-    let report = analyze(&file);
+    let report = analyze(file);
     if report.is_none() {
         warnings.push(format!(
             "{}: holds no service-time sample (the launcher ended before its first tick)",
             path.display()
         ));
     }
-    Ok(Some((report, warnings)))
+    (report, warnings)
 }
 
-/// Fills [`Report::service`] from the recording's samples, if it has any,
-/// and adds their warnings to [`Report::warnings`]; an unreadable sample
-/// file becomes a warning too. Called by `contend report` after the lock
-/// analysis.
-pub fn add_to_report(recording: &Recording, report: &mut Report) {
-    let attached = recording.meta.as_ref().is_some_and(|m| m.attach.is_some());
-    match read_recording_from(&recording.dir, attached) {
-        Ok(None) => {}
-        Ok(Some((service, warnings))) => {
-            report.service = service;
-            report.warnings.extend(warnings);
-        }
-        Err(e) => report.warnings.push(e.to_string()),
+/// The service-time analysis of a recording (registered in
+/// [`crate::analysis::ANALYZERS`]): absent when the recording has no
+/// sample file; an unreadable one is a warning.
+pub struct ServiceAnalyzer;
+
+impl Analyzer for ServiceAnalyzer {
+    fn name(&self) -> &'static str {
+        "service time"
+    }
+
+    fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
+        let (section, warnings) = match cx.recording.service.as_ref()? {
+            Err(e) => (None, vec![e.to_string()]),
+            Ok(file) => section_of(&cx.recording.dir.join(FILE_NAME), file),
+        };
+        Some(AnalysisOutput {
+            section: section.map(|s| Box::new(s) as Box<dyn crate::report::ReportSection>),
+            warnings,
+            events: None,
+            span_ns: None,
+        })
     }
 }
 
@@ -429,6 +438,17 @@ mod tests {
         assert_eq!(r.threads[0].slices, 30);
     }
 
+    /// What the service analysis makes of `<dir>/service.csamp`: `None`
+    /// without the file, else the section and warnings or the read error.
+    type Read = Option<Result<(Option<ServiceReport>, Vec<String>), contend_trace::TraceError>>;
+    fn read_recording(dir: &Path) -> Read {
+        let path = dir.join(FILE_NAME);
+        if !path.exists() {
+            return None;
+        }
+        Some(SampleFile::read(&path).map(|f| section_of(&path, &f)))
+    }
+
     #[test]
     fn truncated_file_is_analysed_up_to_the_damage() {
         let dir = tempfile::tempdir().unwrap();
@@ -459,18 +479,18 @@ mod tests {
 
         // Not a sample file: an error naming it.
         std::fs::write(dir.path().join(FILE_NAME), b"junk").unwrap();
-        let e = read_recording(dir.path()).unwrap_err().to_string();
+        let e = read_recording(dir.path()).unwrap().unwrap_err().to_string();
         assert!(e.contains(FILE_NAME), "{e}");
 
         // No file: nothing.
         std::fs::remove_file(dir.path().join(FILE_NAME)).unwrap();
-        assert!(read_recording(dir.path()).unwrap().is_none());
+        assert!(read_recording(dir.path()).is_none());
     }
 
     #[test]
     fn first_tick_as_baseline() {
         let mut f = SampleFile::parse(&sample_bytes()).unwrap();
-        count_from_first_tick(&mut f);
+        f.count_from_first_tick();
         let ms = 1_000_000u64;
         // Threads 7/7 and 7/8 count from the first tick; 9/9 is new later.
         assert_eq!(

@@ -9,9 +9,8 @@
 //! (Eq. 3.6, 3.7) with its modelled C(n), and induced memory contention
 //! (Tables 4.6, 4.7).
 
-use super::layout::{command_line, Body, Cell, Column, Row, Section, Table};
-use super::model::Report;
-use crate::speedup::analysis::{ModelledWork, SpeedupReport, SpeedupRow};
+use super::analysis::{ModelledWork, ScaleReport, SpeedupReport, SpeedupRow};
+use crate::report::layout::{command_line, Body, Cell, Column, Panel, Row, Table};
 
 fn col(title: &str, key: &str, numeric: bool) -> Column {
     Column {
@@ -27,8 +26,8 @@ fn num(title: &str, key: &str) -> Column {
     col(title, key, true)
 }
 
-fn section(id: &'static str, title: &str, caption: &str, body: Body) -> Section {
-    Section {
+fn section(id: &'static str, title: &str, caption: &str, body: Body) -> Panel {
+    Panel {
         id,
         title: title.to_string(),
         caption: caption.to_string(),
@@ -72,7 +71,7 @@ fn row_key(r: &SpeedupRow) -> String {
     format!("m{}", r.m)
 }
 
-fn experiment_section(r: &Report, s: &SpeedupReport) -> Section {
+fn experiment_section(r: &ScaleReport, s: &SpeedupReport) -> Panel {
     let mut measure = s.work_measure.clone();
     if !s.work_measure_note.is_empty() {
         measure = format!("{measure} ({})", s.work_measure_note);
@@ -142,7 +141,7 @@ fn experiment_section(r: &Report, s: &SpeedupReport) -> Section {
     )
 }
 
-fn loss_section(s: &SpeedupReport) -> Section {
+fn loss_section(s: &SpeedupReport) -> Panel {
     let rows = s
         .by_threads
         .iter()
@@ -185,7 +184,7 @@ fn loss_section(s: &SpeedupReport) -> Section {
     )
 }
 
-fn time_lost_section(s: &SpeedupReport) -> Section {
+fn time_lost_section(s: &SpeedupReport) -> Panel {
     let rows = s
         .by_threads
         .iter()
@@ -222,7 +221,7 @@ fn time_lost_section(s: &SpeedupReport) -> Section {
     )
 }
 
-fn work_section(s: &SpeedupReport) -> Section {
+fn work_section(s: &SpeedupReport) -> Panel {
     let cycles = s.work_unit == "cycles";
     let rows = s
         .by_threads
@@ -269,7 +268,7 @@ fn work_section(s: &SpeedupReport) -> Section {
     )
 }
 
-fn service_section(s: &SpeedupReport) -> Section {
+fn service_section(s: &SpeedupReport) -> Panel {
     let rows = s
         .by_threads
         .iter()
@@ -306,7 +305,7 @@ fn service_section(s: &SpeedupReport) -> Section {
     )
 }
 
-fn cache_section(s: &SpeedupReport) -> Section {
+fn cache_section(s: &SpeedupReport) -> Panel {
     let title = "Cache misses";
     if let Some(why) = &s.cache_misses_missing {
         return section(
@@ -359,7 +358,7 @@ fn cache_section(s: &SpeedupReport) -> Section {
     )
 }
 
-fn dependencies_section(s: &SpeedupReport) -> Option<Section> {
+fn dependencies_section(s: &SpeedupReport) -> Option<Panel> {
     let rows: Vec<Row> = s
         .by_threads
         .iter()
@@ -401,7 +400,7 @@ fn dependencies_section(s: &SpeedupReport) -> Option<Section> {
     })
 }
 
-fn memory_model_section(s: &SpeedupReport) -> Option<Section> {
+fn memory_model_section(s: &SpeedupReport) -> Option<Panel> {
     let rows: Vec<Row> = s
         .by_threads
         .iter()
@@ -468,7 +467,7 @@ fn modelled_rows(
     }
 }
 
-fn modelled_section(s: &SpeedupReport) -> Option<Section> {
+fn modelled_section(s: &SpeedupReport) -> Option<Panel> {
     let cycles = s.work_unit == "cycles";
     let mut rows = Vec::new();
     for r in &s.by_threads {
@@ -499,7 +498,7 @@ fn modelled_section(s: &SpeedupReport) -> Option<Section> {
     })
 }
 
-fn numa_section(s: &SpeedupReport) -> Option<Section> {
+fn numa_section(s: &SpeedupReport) -> Option<Panel> {
     let cycles = s.work_unit == "cycles";
     let rows: Vec<Row> = s
         .by_threads
@@ -538,7 +537,7 @@ fn numa_section(s: &SpeedupReport) -> Option<Section> {
     })
 }
 
-fn stress_section(s: &SpeedupReport) -> Option<Section> {
+fn stress_section(s: &SpeedupReport) -> Option<Panel> {
     let cycles = s.work_unit == "cycles";
     let mut rows = Vec::new();
     for r in &s.by_threads {
@@ -587,8 +586,9 @@ fn stress_section(s: &SpeedupReport) -> Option<Section> {
     })
 }
 
-/// The sections of a scale directory's report, in display order.
-pub(crate) fn report_sections(r: &Report, s: &SpeedupReport) -> Vec<Section> {
+/// The panels of a scale directory's report, in display order.
+pub fn panels(r: &ScaleReport) -> Vec<Panel> {
+    let s = &r.speedup;
     let mut out = vec![experiment_section(r, s)];
     if !r.warnings.is_empty() {
         out.push(section(

@@ -4,10 +4,43 @@
 //! from the values `contend record` stored in `meta.json`
 //! (`contend_trace::counters`).
 
-use contend_trace::counters::RunCounters;
+use std::collections::BTreeMap;
 
-use crate::recording::Recording;
-use crate::report::model::{CountersReport, Report};
+use contend_trace::counters::{CounterValue, MissingCounter, RunCounters};
+use serde::Serialize;
+
+use crate::analysis::{AnalysisOutput, Analyzer, Context};
+
+pub mod layout;
+
+/// Performance counters of one recording and the work measure C(n) of the
+/// speed-up model (docs/metrics.md, "Counters").
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct CountersReport {
+    /// The work measure: `"cycles"` when cycles were counted, else
+    /// `"cpu time"` (the target's CPU time, the fallback on machines
+    /// without a hardware PMU).
+    pub work_measure: String,
+    /// Why the fallback was used, e.g. `"fallback: no hardware PMU"`;
+    /// empty with cycles.
+    pub work_measure_note: String,
+    /// The work C: cycles (a count) or CPU time (s), as `work_measure`
+    /// says; `None` when neither is known.
+    pub work: Option<f64>,
+    /// CPU time of the target, s: the `task_clock` counter where it was
+    /// measured, else `wait4` resource usage; `None` when neither is known.
+    pub cpu_s: Option<f64>,
+    /// Measured counters by name (`cycles`, `instructions`,
+    /// `llc_references`, `llc_misses`, `stalled_cycles_backend`,
+    /// `task_clock`): scaled value, raw count, time enabled and running,
+    /// ns.
+    pub available: BTreeMap<String, CounterValue>,
+    /// Counters that could not be measured, with the reason.
+    pub missing: Vec<MissingCounter>,
+    /// What the counts cover when not the whole run of the target (attach
+    /// mode), one sentence; `None` otherwise.
+    pub scope: Option<String>,
+}
 
 /// The report part of a run's counters: the work measure (cycles, or CPU
 /// time with the reason for the fallback), the CPU time, and the counters
@@ -39,18 +72,25 @@ pub fn to_report(c: &RunCounters) -> CountersReport {
     }
 }
 
-/// Fills [`Report::counters`] from the recording's `meta.json`, when it
-/// holds counters. Called by `contend report` beside the service analysis.
-pub fn add_to_report(recording: &Recording, report: &mut Report) {
-    if let Some(c) = recording.meta.as_ref().and_then(|m| m.counters.as_ref()) {
-        report.counters = Some(to_report(c));
+/// The counters of a recording (registered in
+/// [`crate::analysis::ANALYZERS`]): from `meta.json`, absent for
+/// recordings made before counters existed.
+pub struct CountersAnalyzer;
+
+impl Analyzer for CountersAnalyzer {
+    fn name(&self) -> &'static str {
+        "counters"
+    }
+
+    fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
+        let c = cx.recording.meta.as_ref()?.counters.as_ref()?;
+        Some(AnalysisOutput::new(to_report(c)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use contend_trace::counters::{CounterValue, MissingCounter};
 
     #[test]
     fn work_measure_falls_back_to_cpu_time() {

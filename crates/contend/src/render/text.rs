@@ -7,11 +7,10 @@ use std::fmt::Write as _;
 
 use comfy_table::{Attribute, CellAlignment};
 
-use super::fmt::PLAIN;
-use super::layout::{self, Body, Cell, Section, Table};
-use super::model::Report;
-use super::{RenderOptions, Renderer};
-use crate::compare::Comparison;
+use super::{Document, Renderer};
+use crate::report::fmt::PLAIN;
+use crate::report::layout::{Body, Cell, Panel, Row, Table};
+use crate::report::RenderOptions;
 
 /// The text renderer.
 pub(crate) struct Text;
@@ -28,17 +27,16 @@ const STYLE: &str = "     ─             ";
 const MIN_TEXT: usize = 16;
 
 impl Renderer for Text {
-    fn report(&self, r: &Report, opts: &RenderOptions) -> String {
-        render("contend report", &layout::report_sections(r, opts), opts)
-    }
-
-    fn comparison(&self, c: &Comparison, opts: &RenderOptions) -> String {
-        let title = format!(
-            "contend comparison of {} runs (changes relative to `{}`)",
-            c.runs.len(),
-            c.runs.first().map_or("", |r| r.label.as_str())
-        );
-        render(&title, &layout::comparison_sections(c, opts), opts)
+    fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
+        let title = match doc {
+            Document::Comparison(c) => format!(
+                "contend comparison of {} runs (changes relative to `{}`)",
+                c.runs.len(),
+                c.runs.first().map_or("", |r| r.label.as_str())
+            ),
+            Document::Report(_) | Document::Scale(_) => "contend report".to_string(),
+        };
+        render(&title, &doc.panels(opts), opts)
     }
 }
 
@@ -64,7 +62,7 @@ impl Paint {
     }
 }
 
-fn render(title: &str, sections: &[Section], opts: &RenderOptions) -> String {
+fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
     let paint = Paint(opts.color);
     let mut out = String::new();
     let _ = writeln!(out, "{}", paint.heading(title));
@@ -178,7 +176,7 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         let _ = writeln!(out, "  {}", paint.dim("(none)"));
         return;
     }
-    let ns_at = |row: &layout::Row, i: usize| {
+    let ns_at = |row: &Row, i: usize| {
         if let Cell::Ns(ns) = row.cells[i] {
             ns
         } else {

@@ -1,5 +1,5 @@
-//! The MPI sections every table format draws (Venter 2016, Tables
-//! 4.13–4.18), built from `Report::mpi` or a comparison's MPI metrics.
+//! The MPI section in the table formats and in comparisons (Venter 2016,
+//! Tables 4.13–4.18).
 //!
 //! Report: an overview (ranks, library, thresholds, matching), the wait
 //! states per pattern beside all point-to-point and collective calls
@@ -9,21 +9,31 @@
 //! and pattern (Tables 4.16–4.18), per rank and per call site, each value
 //! beside the first run's with the change.
 
-use super::layout::{
-    compared_cells, compared_columns, compared_item_table, Body, Cell, Column, Row, Section, Table,
+use super::{MpiPatternSummary, MpiRankRow, MpiReport, MpiSiteRow, Pattern, RankNs};
+use crate::report::compared::{
+    metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
 };
-use super::model::Report;
-use super::RenderOptions;
-use crate::compare::{Comparison, MetricGroup};
-use crate::mpi::{MpiPatternSummary, MpiReport, MpiSiteRow, Pattern, RankNs};
+use crate::report::layout::{
+    compared_cells, compared_columns, compared_list_panel, Body, Cell, Column, Panel, Row, Table,
+};
+use crate::report::{RenderOptions, ReportSection};
 
-fn section(id: &'static str, title: &str, caption: &str, table: Table) -> Section {
-    Section {
-        id,
-        title: title.to_string(),
-        caption: caption.to_string(),
-        body: Body::Table(table),
-    }
+/// Metric group of all point-to-point or collective calls (Table 4.16).
+pub const MPI_CLASS: MetricGroup = MetricGroup("mpi_class");
+/// Metric group of one wait-state pattern (Tables 4.17 and 4.18).
+pub const MPI_PATTERN: MetricGroup = MetricGroup("mpi_pattern");
+/// Metric group of one rank.
+pub const MPI_RANK: MetricGroup = MetricGroup("mpi_rank");
+/// Metric group of one MPI call site.
+pub const MPI_SITE: MetricGroup = MetricGroup("mpi_site");
+
+/// A count or nanoseconds as a metric value.
+fn n(v: u64) -> f64 {
+    v as f64
+}
+
+fn section(id: &'static str, title: &str, caption: &str, table: Table) -> Panel {
+    Panel::new(id, title, caption, Body::Table(table))
 }
 
 fn top<T>(rows: &[T], top: usize) -> (&[T], usize) {
@@ -42,21 +52,94 @@ fn ranks_list(ranks: &[u32]) -> String {
         .join(", ")
 }
 
-/// The MPI sections of a report; none when it has no MPI part.
-pub(crate) fn report_sections(r: &Report, opts: &RenderOptions) -> Vec<Section> {
-    let Some(m) = &r.mpi else {
-        return Vec::new();
-    };
-    vec![
-        overview(m),
-        patterns(m),
-        extremes(m),
-        by_rank(m, opts.top),
-        by_site(m, opts.top),
-    ]
+impl ReportSection for MpiReport {
+    fn key(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
+        vec![
+            overview(self),
+            patterns(self),
+            extremes(self),
+            by_rank(self, opts.top),
+            by_site(self, opts.top),
+        ]
+    }
+
+    /// Per class and pattern ([`mpi_metrics`]; a run without MPI traces
+    /// has no values there), per rank matched by rank (`rank 3`), per call
+    /// site matched by operation and site (`MPI_Send at main (app.c:12)`).
+    fn comparable(&self) -> Option<Comparable> {
+        Some(Comparable {
+            metrics: mpi_metrics(self),
+            missing_is_zero: false,
+            lists: vec![
+                ItemList {
+                    key: "mpi_by_rank",
+                    title: "MPI per rank",
+                    caption: "Per-rank numbers matched by rank; blank where a run has no such rank.",
+                    item_heading: "Rank",
+                    kind_heading: "Host",
+                    always: false,
+                    items: self
+                        .by_rank
+                        .iter()
+                        .map(|row| Item {
+                            name: format!("rank {}", row.rank),
+                            kind: row.host.clone(),
+                            metrics: mpi_rank_metrics(row),
+                        })
+                        .collect(),
+                },
+                ItemList {
+                    key: "mpi_by_site",
+                    title: "MPI per call site",
+                    caption: "Per-call-site numbers matched by MPI function and site; blank where a run has no such site.",
+                    item_heading: "Call site",
+                    kind_heading: "Operation",
+                    always: false,
+                    items: self
+                        .by_site
+                        .iter()
+                        .map(|row| Item {
+                            name: format!("{} at {}", row.operation, row.display),
+                            kind: row.operation.clone(),
+                            metrics: mpi_site_metrics(row),
+                        })
+                        .collect(),
+                },
+            ],
+        })
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+        let mut out = vec![
+            section(
+                "mpi_classes",
+                "MPI calls",
+                "All point-to-point and collective calls of each run and their change (cf. Venter 2016, \
+                 Table 4.16); blank where a run has no MPI traces.",
+                metric_table(part, MPI_CLASS),
+            ),
+            section(
+                "mpi_patterns",
+                "MPI wait states",
+                "Wait states per pattern of each run and their change (cf. Venter 2016, Tables 4.17 and 4.18); \
+                 patterns without wait states in any run are left out.",
+                metric_table(part, MPI_PATTERN),
+            ),
+        ];
+        out.extend(
+            part.lists
+                .iter()
+                .map(|l| compared_list_panel(part, l, opts)),
+        );
+        out
+    }
 }
 
-fn overview(m: &MpiReport) -> Section {
+fn overview(m: &MpiReport) -> Panel {
     let mut fields: Vec<(&str, &str, Cell)> = vec![
         (
             "ranks",
@@ -149,7 +232,7 @@ fn overview(m: &MpiReport) -> Section {
     )
 }
 
-fn patterns(m: &MpiReport) -> Section {
+fn patterns(m: &MpiReport) -> Panel {
     let class_row = |key: &str, label: &str, c: &crate::mpi::MpiClassSummary| Row {
         key: key.to_string(),
         cells: vec![
@@ -217,7 +300,7 @@ fn rank_cells(x: Option<RankNs>) -> [Cell; 2] {
     }
 }
 
-fn extremes(m: &MpiReport) -> Section {
+fn extremes(m: &MpiReport) -> Panel {
     let rows = Pattern::ALL
         .iter()
         .filter(|p| m.pattern(**p).count > 0)
@@ -256,7 +339,7 @@ fn extremes(m: &MpiReport) -> Section {
     )
 }
 
-fn by_rank(m: &MpiReport, n: usize) -> Section {
+fn by_rank(m: &MpiReport, n: usize) -> Panel {
     let (ranks, omitted) = top(&m.by_rank, n);
     let rows = ranks
         .iter()
@@ -323,7 +406,7 @@ fn location(s: &MpiSiteRow) -> String {
     }
 }
 
-fn by_site(m: &MpiReport, n: usize) -> Section {
+fn by_site(m: &MpiReport, n: usize) -> Panel {
     let (sites, omitted) = top(&m.by_site, n);
     let rows = sites
         .iter()
@@ -375,21 +458,21 @@ fn by_site(m: &MpiReport, n: usize) -> Section {
 
 // ------------------------------------------------------------- comparison
 
-fn metric_table(c: &Comparison, group: MetricGroup) -> Table {
+fn metric_table(part: &ComparedPart<'_>, group: MetricGroup) -> Table {
     let mut columns = vec![Column::label("Metric", "metric")];
-    columns.extend(compared_columns(c));
+    columns.extend(compared_columns(part.runs));
     // A pattern no run has a wait state of is left out (its rows are all 0).
     let absent: Vec<String> = Pattern::ALL
         .iter()
         .map(|p| format!("mpi.{}.", p.key()))
         .filter(|prefix| {
-            c.metrics
+            part.metrics
                 .iter()
                 .find(|m| m.key == format!("{prefix}count"))
                 .is_some_and(|m| m.values.iter().all(|v| v.unwrap_or(0.0) == 0.0))
         })
         .collect();
-    let rows = c
+    let rows = part
         .metrics
         .iter()
         .filter(|m| m.group == group)
@@ -414,37 +497,80 @@ fn metric_table(c: &Comparison, group: MetricGroup) -> Table {
     }
 }
 
-/// The MPI sections of a comparison; none when no run has MPI traces.
-pub(crate) fn comparison_sections(c: &Comparison, opts: &RenderOptions) -> Vec<Section> {
-    if !c.runs.iter().any(|r| r.report.mpi.is_some()) {
-        return Vec::new();
+/// The MPI numbers of a report compared across runs (Venter 2016, Tables
+/// 4.16–4.18): per class (`mpi.p2p.*`, `mpi.collective.*`: events, total
+/// duration, wait) and per pattern (`mpi.late_sender.*` …: wait states,
+/// total duration, total wait, average and longest wait). Keys are the JSON
+/// paths of the values. Empty when the report has no MPI part.
+pub fn mpi_metrics(m: &MpiReport) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    let mut out = Vec::new();
+    for (key, label, c) in [
+        ("p2p", "Point to point", &m.p2p),
+        ("collective", "Collective", &m.collective),
+    ] {
+        #[rustfmt::skip]
+        let rows = [
+            ("events", "calls", Count, n(c.events)),
+            ("duration_ns", "total duration", Ns, n(c.duration_ns)),
+            ("wait_states", "wait states", Count, n(c.wait_states)),
+            ("wait_ns", "total wait", Ns, n(c.wait_ns)),
+        ];
+        out.extend(
+            metrics(MPI_CLASS, &format!("mpi.{key}."), rows)
+                .into_iter()
+                .map(|mut metric| {
+                    metric.label = format!("{label}: {}", metric.label);
+                    metric
+                }),
+        );
     }
-    vec![
-        section(
-            "mpi_classes",
-            "MPI calls",
-            "All point-to-point and collective calls of each run and their change (cf. Venter 2016, \
-             Table 4.16); blank where a run has no MPI traces.",
-            metric_table(c, MetricGroup::MpiClass),
-        ),
-        section(
-            "mpi_patterns",
-            "MPI wait states",
-            "Wait states per pattern of each run and their change (cf. Venter 2016, Tables 4.17 and 4.18); \
-             patterns without wait states in any run are left out.",
-            metric_table(c, MetricGroup::MpiPattern),
-        ),
-        section(
-            "mpi_by_rank",
-            "MPI per rank",
-            "Per-rank numbers matched by rank; blank where a run has no such rank.",
-            compared_item_table(c, &c.mpi_by_rank, "Rank", "Host", opts.top),
-        ),
-        section(
-            "mpi_by_site",
-            "MPI per call site",
-            "Per-call-site numbers matched by MPI function and site; blank where a run has no such site.",
-            compared_item_table(c, &c.mpi_by_site, "Call site", "Operation", opts.top),
-        ),
-    ]
+    for p in Pattern::ALL {
+        let s = m.pattern(p);
+        #[rustfmt::skip]
+        let rows = [
+            ("count", "wait states", Count, n(s.count)),
+            ("duration_ns", "total duration", Ns, n(s.duration_ns)),
+            ("wait_ns", "total wait", Ns, n(s.wait_ns)),
+            ("avg_wait_ns", "average wait", Ns, n(s.avg_wait_ns)),
+            ("max_wait_ns", "longest wait", Ns, n(s.max_wait_ns)),
+        ];
+        out.extend(
+            metrics(MPI_PATTERN, &format!("mpi.{}.", p.key()), rows)
+                .into_iter()
+                .map(|mut metric| {
+                    metric.label = format!("{}: {}", p.label(), metric.label);
+                    metric
+                }),
+        );
+    }
+    out
+}
+
+/// The compared numbers of one MPI rank (keys are the
+/// [`MpiRankRow`](crate::mpi::MpiRankRow) field names).
+pub fn mpi_rank_metrics(row: &MpiRankRow) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Calls", Count, n(row.events)),
+        ("duration_ns", "Time in MPI", Ns, n(row.duration_ns)),
+        ("wait_ns", "Wait experienced", Ns, n(row.wait_ns)),
+        ("caused_ns", "Wait caused (lateness)", Ns, n(row.caused_ns)),
+    ];
+    metrics(MPI_RANK, "", rows)
+}
+
+/// The compared numbers of one MPI call site (keys are the
+/// [`MpiSiteRow`](crate::mpi::MpiSiteRow) field names).
+pub fn mpi_site_metrics(row: &MpiSiteRow) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Calls", Count, n(row.events)),
+        ("duration_ns", "Total duration", Ns, n(row.duration_ns)),
+        ("avg_duration_ns", "Average duration", Ns, n(row.avg_duration_ns)),
+        ("wait_ns", "Total wait", Ns, n(row.wait_ns)),
+    ];
+    metrics(MPI_SITE, "", rows)
 }

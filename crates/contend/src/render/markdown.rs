@@ -4,26 +4,21 @@
 
 use std::fmt::Write as _;
 
-use super::fmt::PLAIN;
-use super::layout::{self, Body, Section, Table};
-use super::model::Report;
-use super::{RenderOptions, Renderer};
-use crate::compare::Comparison;
+use super::{Document, Renderer};
+use crate::report::fmt::PLAIN;
+use crate::report::layout::{Body, Panel, Table};
+use crate::report::RenderOptions;
 
 /// The Markdown renderer.
 pub(crate) struct Markdown;
 
 impl Renderer for Markdown {
-    fn report(&self, r: &Report, opts: &RenderOptions) -> String {
-        render("contend report", &layout::report_sections(r, opts), opts)
-    }
-
-    fn comparison(&self, c: &Comparison, opts: &RenderOptions) -> String {
-        render(
-            "contend comparison",
-            &layout::comparison_sections(c, opts),
-            opts,
-        )
+    fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
+        let title = match doc {
+            Document::Comparison(_) => "contend comparison",
+            Document::Report(_) | Document::Scale(_) => "contend report",
+        };
+        render(title, &doc.panels(opts), opts)
     }
 }
 
@@ -43,7 +38,7 @@ pub(crate) fn escape(s: &str) -> String {
     out
 }
 
-fn render(title: &str, sections: &[Section], opts: &RenderOptions) -> String {
+fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
     let mut out = format!("# {title}\n");
     for s in sections {
         let _ = writeln!(out, "\n## {}\n", escape(&s.title));

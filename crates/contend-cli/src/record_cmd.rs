@@ -1,0 +1,374 @@
+//! `contend record`, `contend scale` and `contend stress`: flags into the
+//! option structs of `contend-record` (only with the `record` feature).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use contend_record::{record, RecordError, RecordOptions};
+
+use crate::duration;
+use crate::progress::ScaleBar;
+
+#[derive(Args)]
+pub struct ScaleArgs {
+    /// Thread counts m to run, comma-separated, e.g. 2,4,8
+    #[arg(long, value_name = "LIST")]
+    threads: String,
+    /// Runs per (m, n) configuration
+    #[arg(long, value_name = "N", default_value_t = contend_record::scale_run::DEFAULT_REPEAT)]
+    repeat: u32,
+    /// Scale directory to create
+    #[arg(short, long, value_name = "DIR", default_value = contend_record::scale_run::DEFAULT_SCALE_OUTPUT)]
+    output: PathBuf,
+    /// Replace an existing scale directory
+    #[arg(long)]
+    force: bool,
+    /// Service-time sampling interval of every run, e.g. 10ms
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = duration)]
+    interval: Duration,
+    /// Also run every configuration with the memory contention generator (K threads) beside it
+    #[arg(long, value_name = "K")]
+    stress: Option<u32>,
+    /// Buffer per generator thread in MiB (default: 4 × last-level cache, 64 to 512)
+    #[arg(long, value_name = "MIB", requires = "stress")]
+    stress_buffer_mb: Option<u64>,
+    /// Let the program write to this terminal instead of stdout.txt/stderr.txt in each run directory
+    #[arg(long)]
+    show_output: bool,
+    /// The program and its arguments, after `--`; {threads} is replaced by m
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Subcommand)]
+pub enum StressCommand {
+    /// Stream data to and from memory with non-temporal loads/stores (memory contention generator, Venter 2016 §4.1.4)
+    #[command(
+        after_help = "Examples:\n  contend stress memory --threads 2 --duration 10s\n  contend stress memory --threads 1 --cpus 3 --duration 0.5 --format json\n  contend stress memory --threads 4 --buffer-mb 256      # until Ctrl-C\n\nThe bandwidth reported is bytes read + bytes written per second, per thread and in total."
+    )]
+    Memory(StressMemoryArgs),
+}
+
+#[derive(Args)]
+pub struct StressMemoryArgs {
+    /// Generator threads K, each pinned to one CPU
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    threads: u32,
+    /// CPUs for the threads (thread i on the i-th, cycling), e.g. 2-3; default: all allowed CPUs
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// Stop after this long: seconds (0.5) or with a unit (500ms, 10s); default: until Ctrl-C
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    duration: Option<Duration>,
+    /// Buffer per thread in MiB (default: 4 × last-level cache, 64 to 512)
+    #[arg(long, value_name = "MIB")]
+    buffer_mb: Option<u64>,
+    /// Output format: text or json
+    #[arg(short, long, default_value = "text")]
+    format: String,
+}
+
+#[derive(Args)]
+pub struct RecordArgs {
+    /// Recording directory to create
+    #[arg(short, long, default_value = "contend.data")]
+    output: PathBuf,
+    /// Replace an existing recording directory
+    #[arg(long)]
+    force: bool,
+    /// Record the call stack of every N-th lock operation (0 = never)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    stack_every: u32,
+    /// Per-thread buffer chunk size in KiB (power of two)
+    #[arg(long, value_name = "KIB")]
+    chunk_kb: Option<u32>,
+    /// Service-time sampling interval, e.g. 10ms (1 ms to 1 hour)
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = duration)]
+    interval: Duration,
+    /// Pin the program (and all its threads) to these CPUs, e.g. 0, 0-1, 0,2-3
+    #[arg(long, value_name = "LIST", conflicts_with = "cores")]
+    cpus: Option<String>,
+    /// Pin the program (and all its threads) to the first N online CPUs
+    #[arg(long, value_name = "N")]
+    cores: Option<u32>,
+    /// Attach to this running process instead: sample its service time and counters (no lock tracing)
+    #[arg(
+        short,
+        long,
+        value_name = "PID",
+        conflicts_with_all = ["command", "cpus", "cores", "stack_every", "chunk_kb"]
+    )]
+    pid: Option<u32>,
+    /// With -p: stop after this long: seconds (10) or with a unit (500ms, 2min); default: until the process exits or Ctrl-C
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    duration: Option<Duration>,
+    /// Also record every rank's MPI calls (CMD is e.g. `mpirun -np 4 ./app`); see docs/usage.md
+    #[arg(long, conflicts_with = "pid")]
+    mpi: bool,
+    /// With --mpi: the MPI implementation, openmpi or mpich (default: detected from CMD)
+    #[arg(long, value_name = "IMPL", requires = "mpi")]
+    mpi_impl: Option<String>,
+    /// With --mpi: trace lock operations too (hybrid MPI + threads programs; mpirun's own processes are traced as well)
+    #[arg(long, requires = "mpi")]
+    locks: bool,
+    /// The program and its arguments
+    #[arg(
+        required_unless_present = "pid",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<String>,
+}
+
+pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
+    let interval = a.interval;
+    if a.duration.is_some() && a.pid.is_none() {
+        bail!("--duration applies to attaching (-p PID); a started program runs until it exits");
+    }
+    if let Some(pid) = a.pid {
+        let duration = a.duration;
+        if duration == Some(Duration::ZERO) {
+            bail!("--duration: must be longer than 0");
+        }
+        let outcome = contend_record::attach(&contend_record::AttachOptions {
+            output: a.output,
+            force: a.force,
+            pid,
+            duration,
+            interval,
+        })?;
+        for w in &outcome.warnings {
+            eprintln!("contend: warning: {w}");
+        }
+        let ended = contend_trace::meta::RunMeta::read(&outcome.dir)
+            .ok()
+            .and_then(|m| m.attach)
+            .map(|a| a.ended)
+            .unwrap_or_default();
+        eprintln!(
+            "contend: sampled process {pid} for {:.3} s ({ended}; no lock tracing when attached) in {}; run `contend report {}`",
+            outcome.wall_ns as f64 / 1e9,
+            outcome.dir.display(),
+            outcome.dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cpus = match (&a.cpus, a.cores) {
+        (Some(list), _) => Some(
+            contend_record::cpus::parse_cpu_list(list)
+                .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?,
+        ),
+        (None, Some(n)) => {
+            Some(contend_record::cpus::first_online_cpus(n).map_err(|e| anyhow::anyhow!("{e}"))?)
+        }
+        (None, None) => None,
+    };
+    let mpi_impl = match a.mpi_impl.as_deref() {
+        None => None,
+        Some("openmpi" | "ompi" | "open-mpi") => {
+            Some(contend_record::launch::MpiImplementation::OpenMpi)
+        }
+        Some("mpich") => Some(contend_record::launch::MpiImplementation::Mpich),
+        Some(other) => bail!("--mpi-impl {other}: expected openmpi or mpich"),
+    };
+    let opts = RecordOptions {
+        mpi: a.mpi,
+        mpi_with_locks: a.locks,
+        mpi_impl,
+        cpus,
+        output: a.output,
+        force: a.force,
+        stack_every: a.stack_every,
+        chunk_kb: a.chunk_kb,
+        command: a.command,
+        interval,
+    };
+    let opts_mpi = opts.mpi;
+    let outcome = match record(&opts) {
+        Ok(o) => o,
+        Err(e @ RecordError::CommandNotFound { .. }) => {
+            eprintln!("contend: error: {e}");
+            return Ok(ExitCode::from(127));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for w in &outcome.warnings {
+        eprintln!("contend: warning: {w}");
+    }
+    if opts_mpi {
+        eprintln!(
+            "contend: recorded the MPI calls of {} rank(s) in {}/mpi",
+            outcome.mpi_ranks,
+            outcome.dir.display()
+        );
+    }
+    eprintln!(
+        "contend: recorded {} process trace(s) in {} ({:.3} s); run `contend report {}`",
+        outcome.traces,
+        outcome.dir.display(),
+        outcome.wall_ns as f64 / 1e9,
+        outcome.dir.display()
+    );
+    let code = match (outcome.exit_code, outcome.signal) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => 1,
+    };
+    Ok(ExitCode::from((code & 0xff) as u8))
+}
+
+fn mib(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
+    match v {
+        Some(0) => bail!("{flag}: must be at least 1 MiB"),
+        Some(m) => {
+            Ok(Some(m.checked_mul(1024 * 1024).with_context(|| {
+                format!("{flag}: {m} MiB is too large")
+            })?))
+        }
+        None => Ok(None),
+    }
+}
+
+pub fn cmd_scale(a: ScaleArgs) -> Result<ExitCode> {
+    use contend_record::scale_run::{run_scale, ScaleOptions};
+    let threads = contend_record::scale_run::parse_thread_list(&a.threads)
+        .map_err(|e| anyhow::anyhow!("--threads {}: {e}", a.threads))?;
+    let interval = a.interval;
+    let opts = ScaleOptions {
+        output: a.output,
+        force: a.force,
+        threads,
+        repeat: a.repeat,
+        command: a.command,
+        interval,
+        stress_threads: a.stress,
+        stress_buffer_bytes: mib("--stress-buffer-mb", a.stress_buffer_mb)?,
+        show_output: a.show_output,
+    };
+    let bar = ScaleBar::new(!opts.show_output)?;
+    let result = run_scale(&opts, &bar);
+    bar.finish();
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            bar.say(&format!("contend: error: {e}"));
+            if opts.output.join(contend_trace::scale::SCALE_FILE).is_file() {
+                bar.say(&format!(
+                    "contend: the runs made before are in {}",
+                    opts.output.display()
+                ));
+            }
+            let code = e.shell_status().unwrap_or(2);
+            return Ok(ExitCode::from((code & 0xff) as u8));
+        }
+    };
+    let dir = outcome.dir.display();
+    bar.say(&format!(
+        "contend: made {} of {} runs ({} failed) in {dir}; run `contend report {dir}`",
+        outcome.made, outcome.planned, outcome.failed
+    ));
+    if let Some(why) = &outcome.stopped {
+        bar.say(&format!("contend: experiment stopped: {why}"));
+        return Ok(ExitCode::from(130));
+    }
+    Ok(if outcome.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {
+    use contend_record::stress::{MemoryStress, StressOptions};
+    let json = match a.format.as_str() {
+        "text" => false,
+        "json" => true,
+        other => bail!("--format {other}: `contend stress memory` writes text or json"),
+    };
+    let cpus = match &a.cpus {
+        Some(list) => Some(
+            contend_record::cpus::parse_cpu_list(list)
+                .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?,
+        ),
+        None => None,
+    };
+    let duration = a.duration;
+    if duration == Some(Duration::ZERO) {
+        bail!("--duration: must be longer than 0");
+    }
+    let interrupt = contend_record::scale_run::Interrupt::begin();
+    let gen = MemoryStress::start(&StressOptions {
+        threads: a.threads,
+        cpus,
+        buffer_bytes: mib("--buffer-mb", a.buffer_mb)?,
+    })
+    .context("memory contention generator")?;
+    if duration.is_none() {
+        eprintln!(
+            "contend: streaming with {} thread(s) on CPU {}; Ctrl-C to stop",
+            a.threads,
+            contend_record::cpus::format_cpu_list(&{
+                let mut c = gen.cpus().to_vec();
+                c.sort_unstable();
+                c.dedup();
+                c
+            })
+        );
+    }
+    let start = std::time::Instant::now();
+    while interrupt.caught().is_none() && duration.is_none_or(|d| start.elapsed() < d) {
+        let left = duration.map_or(Duration::from_millis(50), |d| {
+            d.saturating_sub(start.elapsed())
+                .min(Duration::from_millis(50))
+        });
+        std::thread::sleep(left);
+    }
+    let report = gen.stop();
+    drop(interrupt);
+    if json {
+        crate::report_cmd::write_out(&serde_json::to_string_pretty(&report)?)?;
+    } else {
+        crate::report_cmd::write_out(&stress_text(&report))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stress_text(r: &contend_record::stress::StressReport) -> String {
+    let gb = |b: f64| b / 1e9;
+    let mut s = format!(
+        "Memory contention generator: {} thread(s), {:.3} s\n  streaming with {}\n  buffer {} MiB per thread{}\n\n",
+        r.threads.len(),
+        r.elapsed_s,
+        r.method_description,
+        r.buffer_bytes_per_thread >> 20,
+        r.llc_bytes
+            .map(|l| format!(" (last-level cache {} MiB)", l >> 20))
+            .unwrap_or_default()
+    );
+    s.push_str("thread  cpu   read GB   written GB   bandwidth GB/s\n");
+    for (i, t) in r.threads.iter().enumerate() {
+        s.push_str(&format!(
+            "{i:>6}  {:>3}  {:>8.3}  {:>11.3}  {:>15.3}\n",
+            t.cpu,
+            gb(t.bytes_read as f64),
+            gb(t.bytes_written as f64),
+            gb(t.bandwidth_bytes_per_s)
+        ));
+    }
+    s.push_str(&format!(
+        " total       {:>8.3}  {:>11.3}  {:>15.3}\n",
+        gb(r.bytes_read as f64),
+        gb(r.bytes_written as f64),
+        gb(r.bandwidth_bytes_per_s)
+    ));
+    s.push_str("\nbandwidth = (bytes read + bytes written) / time; GB = 10^9 bytes\n");
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}

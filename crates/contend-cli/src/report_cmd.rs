@@ -1,0 +1,360 @@
+//! `contend report`, `contend compare` and `contend export`: flags and
+//! `contend.toml` into the library's options, then one call of
+//! `contend::analyze` per recording.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+
+use contend::config::{parse_duration_ns, Config};
+use contend::export::{ExportFormat, ExportOptions, Weight};
+use contend::locks::EventFilter;
+use contend::render::{render, Document, OutputFormat};
+use contend::report::{RenderOptions, Report};
+use contend::{AnalysisOptions, Progress, Recording};
+
+use crate::progress::Bar;
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Output format [default: text, or `report.format` in contend.toml]
+    #[arg(short, long, value_enum)]
+    format: Option<OutputFormat>,
+    /// Rows per table (0 = all)
+    #[arg(long)]
+    top: Option<usize>,
+    /// Colour in text output (auto follows NO_COLOR and the terminal)
+    #[arg(long, value_enum, default_value = "auto")]
+    color: ColorChoice,
+    /// Configuration file (default: contend.toml in the recording or current directory)
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Args, Default)]
+pub struct FilterArgs {
+    /// Only events lasting at least this long (wait + hold), e.g. 10us
+    #[arg(long, value_name = "DURATION")]
+    min_duration: Option<String>,
+    /// Only events lasting at most this long, e.g. 1ms
+    #[arg(long, value_name = "DURATION")]
+    max_duration: Option<String>,
+    /// Only this lock (symbol name or address); repeatable
+    #[arg(long = "lock", value_name = "NAME|ADDR")]
+    locks: Vec<String>,
+    /// Only call sites matching this regular expression
+    #[arg(long = "site", value_name = "REGEX")]
+    site: Option<String>,
+    /// Only this thread id; repeatable
+    #[arg(long = "thread", value_name = "TID")]
+    threads: Vec<u32>,
+    /// Only events on the critical path
+    #[arg(long)]
+    critical_only: bool,
+    /// MPI: count late-sender/late-receiver waits only from this long, e.g. 5ms
+    #[arg(long, value_name = "DURATION")]
+    threshold_p2p: Option<String>,
+    /// MPI: count collective waits (barrier, N×N, broadcast, reduce, scan) only from this long
+    #[arg(long, value_name = "DURATION")]
+    threshold_collective: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Recording directory
+    #[arg(default_value = "contend.data")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    output: OutputArgs,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Recording directories; the first is the base
+    #[arg(required = true, num_args = 2.., value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    #[command(flatten)]
+    output: OutputArgs,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Recording directory
+    #[arg(default_value = "contend.data")]
+    pub dir: PathBuf,
+    /// Export format
+    #[arg(short, long, value_enum)]
+    format: ExportFormat,
+    /// Output file, `-` for standard output [default: contend.<format> beside the current directory]
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Replace an existing output file
+    #[arg(long)]
+    force: bool,
+    /// What weights the stacks: time waited or time held
+    #[arg(long, value_enum, default_value = "wait")]
+    weight: Weight,
+    /// Configuration file (default: contend.toml in the recording or current directory)
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+/// Options from flags, falling back to the config file, then defaults.
+struct Resolved {
+    format: OutputFormat,
+    render: RenderOptions,
+    options: AnalysisOptions,
+}
+
+fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Result<Resolved> {
+    let config_path = match &output.config {
+        Some(p) => Some(p.clone()),
+        None => Config::discover(recording_dir),
+    };
+    let config = match &config_path {
+        Some(p) => Config::read(p)?,
+        None => Config::default(),
+    };
+    let format = match (output.format, &config.report.format) {
+        (Some(f), _) => f,
+        (None, Some(name)) => name.parse().map_err(|e| {
+            anyhow::anyhow!(
+                "{}: report.format: {e}",
+                config_path
+                    .as_deref()
+                    .unwrap_or(Path::new("contend.toml"))
+                    .display()
+            )
+        })?,
+        (None, None) => OutputFormat::Text,
+    };
+    let color = match output.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
+        }
+    };
+    let render = RenderOptions {
+        color,
+        top: output.top.or(config.report.top).unwrap_or(20),
+        ..RenderOptions::default()
+    };
+    let f = &config.filter;
+    let dur = |flag: &Option<String>,
+               cfg: &Option<contend::config::DurationValue>,
+               name: &str|
+     -> Result<Option<u64>> {
+        match (flag, cfg) {
+            (Some(s), _) => Ok(Some(
+                parse_duration_ns(s).map_err(|e| anyhow::anyhow!("--{name}: {e}"))?,
+            )),
+            (None, Some(v)) => Ok(Some(v.to_ns()?)),
+            (None, None) => Ok(None),
+        }
+    };
+    let site = filter.site.clone().or(f.sites.clone());
+    let site_pattern = match site {
+        Some(s) => Some(
+            regex::Regex::new(&s)
+                .with_context(|| format!("--site: `{s}` is not a valid regular expression"))?,
+        ),
+        None => None,
+    };
+    let event_filter = EventFilter {
+        min_duration_ns: dur(&filter.min_duration, &f.min_duration, "min-duration")?,
+        max_duration_ns: dur(&filter.max_duration, &f.max_duration, "max-duration")?,
+        locks: if filter.locks.is_empty() {
+            f.locks.clone()
+        } else {
+            filter.locks.clone()
+        },
+        site_pattern,
+        threads: if filter.threads.is_empty() {
+            f.threads.clone()
+        } else {
+            filter.threads.clone()
+        },
+        critical_only: filter.critical_only || f.critical_only,
+    };
+    let mpi = contend::mpi::MpiOptions {
+        threshold_p2p_ns: dur(
+            &filter.threshold_p2p,
+            &config.mpi.threshold_p2p,
+            "threshold-p2p",
+        )?
+        .unwrap_or(0),
+        threshold_collective_ns: dur(
+            &filter.threshold_collective,
+            &config.mpi.threshold_collective,
+            "threshold-collective",
+        )?
+        .unwrap_or(0),
+    };
+    Ok(Resolved {
+        format,
+        render,
+        options: AnalysisOptions {
+            locks: event_filter,
+            mpi,
+        },
+    })
+}
+
+/// Opens and analyses one recording.
+fn analyze_dir(dir: &Path, options: &AnalysisOptions, bar: &Bar) -> Result<Report> {
+    bar.stage(&format!("reading {}", dir.display()), 1);
+    let rec = Recording::open(dir)?;
+    bar.advance(1);
+    Ok(contend::analyze(&rec, options, bar).into_report())
+}
+
+/// Writes `text` to standard output, ending it with a newline.
+pub fn write_out(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// A recording directory that does not exist is named with how to make one.
+fn require_recording(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        bail!(
+            "{}: no such recording; create one with `contend record -o {} -- CMD`",
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+pub fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
+    require_recording(&a.dir)?;
+    let r = resolve(&a.output, &a.filter, &a.dir)?;
+    let bar = Bar::new();
+    // A `contend scale` directory: the speed-up loss model (docs/model.md).
+    let text = if contend_trace::scale::ScaleManifest::is_scale_dir(&a.dir) {
+        let scale = contend::speedup::scale_report(&a.dir, &bar)?;
+        bar.finish();
+        render(&Document::Scale(&scale), r.format, &r.render)
+    } else {
+        let report = analyze_dir(&a.dir, &r.options, &bar)?;
+        bar.finish();
+        render(&Document::Report(&report), r.format, &r.render)
+    };
+    write_out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
+    let r = resolve(&a.output, &a.filter, &a.dirs[0])?;
+    let bar = Bar::new();
+    let mut reports = Vec::new();
+    for dir in &a.dirs {
+        let report = analyze_dir(dir, &r.options, &bar)?;
+        reports.push((dir.display().to_string(), report));
+    }
+    bar.finish();
+    let cmp = contend::compare::Comparison::new(reports);
+    write_out(&render(&Document::Comparison(&cmp), r.format, &r.render))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
+    require_recording(&a.dir)?;
+    let output_args = OutputArgs {
+        format: None,
+        top: None,
+        color: ColorChoice::Never,
+        config: a.config.clone(),
+    };
+    let r = resolve(&output_args, &a.filter, &a.dir)?;
+    let path = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(a.format.default_file_name()));
+    let to_stdout = path.as_os_str() == "-";
+    if !to_stdout && !a.force && path.exists() {
+        bail!(
+            "{}: already exists; choose another file with -o, or replace it with --force",
+            path.display()
+        );
+    }
+    let bar = Bar::new();
+    bar.stage(&format!("reading {}", a.dir.display()), 1);
+    let rec = Recording::open(&a.dir)?;
+    bar.advance(1);
+    let analysis = contend::analyze(&rec, &r.options, &bar);
+    bar.finish();
+    let options = ExportOptions {
+        weight: a.weight,
+        critical_only: r.options.locks.critical_only,
+    };
+    let summary = if to_stdout {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let s = contend::export::export(&analysis, a.format, &options, &mut out)?;
+        out.flush()?;
+        s
+    } else {
+        // Written next to its final name and renamed, so a failed export
+        // leaves no half-written file behind.
+        let tmp = path.with_extension("contend-partial");
+        let file = std::fs::File::create(&tmp)
+            .with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        let result = contend::export::export(&analysis, a.format, &options, &mut out)
+            .map_err(anyhow::Error::from)
+            .and_then(|s| {
+                out.flush()?;
+                Ok(s)
+            });
+        match result {
+            Ok(s) => {
+                std::fs::rename(&tmp, &path)
+                    .with_context(|| format!("{}: cannot write", path.display()))?;
+                s
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+    };
+    for w in &analysis.report.warnings {
+        eprintln!("contend: warning: {w}");
+    }
+    for n in &summary.notes {
+        eprintln!("contend: note: {n}");
+    }
+    if !to_stdout {
+        eprintln!(
+            "contend: wrote {} {} ({}) to {}",
+            summary.records,
+            summary.what,
+            a.format.name(),
+            path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

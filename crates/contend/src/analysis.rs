@@ -1,0 +1,220 @@
+//! The one way through a recording: [`analyze`] runs every registered
+//! [`Analyzer`] on a [`Recording`], assembles the [`Report`] from the
+//! sections they return, and keeps what they computed per event (paired
+//! lock events with their critical-path marks, MPI matches and wait
+//! states) in the [`Analysis`] for exporters.
+//!
+//! An analysis is a module with a unit struct implementing [`Analyzer`]:
+//! it reads the parts of the recording it needs, knows nothing of the
+//! other analyses or of output formats, and returns an [`AnalysisOutput`]: its
+//! [`ReportSection`] (the aggregated tables, serialised under the
+//! section's JSON key), its warnings, and optionally its per-event results.
+//! Adding one is its module plus one line in [`ANALYZERS`]
+//! (docs/architecture.md shows an example).
+
+use std::any::Any;
+
+use crate::locks::EventFilter;
+use crate::mpi::MpiOptions;
+use crate::recording::Recording;
+use crate::report::model::RunInfo;
+use crate::report::{Report, ReportSection};
+use crate::symbols::Symbols;
+
+/// Every analysis of a recording, in the order they run and their sections
+/// appear in JSON. The one place an analysis is registered.
+pub static ANALYZERS: &[&dyn Analyzer] = &[
+    &crate::locks::LockAnalyzer,
+    &crate::service::ServiceAnalyzer,
+    &crate::counters::CountersAnalyzer,
+    &crate::mpi::MpiAnalyzer,
+];
+
+/// What the analyses are asked to do; built by the binary from flags and
+/// `contend.toml` ([`crate::config`]).
+#[derive(Debug, Clone, Default)]
+pub struct AnalysisOptions {
+    /// Which lock events enter the lock tables (`--min-duration`,
+    /// `--lock`, `--site`, `--thread`, `--critical-only`).
+    pub locks: EventFilter,
+    /// Thresholds of the MPI wait states (`--threshold-p2p`,
+    /// `--threshold-collective`).
+    pub mpi: MpiOptions,
+}
+
+/// Progress of a long analysis, for a progress bar. Calls come from one
+/// thread. The default methods do nothing.
+pub trait Progress {
+    /// A new stage begins with `total` units of work.
+    fn stage(&self, _name: &str, _total: u64) {}
+    /// `n` more units are done.
+    fn advance(&self, _n: u64) {}
+}
+
+/// A [`Progress`] that ignores everything.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What every analysis gets: the recording, the options, the shared
+/// symbolizer and the progress display.
+pub struct Context<'a> {
+    /// The recording, read once.
+    pub recording: &'a Recording,
+    /// The options.
+    pub options: &'a AnalysisOptions,
+    /// Names for addresses, shared by all analyses of the recording.
+    pub symbols: &'a Symbols,
+    /// Where long stages report progress.
+    pub progress: &'a dyn Progress,
+}
+
+/// One analysis of a recording (the locks, the service time, the MPI wait
+/// states …). Implemented by a unit struct of the analysis's module and
+/// registered in [`ANALYZERS`].
+pub trait Analyzer: Sync {
+    /// Short name, for messages (`locks`, `service time`, `MPI`).
+    fn name(&self) -> &'static str;
+    /// Analyses `cx.recording`. `None` when the recording holds nothing
+    /// this analysis reads (no service samples, no MPI traces): its
+    /// section is then absent from the report. Never fails: problems of
+    /// the recording become warnings of the outcome.
+    fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput>;
+}
+
+/// What one analysis returns.
+pub struct AnalysisOutput {
+    /// Its section of the report; `None` when it found nothing to report
+    /// but warnings (a sample file without samples).
+    pub section: Option<Box<dyn ReportSection>>,
+    /// Problems it found, one sentence each, in the order found.
+    pub warnings: Vec<String>,
+    /// Its per-event results for exporters (its own type, found again with
+    /// [`Analysis::events`]), when it has any.
+    pub events: Option<Box<dyn Any + Send + Sync>>,
+    /// First and last instant of the events it saw, CLOCK_MONOTONIC ns:
+    /// the run's duration when `meta.json` does not give it.
+    pub span_ns: Option<(u64, u64)>,
+}
+
+impl AnalysisOutput {
+    /// An outcome with a section and nothing else.
+    pub fn new(section: impl ReportSection) -> AnalysisOutput {
+        AnalysisOutput {
+            section: Some(Box::new(section)),
+            warnings: Vec::new(),
+            events: None,
+            span_ns: None,
+        }
+    }
+}
+
+/// A recording analysed: the report, and what the analyses computed per
+/// event.
+pub struct Analysis<'r> {
+    /// The recording analysed.
+    pub recording: &'r Recording,
+    /// The aggregated report (what table formats render and JSON holds).
+    pub report: Report,
+    /// The symbolizer the analyses used, with its caches, for exporters
+    /// that resolve further addresses (call stacks).
+    pub symbols: Symbols,
+    /// Per-event results of the analyses that keep them.
+    events: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+impl Analysis<'_> {
+    /// The per-event results of type `T` (e.g. `crate::locks::LockEvents`),
+    /// when the analysis that makes them ran and kept some.
+    pub fn events<T: Any>(&self) -> Option<&T> {
+        self.events.iter().find_map(|e| e.downcast_ref::<T>())
+    }
+
+    /// The report alone, dropping the per-event results.
+    pub fn into_report(self) -> Report {
+        self.report
+    }
+}
+
+/// Runs every analysis of [`ANALYZERS`] on `recording` and assembles the
+/// report: the run header from `meta.json` (or the traces), the warnings of
+/// the recording and then of each analysis in order, one section per
+/// analysis that found something to analyse.
+pub fn analyze<'r>(
+    recording: &'r Recording,
+    options: &AnalysisOptions,
+    progress: &dyn Progress,
+) -> Analysis<'r> {
+    analyze_with(recording, options, Symbols::new(), progress)
+}
+
+/// [`analyze`] with the given symbolizer (for example
+/// [`Symbols::unresolved`] when only totals are needed).
+pub fn analyze_with<'r>(
+    recording: &'r Recording,
+    options: &AnalysisOptions,
+    symbols: Symbols,
+    progress: &dyn Progress,
+) -> Analysis<'r> {
+    let cx = Context {
+        recording,
+        options,
+        symbols: &symbols,
+        progress,
+    };
+    let outcomes: Vec<AnalysisOutput> = ANALYZERS.iter().filter_map(|a| a.analyze(&cx)).collect();
+    let span = outcomes
+        .iter()
+        .filter_map(|o| o.span_ns)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let mut report = Report::new(run_info(recording, span));
+    report.warnings = recording.warnings.clone();
+    let mut events = Vec::new();
+    for o in outcomes {
+        report.warnings.extend(o.warnings);
+        if let Some(section) = o.section {
+            report.push(section);
+        }
+        events.extend(o.events);
+    }
+    Analysis {
+        recording,
+        report,
+        symbols,
+        events,
+    }
+}
+
+/// Facts about the run, from `meta.json` where present, else the traces;
+/// `span` (first and last event, ns) gives the wall time when `meta.json`
+/// does not.
+pub fn run_info(recording: &Recording, span: Option<(u64, u64)>) -> RunInfo {
+    let span = match span {
+        Some((a, b)) if b > a => b - a,
+        _ => 0,
+    };
+    let mut info = RunInfo {
+        recording: recording.dir.display().to_string(),
+        processes: recording.processes.len() as u32,
+        threads: recording
+            .processes
+            .iter()
+            .map(|p| p.trace.threads.len() as u32)
+            .sum(),
+        wall_ns: span,
+        ..RunInfo::default()
+    };
+    if let Some(m) = &recording.meta {
+        info.command = m.command.clone();
+        info.exit_code = m.exit_code;
+        info.signal = m.signal;
+        info.wall_ns = m.wall_ns.unwrap_or(span);
+        info.host = m.host.clone();
+        info.cpu_model = m.cpu_model.clone();
+        info.cpus = m.cpus;
+        info.start_utc = m.start_utc.clone();
+        info.tool_version = m.tool_version.clone();
+    } else if let Some(p) = recording.processes.first() {
+        info.command = p.trace.cmdline.clone();
+    }
+    info
+}

@@ -1,0 +1,152 @@
+//! Folded stacks, the input format of flame-graph tools (Brendan Gregg's
+//! `flamegraph.pl`, `inferno-flamegraph`, speedscope): one line per
+//! distinct stack, `root;…;leaf value`, here weighted by the lock wait (or
+//! hold) time in ns of the events with that stack.
+//!
+//! A stack is the process (its command name), then the call stack recorded
+//! with the event (`contend record --stack-every N`), outermost frame
+//! first, or, for events without one, the call site alone; the leaf is the
+//! synchronisation object and its kind (`queue_lock [mutex]`). Frames are
+//! function names where the symbolizer knows them, else `module+offset`.
+//! Condition, barrier and semaphore waits are included (they are waits);
+//! `sem_post` is not an event. Lines are sorted, so equal recordings give
+//! equal files.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use super::{ExportError, ExportOptions, ExportSummary, Exporter, Weight};
+use crate::analysis::Analysis;
+use crate::locks::{LockEvents, Outcome};
+use crate::symbols::ResolvedSite;
+
+/// The folded-stacks exporter.
+pub(crate) struct Folded;
+
+/// A frame name without the separators of the format.
+fn frame(name: &str) -> String {
+    name.replace([';', '\n', '\r'], ":")
+}
+
+/// A resolved site as a frame: its function, else its display form.
+fn site_frame(site: &ResolvedSite) -> String {
+    frame(site.function.as_deref().unwrap_or(&site.display))
+}
+
+impl Exporter for Folded {
+    fn export(
+        &self,
+        analysis: &Analysis<'_>,
+        options: &ExportOptions,
+        out: &mut dyn Write,
+    ) -> Result<ExportSummary, ExportError> {
+        let Some(ev) = analysis.events::<LockEvents>() else {
+            return Err(ExportError::Nothing(
+                "the recording holds no lock events to fold".into(),
+            ));
+        };
+        let recording = analysis.recording;
+        let set = &ev.set;
+        let process_names: Vec<String> = recording
+            .processes
+            .iter()
+            .map(|p| {
+                let name = p
+                    .trace
+                    .cmdline
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or(&p.trace.exe_path);
+                frame(name.rsplit('/').next().unwrap_or(name))
+            })
+            .collect();
+        // (process, stack index) → frames, outermost first, resolved once.
+        let mut stacks: BTreeMap<(u32, u32), Vec<String>> = BTreeMap::new();
+        let mut folded: BTreeMap<String, u64> = BTreeMap::new();
+        let mut with_stack = 0u64;
+        for (i, e) in set.events.iter().enumerate() {
+            if e.outcome == Outcome::Post {
+                continue;
+            }
+            if options.critical_only && !ev.critical_path.on_path[i] {
+                continue;
+            }
+            let weight = match options.weight {
+                Weight::Wait => e.wait_ns(),
+                Weight::Hold => e.hold_ns(),
+            };
+            if weight == 0 {
+                continue;
+            }
+            let process = set.threads[e.thread as usize].process;
+            let mut line = process_names
+                .get(process as usize)
+                .cloned()
+                .unwrap_or_else(|| "?".into());
+            let recorded = e.stack_index().and_then(|s| {
+                let frames = recording
+                    .processes
+                    .get(process as usize)?
+                    .trace
+                    .stacks
+                    .get(s as usize)?;
+                Some(
+                    stacks
+                        .entry((process, s))
+                        .or_insert_with(|| {
+                            let maps = recording.process_maps(process);
+                            frames
+                                .iter()
+                                .rev()
+                                .map(|&a| site_frame(&analysis.symbols.site(maps, a)))
+                                .collect()
+                        })
+                        .clone(),
+                )
+            });
+            match recorded {
+                Some(frames) if !frames.is_empty() => {
+                    with_stack += 1;
+                    for f in frames {
+                        line.push(';');
+                        line.push_str(&f);
+                    }
+                }
+                _ => {
+                    line.push(';');
+                    line.push_str(&site_frame(&ev.names.sites[e.site as usize]));
+                }
+            }
+            line.push(';');
+            line.push_str(&frame(&format!(
+                "{} [{}]",
+                ev.names.objects[e.object as usize],
+                set.object_kinds[e.object as usize].object_kind()
+            )));
+            *folded.entry(line).or_insert(0) += weight;
+        }
+        let mut notes = Vec::new();
+        if folded.is_empty() {
+            notes.push(format!(
+                "no event had a positive {} time",
+                match options.weight {
+                    Weight::Wait => "wait",
+                    Weight::Hold => "hold",
+                }
+            ));
+        } else if with_stack == 0 {
+            notes.push(
+                "no call stacks were recorded: each stack is the call site alone (record with --stack-every N for stacks)"
+                    .into(),
+            );
+        }
+        for (stack, value) in &folded {
+            writeln!(out, "{stack} {value}")?;
+        }
+        Ok(ExportSummary {
+            records: folded.len() as u64,
+            what: "stacks",
+            notes,
+        })
+    }
+}

@@ -1,0 +1,499 @@
+//! The lock section in the table formats and in comparisons: the summary
+//! (Venter 2016, Table 4.9), the critical path (Table 4.10), other waits,
+//! per lock (Table 4.12), per call site, per thread, the wait histogram
+//! (Figures 4.1/4.2), and the lock numbers `contend compare` lines up
+//! (Tables 4.16–4.18 for locks).
+
+use super::model::{LockReport, LockRow, SiteRow};
+use crate::report::compared::{
+    fraction, metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
+};
+use crate::report::layout::{
+    compared_list_panel, compared_metric_table, metric_table, take_top, Body, Cell, Column, Panel,
+    Row, Table,
+};
+use crate::report::{RenderOptions, ReportSection};
+
+/// Metric group of the lock summary (Table 4.9).
+pub const SUMMARY: MetricGroup = MetricGroup("summary");
+/// Metric group of the critical-path summary (Table 4.10).
+pub const CRITICAL_PATH: MetricGroup = MetricGroup("critical_path");
+/// Metric group of the condition, barrier and semaphore waits.
+pub const OTHER_WAITS: MetricGroup = MetricGroup("other_waits");
+/// Metric group of one synchronisation object (Table 4.12).
+pub const LOCK: MetricGroup = MetricGroup("lock");
+/// Metric group of one call site.
+pub const SITE: MetricGroup = MetricGroup("site");
+
+/// A count or nanoseconds as a metric value.
+fn n(v: u64) -> f64 {
+    v as f64
+}
+
+impl ReportSection for LockReport {
+    fn key(&self) -> &'static str {
+        "locks"
+    }
+
+    /// The summary and critical-path tables, other waits, per lock, per
+    /// site, per thread and the histogram; the reason instead of the tables
+    /// when there are no lock events.
+    fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
+        let l = self;
+        let mut out = Vec::new();
+        let metrics = summary_metrics(l);
+        if let Some(reason) = &l.no_events_reason {
+            out.push(Panel::new(
+                "no_events",
+                "No lock events",
+                "Why there is nothing to report.",
+                Body::Paragraph(reason.clone()),
+            ));
+        } else {
+            out.push(Panel::new(
+                "summary",
+                "Lock summary",
+                "Lock events (mutex, rwlock and spinlock acquisitions) of the whole run (cf. Venter 2016, Table 4.9). \
+                 An event lasts from the request to the release: its wait ends when the lock is acquired, its hold \
+                 when it is released.",
+                Body::Table(metric_table(&metrics, SUMMARY)),
+            ));
+            out.push(Panel::new(
+                "critical_path",
+                "Critical path",
+                "Lock events on the critical path of execution (cf. Venter 2016, Table 4.10); shares are of all \
+                 lock events.",
+                Body::Table(metric_table(&metrics, CRITICAL_PATH)),
+            ));
+        }
+        if !l.other_waits.is_empty() {
+            let rows = l
+                .other_waits
+                .iter()
+                .map(|w| Row {
+                    key: w.kind.clone(),
+                    cells: vec![
+                        Cell::Text(w.kind.clone()),
+                        Cell::Count(w.events),
+                        Cell::Count(w.contended_events),
+                        Cell::Ns(w.wait_ns),
+                        Cell::Ns(w.critical_wait_ns),
+                        Cell::Count(w.timeouts),
+                    ],
+                })
+                .collect();
+            let table = Table {
+                columns: vec![
+                    Column::text("Kind", "kind"),
+                    Column::num("Waits", "events"),
+                    Column::num("Waited", "contended_events"),
+                    Column::num("Wait", "wait_ns"),
+                    Column::num("CP wait", "critical_wait_ns"),
+                    Column::num("Timeouts", "timeouts"),
+                ],
+                rows,
+                ..Table::default()
+            };
+            out.push(Panel::new(
+                "other_waits",
+                "Other waits",
+                "Condition variable, barrier and semaphore waits; CP = on the critical path.",
+                Body::Table(table),
+            ));
+        }
+        if l.no_events_reason.is_none() {
+            out.push(lock_panel(l, opts.top));
+            out.push(site_panel(l, opts.top));
+            out.push(thread_panel(l, opts.top));
+            out.push(histogram_panel(l));
+        }
+        if !l.sites_without_debug_info.is_empty() {
+            out.push(Panel::new(
+                "sites_without_debug_info",
+                "Modules without debug information",
+                "Call sites in these modules are shown as module+offset; install their debug symbols for file:line.",
+                Body::List(l.sites_without_debug_info.clone()),
+            ));
+        }
+        out
+    }
+
+    fn closes_report(&self) -> bool {
+        true
+    }
+
+    fn filters(&self) -> Vec<String> {
+        self.filters.clone()
+    }
+
+    /// Summary, critical-path and other-wait metrics (an other-wait kind a
+    /// run did not record counts as 0 there), per lock matched by name,
+    /// per call site matched by its display string.
+    fn comparable(&self) -> Option<Comparable> {
+        Some(Comparable {
+            metrics: summary_metrics(self),
+            missing_is_zero: true,
+            lists: vec![
+                ItemList {
+                    key: "by_lock",
+                    title: "Per lock",
+                    caption:
+                        "Per-lock numbers matched by lock name; blank where a run has no such lock.",
+                    item_heading: "Lock",
+                    kind_heading: "Kind",
+                    always: true,
+                    items: self
+                        .by_lock
+                        .iter()
+                        .map(|l| Item {
+                            name: l.name.clone(),
+                            kind: l.kind.clone(),
+                            metrics: lock_metrics(l),
+                        })
+                        .collect(),
+                },
+                ItemList {
+                    key: "by_site",
+                    title: "Per call site",
+                    caption:
+                        "Per-call-site numbers matched by site; blank where a run has no such site.",
+                    item_heading: "Call site",
+                    kind_heading: "Kind",
+                    always: true,
+                    items: self
+                        .by_site
+                        .iter()
+                        .map(|s| Item {
+                            name: s.display.clone(),
+                            kind: s.kinds.join(", "),
+                            metrics: site_metrics(s),
+                        })
+                        .collect(),
+                },
+            ],
+        })
+    }
+
+    fn comparison_notes(&self) -> Vec<String> {
+        self.no_events_reason
+            .iter()
+            .map(|reason| format!("no lock events: {reason}"))
+            .collect()
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+        let mut out = Vec::new();
+        let groups = [
+            (SUMMARY, "summary", "Lock summary", "Lock events of each run and their change (cf. Venter 2016, Tables 4.9 and 4.16)."),
+            (CRITICAL_PATH, "critical_path", "Critical path", "Lock events on the critical path of each run and their change (cf. Venter 2016, Table 4.10)."),
+            (OTHER_WAITS, "other_waits", "Other waits", "Condition variable, barrier and semaphore waits of each run and their change."),
+        ];
+        for (group, id, title, caption) in groups {
+            let table = compared_metric_table(part, group);
+            if !table.rows.is_empty() {
+                out.push(Panel::new(id, title, caption, Body::Table(table)));
+            }
+        }
+        out.extend(
+            part.lists
+                .iter()
+                .map(|l| compared_list_panel(part, l, opts)),
+        );
+        out
+    }
+}
+
+fn lock_panel(l: &LockReport, top: usize) -> Panel {
+    let (locks, omitted) = take_top(&l.by_lock, top);
+    let rows = locks
+        .iter()
+        .map(|k| Row {
+            key: format!("{}:{}", k.pid, k.address),
+            cells: vec![
+                Cell::Text(k.name.clone()),
+                Cell::Text(k.kind.clone()),
+                Cell::Count(k.events),
+                Cell::Count(k.contended_events),
+                Cell::Ns(k.wait_ns),
+                Cell::Ns(k.hold_ns),
+                Cell::Ns(k.max_wait_ns),
+                Cell::Count(k.critical_events),
+                Cell::Ns(k.critical_wait_ns),
+                Cell::Text(k.sites.join(", ")),
+            ],
+        })
+        .collect();
+    let mut sites = Column::text("Call sites", "sites");
+    sites.detail = true;
+    let table = Table {
+        columns: vec![
+            Column::text("Lock", "name"),
+            Column::text("Kind", "kind"),
+            Column::num("Events", "events"),
+            Column::num("Contended", "contended_events"),
+            Column::num("Wait", "wait_ns"),
+            Column::num("Hold", "hold_ns"),
+            Column::num("Max wait", "max_wait_ns"),
+            Column::num("CP events", "critical_events"),
+            Column::num("CP wait", "critical_wait_ns"),
+            sites,
+        ],
+        rows,
+        omitted,
+        ..Table::default()
+    };
+    Panel::new(
+        "by_lock",
+        "Per lock",
+        "Lock events per synchronisation object, most waiting first (cf. Venter 2016, Table 4.12); \
+         CP = on the critical path.",
+        Body::Table(table),
+    )
+}
+
+/// `file:line`, else `module+offset`, else the offset.
+fn site_location(s: &SiteRow) -> String {
+    match (&s.file, s.line, &s.module) {
+        (Some(f), Some(l), _) => format!("{}:{l}", short_path(f)),
+        (Some(f), None, _) => short_path(f),
+        (None, _, Some(m)) => format!("{}+{}", m.rsplit('/').next().unwrap_or(m), s.offset),
+        (None, _, None) => s.offset.clone(),
+    }
+}
+
+/// A source path as a reader wants it in a table: its last two components
+/// (`sharequeue/queue.c`); the full path is in the JSON and CSV output.
+fn short_path(path: &str) -> String {
+    let parts: Vec<&str> = path.rsplitn(3, '/').collect();
+    match parts.as_slice() {
+        [file, dir, _] | [file, dir] if !dir.is_empty() => format!("{dir}/{file}"),
+        _ => path.to_string(),
+    }
+}
+
+fn site_panel(l: &LockReport, top: usize) -> Panel {
+    let (sites, omitted) = take_top(&l.by_site, top);
+    let rows = sites
+        .iter()
+        .map(|s| Row {
+            key: format!("{}+{}", s.module.as_deref().unwrap_or(""), s.offset),
+            cells: vec![
+                Cell::Text(s.function.clone().unwrap_or_else(|| "??".to_string())),
+                Cell::Text(site_location(s)),
+                Cell::Text(s.kinds.join(", ")),
+                Cell::Count(s.events),
+                Cell::Count(s.contended_events),
+                Cell::Ns(s.wait_ns),
+                Cell::Ns(s.hold_ns),
+                Cell::Ns(s.critical_wait_ns),
+            ],
+        })
+        .collect();
+    let table = Table {
+        columns: vec![
+            Column::text("Function", "function"),
+            Column::text("Location", "location"),
+            Column::text("Kinds", "kinds"),
+            Column::num("Events", "events"),
+            Column::num("Contended", "contended_events"),
+            Column::num("Wait", "wait_ns"),
+            Column::num("Hold", "hold_ns"),
+            Column::num("CP wait", "critical_wait_ns"),
+        ],
+        rows,
+        omitted,
+        ..Table::default()
+    };
+    Panel::new(
+        "by_site",
+        "Per call site",
+        "Lock events per call site (function, file:line or module+offset), most waiting first; \
+         CP = on the critical path.",
+        Body::Table(table),
+    )
+}
+
+fn thread_panel(l: &LockReport, top: usize) -> Panel {
+    let (threads, omitted) = take_top(&l.by_thread, top);
+    let rows = threads
+        .iter()
+        .map(|t| Row {
+            key: format!("{}:{}", t.pid, t.tid),
+            cells: vec![
+                Cell::Text(format!("{}/{}", t.pid, t.tid)),
+                Cell::Count(t.events),
+                Cell::Count(t.contended_events),
+                Cell::Ns(t.wait_ns),
+                Cell::Ns(t.hold_ns),
+                Cell::Count(t.critical_events),
+                Cell::Ns(t.span_ns),
+                Cell::Fraction(fraction(t.wait_ns, t.span_ns)),
+            ],
+        })
+        .collect();
+    let table = Table {
+        columns: vec![
+            Column::text("pid/tid", "thread"),
+            Column::num("Events", "events"),
+            Column::num("Contended", "contended_events"),
+            Column::num("Wait", "wait_ns"),
+            Column::num("Hold", "hold_ns"),
+            Column::num("CP events", "critical_events"),
+            Column::num("Span", "span_ns"),
+            Column::num("Waiting", "wait_share_of_span"),
+        ],
+        rows,
+        omitted,
+        ..Table::default()
+    };
+    Panel::new(
+        "by_thread",
+        "Per thread",
+        "Lock events and waits per thread, most waiting first; span = first to last recorded operation, \
+         waiting = wait / span.",
+        Body::Table(table),
+    )
+}
+
+fn histogram_panel(l: &LockReport) -> Panel {
+    let rows = l
+        .wait_histogram
+        .iter()
+        .map(|b| Row {
+            key: b.lower_ns.to_string(),
+            cells: vec![
+                Cell::Ns(b.lower_ns),
+                Cell::Ns(b.upper_ns),
+                Cell::Count(b.events),
+                Cell::Ns(b.wait_ns),
+                Cell::Count(b.critical_events),
+                Cell::Ns(b.critical_wait_ns),
+            ],
+        })
+        .collect();
+    let table = Table {
+        columns: vec![
+            Column::num("Wait from", "lower_ns"),
+            Column::num("to below", "upper_ns"),
+            Column::num("Events", "events"),
+            Column::num("Σ wait", "wait_ns"),
+            Column::num("CP events", "critical_events"),
+            Column::num("CP Σ wait", "critical_wait_ns"),
+        ],
+        rows,
+        bars: vec![3, 5],
+        ..Table::default()
+    };
+    Panel::new(
+        "wait_histogram",
+        "Wait-time histogram",
+        "Lock events by the duration of their wait, in log2 buckets: the total wait of all events and of \
+         those on the critical path (CP) (cf. Venter 2016, Figures 4.1 and 4.2).",
+        Body::Table(table),
+    )
+}
+
+/// The summary, critical-path and other-wait numbers of a report as one flat
+/// list, in display order; every renderer and the comparison iterate it.
+///
+/// Keys are the JSON paths of the values (`locks.summary.wait_ns`). Two are
+/// derived: `locks.summary.contended_share` (contended / lock events) and
+/// `locks.critical_path.mean_event_ns` (critical-path duration counted once
+/// / its events, the thesis's average mutex duration of Table 4.10). Other
+/// waits get keys `locks.other_waits.<kind>.<field>`, one set per kind
+/// present.
+pub fn summary_metrics(l: &LockReport) -> Vec<Metric> {
+    use Unit::{Count, Fraction, Ns};
+    let s = &l.summary;
+    let c = &l.critical_path;
+    let cp_mean = c.duration_once_ns.checked_div(c.events).unwrap_or(0);
+    #[rustfmt::skip]
+    let summary = [
+        ("program_ns", "Program duration", Ns, n(s.program_ns)),
+        ("events", "Lock events", Count, n(s.events)),
+        ("contended_events", "Contended events", Count, n(s.contended_events)),
+        ("contended_share", "Contended share of lock events", Fraction, fraction(s.contended_events, s.events)),
+        ("failed_events", "Failed attempts (trylock, timeout, error)", Count, n(s.failed_events)),
+        ("duration_ns", "Event duration, every event counted", Ns, n(s.duration_ns)),
+        ("duration_once_ns", "Event duration, overlaps once per thread", Ns, n(s.duration_once_ns)),
+        ("wait_ns", "Wait time", Ns, n(s.wait_ns)),
+        ("wait_share", "Wait share of event duration", Fraction, s.wait_share),
+        ("hold_ns", "Hold time", Ns, n(s.hold_ns)),
+        ("mean_event_ns", "Average event duration (overlaps once)", Ns, n(s.mean_event_ns)),
+        ("max_wait_ns", "Longest wait", Ns, n(s.max_wait_ns)),
+        ("unreleased_events", "Still held when the thread's trace ended", Count, n(s.unreleased_events)),
+        ("unmatched_releases", "Releases without an acquisition", Count, n(s.unmatched_releases)),
+    ];
+    #[rustfmt::skip]
+    let critical_path = [
+        ("events", "Lock events on the critical path", Count, n(c.events)),
+        ("event_share", "Share of all lock events", Fraction, c.event_share),
+        ("contended_events", "Contended events", Count, n(c.contended_events)),
+        ("duration_ns", "Event duration, every event counted", Ns, n(c.duration_ns)),
+        ("duration_once_ns", "Event duration, overlaps once per thread", Ns, n(c.duration_once_ns)),
+        ("wait_ns", "Wait time", Ns, n(c.wait_ns)),
+        ("wait_share", "Wait share of all lock event duration", Fraction, c.wait_share),
+        ("hold_ns", "Hold time", Ns, n(c.hold_ns)),
+        ("mean_event_ns", "Average event duration (overlaps once)", Ns, n(cp_mean)),
+        ("jumps", "Jumps to the releasing thread", Count, n(c.jumps)),
+        ("other_wait_ns", "Cond/barrier/semaphore wait on the path", Ns, n(c.other_wait_ns)),
+    ];
+    let mut m = metrics(SUMMARY, "locks.summary.", summary);
+    m.extend(metrics(
+        CRITICAL_PATH,
+        "locks.critical_path.",
+        critical_path,
+    ));
+    for w in &l.other_waits {
+        #[rustfmt::skip]
+        let rows = [
+            ("events", "waits", Count, n(w.events)),
+            ("contended_events", "had to wait", Count, n(w.contended_events)),
+            ("wait_ns", "wait time", Ns, n(w.wait_ns)),
+            ("critical_wait_ns", "wait on the critical path", Ns, n(w.critical_wait_ns)),
+            ("timeouts", "timeouts", Count, n(w.timeouts)),
+        ];
+        let prefix = format!("locks.other_waits.{}.", w.kind);
+        m.extend(
+            metrics(OTHER_WAITS, &prefix, rows)
+                .into_iter()
+                .map(|mut metric| {
+                    metric.label = format!("{}: {}", w.kind, metric.label);
+                    metric
+                }),
+        );
+    }
+    m
+}
+
+/// The compared numbers of one synchronisation object (keys are the
+/// [`LockRow`] field names).
+pub fn lock_metrics(l: &LockRow) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Events", Count, n(l.events)),
+        ("contended_events", "Contended events", Count, n(l.contended_events)),
+        ("wait_ns", "Wait time", Ns, n(l.wait_ns)),
+        ("hold_ns", "Hold time", Ns, n(l.hold_ns)),
+        ("max_wait_ns", "Longest wait", Ns, n(l.max_wait_ns)),
+        ("critical_events", "Events on the critical path", Count, n(l.critical_events)),
+        ("critical_wait_ns", "Wait on the critical path", Ns, n(l.critical_wait_ns)),
+    ];
+    metrics(LOCK, "", rows)
+}
+
+/// The compared numbers of one call site (keys are the [`SiteRow`] field
+/// names).
+pub fn site_metrics(s: &SiteRow) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    #[rustfmt::skip]
+    let rows = [
+        ("events", "Events", Count, n(s.events)),
+        ("contended_events", "Contended events", Count, n(s.contended_events)),
+        ("wait_ns", "Wait time", Ns, n(s.wait_ns)),
+        ("hold_ns", "Hold time", Ns, n(s.hold_ns)),
+        ("critical_wait_ns", "Wait on the critical path", Ns, n(s.critical_wait_ns)),
+    ];
+    metrics(SITE, "", rows)
+}

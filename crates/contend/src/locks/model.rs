@@ -1,0 +1,207 @@
+//! The lock section of a report (JSON key `locks`; docs/json.md): the
+//! summary (Venter 2016, Table 4.9), the critical path (Table 4.10), other
+//! waits, per lock (Table 4.12), per call site, per thread and the
+//! wait-time histogram (Figures 4.1/4.2). Definitions: docs/metrics.md.
+
+use serde::Serialize;
+
+/// Results of the lock analysis.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct LockReport {
+    /// Totals over lock events: mutex, rwlock and spinlock acquisitions (Table 4.9).
+    pub summary: LockSummary,
+    /// Totals over lock events on the critical path (Table 4.10).
+    pub critical_path: CriticalPathSummary,
+    /// Condition, barrier and semaphore waits, one row per kind present.
+    pub other_waits: Vec<WaitKindRow>,
+    /// Per synchronisation object, sorted by wait time, largest first (Table 4.12).
+    pub by_lock: Vec<LockRow>,
+    /// Per call site, sorted by wait time, largest first.
+    pub by_site: Vec<SiteRow>,
+    /// Per thread, sorted by wait time, largest first.
+    pub by_thread: Vec<ThreadRow>,
+    /// Wait time per log2 duration bucket (Figures 4.1 and 4.2); only
+    /// buckets with events, ascending.
+    pub wait_histogram: Vec<HistogramBucket>,
+    /// Filters applied to the events before aggregation (empty = none).
+    pub filters: Vec<String>,
+    /// Why there is nothing to report, when no lock operation was recorded.
+    pub no_events_reason: Option<String>,
+    /// Modules whose call sites could not be resolved to file:line.
+    pub sites_without_debug_info: Vec<String>,
+}
+
+/// Table 4.9 of Venter 2016, over the selected lock events.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct LockSummary {
+    /// Program duration, ns (= `run.wall_ns`).
+    pub program_ns: u64,
+    /// Lock events: acquisition attempts of mutexes, rwlocks and spinlocks.
+    pub events: u64,
+    /// Events whose acquisition did not succeed at once.
+    pub contended_events: u64,
+    /// Attempts that never acquired (failed trylock, timeout, error).
+    pub failed_events: u64,
+    /// Σ wait time (acquired − requested), ns.
+    pub wait_ns: u64,
+    /// Σ hold time (released − acquired), ns.
+    pub hold_ns: u64,
+    /// Σ event duration (wait + hold), every event counted, ns.
+    pub duration_ns: u64,
+    /// Event duration counted once per thread where events overlap (nesting), ns.
+    pub duration_once_ns: u64,
+    /// wait_ns / duration_ns (0 when there are no events).
+    pub wait_share: f64,
+    /// duration_once_ns / events, ns (the thesis's "average mutex duration").
+    pub mean_event_ns: u64,
+    /// Largest single wait, ns.
+    pub max_wait_ns: u64,
+    /// Events still held when their thread's trace ended (held to its end).
+    pub unreleased_events: u64,
+    /// Releases with no matching acquisition in the same thread.
+    pub unmatched_releases: u64,
+}
+
+/// Table 4.10 of Venter 2016: lock events on the critical path.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct CriticalPathSummary {
+    /// Lock events on the critical path.
+    pub events: u64,
+    /// Of which contended.
+    pub contended_events: u64,
+    /// Σ wait time of those events, ns.
+    pub wait_ns: u64,
+    /// Σ hold time of those events, ns.
+    pub hold_ns: u64,
+    /// Σ (wait + hold), ns.
+    pub duration_ns: u64,
+    /// Duration counted once per thread where events overlap, ns.
+    pub duration_once_ns: u64,
+    /// events / all selected events.
+    pub event_share: f64,
+    /// wait_ns / duration of all selected events.
+    pub wait_share: f64,
+    /// Jumps from a waiting thread to the thread that released the lock.
+    pub jumps: u64,
+    /// Wait on the path by other primitives (cond, barrier, semaphore), ns.
+    pub other_wait_ns: u64,
+}
+
+/// Summary of one kind of non-lock wait.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct WaitKindRow {
+    /// `cond`, `barrier` or `semaphore`.
+    pub kind: String,
+    /// Wait operations.
+    pub events: u64,
+    /// Of which had to wait (did not succeed at once).
+    pub contended_events: u64,
+    /// Σ wait time, ns.
+    pub wait_ns: u64,
+    /// Wait time of those on the critical path, ns.
+    pub critical_wait_ns: u64,
+    /// Timed waits that timed out.
+    pub timeouts: u64,
+}
+
+/// One synchronisation object (Table 4.12).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct LockRow {
+    /// Symbol of a global/static object (`queue_lock`, `cache+0x40`), else the address.
+    pub name: String,
+    /// Address, hexadecimal.
+    pub address: String,
+    /// Process that owns it.
+    pub pid: u32,
+    /// `mutex`, `rwlock`, `spinlock`, `cond`, `barrier` or `semaphore`.
+    pub kind: String,
+    /// Events on this object.
+    pub events: u64,
+    /// Contended events.
+    pub contended_events: u64,
+    /// Σ wait, ns.
+    pub wait_ns: u64,
+    /// Σ hold, ns.
+    pub hold_ns: u64,
+    /// Σ (wait + hold), ns.
+    pub duration_ns: u64,
+    /// Largest single wait, ns.
+    pub max_wait_ns: u64,
+    /// Events on the critical path.
+    pub critical_events: u64,
+    /// Wait on the critical path, ns.
+    pub critical_wait_ns: u64,
+    /// Hold on the critical path, ns.
+    pub critical_hold_ns: u64,
+    /// Call sites that acquired it, most waiting first (short form).
+    pub sites: Vec<String>,
+}
+
+/// One call site, resolved to function and file:line where possible.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct SiteRow {
+    /// Function name (demangled), `None` if unknown.
+    pub function: Option<String>,
+    /// Source file, `None` without debug information.
+    pub file: Option<String>,
+    /// Source line, `None` without debug information.
+    pub line: Option<u32>,
+    /// Module (executable or library) path.
+    pub module: Option<String>,
+    /// Offset in the module, hexadecimal.
+    pub offset: String,
+    /// `dwarf`, `symbols` or `none`: how the site was resolved.
+    pub debug: String,
+    /// Short display form, e.g. `dequeue (queue.c:82)`.
+    pub display: String,
+    /// Events acquired here.
+    pub events: u64,
+    /// Contended events.
+    pub contended_events: u64,
+    /// Σ wait, ns.
+    pub wait_ns: u64,
+    /// Σ hold, ns.
+    pub hold_ns: u64,
+    /// Wait on the critical path, ns.
+    pub critical_wait_ns: u64,
+    /// Kinds of objects acquired here.
+    pub kinds: Vec<String>,
+}
+
+/// One thread.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct ThreadRow {
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Lock events.
+    pub events: u64,
+    /// Contended events.
+    pub contended_events: u64,
+    /// Σ wait (locks and other waits), ns.
+    pub wait_ns: u64,
+    /// Σ hold, ns.
+    pub hold_ns: u64,
+    /// Events on the critical path.
+    pub critical_events: u64,
+    /// Time from the thread's first to its last recorded operation, ns.
+    pub span_ns: u64,
+}
+
+/// A log2 bucket of wait durations: [lower_ns, upper_ns).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct HistogramBucket {
+    /// Inclusive lower bound, ns (0 for the first bucket).
+    pub lower_ns: u64,
+    /// Exclusive upper bound, ns.
+    pub upper_ns: u64,
+    /// Lock events whose wait falls in the bucket.
+    pub events: u64,
+    /// Σ their wait, ns.
+    pub wait_ns: u64,
+    /// Of which on the critical path.
+    pub critical_events: u64,
+    /// Σ wait of those, ns.
+    pub critical_wait_ns: u64,
+}

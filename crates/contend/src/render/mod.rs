@@ -1,0 +1,171 @@
+//! The output formats of `contend report` and `contend compare`: every
+//! format implements [`Renderer`]; [`OutputFormat`] lists them (the one
+//! list, which the command line parses).
+//!
+//! The table formats (text, Markdown, LaTeX, CSV) draw the panels a
+//! [`Document`] lays out ([`crate::report::layout`]): for a report, the run
+//! header, the warnings first and prominent, then each analysis's section
+//! ([`crate::report::ReportSection::layout`]); for a comparison, the runs
+//! and each section's compared tables; for a scale directory, the speed-up
+//! loss model. JSON is the model itself (`serde_json`), never truncated.
+//!
+//! Adding a format is one new file: implement [`Renderer`] and add a
+//! variant to [`OutputFormat`] and an arm to [`renderer`].
+
+mod csv;
+mod json;
+mod latex;
+mod markdown;
+mod text;
+
+use std::fmt as stdfmt;
+use std::str::FromStr;
+
+use crate::compare::Comparison;
+use crate::report::{Panel, ParseNameError, RenderOptions, Report};
+use crate::speedup::ScaleReport;
+
+/// What can be rendered: a report, a comparison of reports, or the
+/// speed-up report of a scale directory.
+#[derive(Debug, Clone, Copy)]
+pub enum Document<'a> {
+    /// `contend report DIR` of a recording.
+    Report(&'a Report),
+    /// `contend compare A B …`.
+    Comparison(&'a Comparison),
+    /// `contend report DIR` of a scale directory.
+    Scale(&'a ScaleReport),
+}
+
+impl Document<'_> {
+    /// The panels the table formats draw, in display order.
+    pub fn panels(&self, opts: &RenderOptions) -> Vec<Panel> {
+        match self {
+            Document::Report(r) => crate::report::layout::report_panels(r, opts),
+            Document::Comparison(c) => c.panels(opts),
+            Document::Scale(s) => crate::speedup::layout::panels(s),
+        }
+    }
+
+    /// The document as JSON (docs/json.md), pretty-printed, ending with a
+    /// newline.
+    pub fn to_json(&self) -> String {
+        fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> String {
+            // Serialising these plain structs (string keys, finite or
+            // non-finite floats written as null) cannot fail.
+            let mut s =
+                serde_json::to_string_pretty(value).expect("report structs serialise to JSON");
+            s.push('\n');
+            s
+        }
+        match self {
+            Document::Report(r) => pretty(r),
+            Document::Comparison(c) => pretty(c),
+            Document::Scale(s) => pretty(s),
+        }
+    }
+}
+
+/// An output format of `contend report` and `contend compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum OutputFormat {
+    /// Tables for an 80–100 column terminal, optionally coloured.
+    Text,
+    /// GitHub-flavoured Markdown tables.
+    #[cfg_attr(feature = "clap", value(alias = "md"))]
+    Markdown,
+    /// LaTeX `table` environments with booktabs rules.
+    #[cfg_attr(feature = "clap", value(alias = "tex"))]
+    Latex,
+    /// Long-format CSV, `section,key,column,value` (see the `csv` module).
+    Csv,
+    /// The model as pretty-printed JSON (docs/json.md).
+    Json,
+}
+
+impl OutputFormat {
+    /// Every format, in the order the help text lists them.
+    pub const ALL: [OutputFormat; 5] = [
+        OutputFormat::Text,
+        OutputFormat::Markdown,
+        OutputFormat::Latex,
+        OutputFormat::Csv,
+        OutputFormat::Json,
+    ];
+
+    /// Canonical name (`text`, `markdown`, `latex`, `csv`, `json`).
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Text => "text",
+            OutputFormat::Markdown => "markdown",
+            OutputFormat::Latex => "latex",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Json => "json",
+        }
+    }
+}
+
+impl stdfmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut stdfmt::Formatter<'_>) -> stdfmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for OutputFormat {
+    type Err = ParseNameError;
+
+    /// Accepts `text`, `markdown`/`md`, `latex`/`tex`, `csv`, `json`,
+    /// in any case.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "text" => Ok(OutputFormat::Text),
+            "markdown" | "md" => Ok(OutputFormat::Markdown),
+            "latex" | "tex" => Ok(OutputFormat::Latex),
+            "csv" => Ok(OutputFormat::Csv),
+            "json" => Ok(OutputFormat::Json),
+            _ => Err(ParseNameError {
+                what: "output format",
+                given: s.to_string(),
+                valid: "text, markdown (md), latex (tex), csv, json",
+            }),
+        }
+    }
+}
+
+/// One output format.
+pub trait Renderer {
+    /// Renders `doc`; the result ends with a newline.
+    fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String;
+}
+
+/// The renderer of `format`.
+pub fn renderer(format: OutputFormat) -> &'static dyn Renderer {
+    match format {
+        OutputFormat::Text => &text::Text,
+        OutputFormat::Markdown => &markdown::Markdown,
+        OutputFormat::Latex => &latex::Latex,
+        OutputFormat::Csv => &csv::Csv,
+        OutputFormat::Json => &json::Json,
+    }
+}
+
+/// Renders `doc` in `format`.
+pub fn render(doc: &Document<'_>, format: OutputFormat, opts: &RenderOptions) -> String {
+    renderer(format).render(doc, opts)
+}
+
+/// Renders the report `r` in `format`.
+pub fn render_report(r: &Report, format: OutputFormat, opts: &RenderOptions) -> String {
+    render(&Document::Report(r), format, opts)
+}
+
+/// Renders the comparison `c` in `format`.
+pub fn render_comparison(c: &Comparison, format: OutputFormat, opts: &RenderOptions) -> String {
+    render(&Document::Comparison(c), format, opts)
+}
+
+/// Renders the report of a scale directory `s` in `format`.
+pub fn render_scale(s: &ScaleReport, format: OutputFormat, opts: &RenderOptions) -> String {
+    render(&Document::Scale(s), format, opts)
+}

@@ -1,0 +1,137 @@
+//! The service-time section in the table formats: the run-wide figures
+//! (Venter 2016, Listings 3.3 and 3.4) and the service time per thread.
+
+use super::ServiceReport;
+use crate::report::layout::{seconds, take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::{RenderOptions, ReportSection};
+
+impl ReportSection for ServiceReport {
+    fn key(&self) -> &'static str {
+        "service"
+    }
+
+    fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
+        vec![service_panel(self), service_thread_panel(self, opts.top)]
+    }
+}
+
+fn service_panel(s: &ServiceReport) -> Panel {
+    let fields = [
+        ("wall_ns", "Wall time", seconds(s.wall_s)),
+        ("cpu_ns", "Service (CPU) time", seconds(s.cpu_s)),
+        (
+            "cpu_per_wall",
+            "CPU time / wall time",
+            Cell::Real(s.cpu_per_wall),
+        ),
+        (
+            "active_threads",
+            "Active threads A, measured (Listing 3.3)",
+            Cell::Real(s.active_threads),
+        ),
+        (
+            "active_threads_modelled",
+            "Active threads A, modelled on n CPUs (Listing 3.4)",
+            Cell::Real(s.active_threads_modelled),
+        ),
+        ("cpus", "CPUs available (n)", Cell::Count(s.cpus.into())),
+        (
+            "run_queue_mean",
+            "Run queue, mean",
+            Cell::Real(s.run_queue_mean),
+        ),
+        (
+            "run_queue_max",
+            "Run queue, max",
+            Cell::Count(s.run_queue_max.into()),
+        ),
+        (
+            "processes",
+            "Processes sampled",
+            Cell::Count(s.processes.into()),
+        ),
+        (
+            "threads",
+            "Threads sampled",
+            Cell::Count(s.threads.len() as u64),
+        ),
+        ("samples", "Samples", Cell::Count(s.samples)),
+        (
+            "interval_ns",
+            "Sampling interval",
+            Cell::Ns((s.interval_ms * 1e6).round() as u64),
+        ),
+    ];
+    let mut rows: Vec<Row> = fields
+        .into_iter()
+        .map(|(key, label, cell)| Row {
+            key: key.to_string(),
+            cells: vec![Cell::Text(label.to_string()), cell],
+        })
+        .collect();
+    if s.stat_fallback_threads > 0 {
+        rows.push(Row {
+            key: "stat_fallback_threads".into(),
+            cells: vec![
+                Cell::Text("Threads read from stat (tick resolution)".into()),
+                Cell::Count(s.stat_fallback_threads.into()),
+            ],
+        });
+    }
+    let table = Table {
+        columns: vec![
+            Column::label("Metric", "metric"),
+            Column::num("Value", "value"),
+        ],
+        rows,
+        ..Table::default()
+    };
+    Panel::new(
+        "service",
+        "Service time",
+        "CPU time the target's threads received, sampled from /proc every interval, and the average number \
+         of threads active while any ran (cf. Venter 2016, Sections 3.1.2 and 3.2.2.1, Listings 3.3 and 3.4).",
+        Body::Table(table),
+    )
+}
+
+fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
+    let (threads, omitted) = take_top(&s.threads, top);
+    let rows = threads
+        .iter()
+        .map(|t| Row {
+            key: format!("{}:{}", t.pid, t.tid),
+            cells: vec![
+                Cell::Text(format!("{}/{}", t.pid, t.tid)),
+                seconds(t.cpu_s),
+                Cell::Fraction(if s.cpu_s > 0.0 {
+                    t.cpu_s / s.cpu_s
+                } else {
+                    0.0
+                }),
+                seconds(t.run_queue_wait_s),
+                Cell::Count(t.slices),
+            ],
+        })
+        .collect();
+    let table = Table {
+        columns: vec![
+            Column::text("pid/tid", "thread"),
+            Column::num("CPU time", "cpu_ns"),
+            Column::num("Share", "cpu_share"),
+            Column::num("Run-queue wait", "run_queue_wait_ns"),
+            Column::num("Slices", "slices"),
+        ],
+        rows,
+        omitted,
+        bars: vec![1],
+        ..Table::default()
+    };
+    Panel::new(
+        "service_threads",
+        "Service time per thread",
+        "CPU time per thread, most first; share = of all threads' CPU time; run-queue wait = runnable \
+         but waiting for a CPU.",
+        Body::Table(table),
+    )
+}

@@ -1,0 +1,220 @@
+//! Names for recorded addresses, shared by every analysis of a recording:
+//! call sites (return addresses) as function and file:line, global objects
+//! as symbols, through the recorded memory maps and the DWARF symbolizer of
+//! `contend-symbolize`.
+//!
+//! One [`Symbols`] serves all analyses of one recording, so that an ELF
+//! file and its DWARF are opened and parsed once even when the lock and the
+//! MPI analysis both resolve sites in it. Call sites inside system headers
+//! (the `std::lock_guard` → `std::mutex::lock` → `__gthread_mutex_lock`
+//! chain inlined into the user's function) are attributed to the user's
+//! frame ([`attribute_to_user_frame`]).
+
+use std::sync::Mutex;
+
+use contend_symbolize::{CodeLocation, DebugInfoSource, ProcessMaps, Symbolizer};
+
+/// A call site resolved for display.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResolvedSite {
+    /// Function, demangled.
+    pub function: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Source line.
+    pub line: Option<u32>,
+    /// Module path.
+    pub module: Option<String>,
+    /// Offset in the module.
+    pub offset: u64,
+    /// `dwarf`, `symbols` or `none`.
+    pub debug: &'static str,
+    /// Short form, e.g. `dequeue (queue.c:82)`.
+    pub display: String,
+}
+
+impl ResolvedSite {
+    /// A site known only by its address (no maps, or symbolization
+    /// skipped): shown as the hexadecimal address.
+    pub fn address_only(address: u64) -> ResolvedSite {
+        ResolvedSite {
+            offset: address,
+            debug: "none",
+            display: format!("{address:#x}"),
+            ..ResolvedSite::default()
+        }
+    }
+}
+
+/// Names objects and call sites of the processes of a recording, by
+/// process index; implemented over [`Symbols`] for a recording, and by
+/// plain fakes in tests.
+pub trait Resolver {
+    /// Resolves the call site with return address `address` in process
+    /// `process` (index in the recording).
+    fn site(&mut self, process: u32, address: u64) -> ResolvedSite;
+    /// Names a global or static object, `None` for heap/stack objects.
+    fn object(&mut self, process: u32, address: u64) -> Option<String>;
+}
+
+/// The symbolizer of one analysis run, shared by the analyses (interior
+/// mutability: its caches fill as sites are resolved).
+pub struct Symbols {
+    /// `None`: resolve nothing (addresses only).
+    symbolizer: Option<Mutex<Symbolizer>>,
+}
+
+impl Default for Symbols {
+    fn default() -> Self {
+        Symbols::new()
+    }
+}
+
+impl Symbols {
+    /// Resolves through the DWARF symbolizer (symbol tables, separate
+    /// debug files; see `contend_symbolize`).
+    pub fn new() -> Symbols {
+        Symbols {
+            symbolizer: Some(Mutex::new(Symbolizer::new())),
+        }
+    }
+
+    /// Resolves nothing: every site is its address and no object has a
+    /// name. For analyses that need totals only (the speed-up model reads
+    /// lock wait totals of many runs, not their call sites).
+    pub fn unresolved() -> Symbols {
+        Symbols { symbolizer: None }
+    }
+
+    /// The call site with return address `address` in a process with
+    /// memory `maps` (`None`: no maps known, shown as the bare address),
+    /// attributed to the user's frame ([`attribute_to_user_frame`]).
+    pub fn site(&self, maps: Option<&ProcessMaps>, address: u64) -> ResolvedSite {
+        let (Some(maps), Some(symbolizer)) = (maps, &self.symbolizer) else {
+            return ResolvedSite::address_only(address);
+        };
+        let mut loc = lock(symbolizer).resolve_code(maps, address);
+        attribute_to_user_frame(&mut loc);
+        ResolvedSite {
+            display: loc.display_short(),
+            function: loc.function,
+            file: loc.file,
+            line: loc.line,
+            module: loc.module,
+            offset: loc.module_offset,
+            debug: match loc.debug {
+                DebugInfoSource::Dwarf => "dwarf",
+                DebugInfoSource::SymbolTable => "symbols",
+                DebugInfoSource::None => "none",
+            },
+        }
+    }
+
+    /// The symbol naming the global or static object at `address`
+    /// (`queue_lock`, `cache+0x40`); `None` for heap and stack objects,
+    /// without maps, or when resolving nothing.
+    pub fn object(&self, maps: Option<&ProcessMaps>, address: u64) -> Option<String> {
+        let (maps, symbolizer) = (maps?, self.symbolizer.as_ref()?);
+        lock(symbolizer)
+            .resolve_data(maps, address)
+            .map(|d| d.display_short())
+    }
+}
+
+/// The symbolizer, also after a panic elsewhere poisoned the lock (its
+/// caches stay consistent: every lookup completes before it returns).
+fn lock(m: &Mutex<Symbolizer>) -> std::sync::MutexGuard<'_, Symbolizer> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// True for source files of the compiler's and the C library's headers
+/// (`/usr/include/…`, `/usr/lib/gcc/…`, libstdc++'s `c++/` tree).
+pub fn is_system_header(file: &str) -> bool {
+    file.starts_with("/usr/include/")
+        || file.starts_with("/usr/lib/gcc/")
+        || file.starts_with("/usr/lib/llvm")
+        || file.contains("/include/c++/")
+}
+
+/// Moves a call site that lies in code inlined from a system header (a
+/// `std::lock_guard` → `std::mutex::lock` → `__gthread_mutex_lock` chain)
+/// to the outermost inlining frame in the user's code, so the site is the
+/// line the user wrote. Sites outside system headers are left alone.
+pub fn attribute_to_user_frame(loc: &mut CodeLocation) {
+    if !loc.file.as_deref().is_some_and(is_system_header) {
+        return;
+    }
+    if let Some(k) = loc
+        .inlined_into
+        .iter()
+        .position(|f| f.file.as_deref().is_some_and(|f| !is_system_header(f)))
+    {
+        let frame = loc.inlined_into[k].clone();
+        loc.function = frame.function;
+        loc.file = frame.file;
+        loc.line = frame.line;
+        loc.column = frame.column;
+        loc.function_offset = None;
+        loc.inlined_into.drain(..=k);
+    }
+}
+
+/// True when a resolved call site is not the user's code: a system header
+/// (code inlined or instantiated from libstdc++ or glibc headers), or a
+/// system library without line information (`libstdc++.so`'s
+/// `std::condition_variable::wait` calling `pthread_cond_wait`).
+pub fn is_system_site(site: &ResolvedSite) -> bool {
+    match (&site.file, &site.module) {
+        (Some(f), _) => is_system_header(f),
+        (None, Some(m)) => m.starts_with("/usr/lib/") || m.starts_with("/lib/"),
+        (None, None) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use contend_symbolize::InlinedFrame;
+
+    fn frame(function: &str, file: &str, line: u32) -> InlinedFrame {
+        InlinedFrame {
+            function: Some(function.into()),
+            file: Some(file.into()),
+            line: Some(line),
+            column: None,
+        }
+    }
+
+    #[test]
+    fn std_mutex_site_moves_to_the_users_line() {
+        let mut loc = CodeLocation::bare(0x1234, Some("/bin/app".into()), 0x234);
+        loc.function = Some("__gthread_mutex_lock".into());
+        loc.file = Some("/usr/include/x86_64-linux-gnu/c++/12/bits/gthr-default.h".into());
+        loc.line = Some(749);
+        loc.inlined_into = vec![
+            frame(
+                "std::mutex::lock",
+                "/usr/include/c++/12/bits/std_mutex.h",
+                100,
+            ),
+            frame("worker", "/src/app.cpp", 42),
+            frame("main", "/src/app.cpp", 80),
+        ];
+        attribute_to_user_frame(&mut loc);
+        assert_eq!(loc.function.as_deref(), Some("worker"));
+        assert_eq!(loc.file.as_deref(), Some("/src/app.cpp"));
+        assert_eq!(loc.line, Some(42));
+        assert_eq!(loc.inlined_into.len(), 1);
+        // A user site is left alone.
+        let before = loc.clone();
+        attribute_to_user_frame(&mut loc);
+        assert_eq!(loc, before);
+    }
+
+    #[test]
+    fn unresolved_symbols_name_nothing() {
+        let s = Symbols::unresolved();
+        assert_eq!(s.site(None, 0x10), ResolvedSite::address_only(0x10));
+        assert_eq!(s.object(None, 0x10), None);
+    }
+}
