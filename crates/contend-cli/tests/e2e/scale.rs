@@ -14,13 +14,11 @@
 //! Every test takes the `serial()` lock: the accuracy tests must not share
 //! the two CPUs with another experiment of this binary.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Time limit of one `contend scale` in these tests.

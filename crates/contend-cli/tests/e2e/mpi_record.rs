@@ -9,15 +9,13 @@
 //! calls, an aborted run, an mpi4py script, and that the program's output
 //! and exit status are the same with and without the recorder.
 
-mod common;
-
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     contend_bin, program_source, report_json, run_timeout, serial, tempdir, which, Output,
 };
 use contend_trace::mpi::{
@@ -457,7 +455,7 @@ fn openmpi_c_calls_are_recorded_as_the_program_made_them() {
         .unwrap()
         .0
         + 1;
-    let report = common::report_json(&dir);
+    let report = crate::common::report_json(&dir);
     let sites = report["mpi"]["by_site"].as_array().expect("mpi.by_site");
     assert!(
         sites.iter().any(|s| s["operation"] == "MPI_Barrier"
@@ -598,7 +596,7 @@ fn aborted_run_leaves_readable_traces_and_the_same_exit_status() {
         }
     }
     // the report is produced for what was recorded
-    let out = common::report_raw(&dir, &["--format", "json"]);
+    let out = crate::common::report_raw(&dir, &["--format", "json"]);
     assert!(out.success(), "{}", out.describe());
 }
 
@@ -682,7 +680,7 @@ fn mpi4py_script_is_recorded() {
         o1.contains(&MpiOp::Mprobe) && o1.contains(&MpiOp::Mrecv),
         "{o1:?}"
     );
-    let report = common::report_json(&dir);
+    let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
     assert_eq!(mpi["ranks"].as_u64(), Some(2), "{mpi}");
     // every lowercase send matched its recv
@@ -699,7 +697,7 @@ fn mpi4py_script_is_recorded() {
         "{}",
         mpi["matching"]
     );
-    let w = common::warnings(&report);
+    let w = crate::common::warnings(&report);
     assert!(!w.contains("never matched"), "{w}");
     // the late sender is recovered at the MPI_Mprobe, within 5 % of what
     // the script measured around its recv calls
@@ -781,7 +779,7 @@ fn debian_hpcc_is_recorded_and_reported() {
     check_clean(&rec, 0);
     let events: usize = rec.ranks.iter().map(|r| r.events.len()).sum();
     assert!(events > 10_000, "{events} events");
-    let report = common::report_json(&dir);
+    let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
     assert_eq!(mpi["ranks"].as_u64(), Some(4), "{mpi}");
     assert!(mpi["late_sender"]["count"].as_u64().unwrap() > 0, "{mpi}");
@@ -793,7 +791,7 @@ fn debian_hpcc_is_recorded_and_reported() {
 
 #[test]
 fn mpi_on_a_command_that_is_not_an_mpi_program_says_so() {
-    let exe = common::build("nolocks.c", &[]);
+    let exe = crate::common::build("nolocks.c", &[]);
     let t = tempdir();
     let dir = t.path().join("rec");
     let mut cmd = Command::new(contend_bin());
@@ -1489,7 +1487,7 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
     assert_eq!(m["messages"].as_u64(), Some(28), "{m}");
     assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
     assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
-    let w = common::warnings(&report);
+    let w = crate::common::warnings(&report);
     assert!(!w.contains("never matched"), "{w}");
     assert!(!w.contains("request"), "{w}");
     let ls = mpi["late_sender"]["wait_ns"].as_f64().unwrap();

@@ -3,9 +3,7 @@
 //! CPU list is in `meta.json` (`cpus_allowed`) and is the n of the
 //! service-time analysis. Bad lists fail before anything is created.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn meta(dir: &std::path::Path) -> Value {

@@ -38,9 +38,7 @@
 //! wrong place, a wrong clock conversion, lost or doubled events) fails all
 //! three, a preemption in the window rarely strikes three times in a row.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// The program's own totals, parsed from its JSON line.

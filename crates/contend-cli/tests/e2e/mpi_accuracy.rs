@@ -15,15 +15,13 @@
 //! few hundred µs), against waits of 2 × 80–100 ms. Likewise for the other
 //! patterns (docs/mpi-wait-states.md).
 
-mod common;
-
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{contend_bin, run_timeout, tempdir, which, Output};
+use crate::common::{contend_bin, run_timeout, tempdir, which, Output};
 use serde_json::Value;
 
 const MPI_TIMEOUT: Duration = Duration::from_secs(60);
@@ -137,7 +135,7 @@ fn check_accuracy(
     pass_delay: bool,
     which: &str,
 ) {
-    let _guard = common::serial();
+    let _guard = crate::common::serial();
     let t = tempdir();
     let dir = t.path().join("rec");
     let prog_args: Vec<String> = if pass_delay {
@@ -167,7 +165,7 @@ fn check_accuracy(
             "the program did not wait as designed: {measured:?}"
         );
     }
-    let report = common::report_json(&dir);
+    let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
     let patterns = [
         ("late_sender", 2),
@@ -244,7 +242,10 @@ fn fortran_wait_states_match_the_program() {
         eprintln!("SKIP: Open MPI Fortran is not installed");
         return;
     }
-    let exe = mpi_build("mpif90.openmpi", &common::program_source("mpi_waits.f90"));
+    let exe = mpi_build(
+        "mpif90.openmpi",
+        &crate::common::program_source("mpi_waits.f90"),
+    );
     check_accuracy("mpirun.openmpi", &ompi_args(), &exe, 80.0, false, "self");
 }
 
@@ -261,8 +262,11 @@ fn matched_probe_late_sender_matches_the_program_open_mpi() {
         eprintln!("SKIP: Open MPI is not installed");
         return;
     }
-    let exe = mpi_build("mpicc.openmpi", &common::program_source("mpi_mprobe.c"));
-    let _guard = common::serial();
+    let exe = mpi_build(
+        "mpicc.openmpi",
+        &crate::common::program_source("mpi_mprobe.c"),
+    );
+    let _guard = crate::common::serial();
     let t = tempdir();
     let dir = t.path().join("rec");
     let delay_ms = 100.0;
@@ -286,7 +290,7 @@ fn matched_probe_late_sender_matches_the_program_open_mpi() {
         (want - 3.0 * delay_ms * 1e6).abs() < 1.5 * delay_ms * 1e6,
         "the program did not wait as designed: {want} ns"
     );
-    let report = common::report_json(&dir);
+    let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
     let got = mpi["late_sender"]["wait_ns"].as_f64().unwrap();
     eprintln!(
@@ -304,7 +308,7 @@ fn matched_probe_late_sender_matches_the_program_open_mpi() {
     assert_eq!(m["messages"].as_u64(), Some(4), "{m}");
     assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
     assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
-    let w = common::warnings(&report);
+    let w = crate::common::warnings(&report);
     assert!(!w.contains("never matched"), "{w}");
     // charged to the blocking probes; the polled MPI_Improbe never waits
     let sites = mpi["by_site"].as_array().unwrap();

@@ -5,15 +5,13 @@
 //! damaged recording with exit status 2 and a message naming the file, but
 //! never panic (exit status 101).
 
-mod common;
-
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Runs `exe args` alone and recorded into `<tmp>/rec`; asserts identical

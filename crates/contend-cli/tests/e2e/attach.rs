@@ -3,12 +3,10 @@
 //! exits, the duration ends, or the launcher is interrupted; the process
 //! is left unharmed.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn f(v: &Value, path: &str) -> f64 {

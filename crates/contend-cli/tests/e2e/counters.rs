@@ -3,9 +3,7 @@
 //! of the work measure the report names (cycles, or CPU time without a
 //! hardware PMU).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn f(v: &Value, path: &str) -> f64 {

@@ -2,9 +2,7 @@
 //! `service.csamp` and `contend report` turns it into the `service` part of
 //! the report (Venter 2016, Listings 3.3 and 3.4).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn f(v: &Value, path: &str) -> f64 {

@@ -14,8 +14,6 @@
 //! temporary directory, points the snapshots at the copies, runs
 //! `contend` there and maps the temporary path back before comparing.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
@@ -54,14 +52,14 @@ fn relocate_maps(dir: &Path, here: &str) {
 
 /// The fixtures, copied and relocated into a fresh temporary directory.
 fn fixtures() -> tempfile::TempDir {
-    let tmp = common::tempdir();
+    let tmp = crate::common::tempdir();
     copy_tree(&golden_dir().join("recordings"), tmp.path());
     relocate_maps(tmp.path(), tmp.path().to_str().unwrap());
     tmp
 }
 
 fn run_in(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(common::contend_bin())
+    let out = Command::new(crate::common::contend_bin())
         .args(args)
         .current_dir(dir)
         .output()

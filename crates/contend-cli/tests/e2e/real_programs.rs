@@ -5,14 +5,12 @@
 //! print SKIP with the reason; the CI script installs them (Debian packages
 //! memcached, libmemcached-tools, sysbench), so there they run.
 
-mod common;
-
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.

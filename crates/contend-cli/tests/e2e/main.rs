@@ -1,0 +1,21 @@
+//! End-to-end tests of the `contend` binary: small C, C++, Fortran and
+//! MPI programs (`tests/programs/`) built at test time, recorded with
+//! `contend record`, reported with `contend report --format json`, their
+//! numbers checked against what the programs measured themselves; the
+//! golden JSON of the bundled examples; bad input and damaged recordings.
+//! One test binary, so the suite links once; `common` holds the helpers.
+
+#[macro_use]
+mod common;
+
+mod accuracy;
+mod attach;
+mod counters;
+mod golden;
+mod mpi_accuracy;
+mod mpi_record;
+mod placement;
+mod real_programs;
+mod robustness;
+mod scale;
+mod service;

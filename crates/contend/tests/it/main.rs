@@ -1,0 +1,11 @@
+//! Integration tests of the `contend` library: hand-built operation
+//! sequences and traces with results worked out by hand (pairing, critical
+//! path, MPI matching and wait states, the speed-up model), randomised
+//! equivalence with reference implementations, and the renderers. One test
+//! binary, so the suite links once.
+
+mod locks_analysis;
+mod locks_equivalence;
+mod mpi_analysis;
+mod report_formats;
+mod speedup_model;
