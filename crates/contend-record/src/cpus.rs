@@ -6,36 +6,77 @@ use std::fs;
 use crate::host::online_cpus;
 use crate::launch::RecordError;
 
+/// A CPU list that cannot be used. Messages name the offending part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpuListError {
+    /// Nothing but spaces.
+    #[error("the list is empty")]
+    Empty,
+    /// Two commas in a row, or one at an end.
+    #[error("empty entry in `{0}`")]
+    EmptyEntry(String),
+    /// An entry that is not a number.
+    #[error("`{0}` is not a CPU number")]
+    NotANumber(String),
+    /// A CPU number the affinity mask cannot hold.
+    #[error("CPU {cpu} is out of range (at most {max})")]
+    OutOfRange {
+        /// The number given.
+        cpu: u32,
+        /// The largest CPU number.
+        max: u32,
+    },
+    /// `b-a` with b > a.
+    #[error("range `{0}` runs backwards")]
+    Backwards(String),
+    /// `--cores 0`.
+    #[error("--cores: at least one core is needed")]
+    NoCores,
+    /// More cores asked for than are online.
+    #[error("--cores {asked}: only {online} CPU(s) are online ({list})")]
+    TooManyCores {
+        /// Cores asked for.
+        asked: u32,
+        /// CPUs online.
+        online: usize,
+        /// The online CPUs, `0-3` form.
+        list: String,
+    },
+}
+
 /// Parses a CPU list as the kernel prints one (`0`, `0-3`, `0,2-3`):
 /// comma-separated CPU numbers and inclusive ranges, in any order; the
 /// result is sorted and without repeats. Errors name the offending part
 /// (empty list or part, not a number, a range that runs backwards, a CPU
 /// number of 1024 or more).
-pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
+pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, CpuListError> {
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
-    let number = |s: &str| -> Result<u32, String> {
+    let number = |s: &str| -> Result<u32, CpuListError> {
         let s = s.trim();
         let n: u32 = s
             .parse()
-            .map_err(|_| format!("`{s}` is not a CPU number"))?;
+            .map_err(|_| CpuListError::NotANumber(s.to_string()))?;
         if n >= max {
-            return Err(format!("CPU {n} is out of range (at most {})", max - 1));
+            return Err(CpuListError::OutOfRange {
+                cpu: n,
+                max: max - 1,
+            });
         }
         Ok(n)
     };
     if text.trim().is_empty() {
-        return Err("the list is empty".into());
+        return Err(CpuListError::Empty);
     }
     let mut cpus = Vec::new();
     for part in text.split(',') {
         if part.trim().is_empty() {
-            return Err(format!("empty entry in `{text}`"));
+            return Err(CpuListError::EmptyEntry(text.to_string()));
         }
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (number(a)?, number(b)?);
                 if a > b {
-                    return Err(format!("range `{}` runs backwards", part.trim()));
+                    return Err(CpuListError::Backwards(part.trim().to_string()));
                 }
                 cpus.extend(a..=b);
             }
@@ -81,17 +122,17 @@ pub fn online_cpu_list() -> Vec<u32> {
 
 /// The first `n` online CPUs (`--cores N`). Errors when `n` is 0 or more
 /// than are online.
-pub fn first_online_cpus(n: u32) -> Result<Vec<u32>, String> {
+pub fn first_online_cpus(n: u32) -> Result<Vec<u32>, CpuListError> {
     let online = online_cpu_list();
     if n == 0 {
-        return Err("--cores: at least one core is needed".into());
+        return Err(CpuListError::NoCores);
     }
     if n as usize > online.len() {
-        return Err(format!(
-            "--cores {n}: only {} CPU(s) are online ({})",
-            online.len(),
-            format_cpu_list(&online)
-        ));
+        return Err(CpuListError::TooManyCores {
+            asked: n,
+            online: online.len(),
+            list: format_cpu_list(&online),
+        });
     }
     Ok(online[..n as usize].to_vec())
 }
@@ -180,8 +221,11 @@ mod tests {
         for bad in ["", "a", "1-0", "0,", ",1", "1-", "-1", "0-1-2", "5000"] {
             assert!(parse_cpu_list(bad).is_err(), "{bad:?}");
         }
-        assert!(parse_cpu_list("1-0").unwrap_err().contains("backwards"));
-        assert!(parse_cpu_list("x").unwrap_err().contains("`x`"));
+        assert!(parse_cpu_list("1-0")
+            .unwrap_err()
+            .to_string()
+            .contains("backwards"));
+        assert!(parse_cpu_list("x").unwrap_err().to_string().contains("`x`"));
         assert_eq!(format_cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
         assert_eq!(format_cpu_list(&[]), "");
         let online = online_cpu_list();
@@ -190,6 +234,7 @@ mod tests {
         assert!(first_online_cpus(0).is_err());
         assert!(first_online_cpus(online.len() as u32 + 1)
             .unwrap_err()
+            .to_string()
             .contains("online"));
         let e = placement_set(&[1000]).unwrap_err().to_string();
         assert!(e.contains("CPU 1000 not online"), "{e}");

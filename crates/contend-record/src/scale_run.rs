@@ -325,26 +325,46 @@ pub fn substitute(command: &[String], m: u32) -> Vec<String> {
         .collect()
 }
 
+/// A `--threads` list that cannot be used. Messages name the bad entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ThreadListError {
+    /// Nothing but spaces.
+    #[error("give at least one thread count, e.g. --threads 2,4,8")]
+    Empty,
+    /// Two commas in a row, or one at an end.
+    #[error("empty entry in `{0}`")]
+    EmptyEntry(String),
+    /// An entry that is not a whole number.
+    #[error("`{0}` is not a thread count (a whole number ≥ 1)")]
+    NotANumber(String),
+    /// 0 threads.
+    #[error("a thread count must be at least 1 (got 0)")]
+    Zero,
+    /// The same count twice.
+    #[error("thread count {0} is given twice")]
+    Repeated(u32),
+}
+
 /// Parses a `--threads` list, `2,4,8` (spaces allowed around entries).
 /// Errors name the bad entry; 0, repeats and an empty list are refused.
-pub fn parse_thread_list(text: &str) -> Result<Vec<u32>, String> {
+pub fn parse_thread_list(text: &str) -> Result<Vec<u32>, ThreadListError> {
     let mut v = Vec::new();
     if text.trim().is_empty() {
-        return Err("give at least one thread count, e.g. --threads 2,4,8".into());
+        return Err(ThreadListError::Empty);
     }
     for part in text.split(',') {
         let p = part.trim();
         if p.is_empty() {
-            return Err(format!("empty entry in `{text}`"));
+            return Err(ThreadListError::EmptyEntry(text.to_string()));
         }
         let m: u32 = p
             .parse()
-            .map_err(|_| format!("`{p}` is not a thread count (a whole number ≥ 1)"))?;
+            .map_err(|_| ThreadListError::NotANumber(p.to_string()))?;
         if m == 0 {
-            return Err("a thread count must be at least 1 (got 0)".into());
+            return Err(ThreadListError::Zero);
         }
         if v.contains(&m) {
-            return Err(format!("thread count {m} is given twice"));
+            return Err(ThreadListError::Repeated(m));
         }
         v.push(m);
     }
@@ -940,15 +960,11 @@ mod tests {
     #[test]
     fn thread_lists_parse_with_clear_errors() {
         assert_eq!(parse_thread_list("2,4, 8").unwrap(), vec![2, 4, 8]);
-        assert!(parse_thread_list("").unwrap_err().contains("at least one"));
-        assert!(parse_thread_list("2,,4")
-            .unwrap_err()
-            .contains("empty entry"));
-        assert!(parse_thread_list("2,x").unwrap_err().contains("`x` is not"));
-        assert!(parse_thread_list("0").unwrap_err().contains("at least 1"));
-        assert!(parse_thread_list("2,2")
-            .unwrap_err()
-            .contains("given twice"));
+        assert!(parse_thread_list("").unwrap_err().to_string().contains("at least one"));
+        assert!(parse_thread_list("2,,4").unwrap_err().to_string().contains("empty entry"));
+        assert!(parse_thread_list("2,x").unwrap_err().to_string().contains("`x` is not"));
+        assert!(parse_thread_list("0").unwrap_err().to_string().contains("at least 1"));
+        assert!(parse_thread_list("2,2").unwrap_err().to_string().contains("given twice"));
     }
 
     /// Two sockets of two cores with two hyper-threads each; CPU numbers
