@@ -45,6 +45,8 @@ else
 fi
 if cargo clippy --version >/dev/null 2>&1; then
   cargo clippy --workspace --all-targets --quiet -- -D warnings
+  # The binary without `record` (reports only, no C compiler needed).
+  cargo clippy -p contend-cli --no-default-features --quiet -- -D warnings
 else
   echo "scripts/test.sh: clippy missing (rustup component add clippy): lint check skipped"
 fi

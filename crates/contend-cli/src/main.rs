@@ -13,7 +13,6 @@ mod record_cmd;
 mod report_cmd;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -102,12 +101,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         #[cfg(feature = "record")]
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
     }
-}
-
-/// Parses a duration flag with the one duration parser of contend (a bare
-/// number is seconds; `250ns`, `10us`, `1.5ms`, `2s`, `5min`).
-fn duration(s: &str) -> Result<Duration, contend::config::DurationError> {
-    contend::config::parse_duration(s)
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@ use clap::{Args, Subcommand};
 
 use contend_record::{record, RecordError, RecordOptions};
 
-use crate::duration;
 use crate::progress::ScaleBar;
 
 #[derive(Args)]
@@ -371,4 +370,10 @@ fn stress_text(r: &contend_record::stress::StressReport) -> String {
         s.push_str(&format!("note: {n}\n"));
     }
     s
+}
+
+/// Parses a duration flag with the one duration parser of contend (a bare
+/// number is seconds; `250ns`, `10us`, `1.5ms`, `2s`, `5min`).
+fn duration(s: &str) -> Result<Duration, contend::config::DurationError> {
+    contend::config::parse_duration(s)
 }

@@ -155,13 +155,25 @@ pub fn analyze_with<'r>(
     symbols: Symbols,
     progress: &dyn Progress,
 ) -> Analysis<'r> {
+    analyze_using(recording, options, symbols, ANALYZERS, progress)
+}
+
+/// [`analyze_with`] running the given analyses instead of [`ANALYZERS`]
+/// (tools and tests that add an analysis of their own, or run a subset).
+pub fn analyze_using<'r>(
+    recording: &'r Recording,
+    options: &AnalysisOptions,
+    symbols: Symbols,
+    analyzers: &[&dyn Analyzer],
+    progress: &dyn Progress,
+) -> Analysis<'r> {
     let cx = Context {
         recording,
         options,
         symbols: &symbols,
         progress,
     };
-    let outcomes: Vec<AnalysisOutput> = ANALYZERS.iter().filter_map(|a| a.analyze(&cx)).collect();
+    let outcomes: Vec<AnalysisOutput> = analyzers.iter().filter_map(|a| a.analyze(&cx)).collect();
     let span = outcomes
         .iter()
         .filter_map(|o| o.span_ns)

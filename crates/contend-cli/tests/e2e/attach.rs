@@ -155,3 +155,46 @@ fn attach_errors() {
     assert!(out.stderr.contains("--duration"), "{}", out.describe());
     assert!(!rec.exists());
 }
+
+/// Regression: `--duration 1` (a bare number) sampled for 1 ns ("0.000 s")
+/// while `contend stress memory --duration 1` ran for 1 s. One duration
+/// parser now reads every duration flag, and a bare number is seconds.
+#[test]
+fn a_bare_duration_is_seconds() {
+    let _serial = serial();
+    let mut target = busy_and_sleeping();
+    let dir = tempdir();
+    let rec = dir.path().join("bare.data");
+    let out = run_timeout(
+        attach_command(target.id(), &rec, &["--duration", "1"]),
+        RUN_TIMEOUT,
+    );
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(out.success(), "{}", out.describe());
+    let wall = f(&meta(&rec), "wall_ns") / 1e9;
+    assert!(
+        (wall - 1.0).abs() < 0.2,
+        "sampled {wall} s for --duration 1"
+    );
+    assert!(
+        out.elapsed >= Duration::from_millis(900),
+        "{}",
+        out.describe()
+    );
+    // A unit the parser does not know is an error naming the flag.
+    let out = run_timeout(
+        attach_command(
+            std::process::id(),
+            &dir.path().join("x.data"),
+            &["--duration", "5 parsecs"],
+        ),
+        RUN_TIMEOUT,
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.describe());
+    assert!(
+        out.stderr.contains("--duration") && out.stderr.contains("unknown unit"),
+        "{}",
+        out.describe()
+    );
+}

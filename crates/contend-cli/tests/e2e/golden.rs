@@ -50,8 +50,9 @@ fn relocate_maps(dir: &Path, here: &str) {
     }
 }
 
-/// The fixtures, copied and relocated into a fresh temporary directory.
-fn fixtures() -> tempfile::TempDir {
+/// The fixtures, copied and relocated into a fresh temporary directory
+/// (also used by the export tests).
+pub(crate) fn fixtures() -> tempfile::TempDir {
     let tmp = crate::common::tempdir();
     copy_tree(&golden_dir().join("recordings"), tmp.path());
     relocate_maps(tmp.path(), tmp.path().to_str().unwrap());

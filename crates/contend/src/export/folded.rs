@@ -17,7 +17,7 @@ use std::io::Write;
 
 use super::{ExportError, ExportOptions, ExportSummary, Exporter, Weight};
 use crate::analysis::Analysis;
-use crate::locks::{LockEvents, Outcome};
+use crate::locks::{LockEvents, LockReport, Outcome};
 use crate::symbols::ResolvedSite;
 
 /// The folded-stacks exporter.
@@ -40,10 +40,20 @@ impl Exporter for Folded {
         options: &ExportOptions,
         out: &mut dyn Write,
     ) -> Result<ExportSummary, ExportError> {
-        let Some(ev) = analysis.events::<LockEvents>() else {
-            return Err(ExportError::Nothing(
-                "the recording holds no lock events to fold".into(),
-            ));
+        let ev = match analysis.events::<LockEvents>() {
+            Some(ev) if !ev.set.events.is_empty() => ev,
+            _ => {
+                let why = analysis
+                    .report
+                    .section::<LockReport>()
+                    .and_then(|l| l.no_events_reason.clone())
+                    .unwrap_or_default();
+                return Err(ExportError::Nothing(
+                    format!("the recording holds no lock events to fold. {why}")
+                        .trim_end()
+                        .to_string(),
+                ));
+            }
         };
         let recording = analysis.recording;
         let set = &ev.set;

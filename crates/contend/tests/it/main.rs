@@ -4,8 +4,10 @@
 //! equivalence with reference implementations, and the renderers. One test
 //! binary, so the suite links once.
 
+mod architecture;
 mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;
+mod pipeline;
 mod report_formats;
 mod speedup_model;
