@@ -123,7 +123,10 @@ fn sharequeue_with_stacks_json_is_unchanged() {
 
 #[test]
 fn mpi_waits_json_is_unchanged() {
-    check("mpi-waits", &["report", "mpi-waits.data", "--format", "json"]);
+    check(
+        "mpi-waits",
+        &["report", "mpi-waits.data", "--format", "json"],
+    );
 }
 
 #[test]
