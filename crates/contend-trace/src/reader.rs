@@ -35,6 +35,21 @@ pub struct RawOp {
 /// Value of [`RawOp::stack`] when no call stack was recorded.
 pub const NO_STACK: u32 = u32::MAX;
 
+/// Table slot handed to the callback of [`LockTrace::for_each_op`] for a
+/// record that carries its addresses itself (a wide record), and for a
+/// narrow record whose index lies outside its table or names an empty slot
+/// (counted as [`Damage::DanglingIndex`]; its address is then 0). Any other
+/// slot is a valid index into [`LockTrace::object_table`] or
+/// [`LockTrace::site_table`] and names a non-zero address.
+pub const NO_SLOT: u32 = u32::MAX;
+
+/// Indices in records are 16 bits: no slot past this is reachable.
+const TABLE_REACH: usize = 1 << 16;
+
+/// An index table padded to every 16-bit index: entries past the table's
+/// own slots are 0 (empty), so one load and one compare validate an index.
+type Table = Box<[u64; TABLE_REACH]>;
+
 /// One thread of a trace: where its records are. The operations are decoded
 /// on demand by [`LockTrace::ops`], so a trace of any size costs no memory
 /// beyond the (page-cache backed) file mapping.
@@ -100,7 +115,9 @@ pub enum Damage {
         /// What was wrong.
         problem: String,
     },
-    /// An index referred to an empty table slot.
+    /// Narrow records whose object or site index lies outside its table
+    /// (the header's slot count) or names an empty slot; their object or
+    /// site is unknown (address 0, slot [`NO_SLOT`]).
     DanglingIndex {
         /// How many records.
         count: u64,
@@ -127,7 +144,10 @@ impl std::fmt::Display for Damage {
                 write!(f, "bad record at byte {offset}: {problem}; the rest of that chunk is skipped")
             }
             Damage::DanglingIndex { count } => {
-                write!(f, "{count} record(s) refer to empty index-table slots")
+                write!(
+                    f,
+                    "{count} record(s) refer to index-table slots that are empty or outside the table (damaged header or tables); their lock or call site is unknown"
+                )
             }
         }
     }
@@ -175,10 +195,14 @@ pub struct LockTrace {
     pub stacks: Vec<Vec<u64>>,
     /// File offset of each STACK record → index in `stacks`.
     stack_at: BTreeMap<u64, u32>,
-    /// Object table (slot → address).
-    objects: Vec<u64>,
-    /// Site table (slot → return address).
-    sites: Vec<u64>,
+    /// Object table (slot → address), padded with empty slots.
+    objects: Table,
+    /// Number of slots of the object table that records can reach.
+    object_slots: usize,
+    /// Site table (slot → return address), padded with empty slots.
+    sites: Table,
+    /// Number of slots of the site table that records can reach.
+    site_slots: usize,
     /// The file.
     bytes: Arc<Bytes>,
     /// Chunk size in bytes.
@@ -213,8 +237,10 @@ impl LockTrace {
 
     /// Calls `f` with every operation of `thread` (one of
     /// [`LockTrace::threads`]) in program order, with the object and site
-    /// table slots the record referred to (`u32::MAX` for a record that
-    /// carries its addresses itself). The same operations as
+    /// table slots the record referred to: [`NO_SLOT`] for a record that
+    /// carries its addresses itself or whose index is not valid, else an
+    /// index into [`LockTrace::object_table`] / [`LockTrace::site_table`]
+    /// that holds the operation's address. The same operations as
     /// [`LockTrace::ops`], decoded in one tight loop.
     pub fn for_each_op(&self, thread: &ThreadTrace, mut f: impl FnMut(&RawOp, u32, u32)) {
         let bytes: &[u8] = &self.bytes;
@@ -240,13 +266,17 @@ impl LockTrace {
     }
 
     /// The object index table: slot → object address (0 = empty slot).
+    /// Every slot [`LockTrace::for_each_op`] hands out (other than
+    /// [`NO_SLOT`]) is an index into it.
     pub fn object_table(&self) -> &[u64] {
-        &self.objects
+        &self.objects[..self.object_slots]
     }
 
     /// The call-site index table: slot → return address (0 = empty slot).
+    /// Every slot [`LockTrace::for_each_op`] hands out (other than
+    /// [`NO_SLOT`]) is an index into it.
     pub fn site_table(&self) -> &[u64] {
-        &self.sites
+        &self.sites[..self.site_slots]
     }
 
     /// The operations of the `i`-th thread, collected (for tests and tools).
@@ -342,20 +372,24 @@ impl LockTrace {
             return Err(fail("index tables lie outside the file layout".into()));
         }
         let flags = u64_at(bytes, h::FLAGS);
-        let read_table = |off: u64, slots: u64| -> Vec<u64> {
-            (0..slots)
-                .map(|i| {
-                    let at = off + i * 8;
-                    if at + 8 <= len {
-                        u64_at(bytes, at as usize)
-                    } else {
-                        0
-                    }
-                })
-                .collect()
+        // Only the first 2^16 slots are reachable by 16-bit indices; the
+        // part of a table past the end of the file reads as empty.
+        let read_table = |off: u64, slots: u64| -> (Table, usize) {
+            let reach = (slots as usize).min(TABLE_REACH);
+            let mut table: Table = vec![0u64; TABLE_REACH]
+                .into_boxed_slice()
+                .try_into()
+                .expect("a table of TABLE_REACH slots");
+            for (i, slot) in table.iter_mut().take(reach).enumerate() {
+                let at = off + i as u64 * 8;
+                if at + 8 <= len {
+                    *slot = u64_at(bytes, at as usize);
+                }
+            }
+            (table, reach)
         };
-        let objects = read_table(obj_off, obj_slots);
-        let sites = read_table(site_off, site_slots);
+        let (objects, object_slots) = read_table(obj_off, obj_slots);
+        let (sites, site_slots) = read_table(site_off, site_slots);
         let cal = |at: usize| HeaderCalibration {
             ticks: u64_at(bytes, at),
             monotonic_ns: u64_at(bytes, at + 8),
@@ -379,7 +413,9 @@ impl LockTrace {
             stacks: Vec::new(),
             stack_at: BTreeMap::new(),
             objects,
+            object_slots,
             sites,
+            site_slots,
             bytes: Arc::new(Bytes::Owned(Vec::new())),
             chunk_size: 0,
             calibration_points: Vec::new(),
@@ -406,15 +442,15 @@ impl LockTrace {
             ops: usize,
         }
         let mut chunks = Vec::new();
-        let mut lost = 0u32;
         let mut unstarted = 0u32;
         let mut dangling = 0u64;
-        for i in 0..u64::from(chunks_claimed) {
+        // Chunks wholly inside the file; the others claimed are lost. (No
+        // loop over a damaged claim count, no overflow past the file end.)
+        let present = len.saturating_sub(data_offset) / chunk_size;
+        let present = present.min(u64::from(chunks_claimed));
+        let lost = chunks_claimed - present as u32;
+        for i in 0..present {
             let begin = data_offset + i * chunk_size;
-            if begin + chunk_size > len {
-                lost += 1;
-                continue;
-            }
             let c = &bytes[begin as usize..(begin + chunk_size) as usize];
             if u32_at(c, 0) != format::CHUNK_MAGIC {
                 unstarted += 1;
@@ -433,10 +469,7 @@ impl LockTrace {
             cursor.run(
                 &trace.objects,
                 &trace.sites,
-                |op, _, _| {
-                    ops += 1;
-                    dangling += u64::from(op.object == 0);
-                },
+                |_, _, _| ops += 1,
                 |cursor, step| match step {
                     Step::Stack { offset, frames } => {
                         trace.stack_at.insert(offset, trace.stacks.len() as u32);
@@ -446,6 +479,7 @@ impl LockTrace {
                     Step::Op(..) | Step::End => {}
                 },
             );
+            dangling += cursor.dangling;
             chunks.push(Chunk {
                 tid: u32_at(c, 4),
                 sequence: u32_at(c, 8),
@@ -570,6 +604,17 @@ enum Step {
     End,
 }
 
+/// Looks up a narrow record's table index: `(address, slot)` for an index
+/// that names a non-empty slot of the table, `(0, NO_SLOT)` for one outside
+/// the table or on an empty slot.
+#[inline(always)]
+fn resolve(table: &[u64; TABLE_REACH], index: u16) -> (u64, u32) {
+    match table[usize::from(index)] {
+        0 => (0, NO_SLOT),
+        address => (address, u32::from(index)),
+    }
+}
+
 /// Position in one chunk's records, with the thread's running time.
 struct Cursor<'a> {
     chunk: &'a [u8],
@@ -577,6 +622,9 @@ struct Cursor<'a> {
     /// Next word index.
     i: usize,
     now: u64,
+    /// Narrow records decoded so far whose object or site index was not
+    /// valid ([`resolve`]).
+    dangling: u64,
 }
 
 impl<'a> Cursor<'a> {
@@ -585,7 +633,8 @@ impl<'a> Cursor<'a> {
             chunk,
             file_offset,
             i: format::CHUNK_HEADER_SIZE / 8,
-            now: u64_at(chunk, 16),
+            now: chunk.get(16..24).map_or(0, |b| u64_at(b, 0)),
+            dangling: 0,
         }
     }
 
@@ -606,8 +655,8 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn run(
         &mut self,
-        objects: &[u64],
-        sites: &[u64],
+        objects: &[u64; TABLE_REACH],
+        sites: &[u64; TABLE_REACH],
         mut on_op: impl FnMut(RawOp, u32, u32),
         mut on_other: impl FnMut(&Self, Step),
     ) {
@@ -622,17 +671,20 @@ impl<'a> Cursor<'a> {
                     {
                         self.now = self.now.wrapping_add(u64::from(dt));
                         self.i += 1;
+                        let (object, object_slot) = resolve(objects, oi);
+                        let (site, site_slot) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
                         on_op(
                             RawOp {
                                 ticks: self.now,
-                                object: objects.get(oi as usize).copied().unwrap_or(0),
-                                site: sites.get(si as usize).copied().unwrap_or(0),
+                                object,
+                                site,
                                 primitive,
                                 phase,
                                 stack: NO_STACK,
                             },
-                            u32::from(oi),
-                            u32::from(si),
+                            object_slot,
+                            site_slot,
                         );
                         continue;
                     }
@@ -648,7 +700,7 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    fn next(&mut self, objects: &[u64], sites: &[u64]) -> Step {
+    fn next(&mut self, objects: &[u64; TABLE_REACH], sites: &[u64; TABLE_REACH]) -> Step {
         let words = self.chunk.len() / 8;
         loop {
             let i = self.i;
@@ -698,14 +750,12 @@ impl<'a> Cursor<'a> {
                         if i + 2 >= words {
                             return bad("wide record cut off at the chunk end".into());
                         }
-                        (self.word(i + 1), self.word(i + 2), 3, (u32::MAX, u32::MAX))
+                        (self.word(i + 1), self.word(i + 2), 3, (NO_SLOT, NO_SLOT))
                     } else {
-                        (
-                            objects.get(oi as usize).copied().unwrap_or(0),
-                            sites.get(si as usize).copied().unwrap_or(0),
-                            1,
-                            (u32::from(oi), u32::from(si)),
-                        )
+                        let (object, object_slot) = resolve(objects, oi);
+                        let (site, site_slot) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
+                        (object, site, 1, (object_slot, site_slot))
                     };
                     self.now = self.now.wrapping_add(u64::from(dt));
                     self.i += len;
