@@ -92,3 +92,116 @@ fn report_of_a_trace_with_damaged_table_sizes() {
     );
     assert!(u(&json, "locks.summary.events") > 0);
 }
+
+/// Unmounts a file system when dropped (lazily if it is busy).
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let ok = std::process::Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+}
+
+/// Mounts an 8 MiB tmpfs on `at`; None (with the reason) when this is not
+/// possible here (not root, no `mount`, no permission in this container).
+fn mount_small_tmpfs(at: &Path) -> Result<Unmount, String> {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        })
+        .unwrap_or_default();
+    if uid != "0" {
+        return Err(format!("not running as root (effective uid {uid:?})"));
+    }
+    std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+        .arg(at)
+        .output()
+        .map_err(|e| format!("cannot run mount: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mount -t tmpfs failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(Unmount(at.to_path_buf()))
+}
+
+/// A lock-heavy program recorded into a small tmpfs until the file system
+/// is full: the trace file is sparse, with holes where chunks were claimed
+/// but could not be written. Touching such a hole through a mapping makes
+/// tmpfs allocate a page, which fails, and `contend report` died by
+/// SIGBUS; read with pread the holes are zeros, and the report says the
+/// trace was cut short.
+#[test]
+fn report_of_a_recording_on_a_file_system_that_filled_up() {
+    let _serial = serial();
+    let tmp = tempdir();
+    let mnt = tmp.path().join("small-tmpfs");
+    // Declared after `tmp`, so unmounted before `tmp` is removed, whatever
+    // happens in between.
+    let _mounted = match mount_small_tmpfs(&mnt) {
+        Ok(guard) => guard,
+        Err(why) => {
+            eprintln!("SKIP {}: {why}", module_path!());
+            return;
+        }
+    };
+    let exe = build_source(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sharequeue/sharequeue.c"),
+        &[],
+    );
+    let dir = mnt.join("rec");
+    // 4 threads × 300000 rounds, no work between them: about 5 million
+    // records, 40 MB of trace for 8 MiB of room.
+    let rec = record(&dir, &exe, &["single", "4", "64", "300000", "0"]);
+    assert!(
+        rec.signal().is_none(),
+        "the recording died by a signal:\n{}",
+        rec.describe()
+    );
+    assert!(
+        rec.stdout.contains("check ok"),
+        "the program ran to its end:\n{}",
+        rec.describe()
+    );
+    // The file system is full.
+    let probe = std::fs::write(mnt.join("probe"), vec![1u8; 64 * 1024]);
+    assert!(
+        probe.is_err(),
+        "the 8 MiB file system still had room after the recording"
+    );
+    let traces = trace_files(&dir);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+
+    let (text, json) = report_succeeds(&dir);
+    let file_name = traces[0].file_name().unwrap().to_string_lossy().to_string();
+    let w = warnings(&json);
+    let trace_warning = w
+        .lines()
+        .find(|l| l.contains(&file_name))
+        .unwrap_or_else(|| panic!("no warning names {file_name}: {w}"));
+    assert!(
+        trace_warning.contains("full file system"),
+        "the warning says the trace may have been cut short by a full file system: {w}"
+    );
+    assert!(
+        text.stdout.contains("full file system") || text.stderr.contains("full file system"),
+        "the text report shows the warning:\n{}",
+        text.describe()
+    );
+    assert!(u(&json, "locks.summary.events") > 0);
+}

@@ -33,7 +33,7 @@ pub use writer::TraceBuilder;
 /// Errors reading a trace. Every message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    /// The file could not be opened, read or mapped.
+    /// The file could not be opened or read.
     #[error("{}: {source}", path.display())]
     Io {
         /// The file.
