@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clock::CalibrationPoint;
-use crate::format::{self, header as h, Phase, Primitive};
+use crate::format::{self, calibration as cal, chunk as ch, header as h, Phase, Primitive};
 use crate::TraceError;
 
 /// One decoded operation record of one thread.
@@ -507,9 +507,9 @@ impl LockTrace {
         let (objects, object_slots) = read_table(obj_off, obj_slots, "the object table");
         let (sites, site_slots) = read_table(site_off, site_slots, "the call-site table");
         let cal = |at: usize| HeaderCalibration {
-            ticks: u64_at(bytes, at),
-            monotonic_ns: u64_at(bytes, at + 8),
-            realtime_ns: u64_at(bytes, at + 16),
+            ticks: u64_at(bytes, at + cal::TICKS),
+            monotonic_ns: u64_at(bytes, at + cal::MONOTONIC_NS),
+            realtime_ns: u64_at(bytes, at + cal::REALTIME_NS),
         };
         let start = cal(h::START);
         let end = (flags & format::FLAG_FINISHED != 0).then(|| cal(h::END));
@@ -588,12 +588,12 @@ impl LockTrace {
                     continue;
                 }
             };
-            if u32_at(c, 0) != format::CHUNK_MAGIC {
+            if u32_at(c, ch::MAGIC) != format::CHUNK_MAGIC {
                 unstarted += 1;
                 continue;
             }
-            let base_ticks = u64_at(c, 16);
-            let mono = u64_at(c, 24);
+            let base_ticks = u64_at(c, ch::BASE_TICKS);
+            let mono = u64_at(c, ch::MONOTONIC_NS);
             if base_ticks != 0 && mono != 0 {
                 trace.calibration_points.push(CalibrationPoint {
                     ticks: base_ticks,
@@ -621,8 +621,8 @@ impl LockTrace {
                 len: cursor.i * 8,
             };
             chunks.push(Chunk {
-                tid: u32_at(c, 4),
-                sequence: u32_at(c, 8),
+                tid: u32_at(c, ch::TID),
+                sequence: u32_at(c, ch::SEQUENCE),
                 base_ticks,
                 span,
                 ops,
@@ -773,7 +773,9 @@ impl<'a> Cursor<'a> {
             chunk,
             file_offset,
             i: format::CHUNK_HEADER_SIZE / 8,
-            now: chunk.get(16..24).map_or(0, |b| u64_at(b, 0)),
+            now: chunk
+                .get(ch::BASE_TICKS..ch::BASE_TICKS + 8)
+                .map_or(0, |b| u64_at(b, 0)),
             dangling: 0,
         }
     }
