@@ -111,7 +111,11 @@ impl Source {
             Source::File(file) => {
                 let mut done = 0;
                 while done < buf.len() {
-                    match file.read_at(&mut buf[done..], offset + done as u64) {
+                    // Past the largest offset there is nothing to read.
+                    let Some(at) = offset.checked_add(done as u64) else {
+                        break;
+                    };
+                    match file.read_at(&mut buf[done..], at) {
                         Ok(0) => break,
                         Ok(n) => done += n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
