@@ -198,6 +198,11 @@ pub enum Damage {
         /// The error.
         error: String,
     },
+    /// The file system holding the trace has no room left: recording may
+    /// have stopped early on some threads (the collector stops recording on
+    /// a thread that gets no room), so the trace may be cut short without
+    /// any other sign in the file.
+    FileSystemFull,
     /// Narrow records whose object or site index lies outside its table
     /// (the header's slot count) or names an empty slot; their object or
     /// site is unknown (address 0, slot [`NO_SLOT`]).
@@ -221,6 +226,10 @@ impl std::fmt::Display for Damage {
             Damage::UnstartedChunks { count } => write!(
                 f,
                 "{count} chunk(s) were claimed but never started (the thread died in between, or the trace was cut short, e.g. by a full file system)"
+            ),
+            Damage::FileSystemFull => write!(
+                f,
+                "the file system holding the trace is full: recording may have stopped early on some threads (the collector stops recording on a thread that gets no room), so the trace may have been cut short by the full file system"
             ),
             Damage::Unreadable {
                 offset,
@@ -411,7 +420,15 @@ impl LockTrace {
         };
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
-        Self::read(path, Source::File(file), len)
+        // The collector stops recording on a thread that gets no room in
+        // the middle of a chunk and nothing in the trace says so; a full
+        // file system is the one hint there is.
+        let full = nix::sys::statvfs::fstatvfs(&file).is_ok_and(|s| s.blocks_available() == 0);
+        let mut trace = Self::read(path, Source::File(file), len)?;
+        if full {
+            trace.damage.push(Damage::FileSystemFull);
+        }
+        Ok(trace)
     }
 
     /// Reads a trace held in memory (`bytes` = the whole file, copied).
