@@ -4,8 +4,10 @@
  * The one definition of the on-disk layout of a per-rank MPI trace
  * (`<recording>/mpi/rank-<world rank>.cmpi`), written by the PMPI wrapper
  * library (collector/mpi). The Rust module `contend_trace::mpi_format`
- * mirrors it constant for constant; the prose specification is the "MPI
- * traces" section of docs/trace-format.md. Keep the three in step.
+ * mirrors it constant for constant (checked by
+ * crates/contend-trace/tests/format_layout.rs, which compiles this header);
+ * the prose specification is the "MPI traces" section of
+ * docs/trace-format.md. Keep the three in step.
  *
  * Rules (the same family as the lock trace, trace_format.h):
  *  - little-endian, 8-byte words; records are whole words;
@@ -144,7 +146,8 @@ typedef struct contend_mpi_chunk_header {
  * belong to the call come between its ENTER and its EXIT. */
 #define CONTEND_MPI_REC_EXIT 3u
 /* Bit 7 of an ENTER's or EXIT's small byte: the compact form (operation
- * codes stay below 128). */
+ * codes stay below 128; they are enum cm_op of collector/mpi/mpi_core.h and
+ * contend_trace::mpi::MpiOp, and are only ever added, never renumbered). */
 #define CONTEND_MPI_SMALL_COMPACT 0x80u
 #define CONTEND_MPI_SMALL_OP_MASK 0x7fu
 /* COMPLETION: one receive or request completed by the enclosing call.

@@ -4,8 +4,10 @@
  * The one definition of the on-disk layout of a per-process lock trace
  * (`<recording>/locks/<pid>.ctrace`). The C collector writes it; the Rust
  * module `contend_trace::format` mirrors it constant for constant and is
- * tested by reading traces this collector actually wrote. The prose
- * specification is docs/trace-format.md; keep the three in step.
+ * tested by reading traces this collector actually wrote and against this
+ * header (crates/contend-trace/tests/format_layout.rs compiles it and
+ * checks every #define, offset and size). The prose specification is
+ * docs/trace-format.md; keep the three in step.
  *
  * Rules:
  *  - little-endian, 8-byte words; records are whole words;
@@ -108,7 +110,9 @@ typedef struct contend_chunk_header {
                                    addresses, innermost first; belongs to the
                                    next operation record of the thread     */
 
-/* Operation tags: (primitive << 4) | phase, optionally | CONTEND_TAG_WIDE. */
+/* Operation tags: (primitive << 4) | phase, optionally | CONTEND_TAG_WIDE.
+ * Primitive and phase codes, like all tags, are only ever added, never
+ * reused or renumbered. */
 #define CONTEND_TAG_WIDE 0x80u
 
 #define CONTEND_PRIM_MUTEX 1u

@@ -29,6 +29,13 @@ pub const FLAG_FORKED: u64 = 2;
 /// Header flag: some records use the wide form (an index table was full).
 pub const FLAG_TABLE_FULL: u64 = 4;
 
+/// Slots of the object index table the collector creates.
+pub const OBJECT_SLOTS: u32 = 65536;
+/// Slots of the call-site index table the collector creates.
+pub const SITE_SLOTS: u32 = 65536;
+/// Chunk size the collector uses unless `CONTEND_CHUNK_KB` says otherwise.
+pub const DEFAULT_CHUNK_SIZE: u32 = 128 * 1024;
+
 /// Tag of a TIME record (one extension word: absolute ticks).
 pub const TAG_TIME: u8 = 0x01;
 /// Tag of a STACK record (bits 8..31 = frame count, frames follow).
@@ -37,6 +44,8 @@ pub const TAG_STACK: u8 = 0x02;
 pub const TAG_WIDE: u8 = 0x80;
 /// Number of bits of the `dt` field.
 pub const DT_BITS: u32 = 24;
+/// Largest `dt` a head word holds (a larger step needs a TIME record).
+pub const DT_MAX: u32 = (1 << DT_BITS) - 1;
 
 /// Byte offsets of header fields (see the C header for the struct).
 pub mod header {
@@ -80,6 +89,10 @@ pub mod header {
     pub const TICKS_PER_SECOND: usize = 144;
     /// `u32` stack every N-th operation.
     pub const STACK_EVERY: usize = 152;
+    /// `u32` reserved, 0.
+    pub const RESERVED0: usize = 156;
+    /// Reserved bytes up to [`EXE_PATH`], 0.
+    pub const RESERVED: usize = 160;
     /// `char[1024]` executable path.
     pub const EXE_PATH: usize = 512;
     /// Length of the executable path field.
@@ -88,9 +101,46 @@ pub mod header {
     pub const CMDLINE: usize = 1536;
     /// Length of the command-line field.
     pub const CMDLINE_LEN: usize = 2048;
+    /// Reserved bytes up to the end of the header, 0.
+    pub const TAIL: usize = 3584;
+}
+
+/// Byte offsets of the fields of a calibration (the header's `start` and
+/// `end`): the same instant on the trace clock and the system clocks.
+pub mod calibration {
+    /// `u64` trace clock ticks.
+    pub const TICKS: usize = 0;
+    /// `u64` CLOCK_MONOTONIC, ns.
+    pub const MONOTONIC_NS: usize = 8;
+    /// `u64` CLOCK_REALTIME, ns since the epoch.
+    pub const REALTIME_NS: usize = 16;
+    /// `u64` reserved, 0.
+    pub const RESERVED: usize = 24;
+    /// Size of a calibration in bytes.
+    pub const SIZE: usize = 32;
+}
+
+/// Byte offsets of chunk-header fields.
+pub mod chunk {
+    /// `u32` magic ([`super::CHUNK_MAGIC`], stored last).
+    pub const MAGIC: usize = 0;
+    /// `u32` kernel thread id.
+    pub const TID: usize = 4;
+    /// `u32` sequence number within the thread.
+    pub const SEQUENCE: usize = 8;
+    /// `u32` flags, reserved (0).
+    pub const FLAGS: usize = 12;
+    /// `u64` time base of the first record, ticks.
+    pub const BASE_TICKS: usize = 16;
+    /// `u64` CLOCK_MONOTONIC at the base ticks, ns (a calibration point).
+    pub const MONOTONIC_NS: usize = 24;
+    /// Reserved words up to the end of the chunk header.
+    pub const RESERVED: usize = 32;
 }
 
 /// A synchronisation primitive, as encoded in bits 4..6 of an operation tag.
+/// Primitive codes, like phase codes and so operation tags, are only ever
+/// added, never reused or renumbered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]
@@ -149,7 +199,8 @@ impl Primitive {
     }
 }
 
-/// Phase of an operation record (bits 0..3 of the tag).
+/// Phase of an operation record (bits 0..3 of the tag). Phase codes are
+/// only ever added, never reused or renumbered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]

@@ -16,6 +16,8 @@ pub const ENDIAN_CHECK: u32 = 0x0102_0304;
 pub const HEADER_SIZE: usize = 4096;
 /// Size of a chunk header in bytes.
 pub const CHUNK_HEADER_SIZE: usize = 32;
+/// Chunk size the recorder uses unless `CONTEND_MPI_CHUNK_KB` says otherwise.
+pub const DEFAULT_CHUNK_SIZE: u32 = 64 * 1024;
 /// Chunk magic, "CMPI" as a little-endian u32.
 pub const CHUNK_MAGIC: u32 = 0x4950_4d43;
 
@@ -34,6 +36,9 @@ pub const FLAG_CHUNKS_FAILED: u64 = 4;
 pub const FLAG_FINAL_OFFSET: u64 = 8;
 /// Header flag: a Fortran entry point was called.
 pub const FLAG_FORTRAN: u64 = 16;
+
+/// Largest payload of one record, in words (the 16-bit `n` of a head word).
+pub const MAX_PAYLOAD: u16 = 0xffff;
 
 /// Record tag: TIME (one payload word: absolute CLOCK_MONOTONIC ns).
 pub const REC_TIME: u8 = 1;
@@ -136,6 +141,8 @@ pub mod header {
     pub const START_MONOTONIC_NS: usize = 112;
     /// `u64` CLOCK_REALTIME at the same instant.
     pub const START_REALTIME_NS: usize = 120;
+    /// Reserved bytes up to [`HOST`], 0.
+    pub const RESERVED: usize = 128;
     /// `char[256]` host name.
     pub const HOST: usize = 256;
     /// Length of the host field.
@@ -148,6 +155,8 @@ pub mod header {
     pub const EXE_PATH: usize = 1024;
     /// Length of the executable path field.
     pub const EXE_PATH_LEN: usize = 1024;
+    /// Reserved bytes up to the end of the header, 0.
+    pub const TAIL: usize = 2048;
 }
 
 /// Byte offsets of chunk-header fields.
@@ -158,8 +167,12 @@ pub mod chunk {
     pub const TID: usize = 4;
     /// `u32` sequence number within the thread.
     pub const SEQUENCE: usize = 8;
+    /// `u32` flags, reserved (0).
+    pub const FLAGS: usize = 12;
     /// `u64` time base of the first record, ns.
     pub const BASE_NS: usize = 16;
+    /// `u64` reserved, 0.
+    pub const RESERVED: usize = 24;
 }
 
 /// The fields of a record head word.
@@ -203,6 +216,17 @@ pub fn peer_tag(word: u64) -> (i32, i32) {
 /// Packs `(peer, tag)` (the inverse of [`peer_tag`]).
 pub fn pack_peer_tag(peer: i32, tag: i32) -> u64 {
     u64::from(peer as u32) | (u64::from(tag as u32) << 32)
+}
+
+/// An EXIT record's `(return code, flags)` word: the return code in the low
+/// half, the flags ([`EXIT_FLAG_TRUE`]) in the high half.
+pub fn rc_flags(word: u64) -> (i32, u32) {
+    (word as u32 as i32, (word >> 32) as u32)
+}
+
+/// Packs `(return code, flags)` (the inverse of [`rc_flags`]).
+pub fn pack_rc_flags(rc: i32, flags: u32) -> u64 {
+    u64::from(rc as u32) | (u64::from(flags) << 32)
 }
 
 #[cfg(test)]

@@ -5,14 +5,24 @@
 //! gap is described in [`LockTrace::damage`]; only a file that is not a lock
 //! trace at all (bad magic, version, endianness, shorter than its header)
 //! is an error.
+//!
+//! Trace files are read with positioned reads (`pread`), never mapped: a
+//! trace written to a file system that filled up is a sparse file with
+//! holes, and touching a hole of a tmpfs file through a mapping must
+//! allocate a page, which fails there with `SIGBUS`; `pread` returns zeros
+//! for holes without allocating. Opening scans every chunk once; records
+//! are decoded again chunk by chunk, on demand, through one reusable
+//! buffer, so memory does not grow with the size of the trace.
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::clock::CalibrationPoint;
-use crate::format::{self, header as h, Phase, Primitive};
+use crate::format::{self, calibration as cal, chunk as ch, header as h, Phase, Primitive};
 use crate::TraceError;
 
 /// One decoded operation record of one thread.
@@ -35,38 +45,113 @@ pub struct RawOp {
 /// Value of [`RawOp::stack`] when no call stack was recorded.
 pub const NO_STACK: u32 = u32::MAX;
 
+/// Table slot handed to the callback of [`LockTrace::for_each_op`] for a
+/// record that carries its addresses itself (a wide record), and for a
+/// narrow record whose index lies outside its table or names an empty slot
+/// (counted as [`Damage::DanglingIndex`]; its address is then 0). Any other
+/// slot is a valid index into [`LockTrace::object_table`] or
+/// [`LockTrace::site_table`] and names a non-zero address.
+pub const NO_SLOT: u32 = u32::MAX;
+
+/// Indices in records are 16 bits: no slot past this is reachable.
+const TABLE_REACH: usize = 1 << 16;
+
+/// An index table padded to every 16-bit index: entries past the table's
+/// own slots are 0 (empty), so one load and one compare validate an index.
+type Table = Box<[u64; TABLE_REACH]>;
+
 /// One thread of a trace: where its records are. The operations are decoded
-/// on demand by [`LockTrace::ops`], so a trace of any size costs no memory
-/// beyond the (page-cache backed) file mapping.
+/// on demand by [`LockTrace::ops`] and [`LockTrace::for_each_op`], one chunk
+/// at a time, so a trace of any size costs no memory beyond one chunk.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadTrace {
     /// Kernel thread id.
     pub tid: u32,
     /// Number of operation records.
     pub op_count: usize,
-    /// File offsets of the thread's chunks, in sequence order.
-    chunks: Vec<u64>,
+    /// The thread's chunks, in sequence order.
+    chunks: Vec<Span>,
 }
 
-/// The bytes of a trace file: a read-only mapping, or a copy in memory.
-enum Bytes {
-    Map(memmap2::Mmap),
-    Owned(Vec<u8>),
+/// The part of one chunk that holds records: the chunk header and the
+/// records the scan at open decoded, up to (not including) the zero word or
+/// bad record that ended them. Decoding again reads exactly these bytes, so
+/// it yields exactly the operations counted at open, even while a live
+/// writer adds more to the chunk.
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    /// File offset of the chunk.
+    offset: u64,
+    /// Bytes from the chunk start to the end of its last decoded record.
+    len: usize,
 }
 
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
+/// Where the bytes of a trace come from: the open file, read with
+/// positioned reads, or a copy in memory ([`LockTrace::decode`]).
+enum Source {
+    File(File),
+    Memory(Vec<u8>),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Bytes::Map(m) => m,
-            Bytes::Owned(v) => v,
+            Source::File(file) => write!(f, "{file:?}"),
+            Source::Memory(v) => write!(f, "<{} bytes in memory>", v.len()),
         }
     }
 }
 
-impl std::fmt::Debug for Bytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "<{} bytes>", self.len())
+impl Source {
+    /// Reads into `buf` from `offset` until it is full or the file ends;
+    /// returns the number of bytes read (less than `buf.len()` only at the
+    /// end of the file).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        match self {
+            Source::File(file) => {
+                let mut done = 0;
+                while done < buf.len() {
+                    // Past the largest offset there is nothing to read.
+                    let Some(at) = offset.checked_add(done as u64) else {
+                        break;
+                    };
+                    match file.read_at(&mut buf[done..], at) {
+                        Ok(0) => break,
+                        Ok(n) => done += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(done)
+            }
+            Source::Memory(v) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(v.len());
+                let n = buf.len().min(v.len() - start);
+                buf[..n].copy_from_slice(&v[start..start + n]);
+                Ok(n)
+            }
+        }
+    }
+
+    /// The bytes of `span`: borrowed from memory, or read into `buf` (which
+    /// is reused from chunk to chunk). A read that fails or comes back short
+    /// (the file was truncated since it was opened) gives what could be
+    /// read, possibly nothing: decoding then stops early, it never fails.
+    fn span<'s>(&'s self, span: Span, buf: &'s mut Vec<u8>) -> &'s [u8] {
+        match self {
+            Source::Memory(v) => {
+                let start = usize::try_from(span.offset).unwrap_or(usize::MAX);
+                v.get(start..start.saturating_add(span.len))
+                    .unwrap_or_default()
+            }
+            Source::File(_) => {
+                if buf.len() < span.len {
+                    buf.resize(span.len, 0);
+                }
+                let n = self.read_at(&mut buf[..span.len], span.offset).unwrap_or(0);
+                &buf[..n]
+            }
+        }
     }
 }
 
@@ -76,12 +161,15 @@ impl std::fmt::Debug for Bytes {
 pub enum Damage {
     /// The process never ran its exit path (killed, crashed, `_exit()`).
     NotFinished,
-    /// The file is shorter than its claimed chunks: `lost_chunks` are gone.
+    /// The file is shorter than its claimed chunks (cut short, e.g. by a
+    /// full file system, or copied while incomplete): `lost_chunks` are
+    /// gone.
     FileTruncated {
         /// Chunks claimed in the header but not (wholly) in the file.
         lost_chunks: u32,
     },
-    /// Chunks claimed but never started (the thread died in between).
+    /// Chunks claimed but never started (the thread died in between, or
+    /// the file system was full: holes of a sparse file read as zeros).
     UnstartedChunks {
         /// How many.
         count: u32,
@@ -100,7 +188,24 @@ pub enum Damage {
         /// What was wrong.
         problem: String,
     },
-    /// An index referred to an empty table slot.
+    /// Part of the file could not be read (an I/O error); what lies there
+    /// is left out.
+    Unreadable {
+        /// Byte offset in the file.
+        offset: u64,
+        /// What was left out (the index tables, a chunk).
+        what: String,
+        /// The error.
+        error: String,
+    },
+    /// The file system holding the trace has no room left: recording may
+    /// have stopped early on some threads (the collector stops recording on
+    /// a thread that gets no room), so the trace may be cut short without
+    /// any other sign in the file.
+    FileSystemFull,
+    /// Narrow records whose object or site index lies outside its table
+    /// (the header's slot count) or names an empty slot; their object or
+    /// site is unknown (address 0, slot [`NO_SLOT`]).
     DanglingIndex {
         /// How many records.
         count: u64,
@@ -114,12 +219,26 @@ impl std::fmt::Display for Damage {
                 f,
                 "the process did not finish normally (killed, crashed or left through _exit()); the trace ends at its last complete record"
             ),
-            Damage::FileTruncated { lost_chunks } => {
-                write!(f, "the file is truncated: {lost_chunks} chunk(s) lost")
-            }
-            Damage::UnstartedChunks { count } => {
-                write!(f, "{count} chunk(s) were claimed but never started")
-            }
+            Damage::FileTruncated { lost_chunks } => write!(
+                f,
+                "the file is truncated: it ends before {lost_chunks} chunk(s) its header claims, which are lost (it may have been cut short, e.g. by a full file system, or copied while incomplete)"
+            ),
+            Damage::UnstartedChunks { count } => write!(
+                f,
+                "{count} chunk(s) were claimed but never started (the thread died in between, or the trace was cut short, e.g. by a full file system)"
+            ),
+            Damage::FileSystemFull => write!(
+                f,
+                "the file system holding the trace is full: recording may have stopped early on some threads (the collector stops recording on a thread that gets no room), so the trace may have been cut short by the full file system"
+            ),
+            Damage::Unreadable {
+                offset,
+                what,
+                error,
+            } => write!(
+                f,
+                "could not read {what} at byte {offset} ({error}); it is left out"
+            ),
             Damage::SequenceGap { tid, missing } => {
                 write!(f, "thread {tid} is missing {missing} chunk(s)")
             }
@@ -127,7 +246,10 @@ impl std::fmt::Display for Damage {
                 write!(f, "bad record at byte {offset}: {problem}; the rest of that chunk is skipped")
             }
             Damage::DanglingIndex { count } => {
-                write!(f, "{count} record(s) refer to empty index-table slots")
+                write!(
+                    f,
+                    "{count} record(s) refer to index-table slots that are empty or outside the table (damaged header or tables); their lock or call site is unknown"
+                )
             }
         }
     }
@@ -175,14 +297,16 @@ pub struct LockTrace {
     pub stacks: Vec<Vec<u64>>,
     /// File offset of each STACK record → index in `stacks`.
     stack_at: BTreeMap<u64, u32>,
-    /// Object table (slot → address).
-    objects: Vec<u64>,
-    /// Site table (slot → return address).
-    sites: Vec<u64>,
-    /// The file.
-    bytes: Arc<Bytes>,
-    /// Chunk size in bytes.
-    chunk_size: usize,
+    /// Object table (slot → address), padded with empty slots.
+    objects: Table,
+    /// Number of slots of the object table that records can reach.
+    object_slots: usize,
+    /// Site table (slot → return address), padded with empty slots.
+    sites: Table,
+    /// Number of slots of the site table that records can reach.
+    site_slots: usize,
+    /// The file (shared by clones).
+    source: Arc<Source>,
     /// Every calibration point in the file (header and chunk headers).
     pub calibration_points: Vec<CalibrationPoint>,
     /// Defects found; empty for a complete, clean trace.
@@ -206,47 +330,73 @@ impl LockTrace {
         Ops {
             trace: self,
             chunks: &thread.chunks,
-            cursor: None,
+            buf: Vec::new(),
+            decoded: Vec::new(),
+            next: 0,
             pending_stack: NO_STACK,
         }
     }
 
     /// Calls `f` with every operation of `thread` (one of
     /// [`LockTrace::threads`]) in program order, with the object and site
-    /// table slots the record referred to (`u32::MAX` for a record that
-    /// carries its addresses itself). The same operations as
+    /// table slots the record referred to: [`NO_SLOT`] for a record that
+    /// carries its addresses itself or whose index is not valid, else an
+    /// index into [`LockTrace::object_table`] / [`LockTrace::site_table`]
+    /// that holds the operation's address. The same operations as
     /// [`LockTrace::ops`], decoded in one tight loop.
+    ///
+    /// Records that can no longer be read (the file was truncated or a read
+    /// failed since the trace was opened) are skipped.
     pub fn for_each_op(&self, thread: &ThreadTrace, mut f: impl FnMut(&RawOp, u32, u32)) {
-        let bytes: &[u8] = &self.bytes;
-        let pending_stack = std::cell::Cell::new(NO_STACK);
-        for &offset in &thread.chunks {
-            let end = offset as usize + self.chunk_size;
-            let mut cursor = Cursor::new(&bytes[offset as usize..end], offset);
-            cursor.run(
-                &self.objects,
-                &self.sites,
-                |mut op, object_slot, site_slot| {
-                    op.stack = pending_stack.replace(NO_STACK);
-                    f(&op, object_slot, site_slot);
-                },
-                |_, step| {
-                    if let Step::Stack { offset, .. } = step {
-                        pending_stack.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK));
-                    }
-                    // Damage was recorded when the trace was opened.
-                },
-            );
+        let mut pending_stack = NO_STACK;
+        let mut buf = Vec::new();
+        for &span in &thread.chunks {
+            self.decode_span(span, &mut buf, &mut pending_stack, &mut f);
         }
     }
 
+    /// Decodes the records of one chunk (read into `buf` when they come
+    /// from the file), calling `f` with each operation and its table slots.
+    /// `pending_stack` is the stack of the thread's next operation.
+    #[inline]
+    fn decode_span(
+        &self,
+        span: Span,
+        buf: &mut Vec<u8>,
+        pending_stack: &mut u32,
+        mut f: impl FnMut(&RawOp, u32, u32),
+    ) {
+        let pending = std::cell::Cell::new(*pending_stack);
+        let mut cursor = Cursor::new(self.source.span(span, buf), span.offset);
+        cursor.run(
+            &self.objects,
+            &self.sites,
+            |mut op, object_slot, site_slot| {
+                op.stack = pending.replace(NO_STACK);
+                f(&op, object_slot, site_slot);
+            },
+            |_, step| {
+                if let Step::Stack { offset, .. } = step {
+                    pending.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK));
+                }
+                // Damage was recorded when the trace was opened.
+            },
+        );
+        *pending_stack = pending.get();
+    }
+
     /// The object index table: slot → object address (0 = empty slot).
+    /// Every slot [`LockTrace::for_each_op`] hands out (other than
+    /// [`NO_SLOT`]) is an index into it.
     pub fn object_table(&self) -> &[u64] {
-        &self.objects
+        &self.objects[..self.object_slots]
     }
 
     /// The call-site index table: slot → return address (0 = empty slot).
+    /// Every slot [`LockTrace::for_each_op`] hands out (other than
+    /// [`NO_SLOT`]) is an index into it.
     pub fn site_table(&self) -> &[u64] {
-        &self.sites
+        &self.sites[..self.site_slots]
     }
 
     /// The operations of the `i`-th thread, collected (for tests and tools).
@@ -254,12 +404,15 @@ impl LockTrace {
         self.ops(&self.threads[i]).collect()
     }
 
-    /// Reads and decodes the trace at `path`.
+    /// Reads and decodes the trace at `path`. The file stays open (not
+    /// mapped) and is read again, chunk by chunk, by [`LockTrace::ops`] and
+    /// [`LockTrace::for_each_op`].
     ///
-    /// Errors: the file cannot be opened or mapped ([`TraceError::Io`]), is
-    /// shorter than its header, or has a bad magic, version, endianness or
-    /// layout ([`TraceError::Format`]). Damage past the header is not an
-    /// error; it is listed in [`LockTrace::damage`].
+    /// Errors: the file cannot be opened, or its header cannot be read
+    /// ([`TraceError::Io`]); it is shorter than its header, or has a bad
+    /// magic, version, endianness or layout ([`TraceError::Format`]).
+    /// Damage past the header (including read errors) is not an error; it
+    /// is listed in [`LockTrace::damage`].
     pub fn open(path: &Path) -> Result<LockTrace, TraceError> {
         let io = |source| TraceError::Io {
             path: path.to_path_buf(),
@@ -267,34 +420,40 @@ impl LockTrace {
         };
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
-        if len < format::HEADER_SIZE as u64 {
-            return Err(TraceError::format(
-                path,
-                format!("{len} bytes is shorter than the 4096-byte header"),
-            ));
+        // The collector stops recording on a thread that gets no room in
+        // the middle of a chunk and nothing in the trace says so; a full
+        // file system is the one hint there is.
+        let full = nix::sys::statvfs::fstatvfs(&file).is_ok_and(|s| s.blocks_available() == 0);
+        let mut trace = Self::read(path, Source::File(file), len)?;
+        if full {
+            trace.damage.push(Damage::FileSystemFull);
         }
-        // SAFETY: the map is read-only; a writer that is still running can
-        // only fill zero words, which the decoder treats as end of data.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        Self::from_bytes(path, Bytes::Map(map))
+        Ok(trace)
     }
 
     /// Reads a trace held in memory (`bytes` = the whole file, copied).
     pub fn decode(path: &Path, bytes: &[u8]) -> Result<LockTrace, TraceError> {
-        Self::from_bytes(path, Bytes::Owned(bytes.to_vec()))
+        Self::read(path, Source::Memory(bytes.to_vec()), bytes.len() as u64)
     }
 
     /// Validates the header and scans every chunk once (counting records,
     /// collecting stacks and damage); records are decoded again on demand.
-    fn from_bytes(path: &Path, file: Bytes) -> Result<LockTrace, TraceError> {
-        let bytes: &[u8] = &file;
+    /// `len` is the size of the file when it was opened.
+    fn read(path: &Path, source: Source, len: u64) -> Result<LockTrace, TraceError> {
         let fail = |msg: String| TraceError::format(path, msg);
-        if bytes.len() < format::HEADER_SIZE {
+        let mut header = vec![0u8; format::HEADER_SIZE];
+        let got = source
+            .read_at(&mut header, 0)
+            .map_err(|source| TraceError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if got < format::HEADER_SIZE {
             return Err(fail(format!(
-                "{} bytes is shorter than the 4096-byte header",
-                bytes.len()
+                "{got} bytes is shorter than the 4096-byte header"
             )));
         }
+        let bytes: &[u8] = &header;
         if &bytes[h::MAGIC..h::MAGIC + 8] != format::MAGIC {
             return Err(fail("not a contend lock trace (bad magic)".into()));
         }
@@ -332,7 +491,6 @@ impl LockTrace {
         let site_off = u64_at(bytes, h::SITE_TABLE_OFFSET);
         let site_slots = u32_at(bytes, h::SITE_TABLE_SLOTS) as u64;
         let data_offset = u64_at(bytes, h::DATA_OFFSET);
-        let len = bytes.len() as u64;
         let table_ok = |off: u64, slots: u64| {
             off >= format::HEADER_SIZE as u64
                 && slots <= 1 << 24
@@ -342,24 +500,37 @@ impl LockTrace {
             return Err(fail("index tables lie outside the file layout".into()));
         }
         let flags = u64_at(bytes, h::FLAGS);
-        let read_table = |off: u64, slots: u64| -> Vec<u64> {
-            (0..slots)
-                .map(|i| {
-                    let at = off + i * 8;
-                    if at + 8 <= len {
-                        u64_at(bytes, at as usize)
-                    } else {
-                        0
+        let mut table_damage = Vec::new();
+        // Only the first 2^16 slots are reachable by 16-bit indices; the
+        // part of a table past the end of the file (or that cannot be read)
+        // is empty.
+        let mut read_table = |off: u64, slots: u64, what: &str| -> (Table, usize) {
+            let reach = (slots as usize).min(TABLE_REACH);
+            let mut table: Table = vec![0u64; TABLE_REACH]
+                .into_boxed_slice()
+                .try_into()
+                .expect("a table of TABLE_REACH slots");
+            let mut raw = vec![0u8; reach * 8];
+            match source.read_at(&mut raw, off) {
+                Ok(n) => {
+                    for (slot, word) in table.iter_mut().zip(raw[..n].as_chunks::<8>().0) {
+                        *slot = u64::from_le_bytes(*word);
                     }
-                })
-                .collect()
+                }
+                Err(e) => table_damage.push(Damage::Unreadable {
+                    offset: off,
+                    what: what.into(),
+                    error: e.to_string(),
+                }),
+            }
+            (table, reach)
         };
-        let objects = read_table(obj_off, obj_slots);
-        let sites = read_table(site_off, site_slots);
+        let (objects, object_slots) = read_table(obj_off, obj_slots, "the object table");
+        let (sites, site_slots) = read_table(site_off, site_slots, "the call-site table");
         let cal = |at: usize| HeaderCalibration {
-            ticks: u64_at(bytes, at),
-            monotonic_ns: u64_at(bytes, at + 8),
-            realtime_ns: u64_at(bytes, at + 16),
+            ticks: u64_at(bytes, at + cal::TICKS),
+            monotonic_ns: u64_at(bytes, at + cal::MONOTONIC_NS),
+            realtime_ns: u64_at(bytes, at + cal::REALTIME_NS),
         };
         let start = cal(h::START);
         let end = (flags & format::FLAG_FINISHED != 0).then(|| cal(h::END));
@@ -379,15 +550,17 @@ impl LockTrace {
             stacks: Vec::new(),
             stack_at: BTreeMap::new(),
             objects,
+            object_slots,
             sites,
-            bytes: Arc::new(Bytes::Owned(Vec::new())),
-            chunk_size: 0,
+            site_slots,
+            source: Arc::new(Source::Memory(Vec::new())),
             calibration_points: Vec::new(),
             damage: Vec::new(),
         };
         if flags & format::FLAG_FINISHED == 0 {
             trace.damage.push(Damage::NotFinished);
         }
+        trace.damage.extend(table_damage);
         for c in std::iter::once(start).chain(end) {
             if c.ticks != 0 {
                 trace.calibration_points.push(CalibrationPoint {
@@ -402,26 +575,46 @@ impl LockTrace {
             tid: u32,
             sequence: u32,
             base_ticks: u64,
-            offset: u64,
+            span: Span,
             ops: usize,
         }
         let mut chunks = Vec::new();
-        let mut lost = 0u32;
         let mut unstarted = 0u32;
         let mut dangling = 0u64;
-        for i in 0..u64::from(chunks_claimed) {
+        // Chunks wholly inside the file; the others claimed are lost. (No
+        // loop over a damaged claim count, no overflow past the file end.)
+        let present = len.saturating_sub(data_offset) / chunk_size;
+        let present = present.min(u64::from(chunks_claimed));
+        let mut lost = chunks_claimed - present as u32;
+        // Chunks that could not be read: how many, the first one's offset
+        // and error.
+        let mut unreadable: Option<(u32, u64, io::Error)> = None;
+        // One chunk at a time, through one buffer (present > 0 means the
+        // file holds at least one whole chunk of this size).
+        let mut buf = vec![0u8; if present > 0 { chunk_size as usize } else { 0 }];
+        for i in 0..present {
             let begin = data_offset + i * chunk_size;
-            if begin + chunk_size > len {
-                lost += 1;
-                continue;
-            }
-            let c = &bytes[begin as usize..(begin + chunk_size) as usize];
-            if u32_at(c, 0) != format::CHUNK_MAGIC {
+            let c: &[u8] = match source.read_at(&mut buf, begin) {
+                Ok(n) if n == buf.len() => &buf,
+                // The file was cut shorter since it was opened.
+                Ok(_) => {
+                    lost += 1;
+                    continue;
+                }
+                Err(e) => {
+                    match &mut unreadable {
+                        Some((count, _, _)) => *count += 1,
+                        None => unreadable = Some((1, begin, e)),
+                    }
+                    continue;
+                }
+            };
+            if u32_at(c, ch::MAGIC) != format::CHUNK_MAGIC {
                 unstarted += 1;
                 continue;
             }
-            let base_ticks = u64_at(c, 16);
-            let mono = u64_at(c, 24);
+            let base_ticks = u64_at(c, ch::BASE_TICKS);
+            let mono = u64_at(c, ch::MONOTONIC_NS);
             if base_ticks != 0 && mono != 0 {
                 trace.calibration_points.push(CalibrationPoint {
                     ticks: base_ticks,
@@ -433,10 +626,7 @@ impl LockTrace {
             cursor.run(
                 &trace.objects,
                 &trace.sites,
-                |op, _, _| {
-                    ops += 1;
-                    dangling += u64::from(op.object == 0);
-                },
+                |_, _, _| ops += 1,
                 |cursor, step| match step {
                     Step::Stack { offset, frames } => {
                         trace.stack_at.insert(offset, trace.stacks.len() as u32);
@@ -446,12 +636,24 @@ impl LockTrace {
                     Step::Op(..) | Step::End => {}
                 },
             );
-            chunks.push(Chunk {
-                tid: u32_at(c, 4),
-                sequence: u32_at(c, 8),
-                base_ticks,
+            dangling += cursor.dangling;
+            let span = Span {
                 offset: begin,
+                len: cursor.i * 8,
+            };
+            chunks.push(Chunk {
+                tid: u32_at(c, ch::TID),
+                sequence: u32_at(c, ch::SEQUENCE),
+                base_ticks,
+                span,
                 ops,
+            });
+        }
+        if let Some((count, offset, error)) = unreadable {
+            trace.damage.push(Damage::Unreadable {
+                offset,
+                what: format!("{count} chunk(s)"),
+                error: error.to_string(),
             });
         }
         if lost > 0 {
@@ -484,18 +686,18 @@ impl LockTrace {
                     if let Some((first, t, _)) = current.take() {
                         threads.push((first, t));
                     }
-                    missing += c.sequence;
+                    missing = missing.saturating_add(c.sequence);
                     let t = ThreadTrace {
                         tid,
                         op_count: c.ops,
-                        chunks: vec![c.offset],
+                        chunks: vec![c.span],
                     };
                     current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
-                    missing += c.sequence - *last - 1;
+                    missing = missing.saturating_add(c.sequence - *last - 1);
                     *last = c.sequence;
                     t.op_count += c.ops;
-                    t.chunks.push(c.offset);
+                    t.chunks.push(c.span);
                 }
             }
             if let Some((first, t, _)) = current {
@@ -507,17 +709,22 @@ impl LockTrace {
         }
         threads.sort_by_key(|(first, t)| (*first, t.tid));
         trace.threads = threads.into_iter().map(|(_, t)| t).collect();
-        trace.chunk_size = chunk_size as usize;
-        trace.bytes = Arc::new(file);
+        trace.source = Arc::new(source);
         Ok(trace)
     }
 }
 
-/// Iterator over one thread's operations (see [`LockTrace::ops`]).
+/// Iterator over one thread's operations (see [`LockTrace::ops`]). It
+/// decodes one chunk at a time and holds that chunk's operations.
 pub struct Ops<'a> {
     trace: &'a LockTrace,
-    chunks: &'a [u64],
-    cursor: Option<Cursor<'a>>,
+    /// Chunks not decoded yet.
+    chunks: &'a [Span],
+    /// The bytes of the chunk last read from the file.
+    buf: Vec<u8>,
+    /// The operations of the current chunk, and the next one to yield.
+    decoded: Vec<RawOp>,
+    next: usize,
     pending_stack: u32,
 }
 
@@ -526,32 +733,20 @@ impl Iterator for Ops<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<RawOp> {
-        loop {
-            let Some(cursor) = self.cursor.as_mut() else {
-                let (&offset, rest) = self.chunks.split_first()?;
-                self.chunks = rest;
-                let bytes: &[u8] = &self.trace.bytes;
-                let end = offset as usize + self.trace.chunk_size;
-                self.cursor = Some(Cursor::new(&bytes[offset as usize..end], offset));
-                continue;
-            };
-            match cursor.next(&self.trace.objects, &self.trace.sites) {
-                Step::Op(mut op, _, _) => {
-                    op.stack = std::mem::replace(&mut self.pending_stack, NO_STACK);
-                    return Some(op);
-                }
-                Step::Stack { offset, .. } => {
-                    self.pending_stack = self
-                        .trace
-                        .stack_at
-                        .get(&offset)
-                        .copied()
-                        .unwrap_or(NO_STACK);
-                }
-                // Damage was recorded when the trace was opened.
-                Step::End | Step::Bad(_) => self.cursor = None,
-            }
+        while self.next == self.decoded.len() {
+            let (&span, rest) = self.chunks.split_first()?;
+            self.chunks = rest;
+            self.decoded.clear();
+            self.next = 0;
+            let decoded = &mut self.decoded;
+            self.trace
+                .decode_span(span, &mut self.buf, &mut self.pending_stack, |op, _, _| {
+                    decoded.push(*op)
+                });
         }
+        let op = self.decoded[self.next];
+        self.next += 1;
+        Some(op)
     }
 }
 
@@ -570,6 +765,17 @@ enum Step {
     End,
 }
 
+/// Looks up a narrow record's table index: `(address, slot)` for an index
+/// that names a non-empty slot of the table, `(0, NO_SLOT)` for one outside
+/// the table or on an empty slot.
+#[inline(always)]
+fn resolve(table: &[u64; TABLE_REACH], index: u16) -> (u64, u32) {
+    match table[usize::from(index)] {
+        0 => (0, NO_SLOT),
+        address => (address, u32::from(index)),
+    }
+}
+
 /// Position in one chunk's records, with the thread's running time.
 struct Cursor<'a> {
     chunk: &'a [u8],
@@ -577,6 +783,9 @@ struct Cursor<'a> {
     /// Next word index.
     i: usize,
     now: u64,
+    /// Narrow records decoded so far whose object or site index was not
+    /// valid ([`resolve`]).
+    dangling: u64,
 }
 
 impl<'a> Cursor<'a> {
@@ -585,7 +794,10 @@ impl<'a> Cursor<'a> {
             chunk,
             file_offset,
             i: format::CHUNK_HEADER_SIZE / 8,
-            now: u64_at(chunk, 16),
+            now: chunk
+                .get(ch::BASE_TICKS..ch::BASE_TICKS + 8)
+                .map_or(0, |b| u64_at(b, 0)),
+            dangling: 0,
         }
     }
 
@@ -606,8 +818,8 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn run(
         &mut self,
-        objects: &[u64],
-        sites: &[u64],
+        objects: &[u64; TABLE_REACH],
+        sites: &[u64; TABLE_REACH],
         mut on_op: impl FnMut(RawOp, u32, u32),
         mut on_other: impl FnMut(&Self, Step),
     ) {
@@ -622,17 +834,20 @@ impl<'a> Cursor<'a> {
                     {
                         self.now = self.now.wrapping_add(u64::from(dt));
                         self.i += 1;
+                        let (object, object_slot) = resolve(objects, oi);
+                        let (site, site_slot) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
                         on_op(
                             RawOp {
                                 ticks: self.now,
-                                object: objects.get(oi as usize).copied().unwrap_or(0),
-                                site: sites.get(si as usize).copied().unwrap_or(0),
+                                object,
+                                site,
                                 primitive,
                                 phase,
                                 stack: NO_STACK,
                             },
-                            u32::from(oi),
-                            u32::from(si),
+                            object_slot,
+                            site_slot,
                         );
                         continue;
                     }
@@ -648,7 +863,7 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    fn next(&mut self, objects: &[u64], sites: &[u64]) -> Step {
+    fn next(&mut self, objects: &[u64; TABLE_REACH], sites: &[u64; TABLE_REACH]) -> Step {
         let words = self.chunk.len() / 8;
         loop {
             let i = self.i;
@@ -698,14 +913,12 @@ impl<'a> Cursor<'a> {
                         if i + 2 >= words {
                             return bad("wide record cut off at the chunk end".into());
                         }
-                        (self.word(i + 1), self.word(i + 2), 3, (u32::MAX, u32::MAX))
+                        (self.word(i + 1), self.word(i + 2), 3, (NO_SLOT, NO_SLOT))
                     } else {
-                        (
-                            objects.get(oi as usize).copied().unwrap_or(0),
-                            sites.get(si as usize).copied().unwrap_or(0),
-                            1,
-                            (u32::from(oi), u32::from(si)),
-                        )
+                        let (object, object_slot) = resolve(objects, oi);
+                        let (site, site_slot) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
+                        (object, site, 1, (object_slot, site_slot))
                     };
                     self.now = self.now.wrapping_add(u64::from(dt));
                     self.i += len;

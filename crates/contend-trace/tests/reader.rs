@@ -197,7 +197,28 @@ fn random_corruption_never_panics() {
         }
         x ^= x << 13;
         let cut = (x as usize) % bytes.len();
-        let _ = LockTrace::decode(Path::new("f"), &bytes);
-        let _ = LockTrace::decode(Path::new("f"), &bytes[..cut]);
+        for b in [&bytes[..], &bytes[..cut]] {
+            if let Ok(t) = LockTrace::decode(Path::new("f"), b) {
+                decode_every_op(&t);
+            }
+        }
+    }
+}
+
+/// Decodes every operation through both paths; they must agree with each
+/// other and with the counts found at open.
+fn decode_every_op(t: &LockTrace) {
+    for thread in &t.threads {
+        let listed: Vec<RawOp> = t.ops(thread).collect();
+        assert_eq!(listed.len(), thread.op_count);
+        let mut k = 0;
+        t.for_each_op(thread, |op, object_slot, site_slot| {
+            assert_eq!(*op, listed[k]);
+            k += 1;
+            for (slot, table) in [(object_slot, t.object_table()), (site_slot, t.site_table())] {
+                assert!(slot == contend_trace::NO_SLOT || (slot as usize) < table.len());
+            }
+        });
+        assert_eq!(k, thread.op_count);
     }
 }

@@ -1,0 +1,218 @@
+//! `contend report` on lock traces damaged in ways that once killed it:
+//! a header whose index-table slot counts are too small (a panic indexing
+//! the table), and a trace written to a file system that filled up (SIGBUS
+//! reading the holes of the sparse file through a mapping). Either way the
+//! report must succeed, say what is wrong with the trace, and never panic
+//! or die by a signal.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use contend_trace::format::header as h;
+
+fn golden_recording(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/golden/recordings")
+        .join(name)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Runs `contend report DIR` in text and JSON; both must exit 0 without a
+/// panic or a signal. Returns (text output, JSON report).
+fn report_succeeds(dir: &Path) -> (Output, serde_json::Value) {
+    let mut text = None;
+    for format in ["text", "json"] {
+        let out = report_raw(dir, &["--format", format]);
+        assert!(
+            out.signal().is_none(),
+            "contend report --format {format} died by a signal:\n{}",
+            out.describe()
+        );
+        assert!(
+            !out.stderr.contains("panicked") && !out.stdout.contains("panicked"),
+            "contend report --format {format} panicked:\n{}",
+            out.describe()
+        );
+        assert!(
+            out.success(),
+            "contend report --format {format} failed:\n{}",
+            out.describe()
+        );
+        if format == "json" {
+            let json = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+                panic!("invalid JSON ({e}):\n{}", out.describe());
+            });
+            return (text.unwrap(), json);
+        }
+        text = Some(out);
+    }
+    unreachable!()
+}
+
+#[test]
+fn report_of_a_trace_with_damaged_table_sizes() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("rec");
+    copy_tree(&golden_recording("sharequeue-single.data"), &dir);
+    let traces = trace_files(&dir);
+    assert!(!traces.is_empty());
+    for path in &traces {
+        let mut bytes = std::fs::read(path).unwrap();
+        for at in [h::OBJECT_TABLE_SLOTS, h::SITE_TABLE_SLOTS] {
+            bytes[at..at + 4].copy_from_slice(&16u32.to_le_bytes());
+        }
+        std::fs::write(path, bytes).unwrap();
+    }
+    let (text, json) = report_succeeds(&dir);
+    let file_name = traces[0].file_name().unwrap().to_string_lossy().to_string();
+    let w = warnings(&json);
+    assert!(
+        w.contains(&file_name) && w.contains("outside the table"),
+        "warnings: {w}"
+    );
+    let all = format!("{}{}", text.stdout, text.stderr);
+    assert!(
+        all.contains("outside the table"),
+        "the text report shows the warning:\n{}",
+        text.describe()
+    );
+    assert!(u(&json, "locks.summary.events") > 0);
+}
+
+/// Unmounts a file system when dropped (lazily if it is busy).
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let ok = std::process::Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+}
+
+/// Mounts an 8 MiB tmpfs on `at`; None (with the reason) when this is not
+/// possible here (not root, no `mount`, no permission in this container).
+fn mount_small_tmpfs(at: &Path) -> Result<Unmount, String> {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        })
+        .unwrap_or_default();
+    if uid != "0" {
+        return Err(format!("not running as root (effective uid {uid:?})"));
+    }
+    std::fs::create_dir_all(at).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+        .arg(at)
+        .output()
+        .map_err(|e| format!("cannot run mount: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mount -t tmpfs failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(Unmount(at.to_path_buf()))
+}
+
+/// A lock-heavy program recorded into a small tmpfs until the file system
+/// is full: the trace file is sparse, with holes where the collector could
+/// not get room (the rest of a thread's chunk, or chunks claimed but never
+/// started). Touching such a hole through a mapping makes tmpfs allocate a
+/// page, which fails, and `contend report` died by SIGBUS; read with pread
+/// the holes are zeros, and the report says the trace may have been cut
+/// short by the full file system. (Which threads stop where depends on
+/// timing: chunks claimed but never started are reported when there are
+/// some; the full file system always is.)
+#[test]
+fn report_of_a_recording_on_a_file_system_that_filled_up() {
+    let _serial = serial();
+    let tmp = tempdir();
+    let mnt = tmp.path().join("small-tmpfs");
+    // Declared after `tmp`, so unmounted before `tmp` is removed, whatever
+    // happens in between.
+    let _mounted = match mount_small_tmpfs(&mnt) {
+        Ok(guard) => guard,
+        Err(why) => {
+            eprintln!("SKIP {}: {why}", module_path!());
+            return;
+        }
+    };
+    let exe = build_source(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sharequeue/sharequeue.c"),
+        &[],
+    );
+    let dir = mnt.join("rec");
+    // 4 threads × 300000 rounds, no work between them: about 5 million
+    // records, 40 MB of trace for 8 MiB of room.
+    let rec = record(&dir, &exe, &["single", "4", "64", "300000", "0"]);
+    assert!(
+        rec.signal().is_none(),
+        "the recording died by a signal:\n{}",
+        rec.describe()
+    );
+    assert!(
+        rec.stdout.contains("check ok"),
+        "the program ran to its end:\n{}",
+        rec.describe()
+    );
+    // The file system filled up. Whatever room is left (pages freed when
+    // the launcher's temporary files were removed) is taken, as a full
+    // disk stays full.
+    let mut filler = std::fs::File::create(mnt.join("filler")).unwrap();
+    let full = loop {
+        if let Err(e) = std::io::Write::write_all(&mut filler, &[1u8; 4096]) {
+            break e;
+        }
+    };
+    assert_eq!(full.kind(), std::io::ErrorKind::StorageFull, "{full}");
+    assert!(
+        std::fs::metadata(mnt.join("filler")).unwrap().len() < 4 << 20,
+        "the recording left most of the 8 MiB free"
+    );
+    let traces = trace_files(&dir);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+
+    let (text, json) = report_succeeds(&dir);
+    let file_name = traces[0].file_name().unwrap().to_string_lossy().to_string();
+    let w = warnings(&json);
+    let trace_warning = w
+        .lines()
+        .find(|l| l.contains(&file_name))
+        .unwrap_or_else(|| panic!("no warning names {file_name}: {w}"));
+    assert!(
+        trace_warning.contains("full file system"),
+        "the warning says the trace may have been cut short by a full file system: {w}"
+    );
+    assert!(
+        text.stdout.contains("full file system") || text.stderr.contains("full file system"),
+        "the text report shows the warning:\n{}",
+        text.describe()
+    );
+    assert!(u(&json, "locks.summary.events") > 0);
+}
