@@ -11,6 +11,7 @@ mod common;
 mod accuracy;
 mod attach;
 mod counters;
+mod damaged_traces;
 mod export;
 mod golden;
 mod mpi_accuracy;

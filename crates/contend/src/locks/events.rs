@@ -291,7 +291,7 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         slices.push(head);
         rest = tail;
     }
-    let paired: Vec<(ThreadInfo, u64)> = threads
+    let paired: Vec<(ThreadInfo, u64, usize)> = threads
         .par_iter()
         .zip(slices)
         .enumerate()
@@ -305,10 +305,23 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         })
         .collect();
     // SAFETY: each thread's slice was fully written: `pair_thread` writes
-    // exactly the number of events the survey counted and asserts it.
+    // the surveyed number of events, padding with placeholders when the
+    // second pass over a trace gave fewer (a file cut short between the
+    // passes).
     unsafe { events.set_len(total) };
+    let short = paired.iter().zip(&counts).any(|(p, &n)| p.2 < n);
+    if short {
+        // Drop the placeholders: keep each thread's first `written` events.
+        let mut kept = Vec::with_capacity(total);
+        let mut at = 0;
+        for (p, &n) in paired.iter().zip(&counts) {
+            kept.extend_from_slice(&events[at..at + p.2]);
+            at += n;
+        }
+        events = kept;
+    }
     set.events = events;
-    for (info, unmatched) in paired {
+    for (info, unmatched, _) in paired {
         set.unmatched_releases += unmatched;
         set.threads.push(info);
     }
@@ -460,14 +473,19 @@ fn survey(input: &ThreadInput<'_>) -> Survey {
     }
 }
 
-/// Pairs one thread's operations into `out` (exactly the surveyed number
-/// of events). Returns the thread's info and its unmatched releases.
+/// Pairs one thread's operations into `out` (sized to the surveyed number
+/// of events). Returns the thread's info, its unmatched releases and the
+/// number of events written. The trace is read a second time here; should
+/// that pass give fewer events than the survey counted (the file was cut
+/// short in between), the rest of `out` is filled with placeholders for
+/// the caller to drop, and events beyond `out` are dropped: damage, never
+/// a panic.
 fn pair_thread(
     input: &ThreadInput<'_>,
     thread: u32,
     maps: &Maps<'_>,
     out: &mut [MaybeUninit<LockEvent>],
-) -> (ThreadInfo, u64) {
+) -> (ThreadInfo, u64, usize) {
     let mut out = Out { buf: out, len: 0 };
     let mut p = ThreadPairing {
         thread,
@@ -497,16 +515,32 @@ fn pair_thread(
         OpSource::Slice(ops) => ops.iter().for_each(|op| step(op, NONE, NONE)),
     }
     p.finish(&mut out, info.last_ns);
-    assert_eq!(
-        out.len,
-        out.buf.len(),
-        "pairing produced another number of events than surveyed"
-    );
+    let written = out.len.min(out.buf.len());
+    for slot in &mut out.buf[written..] {
+        slot.write(PLACEHOLDER);
+    }
     if info.first_ns == u64::MAX {
         info.first_ns = 0;
     }
-    (info, p.unmatched_releases)
+    (info, p.unmatched_releases, written)
 }
+
+/// Fills the slots of events a second pass did not produce (dropped by
+/// [`pair_operations`] before anyone sees them).
+const PLACEHOLDER: LockEvent = LockEvent {
+    thread: 0,
+    object: 0,
+    site: 0,
+    primitive: Primitive::Mutex,
+    outcome: Outcome::Error,
+    requested_ns: 0,
+    acquired_ns: 0,
+    released_ns: 0,
+    contended: false,
+    unreleased: false,
+    cond_mutex: NONE,
+    stack: contend_trace::NO_STACK,
+};
 
 /// A thread's slice of the event vector, filled from the front.
 struct Out<'a> {
@@ -515,10 +549,15 @@ struct Out<'a> {
 }
 
 impl Out<'_> {
+    /// Writes `e` and returns its index; `None` when the slice is full
+    /// (more events than surveyed only come from a trace that changed
+    /// between the passes: the extra ones are dropped).
     #[inline]
-    fn push(&mut self, e: LockEvent) {
-        self.buf[self.len].write(e);
+    fn push(&mut self, e: LockEvent) -> Option<usize> {
+        let slot = self.buf.get_mut(self.len)?;
+        slot.write(e);
         self.len += 1;
+        Some(self.len - 1)
     }
     /// The `i`-th event written.
     #[inline]
@@ -620,7 +659,7 @@ impl ThreadPairing {
         contended: bool,
         cond_mutex: u32,
     ) {
-        out.push(LockEvent {
+        let written = out.push(LockEvent {
             thread: self.thread,
             object: pending.object,
             site: pending.site,
@@ -634,8 +673,10 @@ impl ThreadPairing {
             cond_mutex,
             stack: pending.stack,
         });
-        if outcome == Outcome::Acquired && pending.primitive.is_lock() {
-            self.open.push(pending.object, (out.len - 1) as u32);
+        if let Some(i) =
+            written.filter(|_| outcome == Outcome::Acquired && pending.primitive.is_lock())
+        {
+            self.open.push(pending.object, i as u32);
         }
     }
 
@@ -740,8 +781,81 @@ impl ThreadPairing {
                 true,
                 u32::MAX,
             );
-            let last = set.len - 1;
-            set.get_mut(last).unreleased = true;
+            if let Some(last) = set.len.checked_sub(1) {
+                set.get_mut(last).unreleased = true;
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(ticks: u64, phase: Phase) -> RawOp {
+        RawOp {
+            ticks,
+            object: 0x1000,
+            site: 0x2000,
+            primitive: Primitive::Mutex,
+            phase,
+            stack: contend_trace::NO_STACK,
+        }
+    }
+
+    /// A second pass over a trace that gives fewer events than the survey
+    /// (a file cut short between the passes) or more (a file that grew)
+    /// is damage, not a panic: the missing slots are placeholders the
+    /// caller drops, the extra events are dropped.
+    #[test]
+    fn pairing_survives_a_trace_that_changed_between_passes() {
+        use contend_trace::Phase::{Acquired, Release, Request};
+        let ops = [
+            op(10, Request),
+            op(20, Acquired),
+            op(30, Release),
+            op(40, Request),
+            op(50, Acquired),
+            op(60, Release),
+        ];
+        let input = ThreadInput {
+            process: 0,
+            pid: 1,
+            tid: 1,
+            ops: OpSource::Slice(&ops),
+            clock: TimeMap::Identity,
+        };
+        let objects: FxHashMap<ObjectKey, u32> = [(
+            ObjectKey {
+                process: 0,
+                address: 0x1000,
+            },
+            0,
+        )]
+        .into_iter()
+        .collect();
+        let sites: FxHashMap<SiteKey, u32> = [(
+            SiteKey {
+                process: 0,
+                address: 0x2000,
+            },
+            0,
+        )]
+        .into_iter()
+        .collect();
+        let maps = Maps {
+            objects: &objects,
+            sites: &sites,
+            slots: None,
+        };
+        for room in [0usize, 1, 2, 3, 5] {
+            let mut buf = vec![MaybeUninit::<LockEvent>::uninit(); room];
+            let (_, _, written) = pair_thread(&input, 0, &maps, &mut buf);
+            assert_eq!(written, room.min(2), "room for {room}");
+        }
+        // The whole pipeline on the true count.
+        let set = pair_operations(&[input]);
+        assert_eq!(set.events.len(), 2);
+        assert_eq!(set.events[1].released_ns, 60);
     }
 }

@@ -5,6 +5,7 @@
 //! binary, so the suite links once.
 
 mod architecture;
+mod damaged_trace;
 mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;

@@ -5,11 +5,9 @@
 //! report must succeed, say what is wrong with the trace, and never panic
 //! or die by a signal.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use contend_trace::format::header as h;
 
 fn golden_recording(name: &str) -> PathBuf {
