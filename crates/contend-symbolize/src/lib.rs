@@ -78,7 +78,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use maps::{MalformedLine, Mapping, Perms, ProcessMaps, Snapshot};
-pub use symbolizer::{ModuleInfo, Symbolizer, SymbolizerOptions};
+pub use symbolizer::{demangle, ModuleInfo, Symbolizer, SymbolizerOptions};
 
 /// Errors of reading maps files.
 ///

@@ -416,8 +416,16 @@ impl Symbolizer {
 
 /// Demangles C++ (`_Z`) and Rust (`_R`, legacy `_ZN..E`) names; others are
 /// returned unchanged.
-fn demangle(name: &str) -> String {
-    addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
+/// Demangles a symbol-table name: only names mangled by the Itanium C++
+/// ABI (`_Z…`, also legacy Rust) or Rust's v0 scheme (`_R…`) are
+/// demangled. Any other name is a C name and kept as it is: a C mutex
+/// named `Pc` is not the C++ type code for `char*`, nor `i` an `int`.
+pub fn demangle(name: &str) -> String {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(Cow::Borrowed(name), None).into_owned()
+    } else {
+        name.to_string()
+    }
 }
 
 /// Looks up the code at ELF virtual address `vaddr` (a return address) in a
@@ -533,5 +541,23 @@ fn convert_frame(frame: &addr2line::Frame<'_, elf::Reader>) -> InlinedFrame {
         file,
         line,
         column,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    /// Regression: short C names were demangled as C++ type codes (a mutex
+    /// `Pc` showed as `char*`, a function `i` as `int`, a mutex `m` as
+    /// `unsigned long`).
+    #[test]
+    fn only_mangled_names_are_demangled() {
+        for c_name in ["Pc", "i", "m", "queue_lock", "S_", "Z", "main"] {
+            assert_eq!(demangle(c_name), c_name);
+        }
+        assert_eq!(demangle("_Z3fooi"), "foo(int)");
+        assert_eq!(demangle("_ZN5cache4lockE"), "cache::lock");
+        assert!(demangle("_RNvCs123_4demo4main").contains("demo::main"));
     }
 }
