@@ -76,10 +76,24 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("contend: error: {e:#}");
+            eprintln!("contend: error: {}", message(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, each said once: a cause whose text the message
+/// already holds (errors that name their source) is not repeated.
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -114,11 +114,10 @@ pub struct RecordArgs {
     /// With --mpi: trace lock operations too (hybrid MPI + threads programs; mpirun's own processes are traced as well)
     #[arg(long, requires = "mpi")]
     locks: bool,
-    /// The program and its arguments
+    /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         value_name = "CMD"
     )]
     command: Vec<String>,

@@ -241,7 +241,7 @@ pub fn write_out(text: &str) -> Result<()> {
 fn require_recording(dir: &Path) -> Result<()> {
     if !dir.exists() {
         bail!(
-            "{}: no such recording; create one with `contend record -o {} -- CMD`",
+            "{}: no such recording; `contend record -o {} -- CMD` makes one",
             dir.display(),
             dir.display()
         );

@@ -238,10 +238,29 @@ pub enum RecordError {
         pid: u32,
     },
     /// The output path exists and `force` was not given.
-    #[error("{}: already exists (choose another output directory, or force replacing the recording)", path.display())]
+    #[error("{}: already exists; choose another output directory with -o, or replace the recording with --force", path.display())]
     OutputExists {
         /// The output path.
         path: PathBuf,
+    },
+    /// The output path is a symbolic link, which is never followed or
+    /// removed (even with `force`). Nothing was created.
+    #[error("{}: is a symbolic link{}; give the directory itself or another name with -o", path.display(), if *dangling { format!(" to {}, which does not exist", target.display()) } else { format!(" (to {})", target.display()) })]
+    OutputIsLink {
+        /// The output path.
+        path: PathBuf,
+        /// Where the link points.
+        target: PathBuf,
+        /// The link points to nothing.
+        dangling: bool,
+    },
+    /// The output directory's parent does not exist. Nothing was created.
+    #[error("{}: cannot create it: the directory {} does not exist", path.display(), parent.display())]
+    NoParent {
+        /// The output path.
+        path: PathBuf,
+        /// Its missing parent.
+        parent: PathBuf,
     },
     /// The output path exists and is not a recording, so even `force` does
     /// not remove it.
@@ -598,6 +617,14 @@ pub(crate) fn recorded_env(env: &BTreeMap<OsString, OsString>) -> BTreeMap<Strin
 /// is then removed; finally creates the directory.
 pub(crate) fn prepare_output(dir: &Path, force: bool) -> Result<(), RecordError> {
     match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            // Never follow or remove a link: say what it is.
+            return Err(RecordError::OutputIsLink {
+                path: dir.to_path_buf(),
+                target: fs::read_link(dir).unwrap_or_default(),
+                dangling: fs::metadata(dir).is_err(),
+            });
+        }
         Ok(meta) => {
             if !force {
                 return Err(RecordError::OutputExists {
@@ -626,9 +653,18 @@ pub(crate) fn prepare_output(dir: &Path, force: bool) -> Result<(), RecordError>
         }
     }
     fs::create_dir(dir).map_err(|source| {
+        let parent = dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         if source.kind() == io::ErrorKind::AlreadyExists {
             RecordError::OutputExists {
                 path: dir.to_path_buf(),
+            }
+        } else if source.kind() == io::ErrorKind::NotFound && !parent.is_dir() {
+            RecordError::NoParent {
+                path: dir.to_path_buf(),
+                parent: parent.to_path_buf(),
             }
         } else {
             RecordError::Io {

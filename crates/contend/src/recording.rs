@@ -33,8 +33,15 @@ pub enum RecordingError {
     },
     /// The directory holds no `meta.json`, no `locks/` traces and no
     /// `mpi/` traces.
-    #[error("{}: not a contend recording (no meta.json and no locks/*.ctrace); create one with `contend record -o {} -- CMD`", path.display(), path.display())]
+    #[error("{}: not a contend recording (it holds no meta.json, locks/ or mpi/); `contend record -o NEW.data -- CMD` makes one", path.display())]
     NotARecording {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The directory is a scale directory (`contend scale`), whose runs
+    /// are the recordings.
+    #[error("{}: a scale directory (contend scale), not one recording: `contend report {}` shows its speed-up model, and each of its runs ({}/<run>, listed in scale.json) is a recording to report or compare", path.display(), path.display(), path.display())]
+    ScaleDirectory {
         /// The path.
         path: PathBuf,
     },
@@ -90,6 +97,11 @@ impl Recording {
             source,
         };
         let md = std::fs::metadata(dir).map_err(io)?;
+        if md.is_dir() && dir.join(contend_trace::scale::SCALE_FILE).is_file() {
+            return Err(RecordingError::ScaleDirectory {
+                path: dir.to_path_buf(),
+            });
+        }
         if !md.is_dir() {
             return Err(RecordingError::NotARecording {
                 path: dir.to_path_buf(),

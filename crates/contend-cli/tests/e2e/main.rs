@@ -10,6 +10,7 @@ mod common;
 
 mod accuracy;
 mod attach;
+mod cli_messages;
 mod counters;
 mod damaged_traces;
 mod export;

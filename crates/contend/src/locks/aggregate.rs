@@ -466,6 +466,76 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
+/// Filters that select nothing in `set`, one sentence each, with the
+/// nearest names the recording has: a `--lock` name or address no object
+/// has (up to three near matches by edit distance or substring), a
+/// `--thread` id no thread has, a `--site` pattern no call site matches.
+pub fn filters_matching_nothing(
+    set: &EventSet,
+    names: &Names,
+    filter: &EventFilter,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for want in &filter.locks {
+        let matched = set.objects.iter().zip(&names.objects).any(|(o, name)| {
+            want == name
+                || parse_address(want) == Some(o.address)
+                || name.split('+').next() == Some(want.as_str())
+        });
+        if matched {
+            continue;
+        }
+        let mut near: Vec<(f64, &String)> = names
+            .objects
+            .iter()
+            .map(|n| {
+                let base = n.split('+').next().unwrap_or(n);
+                let score = if base.contains(want.as_str()) || want.contains(base) {
+                    1.0
+                } else {
+                    strsim::normalized_levenshtein(want, base)
+                };
+                (score, n)
+            })
+            .filter(|(score, _)| *score >= 0.5)
+            .collect();
+        near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        near.dedup_by(|a, b| a.1 == b.1);
+        let near: Vec<&str> = near.iter().take(3).map(|(_, n)| n.as_str()).collect();
+        out.push(if near.is_empty() {
+            format!(
+                "--lock {want}: no lock of this recording has that name or address ({} locks)",
+                names.objects.len()
+            )
+        } else {
+            format!(
+                "--lock {want}: no lock of this recording has that name or address; near: {}",
+                near.join(", ")
+            )
+        });
+    }
+    for tid in &filter.threads {
+        if !set.threads.iter().any(|t| t.tid == *tid) {
+            out.push(format!(
+                "--thread {tid}: no traced thread has this id ({} threads)",
+                set.threads.len()
+            ));
+        }
+    }
+    if let Some(re) = &filter.site_pattern {
+        let any = names.sites.iter().any(|s| {
+            re.is_match(&s.display) || s.function.as_deref().is_some_and(|f| re.is_match(f))
+        });
+        if !any && !names.sites.is_empty() {
+            out.push(format!(
+                "--site {}: matches no call site of this recording",
+                re.as_str()
+            ));
+        }
+    }
+    out
+}
+
 /// Parses `0x…` hexadecimal or decimal addresses.
 pub fn parse_address(s: &str) -> Option<u64> {
     let s = s.trim();

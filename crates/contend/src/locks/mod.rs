@@ -15,7 +15,9 @@ use crate::analysis::{AnalysisOutput, Analyzer, Context};
 use crate::recording::Recording;
 use crate::symbols::{is_system_site, ResolvedSite, Resolver, Symbols};
 
-pub use aggregate::{aggregate, aggregate_named, resolve_names, EventFilter, Names};
+pub use aggregate::{
+    aggregate, aggregate_named, filters_matching_nothing, resolve_names, EventFilter, Names,
+};
 pub use critical_path::{mark_critical_path, CriticalPath};
 pub use events::{pair_operations, EventSet, LockEvent, OpSource, Outcome, ThreadInput, TimeMap};
 pub use model::{
@@ -123,7 +125,7 @@ impl Analyzer for LockAnalyzer {
         if set.events.is_empty() {
             locks.no_events_reason = Some(no_events_reason(recording));
         }
-        let mut warnings = Vec::new();
+        let mut warnings = filters_matching_nothing(&set, &names, &cx.options.locks);
         if locks.summary.unmatched_releases > 0 {
             warnings.push(format!(
                 "{} release(s) had no acquisition in the same thread (locks taken before recording began, or a mutex unlocked by another thread)",
