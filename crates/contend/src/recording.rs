@@ -150,11 +150,21 @@ impl Recording {
         }
         let maps_files = read_maps_files(&dir.join("maps"));
         trace_paths.sort();
+        let stems: Vec<String> = trace_paths
+            .iter()
+            .filter_map(|p| Some(p.file_stem()?.to_string_lossy().into_owned()))
+            .collect();
         let mut processes = Vec::new();
         for path in trace_paths {
             match LockTrace::open(&path) {
                 Ok(trace) => {
+                    let execed = replaced_by_exec(&path, &stems);
                     for d in &trace.damage {
+                        // An image replaced by exec never runs its exit
+                        // path: that is the normal end of it.
+                        if execed && *d == contend_trace::Damage::NotFinished {
+                            continue;
+                        }
                         warnings.push(format!("{} (pid {}): {d}", path.display(), trace.pid));
                     }
                     let stem = path
@@ -244,6 +254,23 @@ impl Recording {
     pub fn wall_ns(&self) -> Option<u64> {
         self.meta.as_ref().and_then(|m| m.wall_ns)
     }
+}
+
+/// True when the trace at `path` (`<pid>.ctrace` or `<pid>.<n>.ctrace`)
+/// has a later generation among `stems`: the process exec'd another
+/// program, which the collector traced into `<pid>.<n+1>.ctrace`.
+fn replaced_by_exec(path: &Path, stems: &[String]) -> bool {
+    let Some(stem) = path.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+        return false;
+    };
+    let (pid, generation) = match stem.split_once('.') {
+        Some((pid, n)) => (pid, n.parse::<u32>().unwrap_or(0)),
+        None => (stem.as_str(), 0),
+    };
+    stems.iter().any(|s| {
+        s.split_once('.')
+            .is_some_and(|(p, n)| p == pid && n.parse::<u32>().is_ok_and(|n| n > generation))
+    })
 }
 
 /// Parses every `*.maps` file in `maps_dir`, by stem.

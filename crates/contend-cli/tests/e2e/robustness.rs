@@ -157,6 +157,31 @@ fn fork_and_exec_are_traced() {
     );
     // start 100 + child 2 × 100 + final 100, over all processes.
     assert_lock_events(&report, "exec_lock", 400);
+    // An image replaced by exec ended normally: no "did not finish" warning.
+    let w = warnings(&report);
+    assert!(!w.contains("did not finish normally"), "{w}");
+}
+
+/// Regression: `bash -c 'exec ./app'` (and launchers such as pyenv shims)
+/// gave a false "did not finish normally (killed, crashed or _exit())"
+/// warning for the shell's image, which exec replaced.
+#[test]
+fn exec_through_a_shell_is_a_normal_end() {
+    require_tool!("gcc");
+    let exe = build("nolocks.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("exec.data");
+    let out = record(
+        &dir,
+        Path::new("/bin/bash"),
+        &["-c", &format!("exec {}", exe.display())],
+    );
+    assert!(out.success(), "{}", out.describe());
+    let traces = trace_files(&dir);
+    assert!(traces.len() >= 2, "the shell and the program: {traces:?}");
+    let report = report_json(&dir);
+    let w = warnings(&report);
+    assert!(!w.contains("did not finish normally"), "{w}");
 }
 
 #[test]
