@@ -15,7 +15,7 @@ mod report_cmd;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -66,6 +66,24 @@ enum Command {
     #[command(subcommand)]
     #[cfg(feature = "record")]
     Stress(record_cmd::StressCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(
+        after_help = "Examples:\n  contend completions bash > ~/.local/share/bash-completion/completions/contend\n  contend completions zsh > ~/.zfunc/_contend\n  contend completions fish > ~/.config/fish/completions/contend.fish"
+    )]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages (contend.1 and one per command) into a directory
+    #[command(
+        after_help = "Examples:\n  contend man -o /usr/local/share/man/man1\n  contend man -o man && man -l man/contend-record.1"
+    )]
+    Man {
+        /// Directory to write the pages into (created if missing)
+        #[arg(short, long, value_name = "DIR", default_value = ".")]
+        output: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -114,13 +132,52 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scale(a) => record_cmd::cmd_scale(a),
         #[cfg(feature = "record")]
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "contend", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { output } => cmd_man(&output),
     }
+}
+
+/// Writes `contend.1` and `contend-<command>.1` (and `contend-stress-memory.1`)
+/// into `dir`.
+fn cmd_man(dir: &std::path::Path) -> Result<ExitCode> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let cmd = Cli::command();
+    let mut written = Vec::new();
+    fn pages(
+        cmd: &clap::Command,
+        name: String,
+        dir: &std::path::Path,
+        written: &mut Vec<std::path::PathBuf>,
+    ) -> Result<()> {
+        use anyhow::Context;
+        let cmd = cmd.clone().name(name.clone());
+        let path = dir.join(format!("{name}.1"));
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).render(&mut buf)?;
+        std::fs::write(&path, buf).with_context(|| format!("{}: cannot write", path.display()))?;
+        written.push(path);
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            pages(sub, format!("{name}-{}", sub.get_name()), dir, written)?;
+        }
+        Ok(())
+    }
+    pages(&cmd, "contend".into(), dir, &mut written)?;
+    eprintln!(
+        "contend: wrote {} manual page(s) to {}",
+        written.len(),
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     /// clap's own consistency checks of every command and argument.
     #[test]

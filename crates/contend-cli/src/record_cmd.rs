@@ -82,7 +82,7 @@ pub struct RecordArgs {
     /// Record the call stack of every N-th lock operation (0 = never)
     #[arg(long, value_name = "N", default_value_t = 0)]
     stack_every: u32,
-    /// Per-thread buffer chunk size in KiB (power of two)
+    /// Per-thread buffer chunk size in KiB, a power of two from 4 to 65536 [default: 128]
     #[arg(long, value_name = "KIB")]
     chunk_kb: Option<u32>,
     /// Service-time sampling interval, e.g. 10ms (1 ms to 1 hour)

@@ -30,7 +30,7 @@ pub struct OutputArgs {
     /// Output format [default: text, or `report.format` in contend.toml]
     #[arg(short, long, value_enum)]
     format: Option<OutputFormat>,
-    /// Rows per table (0 = all)
+    /// Rows per table, 0 = all [default: 20, or `report.top` in contend.toml]
     #[arg(long)]
     top: Option<usize>,
     /// Colour in text output (auto follows NO_COLOR and the terminal)

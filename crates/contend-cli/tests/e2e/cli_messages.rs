@@ -153,3 +153,33 @@ fn filters_that_select_nothing_say_so() {
         "{w:?}"
     );
 }
+
+/// Shell completions and manual pages come from the command tree itself.
+#[test]
+fn completions_and_manual_pages() {
+    let tmp = tempdir();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(contend_bin())
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for word in ["record", "report", "compare", "export", "min-duration"] {
+            assert!(text.contains(word), "{shell}: {word}");
+        }
+    }
+    let (code, err) = run(tmp.path(), &["man", "-o", "man"]);
+    assert_eq!(code, Some(0), "{err}");
+    for page in [
+        "contend.1",
+        "contend-record.1",
+        "contend-report.1",
+        "contend-export.1",
+    ] {
+        let text = std::fs::read_to_string(tmp.path().join("man").join(page)).unwrap();
+        assert!(text.starts_with(".ie") || text.contains(".TH"), "{page}");
+    }
+    let text = std::fs::read_to_string(tmp.path().join("man/contend-report.1")).unwrap();
+    assert!(text.contains("min\\-duration"), "{text}");
+}
