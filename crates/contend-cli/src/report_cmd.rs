@@ -152,9 +152,22 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
                 && std::io::stdout().is_terminal()
         }
     };
+    // On a terminal, tables fit its width by wrapping long names; into a
+    // file or pipe every name is written in full on one line.
+    let width = std::io::stdout()
+        .is_terminal()
+        .then(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
+        .flatten()
+        .or_else(|| {
+            std::io::stdout()
+                .is_terminal()
+                .then(|| std::env::var("COLUMNS").ok()?.parse().ok())
+                .flatten()
+        });
     let render = RenderOptions {
         color,
         top: output.top.or(config.report.top).unwrap_or(20),
+        width,
         ..RenderOptions::default()
     };
     let f = &config.filter;

@@ -1,11 +1,11 @@
-//! Plain-text format for an 80–100 column terminal: a header block,
+//! Plain-text format for a terminal: a header block,
 //! warnings first, then one table per section (comfy-table), durations in
 //! human units, thousands separators, and the wait histogram drawn with
 //! block characters. ANSI colour only when [`RenderOptions::color`] is set.
 
 use std::fmt::Write as _;
 
-use comfy_table::{Attribute, CellAlignment};
+use comfy_table::{Attribute, CellAlignment, ColumnConstraint, ContentArrangement};
 
 use super::{Document, Renderer};
 use crate::report::fmt::PLAIN;
@@ -15,16 +15,11 @@ use crate::report::RenderOptions;
 /// The text renderer.
 pub(crate) struct Text;
 
-/// Widest a table may get before its text columns are shortened.
-const WIDTH: usize = 100;
 /// Width of a histogram bar, characters.
 const BAR: usize = 14;
 /// Table lines: only a rule under the heading (comfy-table preset order;
 /// a space is "not drawn").
 const STYLE: &str = "     ─             ";
-/// Text columns are shortened (`…` in the middle) before the table gets
-/// wider than [`WIDTH`], but not below this many characters.
-const MIN_TEXT: usize = 16;
 
 impl Renderer for Text {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
@@ -83,23 +78,46 @@ fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
                     paint.warning(&format!("WARNINGS ({})", ws.len()))
                 );
                 for w in ws {
-                    let _ = writeln!(out, "  {} {w}", paint.warning("!"));
+                    let text = wrap(w, opts.width, 4);
+                    let _ = writeln!(out, "  {} {}", paint.warning("!"), &text[4..]);
                 }
             }
             Body::List(items) => {
                 let _ = writeln!(out, "{}", paint.heading(&s.title));
-                let _ = writeln!(out, "{}", paint.dim(&s.caption));
+                let _ = writeln!(out, "{}", paint.dim(&wrap(&s.caption, opts.width, 0)));
                 for item in items {
-                    let _ = writeln!(out, "  - {item}");
+                    let text = wrap(item, opts.width, 4);
+                    let _ = writeln!(out, "  - {}", &text[4..]);
                 }
             }
             Body::Paragraph(p) => {
                 let _ = writeln!(out, "{}", paint.heading(&s.title));
-                let _ = writeln!(out, "  {p}");
+                let _ = writeln!(out, "{}", wrap(p, opts.width, 2));
             }
         }
     }
     out
+}
+
+/// `text` indented by `indent` spaces and, with a `width`, broken at
+/// spaces into lines no wider than it (a word longer than a line keeps its
+/// own line, whole: nothing is ever cut).
+fn wrap(text: &str, width: Option<usize>, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let Some(width) = width.filter(|&w| w > indent + 8) else {
+        return format!("{pad}{text}");
+    };
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(format!("{pad}{word}")),
+        }
+    }
+    lines.join("\n")
 }
 
 fn cell_text(c: &Cell, opts: &RenderOptions) -> String {
@@ -121,21 +139,6 @@ fn fields(out: &mut String, t: &Table, opts: &RenderOptions) {
     for (label, value) in texts {
         let _ = writeln!(out, "  {label:<w$}  {value}");
     }
-}
-
-/// `s` cut to `width` characters with `…` in the middle, which keeps both
-/// the start of a name and the end of a path (`src/net/…/queue.c:82`).
-fn ellipsize(s: &str, width: usize) -> String {
-    let n = s.chars().count();
-    if n <= width || width == 0 {
-        return s.to_string();
-    }
-    let head = (width - 1) / 2;
-    let tail = width - 1 - head;
-    let mut out: String = s.chars().take(head).collect();
-    out.push('…');
-    out.extend(s.chars().skip(n - tail));
-    out
 }
 
 /// `title` broken at spaces into lines of at most `width` characters (or
@@ -194,18 +197,15 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
     // column in `t.bars`; detail columns are listed below the table.
     let mut header: Vec<&str> = Vec::new();
     let mut numeric: Vec<bool> = Vec::new();
-    let mut squeezable: Vec<bool> = Vec::new();
     for (i, col) in t.columns.iter().enumerate().filter(|(_, c)| !c.detail) {
         header.push(&col.title);
         numeric.push(col.numeric);
-        squeezable.push(!col.numeric);
         if t.bars.contains(&i) {
             header.push("");
             numeric.push(false);
-            squeezable.push(false);
         }
     }
-    let mut rows: Vec<Vec<String>> = t
+    let rows: Vec<Vec<String>> = t
         .rows
         .iter()
         .map(|row| {
@@ -220,46 +220,30 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         })
         .collect();
 
-    // Fit WIDTH: shorten the widest text column until the table fits or
-    // every text column is down to MIN_TEXT; numbers are never cut.
+    // Headings no wider than their column's values (long headings break at
+    // spaces); names are never cut: on a terminal narrower than the table
+    // comfy-table wraps the text columns onto more lines, numbers keep
+    // their width.
     let chars = |s: &str| s.chars().count();
-    let mut widths: Vec<usize> = (0..header.len())
+    let widths: Vec<usize> = (0..header.len())
         .map(|j| rows.iter().map(|r| chars(&r[j])).max().unwrap_or(0))
         .collect();
-    let headings = |widths: &[usize]| -> Vec<String> {
-        header
-            .iter()
-            .zip(widths)
-            .map(|(h, w)| wrap_words(h, *w))
-            .collect()
-    };
-    loop {
-        let total: usize = headings(&widths)
-            .iter()
-            .zip(&widths)
-            .map(|(h, w)| h.lines().map(chars).max().unwrap_or(0).max(*w) + 2)
-            .sum();
-        let widest = (0..widths.len())
-            .filter(|&j| squeezable[j] && widths[j] > MIN_TEXT)
-            .max_by_key(|&j| widths[j]);
-        match widest {
-            Some(j) if total > WIDTH => widths[j] -= (total - WIDTH).min(widths[j] - MIN_TEXT),
-            _ => break,
-        }
-    }
-    for row in &mut rows {
-        for (cell, w) in row.iter_mut().zip(&widths) {
-            *cell = ellipsize(cell, *w);
-        }
-    }
-
+    let headings: Vec<String> = header
+        .iter()
+        .zip(&widths)
+        .map(|(h, w)| wrap_words(h, *w))
+        .collect();
     let mut ct = comfy_table::Table::new();
     ct.load_preset(STYLE).force_no_tty();
     if opts.color {
         ct.enforce_styling();
     }
+    if let Some(w) = opts.width {
+        ct.set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(u16::try_from(w).unwrap_or(u16::MAX));
+    }
     ct.set_header(
-        headings(&widths)
+        headings
             .into_iter()
             .map(|h| comfy_table::Cell::new(h).add_attribute(Attribute::Bold)),
     );
@@ -267,6 +251,7 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
     for (j, right) in numeric.iter().enumerate() {
         if let (true, Some(c)) = (*right, ct.column_mut(j)) {
             c.set_cell_alignment(CellAlignment::Right);
+            c.set_constraint(ColumnConstraint::ContentWidth);
         }
     }
     for line in ct.lines() {

@@ -156,15 +156,21 @@ pub struct RenderOptions {
     pub top: usize,
     /// Unit of durations in text, Markdown and LaTeX.
     pub unit: TimeUnit,
+    /// Width of the terminal the text format is drawn for, characters:
+    /// tables wider than this wrap long names onto more lines (numbers are
+    /// never cut). `None` (output into a file or pipe): no limit, every
+    /// name on one line, in full.
+    pub width: Option<usize>,
 }
 
 impl Default for RenderOptions {
-    /// No colour, 20 rows per table, automatic units.
+    /// No colour, 20 rows per table, automatic units, no width limit.
     fn default() -> Self {
         RenderOptions {
             color: false,
             top: 20,
             unit: TimeUnit::Auto,
+            width: None,
         }
     }
 }

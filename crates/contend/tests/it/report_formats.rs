@@ -212,6 +212,55 @@ fn opts() -> RenderOptions {
         color: false,
         top: 0,
         unit: TimeUnit::Auto,
+        width: Some(100),
+    }
+}
+
+/// Regression: text tables cut names to about 17 characters with `…` in
+/// the middle, whatever the terminal, so two RocksDB functions both showed
+/// as `rocksdb…ed long)`. Names are never cut now: a terminal narrower than
+/// the table wraps them onto more lines, a file or pipe gets them in full
+/// on one line.
+#[test]
+fn names_are_never_cut() {
+    let long_a = "rocksdb::DBImpl::WriteImpl(rocksdb::WriteOptions const&, unsigned long)";
+    let long_b = "rocksdb::DBImpl::GetImpl(rocksdb::ReadOptions const&, unsigned long)";
+    let mut r = sample();
+    locks(&mut r).by_site[0].function = Some(long_a.into());
+    locks(&mut r).by_site[1].function = Some(long_b.into());
+    let piped = render_report(
+        &r,
+        OutputFormat::Text,
+        &RenderOptions {
+            width: None,
+            ..opts()
+        },
+    );
+    assert!(piped.contains(long_a) && piped.contains(long_b), "{piped}");
+    assert!(!piped.contains('…'), "{piped}");
+    let narrow = render_report(
+        &r,
+        OutputFormat::Text,
+        &RenderOptions {
+            width: Some(80),
+            ..opts()
+        },
+    );
+    assert!(!narrow.contains("…ed long)"), "{narrow}");
+    // Wrapped, every character of both names is still there, in order.
+    let squeezed: String = narrow.split_whitespace().collect();
+    for name in [long_a, long_b] {
+        let n: String = name.split_whitespace().collect();
+        let mut rest = squeezed.as_str();
+        for c in n.chars() {
+            let at = rest
+                .find(c)
+                .unwrap_or_else(|| panic!("{name} cut:\n{narrow}"));
+            rest = &rest[at + c.len_utf8()..];
+        }
+    }
+    for line in narrow.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80: {line}");
     }
 }
 
