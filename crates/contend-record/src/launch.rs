@@ -81,7 +81,7 @@ use crate::counters;
 use crate::cpus::{affinity, placement_set};
 use crate::executable::{inspect_executable, resolve_command};
 use crate::host::{monotonic_ns, online_cpus, uname, Clock, CpuInfo};
-use crate::mpi::{count_mpi_ranks, mpi_recorder};
+use crate::mpi::{count_mpi_ranks, mpi_recorder, MpiProblem};
 use crate::sampler::Sampler;
 use crate::signals::forward;
 
@@ -275,7 +275,7 @@ pub enum RecordError {
     #[error("record --mpi: {problem}")]
     Mpi {
         /// What is wrong, and what to do.
-        problem: String,
+        problem: MpiProblem,
     },
     /// The lock collector library could not be installed.
     #[error("cannot install the lock collector library: {source}")]

@@ -38,21 +38,14 @@ pub(crate) fn mpi_recorder(
             cwd,
             std::env::var_os("PATH").as_deref(),
         )
-        .map_err(|problem| RecordError::Mpi { problem })?,
+        .map_err(|e| RecordError::Mpi { problem: e.into() })?,
     };
     match contend_collector::install_mpi_recorder(imp) {
         Ok(Some(path)) => Ok((imp, path)),
         Ok(None) => Err(RecordError::Mpi {
-            problem: format!(
-                "this contend was built without {} headers, so it has no MPI recorder for {}; \
-                 install them (Debian: {}) and rebuild contend",
-                imp.name(),
-                imp.name(),
-                match imp {
-                    MpiImplementation::OpenMpi => "libopenmpi-dev",
-                    MpiImplementation::Mpich => "libmpich-dev",
-                }
-            ),
+            problem: MpiProblem::NoRecorder {
+                implementation: imp,
+            },
         }),
         Err(source) => Err(RecordError::Collector { source }),
     }
@@ -71,14 +64,14 @@ pub(crate) fn mpi_recorder(
 ///
 /// # Errors
 ///
-/// A sentence saying that the implementation could not be told and how to
-/// name it (`--mpi-impl`).
+/// [`MpiDetectError::Undetermined`] when none of these tells, its message
+/// saying how to name the implementation (`--mpi-impl`).
 pub fn detect_mpi_implementation(
     program: &Path,
     args: &[String],
     cwd: &Path,
     path_var: Option<&OsStr>,
-) -> Result<MpiImplementation, String> {
+) -> Result<MpiImplementation, MpiDetectError> {
     // 1. ELF files among the program and its arguments
     let mut files = vec![program.to_path_buf()];
     for a in args {
@@ -120,11 +113,54 @@ pub fn detect_mpi_implementation(
             return Ok(imp);
         }
     }
-    Err(format!(
+    Err(MpiDetectError::Undetermined {
+        program: program.to_path_buf(),
+    })
+}
+
+/// Why `--mpi` cannot be honoured ([`RecordError::Mpi`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MpiProblem {
+    /// The command's MPI implementation cannot be told.
+    #[error(transparent)]
+    Undetermined(#[from] MpiDetectError),
+    /// This build of contend has no MPI recorder for the implementation
+    /// (its headers were missing when contend was built).
+    #[error(
+        "this contend was built without {} headers, so it has no MPI recorder for {}; \
+         install them (Debian: {}) and rebuild contend",
+        implementation.name(),
+        implementation.name(),
+        debian_dev_package(*implementation)
+    )]
+    NoRecorder {
+        /// The implementation the command uses.
+        implementation: MpiImplementation,
+    },
+}
+
+/// The Debian package with the headers of `imp`.
+fn debian_dev_package(imp: MpiImplementation) -> &'static str {
+    match imp {
+        MpiImplementation::OpenMpi => "libopenmpi-dev",
+        MpiImplementation::Mpich => "libmpich-dev",
+    }
+}
+
+/// Why [`detect_mpi_implementation`] could not tell the MPI implementation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MpiDetectError {
+    /// No `libmpi`/`libmpich` among the dependencies of the program or of
+    /// the ELF files among its arguments, and no launcher contend knows.
+    #[error(
         "cannot tell which MPI implementation `{}` uses (no libmpi in its dependencies or its \
          arguments', no known mpirun); name it with --mpi-impl openmpi|mpich",
         program.display()
-    ))
+    )]
+    Undetermined {
+        /// The program of the command.
+        program: PathBuf,
+    },
 }
 
 /// Open MPI or MPICH from an ELF file's dynamic string table
@@ -199,5 +235,38 @@ pub(crate) fn mpi_of_launcher(path: &Path) -> Option<MpiImplementation> {
         Some(MpiImplementation::Mpich)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undetermined_implementation_is_a_typed_error() {
+        let sh = Path::new("/bin/sh");
+        let e = detect_mpi_implementation(sh, &["-c".into(), "true".into()], Path::new("/"), None)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            MpiDetectError::Undetermined {
+                program: sh.to_path_buf()
+            }
+        );
+        let e = RecordError::Mpi { problem: e.into() }.to_string();
+        assert!(
+            e.starts_with("record --mpi: cannot tell which MPI implementation `/bin/sh` uses")
+                && e.ends_with("name it with --mpi-impl openmpi|mpich"),
+            "{e}"
+        );
+        let e = MpiProblem::NoRecorder {
+            implementation: MpiImplementation::Mpich,
+        }
+        .to_string();
+        assert_eq!(
+            e,
+            "this contend was built without MPICH headers, so it has no MPI recorder for MPICH; \
+             install them (Debian: libmpich-dev) and rebuild contend"
+        );
     }
 }

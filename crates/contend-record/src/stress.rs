@@ -187,7 +187,38 @@ pub enum StressError {
         /// Its CPU.
         cpu: u32,
         /// What failed.
-        problem: String,
+        problem: ThreadSetupError,
+    },
+}
+
+/// What failed while starting one generator thread ([`StressError::Thread`]).
+///
+/// The underlying error is part of the message (and not also a
+/// [`std::error::Error::source`], so a chain of errors does not repeat it).
+#[derive(Debug, thiserror::Error)]
+pub enum ThreadSetupError {
+    /// The thread could not be created.
+    #[error("cannot start a thread: {0}")]
+    Spawn(std::io::Error),
+    /// `sched_setaffinity` refused the CPU.
+    #[error("cannot pin to CPU {cpu}: {error}")]
+    Pin {
+        /// The CPU.
+        cpu: u32,
+        /// The error of `sched_setaffinity`.
+        error: std::io::Error,
+    },
+    /// The buffer size does not fit in the address space.
+    #[error("buffer too large")]
+    BufferTooLarge,
+    /// No allocation layout has the buffer's size.
+    #[error("{0}")]
+    Layout(std::alloc::LayoutError),
+    /// The allocator returned no memory.
+    #[error("cannot allocate a buffer of {len} bytes")]
+    Alloc {
+        /// Bytes asked for.
+        len: usize,
     },
 }
 
@@ -341,7 +372,7 @@ impl MemoryStress {
         );
         let barrier = Arc::new(Barrier::new(opts.threads as usize + 1));
         let start_at: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
-        let (ready_tx, ready_rx) = mpsc::channel::<(u32, Result<(), String>)>();
+        let (ready_tx, ready_rx) = mpsc::channel::<(u32, Result<(), ThreadSetupError>)>();
         let mut handles = Vec::new();
         let mut first_error = None;
         for (i, &cpu) in assigned.iter().enumerate() {
@@ -379,7 +410,7 @@ impl MemoryStress {
                     first_error = Some(StressError::Thread {
                         index: i as u32,
                         cpu,
-                        problem: format!("cannot start a thread: {e}"),
+                        problem: ThreadSetupError::Spawn(e),
                     });
                     break;
                 }
@@ -562,24 +593,24 @@ impl Drop for Buffer {
 
 /// Pins the calling thread to `cpu`, allocates its buffer there and
 /// touches every page (first touch places it on the thread's NUMA node).
-fn prepare_thread(cpu: u32, bytes: u64) -> Result<Buffer, String> {
+fn prepare_thread(cpu: u32, bytes: u64) -> Result<Buffer, ThreadSetupError> {
     // SAFETY: a zeroed cpu_set_t is empty; CPU_SET within its size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!(
-                "cannot pin to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(ThreadSetupError::Pin {
+                cpu,
+                error: std::io::Error::last_os_error(),
+            });
         }
     }
-    let len = usize::try_from(bytes).map_err(|_| "buffer too large".to_string())?;
-    let layout = std::alloc::Layout::from_size_align(len, 64).map_err(|e| e.to_string())?;
+    let len = usize::try_from(bytes).map_err(|_| ThreadSetupError::BufferTooLarge)?;
+    let layout = std::alloc::Layout::from_size_align(len, 64).map_err(ThreadSetupError::Layout)?;
     // SAFETY: non-zero size layout.
     let ptr = unsafe { std::alloc::alloc(layout) };
     if ptr.is_null() {
-        return Err(format!("cannot allocate a buffer of {len} bytes"));
+        return Err(ThreadSetupError::Alloc { len });
     }
     // SAFETY: fresh allocation of `len` bytes.
     unsafe { std::ptr::write_bytes(ptr, 0x5a, len) };
@@ -700,6 +731,30 @@ unsafe fn nt_sse2(src: *const u8, dst: *mut u8, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_setup_errors_read_as_before() {
+        let e = StressError::Thread {
+            index: 1,
+            cpu: 2,
+            problem: ThreadSetupError::Alloc { len: 64 },
+        };
+        assert_eq!(
+            e.to_string(),
+            "generator thread 1 (CPU 2): cannot allocate a buffer of 64 bytes"
+        );
+        // A CPU that is not online (unless this machine has 1024 of them).
+        let r = std::thread::spawn(|| prepare_thread(1023, MIN_BUFFER_BYTES).map(drop))
+            .join()
+            .unwrap();
+        if let Err(e) = r {
+            assert!(
+                matches!(e, ThreadSetupError::Pin { cpu: 1023, .. }),
+                "{e:?}"
+            );
+            assert!(e.to_string().starts_with("cannot pin to CPU 1023: "), "{e}");
+        }
+    }
 
     #[test]
     fn cache_sizes_parse() {

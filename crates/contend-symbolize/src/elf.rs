@@ -77,15 +77,124 @@ unsafe impl gimli::CloneStableDeref for SectionBytes {}
 /// The DWARF reader type used throughout.
 pub(crate) type Reader = gimli::EndianReader<gimli::RunTimeEndian, SectionBytes>;
 
+/// Why a file could not be opened as an ELF module.
+///
+/// The underlying error is part of the message (and not also a
+/// [`std::error::Error::source`], so that a chain of errors does not
+/// repeat it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    /// `open(2)` failed.
+    #[error("cannot open {}: {error}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// `fstat(2)` failed.
+    #[error("cannot stat {}: {error}", path.display())]
+    Stat {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// A device file (a `/dev/zero` mapping) or a directory: not a module.
+    #[error("{} is not a regular file", path.display())]
+    NotARegularFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file could neither be memory-mapped nor read.
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error of the read.
+        error: std::io::Error,
+    },
+    /// The file was read but is not ELF.
+    #[error("{}: {error}", path.display())]
+    NotElf {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead.
+        error: NotElf,
+    },
+}
+
+/// Bytes that `object` cannot parse as an ELF file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotElf {
+    /// Not an object file `object` knows at all.
+    #[error("not an ELF file ({0})")]
+    Unparsable(object::Error),
+    /// An object file of another format (PE, Mach-O, ...).
+    #[error("not an ELF file ({0:?})")]
+    OtherFormat(object::BinaryFormat),
+}
+
+/// Why the DWARF of an opened file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DwarfError {
+    /// The file holding the DWARF is not ELF.
+    #[error(transparent)]
+    NotElf(#[from] NotElf),
+    /// The file range of a (possibly compressed) section cannot be read.
+    #[error("section {name}: {error}")]
+    SectionRange {
+        /// Section name.
+        name: String,
+        /// What `object` reported.
+        error: object::Error,
+    },
+    /// A section offset does not fit in `usize`.
+    #[error("section {name}: offset too large")]
+    OffsetTooLarge {
+        /// Section name.
+        name: String,
+    },
+    /// A section size does not fit in `usize`.
+    #[error("section {name}: size too large")]
+    SizeTooLarge {
+        /// Section name.
+        name: String,
+    },
+    /// A section's file range extends past the end of the file.
+    #[error("section {name} extends past the end of the file")]
+    PastEnd {
+        /// Section name.
+        name: String,
+    },
+    /// A compressed section could not be inflated.
+    #[error("section {name}: cannot decompress: {error}")]
+    Decompress {
+        /// Section name.
+        name: String,
+        /// What `object` reported.
+        error: object::Error,
+    },
+    /// gimli or addr2line refused the DWARF.
+    #[error("{0}")]
+    Dwarf(gimli::Error),
+}
+
 /// Opens and memory-maps a file.
-fn open_backing(path: &Path) -> Result<Backing, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+fn open_backing(path: &Path) -> Result<Backing, OpenError> {
+    let file = File::open(path).map_err(|error| OpenError::Open {
+        path: path.to_path_buf(),
+        error,
+    })?;
     // Device files (`/dev/zero` mappings) and directories are not modules.
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    let meta = file.metadata().map_err(|error| OpenError::Stat {
+        path: path.to_path_buf(),
+        error,
+    })?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
+        return Err(OpenError::NotARegularFile {
+            path: path.to_path_buf(),
+        });
     }
     // SAFETY: the map is read-only. If another process truncates the file
     // while it is mapped, reads could fault; this is the usual trade-off of
@@ -94,7 +203,10 @@ fn open_backing(path: &Path) -> Result<Backing, String> {
         Ok(m) => Ok(Backing::Map(Arc::new(m))),
         Err(_) => std::fs::read(path)
             .map(|v| Backing::Heap(Arc::from(v)))
-            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+            .map_err(|error| OpenError::Read {
+                path: path.to_path_buf(),
+                error,
+            }),
     }
 }
 
@@ -207,7 +319,63 @@ pub(crate) struct ModuleData {
     /// file, else `.dynsym`).
     pub dwarf: Option<Dwarf>,
     /// Why no DWARF could be used, when `dwarf` is `None`.
-    pub dwarf_problem: Option<String>,
+    pub dwarf_problem: Option<DwarfProblem>,
+}
+
+/// Why a module has no usable DWARF (shown to users as
+/// [`crate::ModuleInfo::problem`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DwarfProblem {
+    /// Neither the module nor its separate debug file has DWARF.
+    #[error("no DWARF debug information found")]
+    NotFound,
+    /// DWARF was found but could not be loaded.
+    #[error("{}: bad DWARF: {error}", file.display())]
+    Bad {
+        /// The file the DWARF is in.
+        file: PathBuf,
+        /// What is wrong with it.
+        error: DwarfError,
+    },
+    /// The module has no DWARF of its own and no separate debug file was
+    /// found; says where the search looked, so a report can suggest a fix.
+    #[error(
+        "no DWARF in {} and no separate debug file found ({}; debug dirs [{}]; {debuginfod})",
+        module.display(),
+        build_id.as_deref().map_or("no build ID".to_string(), |b| format!("build ID {b}")),
+        debug_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NoDebugFile {
+        /// The module.
+        module: PathBuf,
+        /// Its build ID (lowercase hex), if it has one.
+        build_id: Option<String>,
+        /// The debug directories searched.
+        debug_dirs: Vec<PathBuf>,
+        /// How far debuginfod was used.
+        debuginfod: DebuginfodUse,
+    },
+}
+
+/// How far the debug-file search used debuginfod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DebuginfodUse {
+    /// Turned off in the options.
+    Disabled,
+    /// `debuginfod-find` was run (or its cache looked at, with URLs set).
+    Tried,
+    /// Only the client cache was looked at: no server URLs.
+    NoUrls,
+}
+
+impl fmt::Display for DebuginfodUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DebuginfodUse::Disabled => "debuginfod disabled",
+            DebuginfodUse::Tried => "debuginfod tried",
+            DebuginfodUse::NoUrls => "DEBUGINFOD_URLS not set",
+        })
+    }
 }
 
 /// What the debug-file search needs to know about a module.
@@ -223,18 +391,20 @@ pub(crate) struct Opened {
 }
 
 impl Opened {
-    pub fn open(path: &Path) -> Result<Opened, String> {
+    pub fn open(path: &Path) -> Result<Opened, OpenError> {
         let backing = open_backing(path)?;
         let o = Opened { backing };
-        o.parse().map_err(|e| format!("{}: {e}", path.display()))?;
+        o.parse().map_err(|error| OpenError::NotElf {
+            path: path.to_path_buf(),
+            error,
+        })?;
         Ok(o)
     }
 
-    fn parse(&self) -> Result<object::File<'_>, String> {
-        let file =
-            object::File::parse(&*self.backing).map_err(|e| format!("not an ELF file ({e})"))?;
+    fn parse(&self) -> Result<object::File<'_>, NotElf> {
+        let file = object::File::parse(&*self.backing).map_err(NotElf::Unparsable)?;
         if file.format() != object::BinaryFormat::Elf {
-            return Err(format!("not an ELF file ({:?})", file.format()));
+            return Err(NotElf::OtherFormat(file.format()));
         }
         Ok(file)
     }
@@ -345,24 +515,28 @@ impl Opened {
         }
     }
 
-    fn section(&self, f: &object::File<'_>, name: &str) -> Result<SectionBytes, String> {
+    fn section(&self, f: &object::File<'_>, name: &str) -> Result<SectionBytes, DwarfError> {
         let Some(sec) = f.section_by_name(name) else {
             return Ok(SectionBytes::empty());
         };
         if sec.kind() == SectionKind::UninitializedData || sec.file_range().is_none() {
             return Ok(SectionBytes::empty());
         }
+        let name = || name.to_string();
         let range = sec
             .compressed_file_range()
-            .map_err(|e| format!("section {name}: {e}"))?;
+            .map_err(|error| DwarfError::SectionRange {
+                name: name(),
+                error,
+            })?;
         if range.format == CompressionFormat::None {
             let start = usize::try_from(range.offset)
-                .map_err(|_| format!("section {name}: offset too large"))?;
+                .map_err(|_| DwarfError::OffsetTooLarge { name: name() })?;
             let len = usize::try_from(range.uncompressed_size)
-                .map_err(|_| format!("section {name}: size too large"))?;
+                .map_err(|_| DwarfError::SizeTooLarge { name: name() })?;
             let fits = matches!(start.checked_add(len), Some(end) if end <= self.backing.len());
             if !fits {
-                return Err(format!("section {name} extends past the end of the file"));
+                return Err(DwarfError::PastEnd { name: name() });
             }
             return Ok(SectionBytes {
                 backing: self.backing.clone(),
@@ -372,7 +546,10 @@ impl Opened {
         }
         let data = sec
             .uncompressed_data()
-            .map_err(|e| format!("section {name}: cannot decompress: {e}"))?;
+            .map_err(|error| DwarfError::Decompress {
+                name: name(),
+                error,
+            })?;
         let len = data.len();
         Ok(SectionBytes {
             backing: Backing::Heap(Arc::from(data.into_owned())),
@@ -390,10 +567,10 @@ impl Opened {
     }
 
     /// Loads the DWARF sections (`dwo` selects `.dwo` section names).
-    pub fn load_dwarf(&self, dwo: bool) -> Result<gimli::Dwarf<Reader>, String> {
+    pub fn load_dwarf(&self, dwo: bool) -> Result<gimli::Dwarf<Reader>, DwarfError> {
         let f = self.parse()?;
         let endian = Self::endian(&f);
-        gimli::Dwarf::load(|id| -> Result<Reader, String> {
+        gimli::Dwarf::load(|id| -> Result<Reader, DwarfError> {
             let name = if dwo { id.dwo_name() } else { Some(id.name()) };
             let bytes = match name {
                 Some(n) => self.section(&f, n)?,
@@ -404,10 +581,10 @@ impl Opened {
     }
 
     /// Loads this file's DWARF as the supplementary (dwz) part of `dwarf`.
-    pub fn load_as_sup(&self, dwarf: &mut gimli::Dwarf<Reader>) -> Result<(), String> {
+    pub fn load_as_sup(&self, dwarf: &mut gimli::Dwarf<Reader>) -> Result<(), DwarfError> {
         let f = self.parse()?;
         let endian = Self::endian(&f);
-        dwarf.load_sup(|id| -> Result<Reader, String> {
+        dwarf.load_sup(|id| -> Result<Reader, DwarfError> {
             Ok(gimli::EndianReader::new(
                 self.section(&f, id.name())?,
                 endian,
@@ -497,7 +674,7 @@ pub(crate) fn build_module(
         (None, PathBuf::new())
     };
     let (dwarf, dwarf_problem) = match dwarf_src {
-        None => (None, Some("no DWARF debug information found".to_string())),
+        None => (None, Some(DwarfProblem::NotFound)),
         Some(src) => match load_context(src, sup) {
             Ok(ctx) => (
                 Some(Dwarf {
@@ -509,9 +686,12 @@ pub(crate) fn build_module(
                 }),
                 None,
             ),
-            Err(e) => (
+            Err(error) => (
                 None,
-                Some(format!("{}: bad DWARF: {e}", dwarf_path.display())),
+                Some(DwarfProblem::Bad {
+                    file: dwarf_path,
+                    error,
+                }),
             ),
         },
     };
@@ -525,13 +705,16 @@ pub(crate) fn build_module(
     }
 }
 
-fn load_context(src: &Opened, sup: Option<&Opened>) -> Result<addr2line::Context<Reader>, String> {
+fn load_context(
+    src: &Opened,
+    sup: Option<&Opened>,
+) -> Result<addr2line::Context<Reader>, DwarfError> {
     let mut dwarf = src.load_dwarf(false)?;
     if let Some(sup) = sup {
         sup.load_as_sup(&mut dwarf)?;
     }
     dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
-    addr2line::Context::from_dwarf(dwarf).map_err(|e| e.to_string())
+    addr2line::Context::from_dwarf(dwarf).map_err(DwarfError::Dwarf)
 }
 
 /// Loads a split-DWARF `.dwo` file for `load`, or `None`.
@@ -593,6 +776,61 @@ mod tests {
     fn crc32_matches_known_vector() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn problems_read_as_before() {
+        let p = DwarfProblem::NoDebugFile {
+            module: PathBuf::from("/bin/x"),
+            build_id: Some("ab12".into()),
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug"), PathBuf::from("/d")],
+            debuginfod: DebuginfodUse::NoUrls,
+        };
+        assert_eq!(
+            p.to_string(),
+            "no DWARF in /bin/x and no separate debug file found (build ID ab12; \
+             debug dirs [/usr/lib/debug, /d]; DEBUGINFOD_URLS not set)"
+        );
+        let p = DwarfProblem::NoDebugFile {
+            module: PathBuf::from("/bin/x"),
+            build_id: None,
+            debug_dirs: vec![],
+            debuginfod: DebuginfodUse::Disabled,
+        };
+        assert_eq!(
+            p.to_string(),
+            "no DWARF in /bin/x and no separate debug file found (no build ID; \
+             debug dirs []; debuginfod disabled)"
+        );
+        let e = Opened::open(Path::new("/")).err().unwrap();
+        assert!(matches!(e, OpenError::NotARegularFile { .. }), "{e:?}");
+        assert_eq!(e.to_string(), "/ is not a regular file");
+        let e = Opened::open(Path::new("/nonexistent/contend"))
+            .err()
+            .unwrap();
+        assert!(matches!(e, OpenError::Open { .. }), "{e:?}");
+        assert!(e
+            .to_string()
+            .starts_with("cannot open /nonexistent/contend: "));
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("text");
+        std::fs::write(&text, "not ELF").unwrap();
+        let e = Opened::open(&text).err().unwrap();
+        assert!(
+            matches!(
+                e,
+                OpenError::NotElf {
+                    error: NotElf::Unparsable(_),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}: not an ELF file (", text.display())),
+            "{e}"
+        );
     }
 
     #[test]

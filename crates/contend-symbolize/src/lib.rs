@@ -77,7 +77,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use maps::{MalformedLine, Mapping, Perms, ProcessMaps, Snapshot};
+pub use maps::{MalformedLine, Mapping, MapsLineError, Perms, ProcessMaps, Snapshot};
 pub use symbolizer::{demangle, ModuleInfo, Symbolizer, SymbolizerOptions};
 
 /// Errors of reading maps files.
@@ -109,7 +109,7 @@ pub enum SymbolizeError {
         /// 1-based number of the first malformed line.
         line: usize,
         /// What is wrong with that line.
-        reason: String,
+        reason: MapsLineError,
         /// Number of malformed lines in the file.
         skipped: usize,
     },
@@ -396,6 +396,26 @@ garbage
         assert_eq!(m.snapshots.len(), 2);
         assert_eq!(m.snapshots[1].index, 1);
         assert!(m.malformed[0].to_string().contains("malformed line 3"));
+        assert_eq!(m.malformed[0].reason, MapsLineError::Columns { found: 1 });
+        assert_eq!(
+            m.malformed[3].reason,
+            MapsLineError::EndBelowStart {
+                start: 0x700000,
+                end: 0x601000
+            }
+        );
+        assert_eq!(
+            m.malformed[3].to_string(),
+            "malformed line 6: end 0x601000 below start 0x700000"
+        );
+        assert_eq!(
+            m.malformed[7].reason,
+            MapsLineError::BadSnapshotHeader("# snapshot seven".into())
+        );
+        assert_eq!(
+            m.malformed[7].reason.to_string(),
+            "bad snapshot header \"# snapshot seven\""
+        );
     }
 
     #[test]

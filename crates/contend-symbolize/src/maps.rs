@@ -114,15 +114,16 @@ impl Mapping {
         self.path.is_none()
     }
 
-    /// Parses one line of `/proc/<pid>/maps`; the error is a short reason.
-    pub fn parse_line(line: &str) -> Result<Mapping, String> {
+    /// Parses one line of `/proc/<pid>/maps`; the error says what is wrong
+    /// with it.
+    pub fn parse_line(line: &str) -> Result<Mapping, MapsLineError> {
         let mut rest = line.trim_end_matches(['\n', '\r']);
         let mut fields = [""; 5];
         for (i, slot) in fields.iter_mut().enumerate() {
             rest = rest.trim_start_matches([' ', '\t']);
             let end = rest.find([' ', '\t']).unwrap_or(rest.len());
             if end == 0 {
-                return Err(format!("expected 5 or 6 columns, found {i}"));
+                return Err(MapsLineError::Columns { found: i });
             }
             *slot = &rest[..end];
             rest = &rest[end..];
@@ -130,23 +131,27 @@ impl Mapping {
         let [range, perms, offset, dev, inode] = fields;
         let (start, end) = range
             .split_once('-')
-            .ok_or_else(|| format!("address range {range:?} has no '-'"))?;
-        let start =
-            u64::from_str_radix(start, 16).map_err(|_| format!("bad start address {start:?}"))?;
-        let end = u64::from_str_radix(end, 16).map_err(|_| format!("bad end address {end:?}"))?;
+            .ok_or_else(|| MapsLineError::NoDash(range.to_string()))?;
+        let start = u64::from_str_radix(start, 16)
+            .map_err(|_| MapsLineError::BadStart(start.to_string()))?;
+        let end =
+            u64::from_str_radix(end, 16).map_err(|_| MapsLineError::BadEnd(end.to_string()))?;
         if end < start {
-            return Err(format!("end {end:#x} below start {start:#x}"));
+            return Err(MapsLineError::EndBelowStart { start, end });
         }
-        let perms = Perms::parse(perms).ok_or_else(|| format!("bad permissions {perms:?}"))?;
-        let file_offset =
-            u64::from_str_radix(offset, 16).map_err(|_| format!("bad offset {offset:?}"))?;
+        let perms =
+            Perms::parse(perms).ok_or_else(|| MapsLineError::BadPerms(perms.to_string()))?;
+        let file_offset = u64::from_str_radix(offset, 16)
+            .map_err(|_| MapsLineError::BadOffset(offset.to_string()))?;
         let dev_ok = dev.split_once(':').is_some_and(|(a, b)| {
             u32::from_str_radix(a, 16).is_ok() && u32::from_str_radix(b, 16).is_ok()
         });
         if !dev_ok {
-            return Err(format!("bad device {dev:?}"));
+            return Err(MapsLineError::BadDevice(dev.to_string()));
         }
-        let inode: u64 = inode.parse().map_err(|_| format!("bad inode {inode:?}"))?;
+        let inode: u64 = inode
+            .parse()
+            .map_err(|_| MapsLineError::BadInode(inode.to_string()))?;
         let path = rest.trim_start_matches([' ', '\t']);
         let (path, deleted) = match path.strip_suffix(" (deleted)") {
             Some(p) => (p, true),
@@ -186,13 +191,59 @@ impl Snapshot {
     }
 }
 
+/// What is wrong with a line of a maps file ([`Mapping::parse_line`], and
+/// a `# snapshot` header line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum MapsLineError {
+    /// Fewer than the 5 columns every mapping has (range, permissions,
+    /// offset, device, inode).
+    #[error("expected 5 or 6 columns, found {found}")]
+    Columns {
+        /// Columns found.
+        found: usize,
+    },
+    /// The address range column has no `-`.
+    #[error("address range {0:?} has no '-'")]
+    NoDash(String),
+    /// The start address is not hexadecimal.
+    #[error("bad start address {0:?}")]
+    BadStart(String),
+    /// The end address is not hexadecimal.
+    #[error("bad end address {0:?}")]
+    BadEnd(String),
+    /// The range ends before it starts.
+    #[error("end {end:#x} below start {start:#x}")]
+    EndBelowStart {
+        /// Start address.
+        start: u64,
+        /// End address.
+        end: u64,
+    },
+    /// The permissions column is not `[r-][w-][x-][ps]`.
+    #[error("bad permissions {0:?}")]
+    BadPerms(String),
+    /// The offset column is not hexadecimal.
+    #[error("bad offset {0:?}")]
+    BadOffset(String),
+    /// The device column is not `major:minor` in hexadecimal.
+    #[error("bad device {0:?}")]
+    BadDevice(String),
+    /// The inode column is not a decimal number.
+    #[error("bad inode {0:?}")]
+    BadInode(String),
+    /// A `# snapshot` line without a number and a time
+    /// (`# snapshot <n> <monotonic_ns>`).
+    #[error("bad snapshot header {0:?}")]
+    BadSnapshotHeader(String),
+}
+
 /// A line of a maps file that could not be parsed and was skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MalformedLine {
     /// 1-based line number in the file or text.
     pub line: usize,
     /// What was wrong with it.
-    pub reason: String,
+    pub reason: MapsLineError,
 }
 
 impl fmt::Display for MalformedLine {
@@ -282,7 +333,7 @@ impl ProcessMaps {
                 if index.is_none() || ns.is_none() {
                     maps.malformed.push(MalformedLine {
                         line: lineno,
-                        reason: format!("bad snapshot header {trimmed:?}"),
+                        reason: MapsLineError::BadSnapshotHeader(trimmed.to_string()),
                     });
                 }
                 if let Some(done) = current.take() {

@@ -11,7 +11,7 @@ use addr2line::LookupContinuation;
 use serde::{Deserialize, Serialize};
 
 use super::debugfind::{self, SearchState};
-use super::elf::{self, ModuleData, Opened};
+use super::elf::{self, DebuginfodUse, DwarfProblem, ModuleData, OpenError, Opened};
 use super::maps::{Mapping, ProcessMaps};
 use super::{CodeLocation, DataSymbol, DebugInfoSource, InlinedFrame};
 
@@ -81,9 +81,24 @@ pub struct ModuleInfo {
     pub code_lookups: u64,
 }
 
+/// Why a module's file was not read.
+#[derive(Debug, thiserror::Error)]
+enum ModuleError {
+    /// The mapping was marked ` (deleted)`: the file now at its path is not
+    /// the one that was mapped.
+    #[error("{path} was deleted or replaced while mapped; not opening the file now at that path")]
+    Deleted {
+        /// The path as recorded (without ` (deleted)`).
+        path: String,
+    },
+    /// The file could not be opened as an ELF module.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+}
+
 struct Module {
     path: String,
-    data: Result<ModuleData, String>,
+    data: Result<ModuleData, ModuleError>,
     debug_file: Option<PathBuf>,
     replaced: bool,
     code_lookups: u64,
@@ -273,9 +288,9 @@ impl Symbolizer {
                 let (build_id, problem) = match &m.data {
                     Ok(d) => (
                         d.build_id.as_deref().map(debugfind::hex),
-                        d.dwarf_problem.clone(),
+                        d.dwarf_problem.as_ref().map(ToString::to_string),
                     ),
-                    Err(e) => (None, Some(e.clone())),
+                    Err(e) => (None, Some(e.to_string())),
                 };
                 ModuleInfo {
                     path: m.path.clone(),
@@ -325,9 +340,9 @@ impl Symbolizer {
         let module = if map.deleted {
             Module {
                 path: key.clone(),
-                data: Err(format!(
-                    "{path} was deleted or replaced while mapped; not opening the file now at that path"
-                )),
+                data: Err(ModuleError::Deleted {
+                    path: path.to_string(),
+                }),
                 debug_file: None,
                 replaced: true,
                 code_lookups: 0,
@@ -350,7 +365,7 @@ impl Symbolizer {
             Err(e) => {
                 return Module {
                     path: name,
-                    data: Err(e),
+                    data: Err(e.into()),
                     debug_file: None,
                     replaced,
                     code_lookups: 0,
@@ -378,30 +393,19 @@ impl Symbolizer {
         );
         if data.dwarf.is_none() && debug.is_none() {
             // Say where we looked, so a report can suggest a fix.
-            let id = data
-                .build_id
-                .as_deref()
-                .map_or("no build ID".to_string(), |b| {
-                    format!("build ID {}", debugfind::hex(b))
-                });
-            let dirs: Vec<String> = self
-                .opts
-                .debug_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect();
             let debuginfod = if !self.opts.debuginfod {
-                "debuginfod disabled"
+                DebuginfodUse::Disabled
             } else if self.opts.debuginfod_urls.is_some() {
-                "debuginfod tried"
+                DebuginfodUse::Tried
             } else {
-                "DEBUGINFOD_URLS not set"
+                DebuginfodUse::NoUrls
             };
-            data.dwarf_problem = Some(format!(
-                "no DWARF in {} and no separate debug file found ({id}; debug dirs [{}]; {debuginfod})",
-                path.display(),
-                dirs.join(", ")
-            ));
+            data.dwarf_problem = Some(DwarfProblem::NoDebugFile {
+                module: path.to_path_buf(),
+                build_id: data.build_id.as_deref().map(debugfind::hex),
+                debug_dirs: self.opts.debug_dirs.clone(),
+                debuginfod,
+            });
         }
         let debug_file = data.dwarf.as_ref().map(|d| d.file.clone());
         Module {

@@ -279,6 +279,40 @@ impl SampleWriter {
     }
 }
 
+/// Why bytes are not a sample file this version of contend can read (its
+/// header is wrong; [`SampleFile::read`] names the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SampleFileError {
+    /// Shorter than the start of the header, or without the [`MAGIC`].
+    #[error(
+        "not a contend service-time sample file (no {} magic)",
+        String::from_utf8_lossy(MAGIC)
+    )]
+    NotASampleFile,
+    /// A format version other than [`VERSION`].
+    #[error(
+        "sample file version {version} is not supported (this contend reads version {VERSION})"
+    )]
+    Version {
+        /// The version in the file.
+        version: u32,
+    },
+    /// The header claims fewer than [`HEADER_SIZE`] bytes.
+    #[error("header size {header_size} is smaller than {HEADER_SIZE} bytes")]
+    HeaderTooSmall {
+        /// The header size in the file.
+        header_size: usize,
+    },
+    /// The file is shorter than its header.
+    #[error("the file ends inside its {header_size}-byte header ({len} bytes)")]
+    HeaderCut {
+        /// The header size in the file.
+        header_size: usize,
+        /// The length of the file.
+        len: usize,
+    },
+}
+
 impl SampleFile {
     /// Makes the first tick a baseline: the threads it holds count from it,
     /// not from their start. For an attach recording, whose first tick reads
@@ -322,34 +356,30 @@ impl SampleFile {
             path: path.to_path_buf(),
             source,
         })?;
-        SampleFile::parse(&bytes).map_err(|problem| TraceError::format(path, problem))
+        SampleFile::parse(&bytes).map_err(|problem| TraceError::format(path, problem.to_string()))
     }
 
-    /// Decodes a sample file held in memory; `Err` describes a bad header.
-    pub fn parse(b: &[u8]) -> Result<SampleFile, String> {
+    /// Decodes a sample file held in memory.
+    ///
+    /// Errors: a bad header ([`SampleFileError`]); a damaged tail is not an
+    /// error (see [`SampleFile::read`]).
+    pub fn parse(b: &[u8]) -> Result<SampleFile, SampleFileError> {
         if b.len() < 16 || &b[0..8] != MAGIC {
-            return Err(format!(
-                "not a contend service-time sample file (no {} magic)",
-                String::from_utf8_lossy(MAGIC)
-            ));
+            return Err(SampleFileError::NotASampleFile);
         }
         let version = u32_at(b, 8);
         if version != VERSION {
-            return Err(format!(
-                "sample file version {version} is not supported (this contend reads version {VERSION})"
-            ));
+            return Err(SampleFileError::Version { version });
         }
         let header_size = u32_at(b, 12) as usize;
         if header_size < HEADER_SIZE {
-            return Err(format!(
-                "header size {header_size} is smaller than {HEADER_SIZE} bytes"
-            ));
+            return Err(SampleFileError::HeaderTooSmall { header_size });
         }
         if b.len() < header_size {
-            return Err(format!(
-                "the file ends inside its {header_size}-byte header ({} bytes)",
-                b.len()
-            ));
+            return Err(SampleFileError::HeaderCut {
+                header_size,
+                len: b.len(),
+            });
         }
         let header = Header {
             start_ns: u64_at(b, 16),
@@ -496,13 +526,42 @@ mod tests {
 
     #[test]
     fn bad_headers_are_errors_naming_the_file() {
-        assert!(SampleFile::parse(b"").is_err());
-        assert!(SampleFile::parse(b"CNTDLOCK\x01\0\0\0\x30\0\0\0").is_err());
+        assert_eq!(
+            SampleFile::parse(b"").unwrap_err(),
+            SampleFileError::NotASampleFile
+        );
+        assert_eq!(
+            SampleFile::parse(b"CNTDLOCK\x01\0\0\0\x30\0\0\0").unwrap_err(),
+            SampleFileError::NotASampleFile
+        );
         let mut b = encode_header(&header()).to_vec();
         b[8] = 9;
-        assert!(SampleFile::parse(&b).unwrap_err().contains("version 9"));
+        assert_eq!(
+            SampleFile::parse(&b).unwrap_err(),
+            SampleFileError::Version { version: 9 }
+        );
+        assert!(SampleFile::parse(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("version 9"));
+        let mut b = encode_header(&header()).to_vec();
+        b[12] = 16;
+        assert_eq!(
+            SampleFile::parse(&b).unwrap_err(),
+            SampleFileError::HeaderTooSmall { header_size: 16 }
+        );
         let b = encode_header(&header());
-        assert!(SampleFile::parse(&b[..20]).is_err());
+        assert_eq!(
+            SampleFile::parse(&b[..20]).unwrap_err(),
+            SampleFileError::HeaderCut {
+                header_size: HEADER_SIZE,
+                len: 20
+            }
+        );
+        assert_eq!(
+            SampleFile::parse(&b[..20]).unwrap_err().to_string(),
+            "the file ends inside its 48-byte header (20 bytes)"
+        );
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.csamp");
