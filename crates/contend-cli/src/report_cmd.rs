@@ -33,6 +33,9 @@ pub struct OutputArgs {
     /// Rows per table, 0 = all [default: 20, or `report.top` in contend.toml]
     #[arg(long)]
     top: Option<usize>,
+    /// No legends under the text tables (what abbreviated headings mean)
+    #[arg(long)]
+    no_legend: bool,
     /// Colour in text output (auto follows NO_COLOR and the terminal)
     #[arg(long, value_enum, default_value = "auto")]
     color: ColorChoice,
@@ -168,6 +171,7 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
         color,
         top: output.top.or(config.report.top).unwrap_or(20),
         width,
+        legend: !output.no_legend,
         ..RenderOptions::default()
     };
     let f = &config.filter;
@@ -299,6 +303,7 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
     let output_args = OutputArgs {
         format: None,
         top: None,
+        no_legend: true,
         color: ColorChoice::Never,
         config: a.config.clone(),
     };

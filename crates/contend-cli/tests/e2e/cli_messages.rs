@@ -183,3 +183,48 @@ fn completions_and_manual_pages() {
     let text = std::fs::read_to_string(tmp.path().join("man/contend-report.1")).unwrap();
     assert!(text.contains("min\\-duration"), "{text}");
 }
+
+/// Text reports explain their abbreviated headings under the first table
+/// that uses them (once per report); `--no-legend` leaves them out.
+#[test]
+fn legends_explain_headings_once() {
+    let tmp = fixtures();
+    let text = |extra: &[&str]| {
+        let mut args = vec!["report", "sharequeue-two.data"];
+        args.extend_from_slice(extra);
+        let out = Command::new(contend_bin())
+            .args(&args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let with = text(&[]);
+    let legend = "CP events  events on the critical path";
+    assert_eq!(with.matches(legend).count(), 1, "{with}");
+    assert!(
+        with.contains("Contended  acquisitions that did not succeed at once"),
+        "{with}"
+    );
+    let without = text(&["--no-legend"]);
+    assert!(
+        !without.contains("events on the critical path:"),
+        "{without}"
+    );
+    assert!(!without.contains(legend), "{without}");
+    // The scale report explains its symbols and cites the thesis by name.
+    let out = Command::new(contend_bin())
+        .args(["report", "scaling.scale"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let scale = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "ω         C(m)/C(1) − 1",
+        "S model   modelled speed-up",
+        "Venter 2016, Eq. 3.6",
+    ] {
+        assert!(scale.contains(want), "{want}:\n{scale}");
+    }
+}

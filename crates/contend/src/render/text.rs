@@ -60,6 +60,7 @@ impl Paint {
 fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
     let paint = Paint(opts.color);
     let mut out = String::new();
+    let mut explained: std::collections::HashSet<String> = Default::default();
     let _ = writeln!(out, "{}", paint.heading(title));
     for (i, s) in sections.iter().enumerate() {
         if i > 0 {
@@ -70,6 +71,9 @@ fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
             Body::Table(t) => {
                 let _ = writeln!(out, "{}", paint.heading(&s.title));
                 table(&mut out, t, opts, &paint);
+                if opts.legend && !t.rows.is_empty() {
+                    legend(&mut out, t, opts, &paint, &mut explained);
+                }
             }
             Body::Warnings(ws) => {
                 let _ = writeln!(
@@ -118,6 +122,34 @@ fn wrap(text: &str, width: Option<usize>, indent: usize) -> String {
         }
     }
     lines.join("\n")
+}
+
+/// Under a table, what its headings mean, each heading the first time it
+/// appears in the document (`explained` holds those already said).
+fn legend(
+    out: &mut String,
+    t: &Table,
+    opts: &RenderOptions,
+    paint: &Paint,
+    explained: &mut std::collections::HashSet<String>,
+) {
+    let new: Vec<(&str, &str)> = t
+        .columns
+        .iter()
+        .filter(|c| !c.detail)
+        .filter_map(|c| Some((c.title.as_str(), c.legend.as_deref()?)))
+        .filter(|(title, _)| explained.insert((*title).to_string()))
+        .collect();
+    let w = new
+        .iter()
+        .map(|(t, _)| t.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (title, meaning) in new {
+        let text = wrap(&format!("{title:<w$}  {meaning}"), opts.width, 2);
+        let text = text.replace('\n', &format!("\n{}", " ".repeat(w + 2)));
+        let _ = writeln!(out, "{}", paint.dim(&text));
+    }
 }
 
 fn cell_text(c: &Cell, opts: &RenderOptions) -> String {

@@ -93,6 +93,10 @@ pub struct Column {
     /// A human label of the row whose key already names it (a metric's
     /// label): left out of CSV.
     pub label: bool,
+    /// What the heading means, with its unit, in one line (`A meas.` →
+    /// average number of active threads measured, …): the text format
+    /// prints it under the first table that uses the heading.
+    pub legend: Option<String>,
 }
 
 impl Column {
@@ -104,7 +108,14 @@ impl Column {
             numeric: false,
             detail: false,
             label: false,
+            legend: None,
         }
+    }
+
+    /// The column with a legend: what its heading means and its unit.
+    pub fn explained(mut self, legend: &str) -> Column {
+        self.legend = Some(legend.to_string());
+        self
     }
 
     /// A column of numbers (right-aligned).

@@ -161,16 +161,22 @@ pub struct RenderOptions {
     /// never cut). `None` (output into a file or pipe): no limit, every
     /// name on one line, in full.
     pub width: Option<usize>,
+    /// Under each table of the text format, the meaning of its abbreviated
+    /// headings (the first time a heading appears); `--no-legend` turns
+    /// them off.
+    pub legend: bool,
 }
 
 impl Default for RenderOptions {
-    /// No colour, 20 rows per table, automatic units, no width limit.
+    /// No colour, 20 rows per table, automatic units, no width limit,
+    /// legends.
     fn default() -> Self {
         RenderOptions {
             color: false,
             top: 20,
             unit: TimeUnit::Auto,
             width: None,
+            legend: true,
         }
     }
 }

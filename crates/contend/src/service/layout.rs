@@ -26,12 +26,12 @@ fn service_panel(s: &ServiceReport) -> Panel {
         ),
         (
             "active_threads",
-            "Active threads A, measured (Listing 3.3)",
+            "Active threads A, measured (Venter 2016, Listing 3.3)",
             Cell::Real(s.active_threads),
         ),
         (
             "active_threads_modelled",
-            "Active threads A, modelled on n CPUs (Listing 3.4)",
+            "Active threads A, modelled on n CPUs (Venter 2016, Listing 3.4)",
             Cell::Real(s.active_threads_modelled),
         ),
         ("cpus", "CPUs available (n)", Cell::Count(s.cpus.into())),
@@ -118,9 +118,11 @@ fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
         columns: vec![
             Column::text("pid/tid", "thread"),
             Column::num("CPU time", "cpu_ns"),
-            Column::num("Share", "cpu_share"),
-            Column::num("Run-queue wait", "run_queue_wait_ns"),
-            Column::num("Slices", "slices"),
+            Column::num("Share", "cpu_share")
+                .explained("the thread's share of all sampled CPU time"),
+            Column::num("Run-queue wait", "run_queue_wait_ns")
+                .explained("time runnable but waiting for a CPU (schedstat)"),
+            Column::num("Slices", "slices").explained("time slices the thread ran (schedstat)"),
         ],
         rows,
         omitted,

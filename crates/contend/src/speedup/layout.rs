@@ -14,6 +14,7 @@ use crate::report::layout::{command_line, Body, Cell, Column, Panel, Row, Table}
 
 fn col(title: &str, key: &str, numeric: bool) -> Column {
     Column {
+        legend: None,
         title: title.to_string(),
         key: key.to_string(),
         numeric,
@@ -169,15 +170,15 @@ fn loss_section(s: &SpeedupReport) -> Panel {
          dependencies D = m − A (Eq. 3.8), in threads: m = S + R + D (cf. Venter 2016, Table 4.5).",
         table(
             vec![
-                num("m", "m"),
-                num("n", "n"),
-                num("A meas.", "active_threads_measured"),
-                num("A model", "active_threads_modelled"),
-                num("ω", "omega"),
-                num("S model", "speedup_model"),
-                num("S meas.", "speedup_measured"),
-                num("R memory", "loss_memory"),
-                num("D deps", "loss_dependencies"),
+                num("m", "m").explained("threads the program ran with"),
+                num("n", "n").explained("cores it ran on"),
+                num("A meas.", "active_threads_measured").explained("average number of active threads on m cores, measured from service time: Στ / ΣΔT_cp (Venter 2016, Listing 3.3), threads"),
+                num("A model", "active_threads_modelled").explained("the same modelled for n cores (Venter 2016, Listing 3.4), threads"),
+                num("ω", "omega").explained("C(m)/C(1) − 1: work added by memory contention per unit of useful work (Venter 2016, Eq. 3.5); includes lock spinning when the work measure is CPU time"),
+                num("S model", "speedup_model").explained("modelled speed-up S = A/(1+ω), the threads doing useful work (the thesis's P; Venter 2016, Eq. 3.2, 3.4), threads"),
+                num("S meas.", "speedup_measured").explained("measured speed-up T(1)/T(m)"),
+                num("R memory", "loss_memory").explained("speed-up lost to memory contention, A − S (Venter 2016, Eq. 3.3), threads"),
+                num("D deps", "loss_dependencies").explained("speed-up lost to other dependencies (locks, waits, idleness), m − A (Venter 2016, Eq. 3.8), threads"),
             ],
             rows,
         ),
@@ -209,12 +210,12 @@ fn time_lost_section(s: &SpeedupReport) -> Panel {
          docs/model.md).",
         table(
             vec![
-                num("m", "m"),
-                num("Memory (core-s)", "time_lost_memory_s"),
-                num("Deps (core-s)", "time_lost_dependencies_s"),
-                num("Memory (wall s)", "wall_lost_memory_s"),
-                num("Deps (wall s)", "wall_lost_dependencies_s"),
-                num("Unexplained (s)", "wall_lost_unexplained_s"),
+                num("m", "m").explained("threads the program ran with"),
+                num("Memory (core-s)", "time_lost_memory_s").explained("CPU time lost to memory contention, R × T(m), core-seconds"),
+                num("Deps (core-s)", "time_lost_dependencies_s").explained("CPU time lost to dependencies, D × T(m), core-seconds"),
+                num("Memory (wall s)", "wall_lost_memory_s").explained("wall time lost to memory contention, R × T(m) / m, s"),
+                num("Deps (wall s)", "wall_lost_dependencies_s").explained("wall time lost to dependencies, D × T(m) / m, s"),
+                num("Unexplained (s)", "wall_lost_unexplained_s").explained("T(m) − T(1)/m − both wall losses: what the model does not explain, s"),
             ],
             rows,
         ),
@@ -252,16 +253,16 @@ fn work_section(s: &SpeedupReport) -> Panel {
         ),
         table(
             vec![
-                num("m", "m"),
-                num("C(1)", "work_1"),
-                num("C(m)", "work_m"),
+                num("m", "m").explained("threads the program ran with"),
+                num("C(1)", "work_1").explained("work on 1 core: cycles, or CPU seconds without a hardware PMU (Venter 2016, Section 3.1.1)"),
+                num("C(m)", "work_m").explained("work on m cores, same unit"),
                 num("Change", "work_change_pct"),
-                num("RSD C(1)", "work_1_rsd_pct"),
-                num("RSD C(m)", "work_m_rsd_pct"),
-                num("T(1) s", "wall_1_s"),
-                num("T(m) s", "wall_m_s"),
-                num("RSD T(1)", "wall_1_rsd_pct"),
-                num("RSD T(m)", "wall_m_rsd_pct"),
+                num("RSD C(1)", "work_1_rsd_pct").explained("relative standard deviation of C(1) over the repeats, %"),
+                num("RSD C(m)", "work_m_rsd_pct").explained("relative standard deviation of C(m) over the repeats, %"),
+                num("T(1) s", "wall_1_s").explained("wall time on 1 core, s"),
+                num("T(m) s", "wall_m_s").explained("wall time on m cores, s"),
+                num("RSD T(1)", "wall_1_rsd_pct").explained("relative standard deviation of T(1), %"),
+                num("RSD T(m)", "wall_m_rsd_pct").explained("relative standard deviation of T(m), %"),
             ],
             rows,
         ),
@@ -292,13 +293,13 @@ fn service_section(s: &SpeedupReport) -> Panel {
          cores (service time on 1 core ÷ m) and the actual one T(m), seconds (cf. Venter 2016, Table 4.8).",
         table(
             vec![
-                num("m", "m"),
+                num("m", "m").explained("threads the program ran with"),
                 num("Service 1 core", "service_time_1_s"),
                 num("Service m cores", "service_time_m_s"),
                 num("Change", "service_time_change_pct"),
-                num("Ideal T", "ideal_running_time_s"),
+                num("Ideal T", "ideal_running_time_s").explained("T(1)/m, s"),
                 num("Actual T", "actual_running_time_s"),
-                num("Over ideal", "running_time_change_pct"),
+                num("Over ideal", "running_time_change_pct").explained("T(m) over the ideal T(1)/m, %"),
             ],
             rows,
         ),
@@ -345,12 +346,12 @@ fn cache_section(s: &SpeedupReport) -> Panel {
          excluded) and misses per second of wall time (Table 4.1).",
         table(
             vec![
-                num("m", "m"),
+                num("m", "m").explained("threads the program ran with"),
                 num("Misses 1 core", "cache_misses_1"),
                 num("Misses m cores", "cache_misses_m"),
                 num("Change", "cache_misses_change_pct"),
                 num("RSD", "cache_misses_rsd_pct"),
-                num("CCM", "cycles_per_miss"),
+                num("CCM", "cycles_per_miss").explained("cycles per last-level cache miss"),
                 num("Misses/s", "misses_per_second"),
             ],
             rows,
@@ -387,12 +388,12 @@ fn dependencies_section(s: &SpeedupReport) -> Option<Panel> {
              reference (cf. Venter 2016, Table 4.11).",
             table(
                 vec![
-                    num("m", "m"),
+                    num("m", "m").explained("threads the program ran with"),
                     num("Deps (core-s)", "total_s"),
                     num("Lock wait", "lock_wait_s"),
                     num("Other sync wait", "other_sync_wait_s"),
-                    num("Unaccounted", "unaccounted_s"),
-                    num("Spin wait", "spin_wait_s"),
+                    num("Unaccounted", "unaccounted_s").explained("D × T(m) − lock wait − other sync wait: idleness no recorded wait explains, core-seconds"),
+                    num("Spin wait", "spin_wait_s").explained("wait in spinlocks, core-seconds (on CPU: counted as work, so in ω, not in D)"),
                 ],
                 rows,
             ),
@@ -431,13 +432,13 @@ fn memory_model_section(s: &SpeedupReport) -> Option<Panel> {
              (requests per work unit) need the cache misses r (docs/model.md).",
             table(
                 vec![
-                    num("m", "m"),
+                    num("m", "m").explained("threads the program ran with"),
                     num("Points", "points"),
                     num("Slope", "slope"),
                     num("Intercept", "intercept"),
-                    num("μ", "mu"),
-                    num("L", "l"),
-                    num("λ", "lambda"),
+                    num("μ", "mu").explained("memory service time per request (Venter 2016, Listing 3.1)"),
+                    num("L", "l").explained("memory latency per request without contention (Venter 2016, Listing 3.1)"),
+                    num("λ", "lambda").explained("memory request rate (Venter 2016, Listing 3.1)"),
                 ],
                 rows,
             ),
@@ -472,10 +473,16 @@ fn modelled_section(s: &SpeedupReport) -> Option<Panel> {
     let mut rows = Vec::new();
     for r in &s.by_threads {
         if let Some(mm) = &r.memory_model {
-            modelled_rows(r, "Eq. 3.6", &mm.modelled, cycles, &mut rows);
+            modelled_rows(r, "Venter 2016, Eq. 3.6", &mm.modelled, cycles, &mut rows);
         }
         if let Some(numa) = &r.numa {
-            modelled_rows(r, "Eq. 3.7 NUMA", &numa.modelled, cycles, &mut rows);
+            modelled_rows(
+                r,
+                "Venter 2016, Eq. 3.7 (NUMA)",
+                &numa.modelled,
+                cycles,
+                &mut rows,
+            );
         }
     }
     (!rows.is_empty()).then(|| {
@@ -486,11 +493,11 @@ fn modelled_section(s: &SpeedupReport) -> Option<Panel> {
              saturated = the model's memory queue cannot keep up (μ ≤ n·L).",
             table(
                 vec![
-                    num("m", "m"),
-                    num("n", "n"),
-                    col("Model", "model", false),
+                    num("m", "m").explained("threads the program ran with"),
+                    num("n", "n").explained("cores it ran on"),
+                    col("Model", "model", false).explained("the equation of Venter 2016 that gives C(n)"),
                     num("C(n)", "work"),
-                    num("ω(m,n)", "omega"),
+                    num("ω(m,n)", "omega").explained("ω of m threads on n cores, modelled"),
                 ],
                 rows,
             ),
@@ -525,10 +532,10 @@ fn numa_section(s: &SpeedupReport) -> Option<Panel> {
              the socket (Eq. 3.7 as decided in docs/model.md); δ/r per cache miss.",
             table(
                 vec![
-                    num("m", "m"),
+                    num("m", "m").explained("threads the program ran with"),
                     num("c", "c"),
                     num("C(c)", "work_c"),
-                    num("δ", "delta"),
+                    num("δ", "delta").explained("NUMA factor (Venter 2016, Eq. 3.7)"),
                     num("δ/r", "delta_per_miss"),
                 ],
                 rows,
@@ -569,8 +576,8 @@ fn stress_section(s: &SpeedupReport) -> Option<Panel> {
              1-core work, and the generator's bandwidth (GB/s).",
             table(
                 vec![
-                    num("m", "m"),
-                    num("n", "n"),
+                    num("m", "m").explained("threads the program ran with"),
+                    num("n", "n").explained("cores it ran on"),
                     num("C without", "work_without"),
                     num("C with", "work_with"),
                     num("Change", "work_change_pct"),

@@ -213,6 +213,7 @@ fn opts() -> RenderOptions {
         top: 0,
         unit: TimeUnit::Auto,
         width: Some(100),
+        legend: false,
     }
 }
 
