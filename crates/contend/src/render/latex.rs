@@ -77,6 +77,7 @@ fn render(kind: &str, sections: &[Panel], opts: &RenderOptions) -> String {
         out.push('\n');
         match &s.body {
             Body::Table(t) => {
+                let t = &t.without_empty_columns();
                 let caption = format!(
                     "{}. {}{}",
                     escape(&s.title),

@@ -47,7 +47,7 @@ fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
                 if !t.fields {
                     let _ = writeln!(out, "_{}_\n", escape(&s.caption));
                 }
-                table(&mut out, t, opts);
+                table(&mut out, &t.without_empty_columns(), opts);
             }
             Body::Warnings(ws) => {
                 for w in ws {

@@ -70,6 +70,7 @@ fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
             Body::Table(t) if t.fields => fields(&mut out, t, opts),
             Body::Table(t) => {
                 let _ = writeln!(out, "{}", paint.heading(&s.title));
+                let t = &t.without_empty_columns();
                 table(&mut out, t, opts, &paint);
                 if opts.legend && !t.rows.is_empty() {
                     legend(&mut out, t, opts, &paint, &mut explained);

@@ -61,7 +61,14 @@ impl Cell {
             Cell::Fraction(f) => fmt::percent(*f, st),
             Cell::Real(x) => format!("{x:.2}"),
             Cell::Change(c) => fmt::change(*c, st),
-            Cell::Decimal(x, d) => format!("{x:.d$}"),
+            Cell::Decimal(x, d) => {
+                // A value that rounds to zero has no sign (never "-0.00").
+                let s = format!("{x:.d$}");
+                match s.strip_prefix('-') {
+                    Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+                    _ => s,
+                }
+            }
         }
     }
 
@@ -197,6 +204,45 @@ impl Panel {
             title: title.to_string(),
             caption: caption.to_string(),
             body,
+        }
+    }
+}
+
+impl Table {
+    /// The table without its columns in which every cell is empty (a
+    /// spread over repeats that were not made, a model that has no value):
+    /// the human formats leave them out.
+    pub fn without_empty_columns(&self) -> Table {
+        let keep: Vec<usize> = (0..self.columns.len())
+            .filter(|&j| {
+                self.rows.is_empty()
+                    || self
+                        .rows
+                        .iter()
+                        .any(|r| r.cells.get(j).is_some_and(|c| *c != Cell::Empty))
+            })
+            .collect();
+        if keep.len() == self.columns.len() {
+            return self.clone();
+        }
+        Table {
+            columns: keep.iter().map(|&j| self.columns[j].clone()).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| Row {
+                    key: r.key.clone(),
+                    cells: keep.iter().map(|&j| r.cells[j].clone()).collect(),
+                })
+                .collect(),
+            omitted: self.omitted,
+            bars: keep
+                .iter()
+                .enumerate()
+                .filter(|(_, &j)| self.bars.contains(&j))
+                .map(|(i, _)| i)
+                .collect(),
+            fields: self.fields,
         }
     }
 }

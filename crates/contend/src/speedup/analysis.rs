@@ -19,14 +19,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::analysis::{analyze_with, AnalysisOptions, NoProgress, Progress};
-use crate::locks::LockReport;
+use crate::analysis::{analyze_using, AnalysisOptions, NoProgress, Progress};
+use crate::locks::{EventSet, LockAnalyzer, LockEvents, LockReport, Outcome as EventOutcome};
 use crate::recording::Recording;
 use crate::report::model::RunInfo;
 use crate::service::ServiceReport;
 use crate::symbols::Symbols;
 use contend_trace::counters::RunCounters;
 use contend_trace::scale::{ScaleError, ScaleManifest, ScaleRun};
+use contend_trace::Primitive;
 
 use super::{
     change_pct, cycles_per_miss, ideal_running_time, loss_dependencies, loss_memory, mean,
@@ -67,6 +68,10 @@ pub struct SpeedupReport {
     /// Why CPU time was used (e.g. `"fallback: no hardware PMU"`) and
     /// where it came from; empty with cycles.
     pub work_measure_note: String,
+    /// With CPU time as the work measure, what that means for ω and R
+    /// (busy waiting counts as work), one paragraph; absent with cycles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_measure_caveat: Option<String>,
     /// Why cache misses are not reported (CCM, miss rate, r of Eq. 3.6,
     /// Tables 4.1 and 4.3); absent when they were counted in every run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -227,16 +232,22 @@ pub struct DependencySplit {
     /// Time threads waited at condition variables, barriers and
     /// semaphores, summed over threads.
     pub other_sync_wait_s: f64,
-    /// `total_s − lock_wait_s − other_sync_wait_s`: not accounted for by
-    /// a traced wait (I/O, sleeps, load imbalance, waits in untraced
-    /// code). Negative when the traced waits exceed the model's idle time:
-    /// waits of threads beyond the m workers (a main thread waiting for
-    /// them), or waits that overlap a whole-program idle period, which
-    /// Listing 3.3 does not count.
+    /// `total_s − lock_wait_s − other_sync_wait_s`, never below 0: not
+    /// accounted for by a traced wait of a worker (I/O, sleeps, load
+    /// imbalance, waits in untraced code).
     pub unaccounted_s: f64,
-    /// Time threads waited for spinlocks: busy waiting, counted as
-    /// activity in A and so not part of D; shown for reference.
+    /// Time the workers waited for spinlocks: busy waiting, counted as
+    /// activity in A and so not part of D; shown for reference (and taken
+    /// out of the work C when C is CPU time).
     pub spin_wait_s: f64,
+    /// Waits of the threads beyond the m workers (a reader or writer
+    /// thread, a main thread waiting for the workers), core-seconds: not
+    /// speed-up lost by the workers, so not in the split above.
+    pub other_threads_wait_s: f64,
+    /// How much the workers' traced waits exceed D·T(m), core-seconds
+    /// (waits that overlap an interval where no thread ran, which
+    /// Listing 3.3 does not count as lost); 0 otherwise.
+    pub waits_beyond_loss_s: f64,
 }
 
 /// The single-socket memory model (Eq. 3.6) fitted for one m.
@@ -276,6 +287,10 @@ pub struct ModelledWork {
     /// ω(m, n) = C(n)/C(1) − 1 from the modelled values (Eq. 3.5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omega: Option<f64>,
+    /// n is more than the machine's CPUs: the value is extrapolated by the
+    /// model, not backed by a run (absent when false).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub extrapolated: bool,
 }
 
 /// The NUMA extension (Eq. 3.7, as decided in [`super::numa_delta`]).
@@ -341,16 +356,35 @@ struct RunData {
     misses: Option<f64>,
     wall_s: f64,
     service: Option<ServiceReport>,
-    /// (blocking lock wait, spin wait, other sync wait), s.
-    waits: Option<(f64, f64, f64)>,
+    /// The run's traced waits, when it has lock traces.
+    waits: Option<Waits>,
+}
+
+/// The traced waits of one run, s (Venter 2016, Table 4.11).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Waits {
+    /// Blocking lock waits (mutex, rwlock) of the workers.
+    blocking: f64,
+    /// Spinlock waits of the workers.
+    spin: f64,
+    /// Condition, barrier and semaphore waits of the workers.
+    other: f64,
+    /// Every wait of the threads beyond the workers.
+    beyond_workers: f64,
+    /// Spinlock waits of all threads: CPU time burnt waiting.
+    spin_all: f64,
 }
 
 impl RunData {
+    /// The work C of the run: cycles, or CPU time less the spinlock waits
+    /// the lock collector measured (time on a CPU that is not work; the
+    /// spinning it cannot see stays in).
     fn work(&self, cycles: bool) -> Option<f64> {
         if cycles {
             self.cycles
         } else {
-            self.cpu_s
+            let spin = self.waits.map_or(0.0, |w| w.spin_all);
+            self.cpu_s.map(|c| (c - spin).max(0.0))
         }
     }
 
@@ -421,14 +455,26 @@ fn load_run(dir: &Path, run: &ScaleRun, with_locks: bool) -> Result<RunData, Str
         return Err(format!("{what}: no wall time recorded; left out"));
     }
     let waits = if with_locks && !rec.processes.is_empty() {
-        // The model needs lock wait totals, not call sites: no symbols.
-        let a = analyze_with(
+        // The model needs wait totals, not call sites: no symbols.
+        let a = analyze_using(
             &rec,
             &AnalysisOptions::default(),
             Symbols::unresolved(),
+            &[&LockAnalyzer],
             &NoProgress,
         );
-        a.report.section::<LockReport>().map(wait_totals)
+        // The workers: the m threads that received the most service time
+        // (the others, a reader, a writer or a main thread waiting for the
+        // workers, lose no speed-up by waiting).
+        let workers: Option<std::collections::HashSet<(u32, u32)>> = service.as_ref().map(|s| {
+            s.threads
+                .iter()
+                .take(run.m as usize)
+                .map(|t| (t.pid, t.tid))
+                .collect()
+        });
+        a.events::<LockEvents>()
+            .map(|ev| run_waits(&ev.set, workers.as_ref()))
     } else {
         None
     };
@@ -444,18 +490,32 @@ fn load_run(dir: &Path, run: &ScaleRun, with_locks: bool) -> Result<RunData, Str
     })
 }
 
-/// (blocking lock wait, spin wait, other sync wait) of a lock report, s.
-fn wait_totals(l: &LockReport) -> (f64, f64, f64) {
-    let (mut blocking, mut spin) = (0u64, 0u64);
-    for row in &l.by_lock {
-        match row.kind.as_str() {
-            "spinlock" => spin += row.wait_ns,
-            "mutex" | "rwlock" => blocking += row.wait_ns,
-            _ => {}
+/// The waits of `set` split by kind, for the threads in `workers` (all
+/// threads when `None`) and the rest, s.
+fn run_waits(set: &EventSet, workers: Option<&std::collections::HashSet<(u32, u32)>>) -> Waits {
+    let mut w = Waits::default();
+    for e in &set.events {
+        if e.outcome == EventOutcome::Post {
+            continue;
+        }
+        let wait = e.wait_ns() as f64 / 1e9;
+        let t = &set.threads[e.thread as usize];
+        let is_worker = workers.is_none_or(|ws| ws.contains(&(t.pid, t.tid)));
+        let spin = e.primitive == Primitive::Spin;
+        if spin {
+            w.spin_all += wait;
+        }
+        if !is_worker {
+            w.beyond_workers += wait;
+        } else if spin {
+            w.spin += wait;
+        } else if e.is_lock() {
+            w.blocking += wait;
+        } else {
+            w.other += wait;
         }
     }
-    let other: u64 = l.other_waits.iter().map(|w| w.wait_ns).sum();
-    (blocking as f64 / 1e9, spin as f64 / 1e9, other as f64 / 1e9)
+    w
 }
 
 fn mean_of(runs: &[&RunData], f: impl Fn(&RunData) -> Option<f64>) -> Option<f64> {
@@ -600,6 +660,7 @@ pub fn analyze_scale_dir(
         }
     }
     let c = manifest.cores_per_socket;
+    let machine_cpus = manifest.sockets.max(1) * c.max(1);
     for &m in &thread_counts {
         let n = cores_for(m);
         let select = |cores: u32, stress: bool| -> Vec<&RunData> {
@@ -681,24 +742,23 @@ pub fn analyze_scale_dir(
         let with_waits: Vec<&RunData> = ms.iter().copied().filter(|d| d.waits.is_some()).collect();
         let dependencies = (!with_waits.is_empty()).then(|| {
             let k = with_waits.len() as f64;
-            let sum = |i: usize| {
+            let sum = |f: fn(&Waits) -> f64| {
                 with_waits
                     .iter()
-                    .map(|d| {
-                        let w = d.waits.expect("filtered");
-                        [w.0, w.1, w.2][i]
-                    })
+                    .map(|d| f(d.waits.as_ref().expect("filtered")))
                     .sum::<f64>()
                     / k
             };
-            let (lock, spin, other) = (sum(0), sum(1), sum(2));
+            let (lock, spin, other) = (sum(|w| w.blocking), sum(|w| w.spin), sum(|w| w.other));
             DependencySplit {
                 runs: with_waits.len() as u32,
                 total_s: lost.dependencies_s,
                 lock_wait_s: lock,
                 other_sync_wait_s: other,
-                unaccounted_s: lost.dependencies_s - lock - other,
+                unaccounted_s: (lost.dependencies_s - lock - other).max(0.0),
                 spin_wait_s: spin,
+                other_threads_wait_s: sum(|w| w.beyond_workers),
+                waits_beyond_loss_s: (lock + other - lost.dependencies_s).max(0.0),
             }
         });
 
@@ -732,6 +792,7 @@ pub fn analyze_scale_dir(
                             (Some(a), Some(b)) => omega(a, b),
                             _ => None,
                         },
+                        extrapolated: k > machine_cpus,
                     }
                 })
                 .collect();
@@ -759,6 +820,7 @@ pub fn analyze_scale_dir(
                             n: k,
                             work: Some(cw),
                             omega: omega(work_1, cw),
+                            extrapolated: k > machine_cpus,
                         }
                     })
                     .collect();
@@ -855,6 +917,24 @@ pub fn analyze_scale_dir(
         });
     }
 
+    // Without cycles the work measure is CPU time, which counts busy
+    // waiting as work: said where the numbers are, not only in the docs.
+    let work_measure_caveat = (!use_cycles && !rows.is_empty()).then(|| {
+        let traced = data.iter().any(|d| d.waits.is_some());
+        format!(
+            "ω and R (memory contention) are computed from CPU time, not cycles ({}): time a thread spends \
+             busy-waiting counts as work and shows as memory contention. {}",
+            work_measure_note.trim_start_matches("fallback: "),
+            if traced {
+                "Spinlock waits the lock collector measured were taken out of C; spinning it cannot see \
+                 (adaptive mutexes, OpenMP or MPI polling, hand-written spin loops) was not, so a program \
+                 that spins is not necessarily memory-bound."
+            } else {
+                "The runs have no lock traces, so no spinning could be taken out: a program that spins \
+                 is not necessarily memory-bound."
+            }
+        )
+    });
     if rows.is_empty() {
         if warnings.is_empty() {
             warnings.push("the manifest lists no runs".to_string());
@@ -870,6 +950,7 @@ pub fn analyze_scale_dir(
         work_measure: if use_cycles { "cycles" } else { "cpu time" }.to_string(),
         work_unit: if use_cycles { "cycles" } else { "s" }.to_string(),
         work_measure_note,
+        work_measure_caveat,
         cache_misses_missing,
         complete: manifest.complete,
         repeat: manifest.repeat,
@@ -955,39 +1036,73 @@ mod tests {
         assert_eq!(model_points(1, 0), vec![1, 2]);
     }
 
+    /// Waits split by kind, workers apart from the other threads: two
+    /// workers (1, 2) wait 1 s (mutex), 0.5 s (rwlock), 0.25 s (spin) and
+    /// 2 s (cond); a reader thread (3) waits 7 s at a condition and spins
+    /// 0.125 s. A `sem_post` is no wait.
     #[test]
-    fn wait_totals_split_by_kind() {
-        use crate::locks::{LockRow, WaitKindRow};
-        let l = LockReport {
-            by_lock: vec![
-                LockRow {
-                    kind: "mutex".into(),
-                    wait_ns: 1_000_000_000,
-                    ..LockRow::default()
-                },
-                LockRow {
-                    kind: "rwlock".into(),
-                    wait_ns: 500_000_000,
-                    ..LockRow::default()
-                },
-                LockRow {
-                    kind: "spinlock".into(),
-                    wait_ns: 250_000_000,
-                    ..LockRow::default()
-                },
-                LockRow {
-                    kind: "cond".into(),
-                    wait_ns: 7,
-                    ..LockRow::default()
-                },
-            ],
-            other_waits: vec![WaitKindRow {
-                kind: "cond".into(),
-                wait_ns: 2_000_000_000,
-                ..WaitKindRow::default()
-            }],
-            ..LockReport::default()
+    fn waits_split_by_kind_and_worker() {
+        use crate::locks::{pair_operations, OpSource, ThreadInput, TimeMap};
+        use contend_trace::{Phase, RawOp, NO_STACK};
+        let s = 1_000_000_000u64;
+        let op = |ticks: u64, object: u64, primitive: Primitive, phase: Phase| RawOp {
+            ticks,
+            object,
+            site: 1,
+            primitive,
+            phase,
+            stack: NO_STACK,
         };
-        assert_eq!(wait_totals(&l), (1.5, 0.25, 2.0));
+        let wait = |t0: u64, d: u64, object: u64, p: Primitive| {
+            let mut v = vec![
+                op(t0, object, p, Phase::Request),
+                op(t0 + d, object, p, Phase::Acquired),
+            ];
+            if p.is_lock() {
+                v.push(op(t0 + d + 1, object, p, Phase::Release));
+            }
+            v
+        };
+        let t1: Vec<RawOp> = [
+            wait(10, s, 0x10, Primitive::Mutex),
+            wait(3 * s, s / 2, 0x20, Primitive::RwlockWrite),
+        ]
+        .concat();
+        let t2: Vec<RawOp> = [
+            wait(10, s / 4, 0x30, Primitive::Spin),
+            wait(s, 2 * s, 0x40, Primitive::Cond),
+            vec![op(4 * s, 0x50, Primitive::Semaphore, Phase::Release)],
+        ]
+        .concat();
+        let t3: Vec<RawOp> = [
+            wait(10, 7 * s, 0x40, Primitive::Cond),
+            wait(8 * s, s / 8, 0x30, Primitive::Spin),
+        ]
+        .concat();
+        let inputs: Vec<ThreadInput<'_>> = [(1, &t1), (2, &t2), (3, &t3)]
+            .into_iter()
+            .map(|(tid, ops)| ThreadInput {
+                process: 0,
+                pid: 7,
+                tid,
+                ops: OpSource::Slice(ops),
+                clock: TimeMap::Identity,
+            })
+            .collect();
+        let set = pair_operations(&inputs);
+        let workers: std::collections::HashSet<(u32, u32)> = [(7, 1), (7, 2)].into();
+        let w = run_waits(&set, Some(&workers));
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(w.blocking, 1.5), "{w:?}");
+        assert!(close(w.spin, 0.25), "{w:?}");
+        assert!(close(w.other, 2.0), "{w:?}");
+        assert!(close(w.beyond_workers, 7.125), "{w:?}");
+        assert!(close(w.spin_all, 0.375), "{w:?}");
+        // Without service samples every thread is a worker.
+        let all = run_waits(&set, None);
+        assert!(
+            close(all.other, 9.0) && close(all.beyond_workers, 0.0),
+            "{all:?}"
+        );
     }
 }

@@ -174,7 +174,7 @@ fn loss_section(s: &SpeedupReport) -> Panel {
                 num("n", "n").explained("cores it ran on"),
                 num("A meas.", "active_threads_measured").explained("average number of active threads on m cores, measured from service time: Στ / ΣΔT_cp (Venter 2016, Listing 3.3), threads"),
                 num("A model", "active_threads_modelled").explained("the same modelled for n cores (Venter 2016, Listing 3.4), threads"),
-                num("ω", "omega").explained("C(m)/C(1) − 1: work added by memory contention per unit of useful work (Venter 2016, Eq. 3.5); includes lock spinning when the work measure is CPU time"),
+                num("ω", "omega").explained("C(m)/C(1) − 1: work added by memory contention per unit of useful work (Venter 2016, Eq. 3.5); with C as CPU time it includes busy waiting the lock collector does not see"),
                 num("S model", "speedup_model").explained("modelled speed-up S = A/(1+ω), the threads doing useful work (the thesis's P; Venter 2016, Eq. 3.2, 3.4), threads"),
                 num("S meas.", "speedup_measured").explained("measured speed-up T(1)/T(m)"),
                 num("R memory", "loss_memory").explained("speed-up lost to memory contention, A − S (Venter 2016, Eq. 3.3), threads"),
@@ -374,6 +374,8 @@ fn dependencies_section(s: &SpeedupReport) -> Option<Panel> {
                     secs(d.other_sync_wait_s),
                     secs(d.unaccounted_s),
                     secs(d.spin_wait_s),
+                    secs(d.other_threads_wait_s),
+                    secs(d.waits_beyond_loss_s),
                 ],
             })
         })
@@ -382,18 +384,21 @@ fn dependencies_section(s: &SpeedupReport) -> Option<Panel> {
         section(
             "dependencies",
             "Lock waits in the time lost to dependencies",
-            "The time lost to other dependencies D·T(m) (core-seconds) split into time threads waited for \
-             mutexes and rwlocks, time at condition variables, barriers and semaphores, and the rest not \
-             accounted for by a traced wait; spinlock waits are busy time, counted in A, shown for \
-             reference (cf. Venter 2016, Table 4.11).",
+            "The time lost to other dependencies D·T(m) (core-seconds) split into time the m workers (the \
+             threads with the most service time) waited for mutexes and rwlocks, time at condition \
+             variables, barriers and semaphores, and the rest not accounted for by a traced wait; spinlock \
+             waits are busy time, counted in A, shown for reference; waits of other threads are not lost \
+             speed-up (cf. Venter 2016, Table 4.11).",
             table(
                 vec![
                     num("m", "m").explained("threads the program ran with"),
                     num("Deps (core-s)", "total_s"),
-                    num("Lock wait", "lock_wait_s"),
-                    num("Other sync wait", "other_sync_wait_s"),
-                    num("Unaccounted", "unaccounted_s").explained("D × T(m) − lock wait − other sync wait: idleness no recorded wait explains, core-seconds"),
-                    num("Spin wait", "spin_wait_s").explained("wait in spinlocks, core-seconds (on CPU: counted as work, so in ω, not in D)"),
+                    num("Lock wait", "lock_wait_s").explained("time the m workers waited for mutexes and rwlocks, core-seconds"),
+                    num("Other sync wait", "other_sync_wait_s").explained("time the m workers waited at condition variables, barriers and semaphores, core-seconds"),
+                    num("Unaccounted", "unaccounted_s").explained("D × T(m) − lock wait − other sync wait, never below 0: idleness no recorded wait explains, core-seconds"),
+                    num("Spin wait", "spin_wait_s").explained("the workers' wait in spinlocks, core-seconds: on a CPU, so counted in A, not in D (and taken out of C when C is CPU time)"),
+                    num("Other threads", "other_threads_wait_s").explained("waits of the threads beyond the m workers (reader, writer, main thread), core-seconds: not lost speed-up"),
+                    num("Beyond loss", "waits_beyond_loss_s").explained("how much the workers' waits exceed D × T(m): waits while no thread ran, which A does not count as lost, core-seconds"),
                 ],
                 rows,
             ),
@@ -459,7 +464,11 @@ fn modelled_rows(
             cells: vec![
                 Cell::Count(r.m.into()),
                 Cell::Count(w.n.into()),
-                Cell::Text(model.to_string()),
+                Cell::Text(if w.extrapolated {
+                    format!("{model}, extrapolated")
+                } else {
+                    model.to_string()
+                }),
                 w.work
                     .map_or(Cell::Text("saturated".into()), |x| work(x, cycles)),
                 dec(w.omega, 3),
@@ -495,7 +504,7 @@ fn modelled_section(s: &SpeedupReport) -> Option<Panel> {
                 vec![
                     num("m", "m").explained("threads the program ran with"),
                     num("n", "n").explained("cores it ran on"),
-                    col("Model", "model", false).explained("the equation of Venter 2016 that gives C(n)"),
+                    col("Model", "model", false).explained("the equation of Venter 2016 that gives C(n); extrapolated: n is more than the machine's CPUs, no run backs the value"),
                     num("C(n)", "work"),
                     num("ω(m,n)", "omega").explained("ω of m threads on n cores, modelled"),
                 ],
@@ -597,12 +606,18 @@ fn stress_section(s: &SpeedupReport) -> Option<Panel> {
 pub fn panels(r: &ScaleReport) -> Vec<Panel> {
     let s = &r.speedup;
     let mut out = vec![experiment_section(r, s)];
-    if !r.warnings.is_empty() {
+    let warnings: Vec<String> = s
+        .work_measure_caveat
+        .iter()
+        .chain(&r.warnings)
+        .cloned()
+        .collect();
+    if !warnings.is_empty() {
         out.push(section(
             "warnings",
             "Warnings",
-            "Problems found while reading the scale directory.",
-            Body::Warnings(r.warnings.clone()),
+            "Problems found while reading the scale directory, and what the work measure means here.",
+            Body::Warnings(warnings),
         ));
     }
     out.push(loss_section(s));
