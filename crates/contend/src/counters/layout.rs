@@ -2,7 +2,10 @@
 //! speed-up model and every counter measured or missing, with the reason.
 
 use super::CountersReport;
-use crate::report::layout::{seconds, Body, Cell, Column, Panel, Row, Table};
+use crate::report::compared::{Comparable, ComparedPart, Metric, MetricGroup, Unit};
+use crate::report::layout::{
+    compared_metric_table, seconds, Body, Cell, Column, Panel, Row, Table,
+};
 use crate::report::{RenderOptions, ReportSection};
 
 impl ReportSection for CountersReport {
@@ -12,6 +15,50 @@ impl ReportSection for CountersReport {
 
     fn layout(&self, _opts: &RenderOptions) -> Vec<Panel> {
         vec![counters_panel(self)]
+    }
+
+    /// The CPU time and every counter measured (`counters.<name>`; a
+    /// counter a run could not measure has no value there).
+    fn comparable(&self) -> Option<Comparable> {
+        let group = MetricGroup("counters");
+        let mut m = Vec::new();
+        if let Some(cpu) = self.cpu_s {
+            m.push(Metric {
+                key: "counters.cpu_ns".into(),
+                label: "CPU time (task_clock or wait4)".into(),
+                unit: Unit::Ns,
+                group,
+                value: (cpu * 1e9).round(),
+            });
+        }
+        for (name, v) in &self.available {
+            m.push(Metric {
+                key: format!("counters.{name}"),
+                label: name.clone(),
+                unit: if name == "task_clock" {
+                    Unit::Ns
+                } else {
+                    Unit::Count
+                },
+                group,
+                value: v.value as f64,
+            });
+        }
+        Some(Comparable {
+            metrics: m,
+            missing_is_zero: false,
+            lists: Vec::new(),
+        })
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, _opts: &RenderOptions) -> Vec<Panel> {
+        vec![Panel::new(
+            "counters",
+            "Counters",
+            "CPU time and the performance counters of each run and their change; blank where a run could \
+             not count them.",
+            Body::Table(compared_metric_table(part, MetricGroup("counters"))),
+        )]
     }
 }
 

@@ -20,6 +20,8 @@ pub const SUMMARY: MetricGroup = MetricGroup("summary");
 pub const CRITICAL_PATH: MetricGroup = MetricGroup("critical_path");
 /// Metric group of the condition, barrier and semaphore waits.
 pub const OTHER_WAITS: MetricGroup = MetricGroup("other_waits");
+/// Metric group of the wait-time histogram (Figures 4.1 and 4.2).
+pub const WAIT_HISTOGRAM: MetricGroup = MetricGroup("wait_histogram");
 /// Metric group of one synchronisation object (Table 4.12).
 pub const LOCK: MetricGroup = MetricGroup("lock");
 /// Metric group of one call site.
@@ -130,8 +132,10 @@ impl ReportSection for LockReport {
     /// run did not record counts as 0 there), per lock matched by name,
     /// per call site matched by its display string.
     fn comparable(&self) -> Option<Comparable> {
+        let mut metrics = summary_metrics(self);
+        metrics.extend(histogram_metrics(self));
         Some(Comparable {
-            metrics: summary_metrics(self),
+            metrics,
             missing_is_zero: true,
             lists: vec![
                 ItemList {
@@ -146,7 +150,7 @@ impl ReportSection for LockReport {
                         .by_lock
                         .iter()
                         .map(|l| Item {
-                            name: l.name.clone(),
+                            name: compared_name(l),
                             kind: l.kind.clone(),
                             metrics: lock_metrics(l),
                         })
@@ -187,9 +191,22 @@ impl ReportSection for LockReport {
             (SUMMARY, "summary", "Lock summary", "Lock events of each run and their change (cf. Venter 2016, Tables 4.9 and 4.16)."),
             (CRITICAL_PATH, "critical_path", "Critical path", "Lock events on the critical path of each run and their change (cf. Venter 2016, Table 4.10)."),
             (OTHER_WAITS, "other_waits", "Other waits", "Condition variable, barrier and semaphore waits of each run and their change."),
+            (WAIT_HISTOGRAM, "wait_histogram", "Wait-time histogram", "Lock events and their wait per log2 bucket of the single wait, each run and its change (cf. Venter 2016, Figures 4.1 and 4.2)."),
         ];
+        // Histogram buckets in ascending order, whichever run has them.
+        let mut sorted: Vec<&crate::report::compared::ComparedMetric> = part.metrics.to_vec();
+        sorted.sort_by_key(|m| {
+            m.key
+                .strip_prefix("locks.wait_histogram.")
+                .and_then(|k| k.split('.').next()?.parse::<u64>().ok())
+                .unwrap_or(0)
+        });
+        let sorted_part = ComparedPart {
+            metrics: &sorted,
+            ..*part
+        };
         for (group, id, title, caption) in groups {
-            let table = compared_metric_table(part, group);
+            let table = compared_metric_table(&sorted_part, group);
             if !table.rows.is_empty() {
                 out.push(Panel::new(id, title, caption, Body::Table(table)));
             }
@@ -462,6 +479,50 @@ pub fn summary_metrics(l: &LockReport) -> Vec<Metric> {
                     metric
                 }),
         );
+    }
+    m
+}
+
+/// What a lock is matched by across runs: its symbol when it has one
+/// (`queue_lock`, `cache+0x40`); a heap or stack lock, whose address
+/// differs from run to run, by its kind and the call site that waited for
+/// it most (`heap mutex used at dequeue (queue.c:82)`).
+pub fn compared_name(l: &LockRow) -> String {
+    match l.sites.first() {
+        Some(site) if l.name.starts_with("0x") => format!("heap {} used at {site}", l.kind),
+        _ => l.name.clone(),
+    }
+}
+
+/// The histogram as metrics, one pair per bucket
+/// (`locks.wait_histogram.<lower_ns>.{events,wait_ns}`; a bucket a run has
+/// no events in counts as 0 there).
+pub fn histogram_metrics(l: &LockReport) -> Vec<Metric> {
+    let mut m = Vec::new();
+    for b in &l.wait_histogram {
+        let range = if b.upper_ns <= 1 {
+            "no wait".to_string()
+        } else {
+            format!(
+                "{}–{}",
+                crate::report::fmt::duration_plain(b.lower_ns),
+                crate::report::fmt::duration_plain(b.upper_ns)
+            )
+        };
+        m.push(Metric {
+            key: format!("locks.wait_histogram.{}.events", b.lower_ns),
+            label: format!("{range}: events"),
+            unit: Unit::Count,
+            group: WAIT_HISTOGRAM,
+            value: n(b.events),
+        });
+        m.push(Metric {
+            key: format!("locks.wait_histogram.{}.wait_ns", b.lower_ns),
+            label: format!("{range}: wait"),
+            unit: Unit::Ns,
+            group: WAIT_HISTOGRAM,
+            value: n(b.wait_ns),
+        });
     }
     m
 }

@@ -15,6 +15,9 @@ pub enum Unit {
     Ns,
     /// A share in [0, 1] (shown as a percentage).
     Fraction,
+    /// A real number in the unit its label names (threads, tasks),
+    /// shown with two decimals.
+    Number,
 }
 
 /// Which table a metric belongs to (JSON `group`, CSV `section` of a

@@ -61,6 +61,11 @@ fn decimal(x: f64, decimals: usize, st: &Style) -> String {
 /// A duration of `ns` nanoseconds in `unit`: `523 ns`, `1.234 ms`, `12.50 s`
 /// for [`TimeUnit::Auto`] (4 significant digits); fixed units print
 /// integers (ns) or 3 decimals.
+/// `ns` in the most readable unit, plain typography (`1.024 µs`).
+pub(crate) fn duration_plain(ns: u64) -> String {
+    duration(ns as f64, TimeUnit::Auto, &PLAIN)
+}
+
 pub(crate) fn duration(ns: f64, unit: TimeUnit, st: &Style) -> String {
     let ns = ns.max(0.0);
     let (scale, name, decimals) = match unit {

@@ -43,6 +43,7 @@ impl Cell {
             (Some(v), Unit::Count) => Cell::Count(v.round() as u64),
             (Some(v), Unit::Ns) => Cell::Ns(v.round() as u64),
             (Some(v), Unit::Fraction) => Cell::Fraction(v),
+            (Some(v), Unit::Number) => Cell::Real(v),
         }
     }
 

@@ -2,7 +2,10 @@
 //! (Venter 2016, Listings 3.3 and 3.4) and the service time per thread.
 
 use super::ServiceReport;
-use crate::report::layout::{seconds, take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::compared::{metrics, Comparable, ComparedPart, MetricGroup, Unit};
+use crate::report::layout::{
+    compared_metric_table, seconds, take_top, Body, Cell, Column, Panel, Row, Table,
+};
 use crate::report::{RenderOptions, ReportSection};
 
 impl ReportSection for ServiceReport {
@@ -12,6 +15,40 @@ impl ReportSection for ServiceReport {
 
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         vec![service_panel(self), service_thread_panel(self, opts.top)]
+    }
+
+    /// The run-wide service-time figures (threads are not compared: their
+    /// ids differ from run to run).
+    fn comparable(&self) -> Option<Comparable> {
+        use Unit::{Count, Fraction, Ns, Number};
+        let ns = |s: f64| (s.max(0.0) * 1e9).round();
+        let longest = self.threads.first().map_or(0.0, |t| t.cpu_s);
+        #[rustfmt::skip]
+        let rows = [
+            ("wall_ns", "Wall time", Ns, ns(self.wall_s)),
+            ("cpu_ns", "Service (CPU) time", Ns, ns(self.cpu_s)),
+            ("cpu_per_wall", "CPU time / wall time", Number, self.cpu_per_wall),
+            ("active_threads", "Active threads A, measured", Number, self.active_threads),
+            ("active_threads_modelled", "Active threads A, modelled", Number, self.active_threads_modelled),
+            ("run_queue_mean", "Run queue, mean", Number, self.run_queue_mean),
+            ("threads", "Threads sampled", Count, self.threads.len() as f64),
+            ("busiest_thread_share", "Busiest thread's share of CPU time", Fraction, if self.cpu_s > 0.0 { longest / self.cpu_s } else { 0.0 }),
+        ];
+        Some(Comparable {
+            metrics: metrics(MetricGroup("service"), "service.", rows),
+            missing_is_zero: false,
+            lists: Vec::new(),
+        })
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, _opts: &RenderOptions) -> Vec<Panel> {
+        vec![Panel::new(
+            "service",
+            "Service time",
+            "Service time and active threads of each run and their change (cf. Venter 2016, Section 3.2.3); \
+             blank where a run has no service-time samples.",
+            Body::Table(compared_metric_table(part, MetricGroup("service"))),
+        )]
     }
 }
 
