@@ -77,14 +77,16 @@ fn counters_panel(c: &CountersReport) -> Panel {
     }];
     if let Some(cpu) = c.cpu_s {
         let source = if c.available.contains_key("task_clock") {
-            "task_clock counter"
+            "task_clock counter: every thread's time, added by the kernel as it exits; the sampled \
+             service time above misses what threads ran between the last sample and their exit, and \
+             threads shorter than one interval"
         } else {
-            "wait4 resource usage"
+            "wait4 resource usage of the program and the children it waited for, at its exit"
         };
         rows.push(Row {
             key: "cpu_ns".into(),
             cells: vec![
-                Cell::Text("CPU time".into()),
+                Cell::Text("CPU time, counted by the kernel".into()),
                 seconds(cpu),
                 Cell::Text(source.into()),
             ],

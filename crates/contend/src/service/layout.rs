@@ -55,7 +55,11 @@ impl ReportSection for ServiceReport {
 fn service_panel(s: &ServiceReport) -> Panel {
     let fields = [
         ("wall_ns", "Wall time", seconds(s.wall_s)),
-        ("cpu_ns", "Service (CPU) time", seconds(s.cpu_s)),
+        (
+            "cpu_ns",
+            "CPU time, sampled (service time)",
+            seconds(s.cpu_s),
+        ),
         (
             "cpu_per_wall",
             "CPU time / wall time",
