@@ -111,6 +111,9 @@ pub struct RecordArgs {
     /// With --mpi: the MPI implementation, openmpi or mpich (default: detected from CMD)
     #[arg(long, value_name = "IMPL", requires = "mpi")]
     mpi_impl: Option<String>,
+    /// Run a program whose locks cannot be traced (statically linked, setuid, 32-bit) anyway, for its service time and counters
+    #[arg(long)]
+    yes: bool,
     /// With --mpi: trace lock operations too (hybrid MPI + threads programs; mpirun's own processes are traced as well)
     #[arg(long, requires = "mpi")]
     locks: bool,
@@ -175,6 +178,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         Some(other) => bail!("--mpi-impl {other}: expected openmpi or mpich"),
     };
     let opts = RecordOptions {
+        run_untraced: a.yes,
         mpi: a.mpi,
         mpi_with_locks: a.locks,
         mpi_impl,

@@ -131,6 +131,11 @@ pub struct RecordOptions {
     /// The MPI implementation (`--mpi-impl`); `None` detects it from the
     /// command ([`detect_mpi_implementation`]).
     pub mpi_impl: Option<MpiImplementation>,
+    /// Run a program the collector cannot be loaded into (statically
+    /// linked, setuid, 32-bit) anyway, for its service time and counters
+    /// (`--yes`); without it such a program is refused before it runs
+    /// ([`RecordError::CannotTrace`]).
+    pub run_untraced: bool,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -148,6 +153,7 @@ impl Default for RecordOptions {
             mpi: false,
             mpi_with_locks: false,
             mpi_impl: None,
+            run_untraced: false,
         }
     }
 }
@@ -253,6 +259,15 @@ pub enum RecordError {
         target: PathBuf,
         /// The link points to nothing.
         dangling: bool,
+    },
+    /// The collector cannot be loaded into the program (statically
+    /// linked, setuid or setgid, 32-bit), so no lock could be traced.
+    /// Nothing was run or created; [`RecordOptions::run_untraced`] runs it
+    /// anyway.
+    #[error("{}. Nothing was run: `contend record --yes` runs it anyway, for its service time and counters, without lock traces", reasons.join("; "))]
+    CannotTrace {
+        /// Why, one sentence each.
+        reasons: Vec<String>,
     },
     /// The output directory's parent does not exist. Nothing was created.
     #[error("{}: cannot create it: the directory {} does not exist", path.display(), parent.display())]
@@ -361,6 +376,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })?;
     let program = resolve_command(name, std::env::var_os("PATH").as_deref(), &cwd)?;
     let mut warnings = inspect_executable(&program);
+    if !warnings.is_empty() && !opts.run_untraced && !opts.mpi {
+        // Before anything is created or run: a program that cannot be
+        // traced is the user's call to make, not a surprise afterwards.
+        return Err(RecordError::CannotTrace { reasons: warnings });
+    }
     let collector = contend_collector::install_lock_collector()
         .map_err(|source| RecordError::Collector { source })?;
     if collector

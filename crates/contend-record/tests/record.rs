@@ -300,14 +300,28 @@ fn command_not_found_creates_nothing() {
 }
 
 #[test]
-fn statically_linked_program_is_run_with_a_warning() {
+fn statically_linked_program_is_refused_or_run_with_a_warning() {
     let t = tempfile::tempdir().unwrap();
     let Some(exe) = try_cc(t.path(), "static3", EXIT3, &["-static"]) else {
         eprintln!("skipped: static libc is not available (gcc -static failed)");
         return;
     };
     let out = t.path().join("rec");
-    let o = record(&opts(out.clone(), &[s(&exe)])).unwrap();
+    // Refused before it runs, nothing created.
+    match record(&opts(out.clone(), &[s(&exe)])) {
+        Err(e @ RecordError::CannotTrace { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("static3") && m.contains("--yes"), "{m}");
+        }
+        other => panic!("expected CannotTrace, got {other:?}"),
+    }
+    assert!(!out.exists());
+    // Run anyway when asked.
+    let o = record(&RecordOptions {
+        run_untraced: true,
+        ..opts(out.clone(), &[s(&exe)])
+    })
+    .unwrap();
     assert_eq!(o.exit_code, Some(3));
     let w = o
         .warnings

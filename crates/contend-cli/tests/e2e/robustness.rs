@@ -713,7 +713,28 @@ fn static_binary_cannot_be_traced() {
         );
         return;
     }
-    let (dir, rec, _) = same_with_and_without(tmp.path(), &exe, &["8"]);
+    // Refused before it runs, saying why and how to run it anyway.
+    let refused = tmp.path().join("refused.data");
+    let out = record(&refused, &exe, &["8"]);
+    assert_eq!(out.code(), Some(2), "{}", out.describe());
+    assert!(
+        out.stderr.contains("statically linked") && out.stderr.contains("--yes"),
+        "{}",
+        out.describe()
+    );
+    assert!(out.stdout.is_empty(), "the program ran: {}", out.describe());
+    assert!(!refused.exists());
+    // With --yes it runs, unchanged, and the warning stays.
+    let dir = tmp.path().join("rec");
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--yes", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe)
+        .arg("8");
+    let rec = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(rec.success(), "{}", rec.describe());
+    assert_eq!(rec.stdout, run_plain(&exe, &["8"]).stdout);
     assert!(
         rec.stderr.contains("warning") && rec.stderr.contains("statically linked"),
         "contend record warns that a static program cannot be traced:\n{}",

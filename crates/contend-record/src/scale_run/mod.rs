@@ -457,6 +457,9 @@ fn make_run(
         command: planned.command.clone(),
         interval: opts.interval,
         cpus: Some(planned.cpus.clone()),
+        // The model needs service time and counters; lock traces only
+        // split the time lost to dependencies.
+        run_untraced: true,
         ..RecordOptions::default()
     };
     let out_tmp = dir.join(format!(".{}.stdout", planned.dir));

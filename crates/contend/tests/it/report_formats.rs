@@ -688,7 +688,12 @@ fn comparison_computes_change_relative_to_the_first_run() {
     let names: Vec<&str> = c.items("by_lock").iter().map(|l| l.name.as_str()).collect();
     assert_eq!(
         names,
-        ["queue_lock", "heap rwlock used at libfoo.so+0x1a2b", "stats_lock", "head_lock"]
+        [
+            "queue_lock",
+            "heap rwlock used at libfoo.so+0x1a2b",
+            "stats_lock",
+            "head_lock"
+        ]
     );
     let lock_wait = |name: &str| {
         c.items("by_lock")
