@@ -342,6 +342,21 @@ pub fn kill(pid: u32, sig: i32) -> bool {
 }
 
 /// Kills a child and everything it started, innermost last-started first.
+/// Sends `sig` to every process of the process group `pgid`, as a
+/// terminal does for Ctrl-C (SIGINT) to its foreground group.
+pub fn kill_group(pgid: u32, sig: i32) -> bool {
+    // procps's kill takes a negative pid after `--` (dash's builtin does
+    // not).
+    Command::new("/bin/kill")
+        .arg(format!("-{sig}"))
+        .arg("--")
+        .arg(format!("-{pgid}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 pub fn kill_tree(child: &mut Child) {
     let pid = child.id();
     let mut all = descendants(pid);

@@ -698,9 +698,10 @@ fn bad_flags_give_clear_errors() {
     );
 }
 
-/// Ctrl-C (SIGINT to the foreground process group: contend and the
-/// program) stops the experiment after the current run; the manifest lists
-/// the runs finished and says why it stopped; exit status 130.
+/// Ctrl-C (SIGINT to the foreground process group, as a terminal sends
+/// it: contend and the program) interrupts the current run and stops the
+/// experiment: no further run is made, the interrupted run's recording is
+/// completed and listed, the manifest says why it stopped; exit status 130.
 #[test]
 fn ctrl_c_stops_cleanly_with_the_runs_finished() {
     let _serial = serial();
@@ -724,11 +725,10 @@ fn ctrl_c_stops_cleanly_with_the_runs_finished() {
         assert!(std::time::Instant::now() < deadline, "no runs after 30 s");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The group Running started contend in (process_group(0)), as the
+    // terminal's foreground group.
     let pgid = running.pid();
-    assert!(kill(pgid, 2), "SIGINT to contend");
-    for p in descendants(pgid) {
-        kill(p, 2);
-    }
+    assert!(kill_group(pgid, 2), "SIGINT to the process group");
     let out = running
         .wait_for(Duration::from_secs(30))
         .expect("contend scale must stop after Ctrl-C");

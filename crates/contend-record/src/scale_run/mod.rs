@@ -44,8 +44,10 @@
 //! status and the experiment goes on; a command that cannot be started at
 //! all (not found, not executable, `exec` failed) stops the experiment with
 //! an error, since every later run would fail the same way. `SIGINT`,
-//! `SIGTERM` or `SIGHUP` (Ctrl-C) stop the experiment after the current
-//! run: the manifest lists the runs finished and says why it stopped.
+//! `SIGTERM` or `SIGHUP` (Ctrl-C) interrupt the current run (the program
+//! gets the signal, as any foreground program does) and stop the
+//! experiment: no further run is made, the manifest lists the runs made,
+//! the interrupted one included, and says why it stopped.
 //! During a run the recorder forwards those signals to the program, so a
 //! run that ends by one of them (or exits with 128 + one of them, as a shell
 //! does when it is interrupted), or during which the launcher received one
