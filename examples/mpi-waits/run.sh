@@ -18,8 +18,7 @@ contend="$root/target/release/contend"
 mpicc=${MPICC:-mpicc}
 mpirun=${MPIRUN:-mpirun}
 
-echo "== building contend (cargo build --release)" >&2
-(cd "$root" && cargo build --release --quiet -p contend-cli)
+. "$root/examples/build-contend.sh"
 
 echo "== building mpi_waits with $mpicc" >&2
 mkdir -p "$out"

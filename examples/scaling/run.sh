@@ -18,8 +18,7 @@ out="$root/target/scaling"
 contend="$root/target/release/contend"
 cc=${CC:-gcc}
 
-echo "== building contend (cargo build --release)" >&2
-(cd "$root" && cargo build --release --quiet -p contend-cli)
+. "$root/examples/build-contend.sh"
 
 echo "== building scaling" >&2
 mkdir -p "$out"
