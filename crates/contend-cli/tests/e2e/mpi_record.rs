@@ -1536,9 +1536,10 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
         );
     } else {
         // Three disturbed runs: what the program's clock counted is not the
-        // truth of the waits; what holds whatever the load is that the
-        // waits found never exceed the time spent waiting, and explain it
-        // up to the measured disturbance.
+        // truth of the waits (ranks preempted inside calls, in the late
+        // iteration too). What holds whatever the load: the waits found
+        // never exceed the time spent in Waitall, and the designed late
+        // sender is found.
         eprintln!(
             "all runs disturbed ({:.3} ms outside the late iteration): checking bounds only",
             disturbance / 1e6
@@ -1549,9 +1550,8 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
             ls + lr
         );
         assert!(
-            ls + lr >= all - disturbance - 0.05 * all,
-            "waits {} ns leave more than the disturbance ({disturbance} ns) of {all} ns unexplained",
-            ls + lr
+            ls >= 0.5 * delay_ms * 1e6,
+            "the {delay_ms} ms late sender was not found: {ls} ns"
         );
     }
     // charged to the MPI_Waitall call site

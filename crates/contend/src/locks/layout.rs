@@ -105,6 +105,7 @@ impl ReportSection for LockReport {
         }
         if l.no_events_reason.is_none() {
             out.push(lock_panel(l, opts.top));
+            out.extend(wait_object_panel(l, opts.top));
             out.push(site_panel(l, opts.top));
             out.push(thread_panel(l, opts.top));
             out.push(histogram_panel(l));
@@ -220,8 +221,19 @@ impl ReportSection for LockReport {
     }
 }
 
+/// True for the objects that are locks (held), not waits (cond, barrier,
+/// semaphore).
+fn is_lock_kind(kind: &str) -> bool {
+    matches!(kind, "mutex" | "rwlock" | "spinlock")
+}
+
+/// Per lock (Table 4.12): mutexes, rwlocks and spinlocks only. Condition
+/// variables, barriers and semaphores have a table of their own
+/// ([`wait_object_panel`]): an idle thread's condition wait as long as the
+/// run is no lock contention and must not push the hottest mutex down.
 fn lock_panel(l: &LockReport, top: usize) -> Panel {
-    let (locks, omitted) = take_top(&l.by_lock, top);
+    let all: Vec<&LockRow> = l.by_lock.iter().filter(|k| is_lock_kind(&k.kind)).collect();
+    let (locks, omitted) = take_top(&all, top);
     let rows = locks
         .iter()
         .map(|k| Row {
@@ -233,8 +245,8 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
                 Cell::Count(k.contended_events),
                 Cell::Ns(k.wait_ns),
                 Cell::Ns(k.hold_ns),
+                Cell::Ns(k.hold_ns.checked_div(k.events).unwrap_or(0)),
                 Cell::Ns(k.max_wait_ns),
-                Cell::Count(k.critical_events),
                 Cell::Ns(k.critical_wait_ns),
                 Cell::Text(k.sites.join(", ")),
             ],
@@ -250,8 +262,8 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
             Column::num("Contended", "contended_events").explained("acquisitions that did not succeed at once (a contended acquisition)"),
             Column::num("Wait", "wait_ns").explained("time from the request to the acquisition (or wake-up), summed"),
             Column::num("Hold", "hold_ns").explained("time from the acquisition to the release, summed"),
+            Column::num("Avg hold", "mean_hold_ns").explained("hold time per event"),
             Column::num("Max wait", "max_wait_ns").explained("the longest single wait"),
-            Column::num("CP events", "critical_events").explained("events on the critical path: the chain of events that determines the run's length (Venter 2016, Table 4.10)"),
             Column::num("CP wait", "critical_wait_ns").explained("wait of the events on the critical path (Chen & Stenström; Venter 2016, Section 3.2.2.2)"),
             sites,
         ],
@@ -262,10 +274,65 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
     Panel::new(
         "by_lock",
         "Per lock",
-        "Lock events per synchronisation object, most waiting first (cf. Venter 2016, Table 4.12); \
-         CP = on the critical path.",
+        "Lock events per mutex, rwlock and spinlock, most waiting first (cf. Venter 2016, Table 4.12); \
+         CP = on the critical path (the events on it per lock are in the JSON, `critical_events`).",
         Body::Table(table),
     )
+}
+
+/// Per condition variable, barrier and semaphore: waits, not holds (a
+/// thread that waits at a condition variable is not contending for it).
+fn wait_object_panel(l: &LockReport, top: usize) -> Option<Panel> {
+    let all: Vec<&LockRow> = l
+        .by_lock
+        .iter()
+        .filter(|k| !is_lock_kind(&k.kind))
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    let (objects, omitted) = take_top(&all, top);
+    let rows = objects
+        .iter()
+        .map(|k| Row {
+            key: format!("{}:{}", k.pid, k.address),
+            cells: vec![
+                Cell::Text(k.name.clone()),
+                Cell::Text(k.kind.clone()),
+                Cell::Count(k.events),
+                Cell::Count(k.contended_events),
+                Cell::Ns(k.wait_ns),
+                Cell::Ns(k.wait_ns.checked_div(k.events).unwrap_or(0)),
+                Cell::Ns(k.max_wait_ns),
+                Cell::Ns(k.critical_wait_ns),
+                Cell::Text(k.sites.join(", ")),
+            ],
+        })
+        .collect();
+    let mut sites = Column::text("Call sites", "sites");
+    sites.detail = true;
+    Some(Panel::new(
+        "by_wait_object",
+        "Per condition variable, barrier and semaphore",
+        "Waits per condition variable, barrier and semaphore, most waiting first: threads waiting for \
+         work or for each other, not contending for a lock; CP = on the critical path.",
+        Body::Table(Table {
+            columns: vec![
+                Column::text("Object", "name"),
+                Column::text("Kind", "kind"),
+                Column::num("Waits", "events"),
+                Column::num("Waited", "contended_events").explained("waits that had to block (did not succeed at once)"),
+                Column::num("Wait", "wait_ns"),
+                Column::num("Avg wait", "mean_wait_ns").explained("wait per wait operation"),
+                Column::num("Max wait", "max_wait_ns"),
+                Column::num("CP wait", "critical_wait_ns"),
+                sites,
+            ],
+            rows,
+            omitted,
+            ..Table::default()
+        }),
+    ))
 }
 
 /// `file:line`, else `module+offset`, else the offset.

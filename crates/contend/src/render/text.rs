@@ -5,7 +5,10 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{Attribute, CellAlignment, ColumnConstraint, ContentArrangement};
+use comfy_table::{Attribute, CellAlignment, ColumnConstraint, ContentArrangement, Width};
+
+/// The narrowest a text column gets when a table is fitted to the terminal.
+const MIN_TEXT: usize = 20;
 
 use super::{Document, Renderer};
 use crate::report::fmt::PLAIN;
@@ -255,8 +258,7 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
 
     // Headings no wider than their column's values (long headings break at
     // spaces); names are never cut: on a terminal narrower than the table
-    // comfy-table wraps the text columns onto more lines, numbers keep
-    // their width.
+    // the text columns wrap onto more lines, numbers keep their width.
     let chars = |s: &str| s.chars().count();
     let widths: Vec<usize> = (0..header.len())
         .map(|j| rows.iter().map(|r| chars(&r[j])).max().unwrap_or(0))
@@ -266,14 +268,35 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         .zip(&widths)
         .map(|(h, w)| wrap_words(h, *w))
         .collect();
+    // Each column's width as drawn: its values, or its heading's longest
+    // line; every column has a space on either side.
+    let mut drawn: Vec<usize> = headings
+        .iter()
+        .zip(&widths)
+        .map(|(h, w)| h.lines().map(chars).max().unwrap_or(0).max(*w))
+        .collect();
+    let natural = drawn.clone();
+    if let Some(limit) = opts.width {
+        // Too wide for the terminal: narrow the widest text column, again
+        // and again, never below MIN_TEXT (a name wraps, but not into a
+        // sliver); numbers keep their width. What cannot be saved makes the
+        // table wider than the terminal.
+        loop {
+            let total: usize = drawn.iter().map(|w| w + 2).sum();
+            if total <= limit {
+                break;
+            }
+            let widest = (0..drawn.len())
+                .filter(|&j| !numeric[j] && drawn[j] > MIN_TEXT)
+                .max_by_key(|&j| drawn[j]);
+            let Some(j) = widest else { break };
+            drawn[j] -= (total - limit).min(drawn[j] - MIN_TEXT);
+        }
+    }
     let mut ct = comfy_table::Table::new();
     ct.load_preset(STYLE).force_no_tty();
     if opts.color {
         ct.enforce_styling();
-    }
-    if let Some(w) = opts.width {
-        ct.set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(u16::try_from(w).unwrap_or(u16::MAX));
     }
     ct.set_header(
         headings
@@ -281,11 +304,20 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
             .map(|h| comfy_table::Cell::new(h).add_attribute(Attribute::Bold)),
     );
     ct.add_rows(rows);
+    if drawn != natural {
+        ct.set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(
+                u16::try_from(drawn.iter().map(|w| w + 2).sum::<usize>()).unwrap_or(u16::MAX),
+            );
+    }
     for (j, right) in numeric.iter().enumerate() {
-        if let (true, Some(c)) = (*right, ct.column_mut(j)) {
+        let Some(c) = ct.column_mut(j) else { continue };
+        if *right {
             c.set_cell_alignment(CellAlignment::Right);
-            c.set_constraint(ColumnConstraint::ContentWidth);
         }
+        // Exactly the width chosen above: wrapped text where narrowed.
+        let w = u16::try_from(drawn[j] + 2).unwrap_or(u16::MAX);
+        c.set_constraint(ColumnConstraint::Absolute(Width::Fixed(w)));
     }
     for line in ct.lines() {
         let _ = writeln!(out, "{}", line.trim_end());

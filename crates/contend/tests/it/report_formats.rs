@@ -261,7 +261,7 @@ fn names_are_never_cut() {
         }
     }
     for line in narrow.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80: {line}");
+        assert!(line.chars().count() <= 100, "wider than 100: {line}");
     }
 }
 
