@@ -914,3 +914,30 @@ fn cpp_std_mutex_at_o0_is_attributed_through_stacks() {
         "no site is left in gthr-default.h when every event has a stack"
     );
 }
+
+/// Ownership changes (mutrace's "changed" count) of locks whose hand-overs
+/// are known (tests/programs/handover.c): strict alternation of two
+/// threads 200 times each = 399, two threads one after the other = 1, one
+/// thread = 0. Exact: every acquisition is recorded, and the semaphores
+/// order them.
+#[test]
+fn ownership_changes_are_counted() {
+    require_tool!("gcc");
+    let exe = build("handover.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("r.data");
+    let out = record(&dir, &exe, &[] as &[&str]);
+    assert!(out.success(), "{}", out.describe());
+    let report = report_json(&dir);
+    for (lock, events, changes) in [
+        ("ping_lock", 400, 399),
+        ("solo_lock", 400, 1),
+        ("own_lock", 200, 0),
+    ] {
+        let row = lock_row(&report, lock);
+        assert_eq!(u(row, "events"), events, "{row}");
+        assert_eq!(u(row, "ownership_changes"), changes, "{row}");
+    }
+    let text = report_raw(&dir, &[] as &[&str]);
+    assert!(text.stdout.contains("Changed"), "{}", text.describe());
+}

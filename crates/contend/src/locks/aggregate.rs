@@ -284,6 +284,7 @@ pub fn aggregate_named(
     critical.event_share = ratio(critical.events, summary.events);
     critical.wait_share = ratio(critical.wait_ns, summary.duration_ns);
 
+    let changes = super::ownership::ownership_changes(set);
     let mut by_lock: Vec<LockRow> = locks
         .into_iter()
         .enumerate()
@@ -317,6 +318,7 @@ pub fn aggregate_named(
                 critical_events: l.critical_events,
                 critical_wait_ns: l.critical_wait,
                 critical_hold_ns: l.critical_hold,
+                ownership_changes: changes[i],
                 sites: names,
             }
         })

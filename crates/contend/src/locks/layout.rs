@@ -246,6 +246,7 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
                 Cell::Ns(k.wait_ns),
                 Cell::Ns(k.hold_ns),
                 Cell::Ns(k.hold_ns.checked_div(k.events).unwrap_or(0)),
+                Cell::Count(k.ownership_changes),
                 Cell::Ns(k.max_wait_ns),
                 Cell::Ns(k.critical_wait_ns),
                 Cell::Text(k.sites.join(", ")),
@@ -263,6 +264,7 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
             Column::num("Wait", "wait_ns").explained("time from the request to the acquisition (or wake-up), summed"),
             Column::num("Hold", "hold_ns").explained("time from the acquisition to the release, summed"),
             Column::num("Avg hold", "mean_hold_ns").explained("hold time per event"),
+            Column::num("Changed", "ownership_changes").explained("acquisitions by a thread other than the previous owner (hand-overs; mutrace's count)"),
             Column::num("Max wait", "max_wait_ns").explained("the longest single wait"),
             Column::num("CP wait", "critical_wait_ns").explained("wait of the events on the critical path (Chen & Stenström; Venter 2016, Section 3.2.2.2)"),
             sites,
@@ -605,6 +607,7 @@ pub fn lock_metrics(l: &LockRow) -> Vec<Metric> {
         ("wait_ns", "Wait time", Ns, n(l.wait_ns)),
         ("hold_ns", "Hold time", Ns, n(l.hold_ns)),
         ("max_wait_ns", "Longest wait", Ns, n(l.max_wait_ns)),
+        ("ownership_changes", "Ownership changes", Count, n(l.ownership_changes)),
         ("critical_events", "Events on the critical path", Count, n(l.critical_events)),
         ("critical_wait_ns", "Wait on the critical path", Ns, n(l.critical_wait_ns)),
     ];

@@ -10,6 +10,7 @@ pub mod critical_path;
 pub mod events;
 pub mod layout;
 pub mod model;
+pub mod ownership;
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 use crate::recording::Recording;
@@ -24,6 +25,7 @@ pub use model::{
     CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
     WaitKindRow,
 };
+pub use ownership::ownership_changes;
 
 /// The lock analysis of a recording (registered in
 /// [`crate::analysis::ANALYZERS`]): every recording gets a lock section,

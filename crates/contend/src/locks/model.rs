@@ -133,6 +133,10 @@ pub struct LockRow {
     pub critical_wait_ns: u64,
     /// Hold on the critical path, ns.
     pub critical_hold_ns: u64,
+    /// Times a thread other than the previous owner acquired it, over the
+    /// whole recording whatever the filters (mutrace's "changed" count;
+    /// [`super::ownership::ownership_changes`]).
+    pub ownership_changes: u64,
     /// Call sites that acquired it, most waiting first (short form).
     pub sites: Vec<String>,
 }

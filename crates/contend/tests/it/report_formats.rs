@@ -32,6 +32,7 @@ fn lock(
         critical_events: events / 20,
         critical_wait_ns: wait_ns / 4,
         critical_hold_ns: wait_ns / 8,
+        ownership_changes: events / 3,
         sites: sites.iter().map(|s| s.to_string()).collect(),
     }
 }
@@ -260,8 +261,12 @@ fn names_are_never_cut() {
             rest = &rest[at + c.len_utf8()..];
         }
     }
+    // Numbers are never narrowed: the per-lock table's nine numeric
+    // columns alone take about 90 characters, so an 80-column terminal
+    // gets names squeezed to their minimum (20) and the numbers beside
+    // them; nothing wider than that.
     for line in narrow.lines() {
-        assert!(line.chars().count() <= 100, "wider than 100: {line}");
+        assert!(line.chars().count() <= 115, "wider than 115: {line}");
     }
 }
 
@@ -362,10 +367,12 @@ fn text_shows_formatted_numbers_in_every_section() {
     }
     // Warnings come before the tables.
     assert!(t.find("WARNINGS").unwrap() < t.find("Lock summary").unwrap());
+    // The widest table is the per lock one: short names and its nine
+    // numeric columns fit in 115 columns.
     for line in t.lines() {
         assert!(
-            line.chars().count() <= 100,
-            "line wider than 100 columns: {line:?}"
+            line.chars().count() <= 115,
+            "line wider than 115 columns: {line:?}"
         );
     }
 }
