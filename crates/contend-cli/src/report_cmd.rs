@@ -99,13 +99,13 @@ pub struct ExportArgs {
     /// Export format
     #[arg(short, long, value_enum)]
     format: ExportFormat,
-    /// Output file, `-` for standard output [default: contend.<format> beside the current directory]
+    /// Output file (for otf2 a directory), `-` for standard output [default: contend.pftrace, contend.trace.json, contend.pb.gz, contend.folded, contend.svg, contend-otf2/ in the current directory]
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Replace an existing output file
     #[arg(long)]
     force: bool,
-    /// What weights the stacks: time waited or time held
+    /// What weights the stacks (folded, svg): lock wait, lock hold or MPI wait time
     #[arg(long, value_enum, default_value = "wait")]
     weight: Weight,
     /// Configuration file (default: contend.toml in the recording or current directory)
@@ -309,9 +309,15 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
     bar.finish();
     let options = ExportOptions {
         weight: a.weight,
-        critical_only: r.options.locks.critical_only,
+        filter: r.options.locks.clone(),
+        mpi: r.options.mpi,
     };
-    let summary = if to_stdout {
+    let summary = if a.format.is_archive() {
+        if to_stdout {
+            bail!("--format {}: an archive of files cannot go to standard output; name a directory with -o", a.format.name());
+        }
+        crate::otf2_cmd::write(&analysis, &options, &path, a.force)?
+    } else if to_stdout {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         let s = contend::export::export(&analysis, a.format, &options, &mut out)?;
         out.flush()?;

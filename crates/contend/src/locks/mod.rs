@@ -10,6 +10,7 @@ pub mod critical_path;
 pub mod events;
 pub mod layout;
 pub mod model;
+pub mod select;
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 use crate::recording::Recording;
@@ -22,6 +23,7 @@ pub use model::{
     CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
     WaitKindRow,
 };
+pub use select::Selection;
 
 /// The lock analysis of a recording (registered in
 /// [`crate::analysis::ANALYZERS`]): every recording gets a lock section,
