@@ -39,6 +39,9 @@ pub enum ExportError {
     /// this crate does not hold); the message says how.
     #[error("{0}")]
     Unsupported(String),
+    /// A writer outside this crate (libotf2) failed; its message.
+    #[error("writing the export: {0}")]
+    Writer(String),
 }
 
 /// What an export wrote, for the command's closing line.
