@@ -40,7 +40,7 @@ fn main() {
         .flag("-Wextra")
         .flag("-Werror")
         .compile("contend_otf2_shim");
-    if root != PathBuf::from("/usr") {
+    if root != std::path::Path::new("/usr") {
         for lib in ["lib", "lib64"] {
             println!(
                 "cargo:rustc-link-search=native={}",

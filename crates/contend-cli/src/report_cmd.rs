@@ -39,6 +39,12 @@ pub struct OutputArgs {
     /// Configuration file (default: contend.toml in the recording or current directory)
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// With --format svg: the chart to draw (an unknown name lists the report's charts)
+    #[arg(long, value_name = "NAME")]
+    chart: Option<String>,
+    /// Write to this file instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output_file: Option<PathBuf>,
 }
 
 #[derive(Args, Default)]
@@ -153,8 +159,9 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
         }
     };
     let render = RenderOptions {
-        color,
+        color: color && output.output_file.is_none(),
         top: output.top.or(config.report.top).unwrap_or(20),
+        chart: output.chart.clone(),
         ..RenderOptions::default()
     };
     let f = &config.filter;
@@ -257,14 +264,41 @@ pub fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     let text = if contend_trace::scale::ScaleManifest::is_scale_dir(&a.dir) {
         let scale = contend::speedup::scale_report(&a.dir, &bar)?;
         bar.finish();
-        render(&Document::Scale(&scale), r.format, &r.render)
+        render_checked(&Document::Scale(&scale), &r)?
     } else {
-        let report = analyze_dir(&a.dir, &r.options, &bar)?;
+        bar.stage(&format!("reading {}", a.dir.display()), 1);
+        let rec = Recording::open(&a.dir)?;
+        bar.advance(1);
+        let analysis = contend::analyze(&rec, &r.options, &bar);
         bar.finish();
-        render(&Document::Report(&report), r.format, &r.render)
+        render_checked(&Document::Analysis(&analysis), &r)?
     };
-    write_out(&text)?;
+    emit(&text, a.output.output_file.as_deref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Renders `doc`, first checking that `--format svg` names one of its
+/// charts.
+fn render_checked(doc: &Document<'_>, r: &Resolved) -> Result<String> {
+    if r.format == OutputFormat::Svg {
+        contend::render::svg::select_chart(doc, r.render.chart.as_deref())?;
+    } else if let Some(chart) = &r.render.chart {
+        bail!("--chart {chart}: only --format svg draws one chart (--format html draws them all)");
+    }
+    Ok(render(doc, r.format, &r.render))
+}
+
+/// Writes `text` to `file`, or to standard output.
+fn emit(text: &str, file: Option<&Path>) -> Result<()> {
+    match file {
+        None => write_out(text),
+        Some(path) => {
+            std::fs::write(path, text)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+            eprintln!("contend: wrote {}", path.display());
+            Ok(())
+        }
+    }
 }
 
 pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
@@ -277,7 +311,8 @@ pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
     }
     bar.finish();
     let cmp = contend::compare::Comparison::new(reports);
-    write_out(&render(&Document::Comparison(&cmp), r.format, &r.render))?;
+    let text = render_checked(&Document::Comparison(&cmp), &r)?;
+    emit(&text, a.output.output_file.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -288,6 +323,8 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
         top: None,
         color: ColorChoice::Never,
         config: a.config.clone(),
+        chart: None,
+        output_file: None,
     };
     let r = resolve(&output_args, &a.filter, &a.dir)?;
     let path = a

@@ -470,8 +470,8 @@ fn lock_events(
             v
         };
         let mut lanes = Lanes::default();
-        for k in 0..range.len() {
-            let i = if sorted { start + k } else { order[k] as usize };
+        for k in range.clone() {
+            let i = if sorted { k } else { order[k - start] as usize };
             let e = &set.events[i];
             let is_post = e.outcome == Outcome::Post;
             let waker_id = flow_out.get(&(i as u32)).copied();

@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod critical_path;
 pub mod events;
+pub mod figures;
 pub mod layout;
 pub mod model;
 pub mod select;

@@ -212,6 +212,7 @@ fn opts() -> RenderOptions {
         color: false,
         top: 0,
         unit: TimeUnit::Auto,
+        ..RenderOptions::default()
     }
 }
 
