@@ -344,6 +344,11 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
     bar.advance(1);
     let analysis = contend::analyze(&rec, &r.options, &bar);
     bar.finish();
+    // What the recording lacks is said first, also when nothing can be
+    // exported because of it.
+    for w in &analysis.report.warnings {
+        eprintln!("contend: warning: {w}");
+    }
     let options = ExportOptions {
         weight: a.weight,
         filter: r.options.locks.clone(),
@@ -384,9 +389,6 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
             }
         }
     };
-    for w in &analysis.report.warnings {
-        eprintln!("contend: warning: {w}");
-    }
     for n in &summary.notes {
         eprintln!("contend: note: {n}");
     }

@@ -41,6 +41,8 @@ impl Exporter for FlameGraph {
         ));
         opt.count_name = "ns".to_string();
         opt.deterministic = true;
+        // Every frame of the folded stacks is drawn, however narrow.
+        opt.min_width = 0.0;
         inferno::flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), &mut *out)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::InvalidData => {

@@ -44,7 +44,7 @@ pub fn figures(s: &ScaleReport) -> Vec<Figure> {
                 },
             ],
             x: Axis::new("Threads", ""),
-            y: Axis::new("Threads", "threads"),
+            y: Axis::new("Speed-up and its loss", "threads"),
         }),
     }]
 }
