@@ -7,8 +7,8 @@
 //! mode (`[fill="#1F1F1F"]`, `[stroke="#1F1F1F"]`). A chart alone
 //! (`--format svg`) gets a white background.
 
-use plotters::coord::ranged1d::{IntoSegmentedCoord, SegmentValue};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::figure::{Bars, Figure, Lines, Plot, Timeline};
 
@@ -33,6 +33,8 @@ const LINE_COLOURS: [RGBColor; 3] = [
     RGBColor(0x16, 0xa0, 0x85),
 ];
 
+/// The legend's background (the HTML style sheet darkens it in dark mode).
+pub const LEGEND: RGBColor = RGBColor(0xfe, 0xfe, 0xfe);
 /// No colour (light grid lines are not drawn).
 const TRANSPARENT: RGBAColor = RGBAColor(0, 0, 0, 0.0);
 
@@ -105,6 +107,16 @@ fn top(max: f64) -> f64 {
     }
 }
 
+/// The value axis's upper end for bars: room above the bars for the
+/// legend when there is one.
+fn headroom(max: f64, b: &Bars) -> f64 {
+    if b.series.len() + b.lines.len() > 1 {
+        top(max) * 1.3
+    } else {
+        top(max)
+    }
+}
+
 fn bars(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     fig: &Figure,
@@ -129,12 +141,14 @@ fn bars(
         }
     }
     let label_chars = ((SIZE.0 as usize - 90) / n / 7).clamp(4, 40);
+    // Category i spans [i, i + 1] on the x axis; its label is drawn
+    // under i + ½.
     let mut chart = ChartBuilder::on(root)
         .margin(12)
         .caption(&fig.title, font(16))
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top(max))?;
+        .build_cartesian_2d(0f64..n as f64, 0f64..headroom(max, b))?;
     let categories = &b.categories;
     chart
         .configure_mesh()
@@ -146,29 +160,24 @@ fn bars(
         .axis_desc_style(font(13))
         .x_desc(b.x.title())
         .y_desc(b.y.title())
-        .x_labels(n)
-        .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => categories
-                .get(*i)
-                .map(|c| cut(c, label_chars))
-                .unwrap_or_default(),
-            _ => String::new(),
-        })
+        .x_labels(0)
         .draw()?;
-    // Grouped bars share a category's segment: a tenth of it margin on
-    // each side, the rest split into one slot per series (in pixels).
-    let groups = if b.stacked { 1 } else { b.series.len().max(1) } as u32;
-    let segment = chart.plotting_area().dim_in_pixel().0 / n as u32;
-    let outer = segment / 10;
-    let slot_px = (segment.saturating_sub(2 * outer) / groups).max(1);
+    for (i, c) in categories.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        root.draw(&Text::new(
+            cut(c, label_chars),
+            (px, py + 6),
+            font(11).pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+    }
+    // Grouped bars share a category: a tenth of it margin on each side,
+    // the rest split into one slot per series.
+    let groups = if b.stacked { 1 } else { b.series.len().max(1) };
+    let slot_width = 0.8 / groups as f64;
     for (k, s) in b.series.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
-        let slot = if b.stacked { 0 } else { k as u32 };
-        let (left, right) = (
-            outer + slot * slot_px,
-            segment.saturating_sub(outer + (slot + 1) * slot_px),
-        );
-        let rects: Vec<Rectangle<(SegmentValue<usize>, f64)>> = (0..n)
+        let slot = if b.stacked { 0 } else { k };
+        let rects: Vec<Rectangle<(f64, f64)>> = (0..n)
             .filter_map(|i| {
                 let v = s.values.get(i).copied().unwrap_or(0.0);
                 if v <= 0.0 || !v.is_finite() {
@@ -182,15 +191,11 @@ fn bars(
                 } else {
                     0.0
                 };
-                let mut bar = Rectangle::new(
-                    [
-                        (SegmentValue::Exact(i), below),
-                        (SegmentValue::Exact(i + 1), below + v),
-                    ],
+                let x0 = i as f64 + 0.1 + slot as f64 * slot_width;
+                Some(Rectangle::new(
+                    [(x0, below), (x0 + slot_width, below + v)],
                     colour.filled(),
-                );
-                bar.set_margin(0, 0, left, right);
-                Some(bar)
+                ))
             })
             .collect();
         chart
@@ -200,13 +205,8 @@ fn bars(
     }
     for (k, l) in b.lines.iter().enumerate() {
         let colour = LINE_COLOURS[k % LINE_COLOURS.len()];
-        let points: Vec<(SegmentValue<usize>, f64)> = (0..n)
-            .map(|i| {
-                (
-                    SegmentValue::CenterOf(i),
-                    l.values.get(i).copied().unwrap_or(0.0),
-                )
-            })
+        let points: Vec<(f64, f64)> = (0..n)
+            .map(|i| (i as f64 + 0.5, l.values.get(i).copied().unwrap_or(0.0)))
             .collect();
         chart
             .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?
@@ -226,7 +226,7 @@ fn bars(
             .position(SeriesLabelPosition::UpperRight)
             .label_font(font(11))
             .border_style(INK)
-            .background_style(WHITE.mix(0.0))
+            .background_style(LEGEND.mix(0.85))
             .draw()?;
     }
     Ok(())
@@ -282,7 +282,7 @@ fn lines(
         .position(SeriesLabelPosition::UpperRight)
         .label_font(font(11))
         .border_style(INK)
-        .background_style(WHITE.mix(0.0))
+        .background_style(LEGEND.mix(0.85))
         .draw()?;
     Ok(())
 }
@@ -295,12 +295,13 @@ fn timeline(
     let lanes = t.lanes.len().max(1);
     let end = t.spans.iter().map(|s| s.3).fold(0f64, f64::max);
     let end = if end > 0.0 { end * 1.02 } else { 1.0 };
+    // Lane i spans [lanes − i − 1, lanes − i] (the first on top).
     let mut chart = ChartBuilder::on(root)
         .margin(12)
         .caption(&fig.title, font(16))
         .x_label_area_size(40)
         .y_label_area_size(90)
-        .build_cartesian_2d(0f64..end, (0..lanes - 1).into_segmented())?;
+        .build_cartesian_2d(0f64..end, 0f64..lanes as f64)?;
     let names = &t.lanes;
     chart
         .configure_mesh()
@@ -311,32 +312,32 @@ fn timeline(
         .label_style(font(11))
         .axis_desc_style(font(13))
         .x_desc(t.x.title())
-        .y_labels(lanes)
-        .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        })
+        .y_labels(0)
         .draw()?;
+    for (i, name) in names.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(0.0, (lanes - 1 - i) as f64 + 0.5));
+        root.draw(&Text::new(
+            cut(name, 14),
+            (px - 6, py),
+            font(11).pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+    }
     // A span at least one pixel wide.
     let min_width = end / f64::from(SIZE.0);
     for (kind, label) in t.kinds.iter().enumerate() {
         let colour = PALETTE[kind % PALETTE.len()];
-        let spans = t
+        let spans: Vec<Rectangle<(f64, f64)>> = t
             .spans
             .iter()
             .filter(|s| usize::from(s.1) == kind)
-            .map(move |s| {
-                let lane = s.0 as usize;
-                let mut r = Rectangle::new(
-                    [
-                        (s.2, SegmentValue::Exact(lane)),
-                        (s.3.max(s.2 + min_width), SegmentValue::Exact(lane + 1)),
-                    ],
+            .map(|s| {
+                let y = (lanes - 1 - (s.0 as usize).min(lanes - 1)) as f64;
+                Rectangle::new(
+                    [(s.2, y + 0.15), (s.3.max(s.2 + min_width), y + 0.85)],
                     colour.filled(),
-                );
-                r.set_margin(3, 3, 0, 0);
-                r
-            });
+                )
+            })
+            .collect();
         chart
             .draw_series(spans)?
             .label(label.clone())
@@ -347,7 +348,7 @@ fn timeline(
         .position(SeriesLabelPosition::UpperRight)
         .label_font(font(11))
         .border_style(INK)
-        .background_style(WHITE.mix(0.0))
+        .background_style(LEGEND.mix(0.85))
         .draw()?;
     Ok(())
 }

@@ -50,6 +50,7 @@ const STYLE: &str = r##"
   svg [fill="#1F1F1F"] { fill: #e3e3e3; }
   svg [stroke="#1F1F1F"] { stroke: #e3e3e3; }
   svg [stroke="#C8C8C8"] { stroke: #4a4d50; }
+  svg [fill="#FEFEFE"] { fill: #17191a; }
 }
 body { background: var(--bg); color: var(--fg); font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; padding: 1em 2em 3em; max-width: 1200px; }
 h1 { font-size: 1.6em; margin: .2em 0; } h2 { font-size: 1.2em; margin: 1.6em 0 .3em; border-bottom: 1px solid var(--rule); padding-bottom: .2em; }
