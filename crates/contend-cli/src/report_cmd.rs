@@ -45,6 +45,9 @@ pub struct OutputArgs {
     /// Write to this file instead of standard output
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output_file: Option<PathBuf>,
+    /// With --format latex: write every chart as DIR/NAME.svg and include them (\includesvg)
+    #[arg(long, value_name = "DIR")]
+    figures: Option<PathBuf>,
 }
 
 #[derive(Args, Default)]
@@ -162,6 +165,10 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
         color: color && output.output_file.is_none(),
         top: output.top.or(config.report.top).unwrap_or(20),
         chart: output.chart.clone(),
+        figures_dir: output
+            .figures
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned()),
         ..RenderOptions::default()
     };
     let f = &config.filter;
@@ -285,6 +292,17 @@ fn render_checked(doc: &Document<'_>, r: &Resolved) -> Result<String> {
     } else if let Some(chart) = &r.render.chart {
         bail!("--chart {chart}: only --format svg draws one chart (--format html draws them all)");
     }
+    if let Some(dir) = &r.render.figures_dir {
+        if r.format != OutputFormat::Latex {
+            bail!("--figures {dir}: only --format latex includes figures from files");
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create"))?;
+        for f in doc.figures() {
+            let path = Path::new(dir).join(format!("{}.svg", f.name));
+            std::fs::write(&path, contend::render::chart::svg(&f, true))
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+    }
     Ok(render(doc, r.format, &r.render))
 }
 
@@ -325,6 +343,7 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
         config: a.config.clone(),
         chart: None,
         output_file: None,
+        figures: None,
     };
     let r = resolve(&output_args, &a.filter, &a.dir)?;
     let path = a

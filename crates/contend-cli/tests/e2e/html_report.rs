@@ -203,4 +203,32 @@ fn one_chart_alone_as_svg() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("speedup-loss"));
+    // LaTeX includes the charts it writes as SVG files.
+    let out = Command::new(contend_bin())
+        .args([
+            "report",
+            "mpi-waits.data",
+            "--format",
+            "latex",
+            "--figures",
+            "figs",
+        ])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tex = String::from_utf8(out.stdout).unwrap();
+    for chart in ["mpi-wait-by-rank", "mpi-wait-by-pattern", "mpi-classes"] {
+        assert!(
+            tex.contains(&format!("\\includesvg[width=\\linewidth]{{figs/{chart}}}")),
+            "{chart}"
+        );
+        let svg = std::fs::read_to_string(tmp.path().join(format!("figs/{chart}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"));
+    }
+    assert!(tex.contains("\\begin{table}"));
 }

@@ -167,6 +167,9 @@ pub struct RenderOptions {
     /// The figure `--format svg` draws (`--chart NAME`, one of
     /// [`crate::render::Document::figure_names`]).
     pub chart: Option<String>,
+    /// LaTeX: the directory the figures are written to as SVG (`--figures
+    /// DIR`); the output then includes each with `\includesvg`.
+    pub figures_dir: Option<String>,
 }
 
 impl Default for RenderOptions {
@@ -177,6 +180,7 @@ impl Default for RenderOptions {
             top: 20,
             unit: TimeUnit::Auto,
             chart: None,
+            figures_dir: None,
         }
     }
 }
