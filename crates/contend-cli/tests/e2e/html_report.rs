@@ -137,7 +137,8 @@ fn html_reports_render_in_chromium() {
         // console error.
         for line in log.lines() {
             assert!(
-                !line.contains("Uncaught") && !(line.contains("CONSOLE") && line.contains("ERROR")),
+                !(line.contains("Uncaught")
+                    || (line.contains("CONSOLE") && line.contains("ERROR"))),
                 "{kind}: {line}"
             );
         }

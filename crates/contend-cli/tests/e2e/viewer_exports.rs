@@ -763,7 +763,7 @@ fn flame_graph_svg_holds_the_folded_stacks() {
             let s = total.to_string();
             let mut out = String::new();
             for (i, c) in s.chars().enumerate() {
-                if i > 0 && (s.len() - i) % 3 == 0 {
+                if i > 0 && (s.len() - i).is_multiple_of(3) {
                     out.push(',');
                 }
                 out.push(c);

@@ -61,12 +61,13 @@ fn recording() -> tempfile::TempDir {
     dir
 }
 
-/// The Chrome JSON export: (tid, name, start ns, end ns) of the complete
-/// events, sorted, and the (phase, id, tid, ts ns) of the flow events.
-fn chrome(
-    rec: &Recording,
-    options: &ExportOptions,
-) -> (Vec<(u64, String, u64, u64)>, Vec<(String, u64, u64, u64)>) {
+/// (tid, name, start ns, end ns) of a complete event.
+type SliceRow = (u64, String, u64, u64);
+/// (phase, id, tid, ts ns) of a flow event.
+type FlowRow = (String, u64, u64, u64);
+
+/// The Chrome JSON export: its complete events and its flow events, sorted.
+fn chrome(rec: &Recording, options: &ExportOptions) -> (Vec<SliceRow>, Vec<FlowRow>) {
     let analysis = contend::analyze(rec, &AnalysisOptions::default(), &NoProgress);
     let mut out = Vec::new();
     export(&analysis, ExportFormat::Chrome, options, &mut out).unwrap();
