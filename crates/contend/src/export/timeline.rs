@@ -440,7 +440,8 @@ fn lock_events(
     }
     // Per thread: its events' index range, in start order.
     let mut start = 0usize;
-    let mut names: FxHashMap<(u32, u32), (String, String)> = FxHashMap::default();
+    // Slice names per (object, primitive), made on first use.
+    let mut names: Vec<Option<(String, String)>> = vec![None; set.objects.len() * 8];
     let kinds: Vec<&'static str> = set.object_kinds.iter().map(|k| k.object_kind()).collect();
     while start < set.events.len() {
         let thread = set.events[start].thread;
@@ -474,7 +475,11 @@ fn lock_events(
             let i = if sorted { k } else { order[k - start] as usize };
             let e = &set.events[i];
             let is_post = e.outcome == Outcome::Post;
-            let waker_id = flow_out.get(&(i as u32)).copied();
+            let waker_id = if flow_out.is_empty() {
+                None
+            } else {
+                flow_out.get(&(i as u32)).copied()
+            };
             if !is_post && !selection.keeps(i, e) {
                 continue;
             }
@@ -486,9 +491,8 @@ fn lock_events(
             let lock = ev.names.objects[e.object as usize].as_str();
             let site = &ev.names.sites[e.site as usize].display;
             let on_path = ev.critical_path.on_path[i];
-            let (wait_name, hold_name) = names
-                .entry((e.object, e.primitive as u32))
-                .or_insert_with(|| (format!("wait {lock}"), format!("hold {lock}")));
+            let (wait_name, hold_name) = names[e.object as usize * 8 + (e.primitive as usize & 7)]
+                .get_or_insert_with(|| (format!("wait {lock}"), format!("hold {lock}")));
             let args = [
                 ("lock", Arg::Str(lock)),
                 ("kind", Arg::Str(primitive_name(e.primitive))),
@@ -497,7 +501,11 @@ fn lock_events(
                 ("critical_path", Arg::Bool(on_path)),
             ];
             let out: Vec<u64> = waker_id.into_iter().collect();
-            let inn: Vec<u64> = flow_in.get(&(i as u32)).copied().into_iter().collect();
+            let inn: Vec<u64> = if flow_in.is_empty() {
+                Vec::new()
+            } else {
+                flow_in.get(&(i as u32)).copied().into_iter().collect()
+            };
             if is_post {
                 sink.instant(&Slice {
                     track: t,

@@ -46,21 +46,48 @@ impl Exporter for Perfetto {
 /// The packet sequence of this writer.
 const SEQUENCE: u32 = 1;
 
-/// Interned strings of one kind: string → iid.
-#[derive(Default)]
+/// Interned strings of one kind: string → iid, with a small cache by
+/// address (the same lock and site names come with nearly every event;
+/// a hit is checked against the interned copy, so a reused address
+/// cannot give a wrong id).
 struct Table {
-    ids: FxHashMap<String, u64>,
+    ids: FxHashMap<Box<str>, u64>,
+    /// The interned strings, by iid − 1.
+    strings: Vec<Box<str>>,
+    /// (address, length, iid) by a hash of the address.
+    recent: [(usize, usize, u64); 64],
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            ids: FxHashMap::default(),
+            strings: Vec::new(),
+            recent: [(0, 0, 0); 64],
+        }
+    }
 }
 
 impl Table {
     /// The iid of `s`, and whether it is new (to be sent with the packet).
     fn get(&mut self, s: &str) -> (u64, bool) {
-        if let Some(&id) = self.ids.get(s) {
-            return (id, false);
+        let (ptr, len) = (s.as_ptr() as usize, s.len());
+        let slot = ((ptr >> 3) ^ len) & 63;
+        let (p, l, iid) = self.recent[slot];
+        if p == ptr && l == len && iid > 0 && *self.strings[iid as usize - 1] == *s {
+            return (iid, false);
         }
-        let id = self.ids.len() as u64 + 1;
-        self.ids.insert(s.to_string(), id);
-        (id, true)
+        let (iid, new) = match self.ids.get(s) {
+            Some(&id) => (id, false),
+            None => {
+                self.strings.push(s.into());
+                let id = self.strings.len() as u64;
+                self.ids.insert(s.into(), id);
+                (id, true)
+            }
+        };
+        self.recent[slot] = (ptr, len, iid);
+        (iid, new)
     }
 }
 
@@ -69,7 +96,16 @@ type PendingEnd = Reverse<(u64, Reverse<u64>)>;
 
 struct Sink<'w> {
     out: &'w mut dyn Write,
+    /// The `Trace.packet` key and length of the packet being written.
     buf: Vec<u8>,
+    /// The packet being written.
+    packet: Vec<u8>,
+    /// Its `TrackEvent`.
+    event: Vec<u8>,
+    /// One debug annotation being encoded.
+    annotation: Vec<u8>,
+    /// The `InternedData` the packet introduces, encoded (empty: none).
+    interned: Vec<u8>,
     /// The next event packet is the sequence's first: it clears the
     /// incremental state.
     first_event: bool,
@@ -87,7 +123,11 @@ impl<'w> Sink<'w> {
     fn new(out: &'w mut dyn Write) -> Sink<'w> {
         Sink {
             out,
-            buf: Vec::with_capacity(256),
+            buf: Vec::with_capacity(16),
+            packet: Vec::with_capacity(256),
+            event: Vec::with_capacity(256),
+            annotation: Vec::with_capacity(32),
+            interned: Vec::with_capacity(256),
             first_event: true,
             names: Table::default(),
             categories: Table::default(),
@@ -108,26 +148,52 @@ impl<'w> Sink<'w> {
         self.out.write_all(&self.buf)
     }
 
-    /// An event packet at `t`, with the names it introduces.
-    fn event(
-        &mut self,
-        t: u64,
-        event: TrackEvent,
-        interned: Option<InternedData>,
-    ) -> std::io::Result<()> {
+    /// Writes the event packet at `t` whose `TrackEvent` is encoded in
+    /// `self.event`, with the names it introduces (encoded in
+    /// `self.interned`, empty when none). The packet is encoded field by
+    /// field into reused buffers (prost's wire encoding), so an event
+    /// costs no allocation.
+    fn event(&mut self, t: u64) -> std::io::Result<()> {
+        use prost::encoding::{encode_key, encode_varint, WireType};
         let flags = if std::mem::take(&mut self.first_event) {
             SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
         } else {
             SEQ_NEEDS_INCREMENTAL_STATE
         };
-        self.write(&TracePacket {
-            timestamp: Some(t),
-            track_event: Some(event),
-            trusted_packet_sequence_id: Some(SEQUENCE),
-            interned_data: interned,
-            sequence_flags: Some(flags),
-            ..TracePacket::default()
-        })
+        let p = &mut self.packet;
+        p.clear();
+        encode_key(8, WireType::Varint, p); // timestamp
+        encode_varint(t, p);
+        encode_key(11, WireType::LengthDelimited, p); // track_event
+        encode_varint(self.event.len() as u64, p);
+        p.extend_from_slice(&self.event);
+        encode_key(10, WireType::Varint, p); // trusted_packet_sequence_id
+        encode_varint(u64::from(SEQUENCE), p);
+        if !self.interned.is_empty() {
+            encode_key(12, WireType::LengthDelimited, p); // interned_data
+            encode_varint(self.interned.len() as u64, p);
+            p.extend_from_slice(&self.interned);
+        }
+        encode_key(13, WireType::Varint, p); // sequence_flags
+        encode_varint(u64::from(flags), p);
+        self.buf.clear();
+        encode_key(1, WireType::LengthDelimited, &mut self.buf); // Trace.packet
+        encode_varint(self.packet.len() as u64, &mut self.buf);
+        self.out.write_all(&self.buf)?;
+        self.out.write_all(&self.packet)
+    }
+
+    /// Encodes a `TrackEvent` of `kind` on `track` into `self.event`
+    /// (without name, arguments or flows: a slice end or a counter value).
+    fn plain_event(&mut self, kind: i32, track: TrackId) {
+        use prost::encoding::{encode_key, encode_varint, WireType};
+        let e = &mut self.event;
+        e.clear();
+        encode_key(9, WireType::Varint, e); // type
+        encode_varint(kind as u64, e);
+        encode_key(11, WireType::Varint, e); // track_uuid
+        encode_varint(track, e);
+        self.interned.clear();
     }
 
     /// Writes the ends on `track` up to time `t` (all with `None`).
@@ -141,20 +207,15 @@ impl<'w> Sink<'w> {
                 _ => return Ok(()),
             };
             heap.pop();
-            self.event(
-                end,
-                TrackEvent {
-                    r#type: Some(TYPE_SLICE_END),
-                    track_uuid: Some(track),
-                    ..TrackEvent::default()
-                },
-                None,
-            )?;
+            self.plain_event(TYPE_SLICE_END, track);
+            self.event(end)?;
         }
     }
 
-    /// The event of a slice begin or an instant, with its names interned.
-    fn begin_event(&mut self, s: &Slice<'_>, kind: i32) -> (TrackEvent, Option<InternedData>) {
+    /// Encodes the `TrackEvent` of a slice begin or an instant into
+    /// `self.event` and the names it introduces into `self.interned`.
+    fn begin_event(&mut self, s: &Slice<'_>, kind: i32) {
+        use prost::encoding::{encode_key, encode_varint, WireType};
         let mut interned = InternedData::default();
         let (name, new) = self.names.get(s.name);
         if new {
@@ -170,7 +231,24 @@ impl<'w> Sink<'w> {
                 name: Some(s.category.to_string()),
             });
         }
-        let mut annotations = Vec::with_capacity(s.args.len());
+        let e = &mut self.event;
+        e.clear();
+        encode_key(3, WireType::Varint, e); // category_iids
+        encode_varint(category, e);
+        encode_key(10, WireType::Varint, e); // name_iid
+        encode_varint(name, e);
+        encode_key(9, WireType::Varint, e); // type
+        encode_varint(kind as u64, e);
+        encode_key(11, WireType::Varint, e); // track_uuid
+        encode_varint(s.track, e);
+        for &f in s.flows_out {
+            encode_key(47, WireType::SixtyFourBit, e); // flow_ids
+            e.extend_from_slice(&f.to_le_bytes());
+        }
+        for &f in s.flows_in {
+            encode_key(48, WireType::SixtyFourBit, e); // terminating_flow_ids
+            e.extend_from_slice(&f.to_le_bytes());
+        }
         for (key, value) in s.args {
             let (key_iid, new) = self.arg_names.get(key);
             if new {
@@ -179,10 +257,11 @@ impl<'w> Sink<'w> {
                     name: Some(key.to_string()),
                 });
             }
-            let mut a = DebugAnnotation {
-                name_iid: Some(key_iid),
-                ..DebugAnnotation::default()
-            };
+            // DebugAnnotation: name_iid = 1, then its value.
+            let a = &mut self.annotation;
+            a.clear();
+            encode_key(1, WireType::Varint, a);
+            encode_varint(key_iid, a);
             match *value {
                 Arg::Str(v) => {
                     let (iid, new) = self.strings.get(v);
@@ -194,30 +273,31 @@ impl<'w> Sink<'w> {
                                 str: Some(v.as_bytes().to_vec()),
                             });
                     }
-                    a.string_value_iid = Some(iid);
+                    encode_key(17, WireType::Varint, a); // string_value_iid
+                    encode_varint(iid, a);
                 }
-                Arg::U64(v) => a.uint_value = Some(v),
-                Arg::Bool(v) => a.bool_value = Some(v),
+                Arg::U64(v) => {
+                    encode_key(3, WireType::Varint, a); // uint_value
+                    encode_varint(v, a);
+                }
+                Arg::Bool(v) => {
+                    encode_key(2, WireType::Varint, a); // bool_value
+                    encode_varint(u64::from(v), a);
+                }
             }
-            annotations.push(a);
+            let e = &mut self.event;
+            encode_key(4, WireType::LengthDelimited, e); // debug_annotations
+            encode_varint(self.annotation.len() as u64, e);
+            e.extend_from_slice(&self.annotation);
         }
+        self.interned.clear();
         let any_new = !(interned.event_names.is_empty()
             && interned.event_categories.is_empty()
             && interned.debug_annotation_names.is_empty()
             && interned.debug_annotation_string_values.is_empty());
-        (
-            TrackEvent {
-                category_iids: vec![category],
-                name_iid: Some(name),
-                r#type: Some(kind),
-                track_uuid: Some(s.track),
-                flow_ids: s.flows_out.to_vec(),
-                terminating_flow_ids: s.flows_in.to_vec(),
-                debug_annotations: annotations,
-                ..TrackEvent::default()
-            },
-            any_new.then_some(interned),
-        )
+        if any_new {
+            interned.encode(&mut self.interned).ok();
+        }
     }
 }
 
@@ -263,8 +343,8 @@ impl TimelineSink for Sink<'_> {
 
     fn slice(&mut self, s: &Slice<'_>) -> std::io::Result<()> {
         self.close_until(s.track, Some(s.start_ns))?;
-        let (event, interned) = self.begin_event(s, TYPE_SLICE_BEGIN);
-        self.event(s.start_ns, event, interned)?;
+        self.begin_event(s, TYPE_SLICE_BEGIN);
+        self.event(s.start_ns)?;
         self.begun += 1;
         self.open
             .entry(s.track)
@@ -275,21 +355,16 @@ impl TimelineSink for Sink<'_> {
 
     fn instant(&mut self, s: &Slice<'_>) -> std::io::Result<()> {
         self.close_until(s.track, Some(s.start_ns))?;
-        let (event, interned) = self.begin_event(s, TYPE_INSTANT);
-        self.event(s.start_ns, event, interned)
+        self.begin_event(s, TYPE_INSTANT);
+        self.event(s.start_ns)
     }
 
     fn counter(&mut self, track: TrackId, t_ns: u64, value: f64) -> std::io::Result<()> {
-        self.event(
-            t_ns,
-            TrackEvent {
-                r#type: Some(TYPE_COUNTER),
-                track_uuid: Some(track),
-                double_counter_value: Some(value),
-                ..TrackEvent::default()
-            },
-            None,
-        )
+        self.plain_event(TYPE_COUNTER, track);
+        // double_counter_value = 44 (fixed 64 bits).
+        prost::encoding::encode_key(44, prost::encoding::WireType::SixtyFourBit, &mut self.event);
+        self.event.extend_from_slice(&value.to_le_bytes());
+        self.event(t_ns)
     }
 
     fn end_track(&mut self, track: TrackId) -> std::io::Result<()> {
