@@ -14,9 +14,6 @@ pub struct TracePacket {
     /// `timestamp = 8`: ns, in the default trace clock.
     #[prost(uint64, optional, tag = "8")]
     pub timestamp: Option<u64>,
-    /// `track_event = 11`.
-    #[prost(message, optional, tag = "11")]
-    pub track_event: Option<TrackEvent>,
     /// `track_descriptor = 60`.
     #[prost(message, optional, tag = "60")]
     pub track_descriptor: Option<TrackDescriptor>,
@@ -100,35 +97,13 @@ pub struct CounterDescriptor {
     pub unit_name: Option<String>,
 }
 
-/// `TrackEvent`: a slice begin or end, an instant or a counter value.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct TrackEvent {
-    /// `category_iids = 3`: interned categories.
-    #[prost(uint64, repeated, packed = "false", tag = "3")]
-    pub category_iids: Vec<u64>,
-    /// `name_iid = 10`: interned name.
-    #[prost(uint64, optional, tag = "10")]
-    pub name_iid: Option<u64>,
-    /// `type = 9`: [`TYPE_SLICE_BEGIN`], [`TYPE_SLICE_END`],
-    /// [`TYPE_INSTANT`], [`TYPE_COUNTER`].
-    #[prost(int32, optional, tag = "9")]
-    pub r#type: Option<i32>,
-    /// `track_uuid = 11`.
-    #[prost(uint64, optional, tag = "11")]
-    pub track_uuid: Option<u64>,
-    /// `double_counter_value = 44`.
-    #[prost(double, optional, tag = "44")]
-    pub double_counter_value: Option<f64>,
-    /// `flow_ids = 47`: flows this event continues or starts.
-    #[prost(fixed64, repeated, packed = "false", tag = "47")]
-    pub flow_ids: Vec<u64>,
-    /// `terminating_flow_ids = 48`: flows this event ends.
-    #[prost(fixed64, repeated, packed = "false", tag = "48")]
-    pub terminating_flow_ids: Vec<u64>,
-    /// `debug_annotations = 4`: the arguments.
-    #[prost(message, repeated, tag = "4")]
-    pub debug_annotations: Vec<DebugAnnotation>,
-}
+// `TrackEvent` (field 11 of a packet) is written field by field by the
+// sink (`Sink::begin_event`, `Sink::plain_event`), with the schema's
+// numbers: `category_iids = 3`, `name_iid = 10`, `type = 9`,
+// `track_uuid = 11`, `double_counter_value = 44`, `flow_ids = 47`,
+// `terminating_flow_ids = 48`, `debug_annotations = 4` (each a
+// `DebugAnnotation`: `name_iid = 1`, `bool_value = 2`, `uint_value = 3`,
+// `string_value_iid = 17`).
 
 /// `TrackEvent.Type.TYPE_SLICE_BEGIN`.
 pub const TYPE_SLICE_BEGIN: i32 = 1;
@@ -138,23 +113,6 @@ pub const TYPE_SLICE_END: i32 = 2;
 pub const TYPE_INSTANT: i32 = 3;
 /// `TrackEvent.Type.TYPE_COUNTER`.
 pub const TYPE_COUNTER: i32 = 4;
-
-/// `DebugAnnotation`: one argument of an event.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct DebugAnnotation {
-    /// `name_iid = 1`: interned name.
-    #[prost(uint64, optional, tag = "1")]
-    pub name_iid: Option<u64>,
-    /// `bool_value = 2`.
-    #[prost(bool, optional, tag = "2")]
-    pub bool_value: Option<bool>,
-    /// `uint_value = 3`.
-    #[prost(uint64, optional, tag = "3")]
-    pub uint_value: Option<u64>,
-    /// `string_value_iid = 17`: interned string value.
-    #[prost(uint64, optional, tag = "17")]
-    pub string_value_iid: Option<u64>,
-}
 
 /// `InternedData`: names and strings introduced on a sequence, referred to
 /// by their iid in later packets.
