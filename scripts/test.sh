@@ -25,11 +25,26 @@ command -v mpirun.mpich >/dev/null || need_pkgs+=(mpich)
 [ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || need_pkgs+=(libmpich-dev)
 command -v hpcc >/dev/null || need_pkgs+=(hpcc)
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || need_pkgs+=(python3-mpi4py)
+# Exports and the HTML report: libotf2 (built against) and otf2-print, the
+# Go toolchain's pprof, headless Chromium, pip for Perfetto's Python protos.
+[ -e /usr/include/otf2/otf2.h ] || need_pkgs+=(libotf2-trace-dev)
+command -v otf2-print >/dev/null || need_pkgs+=(otf2-tools)
+command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || need_pkgs+=(golang-go)
+command -v chromium >/dev/null || need_pkgs+=(chromium)
+python3 -m pip --version >/dev/null 2>&1 || need_pkgs+=(python3-pip)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need_pkgs[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+# Perfetto's published trace protos (perfetto_trace_pb2) decode the
+# Perfetto export in the tests.
+if ! python3 -c 'from perfetto.protos.perfetto.trace import perfetto_trace_pb2' 2>/dev/null; then
+  echo "scripts/test.sh: installing the perfetto Python package"
+  python3 -m pip install --quiet perfetto 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages perfetto \
+    || echo "scripts/test.sh: could not install perfetto (pip); the Perfetto decoding tests will say SKIP"
 fi
 if ! command -v cargo >/dev/null; then
   [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"

@@ -7,6 +7,7 @@
 //! compares and exports recordings made elsewhere and needs no C compiler
 //! to build; `record`, `scale` and `stress` are then absent.
 
+mod otf2_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;

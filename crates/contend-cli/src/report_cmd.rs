@@ -42,6 +42,15 @@ pub struct OutputArgs {
     /// Configuration file (default: contend.toml in the recording or current directory)
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// With --format svg: the chart to draw (an unknown name lists the report's charts)
+    #[arg(long, value_name = "NAME")]
+    chart: Option<String>,
+    /// Write to this file instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output_file: Option<PathBuf>,
+    /// With --format latex: write every chart as DIR/NAME.svg and include them (\includesvg)
+    #[arg(long, value_name = "DIR")]
+    figures: Option<PathBuf>,
 }
 
 #[derive(Args, Default)]
@@ -102,13 +111,13 @@ pub struct ExportArgs {
     /// Export format
     #[arg(short, long, value_enum)]
     format: ExportFormat,
-    /// Output file, `-` for standard output [default: contend.<format> beside the current directory]
+    /// Output file (for otf2 a directory), `-` for standard output [default: contend.pftrace, contend.trace.json, contend.pb.gz, contend.folded, contend.svg, contend-otf2/ in the current directory]
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Replace an existing output file
     #[arg(long)]
     force: bool,
-    /// What weights the stacks: time waited or time held
+    /// What weights the stacks (folded, svg): lock wait, lock hold or MPI wait time
     #[arg(long, value_enum, default_value = "wait")]
     weight: Weight,
     /// Configuration file (default: contend.toml in the recording or current directory)
@@ -168,10 +177,15 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
                 .flatten()
         });
     let render = RenderOptions {
-        color,
+        color: color && output.output_file.is_none(),
         top: output.top.or(config.report.top).unwrap_or(20),
         width,
         legend: !output.no_legend,
+        chart: output.chart.clone(),
+        figures_dir: output
+            .figures
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned()),
         ..RenderOptions::default()
     };
     let f = &config.filter;
@@ -274,14 +288,52 @@ pub fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     let text = if contend_trace::scale::ScaleManifest::is_scale_dir(&a.dir) {
         let scale = contend::speedup::scale_report(&a.dir, &bar)?;
         bar.finish();
-        render(&Document::Scale(&scale), r.format, &r.render)
+        render_checked(&Document::Scale(&scale), &r)?
     } else {
-        let report = analyze_dir(&a.dir, &r.options, &bar)?;
+        bar.stage(&format!("reading {}", a.dir.display()), 1);
+        let rec = Recording::open(&a.dir)?;
+        bar.advance(1);
+        let analysis = contend::analyze(&rec, &r.options, &bar);
         bar.finish();
-        render(&Document::Report(&report), r.format, &r.render)
+        render_checked(&Document::Analysis(&analysis), &r)?
     };
-    write_out(&text)?;
+    emit(&text, a.output.output_file.as_deref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Renders `doc`, first checking that `--format svg` names one of its
+/// charts.
+fn render_checked(doc: &Document<'_>, r: &Resolved) -> Result<String> {
+    if r.format == OutputFormat::Svg {
+        contend::render::svg::select_chart(doc, r.render.chart.as_deref())?;
+    } else if let Some(chart) = &r.render.chart {
+        bail!("--chart {chart}: only --format svg draws one chart (--format html draws them all)");
+    }
+    if let Some(dir) = &r.render.figures_dir {
+        if r.format != OutputFormat::Latex {
+            bail!("--figures {dir}: only --format latex includes figures from files");
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create"))?;
+        for f in doc.figures() {
+            let path = Path::new(dir).join(format!("{}.svg", f.name));
+            std::fs::write(&path, contend::render::chart::svg(&f, true))
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+    }
+    Ok(render(doc, r.format, &r.render))
+}
+
+/// Writes `text` to `file`, or to standard output.
+fn emit(text: &str, file: Option<&Path>) -> Result<()> {
+    match file {
+        None => write_out(text),
+        Some(path) => {
+            std::fs::write(path, text)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+            eprintln!("contend: wrote {}", path.display());
+            Ok(())
+        }
+    }
 }
 
 pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
@@ -294,7 +346,8 @@ pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
     }
     bar.finish();
     let cmp = contend::compare::Comparison::new(reports);
-    write_out(&render(&Document::Comparison(&cmp), r.format, &r.render))?;
+    let text = render_checked(&Document::Comparison(&cmp), &r)?;
+    emit(&text, a.output.output_file.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -306,6 +359,9 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
         no_legend: true,
         color: ColorChoice::Never,
         config: a.config.clone(),
+        chart: None,
+        output_file: None,
+        figures: None,
     };
     let r = resolve(&output_args, &a.filter, &a.dir)?;
     let path = a
@@ -325,11 +381,22 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
     bar.advance(1);
     let analysis = contend::analyze(&rec, &r.options, &bar);
     bar.finish();
+    // What the recording lacks is said first, also when nothing can be
+    // exported because of it.
+    for w in &analysis.report.warnings {
+        eprintln!("contend: warning: {w}");
+    }
     let options = ExportOptions {
         weight: a.weight,
-        critical_only: r.options.locks.critical_only,
+        filter: r.options.locks.clone(),
+        mpi: r.options.mpi,
     };
-    let summary = if to_stdout {
+    let summary = if a.format.is_archive() {
+        if to_stdout {
+            bail!("--format {}: an archive of files cannot go to standard output; name a directory with -o", a.format.name());
+        }
+        crate::otf2_cmd::write(&analysis, &options, &path, a.force)?
+    } else if to_stdout {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         let s = contend::export::export(&analysis, a.format, &options, &mut out)?;
         out.flush()?;
@@ -359,9 +426,6 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
             }
         }
     };
-    for w in &analysis.report.warnings {
-        eprintln!("contend: warning: {w}");
-    }
     for n in &summary.notes {
         eprintln!("contend: note: {n}");
     }

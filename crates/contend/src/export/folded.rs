@@ -9,15 +9,23 @@
 //! synchronisation object and its kind (`queue_lock [mutex]`). Frames are
 //! function names where the symbolizer knows them, else `module+offset`.
 //! Condition, barrier and semaphore waits are included (they are waits);
-//! `sem_post` is not an event. Lines are sorted, so equal recordings give
-//! equal files.
+//! `sem_post` is not an event. The filter of the report (`--min-duration`,
+//! `--lock`, `--site`, `--thread`, `--critical-only`) selects the events,
+//! so totals equal the report's.
+//!
+//! Weighted by MPI wait (`--weight mpi-wait`), a stack is the program, the
+//! MPI call's site, the call (`MPI_Recv`) and the wait-state pattern
+//! (`late sender`), weighted by the wait states' wait in ns above the
+//! report's thresholds. Lines are sorted, so equal recordings give equal
+//! files.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::{ExportError, ExportOptions, ExportSummary, Exporter, Weight};
 use crate::analysis::Analysis;
-use crate::locks::{LockEvents, LockReport, Outcome};
+use crate::locks::{LockEvents, LockReport, Outcome, Selection};
+use crate::mpi::{MapsSiteResolver, MpiEvents, SiteResolver};
 use crate::symbols::ResolvedSite;
 
 /// The folded-stacks exporter.
@@ -33,13 +41,16 @@ fn site_frame(site: &ResolvedSite) -> String {
     frame(site.function.as_deref().unwrap_or(&site.display))
 }
 
-impl Exporter for Folded {
-    fn export(
-        &self,
-        analysis: &Analysis<'_>,
-        options: &ExportOptions,
-        out: &mut dyn Write,
-    ) -> Result<ExportSummary, ExportError> {
+/// Folded stacks of `analysis`: stack → weight (ns), sorted, and notes
+/// on what is missing. Errors: nothing to fold ([`ExportError::Nothing`]).
+pub(crate) fn fold(
+    analysis: &Analysis<'_>,
+    options: &ExportOptions,
+) -> Result<(BTreeMap<String, u64>, Vec<String>), ExportError> {
+    if options.weight == Weight::MpiWait {
+        return fold_mpi(analysis, options);
+    }
+    {
         let ev = match analysis.events::<LockEvents>() {
             Some(ev) if !ev.set.events.is_empty() => ev,
             _ => {
@@ -57,6 +68,7 @@ impl Exporter for Folded {
         };
         let recording = analysis.recording;
         let set = &ev.set;
+        let selection = Selection::new(&options.filter, set, &ev.critical_path, &ev.names);
         let process_names: Vec<String> = recording
             .processes
             .iter()
@@ -75,14 +87,11 @@ impl Exporter for Folded {
         let mut folded: BTreeMap<String, u64> = BTreeMap::new();
         let mut with_stack = 0u64;
         for (i, e) in set.events.iter().enumerate() {
-            if e.outcome == Outcome::Post {
-                continue;
-            }
-            if options.critical_only && !ev.critical_path.on_path[i] {
+            if e.outcome == Outcome::Post || !selection.keeps(i, e) {
                 continue;
             }
             let weight = match options.weight {
-                Weight::Wait => e.wait_ns(),
+                Weight::Wait | Weight::MpiWait => e.wait_ns(),
                 Weight::Hold => e.hold_ns(),
             };
             if weight == 0 {
@@ -139,10 +148,7 @@ impl Exporter for Folded {
         if folded.is_empty() {
             notes.push(format!(
                 "no event had a positive {} time",
-                match options.weight {
-                    Weight::Wait => "wait",
-                    Weight::Hold => "hold",
-                }
+                options.weight.name()
             ));
         } else if with_stack == 0 {
             notes.push(
@@ -150,6 +156,76 @@ impl Exporter for Folded {
                     .into(),
             );
         }
+        Ok((folded, notes))
+    }
+}
+
+/// Folded stacks of the MPI wait states (module docs).
+fn fold_mpi(
+    analysis: &Analysis<'_>,
+    options: &ExportOptions,
+) -> Result<(BTreeMap<String, u64>, Vec<String>), ExportError> {
+    let recording = analysis.recording;
+    let (rec, ev) = match (&recording.mpi, analysis.events::<MpiEvents>()) {
+        (Some(Ok(m)), Some(ev)) => (m, ev),
+        (Some(Err(e)), _) => {
+            return Err(ExportError::Nothing(format!(
+                "the MPI traces cannot be read ({e}): no MPI waits to fold"
+            )))
+        }
+        _ => {
+            return Err(ExportError::Nothing(
+                "the recording holds no MPI traces: no MPI waits to fold (record with --mpi)"
+                    .into(),
+            ))
+        }
+    };
+    let mut resolver = MapsSiteResolver::new(recording, &analysis.symbols);
+    // (pid, site) → (program, site frame): the program is the module the
+    // site is in (the rank's executable).
+    let mut sites: BTreeMap<(u32, u64), (String, String)> = BTreeMap::new();
+    let mut folded: BTreeMap<String, u64> = BTreeMap::new();
+    for w in &ev.analysis.waits {
+        if w.wait_ns == 0 || w.wait_ns < options.mpi.threshold(w.pattern) {
+            continue;
+        }
+        let Some(t) = rec.ranks.iter().find(|t| t.rank == w.rank) else {
+            continue;
+        };
+        let Some(call) = t.events.get(w.event) else {
+            continue;
+        };
+        let (program, site) = sites.entry((t.pid, call.site)).or_insert_with(|| {
+            let s = resolver.site(t.pid, call.site);
+            let program = s
+                .module
+                .as_deref()
+                .map(|m| frame(m.rsplit('/').next().unwrap_or(m)))
+                .unwrap_or_else(|| format!("rank {}", t.rank));
+            (program, site_frame(&s))
+        });
+        let line = format!(
+            "{program};{site};{};{}",
+            call.op.name(),
+            frame(&w.pattern.label().to_lowercase())
+        );
+        *folded.entry(line).or_insert(0) += w.wait_ns;
+    }
+    let mut notes = Vec::new();
+    if folded.is_empty() {
+        notes.push("no MPI wait state above the thresholds".into());
+    }
+    Ok((folded, notes))
+}
+
+impl Exporter for Folded {
+    fn export(
+        &self,
+        analysis: &Analysis<'_>,
+        options: &ExportOptions,
+        out: &mut dyn Write,
+    ) -> Result<ExportSummary, ExportError> {
+        let (folded, notes) = fold(analysis, options)?;
         for (stack, value) in &folded {
             writeln!(out, "{stack} {value}")?;
         }

@@ -7,8 +7,20 @@
 //! [`std::io::Write`]; [`ExportFormat`] lists them (the one list, which the
 //! command line parses). Adding a format is one new file implementing
 //! [`Exporter`] plus its variant and arm in [`ExportFormat`].
+//!
+//! The formats: [`folded`] stacks and their flame graph ([`flamegraph`],
+//! SVG), the trace viewers' timelines ([`perfetto`] protobuf and
+//! [`chrome`] JSON, both drawn from one walk, [`timeline`]), [`pprof`]
+//! profiles, and the OTF2 archive ([`otf2`]: its content here, written by
+//! a libotf2 backend outside this crate).
 
+mod chrome;
+mod flamegraph;
 mod folded;
+pub mod otf2;
+mod perfetto;
+mod pprof;
+mod timeline;
 
 use std::io::Write;
 
@@ -23,6 +35,13 @@ pub enum ExportError {
     /// The recording holds nothing this format can show.
     #[error("{0}")]
     Nothing(String),
+    /// The format is written otherwise (an archive of files, by a backend
+    /// this crate does not hold); the message says how.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A writer outside this crate (libotf2) failed; its message.
+    #[error("writing the export: {0}")]
+    Writer(String),
 }
 
 /// What an export wrote, for the command's closing line.
@@ -46,15 +65,35 @@ pub enum Weight {
     Wait,
     /// Time held, ns.
     Hold,
+    /// Time lost in MPI wait states (late sender, wait at barrier, …), ns.
+    MpiWait,
+}
+
+impl Weight {
+    /// Its name on the command line (`wait`, `hold`, `mpi-wait`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Weight::Wait => "wait",
+            Weight::Hold => "hold",
+            Weight::MpiWait => "mpi-wait",
+        }
+    }
 }
 
 /// Options of an export.
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
-    /// The quantity a profile-like export is weighted by.
+    /// The quantity a profile-like export is weighted by (folded stacks,
+    /// flame graph).
     pub weight: Weight,
-    /// Only events on the critical path.
-    pub critical_only: bool,
+    /// Which lock events are exported (`--min-duration`, `--lock`,
+    /// `--site`, `--thread`, `--critical-only`): the same selection as the
+    /// report's tables ([`crate::locks::Selection`]). The timelines also
+    /// leave out MPI calls shorter than `min_duration_ns`.
+    pub filter: crate::locks::EventFilter,
+    /// The MPI thresholds: wait states below them are not counted (as in
+    /// the report's MPI section).
+    pub mpi: crate::mpi::MpiOptions,
 }
 
 /// One export format.
@@ -75,30 +114,80 @@ pub trait Exporter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ExportFormat {
+    /// Perfetto's protobuf trace (ui.perfetto.dev, `trace_processor`):
+    /// process, thread and counter tracks, lock and MPI slices, flows.
+    Perfetto,
+    /// Chrome trace-event JSON (`chrome://tracing`, Speedscope): the same
+    /// timeline as `perfetto`, as far as that format allows.
+    Chrome,
+    /// pprof `profile.proto`, gzip-compressed (`go tool pprof`):
+    /// contentions, delay and hold per call stack.
+    Pprof,
     /// Folded stacks (`frame;frame;frame value`, Brendan Gregg's format
-    /// for flame graphs), weighted by lock wait or hold time in ns.
+    /// for flame graphs), weighted by lock wait or hold time or MPI wait
+    /// time in ns.
     Folded,
+    /// An interactive flame graph (SVG, drawn by `inferno`) of the folded
+    /// stacks.
+    Svg,
+    /// An OTF2 trace archive (Vampir, Scalasca, Score-P tools): MPI calls,
+    /// messages and collectives with their communicators, lock events as
+    /// OTF2 locks. A directory; written through libotf2.
+    Otf2,
 }
 
 impl ExportFormat {
-    /// Canonical name (`folded`).
+    /// Every format, in the order the help lists them.
+    pub const ALL: [ExportFormat; 6] = [
+        ExportFormat::Perfetto,
+        ExportFormat::Chrome,
+        ExportFormat::Pprof,
+        ExportFormat::Folded,
+        ExportFormat::Svg,
+        ExportFormat::Otf2,
+    ];
+
+    /// Canonical name (`perfetto`, `chrome`, `pprof`, `folded`, `svg`,
+    /// `otf2`).
     pub fn name(self) -> &'static str {
         match self {
+            ExportFormat::Perfetto => "perfetto",
+            ExportFormat::Chrome => "chrome",
+            ExportFormat::Pprof => "pprof",
             ExportFormat::Folded => "folded",
+            ExportFormat::Svg => "svg",
+            ExportFormat::Otf2 => "otf2",
         }
     }
 
-    /// The file name an export is written to when none is given.
+    /// The file (for `otf2` the directory) an export is written to when
+    /// none is given.
     pub fn default_file_name(self) -> &'static str {
         match self {
+            ExportFormat::Perfetto => "contend.pftrace",
+            ExportFormat::Chrome => "contend.trace.json",
+            ExportFormat::Pprof => "contend.pb.gz",
             ExportFormat::Folded => "contend.folded",
+            ExportFormat::Svg => "contend.svg",
+            ExportFormat::Otf2 => "contend-otf2",
         }
+    }
+
+    /// True for formats written as a directory of files (OTF2), which
+    /// [`export`] cannot write to a stream.
+    pub fn is_archive(self) -> bool {
+        self == ExportFormat::Otf2
     }
 
     /// The exporter of this format.
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
+            ExportFormat::Perfetto => &perfetto::Perfetto,
+            ExportFormat::Chrome => &chrome::Chrome,
+            ExportFormat::Pprof => &pprof::Pprof,
             ExportFormat::Folded => &folded::Folded,
+            ExportFormat::Svg => &flamegraph::FlameGraph,
+            ExportFormat::Otf2 => &otf2::NotAStream,
         }
     }
 }

@@ -118,48 +118,8 @@ pub fn aggregate_named(
 ) -> LockReport {
     let object_names = &names.objects;
     let sites = &names.sites;
-    let lock_filter: Vec<bool> = if filter.locks.is_empty() {
-        Vec::new()
-    } else {
-        set.objects
-            .iter()
-            .zip(object_names)
-            .map(|(o, name)| {
-                filter.locks.iter().any(|want| {
-                    want == name
-                        || parse_address(want) == Some(o.address)
-                        || name.split('+').next() == Some(want.as_str())
-                })
-            })
-            .collect()
-    };
-    let site_filter: Vec<bool> = match &filter.site_pattern {
-        None => Vec::new(),
-        Some(re) => sites
-            .iter()
-            .map(|s| {
-                re.is_match(&s.display)
-                    || s.function.as_deref().is_some_and(|f| re.is_match(f))
-                    || s.file
-                        .as_deref()
-                        .is_some_and(|f| re.is_match(&format!("{f}:{}", s.line.unwrap_or(0))))
-                    || s.module.as_deref().is_some_and(|m| re.is_match(m))
-            })
-            .collect(),
-    };
-    let selected = |i: usize, e: &LockEvent| -> bool {
-        if e.outcome == Outcome::Post {
-            return false;
-        }
-        let d = e.duration_ns();
-        filter.min_duration_ns.is_none_or(|m| d >= m)
-            && filter.max_duration_ns.is_none_or(|m| d <= m)
-            && (lock_filter.is_empty() || lock_filter[e.object as usize])
-            && (site_filter.is_empty() || site_filter[e.site as usize])
-            && (filter.threads.is_empty()
-                || filter.threads.contains(&set.threads[e.thread as usize].tid))
-            && (!filter.critical_only || path.on_path[i])
-    };
+    let selection = super::select::Selection::new(filter, set, path, names);
+    let selected = |i: usize, e: &LockEvent| -> bool { selection.keeps(i, e) };
 
     let mut summary = LockSummary {
         program_ns,

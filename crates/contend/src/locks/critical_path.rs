@@ -36,6 +36,11 @@ pub struct CriticalPath {
     pub jumps: u64,
     /// Thread index where the walk started (the one that finished last).
     pub start_thread: Option<u32>,
+    /// Every jump as (waiting event, waking event), indices into
+    /// `set.events`: the contended hand-overs on the critical path, from the
+    /// end of the run backward (exporters draw them as flow arrows from the
+    /// waking thread to the woken one).
+    pub hand_overs: Vec<(u32, u32)>,
 }
 
 /// A point in time on one thread that can wake a waiter on one object.
@@ -197,6 +202,7 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
         if w == NONE {
             continue;
         }
+        path.hand_overs.push((i as u32, w));
         thread = set.events[w as usize].thread as usize;
         let t_hi = wake_time(set, w as usize);
         // Continue from the waking event: past it while later events were

@@ -33,6 +33,10 @@ fn n(v: u64) -> f64 {
 }
 
 impl ReportSection for LockReport {
+    fn figures(&self) -> Vec<crate::report::Figure> {
+        super::figures::report_figures(self)
+    }
+
     fn key(&self) -> &'static str {
         "locks"
     }

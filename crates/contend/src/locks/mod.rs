@@ -8,9 +8,11 @@
 pub mod aggregate;
 pub mod critical_path;
 pub mod events;
+pub mod figures;
 pub mod layout;
 pub mod model;
 pub mod ownership;
+pub mod select;
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 use crate::recording::Recording;
@@ -26,6 +28,7 @@ pub use model::{
     WaitKindRow,
 };
 pub use ownership::ownership_changes;
+pub use select::Selection;
 
 /// The lock analysis of a recording (registered in
 /// [`crate::analysis::ANALYZERS`]): every recording gets a lock section,

@@ -53,6 +53,10 @@ fn ranks_list(ranks: &[u32]) -> String {
 }
 
 impl ReportSection for MpiReport {
+    fn figures(&self) -> Vec<crate::report::Figure> {
+        super::figures::report_figures(self)
+    }
+
     fn key(&self) -> &'static str {
         "mpi"
     }

@@ -14,6 +14,7 @@
 //! enter and exit timestamps of the calls, are in `docs/mpi-wait-states.md`.
 
 pub mod analysis;
+pub mod figures;
 pub mod layout;
 pub mod report;
 

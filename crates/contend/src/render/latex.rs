@@ -18,9 +18,37 @@ impl Renderer for Latex {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
         let label = match doc {
             Document::Comparison(_) => "compare",
-            Document::Report(_) | Document::Scale(_) => "report",
+            Document::Report(_) | Document::Analysis(_) | Document::Scale(_) => "report",
         };
-        render(label, &doc.panels(opts), opts)
+        let mut out = render(label, &doc.panels(opts), opts);
+        if let Some(dir) = &opts.figures_dir {
+            figures(&mut out, label, &doc.figures(), dir);
+        }
+        out
+    }
+}
+
+/// A `figure` environment per chart, including the SVG file
+/// `DIR/NAME.svg` that `contend report --figures DIR` writes beside the
+/// output (`\usepackage{svg}`, `\includesvg`; LaTeX then runs Inkscape,
+/// so compile with `--shell-escape`).
+fn figures(out: &mut String, kind: &str, figures: &[crate::report::Figure], dir: &str) {
+    if figures.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n% contend {kind}: figures drawn as SVG in {dir}/; needs \\usepackage{{svg}} (and --shell-escape)"
+    );
+    for f in figures {
+        let path = format!("{}/{}", dir.trim_end_matches('/'), f.name);
+        let _ = writeln!(
+            out,
+            "\n\\begin{{figure}}[htbp]\n  \\centering\n  \\includesvg[width=\\linewidth]{{{path}}}\n  \\caption{{{}. {}}}\n  \\label{{fig:contend-{}}}\n\\end{{figure}}",
+            escape(&f.title),
+            escape(&f.caption),
+            f.name
+        );
     }
 }
 

@@ -12,29 +12,48 @@
 //! Adding a format is one new file: implement [`Renderer`] and add a
 //! variant to [`OutputFormat`] and an arm to [`renderer`].
 
+pub mod chart;
 mod csv;
+mod html;
 mod json;
 mod latex;
 mod markdown;
+pub mod svg;
 mod text;
 
 use std::fmt as stdfmt;
 use std::str::FromStr;
 
+use crate::analysis::Analysis;
 use crate::compare::Comparison;
-use crate::report::{Panel, ParseNameError, RenderOptions, Report};
+use crate::report::{Figure, Panel, ParseNameError, RenderOptions, Report};
 use crate::speedup::ScaleReport;
 
 /// What can be rendered: a report, a comparison of reports, or the
 /// speed-up report of a scale directory.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub enum Document<'a> {
     /// `contend report DIR` of a recording.
     Report(&'a Report),
+    /// `contend report DIR` of a recording, with the per-event results
+    /// (the HTML report and `--format svg` draw timelines from them; the
+    /// other formats render its report).
+    Analysis(&'a Analysis<'a>),
     /// `contend compare A B …`.
     Comparison(&'a Comparison),
     /// `contend report DIR` of a scale directory.
     Scale(&'a ScaleReport),
+}
+
+impl stdfmt::Debug for Document<'_> {
+    fn fmt(&self, f: &mut stdfmt::Formatter<'_>) -> stdfmt::Result {
+        match self {
+            Document::Report(r) => f.debug_tuple("Report").field(r).finish(),
+            Document::Analysis(a) => f.debug_tuple("Analysis").field(&a.report).finish(),
+            Document::Comparison(c) => f.debug_tuple("Comparison").field(c).finish(),
+            Document::Scale(s) => f.debug_tuple("Scale").field(s).finish(),
+        }
+    }
 }
 
 impl Document<'_> {
@@ -42,6 +61,7 @@ impl Document<'_> {
     pub fn panels(&self, opts: &RenderOptions) -> Vec<Panel> {
         match self {
             Document::Report(r) => crate::report::layout::report_panels(r, opts),
+            Document::Analysis(a) => crate::report::layout::report_panels(&a.report, opts),
             Document::Comparison(c) => c.panels(opts),
             Document::Scale(s) => crate::speedup::layout::panels(s),
         }
@@ -60,9 +80,74 @@ impl Document<'_> {
         }
         match self {
             Document::Report(r) => pretty(r),
+            Document::Analysis(a) => pretty(&a.report),
             Document::Comparison(c) => pretty(c),
             Document::Scale(s) => pretty(s),
         }
+    }
+}
+
+impl Document<'_> {
+    /// The figures of the document, in display order: each section's
+    /// ([`crate::report::ReportSection::figures`]); with the per-event
+    /// results also the lock timeline (after the lock figures) and the
+    /// service time over time (after the service section's place); for a
+    /// comparison, grouped bars of the compared durations; for a scale
+    /// directory, the speed-up loss chart.
+    pub fn figures(&self) -> Vec<Figure> {
+        match self {
+            Document::Report(r) => r.sections().iter().flat_map(|s| s.figures()).collect(),
+            Document::Analysis(a) => {
+                let mut out = Vec::new();
+                let mut service_done = false;
+                for s in a.report.sections() {
+                    out.extend(s.figures());
+                    match s.key() {
+                        "locks" => {
+                            out.extend(
+                                a.events::<crate::locks::LockEvents>()
+                                    .and_then(crate::locks::figures::timeline),
+                            );
+                        }
+                        "service" => {
+                            service_done = true;
+                            if let Some(Ok(file)) = &a.recording.service {
+                                out.extend(crate::service::figures::over_time(file));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if !service_done {
+                    if let Some(Ok(file)) = &a.recording.service {
+                        out.extend(crate::service::figures::over_time(file));
+                    }
+                }
+                out
+            }
+            Document::Comparison(c) => {
+                let runs: Vec<String> = c.runs.iter().map(|r| r.label.clone()).collect();
+                let mut keys: Vec<(&'static str, crate::report::MetricGroup)> = Vec::new();
+                for m in &c.metrics {
+                    if !keys.contains(&(m.section, m.group)) {
+                        keys.push((m.section, m.group));
+                    }
+                }
+                keys.into_iter()
+                    .filter_map(|(section, group)| {
+                        let metrics: Vec<&crate::report::compared::ComparedMetric> =
+                            c.metrics.iter().filter(|m| m.section == section).collect();
+                        crate::report::figure::comparison_bars(section, &runs, &metrics, group)
+                    })
+                    .collect()
+            }
+            Document::Scale(s) => crate::speedup::figures::figures(s),
+        }
+    }
+
+    /// The names of the document's figures, for `--chart` and its errors.
+    pub fn figure_names(&self) -> Vec<String> {
+        self.figures().into_iter().map(|f| f.name).collect()
     }
 }
 
@@ -82,16 +167,23 @@ pub enum OutputFormat {
     Csv,
     /// The model as pretty-printed JSON (docs/json.md).
     Json,
+    /// One self-contained HTML page: every table (sortable) and every
+    /// figure as inline SVG; no network.
+    Html,
+    /// One figure alone as SVG (`--chart NAME`), for papers and slides.
+    Svg,
 }
 
 impl OutputFormat {
     /// Every format, in the order the help text lists them.
-    pub const ALL: [OutputFormat; 5] = [
+    pub const ALL: [OutputFormat; 7] = [
         OutputFormat::Text,
         OutputFormat::Markdown,
         OutputFormat::Latex,
         OutputFormat::Csv,
         OutputFormat::Json,
+        OutputFormat::Html,
+        OutputFormat::Svg,
     ];
 
     /// Canonical name (`text`, `markdown`, `latex`, `csv`, `json`).
@@ -102,6 +194,8 @@ impl OutputFormat {
             OutputFormat::Latex => "latex",
             OutputFormat::Csv => "csv",
             OutputFormat::Json => "json",
+            OutputFormat::Html => "html",
+            OutputFormat::Svg => "svg",
         }
     }
 }
@@ -124,10 +218,12 @@ impl FromStr for OutputFormat {
             "latex" | "tex" => Ok(OutputFormat::Latex),
             "csv" => Ok(OutputFormat::Csv),
             "json" => Ok(OutputFormat::Json),
+            "html" => Ok(OutputFormat::Html),
+            "svg" => Ok(OutputFormat::Svg),
             _ => Err(ParseNameError {
                 what: "output format",
                 given: s.to_string(),
-                valid: "text, markdown (md), latex (tex), csv, json",
+                valid: "text, markdown (md), latex (tex), csv, json, html, svg",
             }),
         }
     }
@@ -147,6 +243,8 @@ pub fn renderer(format: OutputFormat) -> &'static dyn Renderer {
         OutputFormat::Latex => &latex::Latex,
         OutputFormat::Csv => &csv::Csv,
         OutputFormat::Json => &json::Json,
+        OutputFormat::Html => &html::Html,
+        OutputFormat::Svg => &svg::Svg,
     }
 }
 

@@ -13,6 +13,7 @@
 //! [`ReportSection`] for their own types, in their own `layout` module.
 
 pub mod compared;
+pub mod figure;
 pub(crate) mod fmt;
 pub mod layout;
 pub mod model;
@@ -22,6 +23,7 @@ use std::fmt as stdfmt;
 use std::str::FromStr;
 
 pub use compared::{Comparable, ComparedPart, ItemList, Metric, MetricGroup, Unit};
+pub use figure::Figure;
 pub use layout::Panel;
 pub use model::{Report, RunInfo};
 
@@ -72,6 +74,12 @@ pub trait ReportSection: erased_serde::Serialize + stdfmt::Debug + Send + Sync +
     /// list.
     fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
         layout::default_comparison_panels(part, opts)
+    }
+
+    /// Its charts for the HTML report and `--format svg --chart NAME`
+    /// ([`figure`]), in display order. Default: none.
+    fn figures(&self) -> Vec<Figure> {
+        Vec::new()
     }
 }
 
@@ -165,6 +173,12 @@ pub struct RenderOptions {
     /// headings (the first time a heading appears); `--no-legend` turns
     /// them off.
     pub legend: bool,
+    /// The figure `--format svg` draws (`--chart NAME`, one of
+    /// [`crate::render::Document::figure_names`]).
+    pub chart: Option<String>,
+    /// LaTeX: the directory the figures are written to as SVG (`--figures
+    /// DIR`); the output then includes each with `\includesvg`.
+    pub figures_dir: Option<String>,
 }
 
 impl Default for RenderOptions {
@@ -177,6 +191,8 @@ impl Default for RenderOptions {
             unit: TimeUnit::Auto,
             width: None,
             legend: true,
+            chart: None,
+            figures_dir: None,
         }
     }
 }

@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 
+pub mod figures;
 pub mod layout;
 
 /// Service-time results of one recording (docs/metrics.md, "Service

@@ -25,6 +25,7 @@
 //! at the function and in `docs/model.md`.
 
 pub mod analysis;
+pub mod figures;
 pub mod layout;
 
 pub use analysis::{

@@ -100,6 +100,7 @@ fn the_architecture_document_names_every_module() {
         "contend-symbolize",
         "contend-record",
         "contend",
+        "contend-otf2",
         "contend-cli",
     ] {
         assert!(doc.contains(&format!("`{krate}`")), "crate {krate}");

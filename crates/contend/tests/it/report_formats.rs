@@ -215,6 +215,7 @@ fn opts() -> RenderOptions {
         unit: TimeUnit::Auto,
         width: Some(100),
         legend: false,
+        ..RenderOptions::default()
     }
 }
 
@@ -809,9 +810,10 @@ fn format_and_unit_names() {
     for f in OutputFormat::ALL {
         assert_eq!(f.to_string().parse::<OutputFormat>().unwrap(), f);
     }
-    let err = "html".parse::<OutputFormat>().unwrap_err().to_string();
+    let err = "pdf".parse::<OutputFormat>().unwrap_err().to_string();
     assert!(
-        err.contains("html") && err.contains("text, markdown (md), latex (tex), csv, json"),
+        err.contains("pdf")
+            && err.contains("text, markdown (md), latex (tex), csv, json, html, svg"),
         "{err}"
     );
     assert_eq!("us".parse::<TimeUnit>().unwrap(), TimeUnit::Us);

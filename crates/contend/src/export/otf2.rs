@@ -1,0 +1,857 @@
+//! OTF2 (the Open Trace Format 2 of Score-P, read by Vampir and Scalasca):
+//! what of a recording goes into an OTF2 archive, laid out here as plain
+//! definitions and per-location event records ([`write`]) and handed to an
+//! [`Otf2Sink`] that writes them.
+//!
+//! An OTF2 archive is a directory of files written through libotf2, a C
+//! library; this crate builds without a C compiler, so the sink that
+//! writes them lives in the `contend-otf2` crate (which the `contend`
+//! binary links). [`ExportFormat::Otf2`](super::ExportFormat::Otf2)'s
+//! stream exporter ([`NotAStream`]) only says so.
+//!
+//! The content (OTF2 3.0 definitions and records):
+//!
+//! * **System tree, locations.** A node per host; a location group
+//!   (process) per MPI rank and per lock-traced process; a location (CPU
+//!   thread) per thread. Ranks come first, in world-rank order (a rank
+//!   without a trace still gets an empty location, so that communicator
+//!   ranks stay right).
+//! * **Communicators.** A `COMM_LOCATIONS` group (each rank's first
+//!   thread), a `COMM_GROUP` per communicator (its members' world ranks,
+//!   in local-rank order), `MPI_COMM_SELF` as `COMM_SELF`; peers and roots
+//!   in records are communicator-local ranks, as OTF2 wants.
+//! * **MPI calls.** `Enter`/`Leave` of a region per MPI function (role
+//!   point-to-point, barrier, one-to-all, all-to-one, all-to-all or other
+//!   collective); inside: `MpiSend`/`MpiIsend` at the call's entry,
+//!   `MpiRecv`/`MpiIrecv` (with `MpiIrecvRequest` at the posting call) at
+//!   the completing call's exit, `MpiIsendComplete` at the exit of the
+//!   call that completed it, `MpiCollectiveBegin`/`End` around each
+//!   collective with its operation, communicator, root and bytes.
+//!   Persistent requests (`MPI_Start`) are posted like `MPI_Isend`/
+//!   `MPI_Irecv`. Peers that are `MPI_PROC_NULL` and cancelled requests
+//!   move no message and get no record.
+//! * **Lock events** (where the standard has them): `Enter`/`Leave` of
+//!   the blocking call (`pthread_mutex_lock`, …, paradigm `PTHREAD`) from
+//!   the request to the acquisition, `ThreadAcquireLock` at the
+//!   acquisition and `ThreadReleaseLock` at the release of mutexes,
+//!   rwlocks and spinlocks, with the lock's index as its id and its
+//!   acquisition order. Failed attempts are a call without an acquisition;
+//!   condition, barrier and semaphore waits are calls.
+//!
+//! Timestamps: ns of CLOCK_MONOTONIC (timer resolution 10⁹ per second),
+//! the global offset the first event.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use contend_trace::mpi::{CompletionKind, MpiOp, MpiRecording, Peer, SELF_COMM, WORLD_COMM};
+use contend_trace::Primitive;
+use rustc_hash::FxHashMap;
+
+use super::{ExportError, ExportOptions, ExportSummary, Exporter};
+use crate::analysis::Analysis;
+use crate::locks::{LockEvents, Outcome, Selection};
+
+/// The [`Exporter`] of [`super::ExportFormat::Otf2`]: OTF2 is an archive,
+/// not a stream, so this says how it is written instead.
+pub(crate) struct NotAStream;
+
+impl Exporter for NotAStream {
+    fn export(
+        &self,
+        _analysis: &Analysis<'_>,
+        _options: &ExportOptions,
+        _out: &mut dyn Write,
+    ) -> Result<ExportSummary, ExportError> {
+        Err(ExportError::Unsupported(
+            "OTF2 is an archive of files, not a stream: write it with `contend export --format otf2 -o DIR` (the contend-otf2 crate)".into(),
+        ))
+    }
+}
+
+/// The role of a region (OTF2's `OTF2_RegionRole`, the ones used here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegionRole {
+    /// `OTF2_REGION_ROLE_FUNCTION`.
+    Function,
+    /// `OTF2_REGION_ROLE_POINT2POINT`.
+    PointToPoint,
+    /// `OTF2_REGION_ROLE_BARRIER`.
+    Barrier,
+    /// `OTF2_REGION_ROLE_COLL_ONE2ALL`.
+    OneToAll,
+    /// `OTF2_REGION_ROLE_COLL_ALL2ONE`.
+    AllToOne,
+    /// `OTF2_REGION_ROLE_COLL_ALL2ALL`.
+    AllToAll,
+    /// `OTF2_REGION_ROLE_COLL_OTHER`.
+    OtherCollective,
+}
+
+/// The paradigm of a region (OTF2's `OTF2_Paradigm`, the ones used here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paradigm {
+    /// `OTF2_PARADIGM_MPI`.
+    Mpi,
+    /// `OTF2_PARADIGM_PTHREAD`.
+    Pthread,
+}
+
+/// A region (a function whose calls are entered and left).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// Its name, an index into [`Definitions::strings`].
+    pub name: u32,
+    /// Its role.
+    pub role: RegionRole,
+    /// Its paradigm.
+    pub paradigm: Paradigm,
+}
+
+/// A node of the system tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemTreeNode {
+    /// Its name (string index).
+    pub name: u32,
+    /// Its class (string index): `machine`, `node`.
+    pub class: u32,
+    /// Its parent node, `None` for the root.
+    pub parent: Option<u32>,
+}
+
+/// A location group (a process: an MPI rank or a lock-traced process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocationGroup {
+    /// Its name (string index).
+    pub name: u32,
+    /// The system-tree node it ran on.
+    pub node: u32,
+}
+
+/// A location (a thread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// Its id (as passed to [`Otf2Sink::begin_location`]).
+    pub id: u64,
+    /// Its name (string index).
+    pub name: u32,
+    /// Its location group.
+    pub group: u32,
+    /// Events written to it.
+    pub events: u64,
+}
+
+/// What a group lists (OTF2's group types used for MPI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKind {
+    /// `OTF2_GROUP_TYPE_COMM_LOCATIONS`: members are location ids, one per
+    /// world rank.
+    CommLocations,
+    /// `OTF2_GROUP_TYPE_COMM_GROUP`: members are world ranks (indices into
+    /// the `CommLocations` group), in communicator-rank order.
+    CommGroup,
+    /// `OTF2_GROUP_TYPE_COMM_SELF`: no members.
+    CommSelf,
+}
+
+/// A group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Its name (string index).
+    pub name: u32,
+    /// Its kind.
+    pub kind: GroupKind,
+    /// Its members.
+    pub members: Vec<u64>,
+}
+
+/// A communicator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comm {
+    /// Its name (string index).
+    pub name: u32,
+    /// Its group (`CommGroup` or `CommSelf`).
+    pub group: u32,
+}
+
+/// The global definitions of an archive; every reference is an index into
+/// the list it names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Definitions {
+    /// Strings; a string's id is its index.
+    pub strings: Vec<String>,
+    /// Regions.
+    pub regions: Vec<Region>,
+    /// System-tree nodes (the first is the root).
+    pub nodes: Vec<SystemTreeNode>,
+    /// Location groups.
+    pub location_groups: Vec<LocationGroup>,
+    /// Locations.
+    pub locations: Vec<Location>,
+    /// Groups.
+    pub groups: Vec<Group>,
+    /// Communicators.
+    pub comms: Vec<Comm>,
+    /// The first timestamp, ns.
+    pub first_ns: u64,
+    /// The last timestamp, ns.
+    pub last_ns: u64,
+}
+
+/// One event record of a location. Ranks are communicator-local; `comm`
+/// indexes [`Definitions::comms`], `region` [`Definitions::regions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // the fields are OTF2's, named as there
+pub enum Event {
+    /// `Enter`.
+    Enter { region: u32 },
+    /// `Leave`.
+    Leave { region: u32 },
+    /// `MpiSend`.
+    MpiSend {
+        receiver: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+    },
+    /// `MpiIsend`.
+    MpiIsend {
+        receiver: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+        request: u64,
+    },
+    /// `MpiIsendComplete`.
+    MpiIsendComplete { request: u64 },
+    /// `MpiIrecvRequest`.
+    MpiIrecvRequest { request: u64 },
+    /// `MpiRecv`.
+    MpiRecv {
+        sender: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+    },
+    /// `MpiIrecv`.
+    MpiIrecv {
+        sender: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+        request: u64,
+    },
+    /// `MpiCollectiveBegin`.
+    CollectiveBegin,
+    /// `MpiCollectiveEnd`; `root` `None` for collectives without one.
+    CollectiveEnd {
+        op: MpiOp,
+        comm: u32,
+        root: Option<u32>,
+        sent: u64,
+        received: u64,
+    },
+    /// `ThreadAcquireLock` (paradigm `PTHREAD`).
+    AcquireLock { lock: u32, order: u32 },
+    /// `ThreadReleaseLock` (paradigm `PTHREAD`).
+    ReleaseLock { lock: u32, order: u32 },
+}
+
+/// Where [`write`] hands the archive: the events of one location after
+/// another (each location once, its records in time order), then the
+/// definitions. Errors are the writer's messages.
+pub trait Otf2Sink {
+    /// The events of location `id` follow.
+    fn begin_location(&mut self, id: u64) -> Result<(), String>;
+    /// One record at `t_ns`.
+    fn event(&mut self, t_ns: u64, event: &Event) -> Result<(), String>;
+    /// The location's events are done.
+    fn end_location(&mut self) -> Result<(), String>;
+    /// The global definitions, last.
+    fn definitions(&mut self, defs: &Definitions) -> Result<(), String>;
+}
+
+/// Builds definitions as the walk goes.
+struct Defs {
+    d: Definitions,
+    strings: FxHashMap<String, u32>,
+    regions: FxHashMap<String, u32>,
+}
+
+impl Defs {
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.d.strings.len() as u32;
+        self.d.strings.push(s.to_string());
+        self.strings.insert(s.to_string(), i);
+        i
+    }
+
+    fn region(&mut self, name: &str, role: RegionRole, paradigm: Paradigm) -> u32 {
+        if let Some(&i) = self.regions.get(name) {
+            return i;
+        }
+        let i = self.d.regions.len() as u32;
+        let name_id = self.string(name);
+        self.d.regions.push(Region {
+            name: name_id,
+            role,
+            paradigm,
+        });
+        self.regions.insert(name.to_string(), i);
+        i
+    }
+
+    fn node(&mut self, host: &str, cache: &mut BTreeMap<String, u32>) -> u32 {
+        if let Some(&n) = cache.get(host) {
+            return n;
+        }
+        let name = self.string(host);
+        let class = self.string("node");
+        self.d.nodes.push(SystemTreeNode {
+            name,
+            class,
+            parent: Some(0),
+        });
+        let n = (self.d.nodes.len() - 1) as u32;
+        cache.insert(host.to_string(), n);
+        n
+    }
+
+    fn see(&mut self, t: u64) {
+        self.d.first_ns = self.d.first_ns.min(t);
+        self.d.last_ns = self.d.last_ns.max(t);
+    }
+}
+
+/// The role of an MPI function's region.
+fn mpi_role(op: MpiOp) -> RegionRole {
+    use MpiOp::*;
+    match op {
+        Barrier => RegionRole::Barrier,
+        Bcast | Scatter | Scatterv => RegionRole::OneToAll,
+        Reduce | Gather | Gatherv => RegionRole::AllToOne,
+        Allreduce | Allgather | Allgatherv | Alltoall | Alltoallv | Alltoallw | ReduceScatter
+        | ReduceScatterBlock => RegionRole::AllToAll,
+        Scan | Exscan => RegionRole::OtherCollective,
+        _ if crate::mpi::analysis::is_p2p_op(op) => RegionRole::PointToPoint,
+        _ => RegionRole::Function,
+    }
+}
+
+/// The blocking call of a lock event's primitive.
+fn lock_call(p: Primitive) -> &'static str {
+    match p {
+        Primitive::Mutex => "pthread_mutex_lock",
+        Primitive::RwlockRead => "pthread_rwlock_rdlock",
+        Primitive::RwlockWrite => "pthread_rwlock_wrlock",
+        Primitive::Spin => "pthread_spin_lock",
+        Primitive::Cond => "pthread_cond_wait",
+        Primitive::Barrier => "pthread_barrier_wait",
+        Primitive::Semaphore => "sem_wait",
+    }
+}
+
+/// What [`write`] wrote.
+#[derive(Debug, Default)]
+struct Written {
+    events: u64,
+    locations: u64,
+}
+
+/// Lays out `analysis` as an OTF2 archive and hands it to `sink` (module
+/// docs). Lock events are those the filter of `options` keeps.
+///
+/// Errors: the recording holds neither MPI traces nor lock events
+/// ([`ExportError::Nothing`]); the sink failed ([`ExportError::Writer`]).
+pub fn write(
+    analysis: &Analysis<'_>,
+    options: &ExportOptions,
+    sink: &mut dyn Otf2Sink,
+) -> Result<ExportSummary, ExportError> {
+    let recording = analysis.recording;
+    let mpi = match &recording.mpi {
+        Some(Ok(m)) if !m.ranks.is_empty() => Some(m),
+        _ => None,
+    };
+    let locks = analysis
+        .events::<LockEvents>()
+        .filter(|l| !l.set.events.is_empty());
+    if mpi.is_none() && locks.is_none() {
+        return Err(ExportError::Nothing(
+            "the recording holds no MPI traces and no lock events: nothing to write as OTF2".into(),
+        ));
+    }
+    let mut defs = Defs {
+        d: Definitions {
+            first_ns: u64::MAX,
+            ..Definitions::default()
+        },
+        strings: FxHashMap::default(),
+        regions: FxHashMap::default(),
+    };
+    defs.string("");
+    let (root_name, root_class) = (defs.string("machine"), defs.string("machine"));
+    defs.d.nodes.push(SystemTreeNode {
+        name: root_name,
+        class: root_class,
+        parent: None,
+    });
+    let mut hosts = BTreeMap::new();
+    let mut written = Written::default();
+    let mut notes = Vec::new();
+    let mut next_location = 0u64;
+    if let Some(m) = mpi {
+        mpi_part(
+            m,
+            sink,
+            &mut defs,
+            &mut hosts,
+            &mut next_location,
+            &mut written,
+            &mut notes,
+        )?;
+    }
+    if let Some(ev) = locks {
+        lock_part(
+            analysis,
+            ev,
+            options,
+            sink,
+            &mut defs,
+            &mut hosts,
+            &mut next_location,
+            &mut written,
+        )?;
+    }
+    if defs.d.first_ns == u64::MAX {
+        defs.d.first_ns = 0;
+    }
+    sink.definitions(&defs.d).map_err(ExportError::Writer)?;
+    notes.push(format!(
+        "{} events on {} locations",
+        written.events, written.locations
+    ));
+    Ok(ExportSummary {
+        records: written.events,
+        what: "events",
+        notes,
+    })
+}
+
+/// The MPI ranks: definitions of communicators and one location per
+/// rank thread with its calls.
+fn mpi_part(
+    m: &MpiRecording,
+    sink: &mut dyn Otf2Sink,
+    defs: &mut Defs,
+    hosts: &mut BTreeMap<String, u32>,
+    next_location: &mut u64,
+    written: &mut Written,
+    notes: &mut Vec<String>,
+) -> Result<(), ExportError> {
+    let w = |e: String| ExportError::Writer(e);
+    // Communicators: id → members (world ranks, local order).
+    let mut comms: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    let world = m
+        .world_size
+        .max(m.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(0));
+    comms.insert(WORLD_COMM, (0..world).collect());
+    for r in &m.ranks {
+        for c in &r.comms {
+            if c.id != SELF_COMM {
+                comms.entry(c.id).or_insert_with(|| c.world_ranks.clone());
+            }
+        }
+    }
+    // Locations of the ranks: the rank's threads in order of first call;
+    // a rank without a trace gets one empty location.
+    let mut rank_location: Vec<u64> = Vec::with_capacity(world as usize);
+    let mut per_rank: Vec<Vec<(u32, u64)>> = Vec::with_capacity(world as usize);
+    for rank in 0..world {
+        let trace = m.ranks.iter().find(|t| t.rank == rank);
+        let host = trace.map_or("unknown host", |t| t.host.as_str());
+        let node = defs.node(host, hosts);
+        let name = defs.string(&format!("MPI Rank {rank}"));
+        defs.d.location_groups.push(LocationGroup { name, node });
+        let group = (defs.d.location_groups.len() - 1) as u32;
+        let mut tids: Vec<u32> = Vec::new();
+        if let Some(t) = trace {
+            for e in &t.events {
+                if !tids.contains(&e.tid) {
+                    tids.push(e.tid);
+                }
+            }
+        }
+        if tids.is_empty() {
+            tids.push(trace.map_or(0, |t| t.pid));
+        }
+        let mut locs = Vec::new();
+        for (k, tid) in tids.iter().enumerate() {
+            let id = *next_location;
+            *next_location += 1;
+            let name = defs.string(&if k == 0 {
+                format!("rank {rank} (tid {tid})")
+            } else {
+                format!("rank {rank} thread {k} (tid {tid})")
+            });
+            defs.d.locations.push(Location {
+                id,
+                name,
+                group,
+                events: 0,
+            });
+            locs.push((*tid, id));
+        }
+        rank_location.push(locs[0].1);
+        per_rank.push(locs);
+    }
+    let loc_group_name = defs.string("MPI_COMM_WORLD locations");
+    defs.d.groups.push(Group {
+        name: loc_group_name,
+        kind: GroupKind::CommLocations,
+        members: rank_location.clone(),
+    });
+    let mut comm_ref: FxHashMap<u64, u32> = FxHashMap::default();
+    for (id, members) in &comms {
+        let label = crate::mpi::comm_name(*id, (*id != WORLD_COMM).then_some(members.as_slice()));
+        let name = defs.string(&label);
+        defs.d.groups.push(Group {
+            name,
+            kind: GroupKind::CommGroup,
+            members: members.iter().map(|&r| u64::from(r)).collect(),
+        });
+        let group = (defs.d.groups.len() - 1) as u32;
+        defs.d.comms.push(Comm { name, group });
+        comm_ref.insert(*id, (defs.d.comms.len() - 1) as u32);
+    }
+    let self_name = defs.string("MPI_COMM_SELF");
+    defs.d.groups.push(Group {
+        name: self_name,
+        kind: GroupKind::CommSelf,
+        members: Vec::new(),
+    });
+    defs.d.comms.push(Comm {
+        name: self_name,
+        group: (defs.d.groups.len() - 1) as u32,
+    });
+    comm_ref.insert(SELF_COMM, (defs.d.comms.len() - 1) as u32);
+    // World rank → local rank, per communicator.
+    let local = |comm: u64, world_rank: u32| -> Option<u32> {
+        if comm == SELF_COMM {
+            return Some(0);
+        }
+        comms
+            .get(&comm)?
+            .iter()
+            .position(|&r| r == world_rank)
+            .map(|p| p as u32)
+    };
+    let mut skipped = 0u64;
+    for rank in 0..world {
+        let trace = m.ranks.iter().find(|t| t.rank == rank);
+        for &(tid, location) in &per_rank[rank as usize] {
+            sink.begin_location(location).map_err(w)?;
+            let mut count = 0u64;
+            let mut emit = |sink: &mut dyn Otf2Sink, defs: &mut Defs, t: u64, e: Event| {
+                defs.see(t);
+                count += 1;
+                sink.event(t, &e)
+            };
+            // Requests of this thread: id → communicator.
+            let mut requests: FxHashMap<u64, u64> = FxHashMap::default();
+            for e in trace.map(|t| t.events.as_slice()).unwrap_or(&[]) {
+                if e.tid != tid {
+                    continue;
+                }
+                let region = defs.region(e.op.name(), mpi_role(e.op), Paradigm::Mpi);
+                let exit = e.exit_ns.max(e.enter_ns);
+                emit(sink, defs, e.enter_ns, Event::Enter { region }).map_err(w)?;
+                let comm = comm_ref.get(&e.comm).copied();
+                // Sends and receives posted by this call.
+                let mut posts: Vec<(u64, Option<_>, Option<_>)> = vec![(e.comm, e.send, e.recv)];
+                posts.extend(e.starts.iter().map(|s| (s.comm, s.send, s.recv)));
+                for (c, send, recv) in posts {
+                    let cref = comm_ref.get(&c).copied();
+                    if let Some(s) = send {
+                        let (Peer::Rank(dest), Some(cref)) = (s.dest, cref) else {
+                            continue;
+                        };
+                        let Some(receiver) = local(c, dest) else {
+                            skipped += 1;
+                            continue;
+                        };
+                        let ev = if s.request == 0 {
+                            Event::MpiSend {
+                                receiver,
+                                comm: cref,
+                                tag: s.tag as u32,
+                                bytes: s.bytes,
+                            }
+                        } else {
+                            requests.insert(s.request, c);
+                            Event::MpiIsend {
+                                receiver,
+                                comm: cref,
+                                tag: s.tag as u32,
+                                bytes: s.bytes,
+                                request: s.request,
+                            }
+                        };
+                        emit(sink, defs, e.enter_ns, ev).map_err(w)?;
+                    }
+                    if let Some(r) = recv {
+                        if r.request != 0 && r.source != Peer::Null {
+                            requests.insert(r.request, c);
+                            emit(
+                                sink,
+                                defs,
+                                e.enter_ns,
+                                Event::MpiIrecvRequest { request: r.request },
+                            )
+                            .map_err(w)?;
+                        }
+                    }
+                }
+                let collective = e.op.is_collective() && comm.is_some();
+                if collective {
+                    emit(sink, defs, e.enter_ns, Event::CollectiveBegin).map_err(w)?;
+                }
+                for c in &e.completions {
+                    if c.cancelled {
+                        continue;
+                    }
+                    match (c.kind, c.request) {
+                        (CompletionKind::Send, 0) => {}
+                        (CompletionKind::Send, req) => {
+                            if requests.remove(&req).is_some() {
+                                emit(sink, defs, exit, Event::MpiIsendComplete { request: req })
+                                    .map_err(w)?;
+                            }
+                        }
+                        (CompletionKind::Recv, req) => {
+                            let c_id = if req == 0 {
+                                Some(e.comm)
+                            } else {
+                                requests.remove(&req)
+                            };
+                            let Some(c_id) = c_id else { continue };
+                            let (Some(src), Some(cref)) = (c.source, comm_ref.get(&c_id)) else {
+                                continue;
+                            };
+                            let Some(sender) = local(c_id, src) else {
+                                skipped += 1;
+                                continue;
+                            };
+                            let ev = if req == 0 {
+                                Event::MpiRecv {
+                                    sender,
+                                    comm: *cref,
+                                    tag: c.tag as u32,
+                                    bytes: c.bytes,
+                                }
+                            } else {
+                                Event::MpiIrecv {
+                                    sender,
+                                    comm: *cref,
+                                    tag: c.tag as u32,
+                                    bytes: c.bytes,
+                                    request: req,
+                                }
+                            };
+                            emit(sink, defs, exit, ev).map_err(w)?;
+                        }
+                    }
+                }
+                if let (true, Some(cref)) = (collective, comm) {
+                    let root = e.root.and_then(|r| local(e.comm, r));
+                    emit(
+                        sink,
+                        defs,
+                        exit,
+                        Event::CollectiveEnd {
+                            op: e.op,
+                            comm: cref,
+                            root,
+                            sent: e.coll_bytes_sent,
+                            received: e.coll_bytes_recv,
+                        },
+                    )
+                    .map_err(w)?;
+                }
+                emit(sink, defs, exit, Event::Leave { region }).map_err(w)?;
+            }
+            sink.end_location().map_err(w)?;
+            if let Some(l) = defs.d.locations.iter_mut().find(|l| l.id == location) {
+                l.events = count;
+            }
+            written.events += count;
+            written.locations += 1;
+        }
+    }
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} message record(s) left out: their peer is not a member of their communicator in the recorded communicator lists"
+        ));
+    }
+    if !m.missing_ranks.is_empty() {
+        notes.push(format!(
+            "ranks without a trace have an empty location: {:?}",
+            m.missing_ranks
+        ));
+    }
+    Ok(())
+}
+
+/// A lock record waiting for its time: (time, order of creation, event).
+type Pending = std::cmp::Reverse<(u64, u64, EventKey)>;
+
+/// An [`Event`] as an ordered key (for the pending heap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKey {
+    Leave(u32),
+    Acquire(u32, u32),
+    Release(u32, u32),
+}
+
+/// The lock events: one location per thread.
+#[allow(clippy::too_many_arguments)]
+fn lock_part(
+    analysis: &Analysis<'_>,
+    ev: &LockEvents,
+    options: &ExportOptions,
+    sink: &mut dyn Otf2Sink,
+    defs: &mut Defs,
+    hosts: &mut BTreeMap<String, u32>,
+    next_location: &mut u64,
+    written: &mut Written,
+) -> Result<(), ExportError> {
+    let w = |e: String| ExportError::Writer(e);
+    let recording = analysis.recording;
+    let set = &ev.set;
+    let selection = Selection::new(&options.filter, set, &ev.critical_path, &ev.names);
+    // Acquisition order per lock: the rank of each acquisition by time.
+    let mut order: Vec<u32> = vec![0; set.events.len()];
+    {
+        let mut by_object: FxHashMap<u32, Vec<(u64, u32)>> = FxHashMap::default();
+        for (i, e) in set.events.iter().enumerate() {
+            if e.is_lock() && e.outcome == Outcome::Acquired && selection.keeps(i, e) {
+                by_object
+                    .entry(e.object)
+                    .or_default()
+                    .push((e.acquired_ns, i as u32));
+            }
+        }
+        for v in by_object.values_mut() {
+            v.sort_unstable();
+            for (k, &(_, i)) in v.iter().enumerate() {
+                order[i as usize] = k as u32 + 1;
+            }
+        }
+    }
+    let host = recording
+        .meta
+        .as_ref()
+        .map(|m| m.host.clone())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let node = defs.node(&host, hosts);
+    let mut groups: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut start = 0usize;
+    while start < set.events.len() {
+        let thread = set.events[start].thread;
+        let mut end = start;
+        while end < set.events.len() && set.events[end].thread == thread {
+            end += 1;
+        }
+        let info = &set.threads[thread as usize];
+        let group = *groups.entry(info.pid).or_insert_with(|| {
+            let pname = recording
+                .processes
+                .get(info.process as usize)
+                .and_then(|p| p.trace.cmdline.first().cloned())
+                .unwrap_or_default();
+            let name = defs.string(&format!("{pname} (pid {})", info.pid));
+            defs.d.location_groups.push(LocationGroup { name, node });
+            (defs.d.location_groups.len() - 1) as u32
+        });
+        let id = *next_location;
+        *next_location += 1;
+        let name = defs.string(&format!("tid {}", info.tid));
+        sink.begin_location(id).map_err(w)?;
+        let mut idx: Vec<usize> = (start..end).collect();
+        idx.sort_by_key(|&i| set.events[i].requested_ns);
+        let mut pending: std::collections::BinaryHeap<Pending> = Default::default();
+        let mut seq = 0u64;
+        let mut count = 0u64;
+        let flush = |sink: &mut dyn Otf2Sink,
+                     defs: &mut Defs,
+                     pending: &mut std::collections::BinaryHeap<Pending>,
+                     until: Option<u64>,
+                     count: &mut u64|
+         -> Result<(), String> {
+            while let Some(std::cmp::Reverse((t, _, k))) = pending.peek().copied() {
+                if until.is_some_and(|u| t > u) {
+                    break;
+                }
+                pending.pop();
+                let e = match k {
+                    EventKey::Leave(region) => Event::Leave { region },
+                    EventKey::Acquire(lock, order) => Event::AcquireLock { lock, order },
+                    EventKey::Release(lock, order) => Event::ReleaseLock { lock, order },
+                };
+                defs.see(t);
+                *count += 1;
+                sink.event(t, &e)?;
+            }
+            Ok(())
+        };
+        for i in idx {
+            let e = &set.events[i];
+            if !selection.keeps(i, e) {
+                continue;
+            }
+            flush(sink, defs, &mut pending, Some(e.requested_ns), &mut count).map_err(w)?;
+            let region = defs.region(
+                lock_call(e.primitive),
+                if e.primitive == Primitive::Barrier {
+                    RegionRole::Barrier
+                } else {
+                    RegionRole::Function
+                },
+                Paradigm::Pthread,
+            );
+            defs.see(e.requested_ns);
+            count += 1;
+            sink.event(e.requested_ns, &Event::Enter { region })
+                .map_err(w)?;
+            let mut push = |t: u64, k: EventKey| {
+                seq += 1;
+                pending.push(std::cmp::Reverse((t, seq, k)));
+            };
+            push(e.acquired_ns, EventKey::Leave(region));
+            if e.is_lock() && e.outcome == Outcome::Acquired {
+                let o = order[i];
+                push(e.acquired_ns, EventKey::Acquire(e.object, o));
+                push(
+                    e.released_ns.max(e.acquired_ns),
+                    EventKey::Release(e.object, o),
+                );
+            }
+        }
+        flush(sink, defs, &mut pending, None, &mut count).map_err(w)?;
+        sink.end_location().map_err(w)?;
+        defs.d.locations.push(Location {
+            id,
+            name,
+            group,
+            events: count,
+        });
+        written.events += count;
+        written.locations += 1;
+        start = end;
+    }
+    Ok(())
+}

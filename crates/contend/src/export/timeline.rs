@@ -1,0 +1,865 @@
+//! The timeline that the trace-viewer exports draw (Perfetto's protobuf
+//! trace, Chrome's trace-event JSON): one walk over a recording's
+//! per-event results that hands tracks, slices, instants, flows and
+//! counter values to a [`TimelineSink`], one at a time, so that a writer
+//! needs no memory that grows with the trace.
+//!
+//! What the walk produces (docs/usage.md, "Exports"):
+//!
+//! * a process track per traced process (lock traces, MPI ranks, sampled
+//!   processes) and a thread track per thread; the recording holds no
+//!   thread names, so a thread is named by its process and tid;
+//! * per lock event a `wait` slice (requested → acquired, when it waited)
+//!   and a `hold` slice (acquired → released), named after the lock, with
+//!   the call site, the kind, the contended and critical-path flags as
+//!   arguments; failed attempts (busy, timed out, error) one slice;
+//!   condition, barrier and semaphore waits one `wait` slice, `sem_post`
+//!   an instant;
+//! * a flow from the waking thread to the woken one for every contended
+//!   hand-over on the critical path ([`CriticalPath::hand_overs`]): from
+//!   the releaser's `hold` slice (the barrier's last arrival, the
+//!   `sem_post`) to the woken thread's `hold` slice, or to a `woken`
+//!   instant at the end of a condition, barrier or semaphore wait;
+//! * per MPI call a slice on its rank's thread, each wait state (late
+//!   sender, …) a slice inside it from the call's entry, lasting the wait,
+//!   with the causing rank as argument; a flow per matched message from
+//!   the posting send to the completing receive;
+//! * counter tracks from the service-time samples: active threads
+//!   (service time per interval ÷ interval), the run-queue length, and
+//!   each thread's CPU time rate (its service time ÷ interval).
+//!
+//! Timestamps are CLOCK_MONOTONIC ns: lock traces through the recording's
+//! clock fit, MPI traces on rank 0's clock (corrected across nodes), the
+//! samples as taken, so processes and ranks line up. Slices on one track
+//! come in start order and nest properly: events of a thread that
+//! overlap without nesting (locks released in another order than taken)
+//! go to an extra lane, a child track of the thread's.
+
+use std::collections::hash_map::Entry;
+use std::io;
+
+use contend_trace::mpi::{MpiEvent, MpiRecording, Peer};
+use contend_trace::Primitive;
+use rustc_hash::FxHashMap;
+
+use super::{ExportError, ExportOptions, ExportSummary};
+use crate::analysis::Analysis;
+use crate::locks::{LockEvents, Outcome, Selection};
+use crate::mpi::{comm_name, MapsSiteResolver, MpiEvents, SiteResolver};
+
+/// A track's id, unique within one export (Perfetto's track uuid).
+pub(crate) type TrackId = u64;
+
+/// What a track shows.
+pub(crate) enum TrackKind<'a> {
+    /// A process.
+    Process {
+        /// Process id.
+        pid: u32,
+        /// Its name (command name, or `rank N`).
+        name: &'a str,
+        /// Its command line, when known.
+        cmdline: &'a [String],
+    },
+    /// A thread of a process (its parent track).
+    Thread {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// Its name.
+        name: &'a str,
+    },
+    /// An extra lane of a thread, for its events that overlap without
+    /// nesting (its parent is the thread's track).
+    Lane {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// Lane number, from 1.
+        lane: u32,
+        /// Its name.
+        name: &'a str,
+    },
+    /// A counter (its parent is a process or thread track, or none).
+    Counter {
+        /// Process id of the parent, 0 for a counter of the whole system.
+        pid: u32,
+        /// Its name.
+        name: &'a str,
+        /// Unit of its values.
+        unit: &'static str,
+    },
+}
+
+/// One track.
+pub(crate) struct Track<'a> {
+    /// Its id.
+    pub id: TrackId,
+    /// The track it belongs to (a thread's process, a lane's thread).
+    pub parent: Option<TrackId>,
+    /// What it shows.
+    pub kind: TrackKind<'a>,
+}
+
+/// A slice argument's value.
+#[derive(Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    /// Text.
+    Str(&'a str),
+    /// An unsigned number.
+    U64(u64),
+    /// A flag.
+    Bool(bool),
+}
+
+/// A slice (or, with `start_ns == end_ns` and `instant`, an instant).
+pub(crate) struct Slice<'a> {
+    /// Its track.
+    pub track: TrackId,
+    /// Begin, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// End, ns (≥ `start_ns`).
+    pub end_ns: u64,
+    /// Its name.
+    pub name: &'a str,
+    /// Its category (`lock.wait`, `lock.hold`, `mpi`, `mpi.wait`, …).
+    pub category: &'static str,
+    /// Its arguments.
+    pub args: &'a [(&'static str, Arg<'a>)],
+    /// Flows starting at this slice.
+    pub flows_out: &'a [u64],
+    /// Flows ending at this slice.
+    pub flows_in: &'a [u64],
+}
+
+/// Where the walk hands what it finds, in this order: tracks before
+/// anything on them; per track, slices in start order, properly nested.
+pub(crate) trait TimelineSink {
+    /// A new track.
+    fn track(&mut self, t: &Track<'_>) -> io::Result<()>;
+    /// A slice with a duration.
+    fn slice(&mut self, s: &Slice<'_>) -> io::Result<()>;
+    /// An instant (`start_ns == end_ns`).
+    fn instant(&mut self, s: &Slice<'_>) -> io::Result<()>;
+    /// A counter's value from `t_ns` on.
+    fn counter(&mut self, track: TrackId, t_ns: u64, value: f64) -> io::Result<()>;
+    /// No more slices on `track` for now (the next ones, if any, start
+    /// after every slice given so far on it ends).
+    fn end_track(&mut self, track: TrackId) -> io::Result<()>;
+    /// The end: flush everything.
+    fn finish(&mut self) -> io::Result<()>;
+}
+
+/// What the walk wrote, for the summary.
+#[derive(Default)]
+struct Counts {
+    slices: u64,
+    instants: u64,
+    flows: u64,
+    counter_values: u64,
+}
+
+/// Tracks by process and thread, created on first use.
+struct Tracks {
+    next: TrackId,
+    processes: FxHashMap<u32, TrackId>,
+    threads: FxHashMap<(u32, u32), TrackId>,
+    /// Extra lanes of a thread track, by (thread track, lane).
+    lanes: FxHashMap<(TrackId, u32), TrackId>,
+}
+
+impl Tracks {
+    fn new() -> Tracks {
+        Tracks {
+            next: 1,
+            processes: FxHashMap::default(),
+            threads: FxHashMap::default(),
+            lanes: FxHashMap::default(),
+        }
+    }
+
+    fn fresh(&mut self) -> TrackId {
+        let id = self.next;
+        self.next += 1;
+        id
+    }
+
+    fn process(
+        &mut self,
+        sink: &mut dyn TimelineSink,
+        pid: u32,
+        name: &str,
+        cmdline: &[String],
+    ) -> io::Result<TrackId> {
+        if let Some(&id) = self.processes.get(&pid) {
+            return Ok(id);
+        }
+        let id = self.fresh();
+        self.processes.insert(pid, id);
+        sink.track(&Track {
+            id,
+            parent: None,
+            kind: TrackKind::Process { pid, name, cmdline },
+        })?;
+        Ok(id)
+    }
+
+    fn thread(
+        &mut self,
+        sink: &mut dyn TimelineSink,
+        pid: u32,
+        tid: u32,
+        name: &str,
+    ) -> io::Result<TrackId> {
+        if let Some(&id) = self.threads.get(&(pid, tid)) {
+            return Ok(id);
+        }
+        let parent = self.process(sink, pid, &format!("pid {pid}"), &[])?;
+        let id = self.fresh();
+        self.threads.insert((pid, tid), id);
+        sink.track(&Track {
+            id,
+            parent: Some(parent),
+            kind: TrackKind::Thread { pid, tid, name },
+        })?;
+        Ok(id)
+    }
+
+    /// Lane `lane` of a thread track (0 is the thread track itself).
+    fn lane(
+        &mut self,
+        sink: &mut dyn TimelineSink,
+        thread: TrackId,
+        pid: u32,
+        tid: u32,
+        lane: u32,
+    ) -> io::Result<TrackId> {
+        if lane == 0 {
+            return Ok(thread);
+        }
+        if let Some(&id) = self.lanes.get(&(thread, lane)) {
+            return Ok(id);
+        }
+        let id = self.fresh();
+        self.lanes.insert((thread, lane), id);
+        sink.track(&Track {
+            id,
+            parent: Some(thread),
+            kind: TrackKind::Lane {
+                pid,
+                tid,
+                lane,
+                name: &format!("tid {tid} (overlapping, lane {lane})"),
+            },
+        })?;
+        Ok(id)
+    }
+
+    /// Every lane of `thread`, itself first.
+    fn lanes_of(&self, thread: TrackId) -> Vec<TrackId> {
+        let mut v: Vec<(u32, TrackId)> = self
+            .lanes
+            .iter()
+            .filter(|((t, _), _)| *t == thread)
+            .map(|((_, l), id)| (*l, *id))
+            .collect();
+        v.sort_unstable();
+        std::iter::once(thread)
+            .chain(v.into_iter().map(|(_, id)| id))
+            .collect()
+    }
+}
+
+/// Assigns intervals of one thread, given in start order, to lanes so
+/// that each lane's intervals nest properly (greedy: the first lane where
+/// the interval fits inside the innermost open one, or after it).
+#[derive(Default)]
+struct Lanes {
+    /// Per lane, the end times of its open intervals, outermost first.
+    open: Vec<Vec<u64>>,
+}
+
+impl Lanes {
+    fn place(&mut self, start: u64, end: u64) -> u32 {
+        for (k, stack) in self.open.iter_mut().enumerate() {
+            while stack.last().is_some_and(|&e| e <= start) {
+                stack.pop();
+            }
+            if stack.last().is_none_or(|&e| e >= end) {
+                stack.push(end);
+                return k as u32;
+            }
+        }
+        self.open.push(vec![end]);
+        (self.open.len() - 1) as u32
+    }
+}
+
+/// The process's display name: its command's base name.
+fn process_name(cmdline: &[String], exe: &str) -> String {
+    let name = cmdline.first().map(String::as_str).unwrap_or(exe);
+    name.rsplit('/').next().unwrap_or(name).to_string()
+}
+
+/// How a lock event's primitive and mode read in an argument.
+fn primitive_name(p: Primitive) -> &'static str {
+    match p {
+        Primitive::Mutex => "mutex",
+        Primitive::RwlockRead => "rwlock (read)",
+        Primitive::RwlockWrite => "rwlock (write)",
+        Primitive::Spin => "spinlock",
+        Primitive::Cond => "condition wait",
+        Primitive::Barrier => "barrier",
+        Primitive::Semaphore => "semaphore",
+    }
+}
+
+/// Walks `analysis` and hands the timeline to `sink` (module docs).
+///
+/// `options.filter` selects the lock events (`--min-duration`,
+/// `--critical-only`, `--lock`, `--site`, `--thread`); MPI calls and
+/// wait states are kept when they last at least `--min-duration` (a call
+/// shorter than that is dropped with its wait states) and are all dropped
+/// by `--critical-only` (the critical path is of lock events).
+///
+/// Errors: writing failed; the recording holds neither lock events, MPI
+/// traces nor service samples ([`ExportError::Nothing`]).
+pub(crate) fn walk(
+    analysis: &Analysis<'_>,
+    options: &ExportOptions,
+    sink: &mut dyn TimelineSink,
+    what: &'static str,
+) -> Result<ExportSummary, ExportError> {
+    let recording = analysis.recording;
+    let locks = analysis
+        .events::<LockEvents>()
+        .filter(|l| !l.set.events.is_empty());
+    let mpi = match (&recording.mpi, analysis.events::<MpiEvents>()) {
+        (Some(Ok(m)), Some(ev)) => Some((m, ev)),
+        _ => None,
+    };
+    let samples = match &recording.service {
+        Some(Ok(s)) if !s.ticks.is_empty() => Some(s),
+        _ => None,
+    };
+    if locks.is_none() && mpi.is_none() && samples.is_none() {
+        return Err(ExportError::Nothing(
+            "the recording holds no lock events, no MPI traces and no service samples: nothing to draw on a timeline".into(),
+        ));
+    }
+    let mut notes = Vec::new();
+    let mut tracks = Tracks::new();
+    let mut counts = Counts::default();
+    // Processes first, named after their command.
+    for p in &recording.processes {
+        let name = process_name(&p.trace.cmdline, &p.trace.exe_path);
+        tracks.process(sink, p.trace.pid, &name, &p.trace.cmdline)?;
+    }
+    if let Some((m, _)) = mpi {
+        for r in &m.ranks {
+            let name = if r.host.is_empty() {
+                format!("rank {}", r.rank)
+            } else {
+                format!("rank {} ({})", r.rank, r.host)
+            };
+            tracks.process(sink, r.pid, &name, &[])?;
+        }
+    }
+    match locks {
+        Some(ev) => lock_events(analysis, ev, options, sink, &mut tracks, &mut counts)?,
+        None => {
+            if let Some(why) = analysis
+                .report
+                .section::<crate::locks::LockReport>()
+                .and_then(|l| l.no_events_reason.clone())
+                .filter(|_| mpi.is_none())
+            {
+                notes.push(format!("no lock events: {why}"));
+            }
+        }
+    }
+    if let Some((m, ev)) = mpi {
+        mpi_events(analysis, m, ev, options, sink, &mut tracks, &mut counts)?;
+        if options.filter.critical_only {
+            notes.push(
+                "--critical-only selects lock events on the critical path: MPI calls are left out"
+                    .into(),
+            );
+        }
+    }
+    match samples {
+        Some(s) => service_counters(recording, s, sink, &mut tracks, &mut counts)?,
+        None => notes.push(match &recording.service {
+            Some(Err(e)) => format!("no counter tracks: the service samples cannot be read ({e})"),
+            _ => "no counter tracks: the recording holds no service-time samples".into(),
+        }),
+    }
+    sink.finish()?;
+    let filters = options.filter.describe();
+    if !filters.is_empty() {
+        notes.push(format!("lock events selected: {}", filters.join("; ")));
+    }
+    notes.push(format!(
+        "{} slices, {} instants, {} flows, {} counter values",
+        counts.slices, counts.instants, counts.flows, counts.counter_values
+    ));
+    Ok(ExportSummary {
+        records: counts.slices + counts.instants + counts.counter_values,
+        what,
+        notes,
+    })
+}
+
+/// The lock events: per thread, in start order, on its lanes.
+fn lock_events(
+    analysis: &Analysis<'_>,
+    ev: &LockEvents,
+    options: &ExportOptions,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    counts: &mut Counts,
+) -> Result<(), ExportError> {
+    let recording = analysis.recording;
+    let set = &ev.set;
+    let selection = Selection::new(&options.filter, set, &ev.critical_path, &ev.names);
+    // Flow ids of the critical path's hand-overs: the waiting event's
+    // index + 1, on both ends (kept only when both ends are exported).
+    let mut flow_out: FxHashMap<u32, u64> = FxHashMap::default();
+    let mut flow_in: FxHashMap<u32, u64> = FxHashMap::default();
+    for &(waiter, waker) in &ev.critical_path.hand_overs {
+        let (we, ke) = (&set.events[waiter as usize], &set.events[waker as usize]);
+        let waker_kept = ke.outcome == Outcome::Post || selection.keeps(waker as usize, ke);
+        if selection.keeps(waiter as usize, we) && waker_kept {
+            let id = u64::from(waiter) + 1;
+            flow_out.insert(waker, id);
+            flow_in.insert(waiter, id);
+            counts.flows += 1;
+        }
+    }
+    // Per thread: its events' index range, in start order.
+    let mut start = 0usize;
+    // Slice names per (object, primitive), made on first use.
+    let mut names: Vec<Option<(String, String)>> = vec![None; set.objects.len() * 8];
+    let kinds: Vec<&'static str> = set.object_kinds.iter().map(|k| k.object_kind()).collect();
+    while start < set.events.len() {
+        let thread = set.events[start].thread;
+        let mut end = start;
+        while end < set.events.len() && set.events[end].thread == thread {
+            end += 1;
+        }
+        let info = &set.threads[thread as usize];
+        let pname = recording
+            .processes
+            .get(info.process as usize)
+            .map(|p| process_name(&p.trace.cmdline, &p.trace.exe_path))
+            .unwrap_or_default();
+        let name = if info.tid == info.pid {
+            format!("{pname} {} (main)", info.tid)
+        } else {
+            format!("{pname} {}", info.tid)
+        };
+        let track = tracks.thread(sink, info.pid, info.tid, &name)?;
+        let range = start..end;
+        let sorted = set.events[range.clone()].is_sorted_by_key(|e| e.requested_ns);
+        let order: Vec<u32> = if sorted {
+            Vec::new()
+        } else {
+            let mut v: Vec<u32> = range.clone().map(|i| i as u32).collect();
+            v.sort_by_key(|&i| set.events[i as usize].requested_ns);
+            v
+        };
+        let mut lanes = Lanes::default();
+        for k in range.clone() {
+            let i = if sorted { k } else { order[k - start] as usize };
+            let e = &set.events[i];
+            let is_post = e.outcome == Outcome::Post;
+            let waker_id = if flow_out.is_empty() {
+                None
+            } else {
+                flow_out.get(&(i as u32)).copied()
+            };
+            if !is_post && !selection.keeps(i, e) {
+                continue;
+            }
+            if is_post && waker_id.is_none() && options.filter.critical_only {
+                continue;
+            }
+            let lane = lanes.place(e.requested_ns, e.released_ns.max(e.acquired_ns));
+            let t = tracks.lane(sink, track, info.pid, info.tid, lane)?;
+            let lock = ev.names.objects[e.object as usize].as_str();
+            let site = &ev.names.sites[e.site as usize].display;
+            let on_path = ev.critical_path.on_path[i];
+            let (wait_name, hold_name) = names[e.object as usize * 8 + (e.primitive as usize & 7)]
+                .get_or_insert_with(|| (format!("wait {lock}"), format!("hold {lock}")));
+            let args = [
+                ("lock", Arg::Str(lock)),
+                ("kind", Arg::Str(primitive_name(e.primitive))),
+                ("site", Arg::Str(site)),
+                ("contended", Arg::Bool(e.contended)),
+                ("critical_path", Arg::Bool(on_path)),
+            ];
+            let out: Vec<u64> = waker_id.into_iter().collect();
+            let inn: Vec<u64> = if flow_in.is_empty() {
+                Vec::new()
+            } else {
+                flow_in.get(&(i as u32)).copied().into_iter().collect()
+            };
+            if is_post {
+                sink.instant(&Slice {
+                    track: t,
+                    start_ns: e.released_ns,
+                    end_ns: e.released_ns,
+                    name: "sem_post",
+                    category: "semaphore",
+                    args: &[("lock", Arg::Str(lock)), ("site", Arg::Str(site))],
+                    flows_out: &out,
+                    flows_in: &[],
+                })?;
+                counts.instants += 1;
+                continue;
+            }
+            let category = kinds[e.object as usize];
+            if e.is_lock() && e.outcome == Outcome::Acquired {
+                if e.acquired_ns > e.requested_ns {
+                    sink.slice(&Slice {
+                        track: t,
+                        start_ns: e.requested_ns,
+                        end_ns: e.acquired_ns,
+                        name: wait_name,
+                        category: "lock.wait",
+                        args: &args,
+                        flows_out: &[],
+                        flows_in: &[],
+                    })?;
+                    counts.slices += 1;
+                }
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: e.acquired_ns,
+                    end_ns: e.released_ns,
+                    name: hold_name,
+                    category: "lock.hold",
+                    args: &args,
+                    flows_out: &out,
+                    flows_in: &inn,
+                })?;
+                counts.slices += 1;
+            } else if e.is_lock() {
+                let why = match e.outcome {
+                    Outcome::Busy => "busy",
+                    Outcome::TimedOut => "timed out",
+                    _ => "error",
+                };
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: e.requested_ns,
+                    end_ns: e.acquired_ns,
+                    name: &format!("{wait_name} ({why})"),
+                    category: "lock.failed",
+                    args: &args,
+                    flows_out: &out,
+                    flows_in: &[],
+                })?;
+                counts.slices += 1;
+            } else {
+                // Condition, barrier, semaphore: a wait; the barrier's
+                // last arrival lets the others go.
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: e.requested_ns,
+                    end_ns: e.acquired_ns,
+                    name: wait_name,
+                    category,
+                    args: &args,
+                    flows_out: &out,
+                    flows_in: &[],
+                })?;
+                counts.slices += 1;
+                if !inn.is_empty() {
+                    sink.instant(&Slice {
+                        track: t,
+                        start_ns: e.acquired_ns,
+                        end_ns: e.acquired_ns,
+                        name: "woken",
+                        category,
+                        args: &[("lock", Arg::Str(lock))],
+                        flows_out: &[],
+                        flows_in: &inn,
+                    })?;
+                    counts.instants += 1;
+                }
+            }
+        }
+        for l in tracks.lanes_of(track) {
+            sink.end_track(l)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// A short description of an MPI call's peer, for its arguments.
+fn peer(p: Peer) -> String {
+    match p {
+        Peer::Rank(r) => r.to_string(),
+        Peer::Any => "MPI_ANY_SOURCE".into(),
+        Peer::Null => "MPI_PROC_NULL".into(),
+    }
+}
+
+/// The MPI calls, wait states and messages.
+#[allow(clippy::too_many_arguments)]
+fn mpi_events(
+    analysis: &Analysis<'_>,
+    rec: &MpiRecording,
+    ev: &MpiEvents,
+    options: &ExportOptions,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    counts: &mut Counts,
+) -> Result<(), ExportError> {
+    if options.filter.critical_only {
+        return Ok(());
+    }
+    let min = options.filter.min_duration_ns.unwrap_or(0);
+    let a = &ev.analysis;
+    let keep = |e: &MpiEvent| e.exit_ns.saturating_sub(e.enter_ns) >= min;
+    let event_of = |rank: u32, i: usize| -> Option<&MpiEvent> {
+        rec.ranks
+            .iter()
+            .find(|t| t.rank == rank)
+            .and_then(|t| t.events.get(i))
+    };
+    // Flows of messages: id = 2^62 + message index, on the posting send
+    // and on the completing receive (or the posting one).
+    let mut outs: FxHashMap<(u32, usize), Vec<u64>> = FxHashMap::default();
+    let mut ins: FxHashMap<(u32, usize), Vec<u64>> = FxHashMap::default();
+    for (k, m) in a.messages.iter().enumerate() {
+        let recv = m.recv_complete.unwrap_or(m.recv_post);
+        let both = event_of(m.source, m.send_post).is_some_and(keep)
+            && event_of(m.dest, recv).is_some_and(keep);
+        if both {
+            let id = (1u64 << 62) + k as u64;
+            outs.entry((m.source, m.send_post)).or_default().push(id);
+            ins.entry((m.dest, recv)).or_default().push(id);
+            counts.flows += 1;
+        }
+    }
+    // Wait states by (rank, event).
+    let mut waits: FxHashMap<(u32, usize), Vec<usize>> = FxHashMap::default();
+    for (k, w) in a.waits.iter().enumerate() {
+        waits.entry((w.rank, w.event)).or_default().push(k);
+    }
+    // Several wait states of one call all start at its entry: longest
+    // first, so that they nest.
+    for v in waits.values_mut() {
+        v.sort_by_key(|&k| std::cmp::Reverse(a.waits[k].wait_ns));
+    }
+    let mut resolver = MapsSiteResolver::new(analysis.recording, &analysis.symbols);
+    let mut sites: FxHashMap<(u32, u64), String> = FxHashMap::default();
+    for t in &rec.ranks {
+        let comm_names: FxHashMap<u64, String> = t
+            .comms
+            .iter()
+            .map(|c| (c.id, comm_name(c.id, Some(&c.world_ranks))))
+            .collect();
+        // Per thread of the rank: lanes.
+        let mut lanes: FxHashMap<u32, (TrackId, Lanes)> = FxHashMap::default();
+        for (i, e) in t.events.iter().enumerate() {
+            if !keep(e) {
+                continue;
+            }
+            let (thread, placer) = match lanes.entry(e.tid) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => {
+                    let name = if e.tid == t.pid {
+                        format!("rank {} {} (main)", t.rank, e.tid)
+                    } else {
+                        format!("rank {} {}", t.rank, e.tid)
+                    };
+                    let id = tracks.thread(sink, t.pid, e.tid, &name)?;
+                    v.insert((id, Lanes::default()))
+                }
+            };
+            let lane = placer.place(e.enter_ns, e.exit_ns);
+            let track = tracks.lane(sink, *thread, t.pid, e.tid, lane)?;
+            let site = sites
+                .entry((t.pid, e.site))
+                .or_insert_with(|| resolver.site(t.pid, e.site).display);
+            let comm = comm_names
+                .get(&e.comm)
+                .cloned()
+                .unwrap_or_else(|| comm_name(e.comm, None));
+            let mut args: Vec<(&'static str, Arg<'_>)> = vec![
+                ("rank", Arg::U64(t.rank.into())),
+                ("site", Arg::Str(site)),
+                ("communicator", Arg::Str(&comm)),
+            ];
+            let (dest, src);
+            if let Some(s) = &e.send {
+                dest = peer(s.dest);
+                args.push(("dest", Arg::Str(&dest)));
+                args.push(("tag", Arg::U64(s.tag as u64)));
+                args.push(("bytes", Arg::U64(s.bytes)));
+            }
+            if let Some(r) = &e.recv {
+                src = peer(r.source);
+                args.push(("source", Arg::Str(&src)));
+            }
+            if let Some(root) = e.root {
+                args.push(("root", Arg::U64(root.into())));
+            }
+            if e.op.is_collective() {
+                args.push(("bytes_sent", Arg::U64(e.coll_bytes_sent)));
+                args.push(("bytes_received", Arg::U64(e.coll_bytes_recv)));
+            }
+            let empty = Vec::new();
+            sink.slice(&Slice {
+                track,
+                start_ns: e.enter_ns,
+                end_ns: e.exit_ns,
+                name: e.op.name(),
+                category: "mpi",
+                args: &args,
+                flows_out: outs.get(&(t.rank, i)).unwrap_or(&empty),
+                flows_in: ins.get(&(t.rank, i)).unwrap_or(&empty),
+            })?;
+            counts.slices += 1;
+            for &k in waits.get(&(t.rank, i)).map(Vec::as_slice).unwrap_or(&[]) {
+                let w = &a.waits[k];
+                let end = (e.enter_ns + w.wait_ns).min(e.exit_ns.max(e.enter_ns));
+                sink.slice(&Slice {
+                    track,
+                    start_ns: e.enter_ns,
+                    end_ns: end,
+                    name: w.pattern.label(),
+                    category: "mpi.wait",
+                    args: &[
+                        ("pattern", Arg::Str(w.pattern.key())),
+                        ("wait_ns", Arg::U64(w.wait_ns)),
+                        ("caused_by_rank", Arg::U64(w.cause.into())),
+                        ("site", Arg::Str(site)),
+                    ],
+                    flows_out: &[],
+                    flows_in: &[],
+                })?;
+                counts.slices += 1;
+            }
+        }
+        for (thread, _) in lanes.values() {
+            for l in tracks.lanes_of(*thread) {
+                sink.end_track(l)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Counter tracks of the service-time samples (module docs).
+fn service_counters(
+    recording: &crate::recording::Recording,
+    file: &contend_trace::service::SampleFile,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    counts: &mut Counts,
+) -> io::Result<()> {
+    use contend_trace::service::ENTRY_NEW;
+    let active = tracks.fresh();
+    sink.track(&Track {
+        id: active,
+        parent: None,
+        kind: TrackKind::Counter {
+            pid: 0,
+            name: "Active threads (service time / interval)",
+            unit: "threads",
+        },
+    })?;
+    let queue = tracks.fresh();
+    sink.track(&Track {
+        id: queue,
+        parent: None,
+        kind: TrackKind::Counter {
+            pid: 0,
+            name: "Run queue (runnable tasks, system)",
+            unit: "tasks",
+        },
+    })?;
+    // Per thread: its counter track, last cumulative run time, last rate,
+    // the last tick that had an entry of it.
+    let mut threads: FxHashMap<(u32, u32), (TrackId, u64, f64, usize)> = FxHashMap::default();
+    let mut prev_t = file.header.start_ns;
+    let names: FxHashMap<u32, String> = recording
+        .processes
+        .iter()
+        .map(|p| {
+            (
+                p.trace.pid,
+                process_name(&p.trace.cmdline, &p.trace.exe_path),
+            )
+        })
+        .collect();
+    for (n, tick) in file.ticks.iter().enumerate() {
+        let t = tick.header.monotonic_ns;
+        let dt = t.saturating_sub(prev_t);
+        let mut total = 0u64;
+        for e in &tick.entries {
+            let key = (e.pid, e.tid);
+            let slot = match threads.entry(key) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => {
+                    let pname = names.get(&e.pid).cloned().unwrap_or_default();
+                    let main = if e.tid == e.pid { " (main)" } else { "" };
+                    let tname = if pname.is_empty() {
+                        format!("{}{main}", e.tid)
+                    } else {
+                        format!("{pname} {}{main}", e.tid)
+                    };
+                    let thread = tracks.thread(sink, e.pid, e.tid, &tname)?;
+                    let id = tracks.fresh();
+                    sink.track(&Track {
+                        id,
+                        parent: Some(thread),
+                        kind: TrackKind::Counter {
+                            pid: e.pid,
+                            name: &format!("CPU time rate {}", e.tid),
+                            unit: "CPU s/s",
+                        },
+                    })?;
+                    v.insert((id, 0, 0.0, n))
+                }
+            };
+            let tau = if e.flags & ENTRY_NEW == 0 && e.run_ns >= slot.1 {
+                e.run_ns - slot.1
+            } else {
+                e.run_ns
+            };
+            slot.1 = e.run_ns;
+            slot.3 = n;
+            total += tau;
+            if dt > 0 {
+                let rate = tau as f64 / dt as f64;
+                sink.counter(slot.0, prev_t, rate)?;
+                slot.2 = rate;
+                counts.counter_values += 1;
+            }
+        }
+        // Threads that ran before but not in this interval: rate 0.
+        if dt > 0 {
+            for slot in threads.values_mut() {
+                if slot.2 != 0.0 && slot.3 != n {
+                    sink.counter(slot.0, prev_t, 0.0)?;
+                    slot.2 = 0.0;
+                    counts.counter_values += 1;
+                }
+            }
+            sink.counter(active, prev_t, total as f64 / dt as f64)?;
+            counts.counter_values += 1;
+        }
+        sink.counter(queue, t, f64::from(tick.header.run_queue))?;
+        counts.counter_values += 1;
+        prev_t = prev_t.max(t);
+    }
+    Ok(())
+}

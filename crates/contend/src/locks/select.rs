@@ -1,0 +1,92 @@
+//! Which lock events a [`EventFilter`] keeps: the one definition used by
+//! the report tables ([`super::aggregate`]) and by every export, so that a
+//! filtered export and a filtered report count the same events.
+
+use super::aggregate::{parse_address, EventFilter, Names};
+use super::critical_path::CriticalPath;
+use super::events::{EventSet, LockEvent, Outcome};
+
+/// A filter prepared for one event set: its lock and site tests resolved
+/// once per object and per site, so that [`Selection::keeps`] is a few
+/// comparisons per event.
+pub struct Selection<'a> {
+    filter: &'a EventFilter,
+    set: &'a EventSet,
+    path: &'a CriticalPath,
+    /// Per object: named by `filter.locks` (empty = every object).
+    locks: Vec<bool>,
+    /// Per site: matched by `filter.site_pattern` (empty = every site).
+    sites: Vec<bool>,
+}
+
+impl<'a> Selection<'a> {
+    /// Prepares `filter` for the events of `set`, their critical-path marks
+    /// `path` and their resolved `names`.
+    ///
+    /// A lock is named by its symbol (`queue_lock`), its symbol without an
+    /// offset, or its address (`0x55d0c0a04040`); a site matches when the
+    /// pattern matches its display form, function, `file:line` or module.
+    pub fn new(
+        filter: &'a EventFilter,
+        set: &'a EventSet,
+        path: &'a CriticalPath,
+        names: &Names,
+    ) -> Selection<'a> {
+        let locks = if filter.locks.is_empty() {
+            Vec::new()
+        } else {
+            set.objects
+                .iter()
+                .zip(&names.objects)
+                .map(|(o, name)| {
+                    filter.locks.iter().any(|want| {
+                        want == name
+                            || parse_address(want) == Some(o.address)
+                            || name.split('+').next() == Some(want.as_str())
+                    })
+                })
+                .collect()
+        };
+        let sites = match &filter.site_pattern {
+            None => Vec::new(),
+            Some(re) => names
+                .sites
+                .iter()
+                .map(|s| {
+                    re.is_match(&s.display)
+                        || s.function.as_deref().is_some_and(|f| re.is_match(f))
+                        || s.file
+                            .as_deref()
+                            .is_some_and(|f| re.is_match(&format!("{f}:{}", s.line.unwrap_or(0))))
+                        || s.module.as_deref().is_some_and(|m| re.is_match(m))
+                })
+                .collect(),
+        };
+        Selection {
+            filter,
+            set,
+            path,
+            locks,
+            sites,
+        }
+    }
+
+    /// True when event `i` (`e` = `set.events[i]`) passes the filter:
+    /// duration (wait + hold) within the bounds, on a named lock, at a
+    /// matching site, of a listed thread, on the critical path if asked.
+    /// `sem_post` records are never kept (they are not events).
+    pub fn keeps(&self, i: usize, e: &LockEvent) -> bool {
+        if e.outcome == Outcome::Post {
+            return false;
+        }
+        let f = self.filter;
+        let d = e.duration_ns();
+        f.min_duration_ns.is_none_or(|m| d >= m)
+            && f.max_duration_ns.is_none_or(|m| d <= m)
+            && (self.locks.is_empty() || self.locks[e.object as usize])
+            && (self.sites.is_empty() || self.sites[e.site as usize])
+            && (f.threads.is_empty()
+                || f.threads.contains(&self.set.threads[e.thread as usize].tid))
+            && (!f.critical_only || self.path.on_path[i])
+    }
+}
