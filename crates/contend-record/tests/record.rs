@@ -455,15 +455,16 @@ fn run_launcher(out: &Path, command: &[&str], ignore_hup: bool) -> std::process:
     .env(HELPER_OUT, out)
     .env(HELPER_CMD, command.join("\x1f"))
     .stdout(Stdio::piped());
-    if ignore_hup {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            c.pre_exec(|| {
-                libc::signal(libc::SIGHUP, libc::SIG_IGN);
-                Ok(())
-            });
-        }
+    // The disposition is set both ways: the test may itself run with SIGHUP
+    // ignored (under nohup), which the launcher would pass on.
+    let hup = if ignore_hup { libc::SIG_IGN } else { libc::SIG_DFL };
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            libc::signal(libc::SIGHUP, hup);
+            Ok(())
+        });
     }
     c.spawn().unwrap()
 }

@@ -367,6 +367,21 @@ pub fn kill_tree(child: &mut Child) {
     let _ = child.kill();
 }
 
+/// Gives `cmd` Ctrl-C and hang-up as a terminal's foreground job gets them
+/// (default dispositions): a test run in the background of a
+/// non-interactive shell (or under nohup) inherits SIGINT/SIGHUP ignored,
+/// and exec keeps an ignored signal ignored.
+pub fn terminal_signals(cmd: &mut Command) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+}
+
 /// Spawns `cmd` with piped stdout/stderr (stdin closed) in its own process
 /// group, collecting output on background threads.
 pub struct Running {
@@ -392,6 +407,7 @@ impl Running {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        terminal_signals(&mut cmd);
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
@@ -412,6 +428,7 @@ impl Running {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        terminal_signals(&mut cmd);
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
