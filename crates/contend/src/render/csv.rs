@@ -72,7 +72,9 @@ impl Renderer for Csv {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
         match doc {
             Document::Comparison(c) => comparison(c, opts),
-            Document::Report(_) | Document::Scale(_) => panels(&doc.panels(opts)),
+            Document::Report(_) | Document::Scale(_) | Document::Numa(_) => {
+                panels(&doc.panels(opts))
+            }
         }
     }
 }

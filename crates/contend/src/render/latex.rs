@@ -18,7 +18,7 @@ impl Renderer for Latex {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
         let label = match doc {
             Document::Comparison(_) => "compare",
-            Document::Report(_) | Document::Scale(_) => "report",
+            Document::Report(_) | Document::Scale(_) | Document::Numa(_) => "report",
         };
         render(label, &doc.panels(opts), opts)
     }

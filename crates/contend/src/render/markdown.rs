@@ -16,7 +16,7 @@ impl Renderer for Markdown {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
         let title = match doc {
             Document::Comparison(_) => "contend comparison",
-            Document::Report(_) | Document::Scale(_) => "contend report",
+            Document::Report(_) | Document::Scale(_) | Document::Numa(_) => "contend report",
         };
         render(title, &doc.panels(opts), opts)
     }

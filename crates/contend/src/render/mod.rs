@@ -35,6 +35,8 @@ pub enum Document<'a> {
     Comparison(&'a Comparison),
     /// `contend report DIR` of a scale directory.
     Scale(&'a ScaleReport),
+    /// `contend numa estimate` and `contend numa balance`.
+    Numa(&'a crate::numa::NumaDocument),
 }
 
 impl Document<'_> {
@@ -44,6 +46,7 @@ impl Document<'_> {
             Document::Report(r) => crate::report::layout::report_panels(r, opts),
             Document::Comparison(c) => c.panels(opts),
             Document::Scale(s) => crate::speedup::layout::panels(s),
+            Document::Numa(n) => n.panels(opts),
         }
     }
 
@@ -62,6 +65,7 @@ impl Document<'_> {
             Document::Report(r) => pretty(r),
             Document::Comparison(c) => pretty(c),
             Document::Scale(s) => pretty(s),
+            Document::Numa(n) => pretty(n),
         }
     }
 }

@@ -34,7 +34,9 @@ impl Renderer for Text {
                 c.runs.len(),
                 c.runs.first().map_or("", |r| r.label.as_str())
             ),
-            Document::Report(_) | Document::Scale(_) => "contend report".to_string(),
+            Document::Report(_) | Document::Scale(_) | Document::Numa(_) => {
+                "contend report".to_string()
+            }
         };
         render(&title, &doc.panels(opts), opts)
     }

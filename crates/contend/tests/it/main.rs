@@ -9,6 +9,7 @@ mod damaged_trace;
 mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;
+mod numa_model;
 mod pipeline;
 mod report_formats;
 mod speedup_model;
