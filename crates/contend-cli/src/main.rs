@@ -7,6 +7,7 @@
 //! compares and exports recordings made elsewhere and needs no C compiler
 //! to build; `record`, `scale` and `stress` are then absent.
 
+mod numa_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;
@@ -66,6 +67,9 @@ enum Command {
     #[command(subcommand)]
     #[cfg(feature = "record")]
     Stress(record_cmd::StressCommand),
+    /// Memory contention on NUMA machines: calibrate latencies, estimate the time lost, plan and apply page migrations
+    #[command(subcommand)]
+    Numa(numa_cmd::NumaCommand),
 }
 
 fn main() -> ExitCode {
@@ -100,6 +104,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scale(a) => record_cmd::cmd_scale(a),
         #[cfg(feature = "record")]
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
+        Command::Numa(c) => numa_cmd::cmd_numa(c),
     }
 }
 

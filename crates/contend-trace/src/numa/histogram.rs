@@ -377,6 +377,96 @@ pub fn write_page_samples(path: &Path, rows: &[PageSamples]) -> Result<(), NumaF
     write_atomically(path, s.as_bytes())
 }
 
+/// One page of a migration plan (`contend numa balance -o plan.csv`):
+/// move `page` (of process `pid`, when known) from `from_node` to
+/// `to_node`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlannedMove {
+    /// The process, when known.
+    pub pid: Option<u32>,
+    /// The page's address.
+    pub page: u64,
+    /// Where it lies (as far as the plan knows; informational).
+    pub from_node: Option<u32>,
+    /// Where to put it.
+    pub to_node: u32,
+    /// Accesses to it (informational).
+    pub accesses: Option<f64>,
+}
+
+/// The header of a migration plan.
+pub const PLAN_HEADER: &str = "pid,page,from_node,to_node,accesses";
+
+/// Writes a migration plan with the header [`PLAN_HEADER`] (an unknown pid
+/// or node is an empty field). Errors: [`NumaFileError::Io`].
+pub fn write_plan(path: &Path, rows: &[PlannedMove]) -> Result<(), NumaFileError> {
+    let mut s = String::from(PLAN_HEADER);
+    s.push('\n');
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{},{:#x},{},{},{}",
+            r.pid.map(|p| p.to_string()).unwrap_or_default(),
+            r.page,
+            r.from_node.map(|n| n.to_string()).unwrap_or_default(),
+            r.to_node,
+            r.accesses.map(fmt_count).unwrap_or_default()
+        );
+    }
+    write_atomically(path, s.as_bytes())
+}
+
+/// Reads a migration plan: the columns `page` and `to_node` are needed;
+/// `pid`, `from_node` and `accesses` are used when present and not empty.
+///
+/// Errors: as [`read_node_accesses`].
+pub fn read_plan(path: &Path) -> Result<Vec<PlannedMove>, NumaFileError> {
+    let text = read_text(path)?;
+    let csv = parse_csv(path, &text, &["page", "to_node"], PLAN_HEADER)?;
+    let header: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or_default()
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .collect();
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (pid_col, from_col, acc_col) = (col("pid"), col("from_node"), col("accesses"));
+    let rows_all: Vec<Vec<String>> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .skip(1)
+        .map(|l| l.split(',').map(|f| f.trim().to_string()).collect())
+        .collect();
+    let mut out = Vec::with_capacity(csv.rows.len());
+    for ((line, f), all) in csv.rows.iter().zip(&rows_all) {
+        let opt = |c: Option<usize>| c.and_then(|i| all.get(i)).filter(|v| !v.is_empty());
+        out.push(PlannedMove {
+            pid: match opt(pid_col) {
+                Some(v) => {
+                    Some(v.parse().map_err(|_| {
+                        row_err(path, *line, format!("pid `{v}` is not a process id"))
+                    })?)
+                }
+                None => None,
+            },
+            page: page(path, *line, &f[0])?,
+            from_node: match opt(from_col) {
+                Some(v) => Some(node(path, *line, "from_node", v)?),
+                None => None,
+            },
+            to_node: node(path, *line, "to_node", &f[1])?,
+            accesses: match opt(acc_col) {
+                Some(v) => Some(count(path, *line, "accesses", v)?),
+                None => None,
+            },
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,6 +577,27 @@ mod tests {
         }];
         write_page_samples(&s, &samples).unwrap();
         assert_eq!(read_page_samples(&s).unwrap(), samples);
+        let plan = d.path().join("plan.csv");
+        let moves = vec![
+            PlannedMove {
+                pid: Some(7),
+                page: 0x1000,
+                from_node: Some(0),
+                to_node: 1,
+                accesses: Some(3.0),
+            },
+            PlannedMove {
+                pid: None,
+                page: 0x2000,
+                from_node: None,
+                to_node: 0,
+                accesses: None,
+            },
+        ];
+        write_plan(&plan, &moves).unwrap();
+        assert_eq!(read_plan(&plan).unwrap(), moves);
+        std::fs::write(&plan, "page,to_node\n0x3000,2\n").unwrap();
+        assert_eq!(read_plan(&plan).unwrap()[0].to_node, 2);
         let n = d.path().join("nodes.csv");
         let nodes = vec![NodeAccesses {
             from_node: 0,

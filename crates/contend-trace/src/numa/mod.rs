@@ -10,7 +10,8 @@
 //!   (`from_node,to_node,accesses`, the N + 1 histograms of Section 2.3)
 //!   and per page (`page,from_node,to_node,accesses`, for the migration
 //!   algorithm of Section 3), and the sample file of a recording
-//!   (`numa/samples.csv`: `pid,page,from_node,to_node,samples`).
+//!   (`numa/samples.csv`: `pid,page,from_node,to_node,samples`), and the
+//!   migration plans of `contend numa balance` (`pid,page,from_node,to_node,accesses`).
 //! - [`sampler`]: `numa/sampler.json`, how a recording's samples were
 //!   taken (method, period, what a sample stands for, what was lost), and
 //!   [`read_numa_recording`], the NUMA part of a recording read at once.
@@ -25,7 +26,7 @@ pub mod sampler;
 
 use std::path::PathBuf;
 
-pub use histogram::{NodeAccesses, PageAccesses, PageSamples};
+pub use histogram::{NodeAccesses, PageAccesses, PageSamples, PlannedMove};
 pub use latency::{Calibration, CurvePoint, LatencyTable};
 pub use sampler::{read_numa_recording, NumaRecording, PeriodUnit, SamplerInfo, SamplingMethod};
 

@@ -67,6 +67,10 @@ pub struct SamplerInfo {
     pub no_memory_operand: u64,
     /// Samples whose instruction could not be read or decoded.
     pub undecodable: u64,
+    /// Samples whose instruction (the one before the interrupted address)
+    /// wrote its own address register, as a pointer-chasing load does, so
+    /// the sampled registers no longer give its address (software method).
+    pub address_overwritten: u64,
     /// Samples addressing through `fs`/`gs` (thread-local storage), whose
     /// segment base the sample does not carry.
     pub segment_relative: u64,

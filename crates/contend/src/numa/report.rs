@@ -189,7 +189,8 @@ pub struct SamplerSummary {
     /// Samples lost in full buffers.
     pub lost: u64,
     /// Samples whose address or page node could not be found (undecodable
-    /// instruction, thread-local address, page gone).
+    /// instruction, an address register the instruction overwrote,
+    /// thread-local address, page gone).
     pub unresolved: u64,
     /// Notes of the sampler.
     pub notes: Vec<String>,
@@ -456,7 +457,7 @@ pub fn analyse(
         resolved: s.resolved,
         no_memory_operand: s.no_memory_operand,
         lost: s.lost,
-        unresolved: s.undecodable + s.segment_relative + s.unresolved_page,
+        unresolved: s.undecodable + s.segment_relative + s.unresolved_page + s.address_overwritten,
         notes: s.notes.clone(),
     });
     let overhead = est.as_ref().map(|e| e.overhead_ns);
