@@ -4,11 +4,11 @@
 //! (calibration, sampling, `move_pages`; only with the `record` feature).
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 
 use contend::numa::{analyse, NumaDocument, NumaInput, NumaRequest, Variant, WhatIfSpec};
@@ -315,6 +315,7 @@ fn apply(_a: BalanceArgs, _have: bool) -> Result<ExitCode> {
 #[cfg(feature = "record")]
 fn apply(a: BalanceArgs, have_histograms: bool) -> Result<ExitCode> {
     use contend_record::numa::memory::{errno_name, move_pages, ApplyError};
+    use std::path::Path;
     let pid = a.pid.expect("clap requires -p with --apply");
     if !Path::new(&format!("/proc/{pid}")).is_dir() {
         bail!("process {pid}: no such process");
