@@ -544,7 +544,7 @@ fn cmd_calibrate(a: CalibrateArgs) -> Result<ExitCode> {
         buffer_bytes: a
             .buffer_mb
             .checked_mul(1 << 20)
-            .context("--buffer-mb: too large")?,
+            .ok_or_else(|| anyhow!("--buffer-mb: too large"))?,
         round: a.round.max(Duration::from_millis(1)),
         rounds: a.rounds,
         max_contenders: a.max_contenders,
