@@ -244,7 +244,8 @@ fn cmd_estimate(a: EstimateArgs) -> Result<ExitCode> {
         .iter()
         .map(|s| WhatIfSpec::parse(s).map_err(|e| anyhow!("--what-if: {e}")))
         .collect::<Result<Vec<_>>>()?;
-    let plan = what_if.is_empty() || what_if.contains(&WhatIfSpec::Balance);
+    let plan =
+        input.pages.is_some() && (what_if.is_empty() || what_if.contains(&WhatIfSpec::Balance));
     let req = NumaRequest {
         latency: latency.as_ref().map(|(n, t)| (n.as_str(), t)),
         variant: a.input.variant,

@@ -130,28 +130,56 @@ pub enum ApplyError {
 /// kernel refuses a call ([`ApplyError::Refused`]); both carry the
 /// outcome so far and the number of pages not attempted.
 pub fn move_pages(pid: u32, moves: &[(u64, u32)]) -> Result<ApplyOutcome, ApplyError> {
-    let mut done = ApplyOutcome::default();
-    for (b, chunk) in moves.chunks(BATCH).enumerate() {
-        let ptrs: Vec<*const libc::c_void> =
-            chunk.iter().map(|m| m.0 as *const libc::c_void).collect();
-        let nodes: Vec<libc::c_int> = chunk.iter().map(|m| m.1 as libc::c_int).collect();
-        let mut status = vec![0 as libc::c_int; chunk.len()];
-        // SAFETY: the three arrays hold `chunk.len()` entries each.
+    move_pages_with(pid, moves, |pages, nodes, status| {
+        // SAFETY: the three arrays hold the same number of entries.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_move_pages,
                 pid as libc::pid_t,
-                ptrs.len() as libc::c_ulong,
-                ptrs.as_ptr(),
+                pages.len() as libc::c_ulong,
+                pages.as_ptr(),
                 nodes.as_ptr(),
                 status.as_mut_ptr(),
                 MPOL_MF_MOVE,
             )
         };
         if rc < 0 {
-            let source = io::Error::last_os_error();
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// Whether process `pid` still runs (exists and is not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let state = s.rsplit_once(") ")?.1.chars().next()?;
+            Some(!matches!(state, 'Z' | 'X' | 'x'))
+        })
+        .unwrap_or(false)
+}
+
+/// [`move_pages`] with the system call given (`call(pages, nodes,
+/// status)`), so that a process ending part-way can be tested.
+fn move_pages_with(
+    pid: u32,
+    moves: &[(u64, u32)],
+    mut call: impl FnMut(&[*const libc::c_void], &[libc::c_int], &mut [libc::c_int]) -> io::Result<()>,
+) -> Result<ApplyOutcome, ApplyError> {
+    let mut done = ApplyOutcome::default();
+    for (b, chunk) in moves.chunks(BATCH).enumerate() {
+        let ptrs: Vec<*const libc::c_void> =
+            chunk.iter().map(|m| m.0 as *const libc::c_void).collect();
+        let nodes: Vec<libc::c_int> = chunk.iter().map(|m| m.1 as libc::c_int).collect();
+        let mut status = vec![0 as libc::c_int; chunk.len()];
+        if let Err(source) = call(&ptrs, &nodes, &mut status) {
             done.not_attempted = (moves.len() - b * BATCH) as u64;
-            return Err(if source.raw_os_error() == Some(libc::ESRCH) {
+            // A zombie has no memory any more: the kernel says EINVAL.
+            let gone = source.raw_os_error() == Some(libc::ESRCH) || !alive(pid);
+            return Err(if gone {
                 ApplyError::Exited { pid, done }
             } else {
                 ApplyError::Refused { pid, source, done }
@@ -210,6 +238,34 @@ mod tests {
         // An address that is not mapped.
         let status = query_nodes(0, &[8]).unwrap();
         assert_eq!(status[0], -libc::EFAULT);
+    }
+
+    /// The process ends after the first batch: the pages of that batch
+    /// are reported (one moved, one failed with EBUSY), the rest as not
+    /// attempted.
+    #[test]
+    fn a_process_ending_part_way_leaves_a_full_account() {
+        let moves: Vec<(u64, u32)> = (0..BATCH as u64 + 10).map(|p| (p * 4096, 0)).collect();
+        let mut calls = 0;
+        let e = move_pages_with(4_194_304 + 9, &moves, |pages, _, status| {
+            calls += 1;
+            if calls > 1 {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            for (i, s) in status.iter_mut().enumerate().take(pages.len()) {
+                *s = if i == 1 { -libc::EBUSY } else { 0 };
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("process 4194313 exited during --apply: {} page(s) moved, 1 failed, 10 not attempted", BATCH - 1)
+        );
+        match e {
+            ApplyError::Exited { done, .. } => assert_eq!(done.failed, vec![(4096, libc::EBUSY)]),
+            other => panic!("{other}"),
+        }
     }
 
     #[test]
