@@ -2,7 +2,8 @@
  * once, then hammers a "hot" array of HOT_MB MiB with random reads for
  * SECONDS seconds (argument 1, default 1). It prints the address ranges
  * of both arrays ("hot 0x… 0x…", "cold 0x… 0x…") so a test can check that
- * the sampled pages are the hot array's. */
+ * the sampled pages are the hot array's, and at the end the number of hot
+ * reads it made ("reads N": its work rate, for bench/numa_sampler.sh). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ int main(int argc, char **argv) {
     printf("hot %p %p\ncold %p %p\n", (void *)hot, (void *)(hot + hot_n), (void *)cold,
            (void *)(cold + cold_n));
     fflush(stdout);
-    uint64_t x = 88172645463325252ull, sum = 0;
+    uint64_t x = 88172645463325252ull, sum = 0, reads = 0;
     double end = now() + seconds;
     while (now() < end) {
         for (int k = 0; k < 100000; k++) {
@@ -44,8 +45,9 @@ int main(int argc, char **argv) {
             x ^= x << 17;
             sum += hot[x % hot_n];
         }
+        reads += 100000;
     }
-    printf("sum %llu\n", (unsigned long long)sum);
+    printf("sum %llu\nreads %llu\n", (unsigned long long)sum, (unsigned long long)reads);
     free(hot);
     free(cold);
     return 0;

@@ -173,65 +173,77 @@ impl LatencyTable {
         if n == 0 {
             return Err("`nodes` is 0: a machine has at least one node".into());
         }
-        let positive = |what: String, v: f64| -> Result<(), String> {
+        // The name is built only for an error: a table of 64 nodes has
+        // 260 000 entries.
+        let positive = |what: &dyn Fn() -> String, v: f64| -> Result<(), String> {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
                 Err(format!(
-                    "{what} is {v}: latencies must be positive numbers of ns"
+                    "{} is {v}: latencies must be positive numbers of ns",
+                    what()
                 ))
             }
         };
-        let len = |what: &str, got: usize, expected: &str| -> Result<(), String> {
+        let len = |what: &dyn Fn() -> String, got: usize, expected: &str| -> Result<(), String> {
             if got == n {
                 Ok(())
             } else {
                 Err(format!(
-                    "{what} has {got} entries, expected {n} ({expected}, `nodes` = {n})"
+                    "{} has {got} entries, expected {n} ({expected}, `nodes` = {n})",
+                    what()
                 ))
             }
         };
-        len("l_nocont_ns", self.l_nocont_ns.len(), "one per node")?;
+        len(
+            &|| "l_nocont_ns".to_string(),
+            self.l_nocont_ns.len(),
+            "one per node",
+        )?;
         for (i, v) in self.l_nocont_ns.iter().enumerate() {
-            positive(format!("l_nocont_ns[{i}]"), *v)?;
+            positive(&|| format!("l_nocont_ns[{i}]"), *v)?;
         }
-        len("l_cont_ns", self.l_cont_ns.len(), "one row per node")?;
+        len(
+            &|| "l_cont_ns".to_string(),
+            self.l_cont_ns.len(),
+            "one row per node",
+        )?;
         for (i, row) in self.l_cont_ns.iter().enumerate() {
-            len(&format!("l_cont_ns[{i}]"), row.len(), "m = 1..N")?;
+            len(&|| format!("l_cont_ns[{i}]"), row.len(), "m = 1..N")?;
             for (m, v) in row.iter().enumerate() {
-                positive(format!("l_cont_ns[{i}][{m}] (m = {})", m + 1), *v)?;
+                positive(&|| format!("l_cont_ns[{i}][{m}] (m = {})", m + 1), *v)?;
             }
         }
         if let Some(r) = &self.restart_ns {
-            len("restart_ns", r.len(), "one per node")?;
+            len(&|| "restart_ns".to_string(), r.len(), "one per node")?;
             for (i, v) in r.iter().enumerate() {
-                positive(format!("restart_ns[{i}]"), *v)?;
+                positive(&|| format!("restart_ns[{i}]"), *v)?;
             }
         }
         len(
-            "r_nocont_ns",
+            &|| "r_nocont_ns".to_string(),
             self.r_nocont_ns.len(),
             "one row per source node k",
         )?;
         len(
-            "r_cont_ns",
+            &|| "r_cont_ns".to_string(),
             self.r_cont_ns.len(),
             "one row per source node k",
         )?;
         for k in 0..n {
             len(
-                &format!("r_nocont_ns[{k}]"),
+                &|| format!("r_nocont_ns[{k}]"),
                 self.r_nocont_ns[k].len(),
                 "one per target node i",
             )?;
             len(
-                &format!("r_cont_ns[{k}]"),
+                &|| format!("r_cont_ns[{k}]"),
                 self.r_cont_ns[k].len(),
                 "one per target node i",
             )?;
             for i in (0..n).filter(|&i| i != k) {
                 match self.r_nocont_ns[k][i] {
-                    Some(v) => positive(format!("r_nocont_ns[{k}][{i}]"), v)?,
+                    Some(v) => positive(&|| format!("r_nocont_ns[{k}][{i}]"), v)?,
                     None => {
                         return Err(format!(
                             "r_nocont_ns[{k}][{i}] is null: the latency from node {k} to node {i} is needed"
@@ -240,9 +252,9 @@ impl LatencyTable {
                 }
                 match &self.r_cont_ns[k][i] {
                     Some(row) => {
-                        len(&format!("r_cont_ns[{k}][{i}]"), row.len(), "m = 1..N")?;
+                        len(&|| format!("r_cont_ns[{k}][{i}]"), row.len(), "m = 1..N")?;
                         for (m, v) in row.iter().enumerate() {
-                            positive(format!("r_cont_ns[{k}][{i}][{m}] (m = {})", m + 1), *v)?;
+                            positive(&|| format!("r_cont_ns[{k}][{i}][{m}] (m = {})", m + 1), *v)?;
                         }
                     }
                     None => {

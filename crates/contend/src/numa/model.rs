@@ -272,21 +272,6 @@ pub fn poisson(mu: f64, max: usize) -> Vec<f64> {
     p
 }
 
-/// Π_{j=from}^{to−1} T / (T − j): the factor turning ordered sums of
-/// x = R'/T into the printed products with denominators T − j. `None`
-/// when a denominator is not positive.
-fn position_factor(t: f64, from: usize, to: usize) -> Option<f64> {
-    let mut f = 1.0;
-    for j in from..to {
-        let d = t - j as f64;
-        if d <= 0.0 {
-            return None;
-        }
-        f *= t / d;
-    }
-    Some(f)
-}
-
 /// Applies Eq. 1–13 to histogram `h` with the latencies `lat`, the run
 /// time `time_ns` (t_ex) and the form `variant` of Eq. 9.
 ///
@@ -348,12 +333,24 @@ pub fn estimate(
                 .map(|k| remote_from[k] / t)
                 .collect();
             let o = ordered_sums(&x, n);
+            // fac[j] = Π_{q<j} T / (T − q): the printed denominators of a
+            // j-long product over ordered sums of x = R'/T; None from the
+            // first denominator that is not positive on. Its q = 0 factor
+            // is 1, so the corrected Eq. 9 (denominators T − 1 … T − m + 1)
+            // uses fac[m] too.
+            let mut fac: Vec<Option<f64>> = Vec::with_capacity(n + 1);
+            fac.push(Some(1.0));
+            for q in 0..n {
+                let d = t - q as f64;
+                let prev = fac[q];
+                fac.push(prev.and_then(|f| (d > 0.0).then(|| f * t / d)));
+            }
             let mut short = false;
             for m in 1..=n {
                 // Eq. 8 (Eq. 6 for m = 1, Eq. 7 for m = 2): denominators
                 // T, T − 1, …, T − m + 1.
                 if o[m] > 0.0 {
-                    match position_factor(t, 0, m) {
+                    match fac[m] {
                         Some(f) => p_remote[m - 1] = o[m] * f,
                         None => short = true,
                     }
@@ -362,9 +359,9 @@ pub fn estimate(
                 if l > 0.0 && o[m - 1] > 0.0 {
                     let f = match variant {
                         // Printed: T, T − 1, …, T − m + 2.
-                        Variant::Printed => position_factor(t, 0, m - 1),
+                        Variant::Printed => fac[m - 1],
                         // Corrected: T − 1, …, T − m + 1.
-                        Variant::Corrected => position_factor(t, 1, m),
+                        Variant::Corrected => fac[m],
                     };
                     match f {
                         Some(f) => p_local_remote[m - 1] = l / t * o[m - 1] * f,
