@@ -3,7 +3,8 @@
  * SECONDS seconds (argument 1, default 1). It prints the address ranges
  * of both arrays ("hot 0x… 0x…", "cold 0x… 0x…") so a test can check that
  * the sampled pages are the hot array's, and at the end the number of hot
- * reads it made ("reads N": its work rate, for bench/numa_sampler.sh). */
+ * reads it made and the CPU time they took ("reads N", "cpu_s S": its work
+ * rate, for bench/numa_sampler.sh). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,12 @@
 
 #define HOT_MB 64
 #define COLD_MB 8
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static double now(void) {
     struct timespec t;
@@ -37,6 +44,7 @@ int main(int argc, char **argv) {
            (void *)(cold + cold_n));
     fflush(stdout);
     uint64_t x = 88172645463325252ull, sum = 0, reads = 0;
+    double cpu0 = cpu_now();
     double end = now() + seconds;
     while (now() < end) {
         for (int k = 0; k < 100000; k++) {
@@ -47,7 +55,8 @@ int main(int argc, char **argv) {
         }
         reads += 100000;
     }
-    printf("sum %llu\nreads %llu\n", (unsigned long long)sum, (unsigned long long)reads);
+    printf("sum %llu\nreads %llu\ncpu_s %.6f\n", (unsigned long long)sum, (unsigned long long)reads,
+           cpu_now() - cpu0);
     free(hot);
     free(cold);
     return 0;

@@ -106,8 +106,8 @@ pub struct BalanceArgs {
     /// With --every: stop after N rounds (default: until the process exits or Ctrl-C)
     #[arg(long, value_name = "N")]
     rounds: Option<u32>,
-    /// With live sampling: the software sampler's period, e.g. 250us of CPU time
-    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "250us")]
+    /// With live sampling: the software sampler's period, CPU time
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "1ms")]
     period: Duration,
     #[command(flatten)]
     output: OutputFlags,

@@ -120,7 +120,7 @@ pub struct RecordArgs {
     /// With --numa: sampling method: auto (hardware where the PMU has it), software, hardware
     #[arg(long, value_name = "METHOD", default_value = "auto", requires = "numa")]
     numa_method: String,
-    /// With --numa: software sampling period in CPU time, e.g. 250us
+    /// With --numa: software sampling period in CPU time [default: 1ms]
     #[arg(long, value_name = "DURATION", value_parser = duration, requires = "numa")]
     numa_period: Option<Duration>,
     /// With --numa: store this latency table (from `contend numa calibrate`) with the recording
