@@ -411,6 +411,13 @@ fn apply(a: BalanceArgs, have_histograms: bool) -> Result<ExitCode> {
                 format!("{samples}plan moves {} page(s){why}", numa.migrations.len()),
             )
         };
+        if let Some(bad) = moves.iter().find(|m| m.pid.is_some_and(|p| p != pid)) {
+            bail!(
+                "the plan moves page {:#x} of process {}, not of {pid} (histograms of another run?); nothing was moved",
+                bad.page,
+                bad.pid.unwrap_or_default()
+            );
+        }
         let targets: Vec<(u64, u32)> = moves.iter().map(|m| (m.page, m.to_node)).collect();
         let result = move_pages(pid, &targets);
         let (done, err) = match result {
