@@ -22,9 +22,13 @@
 //!   seed). On out-of-order cores this is bounded by the reorder buffer.
 //!
 //! Each point is measured in `rounds` rounds and the median kept. A round
-//! in which the master did not have its CPU for 90 % of the time, or a
+//! in which another program ran on a CPU the benchmark does not use (it
+//! may have loaded the memory too), or the master did not have its CPU
+//! for 90 % of the time (its
+//! latency is its CPU time per load, so preemption alone does not inflate
+//! it), or a
 //! contender for 80 %, was disturbed by another program and is measured
-//! again (up to twice as many tries); the calibration counts these
+//! again (up to four times); the calibration counts these
 //! (`disturbed_rounds`, `disturbed_points`). On a machine with one node
 //! the contenders run on the other CPUs of that node; the remote tables
 //! are then `null`: absent, not zero.
@@ -275,6 +279,53 @@ fn contend(buf: &[usize], stop: &AtomicBool, progress: &Progress) {
     std::hint::black_box(sum);
 }
 
+/// Busy and total clock ticks of every CPU from `/proc/stat` (index =
+/// CPU number; empty when it cannot be read).
+fn cpu_ticks() -> Vec<(u64, u64)> {
+    let Ok(text) = std::fs::read_to_string("/proc/stat") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let Some(cpu) = f.next().and_then(|c| c.parse::<usize>().ok()) else {
+            continue;
+        };
+        let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
+        if v.len() < 5 {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal …
+        let idle = v[3] + v[4];
+        let total: u64 = v.iter().take(8).sum();
+        if out.len() <= cpu {
+            out.resize(cpu + 1, (0, 0));
+        }
+        out[cpu] = (total - idle, total);
+    }
+    out
+}
+
+/// Whether the CPUs other than `ours` were busy during a round (more than
+/// one clock tick and 10 % of it): other programs there may have loaded
+/// the memory too.
+fn others_busy(before: &[(u64, u64)], after: &[(u64, u64)], ours: &[u32]) -> bool {
+    before.iter().zip(after).enumerate().any(|(cpu, (b, a))| {
+        if ours.contains(&(cpu as u32)) {
+            return false;
+        }
+        let busy = a.0.saturating_sub(b.0);
+        let total = a.1.saturating_sub(b.1);
+        busy > 1 && busy * 10 > total
+    })
+}
+
+/// Times a disturbed round is measured again.
+const MAX_RETRIES: u32 = 4;
+
 /// What one configuration measured over all its rounds.
 #[derive(Default)]
 struct Measured {
@@ -300,10 +351,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs `body` (returns its wall ns) on the calling, pinned master thread
 /// until a try in which the master had its CPU for 90 % of the wall time
-/// and every contender for 80 % (at most 3 tries). Returns the wall ns,
+/// and every contender for 80 %, and the CPUs of neither were idle (at
+/// most 1 + [`MAX_RETRIES`] tries). Returns the master's CPU ns,
 /// the contenders' bytes per second, the disturbed tries and whether the
 /// kept try was disturbed too.
-fn undisturbed(progress: &[Progress], mut body: impl FnMut() -> u64) -> (u64, f64, u32, bool) {
+fn undisturbed(
+    progress: &[Progress],
+    ours: &[u32],
+    mut body: impl FnMut() -> u64,
+) -> (u64, f64, u32, bool) {
     let mut disturbed = 0;
     loop {
         let before: Vec<(u64, u64)> = progress
@@ -315,19 +371,23 @@ fn undisturbed(progress: &[Progress], mut body: impl FnMut() -> u64) -> (u64, f6
                 )
             })
             .collect();
+        let ticks0 = cpu_ticks();
         let cpu0 = thread_cpu_ns();
         let wall = body().max(1);
         let cpu = thread_cpu_ns() - cpu0;
         let mut bytes = 0;
-        let mut bad = (cpu as f64) < 0.9 * wall as f64;
+        let mut bad = (cpu as f64) < 0.9 * wall as f64 || others_busy(&ticks0, &cpu_ticks(), ours);
         for (p, (c0, b0)) in progress.iter().zip(before) {
             let c = p.cpu_ns.load(Ordering::Relaxed).saturating_sub(c0);
             bytes += p.bytes.load(Ordering::Relaxed).saturating_sub(b0);
             bad |= (c as f64) < 0.8 * wall as f64;
         }
         let bps = bytes as f64 * 1e9 / wall as f64;
-        if !bad || disturbed >= 2 {
-            return (wall, bps, disturbed, bad);
+        if !bad || disturbed >= MAX_RETRIES {
+            // The master's own CPU time: equal to the wall time when it was
+            // not disturbed, and without the time it was off its CPU when
+            // it was.
+            return (cpu.clamp(1, wall), bps, disturbed, bad);
         }
         disturbed += 1;
     }
@@ -352,6 +412,7 @@ fn round(
 ) -> Result<(), CalibrateError> {
     let stop = AtomicBool::new(false);
     let progress: Vec<Progress> = contender_cpus.iter().map(|_| Progress::default()).collect();
+    let ours: Vec<u32> = contender_cpus.iter().copied().chain([master_cpu]).collect();
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (j, &cpu) in contender_cpus.iter().enumerate() {
@@ -369,44 +430,47 @@ fn round(
                 Ok(())
             }));
         }
-        let master = s.spawn(|| -> Result<(f64, Option<f64>, f64, u32, bool), String> {
-            pin(master_cpu)?;
-            let t0 = Instant::now();
-            while !progress.iter().all(|p| p.ready.load(Ordering::Acquire)) {
-                if t0.elapsed() > Duration::from_secs(30) {
-                    return Err("the contender threads did not start within 30 s".into());
+        let (ours, progress) = (&ours, &progress);
+        let master = s.spawn(
+            move || -> Result<(f64, Option<f64>, f64, u32, bool), String> {
+                pin(master_cpu)?;
+                let t0 = Instant::now();
+                while !progress.iter().all(|p| p.ready.load(Ordering::Acquire)) {
+                    if t0.elapsed() > Duration::from_secs(30) {
+                        return Err("the contender threads did not start within 30 s".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
                 }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            // Warm up: the contenders reach full speed.
-            std::hint::black_box(chase(chain, start, loads / 8 + 1));
-            let (wall, cbps, mut disturbed, mut still) = undisturbed(&progress, || {
-                let t = Instant::now();
-                std::hint::black_box(chase(chain, start, loads));
-                t.elapsed().as_nanos() as u64
-            });
-            let throughput = match work_iters {
-                Some(iters) => {
-                    let n = (loads / 2).max(1000);
-                    let (w, _, d, st) = undisturbed(&progress, || {
-                        let t = Instant::now();
-                        std::hint::black_box(chase_dependent_work(chain, start, n, iters));
-                        t.elapsed().as_nanos() as u64
-                    });
-                    disturbed += d;
-                    still |= st;
-                    Some((n * line) as f64 * 1e9 / w as f64)
-                }
-                None => None,
-            };
-            Ok((
-                wall as f64 / loads as f64,
-                throughput,
-                cbps,
-                disturbed,
-                still,
-            ))
-        });
+                // Warm up: the contenders reach full speed.
+                std::hint::black_box(chase(chain, start, loads / 8 + 1));
+                let (wall, cbps, mut disturbed, mut still) = undisturbed(progress, ours, || {
+                    let t = Instant::now();
+                    std::hint::black_box(chase(chain, start, loads));
+                    t.elapsed().as_nanos() as u64
+                });
+                let throughput = match work_iters {
+                    Some(iters) => {
+                        let n = (loads / 2).max(1000);
+                        let (w, _, d, st) = undisturbed(progress, ours, || {
+                            let t = Instant::now();
+                            std::hint::black_box(chase_dependent_work(chain, start, n, iters));
+                            t.elapsed().as_nanos() as u64
+                        });
+                        disturbed += d;
+                        still |= st;
+                        Some((n * line) as f64 * 1e9 / w as f64)
+                    }
+                    None => None,
+                };
+                Ok((
+                    wall as f64 / loads as f64,
+                    throughput,
+                    cbps,
+                    disturbed,
+                    still,
+                ))
+            },
+        );
         let result = master
             .join()
             .map_err(|_| "the master thread panicked".to_string());
@@ -806,8 +870,10 @@ fn restart_latency(
                     let t = Instant::now();
                     std::hint::black_box(chase_independent_work(chain, start, probe_loads, w));
                     let wall = t.elapsed().as_nanos() as f64;
-                    if (thread_cpu_ns() - c0) as f64 >= 0.9 * wall || tries >= 7 {
-                        v.push(wall / probe_loads as f64);
+                    // CPU time per load, as t0 is.
+                    let cpu = (thread_cpu_ns() - c0) as f64;
+                    if cpu >= 0.9 * wall || tries >= 7 {
+                        v.push(cpu.min(wall) / probe_loads as f64);
                     }
                 }
                 median(v)
@@ -825,7 +891,9 @@ fn restart_latency(
                     hi = mid;
                 }
             }
-            Ok(lo as f64 * unit)
+            // Not even one unit of work overlaps: the window is one unit
+            // (a positive window keeps Eq. 2 defined).
+            Ok(lo.max(1) as f64 * unit)
         })
         .join()
         .map_err(|_| CalibrateError::Thread("the restart-latency thread panicked".into()))?
