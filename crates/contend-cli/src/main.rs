@@ -7,6 +7,7 @@
 //! compares and exports recordings made elsewhere and needs no C compiler
 //! to build; `record`, `scale` and `stress` are then absent.
 
+mod numa_cmd;
 mod otf2_cmd;
 mod progress;
 #[cfg(feature = "record")]
@@ -85,6 +86,9 @@ enum Command {
         #[arg(short, long, value_name = "DIR", default_value = ".")]
         output: std::path::PathBuf,
     },
+    /// Memory contention on NUMA machines: calibrate latencies, estimate the time lost, plan and apply page migrations
+    #[command(subcommand)]
+    Numa(numa_cmd::NumaCommand),
 }
 
 fn main() -> ExitCode {
@@ -139,6 +143,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { output } => cmd_man(&output),
+        Command::Numa(c) => numa_cmd::cmd_numa(c),
     }
 }
 

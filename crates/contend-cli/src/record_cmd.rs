@@ -117,6 +117,18 @@ pub struct RecordArgs {
     /// With --mpi: trace lock operations too (hybrid MPI + threads programs; mpirun's own processes are traced as well)
     #[arg(long, requires = "mpi")]
     locks: bool,
+    /// Also sample which pages the program touches from which NUMA node (docs/numa.md)
+    #[arg(long, conflicts_with = "pid")]
+    numa: bool,
+    /// With --numa: sampling method: auto (hardware where the PMU has it), software, hardware
+    #[arg(long, value_name = "METHOD", default_value = "auto", requires = "numa")]
+    numa_method: String,
+    /// With --numa: software sampling period in CPU time [default: 1ms]
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "numa")]
+    numa_period: Option<Duration>,
+    /// With --numa: store this latency table (from `contend numa calibrate`) with the recording
+    #[arg(long, value_name = "FILE", requires = "numa")]
+    numa_latency: Option<PathBuf>,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -177,8 +189,33 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         Some("mpich") => Some(contend_record::launch::MpiImplementation::Mpich),
         Some(other) => bail!("--mpi-impl {other}: expected openmpi or mpich"),
     };
+    let numa = if a.numa {
+        let method = match a.numa_method.as_str() {
+            "auto" => contend_record::numa::MethodChoice::Auto,
+            "software" | "sw" => contend_record::numa::MethodChoice::Software,
+            "hardware" | "hw" => contend_record::numa::MethodChoice::Hardware,
+            other => bail!("--numa-method {other}: expected auto, software or hardware"),
+        };
+        let mut sampler = contend_record::numa::NumaSamplerOptions {
+            method,
+            ..Default::default()
+        };
+        if let Some(p) = a.numa_period {
+            if p < Duration::from_micros(10) {
+                bail!("--numa-period: at least 10us");
+            }
+            sampler.period_ns = p.as_nanos() as u64;
+        }
+        Some(contend_record::numa::NumaRecordOptions {
+            sampler,
+            latency: a.numa_latency,
+        })
+    } else {
+        None
+    };
     let opts = RecordOptions {
         run_untraced: a.yes,
+        numa,
         mpi: a.mpi,
         mpi_with_locks: a.locks,
         mpi_impl,

@@ -90,6 +90,8 @@ pub struct ReportArgs {
     output: OutputArgs,
     #[command(flatten)]
     filter: FilterArgs,
+    #[command(flatten)]
+    numa: crate::numa_cmd::NumaReportArgs,
 }
 
 #[derive(Args)]
@@ -101,6 +103,8 @@ pub struct CompareArgs {
     output: OutputArgs,
     #[command(flatten)]
     filter: FilterArgs,
+    #[command(flatten)]
+    numa: crate::numa_cmd::NumaReportArgs,
 }
 
 #[derive(Args)]
@@ -245,6 +249,7 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
         options: AnalysisOptions {
             locks: event_filter,
             mpi,
+            ..AnalysisOptions::default()
         },
     })
 }
@@ -282,7 +287,8 @@ fn require_recording(dir: &Path) -> Result<()> {
 
 pub fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     require_recording(&a.dir)?;
-    let r = resolve(&a.output, &a.filter, &a.dir)?;
+    let mut r = resolve(&a.output, &a.filter, &a.dir)?;
+    r.options.numa = a.numa.options()?;
     let bar = Bar::new();
     // A `contend scale` directory: the speed-up loss model (docs/model.md).
     let text = if contend_trace::scale::ScaleManifest::is_scale_dir(&a.dir) {
@@ -337,7 +343,8 @@ fn emit(text: &str, file: Option<&Path>) -> Result<()> {
 }
 
 pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
-    let r = resolve(&a.output, &a.filter, &a.dirs[0])?;
+    let mut r = resolve(&a.output, &a.filter, &a.dirs[0])?;
+    r.options.numa = a.numa.options()?;
     let bar = Bar::new();
     let mut reports = Vec::new();
     for dir in &a.dirs {

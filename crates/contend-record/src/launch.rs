@@ -136,6 +136,10 @@ pub struct RecordOptions {
     /// (`--yes`); without it such a program is refused before it runs
     /// ([`RecordError::CannotTrace`]).
     pub run_untraced: bool,
+    /// Sample data addresses for the NUMA analysis (`--numa`): which pages
+    /// the program touches, from which node ([`crate::numa::sampler`]),
+    /// into `DIR/numa/`.
+    pub numa: Option<crate::numa::NumaRecordOptions>,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -154,6 +158,7 @@ impl Default for RecordOptions {
             mpi_with_locks: false,
             mpi_impl: None,
             run_untraced: false,
+            numa: None,
         }
     }
 }
@@ -292,6 +297,10 @@ pub enum RecordError {
         /// What is wrong, and what to do.
         problem: MpiProblem,
     },
+    /// `--numa-latency` names a file that is not a latency table. Nothing
+    /// was created.
+    #[error("record --numa: {0}")]
+    Numa(String),
     /// The lock collector library could not be installed.
     #[error("cannot install the lock collector library: {source}")]
     Collector {
@@ -401,6 +410,14 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         None
     };
 
+    let numa_latency = match opts.numa.as_ref().and_then(|n| n.latency.as_ref()) {
+        Some(p) => Some(
+            contend_trace::numa::LatencyTable::read(p)
+                .map_err(|e| RecordError::Numa(e.to_string()))?,
+        ),
+        None => None,
+    };
+
     prepare_output(&opts.output, opts.force)?;
     let dir = &opts.output;
     let io_err = |path: &Path| {
@@ -414,6 +431,18 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     if mpi_recorder.is_some() {
         let p = dir.join("mpi");
         fs::create_dir(&p).map_err(io_err(&p))?;
+    }
+    if opts.numa.is_some() {
+        let p = dir.join(contend_trace::numa::NUMA_DIR);
+        fs::create_dir(&p).map_err(io_err(&p))?;
+        if let Some(table) = &numa_latency {
+            let f = p.join(contend_trace::numa::LATENCY_FILE);
+            if let Err(e) = table.write(&f) {
+                warnings.push(format!(
+                    "the calibration is not stored with the recording: {e}"
+                ));
+            }
+        }
     }
     let abs_dir = fs::canonicalize(dir).map_err(io_err(dir))?;
 
@@ -504,6 +533,29 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             Ok(())
         });
     }
+    // NUMA sampling: the child waits before exec until a helper thread has
+    // opened the sampling events on it (crate::numa::sampler).
+    let mut numa_failure = None;
+    let numa_prepared = match &opts.numa {
+        Some(n) => match crate::numa::sampler::Prepared::new(&n.sampler) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                numa_failure = Some(e);
+                None
+            }
+        },
+        None => None,
+    };
+    if let Some(numa_child) = numa_prepared.as_ref().map(|p| p.child_part()) {
+        // SAFETY: the hook only makes system calls on descriptors it was
+        // given (no allocation, no locks).
+        unsafe {
+            cmd.pre_exec(move || {
+                numa_child.handshake();
+                Ok(())
+            });
+        }
+    }
     let forwarding = forward::Forwarding::begin();
     // The final record has the start taken right here, after the (synced)
     // start record was written.
@@ -524,6 +576,13 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     forwarding.started(pid);
     meta.cpus_allowed = affinity(pid);
     let opened = prepared.map(|p| p.collect("the target did not report its counters before exec"));
+    let numa_sampler = numa_prepared.and_then(|p| match p.start() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            numa_failure = Some(e);
+            None
+        }
+    });
     let sampler = match Sampler::start(
         &dir.join(contend_trace::service::FILE_NAME),
         pid,
@@ -541,6 +600,9 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // late can never hit another process that reused the pid.
     if let Err(source) = wait_exited(pid) {
         drop(forwarding);
+        if let Some(s) = numa_sampler {
+            s.stop();
+        }
         if let Some(s) = sampler {
             s.stop();
         }
@@ -551,6 +613,26 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // thread can still be read.
     if let Some(error) = sampler.and_then(|s| s.stop().error) {
         warnings.push(format!("service-time sampling stopped early: {error}"));
+    }
+    // Without a sampler the recording still says why (sampler.json).
+    let numa_set = match (numa_sampler, numa_failure) {
+        (Some(s), _) => Some(s.stop()),
+        (None, Some(why)) => {
+            warnings.push(format!("NUMA accesses were not sampled: {why}"));
+            Some(crate::numa::SampleSet {
+                info: contend_trace::numa::SamplerInfo {
+                    notes: vec![format!("not sampled: {why}")],
+                    ..Default::default()
+                },
+                samples: Vec::new(),
+            })
+        }
+        (None, None) => None,
+    };
+    if let Some(set) = numa_set {
+        if let Err(e) = set.write(dir) {
+            warnings.push(format!("the NUMA samples could not be written: {e}"));
+        }
     }
     let end_point = clock.point();
     let end_utc = format_utc(SystemTime::now());

@@ -5,8 +5,9 @@
 //! ([`launch`], `contend record -- CMD`), attaching to a running process
 //! ([`attach`], `contend record -p PID`), the service-time [`sampler`],
 //! the performance [`counters`] (`perf_event_open`), the scale runner
-//! ([`scale_run`], `contend scale`) and the memory contention generator
-//! ([`stress`], `contend stress memory`).
+//! ([`scale_run`], `contend scale`), the memory contention generator
+//! ([`stress`], `contend stress memory`) and the NUMA measurements
+//! ([`numa`]: latency calibration, data-address sampling, page moves).
 //!
 //! Design constraints: this crate controls live processes (fork, exec,
 //! signals, affinity, `perf_event_open`), so nearly all of `contend`'s
@@ -24,6 +25,7 @@ pub mod executable;
 pub mod host;
 pub mod launch;
 pub mod mpi;
+pub mod numa;
 pub mod sampler;
 pub mod scale_run;
 pub mod signals;

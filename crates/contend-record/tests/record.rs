@@ -457,12 +457,20 @@ fn run_launcher(out: &Path, command: &[&str], ignore_hup: bool) -> std::process:
     .stdout(Stdio::piped());
     // The disposition is set both ways: the test may itself run with SIGHUP
     // ignored (under nohup), which the launcher would pass on.
-    let hup = if ignore_hup { libc::SIG_IGN } else { libc::SIG_DFL };
+    let hup = if ignore_hup {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
+    };
     use std::os::unix::process::CommandExt;
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         c.pre_exec(move || {
             libc::signal(libc::SIGHUP, hup);
+            // a suite run in the background inherits SIGINT/SIGQUIT ignored
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
             Ok(())
         });
     }

@@ -12,7 +12,8 @@
 //! `collector/include/contend/mpi_trace_format.h`) are mirrored by
 //! [`mpi_format`] and read into the model of [`mpi`] by [`mpi_reader`]
 //! ([`read_mpi_recording`]). The service-time samples (`service.csamp`)
-//! are [`service`].
+//! are [`service`]. The NUMA files (calibrated latencies, access
+//! histograms, a recording's data-address samples) are [`numa`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -26,6 +27,7 @@ pub mod meta;
 pub mod mpi;
 pub mod mpi_format;
 pub mod mpi_reader;
+pub mod numa;
 pub mod reader;
 pub mod scale;
 pub mod service;

@@ -28,6 +28,7 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
     &crate::service::ServiceAnalyzer,
     &crate::counters::CountersAnalyzer,
     &crate::mpi::MpiAnalyzer,
+    &crate::numa::NumaAnalyzer,
 ];
 
 /// What the analyses are asked to do; built by the binary from flags and
@@ -40,6 +41,9 @@ pub struct AnalysisOptions {
     /// Thresholds of the MPI wait states (`--threshold-p2p`,
     /// `--threshold-collective`).
     pub mpi: MpiOptions,
+    /// The latency table and the form of Eq. 9 of the NUMA section
+    /// (`--numa-latency`, `--numa-variant`).
+    pub numa: crate::numa::NumaOptions,
 }
 
 /// Progress of a long analysis, for a progress bar. Calls come from one

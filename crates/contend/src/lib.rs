@@ -22,7 +22,9 @@
 //!   format-neutral table layout; [`render`]: text, Markdown, LaTeX, CSV,
 //!   JSON; [`compare`]: several reports side by side; [`export`]: formats
 //!   written from the per-event results; [`speedup`]: the speed-up loss
-//!   model of a scale directory, its own document; [`config`]:
+//!   model of a scale directory, its own document; [`numa`]: memory
+//!   contention on NUMA machines (Nikolopoulos Eq. 1–14, page migration),
+//!   a report section and its own document; [`config`]:
 //!   `contend.toml` and durations.
 //!
 //! Design constraints: nothing here runs or controls a process (that is
@@ -41,6 +43,7 @@ pub mod counters;
 pub mod export;
 pub mod locks;
 pub mod mpi;
+pub mod numa;
 pub mod recording;
 pub mod render;
 pub mod report;

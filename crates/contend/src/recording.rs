@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use contend_symbolize::{ProcessMaps, SymbolizeError};
 use contend_trace::meta::RunMeta;
 use contend_trace::mpi::MpiRecording;
+use contend_trace::numa::{NumaFileError, NumaRecording};
 use contend_trace::service::SampleFile;
 use contend_trace::{format, CalibrationPoint, ClockFit, LockTrace, TraceError};
 
@@ -79,6 +80,10 @@ pub struct Recording {
     /// The MPI rank traces (`mpi/`): `None` when the recording has no
     /// `mpi/` directory, else the traces or why they cannot be read.
     pub mpi: Option<Result<MpiRecording, TraceError>>,
+    /// The NUMA data-address samples (`numa/`, `contend record --numa`):
+    /// `None` when the recording has none, else the samples or why they
+    /// cannot be read.
+    pub numa: Option<Result<NumaRecording, NumaFileError>>,
     /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
     /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
     /// reason it could not be.
@@ -199,6 +204,7 @@ impl Recording {
         let attached = meta.as_ref().is_some_and(|m| m.attach.is_some());
         let service = read_service(dir, attached);
         let mpi = contend_trace::read_mpi_recording(dir).transpose();
+        let numa = contend_trace::numa::read_numa_recording(dir);
         Ok(Recording {
             dir: dir.to_path_buf(),
             meta,
@@ -207,6 +213,7 @@ impl Recording {
             warnings,
             service,
             mpi,
+            numa,
             maps_files,
         })
     }

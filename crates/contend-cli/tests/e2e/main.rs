@@ -18,6 +18,7 @@ mod golden;
 mod html_report;
 mod mpi_accuracy;
 mod mpi_record;
+mod numa;
 mod placement;
 mod real_programs;
 mod robustness;

@@ -72,9 +72,10 @@ impl Renderer for Csv {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
         match doc {
             Document::Comparison(c) => comparison(c, opts),
-            Document::Report(_) | Document::Analysis(_) | Document::Scale(_) => {
-                panels(&doc.panels(opts))
-            }
+            Document::Report(_)
+            | Document::Analysis(_)
+            | Document::Scale(_)
+            | Document::Numa(_) => panels(&doc.panels(opts)),
         }
     }
 }

@@ -33,6 +33,10 @@ impl Renderer for Html {
             ),
             Document::Report(r) => ("contend report".to_string(), r.run.recording.clone()),
             Document::Analysis(a) => ("contend report".to_string(), a.report.run.recording.clone()),
+            Document::Numa(_) => (
+                "contend numa".to_string(),
+                "memory contention on NUMA nodes".to_string(),
+            ),
         };
         page(&title, &what, &doc.figures(), &doc.panels(opts), opts)
     }

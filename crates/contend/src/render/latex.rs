@@ -18,7 +18,10 @@ impl Renderer for Latex {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
         let label = match doc {
             Document::Comparison(_) => "compare",
-            Document::Report(_) | Document::Analysis(_) | Document::Scale(_) => "report",
+            Document::Report(_)
+            | Document::Analysis(_)
+            | Document::Scale(_)
+            | Document::Numa(_) => "report",
         };
         let mut out = render(label, &doc.panels(opts), opts);
         if let Some(dir) = &opts.figures_dir {

@@ -16,7 +16,10 @@ impl Renderer for Markdown {
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String {
         let title = match doc {
             Document::Comparison(_) => "contend comparison",
-            Document::Report(_) | Document::Analysis(_) | Document::Scale(_) => "contend report",
+            Document::Report(_)
+            | Document::Analysis(_)
+            | Document::Scale(_)
+            | Document::Numa(_) => "contend report",
         };
         render(title, &doc.panels(opts), opts)
     }

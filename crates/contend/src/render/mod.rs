@@ -43,6 +43,8 @@ pub enum Document<'a> {
     Comparison(&'a Comparison),
     /// `contend report DIR` of a scale directory.
     Scale(&'a ScaleReport),
+    /// `contend numa estimate` and `contend numa balance`.
+    Numa(&'a crate::numa::NumaDocument),
 }
 
 impl stdfmt::Debug for Document<'_> {
@@ -52,6 +54,7 @@ impl stdfmt::Debug for Document<'_> {
             Document::Analysis(a) => f.debug_tuple("Analysis").field(&a.report).finish(),
             Document::Comparison(c) => f.debug_tuple("Comparison").field(c).finish(),
             Document::Scale(s) => f.debug_tuple("Scale").field(s).finish(),
+            Document::Numa(n) => f.debug_tuple("Numa").field(&n.numa).finish(),
         }
     }
 }
@@ -64,6 +67,7 @@ impl Document<'_> {
             Document::Analysis(a) => crate::report::layout::report_panels(&a.report, opts),
             Document::Comparison(c) => c.panels(opts),
             Document::Scale(s) => crate::speedup::layout::panels(s),
+            Document::Numa(n) => n.panels(opts),
         }
     }
 
@@ -83,6 +87,7 @@ impl Document<'_> {
             Document::Analysis(a) => pretty(&a.report),
             Document::Comparison(c) => pretty(c),
             Document::Scale(s) => pretty(s),
+            Document::Numa(n) => pretty(n),
         }
     }
 }
@@ -142,6 +147,7 @@ impl Document<'_> {
                     .collect()
             }
             Document::Scale(s) => crate::speedup::figures::figures(s),
+            Document::Numa(n) => crate::report::ReportSection::figures(&n.numa),
         }
     }
 

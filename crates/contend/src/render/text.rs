@@ -32,9 +32,10 @@ impl Renderer for Text {
                 c.runs.len(),
                 c.runs.first().map_or("", |r| r.label.as_str())
             ),
-            Document::Report(_) | Document::Analysis(_) | Document::Scale(_) => {
-                "contend report".to_string()
-            }
+            Document::Report(_)
+            | Document::Analysis(_)
+            | Document::Scale(_)
+            | Document::Numa(_) => "contend report".to_string(),
         };
         render(&title, &doc.panels(opts), opts)
     }

@@ -10,6 +10,7 @@ mod exports;
 mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;
+mod numa_model;
 mod pipeline;
 mod report_formats;
 mod speedup_model;
