@@ -14,16 +14,27 @@
 //! enter and exit timestamps of the calls, are in `docs/mpi-wait-states.md`.
 
 pub mod analysis;
+pub mod critical_path;
+pub mod delay;
 pub mod layout;
+pub mod panels;
 pub mod report;
+pub mod statistics;
+pub mod timeline;
 
 use contend_trace::mpi::MpiRecording;
 
-pub use analysis::{analyze, comm_name, MatchStats, Message, MpiAnalysis, Pattern, WaitState};
-pub use report::{
-    build_report, MapsSiteResolver, MpiClassSummary, MpiOptions, MpiPatternSummary, MpiRankRow,
-    MpiReport, MpiSiteRow, MpiThresholds, RankNs, SiteResolver,
+pub use analysis::{
+    analyze, comm_name, CollectiveInstance, MatchStats, Message, MpiAnalysis, Pattern, WaitState,
 };
+pub use critical_path::{critical_path, CriticalPathAnalysis, MpiCriticalPathReport};
+pub use delay::{delay_analysis, DelayAnalysis, MpiDelayReport, MpiRegionName};
+pub use report::{
+    build_report, build_report_with, site_matches, MapsSiteResolver, MpiClassSummary, MpiOptions,
+    MpiPasses, MpiPatternSummary, MpiRankRow, MpiReport, MpiSiteRow, MpiThresholds, RankNs,
+    SiteResolver,
+};
+pub use timeline::{Region, SiteTable, Timeline};
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 
@@ -40,6 +51,9 @@ pub struct MpiEvents {
     /// Matches and wait states ([`MpiAnalysis`]), indexed like the
     /// recording's rank traces.
     pub analysis: MpiAnalysis,
+    /// The call sites, the delay analysis (root cause of every counted
+    /// wait state) and the critical path across ranks.
+    pub passes: MpiPasses,
 }
 
 impl Analyzer for MpiAnalyzer {
@@ -62,7 +76,13 @@ impl Analyzer for MpiAnalyzer {
         cx.progress.stage("analysing MPI wait states", 1);
         let analysis = analyze(mpi);
         let mut resolver = MapsSiteResolver::new(cx.recording, cx.symbols);
-        let report = build_report(mpi, &analysis, &cx.options.mpi, &mut resolver);
+        let (report, passes) = build_report_with(
+            mpi,
+            &analysis,
+            &cx.options.mpi,
+            &mut resolver,
+            cx.options.locks.site_pattern.as_ref(),
+        );
         let mut warnings: Vec<String> = analysis
             .warnings
             .iter()
@@ -73,7 +93,7 @@ impl Analyzer for MpiAnalyzer {
         Some(AnalysisOutput {
             section: Some(Box::new(report)),
             warnings,
-            events: Some(Box::new(MpiEvents { analysis })),
+            events: Some(Box::new(MpiEvents { analysis, passes })),
             span_ns: None,
         })
     }

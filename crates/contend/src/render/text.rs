@@ -138,6 +138,60 @@ fn ellipsize(s: &str, width: usize) -> String {
     out
 }
 
+/// `s` broken into lines of at most `width` characters, after spaces and
+/// `/` where it can (a word longer than `width` is split): nothing of a
+/// long name is lost.
+fn wrap_text(s: &str, width: usize) -> String {
+    if width == 0 || s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut tokens: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars() {
+        cur.push(c);
+        if c == ' ' || c == '/' {
+            tokens.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        tokens.push(cur);
+    }
+    let mut lines: Vec<String> = vec![String::new()];
+    for tok in tokens {
+        let mut tok = tok.as_str();
+        loop {
+            let line = lines.last_mut().expect("one line");
+            let room = width - line.chars().count();
+            let n = tok.chars().count();
+            if n <= room {
+                line.push_str(tok);
+                break;
+            }
+            if !line.is_empty() && n <= width {
+                lines.push(String::new());
+                continue;
+            }
+            // a word longer than the column: as much as fits
+            let cut = tok
+                .char_indices()
+                .nth(room.max(1))
+                .map_or(tok.len(), |(i, _)| i);
+            line.push_str(&tok[..cut]);
+            tok = &tok[cut..];
+            lines.push(String::new());
+            if tok.is_empty() {
+                break;
+            }
+        }
+    }
+    lines
+        .iter()
+        .map(|l| l.trim_end())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `title` broken at spaces into lines of at most `width` characters (or
 /// its longest word), so a heading is no wider than its column's values.
 fn wrap_words(title: &str, width: usize) -> String {
@@ -195,14 +249,17 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
     let mut header: Vec<&str> = Vec::new();
     let mut numeric: Vec<bool> = Vec::new();
     let mut squeezable: Vec<bool> = Vec::new();
+    let mut wraps: Vec<bool> = Vec::new();
     for (i, col) in t.columns.iter().enumerate().filter(|(_, c)| !c.detail) {
         header.push(&col.title);
         numeric.push(col.numeric);
         squeezable.push(!col.numeric);
+        wraps.push(col.wrap);
         if t.bars.contains(&i) {
             header.push("");
             numeric.push(false);
             squeezable.push(false);
+            wraps.push(false);
         }
     }
     let mut rows: Vec<Vec<String>> = t
@@ -248,8 +305,12 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         }
     }
     for row in &mut rows {
-        for (cell, w) in row.iter_mut().zip(&widths) {
-            *cell = ellipsize(cell, *w);
+        for ((cell, w), wrap) in row.iter_mut().zip(&widths).zip(&wraps) {
+            *cell = if *wrap {
+                wrap_text(cell, *w)
+            } else {
+                ellipsize(cell, *w)
+            };
         }
     }
 

@@ -93,6 +93,9 @@ pub struct Column {
     /// A human label of the row whose key already names it (a metric's
     /// label): left out of CSV.
     pub label: bool,
+    /// Long names (MPI call sites and regions): the text format wraps them
+    /// over several lines of the column instead of shortening them.
+    pub wrap: bool,
 }
 
 impl Column {
@@ -104,6 +107,16 @@ impl Column {
             numeric: false,
             detail: false,
             label: false,
+            wrap: false,
+        }
+    }
+
+    /// A column of long names that the text format wraps rather than
+    /// shortens.
+    pub fn wrapped(title: &str, key: &str) -> Column {
+        Column {
+            wrap: true,
+            ..Column::text(title, key)
         }
     }
 

@@ -19,6 +19,7 @@ fn col(title: &str, key: &str, numeric: bool) -> Column {
         numeric,
         detail: false,
         label: false,
+        wrap: false,
     }
 }
 

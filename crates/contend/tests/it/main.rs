@@ -9,6 +9,8 @@ mod damaged_trace;
 mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;
+mod mpi_builders;
+mod mpi_root_causes;
 mod pipeline;
 mod report_formats;
 mod speedup_model;

@@ -171,6 +171,25 @@ pub struct WaitState {
     pub wait_ns: u64,
     /// World rank that was late and caused the wait.
     pub cause: u32,
+    /// The late call on the causing rank (index in its `events`): the call
+    /// that posted the send (late sender), posted the receive (late
+    /// receiver), or the causing member's collective call. `None` when the
+    /// causing rank has no trace.
+    pub cause_event: Option<usize>,
+}
+
+/// One matched collective instance: the k-th collective call of every
+/// member of a communicator (see [`analyze`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CollectiveInstance {
+    /// Communicator id.
+    pub comm: u64,
+    /// The operation every member called.
+    #[serde(skip)]
+    pub op: MpiOp,
+    /// Per member, in local rank order: (world rank, index of its call in
+    /// that rank's `events`).
+    pub events: Vec<(u32, usize)>,
 }
 
 /// A point-to-point message: a send matched with its receive.
@@ -227,6 +246,9 @@ pub struct MpiAnalysis {
     pub waits: Vec<WaitState>,
     /// Every matched message.
     pub messages: Vec<Message>,
+    /// Every collective instance that was matched and analysed, per
+    /// communicator in call order.
+    pub collectives: Vec<CollectiveInstance>,
     /// Counts of matching.
     pub stats: MatchStats,
     /// Gaps and problems, one sentence each.
@@ -289,10 +311,12 @@ pub fn analyze(rec: &MpiRecording) -> MpiAnalysis {
     let (sends, recvs) = collect(&world, &mut stats, &mut warnings);
     let messages = match_messages(&world, &sends, &recvs, &mut stats, &mut warnings);
     let mut waits = p2p_waits(&world, &messages);
-    waits.extend(collective_waits(&world, &mut stats, &mut warnings));
+    let (coll_waits, collectives) = collective_waits(&world, &mut stats, &mut warnings);
+    waits.extend(coll_waits);
     MpiAnalysis {
         waits,
         messages,
+        collectives,
         stats,
         warnings,
     }

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use contend_trace::mpi::{MpiEvent, MpiOp, MpiRankTrace, Peer, SELF_COMM};
 
 use super::matching::{duration, event, World};
-use super::{is_blocking_probe, is_test, MatchStats, Message, Pattern, WaitState};
+use super::{
+    is_blocking_probe, is_test, CollectiveInstance, MatchStats, Message, Pattern, WaitState,
+};
 
 /// Per event of `t`: the index of the previous event of the same thread
 /// (`None` for a thread's first call).
@@ -44,15 +46,16 @@ pub(super) fn finding_probe(
 /// over the messages it completes (late sender for receives, late receiver
 /// for sends), and the late-sender waits of blocking probes.
 pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitState> {
-    // (rank, completing event) → best (wait, pattern, cause, message order)
-    let mut best: HashMap<(u32, usize), (u64, Pattern, u32)> = HashMap::new();
-    let mut offer = |rank: u32, ev: usize, w: u64, p: Pattern, cause: u32| {
+    // (rank, completing event) → best (wait, pattern, cause, cause event)
+    type Best = (u64, Pattern, u32, usize);
+    let mut best: HashMap<(u32, usize), Best> = HashMap::new();
+    let mut offer = |rank: u32, ev: usize, w: u64, p: Pattern, cause: u32, cause_ev: usize| {
         if w == 0 {
             return;
         }
-        let slot = best.entry((rank, ev)).or_insert((0, p, cause));
+        let slot = best.entry((rank, ev)).or_insert((0, p, cause, cause_ev));
         if w > slot.0 {
-            *slot = (w, p, cause);
+            *slot = (w, p, cause, cause_ev);
         }
     };
     // Per receiving rank with a blocking probe that found a message: the
@@ -77,7 +80,7 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
             if let Some(pi) = pv.as_deref().and_then(|pv| finding_probe(rt, pv, m)) {
                 let p = &rt.events[pi];
                 let w = sp.enter_ns.min(p.exit_ns).saturating_sub(p.enter_ns);
-                offer(m.dest, pi, w, Pattern::LateSender, m.source);
+                offer(m.dest, pi, w, Pattern::LateSender, m.source, m.send_post);
             }
         }
         // Late sender: the receive-completing call waits for the send's posting.
@@ -90,6 +93,7 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
                     w,
                     Pattern::LateSender,
                     m.source,
+                    m.send_post,
                 );
             }
         }
@@ -120,30 +124,35 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
                     w,
                     Pattern::LateReceiver,
                     m.dest,
+                    m.recv_post,
                 );
             }
         }
     }
     let mut out: Vec<WaitState> = best
         .into_iter()
-        .map(|((rank, event), (wait_ns, pattern, cause))| WaitState {
-            pattern,
-            rank,
-            event,
-            wait_ns,
-            cause,
-        })
+        .map(
+            |((rank, event), (wait_ns, pattern, cause, cause_event))| WaitState {
+                pattern,
+                rank,
+                event,
+                wait_ns,
+                cause,
+                cause_event: Some(cause_event),
+            },
+        )
         .collect();
     out.sort_by_key(|w| (w.rank, w.event));
     out
 }
 
-/// The collective wait states, instance by instance.
+/// The collective wait states, instance by instance, and the instances
+/// analysed.
 pub(super) fn collective_waits(
     world: &World<'_>,
     stats: &mut MatchStats,
     warnings: &mut Vec<String>,
-) -> Vec<WaitState> {
+) -> (Vec<WaitState>, Vec<CollectiveInstance>) {
     // Per communicator, per member rank: its collective calls in order.
     let mut calls: BTreeMap<u64, BTreeMap<u32, Vec<usize>>> = BTreeMap::new();
     for (ri, t) in world.rec.ranks.iter().enumerate() {
@@ -162,6 +171,7 @@ pub(super) fn collective_waits(
         }
     }
     let mut out = Vec::new();
+    let mut instances_out = Vec::new();
     for (comm, per_rank) in &calls {
         let members: Vec<u32> = match world.comms.get(comm) {
             Some(m) => m.clone(),
@@ -230,21 +240,31 @@ pub(super) fn collective_waits(
             match instance_waits(pattern, &evs) {
                 Ok(ws) => {
                     stats.collectives += 1;
+                    let event_of = |r: u32| per_rank.get(&r).and_then(|v| v.get(k)).copied();
                     for (rank, wait_ns, cause) in ws {
                         if wait_ns == 0 {
                             continue;
                         }
-                        let ri = world.index[&rank];
-                        let event = per_rank[&rank][k];
-                        debug_assert!(ri < world.rec.ranks.len());
+                        let Some(event) = event_of(rank) else {
+                            continue;
+                        };
                         out.push(WaitState {
                             pattern,
                             rank,
                             event,
                             wait_ns,
                             cause,
+                            cause_event: event_of(cause),
                         });
                     }
+                    instances_out.push(CollectiveInstance {
+                        comm: *comm,
+                        op,
+                        events: members
+                            .iter()
+                            .filter_map(|&m| event_of(m).map(|e| (m, e)))
+                            .collect(),
+                    });
                 }
                 Err(why) => {
                     *skipped.entry(why).or_default() += 1;
@@ -263,7 +283,7 @@ pub(super) fn collective_waits(
             warnings.push(s);
         }
     }
-    out
+    (out, instances_out)
 }
 
 /// The waits of one collective instance: `(rank, wait_ns, cause)` per
