@@ -16,6 +16,7 @@ mod export;
 mod golden;
 mod mpi_accuracy;
 mod mpi_record;
+mod mpi_root_causes;
 mod placement;
 mod real_programs;
 mod robustness;

@@ -39,7 +39,7 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn ompi_args() -> Vec<String> {
+pub(crate) fn ompi_args() -> Vec<String> {
     let mut v: Vec<String> = [
         "-np",
         "4",
@@ -58,7 +58,7 @@ fn ompi_args() -> Vec<String> {
 }
 
 /// Builds a source with an MPI compiler wrapper (cached by content hash).
-fn mpi_build(compiler: &str, source: &Path) -> PathBuf {
+pub(crate) fn mpi_build(compiler: &str, source: &Path) -> PathBuf {
     let text = std::fs::read(source).unwrap();
     let mut h = DefaultHasher::new();
     text.hash(&mut h);
@@ -81,7 +81,7 @@ fn mpi_build(compiler: &str, source: &Path) -> PathBuf {
     exe
 }
 
-fn record_mpi(
+pub(crate) fn record_mpi(
     dir: &Path,
     launcher: &str,
     args: &[String],
