@@ -8,7 +8,8 @@
  *
  * Usage: mpi_hybrid [HOLD_MS [STEP_MS]] (defaults 60 and 40).
  * Rank 0 prints "lock_wait_ns=<sum over ranks>" and
- * "barrier_wait_ns=<sum over ranks>".
+ * "barrier_wait_ns=<sum over ranks>", then per rank r
+ * "rank_lock_wait_ns <r>=<its main thread's lock wait>".
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -74,10 +75,15 @@ int main(int argc, char **argv)
 
     long long mine[2] = {lock_wait, barrier}, sum[2] = {0, 0};
     MPI_Reduce(mine, sum, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    long long *each = calloc((size_t)size, sizeof *each);
+    MPI_Gather(&lock_wait, 1, MPI_LONG_LONG, each, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("lock_wait_ns=%lld\n", sum[0]);
         printf("barrier_wait_ns=%lld\n", sum[1]);
+        for (int r = 0; r < size; r++)
+            printf("rank_lock_wait_ns %d=%lld\n", r, each[r]);
     }
+    free(each);
     MPI_Finalize();
     return 0;
 }

@@ -182,3 +182,74 @@ fn slowed_rank_is_the_root_cause_open_mpi() {
     eprintln!("wait caused directly by ranks 0, 1, 2: {caused:?}");
     assert!(caused.iter().all(|&c| c > 0.5 * direct), "{caused:?}");
 }
+
+/// `tests/programs/mpi_hybrid.c` under `contend record --mpi --locks`:
+/// every rank's main thread waits about 60 ms for `hybrid_lock`, which its
+/// helper thread holds, then rank r sleeps r × 40 ms before an
+/// `MPI_Barrier`. Rank 3 arrives last, so the critical path across ranks
+/// runs through rank 3 from its `MPI_Init` to the barrier, and inside that
+/// stretch through its main thread's wait for `hybrid_lock`: that wait is
+/// on the critical path (within 5 % + 2 ms of what rank 3 measured around
+/// its `pthread_mutex_lock`), the other ranks' are not. (Open MPI's own
+/// threads take locks too, inside `MPI_Init` and `MPI_Finalize`: those of
+/// rank 3's calls on the path are on it as well.)
+#[test]
+fn hybrid_run_lock_waits_on_the_critical_path_open_mpi() {
+    if which("mpicc.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI is not installed");
+        return;
+    }
+    let exe = mpi_build("mpicc.openmpi", &program_source("mpi_hybrid.c"));
+    let _guard = crate::common::serial();
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let mut cmd = std::process::Command::new(crate::common::contend_bin());
+    cmd.args(["record", "--mpi", "--locks", "--force", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg("mpirun.openmpi")
+        .args(ompi_args())
+        .arg(&exe);
+    let out = crate::common::run_timeout(cmd, std::time::Duration::from_secs(60));
+    assert!(out.success(), "{}", out.describe());
+    let measured = field(&out.stdout, "rank_lock_wait_ns 3=", "3");
+    let report = report_json(&dir);
+    let cp = &report["mpi"]["critical_path"];
+    let locks = &cp["locks"];
+    assert_eq!(locks["ranks_with_locks"], 4, "{locks}");
+    let hybrid: Vec<&Value> = locks["by_site"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["lock"] == "hybrid_lock" && s["wait_ns"].as_u64().unwrap() > 0)
+        .collect();
+    assert_eq!(
+        hybrid.len(),
+        1,
+        "only rank 3's wait is on the path: {locks}"
+    );
+    // … and the helper's hold it waited for (the path followed the lock)
+    assert!(
+        locks["by_site"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["lock"] == "hybrid_lock"
+                && s["rank"] == 3
+                && s["site"].as_str().unwrap().starts_with("helper")),
+        "{locks}"
+    );
+    assert_eq!(hybrid[0]["rank"], 3, "{locks}");
+    assert_eq!(hybrid[0]["events"], 1, "{locks}");
+    let got = hybrid[0]["wait_ns"].as_f64().unwrap();
+    eprintln!(
+        "hybrid_lock wait on the critical path {:.2} ms, rank 3 measured {:.2} ms",
+        got / 1e6,
+        measured / 1e6
+    );
+    assert!(
+        (got - measured).abs() <= 0.05 * measured + 2e6,
+        "{got} ns vs {measured} ns"
+    );
+    assert!(locks["wait_ns"].as_f64().unwrap() >= got);
+}

@@ -224,6 +224,10 @@ pub struct MpiCriticalPathReport {
     pub by_rank: Vec<MpiPathRankRow>,
     /// Per region on the path, most time first.
     pub by_region: Vec<MpiPathRegionRow>,
+    /// For hybrid runs (`--mpi --locks`): the lock events of the ranks'
+    /// threads on this path ([`super::hybrid`]); `None` without lock
+    /// traces of the ranks' processes.
+    pub locks: Option<super::hybrid::MpiPathLocks>,
 }
 
 /// The report of `cp`, computed on `tl`.

@@ -16,6 +16,7 @@
 pub mod analysis;
 pub mod critical_path;
 pub mod delay;
+pub mod hybrid;
 pub mod layout;
 pub mod panels;
 pub mod report;
@@ -83,6 +84,15 @@ impl Analyzer for MpiAnalyzer {
             &mut resolver,
             cx.options.locks.site_pattern.as_ref(),
         );
+        let mut report = report;
+        if let Some(locks) = cx.earlier::<crate::locks::LockEvents>() {
+            report.critical_path.locks = hybrid::locks_on_path(
+                mpi,
+                &passes.critical_path,
+                locks,
+                report.critical_path.length_ns,
+            );
+        }
         let mut warnings: Vec<String> = analysis
             .warnings
             .iter()

@@ -24,6 +24,9 @@ pub fn panels(m: &MpiReport, top: usize) -> Vec<Panel> {
     if m.critical_path.length_ns > 0 {
         out.push(critical_path_overview(m));
         out.push(critical_path_regions(m, top));
+        if let Some(l) = &m.critical_path.locks {
+            out.push(critical_path_locks(l, top));
+        }
     }
     if !m.wait_matrix.is_empty() {
         out.push(wait_matrix(m, top));
@@ -477,6 +480,52 @@ fn by_site_rank(m: &MpiReport, top: usize) -> Panel {
                 })
                 .collect(),
             omitted,
+            ..Table::default()
+        },
+    )
+}
+
+fn critical_path_locks(l: &super::hybrid::MpiPathLocks, top: usize) -> Panel {
+    let (rows, omitted) = take_top(&l.by_site, top);
+    table(
+        "mpi_critical_path_locks",
+        "MPI critical path: lock waits",
+        &format!(
+            "Hybrid run: the lock events of the ranks' threads on the critical path across ranks (the lock \
+             critical path of each rank's process, walked inside every stretch of the MPI critical path on \
+             that rank): {} events ({} contended), {} ns of waiting, {:.2} % of the path; {} rank(s) with a \
+             lock trace.",
+            l.events,
+            l.contended,
+            l.wait_ns,
+            l.wait_share * 100.0,
+            l.ranks_with_locks
+        ),
+        Table {
+            columns: vec![
+                Column::num("Rank", "rank"),
+                Column::wrapped("Lock", "lock"),
+                Column::wrapped("Call site", "site"),
+                Column::num("Events", "events"),
+                Column::num("Wait", "wait_ns"),
+                Column::num("Hold", "hold_ns"),
+            ],
+            rows: rows
+                .iter()
+                .map(|r| Row {
+                    key: format!("{}:{}@{}", r.rank, r.lock, r.site),
+                    cells: vec![
+                        Cell::Count(r.rank.into()),
+                        Cell::Text(r.lock.clone()),
+                        Cell::Text(r.site.clone()),
+                        Cell::Count(r.events),
+                        Cell::Ns(r.wait_ns),
+                        Cell::Ns(r.hold_ns),
+                    ],
+                })
+                .collect(),
+            omitted,
+            bars: vec![4],
             ..Table::default()
         },
     )
