@@ -16,7 +16,8 @@
 
 #include "mpi_rec.h"
 
-/* Operation codes (contend_trace::mpi::MpiOp; never renumbered). */
+/* Operation codes (contend_trace::mpi::MpiOp; never renumbered; the ones
+ * added after the first version follow OP_REQUEST_FREE). */
 enum cm_op {
     OP_INIT = 1, OP_INIT_THREAD = 2, OP_FINALIZE = 3,
     OP_SEND = 10, OP_SSEND = 11, OP_BSEND = 12, OP_RSEND = 13, OP_RECV = 14,
@@ -32,6 +33,12 @@ enum cm_op {
     OP_COMM_SPLIT = 80, OP_COMM_DUP = 81, OP_COMM_CREATE = 82, OP_COMM_FREE = 83,
     OP_SEND_INIT = 90, OP_SSEND_INIT = 91, OP_BSEND_INIT = 92, OP_RSEND_INIT = 93,
     OP_RECV_INIT = 94, OP_START = 95, OP_STARTALL = 96, OP_REQUEST_FREE = 97,
+    OP_ABORT = 4,
+    OP_COMM_CREATE_GROUP = 84, OP_INTERCOMM_CREATE = 85, OP_COMM_IDUP = 86,
+    OP_IBARRIER = 100, OP_IBCAST = 101, OP_IREDUCE = 102, OP_IALLREDUCE = 103, OP_IGATHER = 104,
+    OP_IGATHERV = 105, OP_ISCATTER = 106, OP_ISCATTERV = 107, OP_IALLGATHER = 108,
+    OP_IALLGATHERV = 109, OP_IALLTOALL = 110, OP_IALLTOALLV = 111, OP_IALLTOALLW = 112,
+    OP_IREDUCE_SCATTER = 113, OP_IREDUCE_SCATTER_BLOCK = 114, OP_ISCAN = 115, OP_IEXSCAN = 116,
 };
 
 /* The real functions (PMPI_*), resolved on first use. */
@@ -148,6 +155,18 @@ CM_HIDDEN int core_request_free(MPI_Request *req, uint64_t site);
 
 /* Notes that a Fortran entry point was used (header flag). */
 CM_HIDDEN void cm_fortran_seen(void);
+/* 1 when the loaded MPI library is the one this recorder was built for
+ * (after cm_resolve). */
+CM_HIDDEN int cm_abi_ok(void);
+/* A Fortran entry point of the program's own MPI library, passed the
+ * arguments unchanged (old-style call: every Fortran argument is a
+ * pointer). */
+typedef void (*cm_fortran_fn)();
+/* The next definition of Fortran entry point `name` (`mpi_send_`) after
+ * the recorder's, in any of the usual manglings; never NULL (a function
+ * that says so and aborts, when the program's MPI library has none: the
+ * program could not have been linked without one). */
+CM_HIDDEN cm_fortran_fn cm_fortran_next(const char *name);
 
 #define CM_SITE() ((uint64_t)(uintptr_t)__builtin_return_address(0))
 

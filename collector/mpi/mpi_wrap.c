@@ -909,6 +909,46 @@ int core_finalize(uint64_t site)
     return rc;
 }
 
+int cm_abi_ok(void) { return abi_ok; }
+
+static void no_fortran_binding(void)
+{
+    contend_say("the program's MPI library has no Fortran binding for a call the recorder "
+                "received; cannot pass it on",
+                NULL, NULL);
+    abort();
+}
+
+cm_fortran_fn cm_fortran_next(const char *name)
+{
+    char alt[128];
+    size_t n = strlen(name);
+    if (n == 0 || n + 2 >= sizeof alt)
+        return (cm_fortran_fn)no_fortran_binding;
+    void *p = dlsym(RTLD_NEXT, name);
+    /* mpi_send_: also mpi_send__, mpi_send, MPI_SEND */
+    if (!p) {
+        memcpy(alt, name, n);
+        alt[n] = '_';
+        alt[n + 1] = 0;
+        p = dlsym(RTLD_NEXT, alt);
+    }
+    if (!p && name[n - 1] == '_') {
+        memcpy(alt, name, n - 1);
+        alt[n - 1] = 0;
+        p = dlsym(RTLD_NEXT, alt);
+        for (size_t i = 0; !p && i < n - 1; i++)
+            alt[i] = (char)(alt[i] >= 'a' && alt[i] <= 'z' ? alt[i] - 'a' + 'A' : alt[i]);
+        if (!p)
+            p = dlsym(RTLD_NEXT, alt);
+    }
+    if (!p && mpi_handle)
+        p = dlsym(mpi_handle, name);
+    cm_fortran_fn f;
+    memcpy(&f, &p, sizeof f);
+    return f ? f : (cm_fortran_fn)no_fortran_binding;
+}
+
 void cm_fortran_seen(void)
 {
     static int seen;

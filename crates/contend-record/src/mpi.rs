@@ -44,14 +44,11 @@ pub(crate) fn mpi_recorder(
         Ok(Some(path)) => Ok((imp, path)),
         Ok(None) => Err(RecordError::Mpi {
             problem: format!(
-                "this contend was built without {} headers, so it has no MPI recorder for {}; \
-                 install them (Debian: {}) and rebuild contend",
+                "no {} headers are installed, so there is no MPI recorder for {}; install them \
+                 (Debian: {}): contend builds the recorder when it is next needed",
                 imp.name(),
                 imp.name(),
-                match imp {
-                    MpiImplementation::OpenMpi => "libopenmpi-dev",
-                    MpiImplementation::Mpich => "libmpich-dev",
-                }
+                imp.debian_package()
             ),
         }),
         Err(source) => Err(RecordError::Collector { source }),

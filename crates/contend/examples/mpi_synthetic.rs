@@ -56,6 +56,7 @@ fn event(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         created_comm: None,
         return_code: 0,
         probed: None,
+        request: 0,
     }
 }
 

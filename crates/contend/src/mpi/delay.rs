@@ -136,7 +136,8 @@ fn previous_syncs(
     let mut local: FxHashMap<u64, FxHashMap<u32, usize>> = FxHashMap::default();
     for (k, inst) in analysis.collectives.iter().enumerate() {
         let map = local.entry(inst.comm).or_default();
-        for (li, &(r, ev)) in inst.events.iter().enumerate() {
+        for (li, &(r, _)) in inst.events.iter().enumerate() {
+            let ev = inst.done.get(li).copied().unwrap_or(inst.events[li].1);
             map.entry(r).or_insert(li);
             if let Some(&ri) = tl.index.get(&r) {
                 syncs[ri].push((
@@ -189,7 +190,7 @@ fn previous_syncs(
                 let Some(&li) = local.get(comm).and_then(|m| m.get(&w.cause)) else {
                     continue;
                 };
-                let Some(&(_, pe)) = analysis.collectives[inst].events.get(li) else {
+                let Some(&pe) = analysis.collectives[inst].done.get(li) else {
                     continue;
                 };
                 if pe < e_d && best.is_none_or(|b| ev > b.0) {

@@ -594,19 +594,24 @@ pub fn build_report_with(
             } else {
                 row.mpi_ns += d;
             }
-            let wait = tl.wait_index(ri, ei).map(|k| tl.waits[k].wait_ns);
+            let waited = tl.wait_index(ri, ei).map(|k| &tl.waits[k]);
+            let wait = waited.map(|w| w.wait_ns);
             if is_p2p_op(e.op) {
                 p2p.add(d);
-                if let Some(w) = wait {
-                    p2p_waits.add(w);
-                    row.p2p_wait_ns += w;
-                }
             } else if e.op.is_collective() {
                 coll.add(d);
-                if let Some(w) = wait {
-                    coll_waits.add(w);
-                    row.collective_wait_ns += w;
+            }
+            // by pattern: a nonblocking collective waits in a Wait* call
+            match waited {
+                Some(w) if w.pattern.is_p2p() => {
+                    p2p_waits.add(w.wait_ns);
+                    row.p2p_wait_ns += w.wait_ns;
                 }
+                Some(w) => {
+                    coll_waits.add(w.wait_ns);
+                    row.collective_wait_ns += w.wait_ns;
+                }
+                None => {}
             }
             let (srow, ranks) = &mut site_rows[tl.site(ri, ei) as usize];
             srow.events += 1;

@@ -10,6 +10,7 @@ mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;
 mod mpi_builders;
+mod mpi_nonblocking;
 mod mpi_root_causes;
 mod pipeline;
 mod report_formats;

@@ -47,6 +47,7 @@ pub(crate) fn base(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         created_comm: None,
         return_code: 0,
         probed: None,
+        request: 0,
     }
 }
 

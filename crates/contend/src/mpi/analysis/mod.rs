@@ -43,6 +43,8 @@
 //! Never panics on any [`MpiRecording`]: indices read from the traces are
 //! checked, and every gap becomes a warning.
 
+use std::collections::HashMap;
+
 use contend_trace::mpi::{MpiOp, MpiRecording, ANY_TAG, SELF_COMM, WORLD_COMM};
 use serde::Serialize;
 
@@ -123,7 +125,7 @@ impl Pattern {
     /// The collective pattern of `op`, `None` for non-collective operations.
     pub fn of_collective(op: MpiOp) -> Option<Pattern> {
         use MpiOp::*;
-        Some(match op {
+        Some(match op.blocking_form() {
             Barrier => Pattern::WaitAtBarrier,
             Allreduce | Allgather | Allgatherv | Alltoall | Alltoallv | Alltoallw
             | ReduceScatter | ReduceScatterBlock => Pattern::WaitAtNxN,
@@ -188,8 +190,13 @@ pub struct CollectiveInstance {
     #[serde(skip)]
     pub op: MpiOp,
     /// Per member, in local rank order: (world rank, index of its call in
-    /// that rank's `events`).
+    /// that rank's `events`; for a nonblocking collective the call that
+    /// posted it).
     pub events: Vec<(u32, usize)>,
+    /// Per member, like `events`: the call that completed its part (the
+    /// collective itself, or the `Wait*`/`Test*` that completed the
+    /// nonblocking one; the posting call when none did).
+    pub done: Vec<usize>,
 }
 
 /// A point-to-point message: a send matched with its receive.
@@ -308,11 +315,35 @@ pub fn analyze(rec: &MpiRecording) -> MpiAnalysis {
         }
     }
     warnings.extend(rec.problems.iter().cloned());
-    let (sends, recvs) = collect(&world, &mut stats, &mut warnings);
+    let (sends, recvs, colls) = collect(&world, &mut stats, &mut warnings);
     let messages = match_messages(&world, &sends, &recvs, &mut stats, &mut warnings);
     let mut waits = p2p_waits(&world, &messages);
-    let (coll_waits, collectives) = collective_waits(&world, &mut stats, &mut warnings);
+    let (coll_waits, collectives) = collective_waits(&world, &colls, &mut stats, &mut warnings);
     waits.extend(coll_waits);
+    // One wait per call: a Waitall completing messages and a nonblocking
+    // collective is charged its largest wait (the first in report order
+    // on a tie).
+    let mut best: HashMap<(u32, usize), usize> = HashMap::new();
+    for (i, w) in waits.iter().enumerate() {
+        match best.entry((w.rank, w.event)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                if w.wait_ns > waits[*o.get()].wait_ns {
+                    o.insert(i);
+                }
+            }
+        }
+    }
+    if best.len() < waits.len() {
+        let keep: std::collections::HashSet<usize> = best.into_values().collect();
+        let mut i = 0;
+        waits.retain(|_| {
+            i += 1;
+            keep.contains(&(i - 1))
+        });
+    }
     MpiAnalysis {
         waits,
         messages,
