@@ -121,6 +121,8 @@ pub const MPI_OPENMPI_SO: &[u8] =
 pub const MPI_MPICH_SO: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/libcontend_mpi_mpich.so"));
 
+// shared with build.rs, which uses the probes the library does not
+#[allow(dead_code)]
 mod mpi_headers;
 
 /// The MPI recorder's sources (paths relative to `collector/`), embedded
