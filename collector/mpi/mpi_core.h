@@ -97,39 +97,52 @@ CM_HIDDEN int core_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *m
                          MPI_Status *status, uint64_t site);
 CM_HIDDEN int core_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
                           MPI_Request *req, uint64_t site);
-CM_HIDDEN int core_barrier(MPI_Comm comm, uint64_t site);
+/* Collectives: req NULL for the blocking call, else the nonblocking form
+ * (MPI_Ibarrier, ...), whose request goes to *req. */
+CM_HIDDEN int core_barrier(MPI_Comm comm, MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
-                         uint64_t site);
+                         MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                          int root, MPI_Comm comm, uint64_t site);
+                          int root, MPI_Comm comm, MPI_Request *req, uint64_t site);
 /* Allreduce, Scan, Exscan, Reduce_scatter_block (count = recvcount) */
 CM_HIDDEN int core_allreduce_like(int op, const void *sbuf, void *rbuf, int count,
-                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, uint64_t site);
+                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, uint64_t site);
+                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, MPI_Request *req, uint64_t site);
 /* Gather, Scatter, Allgather, Alltoall */
 CM_HIDDEN int core_gather_like(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                                int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
-                               uint64_t site);
+                               MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_gatherv(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                            const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
-                           MPI_Comm comm, uint64_t site); /* Gatherv, Allgatherv (root -1) */
+                           MPI_Comm comm, MPI_Request *req, uint64_t site); /* Gatherv, Allgatherv (root -1) */
 CM_HIDDEN int core_scatterv(const void *sbuf, const int *scounts, const int *displs,
                             MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                            int root, MPI_Comm comm, uint64_t site);
+                            int root, MPI_Comm comm, MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
                              MPI_Datatype stype, void *rbuf, const int *rcounts,
                              const int *rdispls, MPI_Datatype rtype, MPI_Comm comm,
-                             uint64_t site);
+                             MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
                              const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
                              const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
-                             uint64_t site);
+                             MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm,
                               uint64_t site);
 CM_HIDDEN int core_comm_dup(MPI_Comm comm, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_free(MPI_Comm *comm, uint64_t site);
+/* Created over a group (not the whole parent): an id from the members,
+ * the tag and the occurrence (comm_created_group). */
+CM_HIDDEN int core_comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm,
+                                     uint64_t site);
+CM_HIDDEN int core_intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer,
+                                    int remote_leader, int tag, MPI_Comm *newcomm, uint64_t site);
+/* Nonblocking: the communicator is registered by the call completing the
+ * request. */
+CM_HIDDEN int core_comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req, uint64_t site);
+/* Records the call, then calls PMPI_Abort (which does not return). */
+CM_HIDDEN int core_abort(MPI_Comm comm, int errorcode, uint64_t site);
 /* Communicator creation that is not an event (no operation code):
  * MPI_Comm_split_type, MPI_Cart_create, MPI_Cart_sub,
  * MPI_Dist_graph_create_adjacent. The new communicator gets its id the

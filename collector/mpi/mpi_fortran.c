@@ -565,7 +565,7 @@ F_ALIASES(mpi_testsome, MPI_TESTSOME,
 CM_PUBLIC void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr)
 {
     F_BEGIN("mpi_barrier_", (comm, ierr));
-    set_ierr(ierr, core_barrier(cm_r.Comm_f2c(*comm), CM_SITE()));
+    set_ierr(ierr, core_barrier(cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_barrier, MPI_BARRIER, (MPI_Fint * comm, MPI_Fint *ierr))
 
@@ -574,7 +574,7 @@ CM_PUBLIC void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *
 {
     F_BEGIN("mpi_bcast_", (buf, count, type, root, comm, ierr));
     set_ierr(ierr, core_bcast(fbuf(buf), (int)*count, cm_r.Type_f2c(*type), (int)*root,
-                              cm_r.Comm_f2c(*comm), CM_SITE()));
+                              cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_bcast, MPI_BCAST,
           (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *root, MPI_Fint *comm,
@@ -585,7 +585,7 @@ CM_PUBLIC void mpi_reduce_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *ty
 {
     F_BEGIN("mpi_reduce_", (sbuf, rbuf, count, type, op, root, comm, ierr));
     set_ierr(ierr, core_reduce(fbuf(sbuf), fbuf(rbuf), (int)*count, cm_r.Type_f2c(*type),
-                               cm_r.Op_f2c(*op), (int)*root, cm_r.Comm_f2c(*comm), CM_SITE()));
+                               cm_r.Op_f2c(*op), (int)*root, cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_reduce, MPI_REDUCE,
           (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op, MPI_Fint *root,
@@ -598,7 +598,7 @@ F_ALIASES(mpi_reduce, MPI_REDUCE,
         F_BEGIN(#lower "_", (sbuf, rbuf, count, type, op, comm, ierr));                                                                          \
         set_ierr(ierr, core_allreduce_like(OP, fbuf(sbuf), fbuf(rbuf), (int)*count,         \
                                            cm_r.Type_f2c(*type), cm_r.Op_f2c(*op),          \
-                                           cm_r.Comm_f2c(*comm), CM_SITE()));               \
+                                           cm_r.Comm_f2c(*comm), NULL, CM_SITE()));               \
     }                                                                                       \
     F_ALIASES(lower, UPPER,                                                                 \
               (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op,       \
@@ -613,7 +613,7 @@ CM_PUBLIC void mpi_reduce_scatter_(void *sbuf, void *rbuf, MPI_Fint *rcounts, MP
 {
     F_BEGIN("mpi_reduce_scatter_", (sbuf, rbuf, rcounts, type, op, comm, ierr));
     set_ierr(ierr, core_reduce_scatter(fbuf(sbuf), fbuf(rbuf), rcounts, cm_r.Type_f2c(*type),
-                                       cm_r.Op_f2c(*op), cm_r.Comm_f2c(*comm), CM_SITE()));
+                                       cm_r.Op_f2c(*op), cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
           (void *sbuf, void *rbuf, MPI_Fint *rcounts, MPI_Fint *type, MPI_Fint *op,
@@ -627,7 +627,7 @@ F_ALIASES(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
         F_BEGIN(#lower "_", (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr));                                                                          \
         set_ierr(ierr, core_gather_like(OP, fbuf(sbuf), (int)*scount, cm_r.Type_f2c(*stype), \
                                         fbuf(rbuf), (int)*rcount, cm_r.Type_f2c(*rtype),     \
-                                        (int)*root, cm_r.Comm_f2c(*comm), CM_SITE()));       \
+                                        (int)*root, cm_r.Comm_f2c(*comm), NULL, CM_SITE()));       \
     }                                                                                       \
     F_ALIASES(lower, UPPER,                                                                 \
               (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount, \
@@ -643,7 +643,7 @@ F_GATHER(mpi_scatter, MPI_SCATTER, OP_SCATTER)
         F_BEGIN(#lower "_", (sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr));                                                                          \
         set_ierr(ierr, core_gather_like(OP, fbuf(sbuf), (int)*scount, cm_r.Type_f2c(*stype), \
                                         fbuf(rbuf), (int)*rcount, cm_r.Type_f2c(*rtype), 0,  \
-                                        cm_r.Comm_f2c(*comm), CM_SITE()));                   \
+                                        cm_r.Comm_f2c(*comm), NULL, CM_SITE()));                   \
     }                                                                                       \
     F_ALIASES(lower, UPPER,                                                                 \
               (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount, \
@@ -658,7 +658,7 @@ CM_PUBLIC void mpi_gatherv_(void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void 
     F_BEGIN("mpi_gatherv_", (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, ierr));
     set_ierr(ierr, core_gatherv(OP_GATHERV, fbuf(sbuf), (int)*scount, cm_r.Type_f2c(*stype),
                                 fbuf(rbuf), rcounts, displs, cm_r.Type_f2c(*rtype), (int)*root,
-                                cm_r.Comm_f2c(*comm), CM_SITE()));
+                                cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_gatherv, MPI_GATHERV,
           (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcounts,
@@ -671,7 +671,7 @@ CM_PUBLIC void mpi_allgatherv_(void *sbuf, MPI_Fint *scount, MPI_Fint *stype, vo
     F_BEGIN("mpi_allgatherv_", (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, ierr));
     set_ierr(ierr, core_gatherv(OP_ALLGATHERV, fbuf(sbuf), (int)*scount, cm_r.Type_f2c(*stype),
                                 fbuf(rbuf), rcounts, displs, cm_r.Type_f2c(*rtype), 0,
-                                cm_r.Comm_f2c(*comm), CM_SITE()));
+                                cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_allgatherv, MPI_ALLGATHERV,
           (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcounts,
@@ -684,7 +684,7 @@ CM_PUBLIC void mpi_scatterv_(void *sbuf, MPI_Fint *scounts, MPI_Fint *displs, MP
     F_BEGIN("mpi_scatterv_", (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, ierr));
     set_ierr(ierr, core_scatterv(fbuf(sbuf), scounts, displs, cm_r.Type_f2c(*stype), fbuf(rbuf),
                                  (int)*rcount, cm_r.Type_f2c(*rtype), (int)*root,
-                                 cm_r.Comm_f2c(*comm), CM_SITE()));
+                                 cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_scatterv, MPI_SCATTERV,
           (void *sbuf, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *stype, void *rbuf,
@@ -697,7 +697,7 @@ CM_PUBLIC void mpi_alltoallv_(void *sbuf, MPI_Fint *scounts, MPI_Fint *sdispls, 
     F_BEGIN("mpi_alltoallv_", (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, ierr));
     set_ierr(ierr, core_alltoallv(fbuf(sbuf), scounts, sdispls, cm_r.Type_f2c(*stype),
                                   fbuf(rbuf), rcounts, rdispls, cm_r.Type_f2c(*rtype),
-                                  cm_r.Comm_f2c(*comm), CM_SITE()));
+                                  cm_r.Comm_f2c(*comm), NULL, CM_SITE()));
 }
 F_ALIASES(mpi_alltoallv, MPI_ALLTOALLV,
           (void *sbuf, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *stype, void *rbuf,
@@ -734,7 +734,7 @@ CM_PUBLIC void mpi_alltoallw_(void *sbuf, MPI_Fint *scounts, MPI_Fint *sdispls, 
         t[i] = s == MPI_IN_PLACE ? t[size + i] : cm_r.Type_f2c(stypes[i]);
     }
     set_ierr(ierr, core_alltoallw(s, scounts, sdispls, t, fbuf(rbuf), rcounts, rdispls, t + size,
-                                  c, CM_SITE()));
+                                  c, NULL, CM_SITE()));
     free(t);
 }
 F_ALIASES(mpi_alltoallw, MPI_ALLTOALLW,
@@ -942,3 +942,126 @@ CM_PUBLIC void mpi_comm_free_(MPI_Fint *comm, MPI_Fint *ierr)
     set_ierr(ierr, rc);
 }
 F_ALIASES(mpi_comm_free, MPI_COMM_FREE, (MPI_Fint * comm, MPI_Fint *ierr))
+
+/* ------------------------------------------------------------------------ */
+/* MPI_Abort, MPI_Comm_create_group, nonblocking collectives                 */
+
+CM_PUBLIC void mpi_abort_(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr)
+{
+    F_BEGIN("mpi_abort_", (comm, errorcode, ierr));
+    set_ierr(ierr, core_abort(cm_r.Comm_f2c(*comm), (int)*errorcode, CM_SITE()));
+}
+F_ALIASES(mpi_abort, MPI_ABORT, (MPI_Fint * comm, MPI_Fint *errorcode, MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_comm_create_group_(MPI_Fint *comm, MPI_Fint *group, MPI_Fint *tag,
+                                      MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    F_BEGIN("mpi_comm_create_group_", (comm, group, tag, newcomm, ierr));
+    MPI_Comm c_new;
+    int rc = core_comm_create_group(cm_r.Comm_f2c(*comm), cm_r.Group_f2c(*group), (int)*tag,
+                                    &c_new, CM_SITE());
+    if (rc == MPI_SUCCESS)
+        *newcomm = cm_r.Comm_c2f(c_new);
+    set_ierr(ierr, rc);
+}
+F_ALIASES(mpi_comm_create_group, MPI_COMM_CREATE_GROUP,
+          (MPI_Fint * comm, MPI_Fint *group, MPI_Fint *tag, MPI_Fint *newcomm, MPI_Fint *ierr))
+
+/* The request of a nonblocking collective back to Fortran. */
+static inline void request_out(int rc, MPI_Request c_req, MPI_Fint *request, MPI_Fint *ierr)
+{
+    if (rc == MPI_SUCCESS)
+        *request = cm_r.Request_c2f(c_req);
+    set_ierr(ierr, rc);
+}
+
+CM_PUBLIC void mpi_ibarrier_(MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    F_BEGIN("mpi_ibarrier_", (comm, request, ierr));
+    MPI_Request r;
+    request_out(core_barrier(cm_r.Comm_f2c(*comm), &r, CM_SITE()), r, request, ierr);
+}
+F_ALIASES(mpi_ibarrier, MPI_IBARRIER, (MPI_Fint * comm, MPI_Fint *request, MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_ibcast_(void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *root,
+                           MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    F_BEGIN("mpi_ibcast_", (buf, count, type, root, comm, request, ierr));
+    MPI_Request r;
+    request_out(core_bcast(fbuf(buf), (int)*count, cm_r.Type_f2c(*type), (int)*root,
+                           cm_r.Comm_f2c(*comm), &r, CM_SITE()),
+                r, request, ierr);
+}
+F_ALIASES(mpi_ibcast, MPI_IBCAST,
+          (void *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *root, MPI_Fint *comm,
+           MPI_Fint *request, MPI_Fint *ierr))
+
+CM_PUBLIC void mpi_ireduce_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type,
+                            MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
+                            MPI_Fint *ierr)
+{
+    F_BEGIN("mpi_ireduce_", (sbuf, rbuf, count, type, op, root, comm, request, ierr));
+    MPI_Request r;
+    request_out(core_reduce(fbuf(sbuf), fbuf(rbuf), (int)*count, cm_r.Type_f2c(*type),
+                            cm_r.Op_f2c(*op), (int)*root, cm_r.Comm_f2c(*comm), &r, CM_SITE()),
+                r, request, ierr);
+}
+F_ALIASES(mpi_ireduce, MPI_IREDUCE,
+          (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op, MPI_Fint *root,
+           MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+
+#define F_IALLRED(lower, UPPER, OP)                                                         \
+    CM_PUBLIC void lower##_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type,        \
+                            MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr) \
+    {                                                                                       \
+        F_BEGIN(#lower "_", (sbuf, rbuf, count, type, op, comm, request, ierr));            \
+        MPI_Request r;                                                                      \
+        request_out(core_allreduce_like(OP, fbuf(sbuf), fbuf(rbuf), (int)*count,           \
+                                        cm_r.Type_f2c(*type), cm_r.Op_f2c(*op),             \
+                                        cm_r.Comm_f2c(*comm), &r, CM_SITE()),               \
+                    r, request, ierr);                                                      \
+    }                                                                                       \
+    F_ALIASES(lower, UPPER,                                                                 \
+              (void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op,       \
+               MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+F_IALLRED(mpi_iallreduce, MPI_IALLREDUCE, OP_ALLREDUCE)
+F_IALLRED(mpi_iscan, MPI_ISCAN, OP_SCAN)
+F_IALLRED(mpi_iexscan, MPI_IEXSCAN, OP_EXSCAN)
+
+#define F_IGATHER(lower, UPPER, OP)                                                         \
+    CM_PUBLIC void lower##_(void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf,      \
+                            MPI_Fint *rcount, MPI_Fint *rtype, MPI_Fint *root,              \
+                            MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)              \
+    {                                                                                       \
+        F_BEGIN(#lower "_",                                                                 \
+                (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, request, ierr));     \
+        MPI_Request r;                                                                      \
+        request_out(core_gather_like(OP, fbuf(sbuf), (int)*scount, cm_r.Type_f2c(*stype),   \
+                                     fbuf(rbuf), (int)*rcount, cm_r.Type_f2c(*rtype),       \
+                                     (int)*root, cm_r.Comm_f2c(*comm), &r, CM_SITE()),      \
+                    r, request, ierr);                                                      \
+    }                                                                                       \
+    F_ALIASES(lower, UPPER,                                                                 \
+              (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount, \
+               MPI_Fint *rtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,          \
+               MPI_Fint *ierr))
+F_IGATHER(mpi_igather, MPI_IGATHER, OP_GATHER)
+F_IGATHER(mpi_iscatter, MPI_ISCATTER, OP_SCATTER)
+
+#define F_IALLGATHER(lower, UPPER, OP)                                                      \
+    CM_PUBLIC void lower##_(void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf,      \
+                            MPI_Fint *rcount, MPI_Fint *rtype, MPI_Fint *comm,              \
+                            MPI_Fint *request, MPI_Fint *ierr)                              \
+    {                                                                                       \
+        F_BEGIN(#lower "_", (sbuf, scount, stype, rbuf, rcount, rtype, comm, request, ierr)); \
+        MPI_Request r;                                                                      \
+        request_out(core_gather_like(OP, fbuf(sbuf), (int)*scount, cm_r.Type_f2c(*stype),   \
+                                     fbuf(rbuf), (int)*rcount, cm_r.Type_f2c(*rtype), 0,    \
+                                     cm_r.Comm_f2c(*comm), &r, CM_SITE()),                  \
+                    r, request, ierr);                                                      \
+    }                                                                                       \
+    F_ALIASES(lower, UPPER,                                                                 \
+              (void *sbuf, MPI_Fint *scount, MPI_Fint *stype, void *rbuf, MPI_Fint *rcount, \
+               MPI_Fint *rtype, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+F_IALLGATHER(mpi_iallgather, MPI_IALLGATHER, OP_ALLGATHER)
+F_IALLGATHER(mpi_ialltoall, MPI_IALLTOALL, OP_ALLTOALL)

@@ -15,6 +15,7 @@ mod damaged_traces;
 mod export;
 mod golden;
 mod mpi_accuracy;
+mod mpi_completeness;
 mod mpi_record;
 mod mpi_root_causes;
 mod placement;

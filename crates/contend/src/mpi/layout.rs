@@ -538,14 +538,6 @@ pub fn mpi_metrics(m: &MpiReport) -> Vec<Metric> {
                 }),
         );
     }
-    #[rustfmt::skip]
-    let causes = [
-        ("delay.short_term_ns", "Root causes: short-term delay costs", Ns, n(m.delay.short_term_ns)),
-        ("delay.long_term_ns", "Root causes: long-term delay costs", Ns, n(m.delay.long_term_ns)),
-        ("critical_path.length_ns", "Critical path: length", Ns, n(m.critical_path.length_ns)),
-        ("critical_path.imbalance_ns", "Critical path: imbalance", Ns, n(m.critical_path.imbalance_ns)),
-    ];
-    out.extend(metrics(MPI_CLASS, "mpi.", causes));
     for p in Pattern::ALL {
         let s = m.pattern(p);
         #[rustfmt::skip]
@@ -565,6 +557,15 @@ pub fn mpi_metrics(m: &MpiReport) -> Vec<Metric> {
                 }),
         );
     }
+    // added later: after the first version's metrics
+    #[rustfmt::skip]
+    let causes = [
+        ("delay.short_term_ns", "Root causes: short-term delay costs", Ns, n(m.delay.short_term_ns)),
+        ("delay.long_term_ns", "Root causes: long-term delay costs", Ns, n(m.delay.long_term_ns)),
+        ("critical_path.length_ns", "Critical path: length", Ns, n(m.critical_path.length_ns)),
+        ("critical_path.imbalance_ns", "Critical path: imbalance", Ns, n(m.critical_path.imbalance_ns)),
+    ];
+    out.extend(metrics(MPI_CLASS, "mpi.", causes));
     out
 }
 

@@ -300,15 +300,22 @@ pub fn analyze(rec: &MpiRecording) -> MpiAnalysis {
     }
     for t in &rec.ranks {
         if let Some(i) = t.aborted_in {
-            let what = t
-                .events
-                .get(i)
-                .map(|e| format!("inside {} (call {} of its trace)", e.op.name(), i + 1))
-                .unwrap_or_else(|| "early".to_string());
-            warnings.push(format!(
-                "rank {} ended {what} without returning (aborted, killed or crashed); analysed up to there",
-                t.rank
-            ));
+            match t.events.get(i) {
+                Some(e) if e.op == MpiOp::Abort => warnings.push(format!(
+                    "rank {} called MPI_Abort (call {} of its trace), which ended the job; analysed up to there",
+                    t.rank,
+                    i + 1
+                )),
+                e => {
+                    let what = e
+                        .map(|e| format!("inside {} (call {} of its trace)", e.op.name(), i + 1))
+                        .unwrap_or_else(|| "early".to_string());
+                    warnings.push(format!(
+                        "rank {} ended {what} without returning (aborted, killed or crashed); analysed up to there",
+                        t.rank
+                    ));
+                }
+            }
         }
         for d in &t.damage {
             warnings.push(format!("{} (rank {}): {d}", t.path.display(), t.rank));
