@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "mpi_core.h"
 
@@ -125,6 +126,93 @@ static void *lookup(const char *name)
     return p;
 }
 
+/* The address ranges (executable segments) of the MPI libraries' Fortran
+ * bindings: MPICH's (its mpif.h/mpi-module and mpi_f08 entry points call
+ * the C MPI_* functions, so a call reaches the C wrappers from inside
+ * libmpichfort) and Open MPI's mpi_f08 module (its procedures call
+ * libmpi_mpifh's ompi_*_f, which mpi_fortran.c interposes). A call site
+ * inside them is the binding, not the user's line: rec_enter then takes
+ * the first frame above them (fortran_caller). Found once, in cm_resolve. */
+#define FORT_RANGES 8
+static struct {
+    uintptr_t lo, hi;
+} fort_ranges[FORT_RANGES];
+static int n_fort_ranges;
+static uintptr_t self_lo, self_hi; /* this library's executable segment */
+
+static int find_fortran_bindings(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *name = info->dlpi_name;
+    if (!name || !*name)
+        return 0;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    int binding = strncmp(base, "libmpichfort", 12) == 0 ||
+                  strncmp(base, "libmpi_usempif08", 16) == 0 ||
+                  strncmp(base, "libmpi_usempi_ignore_tkr", 24) == 0 ||
+                  strncmp(base, "libmpi_mpifh", 12) == 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if ((uintptr_t)find_fortran_bindings >= lo && (uintptr_t)find_fortran_bindings < hi) {
+            self_lo = lo;
+            self_hi = hi;
+        } else if (binding && n_fort_ranges < FORT_RANGES) {
+            fort_ranges[n_fort_ranges].lo = lo;
+            fort_ranges[n_fort_ranges].hi = hi;
+            n_fort_ranges++;
+        }
+    }
+    return 0;
+}
+
+static int in_fortran_binding(uintptr_t a)
+{
+    for (int i = 0; i < n_fort_ranges; i++)
+        if (a >= fort_ranges[i].lo && a < fort_ranges[i].hi)
+            return 1;
+    return 0;
+}
+
+struct caller_walk {
+    int seen;         /* passed a frame inside a binding */
+    uintptr_t found;  /* the first frame above it, outside it and us */
+};
+
+static _Unwind_Reason_Code caller_step(struct _Unwind_Context *ctx, void *arg)
+{
+    struct caller_walk *w = arg;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+    if (!ip)
+        return _URC_END_OF_STACK;
+    int ours = ip >= self_lo && ip < self_hi;
+    if (in_fortran_binding(ip)) {
+        w->seen = 1;
+    } else if (w->seen && !ours) {
+        w->found = ip;
+        return _URC_END_OF_STACK;
+    }
+    return _URC_NO_REASON;
+}
+
+/* The call site to record for a call from `site`: `site` itself, unless
+ * it lies in a Fortran binding library, then the return address into the
+ * binding's caller (the user's Fortran line), found by unwinding the
+ * stack with the unwinder's tables (no frame pointers needed). This slow
+ * path is taken only for calls that came through a binding. */
+static uint64_t user_site(uint64_t site)
+{
+    if (CM_LIKELY(n_fort_ranges == 0 || !in_fortran_binding((uintptr_t)site)))
+        return site;
+    struct caller_walk w = {0, 0};
+    _Unwind_Backtrace(caller_step, &w);
+    return w.found ? (uint64_t)w.found : site;
+}
+
 void cm_resolve(void)
 {
     if (CM_LIKELY(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)))
@@ -140,6 +228,7 @@ void cm_resolve(void)
 #define CM_REAL_FIELD(name) cm_r.name = (__typeof__(cm_r.name))lookup("PMPI_" #name);
 #include "mpi_funcs.h"
 #undef CM_REAL_FIELD
+    dl_iterate_phdr(find_fortran_bindings, NULL);
     if (!cm_r.Init || !cm_r.Finalize || !cm_r.Send) {
         contend_say("cannot find the MPI library's PMPI functions (is the program an MPI program?)",
                NULL, NULL);
@@ -226,7 +315,7 @@ static inline void end(struct cm_thread *ts) { ts->busy = 0; }
 static inline void rec_enter(struct cm_thread *ts, int op, uint64_t t, uint64_t site,
                              const uint64_t *fields, uint32_t n)
 {
-    cm_record_enter(ts, (uint32_t)op, t, site, fields, n);
+    cm_record_enter(ts, (uint32_t)op, t, user_site(site), fields, n);
 }
 
 /* EXIT; the compact form (no return-code word) for MPI_SUCCESS without

@@ -554,6 +554,17 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             ));
         }
     }
+    if matches!(&mpi_recorder, Some((MpiImplementation::Mpich, _)))
+        && mpi_ranks == 0
+        && crate::mpi::uses_mpich_f08(&program, &opts.command[1..], &cwd)
+    {
+        warnings.push(
+            "the program uses MPICH's mpi_f08 Fortran bindings, which call PMPI_* directly: \
+             contend cannot record them (use the `mpi` module or mpif.h with MPICH, or Open MPI, \
+             whose mpi_f08 bindings are recorded)"
+                .to_string(),
+        );
+    }
     if mpi_recorder.is_some() && mpi_ranks == 0 {
         warnings.push(format!(
             "no MPI rank called MPI_Init: is {} an MPI program? (a launcher that does not pass \

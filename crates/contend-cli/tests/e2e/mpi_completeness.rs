@@ -194,3 +194,116 @@ fn wrong_mpi_impl_leaves_a_fortran_mpich_program_unharmed() {
         out.stderr
     );
 }
+
+/// The call sites of `file` in the report's `mpi.by_site`: (operation,
+/// line), and every site's file (those that have one).
+fn sites_of(report: &serde_json::Value, file: &str) -> (Vec<(String, u64)>, Vec<String>) {
+    let sites = report["mpi"]["by_site"].as_array().unwrap();
+    let mut mine: Vec<(String, u64)> = sites
+        .iter()
+        .filter(|s| s["file"].as_str().is_some_and(|f| f.ends_with(file)))
+        .map(|s| {
+            (
+                s["operation"].as_str().unwrap().to_string(),
+                s["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    mine.sort();
+    let files = sites
+        .iter()
+        .map(|s| {
+            s["file"]
+                .as_str()
+                .or(s["module"].as_str())
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect();
+    (mine, files)
+}
+
+fn line_of(source: &Path, marker: &str) -> u64 {
+    std::fs::read_to_string(source)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("{marker} not in {}", source.display())) as u64
+        + 1
+}
+
+/// Open MPI's `mpi_f08` bindings (`use mpi_f08`) are recorded, every call
+/// at the program's own line (not inside the f08 module), and the late
+/// sender is found in the `MPI_Recv`.
+#[test]
+fn mpi_f08_calls_are_recorded_at_the_users_lines_open_mpi() {
+    if which("mpif90.openmpi").is_none() || which("mpirun.openmpi").is_none() {
+        eprintln!("SKIP: Open MPI Fortran is not installed");
+        return;
+    }
+    let src = program_source("mpi_f08.f90");
+    let exe = mpi_build("mpif90.openmpi", &src);
+    let _guard = crate::common::serial();
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let mut args = ompi_args();
+    let four = args.iter().position(|a| a == "4").unwrap();
+    args[four] = "2".into();
+    let out = record_mpi(&dir, "mpirun.openmpi", &args, &exe, &[]);
+    assert!(out.success(), "{}", out.describe());
+    assert!(out.stdout.contains("mpi_f08 ok"), "{}", out.describe());
+    let report = report_json(&dir);
+    let (mine, files) = sites_of(&report, "mpi_f08.f90");
+    assert!(
+        files.iter().all(|f| f.ends_with("mpi_f08.f90")),
+        "every call site is the program's: {files:?}"
+    );
+    let send = line_of(&src, "F08_SEND");
+    let recv = line_of(&src, "F08_RECV");
+    assert!(mine.contains(&("MPI_Send".into(), send)), "{mine:?}");
+    assert!(mine.contains(&("MPI_Recv".into(), recv)), "{mine:?}");
+    for op in [
+        "MPI_Init",
+        "MPI_Irecv",
+        "MPI_Wait",
+        "MPI_Barrier",
+        "MPI_Allreduce",
+        "MPI_Finalize",
+    ] {
+        assert!(mine.iter().any(|(o, _)| o == op), "{op} missing: {mine:?}");
+    }
+    let mpi = &report["mpi"];
+    assert_eq!(mpi["matching"]["messages"], 3, "{}", mpi["matching"]);
+    assert_eq!(
+        mpi["late_sender"]["most_late"]["rank"], 0,
+        "{}",
+        mpi["late_sender"]
+    );
+    assert!(mpi["late_sender"]["wait_ns"].as_u64().unwrap() > 20_000_000);
+}
+
+/// Regression (issue 12): with MPICH, a Fortran program's calls reach the
+/// recorder from inside MPICH's binding library (`libmpichfort`), and were
+/// attributed to it; the recorder now unwinds one frame past the binding:
+/// every call site is a line of the program.
+#[test]
+fn mpich_fortran_calls_are_attributed_to_the_users_lines() {
+    if which("mpif90.mpich").is_none() || which("mpirun.mpich").is_none() {
+        eprintln!("SKIP: MPICH Fortran is not installed");
+        return;
+    }
+    let src = program_source("mpi_fortran.f90");
+    let exe = mpi_build("mpif90.mpich", &src);
+    let _guard = crate::common::serial();
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, "mpirun.mpich", &["-np".into(), "4".into()], &exe, &[]);
+    assert!(out.success(), "{}", out.describe());
+    let report = report_json(&dir);
+    let (mine, files) = sites_of(&report, "mpi_fortran.f90");
+    assert!(
+        files.iter().all(|f| f.ends_with("mpi_fortran.f90")),
+        "call sites outside the program: {files:?}"
+    );
+    assert!(mine.len() >= 8, "{mine:?}");
+}
