@@ -24,6 +24,8 @@ command -v mpirun.openmpi >/dev/null || need_pkgs+=(openmpi-bin)
 command -v mpirun.mpich >/dev/null || need_pkgs+=(mpich)
 [ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || need_pkgs+=(libmpich-dev)
 command -v hpcc >/dev/null || need_pkgs+=(hpcc)
+command -v lmp >/dev/null || need_pkgs+=(lammps)
+[ -e /usr/share/lammps/examples/melt/in.melt ] || need_pkgs+=(lammps-examples)
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || need_pkgs+=(python3-mpi4py)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need_pkgs[*]}"

@@ -16,6 +16,7 @@ mod export;
 mod golden;
 mod mpi_accuracy;
 mod mpi_completeness;
+mod mpi_real_apps;
 mod mpi_record;
 mod mpi_root_causes;
 mod placement;

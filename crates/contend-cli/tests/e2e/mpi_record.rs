@@ -789,6 +789,7 @@ fn debian_hpcc_is_recorded_and_reported() {
         mpi["by_site"].as_array().is_some_and(|s| !s.is_empty()),
         "{mpi}"
     );
+    crate::mpi_real_apps::check_causes(&report);
 }
 
 #[test]
