@@ -21,11 +21,7 @@ fn u(v: &Value) -> u64 {
 }
 
 fn sum(rows: &Value, key: &str) -> u64 {
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| u(&r[key]))
-        .sum()
+    rows.as_array().unwrap().iter().map(|r| u(&r[key])).sum()
 }
 
 /// The consistency of the root causes, the critical path and the mpiP-style

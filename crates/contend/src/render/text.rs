@@ -353,3 +353,24 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_text;
+
+    #[test]
+    fn long_names_are_wrapped_whole_not_cut() {
+        let name = "computation after MPI_Recv at exchange (src/halo/kernel.c:40) before MPI_Send";
+        let w = wrap_text(name, 20);
+        assert!(w.lines().all(|l| l.chars().count() <= 20), "{w}");
+        // nothing lost: the lines joined give the name back (spaces at the
+        // breaks aside)
+        let joined: String = w.lines().collect::<Vec<_>>().join(" ");
+        assert_eq!(joined.replace(' ', ""), name.replace(' ', ""));
+        assert!(w.contains("kernel.c:40)"), "{w}");
+        // short names are left alone; a word longer than the column is split
+        assert_eq!(wrap_text("MPI_Send", 20), "MPI_Send");
+        let long = wrap_text("averyveryverylongfunctionname", 10);
+        assert_eq!(long, "averyveryv\nerylongfun\nctionname");
+    }
+}
