@@ -1353,7 +1353,9 @@ fn topology_and_split_type_communicators_have_one_id_on_all_members() {
 /// collector and the MPI recorder run together (collector first; it writes
 /// the maps snapshots), and one report has both analyses: the lock wait of
 /// `hybrid_lock` in every rank and the wait at barrier, each within 5 %
-/// (+ 2 ms) of what the program measured itself with CLOCK_MONOTONIC.
+/// (+ 2 ms) of what the program measured itself with CLOCK_MONOTONIC (the
+/// wait at barrier by its definition on the program's stamps of every
+/// rank's entry and exit, and within the time the ranks were blocked).
 #[test]
 fn hybrid_program_has_lock_and_mpi_waits_in_one_report() {
     if which("mpicc").is_none() || which("mpirun").is_none() {
@@ -1404,7 +1406,8 @@ fn hybrid_program_has_lock_and_mpi_waits_in_one_report() {
     let barrier = report["mpi"]["wait_at_barrier"]["wait_ns"]
         .as_f64()
         .unwrap();
-    within("wait at barrier", barrier, measured("barrier_wait_ns"));
+    within("wait at barrier", barrier, measured("barrier_wait_def_ns"));
+    assert!(barrier <= measured("barrier_wait_ns") * 1.001);
     assert!(
         dir.join("maps").read_dir().unwrap().count() > 0,
         "maps snapshots written"
