@@ -2,7 +2,8 @@
 # MPI wait-state analysis time for EVENTS MPI events (default one million)
 # on RANKS ranks: a synthetic ring halo exchange with Allreduce and Barrier
 # built in memory by crates/contend/examples/mpi_synthetic.rs, analysed
-# (matching, patterns, per-rank and per-site report) ROUNDS times; the
+# (matching, patterns, per-rank and per-site report, and the root-cause,
+# critical-path and statistics passes, each also timed alone) ROUNDS times; the
 # median is reported, with the peak memory of the whole process.
 source "$(dirname "$0")/common.sh"
 EVENTS=${EVENTS:-1000000}

@@ -24,6 +24,8 @@ command -v mpirun.openmpi >/dev/null || need_pkgs+=(openmpi-bin)
 command -v mpirun.mpich >/dev/null || need_pkgs+=(mpich)
 [ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || need_pkgs+=(libmpich-dev)
 command -v hpcc >/dev/null || need_pkgs+=(hpcc)
+command -v lmp >/dev/null || need_pkgs+=(lammps)
+[ -e /usr/share/lammps/examples/melt/in.melt ] || need_pkgs+=(lammps-examples)
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || need_pkgs+=(python3-mpi4py)
 # Exports and the HTML report: libotf2 (built against) and otf2-print, the
 # Go toolchain's pprof, headless Chromium, pip for Perfetto's Python protos.

@@ -16,7 +16,8 @@
 
 #include "mpi_rec.h"
 
-/* Operation codes (contend_trace::mpi::MpiOp; never renumbered). */
+/* Operation codes (contend_trace::mpi::MpiOp; never renumbered; the ones
+ * added after the first version follow OP_REQUEST_FREE). */
 enum cm_op {
     OP_INIT = 1, OP_INIT_THREAD = 2, OP_FINALIZE = 3,
     OP_SEND = 10, OP_SSEND = 11, OP_BSEND = 12, OP_RSEND = 13, OP_RECV = 14,
@@ -32,6 +33,12 @@ enum cm_op {
     OP_COMM_SPLIT = 80, OP_COMM_DUP = 81, OP_COMM_CREATE = 82, OP_COMM_FREE = 83,
     OP_SEND_INIT = 90, OP_SSEND_INIT = 91, OP_BSEND_INIT = 92, OP_RSEND_INIT = 93,
     OP_RECV_INIT = 94, OP_START = 95, OP_STARTALL = 96, OP_REQUEST_FREE = 97,
+    OP_ABORT = 4,
+    OP_COMM_CREATE_GROUP = 84, OP_INTERCOMM_CREATE = 85, OP_COMM_IDUP = 86,
+    OP_IBARRIER = 100, OP_IBCAST = 101, OP_IREDUCE = 102, OP_IALLREDUCE = 103, OP_IGATHER = 104,
+    OP_IGATHERV = 105, OP_ISCATTER = 106, OP_ISCATTERV = 107, OP_IALLGATHER = 108,
+    OP_IALLGATHERV = 109, OP_IALLTOALL = 110, OP_IALLTOALLV = 111, OP_IALLTOALLW = 112,
+    OP_IREDUCE_SCATTER = 113, OP_IREDUCE_SCATTER_BLOCK = 114, OP_ISCAN = 115, OP_IEXSCAN = 116,
 };
 
 /* The real functions (PMPI_*), resolved on first use. */
@@ -90,39 +97,52 @@ CM_HIDDEN int core_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *m
                          MPI_Status *status, uint64_t site);
 CM_HIDDEN int core_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
                           MPI_Request *req, uint64_t site);
-CM_HIDDEN int core_barrier(MPI_Comm comm, uint64_t site);
+/* Collectives: req NULL for the blocking call, else the nonblocking form
+ * (MPI_Ibarrier, ...), whose request goes to *req. */
+CM_HIDDEN int core_barrier(MPI_Comm comm, MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
-                         uint64_t site);
+                         MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
-                          int root, MPI_Comm comm, uint64_t site);
+                          int root, MPI_Comm comm, MPI_Request *req, uint64_t site);
 /* Allreduce, Scan, Exscan, Reduce_scatter_block (count = recvcount) */
 CM_HIDDEN int core_allreduce_like(int op, const void *sbuf, void *rbuf, int count,
-                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, uint64_t site);
+                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, uint64_t site);
+                                  MPI_Datatype type, MPI_Op mop, MPI_Comm comm, MPI_Request *req, uint64_t site);
 /* Gather, Scatter, Allgather, Alltoall */
 CM_HIDDEN int core_gather_like(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                                int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
-                               uint64_t site);
+                               MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_gatherv(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                            const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
-                           MPI_Comm comm, uint64_t site); /* Gatherv, Allgatherv (root -1) */
+                           MPI_Comm comm, MPI_Request *req, uint64_t site); /* Gatherv, Allgatherv (root -1) */
 CM_HIDDEN int core_scatterv(const void *sbuf, const int *scounts, const int *displs,
                             MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                            int root, MPI_Comm comm, uint64_t site);
+                            int root, MPI_Comm comm, MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
                              MPI_Datatype stype, void *rbuf, const int *rcounts,
                              const int *rdispls, MPI_Datatype rtype, MPI_Comm comm,
-                             uint64_t site);
+                             MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
                              const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
                              const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
-                             uint64_t site);
+                             MPI_Request *req, uint64_t site);
 CM_HIDDEN int core_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm,
                               uint64_t site);
 CM_HIDDEN int core_comm_dup(MPI_Comm comm, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm, uint64_t site);
 CM_HIDDEN int core_comm_free(MPI_Comm *comm, uint64_t site);
+/* Created over a group (not the whole parent): an id from the members,
+ * the tag and the occurrence (comm_created_group). */
+CM_HIDDEN int core_comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm,
+                                     uint64_t site);
+CM_HIDDEN int core_intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer,
+                                    int remote_leader, int tag, MPI_Comm *newcomm, uint64_t site);
+/* Nonblocking: the communicator is registered by the call completing the
+ * request. */
+CM_HIDDEN int core_comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req, uint64_t site);
+/* Records the call, then calls PMPI_Abort (which does not return). */
+CM_HIDDEN int core_abort(MPI_Comm comm, int errorcode, uint64_t site);
 /* Communicator creation that is not an event (no operation code):
  * MPI_Comm_split_type, MPI_Cart_create, MPI_Cart_sub,
  * MPI_Dist_graph_create_adjacent. The new communicator gets its id the
@@ -148,6 +168,18 @@ CM_HIDDEN int core_request_free(MPI_Request *req, uint64_t site);
 
 /* Notes that a Fortran entry point was used (header flag). */
 CM_HIDDEN void cm_fortran_seen(void);
+/* 1 when the loaded MPI library is the one this recorder was built for
+ * (after cm_resolve). */
+CM_HIDDEN int cm_abi_ok(void);
+/* A Fortran entry point of the program's own MPI library, passed the
+ * arguments unchanged (old-style call: every Fortran argument is a
+ * pointer). */
+typedef void (*cm_fortran_fn)();
+/* The next definition of Fortran entry point `name` (`mpi_send_`) after
+ * the recorder's, in any of the usual manglings; never NULL (a function
+ * that says so and aborts, when the program's MPI library has none: the
+ * program could not have been linked without one). */
+CM_HIDDEN cm_fortran_fn cm_fortran_next(const char *name);
 
 #define CM_SITE() ((uint64_t)(uintptr_t)__builtin_return_address(0))
 

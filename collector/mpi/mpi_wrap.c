@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "mpi_core.h"
 
@@ -125,6 +126,93 @@ static void *lookup(const char *name)
     return p;
 }
 
+/* The address ranges (executable segments) of the MPI libraries' Fortran
+ * bindings: MPICH's (its mpif.h/mpi-module and mpi_f08 entry points call
+ * the C MPI_* functions, so a call reaches the C wrappers from inside
+ * libmpichfort) and Open MPI's mpi_f08 module (its procedures call
+ * libmpi_mpifh's ompi_*_f, which mpi_fortran.c interposes). A call site
+ * inside them is the binding, not the user's line: rec_enter then takes
+ * the first frame above them (fortran_caller). Found once, in cm_resolve. */
+#define FORT_RANGES 8
+static struct {
+    uintptr_t lo, hi;
+} fort_ranges[FORT_RANGES];
+static int n_fort_ranges;
+static uintptr_t self_lo, self_hi; /* this library's executable segment */
+
+static int find_fortran_bindings(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *name = info->dlpi_name;
+    if (!name || !*name)
+        return 0;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    int binding = strncmp(base, "libmpichfort", 12) == 0 ||
+                  strncmp(base, "libmpi_usempif08", 16) == 0 ||
+                  strncmp(base, "libmpi_usempi_ignore_tkr", 24) == 0 ||
+                  strncmp(base, "libmpi_mpifh", 12) == 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if ((uintptr_t)find_fortran_bindings >= lo && (uintptr_t)find_fortran_bindings < hi) {
+            self_lo = lo;
+            self_hi = hi;
+        } else if (binding && n_fort_ranges < FORT_RANGES) {
+            fort_ranges[n_fort_ranges].lo = lo;
+            fort_ranges[n_fort_ranges].hi = hi;
+            n_fort_ranges++;
+        }
+    }
+    return 0;
+}
+
+static int in_fortran_binding(uintptr_t a)
+{
+    for (int i = 0; i < n_fort_ranges; i++)
+        if (a >= fort_ranges[i].lo && a < fort_ranges[i].hi)
+            return 1;
+    return 0;
+}
+
+struct caller_walk {
+    int seen;         /* passed a frame inside a binding */
+    uintptr_t found;  /* the first frame above it, outside it and us */
+};
+
+static _Unwind_Reason_Code caller_step(struct _Unwind_Context *ctx, void *arg)
+{
+    struct caller_walk *w = arg;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+    if (!ip)
+        return _URC_END_OF_STACK;
+    int ours = ip >= self_lo && ip < self_hi;
+    if (in_fortran_binding(ip)) {
+        w->seen = 1;
+    } else if (w->seen && !ours) {
+        w->found = ip;
+        return _URC_END_OF_STACK;
+    }
+    return _URC_NO_REASON;
+}
+
+/* The call site to record for a call from `site`: `site` itself, unless
+ * it lies in a Fortran binding library, then the return address into the
+ * binding's caller (the user's Fortran line), found by unwinding the
+ * stack with the unwinder's tables (no frame pointers needed). This slow
+ * path is taken only for calls that came through a binding. */
+static uint64_t user_site(uint64_t site)
+{
+    if (CM_LIKELY(n_fort_ranges == 0 || !in_fortran_binding((uintptr_t)site)))
+        return site;
+    struct caller_walk w = {0, 0};
+    _Unwind_Backtrace(caller_step, &w);
+    return w.found ? (uint64_t)w.found : site;
+}
+
 void cm_resolve(void)
 {
     if (CM_LIKELY(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)))
@@ -140,6 +228,7 @@ void cm_resolve(void)
 #define CM_REAL_FIELD(name) cm_r.name = (__typeof__(cm_r.name))lookup("PMPI_" #name);
 #include "mpi_funcs.h"
 #undef CM_REAL_FIELD
+    dl_iterate_phdr(find_fortran_bindings, NULL);
     if (!cm_r.Init || !cm_r.Finalize || !cm_r.Send) {
         contend_say("cannot find the MPI library's PMPI functions (is the program an MPI program?)",
                NULL, NULL);
@@ -226,7 +315,7 @@ static inline void end(struct cm_thread *ts) { ts->busy = 0; }
 static inline void rec_enter(struct cm_thread *ts, int op, uint64_t t, uint64_t site,
                              const uint64_t *fields, uint32_t n)
 {
-    cm_record_enter(ts, (uint32_t)op, t, site, fields, n);
+    cm_record_enter(ts, (uint32_t)op, t, user_site(site), fields, n);
 }
 
 /* EXIT; the compact form (no return-code word) for MPI_SUCCESS without
@@ -559,6 +648,12 @@ static uint64_t comm_created(struct cm_thread *ts, uint64_t parent_id, uint64_t 
 
 #define REQ_SLOTS 16384u
 
+/* What a request is (req_ent.recv). */
+#define REQ_SEND 0u
+#define REQ_RECV 1u
+#define REQ_COLLECTIVE 2u /* a nonblocking collective                  */
+#define REQ_IDUP 3u       /* MPI_Comm_idup: registers its communicator */
+
 struct req_ent {
     uint64_t key; /* HKEY(request); 0 = free */
     uint64_t id;
@@ -566,8 +661,13 @@ struct req_ent {
     uint64_t comm_key;
     int32_t peer; /* world rank / PEER_* */
     int32_t tag;
-    uint32_t recv;
+    uint32_t recv; /* REQ_* */
     uint32_t comm_gen;
+    /* REQ_IDUP: where the new communicator is, its parent's id and the
+     * parent's creation count (its id, as for Comm_dup) */
+    MPI_Comm *newcomm;
+    uint64_t parent_id;
+    uint64_t seq;
 };
 
 static struct req_ent reqs[REQ_SLOTS];
@@ -575,8 +675,10 @@ static int req_lock;
 
 static inline uint32_t req_hash(uint64_t key) { return (uint32_t)(mix64(key) & (REQ_SLOTS - 1)); }
 
-static uint64_t req_insert(MPI_Request r, int recv, int32_t peer, int32_t tag, uint64_t bytes,
-                           MPI_Comm c)
+/* Enters request r (kind REQ_*) and returns its id (0: not recorded). */
+static uint64_t req_insert_ex(MPI_Request r, uint32_t kind, int32_t peer, int32_t tag,
+                              uint64_t bytes, MPI_Comm c, MPI_Comm *newcomm, uint64_t parent_id,
+                              uint64_t seq)
 {
     uint64_t key = HKEY(r);
     if (key == 0 || r == W_REQUEST_NULL)
@@ -605,8 +707,11 @@ static uint64_t req_insert(MPI_Request r, int recv, int32_t peer, int32_t tag, u
         slot->comm_key = ckey;
         slot->peer = peer;
         slot->tag = tag;
-        slot->recv = (uint32_t)recv;
+        slot->recv = kind;
         slot->comm_gen = 0;
+        slot->newcomm = newcomm;
+        slot->parent_id = parent_id;
+        slot->seq = seq;
     }
     spin_unlock(&req_lock);
     if (!slot) {
@@ -614,6 +719,12 @@ static uint64_t req_insert(MPI_Request r, int recv, int32_t peer, int32_t tag, u
         return 0;
     }
     return id;
+}
+
+static uint64_t req_insert(MPI_Request r, int recv, int32_t peer, int32_t tag, uint64_t bytes,
+                           MPI_Comm c)
+{
+    return req_insert_ex(r, recv ? REQ_RECV : REQ_SEND, peer, tag, bytes, c, NULL, 0, 0);
 }
 
 /* Removes the oldest entry of request `key` into *out; 0 if unknown.
@@ -659,10 +770,17 @@ static void complete(struct cm_thread *ts, uint64_t key, const MPI_Status *st)
     struct req_ent e;
     if (!req_take(key, &e))
         return; /* not created by a wrapped call (persistent, ...) */
+    if (e.recv == REQ_COLLECTIVE || e.recv == REQ_IDUP) {
+        /* the communicator Comm_idup made exists from its completion on */
+        if (e.recv == REQ_IDUP && e.newcomm && *e.newcomm != W_COMM_NULL)
+            comm_created(ts, e.parent_id, e.seq, *e.newcomm);
+        rec_completion(ts, CONTEND_MPI_COMPL_COLLECTIVE, CONTEND_MPI_PEER_NULL, e.id, 0, 0);
+        return;
+    }
     uint32_t flags = 0;
     if (st && status_cancelled(st))
         flags |= CONTEND_MPI_COMPL_CANCELLED;
-    if (!e.recv) {
+    if (e.recv == REQ_SEND) {
         rec_completion(ts, flags, e.peer, e.id, e.tag, e.bytes);
         return;
     }
@@ -907,6 +1025,46 @@ int core_finalize(uint64_t site)
         cm_stop();
     errno = saved;
     return rc;
+}
+
+int cm_abi_ok(void) { return abi_ok; }
+
+static void no_fortran_binding(void)
+{
+    contend_say("the program's MPI library has no Fortran binding for a call the recorder "
+                "received; cannot pass it on",
+                NULL, NULL);
+    abort();
+}
+
+cm_fortran_fn cm_fortran_next(const char *name)
+{
+    char alt[128];
+    size_t n = strlen(name);
+    if (n == 0 || n + 2 >= sizeof alt)
+        return (cm_fortran_fn)no_fortran_binding;
+    void *p = dlsym(RTLD_NEXT, name);
+    /* mpi_send_: also mpi_send__, mpi_send, MPI_SEND */
+    if (!p) {
+        memcpy(alt, name, n);
+        alt[n] = '_';
+        alt[n + 1] = 0;
+        p = dlsym(RTLD_NEXT, alt);
+    }
+    if (!p && name[n - 1] == '_') {
+        memcpy(alt, name, n - 1);
+        alt[n - 1] = 0;
+        p = dlsym(RTLD_NEXT, alt);
+        for (size_t i = 0; !p && i < n - 1; i++)
+            alt[i] = (char)(alt[i] >= 'a' && alt[i] <= 'z' ? alt[i] - 'a' + 'A' : alt[i]);
+        if (!p)
+            p = dlsym(RTLD_NEXT, alt);
+    }
+    if (!p && mpi_handle)
+        p = dlsym(mpi_handle, name);
+    cm_fortran_fn f;
+    memcpy(&f, &p, sizeof f);
+    return f ? f : (cm_fortran_fn)no_fortran_binding;
 }
 
 void cm_fortran_seen(void)
@@ -1514,6 +1672,24 @@ int core_testsome(int n, MPI_Request *reqs, int *outcount, int *indices, MPI_Sta
 /* ------------------------------------------------------------------------ */
 /* Collectives                                                               */
 
+/* The nonblocking form of a blocking collective's operation code. */
+static int nonblocking_op(int op)
+{
+    switch (op) {
+    case OP_ALLREDUCE: return OP_IALLREDUCE;
+    case OP_SCAN: return OP_ISCAN;
+    case OP_EXSCAN: return OP_IEXSCAN;
+    case OP_REDUCE_SCATTER_BLOCK: return OP_IREDUCE_SCATTER_BLOCK;
+    case OP_GATHER: return OP_IGATHER;
+    case OP_SCATTER: return OP_ISCATTER;
+    case OP_ALLGATHER: return OP_IALLGATHER;
+    case OP_ALLTOALL: return OP_IALLTOALL;
+    case OP_GATHERV: return OP_IGATHERV;
+    case OP_ALLGATHERV: return OP_IALLGATHERV;
+    default: return op;
+    }
+}
+
 static void coll_enter(struct cm_thread *ts, int op, uint64_t t0, uint64_t site, MPI_Comm comm,
                        int32_t root, uint64_t sent, uint64_t recvd)
 {
@@ -1525,7 +1701,11 @@ static void coll_enter(struct cm_thread *ts, int op, uint64_t t0, uint64_t site,
     rec_enter(ts, op, t0, site, f, 4);
 }
 
-#define COLL(op, call, root, sent, recvd)                                                     \
+/* A collective: blocking (req NULL), or its nonblocking form (req: where
+ * the request goes, op: the nonblocking operation), whose request is
+ * entered into the request table so that the Wait / Test completing it
+ * records a collective COMPLETION. */
+#define COLL_REQ(op, call, root, sent, recvd, req)                                            \
     do {                                                                                      \
         PASS_UNLESS_RECORDING(call);                                                          \
         int32_t wroot = (root);                                                               \
@@ -1533,7 +1713,14 @@ static void coll_enter(struct cm_thread *ts, int op, uint64_t t0, uint64_t site,
         uint64_t t0 = cm_now();                                                               \
         coll_enter(ts, op, t0, site, comm, wroot, sent_, recvd_);                             \
         CALL_TIMED(call);                                                                     \
-        rec_exit(ts, op, t1, rc, 0, NULL, 0);                                                 \
+        if (req) {                                                                            \
+            uint64_t id = rc == MPI_SUCCESS ? req_insert_ex(*(req), REQ_COLLECTIVE, -1, 0, 0,   \
+                                                            comm, NULL, 0, 0)                 \
+                                            : 0;                                              \
+            rec_exit(ts, op, t1, rc, 0, &id, 1);                                              \
+        } else {                                                                              \
+            rec_exit(ts, op, t1, rc, 0, NULL, 0);                                             \
+        }                                                                                     \
         DONE();                                                                               \
     } while (0)
 
@@ -1558,28 +1745,34 @@ static int is_root(struct cm_thread *ts, MPI_Comm comm, int root)
     return root == rank;
 }
 
-int core_barrier(MPI_Comm comm, uint64_t site)
+int core_barrier(MPI_Comm comm, MPI_Request *req, uint64_t site)
 {
-    COLL(OP_BARRIER, cm_r.Barrier(comm), -1, 0, 0);
+    COLL_REQ(req ? OP_IBARRIER : OP_BARRIER, req ? cm_r.Ibarrier(comm, req) : cm_r.Barrier(comm),
+             -1, 0, 0, req);
 }
 
-int core_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, uint64_t site)
+int core_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+               MPI_Request *req, uint64_t site)
 {
-    COLL(OP_BCAST, cm_r.Bcast(buf, count, type, root, comm), root_world(ts, comm, root),
-         is_root(ts, comm, root) ? tbytes(count, type) : 0,
-         is_root(ts, comm, root) ? 0 : tbytes(count, type));
+    COLL_REQ(req ? OP_IBCAST : OP_BCAST,
+             req ? cm_r.Ibcast(buf, count, type, root, comm, req)
+                 : cm_r.Bcast(buf, count, type, root, comm),
+             root_world(ts, comm, root), is_root(ts, comm, root) ? tbytes(count, type) : 0,
+             is_root(ts, comm, root) ? 0 : tbytes(count, type), req);
 }
 
 int core_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op mop, int root,
-                MPI_Comm comm, uint64_t site)
+                MPI_Comm comm, MPI_Request *req, uint64_t site)
 {
-    COLL(OP_REDUCE, cm_r.Reduce(sbuf, rbuf, count, type, mop, root, comm),
-         root_world(ts, comm, root), tbytes(count, type),
-         is_root(ts, comm, root) ? tbytes(count, type) : 0);
+    COLL_REQ(req ? OP_IREDUCE : OP_REDUCE,
+             req ? cm_r.Ireduce(sbuf, rbuf, count, type, mop, root, comm, req)
+                 : cm_r.Reduce(sbuf, rbuf, count, type, mop, root, comm),
+             root_world(ts, comm, root), tbytes(count, type),
+             is_root(ts, comm, root) ? tbytes(count, type) : 0, req);
 }
 
 int core_allreduce_like(int op, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
-                        MPI_Op mop, MPI_Comm comm, uint64_t site)
+                        MPI_Op mop, MPI_Comm comm, MPI_Request *req, uint64_t site)
 {
     int size = 0, rank = 0;
     if (op == OP_REDUCE_SCATTER_BLOCK && __atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
@@ -1589,26 +1782,35 @@ int core_allreduce_like(int op, const void *sbuf, void *rbuf, int count, MPI_Dat
      : op == OP_SCAN      ? cm_r.Scan(sbuf, rbuf, count, type, mop, comm)                     \
      : op == OP_EXSCAN    ? cm_r.Exscan(sbuf, rbuf, count, type, mop, comm)                   \
                           : cm_r.Reduce_scatter_block(sbuf, rbuf, count, type, mop, comm))
-    COLL(op, ALLRED_CALL, -1,
-         op == OP_REDUCE_SCATTER_BLOCK ? tbytes(count, type) * (uint64_t)(size > 0 ? size : 0)
-                                       : tbytes(count, type),
-         tbytes(count, type));
+#define IALLRED_CALL                                                                          \
+    (op == OP_ALLREDUCE   ? cm_r.Iallreduce(sbuf, rbuf, count, type, mop, comm, req)          \
+     : op == OP_SCAN      ? cm_r.Iscan(sbuf, rbuf, count, type, mop, comm, req)               \
+     : op == OP_EXSCAN    ? cm_r.Iexscan(sbuf, rbuf, count, type, mop, comm, req)             \
+                          : cm_r.Ireduce_scatter_block(sbuf, rbuf, count, type, mop, comm, req))
+    COLL_REQ(req ? nonblocking_op(op) : op, req ? IALLRED_CALL : ALLRED_CALL, -1,
+             op == OP_REDUCE_SCATTER_BLOCK ? tbytes(count, type) * (uint64_t)(size > 0 ? size : 0)
+                                           : tbytes(count, type),
+             tbytes(count, type), req);
 #undef ALLRED_CALL
+#undef IALLRED_CALL
 }
 
 int core_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, MPI_Datatype type,
-                        MPI_Op mop, MPI_Comm comm, uint64_t site)
+                        MPI_Op mop, MPI_Comm comm, MPI_Request *req, uint64_t site)
 {
     int size = 0, rank = -1;
     if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
         comm_shape(comm, &size, &rank);
-    COLL(OP_REDUCE_SCATTER, cm_r.Reduce_scatter(sbuf, rbuf, rcounts, type, mop, comm), -1,
-         sum_bytes(rcounts, size, type),
-         (rank >= 0 && rank < size && rcounts) ? tbytes(rcounts[rank], type) : 0);
+    COLL_REQ(req ? OP_IREDUCE_SCATTER : OP_REDUCE_SCATTER,
+             req ? cm_r.Ireduce_scatter(sbuf, rbuf, rcounts, type, mop, comm, req)
+                 : cm_r.Reduce_scatter(sbuf, rbuf, rcounts, type, mop, comm),
+             -1, sum_bytes(rcounts, size, type),
+             (rank >= 0 && rank < size && rcounts) ? tbytes(rcounts[rank], type) : 0, req);
 }
 
 int core_gather_like(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                     int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, uint64_t site)
+                     int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req,
+                     uint64_t site)
 {
     int size = 0, rank = -1;
     if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
@@ -1641,13 +1843,21 @@ int core_gather_like(int op, const void *sbuf, int scount, MPI_Datatype stype, v
      : op == OP_SCATTER  ? cm_r.Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm) \
      : op == OP_ALLGATHER ? cm_r.Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm)    \
                           : cm_r.Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm))
-    COLL(op, GATHER_CALL, rooted ? root_world(ts, comm, root) : -1, sent, recvd);
+#define IGATHER_CALL                                                                          \
+    (op == OP_GATHER ? cm_r.Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)  \
+     : op == OP_SCATTER                                                                         \
+         ? cm_r.Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req)             \
+     : op == OP_ALLGATHER ? cm_r.Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req) \
+                          : cm_r.Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req))
+    COLL_REQ(req ? nonblocking_op(op) : op, req ? IGATHER_CALL : GATHER_CALL,
+             rooted ? root_world(ts, comm, root) : -1, sent, recvd, req);
 #undef GATHER_CALL
+#undef IGATHER_CALL
 }
 
 int core_gatherv(int op, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                  const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
-                 MPI_Comm comm, uint64_t site)
+                 MPI_Comm comm, MPI_Request *req, uint64_t site)
 {
     int size = 0, rank = -1;
     if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
@@ -1662,40 +1872,51 @@ int core_gatherv(int op, const void *sbuf, int scount, MPI_Datatype stype, void 
     (op == OP_GATHERV                                                                          \
          ? cm_r.Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm)         \
          : cm_r.Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm))
-    COLL(op, GATHERV_CALL, rooted ? root_world(ts, comm, root) : -1, sent, recvd);
+#define IGATHERV_CALL                                                                          \
+    (op == OP_GATHERV                                                                           \
+         ? cm_r.Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req)    \
+         : cm_r.Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req))
+    COLL_REQ(req ? nonblocking_op(op) : op, req ? IGATHERV_CALL : GATHERV_CALL,
+             rooted ? root_world(ts, comm, root) : -1, sent, recvd, req);
 #undef GATHERV_CALL
+#undef IGATHERV_CALL
 }
 
 int core_scatterv(const void *sbuf, const int *scounts, const int *displs, MPI_Datatype stype,
                   void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
-                  uint64_t site)
+                  MPI_Request *req, uint64_t site)
 {
     int size = 0, rank = -1;
     if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
         comm_shape(comm, &size, &rank);
     int me_root = root == MPI_ROOT || root == rank;
-    COLL(OP_SCATTERV,
-         cm_r.Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),
-         root_world(ts, comm, root), me_root ? sum_bytes(scounts, size, stype) : 0,
-         rbuf == MPI_IN_PLACE ? 0 : tbytes(rcount, rtype));
+    COLL_REQ(req ? OP_ISCATTERV : OP_SCATTERV,
+             req ? cm_r.Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm,
+                                  req)
+                 : cm_r.Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),
+             root_world(ts, comm, root), me_root ? sum_bytes(scounts, size, stype) : 0,
+             rbuf == MPI_IN_PLACE ? 0 : tbytes(rcount, rtype), req);
 }
 
 int core_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, MPI_Datatype stype,
                    void *rbuf, const int *rcounts, const int *rdispls, MPI_Datatype rtype,
-                   MPI_Comm comm, uint64_t site)
+                   MPI_Comm comm, MPI_Request *req, uint64_t site)
 {
     int size = 0, rank = -1;
     if (__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
         comm_shape(comm, &size, &rank);
     uint64_t recvd = sum_bytes(rcounts, size, rtype);
-    COLL(OP_ALLTOALLV,
-         cm_r.Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm), -1,
-         sbuf == MPI_IN_PLACE ? recvd : sum_bytes(scounts, size, stype), recvd);
+    COLL_REQ(req ? OP_IALLTOALLV : OP_ALLTOALLV,
+             req ? cm_r.Ialltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype,
+                                   comm, req)
+                 : cm_r.Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype,
+                                  comm),
+             -1, sbuf == MPI_IN_PLACE ? recvd : sum_bytes(scounts, size, stype), recvd, req);
 }
 
 int core_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
                    const MPI_Datatype *stypes, void *rbuf, const int *rcounts, const int *rdispls,
-                   const MPI_Datatype *rtypes, MPI_Comm comm, uint64_t site)
+                   const MPI_Datatype *rtypes, MPI_Comm comm, MPI_Request *req, uint64_t site)
 {
     int size = 0, rank = -1;
     uint64_t sent = 0, recvd = 0;
@@ -1710,9 +1931,12 @@ int core_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
         if (sbuf == MPI_IN_PLACE)
             sent = recvd;
     }
-    COLL(OP_ALLTOALLW,
-         cm_r.Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm),
-         -1, sent, recvd);
+    COLL_REQ(req ? OP_IALLTOALLW : OP_ALLTOALLW,
+             req ? cm_r.Ialltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes,
+                                   comm, req)
+                 : cm_r.Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes,
+                                  comm),
+             -1, sent, recvd, req);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1789,6 +2013,194 @@ int core_comm_free(MPI_Comm *comm, uint64_t site)
     }
     rec_exit(ts, OP_COMM_FREE, t1, rc, 0, NULL, 0);
     DONE();
+}
+
+/* Occurrences of a creation key on this rank (MPI_Comm_create_group,
+ * MPI_Intercomm_create: collective over a group, not over the parent, so
+ * the parent's creation counter is not the same on all members; the k-th
+ * creation with the same parent, tag and members is). */
+#define OCC_SLOTS 512u
+static uint64_t occ_keys[OCC_SLOTS];
+static uint64_t occ_counts[OCC_SLOTS];
+static int occ_lock;
+
+static uint64_t occurrence(uint64_t key)
+{
+    key |= 1; /* never 0 (free) */
+    uint64_t n = 0;
+    spin_lock(&occ_lock);
+    uint32_t h = (uint32_t)(mix64(key) % OCC_SLOTS);
+    for (uint32_t i = 0; i < OCC_SLOTS; i++) {
+        uint32_t j = (h + i) % OCC_SLOTS;
+        if (occ_keys[j] == key || occ_keys[j] == 0) {
+            occ_keys[j] = key;
+            n = occ_counts[j]++;
+            break;
+        }
+    }
+    spin_unlock(&occ_lock);
+    return n;
+}
+
+/* A hash of a set of world ranks (order-independent). */
+static uint64_t rank_set_hash(const uint32_t *ranks, int32_t n, uint64_t h)
+{
+    uint64_t sum = 0, x = 0;
+    for (int32_t i = 0; i < n; i++) {
+        uint64_t v = mix64((uint64_t)(ranks ? ranks[i] : (uint32_t)i) + 0x9e37);
+        sum += v;
+        x ^= v;
+    }
+    return mix64(h ^ mix64(sum) ^ (x << 1) ^ (uint64_t)n);
+}
+
+/* After MPI_Comm_create_group / MPI_Intercomm_create: registers the new
+ * communicator under an id every member computes alike from (kind, tag,
+ * the members' world ranks: for an intercommunicator both groups, k-th
+ * such creation). An intercommunicator's members are recorded as the
+ * sorted union of both groups, the same list on both sides. */
+static uint64_t comm_created_group(struct cm_thread *ts, uint64_t kind, int tag, MPI_Comm c)
+{
+    if (c == W_COMM_NULL)
+        return CONTEND_MPI_COMM_NULL_ID;
+    struct comm_ent d;
+    if (comm_describe(c, &d) != 0)
+        return CONTEND_MPI_COMM_NULL_ID;
+    uint64_t h = mix64(kind * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uint32_t)tag);
+    if (!d.inter) {
+        h = rank_set_hash(d.ranks, d.size, h);
+        d.id = comm_child_id(h, occurrence(h), &d);
+        return comm_insert(ts, &d);
+    }
+    /* both sides must agree: the groups combined symmetrically, and the
+     * members (for the id and the record) as the sorted union */
+    uint64_t a = rank_set_hash(d.ranks, d.size, 0), b = rank_set_hash(d.remote, d.rsize, 0);
+    h = mix64(h ^ (a + b) ^ mix64(a ^ b));
+    int32_t n = d.size + d.rsize;
+    uint32_t *all = (d.ranks && d.remote) ? malloc(sizeof(uint32_t) * (size_t)n) : NULL;
+    struct comm_ent shown = d;
+    if (all) {
+        memcpy(all, d.ranks, sizeof(uint32_t) * (size_t)d.size);
+        memcpy(all + d.size, d.remote, sizeof(uint32_t) * (size_t)d.rsize);
+        for (int32_t i = 1; i < n; i++)
+            for (int32_t j = i; j > 0 && all[j - 1] > all[j]; j--) {
+                uint32_t t = all[j];
+                all[j] = all[j - 1];
+                all[j - 1] = t;
+            }
+        shown.ranks = all;
+        shown.size = n;
+    }
+    d.id = comm_child_id(h, occurrence(h), &shown);
+    shown.id = d.id;
+    comm_record(ts, &shown);
+    free(all);
+    /* the table keeps the local group (peers translate through the
+     * remote one); recorded above */
+    return comm_insert(NULL, &d);
+}
+
+int core_comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm,
+                           uint64_t site)
+{
+    cm_resolve();
+    if (!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        return cm_r.Comm_create_group(comm, group, tag, newcomm);
+    struct cm_thread *ts = begin();
+    int saved_errno = errno;
+    uint64_t pid = comm_peer(ts, comm, 0, NULL);
+    uint64_t t0 = cm_now();
+    if (ts)
+        rec_enter(ts, OP_COMM_CREATE_GROUP, t0, site, &pid, 1);
+    errno = saved_errno;
+    int rc = cm_r.Comm_create_group(comm, group, tag, newcomm);
+    uint64_t t1 = cm_now();
+    saved_errno = errno;
+    uint64_t id = CONTEND_MPI_COMM_NULL_ID;
+    if (rc == MPI_SUCCESS && newcomm)
+        id = comm_created_group(ts, 1, tag, *newcomm);
+    if (ts) {
+        rec_exit(ts, OP_COMM_CREATE_GROUP, t1, rc, 0, &id, 1);
+        end(ts);
+    }
+    errno = saved_errno;
+    return rc;
+}
+
+int core_intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer, int remote_leader,
+                          int tag, MPI_Comm *newcomm, uint64_t site)
+{
+    cm_resolve();
+    if (!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        return cm_r.Intercomm_create(local, local_leader, peer, remote_leader, tag, newcomm);
+    struct cm_thread *ts = begin();
+    int saved_errno = errno;
+    uint64_t lid = comm_peer(ts, local, 0, NULL);
+    uint64_t t0 = cm_now();
+    if (ts)
+        rec_enter(ts, OP_INTERCOMM_CREATE, t0, site, &lid, 1);
+    errno = saved_errno;
+    int rc = cm_r.Intercomm_create(local, local_leader, peer, remote_leader, tag, newcomm);
+    uint64_t t1 = cm_now();
+    saved_errno = errno;
+    uint64_t id = CONTEND_MPI_COMM_NULL_ID;
+    if (rc == MPI_SUCCESS && newcomm)
+        id = comm_created_group(ts, 2, tag, *newcomm);
+    if (ts) {
+        rec_exit(ts, OP_INTERCOMM_CREATE, t1, rc, 0, &id, 1);
+        end(ts);
+    }
+    errno = saved_errno;
+    return rc;
+}
+
+int core_comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req, uint64_t site)
+{
+    cm_resolve();
+    if (!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE))
+        return cm_r.Comm_idup(comm, newcomm, req);
+    /* the creation counter advances alike on every member, recorded or
+     * not (as for Comm_dup) */
+    struct cm_thread *ts = begin();
+    int saved_errno = errno;
+    uint64_t seq;
+    uint64_t pid = comm_parent_begin(ts, comm, &seq);
+    uint64_t t0 = cm_now();
+    if (ts)
+        rec_enter(ts, OP_COMM_IDUP, t0, site, &pid, 1);
+    errno = saved_errno;
+    int rc = cm_r.Comm_idup(comm, newcomm, req);
+    uint64_t t1 = cm_now();
+    saved_errno = errno;
+    uint64_t id = 0;
+    if (rc == MPI_SUCCESS && req && newcomm)
+        id = req_insert_ex(*req, REQ_IDUP, -1, 0, 0, comm, newcomm, pid, seq);
+    if (ts) {
+        rec_exit(ts, OP_COMM_IDUP, t1, rc, 0, &id, 1);
+        end(ts);
+    }
+    errno = saved_errno;
+    return rc;
+}
+
+/* MPI_Abort: the ENTER record (in the trace's shared mapping, so it
+ * survives the process) says the rank ended inside it; the maps are
+ * written for the call sites. */
+int core_abort(MPI_Comm comm, int errorcode, uint64_t site)
+{
+    cm_resolve();
+    struct cm_thread *ts = begin();
+    if (ts) {
+        int saved_errno = errno;
+        uint64_t f[2];
+        f[0] = comm_peer(ts, comm, 0, NULL);
+        f[1] = (uint64_t)(uint32_t)errorcode;
+        rec_enter(ts, OP_ABORT, cm_now(), site, f, 2);
+        cm_maps_snapshot();
+        errno = saved_errno;
+        end(ts);
+    }
+    return cm_r.Abort(comm, errorcode);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1911,41 +2323,41 @@ CM_PUBLIC int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *m
 {
     return core_imrecv(buf, count, type, message, request, CM_SITE());
 }
-CM_PUBLIC int MPI_Barrier(MPI_Comm comm) { return core_barrier(comm, CM_SITE()); }
+CM_PUBLIC int MPI_Barrier(MPI_Comm comm) { return core_barrier(comm, NULL, CM_SITE()); }
 CM_PUBLIC int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
-    return core_bcast(buf, count, type, root, comm, CM_SITE());
+    return core_bcast(buf, count, type, root, comm, NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                          int root, MPI_Comm comm)
 {
-    return core_reduce(sbuf, rbuf, count, type, op, root, comm, CM_SITE());
+    return core_reduce(sbuf, rbuf, count, type, op, root, comm, NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                             MPI_Comm comm)
 {
-    return core_allreduce_like(OP_ALLREDUCE, sbuf, rbuf, count, type, op, comm, CM_SITE());
+    return core_allreduce_like(OP_ALLREDUCE, sbuf, rbuf, count, type, op, comm, NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                        MPI_Comm comm)
 {
-    return core_allreduce_like(OP_SCAN, sbuf, rbuf, count, type, op, comm, CM_SITE());
+    return core_allreduce_like(OP_SCAN, sbuf, rbuf, count, type, op, comm, NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                          MPI_Comm comm)
 {
-    return core_allreduce_like(OP_EXSCAN, sbuf, rbuf, count, type, op, comm, CM_SITE());
+    return core_allreduce_like(OP_EXSCAN, sbuf, rbuf, count, type, op, comm, NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
                                        MPI_Op op, MPI_Comm comm)
 {
     return core_allreduce_like(OP_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, type, op, comm,
-                               CM_SITE());
+                               NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
-    return core_reduce_scatter(sbuf, rbuf, rcounts, type, op, comm, CM_SITE());
+    return core_reduce_scatter(sbuf, rbuf, rcounts, type, op, comm, NULL, CM_SITE());
 }
 
 #define GATHER_WRAPPER(Name, OP)                                                              \
@@ -1953,7 +2365,7 @@ CM_PUBLIC int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts
                              int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)         \
     {                                                                                         \
         return core_gather_like(OP, sbuf, scount, stype, rbuf, rcount, rtype, root, comm,     \
-                                CM_SITE());                                                   \
+                                NULL, CM_SITE());                                                   \
     }
 GATHER_WRAPPER(Gather, OP_GATHER)
 GATHER_WRAPPER(Scatter, OP_SCATTER)
@@ -1963,7 +2375,7 @@ GATHER_WRAPPER(Scatter, OP_SCATTER)
                              int rcount, MPI_Datatype rtype, MPI_Comm comm)                   \
     {                                                                                         \
         return core_gather_like(OP, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm,        \
-                                CM_SITE());                                                   \
+                                NULL, CM_SITE());                                                   \
     }
 ALLGATHER_WRAPPER(Allgather, OP_ALLGATHER)
 ALLGATHER_WRAPPER(Alltoall, OP_ALLTOALL)
@@ -1973,35 +2385,35 @@ CM_PUBLIC int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void
                           MPI_Comm comm)
 {
     return core_gatherv(OP_GATHERV, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm,
-                        CM_SITE());
+                        NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                              const int rcounts[], const int displs[], MPI_Datatype rtype,
                              MPI_Comm comm)
 {
     return core_gatherv(OP_ALLGATHERV, sbuf, scount, stype, rbuf, rcounts, displs, rtype, 0, comm,
-                        CM_SITE());
+                        NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[],
                            MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
                            int root, MPI_Comm comm)
 {
     return core_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm,
-                         CM_SITE());
+                         NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
                             MPI_Datatype stype, void *rbuf, const int rcounts[],
                             const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
 {
     return core_alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
-                          CM_SITE());
+                          NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
                             const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
                             const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm)
 {
     return core_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm,
-                          CM_SITE());
+                          NULL, CM_SITE());
 }
 CM_PUBLIC int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
@@ -2016,6 +2428,108 @@ CM_PUBLIC int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     return core_comm_create(comm, group, newcomm, CM_SITE());
 }
 CM_PUBLIC int MPI_Comm_free(MPI_Comm *comm) { return core_comm_free(comm, CM_SITE()); }
+CM_PUBLIC int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    return core_comm_create_group(comm, group, tag, newcomm, CM_SITE());
+}
+CM_PUBLIC int MPI_Intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer,
+                                   int remote_leader, int tag, MPI_Comm *newcomm)
+{
+    return core_intercomm_create(local, local_leader, peer, remote_leader, tag, newcomm,
+                                 CM_SITE());
+}
+CM_PUBLIC int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
+{
+    return core_comm_idup(comm, newcomm, req, CM_SITE());
+}
+CM_PUBLIC int MPI_Abort(MPI_Comm comm, int errorcode) { return core_abort(comm, errorcode, CM_SITE()); }
+
+/* Nonblocking collectives */
+CM_PUBLIC int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+    return core_barrier(comm, req, CM_SITE());
+}
+CM_PUBLIC int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                         MPI_Request *req)
+{
+    return core_bcast(buf, count, type, root, comm, req, CM_SITE());
+}
+CM_PUBLIC int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                          int root, MPI_Comm comm, MPI_Request *req)
+{
+    return core_reduce(sbuf, rbuf, count, type, op, root, comm, req, CM_SITE());
+}
+#define IALLRED_WRAPPER(Name, OP)                                                             \
+    CM_PUBLIC int MPI_##Name(const void *sbuf, void *rbuf, int count, MPI_Datatype type,      \
+                             MPI_Op op, MPI_Comm comm, MPI_Request *req)                      \
+    {                                                                                         \
+        return core_allreduce_like(OP, sbuf, rbuf, count, type, op, comm, req, CM_SITE());    \
+    }
+IALLRED_WRAPPER(Iallreduce, OP_ALLREDUCE)
+IALLRED_WRAPPER(Iscan, OP_SCAN)
+IALLRED_WRAPPER(Iexscan, OP_EXSCAN)
+IALLRED_WRAPPER(Ireduce_scatter_block, OP_REDUCE_SCATTER_BLOCK)
+CM_PUBLIC int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    return core_reduce_scatter(sbuf, rbuf, rcounts, type, op, comm, req, CM_SITE());
+}
+#define IGATHER_WRAPPER(Name, OP)                                                             \
+    CM_PUBLIC int MPI_##Name(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,    \
+                             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,         \
+                             MPI_Request *req)                                                \
+    {                                                                                         \
+        return core_gather_like(OP, sbuf, scount, stype, rbuf, rcount, rtype, root, comm,     \
+                                req, CM_SITE());                                              \
+    }
+IGATHER_WRAPPER(Igather, OP_GATHER)
+IGATHER_WRAPPER(Iscatter, OP_SCATTER)
+#define IALLGATHER_WRAPPER(Name, OP)                                                          \
+    CM_PUBLIC int MPI_##Name(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,    \
+                             int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req) \
+    {                                                                                         \
+        return core_gather_like(OP, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm, req,   \
+                                CM_SITE());                                                   \
+    }
+IALLGATHER_WRAPPER(Iallgather, OP_ALLGATHER)
+IALLGATHER_WRAPPER(Ialltoall, OP_ALLTOALL)
+CM_PUBLIC int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                           const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+                           MPI_Comm comm, MPI_Request *req)
+{
+    return core_gatherv(OP_GATHERV, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm,
+                        req, CM_SITE());
+}
+CM_PUBLIC int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                              const int rcounts[], const int displs[], MPI_Datatype rtype,
+                              MPI_Comm comm, MPI_Request *req)
+{
+    return core_gatherv(OP_ALLGATHERV, sbuf, scount, stype, rbuf, rcounts, displs, rtype, 0, comm,
+                        req, CM_SITE());
+}
+CM_PUBLIC int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[],
+                            MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                            int root, MPI_Comm comm, MPI_Request *req)
+{
+    return core_scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req,
+                         CM_SITE());
+}
+CM_PUBLIC int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+                             MPI_Datatype stype, void *rbuf, const int rcounts[],
+                             const int rdispls[], MPI_Datatype rtype, MPI_Comm comm,
+                             MPI_Request *req)
+{
+    return core_alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, req,
+                          CM_SITE());
+}
+CM_PUBLIC int MPI_Ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
+                             const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
+                             const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm,
+                             MPI_Request *req)
+{
+    return core_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm,
+                          req, CM_SITE());
+}
 
 /* Creation calls recorded as communicators only (not events). */
 #define UNTRACKED_CREATION(parent, call, newcomm)                                             \

@@ -96,55 +96,61 @@ fn main() {
     build_mpi_recorders(&root, &include, &out_dir, &compiler);
 }
 
-/// C sources of the MPI recorder, relative to `collector/mpi`; the Fortran
-/// entry points only for Open MPI (MPICH's Fortran bindings call the C
-/// `MPI_*` functions, which the C wrappers already catch).
-const MPI_SOURCES: &[&str] = &["mpi_trace.c", "mpi_wrap.c"];
-const MPI_OTHER_INPUTS: &[&str] = &["mpi_rec.h", "mpi_core.h", "mpi_funcs.h", "mpi_fortran.c"];
+#[allow(dead_code)] // shared with the library, which uses more of it
+#[path = "src/mpi_headers.rs"]
+mod mpi_headers;
 
-/// An MPI implementation the recorder can be built for.
-struct MpiImpl {
-    /// Short name in the library file name and the `CONTEND_MPI_*` define.
-    name: &'static str,
-    define: &'static str,
-    /// pkg-config package giving its include path.
-    pkg: &'static str,
-    /// Include directories tried when pkg-config has none.
-    fallback: &'static [&'static str],
-    /// A string its `mpi.h` contains (to tell the two apart).
-    marker: &'static str,
+use mpi_headers::{compile_args, header_dir, include_dirs, probed_headers, MPI_HEADERS};
+
+/// Directories too large to watch recursively for a header that may
+/// appear in them (Cargo scans a watched directory's whole tree on every
+/// build); the package databases below are watched instead.
+const TOO_BIG_TO_WATCH: &[&str] = &[
+    "/",
+    "/usr",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+];
+/// Package databases: installing the MPI headers with the package manager
+/// changes them.
+const PACKAGE_DATABASES: &[&str] = &["/var/lib/dpkg/status", "/var/lib/rpm"];
+
+/// Makes Cargo rerun this script when `path` (an `mpi.h` the probe looked
+/// at) changes or appears: the file itself when it exists, else the
+/// nearest directory above it that exists (a new file below it changes
+/// the directory tree Cargo watches), unless that is a system directory
+/// too large to scan on every build (then the package databases, watched
+/// always, notice the installation). A missing path is never named itself:
+/// Cargo would rerun the script on every build.
+fn watch(path: &std::path::Path) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+        return;
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d.is_dir() {
+            if !TOO_BIG_TO_WATCH
+                .iter()
+                .any(|b| std::path::Path::new(b) == d)
+            {
+                println!("cargo:rerun-if-changed={}", d.display());
+            }
+            return;
+        }
+        dir = d.parent();
+    }
 }
 
-const MPI_IMPLS: &[MpiImpl] = &[
-    MpiImpl {
-        name: "openmpi",
-        define: "CONTEND_MPI_OMPI",
-        pkg: "ompi-c",
-        fallback: &[
-            "/usr/lib/x86_64-linux-gnu/openmpi/include",
-            "/usr/lib/aarch64-linux-gnu/openmpi/include",
-            "/usr/include/openmpi-x86_64",
-            "/usr/include/openmpi",
-        ],
-        marker: "OPEN_MPI",
-    },
-    MpiImpl {
-        name: "mpich",
-        define: "CONTEND_MPI_MPICH",
-        pkg: "mpich",
-        fallback: &[
-            "/usr/include/x86_64-linux-gnu/mpich",
-            "/usr/include/aarch64-linux-gnu/mpich",
-            "/usr/include/mpich-x86_64",
-        ],
-        marker: "MPICH_VERSION",
-    },
-];
-
 /// Builds `libcontend_mpi_<impl>.so` for every MPI implementation whose
-/// headers are installed. A missing implementation leaves an empty file
-/// (the launcher then says that `record --mpi` is not available for it);
-/// headers that are found but do not compile fail the build.
+/// headers are installed. A missing implementation leaves an empty file:
+/// the library then builds that recorder when `record --mpi` first needs
+/// it (`install_mpi_recorder`), once the headers are there. Headers that
+/// are found but do not compile fail the build. Every header path looked
+/// at is watched ([`watch`]), so installing headers later and running
+/// `cargo build` again rebuilds the recorders.
 fn build_mpi_recorders(
     root: &std::path::Path,
     include: &std::path::Path,
@@ -152,7 +158,11 @@ fn build_mpi_recorders(
     compiler: &cc::Tool,
 ) {
     let mpi_src = root.join("collector/mpi");
-    for s in MPI_SOURCES.iter().chain(MPI_OTHER_INPUTS) {
+    for s in mpi_headers::MPI_SOURCES
+        .iter()
+        .chain(mpi_headers::MPI_HEADER_FILES)
+        .chain(&["mpi_fortran.c"])
+    {
         println!("cargo:rerun-if-changed={}", mpi_src.join(s).display());
     }
     println!(
@@ -161,30 +171,40 @@ fn build_mpi_recorders(
             .display()
     );
     println!("cargo:rerun-if-env-changed=CONTEND_NO_MPI");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    for db in PACKAGE_DATABASES {
+        if std::path::Path::new(db).exists() {
+            println!("cargo:rerun-if-changed={db}");
+        }
+    }
     let disabled = env::var_os("CONTEND_NO_MPI").is_some();
-    for imp in MPI_IMPLS {
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    for imp in MPI_HEADERS {
         let output = out_dir.join(format!("libcontend_mpi_{}.so", imp.name));
+        if !disabled {
+            for p in probed_headers(imp) {
+                // another architecture's directories cannot hold ours
+                let other_arch = ["x86_64", "aarch64"]
+                    .iter()
+                    .any(|a| *a != arch && p.to_string_lossy().contains(a));
+                if !other_arch {
+                    watch(&p);
+                }
+            }
+        }
         let dirs = if disabled {
             Vec::new()
         } else {
-            mpi_include_dirs(imp)
+            include_dirs(imp)
         };
-        let Some(header_dir) = dirs.iter().find(|d| {
-            std::fs::read_to_string(d.join("mpi.h"))
-                .map(|h| h.contains(imp.marker))
-                .unwrap_or(false)
-        }) else {
+        if header_dir(imp, &dirs).is_none() {
             std::fs::write(&output, b"").expect("write empty MPI recorder placeholder");
             println!(
-                "cargo:warning=no {} headers found: `contend record --mpi` will not support {}",
+                "cargo:warning=no {} headers found: `contend record --mpi` will build the {} recorder when first needed, once they are installed",
                 imp.name, imp.name
             );
             continue;
-        };
-        println!(
-            "cargo:rerun-if-changed={}",
-            header_dir.join("mpi.h").display()
-        );
+        }
         let mut cmd = Command::new(compiler.path());
         for arg in compiler.args() {
             let a = arg.to_string_lossy();
@@ -192,38 +212,7 @@ fn build_mpi_recorders(
                 cmd.arg(arg);
             }
         }
-        cmd.args([
-            "-std=c11",
-            "-D_GNU_SOURCE",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-fPIC",
-            "-O2",
-            "-fvisibility=hidden",
-            "-shared",
-            "-Wl,-z,now",
-            // not linked against libmpi: every PMPI function is looked up
-            // at run time, so the library loads into non-MPI processes too
-            "-Wl,--no-undefined",
-        ])
-        .arg(format!("-D{}", imp.define))
-        .arg(format!("-Wl,-soname,libcontend_mpi_{}.so", imp.name))
-        .arg("-I")
-        .arg(include)
-        .arg("-I")
-        .arg(&mpi_src);
-        for d in &dirs {
-            cmd.arg("-I").arg(d);
-        }
-        cmd.arg("-o").arg(&output);
-        for s in MPI_SOURCES {
-            cmd.arg(mpi_src.join(s));
-        }
-        if imp.name == "openmpi" {
-            cmd.arg(mpi_src.join("mpi_fortran.c"));
-        }
-        cmd.args(["-ldl", "-lpthread"]);
+        cmd.args(compile_args(imp, include, &mpi_src, &dirs, &output));
         let status = cmd.status().unwrap_or_else(|e| {
             panic!(
                 "cannot run the C compiler {}: {e}",
@@ -237,29 +226,4 @@ fn build_mpi_recorders(
             );
         }
     }
-}
-
-/// Include directories of an MPI implementation: `pkg-config --cflags`,
-/// else the usual Debian/Fedora locations that exist.
-fn mpi_include_dirs(imp: &MpiImpl) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Ok(out) = Command::new("pkg-config")
-        .args(["--cflags", imp.pkg])
-        .output()
-    {
-        if out.status.success() {
-            for flag in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                if let Some(d) = flag.strip_prefix("-I") {
-                    dirs.push(PathBuf::from(d));
-                }
-            }
-        }
-    }
-    for d in imp.fallback {
-        let p = PathBuf::from(d);
-        if p.join("mpi.h").is_file() && !dirs.contains(&p) {
-            dirs.push(p);
-        }
-    }
-    dirs
 }

@@ -8,7 +8,11 @@
  *
  * Usage: mpi_hybrid [HOLD_MS [STEP_MS]] (defaults 60 and 40).
  * Rank 0 prints "lock_wait_ns=<sum over ranks>" and
- * "barrier_wait_ns=<sum over ranks>".
+ * "barrier_wait_ns=<sum over ranks>", then per rank r
+ * "rank_lock_wait_ns <r>=<its main thread's lock wait>", then
+ * "barrier_wait_def_ns=<the wait at barrier by its definition on the
+ * ranks' CLOCK_MONOTONIC stamps of the barrier's entry and exit>" (the
+ * time blocked also holds the waking up, long on a loaded machine).
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -70,14 +74,33 @@ int main(int argc, char **argv)
     sleep_ms((long)rank * step_ms);
     long long b0 = now_ns();
     MPI_Barrier(MPI_COMM_WORLD);
-    long long barrier = now_ns() - b0;
+    long long b1 = now_ns();
+    long long barrier = b1 - b0;
 
     long long mine[2] = {lock_wait, barrier}, sum[2] = {0, 0};
     MPI_Reduce(mine, sum, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    long long *each = calloc((size_t)size, sizeof *each);
+    MPI_Gather(&lock_wait, 1, MPI_LONG_LONG, each, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    long long stamps[2] = {b0, b1}, *all = calloc((size_t)size * 2, sizeof *all);
+    MPI_Gather(stamps, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("lock_wait_ns=%lld\n", sum[0]);
         printf("barrier_wait_ns=%lld\n", sum[1]);
+        for (int r = 0; r < size; r++)
+            printf("rank_lock_wait_ns %d=%lld\n", r, each[r]);
+        /* wait at barrier by its definition on the stamps (one clock on
+         * one node): min(last entry, own exit) - own entry */
+        long long last = 0, def = 0;
+        for (int r = 0; r < size; r++)
+            last = all[2 * r] > last ? all[2 * r] : last;
+        for (int r = 0; r < size; r++) {
+            long long end = last < all[2 * r + 1] ? last : all[2 * r + 1];
+            def += end > all[2 * r] ? end - all[2 * r] : 0;
+        }
+        printf("barrier_wait_def_ns=%lld\n", def);
     }
+    free(each);
+    free(all);
     MPI_Finalize();
     return 0;
 }

@@ -16,7 +16,13 @@
  * the sum of the first (the ranks that were not waited for spend
  * microseconds there); the second is the part spent outside iteration
  * LATE, where nobody is late by design: more than microseconds there
- * means the machine disturbed the run (a rank preempted inside a call). Every rank
+ * means the machine disturbed the run (a rank preempted inside a call).
+ * It also prints the CLOCK_MONOTONIC stamps (one clock for the ranks on
+ * one node) of every round, "rank R stamps recv_post_ns=<t0>,<t1>,...
+ * send_post_ns=... waitall_enter_ns=... waitall_exit_ns=...": the entries
+ * of the calls posting its receive and its send (MPI_Startall, or the two
+ * MPI_Start of the last round) and the entry and exit of MPI_Waitall, from
+ * which the wait states follow by their definitions. Every rank
  * checks the payloads it received and exits 1 on a wrong one.
  */
 #include <mpi.h>
@@ -58,6 +64,9 @@ int main(int argc, char **argv)
     int out[4], in[4];
     int bad = 0;
     long long waited = 0, other = 0;
+    /* per round: entries of the postings of the receive and the send, entry
+     * and exit of MPI_Waitall */
+    long long rpost[ITERS + 1], spost[ITERS + 1], wenter[ITERS + 1], wexit[ITERS + 1];
     MPI_Request reqs[2];
     MPI_Recv_init(in, 4, MPI_INT, prev, 5, MPI_COMM_WORLD, &reqs[0]);
     MPI_Send_init(out, 4, MPI_INT, next, 5, MPI_COMM_WORLD, &reqs[1]);
@@ -68,14 +77,19 @@ int main(int argc, char **argv)
         if (it < ITERS) {
             if (it == LATE && rank == 0)
                 sleep_ms(delay);
+            rpost[it] = spost[it] = now_ns();
             MPI_Startall(2, reqs);
         } else {
+            rpost[it] = now_ns();
             MPI_Start(&reqs[0]);
+            spost[it] = now_ns();
             MPI_Start(&reqs[1]);
         }
         long long t0 = now_ns();
+        wenter[it] = t0;
         MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
-        long long dt = now_ns() - t0;
+        wexit[it] = now_ns();
+        long long dt = wexit[it] - t0;
         waited += dt;
         if (it != LATE)
             other += dt;
@@ -93,6 +107,15 @@ int main(int argc, char **argv)
         bad = 1;
     }
     printf("rank %d waitall_ns=%lld other_ns=%lld\n", rank, waited, other);
+    const char *names[4] = {"recv_post_ns", "send_post_ns", "waitall_enter_ns", "waitall_exit_ns"};
+    long long *rows[4] = {rpost, spost, wenter, wexit};
+    printf("rank %d stamps", rank);
+    for (int k = 0; k < 4; k++) {
+        printf(" %s=", names[k]);
+        for (int it = 0; it <= ITERS; it++)
+            printf(it ? ",%lld" : "%lld", rows[k][it]);
+    }
+    printf("\n");
     fflush(stdout);
     MPI_Finalize();
     return bad;

@@ -128,10 +128,16 @@ typedef struct contend_mpi_chunk_header {
  *   send_init..., recv_init:      as isend/irecv (the persistent envelope)
  *   request_free:                 nothing (recorded for persistent
  *                                 requests only)
- *   collectives:                  comm id, root (i32 world rank, -1: none;
+ *   collectives, blocking and
+ *   nonblocking (ibarrier...):    comm id, root (i32 world rank, -1: none;
  *                                 low half of the word), bytes sent, bytes
  *                                 received (this rank's part)
- *   comm split/dup/create/free:   the (parent) communicator's id
+ *   comm split/dup/create/free,
+ *   create_group, idup:           the (parent) communicator's id
+ *   intercomm_create:             the local communicator's id
+ *   abort:                        the communicator's id, the error code
+ *                                 (i32, low half); the process ends inside
+ *                                 the call, so no EXIT follows
  * Peers are world ranks or CONTEND_MPI_PEER_*; tags are as posted with
  * MPI_ANY_TAG stored as -1. */
 #define CONTEND_MPI_REC_ENTER 2u
@@ -139,9 +145,15 @@ typedef struct contend_mpi_chunk_header {
  * CONTEND_MPI_SMALL_COMPACT), arg = dt.
  * payload: RCFLAGS(return code, flags) (left out when COMPACT is set:
  * MPI_SUCCESS, no flags), then by operation class
- *   isend..., irecv, imrecv:   the new request's id
- *   comm split/dup/create:     the new communicator's id
+ *   isend..., irecv, imrecv,
+ *   nonblocking collectives,
+ *   comm_idup:                 the new request's id
+ *   comm split/dup/create,
+ *   create_group,
+ *   intercomm_create:          the new communicator's id
  *                              (CONTEND_MPI_COMM_NULL_ID: MPI_COMM_NULL)
+ * (A communicator made by MPI_Comm_idup is recorded, COMM record, by the
+ * Wait / Test call that completes its request.)
  * flags bit 0: Iprobe/Test* flag was true. Records COMPLETION and COMM that
  * belong to the call come between its ENTER and its EXIT. */
 #define CONTEND_MPI_REC_EXIT 3u
@@ -178,6 +190,9 @@ typedef struct contend_mpi_chunk_header {
                                           probe (Probe, Mprobe, Iprobe and
                                           Improbe with flag true) found,
                                           from its status; request 0       */
+#define CONTEND_MPI_COMPL_COLLECTIVE 16u /* a nonblocking collective's
+                                            request (Ibarrier, Iallreduce,
+                                            ...); source, tag, bytes 0     */
 
 #define CONTEND_MPI_PEER_ANY (-1)     /* MPI_ANY_SOURCE                     */
 #define CONTEND_MPI_PEER_NULL (-2)    /* MPI_PROC_NULL                      */

@@ -121,24 +121,197 @@ pub const MPI_OPENMPI_SO: &[u8] =
 pub const MPI_MPICH_SO: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/libcontend_mpi_mpich.so"));
 
+// shared with build.rs, which uses the probes the library does not
+#[allow(dead_code)]
+mod mpi_headers;
+
+/// The MPI recorder's sources (paths relative to `collector/`), embedded
+/// so that a recorder can be built when it is first needed
+/// ([`build_mpi_recorder`]).
+pub const MPI_RECORDER_SOURCES: &[(&str, &str)] = &[
+    (
+        "mpi/mpi_trace.c",
+        include_str!("../../../collector/mpi/mpi_trace.c"),
+    ),
+    (
+        "mpi/mpi_wrap.c",
+        include_str!("../../../collector/mpi/mpi_wrap.c"),
+    ),
+    (
+        "mpi/mpi_fortran.c",
+        include_str!("../../../collector/mpi/mpi_fortran.c"),
+    ),
+    (
+        "mpi/mpi_rec.h",
+        include_str!("../../../collector/mpi/mpi_rec.h"),
+    ),
+    (
+        "mpi/mpi_core.h",
+        include_str!("../../../collector/mpi/mpi_core.h"),
+    ),
+    (
+        "mpi/mpi_funcs.h",
+        include_str!("../../../collector/mpi/mpi_funcs.h"),
+    ),
+    (
+        "include/contend/mpi_trace_format.h",
+        include_str!("../../../collector/include/contend/mpi_trace_format.h"),
+    ),
+    (
+        "include/contend/say.h",
+        include_str!("../../../collector/include/contend/say.h"),
+    ),
+    (
+        "include/contend/raw_mm.h",
+        include_str!("../../../collector/include/contend/raw_mm.h"),
+    ),
+];
+
+impl MpiImplementation {
+    fn headers(self) -> &'static mpi_headers::MpiHeaders {
+        let name = match self {
+            MpiImplementation::OpenMpi => "openmpi",
+            MpiImplementation::Mpich => "mpich",
+        };
+        mpi_headers::MPI_HEADERS
+            .iter()
+            .find(|h| h.name == name)
+            .expect("both implementations are in MPI_HEADERS")
+    }
+
+    /// The Debian package of its headers (`libopenmpi-dev`, `libmpich-dev`).
+    pub fn debian_package(self) -> &'static str {
+        self.headers().debian_package
+    }
+}
+
 /// Writes the MPI recorder for `imp` to the cache directory (as
 /// [`install_lock_collector`] does: content-addressed name
 /// `libcontend_mpi_<impl>-<fnv1a64>.so`, written under a temporary name and
-/// renamed) and returns its path; `Ok(None)` when this build of `contend`
-/// has no recorder for `imp` (no headers at build time).
+/// renamed) and returns its path. When this build of `contend` has none
+/// (no headers of `imp` when it was built), the recorder is built now
+/// from the embedded sources against the headers installed since
+/// ([`build_mpi_recorder`]); `Ok(None)` when there are still none.
 ///
 /// # Errors
 ///
-/// The error of the last cache directory tried, when none works.
+/// The error of the last cache directory tried, when none works; the C
+/// compiler's failure when the recorder is built now.
 pub fn install_mpi_recorder(imp: MpiImplementation) -> io::Result<Option<PathBuf>> {
     let Some(bytes) = imp.recorder() else {
-        return Ok(None);
+        return build_mpi_recorder(imp, &cache_dirs());
     };
     let name = format!("{}-{:016x}.so", imp.file_stem(), fnv1a64(bytes));
     let mut last_error = None;
     for (dir, private) in cache_dirs() {
         match install_in(&dir, &name, bytes, private) {
             Ok(path) => return Ok(Some(path)),
+            Err(e) => {
+                last_error = Some(io::Error::new(e.kind(), format!("{}: {e}", dir.display())))
+            }
+        }
+    }
+    Err(last_error.unwrap_or_else(|| io::Error::other("no cache directory for the MPI recorder")))
+}
+
+/// Builds the MPI recorder for `imp` from [`MPI_RECORDER_SOURCES`] with
+/// the C compiler (`$CC`, else `cc`) against the `imp` headers installed
+/// now (found as the build script finds them: pkg-config, then the usual
+/// directories), into the first usable directory of `dirs` (a
+/// `(directory, must be private)` list like the cache directories of
+/// [`install_lock_collector`]). The result is cached under a name that
+/// hashes the sources and the header, so later runs reuse it and a new
+/// MPI version gets a new build. `Ok(None)` when no `imp` headers are
+/// installed.
+///
+/// # Errors
+///
+/// No usable directory, the compiler missing (named with what to
+/// install), or the compilation failing (with the compiler's output).
+pub fn build_mpi_recorder(
+    imp: MpiImplementation,
+    dirs: &[(PathBuf, bool)],
+) -> io::Result<Option<PathBuf>> {
+    let h = imp.headers();
+    let include_dirs = mpi_headers::include_dirs(h);
+    let Some(header) = mpi_headers::header_dir(h, &include_dirs) else {
+        return Ok(None);
+    };
+    let mpi_h = fs::read(header.join("mpi.h"))?;
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let mut key: Vec<u8> = Vec::new();
+    for (path, text) in MPI_RECORDER_SOURCES {
+        key.extend_from_slice(path.as_bytes());
+        key.extend_from_slice(text.as_bytes());
+    }
+    key.extend_from_slice(&mpi_h);
+    key.extend_from_slice(cc.as_encoded_bytes());
+    let name = format!("{}-built-{:016x}.so", imp.file_stem(), fnv1a64(&key));
+    let mut last_error = None;
+    for (dir, private) in dirs {
+        // the directory's checks, with a probe file
+        if let Err(e) = install_in(dir, ".contend-probe", b"", *private) {
+            last_error = Some(io::Error::new(e.kind(), format!("{}: {e}", dir.display())));
+            continue;
+        }
+        let path = dir.join(&name);
+        if fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+            return Ok(Some(path));
+        }
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let work = dir.join(format!(
+            ".mpi-src.{}.{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let built = (|| {
+            for (rel, text) in MPI_RECORDER_SOURCES {
+                let p = work.join(rel);
+                fs::create_dir_all(p.parent().expect("a file in a directory"))?;
+                fs::write(&p, text)?;
+            }
+            let tmp = work.join("recorder.so");
+            let args = mpi_headers::compile_args(
+                h,
+                &work.join("include"),
+                &work.join("mpi"),
+                &include_dirs,
+                &tmp,
+            );
+            let out = std::process::Command::new(&cc)
+                .args(&args)
+                .output()
+                .map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!(
+                            "cannot run the C compiler `{}` to build the {} recorder ({e}); \
+                             install a C compiler (Debian: gcc), or rebuild contend now that the \
+                             {} headers are installed",
+                            cc.to_string_lossy(),
+                            imp.name(),
+                            imp.name()
+                        ),
+                    )
+                })?;
+            if !out.status.success() {
+                return Err(io::Error::other(format!(
+                    "building the {} recorder against {} failed ({}):\n{}",
+                    imp.name(),
+                    header.join("mpi.h").display(),
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                )));
+            }
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))?;
+            fs::rename(&tmp, &path)
+        })();
+        let _ = fs::remove_dir_all(&work);
+        match built {
+            Ok(()) => return Ok(Some(path)),
+            Err(e) if e.kind() == io::ErrorKind::Other || e.kind() == io::ErrorKind::NotFound => {
+                return Err(e)
+            }
             Err(e) => {
                 last_error = Some(io::Error::new(e.kind(), format!("{}: {e}", dir.display())))
             }
@@ -352,6 +525,36 @@ mod tests {
                 assert!(text.contains("mpi_waitall_") && text.contains("MPI_WAITALL"));
             }
         }
+    }
+
+    /// The regression of issue 12: a `contend` built before the MPI
+    /// headers were installed builds the recorder when `record --mpi`
+    /// first needs it. Here the headers are installed, so the recorder
+    /// built now must be one with the wrappers, and the second call reuses
+    /// it.
+    #[test]
+    fn recorder_is_built_when_first_needed() {
+        let dir = scratch_dir("runtime-build");
+        let dirs = vec![(dir.clone(), false)];
+        for imp in MpiImplementation::ALL {
+            let h = imp.headers();
+            if mpi_headers::header_dir(h, &mpi_headers::include_dirs(h)).is_none() {
+                assert_eq!(build_mpi_recorder(imp, &dirs).unwrap(), None);
+                continue;
+            }
+            let path = build_mpi_recorder(imp, &dirs).unwrap().unwrap();
+            let bytes = fs::read(&path).unwrap();
+            assert_eq!(&bytes[..4], b"\x7fELF");
+            let text = String::from_utf8_lossy(&bytes);
+            for sym in ["MPI_Init", "MPI_Waitall", "MPI_Comm_split"] {
+                assert!(text.contains(sym), "{} recorder lacks {sym}", imp.name());
+            }
+            let ino = fs::metadata(&path).unwrap().ino();
+            let again = build_mpi_recorder(imp, &dirs).unwrap().unwrap();
+            assert_eq!(again, path);
+            assert_eq!(fs::metadata(&again).unwrap().ino(), ino, "reused");
+        }
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

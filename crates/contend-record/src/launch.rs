@@ -656,6 +656,36 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         );
     }
     let mpi_ranks = count_mpi_ranks(&dir.join("mpi"));
+    if let (Some((imp, _)), Some(forced), 0) = (&mpi_recorder, opts.mpi_impl, mpi_ranks) {
+        // --mpi-impl named the implementation: if the program uses the
+        // other one, the recorder passed every call through and said so.
+        let detected = crate::mpi::detect_mpi_implementation(
+            &program,
+            &opts.command[1..],
+            &cwd,
+            std::env::var_os("PATH").as_deref(),
+        )
+        .ok();
+        if detected.is_some_and(|d| d != forced) {
+            warnings.push(format!(
+                "no MPI call was recorded: --mpi-impl named {} but the program uses {}; the \
+                 recorder passed every call on unrecorded (leave --mpi-impl out to detect it)",
+                imp.name(),
+                detected.map_or("another MPI", |d| d.name())
+            ));
+        }
+    }
+    if matches!(&mpi_recorder, Some((MpiImplementation::Mpich, _)))
+        && mpi_ranks == 0
+        && crate::mpi::uses_mpich_f08(&program, &opts.command[1..], &cwd)
+    {
+        warnings.push(
+            "the program uses MPICH's mpi_f08 Fortran bindings, which call PMPI_* directly: \
+             contend cannot record them (use the `mpi` module or mpif.h with MPICH, or Open MPI, \
+             whose mpi_f08 bindings are recorded)"
+                .to_string(),
+        );
+    }
     if mpi_recorder.is_some() && mpi_ranks == 0 {
         warnings.push(format!(
             "no MPI rank called MPI_Init: is {} an MPI program? (a launcher that does not pass \

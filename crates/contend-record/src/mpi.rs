@@ -124,11 +124,12 @@ pub enum MpiProblem {
     /// The command's MPI implementation cannot be told.
     #[error(transparent)]
     Undetermined(#[from] MpiDetectError),
-    /// This build of contend has no MPI recorder for the implementation
-    /// (its headers were missing when contend was built).
+    /// There is no MPI recorder for the implementation: its headers were
+    /// missing when contend was built and are missing now (a recorder is
+    /// built when first needed once they are installed).
     #[error(
-        "this contend was built without {} headers, so it has no MPI recorder for {}; \
-         install them (Debian: {}) and rebuild contend",
+        "no {} headers are installed, so there is no MPI recorder for {}; install them \
+         (Debian: {}): contend builds the recorder when it is next needed",
         implementation.name(),
         implementation.name(),
         debian_dev_package(*implementation)
@@ -161,6 +162,29 @@ pub enum MpiDetectError {
         /// The program of the command.
         program: PathBuf,
     },
+}
+
+/// True when an ELF file among `program` and its arguments imports
+/// MPICH's `mpi_f08` entry points (`mpi_*_f08ts_`): they call `PMPI_*`
+/// directly, past the recorder, so such a program records nothing.
+pub(crate) fn uses_mpich_f08(program: &Path, args: &[String], cwd: &Path) -> bool {
+    std::iter::once(program.to_path_buf())
+        .chain(
+            args.iter()
+                .filter(|a| !a.starts_with('-') && !a.is_empty())
+                .map(|a| cwd.join(a)),
+        )
+        .filter(|p| p.is_file())
+        .any(|p| {
+            let Ok(bytes) = fs::read(&p) else {
+                return false;
+            };
+            use object::{Object, ObjectSymbol};
+            object::File::parse(&*bytes).is_ok_and(|f| {
+                f.dynamic_symbols()
+                    .any(|s| s.is_undefined() && s.name().is_ok_and(|n| n.ends_with("_f08ts_")))
+            })
+        })
 }
 
 /// Open MPI or MPICH from an ELF file's dynamic string table
@@ -265,8 +289,8 @@ mod tests {
         .to_string();
         assert_eq!(
             e,
-            "this contend was built without MPICH headers, so it has no MPI recorder for MPICH; \
-             install them (Debian: libmpich-dev) and rebuild contend"
+            "no MPICH headers are installed, so there is no MPI recorder for MPICH; install them \
+             (Debian: libmpich-dev): contend builds the recorder when it is next needed"
         );
     }
 }

@@ -91,11 +91,33 @@ pub enum MpiOp {
     Start = 95,
     Startall = 96,
     RequestFree = 97,
+    Abort = 4,
+    CommCreateGroup = 84,
+    IntercommCreate = 85,
+    CommIdup = 86,
+    Ibarrier = 100,
+    Ibcast = 101,
+    Ireduce = 102,
+    Iallreduce = 103,
+    Igather = 104,
+    Igatherv = 105,
+    Iscatter = 106,
+    Iscatterv = 107,
+    Iallgather = 108,
+    Iallgatherv = 109,
+    Ialltoall = 110,
+    Ialltoallv = 111,
+    Ialltoallw = 112,
+    IreduceScatter = 113,
+    IreduceScatterBlock = 114,
+    Iscan = 115,
+    Iexscan = 116,
 }
 
 impl MpiOp {
-    /// Every operation, in code order.
-    pub const ALL: [MpiOp; 58] = [
+    /// Every operation: those of the first version in code order, then
+    /// the ones added later (in the order they were added).
+    pub const ALL: [MpiOp; 79] = [
         MpiOp::Init,
         MpiOp::InitThread,
         MpiOp::Finalize,
@@ -154,6 +176,27 @@ impl MpiOp {
         MpiOp::Start,
         MpiOp::Startall,
         MpiOp::RequestFree,
+        MpiOp::Abort,
+        MpiOp::CommCreateGroup,
+        MpiOp::IntercommCreate,
+        MpiOp::CommIdup,
+        MpiOp::Ibarrier,
+        MpiOp::Ibcast,
+        MpiOp::Ireduce,
+        MpiOp::Iallreduce,
+        MpiOp::Igather,
+        MpiOp::Igatherv,
+        MpiOp::Iscatter,
+        MpiOp::Iscatterv,
+        MpiOp::Iallgather,
+        MpiOp::Iallgatherv,
+        MpiOp::Ialltoall,
+        MpiOp::Ialltoallv,
+        MpiOp::Ialltoallw,
+        MpiOp::IreduceScatter,
+        MpiOp::IreduceScatterBlock,
+        MpiOp::Iscan,
+        MpiOp::Iexscan,
     ];
 
     /// The operation with trace code `code`, `None` for an unknown code.
@@ -223,15 +266,71 @@ impl MpiOp {
             Start => "MPI_Start",
             Startall => "MPI_Startall",
             RequestFree => "MPI_Request_free",
+            Abort => "MPI_Abort",
+            CommCreateGroup => "MPI_Comm_create_group",
+            IntercommCreate => "MPI_Intercomm_create",
+            CommIdup => "MPI_Comm_idup",
+            Ibarrier => "MPI_Ibarrier",
+            Ibcast => "MPI_Ibcast",
+            Ireduce => "MPI_Ireduce",
+            Iallreduce => "MPI_Iallreduce",
+            Igather => "MPI_Igather",
+            Igatherv => "MPI_Igatherv",
+            Iscatter => "MPI_Iscatter",
+            Iscatterv => "MPI_Iscatterv",
+            Iallgather => "MPI_Iallgather",
+            Iallgatherv => "MPI_Iallgatherv",
+            Ialltoall => "MPI_Ialltoall",
+            Ialltoallv => "MPI_Ialltoallv",
+            Ialltoallw => "MPI_Ialltoallw",
+            IreduceScatter => "MPI_Ireduce_scatter",
+            IreduceScatterBlock => "MPI_Ireduce_scatter_block",
+            Iscan => "MPI_Iscan",
+            Iexscan => "MPI_Iexscan",
         }
     }
 
     /// True for collective operations on a communicator (barrier, broadcast,
-    /// reductions, gathers, scatters, all-to-all, scans). Communicator
+    /// reductions, gathers, scatters, all-to-all, scans), blocking or
+    /// nonblocking ([`MpiOp::is_nonblocking_collective`]). Communicator
     /// creation is collective too but is not a wait-state pattern, so it is
     /// not included.
     pub fn is_collective(self) -> bool {
         (MpiOp::Barrier as u16..=MpiOp::Exscan as u16).contains(&(self as u16))
+            || self.is_nonblocking_collective()
+    }
+
+    /// True for the nonblocking collectives (`MPI_Ibarrier` …
+    /// `MPI_Iexscan`): they post the operation and return a request that a
+    /// `Wait*`/`Test*` completes.
+    pub fn is_nonblocking_collective(self) -> bool {
+        (MpiOp::Ibarrier as u16..=MpiOp::Iexscan as u16).contains(&(self as u16))
+    }
+
+    /// The blocking collective a nonblocking one posts (`MPI_Iallreduce` →
+    /// `MPI_Allreduce`); the operation itself for every other.
+    pub fn blocking_form(self) -> MpiOp {
+        use MpiOp::*;
+        match self {
+            Ibarrier => Barrier,
+            Ibcast => Bcast,
+            Ireduce => Reduce,
+            Iallreduce => Allreduce,
+            Igather => Gather,
+            Igatherv => Gatherv,
+            Iscatter => Scatter,
+            Iscatterv => Scatterv,
+            Iallgather => Allgather,
+            Iallgatherv => Allgatherv,
+            Ialltoall => Alltoall,
+            Ialltoallv => Alltoallv,
+            Ialltoallw => Alltoallw,
+            IreduceScatter => ReduceScatter,
+            IreduceScatterBlock => ReduceScatterBlock,
+            Iscan => Scan,
+            Iexscan => Exscan,
+            op => op,
+        }
     }
 }
 
@@ -287,6 +386,10 @@ pub enum CompletionKind {
     Send,
     /// A receive; `source`, `tag` and `bytes` come from its status.
     Recv,
+    /// A nonblocking collective (`MPI_Iallreduce` …) posted by the call
+    /// whose [`MpiEvent::request`] it names; source, tag and bytes mean
+    /// nothing.
+    Collective,
 }
 
 /// One operation finished by an event: by a blocking send or receive
@@ -363,6 +466,10 @@ pub struct MpiEvent {
     /// other call, for a probe that found nothing, and in traces of
     /// recorders that did not record it.
     pub probed: Option<ProbedMessage>,
+    /// For a nonblocking collective (`MPI_Iallreduce` …) and
+    /// `MPI_Comm_idup`: the recorder's id of the request it created (never
+    /// 0; a later `Wait*`/`Test*` completes it); 0 for every other call.
+    pub request: u64,
 }
 
 /// One activation of a persistent request by `MPI_Start`/`MPI_Startall`:

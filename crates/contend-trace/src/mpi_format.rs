@@ -79,6 +79,9 @@ pub const COMPL_NO_SOURCE: u8 = 4;
 /// `Mprobe`, `Iprobe`/`Improbe` with flag true) found; request 0, source,
 /// tag and bytes from the probe's status.
 pub const COMPL_PROBE: u8 = 8;
+/// COMPLETION flag: a nonblocking collective's request (source, tag and
+/// bytes 0).
+pub const COMPL_COLLECTIVE: u8 = 16;
 
 /// Peer field: `MPI_ANY_SOURCE`.
 pub const PEER_ANY: i32 = -1;

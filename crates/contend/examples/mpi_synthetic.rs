@@ -16,7 +16,10 @@
 
 use std::time::Instant;
 
-use contend::mpi::{analyze, build_report, MpiOptions, SiteResolver};
+use contend::mpi::{
+    analyze, build_report, critical_path, delay_analysis, statistics, MpiAnalysis, MpiOptions,
+    SiteResolver, SiteTable, Timeline,
+};
 use contend::symbols::ResolvedSite;
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiComm, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer,
@@ -56,6 +59,7 @@ fn event(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         created_comm: None,
         return_code: 0,
         probed: None,
+        request: 0,
     }
 }
 
@@ -175,12 +179,55 @@ fn build(events: usize, ranks: u32) -> MpiRecording {
     }
 }
 
+/// Times, separately, the passes `build_report` runs after the wait-state
+/// tables (one round each, seconds): the site table and time lines, the
+/// delay analysis (root causes), the critical path, and the mpiP-style
+/// statistics (wait matrix, messages per site, per site and rank).
+fn time_passes(rec: &MpiRecording, a: &MpiAnalysis) -> [f64; 4] {
+    let t = Instant::now();
+    let sites = SiteTable::resolve(rec, &mut Sites);
+    let tl = Timeline::new(rec, a, &sites, &MpiOptions::default());
+    let t_timeline = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let d = delay_analysis(&tl, a);
+    let t_delay = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let cp = critical_path(&tl);
+    let t_cp = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let m = statistics::wait_matrix(&tl);
+    let (ms, _) = statistics::message_statistics(&tl);
+    let sr = statistics::site_rank_statistics(&tl, &Default::default(), &Default::default());
+    let t_stats = t.elapsed().as_secs_f64();
+    std::hint::black_box((
+        d.costs.len(),
+        cp.segments.len(),
+        m.len(),
+        ms.len(),
+        sr.len(),
+    ));
+    [t_timeline, t_delay, t_cp, t_stats]
+}
+
+fn print_passes(label: &str, passes: &mut [[f64; 4]], total: f64) {
+    let median = |i: usize, p: &mut [[f64; 4]]| {
+        let mut v: Vec<f64> = p.iter().map(|x| x[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [a, b, c, d] = [0, 1, 2, 3].map(|i| median(i, passes));
+    println!(
+        "{label}: of the whole analysis {total:.3} s: site table and time lines {a:.3} s, delay analysis (root causes) {b:.3} s, critical path {c:.3} s, statistics (wait matrix, messages, per site and rank) {d:.3} s (medians)"
+    );
+}
+
 /// `mpi_synthetic --read DIR [ROUNDS]`: times reading `DIR/mpi/` with the
 /// MPI trace reader and analysing it, for recordings made by
 /// `contend record --mpi`.
 fn read_and_analyse(dir: &std::path::Path, rounds: usize) {
     let mut reads = Vec::new();
     let mut analyses = Vec::new();
+    let mut passes = Vec::new();
     let mut events = 0;
     for _ in 0..rounds.max(1) {
         let t = Instant::now();
@@ -201,6 +248,7 @@ fn read_and_analyse(dir: &std::path::Path, rounds: usize) {
         let a = analyze(&rec);
         let _ = build_report(&rec, &a, &MpiOptions::default(), &mut Sites);
         analyses.push(t.elapsed().as_secs_f64());
+        passes.push(time_passes(&rec, &a));
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -212,6 +260,7 @@ fn read_and_analyse(dir: &std::path::Path, rounds: usize) {
         reads.len(),
         events as f64 / (r + a) / 1e6
     );
+    print_passes("recording", &mut passes, a);
 }
 
 fn main() {
@@ -238,12 +287,14 @@ fn main() {
         t0.elapsed().as_secs_f64()
     );
     let mut times = Vec::new();
+    let mut passes = Vec::new();
     let mut summary = String::new();
     for _ in 0..rounds.max(1) {
         let t = Instant::now();
         let a = analyze(&rec);
         let r = build_report(&rec, &a, &MpiOptions::default(), &mut Sites);
         times.push(t.elapsed().as_secs_f64());
+        passes.push(time_passes(&rec, &a));
         summary = format!(
             "messages {}, unmatched {}, collectives {}, late sender {} ({} ns), wait at N×N {}, wait at barrier {}, warnings {}",
             r.matching.messages,
@@ -269,4 +320,5 @@ fn main() {
             .join(" "),
         total as f64 / median / 1e6
     );
+    print_passes("synthetic", &mut passes, median);
 }

@@ -70,6 +70,19 @@ pub struct Context<'a> {
     pub symbols: &'a Symbols,
     /// Where long stages report progress.
     pub progress: &'a dyn Progress,
+    /// The per-event results of the analyses that ran before this one (in
+    /// [`ANALYZERS`] order), for an analysis that relates its results to
+    /// theirs (the MPI critical path to the lock critical path of hybrid
+    /// runs); see [`Context::earlier`].
+    pub earlier: &'a [Box<dyn Any + Send + Sync>],
+}
+
+impl Context<'_> {
+    /// The per-event results of type `T` of an analysis that ran before
+    /// this one, if it ran and kept some.
+    pub fn earlier<T: Any>(&self) -> Option<&T> {
+        self.earlier.iter().find_map(|e| e.downcast_ref::<T>())
+    }
 }
 
 /// One analysis of a recording (the locks, the service time, the MPI wait
@@ -171,26 +184,32 @@ pub fn analyze_using<'r>(
     analyzers: &[&dyn Analyzer],
     progress: &dyn Progress,
 ) -> Analysis<'r> {
-    let cx = Context {
-        recording,
-        options,
-        symbols: &symbols,
-        progress,
-    };
-    let outcomes: Vec<AnalysisOutput> = analyzers.iter().filter_map(|a| a.analyze(&cx)).collect();
+    let mut events: Vec<Box<dyn Any + Send + Sync>> = Vec::new();
+    let mut outcomes: Vec<AnalysisOutput> = Vec::new();
+    for a in analyzers {
+        let cx = Context {
+            recording,
+            options,
+            symbols: &symbols,
+            progress,
+            earlier: &events,
+        };
+        if let Some(mut o) = a.analyze(&cx) {
+            events.extend(o.events.take());
+            outcomes.push(o);
+        }
+    }
     let span = outcomes
         .iter()
         .filter_map(|o| o.span_ns)
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
     let mut report = Report::new(run_info(recording, span));
     report.warnings = recording.warnings.clone();
-    let mut events = Vec::new();
     for o in outcomes {
         report.warnings.extend(o.warnings);
         if let Some(section) = o.section {
             report.push(section);
         }
-        events.extend(o.events);
     }
     Analysis {
         recording,

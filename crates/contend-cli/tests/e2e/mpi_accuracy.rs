@@ -2,18 +2,18 @@
 //! their ranks wait on purpose (`examples/mpi-waits/mpi_waits.c`,
 //! `tests/programs/mpi_waits.f90`: a late sender, a late receiver with
 //! `MPI_Ssend`, an imbalanced barrier and an imbalanced all-reduce, 4 ranks
-//! oversubscribed on this machine) measure with `MPI_Wtime` how long each
-//! waiting rank was blocked; `contend record --mpi` + `contend report
-//! --format json` must find each wait state (`mpi.late_sender`,
-//! `mpi.late_receiver`, `mpi.wait_at_barrier`, `mpi.wait_at_nxn`) within
-//! 5 % of that, with the expected number of waits.
+//! oversubscribed on this machine) evaluate the wait-state definitions on
+//! their own CLOCK_MONOTONIC stamps of the calls' entries (one clock for all
+//! ranks on one node; line `self_enter`); `contend record --mpi` +
+//! `contend report --format json` must find each wait state
+//! (`mpi.late_sender`, `mpi.late_receiver`, `mpi.wait_at_barrier`,
+//! `mpi.wait_at_nxn`) within 5 % of that, with the expected number of
+//! waits.
 //!
-//! Why these agree: a rank blocked in `MPI_Recv` from a late sender is
-//! blocked from its own enter until shortly after the sender's enter, and
-//! the late-sender wait is exactly send enter − receive enter; the
-//! difference is the message latency and the receiver's wake-up (µs to a
-//! few hundred µs), against waits of 2 × 80–100 ms. Likewise for the other
-//! patterns (docs/mpi-wait-states.md).
+//! Why not the time each rank was blocked (line `self`, also printed):
+//! that holds the time the rank needed to notice its partner had arrived
+//! (µs on an idle machine, milliseconds when other work keeps the 2 CPUs
+//! busy), which is not part of a wait state (docs/mpi-wait-states.md).
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -39,7 +39,7 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn ompi_args() -> Vec<String> {
+pub(crate) fn ompi_args() -> Vec<String> {
     let mut v: Vec<String> = [
         "-np",
         "4",
@@ -58,7 +58,7 @@ fn ompi_args() -> Vec<String> {
 }
 
 /// Builds a source with an MPI compiler wrapper (cached by content hash).
-fn mpi_build(compiler: &str, source: &Path) -> PathBuf {
+pub(crate) fn mpi_build(compiler: &str, source: &Path) -> PathBuf {
     let text = std::fs::read(source).unwrap();
     let mut h = DefaultHasher::new();
     text.hash(&mut h);
@@ -81,7 +81,7 @@ fn mpi_build(compiler: &str, source: &Path) -> PathBuf {
     exe
 }
 
-fn record_mpi(
+pub(crate) fn record_mpi(
     dir: &Path,
     launcher: &str,
     args: &[String],
@@ -137,34 +137,50 @@ fn check_accuracy(
 ) {
     let _guard = crate::common::serial();
     let t = tempdir();
-    let dir = t.path().join("rec");
     let prog_args: Vec<String> = if pass_delay {
         vec![format!("{delay_ms}")]
     } else {
         Vec::new()
     };
-    let out = record_mpi(&dir, launcher, args, prog, &prog_args);
-    assert!(out.success(), "{}", out.describe());
-    // self_enter needs MPI_Wtime to be one clock for all ranks; where the
-    // program found it is not, the time blocked is the measure
-    let which = if out
-        .stdout
-        .lines()
-        .any(|l| l.starts_with(&format!("{which} ")))
-    {
-        which
-    } else {
-        eprintln!("no `{which}` line (MPI_Wtime is not one clock here); using `self`");
-        "self"
+    // A run in which the ranks did not wait as designed (each phase makes
+    // two ranks wait DELAY in sum 2 × DELAY; on a loaded machine a rank's
+    // sleep can end late enough to change that) was disturbed: it is
+    // repeated, up to 3 runs. The comparison below holds for any run,
+    // since its truth is what the program measured.
+    let mut attempt = 0;
+    let (dir, measured) = loop {
+        attempt += 1;
+        let dir = t.path().join(format!("rec{attempt}"));
+        let out = record_mpi(&dir, launcher, args, prog, &prog_args);
+        assert!(out.success(), "{}", out.describe());
+        // self_enter needs one clock for all ranks; where the program
+        // found it is not, the time blocked is the measure
+        let which = if out
+            .stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("{which} ")))
+        {
+            which
+        } else {
+            eprintln!("no `{which}` line (not one clock here); using `self`");
+            "self"
+        };
+        let measured = self_measured(&out.stdout, which);
+        let as_designed = measured
+            .iter()
+            .all(|m| (m - 2.0 * delay_ms * 1e6).abs() < 0.5 * delay_ms * 1e6);
+        if as_designed || attempt == 3 {
+            if !as_designed {
+                eprintln!("3 disturbed runs; comparing the last with what it measured");
+            }
+            assert!(
+                measured.iter().all(|&m| m > 0.0),
+                "the program did not wait: {measured:?}"
+            );
+            break (dir, measured);
+        }
+        eprintln!("run {attempt} disturbed (waits {measured:?}); repeating");
     };
-    let measured = self_measured(&out.stdout, which);
-    // sanity: each phase makes two ranks wait DELAY (in sum 2 × DELAY)
-    for m in measured {
-        assert!(
-            (m - 2.0 * delay_ms * 1e6).abs() < 0.5 * delay_ms * 1e6,
-            "the program did not wait as designed: {measured:?}"
-        );
-    }
     let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
     let patterns = [
@@ -209,9 +225,17 @@ fn c_wait_states_match_the_program_open_mpi() {
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mpi-waits/mpi_waits.c");
     let exe = mpi_build("mpicc.openmpi", &src);
-    // ranks yield while they wait: the time blocked is the wait (µs of
-    // completion); Open MPI's MPI_Wtime is per process, so no self_enter
-    check_accuracy("mpirun.openmpi", &ompi_args(), &exe, 100.0, true, "self");
+    // the program evaluates the definitions on its own CLOCK_MONOTONIC
+    // stamps (one clock on one node): the time blocked would also hold the
+    // wake-up after the partner arrived, which a loaded machine stretches
+    check_accuracy(
+        "mpirun.openmpi",
+        &ompi_args(),
+        &exe,
+        100.0,
+        true,
+        "self_enter",
+    );
 }
 
 #[test]
@@ -246,7 +270,16 @@ fn fortran_wait_states_match_the_program() {
         "mpif90.openmpi",
         &crate::common::program_source("mpi_waits.f90"),
     );
-    check_accuracy("mpirun.openmpi", &ompi_args(), &exe, 80.0, false, "self");
+    // the definitions on the program's own CLOCK_MONOTONIC stamps (the
+    // time blocked also holds the wake-up, stretched on a loaded machine)
+    check_accuracy(
+        "mpirun.openmpi",
+        &ompi_args(),
+        &exe,
+        80.0,
+        false,
+        "self_enter",
+    );
 }
 
 /// `tests/programs/mpi_mprobe.c`: late senders received through

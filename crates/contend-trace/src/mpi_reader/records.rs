@@ -40,14 +40,22 @@ impl ClockCorrection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Class {
     None,
-    Send { blocking: bool },
-    Recv { blocking: bool },
+    Send {
+        blocking: bool,
+    },
+    Recv {
+        blocking: bool,
+    },
     SendRecv,
     Probe,
     WaitTest,
     Collective,
     CommCreate,
     CommFree,
+    /// `MPI_Comm_idup`: the parent's id; EXIT: the request's id.
+    CommIdup,
+    /// `MPI_Abort`: the communicator's id and the error code; no EXIT.
+    Abort,
     PersistentInit, // Send_init family, Recv_init: posted only by Start(all)
 }
 
@@ -55,6 +63,8 @@ pub(super) fn class_of(op: MpiOp) -> Class {
     use MpiOp::*;
     match op {
         Init | InitThread | Finalize => Class::None,
+        Abort => Class::Abort,
+        CommIdup => Class::CommIdup,
         Send | Ssend | Bsend | Rsend => Class::Send { blocking: true },
         Isend | Issend | Ibsend | Irsend => Class::Send { blocking: false },
         Recv | Mrecv => Class::Recv { blocking: true },
@@ -64,7 +74,7 @@ pub(super) fn class_of(op: MpiOp) -> Class {
         Wait | Waitall | Waitany | Waitsome | Test | Testall | Testany | Testsome => {
             Class::WaitTest
         }
-        CommSplit | CommDup | CommCreate => Class::CommCreate,
+        CommSplit | CommDup | CommCreate | CommCreateGroup | IntercommCreate => Class::CommCreate,
         CommFree => Class::CommFree,
         SendInit | SsendInit | BsendInit | RsendInit | RecvInit => Class::PersistentInit,
         Start | Startall | RequestFree => Class::None,
@@ -214,7 +224,9 @@ impl ThreadDecoder {
                     }
                     ev.completions.push(Completion {
                         request: *request,
-                        kind: if hd.small & f::COMPL_RECV != 0 {
+                        kind: if hd.small & f::COMPL_COLLECTIVE != 0 {
+                            CompletionKind::Collective
+                        } else if hd.small & f::COMPL_RECV != 0 {
                             CompletionKind::Recv
                         } else {
                             CompletionKind::Send
@@ -314,6 +326,11 @@ impl ThreadDecoder {
                         Class::CommCreate => {
                             ev.created_comm = extra.filter(|&id| id != f::COMM_NULL_ID);
                         }
+                        Class::Collective | Class::CommIdup
+                            if ev.op.is_nonblocking_collective() || ev.op == MpiOp::CommIdup =>
+                        {
+                            ev.request = extra.unwrap_or(0);
+                        }
                         _ => {}
                     }
                     events.push(ev);
@@ -385,6 +402,7 @@ impl ThreadDecoder {
             created_comm: None,
             return_code: 0,
             probed: None,
+            request: 0,
         };
         let q = &p[1..];
         match class_of(op) {
@@ -459,7 +477,7 @@ impl ThreadDecoder {
                 ev.coll_bytes_sent = *sent;
                 ev.coll_bytes_recv = *recv;
             }
-            Class::CommCreate | Class::CommFree => {
+            Class::CommCreate | Class::CommFree | Class::CommIdup | Class::Abort => {
                 ev.comm = *q.first()?;
             }
             Class::PersistentInit => {

@@ -148,6 +148,7 @@ fn table() -> Vec<Line> {
         int!("CONTEND_MPI_COMPL_CANCELLED", mf::COMPL_CANCELLED),
         int!("CONTEND_MPI_COMPL_NO_SOURCE", mf::COMPL_NO_SOURCE),
         int!("CONTEND_MPI_COMPL_PROBE", mf::COMPL_PROBE),
+        int!("CONTEND_MPI_COMPL_COLLECTIVE", mf::COMPL_COLLECTIVE),
         int!("CONTEND_MPI_PEER_ANY", mf::PEER_ANY),
         int!("CONTEND_MPI_PEER_NULL", mf::PEER_NULL),
         int!("CONTEND_MPI_PEER_UNKNOWN", mf::PEER_UNKNOWN),

@@ -624,6 +624,10 @@ fn mpi_part(
                         continue;
                     }
                     match (c.kind, c.request) {
+                        // OTF2 2.x has no record for the completion of a
+                        // nonblocking collective: the collective is written
+                        // at the call that posted it
+                        (CompletionKind::Collective, _) => {}
                         (CompletionKind::Send, 0) => {}
                         (CompletionKind::Send, req) => {
                             if requests.remove(&req).is_some() {

@@ -316,3 +316,71 @@ impl ThreadOrder {
         lo
     }
 }
+
+/// The lock critical path inside a window of time, for relating it to
+/// another critical path (the MPI critical path across ranks of a hybrid
+/// `--mpi --locks` run, [`crate::mpi::hybrid`]): the rules of
+/// [`mark_critical_path`] (Chen & Stenström), but starting at a given
+/// thread and time and stopping at the start of the window. The wakers of
+/// all events are found once ([`WindowWalker::new`], O(n log n)); each walk
+/// costs O(events on it · log events).
+pub struct WindowWalker<'s> {
+    set: &'s EventSet,
+    by_thread: ThreadOrder,
+    waker: Vec<u32>,
+}
+
+impl<'s> WindowWalker<'s> {
+    /// Prepares walks over `set`.
+    pub fn new(set: &'s EventSet) -> WindowWalker<'s> {
+        WindowWalker {
+            set,
+            by_thread: ThreadOrder::build(set),
+            waker: find_wakers(set),
+        }
+    }
+
+    /// Walks backward from time `t_end` on thread index `thread` (of
+    /// `set.threads`) until `t_start`: `visit(i)` for every event `i` on
+    /// the path, in the order met (latest first). At a contended
+    /// acquisition the walk continues on the thread that let it go, as
+    /// [`mark_critical_path`] does, when that happened inside the window.
+    pub fn walk(&self, thread: usize, t_start: u64, t_end: u64, mut visit: impl FnMut(usize)) {
+        let set = self.set;
+        if thread >= set.threads.len() || t_end < t_start {
+            return;
+        }
+        let acquired = |i: usize| set.events[i].acquired_ns;
+        let mut thread = thread;
+        let mut pos = self
+            .by_thread
+            .partition_point(thread, |i| acquired(i) <= t_end);
+        let mut seen: rustc_hash::FxHashSet<usize> = Default::default();
+        while pos > 0 {
+            pos -= 1;
+            let i = self.by_thread.at(thread, pos);
+            let e = &set.events[i];
+            if e.acquired_ns < t_start || !seen.insert(i) {
+                break;
+            }
+            if e.outcome == Outcome::Post {
+                continue;
+            }
+            visit(i);
+            let w = self.waker[i];
+            if w == NONE || wake_time(set, w as usize) < t_start {
+                continue;
+            }
+            thread = set.events[w as usize].thread as usize;
+            let t_hi = wake_time(set, w as usize);
+            let len = self.by_thread.len(thread);
+            pos = self.by_thread.position(thread, w as usize);
+            while pos < len && acquired(self.by_thread.at(thread, pos)) <= t_hi {
+                pos += 1;
+            }
+            while pos > 0 && acquired(self.by_thread.at(thread, pos - 1)) > t_hi {
+                pos -= 1;
+            }
+        }
+    }
+}

@@ -62,13 +62,15 @@ impl ReportSection for MpiReport {
     }
 
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
-        vec![
+        let mut out = vec![
             overview(self),
             patterns(self),
             extremes(self),
             by_rank(self, opts.top),
             by_site(self, opts.top),
-        ]
+        ];
+        out.extend(super::panels::panels(self, opts.top));
+        out
     }
 
     /// Per class and pattern ([`mpi_metrics`]; a run without MPI traces
@@ -353,12 +355,16 @@ fn by_rank(m: &MpiReport, n: usize) -> Panel {
                 Cell::Count(r.rank.into()),
                 Cell::Text(format!("{}/{}", r.host, r.pid)),
                 Cell::Count(r.events),
-                Cell::Ns(r.duration_ns),
+                Cell::Ns(r.mpi_ns),
+                Cell::Fraction(r.mpi_share),
+                Cell::Ns(r.init_finalize_ns),
                 Cell::Ns(r.span_ns),
                 Cell::Ns(r.wait_ns),
                 Cell::Ns(r.p2p_wait_ns),
                 Cell::Ns(r.collective_wait_ns),
                 Cell::Ns(r.caused_ns),
+                Cell::Ns(r.root_cause_ns),
+                Cell::Ns(r.critical_path_ns),
                 Cell::Text(match (&r.aborted_in, r.finalized) {
                     (Some(op), _) => format!("ended in {op}"),
                     (None, true) => "finalized".to_string(),
@@ -370,24 +376,31 @@ fn by_rank(m: &MpiReport, n: usize) -> Panel {
     section(
         "mpi_by_rank",
         "MPI per rank",
-        "Per rank: calls, time in MPI, running time (first to last call), the wait it experienced (point to \
-         point, collective) and the wait it caused others by being late (cf. Venter 2016, Table 4.13).",
+        "Per rank: calls, time in MPI without MPI_Init and MPI_Finalize and its share of the time between \
+         them (MPI %), the time in MPI_Init and MPI_Finalize (shown apart), running time (first to last \
+         call), the wait it experienced (point to point, collective), the wait it caused others by being \
+         late (directly: cf. Venter 2016, Table 4.13), the waiting whose root cause lies on it (delay \
+         costs, short- and long-term) and its time on the critical path.",
         Table {
             columns: vec![
                 Column::num("Rank", "rank"),
                 Column::text("Host/pid", "host_pid"),
                 Column::num("Calls", "events"),
-                Column::num("In MPI", "duration_ns"),
+                Column::num("In MPI", "mpi_ns"),
+                Column::num("MPI %", "mpi_share"),
+                Column::num("Init+Fin.", "init_finalize_ns"),
                 Column::num("Running", "span_ns"),
                 Column::num("Wait", "wait_ns"),
                 Column::num("P2P wait", "p2p_wait_ns"),
                 Column::num("Coll. wait", "collective_wait_ns"),
                 Column::num("Caused", "caused_ns"),
+                Column::num("Root cause", "root_cause_ns"),
+                Column::num("Critical path", "critical_path_ns"),
                 Column::text("End", "end"),
             ],
             rows,
             omitted,
-            bars: vec![5],
+            bars: vec![7],
             ..Table::default()
         },
     )
@@ -443,8 +456,8 @@ fn by_site(m: &MpiReport, n: usize) -> Panel {
         Table {
             columns: vec![
                 Column::text("Operation", "operation"),
-                Column::text("Function", "function"),
-                Column::text("Location", "location"),
+                Column::wrapped("Function", "function"),
+                Column::wrapped("Location", "location"),
                 Column::num("Calls", "events"),
                 Column::num("Duration", "duration_ns"),
                 Column::num("Avg", "avg_duration_ns"),
@@ -548,6 +561,15 @@ pub fn mpi_metrics(m: &MpiReport) -> Vec<Metric> {
                 }),
         );
     }
+    // added later: after the first version's metrics
+    #[rustfmt::skip]
+    let causes = [
+        ("delay.short_term_ns", "Root causes: short-term delay costs", Ns, n(m.delay.short_term_ns)),
+        ("delay.long_term_ns", "Root causes: long-term delay costs", Ns, n(m.delay.long_term_ns)),
+        ("critical_path.length_ns", "Critical path: length", Ns, n(m.critical_path.length_ns)),
+        ("critical_path.imbalance_ns", "Critical path: imbalance", Ns, n(m.critical_path.imbalance_ns)),
+    ];
+    out.extend(metrics(MPI_CLASS, "mpi.", causes));
     out
 }
 
@@ -561,6 +583,8 @@ pub fn mpi_rank_metrics(row: &MpiRankRow) -> Vec<Metric> {
         ("duration_ns", "Time in MPI", Ns, n(row.duration_ns)),
         ("wait_ns", "Wait experienced", Ns, n(row.wait_ns)),
         ("caused_ns", "Wait caused (lateness)", Ns, n(row.caused_ns)),
+        ("root_cause_ns", "Waiting rooted here (delay cost)", Ns, n(row.root_cause_ns)),
+        ("critical_path_ns", "On the critical path", Ns, n(row.critical_path_ns)),
     ];
     metrics(MPI_RANK, "", rows)
 }

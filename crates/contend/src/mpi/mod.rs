@@ -14,17 +14,29 @@
 //! enter and exit timestamps of the calls, are in `docs/mpi-wait-states.md`.
 
 pub mod analysis;
+pub mod critical_path;
+pub mod delay;
 pub mod figures;
+pub mod hybrid;
 pub mod layout;
+pub mod panels;
 pub mod report;
+pub mod statistics;
+pub mod timeline;
 
 use contend_trace::mpi::MpiRecording;
 
-pub use analysis::{analyze, comm_name, MatchStats, Message, MpiAnalysis, Pattern, WaitState};
-pub use report::{
-    build_report, MapsSiteResolver, MpiClassSummary, MpiOptions, MpiPatternSummary, MpiRankRow,
-    MpiReport, MpiSiteRow, MpiThresholds, RankNs, SiteResolver,
+pub use analysis::{
+    analyze, comm_name, CollectiveInstance, MatchStats, Message, MpiAnalysis, Pattern, WaitState,
 };
+pub use critical_path::{critical_path, CriticalPathAnalysis, MpiCriticalPathReport};
+pub use delay::{delay_analysis, DelayAnalysis, MpiDelayReport, MpiRegionName};
+pub use report::{
+    build_report, build_report_with, site_matches, MapsSiteResolver, MpiClassSummary, MpiOptions,
+    MpiPasses, MpiPatternSummary, MpiRankRow, MpiReport, MpiSiteRow, MpiThresholds, RankNs,
+    SiteResolver,
+};
+pub use timeline::{Region, SiteTable, Timeline};
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 
@@ -41,6 +53,9 @@ pub struct MpiEvents {
     /// Matches and wait states ([`MpiAnalysis`]), indexed like the
     /// recording's rank traces.
     pub analysis: MpiAnalysis,
+    /// The call sites, the delay analysis (root cause of every counted
+    /// wait state) and the critical path across ranks.
+    pub passes: MpiPasses,
 }
 
 impl Analyzer for MpiAnalyzer {
@@ -63,7 +78,22 @@ impl Analyzer for MpiAnalyzer {
         cx.progress.stage("analysing MPI wait states", 1);
         let analysis = analyze(mpi);
         let mut resolver = MapsSiteResolver::new(cx.recording, cx.symbols);
-        let report = build_report(mpi, &analysis, &cx.options.mpi, &mut resolver);
+        let (report, passes) = build_report_with(
+            mpi,
+            &analysis,
+            &cx.options.mpi,
+            &mut resolver,
+            cx.options.locks.site_pattern.as_ref(),
+        );
+        let mut report = report;
+        if let Some(locks) = cx.earlier::<crate::locks::LockEvents>() {
+            report.critical_path.locks = hybrid::locks_on_path(
+                mpi,
+                &passes.critical_path,
+                locks,
+                report.critical_path.length_ns,
+            );
+        }
         let mut warnings: Vec<String> = analysis
             .warnings
             .iter()
@@ -74,7 +104,7 @@ impl Analyzer for MpiAnalyzer {
         Some(AnalysisOutput {
             section: Some(Box::new(report)),
             warnings,
-            events: Some(Box::new(MpiEvents { analysis })),
+            events: Some(Box::new(MpiEvents { analysis, passes })),
             span_ns: None,
         })
     }

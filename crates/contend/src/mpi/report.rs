@@ -7,7 +7,19 @@ use std::collections::HashMap;
 use contend_trace::mpi::{MpiOp, MpiRecording};
 use serde::Serialize;
 
+use regex::Regex;
+use rustc_hash::FxHashMap;
+
 use super::analysis::{is_p2p_op, MatchStats, MpiAnalysis, Pattern};
+use super::critical_path::{
+    critical_path, critical_path_report, CriticalPathAnalysis, MpiCriticalPathReport,
+};
+use super::delay::{delay_analysis, delay_report, DelayAnalysis, MpiDelayReport};
+use super::statistics::{
+    message_statistics, site_rank_statistics, wait_matrix, MpiMessageSiteRow, MpiMessageSizes,
+    MpiSiteRankRow, MpiWaitPairRow,
+};
+use super::timeline::{SiteTable, Timeline};
 use crate::recording::Recording;
 use crate::symbols::{ResolvedSite, Symbols};
 use contend_symbolize::ProcessMaps;
@@ -134,6 +146,23 @@ pub struct MpiRankRow {
     /// The call the rank ended in without returning (aborted, killed,
     /// crashed), e.g. `MPI_Recv`; `None` when it did not.
     pub aborted_in: Option<String>,
+    /// Σ duration of its calls other than `MPI_Init`, `MPI_Init_thread` and
+    /// `MPI_Finalize`, ns: the time in MPI the program's own calls took
+    /// (mpiP's MPI time).
+    pub mpi_ns: u64,
+    /// Σ duration of `MPI_Init`, `MPI_Init_thread` and `MPI_Finalize`, ns
+    /// (shown apart: start-up and shut-down, not the program's
+    /// communication).
+    pub init_finalize_ns: u64,
+    /// `mpi_ns` over the running time between the end of `MPI_Init` and
+    /// the start of `MPI_Finalize` (`span_ns` when the rank has neither), a
+    /// fraction (mpiP's MPI%).
+    pub mpi_share: f64,
+    /// Waiting whose root cause lies on this rank: its delay costs,
+    /// short- and long-term (`mpi.delay.by_rank[].cost_ns`), ns.
+    pub root_cause_ns: u64,
+    /// Its time on the critical path (`mpi.critical_path.by_rank[].ns`), ns.
+    pub critical_path_ns: u64,
 }
 
 /// One call site (`MPI_Reduce at is.c:main:1066`; Venter 2016, Tables
@@ -223,6 +252,26 @@ pub struct MpiReport {
     pub by_rank: Vec<MpiRankRow>,
     /// Per call site and operation, most wait first (then most duration).
     pub by_site: Vec<MpiSiteRow>,
+    /// Root causes of the wait states: the delay analysis with short- and
+    /// long-term costs (Böhme et al., TOPC 2016).
+    pub delay: MpiDelayReport,
+    /// The critical path across ranks, its profile and the critical-path
+    /// imbalance (Böhme et al., IPDPS 2012).
+    pub critical_path: MpiCriticalPathReport,
+    /// Who waited for whom: per waiting and causing rank, ascending.
+    pub wait_matrix: Vec<MpiWaitPairRow>,
+    /// Bytes sent per call site (point to point and collective), most
+    /// bytes first.
+    pub messages_by_site: Vec<MpiMessageSiteRow>,
+    /// All point-to-point sends: count, bytes, size histogram.
+    pub message_sizes: MpiMessageSizes,
+    /// Per call site and rank (mpiP's per-callsite-per-rank view), most
+    /// time first.
+    pub by_site_rank: Vec<MpiSiteRankRow>,
+    /// The `--site` pattern the per-site tables were filtered by (`by_site`,
+    /// `by_site_rank`, `messages_by_site`, the regions of `delay` and
+    /// `critical_path`); totals are over all sites. `None`: not filtered.
+    pub site_filter: Option<String>,
 }
 
 impl MpiReport {
@@ -336,14 +385,52 @@ impl Acc {
     }
 }
 
+/// What the root-cause and critical-path passes computed, kept for
+/// exporters beside the report ([`build_report_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct MpiPasses {
+    /// The call sites of every event, identified across ranks.
+    pub sites: SiteTable,
+    /// The delay analysis (root causes, costs) of the counted wait states.
+    pub delay: DelayAnalysis,
+    /// The critical path across ranks.
+    pub critical_path: CriticalPathAnalysis,
+}
+
+/// True when the call site `s` matches `re` (its display form, function,
+/// `file:line` or module, like the lock tables' `--site`).
+pub fn site_matches(re: &Regex, s: &ResolvedSite) -> bool {
+    re.is_match(&s.display)
+        || s.function.as_deref().is_some_and(|f| re.is_match(f))
+        || s.file
+            .as_deref()
+            .is_some_and(|f| re.is_match(&format!("{f}:{}", s.line.unwrap_or(0))))
+        || s.module.as_deref().is_some_and(|m| re.is_match(m))
+}
+
 /// Builds the report from `analysis` of `rec`: applies the thresholds,
-/// sums per pattern, rank and call site (resolved by `resolver`).
+/// sums per pattern, rank and call site (resolved by `resolver`), and runs
+/// the delay analysis and the critical path. [`build_report_with`] with no
+/// site filter, without the per-event results of the passes.
 pub fn build_report(
     rec: &MpiRecording,
     analysis: &MpiAnalysis,
     opts: &MpiOptions,
     resolver: &mut dyn SiteResolver,
 ) -> MpiReport {
+    build_report_with(rec, analysis, opts, resolver, None).0
+}
+
+/// [`build_report`], listing in the per-site tables only the call sites
+/// matching `site_filter` (`--site`; [`site_matches`]), and returning what
+/// the passes computed per event.
+pub fn build_report_with(
+    rec: &MpiRecording,
+    analysis: &MpiAnalysis,
+    opts: &MpiOptions,
+    resolver: &mut dyn SiteResolver,
+    site_filter: Option<&Regex>,
+) -> (MpiReport, MpiPasses) {
     let mut r = MpiReport {
         ranks: rec
             .world_size
@@ -367,32 +454,23 @@ pub fn build_report(
             collective_ns: opts.threshold_collective_ns,
         },
         matching: analysis.stats.clone(),
+        site_filter: site_filter.map(|re| re.as_str().to_string()),
         ..MpiReport::default()
     };
-    let index: HashMap<u32, usize> = rec
-        .ranks
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, t)| (t.rank, i))
-        .collect();
+    let sites = SiteTable::resolve(rec, resolver);
+    let mut tl = Timeline::new(rec, analysis, &sites, opts);
+    if let Some(re) = site_filter {
+        tl.keep_sites(|s| site_matches(re, s));
+    }
+    let tl = tl;
+    let index = &tl.index;
 
-    // Counted waits per (rank index, event).
-    let mut counted: HashMap<(usize, usize), (Pattern, u64)> = HashMap::new();
     let mut per_pattern: HashMap<Pattern, (Acc, Acc)> = HashMap::new();
     let mut wait_by: HashMap<(Pattern, u32), u64> = HashMap::new();
     let mut caused_by: HashMap<(Pattern, u32), u64> = HashMap::new();
-    for w in &analysis.waits {
-        if w.wait_ns == 0 || w.wait_ns < opts.threshold(w.pattern) {
-            continue;
-        }
-        let Some(&ri) = index.get(&w.rank) else {
-            continue;
-        };
-        let Some(e) = rec.ranks[ri].events.get(w.event) else {
-            continue;
-        };
-        counted.insert((ri, w.event), (w.pattern, w.wait_ns));
+    for w in &tl.waits {
+        let ri = index[&w.rank];
+        let e = &rec.ranks[ri].events[w.event];
         let (waits, durs) = per_pattern.entry(w.pattern).or_default();
         waits.add(w.wait_ns);
         durs.add(e.exit_ns.saturating_sub(e.enter_ns));
@@ -447,10 +525,8 @@ pub fn build_report(
     let (mut p2p, mut coll) = (Acc::default(), Acc::default());
     let (mut p2p_waits, mut coll_waits) = (Acc::default(), Acc::default());
     let mut total_span = 0u64;
-    let mut resolved: HashMap<(u32, u64), usize> = HashMap::new();
-    let mut site_info: Vec<ResolvedSite> = Vec::new();
-    // (resolved site, op) → row, ranks seen
-    let mut sites: HashMap<(usize, MpiOp), (MpiSiteRow, Vec<u32>)> = HashMap::new();
+    // site id → row, ranks seen
+    let mut site_rows: Vec<(MpiSiteRow, Vec<u32>)> = vec![Default::default(); sites.sites.len()];
     let mut caused_p2p: HashMap<u32, u64> = HashMap::new();
     let mut caused_coll: HashMap<u32, u64> = HashMap::new();
     for (&(p, rank), &ns) in &caused_by {
@@ -460,6 +536,8 @@ pub fn build_report(
             *caused_coll.entry(rank).or_default() += ns;
         }
     }
+    let mut span_of: FxHashMap<u32, u64> = FxHashMap::default();
+    let mut mpi_of: FxHashMap<u32, u64> = FxHashMap::default();
     for (ri, t) in rec.ranks.iter().enumerate() {
         if index.get(&t.rank) != Some(&ri) {
             continue;
@@ -488,39 +566,57 @@ pub fn build_report(
             row.span_ns = b.saturating_sub(a);
         }
         total_span += row.span_ns;
+        // The program's own running time: from the end of MPI_Init to the
+        // start of MPI_Finalize, where the rank has them.
+        let init_end = t
+            .events
+            .iter()
+            .filter(|e| matches!(e.op, MpiOp::Init | MpiOp::InitThread))
+            .map(|e| e.exit_ns)
+            .max()
+            .or(first);
+        let fin_start = t
+            .events
+            .iter()
+            .filter(|e| e.op == MpiOp::Finalize)
+            .map(|e| e.enter_ns)
+            .min()
+            .or(last);
+        let app_ns = match (init_end, fin_start) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => row.span_ns,
+        };
         for (ei, e) in t.events.iter().enumerate() {
             let d = e.exit_ns.saturating_sub(e.enter_ns);
             row.duration_ns += d;
-            let wait = counted.get(&(ri, ei));
+            if matches!(e.op, MpiOp::Init | MpiOp::InitThread | MpiOp::Finalize) {
+                row.init_finalize_ns += d;
+            } else {
+                row.mpi_ns += d;
+            }
+            let waited = tl.wait_index(ri, ei).map(|k| &tl.waits[k]);
+            let wait = waited.map(|w| w.wait_ns);
             if is_p2p_op(e.op) {
                 p2p.add(d);
-                if let Some(&(_, w)) = wait {
-                    p2p_waits.add(w);
-                    row.p2p_wait_ns += w;
-                }
             } else if e.op.is_collective() {
                 coll.add(d);
-                if let Some(&(_, w)) = wait {
-                    coll_waits.add(w);
-                    row.collective_wait_ns += w;
-                }
             }
-            let si = *resolved.entry((t.pid, e.site)).or_insert_with(|| {
-                site_info.push(if e.site == 0 {
-                    ResolvedSite {
-                        debug: "none",
-                        display: "unknown".into(),
-                        ..ResolvedSite::default()
-                    }
-                } else {
-                    resolver.site(t.pid, e.site)
-                });
-                site_info.len() - 1
-            });
-            let (srow, ranks) = sites.entry((si, e.op)).or_default();
+            // by pattern: a nonblocking collective waits in a Wait* call
+            match waited {
+                Some(w) if w.pattern.is_p2p() => {
+                    p2p_waits.add(w.wait_ns);
+                    row.p2p_wait_ns += w.wait_ns;
+                }
+                Some(w) => {
+                    coll_waits.add(w.wait_ns);
+                    row.collective_wait_ns += w.wait_ns;
+                }
+                None => {}
+            }
+            let (srow, ranks) = &mut site_rows[tl.site(ri, ei) as usize];
             srow.events += 1;
             srow.duration_ns += d;
-            if let Some(&(_, w)) = wait {
+            if let Some(w) = wait {
                 srow.wait_states += 1;
                 srow.wait_ns += w;
                 srow.max_wait_ns = srow.max_wait_ns.max(w);
@@ -529,7 +625,14 @@ pub fn build_report(
                 ranks.push(t.rank);
             }
         }
+        row.mpi_share = if app_ns > 0 {
+            row.mpi_ns as f64 / app_ns as f64
+        } else {
+            0.0
+        };
         row.wait_ns = row.p2p_wait_ns + row.collective_wait_ns;
+        span_of.insert(t.rank, app_ns);
+        mpi_of.insert(t.rank, row.mpi_ns);
         r.by_rank.push(row);
     }
     r.by_rank.sort_by_key(|row| row.rank);
@@ -550,42 +653,20 @@ pub fn build_report(
     r.p2p = class(&p2p, &p2p_waits);
     r.collective = class(&coll, &coll_waits);
 
-    // Sites with the same resolved location (several ranks run the same
-    // binary at different addresses) are one row.
-    let mut merged: HashMap<(String, String, String), (MpiSiteRow, Vec<u32>)> = HashMap::new();
-    for ((si, op), (row, ranks)) in sites {
-        let s = &site_info[si];
-        let key = (
-            s.display.clone(),
-            s.module.clone().unwrap_or_default(),
-            op.name().to_string(),
-        );
-        let entry = merged.entry(key).or_insert_with(|| {
-            (
-                MpiSiteRow {
-                    function: s.function.clone(),
-                    file: s.file.clone(),
-                    line: s.line,
-                    module: s.module.clone(),
-                    offset: format!("{:#x}", s.offset),
-                    debug: s.debug.to_string(),
-                    display: s.display.clone(),
-                    operation: op.name().to_string(),
-                    ..MpiSiteRow::default()
-                },
-                Vec::new(),
-            )
-        });
-        entry.0.events += row.events;
-        entry.0.duration_ns += row.duration_ns;
-        entry.0.wait_states += row.wait_states;
-        entry.0.wait_ns += row.wait_ns;
-        entry.0.max_wait_ns = entry.0.max_wait_ns.max(row.max_wait_ns);
-        entry.1.extend(ranks);
-    }
-    r.by_site = merged
-        .into_values()
-        .map(|(mut row, mut ranks)| {
+    r.by_site = site_rows
+        .into_iter()
+        .enumerate()
+        .filter(|(id, (row, _))| row.events > 0 && tl.keeps_site(*id as u32))
+        .map(|(id, (mut row, mut ranks))| {
+            let (op, s) = &sites.sites[id];
+            row.function = s.function.clone();
+            row.file = s.file.clone();
+            row.line = s.line;
+            row.module = s.module.clone();
+            row.offset = format!("{:#x}", s.offset);
+            row.debug = s.debug.to_string();
+            row.display = s.display.clone();
+            row.operation = op.name().to_string();
             ranks.sort_unstable();
             ranks.dedup();
             row.ranks = ranks.len() as u32;
@@ -601,5 +682,37 @@ pub fn build_report(
             .then(a.display.cmp(&b.display))
             .then(a.operation.cmp(&b.operation))
     });
-    r
+
+    // Root causes, critical path and the mpiP-style tables.
+    let delay = delay_analysis(&tl, analysis);
+    r.delay = delay_report(&tl, &delay);
+    let cp = critical_path(&tl);
+    r.critical_path = critical_path_report(&tl, &cp);
+    for row in &mut r.by_rank {
+        row.root_cause_ns = r
+            .delay
+            .by_rank
+            .iter()
+            .find(|x| x.rank == row.rank)
+            .map_or(0, |x| x.cost_ns);
+        row.critical_path_ns = r
+            .critical_path
+            .by_rank
+            .iter()
+            .find(|x| x.rank == row.rank)
+            .map_or(0, |x| x.ns);
+    }
+    r.wait_matrix = wait_matrix(&tl);
+    let (by_site, sizes) = message_statistics(&tl);
+    r.messages_by_site = by_site;
+    r.message_sizes = sizes;
+    r.by_site_rank = site_rank_statistics(&tl, &span_of, &mpi_of);
+    (
+        r,
+        MpiPasses {
+            sites,
+            delay,
+            critical_path: cp,
+        },
+    )
 }

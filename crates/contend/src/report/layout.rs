@@ -105,6 +105,9 @@ pub struct Column {
     /// average number of active threads measured, …): the text format
     /// prints it under the first table that uses the heading.
     pub legend: Option<String>,
+    /// Long names (MPI call sites and regions): the text format wraps them
+    /// over several lines of the column instead of shortening them.
+    pub wrap: bool,
 }
 
 impl Column {
@@ -117,6 +120,16 @@ impl Column {
             detail: false,
             label: false,
             legend: None,
+            wrap: false,
+        }
+    }
+
+    /// A column of long names that the text format wraps rather than
+    /// shortens.
+    pub fn wrapped(title: &str, key: &str) -> Column {
+        Column {
+            wrap: true,
+            ..Column::text(title, key)
         }
     }
 

@@ -20,6 +20,7 @@ fn col(title: &str, key: &str, numeric: bool) -> Column {
         numeric,
         detail: false,
         label: false,
+        wrap: false,
     }
 }
 

@@ -47,6 +47,7 @@ fn base(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         created_comm: None,
         return_code: 0,
         probed: None,
+        request: 0,
     }
 }
 

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use contend_trace::mpi::{
-    CompletionKind, MpiEvent, MpiRankTrace, MpiRecording, Peer, ANY_TAG, SELF_COMM, WORLD_COMM,
+    CompletionKind, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer, ANY_TAG, SELF_COMM,
+    WORLD_COMM,
 };
 
 use super::{comm_name, tag_name, MatchStats, Message};
@@ -112,19 +113,28 @@ pub(super) fn duration(e: &MpiEvent) -> u64 {
     e.exit_ns.saturating_sub(e.enter_ns)
 }
 
+/// Per rank trace (indexed like `rec.ranks`): the call that completed each
+/// nonblocking collective (`MPI_Iallreduce` …), by the index of the call
+/// that posted it.
+pub(super) type CollectiveCompletions = Vec<HashMap<usize, usize>>;
+
 /// Walks every rank's events, recording posted sends and receives and the
-/// calls that completed them.
+/// calls that completed them, and the calls that completed nonblocking
+/// collectives.
 pub(super) fn collect(
     world: &World<'_>,
     stats: &mut MatchStats,
     warnings: &mut Vec<String>,
-) -> (Vec<SendRec>, Vec<RecvRec>) {
+) -> (Vec<SendRec>, Vec<RecvRec>, CollectiveCompletions) {
     enum Post {
         Send(usize),
         Recv(usize),
+        /// A nonblocking collective or `MPI_Comm_idup` posted by event .0.
+        Coll(usize),
     }
     let mut sends = Vec::new();
     let mut recvs = Vec::new();
+    let mut colls: CollectiveCompletions = vec![HashMap::new(); world.rec.ranks.len()];
     for (ri, t) in world.rec.ranks.iter().enumerate() {
         if world.index.get(&t.rank) != Some(&ri) {
             continue; // a duplicate trace, warned about
@@ -135,6 +145,9 @@ pub(super) fn collect(
         for (ei, e) in t.events.iter().enumerate() {
             let mut this_send = None;
             let mut this_recv = None;
+            if e.request != 0 && (e.op.is_nonblocking_collective() || e.op == MpiOp::CommIdup) {
+                pending.insert(e.request, Post::Coll(ei));
+            }
             if let Some(sp) = e.send {
                 sends.push(SendRec {
                     rank: t.rank,
@@ -206,6 +219,7 @@ pub(super) fn collect(
                     match c.kind {
                         CompletionKind::Send => this_send.map(Post::Send),
                         CompletionKind::Recv => this_recv.map(Post::Recv),
+                        CompletionKind::Collective => None,
                     }
                 } else {
                     pending.remove(&c.request)
@@ -214,6 +228,9 @@ pub(super) fn collect(
                     (Some(Post::Send(i)), CompletionKind::Send) => {
                         sends[i].complete = Some(ei);
                         sends[i].cancelled = c.cancelled;
+                    }
+                    (Some(Post::Coll(pi)), CompletionKind::Collective) => {
+                        colls[ri].insert(pi, ei);
                     }
                     (Some(Post::Recv(i)), CompletionKind::Recv) => {
                         recvs[i].complete = Some(ei);
@@ -243,7 +260,7 @@ pub(super) fn collect(
             ));
         }
     }
-    (sends, recvs)
+    (sends, recvs, colls)
 }
 
 pub(super) type Channel = (u64, u32, u32, i32);

@@ -43,6 +43,8 @@
 //! Never panics on any [`MpiRecording`]: indices read from the traces are
 //! checked, and every gap becomes a warning.
 
+use std::collections::HashMap;
+
 use contend_trace::mpi::{MpiOp, MpiRecording, ANY_TAG, SELF_COMM, WORLD_COMM};
 use serde::Serialize;
 
@@ -123,7 +125,7 @@ impl Pattern {
     /// The collective pattern of `op`, `None` for non-collective operations.
     pub fn of_collective(op: MpiOp) -> Option<Pattern> {
         use MpiOp::*;
-        Some(match op {
+        Some(match op.blocking_form() {
             Barrier => Pattern::WaitAtBarrier,
             Allreduce | Allgather | Allgatherv | Alltoall | Alltoallv | Alltoallw
             | ReduceScatter | ReduceScatterBlock => Pattern::WaitAtNxN,
@@ -171,6 +173,30 @@ pub struct WaitState {
     pub wait_ns: u64,
     /// World rank that was late and caused the wait.
     pub cause: u32,
+    /// The late call on the causing rank (index in its `events`): the call
+    /// that posted the send (late sender), posted the receive (late
+    /// receiver), or the causing member's collective call. `None` when the
+    /// causing rank has no trace.
+    pub cause_event: Option<usize>,
+}
+
+/// One matched collective instance: the k-th collective call of every
+/// member of a communicator (see [`analyze`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CollectiveInstance {
+    /// Communicator id.
+    pub comm: u64,
+    /// The operation every member called.
+    #[serde(skip)]
+    pub op: MpiOp,
+    /// Per member, in local rank order: (world rank, index of its call in
+    /// that rank's `events`; for a nonblocking collective the call that
+    /// posted it).
+    pub events: Vec<(u32, usize)>,
+    /// Per member, like `events`: the call that completed its part (the
+    /// collective itself, or the `Wait*`/`Test*` that completed the
+    /// nonblocking one; the posting call when none did).
+    pub done: Vec<usize>,
 }
 
 /// A point-to-point message: a send matched with its receive.
@@ -227,6 +253,9 @@ pub struct MpiAnalysis {
     pub waits: Vec<WaitState>,
     /// Every matched message.
     pub messages: Vec<Message>,
+    /// Every collective instance that was matched and analysed, per
+    /// communicator in call order.
+    pub collectives: Vec<CollectiveInstance>,
     /// Counts of matching.
     pub stats: MatchStats,
     /// Gaps and problems, one sentence each.
@@ -271,28 +300,61 @@ pub fn analyze(rec: &MpiRecording) -> MpiAnalysis {
     }
     for t in &rec.ranks {
         if let Some(i) = t.aborted_in {
-            let what = t
-                .events
-                .get(i)
-                .map(|e| format!("inside {} (call {} of its trace)", e.op.name(), i + 1))
-                .unwrap_or_else(|| "early".to_string());
-            warnings.push(format!(
-                "rank {} ended {what} without returning (aborted, killed or crashed); analysed up to there",
-                t.rank
-            ));
+            match t.events.get(i) {
+                Some(e) if e.op == MpiOp::Abort => warnings.push(format!(
+                    "rank {} called MPI_Abort (call {} of its trace), which ended the job; analysed up to there",
+                    t.rank,
+                    i + 1
+                )),
+                e => {
+                    let what = e
+                        .map(|e| format!("inside {} (call {} of its trace)", e.op.name(), i + 1))
+                        .unwrap_or_else(|| "early".to_string());
+                    warnings.push(format!(
+                        "rank {} ended {what} without returning (aborted, killed or crashed); analysed up to there",
+                        t.rank
+                    ));
+                }
+            }
         }
         for d in &t.damage {
             warnings.push(format!("{} (rank {}): {d}", t.path.display(), t.rank));
         }
     }
     warnings.extend(rec.problems.iter().cloned());
-    let (sends, recvs) = collect(&world, &mut stats, &mut warnings);
+    let (sends, recvs, colls) = collect(&world, &mut stats, &mut warnings);
     let messages = match_messages(&world, &sends, &recvs, &mut stats, &mut warnings);
     let mut waits = p2p_waits(&world, &messages);
-    waits.extend(collective_waits(&world, &mut stats, &mut warnings));
+    let (coll_waits, collectives) = collective_waits(&world, &colls, &mut stats, &mut warnings);
+    waits.extend(coll_waits);
+    // One wait per call: a Waitall completing messages and a nonblocking
+    // collective is charged its largest wait (the first in report order
+    // on a tie).
+    let mut best: HashMap<(u32, usize), usize> = HashMap::new();
+    for (i, w) in waits.iter().enumerate() {
+        match best.entry((w.rank, w.event)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                if w.wait_ns > waits[*o.get()].wait_ns {
+                    o.insert(i);
+                }
+            }
+        }
+    }
+    if best.len() < waits.len() {
+        let keep: std::collections::HashSet<usize> = best.into_values().collect();
+        let mut i = 0;
+        waits.retain(|_| {
+            i += 1;
+            keep.contains(&(i - 1))
+        });
+    }
     MpiAnalysis {
         waits,
         messages,
+        collectives,
         stats,
         warnings,
     }

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use contend_trace::mpi::{MpiEvent, MpiOp, MpiRankTrace, Peer, SELF_COMM};
 
 use super::matching::{duration, event, World};
-use super::{is_blocking_probe, is_test, MatchStats, Message, Pattern, WaitState};
+use super::{
+    is_blocking_probe, is_test, CollectiveInstance, MatchStats, Message, Pattern, WaitState,
+};
 
 /// Per event of `t`: the index of the previous event of the same thread
 /// (`None` for a thread's first call).
@@ -44,15 +46,16 @@ pub(super) fn finding_probe(
 /// over the messages it completes (late sender for receives, late receiver
 /// for sends), and the late-sender waits of blocking probes.
 pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitState> {
-    // (rank, completing event) → best (wait, pattern, cause, message order)
-    let mut best: HashMap<(u32, usize), (u64, Pattern, u32)> = HashMap::new();
-    let mut offer = |rank: u32, ev: usize, w: u64, p: Pattern, cause: u32| {
+    // (rank, completing event) → best (wait, pattern, cause, cause event)
+    type Best = (u64, Pattern, u32, usize);
+    let mut best: HashMap<(u32, usize), Best> = HashMap::new();
+    let mut offer = |rank: u32, ev: usize, w: u64, p: Pattern, cause: u32, cause_ev: usize| {
         if w == 0 {
             return;
         }
-        let slot = best.entry((rank, ev)).or_insert((0, p, cause));
+        let slot = best.entry((rank, ev)).or_insert((0, p, cause, cause_ev));
         if w > slot.0 {
-            *slot = (w, p, cause);
+            *slot = (w, p, cause, cause_ev);
         }
     };
     // Per receiving rank with a blocking probe that found a message: the
@@ -77,7 +80,7 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
             if let Some(pi) = pv.as_deref().and_then(|pv| finding_probe(rt, pv, m)) {
                 let p = &rt.events[pi];
                 let w = sp.enter_ns.min(p.exit_ns).saturating_sub(p.enter_ns);
-                offer(m.dest, pi, w, Pattern::LateSender, m.source);
+                offer(m.dest, pi, w, Pattern::LateSender, m.source, m.send_post);
             }
         }
         // Late sender: the receive-completing call waits for the send's posting.
@@ -90,6 +93,7 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
                     w,
                     Pattern::LateSender,
                     m.source,
+                    m.send_post,
                 );
             }
         }
@@ -120,30 +124,40 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
                     w,
                     Pattern::LateReceiver,
                     m.dest,
+                    m.recv_post,
                 );
             }
         }
     }
     let mut out: Vec<WaitState> = best
         .into_iter()
-        .map(|((rank, event), (wait_ns, pattern, cause))| WaitState {
-            pattern,
-            rank,
-            event,
-            wait_ns,
-            cause,
-        })
+        .map(
+            |((rank, event), (wait_ns, pattern, cause, cause_event))| WaitState {
+                pattern,
+                rank,
+                event,
+                wait_ns,
+                cause,
+                cause_event: Some(cause_event),
+            },
+        )
         .collect();
     out.sort_by_key(|w| (w.rank, w.event));
     out
 }
 
-/// The collective wait states, instance by instance.
+/// The collective wait states, instance by instance, and the instances
+/// analysed. A nonblocking collective (`MPI_Iallreduce` …) arrives at its
+/// posting call and waits in the call that completed it (`colls`): its
+/// wait is measured there, from that call's entry, like the blocking
+/// form's in the blocking call; a member whose request was completed by a
+/// `Test*`, or never, has no wait.
 pub(super) fn collective_waits(
     world: &World<'_>,
+    colls: &super::matching::CollectiveCompletions,
     stats: &mut MatchStats,
     warnings: &mut Vec<String>,
-) -> Vec<WaitState> {
+) -> (Vec<WaitState>, Vec<CollectiveInstance>) {
     // Per communicator, per member rank: its collective calls in order.
     let mut calls: BTreeMap<u64, BTreeMap<u32, Vec<usize>>> = BTreeMap::new();
     for (ri, t) in world.rec.ranks.iter().enumerate() {
@@ -162,6 +176,7 @@ pub(super) fn collective_waits(
         }
     }
     let mut out = Vec::new();
+    let mut instances_out = Vec::new();
     for (comm, per_rank) in &calls {
         let members: Vec<u32> = match world.comms.get(comm) {
             Some(m) => m.clone(),
@@ -227,24 +242,56 @@ pub(super) fn collective_waits(
             let Some(pattern) = Pattern::of_collective(op) else {
                 continue;
             };
-            match instance_waits(pattern, &evs) {
+            let event_of = |r: u32| per_rank.get(&r).and_then(|v| v.get(k)).copied();
+            // (posting call, the call its wait is spent in) per member
+            let done_of = |r: u32| -> Option<usize> {
+                let post = event_of(r)?;
+                if !op.is_nonblocking_collective() {
+                    return Some(post);
+                }
+                colls.get(*world.index.get(&r)?)?.get(&post).copied()
+            };
+            let members_ev: Vec<Member<'_>> = evs
+                .iter()
+                .map(|&(r, e)| Member {
+                    rank: r,
+                    arrive: e,
+                    wait_in: done_of(r)
+                        .and_then(|d| world.trace(r).and_then(|t| t.events.get(d)))
+                        .filter(|w| !is_test(w.op)),
+                })
+                .collect();
+            match instance_waits(pattern, &members_ev) {
                 Ok(ws) => {
                     stats.collectives += 1;
                     for (rank, wait_ns, cause) in ws {
                         if wait_ns == 0 {
                             continue;
                         }
-                        let ri = world.index[&rank];
-                        let event = per_rank[&rank][k];
-                        debug_assert!(ri < world.rec.ranks.len());
+                        let Some(event) = done_of(rank) else {
+                            continue;
+                        };
                         out.push(WaitState {
                             pattern,
                             rank,
                             event,
                             wait_ns,
                             cause,
+                            cause_event: event_of(cause),
                         });
                     }
+                    instances_out.push(CollectiveInstance {
+                        comm: *comm,
+                        op,
+                        events: members
+                            .iter()
+                            .filter_map(|&m| event_of(m).map(|e| (m, e)))
+                            .collect(),
+                        done: members
+                            .iter()
+                            .filter_map(|&m| event_of(m).map(|e| done_of(m).unwrap_or(e)))
+                            .collect(),
+                    });
                 }
                 Err(why) => {
                     *skipped.entry(why).or_default() += 1;
@@ -263,72 +310,83 @@ pub(super) fn collective_waits(
             warnings.push(s);
         }
     }
-    out
+    (out, instances_out)
+}
+
+/// One member of a collective instance: when it arrived (entered the
+/// collective, or posted the nonblocking one) and the call its wait is
+/// spent in (the collective itself, or the `Wait*` that completed the
+/// nonblocking one; `None`: no wait possible).
+pub(super) struct Member<'e> {
+    pub(super) rank: u32,
+    pub(super) arrive: &'e MpiEvent,
+    pub(super) wait_in: Option<&'e MpiEvent>,
 }
 
 /// The waits of one collective instance: `(rank, wait_ns, cause)` per
 /// member, members in local rank order; an error names why the instance
-/// cannot be analysed (roots that disagree or are not members).
+/// cannot be analysed (roots that disagree or are not members). A member
+/// arriving at `arrive` waits for the late rank from the entry of its
+/// `wait_in` call, clipped to that call (for a blocking collective the two
+/// are the same call: docs/mpi-wait-states.md, "Collective patterns").
 pub(super) fn instance_waits(
     pattern: Pattern,
-    evs: &[(u32, &MpiEvent)],
+    evs: &[Member<'_>],
 ) -> Result<Vec<(u32, u64, u32)>, String> {
-    let clip = |e: &MpiEvent, w: u64| w.min(duration(e));
+    // the wait of member m for an arrival at `t`
+    let wait_for = |m: &Member<'_>, t: u64| -> u64 {
+        m.wait_in
+            .map_or(0, |w| t.saturating_sub(w.enter_ns).min(duration(w)))
+    };
+    let arrivals = || evs.iter().map(|m| (m.rank, m.arrive));
     let all_wait_for = |last: (u32, &MpiEvent)| -> Vec<(u32, u64, u32)> {
         evs.iter()
-            .map(|&(r, e)| {
-                (
-                    r,
-                    clip(e, last.1.enter_ns.saturating_sub(e.enter_ns)),
-                    last.0,
-                )
-            })
+            .map(|m| (m.rank, wait_for(m, last.1.enter_ns), last.0))
             .collect()
     };
     match pattern {
         Pattern::WaitAtBarrier => {
-            let last = latest(evs.iter().copied()).ok_or("no members")?;
+            let last = latest(arrivals()).ok_or("no members")?;
             Ok(all_wait_for(last))
         }
         Pattern::WaitAtNxN => {
-            let contributors = evs.iter().copied().filter(|(_, e)| e.coll_bytes_sent > 0);
+            let contributors = arrivals().filter(|(_, e)| e.coll_bytes_sent > 0);
             let last = match latest(contributors) {
                 Some(l) => l,
-                None => latest(evs.iter().copied()).ok_or("no members")?,
+                None => latest(arrivals()).ok_or("no members")?,
             };
             Ok(all_wait_for(last))
         }
         Pattern::LateBroadcast | Pattern::EarlyReduce => {
-            let root = common_root(evs)?;
-            let (_, re) = *evs
+            let pairs: Vec<(u32, &MpiEvent)> = arrivals().collect();
+            let root = common_root(&pairs)?;
+            let rm = evs
                 .iter()
-                .find(|(r, _)| *r == root)
+                .find(|m| m.rank == root)
                 .ok_or_else(|| format!("root rank {root} is not a member"))?;
             if pattern == Pattern::LateBroadcast {
                 Ok(evs
                     .iter()
-                    .map(|&(r, e)| {
-                        let w = if r == root {
+                    .map(|m| {
+                        let w = if m.rank == root {
                             0
                         } else {
-                            clip(e, re.enter_ns.saturating_sub(e.enter_ns))
+                            wait_for(m, rm.arrive.enter_ns)
                         };
-                        (r, w, root)
+                        (m.rank, w, root)
                     })
                     .collect())
             } else {
                 // The earliest non-root entry; ties go to the lowest local rank.
-                let first = evs.iter().filter(|(r, _)| *r != root).fold(
+                let first = arrivals().filter(|(r, _)| *r != root).fold(
                     None::<(u32, &MpiEvent)>,
-                    |acc, &x| match acc {
+                    |acc, x| match acc {
                         Some(a) if a.1.enter_ns <= x.1.enter_ns => Some(a),
                         _ => Some(x),
                     },
                 );
                 Ok(match first {
-                    Some((fr, fe)) => {
-                        vec![(root, clip(re, fe.enter_ns.saturating_sub(re.enter_ns)), fr)]
-                    }
+                    Some((fr, fe)) => vec![(root, wait_for(rm, fe.enter_ns), fr)],
                     None => Vec::new(),
                 })
             }
@@ -336,13 +394,13 @@ pub(super) fn instance_waits(
         Pattern::EarlyScan => {
             let mut out = Vec::with_capacity(evs.len());
             let mut max: Option<(u32, &MpiEvent)> = None;
-            for &(r, e) in evs {
+            for m in evs {
                 match max {
-                    Some(m) if m.1.enter_ns >= e.enter_ns => {}
-                    _ => max = Some((r, e)),
+                    Some(x) if x.1.enter_ns >= m.arrive.enter_ns => {}
+                    _ => max = Some((m.rank, m.arrive)),
                 }
-                let (mr, me) = max.unwrap_or((r, e));
-                out.push((r, clip(e, me.enter_ns.saturating_sub(e.enter_ns)), mr));
+                let (mr, me) = max.unwrap_or((m.rank, m.arrive));
+                out.push((m.rank, wait_for(m, me.enter_ns), mr));
             }
             Ok(out)
         }
