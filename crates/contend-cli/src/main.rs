@@ -7,6 +7,7 @@
 //! compares and exports recordings made elsewhere and needs no C compiler
 //! to build; `record`, `scale` and `stress` are then absent.
 
+mod cache_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;
@@ -84,6 +85,11 @@ enum Command {
         #[arg(short, long, value_name = "DIR", default_value = ".")]
         output: std::path::PathBuf,
     },
+    /// List or prune the build-id cache (copies of the programs and libraries recordings mapped)
+    #[command(
+        after_help = "Examples:\n  contend cache\n  contend cache prune --max-size 500M\n  contend cache prune --max-size 0      # empty it\n\nThe cache is $XDG_CACHE_HOME/contend/buildid (or ~/.cache/contend/buildid); its cap is\nCONTEND_BUILDID_CACHE_SIZE (default 1G). See docs/usage.md."
+    )]
+    Cache(cache_cmd::CacheArgs),
 }
 
 fn main() -> ExitCode {
@@ -138,6 +144,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { output } => cmd_man(&output),
+        Command::Cache(a) => cache_cmd::cmd_cache(a),
     }
 }
 

@@ -117,6 +117,9 @@ pub struct RecordArgs {
     /// With --mpi: trace lock operations too (hybrid MPI + threads programs; mpirun's own processes are traced as well)
     #[arg(long, requires = "mpi")]
     locks: bool,
+    /// Do not copy the program and its libraries into the build-id cache (their build IDs are still recorded; see `contend cache`)
+    #[arg(long)]
+    no_buildid_cache: bool,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -189,6 +192,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         chunk_kb: a.chunk_kb,
         command: a.command,
         interval,
+        buildid_cache: !a.no_buildid_cache,
     };
     let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {

@@ -6,7 +6,9 @@
 //! ([`attach`], `contend record -p PID`), the service-time [`sampler`],
 //! the performance [`counters`] (`perf_event_open`), the scale runner
 //! ([`scale_run`], `contend scale`) and the memory contention generator
-//! ([`stress`], `contend stress memory`).
+//! ([`stress`], `contend stress memory`). [`buildid`] records the build ID
+//! of every mapped object of a recording and copies the files into the
+//! build-id cache.
 //!
 //! Design constraints: this crate controls live processes (fork, exec,
 //! signals, affinity, `perf_event_open`), so nearly all of `contend`'s
@@ -18,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod attach;
+pub mod buildid;
 pub mod counters;
 pub mod cpus;
 pub mod executable;
