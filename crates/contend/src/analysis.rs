@@ -167,6 +167,9 @@ pub fn analyze_using<'r>(
     analyzers: &[&dyn Analyzer],
     progress: &dyn Progress,
 ) -> Analysis<'r> {
+    if let Some(modules) = &recording.modules {
+        symbols.use_recorded_modules(modules);
+    }
     let cx = Context {
         recording,
         options,
@@ -188,6 +191,7 @@ pub fn analyze_using<'r>(
         }
         events.extend(o.events);
     }
+    report.warnings.extend(symbols.module_warnings());
     Analysis {
         recording,
         report,

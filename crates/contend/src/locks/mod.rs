@@ -125,6 +125,12 @@ impl Analyzer for LockAnalyzer {
         if set.events.is_empty() {
             locks.no_events_reason = Some(no_events_reason(recording));
         }
+        // A module that is not the recorded file lacks no debug symbols:
+        // the report says instead that it was rebuilt.
+        let mismatched = cx.symbols.mismatched_modules();
+        locks
+            .sites_without_debug_info
+            .retain(|m| !mismatched.contains(m));
         let mut warnings = filters_matching_nothing(&set, &names, &cx.options.locks);
         if locks.summary.unmatched_releases > 0 {
             warnings.push(format!(
