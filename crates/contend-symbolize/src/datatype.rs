@@ -79,7 +79,7 @@ impl TypeIndex {
                 if !matches!(ops.next(), Ok(None)) || address == 0 {
                     continue;
                 }
-                if let Some(ty) = variable_type(&dwarf, &unit, entry.offset(), 0) {
+                if let Some(ty) = variable_type(&unit, entry.offset(), 0) {
                     vars.entry(address).or_insert(ty);
                 }
             }
@@ -224,12 +224,7 @@ fn unit_header_containing(
 
 /// The type of the variable DIE at `uoff` (through `DW_AT_specification`
 /// and `DW_AT_abstract_origin` when the definition does not carry it).
-fn variable_type(
-    dwarf: &gimli::Dwarf<Reader>,
-    unit: &Unit,
-    uoff: UnitOffset,
-    depth: usize,
-) -> Option<DieRef> {
+fn variable_type(unit: &Unit, uoff: UnitOffset, depth: usize) -> Option<DieRef> {
     if depth > 4 {
         return None;
     }
@@ -239,7 +234,7 @@ fn variable_type(
     let entry = unit.entry(uoff).ok()?;
     for at in [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin] {
         if let Ok(Some(AttributeValue::UnitRef(o))) = entry.attr_value(at) {
-            return variable_type(dwarf, unit, o, depth + 1);
+            return variable_type(unit, o, depth + 1);
         }
     }
     None
