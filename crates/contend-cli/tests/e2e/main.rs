@@ -19,6 +19,7 @@ mod mpi_accuracy;
 mod mpi_record;
 mod placement;
 mod real_programs;
+mod rebuild;
 mod robustness;
 mod scale;
 mod service;
