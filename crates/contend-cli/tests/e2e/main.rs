@@ -23,3 +23,4 @@ mod rebuild;
 mod robustness;
 mod scale;
 mod service;
+mod sites;
