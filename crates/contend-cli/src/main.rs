@@ -9,6 +9,7 @@
 
 mod numa_cmd;
 mod otf2_cmd;
+mod cache_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;
@@ -89,6 +90,11 @@ enum Command {
     /// Memory contention on NUMA machines: calibrate latencies, estimate the time lost, plan and apply page migrations
     #[command(subcommand)]
     Numa(numa_cmd::NumaCommand),
+    /// List or prune the build-id cache (copies of the programs and libraries recordings mapped)
+    #[command(
+        after_help = "Examples:\n  contend cache\n  contend cache prune --max-size 500M\n  contend cache prune --max-size 0      # empty it\n\nThe cache is $XDG_CACHE_HOME/contend/buildid (or ~/.cache/contend/buildid); its cap is\nCONTEND_BUILDID_CACHE_SIZE (default 1G). See docs/usage.md."
+    )]
+    Cache(cache_cmd::CacheArgs),
 }
 
 fn main() -> ExitCode {
@@ -144,6 +150,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Man { output } => cmd_man(&output),
         Command::Numa(c) => numa_cmd::cmd_numa(c),
+        Command::Cache(a) => cache_cmd::cmd_cache(a),
     }
 }
 

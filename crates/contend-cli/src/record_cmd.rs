@@ -129,6 +129,9 @@ pub struct RecordArgs {
     /// With --numa: store this latency table (from `contend numa calibrate`) with the recording
     #[arg(long, value_name = "FILE", requires = "numa")]
     numa_latency: Option<PathBuf>,
+    /// Do not copy the program and its libraries into the build-id cache (their build IDs are still recorded; see `contend cache`)
+    #[arg(long)]
+    no_buildid_cache: bool,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -226,6 +229,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         chunk_kb: a.chunk_kb,
         command: a.command,
         interval,
+        buildid_cache: !a.no_buildid_cache,
     };
     let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {

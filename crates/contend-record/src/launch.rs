@@ -51,7 +51,12 @@
 //! 6. After the target ends, the end calibration point is taken and
 //!    `meta.json` is rewritten with `"complete": true`, the end time and the
 //!    exit status. The traces in `locks/` are counted; none means the
-//!    collector never ran in the target, which is reported.
+//!    collector never ran in the target, which is reported. Before that,
+//!    the build ID, size and modification time of every mapped executable
+//!    and library go into `modules.json`, and the files into the build-id
+//!    cache unless [`RecordOptions::buildid_cache`] is off
+//!    ([`crate::buildid`]; a problem there is a warning, never a failed
+//!    recording).
 //!
 //! With [`RecordOptions::mpi`] (`contend record --mpi`) the MPI recorder
 //! for the command's MPI implementation ([`detect_mpi_implementation`]) is
@@ -140,6 +145,11 @@ pub struct RecordOptions {
     /// the program touches, from which node ([`crate::numa::sampler`]),
     /// into `DIR/numa/`.
     pub numa: Option<crate::numa::NumaRecordOptions>,
+    /// Copy the executable and libraries the program mapped into the
+    /// build-id cache after the run (default `true`; `false` with
+    /// `--no-buildid-cache`). Their build IDs are recorded in
+    /// `modules.json` either way ([`crate::buildid`]).
+    pub buildid_cache: bool,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -159,6 +169,7 @@ impl Default for RecordOptions {
             mpi_impl: None,
             run_untraced: false,
             numa: None,
+            buildid_cache: true,
         }
     }
 }
@@ -686,6 +697,19 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
                 .to_string(),
         );
     }
+    // The identity of every mapped object, and its copy in the build-id
+    // cache, so that a rebuild cannot make this recording's sites lie.
+    let mut skip = vec![collector.clone()];
+    skip.extend(mpi_recorder.as_ref().map(|(_, r)| r.clone()));
+    let modules = crate::buildid::record_modules(
+        dir,
+        &crate::buildid::ModuleOptions {
+            copy: opts.buildid_cache,
+            skip,
+            ..crate::buildid::ModuleOptions::default()
+        },
+    );
+    warnings.extend(modules.warnings);
     if mpi_recorder.is_some() && mpi_ranks == 0 {
         warnings.push(format!(
             "no MPI rank called MPI_Init: is {} an MPI program? (a launcher that does not pass \

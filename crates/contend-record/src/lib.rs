@@ -8,6 +8,8 @@
 //! ([`scale_run`], `contend scale`), the memory contention generator
 //! ([`stress`], `contend stress memory`) and the NUMA measurements
 //! ([`numa`]: latency calibration, data-address sampling, page moves).
+//! [`buildid`] records the build ID of every mapped object of a recording
+//! and copies the files into the build-id cache.
 //!
 //! Design constraints: this crate controls live processes (fork, exec,
 //! signals, affinity, `perf_event_open`), so nearly all of `contend`'s
@@ -19,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod attach;
+pub mod buildid;
 pub mod counters;
 pub mod cpus;
 pub mod executable;

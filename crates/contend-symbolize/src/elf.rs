@@ -298,9 +298,27 @@ pub(crate) struct Dwarf {
     /// cannot read some GCC DWARF 5 `.dwo` files); the skeleton units still
     /// give file and line.
     skeleton_only: std::cell::OnceCell<Option<addr2line::Context<Reader>>>,
+    /// The module's variables by address, for member names, built the
+    /// first time a data address needs them.
+    types: std::cell::OnceCell<Option<super::datatype::TypeIndex>>,
 }
 
 impl Dwarf {
+    /// The index of the module's variables and their types
+    /// ([`super::datatype`]); `None` if the DWARF cannot be loaded again.
+    pub fn type_index(&self) -> Option<&super::datatype::TypeIndex> {
+        self.types
+            .get_or_init(|| {
+                let mut dwarf = self.src.load_dwarf(false).ok()?;
+                if let Some(sup) = &self.sup {
+                    sup.load_as_sup(&mut dwarf).ok()?;
+                }
+                dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
+                Some(super::datatype::TypeIndex::build(dwarf))
+            })
+            .as_ref()
+    }
+
     /// The context that skips `.dwo` files (see `skeleton_only`).
     pub fn skeleton_only(&self) -> Option<&addr2line::Context<Reader>> {
         self.skeleton_only
@@ -683,6 +701,7 @@ pub(crate) fn build_module(
                     src: src.clone(),
                     sup: sup.cloned(),
                     skeleton_only: std::cell::OnceCell::new(),
+                    types: std::cell::OnceCell::new(),
                 }),
                 None,
             ),

@@ -26,9 +26,14 @@
 //!
 //! * **Offline and read-only.** Nothing here touches a live process: modules
 //!   are opened by the path recorded in the maps snapshot, so a file rebuilt
-//!   or deleted since the run cannot be trusted. Mappings marked
-//!   ` (deleted)` are not opened; a file whose inode differs from the recorded
-//!   one is still used but flagged ([`ModuleInfo::replaced`]).
+//!   or deleted since the run cannot be trusted. When the recording says
+//!   what each module was (build ID, or size and modification time, and a
+//!   kept copy: [`Symbolizer::set_recorded_modules`]), the file at the path
+//!   is used only while it is still that module, else the copy, else
+//!   nothing: the module's addresses stay addresses
+//!   ([`ModuleFileState`]). Without that, mappings marked ` (deleted)` are
+//!   not opened, and a file whose inode differs from the recorded one is
+//!   still used but flagged ([`ModuleInfo::replaced`]).
 //! * **Return addresses.** A call site is the address *after* the call, which
 //!   may already belong to the next source line (or, after a `noreturn` call,
 //!   to the next function). File, line and function are therefore looked up
@@ -62,14 +67,21 @@
 //!   files; for those the skeleton's line table still gives file and line,
 //!   and the symbol table the function.
 //!
-//! Not handled: MiniDebugInfo (`.gnu_debugdata`), DWARF variables for data
-//! addresses (only `STT_OBJECT` symbols are used), thread-local variables,
-//! and the `[vdso]` (reported as `[vdso]+offset`).
+//! * **Members of variables.** A data address is named by the `STT_OBJECT`
+//!   symbol covering it; with DWARF, an address inside an array or a struct
+//!   is named by element and member (`stripe_locks[6]`, `table.lock`)
+//!   from the variable's type ([`DataSymbol::member`]).
+//!
+//! Not handled: MiniDebugInfo (`.gnu_debugdata`), DWARF variables without
+//! a symbol, thread-local variables, and the `[vdso]` (reported as
+//! `[vdso]+offset`).
 
 #![deny(missing_docs)]
 
+mod datatype;
 mod debugfind;
 mod elf;
+mod identity;
 mod maps;
 mod symbolizer;
 
@@ -77,6 +89,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use identity::{ModuleFileState, RecordedModule};
 pub use maps::{MalformedLine, Mapping, MapsLineError, Perms, ProcessMaps, Snapshot};
 pub use symbolizer::{demangle, ModuleInfo, Symbolizer, SymbolizerOptions};
 
@@ -267,15 +280,26 @@ pub struct DataSymbol {
     pub size: u64,
     /// Path of the module defining the variable.
     pub module: String,
+    /// The element or member of the variable the address lies in, from
+    /// DWARF types: `[6]` of `stripe_locks`, `.lock` of `table`,
+    /// `.shards[2].mu`; `None` without DWARF, or when the address is the
+    /// variable itself or a lock type (see [`Symbolizer::resolve_data`]).
+    pub member: Option<String>,
+    /// Bytes from the start of that member to the address (0 when the
+    /// address is the member itself).
+    pub member_offset: u64,
 }
 
 impl DataSymbol {
-    /// `name` or `name+0x10` (offset in hex when non-zero).
+    /// `name` or `name+0x10` (offset in hex when non-zero); with a member
+    /// `stripe_locks[6]`, `table.lock` (and `+0x…` if the address is
+    /// inside that member rather than at its start).
     pub fn display_short(&self) -> String {
-        if self.offset == 0 {
-            self.name.clone()
-        } else {
-            format!("{}+{:#x}", self.name, self.offset)
+        match &self.member {
+            Some(m) if self.member_offset == 0 => format!("{}{m}", self.name),
+            Some(m) => format!("{}{m}+{:#x}", self.name, self.member_offset),
+            None if self.offset == 0 => self.name.clone(),
+            None => format!("{}+{:#x}", self.name, self.offset),
         }
     }
 }
@@ -445,13 +469,19 @@ garbage
             CodeLocation::bare(0xabc, None, 0xabc).display_short(),
             "0xabc"
         );
-        let d = DataSymbol {
+        let mut d = DataSymbol {
             name: "locks".into(),
             offset: 0x28,
             size: 400,
             module: "/bin/x".into(),
+            member: None,
+            member_offset: 0,
         };
         assert_eq!(d.display_short(), "locks+0x28");
+        d.member = Some("[1]".into());
+        assert_eq!(d.display_short(), "locks[1]");
+        d.member_offset = 4;
+        assert_eq!(d.display_short(), "locks[1]+0x4");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::debugfind::{self, SearchState};
 use super::elf::{self, DebuginfodUse, DwarfProblem, ModuleData, OpenError, Opened};
+use super::identity::{self, ModuleFileState, RecordedModule};
 use super::maps::{Mapping, ProcessMaps};
 use super::{CodeLocation, DataSymbol, DebugInfoSource, InlinedFrame};
 
@@ -79,6 +80,11 @@ pub struct ModuleInfo {
     pub replaced: bool,
     /// Number of `resolve_code` calls that landed in this module.
     pub code_lookups: u64,
+    /// Number of `resolve_data` calls that landed in this module.
+    pub data_lookups: u64,
+    /// Which file was read for the module, checked against what the
+    /// recording says it was ([`Symbolizer::set_recorded_modules`]).
+    pub file_state: ModuleFileState,
 }
 
 /// Why a module's file was not read.
@@ -94,6 +100,17 @@ enum ModuleError {
     /// The file could not be opened as an ELF module.
     #[error(transparent)]
     Open(#[from] OpenError),
+    /// The file at the path is not the module that was recorded, and no
+    /// copy of that one was found.
+    #[error("{path} is not the file that was recorded ({recorded} recorded, {found} now) and no copy of it was found; not using it")]
+    Mismatch {
+        /// The path.
+        path: String,
+        /// What was recorded.
+        recorded: String,
+        /// What is there now.
+        found: String,
+    },
 }
 
 struct Module {
@@ -102,6 +119,8 @@ struct Module {
     debug_file: Option<PathBuf>,
     replaced: bool,
     code_lookups: u64,
+    data_lookups: u64,
+    file_state: ModuleFileState,
 }
 
 impl Module {
@@ -146,7 +165,9 @@ pub struct Symbolizer {
     by_key: HashMap<String, usize>,
     code_cache: HashMap<(usize, u64), Resolved>,
     data_cache: HashMap<(usize, u64), Option<DataHit>>,
+    member_cache: HashMap<(usize, u64), Option<(String, u64)>>,
     search: SearchState,
+    recorded: HashMap<String, RecordedModule>,
 }
 
 impl Default for Symbolizer {
@@ -169,13 +190,26 @@ impl Symbolizer {
             by_key: HashMap::new(),
             code_cache: HashMap::new(),
             data_cache: HashMap::new(),
+            member_cache: HashMap::new(),
             search: SearchState::default(),
+            recorded: HashMap::new(),
         }
     }
 
     /// The options in use.
     pub fn options(&self) -> &SymbolizerOptions {
         &self.opts
+    }
+
+    /// Tells the symbolizer what the recording says each module was (its
+    /// build ID, or size and modification time, and a kept copy). A module
+    /// listed here is read from the file at its path only while that file
+    /// is still the recorded one, else from the copy, else not at all
+    /// (its addresses stay addresses; [`ModuleInfo::file_state`] says
+    /// which). Call before the first lookup: a module already opened keeps
+    /// the file it was opened from.
+    pub fn set_recorded_modules(&mut self, modules: impl IntoIterator<Item = RecordedModule>) {
+        self.recorded = modules.into_iter().map(|m| (m.path.clone(), m)).collect();
     }
 
     /// Symbolizes a call site: `return_address` (a return address in the
@@ -233,6 +267,14 @@ impl Symbolizer {
     ///
     /// Returns `None` for heap, stack and other non-module memory, for
     /// modules that cannot be read, and when no symbol covers the address.
+    ///
+    /// An address inside the variable (a lock in an array or a struct) is
+    /// named by element and member from DWARF types when the module has
+    /// them ([`DataSymbol::member`]), also at the variable's start
+    /// (`stripe_locks[0]`, `table.lock` for a lock that is the struct's
+    /// first member): the walk goes down to the first type declared in a
+    /// system header (`pthread_mutex_t`), so a variable that is itself a
+    /// lock keeps its plain name.
     pub fn resolve_data(&mut self, maps: &ProcessMaps, address: u64) -> Option<DataSymbol> {
         let (si, mi) = maps.locate(address)?;
         let snapshot = &maps.snapshots[si];
@@ -249,7 +291,8 @@ impl Symbolizer {
             return None;
         };
         let idx = self.module_index(module_map);
-        let module = &self.modules[idx];
+        let module = &mut self.modules[idx];
+        module.data_lookups += 1;
         let data = module.data.as_ref().ok()?;
         let vaddr = if via_bias {
             let v = address.wrapping_sub(data.bias_from(module_map)?);
@@ -271,11 +314,21 @@ impl Symbolizer {
                 })
             })
             .clone()?;
+        let member = self
+            .member_cache
+            .entry((idx, vaddr))
+            .or_insert_with(|| {
+                let index = data.dwarf.as_ref()?.type_index()?;
+                index.member(vaddr - hit.offset, hit.offset)
+            })
+            .clone();
         Some(DataSymbol {
             name: hit.name,
             offset: hit.offset,
             size: hit.size,
             module: module_map.path.clone().unwrap_or_default(),
+            member_offset: member.as_ref().map_or(0, |m| m.1),
+            member: member.map(|m| m.0),
         })
     }
 
@@ -300,6 +353,8 @@ impl Symbolizer {
                     problem,
                     replaced: m.replaced,
                     code_lookups: m.code_lookups,
+                    data_lookups: m.data_lookups,
+                    file_state: m.file_state.clone(),
                 }
             })
             .collect()
@@ -307,12 +362,16 @@ impl Symbolizer {
 
     /// Paths (sorted) of modules that `resolve_code` landed in and that have
     /// no DWARF: they could not be opened, or only a symbol table (or nothing)
-    /// was found. Sites in them lack file and line.
+    /// was found. Sites in them lack file and line. A module left unused
+    /// because it is not the recorded file
+    /// ([`ModuleFileState::Mismatch`]) is not listed: debug symbols would
+    /// not help it.
     pub fn modules_without_debug_info(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .modules
             .iter()
             .filter(|m| m.code_lookups > 0 && m.best_source() != DebugInfoSource::Dwarf)
+            .filter(|m| !matches!(m.file_state, ModuleFileState::Mismatch { .. }))
             .map(|m| m.path.clone())
             .collect();
         v.sort();
@@ -346,6 +405,8 @@ impl Symbolizer {
                 debug_file: None,
                 replaced: true,
                 code_lookups: 0,
+                data_lookups: 0,
+                file_state: ModuleFileState::Unchecked,
             }
         } else {
             self.open_module(Path::new(path), map.inode)
@@ -360,7 +421,36 @@ impl Symbolizer {
         let replaced = recorded_inode != 0
             && std::fs::metadata(path).is_ok_and(|md| md.ino() != recorded_inode);
         let name = path.to_string_lossy().into_owned();
-        let opened = match Opened::open(path) {
+        // The file to read: the one at the path, or the kept copy of the
+        // recorded module, or none.
+        let (file, file_state) = match self.recorded.get(&name) {
+            None => (path.to_path_buf(), ModuleFileState::Unchecked),
+            Some(r) => match identity::choose(r, path) {
+                Ok(chosen) => chosen,
+                Err(state) => {
+                    let (recorded, found) = match &state {
+                        ModuleFileState::Mismatch { recorded, found } => {
+                            (recorded.clone(), found.clone())
+                        }
+                        _ => Default::default(),
+                    };
+                    return Module {
+                        path: name.clone(),
+                        data: Err(ModuleError::Mismatch {
+                            path: name,
+                            recorded,
+                            found,
+                        }),
+                        debug_file: None,
+                        replaced,
+                        code_lookups: 0,
+                        data_lookups: 0,
+                        file_state: state,
+                    };
+                }
+            },
+        };
+        let opened = match Opened::open(&file) {
             Ok(o) => o,
             Err(e) => {
                 return Module {
@@ -369,6 +459,8 @@ impl Symbolizer {
                     debug_file: None,
                     replaced,
                     code_lookups: 0,
+                    data_lookups: 0,
+                    file_state,
                 }
             }
         };
@@ -388,7 +480,7 @@ impl Symbolizer {
         let mut data = elf::build_module(
             &opened,
             debug.as_ref().map(|(o, p)| (o, p.clone())),
-            path,
+            &file,
             sup.as_ref(),
         );
         if data.dwarf.is_none() && debug.is_none() {
@@ -414,6 +506,8 @@ impl Symbolizer {
             debug_file,
             replaced,
             code_lookups: 0,
+            data_lookups: 0,
+            file_state,
         }
     }
 }

@@ -14,16 +14,21 @@
 //! ([`read_mpi_recording`]). The service-time samples (`service.csamp`)
 //! are [`service`]. The NUMA files (calibrated latencies, access
 //! histograms, a recording's data-address samples) are [`numa`].
+//! [`modules`] (`modules.json`) records the build ID, size and modification
+//! time of every mapped object, and [`buildid_cache`] is the cache of their
+//! copies that recordings refer to.
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
 //! the damage is described ([`reader::Damage`]) rather than hidden.
 #![deny(missing_docs)]
 
+pub mod buildid_cache;
 pub mod clock;
 pub mod counters;
 pub mod format;
 pub mod meta;
+pub mod modules;
 pub mod mpi;
 pub mod mpi_format;
 pub mod mpi_reader;

@@ -184,6 +184,9 @@ pub fn analyze_using<'r>(
     analyzers: &[&dyn Analyzer],
     progress: &dyn Progress,
 ) -> Analysis<'r> {
+    if let Some(modules) = &recording.modules {
+        symbols.use_recorded_modules(modules);
+    }
     let mut events: Vec<Box<dyn Any + Send + Sync>> = Vec::new();
     let mut outcomes: Vec<AnalysisOutput> = Vec::new();
     for a in analyzers {
@@ -211,6 +214,7 @@ pub fn analyze_using<'r>(
             report.push(section);
         }
     }
+    report.warnings.extend(symbols.module_warnings());
     Analysis {
         recording,
         report,

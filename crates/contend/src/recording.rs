@@ -1,7 +1,7 @@
 //! A recording directory (`contend.data`), read once: the run description
 //! `meta.json`, every process's lock trace, the memory-map snapshots, the
-//! service-time samples, the MPI rank traces, and one clock for all of
-//! them. The formats are `contend_trace`'s (docs/trace-format.md).
+//! identities of the mapped objects (`modules.json`), the service-time
+//! samples, the MPI rank traces, and one clock for all of them. The formats are `contend_trace`'s (docs/trace-format.md).
 //!
 //! A recording is analysed as far as it goes. Only a directory that is not
 //! a recording at all is an error; everything else stays with the part it
@@ -84,6 +84,12 @@ pub struct Recording {
     /// `None` when the recording has none, else the samples or why they
     /// cannot be read.
     pub numa: Option<Result<NumaRecording, NumaFileError>>,
+    /// `modules.json`: the build ID (or size and modification time) of
+    /// every mapped object, to check the files found at report time
+    /// against ([`crate::symbols::Symbols::use_recorded_modules`]); `None`
+    /// for recordings made before it existed, or when it cannot be read
+    /// (then named in `warnings`).
+    pub modules: Option<contend_trace::modules::ModulesFile>,
     /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
     /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
     /// reason it could not be.
@@ -205,6 +211,15 @@ impl Recording {
         let service = read_service(dir, attached);
         let mpi = contend_trace::read_mpi_recording(dir).transpose();
         let numa = contend_trace::numa::read_numa_recording(dir);
+        let modules = match contend_trace::modules::ModulesFile::read(dir) {
+            Ok(m) => m,
+            Err(e) => {
+                warnings.push(format!(
+                    "{e}; modules are symbolized from the files now at their paths, unchecked"
+                ));
+                None
+            }
+        };
         Ok(Recording {
             dir: dir.to_path_buf(),
             meta,
@@ -214,6 +229,7 @@ impl Recording {
             service,
             mpi,
             numa,
+            modules,
             maps_files,
         })
     }

@@ -12,7 +12,11 @@
 
 use std::sync::Mutex;
 
-use contend_symbolize::{CodeLocation, DebugInfoSource, ProcessMaps, Symbolizer};
+use contend_symbolize::{
+    CodeLocation, DebugInfoSource, ModuleFileState, ProcessMaps, RecordedModule, Symbolizer,
+};
+use contend_trace::buildid_cache::BuildIdCache;
+use contend_trace::modules::ModulesFile;
 
 /// A call site resolved for display.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -108,6 +112,109 @@ impl Symbols {
                 DebugInfoSource::None => "none",
             },
         }
+    }
+
+    /// Checks every module against what the recording says it was
+    /// (`modules.json`): a module is then read from the file at its path
+    /// only while that is still the recorded file, else from its copy in
+    /// the build-id cache (the one the recording names, else the user's
+    /// default one), else not at all (its sites stay addresses). Call
+    /// before resolving anything; [`Symbols::module_warnings`] then says
+    /// which modules were not the recorded files.
+    pub fn use_recorded_modules(&self, modules: &ModulesFile) {
+        let Some(symbolizer) = &self.symbolizer else {
+            return;
+        };
+        let mut caches: Vec<BuildIdCache> = Vec::new();
+        if let Some(dir) = &modules.cache_dir {
+            caches.push(BuildIdCache::at(dir));
+        }
+        if let Ok(c) = BuildIdCache::open_default() {
+            if !caches.contains(&c) {
+                caches.push(c);
+            }
+        }
+        let recorded = modules
+            .modules
+            .iter()
+            .filter(|m| m.identifies())
+            .map(|m| RecordedModule {
+                path: m.path.clone(),
+                build_id: m.build_id.clone(),
+                size: m.size,
+                mtime_ns: m.mtime_ns,
+                cached_copy: m
+                    .build_id
+                    .as_deref()
+                    .and_then(|id| caches.iter().find_map(|c| c.lookup(id))),
+            });
+        lock(symbolizer).set_recorded_modules(recorded);
+    }
+
+    /// One sentence per module used so far that is not the file at its
+    /// path any more: resolved from the build-id cache's copy instead, or
+    /// not resolved at all (its call sites and objects shown as
+    /// addresses). Empty when every module was verified or nothing was
+    /// recorded to check against.
+    pub fn module_warnings(&self) -> Vec<String> {
+        let Some(symbolizer) = &self.symbolizer else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for m in lock(symbolizer).modules() {
+            if m.code_lookups + m.data_lookups == 0 {
+                continue;
+            }
+            match &m.file_state {
+                ModuleFileState::Mismatch { recorded, found } => {
+                    // A file without a build ID is identified by size and
+                    // time and never copied: the cache cannot help it.
+                    let copy = if recorded.starts_with("build ID") {
+                        "the build-id cache has no copy of the recorded file"
+                    } else {
+                        "it has no build ID, so no copy of it was kept (link with -Wl,--build-id to have one kept)"
+                    };
+                    let what = if found == "no file" {
+                        format!("{} no longer exists ({recorded} recorded)", m.path)
+                    } else {
+                        format!(
+                            "{} was rebuilt since the recording ({recorded} recorded, {found} now)",
+                            m.path
+                        )
+                    };
+                    out.push(format!(
+                        "{what} and {copy}; its call sites and variables are shown as addresses, not resolved against the file now at that path"
+                    ));
+                }
+                ModuleFileState::FromCache(copy) => out.push(format!(
+                    "{} {}; its call sites are resolved from the copy in the build-id cache ({}), so lines refer to the source as it was when recorded",
+                    m.path,
+                    if std::path::Path::new(&m.path).exists() {
+                        "was rebuilt since the recording"
+                    } else {
+                        "no longer exists"
+                    },
+                    copy.display()
+                )),
+                ModuleFileState::Unchecked | ModuleFileState::Verified => {}
+            }
+        }
+        out
+    }
+
+    /// Paths of the modules used so far that were not read because they
+    /// are not the recorded files ([`Symbols::module_warnings`] says so);
+    /// lists of modules lacking debug information leave them out.
+    pub fn mismatched_modules(&self) -> Vec<String> {
+        let Some(symbolizer) = &self.symbolizer else {
+            return Vec::new();
+        };
+        lock(symbolizer)
+            .modules()
+            .into_iter()
+            .filter(|m| matches!(m.file_state, ModuleFileState::Mismatch { .. }))
+            .map(|m| m.path)
+            .collect()
     }
 
     /// The symbol naming the global or static object at `address`

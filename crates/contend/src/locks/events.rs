@@ -492,6 +492,8 @@ fn pair_thread(
         open: OpenHolds::default(),
         pending: None,
         released_mutex: None,
+        released_stack: contend_trace::NO_STACK,
+        last_cond: None,
         unmatched_releases: 0,
     };
     let mut info = ThreadInfo {
@@ -644,6 +646,13 @@ struct ThreadPairing {
     /// Mutex released by the latest record, if it was a RELEASE: a
     /// condition wait that follows at once belongs to this mutex.
     released_mutex: Option<u32>,
+    /// The stack recorded with that RELEASE (`--stack-every`): the
+    /// collector records a condition wait's stack with the release of its
+    /// mutex, so the wait (and the mutex taken again after it) carry it.
+    released_stack: u32,
+    /// Site and stack of the condition wait that ended with the latest
+    /// record: the mutex re-acquisition that follows at once has them.
+    last_cond: Option<(u32, u32)>,
     /// Releases with no open acquisition.
     unmatched_releases: u64,
 }
@@ -681,7 +690,7 @@ impl ThreadPairing {
     }
 
     fn step(&mut self, set: &mut Out<'_>, op: &RawOp, t: u64, object: u32, site: u32) {
-        let here = Pending {
+        let mut here = Pending {
             object,
             site,
             primitive: op.primitive,
@@ -689,8 +698,15 @@ impl ThreadPairing {
             stack: op.stack,
         };
         let released_mutex = self.released_mutex.take();
+        let last_cond = self.last_cond.take();
         match op.phase {
             Phase::Request => {
+                if op.primitive == Primitive::Cond
+                    && here.stack == contend_trace::NO_STACK
+                    && released_mutex.is_some()
+                {
+                    here.stack = self.released_stack;
+                }
                 if let Some(lost) = self.pending.replace(here) {
                     // The previous call never reported its return: keep it
                     // as an error attempt ending where the next call began.
@@ -718,6 +734,9 @@ impl ThreadPairing {
                             _ => Outcome::Error,
                         };
                         self.push(set, req, t, outcome, true, cond_mutex);
+                        if op.primitive == Primitive::Cond {
+                            self.last_cond = Some((req.site, req.stack));
+                        }
                     }
                     other => {
                         // No matching request: a try that failed at once
@@ -740,6 +759,13 @@ impl ThreadPairing {
                 }
             }
             Phase::Immediate => {
+                if here.stack == contend_trace::NO_STACK {
+                    if let Some((cond_site, stack)) = last_cond {
+                        if cond_site == site {
+                            here.stack = stack;
+                        }
+                    }
+                }
                 self.push(set, here, t, Outcome::Acquired, false, u32::MAX);
             }
             Phase::Release => {
@@ -758,6 +784,7 @@ impl ThreadPairing {
                 }
                 if op.primitive == Primitive::Mutex {
                     self.released_mutex = Some(object);
+                    self.released_stack = op.stack;
                 }
             }
         }
@@ -857,5 +884,56 @@ mod tests {
         let set = pair_operations(&[input]);
         assert_eq!(set.events.len(), 2);
         assert_eq!(set.events[1].released_ns, 60);
+    }
+
+    /// The collector records a condition wait's stack (`--stack-every`)
+    /// with the RELEASE of its mutex; the wait and the mutex taken again
+    /// after it get that stack, so stacks can move them out of a header.
+    /// Ops: lock m (stack 0), release m (stack 1) + request c, acquired c +
+    /// immediate m, release m; the events: m (stack 0), c (stack 1), m
+    /// again (stack 1).
+    #[test]
+    fn a_condition_wait_carries_the_stack_of_its_release() {
+        use contend_trace::Phase::{Acquired, Immediate, Release, Request};
+        let m = |ticks, phase, stack| RawOp {
+            stack,
+            ..op(ticks, phase)
+        };
+        let c = |ticks, phase| RawOp {
+            object: 0x3000,
+            primitive: Primitive::Cond,
+            ..op(ticks, phase)
+        };
+        let none = contend_trace::NO_STACK;
+        let ops = [
+            m(10, Request, 0),
+            m(11, Acquired, none),
+            m(20, Release, 1),
+            c(20, Request),
+            c(50, Acquired),
+            m(50, Immediate, none),
+            m(60, Release, none),
+        ];
+        let input = ThreadInput {
+            process: 0,
+            pid: 1,
+            tid: 1,
+            ops: OpSource::Slice(&ops),
+            clock: TimeMap::Identity,
+        };
+        let set = pair_operations(&[input]);
+        let got: Vec<(Primitive, Option<u32>)> = set
+            .events
+            .iter()
+            .map(|e| (e.primitive, e.stack_index()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Primitive::Mutex, Some(0)),
+                (Primitive::Cond, Some(1)),
+                (Primitive::Mutex, Some(1)),
+            ]
+        );
     }
 }

@@ -16,7 +16,7 @@ pub mod select;
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 use crate::recording::Recording;
-use crate::symbols::{is_system_site, ResolvedSite, Resolver, Symbols};
+use crate::symbols::{is_system_header, is_system_site, ResolvedSite, Resolver, Symbols};
 
 pub use aggregate::{
     aggregate, aggregate_named, filters_matching_nothing, resolve_names, EventFilter, Names,
@@ -130,7 +130,14 @@ impl Analyzer for LockAnalyzer {
         if set.events.is_empty() {
             locks.no_events_reason = Some(no_events_reason(recording));
         }
+        // A module that is not the recorded file lacks no debug symbols:
+        // the report says instead that it was rebuilt.
+        let mismatched = cx.symbols.mismatched_modules();
+        locks
+            .sites_without_debug_info
+            .retain(|m| !mismatched.contains(m));
         let mut warnings = filters_matching_nothing(&set, &names, &cx.options.locks);
+        warnings.extend(system_header_sites_warning(&set, &names));
         if locks.summary.unmatched_releases > 0 {
             warnings.push(format!(
                 "{} release(s) had no acquisition in the same thread (locks taken before recording began, or a mutex unlocked by another thread)",
@@ -177,6 +184,11 @@ fn event_span(set: &EventSet) -> Option<(u64, u64)> {
 /// `std::mutex` user shares that one site; the stack (return addresses,
 /// innermost first, the site itself first) names the real caller. Only
 /// events that carry a stack move; the others keep the system site.
+///
+/// A move never makes a site worse: the caller's frame must resolve at
+/// least as well as the site (`dwarf` > `symbols` > `none`), so a site in
+/// a library with symbols is not traded for `?? prog+0x…` in a program
+/// without them; with no such frame the event keeps its site.
 pub fn attribute_sites_through_stacks(
     set: &mut EventSet,
     recording: &Recording,
@@ -185,11 +197,12 @@ pub fn attribute_sites_through_stacks(
     if !set.events.iter().any(|e| e.stack_index().is_some()) {
         return;
     }
-    let system: Vec<bool> = set
+    let resolved: Vec<ResolvedSite> = set
         .sites
         .iter()
-        .map(|k| is_system_site(&resolver.site(k.process, k.address)))
+        .map(|k| resolver.site(k.process, k.address))
         .collect();
+    let system: Vec<bool> = resolved.iter().map(is_system_site).collect();
     let mut site_index: std::collections::HashMap<events::SiteKey, u32> = set
         .sites
         .iter()
@@ -207,6 +220,7 @@ pub fn attribute_sites_through_stacks(
             continue;
         }
         let process = set.threads[e.thread as usize].process;
+        let here = &resolved[e.site as usize];
         let target = *moved.entry((process, stack)).or_insert_with(|| {
             let frames = recording
                 .processes
@@ -215,22 +229,103 @@ pub fn attribute_sites_through_stacks(
             let Some(frames) = frames else {
                 return u32::MAX;
             };
-            for &address in frames.iter().skip(1) {
-                if is_system_site(&resolver.site(process, address)) {
-                    continue;
-                }
-                let key = events::SiteKey { process, address };
-                return *site_index.entry(key).or_insert_with(|| {
-                    set.sites.push(key);
-                    (set.sites.len() - 1) as u32
-                });
-            }
-            u32::MAX
+            let callers = frames
+                .iter()
+                .skip(1)
+                .map(|&address| (address, resolver.site(process, address)));
+            let Some(address) = user_frame(here, callers) else {
+                return u32::MAX;
+            };
+            let key = events::SiteKey { process, address };
+            *site_index.entry(key).or_insert_with(|| {
+                set.sites.push(key);
+                (set.sites.len() - 1) as u32
+            })
         });
         if target != u32::MAX {
             set.events[i].site = target;
         }
     }
+}
+
+/// The caller a site in system code moves to: the address of the first
+/// of `callers` (return addresses and their resolution, innermost first)
+/// outside system code, if it resolves at least as well as `site`
+/// (`dwarf` > `symbols` > `none`); `None` keeps the site.
+pub fn user_frame(
+    site: &ResolvedSite,
+    callers: impl IntoIterator<Item = (u64, ResolvedSite)>,
+) -> Option<u64> {
+    let (address, frame) = callers.into_iter().find(|(_, f)| !is_system_site(f))?;
+    (debug_rank(frame.debug) >= debug_rank(site.debug)).then_some(address)
+}
+
+/// How well a site is resolved: `dwarf` (function, file, line) 2,
+/// `symbols` (function) 1, `none` (module and offset) 0.
+fn debug_rank(debug: &str) -> u8 {
+    match debug {
+        "dwarf" => 2,
+        "symbols" => 1,
+        _ => 0,
+    }
+}
+
+/// A warning when lock operations still have their call site in a system
+/// header after [`attribute_sites_through_stacks`]: an unoptimised C++
+/// build calls `pthread_mutex_lock` from out-of-line libstdc++ code
+/// (`__gthread_mutex_lock`, gthr-posix.h), so such a site is not a line of
+/// the user's and every `std::mutex` shares it. Says how many operations
+/// (of all recorded) and which sites, and that `--stack-every 1` moves
+/// them to the calling line; `None` when no site is in a system header.
+pub fn system_header_sites_warning(set: &EventSet, names: &Names) -> Option<String> {
+    let in_header: Vec<bool> = names
+        .sites
+        .iter()
+        .map(|s| s.file.as_deref().is_some_and(is_system_header))
+        .collect();
+    let mut per_site = vec![0u64; names.sites.len()];
+    let mut with_stack = 0u64;
+    for e in &set.events {
+        if in_header.get(e.site as usize).copied().unwrap_or(false) {
+            per_site[e.site as usize] += 1;
+            with_stack += u64::from(e.stack_index().is_some());
+        }
+    }
+    let n: u64 = per_site.iter().sum();
+    if n == 0 {
+        return None;
+    }
+    let mut sites: Vec<(u64, &str)> = per_site
+        .iter()
+        .zip(&names.sites)
+        .filter(|(&c, _)| c > 0)
+        .map(|(&c, s)| (c, s.display.as_str()))
+        .collect();
+    sites.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let shown: Vec<&str> = sites.iter().take(3).map(|s| s.1).collect();
+    let more = if sites.len() > 3 {
+        format!(" and {} more", sites.len() - 3)
+    } else {
+        String::new()
+    };
+    let mut why = Vec::new();
+    if with_stack < n {
+        why.push(format!(
+            "{} of them carry no recorded stack: record with --stack-every 1 to attribute them to the calling line in your code (an unoptimised C++ build calls pthread_mutex_lock from out-of-line standard-library code, so every std::mutex shares such a site)",
+            n - with_stack
+        ));
+    }
+    if with_stack > 0 {
+        why.push(format!(
+            "the recorded stacks of {with_stack} of them reach no frame in your code that resolves as well (the walk ends in a library built without frame pointers, or your code lacks debug information)"
+        ));
+    }
+    Some(format!(
+        "{n} of {} lock operation(s) have their call site in a system header ({}{more}), not in your code; {}",
+        set.events.len(),
+        shown.join(", "),
+        why.join("; ")
+    ))
 }
 
 /// Explains an empty recording instead of reporting zero contention.

@@ -16,4 +16,5 @@ mod mpi_root_causes;
 mod numa_model;
 mod pipeline;
 mod report_formats;
+mod site_attribution;
 mod speedup_model;
