@@ -73,6 +73,12 @@ pub struct FilterArgs {
     /// Only events on the critical path
     #[arg(long)]
     critical_only: bool,
+    /// Only lock events acquired from this long after the start, e.g. 2s
+    #[arg(long, value_name = "TIME")]
+    from: Option<String>,
+    /// Only lock events acquired before this long after the start, e.g. 5.5s
+    #[arg(long, value_name = "TIME")]
+    to: Option<String>,
     /// MPI: count late-sender/late-receiver waits only from this long, e.g. 5ms
     #[arg(long, value_name = "DURATION")]
     threshold_p2p: Option<String>,
@@ -228,6 +234,23 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
             filter.threads.clone()
         },
         critical_only: filter.critical_only || f.critical_only,
+        window: match (
+            dur(&filter.from, &None, "from")?,
+            dur(&filter.to, &None, "to")?,
+        ) {
+            (None, None) => None,
+            (from, to) => {
+                let from_ns = from.unwrap_or(0);
+                if to.is_some_and(|t| t <= from_ns) {
+                    bail!("--to must be later than --from");
+                }
+                Some(contend::locks::TimeWindow {
+                    from_ns,
+                    to_ns: to,
+                    origin_ns: 0,
+                })
+            }
+        },
     };
     let mpi = contend::mpi::MpiOptions {
         threshold_p2p_ns: dur(
@@ -259,7 +282,17 @@ fn analyze_dir(dir: &Path, options: &AnalysisOptions, bar: &Bar) -> Result<Repor
     bar.stage(&format!("reading {}", dir.display()), 1);
     let rec = Recording::open(dir)?;
     bar.advance(1);
-    Ok(contend::analyze(&rec, options, bar).into_report())
+    let options = anchored(options, &rec);
+    Ok(contend::analyze(&rec, &options, bar).into_report())
+}
+
+/// `options` with the lock filter's time window (`--from/--to`) counted
+/// from `rec`'s start.
+fn anchored(options: &AnalysisOptions, rec: &Recording) -> AnalysisOptions {
+    AnalysisOptions {
+        locks: options.locks.anchored(rec.start_monotonic_ns()),
+        ..options.clone()
+    }
 }
 
 /// Writes `text` to standard output, ending it with a newline.
@@ -299,6 +332,7 @@ pub fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
         bar.stage(&format!("reading {}", a.dir.display()), 1);
         let rec = Recording::open(&a.dir)?;
         bar.advance(1);
+        r.options = anchored(&r.options, &rec);
         let analysis = contend::analyze(&rec, &r.options, &bar);
         bar.finish();
         render_checked(&Document::Analysis(&analysis), &r)?
@@ -386,6 +420,10 @@ pub fn cmd_export(a: ExportArgs) -> Result<ExitCode> {
     bar.stage(&format!("reading {}", a.dir.display()), 1);
     let rec = Recording::open(&a.dir)?;
     bar.advance(1);
+    let r = Resolved {
+        options: anchored(&r.options, &rec),
+        ..r
+    };
     let analysis = contend::analyze(&rec, &r.options, &bar);
     bar.finish();
     // What the recording lacks is said first, also when nothing can be

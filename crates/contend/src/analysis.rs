@@ -36,7 +36,7 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
 #[derive(Debug, Clone, Default)]
 pub struct AnalysisOptions {
     /// Which lock events enter the lock tables (`--min-duration`,
-    /// `--lock`, `--site`, `--thread`, `--critical-only`).
+    /// `--lock`, `--site`, `--thread`, `--critical-only`, `--from/--to`).
     pub locks: EventFilter,
     /// Thresholds of the MPI wait states (`--threshold-p2p`,
     /// `--threshold-collective`).

@@ -97,6 +97,23 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// The run's start, CLOCK_MONOTONIC ns: `meta.json`'s
+    /// `start_monotonic_ns`, else the earliest collector start among the
+    /// lock traces; 0 when neither is known. Times "after the start"
+    /// (`report --from/--to`, `run.limits`) count from here.
+    pub fn start_monotonic_ns(&self) -> u64 {
+        match &self.meta {
+            Some(m) if m.start_monotonic_ns > 0 => m.start_monotonic_ns,
+            _ => self
+                .processes
+                .iter()
+                .map(|p| p.trace.start.monotonic_ns)
+                .filter(|&t| t > 0)
+                .min()
+                .unwrap_or(0),
+        }
+    }
+
     /// Opens the recording in `dir` and reads all of it.
     ///
     /// Errors: `dir` missing or unreadable ([`RecordingError::Io`]), or not

@@ -35,9 +35,49 @@ pub struct EventFilter {
     pub threads: Vec<u32>,
     /// Keep only events on the critical path.
     pub critical_only: bool,
+    /// Keep events acquired in this part of the run (`report --from/--to`).
+    pub window: Option<TimeWindow>,
+}
+
+/// A part of the run (`report --from T1 --to T2`): events belong to it when
+/// they were acquired (or their attempt ended) at or after `from_ns` and
+/// before `to_ns`, both counted from `origin_ns`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// Start, ns after the origin.
+    pub from_ns: u64,
+    /// End, ns after the origin; `None` = to the end.
+    pub to_ns: Option<u64>,
+    /// The run's start, CLOCK_MONOTONIC ns (`meta.json`'s
+    /// `start_monotonic_ns`, else the earliest trace start:
+    /// [`crate::recording::Recording::start_monotonic_ns`]); set with
+    /// [`EventFilter::anchored`].
+    pub origin_ns: u64,
+}
+
+impl TimeWindow {
+    /// True when CLOCK_MONOTONIC time `t_ns` lies in the window.
+    #[inline]
+    pub fn contains(&self, t_ns: u64) -> bool {
+        let from = self.origin_ns.saturating_add(self.from_ns);
+        t_ns >= from
+            && self
+                .to_ns
+                .is_none_or(|to| t_ns < self.origin_ns.saturating_add(to))
+    }
 }
 
 impl EventFilter {
+    /// The filter with its time window (if any) counted from `origin_ns`,
+    /// the run's start (CLOCK_MONOTONIC ns).
+    pub fn anchored(&self, origin_ns: u64) -> EventFilter {
+        let mut f = self.clone();
+        if let Some(w) = &mut f.window {
+            w.origin_ns = origin_ns;
+        }
+        f
+    }
+
     /// One line per active filter, for the report header.
     pub fn describe(&self) -> Vec<String> {
         let mut v = Vec::new();
@@ -59,6 +99,17 @@ impl EventFilter {
         }
         if self.critical_only {
             v.push("on the critical path only".into());
+        }
+        if let Some(w) = &self.window {
+            let s = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
+            v.push(match w.to_ns {
+                Some(to) => format!(
+                    "acquired from {} to {} after the start",
+                    s(w.from_ns),
+                    s(to)
+                ),
+                None => format!("acquired from {} after the start", s(w.from_ns)),
+            });
         }
         v
     }

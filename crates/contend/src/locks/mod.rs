@@ -20,6 +20,7 @@ use crate::symbols::{is_system_header, is_system_site, ResolvedSite, Resolver, S
 
 pub use aggregate::{
     aggregate, aggregate_named, filters_matching_nothing, resolve_names, EventFilter, Names,
+    TimeWindow,
 };
 pub use critical_path::{mark_critical_path, CriticalPath};
 pub use events::{pair_operations, EventSet, LockEvent, OpSource, Outcome, ThreadInput, TimeMap};

@@ -73,7 +73,8 @@ impl<'a> Selection<'a> {
 
     /// True when event `i` (`e` = `set.events[i]`) passes the filter:
     /// duration (wait + hold) within the bounds, on a named lock, at a
-    /// matching site, of a listed thread, on the critical path if asked.
+    /// matching site, of a listed thread, on the critical path if asked,
+    /// acquired within the time window if one is given.
     /// `sem_post` records are never kept (they are not events).
     pub fn keeps(&self, i: usize, e: &LockEvent) -> bool {
         if e.outcome == Outcome::Post {
@@ -88,5 +89,6 @@ impl<'a> Selection<'a> {
             && (f.threads.is_empty()
                 || f.threads.contains(&self.set.threads[e.thread as usize].tid))
             && (!f.critical_only || self.path.on_path[i])
+            && f.window.is_none_or(|w| w.contains(e.acquired_ns))
     }
 }

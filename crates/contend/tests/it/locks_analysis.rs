@@ -304,6 +304,28 @@ fn critical_path_follows_the_previous_owner() {
         ..EventFilter::default()
     };
     assert_eq!(aggregate(&set, &path, &f, &mut Fake, 220).summary.events, 1);
+    // Time windows (report --from/--to), by acquisition time: T1 M 0,
+    // T4 K 30, T2 M 100, T3 M 150, T3 N 210.
+    let window = |from_ns, to_ns, origin_ns| EventFilter {
+        window: Some(contend::locks::TimeWindow {
+            from_ns,
+            to_ns,
+            origin_ns,
+        }),
+        ..EventFilter::default()
+    };
+    let n = |f: &EventFilter| aggregate(&set, &path, f, &mut Fake, 220).summary.events;
+    assert_eq!(n(&window(100, Some(200), 0)), 2, "[100, 200): T2 M, T3 M");
+    assert_eq!(n(&window(30, None, 0)), 4, "from 30 on");
+    assert_eq!(n(&window(100, Some(161), 50)), 2, "[150, 211): T3 M, T3 N");
+    assert_eq!(n(&window(0, Some(30), 0)), 1, "the end is excluded");
+    // anchoring moves the origin, nothing else
+    let f = window(100, Some(161), 0).anchored(50);
+    assert_eq!(f.window.unwrap().origin_ns, 50);
+    assert_eq!(
+        f.describe(),
+        vec!["acquired from 0.000 s to 0.000 s after the start".to_string()]
+    );
 }
 
 #[test]
