@@ -7,9 +7,9 @@
 //! compares and exports recordings made elsewhere and needs no C compiler
 //! to build; `record`, `scale` and `stress` are then absent.
 
+mod cache_cmd;
 mod numa_cmd;
 mod otf2_cmd;
-mod cache_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;

@@ -28,5 +28,5 @@ mod rebuild;
 mod robustness;
 mod scale;
 mod service;
-mod viewer_exports;
 mod sites;
+mod viewer_exports;

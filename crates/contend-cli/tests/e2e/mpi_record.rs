@@ -671,7 +671,17 @@ fn mpi4py_script_is_recorded() {
             .find_map(|w| w.strip_prefix(&format!("{key}=")))
             .unwrap_or_else(|| panic!("no {key} in:\n{stdout}"))
             .split(',')
-            .map(|v| v.parse().unwrap())
+            // mpirun forwards both ranks' output: another rank's text can
+            // follow a number on the same line
+            .map(|v| {
+                let digits: String = v
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect();
+                digits
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{v:?} is not a number in:\n{stdout}"))
+            })
             .collect()
     };
     let args = ompi_args(2);
@@ -1456,7 +1466,17 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
             .find_map(|w| w.strip_prefix(&format!("{key}=")))
             .unwrap_or_else(|| panic!("no rank {r} {key} in:\n{}", out.stdout))
             .split(',')
-            .map(|v| v.parse().unwrap())
+            // mpirun forwards both ranks' output: another rank's text can
+            // follow a number on the same line
+            .map(|v| {
+                let digits: String = v
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect();
+                digits
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{v:?} is not a number in:\n{}", out.stdout))
+            })
             .collect()
     };
     let measured: Vec<f64> = (0..4).map(|r| field(r, "waitall_ns")[0]).collect();
