@@ -477,7 +477,7 @@ static int create_trace(int forked)
     h->stack_every = contend_g.stack_every;
     /* a fork child inherits its parent's calibration (same code, same
      * machine); the first process measures it once recording is set up */
-    h->collector_ticks = 0;
+    h->collector_ns = 0;
     h->cost_record_ps = C.cost_record_ps;
     h->cost_count_ps = C.cost_count_ps;
     h->calibration_ns = C.calibration_ns;
@@ -662,7 +662,7 @@ int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int 
             return (int32_t)slot;
         if (v != 0)
             continue;
-        uint64_t t0 = contend_now();
+        uint64_t t0 = contend_cpu_ns();
         if (!table_page_ready(table, slot)) {
             contend_cost_since(&contend_tls, t0);
             return -1; /* cannot write there: wide form */
@@ -705,7 +705,7 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
     CONTEND_SIGNAL_FENCE();
     int saved_errno = errno;
     uint8_t guard_after = 0;
-    uint64_t t0 = contend_now();
+    uint64_t t0 = contend_cpu_ns();
 
     /* Capture the stack first (backtrace() may take libgcc's mutex: the
      * guard makes that call pass through). Frames before the wrapper's
@@ -791,7 +791,7 @@ void contend_make_room(struct contend_thread *ts)
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
     int saved_errno = errno;
-    uint64_t t0 = contend_now();
+    uint64_t t0 = contend_cpu_ns();
     uint8_t guard_after = make_room(ts, CONTEND_ROOM_WORDS) ? 0 : CONTEND_GUARD_DISABLED;
     contend_cost_since(ts, t0);
     errno = saved_errno;
@@ -799,33 +799,47 @@ void contend_make_room(struct contend_thread *ts)
     ts->guard = guard_after;
 }
 
+uint64_t contend_cpu_ns(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+        return 0;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 void contend_cost_since(struct contend_thread *ts, uint64_t t0)
 {
-    uint64_t dt = contend_now() - t0;
+    uint64_t dt = contend_cpu_ns() - t0;
     if ((int64_t)dt <= 0)
         return;
     contend_trace_header *h = __atomic_load_n(&contend_g.hdr, __ATOMIC_ACQUIRE);
     if (h)
-        __atomic_fetch_add(&h->collector_ticks, dt, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->collector_ns, dt, __ATOMIC_RELAXED);
     if (ts->chunk) {
         contend_chunk_header *ch = (contend_chunk_header *)ts->chunk;
-        __atomic_store_n(&ch->collector_ticks, ch->collector_ticks + dt, __ATOMIC_RELAXED);
+        __atomic_store_n(&ch->collector_ns, ch->collector_ns + dt, __ATOMIC_RELAXED);
     }
 }
 
 /* ------------------------------------------------------------------------ */
 /* Light mode: COUNTS chunks                                                 */
 
-/* Maps a fresh COUNTS chunk, wholly faulted in (entries are hashed all
- * over it; a first store to an unfaulted page could raise SIGBUS on a full
- * disk). 0 on failure. Called with the BUSY guard set. */
+/* Maps a fresh COUNTS chunk with the part its table uses faulted in
+ * (entries are hashed all over it; a first store to an unfaulted page could
+ * raise SIGBUS on a full disk). 0 on failure. Called with the BUSY guard
+ * set. */
 static int claim_count_chunk(struct contend_thread *ts)
 {
     release_count_chunk(ts);
     if (ts->exit_rounds >= PTHREAD_DESTRUCTOR_ITERATIONS)
         return 0;
+    /* the table takes the first POPULATE_STEP bytes of the chunk (510
+     * entries of 32 bytes): faulting in all of a large chunk up front
+     * would cost more than the counts save; a thread that needs more
+     * entries claims another COUNTS chunk */
     uint64_t size = contend_g.chunk_size;
-    void *m = map_new_chunk(size);
+    size_t used = POPULATE_STEP < size ? POPULATE_STEP : size;
+    void *m = map_new_chunk(used);
     if (!m)
         return 0;
     if (!ts->tid)
@@ -838,7 +852,7 @@ static int claim_count_chunk(struct contend_thread *ts)
     __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
     ts->count_chunk = m;
     ts->counts = (contend_count *)((char *)m + CONTEND_CHUNK_HEADER_SIZE);
-    ts->count_slots = (uint32_t)((size - CONTEND_CHUNK_HEADER_SIZE) / sizeof(contend_count));
+    ts->count_slots = (uint32_t)((used - CONTEND_CHUNK_HEADER_SIZE) / sizeof(contend_count));
     if (!ts->key_set && C.key_ok) {
         if (pthread_setspecific(C.key, ts) == 0)
             ts->key_set = 1;
@@ -877,7 +891,7 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
     int saved_errno = errno;
-    uint64_t t0 = contend_now();
+    uint64_t t0 = contend_cpu_ns();
     uint64_t o = (uint64_t)(uintptr_t)obj, s = (uint64_t)(uintptr_t)site;
     contend_count *e = ts->counts ? count_entry(ts, prim, o, s) : NULL;
     if (!e && claim_count_chunk(ts))
@@ -972,7 +986,7 @@ static void contend_init(void)
     if (create_trace(0) != 0)
         goto done;
     if (!C.calibrated) {
-        uint64_t t0 = contend_now();
+        uint64_t t0 = contend_cpu_ns();
         contend_calibrate_cost(ts);
         contend_trace_header *h = contend_g.hdr;
         C.cost_record_ps = h->cost_record_ps;

@@ -333,9 +333,14 @@ CONTEND_INLINE void contend_emit2(struct contend_thread *ts, uint32_t tag, const
 /* ------------------------------------------------------------------------ */
 /* The collector's own cost                                                  */
 
-/* Adds the time since `t0` (trace-clock ticks, contend_now()) to the
- * collector's slow-path total: the header's and, when the thread has a
- * chunk, that chunk's (docs/trace-format.md, "Recording cost"). */
+/* The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID: a system
+ * call, for the slow path only). Time the thread was descheduled is not
+ * in it, so a slow path interrupted by another process costs nothing. */
+CONTEND_HIDDEN uint64_t contend_cpu_ns(void);
+
+/* Adds the CPU time since `t0` (contend_cpu_ns()) to the collector's
+ * slow-path total: the header's and, when the thread has a chunk, that
+ * chunk's (docs/trace-format.md, "Recording cost"). */
 CONTEND_HIDDEN void contend_cost_since(struct contend_thread *ts, uint64_t t0);
 
 /* Measures the time the fast path adds per record and, in light mode, per

@@ -950,7 +950,7 @@ CONTEND_EXPORT int sem_post(sem_t *s)
  * cost_record_ps (half a recorded pair: one timed record), cost_count_ps
  * in light mode (one counted pair), calibration_ns. Page faults and chunk
  * claims are not part of it: the slow path measures its own time as it
- * runs (collector_ticks).
+ * runs (collector_ns).
  *
  * Runs in contend_init with recording not yet on (other threads pass
  * through), so nobody else writes the tables meanwhile.

@@ -23,13 +23,13 @@ def main():
     start = struct.unpack_from("<QQQQ", data, 80)
     end = struct.unpack_from("<QQQQ", data, 112)
     tps, every = struct.unpack_from("<QI", data, 144)
-    collector_ticks, cost_record_ps, cost_count_ps, calibration_ns = struct.unpack_from("<QIII", data, 160)
+    collector_ns, cost_record_ps, cost_count_ps, calibration_ns = struct.unpack_from("<QIII", data, 160)
     exe = data[512:1536].split(b"\0")[0].decode()
     cmd = [a.decode() for a in data[1536:3584].rstrip(b"\0").split(b"\0")]
     print(f"version={version} clock={clock} chunk={chunk} claimed={claimed} pid={pid} ppid={ppid} "
           f"flags={flags} data_offset={doff} tps={tps} stack_every={every}")
     print(f"start={start[:3]} end={end[:3]}")
-    print(f"collector_ticks={collector_ticks} cost_record_ps={cost_record_ps} "
+    print(f"collector_ns={collector_ns} cost_record_ps={cost_record_ps} "
           f"cost_count_ps={cost_count_ps} calibration_ns={calibration_ns} light={bool(flags & 8)}")
     print(f"exe={exe} cmdline={cmd}")
     objs = struct.unpack_from(f"<{oslots}Q", data, ooff)

@@ -76,7 +76,8 @@ typedef struct contend_trace_header {
     uint32_t stack_every;           /*  152 0 = no stacks                 */
     uint32_t reserved0;             /*  156                               */
     /* Version 2: the collector's own cost (0 in version 1 traces). */
-    uint64_t collector_ticks;       /*  160 atomic; trace-clock ticks the
+    uint64_t collector_ns;          /*  160 atomic; CPU time (ns, the
+                                           threads' CPU clocks) the
                                            collector spent in its slow path
                                            (chunk claims, faulting in trace
                                            pages, maps snapshots, stacks,
@@ -113,10 +114,10 @@ typedef struct contend_chunk_header {
     uint32_t flags;        /* 12 CONTEND_CHUNK_* (0 in version 1)      */
     uint64_t base_ticks;   /* 16 time base for the first record        */
     uint64_t monotonic_ns; /* 24 CLOCK_MONOTONIC at base_ticks          */
-    uint64_t collector_ticks; /* 32 version 2: ticks the owning thread
-                                  spent in the collector's slow path
-                                  while this chunk was its current one
-                                  (plain stores by that thread)         */
+    uint64_t collector_ns; /* 32 version 2: CPU time (ns) the owning
+                               thread spent in the collector's slow
+                               path while this chunk was its current
+                               one (plain stores by that thread)      */
     uint64_t reserved[3];  /* 40                                        */
 } contend_chunk_header;
 

@@ -102,10 +102,10 @@ pub mod header {
     pub const STACK_EVERY: usize = 152;
     /// `u32` reserved, 0.
     pub const RESERVED0: usize = 156;
-    /// `u64` (version 2) trace-clock ticks the collector spent in its slow
+    /// `u64` (version 2) CPU time, ns, the collector spent in its slow
     /// path, all threads (chunk claims, faulting in pages, maps snapshots,
     /// stacks, the calibration).
-    pub const COLLECTOR_TICKS: usize = 160;
+    pub const COLLECTOR_NS: usize = 160;
     /// `u32` (version 2) calibrated cost of one timed record, ps (0 = not
     /// calibrated).
     pub const COST_RECORD_PS: usize = 168;
@@ -159,9 +159,9 @@ pub mod chunk {
     pub const BASE_TICKS: usize = 16;
     /// `u64` CLOCK_MONOTONIC at the base ticks, ns (a calibration point).
     pub const MONOTONIC_NS: usize = 24;
-    /// `u64` (version 2) ticks the owning thread spent in the collector's
-    /// slow path while this chunk was its current one.
-    pub const COLLECTOR_TICKS: usize = 32;
+    /// `u64` (version 2) CPU time, ns, the owning thread spent in the
+    /// collector's slow path while this chunk was its current one.
+    pub const COLLECTOR_NS: usize = 32;
     /// Reserved words up to the end of the chunk header.
     pub const RESERVED: usize = 40;
 }

@@ -73,9 +73,9 @@ pub struct ThreadTrace {
     chunks: Vec<Span>,
     /// Bytes of its records (chunk headers not included).
     pub record_bytes: u64,
-    /// (Version 2) trace-clock ticks the thread spent in the collector's
-    /// slow path (the sum over its chunks; 0 in version 1 traces).
-    pub collector_ticks: u64,
+    /// (Version 2) CPU time, ns, the thread spent in the collector's slow
+    /// path (the sum over its chunks; 0 in version 1 traces).
+    pub collector_ns: u64,
     /// (Version 2, light mode) its uncontended acquisitions, counted per
     /// object and call site instead of recorded; empty otherwise.
     pub counted: Vec<Counted>,
@@ -297,9 +297,9 @@ pub struct LockTrace {
     /// Format version of the file ([`format::OLDEST_VERSION`] to
     /// [`format::VERSION`]).
     pub version: u32,
-    /// (Version 2) trace-clock ticks the collector spent in its slow path,
-    /// all threads, calibration included (0 in version 1).
-    pub collector_ticks: u64,
+    /// (Version 2) CPU time, ns, the collector spent in its slow path, all
+    /// threads, calibration included (0 in version 1).
+    pub collector_ns: u64,
     /// (Version 2) calibrated time one timed record adds to the program,
     /// ps; 0 when not calibrated (version 1 traces).
     pub cost_record_ps: u32,
@@ -598,7 +598,7 @@ impl LockTrace {
         let mut trace = LockTrace {
             path: path.to_path_buf(),
             version,
-            collector_ticks: v2(h::COLLECTOR_TICKS, u64_at),
+            collector_ns: v2(h::COLLECTOR_NS, u64_at),
             cost_record_ps: v2(h::COST_RECORD_PS, |b, at| u64::from(u32_at(b, at))) as u32,
             cost_count_ps: v2(h::COST_COUNT_PS, |b, at| u64::from(u32_at(b, at))) as u32,
             calibration_ns: v2(h::CALIBRATION_NS, |b, at| u64::from(u32_at(b, at))) as u32,
@@ -643,13 +643,13 @@ impl LockTrace {
             base_ticks: u64,
             span: Span,
             ops: usize,
-            collector_ticks: u64,
+            collector_ns: u64,
         }
         /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
         struct CountChunk {
             tid: u32,
             base_ticks: u64,
-            collector_ticks: u64,
+            collector_ns: u64,
             entries: Vec<Counted>,
         }
         let mut chunks = Vec::new();
@@ -697,8 +697,8 @@ impl LockTrace {
                     monotonic_ns: mono,
                 });
             }
-            let collector_ticks = if version >= 2 {
-                u64_at(c, ch::COLLECTOR_TICKS)
+            let collector_ns = if version >= 2 {
+                u64_at(c, ch::COLLECTOR_NS)
             } else {
                 0
             };
@@ -725,7 +725,7 @@ impl LockTrace {
                 count_chunks.push(CountChunk {
                     tid: u32_at(c, ch::TID),
                     base_ticks,
-                    collector_ticks,
+                    collector_ns,
                     entries,
                 });
                 continue;
@@ -756,7 +756,7 @@ impl LockTrace {
                 base_ticks,
                 span,
                 ops,
-                collector_ticks,
+                collector_ns,
             });
         }
         if let Some((count, offset, error)) = unreadable {
@@ -810,7 +810,7 @@ impl LockTrace {
                         op_count: c.ops,
                         record_bytes: record_bytes(c.span),
                         chunks: vec![c.span],
-                        collector_ticks: c.collector_ticks,
+                        collector_ns: c.collector_ns,
                         counted: Vec::new(),
                     };
                     current = Some((c.base_ticks, t, c.sequence));
@@ -819,7 +819,7 @@ impl LockTrace {
                     *last = c.sequence;
                     t.op_count += c.ops;
                     t.record_bytes += record_bytes(c.span);
-                    t.collector_ticks += c.collector_ticks;
+                    t.collector_ns += c.collector_ns;
                     t.chunks.push(c.span);
                 }
             }
@@ -855,7 +855,7 @@ impl LockTrace {
                 }
             };
             let t = &mut threads[at].1;
-            t.collector_ticks += cc.collector_ticks;
+            t.collector_ns += cc.collector_ns;
             for e in cc.entries {
                 match t
                     .counted

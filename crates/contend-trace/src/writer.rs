@@ -35,7 +35,7 @@ pub struct TraceBuilder {
     /// Counted uncontended acquisitions per thread id, written as one
     /// COUNTS chunk per thread (version 2).
     pub counted: Vec<(u32, Vec<Counted>)>,
-    /// Header cost fields (version 2): collector ticks, ps per record, ps
+    /// Header cost fields (version 2): collector CPU ns, ps per record, ps
     /// per counted pair.
     pub cost: (u64, u32, u32),
 }
@@ -158,7 +158,7 @@ impl TraceBuilder {
             },
         );
         if self.version >= 2 {
-            put64(&mut out, h::COLLECTOR_TICKS, self.cost.0);
+            put64(&mut out, h::COLLECTOR_NS, self.cost.0);
             put32(&mut out, h::COST_RECORD_PS, self.cost.1);
             put32(&mut out, h::COST_COUNT_PS, self.cost.2);
         }

@@ -257,7 +257,7 @@ fn table() -> Vec<Line> {
     field!(l, t, "ticks_per_second", h::TICKS_PER_SECOND, u64s);
     field!(l, t, "stack_every", h::STACK_EVERY, u32s);
     field!(l, t, "reserved0", h::RESERVED0, u32s);
-    field!(l, t, "collector_ticks", h::COLLECTOR_TICKS, u64s);
+    field!(l, t, "collector_ns", h::COLLECTOR_NS, u64s);
     field!(l, t, "cost_record_ps", h::COST_RECORD_PS, u32s);
     field!(l, t, "cost_count_ps", h::COST_COUNT_PS, u32s);
     field!(l, t, "calibration_ns", h::CALIBRATION_NS, u32s);
@@ -274,7 +274,7 @@ fn table() -> Vec<Line> {
     field!(l, t, "flags", chunk::FLAGS, u32s);
     field!(l, t, "base_ticks", chunk::BASE_TICKS, u64s);
     field!(l, t, "monotonic_ns", chunk::MONOTONIC_NS, u64s);
-    field!(l, t, "collector_ticks", chunk::COLLECTOR_TICKS, u64s);
+    field!(l, t, "collector_ns", chunk::COLLECTOR_NS, u64s);
     field!(
         l,
         t,

@@ -9,9 +9,9 @@
 //!
 //! * the collector measures, at start-up in each traced process, what one
 //!   timed record adds to an uncontended lock + unlock pair (`c_r`, ps) and,
-//!   in light mode, what one counted pair adds (`c_c`); it times its own
-//!   slow path as it runs (chunk claims, faulting in trace pages, maps
-//!   snapshots, stacks, the calibration itself: `T_slow`);
+//!   in light mode, what one counted pair adds (`c_c`); it measures the CPU
+//!   time of its own slow path as it runs (chunk claims, faulting in trace
+//!   pages, maps snapshots, stacks, the calibration itself: `T_slow`);
 //! * the estimate is `E = R · c_r + K · c_c + T_slow` over all processes,
 //!   with R records and K counted acquisitions, and per thread the same sum
 //!   over its own records, counts and slow-path time;
@@ -153,6 +153,28 @@ fn ticks_to_ns(recording: &Recording, trace: &contend_trace::LockTrace, ticks: u
     (ticks as f64 * per_tick).round() as u64
 }
 
+/// The traced threads' recorded time, summed: first to last record of
+/// each, ns (decodes every trace once more; only when the CPU time is
+/// unknown).
+fn threads_time(recording: &Recording) -> u64 {
+    let mut total = 0;
+    for p in &recording.processes {
+        let t = &p.trace;
+        for th in t.threads.iter().filter(|th| th.op_count > 0) {
+            let mut first = None;
+            let mut last = 0;
+            t.for_each_op(th, |op, _, _| {
+                first.get_or_insert(op.ticks);
+                last = op.ticks;
+            });
+            if let Some(f) = first {
+                total += ticks_to_ns(recording, t, last.saturating_sub(f));
+            }
+        }
+    }
+    total
+}
+
 /// Computes the `recording` section of `recording` (see the module
 /// documentation for the estimate).
 pub fn recording_cost(recording: &Recording) -> RecordingReport {
@@ -163,7 +185,6 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
     let (mut rec_ps, mut cnt_ps, mut cnt_n, mut cal_ns) = (0u64, 0u64, 0u64, 0u64);
     let mut estimate: u64 = 0;
     let mut uncalibrated_ops = false;
-    let mut thread_time: u64 = 0;
     for p in procs {
         let t = &p.trace;
         if t.light() {
@@ -178,7 +199,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         let entries: u64 = t.threads.iter().map(|th| th.counted.len() as u64).sum();
         r.cost.bytes += t.threads.iter().map(|th| th.record_bytes).sum::<u64>()
             + entries * contend_trace::format::count::SIZE as u64;
-        let slow = ticks_to_ns(recording, t, t.collector_ticks);
+        let slow = t.collector_ns;
         r.cost.slow_path_ns += slow;
         let c = t.cost_record_ps != 0;
         if c {
@@ -197,7 +218,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             uncalibrated_ops = true;
         }
         for th in &t.threads {
-            let slow_t = ticks_to_ns(recording, t, th.collector_ticks);
+            let slow_t = th.collector_ns;
             let counted_t: u64 = th.counted.iter().map(|x| x.count).sum();
             let est = c.then(|| {
                 (th.op_count as u64 * u64::from(t.cost_record_ps)
@@ -214,20 +235,6 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
                 estimated_ns: est,
                 slow_path_ns: slow_t,
             });
-        }
-        // The threads' recorded time: first to last record of each.
-        for th in &t.threads {
-            let mut first = None;
-            let mut last = 0;
-            if th.op_count > 0 {
-                t.for_each_op(th, |op, _, _| {
-                    first.get_or_insert(op.ticks);
-                    last = op.ticks;
-                });
-            }
-            if let Some(f) = first {
-                thread_time += ticks_to_ns(recording, t, last.saturating_sub(f));
-            }
         }
     }
     if let Some(Ok(mpi)) = &recording.mpi {
@@ -262,7 +269,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         .filter(|&c| c > 0);
     (r.cost.share_of_ns, r.cost.share_of) = match cpu {
         Some(c) => (c, "cpu_time".to_string()),
-        None => (thread_time, "thread_time".to_string()),
+        None => (threads_time(recording), "thread_time".to_string()),
     };
     if calibrated > 0 {
         r.calibration = Some(Calibration {
