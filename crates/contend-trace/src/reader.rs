@@ -79,6 +79,8 @@ pub struct ThreadTrace {
     /// (Version 2, light mode) its uncontended acquisitions, counted per
     /// object and call site instead of recorded; empty otherwise.
     pub counted: Vec<Counted>,
+    /// Ticks of its first and last record (0, 0 without records).
+    pub span_ticks: (u64, u64),
 }
 
 /// Uncontended acquisitions of one object at one call site by one thread,
@@ -644,6 +646,8 @@ impl LockTrace {
             span: Span,
             ops: usize,
             collector_ns: u64,
+            /// Ticks of its first and last record.
+            ticks: Option<(u64, u64)>,
         }
         /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
         struct CountChunk {
@@ -732,10 +736,15 @@ impl LockTrace {
             }
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
+            let mut ticks: Option<(u64, u64)> = None;
             cursor.run(
                 &trace.objects,
                 &trace.sites,
-                |_, _, _| ops += 1,
+                |op, _, _| {
+                    ops += 1;
+                    let s = ticks.get_or_insert((op.ticks, op.ticks));
+                    s.1 = op.ticks;
+                },
                 |cursor, step| match step {
                     Step::Stack { offset, frames } => {
                         trace.stack_at.insert(offset, trace.stacks.len() as u32);
@@ -746,17 +755,17 @@ impl LockTrace {
                 },
             );
             dangling += cursor.dangling;
-            let span = Span {
-                offset: begin,
-                len: cursor.i * 8,
-            };
             chunks.push(Chunk {
                 tid: u32_at(c, ch::TID),
                 sequence: u32_at(c, ch::SEQUENCE),
                 base_ticks,
-                span,
+                span: Span {
+                    offset: begin,
+                    len: cursor.i * 8,
+                },
                 ops,
                 collector_ns,
+                ticks,
             });
         }
         if let Some((count, offset, error)) = unreadable {
@@ -812,6 +821,7 @@ impl LockTrace {
                         chunks: vec![c.span],
                         collector_ns: c.collector_ns,
                         counted: Vec::new(),
+                        span_ticks: c.ticks.unwrap_or((0, 0)),
                     };
                     current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
@@ -821,6 +831,12 @@ impl LockTrace {
                     t.record_bytes += record_bytes(c.span);
                     t.collector_ns += c.collector_ns;
                     t.chunks.push(c.span);
+                    if let Some((first, last)) = c.ticks {
+                        if t.op_count == c.ops {
+                            t.span_ticks.0 = first;
+                        }
+                        t.span_ticks.1 = last;
+                    }
                 }
             }
             if let Some((first, t, _)) = current {

@@ -173,7 +173,7 @@ pub fn aggregate_named(
     let mut other: HashMap<&'static str, WaitKindRow> = HashMap::new();
     let mut locks: Vec<LockAcc> = vec![LockAcc::default(); set.objects.len()];
     // Σ (wait + 1) per (object, site): a lock's sites ordered by waiting, then use.
-    let mut site_wait: FxHashMap<u64, u64> = FxHashMap::default();
+    let mut site_wait = SiteWait::new(set.objects.len(), set.sites.len());
     let mut site_acc: Vec<SiteAcc> = vec![SiteAcc::default(); set.sites.len()];
     let mut threads: Vec<ThreadRow> = set
         .threads
@@ -192,9 +192,13 @@ pub fn aggregate_named(
             ..HistogramBucket::default()
         })
         .collect();
-    // Intervals per thread for the "counted once" durations.
-    let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); set.threads.len()];
-    let mut critical_intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); set.threads.len()];
+    // Intervals per thread for the "counted once" durations: each thread's
+    // events come in request order (calls do not nest within a thread), so
+    // their union is summed as they come; a thread whose events do not
+    // (damaged input) has them kept and sorted.
+    let in_order = requests_in_order(set);
+    let mut intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
+    let mut critical_intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
 
     for (i, e) in set.events.iter().enumerate() {
         if !selected(i, e) {
@@ -215,9 +219,7 @@ pub fn aggregate_named(
             l.critical_wait += wait;
             l.critical_hold += hold;
         }
-        *site_wait
-            .entry((u64::from(e.object) << 32) | u64::from(e.site))
-            .or_default() += wait + 1;
+        site_wait.add(e.object, e.site, wait + 1);
         let s = &mut site_acc[e.site as usize];
         s.events += 1;
         s.contended += u64::from(e.contended);
@@ -299,9 +301,7 @@ pub fn aggregate_named(
         let l = &mut locks[c.object as usize];
         l.events += n;
         l.counted += n;
-        *site_wait
-            .entry((u64::from(c.object) << 32) | u64::from(c.site))
-            .or_default() += n;
+        site_wait.add(c.object, c.site, n);
         let s = &mut site_acc[c.site as usize];
         s.events += n;
         s.counted += n;
@@ -330,11 +330,9 @@ pub fn aggregate_named(
         summary.releases_with_waiters += w.releases;
         summary.wake_ns += w.total_ns;
     }
-    for (key, w) in site_wait {
-        locks[(key >> 32) as usize].site_wait.push((key as u32, w));
-    }
-    summary.duration_once_ns = intervals.iter_mut().map(|v| union_length(v)).sum();
-    critical.duration_once_ns = critical_intervals.iter_mut().map(|v| union_length(v)).sum();
+    site_wait.for_each(|object, site, w| locks[object as usize].site_wait.push((site, w)));
+    summary.duration_once_ns = intervals.into_iter().map(Union::total).sum();
+    critical.duration_once_ns = critical_intervals.into_iter().map(Union::total).sum();
     summary.wait_share = ratio(summary.wait_ns, summary.duration_ns);
     summary.mean_event_ns = summary
         .duration_once_ns
@@ -521,6 +519,105 @@ struct SiteAcc {
     critical_wait: u64,
     kinds: u16,
     counted: u64,
+}
+
+/// Σ per (object, site): dense when the table is small, else hashed.
+enum SiteWait {
+    Dense { sites: usize, v: Vec<u64> },
+    Hashed(FxHashMap<u64, u64>),
+}
+
+impl SiteWait {
+    fn new(objects: usize, sites: usize) -> SiteWait {
+        if objects.saturating_mul(sites) <= 1 << 20 {
+            SiteWait::Dense {
+                sites,
+                v: vec![0; objects * sites],
+            }
+        } else {
+            SiteWait::Hashed(FxHashMap::default())
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, object: u32, site: u32, n: u64) {
+        match self {
+            SiteWait::Dense { sites, v } => v[object as usize * *sites + site as usize] += n,
+            SiteWait::Hashed(m) => {
+                *m.entry((u64::from(object) << 32) | u64::from(site))
+                    .or_default() += n
+            }
+        }
+    }
+
+    /// Calls `f(object, site, Σ)` for every pair with a non-zero sum.
+    fn for_each(self, mut f: impl FnMut(u32, u32, u64)) {
+        match self {
+            SiteWait::Dense { sites, v } => {
+                for (k, w) in v.into_iter().enumerate().filter(|(_, w)| *w > 0) {
+                    f((k / sites) as u32, (k % sites) as u32, w);
+                }
+            }
+            SiteWait::Hashed(m) => {
+                for (key, w) in m {
+                    f((key >> 32) as u32, key as u32, w);
+                }
+            }
+        }
+    }
+}
+
+/// Per thread: whether its events come in order of request time.
+fn requests_in_order(set: &EventSet) -> Vec<bool> {
+    let mut ok = vec![true; set.threads.len()];
+    let mut last = vec![0u64; set.threads.len()];
+    for e in &set.events {
+        let t = e.thread as usize;
+        ok[t] &= e.requested_ns >= last[t];
+        last[t] = e.requested_ns;
+    }
+    ok
+}
+
+/// The length of a union of intervals [start, end): summed as they come
+/// when they come in start order, else kept and sorted at the end.
+struct Union {
+    cur: Option<(u64, u64)>,
+    total: u64,
+    kept: Option<Vec<(u64, u64)>>,
+}
+
+impl Union {
+    fn new(in_order: bool) -> Union {
+        Union {
+            cur: None,
+            total: 0,
+            kept: (!in_order).then(Vec::new),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, iv: (u64, u64)) {
+        if let Some(k) = &mut self.kept {
+            k.push(iv);
+            return;
+        }
+        match &mut self.cur {
+            Some((_, end)) if iv.0 <= *end => *end = (*end).max(iv.1),
+            Some((start, end)) => {
+                self.total += *end - *start;
+                self.cur = Some(iv);
+            }
+            None => self.cur = Some(iv),
+        }
+    }
+
+    fn total(self) -> u64 {
+        match self.kept {
+            Some(mut k) => union_length(&mut k),
+            None => self.total + self.cur.map_or(0, |(s, e)| e - s),
+        }
+    }
 }
 
 /// Log2 bucket of a wait: 0 for 0 ns, else 1 + ⌊log2 wait⌋, so bucket b

@@ -154,25 +154,20 @@ fn ticks_to_ns(recording: &Recording, trace: &contend_trace::LockTrace, ticks: u
 }
 
 /// The traced threads' recorded time, summed: first to last record of
-/// each, ns (decodes every trace once more; only when the CPU time is
-/// unknown).
+/// each, ns.
 fn threads_time(recording: &Recording) -> u64 {
-    let mut total = 0;
-    for p in &recording.processes {
-        let t = &p.trace;
-        for th in t.threads.iter().filter(|th| th.op_count > 0) {
-            let mut first = None;
-            let mut last = 0;
-            t.for_each_op(th, |op, _, _| {
-                first.get_or_insert(op.ticks);
-                last = op.ticks;
-            });
-            if let Some(f) = first {
-                total += ticks_to_ns(recording, t, last.saturating_sub(f));
-            }
-        }
-    }
-    total
+    recording
+        .processes
+        .iter()
+        .flat_map(|p| p.trace.threads.iter().map(move |th| (&p.trace, th)))
+        .map(|(t, th)| {
+            ticks_to_ns(
+                recording,
+                t,
+                th.span_ticks.1.saturating_sub(th.span_ticks.0),
+            )
+        })
+        .sum()
 }
 
 /// Computes the `recording` section of `recording` (see the module
