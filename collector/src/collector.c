@@ -833,12 +833,18 @@ static int claim_count_chunk(struct contend_thread *ts)
     release_count_chunk(ts);
     if (ts->exit_rounds >= PTHREAD_DESTRUCTOR_ITERATIONS)
         return 0;
-    /* the table takes the first POPULATE_STEP bytes of the chunk (510
-     * entries of 32 bytes): faulting in all of a large chunk up front
-     * would cost more than the counts save; a thread that needs more
-     * entries claims another COUNTS chunk */
+    /* the thread's first table takes the first POPULATE_STEP bytes of the
+     * chunk (510 entries of 32 bytes): faulting in all of a large chunk up
+     * front would cost more than the counts save for a thread that takes
+     * a few locks. A thread that needs more entries claims another COUNTS
+     * chunk, whose table is twice the size of the one before, up to the
+     * whole chunk: a thread cycling through thousands of locks (a hash
+     * table's bucket locks, sysbench mutex) would otherwise claim and fault
+     * in a chunk every few hundred acquisitions. */
     uint64_t size = contend_g.chunk_size;
-    size_t used = POPULATE_STEP < size ? POPULATE_STEP : size;
+    uint32_t doublings = ts->count_seq < 16 ? ts->count_seq : 16;
+    uint64_t want = (uint64_t)POPULATE_STEP << doublings;
+    size_t used = (size_t)(want < size ? want : size);
     void *m = map_new_chunk(used);
     if (!m)
         return 0;
