@@ -4,7 +4,8 @@
 # `sysbench threads --threads=8 --thread-locks=4` (fixed time, events
 # done), each plain and recorded in the default and the light mode, ROUNDS
 # rounds with the three back to back; then memcached through
-# bench/memcached_throughput.sh (same modes; skipped with MEMCACHED=0).
+# bench/memcached_throughput.sh (same modes; skipped with MEMCACHED=0;
+# BENCHES chooses among mutex and threads).
 #
 # On a machine shared with other work wall time mostly measures the other
 # work, so the measured cost is in the program's CPU time (user + system):
@@ -21,7 +22,7 @@ MODES=${MODES:-"default light"}
 command -v sysbench >/dev/null || { echo "needs sysbench (apt-get install sysbench)"; exit 1; }
 machine
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-MUTEX_ARGS=(mutex --threads=2 --mutex-num=4096 --mutex-locks=20000 --mutex-loops=5000)
+MUTEX_ARGS=(mutex --threads=2 --mutex-num=4096 --mutex-locks=100000 --mutex-loops=5000)
 THREADS_ARGS=(threads --threads=8 --thread-locks=4 --time=3)
 # $1 = mode, $2 = mutex|threads; prints "work cpu_s wall_s estimate":
 # work = events (threads) or 1 (mutex), estimate = estimated share or -.
@@ -43,7 +44,7 @@ run() {
   if [ "$2" = mutex ]; then work=1; else work=$(sed -n 's/^ *total number of events: *\([0-9]*\).*/\1/p' <<<"$out"); fi
   echo "$work $cpu $wall $est"
 }
-for bench in mutex threads; do
+for bench in ${BENCHES:-mutex threads}; do
   declare -A runs=()
   for i in $(seq "$ROUNDS"); do
     for m in plain $MODES; do runs[$m]+="$(run "$m" "$bench" | tr ' ' ,) "; done

@@ -896,14 +896,20 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
 {
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
-    int saved_errno = errno;
-    uint64_t t0 = contend_cpu_ns();
     uint64_t o = (uint64_t)(uintptr_t)obj, s = (uint64_t)(uintptr_t)site;
+    /* probing is a few loads, as cheap as the fast path: only a chunk
+     * claim is timed (reading the thread CPU clock is a system call, which
+     * on every probe cost more than the probe, e.g. for a thread cycling
+     * through thousands of locks) */
     contend_count *e = ts->counts ? count_entry(ts, prim, o, s) : NULL;
-    if (!e && claim_count_chunk(ts))
-        e = count_entry(ts, prim, o, s);
-    contend_cost_since(ts, t0);
-    errno = saved_errno;
+    if (!e) {
+        int saved_errno = errno;
+        uint64_t t0 = contend_cpu_ns();
+        if (claim_count_chunk(ts))
+            e = count_entry(ts, prim, o, s);
+        contend_cost_since(ts, t0);
+        errno = saved_errno;
+    }
     if (e) {
         __atomic_store_n(&e->count, e->count + 1, __ATOMIC_RELAXED);
         ts->last_count = e;
