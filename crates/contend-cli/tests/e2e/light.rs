@@ -185,3 +185,42 @@ fn recording_cost_is_estimated_and_warns_when_high() {
     let cmp = String::from_utf8_lossy(&cmp.stdout);
     assert!(cmp.contains("recording.cost.estimated_share"), "{cmp}");
 }
+
+/// tests/programs/light_many.c: one thread takes 3000 distinct mutexes
+/// three times over, more than its first count table holds (510 entries).
+/// Every acquisition is counted exactly (3 per lock, 9000 in all) across
+/// the thread's COUNTS chunks, and the tables grow instead of multiplying:
+/// with tables of 16, 32, 64 and 128 KiB (510 + 1022 + 2046 + 4094
+/// entries) 3000 (object, site) pairs fit by the fourth chunk, while
+/// fixed 510-entry tables would take a new chunk every ≤ 510 new pairs, at
+/// least 3 × 3000 / 510 ≈ 18 chunks (each round's locks are no longer in
+/// the current table).
+#[test]
+fn light_counts_stay_exact_past_one_count_table() {
+    require_tool!("gcc");
+    let exe = build("light_many.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("light");
+    let out = record_as(true, &dir, &exe, &["3000", "3"]);
+    let want = program_json(&out);
+    assert_eq!(u(&want, "events"), 9000);
+    let report = report_json(&dir);
+    let summary = &report["locks"]["summary"];
+    assert_eq!(u(summary, "events"), 9000, "{summary}");
+    assert_eq!(u(&report["locks"]["light"], "counted_events"), 9000);
+    let locks = report["locks"]["by_lock"].as_array().unwrap();
+    assert_eq!(locks.len(), 3000);
+    for l in locks {
+        assert_eq!(u(l, "events"), 3, "{l}");
+    }
+    // Chunks claimed: header field at byte 28 (docs/trace-format.md).
+    let traces: Vec<_> = std::fs::read_dir(dir.join("locks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ctrace"))
+        .collect();
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let header = std::fs::read(&traces[0]).unwrap();
+    let chunks = u32::from_le_bytes(header[28..32].try_into().unwrap());
+    assert!(chunks <= 6, "{chunks} chunks claimed");
+}
