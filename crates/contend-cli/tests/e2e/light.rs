@@ -192,9 +192,10 @@ fn recording_cost_is_estimated_and_warns_when_high() {
 /// the thread's COUNTS chunks, and the tables grow instead of multiplying:
 /// with tables of 16, 32, 64 and 128 KiB (510 + 1022 + 2046 + 4094
 /// entries) 3000 (object, site) pairs fit by the fourth chunk, while
-/// fixed 510-entry tables would take a new chunk every ≤ 510 new pairs, at
-/// least 3 × 3000 / 510 ≈ 18 chunks (each round's locks are no longer in
-/// the current table).
+/// fixed 510-entry tables would take a new chunk every ≤ 510 new pairs:
+/// of the 9000 acquisitions at most 510 find their pair in the current
+/// table when a round starts again, so at least (9000 − 510) / 510, i.e.
+/// 17 chunks.
 #[test]
 fn light_counts_stay_exact_past_one_count_table() {
     require_tool!("gcc");
