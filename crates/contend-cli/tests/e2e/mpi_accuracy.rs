@@ -145,8 +145,10 @@ fn check_accuracy(
     // Each phase makes two ranks wait DELAY by design (in sum 2 × DELAY).
     // On a machine shared with other work a rank can be descheduled inside
     // a waiting call: the program's clock counts that and no wait state
-    // explains it. A run whose own measurements are more than TOLERANCE
-    // off the design is disturbed and made again (up to three runs).
+    // explains it. A run whose own measurements are more than half the
+    // TOLERANCE off the design is disturbed and made again (up to three
+    // runs): the report may be off the design too (a waiting rank that
+    // entered its call late), and the two disturbances add up.
     let designed = 2.0 * delay_ms * 1e6;
     let mut attempt = 0;
     let (dir, which, measured) = loop {
@@ -169,7 +171,7 @@ fn check_accuracy(
         let measured = self_measured(&out.stdout, which);
         let disturbed = measured
             .iter()
-            .any(|m| (m - designed).abs() > TOLERANCE * designed);
+            .any(|m| (m - designed).abs() > 0.5 * TOLERANCE * designed);
         if !disturbed || attempt == 3 {
             break (dir, which, measured);
         }
@@ -177,7 +179,7 @@ fn check_accuracy(
     };
     let undisturbed = measured
         .iter()
-        .all(|m| (m - designed).abs() <= TOLERANCE * designed);
+        .all(|m| (m - designed).abs() <= 0.5 * TOLERANCE * designed);
     eprintln!("measure: {which}");
     let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
