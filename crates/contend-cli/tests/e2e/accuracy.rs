@@ -37,6 +37,9 @@
 //! least one of up to three runs: a systematic error (a timestamp in the
 //! wrong place, a wrong clock conversion, lost or doubled events) fails all
 //! three, a preemption in the window rarely strikes three times in a row.
+//! On a machine busy with other work it can: when all three runs are
+//! disturbed (their preempted rounds span more than the tight tolerance),
+//! the preemption-aware bound checked on each is what is asserted.
 //!
 //! Light recordings (`contend record --light`, the `light_*` tests): the
 //! uncontended acquisitions are counted, not timed, and only contended
@@ -229,20 +232,40 @@ fn check_as(
 ) -> (Value, Measured) {
     let _serial = serial();
     const ATTEMPTS: u32 = 3;
+    // A run is disturbed when the time its preempted rounds spanned is
+    // larger than the tight tolerance: preemption alone can then explain
+    // a difference beyond it (module docs).
+    let mut all_disturbed = true;
+    let mut last = None;
     for attempt in 1..=ATTEMPTS {
         let (report, m, tight_ok) = run_once_as(light, src, args, lock, kind, threads);
         if tight_ok {
             return (report, m);
         }
+        let disturbed = m.preempted_span_ns as f64 > tight(m.wait_ns.min(m.hold_ns), m.events);
+        all_disturbed &= disturbed;
         eprintln!(
             "{src}: run {attempt} of {ATTEMPTS} outside the tight tolerance (2 % + 1 µs × \
-             {} events); {} rounds had an involuntary context switch",
-            m.events, m.json["preempted_events"]
+             {} events); {} rounds had an involuntary context switch, spanning {} ns{}",
+            m.events,
+            m.json["preempted_events"],
+            m.preempted_span_ns,
+            if disturbed { " (disturbed)" } else { "" }
         );
+        last = Some((report, m));
+    }
+    // Three disturbed runs (a machine busy with other work): each passed
+    // the preemption-aware bound, which is what holds under any load; a
+    // systematic error shows in undisturbed runs, which must meet the
+    // tight tolerance.
+    if all_disturbed {
+        eprintln!("{src}: all {ATTEMPTS} runs disturbed by preemption: checked the preemption-aware bound only");
+        return last.expect("at least one run");
     }
     panic!(
         "{src} {args:?}: contend's wait or hold differed from the program's by more than \
-         2 % + 1 µs per event in {ATTEMPTS} runs in a row (see the lines above)"
+         2 % + 1 µs per event in {ATTEMPTS} runs in a row, not all of them disturbed by \
+         preemption (see the lines above)"
     );
 }
 
