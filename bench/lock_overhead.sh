@@ -1,31 +1,49 @@
 #!/usr/bin/env bash
 # Added cost per uncontended lock+unlock pair, and trace bytes per lock event.
-# Runs bench/lock_overhead.c alternately without and with recording (ROUNDS
-# times each, PAIRS pairs per run) and reports medians and the difference.
+# Runs bench/lock_overhead.c without and with recording (each round: plain,
+# then each of MODES; ROUNDS rounds, PAIRS pairs per run) and reports medians
+# and the differences.
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-7}
 PAIRS=${PAIRS:-5000000}
 gcc -std=c11 -Wall -Wextra -Werror -O2 -g -pthread -o "$OUT/lock_overhead" "$ROOT/bench/lock_overhead.c"
 machine
-measure() { # $1 = idle-thread flag; prints the summary lines
-  local base=() rec=() rdtsc=() b r
+# Recording modes: the default, `--light` (uncontended pairs counted, not
+# recorded) and the default with non-temporal record stores.
+rec_run() { # $1 = mode, then the program's arguments; prints its output
+  local mode=$1; shift
+  case "$mode" in
+    default) "$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
+    light) "$CONTEND" record --light --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
+    nt) CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
+  esac
+}
+MODES=${MODES:-"default light nt"}
+measure() { # $1 = idle-thread flag, $2 = label; prints the summary lines
+  local base=() rdtsc=() b mb mt m
+  declare -A rec=()
   for i in $(seq "$ROUNDS"); do
     b=$("$OUT/lock_overhead" "$PAIRS" "$1")
     base+=("$(sed 's/.*pairs_ns=\([0-9.]*\).*/\1/' <<<"$b")")
     rdtsc+=("$(sed 's/.*rdtsc2_ns=\([0-9.]*\).*/\1/' <<<"$b")")
-    r=$("$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$PAIRS" "$1" 2>/dev/null)
-    rec+=("$(sed 's/.*pairs_ns=\([0-9.]*\).*/\1/' <<<"$r")")
+    for m in $MODES; do
+      rec[$m]+="$(rec_run "$m" "$PAIRS" "$1" | sed 's/.*pairs_ns=\([0-9.]*\).*/\1/') "
+    done
   done
-  local mb mr mt
   mb=$(printf '%s\n' "${base[@]}" | median)
-  mr=$(printf '%s\n' "${rec[@]}" | median)
   mt=$(printf '%s\n' "${rdtsc[@]}" | median)
-  echo "$2: uncontended lock+unlock pair without recording ${mb} ns, with recording ${mr} ns; added $(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.1f", a-b}') ns (medians of $ROUNDS runs of $PAIRS pairs); two rdtsc reads ${mt} ns"
+  echo "$2: uncontended lock+unlock pair without recording ${mb} ns (medians of $ROUNDS runs of $PAIRS pairs); two rdtsc reads ${mt} ns"
   echo "  runs without: ${base[*]}"
-  echo "  runs with:    ${rec[*]}"
+  for m in $MODES; do
+    local mr
+    mr=$(tr ' ' '\n' <<<"${rec[$m]}" | sed '/^$/d' | median)
+    echo "  recorded ($m): ${mr} ns; added $(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.1f", a-b}') ns per pair; runs: ${rec[$m]}"
+  done
 }
 measure 1 "with an idle second thread (multi-threaded glibc path)"
 measure 0 "single-threaded process (glibc's single-thread path)"
+# The trace of a default recording, for the bytes per event below.
+rec_run default "$PAIRS" 1 >/dev/null
 # Trace bytes per lock event: record words actually used / lock events.
 python3 - "$OUT/overhead.data" "$CONTEND" <<'PY'
 import glob, json, struct, subprocess, sys

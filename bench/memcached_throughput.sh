@@ -4,7 +4,12 @@
 # under contend record), runs a fixed memcslap load (set, then get;
 # CONCURRENCY client threads, OPS operations each) and times it; the server
 # is stopped with SIGTERM. Rounds alternate the two modes so drift affects
-# both. Throughput = operations / load time.
+# both. Throughput = operations / load time. MODES (default: "default
+# light") are the recording modes compared with the plain runs. Also the
+# server's CPU time (plain: /usr/bin/time; recorded: the report's
+# recording.cost.share_of_ns, the target's CPU time from wait4), which
+# leaves out time the server was descheduled for other work on the
+# machine, and the recording-cost estimate beside the CPU time added.
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 OPS=${OPS:-20000}
@@ -13,36 +18,69 @@ command -v memcached >/dev/null && command -v memcslap >/dev/null || {
   echo "needs memcached and memcslap (apt-get install memcached libmemcached-tools)"; exit 1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
-one_round() { # $1 = plain|recorded ; prints seconds of load
-  local port pid t0 t1
+MODES=${MODES:-"default light"}
+server_of() { # $1 = pid; prints the pid of memcached among it and its descendants
+  local p c
+  for p in "$1" $(pgrep -P "$1"); do
+    if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = memcached ]; then echo "$p"; return; fi
+    for c in $(pgrep -P "$p"); do
+      if [ "$(cat /proc/"$c"/comm 2>/dev/null)" = memcached ]; then echo "$c"; return; fi
+    done
+  done
+}
+one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate"
+  local port pid t0 t1 cpu est=-
   port=$(free_port)
   if [ "$1" = plain ]; then
-    taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
+    /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   else
-    "$CONTEND" record --force -o "$OUT/memcached.data" ${RECORD_ARGS:-} -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
+    local flags=${RECORD_ARGS:-}
+    [ "$1" = light ] && flags="$flags --light"
+    # shellcheck disable=SC2086
+    "$CONTEND" record --force -o "$OUT/memcached-$1.data" $flags -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
   fi
   wait_port "$port" || { echo "memcached did not start on port $port ($1)" >&2; kill "$pid" 2>/dev/null; exit 1; }
   t0=$(date +%s.%N)
   taskset -c 1 memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=set >/dev/null
   taskset -c 1 memcslap --servers=127.0.0.1:"$port" --concurrency="$CONCURRENCY" --execute-number="$OPS" --test=get >/dev/null
   t1=$(date +%s.%N)
-  pkill -TERM -f "memcached -u root -l 127.0.0.1 -p $port " || true
+  # The server: the started process itself, or the recorder's descendant.
+  kill -TERM "$(server_of "$pid")" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", b-a}'
+  if [ "$1" = plain ]; then
+    cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
+  else
+    read -r cpu est < <("$CONTEND" report "$OUT/memcached-$1.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; print(c["share_of_ns"]/1e9 if c["share_of"]=="cpu_time" else "nan", c["estimated_share"])')
+  fi
+  awk -v a="$t0" -v b="$t1" -v c="$cpu" -v e="$est" 'BEGIN {printf "%.4f,%s,%s\n", b-a, c, e}'
 }
 machine
-plain=(); rec=()
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+plain=()
+declare -A rec=()
 for i in $(seq "$ROUNDS"); do
   plain+=("$(one_round plain)")
-  rec+=("$(one_round recorded)")
+  for m in $MODES; do rec[$m]+="$(one_round "$m") "; done
 done
 ops=$((2 * OPS * CONCURRENCY))
-mp=$(printf '%s\n' "${plain[@]}" | median)
-mr=$(printf '%s\n' "${rec[@]}" | median)
-echo "load of $ops operations: without recording median ${mp} s (${plain[*]}), with recording median ${mr} s (${rec[*]})"
-awk -v p="$mp" -v r="$mr" -v n="$ops" 'BEGIN {printf "throughput: %.0f ops/s without, %.0f ops/s with recording; loss %.1f %% (from the medians)\n", n/p, n/r, (1-p/r)*100}'
-# Round by round (each recorded round beside the plain one before it):
-ratios=()
-for i in "${!plain[@]}"; do ratios+=("$(awk -v p="${plain[$i]}" -v r="${rec[$i]}" 'BEGIN {printf "%.4f", (1-p/r)*100}')"); done
-echo "loss per round (%): ${ratios[*]}; median $(printf '%s\n' "${ratios[@]}" | median) %"
-"$CONTEND" report "$OUT/memcached.data" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["locks"]["summary"]; print("last recorded run: %d lock events, %d contended" % (s["events"], s["contended_events"]))'
+col() { tr ' ' '\n' | sed '/^$/d' | cut -d, -f"$1"; }
+mp=$(printf '%s\n' "${plain[@]}" | col 1 | median)
+cp=$(printf '%s\n' "${plain[@]}" | col 2 | median)
+echo "load of $ops operations: without recording median ${mp} s, server CPU ${cp} s; runs (load_s,cpu_s): ${plain[*]}"
+for m in $MODES; do
+  read -r -a r <<<"${rec[$m]}"
+  mr=$(printf '%s\n' "${r[@]}" | col 1 | median)
+  cr=$(printf '%s\n' "${r[@]}" | col 2 | median)
+  est=$(printf '%s\n' "${r[@]}" | col 3 | median)
+  echo "recorded ($m): median ${mr} s, server CPU ${cr} s; runs (load_s,cpu_s,estimate): ${r[*]}"
+  awk -v p="$mp" -v r="$mr" -v n="$ops" 'BEGIN {printf "  throughput: %.0f ops/s without, %.0f ops/s with recording; loss %.1f %% (from the medians)\n", n/p, n/r, (1-p/r)*100}'
+  # Round by round (each recorded round beside the plain one of its round):
+  ratios=()
+  for i in "${!plain[@]}"; do
+    ratios+=("$(awk -v p="$(cut -d, -f1 <<<"${plain[$i]}")" -v r="$(cut -d, -f1 <<<"${r[$i]}")" 'BEGIN {printf "%.2f", (1-p/r)*100}')")
+  done
+  echo "  throughput loss per round (%): ${ratios[*]}; median $(printf '%s\n' "${ratios[@]}" | median) %"
+  awk -v p="$cp" -v r="$cr" -v e="$est" 'BEGIN {printf "  server CPU per operation: +%.1f %% recorded; recording cost %.1f %% of the recorded CPU time, estimate %.1f %% (ratio estimate/measured %.2f)\n", (r/p-1)*100, (1-p/r)*100, e*100, e/(1-p/r)}'
+  "$CONTEND" report "$OUT/memcached-$m.data" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["locks"]["summary"]; print("  last recorded run: %d lock events, %d contended" % (s["events"], s["contended_events"]))'
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -132,6 +132,9 @@ pub struct RecordArgs {
     /// Do not copy the program and its libraries into the build-id cache (their build IDs are still recorded; see `contend cache`)
     #[arg(long)]
     no_buildid_cache: bool,
+    /// Light recording: count uncontended acquisitions per call site and thread instead of recording them (contended ones are recorded in full); far less overhead, hold times only for contended events
+    #[arg(long, conflicts_with = "pid")]
+    light: bool,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -230,6 +233,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         command: a.command,
         interval,
         buildid_cache: !a.no_buildid_cache,
+        light: a.light,
     };
     let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {

@@ -45,6 +45,7 @@ pub mod locks;
 pub mod mpi;
 pub mod numa;
 pub mod recording;
+pub mod recording_cost;
 pub mod render;
 pub mod report;
 pub mod service;

@@ -16,6 +16,7 @@ mod damaged_traces;
 mod export;
 mod golden;
 mod html_report;
+mod light;
 mod mpi_accuracy;
 mod mpi_completeness;
 mod mpi_real_apps;

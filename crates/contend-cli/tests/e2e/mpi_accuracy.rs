@@ -142,19 +142,22 @@ fn check_accuracy(
     } else {
         Vec::new()
     };
-    // A run in which the ranks did not wait as designed (each phase makes
-    // two ranks wait DELAY in sum 2 × DELAY; on a loaded machine a rank's
-    // sleep can end late enough to change that) was disturbed: it is
-    // repeated, up to 3 runs. The comparison below holds for any run,
-    // since its truth is what the program measured.
+    // Each phase makes two ranks wait DELAY by design (in sum 2 × DELAY).
+    // On a machine shared with other work a rank can be descheduled inside
+    // a waiting call: the program's clock counts that and no wait state
+    // explains it. A run whose own measurements are more than half the
+    // TOLERANCE off the design is disturbed and made again (up to three
+    // runs): the report may be off the design too (a waiting rank that
+    // entered its call late), and the two disturbances add up.
+    let designed = 2.0 * delay_ms * 1e6;
     let mut attempt = 0;
-    let (dir, measured) = loop {
+    let (dir, which, measured) = loop {
         attempt += 1;
         let dir = t.path().join(format!("rec{attempt}"));
         let out = record_mpi(&dir, launcher, args, prog, &prog_args);
         assert!(out.success(), "{}", out.describe());
-        // self_enter needs one clock for all ranks; where the program
-        // found it is not, the time blocked is the measure
+        // self_enter needs MPI_Wtime to be one clock for all ranks; where
+        // the program found it is not, the time blocked is the measure
         let which = if out
             .stdout
             .lines()
@@ -162,25 +165,22 @@ fn check_accuracy(
         {
             which
         } else {
-            eprintln!("no `{which}` line (not one clock here); using `self`");
+            eprintln!("no `{which}` line (MPI_Wtime is not one clock here); using `self`");
             "self"
         };
         let measured = self_measured(&out.stdout, which);
-        let as_designed = measured
+        let disturbed = measured
             .iter()
-            .all(|m| (m - 2.0 * delay_ms * 1e6).abs() < 0.5 * delay_ms * 1e6);
-        if as_designed || attempt == 3 {
-            if !as_designed {
-                eprintln!("3 disturbed runs; comparing the last with what it measured");
-            }
-            assert!(
-                measured.iter().all(|&m| m > 0.0),
-                "the program did not wait: {measured:?}"
-            );
-            break (dir, measured);
+            .any(|m| (m - designed).abs() > 0.5 * TOLERANCE * designed);
+        if !disturbed || attempt == 3 {
+            break (dir, which, measured);
         }
-        eprintln!("run {attempt} disturbed (waits {measured:?}); repeating");
+        eprintln!("run {attempt} disturbed (the program measured {measured:?} ns against {designed} ns by design); again");
     };
+    let undisturbed = measured
+        .iter()
+        .all(|m| (m - designed).abs() <= 0.5 * TOLERANCE * designed);
+    eprintln!("measure: {which}");
     let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
     let patterns = [
@@ -203,11 +203,28 @@ fn check_accuracy(
             want / 1e6,
             100.0 * (got - want) / want
         );
-        if err > TOLERANCE {
-            failures.push(format!(
-                "{name}: report {got} ns, program measured {want} ns ({:.1} % off)",
-                100.0 * err
-            ));
+        if undisturbed {
+            if err > TOLERANCE {
+                failures.push(format!(
+                    "{name}: report {got} ns, program measured {want} ns ({:.1} % off)",
+                    100.0 * err
+                ));
+            }
+        } else {
+            // Three disturbed runs: what the program's clock counted is not
+            // the truth of the waits. What holds under any load: a wait
+            // state never exceeds the time the ranks spent in the waiting
+            // calls, and it finds the designed wait (the sleeping rank's
+            // delay) unless a waiting rank itself entered late, which its
+            // own clock shows as time missing from the design.
+            let short = (designed - want).max(0.0);
+            if got > want * (1.0 + TOLERANCE) || got < designed * (1.0 - TOLERANCE) - short {
+                failures.push(format!(
+                    "{name} (all runs disturbed): report {got} ns outside [{} ns, {} ns]",
+                    designed * (1.0 - TOLERANCE) - short,
+                    want * (1.0 + TOLERANCE)
+                ));
+            }
         }
         if n != *count {
             failures.push(format!("{name}: {n} waits, expected {count}"));

@@ -1375,16 +1375,39 @@ fn hybrid_program_has_lock_and_mpi_waits_in_one_report() {
     let _serial = serial();
     let exe = mpi_build("mpicc", "mpi_hybrid.c");
     let t = tempdir();
-    let dir = t.path().join("rec");
-    let mut cmd = Command::new(contend_bin());
-    cmd.args(["record", "--mpi", "--locks", "--force", "-o"])
-        .arg(&dir)
-        .arg("--")
-        .arg("mpirun")
-        .args(ompi_args(2))
-        .arg(&exe);
-    let out = run_timeout(cmd, MPI_TIMEOUT);
-    assert!(out.success(), "{}", out.describe());
+    // By design (STEP = 40 ms, 2 ranks) rank 0 waits 40 ms at the barrier.
+    // On a machine shared with other work a rank can be descheduled in the
+    // barrier call, which the program's clock counts and no wait state
+    // explains: a run whose barrier measurement is off the design by more
+    // than the tolerance is disturbed and made again (up to three runs).
+    let designed_barrier = 40e6;
+    let off = |got: f64, want: f64| (got - want).abs() > 0.05 * want + 2e6;
+    let mut attempt = 0;
+    let (dir, out) = loop {
+        attempt += 1;
+        let dir = t.path().join(format!("rec{attempt}"));
+        let mut cmd = Command::new(contend_bin());
+        cmd.args(["record", "--mpi", "--locks", "--force", "-o"])
+            .arg(&dir)
+            .arg("--")
+            .arg("mpirun")
+            .args(ompi_args(2))
+            .arg(&exe);
+        let out = run_timeout(cmd, MPI_TIMEOUT);
+        assert!(out.success(), "{}", out.describe());
+        let barrier: f64 = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("barrier_wait_ns="))
+            .unwrap_or_else(|| panic!("no barrier_wait_ns in {}", out.stdout))
+            .trim()
+            .parse()
+            .unwrap();
+        if !off(barrier, designed_barrier) || attempt == 3 {
+            break (dir, out);
+        }
+        eprintln!("run {attempt} disturbed: barrier wait {barrier} ns measured, {designed_barrier} ns by design; again");
+    };
     let measured = |key: &str| -> f64 {
         out.stdout
             .lines()

@@ -12,8 +12,8 @@ use rustc_hash::FxHashMap;
 use super::critical_path::CriticalPath;
 use super::events::{EventSet, LockEvent, Outcome};
 use super::model::{
-    CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
-    WaitKindRow,
+    CriticalPathSummary, HistogramBucket, LightNote, LockReport, LockRow, LockSummary, SiteRow,
+    ThreadRow, WaitKindRow,
 };
 use crate::symbols::{ResolvedSite, Resolver};
 
@@ -184,7 +184,7 @@ pub fn aggregate_named(
     let mut other: HashMap<&'static str, WaitKindRow> = HashMap::new();
     let mut locks: Vec<LockAcc> = vec![LockAcc::default(); set.objects.len()];
     // Σ (wait + 1) per (object, site): a lock's sites ordered by waiting, then use.
-    let mut site_wait: FxHashMap<u64, u64> = FxHashMap::default();
+    let mut site_wait = SiteWait::new(set.objects.len(), set.sites.len());
     let mut site_acc: Vec<SiteAcc> = vec![SiteAcc::default(); set.sites.len()];
     let mut threads: Vec<ThreadRow> = set
         .threads
@@ -203,9 +203,13 @@ pub fn aggregate_named(
             ..HistogramBucket::default()
         })
         .collect();
-    // Intervals per thread for the "counted once" durations.
-    let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); set.threads.len()];
-    let mut critical_intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); set.threads.len()];
+    // Intervals per thread for the "counted once" durations: each thread's
+    // events come in request order (calls do not nest within a thread), so
+    // their union is summed as they come; a thread whose events do not
+    // (damaged input) has them kept and sorted.
+    let in_order = requests_in_order(set);
+    let mut intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
+    let mut critical_intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
 
     for (i, e) in set.events.iter().enumerate() {
         if !selected(i, e) {
@@ -226,9 +230,7 @@ pub fn aggregate_named(
             l.critical_wait += wait;
             l.critical_hold += hold;
         }
-        *site_wait
-            .entry((u64::from(e.object) << 32) | u64::from(e.site))
-            .or_default() += wait + 1;
+        site_wait.add(e.object, e.site, wait + 1);
         let s = &mut site_acc[e.site as usize];
         s.events += 1;
         s.contended += u64::from(e.contended);
@@ -282,11 +284,66 @@ pub fn aggregate_named(
             b.critical_wait_ns += wait;
         }
     }
-    for (key, w) in site_wait {
-        locks[(key >> 32) as usize].site_wait.push((key as u32, w));
+    // Light recordings: the uncontended acquisitions counted without times
+    // (wait 0 by definition, hold unknown), selected by lock, site and
+    // thread like events of duration 0; a critical-path selection cannot
+    // hold them (their place on the path is unknown).
+    let mut counted_total = 0u64;
+    for c in &set.counted {
+        let probe = LockEvent {
+            thread: c.thread,
+            object: c.object,
+            site: c.site,
+            primitive: c.primitive,
+            outcome: Outcome::Acquired,
+            requested_ns: 0,
+            acquired_ns: 0,
+            released_ns: 0,
+            contended: false,
+            unreleased: false,
+            cond_mutex: u32::MAX,
+            stack: contend_trace::NO_STACK,
+        };
+        if filter.critical_only || !selected(0, &probe) {
+            continue;
+        }
+        let n = c.count;
+        counted_total += n;
+        let l = &mut locks[c.object as usize];
+        l.events += n;
+        l.counted += n;
+        site_wait.add(c.object, c.site, n);
+        let s = &mut site_acc[c.site as usize];
+        s.events += n;
+        s.counted += n;
+        s.kinds |= 1 << (c.primitive as u8);
+        if !c.primitive.is_lock() {
+            let row = other
+                .entry(c.primitive.object_kind())
+                .or_insert_with(|| WaitKindRow {
+                    kind: c.primitive.object_kind().to_string(),
+                    ..WaitKindRow::default()
+                });
+            row.events += n;
+            continue;
+        }
+        let th = &mut threads[c.thread as usize];
+        th.events += n;
+        th.counted_events += n;
+        summary.events += n;
+        hist[0].events += n;
     }
-    summary.duration_once_ns = intervals.iter_mut().map(|v| union_length(v)).sum();
-    critical.duration_once_ns = critical_intervals.iter_mut().map(|v| union_length(v)).sum();
+    for w in &set.wake_costs {
+        let l = &mut locks[w.object as usize];
+        l.releases_with_waiters += w.releases;
+        l.wake_ns += w.total_ns;
+        l.max_wake_ns = l.max_wake_ns.max(w.max_ns);
+        summary.releases_with_waiters += w.releases;
+        summary.wake_ns += w.total_ns;
+    }
+    site_wait.for_each(|object, site, w| locks[object as usize].site_wait.push((site, w)));
+    summary.duration_once_ns = intervals.into_iter().map(Union::total).sum();
+    critical.duration_once_ns = critical_intervals.into_iter().map(Union::total).sum();
     summary.wait_share = ratio(summary.wait_ns, summary.duration_ns);
     summary.mean_event_ns = summary
         .duration_once_ns
@@ -331,6 +388,10 @@ pub fn aggregate_named(
                 critical_hold_ns: l.critical_hold,
                 ownership_changes: changes[i],
                 sites: names,
+                releases_with_waiters: l.releases_with_waiters,
+                wake_ns: l.wake_ns,
+                max_wake_ns: l.max_wake_ns,
+                counted_events: l.counted,
             }
         })
         .collect();
@@ -365,6 +426,7 @@ pub fn aggregate_named(
         row.wait_ns += acc.wait;
         row.hold_ns += acc.hold;
         row.critical_wait_ns += acc.critical_wait;
+        row.counted_events += acc.counted;
         for p in 1..=7u8 {
             if acc.kinds & (1 << p) != 0 {
                 if let Some(k) = Primitive::from_code(p) {
@@ -415,6 +477,31 @@ pub fn aggregate_named(
         filters: filter.describe(),
         no_events_reason: None,
         sites_without_debug_info: without_debug,
+        light: set
+            .light
+            .then(|| light_note(counted_total, set.untimed_events)),
+    }
+}
+
+/// What a light recording measured exactly and what it approximates.
+fn light_note(counted_events: u64, untimed_events: u64) -> LightNote {
+    LightNote {
+        counted_events,
+        untimed_events,
+        exact: vec![
+            "every contended acquisition: its request, acquisition and release, so its wait and hold time".into(),
+            "the number of acquisitions per lock, call site and thread (uncontended ones counted)".into(),
+            "wait time (an uncontended acquisition waits 0 by definition)".into(),
+            "condition, barrier and blocking semaphore waits".into(),
+            "the wake cost of every release that found waiters".into(),
+        ],
+        approximate: vec![
+            "hold time and event duration cover the recorded (contended) acquisitions only; the holds of counted acquisitions were not timed".into(),
+            format!("{untimed_events} counted hold(s) whose release woke a waiter are recorded at that release with hold 0"),
+            "the critical path passes through recorded events only: it jumps at contended acquisitions to the release that let them go, as in a full recording, but the uncontended acquisitions on it are not seen (its event counts and hold time are lower bounds)".into(),
+            "the release of a spinlock whose acquisition was counted is not recorded (a spinning waiter cannot be seen), so the path does not jump at a spinlock acquired after spinning on such a hold".into(),
+            "duration filters and --critical-only leave the counted acquisitions out".into(),
+        ],
     }
 }
 
@@ -430,6 +517,10 @@ struct LockAcc {
     critical_hold: u64,
     /// (site index, Σ (wait + 1)), filled after the pass over events.
     site_wait: Vec<(u32, u64)>,
+    counted: u64,
+    releases_with_waiters: u64,
+    wake_ns: u64,
+    max_wake_ns: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -440,6 +531,106 @@ struct SiteAcc {
     hold: u64,
     critical_wait: u64,
     kinds: u16,
+    counted: u64,
+}
+
+/// Σ per (object, site): dense when the table is small, else hashed.
+enum SiteWait {
+    Dense { sites: usize, v: Vec<u64> },
+    Hashed(FxHashMap<u64, u64>),
+}
+
+impl SiteWait {
+    fn new(objects: usize, sites: usize) -> SiteWait {
+        if objects.saturating_mul(sites) <= 1 << 20 {
+            SiteWait::Dense {
+                sites,
+                v: vec![0; objects * sites],
+            }
+        } else {
+            SiteWait::Hashed(FxHashMap::default())
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, object: u32, site: u32, n: u64) {
+        match self {
+            SiteWait::Dense { sites, v } => v[object as usize * *sites + site as usize] += n,
+            SiteWait::Hashed(m) => {
+                *m.entry((u64::from(object) << 32) | u64::from(site))
+                    .or_default() += n
+            }
+        }
+    }
+
+    /// Calls `f(object, site, Σ)` for every pair with a non-zero sum.
+    fn for_each(self, mut f: impl FnMut(u32, u32, u64)) {
+        match self {
+            SiteWait::Dense { sites, v } => {
+                for (k, w) in v.into_iter().enumerate().filter(|(_, w)| *w > 0) {
+                    f((k / sites) as u32, (k % sites) as u32, w);
+                }
+            }
+            SiteWait::Hashed(m) => {
+                for (key, w) in m {
+                    f((key >> 32) as u32, key as u32, w);
+                }
+            }
+        }
+    }
+}
+
+/// Per thread: whether its events come in order of request time.
+fn requests_in_order(set: &EventSet) -> Vec<bool> {
+    let mut ok = vec![true; set.threads.len()];
+    let mut last = vec![0u64; set.threads.len()];
+    for e in &set.events {
+        let t = e.thread as usize;
+        ok[t] &= e.requested_ns >= last[t];
+        last[t] = e.requested_ns;
+    }
+    ok
+}
+
+/// The length of a union of intervals [start, end): summed as they come
+/// when they come in start order, else kept and sorted at the end.
+struct Union {
+    cur: Option<(u64, u64)>,
+    total: u64,
+    kept: Option<Vec<(u64, u64)>>,
+}
+
+impl Union {
+    fn new(in_order: bool) -> Union {
+        Union {
+            cur: None,
+            total: 0,
+            kept: (!in_order).then(Vec::new),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, iv: (u64, u64)) {
+        if let Some(k) = &mut self.kept {
+            k.push(iv);
+            return;
+        }
+        match &mut self.cur {
+            Some((_, end)) if iv.0 <= *end => *end = (*end).max(iv.1),
+            Some((start, end)) => {
+                self.total += *end - *start;
+                self.cur = Some(iv);
+            }
+            None => self.cur = Some(iv),
+        }
+    }
+
+    fn total(self) -> u64 {
+        match self.kept {
+            Some(mut k) => union_length(&mut k),
+            None => self.total + self.cur.map_or(0, |(s, e)| e - s),
+        }
+    }
 }
 
 /// Log2 bucket of a wait: 0 for 0 ns, else 1 + ⌊log2 wait⌋, so bucket b

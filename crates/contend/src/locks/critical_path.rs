@@ -25,7 +25,7 @@ use contend_trace::Primitive;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::events::{EventSet, Outcome};
+use super::events::{EventSet, LockEvent, Outcome};
 
 /// Result of marking.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,111 +43,157 @@ pub struct CriticalPath {
     pub hand_overs: Vec<(u32, u32)>,
 }
 
-/// A point in time on one thread that can wake a waiter on one object.
-#[derive(Clone, Copy)]
-struct Wake {
-    time_ns: u64,
-    thread: u32,
-    /// The event that woke (its release, post or arrival).
-    event: u32,
-}
-
-/// A waiting event looking for the thread that let it go.
-#[derive(Clone, Copy)]
-struct Query {
-    /// Latest acceptable wake time (the acquisition), ns.
-    hi: u64,
-    /// Earliest acceptable wake time, ns.
-    lo: u64,
-    thread: u32,
-    event: u32,
-}
-
 const NONE: u32 = u32::MAX;
 
-/// The thread that let each waiting event go, as the index of the waking
-/// event (`NONE` where there is none or the event did not wait).
-///
-/// For every object, its wakes (sorted by time) and its queries (sorted by
-/// acquisition) are swept together once, keeping the latest wake and the
-/// latest wake of any other thread: O(n log n) for the sorts, then linear,
-/// with sequential memory access, in parallel over objects.
-fn find_wakers(set: &EventSet) -> Vec<u32> {
-    let objects = set.objects.len();
-    let mut wakes: Vec<Vec<Wake>> = vec![Vec::new(); objects];
-    let mut queries: Vec<Vec<Query>> = vec![Vec::new(); objects];
-    for (i, e) in set.events.iter().enumerate() {
-        let wake_time = match (e.primitive, e.outcome) {
-            (p, Outcome::Acquired) if p.is_lock() => Some(e.released_ns),
-            (Primitive::Semaphore, Outcome::Post) => Some(e.released_ns),
-            (Primitive::Barrier, _) => Some(e.requested_ns),
-            _ => None,
-        };
-        if let Some(time_ns) = wake_time {
-            wakes[e.object as usize].push(Wake {
-                time_ns,
-                thread: e.thread,
-                event: i as u32,
-            });
+/// Every event that can wake a waiter, per object, sorted by the time it
+/// did (stably: at equal times in event order): the release of a lock
+/// acquisition, a `sem_post`, a barrier arrival. One `u32` per such event
+/// in one flat array, `start[o]..start[o + 1]` for object `o`: built by a
+/// counting sort on the object (which keeps each thread's events in
+/// order) and a stable sort of each object's part by wake time, in
+/// parallel over objects.
+struct Wakes {
+    start: Vec<u32>,
+    events: Vec<u32>,
+}
+
+/// The time at which event `e` can wake a waiter, if it can.
+#[inline]
+fn wake_time_of(e: &LockEvent) -> Option<u64> {
+    match (e.primitive, e.outcome) {
+        (p, Outcome::Acquired) if p.is_lock() => Some(e.released_ns),
+        (Primitive::Semaphore, Outcome::Post) => Some(e.released_ns),
+        (Primitive::Barrier, _) => Some(e.requested_ns),
+        _ => None,
+    }
+}
+
+impl Wakes {
+    fn build(set: &EventSet) -> Wakes {
+        let objects = set.objects.len();
+        let mut start = vec![0u32; objects + 1];
+        for e in &set.events {
+            if wake_time_of(e).is_some() {
+                start[e.object as usize + 1] += 1;
+            }
         }
+        for o in 0..objects {
+            start[o + 1] += start[o];
+        }
+        let total = start[objects] as usize;
+        let mut events = vec![0u32; total];
+        let mut next: Vec<u32> = start[..objects].to_vec();
+        for (i, e) in set.events.iter().enumerate() {
+            if wake_time_of(e).is_some() {
+                let at = &mut next[e.object as usize];
+                events[*at as usize] = i as u32;
+                *at += 1;
+            }
+        }
+        // Each object's part, sorted by wake time; stable, and the parts are
+        // runs of per-thread ascending times, which the merge sort exploits.
+        let mut parts: Vec<&mut [u32]> = Vec::with_capacity(objects);
+        let mut rest = events.as_mut_slice();
+        for o in 0..objects {
+            let (head, tail) = rest.split_at_mut((start[o + 1] - start[o]) as usize);
+            parts.push(head);
+            rest = tail;
+        }
+        parts
+            .into_par_iter()
+            .for_each(|part| sort_by_wake_time(set, part));
+        Wakes { start, events }
+    }
+
+    /// The events that can wake a waiter on `object`, by wake time.
+    #[inline]
+    fn of(&self, object: u32) -> &[u32] {
+        let o = object as usize;
+        match (self.start.get(o), self.start.get(o + 1)) {
+            (Some(&a), Some(&b)) => &self.events[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// The event that let waiting event `i` go (module docs), or `NONE`:
+    /// the latest wake on the object it waited for, at or before its
+    /// acquisition, by another thread, and not before `lo`. `cursor` holds
+    /// a position per object from the previous lookups: successive
+    /// lookups at nearby times (a walk backward in time, a thread's events
+    /// forward) gallop from there instead of searching the whole list.
+    fn waker(&self, set: &EventSet, i: usize, cursor: &mut [u32]) -> u32 {
+        let e = &set.events[i];
         if !(e.contended && e.outcome == Outcome::Acquired && e.acquired_ns > e.requested_ns) {
-            continue;
+            return NONE;
         }
         let (object, lo) = match e.primitive {
             Primitive::Cond if e.cond_mutex != NONE => (e.cond_mutex, e.requested_ns),
-            Primitive::Cond => continue,
+            Primitive::Cond => return NONE,
             // Only a thread arriving after this one can have held it up.
             Primitive::Barrier => (e.object, e.requested_ns),
             _ => (e.object, 0),
         };
-        queries[object as usize].push(Query {
-            hi: e.acquired_ns,
-            lo,
-            thread: e.thread,
-            event: i as u32,
-        });
-    }
-    let found: Vec<Vec<(u32, u32)>> = wakes
-        .into_par_iter()
-        .zip(queries.into_par_iter())
-        .map(|(mut wakes, mut queries)| {
-            if queries.is_empty() {
-                return Vec::new();
+        let wakes = self.of(object);
+        let hi = e.acquired_ns;
+        let key = |k: usize| wake_time(set, wakes[k] as usize);
+        // First position whose wake is after `hi`, galloping from the cursor.
+        let c = &mut cursor[object as usize];
+        let mut k = (*c as usize).min(wakes.len());
+        if k > 0 && key(k - 1) > hi {
+            let mut step = 1;
+            let mut lo_k = k - 1;
+            while lo_k > 0 && key(lo_k - 1) > hi {
+                lo_k = lo_k.saturating_sub(step);
+                step *= 2;
             }
-            // Stable sorts: threads' runs are already in order.
-            wakes.sort_by_key(|w| w.time_ns);
-            queries.sort_by_key(|q| q.hi);
-            let mut out = Vec::with_capacity(queries.len());
-            let (mut latest, mut other): (Option<Wake>, Option<Wake>) = (None, None);
-            let mut j = 0;
-            for q in queries {
-                while j < wakes.len() && wakes[j].time_ns <= q.hi {
-                    let w = wakes[j];
-                    match latest {
-                        Some(l) if l.thread == w.thread => latest = Some(w),
-                        _ => {
-                            other = latest;
-                            latest = Some(w);
-                        }
-                    }
-                    j += 1;
-                }
-                let candidate = match latest {
-                    Some(l) if l.thread != q.thread => Some(l),
-                    _ => other,
+            // key(lo_k - 1) <= hi (or lo_k = 0); key(k - 1) > hi
+            k = lo_k + wakes[lo_k..k].partition_point(|&w| wake_time(set, w as usize) <= hi);
+        } else if k < wakes.len() && key(k) <= hi {
+            let mut step = 1;
+            let mut hi_k = k + 1;
+            while hi_k < wakes.len() && key(hi_k) <= hi {
+                hi_k = (hi_k + step).min(wakes.len());
+                step *= 2;
+            }
+            k += wakes[k..hi_k].partition_point(|&w| wake_time(set, w as usize) <= hi);
+        }
+        *c = k as u32;
+        while k > 0 {
+            k -= 1;
+            let w = wakes[k];
+            let we = &set.events[w as usize];
+            if we.thread != e.thread {
+                return if wake_time(set, w as usize) >= lo {
+                    w
+                } else {
+                    NONE
                 };
-                if let Some(w) = candidate.filter(|w| w.time_ns >= q.lo) {
-                    out.push((q.event, w.event));
-                }
             }
-            out
-        })
-        .collect();
-    let mut waker = vec![NONE; set.events.len()];
-    for (event, w) in found.into_iter().flatten() {
-        waker[event as usize] = w;
+        }
+        NONE
     }
-    waker
+
+    /// A fresh cursor for [`Wakes::waker`].
+    fn cursor(&self) -> Vec<u32> {
+        self.start.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+}
+
+/// Sorts one object's wake events by wake time, stably. They come as runs
+/// already in order (each thread's wakes on the object, in the thread's
+/// event order): the keys are read once, in that order, into a transient
+/// (time, event) array whose merge sort finds the runs and merges them
+/// with sequential memory access; then the events are written back.
+fn sort_by_wake_time(set: &EventSet, part: &mut [u32]) {
+    let key = |i: u32| wake_time(set, i as usize);
+    if part.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+        return;
+    }
+    let mut keyed: Vec<(u64, u32)> = part.iter().map(|&i| (key(i), i)).collect();
+    keyed.sort_by_key(|&(t, _)| t);
+    for (slot, (_, i)) in part.iter_mut().zip(keyed) {
+        *slot = i;
+    }
 }
 
 /// The time at which waking event `e` let a waiter go.
@@ -175,7 +221,10 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     // so most threads need no index list at all.
     let by_thread = ThreadOrder::build(set);
     let acquired = |i: usize| set.events[i].acquired_ns;
-    let waker = find_wakers(set);
+    // Wakers are looked up only for the events the walk meets, with one
+    // cursor: the walk goes backward in time.
+    let wakes = Wakes::build(set);
+    let mut cursor = wakes.cursor();
 
     let Some(start) = (0..set.threads.len())
         .filter(|&t| by_thread.len(t) > 0)
@@ -198,7 +247,7 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
             continue;
         }
         path.on_path[i] = true;
-        let w = waker[i];
+        let w = wakes.waker(set, i, &mut cursor);
         if w == NONE {
             continue;
         }
@@ -321,22 +370,27 @@ impl ThreadOrder {
 /// another critical path (the MPI critical path across ranks of a hybrid
 /// `--mpi --locks` run, [`crate::mpi::hybrid`]): the rules of
 /// [`mark_critical_path`] (Chen & Stenström), but starting at a given
-/// thread and time and stopping at the start of the window. The wakers of
-/// all events are found once ([`WindowWalker::new`], O(n log n)); each walk
-/// costs O(events on it · log events).
+/// thread and time and stopping at the start of the window. The wake
+/// events of every object are sorted once ([`WindowWalker::new`]); a walk
+/// looks up the waker of each event it meets, galloping from the previous
+/// lookup's position (one cursor shared by the walks, behind a lock).
 pub struct WindowWalker<'s> {
     set: &'s EventSet,
     by_thread: ThreadOrder,
-    waker: Vec<u32>,
+    wakes: Wakes,
+    cursor: std::sync::Mutex<Vec<u32>>,
 }
 
 impl<'s> WindowWalker<'s> {
     /// Prepares walks over `set`.
     pub fn new(set: &'s EventSet) -> WindowWalker<'s> {
+        let wakes = Wakes::build(set);
+        let cursor = std::sync::Mutex::new(wakes.cursor());
         WindowWalker {
             set,
             by_thread: ThreadOrder::build(set),
-            waker: find_wakers(set),
+            wakes,
+            cursor,
         }
     }
 
@@ -356,6 +410,7 @@ impl<'s> WindowWalker<'s> {
             .by_thread
             .partition_point(thread, |i| acquired(i) <= t_end);
         let mut seen: rustc_hash::FxHashSet<usize> = Default::default();
+        let mut cursor = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
         while pos > 0 {
             pos -= 1;
             let i = self.by_thread.at(thread, pos);
@@ -367,7 +422,7 @@ impl<'s> WindowWalker<'s> {
                 continue;
             }
             visit(i);
-            let w = self.waker[i];
+            let w = self.wakes.waker(set, i, &mut cursor);
             if w == NONE || wake_time(set, w as usize) < t_start {
                 continue;
             }

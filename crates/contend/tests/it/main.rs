@@ -7,6 +7,7 @@
 mod architecture;
 mod damaged_trace;
 mod exports;
+mod light_and_wake;
 mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;

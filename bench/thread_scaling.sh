@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Thread scaling of the recording's perturbation (HaLock, Huang et al. PACT
+# 2012, Figure 6) and the non-temporal-store experiment: bench/thread_scaling.c
+# (each thread streams through its own part of TOTAL_MIB, taking a shared
+# mutex every BLOCK_KIB) at each of THREADS, run plainly, under `contend
+# record`, under `contend record --light`, and under `contend record` with
+# non-temporal record stores (CONTEND_NT_STORES=1). Within a round the four
+# modes run back to back; ROUNDS rounds. The program measures itself, so
+# the launcher and the trace's finishing are not in its figures: its CPU
+# time (all threads, user + system; what the overhead is computed from, as
+# it leaves out time descheduled for other work on this shared machine)
+# and its wall time (first worker's start to last worker's end).
+# Overhead = median recorded / median plain − 1, per thread count.
+source "$(dirname "$0")/common.sh"
+ROUNDS=${ROUNDS:-5}
+THREADS=${THREADS:-"2 8 32 128 512"}
+TOTAL_MIB=${TOTAL_MIB:-2048}
+BLOCK_KIB=${BLOCK_KIB:-32}
+gcc -std=c11 -Wall -Wextra -Werror -O2 -g -pthread -o "$OUT/thread_scaling" "$ROOT/bench/thread_scaling.c"
+machine
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+run() { # $1 = mode, $2 = threads; prints "cpu_ns,run_ns"
+  local out
+  case "$1" in
+    plain) out=$("$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB") ;;
+    default) out=$("$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    light) out=$("$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    nt) out=$(CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+  esac
+  sed 's/.*run_ns=\([0-9]*\) cpu_ns=\([0-9]*\).*/\2,\1/' <<<"$out"
+}
+modes=(plain default light nt)
+printf '%-8s %10s %10s %10s %10s %8s %8s %8s   %s\n' threads plain_ms default_ms light_ms nt_ms default light nt "wall: plain default light nt (ms)"
+for t in $THREADS; do
+  declare -A runs=()
+  for i in $(seq "$ROUNDS"); do
+    for m in "${modes[@]}"; do runs[$m]+="$(run "$m" "$t") "; done
+  done
+  declare -A cpu=() wall=()
+  for m in "${modes[@]}"; do
+    cpu[$m]=$(tr ' ' '\n' <<<"${runs[$m]}" | sed '/^$/d' | cut -d, -f1 | median)
+    wall[$m]=$(tr ' ' '\n' <<<"${runs[$m]}" | sed '/^$/d' | cut -d, -f2 | median)
+  done
+  awk -v t="$t" -v p="${cpu[plain]}" -v d="${cpu[default]}" -v l="${cpu[light]}" -v n="${cpu[nt]}" \
+      -v wp="${wall[plain]}" -v wd="${wall[default]}" -v wl="${wall[light]}" -v wn="${wall[nt]}" 'BEGIN {
+    printf "%-8s %10.1f %10.1f %10.1f %10.1f %7.1f%% %7.1f%% %7.1f%%   %.1f %.1f %.1f %.1f\n", t, p/1e6, d/1e6, l/1e6, n/1e6, (d/p-1)*100, (l/p-1)*100, (n/p-1)*100, wp/1e6, wd/1e6, wl/1e6, wn/1e6 }'
+  for m in "${modes[@]}"; do echo "  $m runs (cpu_ns,run_ns): ${runs[$m]}"; done
+  unset runs cpu wall
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,96 @@
+//! Times the stages of the lock analysis on a recording (for
+//! bench/analysis_throughput.sh): opening the recording, pairing,
+//! critical-path marking, aggregation, and the whole `contend::analyze`.
+//!
+//! Usage: lock_stages RECORDING_DIR
+
+use std::time::Instant;
+
+/// CPU time of the whole process so far (user + system, all threads), s.
+fn cpu_s() -> f64 {
+    let mut ru = std::mem::MaybeUninit::<libc_rusage>::zeroed();
+    // SAFETY: getrusage fills the struct; RUSAGE_SELF = 0.
+    unsafe { getrusage(0, ru.as_mut_ptr()) };
+    // SAFETY: zero-initialised and filled by getrusage.
+    let ru = unsafe { ru.assume_init() };
+    let t = |tv: [i64; 2]| tv[0] as f64 + tv[1] as f64 * 1e-6;
+    t(ru.utime) + t(ru.stime)
+}
+
+#[repr(C)]
+struct libc_rusage {
+    utime: [i64; 2],
+    stime: [i64; 2],
+    rest: [i64; 14],
+}
+
+extern "C" {
+    fn getrusage(who: i32, usage: *mut libc_rusage) -> i32;
+}
+
+/// Wall and CPU seconds of `f`.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let (t, c) = (Instant::now(), cpu_s());
+    let v = f();
+    (v, t.elapsed().as_secs_f64(), cpu_s() - c)
+}
+
+use contend::analysis::{AnalysisOptions, NoProgress};
+use contend::locks::{
+    aggregate::aggregate_named, mark_critical_path, pair_operations, Names, OpSource, ThreadInput,
+    TimeMap,
+};
+use contend::recording::Recording;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = std::env::args()
+        .nth(1)
+        .ok_or("usage: lock_stages RECORDING_DIR")?;
+    let (rec, open_s, open_c) = timed(|| Recording::open(std::path::Path::new(&dir)));
+    let rec = rec?;
+    let inputs: Vec<ThreadInput<'_>> = rec
+        .processes
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, p)| {
+            let clock = if p.trace.clock == contend_trace::format::CLOCK_MONOTONIC {
+                TimeMap::Identity
+            } else {
+                TimeMap::Fit(rec.clock)
+            };
+            p.trace.threads.iter().map(move |th| ThreadInput {
+                process: pi as u32,
+                pid: p.trace.pid,
+                tid: th.tid,
+                ops: OpSource::Trace(&p.trace, th),
+                clock,
+            })
+        })
+        .collect();
+    let (set, pair_s, pair_c) = timed(|| pair_operations(&inputs));
+    let (path, path_s, path_c) = timed(|| mark_critical_path(&set));
+    let names = Names {
+        objects: set
+            .objects
+            .iter()
+            .map(|o| format!("{:#x}", o.address))
+            .collect(),
+        sites: set
+            .sites
+            .iter()
+            .map(|_| contend::symbols::ResolvedSite::default())
+            .collect(),
+    };
+    let (r, agg_s, agg_c) = timed(|| aggregate_named(&set, &path, &names, &Default::default(), 0));
+    let n = set.events.len();
+    drop(set);
+    drop(path);
+    let (analysis, all_s, all_c) =
+        timed(|| contend::analyze(&rec, &AnalysisOptions::default(), &NoProgress));
+    drop(analysis);
+    println!(
+        "{n} events ({} on the critical path), wall (CPU) seconds: open {open_s:.3} ({open_c:.3}), pairing {pair_s:.3} ({pair_c:.3}), critical path {path_s:.3} ({path_c:.3}), aggregation {agg_s:.3} ({agg_c:.3}); analyze() {all_s:.3} ({all_c:.3})",
+        r.critical_path.events
+    );
+    Ok(())
+}
