@@ -76,7 +76,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use contend_trace::meta::{format_utc, MetaError, RunMeta, FORMAT_VERSION};
+use contend_trace::meta::{format_utc, MetaError, RecordLimits, RunMeta, FORMAT_VERSION};
 
 use crate::counters;
 use crate::cpus::{affinity, placement_set};
@@ -138,6 +138,17 @@ pub struct RecordOptions {
     /// recorded in full (HaLock, Huang et al. 2012: only contended locks
     /// need full timing).
     pub light: bool,
+    /// `--start-after`: record lock operations only from this long after
+    /// the start (zero = from the start). The program runs from the start
+    /// either way.
+    pub start_after: Duration,
+    /// `--duration`: record lock operations for this long only (from
+    /// `start_after`); the program runs on unrecorded. `None` = to the end.
+    pub duration: Option<Duration>,
+    /// `--max-size`: stop recording lock operations once the trace data of
+    /// all processes together would pass this many bytes (the recording
+    /// stays valid up to there). `None` = no cap.
+    pub max_bytes: Option<u64>,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -156,6 +167,9 @@ impl Default for RecordOptions {
             mpi_with_locks: false,
             mpi_impl: None,
             light: false,
+            start_after: Duration::ZERO,
+            duration: None,
+            max_bytes: None,
         }
     }
 }
@@ -436,6 +450,36 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     if opts.light {
         env.insert("CONTEND_LIGHT".into(), "1".into());
     }
+    // The window and the size cap: the control page every traced process
+    // maps (contend_trace::control).
+    let limited =
+        !opts.start_after.is_zero() || opts.duration.is_some() || opts.max_bytes.is_some();
+    let control = if limited {
+        let p = abs_dir.join(contend_trace::control::FILE_NAME);
+        match contend_trace::control::ControlPage::create(
+            &p,
+            opts.start_after.is_zero(),
+            opts.max_bytes.unwrap_or(0),
+        ) {
+            Ok(page) => {
+                env.insert("CONTEND_CONTROL".into(), p.into_os_string());
+                Some(std::sync::Arc::new(page))
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(dir);
+                return Err(io_err(&p)(e));
+            }
+        }
+    } else {
+        None
+    };
+    if limited && mpi_recorder.is_some() {
+        warnings.push(
+            "--start-after, --duration and --max-size limit the lock traces only; \
+             the MPI traces are recorded whole"
+                .to_string(),
+        );
+    }
 
     let (host, kernel) = uname();
     let mut meta = RunMeta {
@@ -454,6 +498,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         complete: false,
         stack_every: opts.stack_every,
         warnings: warnings.clone(),
+        limits: limited.then(|| RecordLimits {
+            start_after_ns: opts.start_after.as_nanos() as u64,
+            duration_ns: opts.duration.map(|d| d.as_nanos() as u64),
+            max_bytes: opts.max_bytes,
+            ..RecordLimits::default()
+        }),
         ..RunMeta::default()
     };
     meta.start_utc = format_utc(SystemTime::now());
@@ -513,6 +563,9 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     };
     let pid = child.id();
     forwarding.started(pid);
+    let window = control
+        .as_ref()
+        .map(|page| WindowTimer::start(page.clone(), start_ns, opts.start_after, opts.duration));
     meta.cpus_allowed = affinity(pid);
     let opened = prepared.map(|p| p.collect("the target did not report its counters before exec"));
     let sampler = match Sampler::start(
@@ -555,6 +608,23 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // been added to the events we hold.
     let mut run_counters = opened.map(counters::Opened::read).unwrap_or_default();
     run_counters.cpu_time_ns = Some(cpu_time_ns);
+
+    if let (Some(limits), Some(page)) = (meta.limits.as_mut(), control.as_ref()) {
+        let (opened, closed) = window.map_or((None, None), WindowTimer::finish);
+        limits.window_opened_ns = opened;
+        limits.window_closed_ns = closed;
+        match page.state() {
+            Ok(state) => limits.capped_ns = state.capped_ns,
+            Err(e) => warnings.push(format!("cannot read the control page: {e}")),
+        }
+        if let (Some(at), Some(max)) = (limits.capped_ns, limits.max_bytes) {
+            warnings.push(format!(
+                "the size cap (--max-size {max} bytes) was reached {:.3} s into the run: \
+                 lock operations after that were not recorded (the recording is valid up to there)",
+                at.saturating_sub(start_ns) as f64 / 1e9
+            ));
+        }
+    }
 
     let traces = count_traces(&dir.join("locks"));
     if traces == 0 && mpi_recorder.is_none() {
@@ -599,6 +669,63 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         warnings,
         mpi_ranks,
     })
+}
+
+/// Opens and closes the recording window (`--start-after`, `--duration`)
+/// on the control page while the target runs.
+struct WindowTimer {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<(Option<u64>, Option<u64>)>,
+}
+
+impl WindowTimer {
+    /// Starts the timer: recording on at `start_ns + start_after` (the page
+    /// was created on when `start_after` is zero), off `duration` later.
+    fn start(
+        page: std::sync::Arc<contend_trace::control::ControlPage>,
+        start_ns: u64,
+        start_after: Duration,
+        duration: Option<Duration>,
+    ) -> WindowTimer {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            // true: the deadline passed; false: the run ended first
+            let wait_until = |deadline_ns: u64| {
+                let left = deadline_ns.saturating_sub(monotonic_ns());
+                matches!(
+                    stopped.recv_timeout(Duration::from_nanos(left)),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                )
+            };
+            let open_at = start_ns + start_after.as_nanos() as u64;
+            let opened = if start_after.is_zero() {
+                Some(start_ns)
+            } else if wait_until(open_at) {
+                // off after the cap was reached: it stays off
+                page.set_enabled(true)
+                    .ok()
+                    .filter(|on| *on)
+                    .map(|_| monotonic_ns())
+            } else {
+                return (None, None);
+            };
+            let closed = match duration {
+                Some(d) if wait_until(open_at + d.as_nanos() as u64) => {
+                    page.set_enabled(false).ok().map(|_| monotonic_ns())
+                }
+                _ => None,
+            };
+            (opened, closed)
+        });
+        WindowTimer { stop, thread }
+    }
+
+    /// Stops the timer (the target ended) and says when the window opened
+    /// and closed.
+    fn finish(self) -> (Option<u64>, Option<u64>) {
+        drop(self.stop);
+        self.thread.join().unwrap_or((None, None))
+    }
 }
 
 /// `LD_PRELOAD` for the target: the collector first, then any libraries

@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod control;
 pub mod counters;
 pub mod format;
 pub mod meta;

@@ -16,6 +16,7 @@ mod damaged_traces;
 mod export;
 mod golden;
 mod light;
+mod limits;
 mod mpi_accuracy;
 mod mpi_record;
 mod placement;
