@@ -27,6 +27,7 @@ pub mod mpi;
 pub mod sampler;
 pub mod scale_run;
 pub mod signals;
+pub mod sparse;
 pub mod stress;
 
 pub use attach::{attach, AttachOptions};

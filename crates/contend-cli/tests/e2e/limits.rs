@@ -232,3 +232,39 @@ fn limit_flags_are_checked() {
     assert_eq!(out.code(), Some(2), "{}", out.describe());
     assert!(out.stderr.contains("expected a size"), "{}", out.describe());
 }
+
+/// A tiny run's traces take on disk about what was written (the unwritten
+/// parts of the index tables and chunks are released once the process has
+/// ended), and read the same. Recorded on tmpfs where there is one, where
+/// the collector fills the tables in at start.
+#[test]
+fn a_tiny_run_takes_little_room_on_disk() {
+    use std::os::unix::fs::MetadataExt;
+    let exe = build("phases.c", &[]);
+    let shm = Path::new("/dev/shm");
+    let tmp = if shm.is_dir() {
+        tempfile::Builder::new()
+            .prefix("contend-e2e-")
+            .tempdir_in(shm)
+            .unwrap()
+    } else {
+        tempdir()
+    };
+    let dir = tmp.path().join("tiny");
+    let out = record_with(&dir, &exe, &[], &["10", "10", "20"]);
+    assert!(out.success(), "{}", out.describe());
+    let traces = trace_files(&dir);
+    assert_eq!(traces.len(), 1);
+    let md = std::fs::metadata(&traces[0]).unwrap();
+    let on_disk = md.blocks() * 512;
+    assert!(
+        on_disk < 256 * 1024,
+        "{}: {on_disk} bytes on disk (length {})",
+        traces[0].display(),
+        md.len()
+    );
+    let report = report_json(&dir);
+    for (name, p) in phases(&out.stdout) {
+        assert_eq!(events_of(&report, &format!("lock_{name}")), p.acquisitions);
+    }
+}
