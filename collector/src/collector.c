@@ -39,7 +39,10 @@
 #include "collector.h"
 #include "contend/raw_mm.h"
 
-CONTEND_HIDDEN struct contend_global contend_g;
+/* `enabled` of a recording without a control page: always 1 */
+static const uint32_t always_enabled = 1;
+
+CONTEND_HIDDEN struct contend_global contend_g = {.enabled = &always_enabled};
 CONTEND_HIDDEN _Thread_local struct contend_thread contend_tls
     __attribute__((tls_model("initial-exec")));
 
@@ -66,6 +69,7 @@ static struct {
     uint64_t map_len;          /* header + tables mapping                   */
     int calibrated;            /* the cost fields below were measured       */
     uint32_t cost_record_ps, cost_count_ps, calibration_ns;
+    contend_control *control;  /* CONTEND_CONTROL's page, or NULL          */
 } C = {.fd = -1};
 
 /* ------------------------------------------------------------------------ */
@@ -117,6 +121,62 @@ static void bad_value(const char *name, const char *value)
     p = contend_append(p, what + sizeof what, name);
     contend_append(p, what + sizeof what, "=");
     contend_say(what, value, NULL);
+}
+
+/* Maps the recording's control page (`record --start-after`,
+ * `--duration`, `--max-size`). Inherited across fork (MAP_SHARED); each
+ * exec maps it again. A page that cannot be used is said and ignored: the
+ * process then records throughout. */
+static void open_control(const char *path)
+{
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        say_errno("cannot open the control page ", path, errno,
+                  "; recording without the window or size cap");
+        return;
+    }
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && st.st_size >= (off_t)CONTEND_CONTROL_SIZE)
+        m = contend_raw_mmap(NULL, CONTEND_CONTROL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                             0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        contend_say("the control page ", path,
+                    " is not a control page; recording without the window or size cap");
+        return;
+    }
+    contend_control *c = m;
+    if (memcmp(c->magic, CONTEND_CONTROL_MAGIC, 8) != 0 ||
+        c->version != CONTEND_CONTROL_VERSION) {
+        contend_raw_munmap(m, CONTEND_CONTROL_SIZE);
+        contend_say("the control page ", path,
+                    " has another format; recording without the window or size cap");
+        return;
+    }
+    C.control = c;
+    contend_g.enabled = &c->enabled;
+}
+
+/* The size cap: true when `bytes` more chunk bytes stay within the
+ * recording's cap (and counts them). When they would not, records when the
+ * cap was reached, stops recording in every process and flags this trace. */
+static int cap_allows(uint64_t bytes)
+{
+    contend_control *c = C.control;
+    if (!c || !c->max_bytes)
+        return 1;
+    uint64_t before = __atomic_fetch_add(&c->claimed_bytes, bytes, __ATOMIC_RELAXED);
+    if (before + bytes <= c->max_bytes)
+        return 1;
+    uint64_t never = 0;
+    __atomic_compare_exchange_n(&c->capped_ns, &never, contend_monotonic_ns(), 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->enabled, 0u, __ATOMIC_RELEASE);
+    __atomic_fetch_or(&contend_g.hdr->flags, (uint64_t)CONTEND_FLAG_CAPPED, __ATOMIC_RELAXED);
+    return 0;
 }
 
 static void parse_config(void)
@@ -214,6 +274,8 @@ static void parse_config(void)
         else
             bad_value("CONTEND_CHUNK_KB", kb);
     }
+    open_control(getenv("CONTEND_CONTROL"));
+
     long page = sysconf(_SC_PAGESIZE);
     if (page > 0 && chunk < (uint64_t)page)
         chunk = (uint64_t)page; /* chunks are mapped one by one */
@@ -568,6 +630,8 @@ static void *map_new_chunk(size_t populate_len)
 {
     contend_trace_header *h = contend_g.hdr;
     uint64_t size = contend_g.chunk_size;
+    if (!cap_allows(size))
+        return NULL;
     uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1u, __ATOMIC_RELAXED);
     uint64_t off = contend_g.data_offset + (uint64_t)idx * size;
 

@@ -208,6 +208,8 @@ struct contend_global {
     contend_trace_header *hdr; /* mapped header (followed by the tables)     */
     uint64_t *objects;      /* mapped object table                           */
     uint64_t *sites;        /* mapped site table                             */
+    const uint32_t *enabled; /* the control page's `enabled` (record only
+                                while it is 1), or a constant 1          */
 };
 
 CONTEND_HIDDEN extern struct contend_global contend_g;
@@ -450,7 +452,8 @@ CONTEND_INLINE void contend_before_wait(struct contend_thread *ts, const void *o
 /* True when this thread may record right now (the hot check). */
 CONTEND_INLINE int contend_may_record(const struct contend_thread *ts)
 {
-    return __atomic_load_n(&contend_g.recording, __ATOMIC_ACQUIRE) & (ts->guard == 0);
+    return __atomic_load_n(&contend_g.recording, __ATOMIC_ACQUIRE) & (ts->guard == 0) &
+           (int)__atomic_load_n(contend_g.enabled, __ATOMIC_RELAXED);
 }
 
 /* Slow half of the check: lazy initialisation on a wrapper's first call.

@@ -39,6 +39,33 @@
                                       uncontended acquisitions are counted
                                       in COUNTS chunks, not recorded       */
 
+#define CONTEND_FLAG_CAPPED 16u    /* the recording's size cap stopped
+                                      recording in this process (header
+                                      flags are additive: older readers
+                                      ignore it)                          */
+
+/* The recording's control page: the file CONTEND_CONTROL names, written
+ * by the launcher (`record --start-after/--duration/--max-size`), mapped
+ * shared by every traced process. Processes record only while `enabled`
+ * is 1; the one whose chunk claim would pass `max_bytes` sets `capped_ns`
+ * and clears `enabled` for all. */
+#define CONTEND_CONTROL_MAGIC "CNTDCTRL" /* 8 bytes, no NUL stored */
+#define CONTEND_CONTROL_VERSION 1u
+#define CONTEND_CONTROL_SIZE 4096u
+
+typedef struct contend_control {
+    char magic[8];          /*  0 "CNTDCTRL"                             */
+    uint32_t version;       /*  8 CONTEND_CONTROL_VERSION                */
+    uint32_t enabled;       /* 12 atomic; 1: record now; 0: outside the
+                                  window, or the cap was reached          */
+    uint64_t max_bytes;     /* 16 cap on the chunk bytes all processes
+                                  claim together; 0 = no cap              */
+    uint64_t claimed_bytes; /* 24 atomic; chunk bytes claimed so far      */
+    uint64_t capped_ns;     /* 32 atomic; CLOCK_MONOTONIC ns when a claim
+                                  would have passed max_bytes; 0 = never  */
+    uint8_t reserved[4096 - 40];
+} contend_control;
+
 /* Sizes of the index tables (slots; a slot number is the index). */
 #define CONTEND_OBJECT_SLOTS 65536u
 #define CONTEND_SITE_SLOTS 65536u

@@ -102,9 +102,15 @@ pub struct RecordArgs {
         conflicts_with_all = ["command", "cpus", "cores", "stack_every", "chunk_kb"]
     )]
     pid: Option<u32>,
-    /// With -p: stop after this long: seconds (10) or with a unit (500ms, 2min); default: until the process exits or Ctrl-C
+    /// Record lock operations for this long only, from --start-after (the program runs on unrecorded); with -p: stop after this long. Seconds (10) or with a unit (500ms, 2min); default: to the end
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     duration: Option<Duration>,
+    /// Record lock operations only from this long after the start (the program runs from the start): seconds or with a unit (2s, 1500ms)
+    #[arg(long, value_name = "DURATION", value_parser = duration, conflicts_with = "pid")]
+    start_after: Option<Duration>,
+    /// Stop recording lock operations when the trace data reaches this size (all processes together); the recording stays valid up to there: bytes or with a unit (512M, 2G; K, M, G are powers of 1024)
+    #[arg(long, value_name = "SIZE", value_parser = byte_size, conflicts_with = "pid")]
+    max_size: Option<u64>,
     /// Also record every rank's MPI calls (CMD is e.g. `mpirun -np 4 ./app`); see docs/usage.md
     #[arg(long, conflicts_with = "pid")]
     mpi: bool,
@@ -146,8 +152,8 @@ pub struct RecordArgs {
 
 pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
     let interval = a.interval;
-    if a.duration.is_some() && a.pid.is_none() {
-        bail!("--duration applies to attaching (-p PID); a started program runs until it exits");
+    if a.duration == Some(Duration::ZERO) {
+        bail!("--duration: must be longer than 0");
     }
     if let Some(pid) = a.pid {
         let duration = a.duration;
@@ -234,6 +240,9 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         interval,
         buildid_cache: !a.no_buildid_cache,
         light: a.light,
+        start_after: a.start_after.unwrap_or_default(),
+        duration: a.duration,
+        max_bytes: a.max_size,
     };
     let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {
@@ -420,8 +429,57 @@ fn stress_text(r: &contend_record::stress::StressReport) -> String {
     s
 }
 
+/// Parses a size flag: bytes, or a number with a unit K, M, G or T
+/// (powers of 1024; `KiB`, `MB`… are read the same), e.g. `512M`, `1.5G`.
+/// At least 64 KiB (a trace needs room for its first chunks).
+fn byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a size such as 512M or 2G"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        other => return Err(format!("{s:?}: unknown unit {other:?} (use K, M, G or T)")),
+    };
+    let bytes = n * (1u64 << shift) as f64;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("{s:?}: too large"));
+    }
+    if bytes < 65536.0 {
+        return Err(format!("{s:?}: at least 64K"));
+    }
+    Ok(bytes as u64)
+}
+
 /// Parses a duration flag with the one duration parser of contend (a bare
 /// number is seconds; `250ns`, `10us`, `1.5ms`, `2s`, `5min`).
 fn duration(s: &str) -> Result<Duration, contend::config::DurationError> {
     contend::config::parse_duration(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::byte_size;
+
+    #[test]
+    fn sizes_with_and_without_units() {
+        assert_eq!(byte_size("65536"), Ok(65536));
+        assert_eq!(byte_size("512M"), Ok(512 << 20));
+        assert_eq!(byte_size("512MiB"), Ok(512 << 20));
+        assert_eq!(byte_size("1.5G"), Ok(3 << 29));
+        assert_eq!(byte_size("64k"), Ok(64 << 10));
+        assert!(byte_size("1K").unwrap_err().contains("at least 64K"));
+        assert!(byte_size("12 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(byte_size("M").unwrap_err().contains("expected a size"));
+    }
 }

@@ -81,7 +81,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use contend_trace::meta::{format_utc, MetaError, RunMeta, FORMAT_VERSION};
+use contend_trace::meta::{format_utc, MetaError, RecordLimits, RunMeta, FORMAT_VERSION};
 
 use crate::counters;
 use crate::cpus::{affinity, placement_set};
@@ -157,6 +157,17 @@ pub struct RecordOptions {
     /// recorded in full (HaLock, Huang et al. 2012: only contended locks
     /// need full timing).
     pub light: bool,
+    /// `--start-after`: record lock operations only from this long after
+    /// the start (zero = from the start). The program runs from the start
+    /// either way.
+    pub start_after: Duration,
+    /// `--duration`: record lock operations for this long only (from
+    /// `start_after`); the program runs on unrecorded. `None` = to the end.
+    pub duration: Option<Duration>,
+    /// `--max-size`: stop recording lock operations once the trace data of
+    /// all processes together would pass this many bytes (the recording
+    /// stays valid up to there). `None` = no cap.
+    pub max_bytes: Option<u64>,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -178,6 +189,9 @@ impl Default for RecordOptions {
             numa: None,
             buildid_cache: true,
             light: false,
+            start_after: Duration::ZERO,
+            duration: None,
+            max_bytes: None,
         }
     }
 }
@@ -496,6 +510,36 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     if opts.light {
         env.insert("CONTEND_LIGHT".into(), "1".into());
     }
+    // The window and the size cap: the control page every traced process
+    // maps (contend_trace::control).
+    let limited =
+        !opts.start_after.is_zero() || opts.duration.is_some() || opts.max_bytes.is_some();
+    let control = if limited {
+        let p = abs_dir.join(contend_trace::control::FILE_NAME);
+        match contend_trace::control::ControlPage::create(
+            &p,
+            opts.start_after.is_zero(),
+            opts.max_bytes.unwrap_or(0),
+        ) {
+            Ok(page) => {
+                env.insert("CONTEND_CONTROL".into(), p.into_os_string());
+                Some(std::sync::Arc::new(page))
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(dir);
+                return Err(io_err(&p)(e));
+            }
+        }
+    } else {
+        None
+    };
+    if limited && mpi_recorder.is_some() {
+        warnings.push(
+            "--start-after, --duration and --max-size limit the lock traces only; \
+             the MPI traces are recorded whole"
+                .to_string(),
+        );
+    }
 
     let (host, kernel) = uname();
     let mut meta = RunMeta {
@@ -514,6 +558,12 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         complete: false,
         stack_every: opts.stack_every,
         warnings: warnings.clone(),
+        limits: limited.then(|| RecordLimits {
+            start_after_ns: opts.start_after.as_nanos() as u64,
+            duration_ns: opts.duration.map(|d| d.as_nanos() as u64),
+            max_bytes: opts.max_bytes,
+            ..RecordLimits::default()
+        }),
         ..RunMeta::default()
     };
     meta.start_utc = format_utc(SystemTime::now());
@@ -596,6 +646,9 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     };
     let pid = child.id();
     forwarding.started(pid);
+    let window = control
+        .as_ref()
+        .map(|page| WindowTimer::start(page.clone(), start_ns, opts.start_after, opts.duration));
     meta.cpus_allowed = affinity(pid);
     let opened = prepared.map(|p| p.collect("the target did not report its counters before exec"));
     let numa_sampler = numa_prepared.and_then(|p| match p.start() {
@@ -668,6 +721,26 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // been added to the events we hold.
     let mut run_counters = opened.map(counters::Opened::read).unwrap_or_default();
     run_counters.cpu_time_ns = Some(cpu_time_ns);
+
+    if let (Some(limits), Some(page)) = (meta.limits.as_mut(), control.as_ref()) {
+        let (opened, closed) = window.map_or((None, None), WindowTimer::finish);
+        limits.window_opened_ns = opened;
+        limits.window_closed_ns = closed;
+        match page.state() {
+            Ok(state) => limits.capped_ns = state.capped_ns,
+            Err(e) => warnings.push(format!("cannot read the control page: {e}")),
+        }
+        if let (Some(at), Some(max)) = (limits.capped_ns, limits.max_bytes) {
+            warnings.push(format!(
+                "the size cap (--max-size {max} bytes) was reached {:.3} s into the run: \
+                 lock operations after that were not recorded (the recording is valid up to there)",
+                at.saturating_sub(start_ns) as f64 / 1e9
+            ));
+        }
+    }
+
+    // Traces of processes that are gone take on disk only what they wrote.
+    release_unwritten_pages(&dir.join("locks"), &mut warnings);
 
     let traces = count_traces(&dir.join("locks"));
     if traces == 0 && mpi_recorder.is_none() {
@@ -757,6 +830,63 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })
 }
 
+/// Opens and closes the recording window (`--start-after`, `--duration`)
+/// on the control page while the target runs.
+struct WindowTimer {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<(Option<u64>, Option<u64>)>,
+}
+
+impl WindowTimer {
+    /// Starts the timer: recording on at `start_ns + start_after` (the page
+    /// was created on when `start_after` is zero), off `duration` later.
+    fn start(
+        page: std::sync::Arc<contend_trace::control::ControlPage>,
+        start_ns: u64,
+        start_after: Duration,
+        duration: Option<Duration>,
+    ) -> WindowTimer {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            // true: the deadline passed; false: the run ended first
+            let wait_until = |deadline_ns: u64| {
+                let left = deadline_ns.saturating_sub(monotonic_ns());
+                matches!(
+                    stopped.recv_timeout(Duration::from_nanos(left)),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                )
+            };
+            let open_at = start_ns + start_after.as_nanos() as u64;
+            let opened = if start_after.is_zero() {
+                Some(start_ns)
+            } else if wait_until(open_at) {
+                // off after the cap was reached: it stays off
+                page.set_enabled(true)
+                    .ok()
+                    .filter(|on| *on)
+                    .map(|_| monotonic_ns())
+            } else {
+                return (None, None);
+            };
+            let closed = match duration {
+                Some(d) if wait_until(open_at + d.as_nanos() as u64) => {
+                    page.set_enabled(false).ok().map(|_| monotonic_ns())
+                }
+                _ => None,
+            };
+            (opened, closed)
+        });
+        WindowTimer { stop, thread }
+    }
+
+    /// Stops the timer (the target ended) and says when the window opened
+    /// and closed.
+    fn finish(self) -> (Option<u64>, Option<u64>) {
+        drop(self.stop);
+        self.thread.join().unwrap_or((None, None))
+    }
+}
+
 /// `LD_PRELOAD` for the target: the collector first, then any libraries
 /// already preloaded (colon separated).
 pub fn preload_value(collector: &Path, existing: Option<&OsString>) -> OsString {
@@ -840,6 +970,50 @@ pub(crate) fn prepare_output(dir: &Path, force: bool) -> Result<(), RecordError>
             }
         }
     })
+}
+
+/// [`crate::sparse::release_unwritten`] on every lock trace in `locks`
+/// whose process has ended (pid from the header; a live process, the
+/// launcher's target's children that outlive it, keeps its pages). A trace
+/// that cannot be handled is named in `warnings` and left as it was.
+fn release_unwritten_pages(locks: &Path, warnings: &mut Vec<String>) {
+    let Ok(entries) = fs::read_dir(locks) else {
+        return;
+    };
+    for path in entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension() == Some(OsStr::new("ctrace")))
+    {
+        let mut head = [0u8; 40];
+        let pid = match fs::File::open(&path).and_then(|f| {
+            use std::os::unix::fs::FileExt;
+            f.read_exact_at(&mut head, 0)
+        }) {
+            Ok(()) => u32::from_ne_bytes(head[32..36].try_into().expect("4 bytes")),
+            Err(_) => continue,
+        };
+        if process_alive(pid) {
+            continue;
+        }
+        if let Err(e) = crate::sparse::release_unwritten(&path) {
+            warnings.push(format!(
+                "{}: could not release its unwritten pages ({e}); it reads the same, only larger",
+                path.display()
+            ));
+        }
+    }
+}
+
+/// True when `pid` runs (a zombie or a missing process is not running).
+fn process_alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
+    }
 }
 
 pub(crate) fn count_traces(locks: &Path) -> usize {

@@ -32,6 +32,7 @@ pub mod numa;
 pub mod sampler;
 pub mod scale_run;
 pub mod signals;
+pub mod sparse;
 pub mod stress;
 
 pub use attach::{attach, AttachOptions};

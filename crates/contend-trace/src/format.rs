@@ -36,6 +36,9 @@ pub const FLAG_TABLE_FULL: u64 = 4;
 /// Header flag (version 2): light mode, uncontended acquisitions are
 /// counted in COUNTS chunks ([`CHUNK_COUNTS`]) instead of recorded.
 pub const FLAG_LIGHT: u64 = 8;
+/// Header flag: the recording's size cap (`record --max-size`) stopped
+/// recording in this process ([`crate::control`]).
+pub const FLAG_CAPPED: u64 = 16;
 /// Chunk flag (version 2): the chunk holds count entries ([`count`]), not
 /// records; its sequence numbers are separate from the record chunks'.
 pub const CHUNK_COUNTS: u32 = 1;

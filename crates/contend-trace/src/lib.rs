@@ -25,6 +25,7 @@
 
 pub mod buildid_cache;
 pub mod clock;
+pub mod control;
 pub mod counters;
 pub mod format;
 pub mod meta;

@@ -122,6 +122,36 @@ pub struct RunMeta {
     /// ended, and why locks were not traced. `None` otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attach: Option<AttachMeta>,
+    /// Set when `record --start-after/--duration/--max-size` limited what
+    /// was recorded: the window and the cap, and what happened to them.
+    /// `None` for a recording of the whole run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RecordLimits>,
+}
+
+/// How `record --start-after`, `--duration` and `--max-size` limited a
+/// recording ([`crate::control`]). Times are CLOCK_MONOTONIC ns, like
+/// [`RunMeta::start_monotonic_ns`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct RecordLimits {
+    /// `--start-after`: lock operations were recorded only from this long
+    /// after the start, ns (0 = from the start).
+    pub start_after_ns: u64,
+    /// `--duration`: and only for this long, ns; `None` = to the end.
+    pub duration_ns: Option<u64>,
+    /// When recording was turned on; `None` if the run ended first (or in
+    /// the start record).
+    pub window_opened_ns: Option<u64>,
+    /// When recording was turned off at the window's end; `None` if the
+    /// run ended first.
+    pub window_closed_ns: Option<u64>,
+    /// `--max-size`: cap on the trace data (chunk bytes) of all processes
+    /// together, bytes; `None` = no cap.
+    pub max_bytes: Option<u64>,
+    /// When the cap was reached and recording stopped; `None` if it was
+    /// not.
+    pub capped_ns: Option<u64>,
 }
 
 /// How an attach recording (`contend record -p PID`) went.
@@ -167,6 +197,7 @@ impl Default for RunMeta {
             counters: None,
             cpus_allowed: None,
             attach: None,
+            limits: None,
         }
     }
 }

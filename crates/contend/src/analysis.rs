@@ -253,6 +253,17 @@ pub fn run_info(recording: &Recording, span: Option<(u64, u64)>) -> RunInfo {
         info.cpus = m.cpus;
         info.start_utc = m.start_utc.clone();
         info.tool_version = m.tool_version.clone();
+        info.limits = m.limits.as_ref().map(|l| {
+            let after = |t: u64| t.saturating_sub(m.start_monotonic_ns);
+            crate::report::RecordingLimits {
+                start_after_ns: l.start_after_ns,
+                duration_ns: l.duration_ns,
+                window_start_ns: l.window_opened_ns.map(after),
+                window_end_ns: l.window_closed_ns.map(after),
+                max_bytes: l.max_bytes,
+                capped_at_ns: l.capped_ns.map(after),
+            }
+        });
     } else if let Some(p) = recording.processes.first() {
         info.command = p.trace.cmdline.clone();
     }

@@ -146,6 +146,16 @@ impl Recording {
                             meta_path.display()
                         ));
                     }
+                    if let Some((max, at)) = m
+                        .limits
+                        .as_ref()
+                        .and_then(|l| Some((l.max_bytes?, l.capped_ns?)))
+                    {
+                        warnings.push(format!(
+                            "the size cap (--max-size {max} bytes) was reached {:.3} s into the run: lock operations after that were not recorded",
+                            at.saturating_sub(m.start_monotonic_ns) as f64 / 1e9
+                        ));
+                    }
                     Some(m)
                 }
                 Err(e) => {

@@ -163,7 +163,15 @@ pub fn build_source(source: &Path, extra: &[&str]) -> PathBuf {
         source.display(),
         out.stderr
     );
-    std::fs::rename(&tmp, &exe).expect("move the built program into place");
+    // The first build to finish stays: replacing a program another test
+    // is recording would make its recording name a rebuilt binary.
+    if std::fs::hard_link(&tmp, &exe).is_err() && !exe.exists() {
+        panic!(
+            "cannot move the built program into place at {}",
+            exe.display()
+        );
+    }
+    let _ = std::fs::remove_file(&tmp);
     exe
 }
 

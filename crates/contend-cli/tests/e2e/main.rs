@@ -17,6 +17,7 @@ mod export;
 mod golden;
 mod html_report;
 mod light;
+mod limits;
 mod mpi_accuracy;
 mod mpi_completeness;
 mod mpi_real_apps;

@@ -328,6 +328,14 @@ pub fn run_panel(run: &RunInfo, filters: &[String]) -> Panel {
         ("recording", "Recording", run.recording.clone()),
         ("tool_version", "contend version", run.tool_version.clone()),
         ("filters", "Filters", filters.join("; ")),
+        (
+            "limits",
+            "Recorded",
+            run.limits
+                .as_ref()
+                .map(|l| l.describe())
+                .unwrap_or_default(),
+        ),
     ];
     let mut fields = vec![
         ("command", "Command", Cell::Text(command_line(&run.command))),

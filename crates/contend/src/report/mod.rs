@@ -25,7 +25,7 @@ use std::str::FromStr;
 pub use compared::{Comparable, ComparedPart, ItemList, Metric, MetricGroup, Unit};
 pub use figure::Figure;
 pub use layout::Panel;
-pub use model::{Report, RunInfo};
+pub use model::{RecordingLimits, Report, RunInfo};
 
 /// One analysis's part of a [`Report`]: its aggregated results, serialised
 /// under [`ReportSection::key`] in JSON, laid out as tables for the other

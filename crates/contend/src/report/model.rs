@@ -123,4 +123,70 @@ pub struct RunInfo {
     pub processes: u32,
     /// Traced threads (a reused thread id counts again).
     pub threads: u32,
+    /// What `record --start-after/--duration/--max-size` limited; `None`
+    /// (JSON `null`) for a recording of the whole run.
+    pub limits: Option<RecordingLimits>,
+}
+
+/// How a recording was limited in time and size (`record --start-after`,
+/// `--duration`, `--max-size`); times are ns after the run's start.
+#[derive(Debug, Clone, serde::Serialize, Default, PartialEq, Eq)]
+pub struct RecordingLimits {
+    /// `--start-after`, ns (0 = from the start).
+    pub start_after_ns: u64,
+    /// `--duration`, ns; `None` = to the end.
+    pub duration_ns: Option<u64>,
+    /// When lock operations began to be recorded, ns after the start;
+    /// `None` if the run ended before the window opened.
+    pub window_start_ns: Option<u64>,
+    /// When recording stopped at the window's end, ns after the start;
+    /// `None` if the run ended first.
+    pub window_end_ns: Option<u64>,
+    /// `--max-size`: cap on the trace data of all processes, bytes.
+    pub max_bytes: Option<u64>,
+    /// When the cap was reached and recording stopped, ns after the start;
+    /// `None` if it was not.
+    pub capped_at_ns: Option<u64>,
+}
+
+impl RecordingLimits {
+    /// One phrase for the report header: which part of the run the lock
+    /// operations cover.
+    pub fn describe(&self) -> String {
+        let s = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
+        let mut parts = Vec::new();
+        match (self.window_start_ns, self.window_end_ns) {
+            (None, _) if self.start_after_ns > 0 || self.duration_ns.is_some() => {
+                parts.push(format!(
+                    "nothing: the run ended before the window opened at {} (--start-after)",
+                    s(self.start_after_ns)
+                ))
+            }
+            (Some(a), Some(b)) => parts.push(format!(
+                "lock operations from {} to {} after the start only (--start-after/--duration)",
+                s(a),
+                s(b)
+            )),
+            (Some(a), None) if a > 0 => parts.push(format!(
+                "lock operations from {} after the start only (--start-after)",
+                s(a)
+            )),
+            _ => {}
+        }
+        if let Some(max) = self.max_bytes {
+            let size = match max {
+                m if m >= 1 << 30 => format!("{:.1} GiB", m as f64 / (1u64 << 30) as f64),
+                m if m >= 1 << 20 => format!("{:.1} MiB", m as f64 / (1u64 << 20) as f64),
+                m => format!("{:.0} KiB", m as f64 / 1024.0),
+            };
+            parts.push(match self.capped_at_ns {
+                Some(at) => format!(
+                    "the size cap of {size} was reached at {}: later lock operations are missing (--max-size)",
+                    s(at)
+                ),
+                None => format!("the size cap of {size} was not reached (--max-size)"),
+            });
+        }
+        parts.join("; ")
+    }
 }

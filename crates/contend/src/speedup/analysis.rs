@@ -1011,6 +1011,7 @@ pub fn scale_report(dir: &Path, progress: &dyn Progress) -> Result<ScaleReport, 
             tool_version: manifest.tool_version.clone(),
             processes: 0,
             threads: 0,
+            limits: None,
         },
         locks: LockReport {
             no_events_reason: Some(format!(

@@ -96,6 +96,7 @@ fn sample() -> Report {
             tool_version: "0.1.0".into(),
             processes: 1,
             threads: 9,
+            limits: None,
         },
         LockReport {
             summary: LockSummary {
@@ -922,4 +923,40 @@ fn comparison_shows_service_counters_and_histogram() {
     for title in ["Service time", "Counters", "Wait-time histogram"] {
         assert!(text.contains(title), "{title}:\n{text}");
     }
+}
+
+/// The header names the window and the size cap of a limited recording.
+#[test]
+fn limited_recording_says_what_it_covers() {
+    use contend::report::RecordingLimits;
+    let l = RecordingLimits {
+        start_after_ns: 500_000_000,
+        duration_ns: Some(500_000_000),
+        window_start_ns: Some(500_100_000),
+        window_end_ns: Some(1_000_200_000),
+        max_bytes: Some(1 << 20),
+        capped_at_ns: Some(812_000_000),
+    };
+    assert_eq!(
+        l.describe(),
+        "lock operations from 0.500 s to 1.000 s after the start only (--start-after/--duration); \
+         the size cap of 1.0 MiB was reached at 0.812 s: later lock operations are missing (--max-size)"
+    );
+    let never = RecordingLimits {
+        start_after_ns: 2_000_000_000,
+        ..RecordingLimits::default()
+    };
+    assert_eq!(
+        never.describe(),
+        "nothing: the run ended before the window opened at 2.000 s (--start-after)"
+    );
+    let mut r = sample();
+    r.run.limits = Some(l);
+    let text = render_report(&r, OutputFormat::Text, &opts());
+    assert!(text.contains("Recorded"), "{text}");
+    assert!(text.contains("size cap of 1.0 MiB was reached"), "{text}");
+    let json: Value =
+        serde_json::from_str(&render_report(&r, OutputFormat::Json, &opts())).unwrap();
+    assert_eq!(json["run"]["limits"]["capped_at_ns"], 812_000_000);
+    assert_eq!(json["run"]["limits"]["window_start_ns"], 500_100_000);
 }

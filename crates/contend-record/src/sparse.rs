@@ -1,0 +1,218 @@
+//! After the run: lock traces take on disk only what was written.
+//!
+//! A lock trace reserves its layout up front (docs/trace-format.md): the
+//! header, two index tables of 512 KiB each, and a whole chunk (128 KiB by
+//! default) for every thread, of which a short-lived thread writes a few
+//! records. Where the file system reserved those pages (tmpfs fills the
+//! tables in at start; a chunk claim writes its last byte), a tiny run
+//! costs megabytes. Once the process that wrote a trace is gone,
+//! [`release_unwritten`] gives the pages that hold nothing back to the file
+//! system (`fallocate(FALLOC_FL_PUNCH_HOLE)`): every table page that is all
+//! zeros and the unwritten tail of every chunk. Offsets do not move, so the
+//! file reads exactly as before (a hole reads as zeros); its size on disk
+//! (`du`) becomes what was written, its length (`ls -l`) stays the layout's.
+//! A file system without hole punching leaves the file as it was.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
+
+use contend_trace::format::{self, header};
+
+/// Page granularity of the holes, bytes.
+const PAGE: u64 = 4096;
+
+/// What [`release_unwritten`] did to one trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Released {
+    /// Bytes on disk before (`st_blocks` × 512).
+    pub before_bytes: u64,
+    /// Bytes on disk after.
+    pub after_bytes: u64,
+}
+
+/// Releases the unwritten pages of the finished lock trace at `path`.
+///
+/// Call it only when the process that wrote the trace has ended: a page
+/// released while a thread writes to it would lose that write.
+///
+/// # Errors
+/// The file cannot be opened or read, or is not a lock trace. A file
+/// system that cannot punch holes (`EOPNOTSUPP`) is not an error: the
+/// file stays as it was.
+pub fn release_unwritten(path: &Path) -> io::Result<Released> {
+    let file = OpenOptions::new().read(true).write(true).open(path)?;
+    let before_bytes = file.metadata()?.blocks() * 512;
+    let mut head = vec![0u8; format::HEADER_SIZE];
+    file.read_exact_at(&mut head, 0)?;
+    if &head[..8] != format::MAGIC {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a lock trace (magic)",
+        ));
+    }
+    let u32_at = |o: usize| u64::from(u32::from_ne_bytes(head[o..o + 4].try_into().unwrap()));
+    let u64_at = |o: usize| u64::from_ne_bytes(head[o..o + 8].try_into().unwrap());
+    let chunk_size = u32_at(header::CHUNK_SIZE);
+    let chunks = u32_at(header::CHUNKS_CLAIMED);
+    let data_offset = u64_at(header::DATA_OFFSET);
+    let tables_start = u64_at(header::OBJECT_TABLE_OFFSET).min(u64_at(header::SITE_TABLE_OFFSET));
+    let len = file.metadata()?.len();
+    if chunk_size == 0 || chunk_size % PAGE != 0 || data_offset % PAGE != 0 || tables_start == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a lock trace (chunk size or offsets)",
+        ));
+    }
+
+    let mut punch = Puncher::new(&file);
+    // The index tables: every page that is all zeros.
+    let mut page = vec![0u8; PAGE as usize];
+    let mut off = tables_start.next_multiple_of(PAGE);
+    while off + PAGE <= data_offset.min(len) {
+        file.read_exact_at(&mut page, off)?;
+        if page.iter().all(|&b| b == 0) {
+            punch.hole(off, PAGE)?;
+        }
+        off += PAGE;
+    }
+    // Each chunk: the pages after its last non-zero byte.
+    let mut chunk = vec![0u8; chunk_size as usize];
+    for i in 0..chunks {
+        let start = data_offset + i * chunk_size;
+        if start + chunk_size > len {
+            break;
+        }
+        file.read_exact_at(&mut chunk, start)?;
+        let used = chunk
+            .iter()
+            .rposition(|&b| b != 0)
+            .map_or(0, |p| p as u64 + 1);
+        let keep = used.next_multiple_of(PAGE);
+        if keep < chunk_size {
+            punch.hole(start + keep, chunk_size - keep)?;
+        }
+    }
+    punch.flush()?;
+    let after_bytes = file.metadata()?.blocks() * 512;
+    Ok(Released {
+        before_bytes,
+        after_bytes,
+    })
+}
+
+/// Joins adjacent holes into one `fallocate` call; stops quietly on a file
+/// system without hole punching.
+struct Puncher<'a> {
+    file: &'a File,
+    pending: Option<(u64, u64)>,
+    unsupported: bool,
+}
+
+impl<'a> Puncher<'a> {
+    fn new(file: &'a File) -> Puncher<'a> {
+        Puncher {
+            file,
+            pending: None,
+            unsupported: false,
+        }
+    }
+
+    fn hole(&mut self, off: u64, len: u64) -> io::Result<()> {
+        match self.pending {
+            Some((o, l)) if o + l == off => self.pending = Some((o, l + len)),
+            _ => {
+                self.flush()?;
+                self.pending = Some((off, len));
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let Some((off, len)) = self.pending.take() else {
+            return Ok(());
+        };
+        if self.unsupported {
+            return Ok(());
+        }
+        // SAFETY: fallocate on an open descriptor we own; no memory is
+        // passed.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => self.unsupported = true,
+                _ => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use contend_trace::TraceBuilder;
+
+    #[test]
+    fn a_released_trace_reads_the_same_and_takes_less_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("1.ctrace");
+        let op = |ticks, phase| contend_trace::RawOp {
+            ticks,
+            object: 0x1000,
+            site: 0x40_0000,
+            primitive: contend_trace::Primitive::Mutex,
+            phase,
+            stack: contend_trace::NO_STACK,
+        };
+        let b = TraceBuilder {
+            chunk_size: 16384,
+            threads: vec![(
+                7,
+                vec![
+                    op(10, contend_trace::Phase::Immediate),
+                    op(30, contend_trace::Phase::Release),
+                ],
+            )],
+            ..TraceBuilder::default()
+        };
+        std::fs::write(&p, b.to_bytes()).unwrap();
+        // make the layout's pages real, as tmpfs and the chunk claims do
+        let f = OpenOptions::new().write(true).open(&p).unwrap();
+        let len = f.metadata().unwrap().len();
+        // SAFETY: fallocate on our own descriptor.
+        unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len as _) };
+        let before = contend_trace::LockTrace::open(&p).unwrap();
+        let r = release_unwritten(&p).unwrap();
+        let after = contend_trace::LockTrace::open(&p).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), len, "length kept");
+        assert_eq!(before.op_count(), after.op_count());
+        assert_eq!(before.thread_ops(0), after.thread_ops(0));
+        assert!(
+            r.after_bytes < r.before_bytes || r.before_bytes < 64 * 1024,
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn another_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.ctrace");
+        std::fs::write(&p, vec![0u8; 8192]).unwrap();
+        assert_eq!(
+            release_unwritten(&p).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+    }
+}
