@@ -12,7 +12,10 @@
 //! `collector/include/contend/mpi_trace_format.h`) are mirrored by
 //! [`mpi_format`] and read into the model of [`mpi`] by [`mpi_reader`]
 //! ([`read_mpi_recording`]). The service-time samples (`service.csamp`)
-//! are [`service`].
+//! are [`service`]. The region traces of the interference (SCI) analysis
+//! (`regions/<pid>.creg`, one definition in
+//! `collector/include/contend/region_format.h`) are mirrored by
+//! [`region_format`] and read by [`regions`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -27,6 +30,8 @@ pub mod mpi;
 pub mod mpi_format;
 pub mod mpi_reader;
 pub mod reader;
+pub mod region_format;
+pub mod regions;
 pub mod scale;
 pub mod service;
 pub mod writer;
