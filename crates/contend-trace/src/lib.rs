@@ -15,7 +15,9 @@
 //! are [`service`]. The region traces of the interference (SCI) analysis
 //! (`regions/<pid>.creg`, one definition in
 //! `collector/include/contend/region_format.h`) are mirrored by
-//! [`region_format`] and read by [`regions`].
+//! [`region_format`] and read by [`regions`]; the thread lifetimes and
+//! function probes the launcher records through `perf_event_open`
+//! (`probes/`) are [`probes`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -29,6 +31,7 @@ pub mod meta;
 pub mod mpi;
 pub mod mpi_format;
 pub mod mpi_reader;
+pub mod probes;
 pub mod reader;
 pub mod region_format;
 pub mod regions;

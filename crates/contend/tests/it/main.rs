@@ -11,4 +11,5 @@ mod locks_equivalence;
 mod mpi_analysis;
 mod pipeline;
 mod report_formats;
+mod sci_metric;
 mod speedup_model;
