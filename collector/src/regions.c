@@ -674,8 +674,10 @@ REG_INLINE int fn_room(struct reg_thread *t)
  */
 static int sample_enter(struct reg_thread *t, uint64_t fn, uint64_t frame)
 {
-    while (t->kept_n && t->kept[t->kept_n - 1].frame <= frame)
-        t->kept_n--; /* a new call is below every live frame */
+    /* a new call is below every live frame (inlined functions share their
+     * caller's frame, so an equal frame stays) */
+    while (t->kept_n && t->kept[t->kept_n - 1].frame < frame)
+        t->kept_n--;
     if (t->countdown) {
         t->countdown--;
         return 0;
@@ -689,15 +691,22 @@ static int sample_enter(struct reg_thread *t, uint64_t fn, uint64_t frame)
     return 1;
 }
 
+/* The kept entry this exit ends: of the kept entries of `fn` whose frame is
+ * at or below the exit's (an optimised function may call its exit hook
+ * after its epilogue, above its entry hook's frame), the one with the
+ * highest frame; it and everything kept after it are forgotten. */
 static int sample_exit(struct reg_thread *t, uint64_t fn, uint64_t frame)
 {
-    while (t->kept_n && t->kept[t->kept_n - 1].frame < frame)
-        t->kept_n--;
-    if (t->kept_n && t->kept[t->kept_n - 1].fn == fn && t->kept[t->kept_n - 1].frame == frame) {
-        t->kept_n--;
-        return 1;
+    int best = -1;
+    for (int i = (int)t->kept_n - 1; i >= 0; i--) {
+        if (t->kept[i].fn == fn && t->kept[i].frame <= frame &&
+            (best < 0 || t->kept[i].frame > t->kept[best].frame))
+            best = i;
     }
-    return 0;
+    if (best < 0)
+        return 0;
+    t->kept_n = (uint32_t)best;
+    return 1;
 }
 
 REG_EXPORT void __cyg_profile_func_enter(void *fn, void *call_site)

@@ -801,12 +801,17 @@ impl State {
                     config: SW_DUMMY,
                     sample_period: 1,
                     sample_type: sid,
+                    // user mode only: allowed to unprivileged users up to
+                    // kernel.perf_event_paranoid = 2 (task records are
+                    // written either way)
                     flags: F_DISABLED
                         | F_INHERIT
                         | F_ENABLE_ON_EXEC
                         | F_TASK
                         | F_COMM
                         | F_COMM_EXEC
+                        | F_EXCLUDE_KERNEL
+                        | F_EXCLUDE_HV
                         | clock,
                     clockid: libc::CLOCK_MONOTONIC,
                     ..Attr::default()
@@ -1112,7 +1117,8 @@ impl State {
         let every = self.manifest.every;
         let s = self.sampling.entry(tid).or_default();
         if !ret {
-            while s.kept.last().is_some_and(|&(_, k)| k <= sp) {
+            // a new call is below every live frame
+            while s.kept.last().is_some_and(|&(_, k)| k < sp) {
                 s.kept.pop();
             }
             if s.countdown > 0 {
@@ -1123,15 +1129,22 @@ impl State {
             s.kept.push((probe, sp));
             true
         } else {
+            // the kept entry whose frame this is (see the analysis's
+            // FrameMatcher): the highest at or below the return's frame
             let frame = sp.wrapping_sub(8);
-            while s.kept.last().is_some_and(|&(_, k)| k < frame) {
-                s.kept.pop();
-            }
-            if s.kept.last() == Some(&(probe, frame)) {
-                s.kept.pop();
-                true
-            } else {
-                false
+            let best = s
+                .kept
+                .iter()
+                .enumerate()
+                .filter(|&(_, &(p, k))| p == probe && k <= frame)
+                .max_by_key(|&(i, &(_, k))| (k, i))
+                .map(|(i, _)| i);
+            match best {
+                Some(i) => {
+                    s.kept.truncate(i);
+                    true
+                }
+                None => false,
             }
         }
     }

@@ -21,4 +21,5 @@ mod placement;
 mod real_programs;
 mod robustness;
 mod scale;
+mod sci;
 mod service;

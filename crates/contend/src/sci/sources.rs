@@ -51,17 +51,26 @@ pub struct MatchCounts {
 
 /// Function calls of one thread matched by their stack frames.
 ///
-/// `frame` is the function's stack pointer (at its first instruction for a
-/// uprobe; at the hook call for `-finstrument-functions`), the same at its
-/// entry and at its exit. Stacks grow down, so a live caller's frame lies
-/// above (at a higher address than) every frame it calls. Hence:
+/// `frame` is a stack address of the call: for a uprobe, the stack pointer
+/// at the function's first instruction (at its return: the stack pointer
+/// after the `ret`, less the return address it popped), the same at both
+/// ends; for an `-finstrument-functions` hook, the function's stack pointer
+/// at the hook call, which an optimised function may make at its entry
+/// after its prologue and at its exit after its epilogue, so the exit's
+/// frame is at or above the entry's. Stacks grow down, and a callee's
+/// frames all lie below the frame of its caller's entry. Hence:
 ///
-/// - a new call at frame f ends every open call whose frame is at or below
-///   f: those frames are gone (longjmp, an exception, a lost exit);
-/// - an exit at frame f ends every open call whose frame lies below f,
-///   then closes the innermost open call of the same function;
+/// - a new call at frame f ends every open call whose frame lies below f:
+///   those frames are gone (longjmp, an exception, a lost exit); a frame
+///   equal to f is kept, since an inlined function instrumented with
+///   `-finstrument-functions` shares its caller's frame;
+/// - an exit of function F at frame x closes, of the open calls of F whose
+///   entry frame is at or below x, the one with the highest entry frame
+///   (the innermost of equals): the call whose frame it is, not a deeper
+///   recursion level left by longjmp; every call opened after it ends with
+///   it (abandoned).
 ///
-/// which keeps recursion (each level its own frame) and functions that
+/// This keeps recursion (each level its own frame) and functions that
 /// never return (their entry is abandoned by the next call or exit above
 /// them, or stays unfinished at the end) from corrupting the nesting.
 #[derive(Debug, Default)]
@@ -86,7 +95,7 @@ impl<K: Copy + PartialEq> FrameMatcher<K> {
     /// An entry of `f` at `frame`, time `t`.
     pub fn enter(&mut self, f: K, frame: u64, t: u64) {
         while let Some(&(k, fr, _)) = self.open.last() {
-            if fr > frame {
+            if fr >= frame {
                 break;
             }
             self.open.pop();
@@ -98,15 +107,14 @@ impl<K: Copy + PartialEq> FrameMatcher<K> {
 
     /// An exit of `f` at `frame`: the start of the call it ends, if any.
     pub fn exit(&mut self, f: K, frame: u64) -> Option<u64> {
-        while let Some(&(k, fr, _)) = self.open.last() {
-            if fr >= frame {
-                break;
-            }
-            self.open.pop();
-            self.counts.abandoned += 1;
-            self.abandoned.push(k);
-        }
-        let Some(pos) = self.open.iter().rposition(|&(k, _, _)| k == f) else {
+        let Some(pos) = self
+            .open
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(k, fr, _))| k == f && fr <= frame)
+            .max_by_key(|&(i, &(_, fr, _))| (fr, i))
+            .map(|(i, _)| i)
+        else {
             self.counts.unmatched_ends += 1;
             return None;
         };
