@@ -585,7 +585,10 @@ fn micro_benchmark_sweep_correlates_sci_with_the_measured_block() {
         let clean = u(b, "undisturbed");
         if clean >= 4 {
             let rho = b["rho_undisturbed"].as_f64().unwrap();
-            assert!(rho >= 0.8, "{bench}: rho(X, SCI) = {rho} over {clean} undisturbed points");
+            assert!(
+                rho >= 0.8,
+                "{bench}: rho(X, SCI) = {rho} over {clean} undisturbed points"
+            );
         } else {
             eprintln!(
                 "{bench}: only {clean} undisturbed point(s): the machine is too loaded to measure the correlation \
