@@ -344,6 +344,7 @@ pub fn resolve_functions(
         };
         let mut found = None;
         let mut problems = Vec::new();
+        let mut stripped = Vec::new();
         for path in &candidates {
             let i = symbols(&mut cache, path);
             let ms = &cache[i];
@@ -360,11 +361,25 @@ pub fn resolve_functions(
                 break;
             }
             if ms.stripped {
-                problems.push(format!(
-                    "{} is stripped (no symbol table; only exported functions can be found)",
-                    path.display()
-                ));
+                stripped.push(path.display().to_string());
             }
+        }
+        // One sentence for all the stripped files, however many were searched
+        // (the reason below already names every file searched).
+        const NO_SYMTAB: &str = "no symbol table, only exported functions can be found";
+        match stripped.len() {
+            0 => {}
+            n if n == candidates.len() => problems.push(if n == 1 {
+                format!("stripped: {NO_SYMTAB}")
+            } else {
+                format!("all {n} stripped: {NO_SYMTAB}")
+            }),
+            1 => problems.push(format!("{} is stripped: {NO_SYMTAB}", stripped[0])),
+            n => problems.push(format!(
+                "{} and {} are stripped: {NO_SYMTAB}",
+                stripped[..n - 1].join(", "),
+                stripped[n - 1]
+            )),
         }
         let Some((path, f)) = found else {
             let what = match &req.target {
