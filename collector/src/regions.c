@@ -21,8 +21,10 @@
  *     registers the thread-exit key and the fork handlers. Nothing is
  *     created until the first region or recorded hook: a process that
  *     marks nothing leaves no file.
- *   - The first use creates the file (one thread wins a CAS; the others
- *     pass through meanwhile and record nothing) and maps its header.
+ *   - The first use creates the file (one thread wins a CAS) and maps its
+ *     header. Threads that call meanwhile wait for it (a futex, at most
+ *     START_WAIT_NS in all), so no execution is lost at start-up; see
+ *     start() for why the wait cannot deadlock.
  *   - Each thread claims one chunk of the file at a time, maps it and
  *     faults all of it in at once (MADV_POPULATE_WRITE), so the hot path
  *     never takes a page fault; the key destructor unmaps it at thread
@@ -45,6 +47,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -78,6 +81,9 @@
 #define ROOM_WORDS 5u
 /* Words of the longest SITE record: head, kind/line, three strings. */
 #define SITE_WORDS (2u + (3u * (CONTEND_REGION_STRING_MAX + 1u) + 7u) / 8u)
+/* Longest wait for another thread's creation of the file (2 s; it takes
+ * tens of µs). */
+#define START_WAIT_NS 2000000000ull
 /* Open sampled function entries remembered per thread. */
 #define KEPT_MAX 32
 
@@ -106,6 +112,7 @@ static int reg_state;                /* atomic: ST_*                          */
 static int reg_recording;            /* atomic: state == ST_ACTIVE            */
 static int reg_hooks;                /* atomic: function hooks record         */
 static uint32_t reg_generation = 1;  /* atomic: bumped in fork children       */
+static int reg_wait_gave_up;         /* atomic: a start-up wait timed out     */
 static contend_region_header *reg_hdr;
 
 struct reg_thread {
@@ -405,20 +412,75 @@ static void set_state(int st)
     __atomic_store_n(&reg_recording, st == ST_ACTIVE, __ATOMIC_RELEASE);
 }
 
+static long futex(int *addr, int op, int val, const struct timespec *timeout)
+{
+    /* glibc's syscall() is not a cancellation point; errno is kept by the
+     * caller (make_room) */
+    return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
+}
+
+/*
+ * Another thread is creating the file: wait until it has (1: recording,
+ * 0: not). Bounded, so that it cannot deadlock: the creator takes no lock
+ * and calls only system calls, but it may itself be stopped for long, e.g.
+ * by a signal handler of the program that waits for something this thread
+ * holds; after START_WAIT_NS in all this thread gives up, passes through,
+ * and no later thread waits again (the executions so lost are flagged in
+ * the header, CONTEND_REGION_FLAG_START_LOST). A waiter in a signal handler
+ * is safe too (futex and clock_gettime are async-signal-safe; the creator
+ * is never the interrupted thread itself, whose guard would be set). A
+ * fork() child never waits for a creator it did not inherit: fork_child
+ * resets the state.
+ */
+static int wait_for_creator(void)
+{
+    uint64_t deadline = 0;
+    for (;;) {
+        int st = __atomic_load_n(&reg_state, __ATOMIC_ACQUIRE);
+        if (st != ST_INIT)
+            return st == ST_ACTIVE;
+        uint64_t now = monotonic_ns();
+        if (!deadline)
+            deadline = now + START_WAIT_NS;
+        if (now >= deadline || __atomic_load_n(&reg_wait_gave_up, __ATOMIC_RELAXED)) {
+            /* Dekker with start(): either the creator sees the flag, or
+             * this thread sees its final state (and the destructor looks
+             * at the flag again) */
+            __atomic_store_n(&reg_wait_gave_up, 1, __ATOMIC_SEQ_CST);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            return __atomic_load_n(&reg_state, __ATOMIC_SEQ_CST) == ST_ACTIVE;
+        }
+        uint64_t left = deadline - now;
+        if (left > 100000000u)
+            left = 100000000u; /* look again every 100 ms at most */
+        struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        futex(&reg_state, FUTEX_WAIT_PRIVATE, ST_INIT, &ts); /* EINTR, EAGAIN: look again */
+    }
+}
+
 /* First use in the process: create the file. Returns 1 if recording. */
 static int start(void)
 {
-    if (__atomic_load_n(&reg_state, __ATOMIC_ACQUIRE) == ST_PASS)
+    int st = __atomic_load_n(&reg_state, __ATOMIC_ACQUIRE);
+    if (st == ST_PASS)
         return 0;
+    if (st == ST_ACTIVE)
+        return 1;
     int expected = ST_NONE;
     if (!__atomic_compare_exchange_n(&reg_state, &expected, ST_INIT, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
-        return expected == ST_ACTIVE;
+        return expected == ST_INIT ? wait_for_creator() : expected == ST_ACTIVE;
     parse_config();
-    set_state(R.enabled && create_file() == 0 ? ST_ACTIVE : ST_PASS);
-    if (__atomic_load_n(&reg_state, __ATOMIC_ACQUIRE) == ST_PASS)
+    int ok = R.enabled && create_file() == 0;
+    if (!ok)
         __atomic_store_n(&reg_hooks, 0, __ATOMIC_RELEASE); /* hooks: back to one load */
-    return __atomic_load_n(&reg_state, __ATOMIC_ACQUIRE) == ST_ACTIVE;
+    set_state(ok ? ST_ACTIVE : ST_PASS);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (ok && __atomic_load_n(&reg_wait_gave_up, __ATOMIC_SEQ_CST))
+        __atomic_fetch_or(&reg_hdr->flags, (uint64_t)CONTEND_REGION_FLAG_START_LOST,
+                          __ATOMIC_RELAXED);
+    futex(&reg_state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+    return ok;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -479,12 +541,19 @@ static int make_room(struct reg_thread *t, size_t words)
 {
     int saved = errno;
     int ok = 1;
+    /* The file's creation and a chunk's claim call open and pwrite,
+     * cancellation points: a pending pthread_cancel must not act inside a
+     * region mark (which is not one), nor leave the file half made. */
+    int cancel_state;
+    int cancel_set = pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state) == 0;
     if (!__atomic_load_n(&reg_recording, __ATOMIC_ACQUIRE) && !start())
+        ok = 0; /* not recording (this thread may try again: a fork child) */
+    else if ((!t->cur || (size_t)(t->end - t->cur) < words) && !claim_chunk(t)) {
         ok = 0;
-    else if (!t->cur || (size_t)(t->end - t->cur) < words)
-        ok = claim_chunk(t);
-    if (!ok && __atomic_load_n(&reg_recording, __ATOMIC_ACQUIRE))
         t->stopped = 1; /* no room (disk full, thread exiting): stop here */
+    }
+    if (cancel_set)
+        pthread_setcancelstate(cancel_state, &cancel_state);
     errno = saved;
     return ok;
 }
@@ -778,6 +847,7 @@ static void fork_child(void)
         close(R.fd);
     R.fd = -1;
     R.forked = 1;
+    __atomic_store_n(&reg_wait_gave_up, 0, __ATOMIC_RELAXED);
     /* Every site is defined again in the child's own file. */
     __atomic_add_fetch(&reg_generation, 1u, __ATOMIC_RELAXED);
     set_state(ST_NONE);
@@ -814,6 +884,8 @@ __attribute__((destructor)) static void regions_destructor(void)
         return;
     int err = errno;
     calibrate(&h->end);
+    if (__atomic_load_n(&reg_wait_gave_up, __ATOMIC_SEQ_CST))
+        __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_REGION_FLAG_START_LOST, __ATOMIC_RELAXED);
     __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_REGION_FLAG_FINISHED, __ATOMIC_RELEASE);
     errno = err;
     /* Nothing is unmapped: other threads may still be recording. */

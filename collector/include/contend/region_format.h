@@ -67,6 +67,10 @@
 #define CONTEND_REGION_FLAG_FUNCTIONS 4u /* function hooks were recorded   */
 #define CONTEND_REGION_FLAG_SITES_FULL 8u /* site ids ran out: later sites
                                             were not recorded             */
+#define CONTEND_REGION_FLAG_START_LOST 16u /* creating the file took longer
+                                            than other threads wait (2 s):
+                                            their marks meanwhile were not
+                                            recorded                      */
 
 /* Record tags. */
 #define CONTEND_REGION_TAG_TIME 1u

@@ -38,6 +38,10 @@ pub const FLAG_FUNCTIONS: u64 = 4;
 /// Header flag: site ids ran out (more than [`SITE_MAX`] macro uses):
 /// later sites were not recorded.
 pub const FLAG_SITES_FULL: u64 = 8;
+/// Header flag: creating the trace file took longer than other threads
+/// wait for it (2 s): their region marks and function hooks meanwhile were
+/// not recorded.
+pub const FLAG_START_LOST: u64 = 16;
 
 /// TIME record: one word follows, the absolute ticks; the next timed
 /// record's `dt` counts from it.

@@ -173,6 +173,7 @@ fn table() -> Vec<Line> {
         int!("CONTEND_REGION_FLAG_FORKED", rf::FLAG_FORKED),
         int!("CONTEND_REGION_FLAG_FUNCTIONS", rf::FLAG_FUNCTIONS),
         int!("CONTEND_REGION_FLAG_SITES_FULL", rf::FLAG_SITES_FULL),
+        int!("CONTEND_REGION_FLAG_START_LOST", rf::FLAG_START_LOST),
         int!("CONTEND_REGION_TAG_TIME", rf::TAG_TIME),
         int!("CONTEND_REGION_TAG_SITE", rf::TAG_SITE),
         int!("CONTEND_REGION_TAG_BEGIN", rf::TAG_BEGIN),

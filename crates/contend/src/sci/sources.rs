@@ -696,6 +696,14 @@ pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered {
                         contend_trace::region_format::SITE_MAX
                     ));
                 }
+                if t.flags & contend_trace::region_format::FLAG_START_LOST != 0 {
+                    g.warnings.push(format!(
+                        "{} (pid {}): creating the region trace took longer than 2 s: region executions \
+                         of other threads meanwhile may not have been recorded",
+                        t.path.display(),
+                        t.pid
+                    ));
+                }
             }
             let (r_n, f_n) = region_executions(&mut b, recording, &r.traces, symbols, &mut g.counts);
             g.executions[1] = r_n;
