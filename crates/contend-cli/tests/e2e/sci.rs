@@ -157,7 +157,7 @@ fn regions_measure_the_injected_interference() {
 /// CPU leaves a spinning barrier at the same instant and marks its first
 /// regions at once, while whichever came first is still creating the file
 /// (the others wait for it; before they passed through unrecorded, and
-/// 25 to 75 of 200 executions were missing in about half the recordings
+/// 25 or 50 of 200 executions were missing in 3 of 6 recordings
 /// on this 2-CPU machine). The program runs the race in 4 fork children,
 /// each a fresh start-up, and counts its executions itself; 4 recordings
 /// give 16 start-ups, and every count must be exact.
