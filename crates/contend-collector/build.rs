@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// C sources of the collector, relative to `collector/src`.
-const SOURCES: &[&str] = &["real.c", "collector.c", "maps.c", "wrappers.c"];
+const SOURCES: &[&str] = &["real.c", "collector.c", "maps.c", "wrappers.c", "regions.c"];
 /// Headers and the linker version script (rebuild triggers only).
 const OTHER_INPUTS: &[&str] = &[
     "collector/src/collector.h",
@@ -21,6 +21,8 @@ const OTHER_INPUTS: &[&str] = &[
     "collector/include/contend/trace_format.h",
     "collector/include/contend/raw_mm.h",
     "collector/include/contend/say.h",
+    "collector/include/contend/region.h",
+    "collector/include/contend/region_format.h",
 ];
 
 fn main() {

@@ -69,6 +69,12 @@ enum Command {
     #[command(subcommand)]
     #[cfg(feature = "record")]
     Stress(record_cmd::StressCommand),
+    /// Print the folder holding contend/region.h (compile with -I "$(contend include-dir)")
+    #[command(
+        after_help = "Examples:\n  cc -O2 -I \"$(contend include-dir)\" -o app app.c\n  contend record -- ./app && contend report\n\nThe header marks regions for the interference (SCI) analysis; a program built\nwith it runs unchanged without contend (see docs/sci.md)."
+    )]
+    #[cfg(feature = "record")]
+    IncludeDir,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
         after_help = "Examples:\n  contend completions bash > ~/.local/share/bash-completion/completions/contend\n  contend completions zsh > ~/.zfunc/_contend\n  contend completions fish > ~/.config/fish/completions/contend.fish"
@@ -143,6 +149,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scale(a) => record_cmd::cmd_scale(a),
         #[cfg(feature = "record")]
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
+        #[cfg(feature = "record")]
+        Command::IncludeDir => record_cmd::cmd_include_dir(),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "contend", &mut std::io::stdout());

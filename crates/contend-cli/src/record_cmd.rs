@@ -141,6 +141,18 @@ pub struct RecordArgs {
     /// Light recording: count uncontended acquisitions per call site and thread instead of recording them (contended ones are recorded in full); far less overhead, hold times only for contended events
     #[arg(long, conflicts_with = "pid")]
     light: bool,
+    /// Probe these functions with uprobes for the interference (SCI) analysis: NAME, LIB:NAME or MODULE:0xOFFSET, comma-separated (needs root or CAP_PERFMON)
+    #[arg(long, value_name = "NAME[,NAME...]", conflicts_with = "pid")]
+    function: Vec<String>,
+    /// Record one call in N per thread of the probed and instrumented functions (sampling mode)
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "pid")]
+    function_every: u32,
+    /// Record the entries and exits of a program built with -finstrument-functions
+    #[arg(long, conflicts_with = "pid")]
+    instrumented_functions: bool,
+    /// Run the program once under a CPU profile first, then probe its K hottest functions (those above 1%)
+    #[arg(long, value_name = "K", conflicts_with = "pid")]
+    hot_functions: Option<u32>,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -243,6 +255,10 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         start_after: a.start_after.unwrap_or_default(),
         duration: a.duration,
         max_bytes: a.max_size,
+        functions: a.function,
+        function_every: a.function_every,
+        instrumented_functions: a.instrumented_functions,
+        hot_functions: a.hot_functions,
     };
     let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {
@@ -337,6 +353,15 @@ pub fn cmd_scale(a: ScaleArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `contend include-dir`: installs `contend/region.h` (once, in the cache
+/// directory of the collector) and prints the folder that holds it.
+pub fn cmd_include_dir() -> Result<ExitCode> {
+    let dir = contend_record::install_region_header()
+        .context("cannot install the contend/region.h header")?;
+    crate::report_cmd::write_out(&format!("{}\n", dir.display()))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn cmd_stress_memory(a: StressMemoryArgs) -> Result<ExitCode> {

@@ -71,6 +71,45 @@ pub fn install_lock_collector() -> io::Result<PathBuf> {
     Err(last_error.unwrap_or_else(|| io::Error::other("no cache directory for the lock collector")))
 }
 
+/// The public header `contend/region.h` (manual regions for the
+/// interference analysis), as in `collector/include/contend/region.h`.
+pub const REGION_HEADER: &[u8] = include_bytes!("../../../collector/include/contend/region.h");
+
+/// Writes [`REGION_HEADER`] to `<cache>/include-<fnv1a64>/contend/region.h`
+/// (the cache directories of [`install_lock_collector`], the same
+/// write-then-rename) and returns the `include-<fnv1a64>` directory, the
+/// one to pass to the compiler with `-I`.
+///
+/// # Errors
+///
+/// The error of the last cache directory tried, when none works.
+pub fn install_region_header() -> io::Result<PathBuf> {
+    let name = format!("include-{:016x}", fnv1a64(REGION_HEADER));
+    let mut last_error = None;
+    for (dir, private) in cache_dirs() {
+        let include = dir.join(&name);
+        let result = (|| {
+            if private {
+                // the shared /tmp directory must be ours and closed to others
+                install_in(&dir, ".probe", b"", true)?;
+                let _ = fs::remove_file(dir.join(".probe"));
+            }
+            let sub = include.join("contend");
+            fs::create_dir_all(&sub)?;
+            install_in(&sub, "region.h", REGION_HEADER, false)?;
+            fs::set_permissions(sub.join("region.h"), fs::Permissions::from_mode(0o644))?;
+            Ok::<_, io::Error>(include.clone())
+        })();
+        match result {
+            Ok(p) => return Ok(p),
+            Err(e) => {
+                last_error = Some(io::Error::new(e.kind(), format!("{}: {e}", dir.display())))
+            }
+        }
+    }
+    Err(last_error.unwrap_or_else(|| io::Error::other("no cache directory for the region header")))
+}
+
 /// An MPI implementation the MPI recorder (`collector/mpi`) can be built
 /// for. Their ABIs differ (`MPI_Comm` is a pointer in Open MPI and an int
 /// in MPICH), so there is one library per implementation.
@@ -555,6 +594,16 @@ mod tests {
             assert_eq!(fs::metadata(&again).unwrap().ino(), ino, "reused");
         }
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_region_header_is_installed_where_include_dir_says() {
+        let dir = install_region_header().unwrap();
+        assert_eq!(
+            fs::read(dir.join("contend/region.h")).unwrap(),
+            REGION_HEADER
+        );
+        assert_eq!(install_region_header().unwrap(), dir, "stable across calls");
     }
 
     #[test]

@@ -168,6 +168,19 @@ pub struct RecordOptions {
     /// all processes together would pass this many bytes (the recording
     /// stays valid up to there). `None` = no cap.
     pub max_bytes: Option<u64>,
+    /// Functions to probe with uprobes (`--function NAME[,NAME…]`, each
+    /// `NAME`, `LIB:NAME` or `MODULE:0xOFFSET`; [`crate::functions`]),
+    /// for the interference (SCI) analysis.
+    pub functions: Vec<String>,
+    /// Keep one probed call in N per thread (`--function-every N`; 1 =
+    /// every call) and one `-finstrument-functions` call in N.
+    pub function_every: u32,
+    /// Record the `-finstrument-functions` hooks of a program built with
+    /// them (`--instrumented-functions`).
+    pub instrumented_functions: bool,
+    /// Profile the program first and probe its K hottest functions
+    /// (`--hot-functions K`; [`crate::hot`]): the program runs twice.
+    pub hot_functions: Option<u32>,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -192,6 +205,10 @@ impl Default for RecordOptions {
             start_after: Duration::ZERO,
             duration: None,
             max_bytes: None,
+            functions: Vec::new(),
+            function_every: 1,
+            instrumented_functions: false,
+            hot_functions: None,
         }
     }
 }
@@ -334,6 +351,18 @@ pub enum RecordError {
     /// was created.
     #[error("record --numa: {0}")]
     Numa(String),
+    /// A `--function` list that does not parse, or `--function-every 0`.
+    /// Nothing was created.
+    #[error(transparent)]
+    Functions(#[from] crate::functions::FunctionListError),
+    /// `--function-every 0` or `--hot-functions 0`.
+    #[error("{flag} {value}: must be at least 1")]
+    ZeroCount {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: u32,
+    },
     /// The lock collector library could not be installed.
     #[error("cannot install the lock collector library: {source}")]
     Collector {
@@ -417,6 +446,19 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         source,
     })?;
     let program = resolve_command(name, std::env::var_os("PATH").as_deref(), &cwd)?;
+    if opts.function_every == 0 {
+        return Err(RecordError::ZeroCount {
+            flag: "--function-every",
+            value: 0,
+        });
+    }
+    if opts.hot_functions == Some(0) {
+        return Err(RecordError::ZeroCount {
+            flag: "--hot-functions",
+            value: 0,
+        });
+    }
+    let mut function_requests = crate::functions::parse_function_list(&opts.functions)?;
     let mut warnings = inspect_executable(&program);
     if !warnings.is_empty() && !opts.run_untraced && !opts.mpi {
         // Before anything is created or run: a program that cannot be
@@ -538,6 +580,13 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             "--start-after, --duration and --max-size limit the lock traces only; \
              the MPI traces are recorded whole"
                 .to_string(),
+    if opts.instrumented_functions {
+        env.insert("CONTEND_FUNCTIONS".into(), "1".into());
+    }
+    if opts.function_every > 1 {
+        env.insert(
+            "CONTEND_FUNCTION_EVERY".into(),
+            opts.function_every.to_string().into(),
         );
     }
 
@@ -573,6 +622,63 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         return Err(e.into());
     }
 
+    // --hot-functions: profile a first, unrecorded run to choose them.
+    let mut hot = Vec::new();
+    let mut hot_samples = 0;
+    if let Some(k) = opts.hot_functions {
+        match profile_run(&program, name, &opts.command[1..], cpu_set.as_ref()) {
+            Ok(profile) => {
+                let chosen = profile.choose(k as usize);
+                warnings.push(hot_summary(&profile, &chosen, k));
+                for f in &chosen {
+                    function_requests.push(crate::functions::FunctionRequest {
+                        text: format!("{}:{}", f.module, f.function),
+                        module: Some(f.module.clone()),
+                        target: crate::functions::FunctionTarget::Symbol(f.function.clone()),
+                    });
+                }
+                hot_samples = profile.samples;
+                hot = profile.functions;
+            }
+            Err(e) => warnings.push(format!("--hot-functions: {e}; no function was chosen")),
+        }
+    }
+    let (probes, refused) = if function_requests.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        crate::functions::resolve_functions(
+            &function_requests,
+            &crate::functions::program_modules(&program),
+        )
+    };
+    for r in &refused {
+        warnings.push(format!(
+            "function {} is not probed: {}",
+            r.function, r.reason
+        ));
+    }
+    let mut probe_session = match crate::probes::ProbeSession::start(
+        dir,
+        crate::probes::SessionKind::Record {
+            probes,
+            refused,
+            every: opts.function_every,
+            hot,
+            hot_samples,
+        },
+    ) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warnings.push(format!(
+                "thread lifetimes and function probes are not recorded: {e}"
+            ));
+            None
+        }
+    };
+    let probe_hook = probe_session
+        .as_ref()
+        .map(crate::probes::ProbeSession::child_hook);
+
     let mut cmd = Command::new(&program);
     cmd.arg0(name)
         .args(&opts.command[1..])
@@ -601,6 +707,9 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             }
             if let Some(c) = &child_part {
                 c.open_in_child();
+            }
+            if let Some(h) = &probe_hook {
+                h.run();
             }
             Ok(())
         });
@@ -633,7 +742,11 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // start record was written.
     let start_utc = format_utc(SystemTime::now());
     let start_ns = monotonic_ns();
-    let child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    if let Some(s) = &mut probe_session {
+        s.spawned();
+    }
+    let child = match spawned {
         Ok(child) => child,
         Err(source) => {
             drop(forwarding);
@@ -708,6 +821,8 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         if let Err(e) = set.write(dir) {
             warnings.push(format!("the NUMA samples could not be written: {e}"));
         }
+    if let Some(s) = probe_session {
+        warnings.extend(s.finish().warnings);
     }
     let end_point = clock.point();
     let end_utc = format_utc(SystemTime::now());
@@ -884,6 +999,92 @@ impl WindowTimer {
     fn finish(self) -> (Option<u64>, Option<u64>) {
         drop(self.stop);
         self.thread.join().unwrap_or((None, None))
+/// Runs the program once, unrecorded, under a CPU-clock profile
+/// ([`crate::hot`]), with the launcher's environment and standard streams
+/// (pinned like the recording when `cpus` is given).
+fn profile_run(
+    program: &Path,
+    name: &str,
+    args: &[String],
+    cpus: Option<&libc::cpu_set_t>,
+) -> Result<crate::hot::HotProfile, String> {
+    let tmp = std::env::temp_dir();
+    let mut session = crate::probes::ProbeSession::start(
+        &tmp,
+        crate::probes::SessionKind::Profile {
+            period_ns: crate::hot::PROFILE_PERIOD_NS,
+        },
+    )
+    .map_err(|e| format!("cannot start the profile: {e}"))?;
+    let hook = session.child_hook();
+    let cpus = cpus.copied();
+    let mut cmd = Command::new(program);
+    cmd.arg0(name).args(args);
+    // SAFETY: the hook runs between fork and exec and only makes system
+    // calls on data it owns.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(set) = &cpus {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            hook.run();
+            Ok(())
+        });
+    }
+    let forwarding = forward::Forwarding::begin();
+    let spawned = cmd.spawn();
+    session.spawned();
+    let mut child = spawned.map_err(|e| format!("{}: cannot start: {e}", program.display()))?;
+    forwarding.started(child.id());
+    let status = child.wait();
+    forwarding.ended();
+    drop(forwarding);
+    let outcome = session.finish();
+    let profile = crate::hot::HotProfile::from_outcome(&outcome);
+    if profile.samples == 0 {
+        let why = outcome.warnings.join("; ");
+        return Err(format!(
+            "the profiling run took no CPU-clock sample{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({why})")
+            }
+        ));
+    }
+    if let Ok(st) = status {
+        if !st.success() {
+            return Err(format!("the profiling run failed ({st})"));
+        }
+    }
+    Ok(profile)
+}
+
+/// One sentence on what `--hot-functions` chose.
+fn hot_summary(
+    p: &crate::hot::HotProfile,
+    chosen: &[&contend_trace::probes::HotFunction],
+    k: u32,
+) -> String {
+    let list = |fs: &mut dyn Iterator<Item = &contend_trace::probes::HotFunction>| {
+        fs.map(|f| format!("{} ({:.1}%)", f.function, f.share * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let top = list(&mut p.functions.iter().take(5));
+    if chosen.is_empty() {
+        format!(
+            "--hot-functions {k}: the program ran twice, first under a CPU-clock profile ({} samples); no function              outside the C library reached 1% of them (hottest: {top}), so none is probed",
+            p.samples
+        )
+    } else {
+        format!(
+            "--hot-functions {k}: the program ran twice, first under a CPU-clock profile ({} samples); probing              {} (functions at or above 1%, C library and loader left out; hottest overall: {top})",
+            p.samples,
+            list(&mut chosen.iter().copied())
+        )
     }
 }
 

@@ -4,7 +4,10 @@
 //! preloads the in-process collector and writes a recording directory
 //! ([`launch`], `contend record -- CMD`), attaching to a running process
 //! ([`attach`], `contend record -p PID`), the service-time [`sampler`],
-//! the performance [`counters`] (`perf_event_open`), the scale runner
+//! the performance [`counters`] (`perf_event_open`), the thread lifetimes
+//! and function uprobes of the interference analysis ([`probes`], with
+//! [`functions`] resolving `--function` names and [`hot`] choosing
+//! `--hot-functions`), the scale runner
 //! ([`scale_run`], `contend scale`), the memory contention generator
 //! ([`stress`], `contend stress memory`) and the NUMA measurements
 //! ([`numa`]: latency calibration, data-address sampling, page moves).
@@ -25,10 +28,13 @@ pub mod buildid;
 pub mod counters;
 pub mod cpus;
 pub mod executable;
+pub mod functions;
 pub mod host;
+pub mod hot;
 pub mod launch;
 pub mod mpi;
 pub mod numa;
+pub mod probes;
 pub mod sampler;
 pub mod scale_run;
 pub mod signals;
@@ -36,5 +42,6 @@ pub mod sparse;
 pub mod stress;
 
 pub use attach::{attach, AttachOptions};
+pub use contend_collector::install_region_header;
 pub use launch::{record, RecordError, RecordOptions, RecordOutcome};
 pub use signals::Interrupt;

@@ -17,6 +17,12 @@
 //! [`modules`] (`modules.json`) records the build ID, size and modification
 //! time of every mapped object, and [`buildid_cache`] is the cache of their
 //! copies that recordings refer to.
+//! The region traces of the interference (SCI) analysis
+//! (`regions/<pid>.creg`, one definition in
+//! `collector/include/contend/region_format.h`) are mirrored by
+//! [`region_format`] and read by [`regions`]; the thread lifetimes and
+//! function probes the launcher records through `perf_event_open`
+//! (`probes/`) are [`probes`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -34,7 +40,10 @@ pub mod mpi;
 pub mod mpi_format;
 pub mod mpi_reader;
 pub mod numa;
+pub mod probes;
 pub mod reader;
+pub mod region_format;
+pub mod regions;
 pub mod scale;
 pub mod service;
 pub mod writer;

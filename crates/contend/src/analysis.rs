@@ -29,6 +29,7 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
     &crate::counters::CountersAnalyzer,
     &crate::mpi::MpiAnalyzer,
     &crate::numa::NumaAnalyzer,
+    &crate::sci::SciAnalyzer,
     &crate::recording_cost::RecordingCostAnalyzer,
 ];
 

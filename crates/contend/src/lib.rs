@@ -15,7 +15,8 @@
 //!   every part of a recording directory once (formats of `contend-trace`).
 //! - [`analysis`]: [`analyze`] runs every registered
 //!   [`Analyzer`](analysis::Analyzer) ([`locks`] with the critical path,
-//!   [`service`] time, [`counters`], [`mpi`] wait states) with the shared
+//!   [`service`] time, [`counters`], [`mpi`] wait states, [`sci`]
+//!   interference of blocks of code) with the shared
 //!   [`symbols`], assembles the [`report::Report`] and keeps the per-event
 //!   results for exporters in an [`analysis::Analysis`].
 //! - [`report`]: the report model, the section trait and the
@@ -48,6 +49,7 @@ pub mod recording;
 pub mod recording_cost;
 pub mod render;
 pub mod report;
+pub mod sci;
 pub mod service;
 pub mod speedup;
 pub mod symbols;

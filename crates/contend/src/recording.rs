@@ -1,7 +1,9 @@
 //! A recording directory (`contend.data`), read once: the run description
 //! `meta.json`, every process's lock trace, the memory-map snapshots, the
 //! identities of the mapped objects (`modules.json`), the service-time
-//! samples, the MPI rank traces, and one clock for all of them. The formats are `contend_trace`'s (docs/trace-format.md).
+//! samples, the MPI rank traces, the region traces and the probe events of
+//! the interference analysis, and one clock for all of them. The formats
+//! are `contend_trace`'s (docs/trace-format.md).
 //!
 //! A recording is analysed as far as it goes. Only a directory that is not
 //! a recording at all is an error; everything else stays with the part it
@@ -9,7 +11,8 @@
 //! [`Recording::warnings`] and the other processes are still used; a
 //! service-sample file or an MPI directory that cannot be read is kept as
 //! the error in [`Recording::service`] or [`Recording::mpi`], for the
-//! analysis of that part to report.
+//! analysis of that part to report (so are the region traces and the probe
+//! events, in [`Recording::regions`] and [`Recording::probes`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,8 @@ use contend_symbolize::{ProcessMaps, SymbolizeError};
 use contend_trace::meta::RunMeta;
 use contend_trace::mpi::MpiRecording;
 use contend_trace::numa::{NumaFileError, NumaRecording};
+use contend_trace::probes::ProbeRecording;
+use contend_trace::regions::RegionRecording;
 use contend_trace::service::SampleFile;
 use contend_trace::{format, CalibrationPoint, ClockFit, LockTrace, TraceError};
 
@@ -90,6 +95,16 @@ pub struct Recording {
     /// for recordings made before it existed, or when it cannot be read
     /// (then named in `warnings`).
     pub modules: Option<contend_trace::modules::ModulesFile>,
+    /// The region traces (`regions/`: `contend/region.h` regions and
+    /// `-finstrument-functions` hooks): `None` when the recording has no
+    /// `regions/` directory, else the traces (each file that cannot be read
+    /// named in [`RegionRecording::unreadable`]) or why the directory
+    /// cannot be read.
+    pub regions: Option<Result<RegionRecording, TraceError>>,
+    /// The launcher's `perf_event_open` records (`probes/`: thread
+    /// lifetimes, `--function` probes): `None` when there are none, else
+    /// the records or why they cannot be read.
+    pub probes: Option<Result<ProbeRecording, TraceError>>,
     /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
     /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
     /// reason it could not be.
@@ -166,8 +181,11 @@ impl Recording {
         } else {
             None
         };
-        // A recording may hold only MPI traces.
-        let has_mpi = dir.join("mpi").is_dir();
+        // A recording may hold only MPI traces (or only region traces and
+        // probe records).
+        let has_mpi = dir.join("mpi").is_dir()
+            || dir.join(contend_trace::regions::REGIONS_DIR).is_dir()
+            || dir.join(contend_trace::probes::DIR).is_dir();
         let locks_dir = dir.join("locks");
         let mut trace_paths: Vec<PathBuf> = match std::fs::read_dir(&locks_dir) {
             Ok(rd) => rd
@@ -233,7 +251,18 @@ impl Recording {
             }
         }
         processes.sort_by_key(|p| (p.trace.start.monotonic_ns, p.trace.pid));
-        let clock = fit_clock(meta.as_ref(), &processes, &mut warnings);
+        let regions = contend_trace::regions::read_region_recording(dir);
+        let region_points: Vec<CalibrationPoint> = match &regions {
+            Some(Ok(r)) => r
+                .traces
+                .iter()
+                .filter(|t| t.clock == contend_trace::region_format::CLOCK_TSC)
+                .flat_map(|t| t.calibration_points.iter().copied())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let clock = fit_clock(meta.as_ref(), &processes, &region_points, &mut warnings);
+        let probes = contend_trace::probes::read_probe_recording(dir);
         let attached = meta.as_ref().is_some_and(|m| m.attach.is_some());
         let service = read_service(dir, attached);
         let mpi = contend_trace::read_mpi_recording(dir).transpose();
@@ -257,8 +286,19 @@ impl Recording {
             mpi,
             numa,
             modules,
+            regions,
+            probes,
             maps_files,
         })
+    }
+
+    /// Converts a region trace's ticks to CLOCK_MONOTONIC ns.
+    pub fn region_ns(&self, trace: &contend_trace::regions::RegionTrace, ticks: u64) -> u64 {
+        if trace.clock == contend_trace::region_format::CLOCK_MONOTONIC {
+            ticks
+        } else {
+            self.clock.to_ns(ticks)
+        }
     }
 
     /// Converts a trace's ticks to CLOCK_MONOTONIC ns.
@@ -274,6 +314,13 @@ impl Recording {
     /// [`Recording::processes`]), when they could be read.
     pub fn process_maps(&self, process: u32) -> Option<&ProcessMaps> {
         self.processes.get(process as usize)?.maps.as_ref()
+    }
+
+    /// The maps snapshots of the process image with file stem `stem`
+    /// (`<pid>` or `<pid>.<n>`, as in `maps/<stem>.maps`), when that file
+    /// was read.
+    pub fn maps_for_stem(&self, stem: &str) -> Option<&ProcessMaps> {
+        self.maps_files.get(stem)?.as_ref().ok()
     }
 
     /// Every maps file of the process `pid`, the latest exec generation
@@ -353,10 +400,12 @@ fn read_service(dir: &Path, attached: bool) -> Option<Result<SampleFile, TraceEr
     }))
 }
 
-/// Fits the TSC line through the launcher's points and every trace's.
+/// Fits the TSC line through the launcher's points and every trace's
+/// (lock traces, and `extra`: the points of the TSC region traces).
 fn fit_clock(
     meta: Option<&RunMeta>,
     processes: &[ProcessRecording],
+    extra: &[CalibrationPoint],
     warnings: &mut Vec<String>,
 ) -> ClockFit {
     let tsc: Vec<&LockTrace> = processes
@@ -364,13 +413,14 @@ fn fit_clock(
         .map(|p| &p.trace)
         .filter(|t| t.clock == format::CLOCK_TSC)
         .collect();
-    if tsc.is_empty() {
+    if tsc.is_empty() && extra.is_empty() {
         return ClockFit::identity();
     }
     let mut points: Vec<CalibrationPoint> = meta.map(|m| m.calibration.clone()).unwrap_or_default();
     for t in &tsc {
         points.extend_from_slice(&t.calibration_points);
     }
+    points.extend_from_slice(extra);
     let hz = meta
         .map(|m| m.tsc_hz)
         .filter(|&hz| hz > 0)

@@ -29,6 +29,7 @@ mod real_programs;
 mod rebuild;
 mod robustness;
 mod scale;
+mod sci;
 mod service;
 mod sites;
 mod viewer_exports;

@@ -1,7 +1,8 @@
-//! The C headers `collector/include/contend/trace_format.h` (lock traces)
-//! and `mpi_trace_format.h` (MPI rank traces) are the one definition of the
-//! trace formats; `contend_trace::format` and `contend_trace::mpi_format`
-//! mirror them by hand. This test compiles a C program against the headers
+//! The C headers `collector/include/contend/trace_format.h` (lock traces),
+//! `mpi_trace_format.h` (MPI rank traces) and `region_format.h` (region
+//! traces) are the one definition of the trace formats;
+//! `contend_trace::format`, `contend_trace::mpi_format` and
+//! `contend_trace::region_format` mirror them by hand. This test compiles a C program against the headers
 //! with the system C compiler (`$CC`, default `cc`; `-std=c11 -Wall
 //! -Wextra -Werror`) that prints, one `name value` per line, every field
 //! offset and size of every struct, every struct size and every `#define`
@@ -22,6 +23,7 @@ use std::process::Command;
 use contend_trace::format::{self, calibration as cal, chunk, header as h, Phase, Primitive};
 use contend_trace::mpi::{self, MpiOp};
 use contend_trace::mpi_format::{self as mf, chunk as mc, header as mh, Head};
+use contend_trace::region_format::{self as rf, calibration as rcal, chunk as rc, header as rh};
 
 /// A value on the Rust side.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,6 +167,36 @@ fn table() -> Vec<Line> {
         int!("CONTEND_MPI_COMM_LOCAL_BIT", mf::COMM_LOCAL_BIT),
         int!("sizeof(contend_mpi_header)", mf::HEADER_SIZE),
         int!("sizeof(contend_mpi_chunk_header)", mf::CHUNK_HEADER_SIZE),
+        // ---- region_format.h ----
+        text!("CONTEND_REGION_MAGIC", rf::MAGIC),
+        int!("CONTEND_REGION_VERSION", rf::VERSION),
+        int!("CONTEND_REGION_ENDIAN_CHECK", rf::ENDIAN_CHECK),
+        int!("CONTEND_REGION_HEADER_SIZE", rf::HEADER_SIZE),
+        int!("CONTEND_REGION_CHUNK_SIZE", rf::CHUNK_SIZE),
+        int!("CONTEND_REGION_CLOCK_TSC", rf::CLOCK_TSC),
+        int!("CONTEND_REGION_CLOCK_MONOTONIC", rf::CLOCK_MONOTONIC),
+        int!("CONTEND_REGION_FLAG_FINISHED", rf::FLAG_FINISHED),
+        int!("CONTEND_REGION_FLAG_FORKED", rf::FLAG_FORKED),
+        int!("CONTEND_REGION_FLAG_FUNCTIONS", rf::FLAG_FUNCTIONS),
+        int!("CONTEND_REGION_FLAG_SITES_FULL", rf::FLAG_SITES_FULL),
+        int!("CONTEND_REGION_FLAG_START_LOST", rf::FLAG_START_LOST),
+        int!("CONTEND_REGION_TAG_TIME", rf::TAG_TIME),
+        int!("CONTEND_REGION_TAG_SITE", rf::TAG_SITE),
+        int!("CONTEND_REGION_TAG_BEGIN", rf::TAG_BEGIN),
+        int!("CONTEND_REGION_TAG_BEGIN_KEY", rf::TAG_BEGIN_KEY),
+        int!("CONTEND_REGION_TAG_END", rf::TAG_END),
+        int!("CONTEND_REGION_TAG_ENTER", rf::TAG_ENTER),
+        int!("CONTEND_REGION_TAG_EXIT", rf::TAG_EXIT),
+        int!("CONTEND_REGION_SITE_BEGIN", rf::SITE_BEGIN),
+        int!("CONTEND_REGION_SITE_END", rf::SITE_END),
+        int!("CONTEND_REGION_SITE_BEGIN_KEY", rf::SITE_BEGIN_KEY),
+        int!("CONTEND_REGION_SITE_MAX", rf::SITE_MAX),
+        int!("CONTEND_REGION_STRING_MAX", rf::STRING_MAX),
+        int!("CONTEND_REGION_CHUNK_MAGIC", rf::CHUNK_MAGIC),
+        int!("CONTEND_REGION_CHUNK_HEADER_SIZE", rf::CHUNK_HEADER_SIZE),
+        int!("sizeof(contend_region_calibration)", rcal::SIZE),
+        int!("sizeof(contend_region_header)", rf::HEADER_SIZE),
+        int!("sizeof(contend_region_chunk_header)", rf::CHUNK_HEADER_SIZE),
     ];
 
     // Function-like macros, applied to sample arguments.
@@ -290,6 +322,54 @@ fn table() -> Vec<Line> {
     field!(l, t, "count", format::count::COUNT, u64s);
     field!(l, t, "primitive", format::count::PRIMITIVE, u32s);
     field!(l, t, "reserved", format::count::RESERVED, u32s);
+    let t = "contend_region_calibration";
+    field!(l, t, "ticks", rcal::TICKS, u64s);
+    field!(l, t, "monotonic_ns", rcal::MONOTONIC_NS, u64s);
+    field!(l, t, "realtime_ns", rcal::REALTIME_NS, u64s);
+    field!(
+        l,
+        t,
+        "reserved",
+        rcal::RESERVED,
+        rcal::SIZE - rcal::RESERVED
+    );
+
+    let t = "contend_region_header";
+    field!(l, t, "magic", rh::MAGIC, rf::MAGIC.len());
+    field!(l, t, "version", rh::VERSION, u32s);
+    field!(l, t, "header_size", rh::HEADER_SIZE, u32s);
+    field!(l, t, "endian_check", rh::ENDIAN_CHECK, u32s);
+    field!(l, t, "pointer_size", rh::POINTER_SIZE, u16s);
+    field!(l, t, "clock", rh::CLOCK, u16s);
+    field!(l, t, "chunk_size", rh::CHUNK_SIZE, u32s);
+    field!(l, t, "chunks_claimed", rh::CHUNKS_CLAIMED, u32s);
+    field!(l, t, "pid", rh::PID, u32s);
+    field!(l, t, "ppid", rh::PPID, u32s);
+    field!(l, t, "flags", rh::FLAGS, u64s);
+    field!(l, t, "data_offset", rh::DATA_OFFSET, u64s);
+    field!(l, t, "function_every", rh::FUNCTION_EVERY, u32s);
+    field!(l, t, "sites_defined", rh::SITES_DEFINED, u32s);
+    field!(l, t, "start", rh::START, rcal::SIZE);
+    field!(l, t, "end", rh::END, rcal::SIZE);
+    field!(l, t, "ticks_per_second", rh::TICKS_PER_SECOND, u64s);
+    field!(l, t, "reserved", rh::RESERVED, rh::EXE_PATH - rh::RESERVED);
+    field!(l, t, "exe_path", rh::EXE_PATH, rh::EXE_PATH_LEN);
+    field!(l, t, "tail", rh::TAIL, rf::HEADER_SIZE - rh::TAIL);
+
+    let t = "contend_region_chunk_header";
+    field!(l, t, "magic", rc::MAGIC, u32s);
+    field!(l, t, "tid", rc::TID, u32s);
+    field!(l, t, "sequence", rc::SEQUENCE, u32s);
+    field!(l, t, "flags", rc::FLAGS, u32s);
+    field!(l, t, "base_ticks", rc::BASE_TICKS, u64s);
+    field!(l, t, "monotonic_ns", rc::MONOTONIC_NS, u64s);
+    field!(
+        l,
+        t,
+        "reserved",
+        rc::RESERVED,
+        rf::CHUNK_HEADER_SIZE - rc::RESERVED
+    );
 
     let t = "contend_mpi_header";
     field!(l, t, "magic", mh::MAGIC, mf::MAGIC.len());
@@ -340,7 +420,11 @@ fn include_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../collector/include")
 }
 
-const HEADERS: [&str; 2] = ["contend/trace_format.h", "contend/mpi_trace_format.h"];
+const HEADERS: [&str; 3] = [
+    "contend/trace_format.h",
+    "contend/mpi_trace_format.h",
+    "contend/region_format.h",
+];
 
 fn header_text(name: &str) -> String {
     let path = include_dir().join(name);
@@ -352,6 +436,7 @@ fn c_program(table: &[Line]) -> String {
     let mut c = String::from(
         "#include <stddef.h>\n#include <stdio.h>\n\
          #include \"contend/trace_format.h\"\n#include \"contend/mpi_trace_format.h\"\n\
+         #include \"contend/region_format.h\"\n\
          int main(void)\n{\n",
     );
     for line in table {

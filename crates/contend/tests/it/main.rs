@@ -18,4 +18,5 @@ mod numa_model;
 mod pipeline;
 mod report_formats;
 mod site_attribution;
+mod sci_metric;
 mod speedup_model;

@@ -1,0 +1,1178 @@
+//! What the launcher records through `perf_event_open(2)` ring buffers
+//! beside the target, into `probes/` (format: [`contend_trace::probes`]):
+//!
+//! * **thread lifetimes**, always: a software `dummy` event per CPU on the
+//!   target with `task` and `comm_exec` set and `inherit`, whose task
+//!   records give every thread's (and child process's) creation and exit
+//!   on CLOCK_MONOTONIC: the thread durations T_t of the interference
+//!   analysis (Mosli Bouksiaa et al., TPDS 2019, Section 2);
+//! * **function entries and returns** of `contend record --function`:
+//!   uprobes through the `uprobe` PMU (`/sys/bus/event_source/devices/
+//!   uprobe/type`, retprobe bit from its `format/retprobe`), with the user
+//!   stack pointer of each hit (`PERF_SAMPLE_REGS_USER`) so that the
+//!   analysis can match returns to entries by frame;
+//! * for `--hot-functions`, a **CPU-clock profile** instead: sampled user
+//!   instruction pointers and the executable mappings, from which
+//!   [`crate::hot`] picks the functions above 1% of the time (Section 5.2).
+//!
+//! Why the uprobes are system-wide: perf's uprobe PMU events cannot be
+//! inherited by the threads of another program. When a traced thread
+//! creates a thread, the kernel re-creates each inherited event and reads
+//! the probe's file path again from the *creating thread's* memory, at the
+//! address the launcher passed; in the target that address is garbage, the
+//! copy fails with EFAULT and so does the target's `pthread_create`
+//! (measured on Linux 6.18: `pthread_create` returned 14). So contend opens
+//! the uprobes for all processes, one event per CPU, and keeps the hits of
+//! the recorded process tree (known from the task records); other programs
+//! that run the probed code meanwhile take the trap too (their hits are
+//! counted and dropped). Uprobes need `CAP_PERFMON` or `CAP_SYS_ADMIN`
+//! (root) whatever `kernel.perf_event_paranoid` says.
+//!
+//! The events are per task (the dummy, the profile) and per CPU, so they
+//! must exist before the target's `exec`: the launcher's `pre_exec` hook
+//! sends the child's pid to a helper thread of the launcher and waits; the
+//! helper opens the events on that pid (`enable_on_exec`), maps one ring
+//! buffer per CPU (the other events of that CPU write into it,
+//! `PERF_EVENT_IOC_SET_OUTPUT`), enables the uprobes and lets the child go
+//! on. It then drains the rings until the target has ended, decoding the
+//! records in time order (a record is processed once every ring has been
+//! read past its time) and appending them to `probes/events.cprb`.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use contend_trace::probes::{
+    HotFunction, ProbeEvent, ProbeEventKind, ProbeManifest, ProbeSpec, ProbeWriter, RefusedProbe,
+    DIR, EVENTS, MANIFEST_VERSION,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::host::monotonic_ns;
+
+// perf_event_attr.type / config
+const TYPE_SOFTWARE: u32 = 1;
+const SW_CPU_CLOCK: u64 = 0;
+const SW_DUMMY: u64 = 9;
+
+// sample_type bits
+const SAMPLE_IP: u64 = 1 << 0;
+const SAMPLE_TID: u64 = 1 << 1;
+const SAMPLE_TIME: u64 = 1 << 2;
+const SAMPLE_REGS_USER: u64 = 1 << 12;
+const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+
+// flag bits of perf_event_attr
+const F_DISABLED: u64 = 1 << 0;
+const F_INHERIT: u64 = 1 << 1;
+const F_EXCLUDE_KERNEL: u64 = 1 << 5;
+const F_EXCLUDE_HV: u64 = 1 << 6;
+const F_MMAP: u64 = 1 << 8;
+const F_COMM: u64 = 1 << 9;
+const F_ENABLE_ON_EXEC: u64 = 1 << 12;
+const F_TASK: u64 = 1 << 13;
+const F_WATERMARK: u64 = 1 << 14;
+const F_SAMPLE_ID_ALL: u64 = 1 << 18;
+const F_MMAP2: u64 = 1 << 23;
+const F_COMM_EXEC: u64 = 1 << 24;
+const F_USE_CLOCKID: u64 = 1 << 25;
+
+// record types
+const REC_MMAP: u32 = 1;
+const REC_LOST: u32 = 2;
+const REC_COMM: u32 = 3;
+const REC_EXIT: u32 = 4;
+const REC_FORK: u32 = 7;
+const REC_SAMPLE: u32 = 9;
+const REC_MMAP2: u32 = 10;
+const MISC_COMM_EXEC: u16 = 1 << 13;
+
+// ioctls
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
+const IOC_ID: libc::c_ulong = 0x8008_2407;
+
+/// `PERF_REG_X86_SP`.
+#[cfg(target_arch = "x86_64")]
+const REG_SP: u64 = 7;
+/// `PERF_REG_ARM64_SP`.
+#[cfg(target_arch = "aarch64")]
+const REG_SP: u64 = 31;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const REG_SP: u64 = 0;
+
+/// `struct perf_event_attr` up to `sig_data` (`PERF_ATTR_SIZE_VER7`,
+/// 128 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct Attr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup: u32,
+    bp_type: u32,
+    config1: u64,
+    config2: u64,
+    branch_sample_type: u64,
+    sample_regs_user: u64,
+    sample_stack_user: u32,
+    clockid: i32,
+    sample_regs_intr: u64,
+    aux_watermark: u32,
+    sample_max_stack: u16,
+    reserved2: u16,
+    aux_sample_size: u32,
+    reserved3: u32,
+    sig_data: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<Attr>() == 128);
+
+/// `perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC)`.
+fn perf_open(attr: &Attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+    // SAFETY: `attr` is a valid, initialised perf_event_attr of `size` bytes;
+    // config1 of a uprobe points at a NUL-terminated path that outlives the
+    // call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const Attr,
+            pid,
+            cpu,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        // SAFETY: a fresh descriptor we own.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    }
+}
+
+fn ioctl(fd: RawFd, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+    // SAFETY: perf ioctls on a perf event descriptor; `arg` is an integer
+    // or points to a u64 the caller owns.
+    if unsafe { libc::ioctl(fd, req as _, arg) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Why the kernel refused a perf event, in words naming the cause.
+pub fn refusal(errno: i32, what: &str) -> String {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    match errno {
+        libc::EACCES | libc::EPERM => format!(
+            "the kernel refused {what} ({}): uprobes need CAP_PERFMON or CAP_SYS_ADMIN (root) whatever \
+             kernel.perf_event_paranoid says (it is {paranoid}; per-process software events need it ≤ 2), and a \
+             kernel in lockdown (confidentiality mode) refuses perf events altogether",
+            if errno == libc::EACCES { "EACCES" } else { "EPERM" }
+        ),
+        libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => {
+            format!("the kernel refused {what}: it has no such event or PMU (errno {errno})")
+        }
+        libc::EINVAL => format!(
+            "the kernel refused {what} (EINVAL: an offset beyond the file, or an attribute this kernel does not \
+             support)"
+        ),
+        libc::EMFILE | libc::ENFILE => format!("the kernel refused {what}: too many open files"),
+        _ => format!(
+            "the kernel refused {what}: {}",
+            io::Error::from_raw_os_error(errno)
+        ),
+    }
+}
+
+/// The uprobe PMU: its type and the retprobe bit of `config`.
+fn uprobe_pmu() -> Result<(u32, u64), String> {
+    let base = Path::new("/sys/bus/event_source/devices/uprobe");
+    let kind = std::fs::read_to_string(base.join("type")).map_err(|e| {
+        format!(
+            "this kernel has no uprobe PMU ({}: {e})",
+            base.join("type").display()
+        )
+    })?;
+    let kind: u32 = kind
+        .trim()
+        .parse()
+        .map_err(|_| format!("{}: not a number", base.join("type").display()))?;
+    // "config:0"
+    let bit = std::fs::read_to_string(base.join("format/retprobe"))
+        .ok()
+        .and_then(|s| s.trim().strip_prefix("config:")?.parse::<u64>().ok())
+        .unwrap_or(0);
+    Ok((kind, 1 << bit))
+}
+
+/// What a session records.
+#[derive(Debug, Clone)]
+pub enum SessionKind {
+    /// A recording: thread lifetimes and the probes.
+    Record {
+        /// The probes to open.
+        probes: Vec<ProbeSpec>,
+        /// Functions already refused (resolution), for the manifest.
+        refused: Vec<RefusedProbe>,
+        /// Keep one call in N per thread.
+        every: u32,
+        /// The profile that chose the functions, for the manifest.
+        hot: Vec<HotFunction>,
+        /// Samples of that profile.
+        hot_samples: u64,
+    },
+    /// A CPU-clock profile of user code, for `--hot-functions`.
+    Profile {
+        /// Sampling period, ns of CPU time.
+        period_ns: u64,
+    },
+}
+
+/// A mapping of an executable file seen by the profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecMapping {
+    /// Process.
+    pub pid: u32,
+    /// Start address.
+    pub start: u64,
+    /// Length, bytes.
+    pub len: u64,
+    /// File offset of the start.
+    pub pgoff: u64,
+    /// The file.
+    pub path: String,
+}
+
+/// What a session ends with.
+#[derive(Debug, Default)]
+pub struct SessionOutcome {
+    /// Problems to tell the user, one sentence each.
+    pub warnings: Vec<String>,
+    /// Records written (record sessions).
+    pub records: u64,
+    /// Profile samples by (pid, instruction pointer) (profile sessions).
+    pub samples: FxHashMap<(u32, u64), u64>,
+    /// Executable mappings seen (profile sessions).
+    pub mappings: Vec<ExecMapping>,
+    /// Records the kernel dropped.
+    pub lost: u64,
+}
+
+/// A running session: call [`ProbeSession::child_hook`] in the child
+/// before `exec`, then [`ProbeSession::finish`] once the target ended.
+pub struct ProbeSession {
+    /// The child's end of the socket (closed by exec in the child; the
+    /// launcher drops its copy after spawning).
+    theirs: Option<OwnedFd>,
+    stop: Arc<AtomicBool>,
+    wake: OwnedFd,
+    helper: Option<JoinHandle<SessionOutcome>>,
+}
+
+/// What the child's `pre_exec` hook needs (`Copy`: no allocation there).
+#[derive(Debug, Clone, Copy)]
+pub struct ChildHook {
+    sock: RawFd,
+}
+
+impl ChildHook {
+    /// Sends the child's pid to the launcher's helper and waits until its
+    /// events exist. Runs between fork and exec: system calls only.
+    pub fn run(&self) {
+        // SAFETY: plain system calls on a descriptor this process owns and
+        // on stack buffers.
+        unsafe {
+            let pid = libc::getpid() as u32;
+            let b = pid.to_le_bytes();
+            if libc::send(self.sock, b.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) != 4 {
+                return;
+            }
+            let mut ack = [0u8; 1];
+            loop {
+                let n = libc::recv(self.sock, ack.as_mut_ptr().cast(), 1, 0);
+                if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl ProbeSession {
+    /// Starts the helper thread. `dir` is the recording directory (record
+    /// sessions write `dir/probes/`). Errors: the socket pair, eventfd or
+    /// the `probes/` directory cannot be created.
+    pub fn start(dir: &Path, kind: SessionKind) -> io::Result<ProbeSession> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: valid out-pointer for two descriptors.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptors we own.
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: eventfd returns a fresh descriptor or -1.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if wake < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptor.
+        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
+        let out_dir = dir.join(DIR);
+        if matches!(kind, SessionKind::Record { .. }) {
+            std::fs::create_dir_all(&out_dir)?;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let wake_fd = wake.as_raw_fd();
+        let helper = std::thread::Builder::new()
+            .name("contend-probes".into())
+            .spawn(move || helper(ours, kind, out_dir, stop2, wake_fd))?;
+        Ok(ProbeSession {
+            theirs: Some(theirs),
+            stop,
+            wake,
+            helper: Some(helper),
+        })
+    }
+
+    /// The hook for the child's `pre_exec`.
+    pub fn child_hook(&self) -> ChildHook {
+        ChildHook {
+            sock: self.theirs.as_ref().map_or(-1, |f| f.as_raw_fd()),
+        }
+    }
+
+    /// Call right after spawning (whether it worked or not): drops the
+    /// launcher's copy of the child's socket end, so the helper sees the
+    /// end of it if the child never reports.
+    pub fn spawned(&mut self) {
+        self.theirs = None;
+    }
+
+    /// Stops the helper after a last drain of the rings and returns what
+    /// it recorded.
+    pub fn finish(mut self) -> SessionOutcome {
+        self.theirs = None;
+        self.stop.store(true, Ordering::Release);
+        let one: u64 = 1;
+        // SAFETY: an eventfd write of 8 bytes from a live u64.
+        unsafe {
+            libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+        match self.helper.take().map(|h| h.join()) {
+            Some(Ok(o)) => o,
+            _ => SessionOutcome {
+                warnings: vec![
+                    "the probe helper thread failed; probes and thread lifetimes are missing"
+                        .into(),
+                ],
+                ..SessionOutcome::default()
+            },
+        }
+    }
+}
+
+impl Drop for ProbeSession {
+    fn drop(&mut self) {
+        if self.helper.is_some() {
+            self.theirs = None;
+            self.stop.store(true, Ordering::Release);
+            let one: u64 = 1;
+            // SAFETY: as in finish().
+            unsafe {
+                libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8);
+            }
+            if let Some(h) = self.helper.take() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// One CPU's ring buffer.
+struct Ring {
+    leader: OwnedFd,
+    base: *mut u8,
+    len: usize,
+    data_offset: usize,
+    data_size: usize,
+}
+
+// SAFETY: the mapping is used by the helper thread only.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    fn map(leader: OwnedFd, pages: usize) -> Result<Ring, (OwnedFd, i32)> {
+        let page = 4096usize;
+        let mut pages = pages;
+        loop {
+            let len = (1 + pages) * page;
+            // SAFETY: maps the event's ring buffer (1 + 2^n pages) shared,
+            // read-write (so that data_tail can be written back).
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    leader.as_raw_fd(),
+                    0,
+                )
+            };
+            if base != libc::MAP_FAILED {
+                let base = base as *mut u8;
+                // SAFETY: the header page is mapped; data_offset/size
+                // exist since Linux 4.1 (0 before: data follows page 0).
+                let (off, size) = unsafe {
+                    (
+                        std::ptr::read_volatile(base.add(1040) as *const u64) as usize,
+                        std::ptr::read_volatile(base.add(1048) as *const u64) as usize,
+                    )
+                };
+                let (off, size) = if size == 0 {
+                    (page, pages * page)
+                } else {
+                    (off, size)
+                };
+                return Ok(Ring {
+                    leader,
+                    base,
+                    len,
+                    data_offset: off,
+                    data_size: size,
+                });
+            }
+            let e = io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
+            if pages > 8 && (e == libc::EPERM || e == libc::ENOMEM) {
+                pages /= 4; // the locked-memory limit of unprivileged users
+                continue;
+            }
+            return Err((leader, e));
+        }
+    }
+
+    /// Appends the bytes of every complete record to `out` and frees them.
+    fn drain(&mut self, out: &mut Vec<u8>) {
+        // SAFETY: data_head (offset 1024) is written by the kernel and read
+        // with acquire semantics; data_tail (1032) is ours.
+        unsafe {
+            let head_p = self.base.add(1024) as *const u64;
+            let tail_p = self.base.add(1032) as *mut u64;
+            let head = (*(head_p as *const std::sync::atomic::AtomicU64)).load(Ordering::Acquire);
+            let tail = std::ptr::read_volatile(tail_p);
+            let n = head.wrapping_sub(tail) as usize;
+            if n == 0 {
+                return;
+            }
+            let data = self.base.add(self.data_offset);
+            let start = (tail as usize) % self.data_size;
+            let first = n.min(self.data_size - start);
+            out.extend_from_slice(std::slice::from_raw_parts(data.add(start), first));
+            if first < n {
+                out.extend_from_slice(std::slice::from_raw_parts(data, n - first));
+            }
+            (*(tail_p as *const std::sync::atomic::AtomicU64)).store(head, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmaps what map() mapped.
+        unsafe {
+            libc::munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+/// A decoded record.
+#[derive(Debug, Clone)]
+enum Rec {
+    Sample {
+        id: u64,
+        ip: u64,
+        pid: u32,
+        tid: u32,
+        time: u64,
+        sp: u64,
+    },
+    Fork {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+        time: u64,
+    },
+    Exit {
+        pid: u32,
+        tid: u32,
+        time: u64,
+    },
+    Exec {
+        pid: u32,
+        tid: u32,
+        time: u64,
+    },
+    Mmap {
+        mapping: ExecMapping,
+        time: u64,
+    },
+    Lost(u64),
+}
+
+impl Rec {
+    fn time(&self) -> u64 {
+        match self {
+            Rec::Sample { time, .. }
+            | Rec::Fork { time, .. }
+            | Rec::Exit { time, .. }
+            | Rec::Exec { time, .. }
+            | Rec::Mmap { time, .. } => *time,
+            Rec::Lost(_) => 0,
+        }
+    }
+}
+
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    b.get(i..i + 4)
+        .map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap()))
+}
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    b.get(i..i + 8)
+        .map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap()))
+}
+
+/// Decodes the records in `bytes` (whole records from a ring). Every event
+/// has `sample_id_all` with TID | TIME | IDENTIFIER: non-sample records end
+/// with pid, tid (u32 each), time, id (u64 each).
+fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>) {
+    let mut i = 0;
+    while i + 8 <= bytes.len() {
+        let kind = u32_at(bytes, i);
+        let misc = u32_at(bytes, i + 4) as u16;
+        let size = (u32_at(bytes, i + 4) >> 16) as usize;
+        if size < 8 || i + size > bytes.len() {
+            break;
+        }
+        let r = &bytes[i + 8..i + size];
+        // sample_id trailer: pid tid | time | id
+        let trailer_time = || u64_at(r, r.len().saturating_sub(16));
+        match kind {
+            REC_SAMPLE => {
+                let id = u64_at(r, 0);
+                let st = sample_type_of.get(&id).copied().unwrap_or(0);
+                let mut j = 8;
+                let mut ip = 0;
+                if st & SAMPLE_IP != 0 {
+                    ip = u64_at(r, j);
+                    j += 8;
+                }
+                let (pid, tid) = (u32_at(r, j), u32_at(r, j + 4));
+                j += 8;
+                let time = u64_at(r, j);
+                j += 8;
+                let mut sp = 0;
+                if st & SAMPLE_REGS_USER != 0 {
+                    let abi = u64_at(r, j);
+                    j += 8;
+                    if abi != 0 {
+                        sp = u64_at(r, j);
+                    }
+                }
+                out.push(Rec::Sample {
+                    id,
+                    ip,
+                    pid,
+                    tid,
+                    time,
+                    sp,
+                });
+            }
+            REC_FORK | REC_EXIT => {
+                let (pid, ppid, tid, ptid) =
+                    (u32_at(r, 0), u32_at(r, 4), u32_at(r, 8), u32_at(r, 12));
+                let time = u64_at(r, 16);
+                out.push(if kind == REC_FORK {
+                    Rec::Fork {
+                        pid,
+                        ppid,
+                        tid,
+                        ptid,
+                        time,
+                    }
+                } else {
+                    Rec::Exit { pid, tid, time }
+                });
+            }
+            REC_COMM if misc & MISC_COMM_EXEC != 0 => {
+                out.push(Rec::Exec {
+                    pid: u32_at(r, 0),
+                    tid: u32_at(r, 4),
+                    time: trailer_time(),
+                });
+            }
+            REC_MMAP | REC_MMAP2 => {
+                let (pid, start, len, pgoff) =
+                    (u32_at(r, 0), u64_at(r, 8), u64_at(r, 16), u64_at(r, 24));
+                let name_at = if kind == REC_MMAP { 32 } else { 32 + 24 + 8 };
+                let name_end = r.len().saturating_sub(24);
+                let name = r.get(name_at..name_end).unwrap_or(&[]);
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                out.push(Rec::Mmap {
+                    mapping: ExecMapping {
+                        pid,
+                        start,
+                        len,
+                        pgoff,
+                        path: String::from_utf8_lossy(&name[..end]).into_owned(),
+                    },
+                    time: trailer_time(),
+                });
+            }
+            REC_LOST => out.push(Rec::Lost(u64_at(r, 8))),
+            _ => {}
+        }
+        i += size;
+    }
+}
+
+/// Where an event's samples go.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Probe { probe: u16, ret: bool },
+    Profile,
+}
+
+/// Per-thread state of `--function-every N`: calls to skip, and the
+/// entries kept and still open (probe, stack pointer).
+#[derive(Default)]
+struct Sampling {
+    countdown: u32,
+    kept: Vec<(u16, u64)>,
+}
+
+/// The helper thread: waits for the child's pid, opens the events, lets
+/// the child go on, drains until stopped.
+fn helper(
+    sock: OwnedFd,
+    kind: SessionKind,
+    out_dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    wake: RawFd,
+) -> SessionOutcome {
+    let mut outcome = SessionOutcome::default();
+    let mut buf = [0u8; 4];
+    // SAFETY: recv into a stack buffer.
+    let n = loop {
+        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), 4, 0) };
+        if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            break n;
+        }
+    };
+    if n != 4 {
+        return outcome; // the child never reported: it did not start
+    }
+    let pid = u32::from_le_bytes(buf);
+    let mut st = State::open(pid, &kind, &out_dir, &mut outcome);
+    // Let the child exec.
+    // SAFETY: one byte from a static buffer.
+    unsafe {
+        libc::send(
+            sock.as_raw_fd(),
+            b"g".as_ptr().cast(),
+            1,
+            libc::MSG_NOSIGNAL,
+        );
+    }
+    drop(sock);
+    let mut raw = Vec::new();
+    let mut recs = Vec::new();
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        let mut pfds: Vec<libc::pollfd> = st
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.leader.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        pfds.push(libc::pollfd {
+            fd: wake,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        if !stopping {
+            // SAFETY: poll over live descriptors.
+            unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as _, 100) };
+        }
+        // Every record with a time before this instant is in the rings
+        // once each ring has been read after it (within the slack of a
+        // writer that took its timestamp and then was preempted).
+        let watermark = monotonic_ns().saturating_sub(20_000_000);
+        for r in &mut st.rings {
+            raw.clear();
+            r.drain(&mut raw);
+            decode(&raw, &st.sample_type_of, &mut recs);
+        }
+        let cut = if stopping { u64::MAX } else { watermark };
+        st.process(&mut recs, cut, &mut outcome);
+        if stopping {
+            break;
+        }
+    }
+    st.close(&mut outcome);
+    outcome
+}
+
+/// The open events and the decoding state of a session.
+struct State {
+    kind: SessionKind,
+    rings: Vec<Ring>,
+    /// Uprobe descriptors (kept open while recording).
+    _events: Vec<OwnedFd>,
+    sources: FxHashMap<u64, Source>,
+    sample_type_of: FxHashMap<u64, u64>,
+    tree: FxHashSet<u32>,
+    writer: Option<ProbeWriter>,
+    manifest: ProbeManifest,
+    sampling: FxHashMap<u32, Sampling>,
+    /// Records not yet processed (their time is after the watermark).
+    pending: Vec<Rec>,
+    out_dir: PathBuf,
+}
+
+impl State {
+    fn open(pid: u32, kind: &SessionKind, out_dir: &Path, outcome: &mut SessionOutcome) -> State {
+        let mut st = State {
+            kind: kind.clone(),
+            rings: Vec::new(),
+            _events: Vec::new(),
+            sources: FxHashMap::default(),
+            sample_type_of: FxHashMap::default(),
+            tree: [pid].into_iter().collect(),
+            writer: None,
+            manifest: ProbeManifest {
+                format_version: MANIFEST_VERSION,
+                root_pid: pid,
+                every: 1,
+                ..ProbeManifest::default()
+            },
+            sampling: FxHashMap::default(),
+            pending: Vec::new(),
+            out_dir: out_dir.to_path_buf(),
+        };
+        let cpus = crate::cpus::online_cpu_list();
+        let sid = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME;
+        let clock = F_USE_CLOCKID | F_SAMPLE_ID_ALL;
+        // The per-task event: task records (and the profile's samples).
+        let (task_attr, pages) = match kind {
+            SessionKind::Record { probes, .. } => (
+                Attr {
+                    kind: TYPE_SOFTWARE,
+                    size: 128,
+                    config: SW_DUMMY,
+                    sample_period: 1,
+                    sample_type: sid,
+                    // user mode only: allowed to unprivileged users up to
+                    // kernel.perf_event_paranoid = 2 (task records are
+                    // written either way)
+                    flags: F_DISABLED
+                        | F_INHERIT
+                        | F_ENABLE_ON_EXEC
+                        | F_TASK
+                        | F_COMM
+                        | F_COMM_EXEC
+                        | F_EXCLUDE_KERNEL
+                        | F_EXCLUDE_HV
+                        | clock,
+                    clockid: libc::CLOCK_MONOTONIC,
+                    ..Attr::default()
+                },
+                if probes.is_empty() { 16 } else { 1024 },
+            ),
+            SessionKind::Profile { period_ns } => (
+                Attr {
+                    kind: TYPE_SOFTWARE,
+                    size: 128,
+                    config: SW_CPU_CLOCK,
+                    sample_period: *period_ns,
+                    sample_type: sid | SAMPLE_IP,
+                    flags: F_DISABLED
+                        | F_INHERIT
+                        | F_ENABLE_ON_EXEC
+                        | F_TASK
+                        | F_COMM
+                        | F_COMM_EXEC
+                        | F_MMAP
+                        | F_MMAP2
+                        | F_EXCLUDE_KERNEL
+                        | F_EXCLUDE_HV
+                        | clock,
+                    clockid: libc::CLOCK_MONOTONIC,
+                    ..Attr::default()
+                },
+                128,
+            ),
+        };
+        let mut task_error = None;
+        for &cpu in &cpus {
+            match perf_open(&task_attr, pid as i32, cpu as i32) {
+                Ok(fd) => {
+                    let mut id = 0u64;
+                    let _ = ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong);
+                    st.sample_type_of.insert(id, task_attr.sample_type);
+                    st.sources.insert(id, Source::Profile);
+                    match Ring::map(fd, pages) {
+                        Ok(r) => st.rings.push(r),
+                        Err((_, e)) => {
+                            task_error.get_or_insert(format!(
+                                "cannot map a perf ring buffer: {}",
+                                io::Error::from_raw_os_error(e)
+                            ));
+                        }
+                    }
+                }
+                Err(e) => {
+                    task_error.get_or_insert(refusal(e, "the per-process software event"));
+                }
+            }
+        }
+        let complete = task_error.is_none() && st.rings.len() == cpus.len();
+        match kind {
+            SessionKind::Profile { .. } => {
+                if let Some(e) = task_error {
+                    outcome
+                        .warnings
+                        .push(format!("the CPU-clock profile is incomplete: {e}"));
+                }
+            }
+            SessionKind::Record {
+                probes,
+                refused,
+                every,
+                hot,
+                hot_samples,
+            } => {
+                st.manifest.every = (*every).max(1);
+                st.manifest.refused = refused.clone();
+                st.manifest.hot = hot.clone();
+                st.manifest.hot_samples = *hot_samples;
+                st.manifest.thread_events = complete;
+                if let Some(e) = task_error {
+                    st.manifest
+                        .errors
+                        .push(format!("thread lifetimes were not recorded: {e}"));
+                }
+                if !probes.is_empty() {
+                    st.open_probes(probes, &cpus);
+                }
+                for r in &st.manifest.refused[refused.len()..] {
+                    outcome.warnings.push(format!(
+                        "function {} is not probed: {}",
+                        r.function, r.reason
+                    ));
+                }
+                match ProbeWriter::create(&st.out_dir.join(EVENTS)) {
+                    Ok(w) => st.writer = Some(w),
+                    Err(e) => st.manifest.errors.push(format!("{e}")),
+                }
+            }
+        }
+        st
+    }
+
+    /// Opens every probe on every CPU (system-wide; see the module docs),
+    /// sends its output into that CPU's ring and enables it.
+    fn open_probes(&mut self, probes: &[ProbeSpec], cpus: &[u32]) {
+        let (pmu, retbit) = match uprobe_pmu() {
+            Ok(p) => p,
+            Err(e) => {
+                for p in probes {
+                    self.manifest.refused.push(RefusedProbe {
+                        function: p.requested.clone(),
+                        reason: e.clone(),
+                    });
+                }
+                return;
+            }
+        };
+        if self.rings.len() != cpus.len() {
+            for p in probes {
+                self.manifest.refused.push(RefusedProbe {
+                    function: p.requested.clone(),
+                    reason: "no perf ring buffer on every CPU to receive its hits".into(),
+                });
+            }
+            return;
+        }
+        let st = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME | SAMPLE_REGS_USER;
+        for p in probes {
+            let Ok(path) = CString::new(p.module.as_str()) else {
+                continue;
+            };
+            let mut fds = Vec::new();
+            let mut failure = None;
+            'cpus: for (ci, &cpu) in cpus.iter().enumerate() {
+                for ret in [false, true] {
+                    let attr = Attr {
+                        kind: pmu,
+                        size: 128,
+                        config: if ret { retbit } else { 0 },
+                        sample_period: 1,
+                        sample_type: st,
+                        flags: F_DISABLED | F_WATERMARK | F_USE_CLOCKID | F_SAMPLE_ID_ALL,
+                        wakeup: 256 * 1024,
+                        config1: path.as_ptr() as u64,
+                        config2: p.file_offset,
+                        sample_regs_user: 1 << REG_SP,
+                        clockid: libc::CLOCK_MONOTONIC,
+                        ..Attr::default()
+                    };
+                    match perf_open(&attr, -1, cpu as i32) {
+                        Ok(fd) => {
+                            let mut id = 0u64;
+                            let ok =
+                                ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong)
+                                    .and_then(|_| {
+                                        ioctl(
+                                            fd.as_raw_fd(),
+                                            IOC_SET_OUTPUT,
+                                            self.rings[ci].leader.as_raw_fd() as libc::c_ulong,
+                                        )
+                                    });
+                            if let Err(e) = ok {
+                                failure = Some(format!(
+                                    "cannot attach its events to the ring buffer: {e}"
+                                ));
+                                break 'cpus;
+                            }
+                            self.sources.insert(id, Source::Probe { probe: p.id, ret });
+                            self.sample_type_of.insert(id, st);
+                            fds.push(fd);
+                        }
+                        Err(e) => {
+                            failure = Some(refusal(
+                                e,
+                                &format!("a uprobe at {}+{:#x}", p.module, p.file_offset),
+                            ));
+                            break 'cpus;
+                        }
+                    }
+                }
+            }
+            if let Some(reason) = failure {
+                self.manifest.refused.push(RefusedProbe {
+                    function: p.requested.clone(),
+                    reason,
+                });
+                continue;
+            }
+            for fd in &fds {
+                let _ = ioctl(fd.as_raw_fd(), IOC_ENABLE, 0);
+            }
+            self.manifest.probes.push(p.clone());
+            self._events.extend(fds);
+        }
+    }
+
+    /// Processes the pending and new records older than `cut`, in time
+    /// order.
+    fn process(&mut self, recs: &mut Vec<Rec>, cut: u64, outcome: &mut SessionOutcome) {
+        self.pending.append(recs);
+        self.pending.sort_by_key(Rec::time);
+        let n = self.pending.partition_point(|r| r.time() < cut);
+        let ready: Vec<Rec> = self.pending.drain(..n).collect();
+        for r in ready {
+            self.one(r, outcome);
+        }
+        if let Some(w) = &mut self.writer {
+            if let Err(e) = w.flush() {
+                self.manifest.errors.push(format!("{e}"));
+                self.writer = None;
+            }
+        }
+    }
+
+    fn write(&mut self, e: ProbeEvent) {
+        if let Some(w) = &mut self.writer {
+            if let Err(err) = w.push(&e) {
+                self.manifest.errors.push(format!("{err}"));
+                self.writer = None;
+            }
+        }
+    }
+
+    fn one(&mut self, r: Rec, outcome: &mut SessionOutcome) {
+        match r {
+            Rec::Sample {
+                id,
+                ip,
+                pid,
+                tid,
+                time,
+                sp,
+            } => match self.sources.get(&id).copied() {
+                Some(Source::Profile) => {
+                    if matches!(self.kind, SessionKind::Profile { .. }) {
+                        *outcome.samples.entry((pid, ip)).or_default() += 1;
+                    }
+                }
+                Some(Source::Probe { probe, ret }) => {
+                    if !self.tree.contains(&pid) {
+                        self.manifest.foreign_hits += 1;
+                        return;
+                    }
+                    if self.manifest.every > 1 && !self.keep_sampled(tid, probe, ret, sp) {
+                        return;
+                    }
+                    self.write(ProbeEvent {
+                        time_ns: time,
+                        pid,
+                        tid,
+                        arg: sp,
+                        kind: if ret {
+                            ProbeEventKind::Return
+                        } else {
+                            ProbeEventKind::Entry
+                        },
+                        probe,
+                    });
+                }
+                None => {}
+            },
+            Rec::Fork {
+                pid,
+                ppid,
+                tid,
+                ptid,
+                time,
+            } => {
+                // Task records come from the per-task event: all ours.
+                self.tree.insert(pid);
+                self.write(ProbeEvent {
+                    time_ns: time,
+                    pid,
+                    tid,
+                    arg: u64::from(ppid) | (u64::from(ptid) << 32),
+                    kind: ProbeEventKind::ThreadStart,
+                    probe: 0,
+                });
+            }
+            Rec::Exit { pid, tid, time } => self.write(ProbeEvent {
+                time_ns: time,
+                pid,
+                tid,
+                arg: 0,
+                kind: ProbeEventKind::ThreadExit,
+                probe: 0,
+            }),
+            Rec::Exec { pid, tid, time } => self.write(ProbeEvent {
+                time_ns: time,
+                pid,
+                tid,
+                arg: 0,
+                kind: ProbeEventKind::Exec,
+                probe: 0,
+            }),
+            Rec::Mmap { mapping, .. } => outcome.mappings.push(mapping),
+            Rec::Lost(n) => {
+                outcome.lost += n;
+                self.manifest.lost += n;
+            }
+        }
+    }
+
+    /// `--function-every N`: one entry in N per thread is kept, and exactly
+    /// the returns of the kept entries (matched by stack pointer; entries
+    /// whose frames were left by longjmp are forgotten).
+    fn keep_sampled(&mut self, tid: u32, probe: u16, ret: bool, sp: u64) -> bool {
+        let every = self.manifest.every;
+        let s = self.sampling.entry(tid).or_default();
+        if !ret {
+            // a new call is below every live frame
+            while s.kept.last().is_some_and(|&(_, k)| k < sp) {
+                s.kept.pop();
+            }
+            if s.countdown > 0 {
+                s.countdown -= 1;
+                return false;
+            }
+            s.countdown = every - 1;
+            s.kept.push((probe, sp));
+            true
+        } else {
+            // the kept entry whose frame this is (see the analysis's
+            // FrameMatcher): the highest at or below the return's frame
+            let frame = sp.wrapping_sub(8);
+            let best = s
+                .kept
+                .iter()
+                .enumerate()
+                .filter(|&(_, &(p, k))| p == probe && k <= frame)
+                .max_by_key(|&(i, &(_, k))| (k, i))
+                .map(|(i, _)| i);
+            match best {
+                Some(i) => {
+                    s.kept.truncate(i);
+                    true
+                }
+                None => false,
+            }
+        }
+    }
+
+    fn close(mut self, outcome: &mut SessionOutcome) {
+        if let SessionKind::Record { .. } = self.kind {
+            if let Some(w) = &mut self.writer {
+                if let Err(e) = w.flush() {
+                    self.manifest.errors.push(format!("{e}"));
+                }
+                outcome.records = w.records;
+            }
+            if self.manifest.lost > 0 {
+                outcome.warnings.push(format!(
+                    "the kernel dropped {} probe or thread record(s): a perf ring buffer was full",
+                    self.manifest.lost
+                ));
+            }
+            if let Some(parent) = self.out_dir.parent() {
+                if let Err(e) = self.manifest.write(parent) {
+                    outcome.warnings.push(format!("{e}"));
+                }
+            }
+        }
+    }
+}
+
+/// Probes by id, for tests and tools.
+pub fn probes_by_id(probes: &[ProbeSpec]) -> BTreeMap<u16, &ProbeSpec> {
+    probes.iter().map(|p| (p.id, p)).collect()
+}

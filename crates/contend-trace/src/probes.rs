@@ -1,0 +1,412 @@
+//! What the launcher records through `perf_event_open` beside the target
+//! (`probes/` of a recording): the thread lifetimes of the target's
+//! processes (the kernel's task events: a thread's creation and exit), and
+//! the entries and returns of the functions of `contend record --function`
+//! (uprobes), for the interference (SCI) analysis (Mosli Bouksiaa et al.,
+//! TPDS 2019: thread durations T_t and automatic instrumentation,
+//! Sections 2 and 3.1).
+//!
+//! Two files, both written by `contend-record` and defined here:
+//!
+//! * `probes/probes.json` ([`ProbeManifest`]): the probes (function,
+//!   module, file offset), the functions refused and why, the sampling
+//!   period, what could not be recorded, and the profile that chose the
+//!   functions (`--hot-functions`).
+//! * `probes/events.cprb`: a 32-byte header and 32-byte records, all
+//!   little-endian:
+//!
+//! ```text
+//! header  magic "CNTDPROB" | u32 version | u32 header size (32)
+//!         | u32 record size (32) | u32 reserved | u64 reserved
+//! record  u64 time_ns (CLOCK_MONOTONIC) | u32 pid | u32 tid
+//!         | u64 arg | u16 kind | u16 probe | u32 reserved
+//! ```
+//!
+//! `arg` is the user stack pointer for [`ProbeEventKind::Entry`] and
+//! [`ProbeEventKind::Return`] (at the function's first instruction, and
+//! right after its return), and `parent pid | parent tid << 32` for
+//! [`ProbeEventKind::ThreadStart`]. The writer appends whole records in
+//! batches, one `write(2)` each, so a launcher killed at any moment leaves
+//! a file whose every complete record is readable; the reader keeps those
+//! and reports a cut-off tail. Records of different CPUs are not in time
+//! order; readers sort.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::TraceError;
+
+/// Subdirectory of a recording holding the probe files.
+pub const DIR: &str = "probes";
+/// File name of the manifest inside [`DIR`].
+pub const MANIFEST: &str = "probes.json";
+/// File name of the events inside [`DIR`].
+pub const EVENTS: &str = "events.cprb";
+/// File magic.
+pub const MAGIC: &[u8; 8] = b"CNTDPROB";
+/// Format version this module writes and reads.
+pub const VERSION: u32 = 1;
+/// Size of the header, bytes.
+pub const HEADER_SIZE: usize = 32;
+/// Size of one record, bytes.
+pub const RECORD_SIZE: usize = 32;
+/// Version of the manifest's JSON.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// What a record says. Codes are only ever added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u16)]
+pub enum ProbeEventKind {
+    /// A probed function was entered (`arg` = stack pointer).
+    Entry = 1,
+    /// A probed function returned (`arg` = stack pointer after the return).
+    Return = 2,
+    /// A thread (or process) was created (`arg` = parent pid | parent tid << 32).
+    ThreadStart = 3,
+    /// A thread exited.
+    ThreadExit = 4,
+    /// A process replaced its program (`exec`): its main thread starts anew.
+    Exec = 5,
+}
+
+impl ProbeEventKind {
+    /// Decodes a kind code; `None` for an unknown one.
+    pub fn from_code(code: u16) -> Option<Self> {
+        Some(match code {
+            1 => ProbeEventKind::Entry,
+            2 => ProbeEventKind::Return,
+            3 => ProbeEventKind::ThreadStart,
+            4 => ProbeEventKind::ThreadExit,
+            5 => ProbeEventKind::Exec,
+            _ => return None,
+        })
+    }
+}
+
+/// One record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeEvent {
+    /// CLOCK_MONOTONIC, ns.
+    pub time_ns: u64,
+    /// Process id (thread-group id).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Stack pointer, or parent pid | parent tid << 32 (see the module docs).
+    pub arg: u64,
+    /// What happened.
+    pub kind: ProbeEventKind,
+    /// Index into [`ProbeManifest::probes`] (entries and returns), else 0.
+    pub probe: u16,
+}
+
+impl ProbeEvent {
+    /// The record's bytes.
+    pub fn encode(&self) -> [u8; RECORD_SIZE] {
+        let mut b = [0u8; RECORD_SIZE];
+        b[0..8].copy_from_slice(&self.time_ns.to_le_bytes());
+        b[8..12].copy_from_slice(&self.pid.to_le_bytes());
+        b[12..16].copy_from_slice(&self.tid.to_le_bytes());
+        b[16..24].copy_from_slice(&self.arg.to_le_bytes());
+        b[24..26].copy_from_slice(&(self.kind as u16).to_le_bytes());
+        b[26..28].copy_from_slice(&self.probe.to_le_bytes());
+        b
+    }
+
+    /// Decodes a record; `None` for an unknown kind.
+    pub fn decode(b: &[u8; RECORD_SIZE]) -> Option<ProbeEvent> {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        Some(ProbeEvent {
+            time_ns: u64_at(0),
+            pid: u32_at(8),
+            tid: u32_at(12),
+            arg: u64_at(16),
+            kind: ProbeEventKind::from_code(u16::from_le_bytes([b[24], b[25]]))?,
+            probe: u16::from_le_bytes([b[26], b[27]]),
+        })
+    }
+}
+
+/// One function probed (`contend record --function`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeSpec {
+    /// Its index; events refer to it.
+    pub id: u16,
+    /// The function's symbol name (demangled where it was mangled).
+    pub function: String,
+    /// The ELF file it is in (executable or shared library), absolute.
+    pub module: String,
+    /// Offset of its first instruction in the file, bytes.
+    pub file_offset: u64,
+    /// Its ELF virtual address (symbol value).
+    pub vaddr: u64,
+    /// Its size from the symbol table, bytes (0 = unknown).
+    pub size: u64,
+    /// What the user asked for (`NAME`, `lib:NAME`, `MODULE:0xOFFSET`).
+    pub requested: String,
+}
+
+/// A function that could not be probed, and why (named to the user too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedProbe {
+    /// What the user asked for.
+    pub function: String,
+    /// Why, one sentence.
+    pub reason: String,
+}
+
+/// One function of the profile that chose `--hot-functions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotFunction {
+    /// Symbol name.
+    pub function: String,
+    /// ELF file.
+    pub module: String,
+    /// CPU-clock samples that fell in it.
+    pub samples: u64,
+    /// Its share of all samples of the target, in [0, 1].
+    pub share: f64,
+}
+
+/// `probes/probes.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeManifest {
+    /// [`MANIFEST_VERSION`].
+    pub format_version: u32,
+    /// The launcher's child: the root of the recorded process tree.
+    pub root_pid: u32,
+    /// The probes, by id.
+    pub probes: Vec<ProbeSpec>,
+    /// Functions asked for but not probed.
+    pub refused: Vec<RefusedProbe>,
+    /// One call in N per thread kept (`--function-every`, 1 = all).
+    pub every: u32,
+    /// Thread creations and exits were recorded (the kernel's task events).
+    pub thread_events: bool,
+    /// Why thread lifetimes or probes could not be recorded, when they
+    /// could not.
+    pub errors: Vec<String>,
+    /// Records the kernel dropped because a ring buffer was full.
+    pub lost: u64,
+    /// Probe hits of other processes (the probes are system-wide) that
+    /// were dropped.
+    pub foreign_hits: u64,
+    /// The CPU-clock profile that chose the functions (`--hot-functions`),
+    /// hottest first; empty otherwise.
+    pub hot: Vec<HotFunction>,
+    /// Samples of that profile.
+    pub hot_samples: u64,
+}
+
+/// Appends records to `probes/events.cprb` in whole-record batches.
+#[derive(Debug)]
+pub struct ProbeWriter {
+    file: std::fs::File,
+    path: PathBuf,
+    buf: Vec<u8>,
+    /// Records written so far.
+    pub records: u64,
+}
+
+impl ProbeWriter {
+    /// Creates the file (which must not exist) and writes the header.
+    /// Errors: the file cannot be created or written.
+    pub fn create(path: &Path) -> Result<ProbeWriter, TraceError> {
+        let io = |source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io)?;
+        let mut h = [0u8; HEADER_SIZE];
+        h[0..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[12..16].copy_from_slice(&(HEADER_SIZE as u32).to_le_bytes());
+        h[16..20].copy_from_slice(&(RECORD_SIZE as u32).to_le_bytes());
+        file.write_all(&h).map_err(io)?;
+        Ok(ProbeWriter {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(64 * 1024),
+            records: 0,
+        })
+    }
+
+    /// Queues one record (written by [`ProbeWriter::flush`], or when the
+    /// batch is full).
+    pub fn push(&mut self, e: &ProbeEvent) -> Result<(), TraceError> {
+        self.buf.extend_from_slice(&e.encode());
+        self.records += 1;
+        if self.buf.len() >= 64 * 1024 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the queued records with one `write(2)`.
+    pub fn flush(&mut self) -> Result<(), TraceError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = self.file.write_all(&self.buf);
+        self.buf.clear();
+        r.map_err(|source| TraceError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+/// The probe files of a recording, read.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeRecording {
+    /// The manifest.
+    pub manifest: ProbeManifest,
+    /// Every complete record, in file order.
+    pub events: Vec<ProbeEvent>,
+    /// Bytes after the last complete record (a cut-off tail).
+    pub truncated_bytes: u64,
+    /// Records with a kind this version does not know (skipped).
+    pub unknown_records: u64,
+}
+
+impl ProbeManifest {
+    /// Writes `dir/probes/probes.json` (dir = the recording).
+    pub fn write(&self, dir: &Path) -> Result<(), TraceError> {
+        let path = dir.join(DIR).join(MANIFEST);
+        let text = serde_json::to_string_pretty(self).expect("manifest serialises");
+        std::fs::write(&path, text).map_err(|source| TraceError::Io { path, source })
+    }
+}
+
+/// Reads `dir/probes/`: `None` when the recording has none; `Err` when the
+/// manifest or the events file cannot be read or is not one.
+pub fn read_probe_recording(dir: &Path) -> Option<Result<ProbeRecording, TraceError>> {
+    let sub = dir.join(DIR);
+    if !sub.is_dir() {
+        return None;
+    }
+    Some(read_files(&sub.join(MANIFEST), &sub.join(EVENTS)))
+}
+
+fn read_files(manifest: &Path, events: &Path) -> Result<ProbeRecording, TraceError> {
+    let text = std::fs::read_to_string(manifest).map_err(|source| TraceError::Io {
+        path: manifest.to_path_buf(),
+        source,
+    })?;
+    let manifest_v: ProbeManifest = serde_json::from_str(&text)
+        .map_err(|e| TraceError::format(manifest, format!("not a probe manifest: {e}")))?;
+    let mut rec = ProbeRecording {
+        manifest: manifest_v,
+        ..ProbeRecording::default()
+    };
+    let bytes = match std::fs::read(events) {
+        Ok(b) => b,
+        // No events file: the launcher opened nothing (its manifest says why).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rec),
+        Err(source) => {
+            return Err(TraceError::Io {
+                path: events.to_path_buf(),
+                source,
+            })
+        }
+    };
+    if bytes.len() < HEADER_SIZE || &bytes[0..8] != MAGIC {
+        return Err(TraceError::format(
+            events,
+            "not a contend probe-event file (bad magic)",
+        ));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    if version != VERSION {
+        return Err(TraceError::format(
+            events,
+            format!("probe-event format version {version}, this contend reads version {VERSION}"),
+        ));
+    }
+    let header = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let record = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+    if header < HEADER_SIZE || record != RECORD_SIZE || header > bytes.len() {
+        return Err(TraceError::format(
+            events,
+            format!("unsupported layout (header {header} bytes, records {record} bytes)"),
+        ));
+    }
+    let body = &bytes[header..];
+    let (records, rest) = body.as_chunks::<RECORD_SIZE>();
+    rec.truncated_bytes = rest.len() as u64;
+    rec.events.reserve(records.len());
+    for r in records {
+        match ProbeEvent::decode(r) {
+            Some(e) => rec.events.push(e),
+            None => rec.unknown_records += 1,
+        }
+    }
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_and_read_back_with_a_cut_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(DIR)).unwrap();
+        let manifest = ProbeManifest {
+            format_version: MANIFEST_VERSION,
+            root_pid: 10,
+            every: 1,
+            thread_events: true,
+            ..Default::default()
+        };
+        manifest.write(dir.path()).unwrap();
+        let path = dir.path().join(DIR).join(EVENTS);
+        let mut w = ProbeWriter::create(&path).unwrap();
+        let events = [
+            ProbeEvent {
+                time_ns: 5,
+                pid: 10,
+                tid: 11,
+                arg: 10 | (10 << 32),
+                kind: ProbeEventKind::ThreadStart,
+                probe: 0,
+            },
+            ProbeEvent {
+                time_ns: 7,
+                pid: 10,
+                tid: 11,
+                arg: 0x7ff0,
+                kind: ProbeEventKind::Entry,
+                probe: 3,
+            },
+        ];
+        for e in &events {
+            w.push(e).unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        let rec = read_probe_recording(dir.path()).unwrap().unwrap();
+        assert_eq!(rec.manifest, manifest);
+        assert_eq!(rec.events, events);
+        assert_eq!(rec.truncated_bytes, 0);
+        // A cut-off tail is reported, the complete records kept.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.truncate(bytes.len() - 5);
+        std::fs::write(&path, &bytes).unwrap();
+        let rec = read_probe_recording(dir.path()).unwrap().unwrap();
+        assert_eq!(rec.events, events[..1]);
+        assert_eq!(rec.truncated_bytes, 27);
+        // Not a probe file.
+        std::fs::write(&path, b"garbage garbage garbage garbage garbage").unwrap();
+        let e = read_probe_recording(dir.path()).unwrap().unwrap_err();
+        assert!(e.to_string().contains("bad magic"), "{e}");
+    }
+}

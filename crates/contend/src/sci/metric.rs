@@ -1,0 +1,617 @@
+//! The SCI metric on executions of blocks (Mosli Bouksiaa et al., "Using
+//! differential execution analysis to identify thread interference", TPDS
+//! 2019, Section 2), independent of where the executions came from.
+//!
+//! For a block b (a row: a block and, for parameter-dependent blocks, one
+//! key) executed by thread t:
+//!
+//! ```text
+//! SCI(b, t) = Σ_j (d_j − d_min(b)) / T_t
+//! ```
+//!
+//! where d_j is the duration of t's j-th execution of b, d_min(b) the
+//! fastest execution of b by any thread and T_t the thread's duration.
+//! Aggregated per block: SCI(b) = Σ_t Σ_j (d_j − d_min(b)) / Σ_t T_t over
+//! the threads that executed b, and the largest SCI(b, t).
+//!
+//! Decisions (docs/sci.md):
+//! - Durations are inclusive: an execution includes the blocks nested in
+//!   it (in the same thread, by time containment, whatever their source).
+//!   The exclusive duration subtracts the direct children; the exclusive
+//!   excess is Σ (x_j − x_min(b)) over exclusive durations.
+//! - An execution nested in another execution of the same block (direct
+//!   or indirect recursion) is not scored: its time is inside the outer
+//!   one, and scoring both would count it twice. It is counted in
+//!   `recursive`.
+//! - A block executed fewer than [`MIN_OCCURRENCES`] times gets no score,
+//!   only a note (Section 5.3: "if a function is called few times, the
+//!   probability of capturing an interference-free execution becomes
+//!   low").
+//! - With sampling (one call in N recorded, Section 3.2.3) the excess of
+//!   the recorded calls is multiplied by N, an estimate of the excess of
+//!   all calls.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+/// Executions below this count get no score (Section 5.3).
+pub const MIN_OCCURRENCES: u64 = 10;
+
+/// The fastest executions looked at for stability: this share of them
+/// (at least two).
+pub const FASTEST_SHARE: f64 = 0.01;
+/// The fastest executions are unstable when the slowest of them takes more
+/// than this many times the fastest …
+pub const FASTEST_SPREAD_MAX: f64 = 2.0;
+/// … and more than this many ns longer (below it, timer resolution and
+/// cache effects dominate).
+pub const FASTEST_SPREAD_FLOOR_NS: u64 = 100;
+
+/// What kind of code a block is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    /// A lock acquisition call (mutex, rwlock, spinlock), keyed by the lock.
+    Lock,
+    /// A condition-variable wait, keyed by the condition variable.
+    Cond,
+    /// A barrier wait, keyed by the barrier.
+    Barrier,
+    /// A semaphore wait, keyed by the semaphore.
+    Semaphore,
+    /// A region of `contend/region.h`.
+    Region,
+    /// A function (uprobe or `-finstrument-functions`).
+    Function,
+}
+
+impl BlockKind {
+    /// `lock`, `cond`, `barrier`, `semaphore`, `region`, `function`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::Lock => "lock",
+            BlockKind::Cond => "cond",
+            BlockKind::Barrier => "barrier",
+            BlockKind::Semaphore => "semaphore",
+            BlockKind::Region => "region",
+            BlockKind::Function => "function",
+        }
+    }
+}
+
+/// Where a block is in the source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct BlockSite {
+    /// Function.
+    pub function: Option<String>,
+    /// Source file.
+    pub file: Option<String>,
+    /// Source line.
+    pub line: Option<u32>,
+}
+
+impl BlockSite {
+    /// `function (file:line)`, or what is known of it.
+    pub fn display(&self) -> String {
+        let place = match (&self.file, self.line) {
+            (Some(f), Some(l)) => Some(format!(
+                "{}:{l}",
+                std::path::Path::new(f)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| f.clone())
+            )),
+            (Some(f), None) => Some(f.clone()),
+            _ => None,
+        };
+        match (&self.function, place) {
+            (Some(func), Some(p)) => format!("{func} ({p})"),
+            (Some(func), None) => func.clone(),
+            (None, Some(p)) => p,
+            (None, None) => "?".into(),
+        }
+    }
+}
+
+/// One row to score: a block and, for a parameter-dependent one, one key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockDef {
+    /// Kind.
+    pub kind: BlockKind,
+    /// Name: the lock function called, the region's name, the function's.
+    pub name: String,
+    /// The key the executions were compared under (lock object, region
+    /// key), `None` for unkeyed blocks.
+    pub key: Option<String>,
+    /// Where it is.
+    pub site: BlockSite,
+    /// One execution in N was recorded (1 = all).
+    pub every: u32,
+    /// Executions that began but never ended before their thread's trace
+    /// did (exit inside the block, a crash, a lost record).
+    pub unfinished: u64,
+}
+
+/// How a thread's duration T_t was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DurationSource {
+    /// From its creation to its exit, by the kernel's task events.
+    TaskEvents,
+    /// From its first to its last recorded event (lock operation, block
+    /// entry or exit): a lower bound.
+    RecordedEvents,
+}
+
+/// A thread with its duration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadDef {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// T_t, ns.
+    pub duration_ns: u64,
+    /// How T_t was measured.
+    pub source: DurationSource,
+}
+
+/// One execution of a block (a row of the input) by a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Execution {
+    /// Index into the input's blocks.
+    pub block: u32,
+    /// Entry, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// Exit, ns (≥ `start_ns`).
+    pub end_ns: u64,
+}
+
+/// Everything the metric needs.
+#[derive(Debug, Clone, Default)]
+pub struct ScoreInput {
+    /// The rows.
+    pub blocks: Vec<BlockDef>,
+    /// The threads.
+    pub threads: Vec<ThreadDef>,
+    /// Per thread (same order as `threads`), its executions in any order.
+    pub executions: Vec<Vec<Execution>>,
+}
+
+/// A point of the sorted durations (the paper's Figure 7).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Quantile {
+    /// Share of executions at or below, in [0, 1].
+    pub q: f64,
+    /// Duration, ns (nearest rank).
+    pub ns: u64,
+}
+
+/// A log2 bucket of durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DurationBucket {
+    /// Inclusive lower bound, ns (0 for the first bucket).
+    pub lower_ns: u64,
+    /// Exclusive upper bound, ns.
+    pub upper_ns: u64,
+    /// Executions in the bucket.
+    pub count: u64,
+}
+
+/// One block's score in one thread.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockThreadScore {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Executions scored in this thread.
+    pub occurrences: u64,
+    /// Σ (d_j − d_min), ns (× N when sampled).
+    pub excess_ns: u64,
+    /// SCI(b, t) = excess / T_t; `None` below [`MIN_OCCURRENCES`] executions
+    /// of the block (all threads) or when T_t is 0.
+    pub sci: Option<f64>,
+}
+
+/// One scored row (JSON `sci.blocks[]`; docs/json.md).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SciBlock {
+    /// Name: the lock function called, the region's, the function's.
+    pub name: String,
+    /// Kind.
+    pub kind: BlockKind,
+    /// The key (lock object, region key); `null` for unkeyed blocks.
+    pub key: Option<String>,
+    /// Where it is in the source.
+    pub site: BlockSite,
+    /// Executions scored (recorded ones; not nested in one of the same block).
+    pub occurrences: u64,
+    /// d_min: the fastest execution, ns.
+    pub min_ns: u64,
+    /// Median duration (lower median), ns.
+    pub median_ns: u64,
+    /// Mean duration, ns.
+    pub mean_ns: u64,
+    /// Σ durations, ns.
+    pub total_ns: u64,
+    /// Σ (d_j − d_min), ns; × N when one call in N was recorded.
+    pub excess_ns: u64,
+    /// SCI(b) = excess / Σ T_t over the threads that executed the block;
+    /// `null` below [`MIN_OCCURRENCES`] executions.
+    pub sci: Option<f64>,
+    /// max_t SCI(b, t); `null` when `sci` is.
+    pub sci_max_thread: Option<f64>,
+    /// The fastest exclusive duration (children subtracted), ns.
+    pub exclusive_min_ns: u64,
+    /// Σ exclusive durations, ns.
+    pub exclusive_total_ns: u64,
+    /// Σ (x_j − x_min), ns (× N when sampled).
+    pub exclusive_excess_ns: u64,
+    /// exclusive excess / Σ T_t; `null` when `sci` is.
+    pub sci_exclusive: Option<f64>,
+    /// Threads that executed the block.
+    pub threads: u32,
+    /// Σ T_t of those threads, ns.
+    pub thread_duration_ns: u64,
+    /// Executions nested in an execution of the same block (recursion):
+    /// counted here, not scored.
+    pub recursive: u64,
+    /// Executions that never ended (not scored).
+    pub unfinished: u64,
+    /// One execution in N was recorded (1 = all).
+    pub sampled_every: u32,
+    /// The fastest 1% of executions (at least two): the fastest and the
+    /// slowest of them, ns.
+    pub fastest_1pct_ns: [u64; 2],
+    /// False when the fastest executions spread more than 2× (and more than
+    /// 100 ns): the fastest may not be interference-free.
+    pub stable: bool,
+    /// Sorted durations at q = 0, 0.01, 0.05, 0.10, …, 0.95, 0.99, 1.
+    pub quantiles: Vec<Quantile>,
+    /// Durations per log2 bucket, only buckets with executions, ascending.
+    pub histogram: Vec<DurationBucket>,
+    /// Per thread, largest excess first.
+    pub per_thread: Vec<BlockThreadScore>,
+    /// Why there is no score, or what to be careful about.
+    pub note: Option<String>,
+}
+
+/// One thread (JSON `sci.threads[]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SciThread {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// T_t, ns.
+    pub duration_ns: u64,
+    /// How it was measured.
+    pub duration_source: DurationSource,
+    /// Executions of any block scored in this thread.
+    pub occurrences: u64,
+    /// Σ excess of its scored executions over all blocks, ns.
+    pub excess_ns: u64,
+}
+
+/// The quantile levels reported.
+pub const QUANTILES: [f64; 23] = [
+    0.0, 0.01, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70,
+    0.75, 0.80, 0.85, 0.90, 0.95, 0.99, 1.0,
+];
+
+/// Per thread: its scored executions (block, inclusive ns, exclusive ns)
+/// and the recursive ones per block.
+struct ThreadPass {
+    scored: Vec<(u32, u64, u64)>,
+    recursive: Vec<u32>,
+}
+
+/// Nesting within one thread: sorts by (start, longest first) and sweeps
+/// with a stack; the parent of an execution is the innermost open one that
+/// contains it.
+fn thread_pass(execs: &[Execution]) -> ThreadPass {
+    let mut order: Vec<Execution> = execs.to_vec();
+    order.sort_unstable_by(|a, b| {
+        a.start_ns
+            .cmp(&b.start_ns)
+            .then(b.end_ns.cmp(&a.end_ns))
+            .then(a.block.cmp(&b.block))
+    });
+    let n = order.len();
+    let mut children = vec![0u64; n];
+    let mut recursive_flag = vec![false; n];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut depth: FxHashMap<u32, u32> = FxHashMap::default();
+    for i in 0..n {
+        let e = order[i];
+        while let Some(&top) = stack.last() {
+            let t = order[top];
+            if t.start_ns <= e.start_ns && e.end_ns <= t.end_ns {
+                break;
+            }
+            stack.pop();
+            if let Some(d) = depth.get_mut(&t.block) {
+                *d -= 1;
+            }
+        }
+        let dur = e.end_ns - e.start_ns;
+        if let Some(&top) = stack.last() {
+            children[top] += dur;
+        }
+        let d = depth.entry(e.block).or_insert(0);
+        recursive_flag[i] = *d > 0;
+        *d += 1;
+        stack.push(i);
+    }
+    let mut pass = ThreadPass {
+        scored: Vec::with_capacity(n),
+        recursive: Vec::new(),
+    };
+    for i in 0..n {
+        let e = order[i];
+        if recursive_flag[i] {
+            pass.recursive.push(e.block);
+            continue;
+        }
+        let dur = e.end_ns - e.start_ns;
+        pass.scored
+            .push((e.block, dur, dur.saturating_sub(children[i])));
+    }
+    pass
+}
+
+/// Per (block, thread): executions, Σ inclusive, Σ exclusive.
+#[derive(Debug, Clone, Copy, Default)]
+struct Acc {
+    n: u64,
+    sum: u64,
+    sum_excl: u64,
+}
+
+/// Scores every row of `input`: blocks ranked by SCI (unscored ones last,
+/// by excess), and the threads.
+pub fn score(input: &ScoreInput) -> (Vec<SciBlock>, Vec<SciThread>) {
+    let nblocks = input.blocks.len();
+    let passes: Vec<ThreadPass> = input
+        .executions
+        .par_iter()
+        .map(|e| thread_pass(e))
+        .collect();
+    // Group durations by block (counting sort), and accumulate per
+    // (block, thread).
+    let mut counts = vec![0usize; nblocks];
+    let mut recursive = vec![0u64; nblocks];
+    for p in &passes {
+        for &(b, _, _) in &p.scored {
+            counts[b as usize] += 1;
+        }
+        for &b in &p.recursive {
+            recursive[b as usize] += 1;
+        }
+    }
+    let mut offsets = vec![0usize; nblocks + 1];
+    for b in 0..nblocks {
+        offsets[b + 1] = offsets[b] + counts[b];
+    }
+    let total = offsets[nblocks];
+    let mut durations = vec![0u64; total];
+    let mut exclusive = vec![0u64; total];
+    let mut fill = offsets.clone();
+    let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
+    for (t, p) in passes.iter().enumerate() {
+        let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
+        for &(b, d, x) in &p.scored {
+            let k = &mut fill[b as usize];
+            durations[*k] = d;
+            exclusive[*k] = x;
+            *k += 1;
+            let a = acc.entry(b).or_default();
+            a.n += 1;
+            a.sum += d;
+            a.sum_excl += x;
+        }
+        for (b, a) in acc {
+            per_thread[b as usize].push((t as u32, a));
+        }
+    }
+    drop(passes);
+    // Split the flat vectors into one slice per block.
+    let mut dur_slices: Vec<&mut [u64]> = Vec::with_capacity(nblocks);
+    let mut excl_slices: Vec<&mut [u64]> = Vec::with_capacity(nblocks);
+    let (mut rd, mut rx) = (&mut durations[..], &mut exclusive[..]);
+    for &c in &counts {
+        let (a, b) = rd.split_at_mut(c);
+        dur_slices.push(a);
+        rd = b;
+        let (a, b) = rx.split_at_mut(c);
+        excl_slices.push(a);
+        rx = b;
+    }
+    let mut blocks: Vec<SciBlock> = dur_slices
+        .into_par_iter()
+        .zip(excl_slices)
+        .zip(per_thread.par_iter())
+        .enumerate()
+        .filter_map(|(b, ((durs, excl), threads))| {
+            let def = &input.blocks[b];
+            if durs.is_empty() && def.unfinished == 0 && recursive[b] == 0 {
+                return None;
+            }
+            Some(score_block(
+                def,
+                durs,
+                excl,
+                threads,
+                &input.threads,
+                recursive[b],
+            ))
+        })
+        .collect();
+    blocks.sort_by(|a, b| {
+        let key = |s: &SciBlock| s.sci.unwrap_or(-1.0);
+        key(b)
+            .total_cmp(&key(a))
+            .then(b.excess_ns.cmp(&a.excess_ns))
+            .then(a.name.cmp(&b.name))
+            .then(a.key.cmp(&b.key))
+    });
+    // Threads: totals over the blocks.
+    let mut thread_rows: Vec<SciThread> = input
+        .threads
+        .iter()
+        .map(|t| SciThread {
+            pid: t.pid,
+            tid: t.tid,
+            duration_ns: t.duration_ns,
+            duration_source: t.source,
+            occurrences: 0,
+            excess_ns: 0,
+        })
+        .collect();
+    let index: FxHashMap<(u32, u32), usize> = input
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((t.pid, t.tid), i))
+        .collect();
+    for b in &blocks {
+        for s in &b.per_thread {
+            if let Some(&i) = index.get(&(s.pid, s.tid)) {
+                thread_rows[i].occurrences += s.occurrences;
+                thread_rows[i].excess_ns += s.excess_ns;
+            }
+        }
+    }
+    thread_rows.sort_by(|a, b| b.excess_ns.cmp(&a.excess_ns).then(a.tid.cmp(&b.tid)));
+    (blocks, thread_rows)
+}
+
+/// One row's numbers from its durations (unsorted on entry) and its
+/// per-thread sums.
+fn score_block(
+    def: &BlockDef,
+    durs: &mut [u64],
+    excl: &mut [u64],
+    threads: &[(u32, Acc)],
+    thread_defs: &[ThreadDef],
+    recursive: u64,
+) -> SciBlock {
+    durs.sort_unstable();
+    let n = durs.len() as u64;
+    let every = u64::from(def.every.max(1));
+    let min = durs.first().copied().unwrap_or(0);
+    let xmin = excl.iter().copied().min().unwrap_or(0);
+    let total: u64 = durs.iter().sum();
+    let xtotal: u64 = excl.iter().sum();
+    let scored = n >= MIN_OCCURRENCES;
+    let mut thread_ns = 0u64;
+    let mut excess = 0u64;
+    let mut xexcess = 0u64;
+    let mut max_thread: Option<f64> = None;
+    let mut per_thread: Vec<BlockThreadScore> = threads
+        .iter()
+        .map(|&(t, a)| {
+            let td = &thread_defs[t as usize];
+            let e = (a.sum - a.n * min) * every;
+            let x = (a.sum_excl - a.n * xmin) * every;
+            thread_ns += td.duration_ns;
+            excess += e;
+            xexcess += x;
+            let sci = (scored && td.duration_ns > 0).then(|| e as f64 / td.duration_ns as f64);
+            if let Some(s) = sci {
+                max_thread = Some(max_thread.map_or(s, |m: f64| m.max(s)));
+            }
+            BlockThreadScore {
+                pid: td.pid,
+                tid: td.tid,
+                occurrences: a.n,
+                excess_ns: e,
+                sci,
+            }
+        })
+        .collect();
+    per_thread.sort_by(|a, b| b.excess_ns.cmp(&a.excess_ns).then(a.tid.cmp(&b.tid)));
+    let ratio = |x: u64| (scored && thread_ns > 0).then(|| x as f64 / thread_ns as f64);
+    let k = ((n as f64 * FASTEST_SHARE).ceil() as usize).clamp(2, durs.len().max(2));
+    let fastest = [min, durs.get(k - 1).or(durs.last()).copied().unwrap_or(0)];
+    let stable = !(fastest[1] as f64 > FASTEST_SPREAD_MAX * fastest[0] as f64
+        && fastest[1] - fastest[0] >= FASTEST_SPREAD_FLOOR_NS);
+    let quantiles = if durs.is_empty() {
+        Vec::new()
+    } else {
+        QUANTILES
+            .iter()
+            .map(|&q| Quantile {
+                q,
+                ns: durs[((q * (durs.len() - 1) as f64).round() as usize).min(durs.len() - 1)],
+            })
+            .collect()
+    };
+    let mut note = None;
+    if !scored {
+        note = Some(format!(
+            "executed {n} time(s), fewer than {MIN_OCCURRENCES}: no score (a block executed rarely may never run free of \
+             interference, Mosli Bouksiaa et al., Section 5.3)"
+        ));
+    } else if !stable {
+        note = Some(format!(
+            "the fastest 1% of executions spread from {} ns to {} ns (more than {FASTEST_SPREAD_MAX}×): the fastest \
+             execution may not be free of interference, or the work depends on a parameter (give the region a key, \
+             see the distribution)",
+            fastest[0], fastest[1]
+        ));
+    }
+    SciBlock {
+        name: def.name.clone(),
+        kind: def.kind,
+        key: def.key.clone(),
+        site: def.site.clone(),
+        occurrences: n,
+        min_ns: min,
+        median_ns: durs.get((durs.len().max(1) - 1) / 2).copied().unwrap_or(0),
+        mean_ns: total.checked_div(n).unwrap_or(0),
+        total_ns: total,
+        excess_ns: excess,
+        sci: ratio(excess),
+        sci_max_thread: max_thread,
+        exclusive_min_ns: xmin,
+        exclusive_total_ns: xtotal,
+        exclusive_excess_ns: xexcess,
+        sci_exclusive: ratio(xexcess),
+        threads: threads.len() as u32,
+        thread_duration_ns: thread_ns,
+        recursive,
+        unfinished: def.unfinished,
+        sampled_every: def.every.max(1),
+        fastest_1pct_ns: fastest,
+        stable,
+        quantiles,
+        histogram: log2_histogram(durs),
+        per_thread,
+        note,
+    }
+}
+
+/// Log2 buckets of sorted durations: [0, 1), [1, 2), [2, 4), …
+pub fn log2_histogram(sorted: &[u64]) -> Vec<DurationBucket> {
+    let mut out: Vec<DurationBucket> = Vec::new();
+    for &d in sorted {
+        let b = 64 - d.leading_zeros();
+        let (lower, upper) = if b == 0 {
+            (0, 1)
+        } else {
+            (1u64 << (b - 1), 1u64.checked_shl(b).unwrap_or(u64::MAX))
+        };
+        match out.last_mut() {
+            Some(last) if last.lower_ns == lower => last.count += 1,
+            _ => out.push(DurationBucket {
+                lower_ns: lower,
+                upper_ns: upper,
+                count: 1,
+            }),
+        }
+    }
+    out
+}
