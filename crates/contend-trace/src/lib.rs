@@ -12,7 +12,8 @@
 //! `collector/include/contend/mpi_trace_format.h`) are mirrored by
 //! [`mpi_format`] and read into the model of [`mpi`] by [`mpi_reader`]
 //! ([`read_mpi_recording`]). The service-time samples (`service.csamp`)
-//! are [`service`].
+//! are [`service`]; the meter time series of `contend record --meters`
+//! (`meters.cmts`) is [`meters`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -23,6 +24,7 @@ pub mod clock;
 pub mod counters;
 pub mod format;
 pub mod meta;
+pub mod meters;
 pub mod mpi;
 pub mod mpi_format;
 pub mod mpi_reader;
