@@ -30,5 +30,5 @@ pub mod signals;
 pub mod stress;
 
 pub use attach::{attach, AttachOptions};
-pub use launch::{record, RecordError, RecordOptions, RecordOutcome};
+pub use launch::{record, record_observed, RecordError, RecordOptions, RecordOutcome, RunObserver};
 pub use signals::Interrupt;
