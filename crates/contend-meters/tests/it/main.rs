@@ -1,0 +1,7 @@
+//! Integration tests of `contend-meters`: the probe and the calibration
+//! against the memory contention generator (known load), the blackboard
+//! across processes, the triggers, and bad input.
+
+mod blackboard;
+mod probe_accuracy;
+mod triggers;
