@@ -37,7 +37,7 @@ fn values(k: u64) -> MeterValues {
         window_samples: k,
         time_ns: 3 * k,
         updates: k,
-        trigger: Some(if k % 2 == 0 {
+        trigger: Some(if k.is_multiple_of(2) {
             TriggerState::High
         } else {
             TriggerState::Clear
@@ -114,7 +114,7 @@ fn reader_never_sees_a_torn_value() {
         assert_eq!(s.trigger_changes, k);
         assert_eq!(
             s.trigger,
-            if k % 2 == 0 {
+            if k.is_multiple_of(2) {
                 TriggerState::High
             } else {
                 TriggerState::Clear
