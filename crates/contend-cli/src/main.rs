@@ -7,6 +7,8 @@
 //! compares and exports recordings made elsewhere and needs no C compiler
 //! to build; `record`, `scale` and `stress` are then absent.
 
+#[cfg(feature = "record")]
+mod meters_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;
@@ -66,6 +68,12 @@ enum Command {
     #[command(subcommand)]
     #[cfg(feature = "record")]
     Stress(record_cmd::StressCommand),
+    /// Meter shared-resource contention while programs run and publish it in a shared-memory blackboard
+    #[command(
+        after_help = "Examples:\n  contend meters                                   # until Ctrl-C, /dev/shm/contend-meters\n  contend meters --duration 10s --format json\n  contend meters --interval 1ms --cpus 0-3 --calibration meters-calibration.json\n  contend meters --trigger memory_latency=250,200 --blackboard /tmp/bb\n  contend meters calibrate -o meters-calibration.json\n\nSee docs/meters.md for the meters, the triggers and the blackboard layout."
+    )]
+    #[cfg(feature = "record")]
+    Meters(meters_cmd::MetersArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
         after_help = "Examples:\n  contend completions bash > ~/.local/share/bash-completion/completions/contend\n  contend completions zsh > ~/.zfunc/_contend\n  contend completions fish > ~/.config/fish/completions/contend.fish"
@@ -132,6 +140,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scale(a) => record_cmd::cmd_scale(a),
         #[cfg(feature = "record")]
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
+        #[cfg(feature = "record")]
+        Command::Meters(a) => meters_cmd::cmd_meters(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "contend", &mut std::io::stdout());

@@ -54,8 +54,8 @@ pub struct DaemonSummary {
     pub duration_s: f64,
     /// The probe.
     pub probe: ProbeSummary,
-    /// CPU time of the daemon (all its threads) per second of run time: its
-    /// own cost in CPUs.
+    /// CPU time of the daemon (all its threads, after the probe's chain
+    /// was built) per second of run time: its own cost in CPUs.
     pub daemon_cpu: f64,
     /// Sentences about what was and was not metered.
     pub notes: Vec<String>,
@@ -145,7 +145,6 @@ pub fn run(
             ..CreateOptions::default()
         },
     )?;
-    let cpu0 = process_cpu_ns();
     let mut engine = match Engine::start(opts.engine.clone()) {
         Ok(e) => e,
         Err(e) => {
@@ -153,6 +152,8 @@ pub fn run(
             return Err(e.into());
         }
     };
+    // The cost of metering, not of building the probe's chain.
+    let cpu0 = process_cpu_ns();
     started(&bb);
     let interval = opts.engine.interval.as_nanos() as u64;
     let start = monotonic_ns();
