@@ -3,5 +3,6 @@
 //! across processes, the triggers, and bad input.
 
 mod blackboard;
+mod layout;
 mod probe_accuracy;
 mod triggers;
