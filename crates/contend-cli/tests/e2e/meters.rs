@@ -201,10 +201,21 @@ fn lock_meters_agree_with_the_report() {
     assert!(d.success(), "{}", d.describe());
     let json: Value = serde_json::from_str(&d.stdout).expect("JSON");
     let meters = json["meters"].as_array().unwrap();
+    // The target's pid: its trace's name (other programs recorded on the
+    // machine at the same time have meters too).
+    let traces = trace_files(&rec);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let pid: u32 = traces[0]
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.split('.').next())
+        .and_then(|s| s.parse().ok())
+        .expect("<pid>.ctrace");
+    let scope = format!("process:{pid}");
     let of_process = |name: &str| {
         meters
             .iter()
-            .find(|m| m["name"] == name && m["scope"].as_str().unwrap().starts_with("process:"))
+            .find(|m| m["name"] == name && m["scope"] == scope.as_str())
             .unwrap_or_else(|| panic!("no {name} of the recorded process: {json}"))
     };
     let wait_s = of_process("lock_wait_rate")["total"].as_f64().unwrap();
