@@ -583,7 +583,7 @@ pub enum Freshness {
     NoDaemon,
 }
 
-/// A reader of a blackboard (the watch view, applications, tests).
+/// A reader of a blackboard (applications, tests).
 pub struct Reader {
     path: PathBuf,
     region: Region,

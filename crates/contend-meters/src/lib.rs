@@ -5,8 +5,10 @@
 //! its blackboard, MAESTRO's throttling and RCRTool): meters of
 //! shared-resource contention computed many times a second while programs
 //! run, published in a shared-memory blackboard with high and low
-//! triggers for applications and runtimes to read, watched live
-//! (`contend watch`) or stored in a recording (`contend record --meters`).
+//! triggers for applications and runtimes to read (`contend meters`;
+//! docs/meters.md). The live view (`contend watch`) and the meters stored
+//! in a recording (`contend record --meters`, [`record`]) are not on the
+//! command line yet.
 //!
 //! - [`probe`]: the pointer-chasing memory-latency probe (pChase);
 //! - [`calibration`]: bandwidth from latency through a curve measured with
@@ -16,7 +18,7 @@
 //!   read from their traces as they are written);
 //! - [`trigger`]: short-term windows and triggers with hysteresis;
 //! - [`engine`]: every meter at its rate; [`daemon`]: `contend meters`;
-//!   [`record`]: `contend record --meters`;
+//!   [`record`]: the meter recorder for `contend record --meters` (not on the command line yet);
 //! - [`layout`] and [`blackboard`]: the shared region (one definition in
 //!   `collector/include/contend/meters.h`), its seqlocked writer and
 //!   readers.

@@ -1,10 +1,13 @@
 //! `contend record --meters`: the meter engine runs beside the target
 //! (a thread of the launcher; the probe on its own CPU) and every value
 //! it computes goes into the recording's `meters.cmts`
-//! (`contend_trace::meters`), with its trigger state, so that `contend
-//! report` shows the meters over the run and splits waits and service
-//! time by meter state. The lock meters are not computed: the recording
-//! holds the lock traces themselves.
+//! (`contend_trace::meters`), with its trigger state, for `contend
+//! report` to show the meters over the run and split waits and service
+//! time by meter state. Not built yet: the `--meters` flag of `contend
+//! record` and the report's side; this recorder is a
+//! [`contend_record::RunObserver`] for `contend_record::record_observed`.
+//! The lock meters are not computed: the recording holds the lock traces
+//! themselves.
 
 use std::collections::HashMap;
 use std::path::Path;
