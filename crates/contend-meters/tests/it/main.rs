@@ -5,4 +5,5 @@
 mod blackboard;
 mod layout;
 mod probe_accuracy;
+mod throttle;
 mod triggers;
