@@ -13,6 +13,7 @@
 # throttling, alternating, and prints each run's completion time, the
 # workers' parks and the meter's trace (share of samples with the trigger
 # high, the meter's average). Everything it started is stopped at the end.
+# CONTEND=/path/to/contend uses that binary instead of building one.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +24,11 @@ rounds=${1:-3}
 tasks=${2:-400}
 task_kb=${3:-8192}
 
-. "$root/examples/build-contend.sh"
+if [ -n "${CONTEND:-}" ]; then
+    contend=$CONTEND # a contend built already
+else
+    . "$root/examples/build-contend.sh"
+fi
 
 echo "== building throttle" >&2
 mkdir -p "$out"
@@ -58,10 +63,11 @@ import json, sys
 d = json.loads(sys.stdin.read())
 tr = d["trace"]
 high = sum(1 for r in tr if r[2] == 2)
-avg = sum(r[1] for r in tr) / len(tr) if tr else float("nan")
-print(f"{sys.argv[1]:<12} {d[\"elapsed_s\"]:8.3f} s  done {d[\"done\"]}  parks {d[\"parks\"]}  "
-      f"parked {[round(x, 3) for x in d[\"parked_s\"]]} s  meter high in {high}/{len(tr)} samples, "
-      f"avg {avg / 1e9:.2f} GB/s")
+avg = sum(r[1] for r in tr) / len(tr) / 1e9 if tr else float("nan")
+el, done, parks = d["elapsed_s"], d["done"], d["parks"]
+parked = [round(x, 3) for x in d["parked_s"]]
+print(f"{sys.argv[1]:<12} {el:8.3f} s  done {done}  parks {parks}  parked {parked} s  "
+      f"meter high in {high}/{len(tr)} samples, avg {avg:.2f} GB/s")
 ' "$1"
 }
 
