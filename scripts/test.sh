@@ -25,6 +25,7 @@ command -v mpirun.mpich >/dev/null || need_pkgs+=(mpich)
 [ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || need_pkgs+=(libmpich-dev)
 command -v hpcc >/dev/null || need_pkgs+=(hpcc)
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || need_pkgs+=(python3-mpi4py)
+command -v tmux >/dev/null || need_pkgs+=(tmux)  # contend watch is tested in a tmux pane
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need_pkgs[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

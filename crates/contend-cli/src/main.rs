@@ -13,6 +13,8 @@ mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;
 mod report_cmd;
+#[cfg(feature = "record")]
+mod watch_cmd;
 
 use std::process::ExitCode;
 
@@ -74,6 +76,12 @@ enum Command {
     )]
     #[cfg(feature = "record")]
     Meters(meters_cmd::MetersArgs),
+    /// Watch the meters of a running `contend meters` live in the terminal (q to quit)
+    #[command(
+        after_help = "Examples:\n  contend watch\n  contend watch --blackboard /tmp/bb --refresh 1s"
+    )]
+    #[cfg(feature = "record")]
+    Watch(watch_cmd::WatchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
         after_help = "Examples:\n  contend completions bash > ~/.local/share/bash-completion/completions/contend\n  contend completions zsh > ~/.zfunc/_contend\n  contend completions fish > ~/.config/fish/completions/contend.fish"
@@ -142,6 +150,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
         #[cfg(feature = "record")]
         Command::Meters(a) => meters_cmd::cmd_meters(a),
+        #[cfg(feature = "record")]
+        Command::Watch(a) => watch_cmd::cmd_watch(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "contend", &mut std::io::stdout());

@@ -6,8 +6,8 @@
 //! shared-resource contention computed many times a second while programs
 //! run, published in a shared-memory blackboard with high and low
 //! triggers for applications and runtimes to read (`contend meters`;
-//! docs/meters.md). The live view (`contend watch`) and the meters stored
-//! in a recording (`contend record --meters`, [`record`]) are not on the
+//! docs/meters.md), watched live (`contend watch`). The meters stored in a
+//! recording (`contend record --meters`, [`record`]) are not on the
 //! command line yet.
 //!
 //! - [`probe`]: the pointer-chasing memory-latency probe (pChase);

@@ -239,3 +239,109 @@ fn lock_meters_agree_with_the_report() {
         "contended: meters {contended}, report {rc}"
     );
 }
+
+fn tmux(args: &[&str]) -> std::process::Output {
+    Command::new("tmux").args(args).output().expect("tmux runs")
+}
+
+/// `contend watch` in a tmux pane (a real terminal): it starts, shows the
+/// meters of a running daemon, quits on `q` with status 0, and leaves the
+/// terminal as it was (the alternate screen is left: the shell's lines
+/// come back and no table remains).
+#[test]
+fn watch_shows_the_meters_and_quits_on_q() {
+    require_tool!("tmux");
+    let _g = serial();
+    let tmp = tempdir();
+    let bb = tmp.path().join("bb");
+    let mut daemon = Running::spawn(meters_command(&bb, &[]));
+    wait_for_meters(&bb, &mut daemon);
+    let session = format!("contend-watch-{}", std::process::id());
+    let sock = tmp.path().join("tmux.sock");
+    let s = sock.to_str().unwrap();
+    let t = |args: &[&str]| {
+        let mut v = vec!["-S", s];
+        v.extend_from_slice(args);
+        tmux(&v)
+    };
+    assert!(t(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh"
+    ])
+    .status
+    .success());
+    let cmd = format!(
+        "echo BEFORE-WATCH; {} watch --blackboard {} --refresh 100ms; echo WATCH-EXIT=$?",
+        contend_bin().display(),
+        bb.display()
+    );
+    t(&["send-keys", "-t", &session, &cmd, "Enter"]);
+    let capture =
+        || String::from_utf8_lossy(&t(&["capture-pane", "-p", "-t", &session]).stdout).into_owned();
+    let start = Instant::now();
+    let mut screen = capture();
+    // The /proc meters come every 100 ms, after the first probe values.
+    while ![
+        "contend watch",
+        "memory_latency",
+        "cpu_utilisation",
+        "run_queue",
+    ]
+    .iter()
+    .all(|w| screen.contains(w))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "contend watch never showed the meters:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        screen = capture();
+    }
+    assert!(screen.contains("live"), "{screen}");
+    assert!(
+        screen.contains("cpu_utilisation") && screen.contains("run_queue"),
+        "{screen}"
+    );
+    t(&["send-keys", "-t", &session, "q"]);
+    let start = Instant::now();
+    let mut after = capture();
+    while !after.contains("WATCH-EXIT=") {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "contend watch did not quit on q:\n{after}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        after = capture();
+    }
+    t(&["kill-session", "-t", &session]);
+    assert!(after.contains("WATCH-EXIT=0"), "{after}");
+    assert!(
+        after.contains("BEFORE-WATCH"),
+        "the shell's screen did not come back:\n{after}"
+    );
+    assert!(
+        !after.contains("memory_latency"),
+        "the view stayed on the terminal:\n{after}"
+    );
+    assert!(kill(daemon.pid(), 15));
+    assert!(daemon.wait_for(Duration::from_secs(30)).is_some());
+    // A blackboard that does not exist is a clear error, not a blank screen.
+    let out = run_timeout(
+        {
+            let mut c = Command::new(contend_bin());
+            c.args(["watch", "--blackboard"])
+                .arg(tmp.path().join("none"));
+            c
+        },
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code(), Some(2), "{}", out.describe());
+    assert!(out.stderr.contains("no such blackboard"), "{}", out.stderr);
+}
