@@ -768,7 +768,8 @@ impl Reader {
     }
 
     /// A consistent copy of meter slot `slot`, or `None` when the writer
-    /// kept changing it for 10 000 tries (it never does for that long).
+    /// kept changing it for 10 000 tries (the daemon publishes a slot once
+    /// an interval and never does; a writer publishing without pause can).
     pub fn meter(&self, slot: u32) -> Option<MeterSnapshot> {
         if slot >= self.meters_used() {
             return None;

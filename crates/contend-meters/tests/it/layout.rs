@@ -15,8 +15,15 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Builds tests/programs/meters_reader.c with the project's C flags.
+/// Builds tests/programs/meters_reader.c with the project's C flags, once
+/// per test process (two tests building it into one path at once would
+/// run a file being written: ETXTBSY).
 fn reader_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_reader).clone()
+}
+
+fn build_reader() -> PathBuf {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("meters_reader");
     let st = Command::new("cc")
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])

@@ -7,9 +7,11 @@
 //! application slot says a worker is parked (a handshake, so no timing
 //! bound), keeps it high for 100 ms more, then publishes it clear. The
 //! example's JSON must show: worker 1 (beyond `--min-active 1`) parked at
-//! least once for at least those 100 ms, worker 0 never; every task done;
-//! the trace has rows with the trigger high and one worker parked, and
-//! after the first row with the trigger clear, no worker parked.
+//! least once, worker 0 never; every task done; the trace has rows with
+//! the trigger high and one worker parked, and after the first row with
+//! the trigger clear, no worker parked. (How long worker 1 stayed parked
+//! is not asserted: it also stops parking when worker 0 empties the queue,
+//! which on a fast machine may come before the clear.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -120,11 +122,7 @@ fn throttled_workers_park_while_the_trigger_is_high() {
     assert_eq!(n("done", 0) + n("done", 1), 4000.0, "{json}");
     assert_eq!(n("parks", 0), 0.0, "worker 0 is within --min-active");
     assert!(n("parks", 1) >= 1.0, "{json}");
-    assert!(
-        n("parked_s", 1) >= 0.1,
-        "parked only {} s",
-        n("parked_s", 1)
-    );
+    assert!(n("parked_s", 1) > 0.0, "{json}");
     let trace = json["trace"].as_array().unwrap();
     let row = |r: &serde_json::Value| (r[2].as_u64().unwrap(), r[4].as_u64().unwrap());
     assert!(
