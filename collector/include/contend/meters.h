@@ -300,7 +300,8 @@ static inline double contend_meters_loadf_(const void *p)
 /*
  * A consistent copy of meter `slot` (seqlock; never blocks the daemon).
  * Errors: EINVAL slot not published; ENODATA no value yet; EAGAIN the
- * writer kept changing it for 100000 tries (the daemon, publishing a slot once an interval, never does).
+ * writer kept changing it for 100000 tries (the daemon, publishing a slot
+ * once an interval, never does).
  */
 static inline int contend_meters_read(const struct contend_meters *b, int slot,
                                       struct contend_meter_value *out)

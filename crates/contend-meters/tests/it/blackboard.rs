@@ -135,7 +135,7 @@ fn reader_never_sees_a_torn_value() {
     std::fs::write(path.with_extension("done"), b"").unwrap();
     assert!(child.wait().unwrap().success());
     eprintln!(
-        "{reads} consistent reads, {distinct} distinct updates of {UPDATES}, the last included"
+        "{reads} consistent reads ({starved} starved), {distinct} distinct updates of {UPDATES}, the last included"
     );
     assert!(distinct > 1, "the reader saw the updates happen");
 }
