@@ -34,6 +34,7 @@ command -v otf2-print >/dev/null || need_pkgs+=(otf2-tools)
 command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || need_pkgs+=(golang-go)
 command -v chromium >/dev/null || need_pkgs+=(chromium)
 python3 -m pip --version >/dev/null 2>&1 || need_pkgs+=(python3-pip)
+command -v tmux >/dev/null || need_pkgs+=(tmux)  # contend watch is tested in a tmux pane
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "scripts/test.sh: installing ${need_pkgs[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

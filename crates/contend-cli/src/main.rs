@@ -10,10 +10,14 @@
 mod cache_cmd;
 mod numa_cmd;
 mod otf2_cmd;
+#[cfg(feature = "record")]
+mod meters_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;
 mod report_cmd;
+#[cfg(feature = "record")]
+mod watch_cmd;
 
 use std::process::ExitCode;
 
@@ -75,6 +79,18 @@ enum Command {
     )]
     #[cfg(feature = "record")]
     IncludeDir,
+    /// Meter shared-resource contention while programs run and publish it in a shared-memory blackboard
+    #[command(
+        after_help = "Examples:\n  contend meters                                   # until Ctrl-C, /dev/shm/contend-meters\n  contend meters --duration 10s --format json\n  contend meters --interval 1ms --cpus 0-3 --calibration meters-calibration.json\n  contend meters --trigger memory_latency=250,200 --blackboard /tmp/bb\n  contend meters calibrate -o meters-calibration.json\n\nSee docs/meters.md for the meters, the triggers and the blackboard layout."
+    )]
+    #[cfg(feature = "record")]
+    Meters(meters_cmd::MetersArgs),
+    /// Watch the meters of a running `contend meters` live in the terminal (q to quit)
+    #[command(
+        after_help = "Examples:\n  contend watch\n  contend watch --blackboard /tmp/bb --refresh 1s"
+    )]
+    #[cfg(feature = "record")]
+    Watch(watch_cmd::WatchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
         after_help = "Examples:\n  contend completions bash > ~/.local/share/bash-completion/completions/contend\n  contend completions zsh > ~/.zfunc/_contend\n  contend completions fish > ~/.config/fish/completions/contend.fish"
@@ -151,6 +167,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
         #[cfg(feature = "record")]
         Command::IncludeDir => record_cmd::cmd_include_dir(),
+        Command::Meters(a) => meters_cmd::cmd_meters(a),
+        #[cfg(feature = "record")]
+        Command::Watch(a) => watch_cmd::cmd_watch(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "contend", &mut std::io::stdout());

@@ -17,6 +17,12 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The CPU model (`model name` of `/proc/cpuinfo`; empty when it does
+/// not say), for files that record the machine they were measured on.
+pub fn cpu_model() -> String {
+    CpuInfo::read().model
+}
+
 /// What `/proc/cpuinfo` says about the CPU.
 pub(crate) struct CpuInfo {
     /// First `model name`.

@@ -416,6 +416,18 @@ impl RecordError {
     }
 }
 
+/// Something that runs beside the target while it is recorded (`contend
+/// record --meters` stores the meters' time series in the recording):
+/// told when the target started and when it ended.
+pub trait RunObserver {
+    /// The target (pid `pid`) started at `start_ns` (CLOCK_MONOTONIC);
+    /// `dir` is the recording directory.
+    fn started(&mut self, dir: &Path, pid: u32, start_ns: u64);
+    /// The target ended (before the launcher reaps it); returns warnings
+    /// for the user and `meta.json`, one sentence each.
+    fn ended(&mut self) -> Vec<String>;
+}
+
 /// Records `opts.command` into `opts.output`; see the [module
 /// documentation](self) for the steps.
 ///
@@ -426,6 +438,15 @@ impl RecordError {
 /// theory, could not be waited for); before the directory is created they
 /// leave nothing behind.
 pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
+    record_observed(opts, &mut [])
+}
+
+/// [`record`], telling each of `observers` when the target started and
+/// ended ([`RunObserver`]).
+pub fn record_observed(
+    opts: &RecordOptions,
+    observers: &mut [&mut dyn RunObserver],
+) -> Result<RecordOutcome, RecordError> {
     let name = opts.command.first().ok_or(RecordError::EmptyCommand)?;
     if let Some(kb) = opts.chunk_kb {
         if !(4..=65536).contains(&kb) || !kb.is_power_of_two() {
@@ -784,9 +805,17 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         }
     };
 
+    for o in observers.iter_mut() {
+        o.started(dir, pid, start_ns);
+    }
+
     // Wait without reaping, stop forwarding, then reap: a signal arriving
     // late can never hit another process that reused the pid.
-    if let Err(source) = wait_exited(pid) {
+    let waited = wait_exited(pid);
+    for o in observers.iter_mut() {
+        warnings.extend(o.ended());
+    }
+    if let Err(source) = waited {
         drop(forwarding);
         if let Some(s) = numa_sampler {
             s.stop();

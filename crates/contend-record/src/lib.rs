@@ -43,5 +43,5 @@ pub mod stress;
 
 pub use attach::{attach, AttachOptions};
 pub use contend_collector::install_region_header;
-pub use launch::{record, RecordError, RecordOptions, RecordOutcome};
+pub use launch::{record, record_observed, RecordError, RecordOptions, RecordOutcome, RunObserver};
 pub use signals::Interrupt;

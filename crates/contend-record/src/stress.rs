@@ -301,6 +301,8 @@ fn round_buffer(b: u64) -> u64 {
 /// Dropping it without `stop` stops the threads too.
 pub struct MemoryStress {
     stop: Arc<AtomicBool>,
+    /// Duty cycle in (0, 1] as `f64` bits ([`MemoryStress::set_intensity`]).
+    intensity: Arc<AtomicU64>,
     handles: Vec<JoinHandle<()>>,
     counters: Arc<Vec<ThreadCounters>>,
     cpus: Vec<u32>,
@@ -365,6 +367,7 @@ impl MemoryStress {
             ));
         }
         let stop = Arc::new(AtomicBool::new(false));
+        let intensity = Arc::new(AtomicU64::new(1f64.to_bits()));
         let counters: Arc<Vec<ThreadCounters>> = Arc::new(
             (0..opts.threads)
                 .map(|_| ThreadCounters::default())
@@ -376,6 +379,7 @@ impl MemoryStress {
         let mut handles = Vec::new();
         let mut first_error = None;
         for (i, &cpu) in assigned.iter().enumerate() {
+            let intensity = intensity.clone();
             let (stop, counters, barrier, start_at, tx) = (
                 stop.clone(),
                 counters.clone(),
@@ -402,7 +406,7 @@ impl MemoryStress {
                         return;
                     }
                     let start = *start_at.get_or_init(Instant::now);
-                    stream(buf, method, &stop, &counters[i], start);
+                    stream(buf, method, &stop, &counters[i], start, &intensity);
                 });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -450,6 +454,7 @@ impl MemoryStress {
         barrier.wait();
         Ok(MemoryStress {
             stop,
+            intensity,
             handles,
             counters,
             cpus: assigned,
@@ -466,6 +471,22 @@ impl MemoryStress {
             .iter()
             .map(|c| c.bytes.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Sets the intensity: the share of time each thread streams, from 0
+    /// (paused) to 1 (all the time, the default). Below 1 a thread streams
+    /// for `intensity × 2 ms` of every 2 ms period and sleeps for the
+    /// rest, so that the bandwidth it generates is about `intensity`
+    /// times its full bandwidth (`contend meters calibrate` measures the
+    /// probe's latency at several intensities). Values outside [0, 1] are
+    /// clamped.
+    pub fn set_intensity(&self, intensity: f64) {
+        let x = if intensity.is_nan() {
+            1.0
+        } else {
+            intensity.clamp(0.0, 1.0)
+        };
+        self.intensity.store(x.to_bits(), Ordering::Relaxed);
     }
 
     /// The CPUs the threads run on, in thread order.
@@ -617,23 +638,46 @@ fn prepare_thread(cpu: u32, bytes: u64) -> Result<Buffer, ThreadSetupError> {
     Ok(Buffer { ptr, len })
 }
 
+/// Duty-cycle period of an intensity below 1.
+const PERIOD: Duration = Duration::from_millis(2);
+
 /// Copies half A → half B and back in [`CHUNK`] pieces until `stop`,
-/// adding the bytes read + written after every piece.
+/// adding the bytes read + written after every piece; below intensity 1
+/// sleeps for the rest of each [`PERIOD`] once it has streamed its share.
 fn stream(
     buf: Buffer,
     method: StreamMethod,
     stop: &AtomicBool,
     counters: &ThreadCounters,
     start: Instant,
+    intensity: &AtomicU64,
 ) {
     let half = buf.len / 2;
     let (a, b) = (buf.ptr, buf.ptr.wrapping_add(half));
     let mut total = 0u64;
     let mut forward = true;
+    let mut period_start = Instant::now();
     'outer: loop {
         let (src, dst) = if forward { (a, b) } else { (b, a) };
         let mut off = 0;
         while off + CHUNK <= half {
+            let x = f64::from_bits(intensity.load(Ordering::Relaxed));
+            if x < 1.0 {
+                let in_period = period_start.elapsed();
+                if in_period >= PERIOD {
+                    period_start = Instant::now();
+                } else if in_period.as_secs_f64() >= x * PERIOD.as_secs_f64() {
+                    std::thread::sleep(PERIOD - in_period);
+                    period_start = Instant::now();
+                    counters
+                        .elapsed_ns
+                        .store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    if stop.load(Ordering::Relaxed) {
+                        break 'outer;
+                    }
+                    continue;
+                }
+            }
             // SAFETY: src and dst are distinct halves of the buffer, and
             // off + CHUNK stays within each; both are 64-byte aligned
             // (CHUNK and half are multiples of 64).
@@ -821,6 +865,30 @@ mod tests {
             let t = &r.threads[0];
             t.bytes_read + t.bytes_written
         });
+    }
+
+    /// Intensity 0 pauses the threads (no byte moves while paused) and
+    /// intensity 1 resumes them.
+    #[test]
+    fn intensity_zero_pauses_the_generator() {
+        let g = MemoryStress::start(&StressOptions {
+            threads: 1,
+            cpus: None,
+            buffer_bytes: Some(4 << 20),
+        })
+        .unwrap();
+        g.set_intensity(0.0);
+        std::thread::sleep(Duration::from_millis(20));
+        let before = g.bytes_so_far();
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(g.bytes_so_far(), before, "moved bytes while paused");
+        g.set_intensity(1.0);
+        let t = Instant::now();
+        while g.bytes_so_far() == before && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(g.bytes_so_far() > before);
+        drop(g.stop());
     }
 
     #[test]

@@ -23,6 +23,8 @@
 //! [`region_format`] and read by [`regions`]; the thread lifetimes and
 //! function probes the launcher records through `perf_event_open`
 //! (`probes/`) are [`probes`].
+//! The meter time series of `contend record --meters` (`meters.cmts`) is
+//! [`meters`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -35,6 +37,7 @@ pub mod control;
 pub mod counters;
 pub mod format;
 pub mod meta;
+pub mod meters;
 pub mod modules;
 pub mod mpi;
 pub mod mpi_format;

@@ -18,6 +18,12 @@
 //! [mpi]
 //! threshold_p2p = "5ms"          # late sender/receiver waits at least
 //! threshold_collective = "5ms"   # collective waits at least
+//!
+//! [meters]                       # `contend meters` (docs/meters.md)
+//! interval = "1ms"
+//! window = "100ms"
+//! calibration = "meters-calibration.json"
+//! triggers = { memory_latency = { high = 250.0, low = 200.0 } }
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -58,6 +64,40 @@ pub struct Config {
     /// `[mpi]`: wait-state thresholds.
     #[serde(default)]
     pub mpi: MpiConfig,
+    /// `[meters]`: defaults of `contend meters` (flags override them).
+    #[serde(default)]
+    pub meters: MetersConfig,
+}
+
+/// `[meters]` of `contend.toml`: defaults of `contend meters` and
+/// `contend record --meters` (docs/meters.md; Fowler et al. 2011,
+/// "RCRDaemon": adjustable short-term averages and two trigger levels
+/// per meter).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetersConfig {
+    /// Probe interval (`"1ms"`; integers are ns).
+    pub interval: Option<DurationValue>,
+    /// Short-term window of averages, minima, maxima and triggers.
+    pub window: Option<DurationValue>,
+    /// Calibration file of `contend meters calibrate`.
+    pub calibration: Option<PathBuf>,
+    /// Blackboard name (`/dev/shm/NAME`) or path.
+    pub blackboard: Option<String>,
+    /// Trigger levels by meter name, in the meter's unit.
+    #[serde(default)]
+    pub triggers: std::collections::BTreeMap<String, TriggerLevels>,
+}
+
+/// The two trigger levels of one meter, in its unit: the short-term
+/// average reaching `high` sets the trigger, falling to `low` clears it.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerLevels {
+    /// High level.
+    pub high: f64,
+    /// Low level (at most `high`).
+    pub low: f64,
 }
 
 /// `[mpi]` section: thresholds of the MPI wait-state report (the thesis's
@@ -148,6 +188,8 @@ impl Config {
             &cfg.filter.max_duration,
             &cfg.mpi.threshold_p2p,
             &cfg.mpi.threshold_collective,
+            &cfg.meters.interval,
+            &cfg.meters.window,
         ]
         .into_iter()
         .flatten()

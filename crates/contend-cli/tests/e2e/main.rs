@@ -18,6 +18,7 @@ mod golden;
 mod html_report;
 mod light;
 mod limits;
+mod meters;
 mod mpi_accuracy;
 mod mpi_completeness;
 mod mpi_real_apps;

@@ -99,6 +99,7 @@ fn the_architecture_document_names_every_module() {
         "contend-trace",
         "contend-symbolize",
         "contend-record",
+        "contend-meters",
         "contend",
         "contend-otf2",
         "contend-cli",

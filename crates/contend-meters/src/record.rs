@@ -1,0 +1,139 @@
+//! `contend record --meters`: the meter engine runs beside the target
+//! (a thread of the launcher; the probe on its own CPU) and every value
+//! it computes goes into the recording's `meters.cmts`
+//! (`contend_trace::meters`), with its trigger state, for `contend
+//! report` to show the meters over the run and split waits and service
+//! time by meter state. Not built yet: the `--meters` flag of `contend
+//! record` and the report's side; this recorder is a
+//! [`contend_record::RunObserver`] for `contend_record::record_observed`.
+//! The lock meters are not computed: the recording holds the lock traces
+//! themselves.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use contend_record::RunObserver;
+use contend_trace::meters::{Column, MetersWriter, Value, FILE_NAME};
+
+use crate::blackboard::monotonic_ns;
+use crate::engine::{Engine, EngineOptions};
+
+/// Records the meters into a recording while its target runs.
+pub struct MeterRecorder {
+    opts: EngineOptions,
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Vec<String>>>,
+}
+
+impl MeterRecorder {
+    /// A recorder with these engine options (`lock_meters` is ignored).
+    pub fn new(mut opts: EngineOptions) -> MeterRecorder {
+        opts.lock_meters = false;
+        MeterRecorder {
+            opts,
+            stop: Arc::new(AtomicBool::new(false)),
+            handle: None,
+        }
+    }
+}
+
+fn run(opts: EngineOptions, path: &Path, stop: &AtomicBool) -> Vec<String> {
+    let mut engine = match Engine::start(opts) {
+        Ok(e) => e,
+        Err(e) => return vec![format!("meters are not recorded: {e}")],
+    };
+    let interval = engine.options().interval.as_nanos() as u64;
+    let start = monotonic_ns();
+    let mut w = match MetersWriter::create(path, start, interval) {
+        Ok(w) => w,
+        Err(e) => return vec![format!("meters are not recorded: {e}")],
+    };
+    let mut declared: HashMap<usize, u32> = HashMap::new();
+    let mut k = 0u64;
+    let mut error = None;
+    let mut last = false;
+    loop {
+        k += 1;
+        let target = start + k * interval;
+        let now = monotonic_ns();
+        if target > now {
+            std::thread::sleep(Duration::from_nanos(target - now));
+        }
+        if stop.load(Ordering::Relaxed) {
+            // One last tick, so the end of the run has values too.
+            last = true;
+        }
+        let now = monotonic_ns();
+        let updated = engine.tick(now);
+        let mut values = Vec::with_capacity(updated.len());
+        for i in updated {
+            let m = &engine.meters()[i];
+            let column = match declared.get(&i) {
+                Some(&c) => c,
+                None => {
+                    let c = declared.len() as u32;
+                    let col = Column {
+                        index: c,
+                        name: m.desc.name.clone(),
+                        unit: m.desc.unit.clone(),
+                        scope: m.desc.scope.label(),
+                        label: m.desc.label.clone(),
+                        high: m.desc.levels.map(|l| l.0),
+                        low: m.desc.levels.map(|l| l.1),
+                    };
+                    if let Err(e) = w.column(&col) {
+                        error.get_or_insert(e.to_string());
+                    }
+                    declared.insert(i, c);
+                    c
+                }
+            };
+            if let Some(v) = &m.last {
+                values.push(Value {
+                    column,
+                    state: v.trigger.map_or(0, |t| t.code()),
+                    value: v.value,
+                });
+            }
+        }
+        if !values.is_empty() {
+            if let Err(e) = w.values(now, &values) {
+                error.get_or_insert(e.to_string());
+            }
+        }
+        if last || error.is_some() {
+            break;
+        }
+    }
+    let mut warnings: Vec<String> = error
+        .map(|e| format!("meters stopped early: {e}"))
+        .into_iter()
+        .collect();
+    warnings.extend(engine.notes().iter().map(|n| format!("meters: {n}")));
+    warnings
+}
+
+impl RunObserver for MeterRecorder {
+    fn started(&mut self, dir: &Path, _pid: u32, _start_ns: u64) {
+        let path = dir.join(FILE_NAME);
+        let opts = self.opts.clone();
+        let stop = self.stop.clone();
+        self.handle = std::thread::Builder::new()
+            .name("contend-meters".into())
+            .spawn(move || run(opts, &path, &stop))
+            .ok();
+    }
+
+    fn ended(&mut self) -> Vec<String> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.handle.take() {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                vec!["the meter thread failed; meters may be incomplete".into()]
+            }),
+            None => vec!["meters are not recorded: the meter thread could not start".into()],
+        }
+    }
+}
