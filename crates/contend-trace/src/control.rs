@@ -26,11 +26,18 @@ pub const VERSION: u32 = 1;
 /// Size of the page, bytes.
 pub const SIZE: usize = 4096;
 
-const OFF_VERSION: u64 = 8;
-const OFF_ENABLED: u64 = 12;
-const OFF_MAX_BYTES: u64 = 16;
-const OFF_CLAIMED: u64 = 24;
-const OFF_CAPPED: u64 = 32;
+/// Byte offset of `version` (u32).
+pub const OFF_VERSION: u64 = 8;
+/// Byte offset of `enabled` (u32).
+pub const OFF_ENABLED: u64 = 12;
+/// Byte offset of `max_bytes` (u64).
+pub const OFF_MAX_BYTES: u64 = 16;
+/// Byte offset of `claimed_bytes` (u64).
+pub const OFF_CLAIMED: u64 = 24;
+/// Byte offset of `capped_ns` (u64).
+pub const OFF_CAPPED: u64 = 32;
+/// Byte offset of `reserved` (to the end of the page).
+pub const OFF_RESERVED: u64 = 40;
 
 /// What the page says at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -93,6 +93,11 @@ fn table() -> Vec<Line> {
         int!("CONTEND_FLAG_FORKED", format::FLAG_FORKED),
         int!("CONTEND_FLAG_TABLE_FULL", format::FLAG_TABLE_FULL),
         int!("CONTEND_FLAG_LIGHT", format::FLAG_LIGHT),
+        int!("CONTEND_FLAG_CAPPED", format::FLAG_CAPPED),
+        text!("CONTEND_CONTROL_MAGIC", contend_trace::control::MAGIC),
+        int!("CONTEND_CONTROL_VERSION", contend_trace::control::VERSION),
+        int!("CONTEND_CONTROL_SIZE", contend_trace::control::SIZE),
+        int!("sizeof(contend_control)", contend_trace::control::SIZE),
         int!("CONTEND_CHUNK_COUNTS", format::CHUNK_COUNTS),
         int!("CONTEND_PHASE_RELEASED", Phase::Released),
         int!("CONTEND_PHASE_UNTIMED", Phase::Untimed),
@@ -315,6 +320,24 @@ fn table() -> Vec<Line> {
         chunk::RESERVED,
         format::CHUNK_HEADER_SIZE - chunk::RESERVED
     );
+
+    let t = "contend_control";
+    {
+        use contend_trace::control as c;
+        field!(l, t, "magic", 0, c::MAGIC.len());
+        field!(l, t, "version", c::OFF_VERSION, u32s);
+        field!(l, t, "enabled", c::OFF_ENABLED, u32s);
+        field!(l, t, "max_bytes", c::OFF_MAX_BYTES, u64s);
+        field!(l, t, "claimed_bytes", c::OFF_CLAIMED, u64s);
+        field!(l, t, "capped_ns", c::OFF_CAPPED, u64s);
+        field!(
+            l,
+            t,
+            "reserved",
+            c::OFF_RESERVED,
+            c::SIZE - c::OFF_RESERVED as usize
+        );
+    }
 
     let t = "contend_count";
     field!(l, t, "object", format::count::OBJECT, u64s);
