@@ -8,10 +8,10 @@
 //! to build; `record`, `scale` and `stress` are then absent.
 
 mod cache_cmd;
-mod numa_cmd;
-mod otf2_cmd;
 #[cfg(feature = "record")]
 mod meters_cmd;
+mod numa_cmd;
+mod otf2_cmd;
 mod progress;
 #[cfg(feature = "record")]
 mod record_cmd;
@@ -167,6 +167,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stress(record_cmd::StressCommand::Memory(a)) => record_cmd::cmd_stress_memory(a),
         #[cfg(feature = "record")]
         Command::IncludeDir => record_cmd::cmd_include_dir(),
+        #[cfg(feature = "record")]
         Command::Meters(a) => meters_cmd::cmd_meters(a),
         #[cfg(feature = "record")]
         Command::Watch(a) => watch_cmd::cmd_watch(a),

@@ -104,7 +104,9 @@ pub fn totals(trace: &LockTrace, now_ns: u64) -> LockTotals {
                         }
                     }
                 },
-                Phase::Immediate | Phase::Release => {}
+                // releases, their wake-up ends and untimed (light-mode)
+                // acquisitions carry no wait
+                Phase::Immediate | Phase::Release | Phase::Released | Phase::Untimed => {}
             }
         });
         t.wait_ns += local.wait_ns;

@@ -601,6 +601,8 @@ pub fn record_observed(
             "--start-after, --duration and --max-size limit the lock traces only; \
              the MPI traces are recorded whole"
                 .to_string(),
+        );
+    }
     if opts.instrumented_functions {
         env.insert("CONTEND_FUNCTIONS".into(), "1".into());
     }
@@ -850,6 +852,7 @@ pub fn record_observed(
         if let Err(e) = set.write(dir) {
             warnings.push(format!("the NUMA samples could not be written: {e}"));
         }
+    }
     if let Some(s) = probe_session {
         warnings.extend(s.finish().warnings);
     }
@@ -1028,6 +1031,9 @@ impl WindowTimer {
     fn finish(self) -> (Option<u64>, Option<u64>) {
         drop(self.stop);
         self.thread.join().unwrap_or((None, None))
+    }
+}
+
 /// Runs the program once, unrecorded, under a CPU-clock profile
 /// ([`crate::hot`]), with the launcher's environment and standard streams
 /// (pinned like the recording when `cpus` is given).

@@ -17,6 +17,6 @@ mod mpi_root_causes;
 mod numa_model;
 mod pipeline;
 mod report_formats;
-mod site_attribution;
 mod sci_metric;
+mod site_attribution;
 mod speedup_model;

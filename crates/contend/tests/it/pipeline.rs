@@ -178,7 +178,7 @@ fn analyze_runs_the_registry_in_order() {
     let keys: Vec<&str> = report.sections().iter().map(|s| s.key()).collect();
     assert_eq!(keys, ["locks", "service", "counters", "mpi", "recording"]);
     assert_eq!(ANALYZERS.len(), 7); // + sci, which has nothing to score here
-    // An MPI recording without lock traces says so in its lock section.
+                                    // An MPI recording without lock traces says so in its lock section.
     let locks = report.section::<LockReport>().unwrap();
     assert!(locks
         .no_events_reason
