@@ -64,6 +64,8 @@ static struct {
     int atfork_done;
     int backtrace_ready;       /* libgcc_s loaded by our constructor        */
     uint64_t map_len;          /* header + tables mapping                   */
+    int calibrated;            /* the cost fields below were measured       */
+    uint32_t cost_record_ps, cost_count_ps, calibration_ns;
 } C = {.fd = -1};
 
 /* ------------------------------------------------------------------------ */
@@ -179,6 +181,29 @@ static void parse_config(void)
             contend_g.stack_every = (uint32_t)v;
         else
             bad_value("CONTEND_STACK_EVERY", every);
+    }
+
+    contend_g.light = 0;
+    const char *light = getenv("CONTEND_LIGHT");
+    if (light && *light) {
+        if (strcmp(light, "1") == 0)
+            contend_g.light = 1;
+        else if (strcmp(light, "0") != 0)
+            bad_value("CONTEND_LIGHT", light);
+    }
+
+    contend_g.nt_stores = 0;
+    const char *nt = getenv("CONTEND_NT_STORES");
+    if (nt && *nt) {
+#if CONTEND_HAVE_TSC && defined(__x86_64__)
+        if (strcmp(nt, "1") == 0)
+            contend_g.nt_stores = 1;
+        else if (strcmp(nt, "0") != 0)
+            bad_value("CONTEND_NT_STORES", nt);
+#else
+        contend_say("CONTEND_NT_STORES is not supported on this architecture; ",
+                    "using ordinary stores", NULL);
+#endif
     }
 
     uint64_t chunk = CONTEND_DEFAULT_CHUNK_SIZE;
@@ -440,7 +465,7 @@ static int create_trace(int forked)
     h->chunks_claimed = 0;
     h->pid = pid;
     h->ppid = (uint32_t)getppid();
-    h->flags = forked ? CONTEND_FLAG_FORKED : 0;
+    h->flags = (forked ? CONTEND_FLAG_FORKED : 0) | (contend_g.light ? CONTEND_FLAG_LIGHT : 0);
     h->object_table_offset = object_off;
     h->object_table_slots = CONTEND_OBJECT_SLOTS;
     h->site_table_slots = CONTEND_SITE_SLOTS;
@@ -450,6 +475,12 @@ static int create_trace(int forked)
     /* ticks are nanoseconds with the monotonic clock */
     h->ticks_per_second = contend_g.clock_tsc ? C.tsc_hz : 1000000000u;
     h->stack_every = contend_g.stack_every;
+    /* a fork child inherits its parent's calibration (same code, same
+     * machine); the first process measures it once recording is set up */
+    h->collector_ns = 0;
+    h->cost_record_ps = C.cost_record_ps;
+    h->cost_count_ps = C.cost_count_ps;
+    h->calibration_ns = C.calibration_ns;
     ssize_t len = readlink("/proc/self/exe", h->exe_path, sizeof h->exe_path - 1);
     h->exe_path[len > 0 ? len : 0] = 0;
     read_small_file("/proc/self/cmdline", h->cmdline, sizeof h->cmdline);
@@ -505,6 +536,15 @@ static void release_chunk(struct contend_thread *ts)
     ts->chunk = ts->cur = ts->end = ts->chunk_end = NULL;
 }
 
+static void release_count_chunk(struct contend_thread *ts)
+{
+    if (ts->count_chunk)
+        contend_raw_munmap(ts->count_chunk, contend_g.chunk_size);
+    ts->count_chunk = NULL;
+    ts->counts = ts->last_count = NULL;
+    ts->count_slots = 0;
+}
+
 /* Faults in more of the current chunk until `need` words fit.
  * 1: they fit; 0: the chunk is full; -1: the kernel refused (disk full). */
 static int extend_chunk(struct contend_thread *ts, size_t need)
@@ -522,6 +562,36 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
     return 1;
 }
 
+/* Claims the next chunk of the file, extends the file to cover it, maps it
+ * and faults in its first `populate_len` bytes. NULL on failure. */
+static void *map_new_chunk(size_t populate_len)
+{
+    contend_trace_header *h = contend_g.hdr;
+    uint64_t size = contend_g.chunk_size;
+    uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1u, __ATOMIC_RELAXED);
+    uint64_t off = contend_g.data_offset + (uint64_t)idx * size;
+
+    int tmp;
+    int fd = trace_fd(&tmp);
+    if (fd < 0)
+        return NULL;
+    /* extend the file to cover the chunk: a write never shrinks it, unlike
+     * ftruncate, which could cut off a chunk another thread claimed later */
+    char zero = 0;
+    void *m = MAP_FAILED;
+    if (pwrite(fd, &zero, 1, (off_t)(off + size - 1)) == 1)
+        m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+    if (tmp)
+        close(fd);
+    if (m == MAP_FAILED)
+        return NULL;
+    if (populate(m, populate_len) != 0) {
+        contend_raw_munmap(m, size);
+        return NULL;
+    }
+    return m;
+}
+
 /* Replaces the thread's chunk by a fresh one. 0 on failure (the thread then
  * stops recording). Called with the BUSY guard set; errno is the caller's
  * business. */
@@ -533,30 +603,11 @@ static int claim_chunk(struct contend_thread *ts)
     if (ts->exit_rounds >= PTHREAD_DESTRUCTOR_ITERATIONS)
         return 0;
 
-    contend_trace_header *h = contend_g.hdr;
     uint64_t size = contend_g.chunk_size;
-    uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1u, __ATOMIC_RELAXED);
-    uint64_t off = contend_g.data_offset + (uint64_t)idx * size;
-
-    int tmp;
-    int fd = trace_fd(&tmp);
-    if (fd < 0)
-        return 0;
-    /* extend the file to cover the chunk: a write never shrinks it, unlike
-     * ftruncate, which could cut off a chunk another thread claimed later */
-    char zero = 0;
-    void *m = MAP_FAILED;
-    if (pwrite(fd, &zero, 1, (off_t)(off + size - 1)) == 1)
-        m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
-    if (tmp)
-        close(fd);
-    if (m == MAP_FAILED)
-        return 0;
     size_t first = POPULATE_STEP < size ? POPULATE_STEP : size;
-    if (populate(m, first) != 0) {
-        contend_raw_munmap(m, size);
+    void *m = map_new_chunk(first);
+    if (!m)
         return 0;
-    }
 
     if (!ts->tid)
         ts->tid = gettid_raw();
@@ -592,6 +643,7 @@ static void thread_exit(void *value)
     ts->guard |= CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
     release_chunk(ts);
+    release_count_chunk(ts);
     ts->key_set = 0;
     if (ts->exit_rounds < 255)
         ts->exit_rounds++;
@@ -610,8 +662,11 @@ int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int 
             return (int32_t)slot;
         if (v != 0)
             continue;
-        if (!table_page_ready(table, slot))
+        uint64_t t0 = contend_cpu_ns();
+        if (!table_page_ready(table, slot)) {
+            contend_cost_since(&contend_tls, t0);
             return -1; /* cannot write there: wide form */
+        }
         uint64_t expected = 0;
         if (__atomic_compare_exchange_n(&table[slot], &expected, addr, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
@@ -619,8 +674,10 @@ int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int 
              * (dlopen): take a new snapshot so it can be symbolised */
             if (is_site && !contend_maps_covers(addr))
                 contend_maps_snapshot();
+            contend_cost_since(&contend_tls, t0);
             return (int32_t)slot;
         }
+        contend_cost_since(&contend_tls, t0);
         if (expected == addr)
             return (int32_t)slot;
     }
@@ -648,6 +705,7 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
     CONTEND_SIGNAL_FENCE();
     int saved_errno = errno;
     uint8_t guard_after = 0;
+    uint64_t t0 = contend_cpu_ns();
 
     /* Capture the stack first (backtrace() may take libgcc's mutex: the
      * guard makes that call pass through). Frames before the wrapper's
@@ -720,6 +778,7 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
     ts->last = t;
 
 out:
+    contend_cost_since(ts, t0);
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
     ts->guard = guard_after;
@@ -732,10 +791,148 @@ void contend_make_room(struct contend_thread *ts)
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
     int saved_errno = errno;
+    uint64_t t0 = contend_cpu_ns();
     uint8_t guard_after = make_room(ts, CONTEND_ROOM_WORDS) ? 0 : CONTEND_GUARD_DISABLED;
+    contend_cost_since(ts, t0);
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
     ts->guard = guard_after;
+}
+
+uint64_t contend_cpu_ns(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+        return 0;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void contend_cost_since(struct contend_thread *ts, uint64_t t0)
+{
+    uint64_t dt = contend_cpu_ns() - t0;
+    if ((int64_t)dt <= 0)
+        return;
+    contend_trace_header *h = __atomic_load_n(&contend_g.hdr, __ATOMIC_ACQUIRE);
+    if (h)
+        __atomic_fetch_add(&h->collector_ns, dt, __ATOMIC_RELAXED);
+    if (ts->chunk) {
+        contend_chunk_header *ch = (contend_chunk_header *)ts->chunk;
+        __atomic_store_n(&ch->collector_ns, ch->collector_ns + dt, __ATOMIC_RELAXED);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Light mode: COUNTS chunks                                                 */
+
+/* Maps a fresh COUNTS chunk with the part its table uses faulted in
+ * (entries are hashed all over it; a first store to an unfaulted page could
+ * raise SIGBUS on a full disk). 0 on failure. Called with the BUSY guard
+ * set. */
+static int claim_count_chunk(struct contend_thread *ts)
+{
+    release_count_chunk(ts);
+    if (ts->exit_rounds >= PTHREAD_DESTRUCTOR_ITERATIONS)
+        return 0;
+    /* the table takes the first POPULATE_STEP bytes of the chunk (510
+     * entries of 32 bytes): faulting in all of a large chunk up front
+     * would cost more than the counts save; a thread that needs more
+     * entries claims another COUNTS chunk */
+    uint64_t size = contend_g.chunk_size;
+    size_t used = POPULATE_STEP < size ? POPULATE_STEP : size;
+    void *m = map_new_chunk(used);
+    if (!m)
+        return 0;
+    if (!ts->tid)
+        ts->tid = gettid_raw();
+    contend_chunk_header *ch = m;
+    ch->tid = ts->tid;
+    ch->sequence = ts->count_seq++;
+    ch->flags = CONTEND_CHUNK_COUNTS;
+    clock_pair(&ch->base_ticks, &ch->monotonic_ns);
+    __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    ts->count_chunk = m;
+    ts->counts = (contend_count *)((char *)m + CONTEND_CHUNK_HEADER_SIZE);
+    ts->count_slots = (uint32_t)((used - CONTEND_CHUNK_HEADER_SIZE) / sizeof(contend_count));
+    if (!ts->key_set && C.key_ok) {
+        if (pthread_setspecific(C.key, ts) == 0)
+            ts->key_set = 1;
+    }
+    return 1;
+}
+
+/* Probes at most this many entries from an entry's slot. */
+#define COUNT_PROBES 16
+
+/* The entry of (o, s) in the thread's count table, inserted if new; NULL
+ * when the probes find no room. */
+static contend_count *count_entry(struct contend_thread *ts, uint32_t prim, uint64_t o,
+                                  uint64_t s)
+{
+    uint32_t n = ts->count_slots;
+    uint32_t i = contend_count_slot(o, s, n);
+    for (int k = 0; k < COUNT_PROBES; k++, i = i + 1 == n ? 0 : i + 1) {
+        contend_count *e = &ts->counts[i];
+        if (e->object == o && e->site == s)
+            return e;
+        if (e->object == 0) {
+            e->site = s;
+            e->primitive = prim;
+            e->count = 0;
+            __atomic_store_n(&e->object, o, __ATOMIC_RELEASE);
+            return e;
+        }
+    }
+    return NULL;
+}
+
+void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *obj,
+                        const void *site)
+{
+    ts->guard = CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    int saved_errno = errno;
+    uint64_t t0 = contend_cpu_ns();
+    uint64_t o = (uint64_t)(uintptr_t)obj, s = (uint64_t)(uintptr_t)site;
+    contend_count *e = ts->counts ? count_entry(ts, prim, o, s) : NULL;
+    if (!e && claim_count_chunk(ts))
+        e = count_entry(ts, prim, o, s);
+    contend_cost_since(ts, t0);
+    errno = saved_errno;
+    if (e) {
+        __atomic_store_n(&e->count, e->count + 1, __ATOMIC_RELAXED);
+        ts->last_count = e;
+        CONTEND_SIGNAL_FENCE();
+        ts->guard = 0;
+        return;
+    }
+    /* no room for counts: record the acquisition instead, as a recorded
+     * hold whose release is recorded too */
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = 0;
+    contend_held_push(ts, obj);
+    contend_emit(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_IMMEDIATE), obj, site, contend_now());
+}
+
+uint32_t contend_untimed(struct contend_thread *ts, const void *lock, uint64_t t)
+{
+    uint64_t o = (uint64_t)(uintptr_t)lock;
+    contend_count *e = ts->last_count;
+    if (!(e && e->object == o && e->count > 0)) {
+        e = NULL;
+        for (uint32_t i = 0; ts->counts && i < ts->count_slots; i++) {
+            if (ts->counts[i].object == o && ts->counts[i].count > 0) {
+                e = &ts->counts[i];
+                break;
+            }
+        }
+    }
+    if (!e)
+        return 0;
+    __atomic_store_n(&e->count, e->count - 1, __ATOMIC_RELAXED);
+    uint32_t prim = e->primitive;
+    contend_emit2(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_UNTIMED), lock,
+                  (const void *)(uintptr_t)e->site, t);
+    return prim;
 }
 
 void contend_emit_stack(struct contend_thread *ts, uint32_t tag, const void *obj,
@@ -788,6 +985,17 @@ static void contend_init(void)
         C.key_ok = pthread_key_create(&C.key, thread_exit) == 0;
     if (create_trace(0) != 0)
         goto done;
+    if (!C.calibrated) {
+        uint64_t t0 = contend_cpu_ns();
+        contend_calibrate_cost(ts);
+        contend_trace_header *h = contend_g.hdr;
+        C.cost_record_ps = h->cost_record_ps;
+        C.cost_count_ps = h->cost_count_ps;
+        C.calibration_ns = h->calibration_ns;
+        C.calibrated = 1;
+        contend_cost_since(ts, t0);
+        ts->guard = CONTEND_GUARD_BUSY; /* still initialising */
+    }
     if (!C.atfork_done)
         C.atfork_done = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
     state = CONTEND_STATE_ACTIVE;
@@ -867,6 +1075,12 @@ static void fork_child(void)
     /* This is now the only thread. Drop our copies of the parent's
      * mappings (unmapping in the child does not touch the parent's). */
     release_chunk(ts);
+    /* the parent's COUNTS mapping is shared: drop it unmapped, like the
+     * chunk, and start with no recorded holds (they are in the parent's
+     * trace) */
+    release_count_chunk(ts);
+    ts->count_seq = 0;
+    ts->held_n = 0;
     ts->seq = 0;
     ts->tid = gettid_raw();
     ts->exit_rounds = 0;

@@ -124,6 +124,9 @@ int contend_libc_rwlock_unlock(pthread_rwlock_t *);
 /* rwlocks currently held by the thread and in which mode (see wrappers.c:
  * the unlock record must say whether a read or a write hold ends). */
 #define CONTEND_RW_HELD_MAX 16
+/* Light mode: locks whose current hold was recorded (contended, or a
+ * condition wait's re-acquisition), so that their release is recorded. */
+#define CONTEND_HELD_MAX 16
 
 struct contend_rw_held {
     const void *lock;
@@ -146,6 +149,15 @@ struct contend_thread {
     uint32_t rw_n;     /* entries used in rw[]                              */
     uint32_t pad1;
     struct contend_rw_held rw[CONTEND_RW_HELD_MAX];
+    /* light mode (contend_g.light) */
+    contend_count *counts;   /* entries of the current COUNTS chunk (NULL: none) */
+    contend_count *last_count; /* entry of the latest counted acquisition    */
+    void *count_chunk;       /* mapping of the COUNTS chunk                   */
+    uint32_t count_slots;    /* entries in counts[]                           */
+    uint32_t count_seq;      /* next COUNTS chunk sequence number             */
+    uint32_t held_n;         /* entries used in held[]                        */
+    uint32_t pad2;
+    const void *held[CONTEND_HELD_MAX];
 };
 
 CONTEND_HIDDEN extern _Thread_local struct contend_thread contend_tls
@@ -190,6 +202,8 @@ struct contend_global {
     int clock_tsc;          /* 1: rdtsc; 0: CLOCK_MONOTONIC                  */
     uint32_t stack_every;   /* 0 = no stacks                                 */
     uint32_t chunk_size;    /* bytes                                         */
+    int light;              /* light mode: count uncontended acquisitions    */
+    int nt_stores;          /* store records with non-temporal stores        */
     uint64_t data_offset;   /* file offset of chunk 0                        */
     contend_trace_header *hdr; /* mapped header (followed by the tables)     */
     uint64_t *objects;      /* mapped object table                           */
@@ -277,9 +291,17 @@ CONTEND_INLINE void contend_emit(struct contend_thread *ts, uint32_t tag, const 
             ts->cur = p + 1;
             ts->last = t;
             /* the head word is the whole record; release so that a reader
-             * in another process never sees it before the table slots */
-            __atomic_store_n(p, contend_head(tag, dt, (uint32_t)oi, (uint32_t)si),
-                             __ATOMIC_RELEASE);
+             * in another process never sees it before the table slots (a
+             * non-temporal store is weakly ordered, but a slot is only
+             * ever filled by a compare-and-swap, a full barrier, before
+             * the first record that names it) */
+            uint64_t head = contend_head(tag, dt, (uint32_t)oi, (uint32_t)si);
+#if CONTEND_HAVE_TSC && defined(__x86_64__)
+            if (CONTEND_UNLIKELY(contend_g.nt_stores))
+                _mm_stream_si64((long long *)p, (long long)head);
+            else
+#endif
+                __atomic_store_n(p, head, __ATOMIC_RELEASE);
             CONTEND_SIGNAL_FENCE();
             ts->guard = 0;
             return;
@@ -307,6 +329,92 @@ CONTEND_INLINE void contend_emit2(struct contend_thread *ts, uint32_t tag, const
     if (CONTEND_LIKELY(ts->guard == 0))
         contend_emit(ts, tag, obj, site, t);
 }
+
+/* ------------------------------------------------------------------------ */
+/* The collector's own cost                                                  */
+
+/* The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID: a system
+ * call, for the slow path only). Time the thread was descheduled is not
+ * in it, so a slow path interrupted by another process costs nothing. */
+CONTEND_HIDDEN uint64_t contend_cpu_ns(void);
+
+/* Adds the CPU time since `t0` (contend_cpu_ns()) to the collector's
+ * slow-path total: the header's and, when the thread has a chunk, that
+ * chunk's (docs/trace-format.md, "Recording cost"). */
+CONTEND_HIDDEN void contend_cost_since(struct contend_thread *ts, uint64_t t0);
+
+/* Measures the time the fast path adds per record and, in light mode, per
+ * counted pair (wrappers.c), into the header. Run once, by the
+ * initialising thread, before recording starts. */
+CONTEND_HIDDEN void contend_calibrate_cost(struct contend_thread *ts);
+
+/* ------------------------------------------------------------------------ */
+/* Light mode: counts                                                        */
+
+/* Entry slot of (object, site) in a count table of `slots` entries. */
+CONTEND_INLINE uint32_t contend_count_slot(uint64_t obj, uint64_t site, uint32_t slots)
+{
+    uint64_t h = (obj * 0x9E3779B97F4A7C15ull) ^ (site * 0xC2B2AE3D27D4EB4Full);
+    return (uint32_t)(((h >> 32) * (uint64_t)slots) >> 32);
+}
+
+/* Everything that is not "the entry is at its slot": probing, inserting,
+ * the first or a new COUNTS chunk; if no entry can be had, the acquisition
+ * is recorded (IMMEDIATE) instead and remembered as a recorded hold.
+ * Ends by clearing the BUSY guard bit. */
+CONTEND_HIDDEN void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *obj,
+                                       const void *site);
+
+/* Light mode: counts one uncontended acquisition of `obj` at `site`. The
+ * caller has checked contend_may_record(). */
+CONTEND_INLINE void contend_count_op(struct contend_thread *ts, uint32_t prim, const void *obj,
+                                     const void *site)
+{
+    ts->guard = CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    contend_count *t = ts->counts;
+    if (CONTEND_LIKELY(t != NULL)) {
+        uint64_t o = (uint64_t)(uintptr_t)obj, s = (uint64_t)(uintptr_t)site;
+        contend_count *e = &t[contend_count_slot(o, s, ts->count_slots)];
+        if (CONTEND_LIKELY(e->object == o && e->site == s)) {
+            __atomic_store_n(&e->count, e->count + 1, __ATOMIC_RELAXED);
+            ts->last_count = e;
+            CONTEND_SIGNAL_FENCE();
+            ts->guard = 0;
+            return;
+        }
+    }
+    contend_count_slow(ts, prim, obj, site);
+}
+
+/* Light mode: remembers that the thread's current hold of `lock` was
+ * recorded (its release must be recorded too). */
+CONTEND_INLINE void contend_held_push(struct contend_thread *ts, const void *lock)
+{
+    if (ts->held_n < CONTEND_HELD_MAX)
+        ts->held[ts->held_n++] = lock;
+}
+
+/* Light mode: 1 if the thread's hold of `lock` was recorded (and forgets it). */
+CONTEND_INLINE int contend_held_forget(struct contend_thread *ts, const void *lock)
+{
+    for (uint32_t i = ts->held_n; i-- > 0;) {
+        if (ts->held[i] == lock) {
+            ts->held[i] = ts->held[--ts->held_n];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Light mode: the release of `lock`, whose acquisition was counted, not
+ * recorded, found waiters: takes the acquisition back out of its count
+ * and records it (UNTIMED, at time `t`), so that the RELEASE recorded next
+ * has its acquisition. Returns the primitive of the counted acquisition,
+ * or 0 when none is found (acquired before recording began). The BUSY
+ * guard must not be held; errno is kept. */
+CONTEND_HIDDEN uint32_t contend_untimed(struct contend_thread *ts, const void *lock,
+                                        uint64_t t);
 
 /* Words that any one operation's records can take: TIME (2) + STACK
  * (1 + 64) + a wide record (3), plus a second record (cond waits). */

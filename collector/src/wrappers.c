@@ -17,6 +17,15 @@
  * BUSY (timeout) or ERROR. Releases record RELEASE before the real call;
  * a release that then fails (EPERM, ...) is followed by an ERROR record.
  *
+ * Light mode (contend_g.light, `contend record --light`): an acquisition
+ * that succeeds at once is only counted per (object, call site) and thread
+ * (contend_count_op), without a timestamp; everything that waits is
+ * recorded as in the default mode, and so is the release of every hold
+ * whose acquisition was recorded. A release that finds waiters is always
+ * recorded with the time after the real call too (RELEASED: the wake
+ * cost), in both modes; in light mode, when its hold was only counted, the
+ * count is taken back and the acquisition recorded as UNTIMED first.
+ *
  * Where glibc checks arguments before it would try the lock (clock ids,
  * tv_nsec of rwlock and semaphore timeouts), the wrapper makes the same
  * check first and, if it fails, goes straight to the real call, so a bad
@@ -25,8 +34,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "collector.h"
+#include "contend/raw_mm.h"
+
+/* glibc's "the process has never had a second thread" flag (2.32 and
+ * later; weak, so the collector still loads on an older libc). */
+extern char __libc_single_threaded __attribute__((weak));
 
 /* The pass-through fallbacks before the real_* pointers exist: glibc's own
  * aliases. glibc 2.34 moved libpthread into libc and left them as compat
@@ -106,10 +122,44 @@ static inline int rw_timeout_ok(clockid_t clk, const struct timespec *abstime)
  * __data.__kind by pthread_mutex_init and never changed.
  */
 #define GLIBC_MUTEX_KIND_ROBUST 16
+#define GLIBC_MUTEX_KIND_PI 32
+#define GLIBC_MUTEX_KIND_PSHARED 128
+#define FUTEX_WAITERS_BIT 0x80000000u
 
 CONTEND_INLINE int mutex_try_first(const pthread_mutex_t *m)
 {
     return !(__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) & GLIBC_MUTEX_KIND_ROBUST);
+}
+
+/*
+ * While the process has never had a second thread, glibc locks and
+ * unlocks a private mutex without atomic instructions, but its try-lock
+ * always uses one. No other thread can hold a private, non-robust mutex
+ * then, so the real lock cannot wait for anybody (only deadlock on the
+ * caller itself, or return an error, as it would unrecorded): call it
+ * instead of trying first, and record its outcome.
+ */
+CONTEND_INLINE int mutex_single_threaded(const pthread_mutex_t *m)
+{
+    return &__libc_single_threaded != NULL &&
+           __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) &&
+           !(__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) &
+             (GLIBC_MUTEX_KIND_ROBUST | GLIBC_MUTEX_KIND_PSHARED));
+}
+
+/*
+ * Whether unlocking `m` now wakes a waiter: glibc's lock word is 2 while
+ * threads may be waiting (lll_lock; the low bits of a priority-protected
+ * mutex), and has FUTEX_WAITERS set for robust and priority-inheriting
+ * mutexes, whose word is the owner's tid.
+ */
+CONTEND_INLINE int mutex_has_waiters(const pthread_mutex_t *m)
+{
+    unsigned w = (unsigned)__atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+    if (CONTEND_UNLIKELY(__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) &
+                         (GLIBC_MUTEX_KIND_ROBUST | GLIBC_MUTEX_KIND_PI)))
+        return (w & FUTEX_WAITERS_BIT) != 0;
+    return (w & 3u) == 2u;
 }
 
 /* The blocking half: the try-lock was busy (or failed otherwise; the real
@@ -130,7 +180,96 @@ static CONTEND_NOINLINE int mutex_block(struct contend_thread *ts, pthread_mutex
     uint32_t tag = ACQUIRED(r)       ? TAG(MUTEX, ACQUIRED)
                    : r == ETIMEDOUT ? TAG(MUTEX, BUSY)
                                     : TAG(MUTEX, ERROR);
+    if (ACQUIRED(r) && contend_g.light)
+        contend_held_push(ts, m);
     contend_emit2(ts, tag, m, site, contend_now());
+    return r;
+}
+
+/* An acquisition that succeeded at once: counted in light mode, else
+ * recorded (IMMEDIATE). */
+CONTEND_INLINE void acquired_at_once(struct contend_thread *ts, uint32_t prim, const void *obj,
+                                     const void *site, int light)
+{
+    if (light)
+        contend_count_op(ts, prim, obj, site);
+    else
+        contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_IMMEDIATE), obj, site, contend_now());
+}
+
+/* The single-threaded lock: the real lock itself, then its outcome. */
+static CONTEND_NOINLINE int mutex_lock_alone_failed(struct contend_thread *ts,
+                                                    pthread_mutex_t *m, const void *site, int r)
+{
+    uint64_t t = contend_now();
+    if (ACQUIRED(r)) { /* EOWNERDEAD cannot come here (not robust) */
+        if (contend_g.light)
+            contend_held_push(ts, m);
+        contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, t);
+    } else {
+        contend_op(ts, TAG(MUTEX, ERROR), m, site, t);
+    }
+    return r;
+}
+
+/* pthread_mutex_lock while recording; `light` is contend_g.light (a
+ * constant where the calibration inlines this). */
+CONTEND_INLINE int mutex_lock_recording(struct contend_thread *ts, pthread_mutex_t *m,
+                                        const void *site, int light)
+{
+    if (mutex_single_threaded(m)) {
+        int r = CONTEND_REAL(mutex_lock)(m);
+        if (CONTEND_LIKELY(r == 0)) {
+            acquired_at_once(ts, CONTEND_PRIM_MUTEX, m, site, light);
+            return 0;
+        }
+        return mutex_lock_alone_failed(ts, m, site, r);
+    }
+    if (CONTEND_LIKELY(mutex_try_first(m))) {
+        int r = CONTEND_REAL(mutex_trylock)(m);
+        if (CONTEND_LIKELY(r == 0)) {
+            acquired_at_once(ts, CONTEND_PRIM_MUTEX, m, site, light);
+            return 0;
+        }
+    }
+    return mutex_block(ts, m, site, 0, 0, NULL);
+}
+
+/* The unlock of a hold that must be recorded in light mode (`recorded`:
+ * its acquisition was; else it was counted and the unlock finds waiters). */
+static CONTEND_NOINLINE int mutex_unlock_light_slow(struct contend_thread *ts,
+                                                    pthread_mutex_t *m, const void *site,
+                                                    int recorded, int waiters)
+{
+    uint64_t t = contend_now();
+    if (!recorded)
+        contend_untimed(ts, m, t);
+    contend_op(ts, TAG(MUTEX, RELEASE), m, site, t);
+    int r = CONTEND_REAL(mutex_unlock)(m);
+    if (waiters && r == 0)
+        contend_emit2(ts, TAG(MUTEX, RELEASED), m, site, contend_now());
+    if (CONTEND_UNLIKELY(r != 0))
+        contend_emit2(ts, TAG(MUTEX, ERROR), m, site, contend_now());
+    return r;
+}
+
+/* pthread_mutex_unlock while recording. */
+CONTEND_INLINE int mutex_unlock_recording(struct contend_thread *ts, pthread_mutex_t *m,
+                                          const void *site, int light)
+{
+    int waiters = mutex_has_waiters(m);
+    if (light) {
+        int recorded = ts->held_n != 0 && contend_held_forget(ts, m);
+        if (CONTEND_LIKELY(!recorded && !waiters))
+            return CONTEND_REAL(mutex_unlock)(m);
+        return mutex_unlock_light_slow(ts, m, site, recorded, waiters);
+    }
+    contend_op(ts, TAG(MUTEX, RELEASE), m, site, contend_now());
+    int r = CONTEND_REAL(mutex_unlock)(m);
+    if (CONTEND_UNLIKELY(waiters) && r == 0)
+        contend_emit2(ts, TAG(MUTEX, RELEASED), m, site, contend_now());
+    if (CONTEND_UNLIKELY(r != 0))
+        contend_emit2(ts, TAG(MUTEX, ERROR), m, site, contend_now());
     return r;
 }
 
@@ -138,16 +277,8 @@ CONTEND_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
-    if (RECORDING(ts)) {
-        if (CONTEND_LIKELY(mutex_try_first(m))) {
-            int r = CONTEND_REAL(mutex_trylock)(m);
-            if (CONTEND_LIKELY(r == 0)) {
-                contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
-                return 0;
-            }
-        }
-        return mutex_block(ts, m, site, 0, 0, NULL);
-    }
+    if (RECORDING(ts))
+        return mutex_lock_recording(ts, m, site, contend_g.light);
     int (*f)(pthread_mutex_t *) = CONTEND_REAL(mutex_lock);
     return f ? f(m) : contend_libc_mutex_lock(m);
 }
@@ -158,9 +289,15 @@ CONTEND_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(mutex_trylock)(m);
+        if (r == 0 && contend_g.light) {
+            contend_count_op(ts, CONTEND_PRIM_MUTEX, m, site);
+            return r;
+        }
         uint32_t tag = ACQUIRED(r) ? TAG(MUTEX, IMMEDIATE)
                        : r == EBUSY ? TAG(MUTEX, BUSY)
                                     : TAG(MUTEX, ERROR);
+        if (ACQUIRED(r) && contend_g.light)
+            contend_held_push(ts, m); /* EOWNERDEAD: recorded */
         contend_op(ts, tag, m, site, contend_now());
         return r;
     }
@@ -175,7 +312,7 @@ CONTEND_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct time
     if (RECORDING(ts) && CONTEND_REAL(mutex_timedlock)) {
         /* glibc checks abstime only when it has to block: try first */
         if (mutex_try_first(m) && CONTEND_REAL(mutex_trylock)(m) == 0) {
-            contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
+            acquired_at_once(ts, CONTEND_PRIM_MUTEX, m, site, contend_g.light);
             return 0;
         }
         return mutex_block(ts, m, site, 1, 0, abstime);
@@ -191,7 +328,7 @@ CONTEND_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk,
     if (RECORDING(ts) && CONTEND_REAL(mutex_clocklock)) {
         /* glibc rejects an unsupported clock before trying the lock */
         if (clock_ok(clk) && mutex_try_first(m) && CONTEND_REAL(mutex_trylock)(m) == 0) {
-            contend_op(ts, TAG(MUTEX, IMMEDIATE), m, site, contend_now());
+            acquired_at_once(ts, CONTEND_PRIM_MUTEX, m, site, contend_g.light);
             return 0;
         }
         return mutex_block(ts, m, site, 2, clk, abstime);
@@ -203,13 +340,8 @@ CONTEND_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
-    if (RECORDING(ts)) {
-        contend_op(ts, TAG(MUTEX, RELEASE), m, site, contend_now());
-        int r = CONTEND_REAL(mutex_unlock)(m);
-        if (CONTEND_UNLIKELY(r != 0))
-            contend_emit2(ts, TAG(MUTEX, ERROR), m, site, contend_now());
-        return r;
-    }
+    if (RECORDING(ts))
+        return mutex_unlock_recording(ts, m, site, contend_g.light);
     int (*f)(pthread_mutex_t *) = CONTEND_REAL(mutex_unlock);
     return f ? f(m) : contend_libc_mutex_unlock(m);
 }
@@ -268,10 +400,27 @@ static CONTEND_NOINLINE int rwlock_block(struct contend_thread *ts, pthread_rwlo
     uint32_t phase = r == 0           ? CONTEND_PHASE_ACQUIRED
                      : r == ETIMEDOUT ? CONTEND_PHASE_BUSY
                                       : CONTEND_PHASE_ERROR;
-    if (r == 0)
+    if (r == 0) {
         rw_remember(ts, rw, (uintptr_t)write);
+        if (contend_g.light)
+            contend_held_push(ts, rw);
+    }
     contend_emit2(ts, CONTEND_OP_TAG(prim, phase), rw, site, contend_now());
     return r;
+}
+
+/*
+ * Whether unlocking `rw` now may wake a waiter (glibc's rwlock: readers
+ * waiting for a write phase to end set PTHREAD_RWLOCK_RWAITING (4) in
+ * __readers; waiting writers set the futex-used bit 31 of __writers_futex
+ * or __wrphase_futex).
+ */
+CONTEND_INLINE int rwlock_has_waiters(const pthread_rwlock_t *rw)
+{
+    unsigned r = __atomic_load_n(&rw->__data.__readers, __ATOMIC_RELAXED);
+    unsigned wf = __atomic_load_n(&rw->__data.__writers_futex, __ATOMIC_RELAXED);
+    unsigned pf = __atomic_load_n(&rw->__data.__wrphase_futex, __ATOMIC_RELAXED);
+    return ((r & 4u) | ((wf | pf) & FUTEX_WAITERS_BIT)) != 0;
 }
 
 /* The try-first part shared by all acquisitions; `check` false means glibc
@@ -284,6 +433,10 @@ CONTEND_INLINE int rwlock_acquire(struct contend_thread *ts, pthread_rwlock_t *r
         int r = write ? CONTEND_REAL(rwlock_trywrlock)(rw) : CONTEND_REAL(rwlock_tryrdlock)(rw);
         if (CONTEND_LIKELY(r == 0)) {
             uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
+            if (contend_g.light) {
+                contend_count_op(ts, prim, rw, site);
+                return 0;
+            }
             rw_remember(ts, rw, (uintptr_t)write);
             contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_IMMEDIATE), rw, site,
                        contend_now());
@@ -321,6 +474,10 @@ static inline int rwlock_try(struct contend_thread *ts, pthread_rwlock_t *rw, co
     uint32_t phase = r == 0       ? CONTEND_PHASE_IMMEDIATE
                      : r == EBUSY ? CONTEND_PHASE_BUSY
                                   : CONTEND_PHASE_ERROR;
+    if (r == 0 && contend_g.light) {
+        contend_count_op(ts, prim, rw, site);
+        return r;
+    }
     if (r == 0)
         rw_remember(ts, rw, (uintptr_t)write);
     contend_op(ts, CONTEND_OP_TAG(prim, phase), rw, site, contend_now());
@@ -394,9 +551,26 @@ CONTEND_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
-        uint32_t prim = rw_forget(ts, rw);
-        contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_RELEASE), rw, site, contend_now());
+        int waiters = rwlock_has_waiters(rw);
+        uint32_t prim;
+        uint64_t t;
+        if (contend_g.light) {
+            int recorded = ts->held_n != 0 && contend_held_forget(ts, rw);
+            if (CONTEND_LIKELY(!recorded && !waiters))
+                return CONTEND_REAL(rwlock_unlock)(rw);
+            t = contend_now();
+            prim = recorded ? rw_forget(ts, rw) : contend_untimed(ts, rw, t);
+            if (!prim)
+                prim = rw_forget(ts, rw);
+        } else {
+            prim = rw_forget(ts, rw);
+            t = contend_now();
+        }
+        contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_RELEASE), rw, site, t);
         int r = CONTEND_REAL(rwlock_unlock)(rw);
+        if (CONTEND_UNLIKELY(waiters) && r == 0)
+            contend_emit2(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_RELEASED), rw, site,
+                          contend_now());
         if (CONTEND_UNLIKELY(r != 0))
             contend_emit2(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_ERROR), rw, site,
                           contend_now());
@@ -415,6 +589,8 @@ static CONTEND_NOINLINE int spin_block(struct contend_thread *ts, pthread_spinlo
     contend_before_wait(ts, (const void *)s, site);
     contend_op(ts, TAG(SPIN, REQUEST), (const void *)s, site, contend_now());
     int r = CONTEND_REAL(spin_lock)(s);
+    if (r == 0 && contend_g.light)
+        contend_held_push(ts, (const void *)s);
     contend_emit2(ts, r == 0 ? TAG(SPIN, ACQUIRED) : TAG(SPIN, ERROR), (const void *)s, site,
                   contend_now());
     return r;
@@ -427,7 +603,7 @@ CONTEND_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(spin_trylock)(s);
         if (CONTEND_LIKELY(r == 0)) {
-            contend_op(ts, TAG(SPIN, IMMEDIATE), (const void *)s, site, contend_now());
+            acquired_at_once(ts, CONTEND_PRIM_SPIN, (const void *)s, site, contend_g.light);
             return 0;
         }
         return spin_block(ts, s, site);
@@ -441,6 +617,10 @@ CONTEND_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s)
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(spin_trylock)(s);
+        if (r == 0 && contend_g.light) {
+            contend_count_op(ts, CONTEND_PRIM_SPIN, (const void *)s, site);
+            return r;
+        }
         uint32_t tag = r == 0       ? TAG(SPIN, IMMEDIATE)
                        : r == EBUSY ? TAG(SPIN, BUSY)
                                     : TAG(SPIN, ERROR);
@@ -455,6 +635,11 @@ CONTEND_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
+        /* light mode: a spinner cannot be seen, so only the release of a
+         * recorded hold is recorded */
+        if (contend_g.light &&
+            CONTEND_LIKELY(ts->held_n == 0 || !contend_held_forget(ts, (const void *)s)))
+            return CONTEND_REAL(spin_unlock)(s);
         contend_op(ts, TAG(SPIN, RELEASE), (const void *)s, site, contend_now());
         int r = CONTEND_REAL(spin_unlock)(s);
         if (CONTEND_UNLIKELY(r != 0))
@@ -489,6 +674,10 @@ CONTEND_INLINE void cond_enter(const struct cond_ctx *x)
 {
     contend_before_wait(x->ts, x->c, x->site);
     uint64_t t = contend_now();
+    /* light mode: a counted hold of m ends here; record its acquisition
+     * (UNTIMED) so that the RELEASE that ties m to the wait has it */
+    if (contend_g.light && !contend_held_forget(x->ts, x->m))
+        contend_untimed(x->ts, x->m, t);
     contend_op(x->ts, TAG(MUTEX, RELEASE), x->m, x->site, t);
     contend_emit2(x->ts, TAG(COND, REQUEST), x->c, x->site, t);
 }
@@ -500,8 +689,11 @@ static void cond_leave(const struct cond_ctx *x, int r)
                    : r == ETIMEDOUT ? TAG(COND, BUSY)
                                     : TAG(COND, ERROR);
     contend_emit2(x->ts, tag, x->c, x->site, t);
-    if (r != EPERM && r != ENOTRECOVERABLE)
+    if (r != EPERM && r != ENOTRECOVERABLE) {
+        if (contend_g.light)
+            contend_held_push(x->ts, x->m);
         contend_emit2(x->ts, TAG(MUTEX, IMMEDIATE), x->m, x->site, t);
+    }
 }
 
 static void cond_cancelled(void *arg)
@@ -632,12 +824,22 @@ static CONTEND_NOINLINE int sem_block(struct contend_thread *ts, sem_t *s, const
     return r;
 }
 
+/* Whether a sem_post now may wake a waiter: glibc's 64-bit semaphore word
+ * holds the value in its low and the number of waiters in its high 32
+ * bits (struct new_sem). */
+CONTEND_INLINE int sem_has_waiters(sem_t *s)
+{
+    uint64_t data;
+    memcpy(&data, s, sizeof data); /* sem_t is 8-byte aligned */
+    return (data >> 32) != 0;
+}
+
 /* sem_trywait first, leaving errno as it was when the semaphore is busy. */
 CONTEND_INLINE int sem_try_first(struct contend_thread *ts, sem_t *s, const void *site)
 {
     int saved = errno;
     if (CONTEND_REAL(sem_trywait)(s) == 0) {
-        contend_op(ts, TAG(SEM, IMMEDIATE), s, site, contend_now());
+        acquired_at_once(ts, CONTEND_PRIM_SEM, s, site, contend_g.light);
         return 1;
     }
     errno = saved;
@@ -695,6 +897,11 @@ CONTEND_EXPORT int sem_trywait(sem_t *s)
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(sem_trywait)(s);
         int e = errno;
+        if (r == 0 && contend_g.light) {
+            contend_count_op(ts, CONTEND_PRIM_SEM, s, site);
+            errno = e;
+            return r;
+        }
         uint32_t tag = r == 0        ? TAG(SEM, IMMEDIATE)
                        : e == EAGAIN ? TAG(SEM, BUSY)
                                      : TAG(SEM, ERROR);
@@ -710,14 +917,140 @@ CONTEND_EXPORT int sem_post(sem_t *s)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(sem_post)) {
+        int waiters = sem_has_waiters(s);
+        /* light mode: a post matters only when it may wake a waiter */
+        if (contend_g.light && CONTEND_LIKELY(!waiters))
+            return CONTEND_REAL(sem_post)(s);
         contend_op(ts, TAG(SEM, RELEASE), s, site, contend_now());
         int r = CONTEND_REAL(sem_post)(s);
-        if (CONTEND_UNLIKELY(r != 0)) {
-            int e = errno;
+        int e = errno;
+        if (CONTEND_UNLIKELY(waiters) && r == 0)
+            contend_emit2(ts, TAG(SEM, RELEASED), s, site, contend_now());
+        if (CONTEND_UNLIKELY(r != 0))
             contend_emit2(ts, TAG(SEM, ERROR), s, site, contend_now());
-            errno = e;
-        }
+        errno = e;
         return r;
     }
     PASS_SEM(sem_post, "sem_post", s);
+}
+
+/* ======================================================================== */
+/* Calibration of the collector's own cost                                   */
+
+/*
+ * Measures, once, in the process being recorded, what the fast path adds
+ * to an uncontended lock + unlock pair: the pair through the very code of
+ * pthread_mutex_lock/unlock above (inlined here) against glibc's lock +
+ * unlock of the same mutex, what the program would call unrecorded (the
+ * wrapper's own call and check, a few instructions, are left out). Records go to a private
+ * scratch buffer in place of the thread's chunk, so the trace gets none;
+ * the two table slots the scratch mutex and site took are emptied again.
+ * Rounds alternate, and the fastest round of each kind counts, so that a
+ * round disturbed by another process does not. Stored in the header:
+ * cost_record_ps (half a recorded pair: one timed record), cost_count_ps
+ * in light mode (one counted pair), calibration_ns. Page faults and chunk
+ * claims are not part of it: the slow path measures its own time as it
+ * runs (collector_ns).
+ *
+ * Runs in contend_init with recording not yet on (other threads pass
+ * through), so nobody else writes the tables meanwhile.
+ */
+#define CAL_PAIRS 1000u
+#define CAL_ROUNDS 5
+
+static pthread_mutex_t cal_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void forget_slot(uint64_t *table, uint64_t addr)
+{
+    uint32_t slot = contend_hash(addr);
+    for (int i = 0; i < 32; i++, slot = (slot + 1) & 0xffffu) {
+        if (__atomic_load_n(&table[slot], __ATOMIC_RELAXED) == addr) {
+            __atomic_store_n(&table[slot], 0, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+}
+
+/* ns per pair of one round of `kind`: 0 glibc's lock + unlock, 1
+ * recorded, 2 counted (light). */
+static CONTEND_NOINLINE uint64_t cal_round(struct contend_thread *ts, int kind, uint64_t *scratch,
+                                           const void *site)
+{
+    pthread_mutex_t *m = &cal_mutex;
+    int (*lock)(pthread_mutex_t *) = CONTEND_REAL(mutex_lock);
+    int (*unlock)(pthread_mutex_t *) = CONTEND_REAL(mutex_unlock);
+    ts->cur = scratch;
+    ts->last = contend_now();
+    uint64_t t0 = contend_monotonic_ns();
+    if (kind == 0) {
+        for (unsigned i = 0; i < CAL_PAIRS; i++) {
+            lock(m);
+            unlock(m);
+        }
+    } else if (kind == 1) {
+        for (unsigned i = 0; i < CAL_PAIRS; i++) {
+            mutex_lock_recording(ts, m, site, 0);
+            mutex_unlock_recording(ts, m, site, 0);
+        }
+    } else {
+        for (unsigned i = 0; i < CAL_PAIRS; i++) {
+            mutex_lock_recording(ts, m, site, 1);
+            mutex_unlock_recording(ts, m, site, 1);
+        }
+    }
+    return contend_monotonic_ns() - t0;
+}
+
+void contend_calibrate_cost(struct contend_thread *ts)
+{
+    contend_trace_header *h = contend_g.hdr;
+    uint64_t start = contend_monotonic_ns();
+    /* records: 2 words a pair; counts: one table; all faulted in now */
+    size_t words = 2 * CAL_PAIRS + 2 * CONTEND_ROOM_WORDS;
+    size_t count_slots = 64;
+    size_t len = words * 8 + count_slots * sizeof(contend_count);
+    len = (len + 4095) & ~(size_t)4095;
+    void *mem = contend_raw_mmap(NULL, len, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (mem == MAP_FAILED)
+        return;
+    uint64_t *scratch = mem;
+    contend_count *counts = (contend_count *)(scratch + words);
+
+    struct contend_thread saved = *ts;
+    ts->guard = 0;
+    ts->countdown = UINT32_MAX; /* no stacks */
+    ts->chunk = NULL;           /* no slow-path time into a chunk */
+    ts->end = ts->chunk_end = scratch + words;
+    ts->count_chunk = NULL;
+    ts->counts = counts;
+    ts->count_slots = (uint32_t)count_slots;
+    ts->last_count = NULL;
+    ts->held_n = 0;
+    const void *site = (const void *)(uintptr_t)&contend_calibrate_cost;
+
+    uint64_t best[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    int kinds = contend_g.light ? 3 : 2;
+    for (int round = 0; round < CAL_ROUNDS; round++) {
+        for (int k = 0; k < kinds; k++) {
+            uint64_t ns = cal_round(ts, k, scratch, site);
+            if (ns < best[k])
+                best[k] = ns;
+        }
+    }
+
+    *ts = saved;
+    forget_slot(contend_g.objects, (uint64_t)(uintptr_t)&cal_mutex);
+    forget_slot(contend_g.sites, (uint64_t)(uintptr_t)site);
+    contend_raw_munmap(mem, len);
+
+    /* ps: ns per round * 1000 / pairs; a record is half a recorded pair */
+    uint64_t rec = best[1] > best[0] ? (best[1] - best[0]) * 1000u / CAL_PAIRS / 2u : 0;
+    uint64_t cnt = kinds > 2 && best[2] > best[0] ? (best[2] - best[0]) * 1000u / CAL_PAIRS : 0;
+    h->cost_record_ps = (uint32_t)(rec < UINT32_MAX ? (rec ? rec : 1) : UINT32_MAX);
+    h->cost_count_ps = (uint32_t)(cnt < UINT32_MAX ? cnt : UINT32_MAX);
+    if (kinds > 2 && !h->cost_count_ps)
+        h->cost_count_ps = 1;
+    uint64_t took = contend_monotonic_ns() - start;
+    h->calibration_ns = (uint32_t)(took < UINT32_MAX ? took : UINT32_MAX);
 }

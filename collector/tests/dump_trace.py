@@ -9,7 +9,8 @@ import sys
 from collections import Counter, defaultdict
 
 PRIM = {1: "mutex", 2: "rw_read", 3: "rw_write", 4: "spin", 5: "cond", 6: "barrier", 7: "sem"}
-PHASE = {1: "REQUEST", 2: "ACQUIRED", 3: "IMMEDIATE", 4: "BUSY", 5: "ERROR", 6: "RELEASE"}
+PHASE = {1: "REQUEST", 2: "ACQUIRED", 3: "IMMEDIATE", 4: "BUSY", 5: "ERROR", 6: "RELEASE",
+         7: "RELEASED", 8: "UNTIMED"}
 
 
 def main():
@@ -22,16 +23,20 @@ def main():
     start = struct.unpack_from("<QQQQ", data, 80)
     end = struct.unpack_from("<QQQQ", data, 112)
     tps, every = struct.unpack_from("<QI", data, 144)
+    collector_ns, cost_record_ps, cost_count_ps, calibration_ns = struct.unpack_from("<QIII", data, 160)
     exe = data[512:1536].split(b"\0")[0].decode()
     cmd = [a.decode() for a in data[1536:3584].rstrip(b"\0").split(b"\0")]
     print(f"version={version} clock={clock} chunk={chunk} claimed={claimed} pid={pid} ppid={ppid} "
           f"flags={flags} data_offset={doff} tps={tps} stack_every={every}")
     print(f"start={start[:3]} end={end[:3]}")
+    print(f"collector_ns={collector_ns} cost_record_ps={cost_record_ps} "
+          f"cost_count_ps={cost_count_ps} calibration_ns={calibration_ns} light={bool(flags & 8)}")
     print(f"exe={exe} cmdline={cmd}")
     objs = struct.unpack_from(f"<{oslots}Q", data, ooff)
     sites = struct.unpack_from(f"<{sslots}Q", data, soff)
     print(f"objects={sum(1 for o in objs if o)} sites={sum(1 for s in sites if s)} file={len(data)}")
     threads = defaultdict(list)
+    counts = defaultdict(Counter)
     problems = 0
     for c in range(claimed):
         off = doff + c * chunk
@@ -44,6 +49,13 @@ def main():
             print(f"chunk {c}: never started")
             continue
         assert magic == 0x4B4E4843, f"chunk {c} bad magic {magic:#x}"
+        if _fl & 1:  # COUNTS chunk
+            n = (chunk - 64) // 32
+            for k in range(n):
+                o, st, cnt_, prim = struct.unpack_from("<QQQI", data, off + 64 + 32 * k)
+                if o:
+                    counts[tid][(PRIM.get(prim, prim), o, st)] += cnt_
+            continue
         words = struct.unpack_from(f"<{chunk // 8}Q", data, off)
         i, now, recs, stack = 8, base, [], None
         while i < len(words) and words[i]:
@@ -91,7 +103,11 @@ def main():
             for r in recs:
                 st = f" stack={[hex(a) for a in r[5]]}" if r[5] else ""
                 print(f"   t={r[0]} {r[1]}.{r[2]} obj={r[3]:#x} site={r[4]:#x}{' WIDE' if r[6] else ''}{st}")
-    print(f"threads={len(threads)} records={total} problems={problems}")
+    counted = 0
+    for tid, cs in sorted(counts.items()):
+        counted += sum(cs.values())
+        print(f"tid {tid}: counted " + " ".join(f"{p}@{o:#x}/{st:#x}={n}" for (p, o, st), n in sorted(cs.items())))
+    print(f"threads={len(threads)} records={total} counted={counted} problems={problems}")
     sys.exit(1 if problems else 0)
 
 

@@ -1,5 +1,5 @@
 /*
- * contend lock-trace format, version 1.
+ * contend lock-trace format, version 2 (readers also read version 1).
  *
  * The one definition of the on-disk layout of a per-process lock trace
  * (`<recording>/locks/<pid>.ctrace`). The C collector writes it; the Rust
@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define CONTEND_TRACE_MAGIC "CNTDLOCK" /* 8 bytes, no NUL stored */
-#define CONTEND_TRACE_VERSION 1u
+#define CONTEND_TRACE_VERSION 2u
 #define CONTEND_ENDIAN_CHECK 0x01020304u
 #define CONTEND_HEADER_SIZE 4096u
 
@@ -34,6 +34,10 @@
 #define CONTEND_FLAG_FINISHED 1u   /* the process ran its exit path      */
 #define CONTEND_FLAG_FORKED 2u     /* this process is a fork() child     */
 #define CONTEND_FLAG_TABLE_FULL 4u /* some records use the wide form    */
+/* Version 2: */
+#define CONTEND_FLAG_LIGHT 8u      /* light mode (CONTEND_LIGHT=1):
+                                      uncontended acquisitions are counted
+                                      in COUNTS chunks, not recorded       */
 
 /* Sizes of the index tables (slots; a slot number is the index). */
 #define CONTEND_OBJECT_SLOTS 65536u
@@ -71,7 +75,24 @@ typedef struct contend_trace_header {
     uint64_t ticks_per_second;      /*  144 launcher's estimate, 0 = none */
     uint32_t stack_every;           /*  152 0 = no stacks                 */
     uint32_t reserved0;             /*  156                               */
-    uint8_t reserved[512 - 160];    /*  160                               */
+    /* Version 2: the collector's own cost (0 in version 1 traces). */
+    uint64_t collector_ns;          /*  160 atomic; CPU time (ns, the
+                                           threads' CPU clocks) the
+                                           collector spent in its slow path
+                                           (chunk claims, faulting in trace
+                                           pages, maps snapshots, stacks,
+                                           the calibration), all threads  */
+    uint32_t cost_record_ps;        /*  168 calibrated time one timed record
+                                           adds to the program, ps (half of
+                                           a recorded uncontended lock +
+                                           unlock pair beyond try-lock +
+                                           unlock); 0 = not calibrated    */
+    uint32_t cost_count_ps;         /*  172 light mode: calibrated time a
+                                           counted uncontended lock + unlock
+                                           pair adds, ps; 0 = not measured */
+    uint32_t calibration_ns;        /*  176 time the calibration took      */
+    uint32_t reserved1;             /*  180                               */
+    uint8_t reserved[512 - 184];    /*  184                               */
     char exe_path[1024];            /*  512 NUL-terminated, truncated     */
     char cmdline[2048];             /* 1536 NUL-separated args, truncated */
     uint8_t tail[4096 - 3584];      /* 3584                               */
@@ -81,15 +102,40 @@ typedef struct contend_trace_header {
 #define CONTEND_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
 #define CONTEND_CHUNK_HEADER_SIZE 64u
 
+/* Chunk flags (version 2). */
+#define CONTEND_CHUNK_COUNTS 1u /* holds count entries, not records; its
+                                   sequence numbers are separate from the
+                                   thread's record chunks              */
+
 typedef struct contend_chunk_header {
     uint32_t magic;        /*  0 CONTEND_CHUNK_MAGIC (stored last)     */
     uint32_t tid;          /*  4 kernel thread id                      */
     uint32_t sequence;     /*  8 0, 1, 2, ... within the thread        */
-    uint32_t flags;        /* 12 reserved, 0                           */
+    uint32_t flags;        /* 12 CONTEND_CHUNK_* (0 in version 1)      */
     uint64_t base_ticks;   /* 16 time base for the first record        */
     uint64_t monotonic_ns; /* 24 CLOCK_MONOTONIC at base_ticks          */
-    uint64_t reserved[4];  /* 32                                        */
+    uint64_t collector_ns; /* 32 version 2: CPU time (ns) the owning
+                               thread spent in the collector's slow
+                               path while this chunk was its current
+                               one (plain stores by that thread)      */
+    uint64_t reserved[3];  /* 40                                        */
 } contend_chunk_header;
+
+/*
+ * Count entry (version 2, light mode): one (object, call site) of one
+ * thread, in a COUNTS chunk after its header; entry i at byte
+ * CONTEND_CHUNK_HEADER_SIZE + i * sizeof(contend_count). An entry is used
+ * when its object is non-zero (stored last, with release order); its
+ * count grows by plain stores of the owning thread. Open addressing: the
+ * reader just takes every used entry.
+ */
+typedef struct contend_count {
+    uint64_t object;    /*  0 object address (0 = unused entry)         */
+    uint64_t site;      /*  8 call site of the acquisitions            */
+    uint64_t count;     /* 16 uncontended acquisitions counted          */
+    uint32_t primitive; /* 24 CONTEND_PRIM_*                            */
+    uint32_t reserved;  /* 28                                           */
+} contend_count;
 
 /*
  * Record head word:
@@ -131,11 +177,25 @@ typedef struct contend_chunk_header {
 #define CONTEND_PHASE_ERROR 5u     /* call returned another error (EDEADLK,
                                       EINVAL, ...); ends a pending REQUEST */
 #define CONTEND_PHASE_RELEASE 6u   /* unlock / sem_post, before the call    */
+/* Version 2: */
+#define CONTEND_PHASE_RELEASED 7u  /* after the real unlock / sem_post
+                                      returned, recorded only when the
+                                      object had waiters at the RELEASE
+                                      before it: the time between the two
+                                      is the wake cost (HaLock, Sec. 4.3)  */
+#define CONTEND_PHASE_UNTIMED 8u   /* light mode: the acquisition of a
+                                      hold that was counted, not recorded,
+                                      and whose release found waiters; its
+                                      time is unknown and the record
+                                      carries the time of that release (it
+                                      comes right before the RELEASE); the
+                                      count was decremented               */
 
 #define CONTEND_OP_TAG(prim, phase) ((uint8_t)(((prim) << 4) | (phase)))
 
 _Static_assert(sizeof(contend_calibration) == 32, "calibration is 32 bytes");
 _Static_assert(sizeof(contend_trace_header) == CONTEND_HEADER_SIZE, "header is 4096 bytes");
 _Static_assert(sizeof(contend_chunk_header) == CONTEND_CHUNK_HEADER_SIZE, "chunk header is 64 bytes");
+_Static_assert(sizeof(contend_count) == 32, "count entry is 32 bytes");
 
 #endif /* CONTEND_TRACE_FORMAT_H */

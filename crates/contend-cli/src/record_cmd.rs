@@ -117,6 +117,9 @@ pub struct RecordArgs {
     /// With --mpi: trace lock operations too (hybrid MPI + threads programs; mpirun's own processes are traced as well)
     #[arg(long, requires = "mpi")]
     locks: bool,
+    /// Light recording: count uncontended acquisitions per call site and thread instead of recording them (contended ones are recorded in full); far less overhead, hold times only for contended events
+    #[arg(long, conflicts_with = "pid")]
+    light: bool,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -189,6 +192,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         chunk_kb: a.chunk_kb,
         command: a.command,
         interval,
+        light: a.light,
     };
     let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {

@@ -26,7 +26,8 @@
 //!    unfinished run from a finished one.
 //! 4. The target is started with the collector environment (`LD_PRELOAD`
 //!    with the collector prepended, `CONTEND_DIR`, `CONTEND_CLOCK`,
-//!    `CONTEND_TSC_HZ`, `CONTEND_STACK_EVERY`, `CONTEND_CHUNK_KB`) and the
+//!    `CONTEND_TSC_HZ`, `CONTEND_STACK_EVERY`, `CONTEND_CHUNK_KB`,
+//!    `CONTEND_LIGHT` with [`RecordOptions::light`]) and the
 //!    launcher's standard input, output and error. Between `fork` and
 //!    `exec` the child pins itself to [`RecordOptions::cpus`] (if given;
 //!    the list was checked against the online CPUs before step 2) and opens the performance counters on itself
@@ -136,6 +137,12 @@ pub struct RecordOptions {
     /// (`--yes`); without it such a program is refused before it runs
     /// ([`RecordError::CannotTrace`]).
     pub run_untraced: bool,
+    /// Light mode (`--light`, `CONTEND_LIGHT=1`): uncontended acquisitions
+    /// are only counted per call site and thread, without timestamps or
+    /// trace records; contended acquisitions and their releases are
+    /// recorded in full (HaLock, Huang et al. 2012: only contended locks
+    /// need full timing).
+    pub light: bool,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -154,6 +161,7 @@ impl Default for RecordOptions {
             mpi_with_locks: false,
             mpi_impl: None,
             run_untraced: false,
+            light: false,
         }
     }
 }
@@ -444,6 +452,9 @@ pub fn record(opts: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     );
     if let Some(kb) = opts.chunk_kb {
         env.insert("CONTEND_CHUNK_KB".into(), kb.to_string().into());
+    }
+    if opts.light {
+        env.insert("CONTEND_LIGHT".into(), "1".into());
     }
 
     let (host, kernel) = uname();

@@ -1,4 +1,7 @@
-//! Layout constants of the lock-trace format, version 1.
+//! Layout constants of the lock-trace format, version 2 (version 1 is
+//! still read: it lacks the collector's cost fields, light mode, the
+//! RELEASED and UNTIMED phases and COUNTS chunks, none of which a version 1
+//! trace can contain).
 //!
 //! Mirrors `collector/include/contend/trace_format.h` constant for constant;
 //! the prose specification is `docs/trace-format.md`. Tags are only ever
@@ -6,8 +9,10 @@
 
 /// File magic, the first 8 bytes of every lock trace.
 pub const MAGIC: &[u8; 8] = b"CNTDLOCK";
-/// Format version this reader understands.
-pub const VERSION: u32 = 1;
+/// Format version the collector writes (the newest this reader understands).
+pub const VERSION: u32 = 2;
+/// Oldest format version this reader still reads.
+pub const OLDEST_VERSION: u32 = 1;
 /// Value of the endianness check field as written by a little-endian writer.
 pub const ENDIAN_CHECK: u32 = 0x0102_0304;
 /// Size of the file header in bytes.
@@ -28,6 +33,12 @@ pub const FLAG_FINISHED: u64 = 1;
 pub const FLAG_FORKED: u64 = 2;
 /// Header flag: some records use the wide form (an index table was full).
 pub const FLAG_TABLE_FULL: u64 = 4;
+/// Header flag (version 2): light mode, uncontended acquisitions are
+/// counted in COUNTS chunks ([`CHUNK_COUNTS`]) instead of recorded.
+pub const FLAG_LIGHT: u64 = 8;
+/// Chunk flag (version 2): the chunk holds count entries ([`count`]), not
+/// records; its sequence numbers are separate from the record chunks'.
+pub const CHUNK_COUNTS: u32 = 1;
 
 /// Slots of the object index table the collector creates.
 pub const OBJECT_SLOTS: u32 = 65536;
@@ -91,8 +102,22 @@ pub mod header {
     pub const STACK_EVERY: usize = 152;
     /// `u32` reserved, 0.
     pub const RESERVED0: usize = 156;
+    /// `u64` (version 2) CPU time, ns, the collector spent in its slow
+    /// path, all threads (chunk claims, faulting in pages, maps snapshots,
+    /// stacks, the calibration).
+    pub const COLLECTOR_NS: usize = 160;
+    /// `u32` (version 2) calibrated cost of one timed record, ps (0 = not
+    /// calibrated).
+    pub const COST_RECORD_PS: usize = 168;
+    /// `u32` (version 2) calibrated cost of one counted uncontended
+    /// lock + unlock pair in light mode, ps (0 = not measured).
+    pub const COST_COUNT_PS: usize = 172;
+    /// `u32` (version 2) time the calibration took, ns.
+    pub const CALIBRATION_NS: usize = 176;
+    /// `u32` reserved, 0.
+    pub const RESERVED1: usize = 180;
     /// Reserved bytes up to [`EXE_PATH`], 0.
-    pub const RESERVED: usize = 160;
+    pub const RESERVED: usize = 184;
     /// `char[1024]` executable path.
     pub const EXE_PATH: usize = 512;
     /// Length of the executable path field.
@@ -134,8 +159,29 @@ pub mod chunk {
     pub const BASE_TICKS: usize = 16;
     /// `u64` CLOCK_MONOTONIC at the base ticks, ns (a calibration point).
     pub const MONOTONIC_NS: usize = 24;
+    /// `u64` (version 2) CPU time, ns, the owning thread spent in the
+    /// collector's slow path while this chunk was its current one.
+    pub const COLLECTOR_NS: usize = 32;
     /// Reserved words up to the end of the chunk header.
-    pub const RESERVED: usize = 32;
+    pub const RESERVED: usize = 40;
+}
+
+/// Byte offsets of the fields of a count entry (version 2, light mode): one
+/// (object, call site) of one thread in a COUNTS chunk; entry `i` starts at
+/// `CHUNK_HEADER_SIZE + i * count::SIZE`. Unused entries have object 0.
+pub mod count {
+    /// `u64` object address (0 = unused entry).
+    pub const OBJECT: usize = 0;
+    /// `u64` call site of the acquisitions.
+    pub const SITE: usize = 8;
+    /// `u64` uncontended acquisitions counted.
+    pub const COUNT: usize = 16;
+    /// `u32` primitive code.
+    pub const PRIMITIVE: usize = 24;
+    /// `u32` reserved, 0.
+    pub const RESERVED: usize = 28;
+    /// Size of an entry in bytes.
+    pub const SIZE: usize = 32;
 }
 
 /// A synchronisation primitive, as encoded in bits 4..6 of an operation tag.
@@ -217,6 +263,14 @@ pub enum Phase {
     Error = 5,
     /// Unlock or `sem_post`, timed just before the real call.
     Release = 6,
+    /// (Version 2) the unlock or `sem_post` that found waiters returned:
+    /// timed right after the real call; the time since its RELEASE is the
+    /// wake cost (Huang et al. 2012, Section 4.3).
+    Released = 7,
+    /// (Version 2, light mode) the acquisition of a hold that was counted,
+    /// not recorded, and whose release found waiters: its time is unknown,
+    /// the record carries the time of that release (the RELEASE follows).
+    Untimed = 8,
 }
 
 impl Phase {
@@ -229,6 +283,8 @@ impl Phase {
             4 => Phase::Busy,
             5 => Phase::Error,
             6 => Phase::Release,
+            7 => Phase::Released,
+            8 => Phase::Untimed,
             _ => return None,
         })
     }

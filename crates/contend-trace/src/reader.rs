@@ -71,6 +71,29 @@ pub struct ThreadTrace {
     pub op_count: usize,
     /// The thread's chunks, in sequence order.
     chunks: Vec<Span>,
+    /// Bytes of its records (chunk headers not included).
+    pub record_bytes: u64,
+    /// (Version 2) CPU time, ns, the thread spent in the collector's slow
+    /// path (the sum over its chunks; 0 in version 1 traces).
+    pub collector_ns: u64,
+    /// (Version 2, light mode) its uncontended acquisitions, counted per
+    /// object and call site instead of recorded; empty otherwise.
+    pub counted: Vec<Counted>,
+}
+
+/// Uncontended acquisitions of one object at one call site by one thread,
+/// counted (light mode) instead of recorded: acquisitions that succeeded at
+/// once, without their times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    /// Address of the synchronisation object.
+    pub object: u64,
+    /// Return address of the acquiring call.
+    pub site: u64,
+    /// Primitive acquired (mode, for rwlocks).
+    pub primitive: Primitive,
+    /// Number of acquisitions.
+    pub count: u64,
 }
 
 /// The part of one chunk that holds records: the chunk header and the
@@ -271,6 +294,20 @@ pub struct HeaderCalibration {
 pub struct LockTrace {
     /// The file read.
     pub path: PathBuf,
+    /// Format version of the file ([`format::OLDEST_VERSION`] to
+    /// [`format::VERSION`]).
+    pub version: u32,
+    /// (Version 2) CPU time, ns, the collector spent in its slow path, all
+    /// threads, calibration included (0 in version 1).
+    pub collector_ns: u64,
+    /// (Version 2) calibrated time one timed record adds to the program,
+    /// ps; 0 when not calibrated (version 1 traces).
+    pub cost_record_ps: u32,
+    /// (Version 2, light mode) calibrated time one counted uncontended lock
+    /// + unlock pair adds, ps; 0 when not measured.
+    pub cost_count_ps: u32,
+    /// (Version 2) time the collector's start-up calibration took, ns.
+    pub calibration_ns: u32,
     /// Process id.
     pub pid: u32,
     /// Parent process id.
@@ -322,6 +359,21 @@ impl LockTrace {
     /// Total number of operation records.
     pub fn op_count(&self) -> usize {
         self.threads.iter().map(|t| t.op_count).sum()
+    }
+
+    /// True for a light recording ([`format::FLAG_LIGHT`]): uncontended
+    /// acquisitions are in [`ThreadTrace::counted`], not in the records.
+    pub fn light(&self) -> bool {
+        self.flags & format::FLAG_LIGHT != 0
+    }
+
+    /// Uncontended acquisitions counted (light mode), all threads.
+    pub fn counted(&self) -> u64 {
+        self.threads
+            .iter()
+            .flat_map(|t| &t.counted)
+            .map(|c| c.count)
+            .sum()
     }
 
     /// The operations of `thread` (one of [`LockTrace::threads`]), decoded
@@ -464,10 +516,16 @@ impl LockTrace {
             )));
         }
         let version = u32_at(bytes, h::VERSION);
-        if version != format::VERSION {
+        if !(format::OLDEST_VERSION..=format::VERSION).contains(&version) {
             return Err(fail(format!(
-                "format version {version}, this contend reads version {}",
-                format::VERSION
+                "format version {version}, this contend reads versions {} to {}{}",
+                format::OLDEST_VERSION,
+                format::VERSION,
+                if version > format::VERSION {
+                    " (it was recorded by a newer contend: report it with that version)"
+                } else {
+                    ""
+                }
             )));
         }
         let header_size = u32_at(bytes, h::HEADER_SIZE) as usize;
@@ -534,8 +592,16 @@ impl LockTrace {
         };
         let start = cal(h::START);
         let end = (flags & format::FLAG_FINISHED != 0).then(|| cal(h::END));
+        // Version 1 left these bytes reserved (zero).
+        let v2 =
+            |at: usize, f: fn(&[u8], usize) -> u64| if version >= 2 { f(bytes, at) } else { 0 };
         let mut trace = LockTrace {
             path: path.to_path_buf(),
+            version,
+            collector_ns: v2(h::COLLECTOR_NS, u64_at),
+            cost_record_ps: v2(h::COST_RECORD_PS, |b, at| u64::from(u32_at(b, at))) as u32,
+            cost_count_ps: v2(h::COST_COUNT_PS, |b, at| u64::from(u32_at(b, at))) as u32,
+            calibration_ns: v2(h::CALIBRATION_NS, |b, at| u64::from(u32_at(b, at))) as u32,
             pid: u32_at(bytes, h::PID),
             ppid: u32_at(bytes, h::PPID),
             clock,
@@ -577,8 +643,18 @@ impl LockTrace {
             base_ticks: u64,
             span: Span,
             ops: usize,
+            collector_ns: u64,
+        }
+        /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
+        struct CountChunk {
+            tid: u32,
+            base_ticks: u64,
+            collector_ns: u64,
+            entries: Vec<Counted>,
         }
         let mut chunks = Vec::new();
+        let mut count_chunks: Vec<CountChunk> = Vec::new();
+        let mut bad_counts = 0u64;
         let mut unstarted = 0u32;
         let mut dangling = 0u64;
         // Chunks wholly inside the file; the others claimed are lost. (No
@@ -621,6 +697,39 @@ impl LockTrace {
                     monotonic_ns: mono,
                 });
             }
+            let collector_ns = if version >= 2 {
+                u64_at(c, ch::COLLECTOR_NS)
+            } else {
+                0
+            };
+            if version >= 2 && u32_at(c, ch::FLAGS) & format::CHUNK_COUNTS != 0 {
+                let entries = c[format::CHUNK_HEADER_SIZE..]
+                    .chunks_exact(format::count::SIZE)
+                    .filter(|e| u64_at(e, format::count::OBJECT) != 0)
+                    .filter_map(|e| {
+                        let primitive = u8::try_from(u32_at(e, format::count::PRIMITIVE))
+                            .ok()
+                            .and_then(Primitive::from_code);
+                        if primitive.is_none() {
+                            bad_counts += 1;
+                        }
+                        Some(Counted {
+                            object: u64_at(e, format::count::OBJECT),
+                            site: u64_at(e, format::count::SITE),
+                            primitive: primitive?,
+                            count: u64_at(e, format::count::COUNT),
+                        })
+                    })
+                    .filter(|e| e.count > 0)
+                    .collect();
+                count_chunks.push(CountChunk {
+                    tid: u32_at(c, ch::TID),
+                    base_ticks,
+                    collector_ns,
+                    entries,
+                });
+                continue;
+            }
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
             cursor.run(
@@ -647,6 +756,7 @@ impl LockTrace {
                 base_ticks,
                 span,
                 ops,
+                collector_ns,
             });
         }
         if let Some((count, offset, error)) = unreadable {
@@ -669,6 +779,14 @@ impl LockTrace {
         if dangling > 0 {
             trace.damage.push(Damage::DanglingIndex { count: dangling });
         }
+        if bad_counts > 0 {
+            trace.damage.push(Damage::BadRecord {
+                offset: data_offset,
+                problem: format!(
+                    "{bad_counts} count entr(y/ies) with an unknown primitive, left out"
+                ),
+            });
+        }
         // Group by tid; a tid that restarts at sequence 0 is a new thread
         // that reused the id of one that exited.
         let mut by_tid: BTreeMap<u32, Vec<Chunk>> = BTreeMap::new();
@@ -690,13 +808,18 @@ impl LockTrace {
                     let t = ThreadTrace {
                         tid,
                         op_count: c.ops,
+                        record_bytes: record_bytes(c.span),
                         chunks: vec![c.span],
+                        collector_ns: c.collector_ns,
+                        counted: Vec::new(),
                     };
                     current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
                     missing = missing.saturating_add(c.sequence - *last - 1);
                     *last = c.sequence;
                     t.op_count += c.ops;
+                    t.record_bytes += record_bytes(c.span);
+                    t.collector_ns += c.collector_ns;
                     t.chunks.push(c.span);
                 }
             }
@@ -705,6 +828,43 @@ impl LockTrace {
             }
             if missing > 0 {
                 trace.damage.push(Damage::SequenceGap { tid, missing });
+            }
+        }
+        // Counts go to the thread of the same id that began last before
+        // them (a tid reused by a later thread starts a new one).
+        count_chunks.sort_by_key(|c| (c.tid, c.base_ticks));
+        for cc in count_chunks {
+            let owner = threads
+                .iter()
+                .enumerate()
+                .filter(|(_, (first, t))| t.tid == cc.tid && *first <= cc.base_ticks)
+                .max_by_key(|(_, (first, _))| *first)
+                .map(|(i, _)| i)
+                .or_else(|| threads.iter().position(|(_, t)| t.tid == cc.tid));
+            let at = match owner {
+                Some(i) => i,
+                None => {
+                    threads.push((
+                        cc.base_ticks,
+                        ThreadTrace {
+                            tid: cc.tid,
+                            ..ThreadTrace::default()
+                        },
+                    ));
+                    threads.len() - 1
+                }
+            };
+            let t = &mut threads[at].1;
+            t.collector_ns += cc.collector_ns;
+            for e in cc.entries {
+                match t
+                    .counted
+                    .iter_mut()
+                    .find(|c| c.object == e.object && c.site == e.site)
+                {
+                    Some(c) => c.count += e.count,
+                    None => t.counted.push(e),
+                }
             }
         }
         threads.sort_by_key(|(first, t)| (*first, t.tid));
@@ -938,6 +1098,11 @@ impl<'a> Cursor<'a> {
             }
         }
     }
+}
+
+/// Bytes of records in a chunk span (the chunk header not counted).
+fn record_bytes(span: Span) -> u64 {
+    span.len.saturating_sub(format::CHUNK_HEADER_SIZE) as u64
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {

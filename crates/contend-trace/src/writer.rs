@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::format::{self, header as h};
-use crate::reader::{RawOp, NO_STACK};
+use crate::reader::{Counted, RawOp, NO_STACK};
 
 /// Builds a lock trace file in memory.
 #[derive(Debug, Clone)]
@@ -27,6 +27,17 @@ pub struct TraceBuilder {
     pub exe_path: String,
     /// Threads: (tid, operations in program order). Stacks are not written.
     pub threads: Vec<(u32, Vec<RawOp>)>,
+    /// Format version to write: [`format::VERSION`], or 1 for a trace as
+    /// collectors before version 2 wrote it (no cost fields, no counts).
+    pub version: u32,
+    /// Light mode ([`format::FLAG_LIGHT`]; version 2).
+    pub light: bool,
+    /// Counted uncontended acquisitions per thread id, written as one
+    /// COUNTS chunk per thread (version 2).
+    pub counted: Vec<(u32, Vec<Counted>)>,
+    /// Header cost fields (version 2): collector CPU ns, ps per record, ps
+    /// per counted pair.
+    pub cost: (u64, u32, u32),
 }
 
 impl Default for TraceBuilder {
@@ -39,6 +50,10 @@ impl Default for TraceBuilder {
             finished: true,
             exe_path: "/test/program".into(),
             threads: Vec::new(),
+            version: format::VERSION,
+            light: false,
+            counted: Vec::new(),
+            cost: (0, 0, 0),
         }
     }
 }
@@ -100,9 +115,27 @@ impl TraceBuilder {
                 chunks.push(c);
             }
         }
+        if self.version >= 2 {
+            for (tid, entries) in &self.counted {
+                let mut c = vec![0u8; cs];
+                put32(&mut c, 0, format::CHUNK_MAGIC);
+                put32(&mut c, 4, *tid);
+                put32(&mut c, 12, format::CHUNK_COUNTS);
+                let slots = (cs - format::CHUNK_HEADER_SIZE) / format::count::SIZE;
+                assert!(entries.len() <= slots, "too many count entries for a chunk");
+                for (i, e) in entries.iter().enumerate() {
+                    let at = format::CHUNK_HEADER_SIZE + i * format::count::SIZE;
+                    put64(&mut c, at + format::count::OBJECT, e.object);
+                    put64(&mut c, at + format::count::SITE, e.site);
+                    put64(&mut c, at + format::count::COUNT, e.count);
+                    put32(&mut c, at + format::count::PRIMITIVE, e.primitive as u32);
+                }
+                chunks.push(c);
+            }
+        }
         let mut out = vec![0u8; data_off + chunks.len() * cs];
         out[h::MAGIC..h::MAGIC + 8].copy_from_slice(format::MAGIC);
-        put32(&mut out, h::VERSION, format::VERSION);
+        put32(&mut out, h::VERSION, self.version);
         put32(&mut out, h::HEADER_SIZE, format::HEADER_SIZE as u32);
         put32(&mut out, h::ENDIAN_CHECK, format::ENDIAN_CHECK);
         put16(&mut out, h::POINTER_SIZE, 8);
@@ -118,8 +151,17 @@ impl TraceBuilder {
                 format::FLAG_FINISHED
             } else {
                 0
+            } | if self.light && self.version >= 2 {
+                format::FLAG_LIGHT
+            } else {
+                0
             },
         );
+        if self.version >= 2 {
+            put64(&mut out, h::COLLECTOR_NS, self.cost.0);
+            put32(&mut out, h::COST_RECORD_PS, self.cost.1);
+            put32(&mut out, h::COST_COUNT_PS, self.cost.2);
+        }
         put64(&mut out, h::OBJECT_TABLE_OFFSET, obj_off as u64);
         put32(&mut out, h::OBJECT_TABLE_SLOTS, SLOTS as u32);
         put32(&mut out, h::SITE_TABLE_SLOTS, SLOTS as u32);

@@ -28,6 +28,7 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
     &crate::service::ServiceAnalyzer,
     &crate::counters::CountersAnalyzer,
     &crate::mpi::MpiAnalyzer,
+    &crate::recording_cost::RecordingCostAnalyzer,
 ];
 
 /// What the analyses are asked to do; built by the binary from flags and

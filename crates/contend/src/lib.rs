@@ -42,6 +42,7 @@ pub mod export;
 pub mod locks;
 pub mod mpi;
 pub mod recording;
+pub mod recording_cost;
 pub mod render;
 pub mod report;
 pub mod service;

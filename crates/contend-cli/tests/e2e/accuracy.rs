@@ -37,6 +37,14 @@
 //! least one of up to three runs: a systematic error (a timestamp in the
 //! wrong place, a wrong clock conversion, lost or doubled events) fails all
 //! three, a preemption in the window rarely strikes three times in a row.
+//!
+//! Light recordings (`contend record --light`, the `light_*` tests): the
+//! uncontended acquisitions are counted, not timed, and only contended
+//! ones are recorded in full. Their wait is exact (an uncontended
+//! acquisition waits 0 in both modes), so the same tolerance applies to the
+//! wait, and the event count must be exact; the hold is only measured for
+//! contended acquisitions, so it is only checked to stay below the
+//! program's total hold (plus 1 µs per event).
 
 use crate::common::*;
 use serde_json::Value;
@@ -101,10 +109,32 @@ fn run_once(
     kind: &str,
     threads: u64,
 ) -> (Value, Measured, bool) {
+    run_once_as(false, src, args, lock, kind, threads)
+}
+
+/// [`run_once`], recorded with `--light` when `light`.
+fn run_once_as(
+    light: bool,
+    src: &str,
+    args: &[&str],
+    lock: &str,
+    kind: &str,
+    threads: u64,
+) -> (Value, Measured, bool) {
     let exe = build(src, &[]);
     let tmp = tempdir();
     let dir = tmp.path().join("rec");
-    let out = record(&dir, &exe, args);
+    let out = if light {
+        let mut cmd = std::process::Command::new(contend_bin());
+        cmd.args(["record", "--light", "--force", "-o"])
+            .arg(&dir)
+            .arg("--")
+            .arg(&exe)
+            .args(args);
+        run_timeout(cmd, RUN_TIMEOUT)
+    } else {
+        record(&dir, &exe, args)
+    };
     assert!(
         out.success(),
         "contend record -- {src} failed:\n{}",
@@ -137,6 +167,28 @@ fn run_once(
          interval lies inside the program's",
         m.wait_ns
     );
+    if light {
+        let note = &report["locks"]["light"];
+        assert!(note.is_object(), "a light recording says so: {note}");
+        // Every event is either counted or recorded (contended, or a
+        // counted hold whose release woke a waiter).
+        assert!(
+            u(row, "counted_events") + u(row, "contended_events") <= m.events,
+            "{row}"
+        );
+        if threads == 1 {
+            assert_eq!(u(row, "counted_events"), m.events, "{row}");
+        }
+        // Holds of counted acquisitions are not timed: below the program's.
+        assert!(
+            ch as f64 <= m.hold_ns as f64 * 1.005 + 1000.0 * m.events as f64,
+            "{src}: light hold {ch} ns exceeds the program's {} ns",
+            m.hold_ns
+        );
+        let wait_ok = compare(&format!("{src} light wait"), cw, m.wait_ns, &m);
+        assert_eq!(report["recording"]["mode"], "light");
+        return (report, m, wait_ok);
+    }
     assert!(
         ch as f64 >= m.hold_ns as f64 * 0.995 - 1000.0,
         "{src}: contend's hold {ch} ns is below the program's {} ns, although the collector's \
@@ -163,10 +215,22 @@ fn run_once(
 /// Up to three runs; every run must pass [`run_once`], one must also meet
 /// the tight tolerance. Returns that run's report and measurement.
 fn check(src: &str, args: &[&str], lock: &str, kind: &str, threads: u64) -> (Value, Measured) {
+    check_as(false, src, args, lock, kind, threads)
+}
+
+/// [`check`], recorded with `--light` when `light`.
+fn check_as(
+    light: bool,
+    src: &str,
+    args: &[&str],
+    lock: &str,
+    kind: &str,
+    threads: u64,
+) -> (Value, Measured) {
     let _serial = serial();
     const ATTEMPTS: u32 = 3;
     for attempt in 1..=ATTEMPTS {
-        let (report, m, tight_ok) = run_once(src, args, lock, kind, threads);
+        let (report, m, tight_ok) = run_once_as(light, src, args, lock, kind, threads);
         if tight_ok {
             return (report, m);
         }
@@ -270,6 +334,74 @@ fn spinlock_two_threads() {
     require_tool!("gcc");
     // At most as many spinning threads as CPUs: 2 × 2000 rounds, 10 µs each.
     check(
+        "accuracy_spin.c",
+        &["2", "2000", "10", "10"],
+        "global_spin",
+        "spinlock",
+        2,
+    );
+}
+
+#[test]
+fn light_mutex_two_threads() {
+    require_tool!("gcc");
+    check_as(
+        true,
+        "accuracy_mutex.c",
+        &["2", "2000", "30", "10"],
+        "global_lock",
+        "mutex",
+        2,
+    );
+}
+
+#[test]
+fn light_mutex_more_threads_than_cpus() {
+    require_tool!("gcc");
+    check_as(
+        true,
+        "accuracy_mutex.c",
+        &["5", "400", "20", "20"],
+        "global_lock",
+        "mutex",
+        5,
+    );
+}
+
+#[test]
+fn light_mutex_single_thread_is_all_counted() {
+    require_tool!("gcc");
+    let (report, _) = check_as(
+        true,
+        "accuracy_mutex.c",
+        &["1", "1000", "5", "5"],
+        "global_lock",
+        "mutex",
+        1,
+    );
+    let row = lock_row(&report, "global_lock");
+    assert_eq!(u(row, "contended_events"), 0, "{row}");
+    assert_eq!(u(row, "hold_ns"), 0, "nothing timed: {row}");
+}
+
+#[test]
+fn light_rwlock_reader_and_writer() {
+    require_tool!("gcc");
+    check_as(
+        true,
+        "accuracy_rwlock.c",
+        &["1", "1", "1500", "20", "20"],
+        "global_rwlock",
+        "rwlock",
+        2,
+    );
+}
+
+#[test]
+fn light_spinlock_two_threads() {
+    require_tool!("gcc");
+    check_as(
+        true,
         "accuracy_spin.c",
         &["2", "2000", "10", "10"],
         "global_spin",

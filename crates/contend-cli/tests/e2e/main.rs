@@ -15,6 +15,7 @@ mod counters;
 mod damaged_traces;
 mod export;
 mod golden;
+mod light;
 mod mpi_accuracy;
 mod mpi_record;
 mod placement;

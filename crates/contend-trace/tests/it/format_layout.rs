@@ -90,6 +90,11 @@ fn table() -> Vec<Line> {
         int!("CONTEND_FLAG_FINISHED", format::FLAG_FINISHED),
         int!("CONTEND_FLAG_FORKED", format::FLAG_FORKED),
         int!("CONTEND_FLAG_TABLE_FULL", format::FLAG_TABLE_FULL),
+        int!("CONTEND_FLAG_LIGHT", format::FLAG_LIGHT),
+        int!("CONTEND_CHUNK_COUNTS", format::CHUNK_COUNTS),
+        int!("CONTEND_PHASE_RELEASED", Phase::Released),
+        int!("CONTEND_PHASE_UNTIMED", Phase::Untimed),
+        int!("sizeof(contend_count)", format::count::SIZE),
         int!("CONTEND_OBJECT_SLOTS", format::OBJECT_SLOTS),
         int!("CONTEND_SITE_SLOTS", format::SITE_SLOTS),
         int!("CONTEND_DEFAULT_CHUNK_SIZE", format::DEFAULT_CHUNK_SIZE),
@@ -178,6 +183,8 @@ fn table() -> Vec<Line> {
             Phase::Busy,
             Phase::Error,
             Phase::Release,
+            Phase::Released,
+            Phase::Untimed,
         ] {
             l.push(Line {
                 c: format!("CONTEND_OP_TAG({}, {})", p as u8, ph as u8),
@@ -250,6 +257,11 @@ fn table() -> Vec<Line> {
     field!(l, t, "ticks_per_second", h::TICKS_PER_SECOND, u64s);
     field!(l, t, "stack_every", h::STACK_EVERY, u32s);
     field!(l, t, "reserved0", h::RESERVED0, u32s);
+    field!(l, t, "collector_ns", h::COLLECTOR_NS, u64s);
+    field!(l, t, "cost_record_ps", h::COST_RECORD_PS, u32s);
+    field!(l, t, "cost_count_ps", h::COST_COUNT_PS, u32s);
+    field!(l, t, "calibration_ns", h::CALIBRATION_NS, u32s);
+    field!(l, t, "reserved1", h::RESERVED1, u32s);
     field!(l, t, "reserved", h::RESERVED, h::EXE_PATH - h::RESERVED);
     field!(l, t, "exe_path", h::EXE_PATH, h::EXE_PATH_LEN);
     field!(l, t, "cmdline", h::CMDLINE, h::CMDLINE_LEN);
@@ -262,6 +274,7 @@ fn table() -> Vec<Line> {
     field!(l, t, "flags", chunk::FLAGS, u32s);
     field!(l, t, "base_ticks", chunk::BASE_TICKS, u64s);
     field!(l, t, "monotonic_ns", chunk::MONOTONIC_NS, u64s);
+    field!(l, t, "collector_ns", chunk::COLLECTOR_NS, u64s);
     field!(
         l,
         t,
@@ -269,6 +282,13 @@ fn table() -> Vec<Line> {
         chunk::RESERVED,
         format::CHUNK_HEADER_SIZE - chunk::RESERVED
     );
+
+    let t = "contend_count";
+    field!(l, t, "object", format::count::OBJECT, u64s);
+    field!(l, t, "site", format::count::SITE, u64s);
+    field!(l, t, "count", format::count::COUNT, u64s);
+    field!(l, t, "primitive", format::count::PRIMITIVE, u32s);
+    field!(l, t, "reserved", format::count::RESERVED, u32s);
 
     let t = "contend_mpi_header";
     field!(l, t, "magic", mh::MAGIC, mf::MAGIC.len());

@@ -7,3 +7,4 @@ mod damaged_indices;
 mod file_reading;
 mod format_layout;
 mod reader;
+mod trace_versions;

@@ -12,8 +12,8 @@ use rustc_hash::FxHashMap;
 use super::critical_path::CriticalPath;
 use super::events::{EventSet, LockEvent, Outcome};
 use super::model::{
-    CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
-    WaitKindRow,
+    CriticalPathSummary, HistogramBucket, LightNote, LockReport, LockRow, LockSummary, SiteRow,
+    ThreadRow, WaitKindRow,
 };
 use crate::symbols::{ResolvedSite, Resolver};
 
@@ -271,6 +271,65 @@ pub fn aggregate_named(
             b.critical_wait_ns += wait;
         }
     }
+    // Light recordings: the uncontended acquisitions counted without times
+    // (wait 0 by definition, hold unknown), selected by lock, site and
+    // thread like events of duration 0; a critical-path selection cannot
+    // hold them (their place on the path is unknown).
+    let mut counted_total = 0u64;
+    for c in &set.counted {
+        let probe = LockEvent {
+            thread: c.thread,
+            object: c.object,
+            site: c.site,
+            primitive: c.primitive,
+            outcome: Outcome::Acquired,
+            requested_ns: 0,
+            acquired_ns: 0,
+            released_ns: 0,
+            contended: false,
+            unreleased: false,
+            cond_mutex: u32::MAX,
+            stack: contend_trace::NO_STACK,
+        };
+        if filter.critical_only || !selected(0, &probe) {
+            continue;
+        }
+        let n = c.count;
+        counted_total += n;
+        let l = &mut locks[c.object as usize];
+        l.events += n;
+        l.counted += n;
+        *site_wait
+            .entry((u64::from(c.object) << 32) | u64::from(c.site))
+            .or_default() += n;
+        let s = &mut site_acc[c.site as usize];
+        s.events += n;
+        s.counted += n;
+        s.kinds |= 1 << (c.primitive as u8);
+        if !c.primitive.is_lock() {
+            let row = other
+                .entry(c.primitive.object_kind())
+                .or_insert_with(|| WaitKindRow {
+                    kind: c.primitive.object_kind().to_string(),
+                    ..WaitKindRow::default()
+                });
+            row.events += n;
+            continue;
+        }
+        let th = &mut threads[c.thread as usize];
+        th.events += n;
+        th.counted_events += n;
+        summary.events += n;
+        hist[0].events += n;
+    }
+    for w in &set.wake_costs {
+        let l = &mut locks[w.object as usize];
+        l.releases_with_waiters += w.releases;
+        l.wake_ns += w.total_ns;
+        l.max_wake_ns = l.max_wake_ns.max(w.max_ns);
+        summary.releases_with_waiters += w.releases;
+        summary.wake_ns += w.total_ns;
+    }
     for (key, w) in site_wait {
         locks[(key >> 32) as usize].site_wait.push((key as u32, w));
     }
@@ -320,6 +379,10 @@ pub fn aggregate_named(
                 critical_hold_ns: l.critical_hold,
                 ownership_changes: changes[i],
                 sites: names,
+                releases_with_waiters: l.releases_with_waiters,
+                wake_ns: l.wake_ns,
+                max_wake_ns: l.max_wake_ns,
+                counted_events: l.counted,
             }
         })
         .collect();
@@ -354,6 +417,7 @@ pub fn aggregate_named(
         row.wait_ns += acc.wait;
         row.hold_ns += acc.hold;
         row.critical_wait_ns += acc.critical_wait;
+        row.counted_events += acc.counted;
         for p in 1..=7u8 {
             if acc.kinds & (1 << p) != 0 {
                 if let Some(k) = Primitive::from_code(p) {
@@ -404,6 +468,31 @@ pub fn aggregate_named(
         filters: filter.describe(),
         no_events_reason: None,
         sites_without_debug_info: without_debug,
+        light: set
+            .light
+            .then(|| light_note(counted_total, set.untimed_events)),
+    }
+}
+
+/// What a light recording measured exactly and what it approximates.
+fn light_note(counted_events: u64, untimed_events: u64) -> LightNote {
+    LightNote {
+        counted_events,
+        untimed_events,
+        exact: vec![
+            "every contended acquisition: its request, acquisition and release, so its wait and hold time".into(),
+            "the number of acquisitions per lock, call site and thread (uncontended ones counted)".into(),
+            "wait time (an uncontended acquisition waits 0 by definition)".into(),
+            "condition, barrier and blocking semaphore waits".into(),
+            "the wake cost of every release that found waiters".into(),
+        ],
+        approximate: vec![
+            "hold time and event duration cover the recorded (contended) acquisitions only; the holds of counted acquisitions were not timed".into(),
+            format!("{untimed_events} counted hold(s) whose release woke a waiter are recorded at that release with hold 0"),
+            "the critical path passes through recorded events only: it jumps at contended acquisitions to the release that let them go, as in a full recording, but the uncontended acquisitions on it are not seen (its event counts and hold time are lower bounds)".into(),
+            "the release of a spinlock whose acquisition was counted is not recorded (a spinning waiter cannot be seen), so the path does not jump at a spinlock acquired after spinning on such a hold".into(),
+            "duration filters and --critical-only leave the counted acquisitions out".into(),
+        ],
     }
 }
 
@@ -419,6 +508,10 @@ struct LockAcc {
     critical_hold: u64,
     /// (site index, Σ (wait + 1)), filled after the pass over events.
     site_wait: Vec<(u32, u64)>,
+    counted: u64,
+    releases_with_waiters: u64,
+    wake_ns: u64,
+    max_wake_ns: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -429,6 +522,7 @@ struct SiteAcc {
     hold: u64,
     critical_wait: u64,
     kinds: u16,
+    counted: u64,
 }
 
 /// Log2 bucket of a wait: 0 for 0 ns, else 1 + ⌊log2 wait⌋, so bucket b

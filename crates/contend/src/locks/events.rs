@@ -16,8 +16,18 @@
 //! taken before the collector started, or a mutex unlocked by another
 //! thread) is counted as unmatched; an acquisition never released is held
 //! until the thread's last recorded operation and counted as unreleased.
+//!
+//! Two additions of trace format version 2: the wake cost, the time inside
+//! an unlock (or `sem_post`) that found waiters, from its RELEASE to its
+//! RELEASED record (Huang et al., HaLock, PACT 2012, Section 4.3: unlock
+//! time, which includes waking waiters, is not negligible), summed per
+//! object ([`WakeCost`]); and light recordings, whose uncontended
+//! acquisitions were counted per object, site and thread instead of
+//! recorded ([`CountedAcquisitions`]; they are not events), and whose
+//! UNTIMED records (a counted hold whose release woke a waiter) become
+//! events acquired at their release (hold 0, its true hold unknown).
 
-use contend_trace::{ClockFit, LockTrace, Phase, Primitive, RawOp, ThreadTrace};
+use contend_trace::{ClockFit, Counted, LockTrace, Phase, Primitive, RawOp, ThreadTrace};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -148,6 +158,49 @@ pub struct EventSet {
     pub sites: Vec<SiteKey>,
     /// Releases with no open acquisition in the same thread.
     pub unmatched_releases: u64,
+    /// Light recordings: uncontended acquisitions counted, not recorded
+    /// (no times), per thread, object and site; empty otherwise.
+    pub counted: Vec<CountedAcquisitions>,
+    /// The wake cost per object that had releases with waiters (trace
+    /// format version 2), in object order.
+    pub wake_costs: Vec<WakeCost>,
+    /// Events made from UNTIMED records (light mode): counted holds whose
+    /// release woke a waiter, acquired at that release (hold unknown, 0).
+    pub untimed_events: u64,
+    /// True when some thread's trace is a light recording (`--light`):
+    /// uncontended acquisitions were counted ([`EventSet::counted`]).
+    pub light: bool,
+}
+
+/// Uncontended acquisitions of a light recording ([`contend_trace::Counted`])
+/// with the event set's indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountedAcquisitions {
+    /// Index in [`EventSet::threads`].
+    pub thread: u32,
+    /// Index in [`EventSet::objects`].
+    pub object: u32,
+    /// Index in [`EventSet::sites`] (the acquiring call).
+    pub site: u32,
+    /// Primitive acquired.
+    pub primitive: Primitive,
+    /// Number of acquisitions.
+    pub count: u64,
+}
+
+/// The time spent inside unlock (or `sem_post`) calls that found waiters on
+/// one object: from the RELEASE record before the real call to the
+/// RELEASED record after it (HaLock, Section 4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WakeCost {
+    /// Index in [`EventSet::objects`].
+    pub object: u32,
+    /// Releases that found waiters.
+    pub releases: u64,
+    /// Σ time inside those calls, ns.
+    pub total_ns: u64,
+    /// Longest such call, ns.
+    pub max_ns: u64,
 }
 
 /// Input to pairing: one thread's operations as recorded.
@@ -171,6 +224,16 @@ pub enum OpSource<'a> {
     Trace(&'a LockTrace, &'a ThreadTrace),
     /// Already in memory (hand-built input).
     Slice(&'a [RawOp]),
+}
+
+impl ThreadInput<'_> {
+    /// The thread's counted uncontended acquisitions (light recordings).
+    pub fn counted(&self) -> &[Counted] {
+        match self.ops {
+            OpSource::Trace(_, t) => &t.counted,
+            OpSource::Slice(_) => &[],
+        }
+    }
 }
 
 impl OpSource<'_> {
@@ -291,7 +354,7 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         slices.push(head);
         rest = tail;
     }
-    let paired: Vec<(ThreadInfo, u64, usize)> = threads
+    let paired: Vec<Paired> = threads
         .par_iter()
         .zip(slices)
         .enumerate()
@@ -309,23 +372,68 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
     // second pass over a trace gave fewer (a file cut short between the
     // passes).
     unsafe { events.set_len(total) };
-    let short = paired.iter().zip(&counts).any(|(p, &n)| p.2 < n);
+    let short = paired.iter().zip(&counts).any(|(p, &n)| p.written < n);
     if short {
         // Drop the placeholders: keep each thread's first `written` events.
         let mut kept = Vec::with_capacity(total);
         let mut at = 0;
         for (p, &n) in paired.iter().zip(&counts) {
-            kept.extend_from_slice(&events[at..at + p.2]);
+            kept.extend_from_slice(&events[at..at + p.written]);
             at += n;
         }
         events = kept;
     }
     set.events = events;
-    for (info, unmatched, _) in paired {
-        set.unmatched_releases += unmatched;
-        set.threads.push(info);
+    set.light = threads
+        .iter()
+        .any(|t| matches!(t.ops, OpSource::Trace(trace, _) if trace.light()));
+    let mut wakes: FxHashMap<u32, WakeCost> = FxHashMap::default();
+    for (k, p) in paired.into_iter().enumerate() {
+        set.unmatched_releases += p.unmatched;
+        set.untimed_events += p.untimed;
+        set.threads.push(p.info);
+        let process = threads[k].process;
+        for c in threads[k].counted() {
+            set.counted.push(CountedAcquisitions {
+                thread: k as u32,
+                object: object_index[&ObjectKey {
+                    process,
+                    address: c.object,
+                }],
+                site: site_index[&SiteKey {
+                    process,
+                    address: c.site,
+                }],
+                primitive: c.primitive,
+                count: c.count,
+            });
+        }
+        for w in p.wakes {
+            let e = wakes.entry(w.object).or_insert(WakeCost {
+                object: w.object,
+                ..WakeCost::default()
+            });
+            e.releases += w.releases;
+            e.total_ns += w.total_ns;
+            e.max_ns = e.max_ns.max(w.max_ns);
+        }
     }
+    set.wake_costs = wakes.into_values().collect();
+    set.wake_costs.sort_by_key(|w| w.object);
     set
+}
+
+/// What pairing one thread gives besides its events.
+struct Paired {
+    info: ThreadInfo,
+    /// Releases without an open acquisition.
+    unmatched: u64,
+    /// Events written into the thread's slice.
+    written: usize,
+    /// Wake costs per object (global index).
+    wakes: Vec<WakeCost>,
+    /// Events made from UNTIMED records.
+    untimed: u64,
 }
 
 /// Writes `value` at `slot`, growing `map` with [`NONE`] as needed.
@@ -455,8 +563,9 @@ fn survey(input: &ThreadInput<'_>) -> Survey {
                 }
                 events += 1;
             }
-            Phase::Immediate => events += 1,
+            Phase::Immediate | Phase::Untimed => events += 1,
             Phase::Release => events += usize::from(op.primitive == Primitive::Semaphore),
+            Phase::Released => {}
         }
     };
     match input.ops {
@@ -464,6 +573,14 @@ fn survey(input: &ThreadInput<'_>) -> Survey {
         OpSource::Slice(ops) => ops.iter().for_each(|op| step(op, NONE, NONE)),
     }
     events += usize::from(pending.is_some());
+    for c in input.counted() {
+        if seen_objects.first(c.object, NONE) {
+            objects.push((c.object, c.primitive));
+        }
+        if seen_sites.first(c.site, NONE) {
+            sites.push(c.site);
+        }
+    }
     Survey {
         events,
         objects,
@@ -485,7 +602,7 @@ fn pair_thread(
     thread: u32,
     maps: &Maps<'_>,
     out: &mut [MaybeUninit<LockEvent>],
-) -> (ThreadInfo, u64, usize) {
+) -> Paired {
     let mut out = Out { buf: out, len: 0 };
     let mut p = ThreadPairing {
         thread,
@@ -493,6 +610,9 @@ fn pair_thread(
         pending: None,
         released_mutex: None,
         unmatched_releases: 0,
+        last_release: None,
+        wakes: Vec::new(),
+        untimed: 0,
     };
     let mut info = ThreadInfo {
         pid: input.pid,
@@ -522,7 +642,13 @@ fn pair_thread(
     if info.first_ns == u64::MAX {
         info.first_ns = 0;
     }
-    (info, p.unmatched_releases, written)
+    Paired {
+        info,
+        unmatched: p.unmatched_releases,
+        written,
+        wakes: p.wakes,
+        untimed: p.untimed,
+    }
 }
 
 /// Fills the slots of events a second pass did not produce (dropped by
@@ -646,9 +772,33 @@ struct ThreadPairing {
     released_mutex: Option<u32>,
     /// Releases with no open acquisition.
     unmatched_releases: u64,
+    /// Object and time of the latest record when it was a RELEASE (its
+    /// RELEASED, if any, comes next).
+    last_release: Option<(u32, u64)>,
+    /// Wake costs of the thread per object, few: searched linearly.
+    wakes: Vec<WakeCost>,
+    /// Events made from UNTIMED records.
+    untimed: u64,
 }
 
 impl ThreadPairing {
+    /// Adds one wake (a RELEASED `ns` after its RELEASE) on `object`.
+    fn wake(&mut self, object: u32, ns: u64) {
+        let w = match self.wakes.iter_mut().find(|w| w.object == object) {
+            Some(w) => w,
+            None => {
+                self.wakes.push(WakeCost {
+                    object,
+                    ..WakeCost::default()
+                });
+                self.wakes.last_mut().expect("just pushed")
+            }
+        };
+        w.releases += 1;
+        w.total_ns += ns;
+        w.max_ns = w.max_ns.max(ns);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
@@ -689,6 +839,7 @@ impl ThreadPairing {
             stack: op.stack,
         };
         let released_mutex = self.released_mutex.take();
+        let last_release = self.last_release.take();
         match op.phase {
             Phase::Request => {
                 if let Some(lost) = self.pending.replace(here) {
@@ -742,7 +893,17 @@ impl ThreadPairing {
             Phase::Immediate => {
                 self.push(set, here, t, Outcome::Acquired, false, u32::MAX);
             }
+            Phase::Untimed => {
+                self.untimed += 1;
+                self.push(set, here, t, Outcome::Acquired, false, u32::MAX);
+            }
+            Phase::Released => {
+                if let Some((o, t0)) = last_release.filter(|&(o, _)| o == object) {
+                    self.wake(o, t.saturating_sub(t0));
+                }
+            }
             Phase::Release => {
+                self.last_release = Some((object, t));
                 if op.primitive == Primitive::Semaphore {
                     // sem_post: a semaphore is not owned; the post is kept
                     // so the critical path can find who woke a waiter.
@@ -850,7 +1011,7 @@ mod tests {
         };
         for room in [0usize, 1, 2, 3, 5] {
             let mut buf = vec![MaybeUninit::<LockEvent>::uninit(); room];
-            let (_, _, written) = pair_thread(&input, 0, &maps, &mut buf);
+            let written = pair_thread(&input, 0, &maps, &mut buf).written;
             assert_eq!(written, room.min(2), "room for {room}");
         }
         // The whole pipeline on the true count.

@@ -60,6 +60,20 @@ impl ReportSection for LockReport {
                  when it is released.",
                 Body::Table(metric_table(&metrics, SUMMARY)),
             ));
+            if let Some(light) = &l.light {
+                let mut items: Vec<String> =
+                    light.exact.iter().map(|e| format!("exact: {e}")).collect();
+                items.extend(light.approximate.iter().map(|a| format!("not exact: {a}")));
+                out.push(Panel::new(
+                    "light",
+                    "Light recording",
+                    &format!(
+                        "Recorded with --light: {} uncontended acquisitions were counted per lock, call site                          and thread without timestamps (HaLock: only contended acquisitions need full timing;                          Huang et al., PACT 2012). What that means for the figures:",
+                        light.counted_events
+                    ),
+                    Body::List(items),
+                ));
+            }
             out.push(Panel::new(
                 "critical_path",
                 "Critical path",
@@ -106,6 +120,9 @@ impl ReportSection for LockReport {
         if l.no_events_reason.is_none() {
             out.push(lock_panel(l, opts.top));
             out.extend(wait_object_panel(l, opts.top));
+            if l.by_lock.iter().any(|k| k.releases_with_waiters > 0) {
+                out.push(wake_panel(l, opts.top));
+            }
             out.push(site_panel(l, opts.top));
             out.push(thread_panel(l, opts.top));
             out.push(histogram_panel(l));
@@ -337,6 +354,56 @@ fn wait_object_panel(l: &LockReport, top: usize) -> Option<Panel> {
     ))
 }
 
+/// The wake cost per lock: the time inside unlocks that found waiters.
+fn wake_panel(l: &LockReport, top: usize) -> Panel {
+    let mut locks: Vec<&LockRow> = l
+        .by_lock
+        .iter()
+        .filter(|k| k.releases_with_waiters > 0)
+        .collect();
+    locks.sort_by(|a, b| b.wake_ns.cmp(&a.wake_ns).then(a.name.cmp(&b.name)));
+    let omitted = if top > 0 && locks.len() > top {
+        let n = locks.len() - top;
+        locks.truncate(top);
+        n
+    } else {
+        0
+    };
+    let rows = locks
+        .iter()
+        .map(|k| Row {
+            key: format!("{}:{}", k.pid, k.address),
+            cells: vec![
+                Cell::Text(k.name.clone()),
+                Cell::Text(k.kind.clone()),
+                Cell::Count(k.releases_with_waiters),
+                Cell::Ns(k.wake_ns),
+                Cell::Ns(k.wake_ns / k.releases_with_waiters.max(1)),
+                Cell::Ns(k.max_wake_ns),
+            ],
+        })
+        .collect();
+    let table = Table {
+        columns: vec![
+            Column::text("Lock", "name"),
+            Column::text("Kind", "kind"),
+            Column::num("Wakes", "releases_with_waiters").explained("releases (unlock, sem_post) that found waiters"),
+            Column::num("Wake cost", "wake_ns").explained("time inside those releases, summed: the unlock that wakes waiters (Huang et al., HaLock, PACT 2012, Section 4.3)"),
+            Column::num("Mean", "mean_wake_ns"),
+            Column::num("Max", "max_wake_ns"),
+        ],
+        rows,
+        omitted,
+        ..Table::default()
+    };
+    Panel::new(
+        "wake_cost",
+        "Wake cost",
+        "Time inside the releases that found waiters, per lock, most first: waking a waiter is not free, and          this time is part of the releasing thread's hold of the program's critical path.",
+        Body::Table(table),
+    )
+}
+
 /// `file:line`, else `module+offset`, else the offset.
 fn site_location(s: &SiteRow) -> String {
     match (&s.file, s.line, &s.module) {
@@ -509,6 +576,8 @@ pub fn summary_metrics(l: &LockReport) -> Vec<Metric> {
         ("max_wait_ns", "Longest wait", Ns, n(s.max_wait_ns)),
         ("unreleased_events", "Still held when the thread's trace ended", Count, n(s.unreleased_events)),
         ("unmatched_releases", "Releases without an acquisition", Count, n(s.unmatched_releases)),
+        ("releases_with_waiters", "Releases that found waiters", Count, n(s.releases_with_waiters)),
+        ("wake_ns", "Wake cost (time inside those releases)", Ns, n(s.wake_ns)),
     ];
     #[rustfmt::skip]
     let critical_path = [
@@ -610,6 +679,7 @@ pub fn lock_metrics(l: &LockRow) -> Vec<Metric> {
         ("ownership_changes", "Ownership changes", Count, n(l.ownership_changes)),
         ("critical_events", "Events on the critical path", Count, n(l.critical_events)),
         ("critical_wait_ns", "Wait on the critical path", Ns, n(l.critical_wait_ns)),
+        ("wake_ns", "Wake cost", Ns, n(l.wake_ns)),
     ];
     metrics(LOCK, "", rows)
 }

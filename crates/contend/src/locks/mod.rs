@@ -20,10 +20,13 @@ pub use aggregate::{
     aggregate, aggregate_named, filters_matching_nothing, resolve_names, EventFilter, Names,
 };
 pub use critical_path::{mark_critical_path, CriticalPath};
-pub use events::{pair_operations, EventSet, LockEvent, OpSource, Outcome, ThreadInput, TimeMap};
+pub use events::{
+    pair_operations, CountedAcquisitions, EventSet, LockEvent, OpSource, Outcome, ThreadInput,
+    TimeMap, WakeCost,
+};
 pub use model::{
-    CriticalPathSummary, HistogramBucket, LockReport, LockRow, LockSummary, SiteRow, ThreadRow,
-    WaitKindRow,
+    CriticalPathSummary, HistogramBucket, LightNote, LockReport, LockRow, LockSummary, SiteRow,
+    ThreadRow, WaitKindRow,
 };
 pub use ownership::ownership_changes;
 

@@ -29,6 +29,27 @@ pub struct LockReport {
     pub no_events_reason: Option<String>,
     /// Modules whose call sites could not be resolved to file:line.
     pub sites_without_debug_info: Vec<String>,
+    /// Set for a light recording (`contend record --light`): which figures
+    /// are exact and which are not; `null` for a full recording.
+    pub light: Option<LightNote>,
+}
+
+/// What a light recording (`contend record --light`) measured exactly and
+/// what not (JSON `locks.light`). Uncontended acquisitions were counted per
+/// object, call site and thread, without times (HaLock's point that only
+/// contended acquisitions need full timing: Huang et al., PACT 2012).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct LightNote {
+    /// Uncontended acquisitions counted, not recorded (included in
+    /// `summary.events` and the per-lock, per-site and per-thread events).
+    pub counted_events: u64,
+    /// Of the recorded events, counted holds whose release found waiters:
+    /// recorded at that release, with hold 0 (the true hold is unknown).
+    pub untimed_events: u64,
+    /// Figures that are exact, one phrase each.
+    pub exact: Vec<String>,
+    /// Figures that are not, and how they are approximated, one phrase each.
+    pub approximate: Vec<String>,
 }
 
 /// Table 4.9 of Venter 2016, over the selected lock events.
@@ -60,6 +81,12 @@ pub struct LockSummary {
     pub unreleased_events: u64,
     /// Releases with no matching acquisition in the same thread.
     pub unmatched_releases: u64,
+    /// Releases (unlock, `sem_post`) that found waiters (trace format
+    /// version 2; 0 for older recordings).
+    pub releases_with_waiters: u64,
+    /// Σ time inside those release calls, ns: the wake cost (Huang et al.,
+    /// HaLock, PACT 2012, Section 4.3).
+    pub wake_ns: u64,
 }
 
 /// Table 4.10 of Venter 2016: lock events on the critical path.
@@ -139,6 +166,15 @@ pub struct LockRow {
     pub ownership_changes: u64,
     /// Call sites that acquired it, most waiting first (short form).
     pub sites: Vec<String>,
+    /// Its releases that found waiters.
+    pub releases_with_waiters: u64,
+    /// Σ time inside those release calls (the wake cost), ns.
+    pub wake_ns: u64,
+    /// Longest such release call, ns.
+    pub max_wake_ns: u64,
+    /// Light recordings: of `events`, uncontended acquisitions counted
+    /// without times.
+    pub counted_events: u64,
 }
 
 /// One call site, resolved to function and file:line where possible.
@@ -170,6 +206,9 @@ pub struct SiteRow {
     pub critical_wait_ns: u64,
     /// Kinds of objects acquired here.
     pub kinds: Vec<String>,
+    /// Light recordings: of `events`, uncontended acquisitions counted
+    /// without times.
+    pub counted_events: u64,
 }
 
 /// One thread.
@@ -191,6 +230,9 @@ pub struct ThreadRow {
     pub critical_events: u64,
     /// Time from the thread's first to its last recorded operation, ns.
     pub span_ns: u64,
+    /// Light recordings: of `events`, uncontended acquisitions counted
+    /// without times.
+    pub counted_events: u64,
 }
 
 /// A log2 bucket of wait durations: [lower_ns, upper_ns).

@@ -230,7 +230,7 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
                         }
                     }
                 }
-                Phase::Immediate => push(
+                Phase::Immediate | Phase::Untimed => push(
                     &mut events,
                     &mut open,
                     here,
@@ -239,6 +239,8 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
                     false,
                     u32::MAX,
                 ),
+                // The wake cost is not an event.
+                Phase::Released => {}
                 Phase::Release => {
                     if op.primitive == Primitive::Semaphore {
                         push(

@@ -6,6 +6,7 @@
 
 mod architecture;
 mod damaged_trace;
+mod light_and_wake;
 mod locks_analysis;
 mod locks_equivalence;
 mod mpi_analysis;

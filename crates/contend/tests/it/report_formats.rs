@@ -34,6 +34,10 @@ fn lock(
         critical_hold_ns: wait_ns / 8,
         ownership_changes: events / 3,
         sites: sites.iter().map(|s| s.to_string()).collect(),
+        releases_with_waiters: events / 10,
+        wake_ns: wait_ns / 50,
+        max_wake_ns: wait_ns / 5000,
+        counted_events: 0,
     }
 }
 
@@ -59,6 +63,7 @@ fn site(function: Option<&str>, file: Option<(&str, u32)>, display: &str, wait_n
         hold_ns: 5_000,
         critical_wait_ns: wait_ns / 3,
         kinds: vec!["mutex".into()],
+        counted_events: 0,
     }
 }
 
@@ -107,6 +112,8 @@ fn sample() -> Report {
                 max_wait_ns: 4_200_000,
                 unreleased_events: 1,
                 unmatched_releases: 0,
+                releases_with_waiters: 12_345,
+                wake_ns: 61_000_000,
             },
             critical_path: CriticalPathSummary {
                 events: 69_565,
@@ -173,6 +180,7 @@ fn sample() -> Report {
                     hold_ns: 5_000_000_000,
                     critical_events: 30_000,
                     span_ns: 14_000_000_000,
+                    counted_events: 0,
                 },
                 ThreadRow {
                     pid: 4242,
@@ -203,6 +211,7 @@ fn sample() -> Report {
             filters: vec![],
             no_events_reason: None,
             sites_without_debug_info: vec!["/usr/lib/libfoo.so".into()],
+            light: None,
         },
         vec!["trace of thread 4244 ends early: its last chunk is incomplete".into()],
     )

@@ -1,0 +1,187 @@
+//! `contend record --light`, the wake cost and the recording cost, end to
+//! end on small programs that know their own numbers:
+//!
+//! * tests/programs/light_sites.c: known acquisitions per call site and
+//!   thread; a light recording must give exactly the counts a full one
+//!   gives (uncontended acquisitions counted, contended ones recorded);
+//! * tests/programs/wake_cost.c: unlocks a mutex and posts a semaphore
+//!   while a known number of threads sleep on them; the wake cost (time
+//!   inside those releases, HaLock Section 4.3) must be positive and
+//!   reported, in both modes;
+//! * every report has the `recording` section: what was recorded and the
+//!   time it added, estimated from the collector's calibration, with a
+//!   warning when the estimate passes 5 % (a loop of nothing but locking).
+
+use std::process::Command;
+
+use crate::common::*;
+use serde_json::Value;
+
+/// `contend record [--light] -o DIR --force -- exe args`, which must succeed.
+fn record_as(light: bool, dir: &std::path::Path, exe: &std::path::Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("record");
+    if light {
+        cmd.arg("--light");
+    }
+    cmd.arg("-o")
+        .arg(dir)
+        .arg("--force")
+        .arg("--")
+        .arg(exe)
+        .args(args);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "record failed:\n{}", out.describe());
+    out
+}
+
+fn program_json(out: &Output) -> Value {
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line:\n{}", out.stdout));
+    serde_json::from_str(line).unwrap()
+}
+
+/// Per call site (by function name): events.
+fn site_events(report: &Value, function: &str) -> (u64, u64) {
+    let site = report["locks"]["by_site"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["function"] == function)
+        .unwrap_or_else(|| panic!("no site {function}: {}", report["locks"]["by_site"]));
+    (u(site, "events"), u(site, "counted_events"))
+}
+
+#[test]
+fn light_counts_per_site_and_thread_are_exact() {
+    require_tool!("gcc");
+    let exe = build("light_sites.c", &[]);
+    let tmp = tempdir();
+    for light in [false, true] {
+        let dir = tmp.path().join(if light { "light" } else { "full" });
+        let out = record_as(light, &dir, &exe, &["4", "3000"]);
+        let want = program_json(&out);
+        let report = report_json(&dir);
+        for (function, key) in [
+            ("site_a", "a"),
+            ("site_b", "b"),
+            ("site_private", "private"),
+        ] {
+            let (events, counted) = site_events(&report, function);
+            assert_eq!(events, u(&want, key), "{function}, light {light}");
+            if light {
+                // Never contended: all counted.
+                if function == "site_private" {
+                    assert_eq!(counted, events, "{function}");
+                }
+                assert!(counted > 0, "{function}: light counts uncontended ones");
+            } else {
+                assert_eq!(counted, 0, "{function}: a full recording counts nothing");
+            }
+        }
+        let sem = report["locks"]["other_waits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["kind"] == "semaphore")
+            .unwrap();
+        assert_eq!(u(sem, "events"), u(&want, "sem"), "light {light}");
+        // Each worker: 3000 + 1000 acquisitions of `shared` and 3000 of its
+        // own mutex = 7000 lock events.
+        let workers: Vec<&Value> = report["locks"]["by_thread"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| u(t, "events") > 0)
+            .collect();
+        assert_eq!(workers.len(), 4, "{}", report["locks"]["by_thread"]);
+        for t in workers {
+            assert_eq!(u(t, "events"), 7000, "light {light}: {t}");
+        }
+        let mode = &report["recording"]["mode"];
+        assert_eq!(mode, if light { "light" } else { "default" });
+        let cost = &report["recording"]["cost"];
+        if light {
+            assert!(u(cost, "counted") > 0, "{cost}");
+            // Far fewer timed records than events.
+            assert!(u(cost, "records") < 40_000 / 4, "{cost}");
+        } else {
+            assert_eq!(u(cost, "counted"), 0, "{cost}");
+            assert!(u(cost, "records") >= 2 * 40_000, "{cost}");
+        }
+    }
+}
+
+#[test]
+fn wake_cost_of_releases_with_waiters_is_reported() {
+    require_tool!("gcc");
+    let exe = build("wake_cost.c", &[]);
+    let tmp = tempdir();
+    for light in [false, true] {
+        let dir = tmp.path().join(if light { "light" } else { "full" });
+        let out = record_as(light, &dir, &exe, &["3"]);
+        let got = program_json(&out);
+        assert_eq!(u(&got, "asleep_m"), 3, "the waiters were asleep: {got}");
+        let report = report_json(&dir);
+        let m = lock_row(&report, "m");
+        // main's unlock finds 3 waiters; each woken waiter's unlock finds
+        // the lock word still marked "waiters" (glibc clears it only when
+        // a waiter takes it uncontended), the last one included: 3 or 4.
+        let wakes = u(m, "releases_with_waiters");
+        assert!((3..=4).contains(&wakes), "light {light}: {m}");
+        assert!(u(m, "wake_ns") > 0, "light {light}: {m}");
+        assert!(u(m, "max_wake_ns") <= u(m, "wake_ns"), "{m}");
+        let s = lock_row(&report, "s");
+        if u(&got, "asleep_s") == 3 {
+            assert!(u(s, "releases_with_waiters") >= 1, "light {light}: {s}");
+            assert!(u(s, "wake_ns") > 0, "light {light}: {s}");
+        }
+        let summary = &report["locks"]["summary"];
+        assert!(u(summary, "wake_ns") >= u(m, "wake_ns"), "{summary}");
+        let text = report_raw(&dir, &["--format", "text"]);
+        assert!(text.stdout.contains("Wake cost"), "{}", text.stdout);
+    }
+}
+
+#[test]
+fn recording_cost_is_estimated_and_warns_when_high() {
+    require_tool!("gcc");
+    let exe = build("light_sites.c", &[]);
+    let tmp = tempdir();
+    // Nothing but locking: the recording cost is a large share.
+    let dir = tmp.path().join("full");
+    record_as(false, &dir, &exe, &["1", "200000"]);
+    let report = report_json(&dir);
+    let r = &report["recording"];
+    let cost = &r["cost"];
+    assert!(u(cost, "estimated_ns") > 0, "{r}");
+    assert!(u(cost, "bytes") >= 8 * u(cost, "records"), "{r}");
+    assert_eq!(
+        u(cost, "operations"),
+        u(cost, "records") + u(cost, "counted")
+    );
+    let share = cost["estimated_share"].as_f64().unwrap();
+    assert!(share > 0.05, "{r}");
+    assert!(r["calibration"]["record_ns"].as_f64().unwrap() > 0.0, "{r}");
+    let warning = r["warning"].as_str().expect("a warning above 5 %");
+    assert!(warning.contains("--light"), "{warning}");
+    assert!(
+        warnings(&report).contains("recording cost is estimated"),
+        "{}",
+        warnings(&report)
+    );
+    let text = report_raw(&dir, &["--format", "text"]);
+    assert!(text.stdout.contains("Recording cost"), "{}", text.stdout);
+    // compare lines it up.
+    let cmp = Command::new(contend_bin())
+        .args(["compare", "--format", "json"])
+        .arg(&dir)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let cmp = String::from_utf8_lossy(&cmp.stdout);
+    assert!(cmp.contains("recording.cost.estimated_share"), "{cmp}");
+}

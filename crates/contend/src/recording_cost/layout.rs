@@ -1,0 +1,190 @@
+//! The `recording` section in the table formats and in comparisons: one
+//! "Recording cost" table (operations, trace bytes, the estimated time
+//! added and its share) and the threads that paid most.
+
+use super::RecordingReport;
+use crate::report::compared::{metrics, Comparable, Metric, MetricGroup, Unit};
+use crate::report::layout::{take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::{RenderOptions, ReportSection};
+
+/// Metric group of the recording cost.
+pub const COST: MetricGroup = MetricGroup("recording_cost");
+
+impl ReportSection for RecordingReport {
+    fn key(&self) -> &'static str {
+        "recording"
+    }
+
+    fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
+        let c = &self.cost;
+        let mut rows = vec![
+            row("mode", "Recording mode", Cell::Text(self.mode.clone()), ""),
+            row(
+                "operations",
+                "Operations recorded",
+                Cell::Count(c.operations),
+                &format!(
+                    "{} timed records, {} counted acquisitions",
+                    c.records, c.counted
+                ),
+            ),
+            row("bytes", "Trace bytes", Cell::Count(c.bytes), ""),
+            row(
+                "bytes_per_s",
+                "Trace bytes per second",
+                Cell::Count(c.bytes_per_s.round() as u64),
+                "",
+            ),
+        ];
+        match (c.estimated_ns, c.estimated_share) {
+            (Some(ns), share) => {
+                rows.push(row(
+                    "estimated_ns",
+                    "Estimated time added",
+                    Cell::Ns(ns),
+                    &format!(
+                        "of which the collector's slow path {:.3} ms",
+                        c.slow_path_ns as f64 / 1e6
+                    ),
+                ));
+                let basis = if c.share_of == "cpu_time" {
+                    "of the program's CPU time"
+                } else {
+                    "of the traced threads' time"
+                };
+                rows.push(row(
+                    "estimated_share",
+                    "Estimated share",
+                    share.map_or(Cell::Empty, Cell::Fraction),
+                    basis,
+                ));
+            }
+            (None, _) => rows.push(row(
+                "estimated_ns",
+                "Estimated time added",
+                Cell::Empty,
+                self.note.as_deref().unwrap_or(""),
+            )),
+        }
+        if let Some(cal) = &self.calibration {
+            let mut what = format!("{:.1} ns per timed record", cal.record_ns);
+            if let Some(p) = cal.counted_pair_ns {
+                what.push_str(&format!(", {p:.1} ns per counted lock + unlock pair"));
+            }
+            rows.push(row(
+                "calibration",
+                "Calibrated at start-up",
+                Cell::Ns(cal.calibration_ns),
+                &format!(
+                    "{what} ({} of {} processes)",
+                    cal.processes_calibrated, cal.processes
+                ),
+            ));
+        }
+        let table = Table {
+            columns: vec![
+                Column::text("Measure", "measure"),
+                Column::num("Value", "value"),
+                Column::text("Notes", "notes"),
+            ],
+            rows,
+            ..Table::default()
+        };
+        let mut caption = String::from(
+            "What recording added to the program: estimated from the collector's start-up calibration \
+             (time per timed record and per counted acquisition) and the time its slow path measured \
+             (docs/metrics.md, \"Recording cost\").",
+        );
+        if let Some(w) = &self.warning {
+            caption.push_str(&format!(" Warning: {w}."));
+        }
+        let mut out = vec![Panel::new(
+            "recording_cost",
+            "Recording cost",
+            &caption,
+            Body::Table(table),
+        )];
+        if self.by_thread.len() > 1 {
+            let (threads, omitted) = take_top(&self.by_thread, opts.top);
+            let rows = threads
+                .iter()
+                .map(|t| Row {
+                    key: format!("{}:{}", t.pid, t.tid),
+                    cells: vec![
+                        Cell::Text(format!("{}/{}", t.pid, t.tid)),
+                        Cell::Count(t.records),
+                        Cell::Count(t.counted),
+                        Cell::Count(t.bytes),
+                        t.estimated_ns.map_or(Cell::Empty, Cell::Ns),
+                        Cell::Ns(t.slow_path_ns),
+                    ],
+                })
+                .collect();
+            out.push(Panel::new(
+                "recording_cost_by_thread",
+                "Recording cost per thread",
+                "Timed records, counted acquisitions, record bytes and the estimated time added to each thread, most first.",
+                Body::Table(Table {
+                    columns: vec![
+                        Column::text("pid/tid", "thread"),
+                        Column::num("Records", "records"),
+                        Column::num("Counted", "counted").explained("uncontended acquisitions counted without times (--light)"),
+                        Column::num("Bytes", "bytes"),
+                        Column::num("Added", "estimated_ns").explained("estimated time the recording added to the thread"),
+                        Column::num("Slow path", "slow_path_ns").explained("of which the collector's slow path, as it timed itself"),
+                    ],
+                    rows,
+                    omitted,
+                    ..Table::default()
+                }),
+            ));
+        }
+        out
+    }
+
+    fn comparable(&self) -> Option<Comparable> {
+        Some(Comparable {
+            metrics: cost_metrics(self),
+            missing_is_zero: false,
+            lists: Vec::new(),
+        })
+    }
+
+    fn comparison_notes(&self) -> Vec<String> {
+        self.warning.iter().cloned().collect()
+    }
+}
+
+fn row(key: &str, label: &str, value: Cell, notes: &str) -> Row {
+    Row {
+        key: key.to_string(),
+        cells: vec![Cell::Text(label.into()), value, Cell::Text(notes.into())],
+    }
+}
+
+/// The numbers `contend compare` lines up (keys are JSON paths).
+pub fn cost_metrics(r: &RecordingReport) -> Vec<Metric> {
+    use Unit::{Count, Fraction, Ns};
+    let c = &r.cost;
+    let mut rows = vec![
+        (
+            "operations",
+            "Operations recorded",
+            Count,
+            c.operations as f64,
+        ),
+        ("bytes", "Trace bytes", Count, c.bytes as f64),
+    ];
+    if let Some(ns) = c.estimated_ns {
+        rows.push(("estimated_ns", "Estimated time added", Ns, ns as f64));
+    }
+    if let Some(s) = c.estimated_share {
+        rows.push((
+            "estimated_share",
+            "Estimated share of the program's time",
+            Fraction,
+            s,
+        ));
+    }
+    metrics(COST, "recording.cost.", rows)
+}
