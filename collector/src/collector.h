@@ -6,6 +6,7 @@
  *   collector.c  configuration, the trace file, chunks, slow path, fork, exit
  *   maps.c       /proc/self/maps snapshots and the executable-range check
  *   wrappers.c   the interposed pthread_* and sem_* functions
+ *   futex.c      the interposed syscall(): futex waits and wakes
  *
  * Everything the wrappers do on every call lives in this header as static
  * inline functions, so that the fast path is: one TLS access, the real
@@ -267,6 +268,12 @@ CONTEND_INLINE uint64_t contend_head(uint32_t tag, uint64_t dt, uint32_t obj, ui
  * guard bit. */
 CONTEND_HIDDEN void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
                                       const void *site, uint64_t t, int want_stack);
+/* A futex record (trace_format.h, CONTEND_TAG_FUTEX) with its extension
+ * word `ext`; `first`: the first record of the call (counts operations for
+ * the stacks, as contend_op). The caller has checked that the thread may
+ * record; errno is kept. Ends by clearing the BUSY guard bit. */
+CONTEND_HIDDEN void contend_emit_futex(struct contend_thread *ts, uint64_t ext, const void *obj,
+                                       const void *site, uint64_t t, int first);
 /* The every-N-th-operation branch: a STACK record then the record. */
 CONTEND_HIDDEN void contend_emit_stack(struct contend_thread *ts, uint32_t tag,
                                        const void *obj, const void *site, uint64_t t);

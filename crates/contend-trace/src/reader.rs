@@ -42,6 +42,33 @@ pub struct RawOp {
     pub stack: u32,
 }
 
+/// One futex record (version 2, [`format::TAG_FUTEX`]): a `syscall(SYS_futex,
+/// …)` or `syscall(SYS_futex_waitv, …)` of the program, before or after the
+/// call (trace_format.h, "Futex records").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FutexOp {
+    /// Trace clock ticks (convert with a [`crate::ClockFit`]).
+    pub ticks: u64,
+    /// Address of the futex word (of the waiter array for `futex_waitv`).
+    pub word: u64,
+    /// Return address of the `syscall()` call (the call site).
+    pub site: u64,
+    /// [`Phase::Request`] (a wait began), [`Phase::Acquired`] (it returned
+    /// ≥ 0), [`Phase::Busy`] (it timed out), [`Phase::Release`] (a wake
+    /// began), [`Phase::Released`] (it returned), [`Phase::Error`] (the
+    /// wait or wake failed; `value` is errno).
+    pub phase: Phase,
+    /// Futex command ([`format::futex`]`::CMD_*`).
+    pub cmd: u8,
+    /// `FUTEX_PRIVATE_FLAG` was set.
+    pub private: bool,
+    /// After the call: its return value (waiters woken, for wakes) or,
+    /// with [`Phase::Error`], errno; 0 before it.
+    pub value: i32,
+    /// Index into [`LockTrace::stacks`], or [`NO_STACK`].
+    pub stack: u32,
+}
+
 /// Value of [`RawOp::stack`] when no call stack was recorded.
 pub const NO_STACK: u32 = u32::MAX;
 
@@ -79,6 +106,9 @@ pub struct ThreadTrace {
     /// (Version 2, light mode) its uncontended acquisitions, counted per
     /// object and call site instead of recorded; empty otherwise.
     pub counted: Vec<Counted>,
+    /// (Version 2) its futex records, in time order (decoded when the
+    /// trace is opened: one per futex system call's start and end).
+    pub futex: Vec<FutexOp>,
 }
 
 /// Uncontended acquisitions of one object at one call site by one thread,
@@ -428,8 +458,13 @@ impl LockTrace {
                 f(&op, object_slot, site_slot);
             },
             |_, step| {
-                if let Step::Stack { offset, .. } = step {
-                    pending.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK));
+                match step {
+                    Step::Stack { offset, .. } => {
+                        pending.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK))
+                    }
+                    // a stack before a futex record is that record's
+                    Step::Futex(_) => pending.set(NO_STACK),
+                    _ => {}
                 }
                 // Damage was recorded when the trace was opened.
             },
@@ -644,6 +679,7 @@ impl LockTrace {
             span: Span,
             ops: usize,
             collector_ns: u64,
+            futex: Vec<FutexOp>,
         }
         /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
         struct CountChunk {
@@ -732,14 +768,26 @@ impl LockTrace {
             }
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
+            let mut futex = Vec::new();
+            // the stack recorded right before a futex record is that
+            // record's (an operation record in between takes it)
+            let last_stack = std::cell::Cell::new(NO_STACK);
             cursor.run(
                 &trace.objects,
                 &trace.sites,
-                |_, _, _| ops += 1,
+                |_, _, _| {
+                    ops += 1;
+                    last_stack.set(NO_STACK);
+                },
                 |cursor, step| match step {
                     Step::Stack { offset, frames } => {
-                        trace.stack_at.insert(offset, trace.stacks.len() as u32);
+                        last_stack.set(trace.stacks.len() as u32);
+                        trace.stack_at.insert(offset, last_stack.get());
                         trace.stacks.push(cursor.frames(frames));
+                    }
+                    Step::Futex(mut op) => {
+                        op.stack = last_stack.replace(NO_STACK);
+                        futex.push(op);
                     }
                     Step::Bad(d) => trace.damage.push(d),
                     Step::Op(..) | Step::End => {}
@@ -757,6 +805,7 @@ impl LockTrace {
                 span,
                 ops,
                 collector_ns,
+                futex,
             });
         }
         if let Some((count, offset, error)) = unreadable {
@@ -812,6 +861,7 @@ impl LockTrace {
                         chunks: vec![c.span],
                         collector_ns: c.collector_ns,
                         counted: Vec::new(),
+                        futex: c.futex,
                     };
                     current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
@@ -821,6 +871,7 @@ impl LockTrace {
                     t.record_bytes += record_bytes(c.span);
                     t.collector_ns += c.collector_ns;
                     t.chunks.push(c.span);
+                    t.futex.extend(c.futex);
                 }
             }
             if let Some((first, t, _)) = current {
@@ -921,6 +972,8 @@ enum Step {
         offset: u64,
         frames: (usize, usize),
     },
+    /// A futex record (its stack is set by the caller).
+    Futex(FutexOp),
     Bad(Damage),
     End,
 }
@@ -1059,6 +1112,40 @@ impl<'a> Cursor<'a> {
                         offset: self.file_offset + (i * 8) as u64,
                         frames: (i + 1, n),
                     };
+                }
+                _ if tag & !format::TAG_WIDE == format::TAG_FUTEX => {
+                    let wide = tag & format::TAG_WIDE != 0;
+                    let len = if wide { 4 } else { 2 };
+                    if i + len > words {
+                        return bad("futex record cut off at the chunk end".into());
+                    }
+                    let (word, site) = if wide {
+                        (self.word(i + 1), self.word(i + 2))
+                    } else {
+                        let (object, _) = resolve(objects, oi);
+                        let (site, _) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
+                        (object, site)
+                    };
+                    let ext = self.word(i + len - 1);
+                    let Some(phase) = u8::try_from(ext & format::futex::PHASE_MASK)
+                        .ok()
+                        .and_then(Phase::from_code)
+                    else {
+                        return bad(format!("futex record with an unknown phase ({ext:#x})"));
+                    };
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += len;
+                    return Step::Futex(FutexOp {
+                        ticks: self.now,
+                        word,
+                        site,
+                        phase,
+                        cmd: (ext >> format::futex::CMD_SHIFT) as u8,
+                        private: ext & format::futex::PRIVATE != 0,
+                        value: (ext >> format::futex::VALUE_SHIFT) as u32 as i32,
+                        stack: NO_STACK,
+                    });
                 }
                 _ => {
                     let wide = tag & format::TAG_WIDE != 0;

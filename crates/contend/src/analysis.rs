@@ -29,6 +29,7 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
     &crate::counters::CountersAnalyzer,
     &crate::mpi::MpiAnalyzer,
     &crate::recording_cost::RecordingCostAnalyzer,
+    &crate::futex::FutexAnalyzer,
 ];
 
 /// What the analyses are asked to do; built by the binary from flags and

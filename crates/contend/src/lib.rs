@@ -39,6 +39,7 @@ pub mod compare;
 pub mod config;
 pub mod counters;
 pub mod export;
+pub mod futex;
 pub mod locks;
 pub mod mpi;
 pub mod recording;

@@ -14,6 +14,7 @@ mod cli_messages;
 mod counters;
 mod damaged_traces;
 mod export;
+mod futex;
 mod golden;
 mod light;
 mod mpi_accuracy;
