@@ -110,6 +110,8 @@ pub struct FutexWake {
     pub word: u64,
     /// Call site.
     pub site: u64,
+    /// Index into the trace's stacks, or [`NO_STACK`].
+    pub stack: u32,
     /// Futex command.
     pub cmd: u8,
     /// Call, CLOCK_MONOTONIC ns.
@@ -188,6 +190,7 @@ pub fn pair_thread(
                         tid,
                         word: first.word,
                         site: first.site,
+                        stack: first.stack,
                         cmd: first.cmd,
                         start_ns,
                         end_ns: end_ns.max(start_ns),
@@ -517,7 +520,7 @@ fn user_site(
 ) -> (u64, ResolvedSite, Vec<String>) {
     let maps = recording.process_maps(process);
     let first = symbols.site(maps, site);
-    let mut names: Vec<String> = first.function.iter().cloned().collect();
+    let mut names = symbols.site_functions(maps, site);
     if stack == NO_STACK || !(is_system_site(&first) || is_std(&first)) {
         return (site, first, names);
     }
@@ -527,8 +530,8 @@ fn user_site(
         .and_then(|p| p.trace.stacks.get(stack as usize));
     for &address in frames.into_iter().flatten().skip(1) {
         let r = symbols.site(maps, address);
+        names.extend(symbols.site_functions(maps, address));
         if is_system_site(&r) || is_std(&r) {
-            names.extend(r.function.iter().cloned());
             continue;
         }
         return (address, r, names);
@@ -623,7 +626,7 @@ pub fn aggregate(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> 
         summary.waiters_woken += w.woken;
         summary.wakes_without_waiters += u64::from(w.woken == 0);
         summary.wake_ns += w.end_ns - w.start_ns;
-        let si = site_of(w.process, w.site, NO_STACK);
+        let si = site_of(w.process, w.site, w.stack);
         site_cmd.entry(si).or_insert(w.cmd);
         let key = (w.process, w.word);
         let row = words.entry(key).or_insert_with(|| word_row(w.pid, w.word));
