@@ -797,8 +797,8 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
     emit_record(ts, tag, obj, site, t, want_stack, NULL);
 }
 
-void contend_emit_futex(struct contend_thread *ts, uint64_t ext, const void *obj,
-                        const void *site, uint64_t t, int first)
+void contend_emit_ext_slow(struct contend_thread *ts, uint32_t tag, uint64_t ext,
+                           const void *obj, const void *site, uint64_t t, int first)
 {
     int want_stack = 0;
     if (first && CONTEND_UNLIKELY(ts->countdown-- == 0)) {
@@ -806,7 +806,7 @@ void contend_emit_futex(struct contend_thread *ts, uint64_t ext, const void *obj
         ts->countdown = every ? every - 1 : UINT32_MAX;
         want_stack = every != 0;
     }
-    emit_record(ts, CONTEND_TAG_FUTEX, obj, site, t, want_stack, &ext);
+    emit_record(ts, tag, obj, site, t, want_stack, &ext);
 }
 
 void contend_make_room(struct contend_thread *ts)

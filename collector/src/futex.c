@@ -13,8 +13,7 @@
  * callee no count; words the caller did not pass are read but never used
  * by the kernel for that call) and handed to the next syscall() with the
  * same return value and errno. Nothing here allocates, locks or does IO;
- * records are written by contend_emit_futex (the slow path of the trace),
- * which keeps errno.
+ * records are written by contend_emit_ext (whose slow path keeps errno).
  *
  * Record layout: trace_format.h, "Futex records".
  */
@@ -124,38 +123,6 @@ CONTEND_INLINE uint64_t ext_word(uint32_t phase, uint32_t cmd, int priv, int32_t
            ((uint64_t)(uint32_t)value << CONTEND_FUTEX_VALUE_SHIFT);
 }
 
-/* One futex record: narrow into the current chunk when it fits (two
- * words, the extension word stored before the head), else through the
- * slow path. The caller has checked the guard. */
-CONTEND_INLINE void emit(struct contend_thread *ts, uint64_t ext, const void *obj,
-                         const void *site, uint64_t t, int first)
-{
-    if (CONTEND_LIKELY(!first || ts->countdown != 0)) {
-        ts->guard = CONTEND_GUARD_BUSY;
-        CONTEND_SIGNAL_FENCE();
-        uint64_t *p = ts->cur;
-        uint64_t dt = t - ts->last;
-        if (CONTEND_LIKELY(p + 2 <= ts->end && dt <= CONTEND_DT_MAX)) {
-            int32_t oi = contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
-            int32_t si = contend_index(contend_g.sites, (uint64_t)(uintptr_t)site, 1);
-            if (CONTEND_LIKELY((oi | si) >= 0)) {
-                if (first)
-                    ts->countdown--;
-                p[1] = ext;
-                ts->cur = p + 2;
-                ts->last = t;
-                __atomic_store_n(p, contend_head(CONTEND_TAG_FUTEX, dt, (uint32_t)oi, (uint32_t)si),
-                                 __ATOMIC_RELEASE);
-                CONTEND_SIGNAL_FENCE();
-                ts->guard = 0;
-                return;
-            }
-        }
-        ts->guard = 0;
-    }
-    contend_emit_futex(ts, ext, obj, site, t, first);
-}
-
 static CONTEND_NOINLINE long futex_call(const void *site, long nr, long a1, long a2, long a3,
                                         long a4, long a5, long a6)
 {
@@ -172,7 +139,7 @@ static CONTEND_NOINLINE long futex_call(const void *site, long nr, long a1, long
     uint32_t before = kind == 1 ? CONTEND_PHASE_REQUEST : CONTEND_PHASE_RELEASE;
     if (kind == 1)
         contend_before_wait(ts, word, site);
-    emit(ts, ext_word(before, (uint32_t)cmd, priv, 0), word, site, contend_now(), 1);
+    contend_emit_ext(ts, CONTEND_TAG_FUTEX, ext_word(before, (uint32_t)cmd, priv, 0), word, site, contend_now(), 1);
     long r = pass(nr, a1, a2, a3, a4, a5, a6);
     int e = errno;
     uint64_t t = contend_now();
@@ -186,7 +153,7 @@ static CONTEND_NOINLINE long futex_call(const void *site, long nr, long a1, long
             phase = kind == 1 && e == ETIMEDOUT ? CONTEND_PHASE_BUSY : CONTEND_PHASE_ERROR;
             value = e;
         }
-        emit(ts, ext_word(phase, (uint32_t)cmd, priv, value), word, site, t, 0);
+        contend_emit_ext(ts, CONTEND_TAG_FUTEX, ext_word(phase, (uint32_t)cmd, priv, value), word, site, t, 0);
     }
     errno = e;
     return r;

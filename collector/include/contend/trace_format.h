@@ -228,6 +228,34 @@ typedef struct contend_count {
 #define CONTEND_FUTEX_VALUE_SHIFT 32
 #define CONTEND_FUTEX_CMD_WAITV 0xffu /* futex_waitv(2), its own syscall */
 
+/*
+ * OpenMP records (added in version 2): written by the collector's OMPT tool
+ * (ompt_start_tool), which an OpenMP runtime that implements OMPT (LLVM's
+ * libomp) finds and initialises. Same layout as a futex record: head word
+ * with tag CONTEND_TAG_OMP (wide: | CONTEND_TAG_WIDE, two address words),
+ * then one extension word: bits 0..7 the event (CONTEND_OMP_*), bits 8..15
+ * the OMPT kind (ompt_mutex_t for mutex events, ompt_sync_region_t for
+ * sync-region waits), bits 32..63 an unsigned 32-bit value.
+ *
+ * Objects: the OMPT wait id for mutex events (the lock's address; for a
+ * critical section the address of its lock variable), the parallel
+ * region's instance number (1, 2, ...; not an address) for the others.
+ * Sites: the OMPT codeptr_ra (the user's code after the construct), else
+ * the return address into the runtime.
+ */
+#define CONTEND_TAG_OMP 0x04u
+#define CONTEND_OMP_MUTEX_ACQUIRE 1u   /* acquisition begins               */
+#define CONTEND_OMP_MUTEX_ACQUIRED 2u  /* acquired (acquire -> here: wait)  */
+#define CONTEND_OMP_MUTEX_RELEASED 3u  /* released (acquired -> here: hold) */
+#define CONTEND_OMP_SYNC_WAIT_BEGIN 4u /* a thread begins to wait in a
+                                          barrier, taskwait, taskgroup     */
+#define CONTEND_OMP_SYNC_WAIT_END 5u   /* ... and ends                     */
+#define CONTEND_OMP_TASK_BEGIN 6u      /* implicit task begins (its work);
+                                          value: thread number in team     */
+#define CONTEND_OMP_TASK_END 7u        /* implicit task ends                */
+#define CONTEND_OMP_PARALLEL_BEGIN 8u  /* value: requested team size        */
+#define CONTEND_OMP_PARALLEL_END 9u
+
 _Static_assert(sizeof(contend_calibration) == 32, "calibration is 32 bytes");
 _Static_assert(sizeof(contend_trace_header) == CONTEND_HEADER_SIZE, "header is 4096 bytes");
 _Static_assert(sizeof(contend_chunk_header) == CONTEND_CHUNK_HEADER_SIZE, "chunk header is 64 bytes");

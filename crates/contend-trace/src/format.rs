@@ -55,6 +55,9 @@ pub const TAG_STACK: u8 = 0x02;
 /// (object = the futex word), then (after the addresses of the wide form)
 /// one extension word, see [`futex`].
 pub const TAG_FUTEX: u8 = 0x03;
+/// Tag of an OpenMP record (version 2): laid out as a futex record, its
+/// extension word described in [`omp`].
+pub const TAG_OMP: u8 = 0x04;
 /// Flag bit of a wide operation record (object and site addresses follow).
 pub const TAG_WIDE: u8 = 0x80;
 /// Number of bits of the `dt` field.
@@ -381,5 +384,36 @@ pub mod futex {
             CMD_WAITV => "futex_waitv",
             _ => "FUTEX_(other)",
         }
+    }
+}
+
+/// The extension word of an OpenMP record ([`TAG_OMP`]; trace_format.h,
+/// "OpenMP records"): bits 0..7 the event, bits 8..15 the OMPT kind, bits
+/// 32..63 a value.
+pub mod omp {
+    /// Mutex acquisition begins (object: the OMPT wait id).
+    pub const MUTEX_ACQUIRE: u8 = 1;
+    /// Mutex acquired.
+    pub const MUTEX_ACQUIRED: u8 = 2;
+    /// Mutex released.
+    pub const MUTEX_RELEASED: u8 = 3;
+    /// A wait in a barrier, taskwait or taskgroup begins (object: the
+    /// parallel region instance).
+    pub const SYNC_WAIT_BEGIN: u8 = 4;
+    /// ... and ends.
+    pub const SYNC_WAIT_END: u8 = 5;
+    /// An implicit task begins (value: the thread's number in the team).
+    pub const TASK_BEGIN: u8 = 6;
+    /// An implicit task ends.
+    pub const TASK_END: u8 = 7;
+    /// A parallel region begins (value: the requested team size; site: the
+    /// construct).
+    pub const PARALLEL_BEGIN: u8 = 8;
+    /// A parallel region ends.
+    pub const PARALLEL_END: u8 = 9;
+
+    /// Builds an extension word (used by tests and trace writers).
+    pub fn ext_word(event: u8, kind: u8, value: u32) -> u64 {
+        u64::from(event) | (u64::from(kind) << 8) | (u64::from(value) << 32)
     }
 }

@@ -69,6 +69,27 @@ pub struct FutexOp {
     pub stack: u32,
 }
 
+/// One OpenMP record (version 2, [`format::TAG_OMP`]), written by the
+/// collector's OMPT tool (trace_format.h, "OpenMP records").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OmpOp {
+    /// Trace clock ticks (convert with a [`crate::ClockFit`]).
+    pub ticks: u64,
+    /// The OMPT wait id (mutex events) or the parallel region instance.
+    pub object: u64,
+    /// The OMPT code pointer (the user's code after the construct), or the
+    /// return address into the runtime.
+    pub site: u64,
+    /// Event ([`format::omp`]`::*`).
+    pub event: u8,
+    /// OMPT kind: `ompt_mutex_t` (mutex events), `ompt_sync_region_t`
+    /// (sync waits), else 0.
+    pub kind: u8,
+    /// Thread number in the team (task begin), requested team size
+    /// (parallel begin), else 0.
+    pub value: u32,
+}
+
 /// Value of [`RawOp::stack`] when no call stack was recorded.
 pub const NO_STACK: u32 = u32::MAX;
 
@@ -109,6 +130,9 @@ pub struct ThreadTrace {
     /// (Version 2) its futex records, in time order (decoded when the
     /// trace is opened: one per futex system call's start and end).
     pub futex: Vec<FutexOp>,
+    /// (Version 2) its OpenMP records, in time order (decoded when the
+    /// trace is opened).
+    pub omp: Vec<OmpOp>,
 }
 
 /// Uncontended acquisitions of one object at one call site by one thread,
@@ -463,7 +487,7 @@ impl LockTrace {
                         pending.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK))
                     }
                     // a stack before a futex record is that record's
-                    Step::Futex(_) => pending.set(NO_STACK),
+                    Step::Futex(_) | Step::Omp(_) => pending.set(NO_STACK),
                     _ => {}
                 }
                 // Damage was recorded when the trace was opened.
@@ -680,6 +704,7 @@ impl LockTrace {
             ops: usize,
             collector_ns: u64,
             futex: Vec<FutexOp>,
+            omp: Vec<OmpOp>,
         }
         /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
         struct CountChunk {
@@ -769,6 +794,7 @@ impl LockTrace {
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
             let mut futex = Vec::new();
+            let mut omp = Vec::new();
             // the stack recorded right before a futex record is that
             // record's (an operation record in between takes it)
             let last_stack = std::cell::Cell::new(NO_STACK);
@@ -789,6 +815,10 @@ impl LockTrace {
                         op.stack = last_stack.replace(NO_STACK);
                         futex.push(op);
                     }
+                    Step::Omp(op) => {
+                        last_stack.set(NO_STACK);
+                        omp.push(op);
+                    }
                     Step::Bad(d) => trace.damage.push(d),
                     Step::Op(..) | Step::End => {}
                 },
@@ -806,6 +836,7 @@ impl LockTrace {
                 ops,
                 collector_ns,
                 futex,
+                omp,
             });
         }
         if let Some((count, offset, error)) = unreadable {
@@ -862,6 +893,7 @@ impl LockTrace {
                         collector_ns: c.collector_ns,
                         counted: Vec::new(),
                         futex: c.futex,
+                        omp: c.omp,
                     };
                     current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
@@ -872,6 +904,7 @@ impl LockTrace {
                     t.collector_ns += c.collector_ns;
                     t.chunks.push(c.span);
                     t.futex.extend(c.futex);
+                    t.omp.extend(c.omp);
                 }
             }
             if let Some((first, t, _)) = current {
@@ -974,6 +1007,8 @@ enum Step {
     },
     /// A futex record (its stack is set by the caller).
     Futex(FutexOp),
+    /// An OpenMP record.
+    Omp(OmpOp),
     Bad(Damage),
     End,
 }
@@ -1112,6 +1147,36 @@ impl<'a> Cursor<'a> {
                         offset: self.file_offset + (i * 8) as u64,
                         frames: (i + 1, n),
                     };
+                }
+                _ if tag & !format::TAG_WIDE == format::TAG_OMP => {
+                    let wide = tag & format::TAG_WIDE != 0;
+                    let len = if wide { 4 } else { 2 };
+                    if i + len > words {
+                        return bad("OpenMP record cut off at the chunk end".into());
+                    }
+                    let (object, site) = if wide {
+                        (self.word(i + 1), self.word(i + 2))
+                    } else {
+                        let (object, _) = resolve(objects, oi);
+                        let (site, _) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
+                        (object, site)
+                    };
+                    let ext = self.word(i + len - 1);
+                    let event = (ext & 0xff) as u8;
+                    if !(format::omp::MUTEX_ACQUIRE..=format::omp::PARALLEL_END).contains(&event) {
+                        return bad(format!("OpenMP record with an unknown event ({ext:#x})"));
+                    }
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += len;
+                    return Step::Omp(OmpOp {
+                        ticks: self.now,
+                        object,
+                        site,
+                        event,
+                        kind: (ext >> 8) as u8,
+                        value: (ext >> 32) as u32,
+                    });
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_FUTEX => {
                     let wide = tag & format::TAG_WIDE != 0;

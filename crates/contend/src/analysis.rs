@@ -30,6 +30,7 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
     &crate::mpi::MpiAnalyzer,
     &crate::recording_cost::RecordingCostAnalyzer,
     &crate::futex::FutexAnalyzer,
+    &crate::openmp::OpenMpAnalyzer,
 ];
 
 /// What the analyses are asked to do; built by the binary from flags and

@@ -42,6 +42,7 @@ pub mod export;
 pub mod futex;
 pub mod locks;
 pub mod mpi;
+pub mod openmp;
 pub mod recording;
 pub mod recording_cost;
 pub mod render;

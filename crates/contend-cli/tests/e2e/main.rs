@@ -19,6 +19,7 @@ mod golden;
 mod light;
 mod mpi_accuracy;
 mod mpi_record;
+mod openmp;
 mod placement;
 mod real_programs;
 mod robustness;
