@@ -81,6 +81,14 @@ static CONTEND_COLD syscall_fn resolve_next(void)
     return f;
 }
 
+/* Looked up once at load time, so that no later syscall() (in a signal
+ * handler, in a fork child) has to call dlsym. */
+__attribute__((constructor)) static void resolve_at_load(void)
+{
+    if (!__atomic_load_n(&next_syscall, __ATOMIC_RELAXED))
+        resolve_next();
+}
+
 CONTEND_INLINE long pass(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
     syscall_fn f = __atomic_load_n(&next_syscall, __ATOMIC_RELAXED);
