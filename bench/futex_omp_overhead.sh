@@ -32,8 +32,8 @@ diff_line "syscall(SYS_futex, FUTEX_WAKE) waking nobody, recorded" "ns" "${wb[*]
 if [ "$have_omp" = 1 ]; then
   lb=() lr=() rb=() rr=()
   for i in $(seq "$ROUNDS"); do
-    b=$(OMP_WAIT_POLICY=passive "$OUT/omp_overhead" "$PAIRS" "$REGIONS")
-    r=$(OMP_WAIT_POLICY=passive "$CONTEND" record --force -o "$OUT/omp.data" -- "$OUT/omp_overhead" "$PAIRS" "$REGIONS" 2>/dev/null)
+    b=$("$OUT/omp_overhead" "$PAIRS" "$REGIONS")
+    r=$("$CONTEND" record --force -o "$OUT/omp.data" -- "$OUT/omp_overhead" "$PAIRS" "$REGIONS" 2>/dev/null)
     lb+=("$(field lock_pair_ns <<<"$b")"); lr+=("$(field lock_pair_ns <<<"$r")")
     rb+=("$(field region_us <<<"$b")"); rr+=("$(field region_us <<<"$r")")
   done

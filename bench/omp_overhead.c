@@ -23,14 +23,17 @@ int main(int argc, char **argv)
         omp_unset_lock(&lock);
     }
     double t1 = omp_get_wtime();
+    int joined = 0; /* regions the second thread took part in */
     for (long i = 0; i < r; i++) {
 #pragma omp parallel num_threads(2)
         {
-            x += 0;
+            if (omp_get_thread_num() == 1)
+                __atomic_add_fetch(&joined, 1, __ATOMIC_RELAXED);
         }
     }
     double t2 = omp_get_wtime();
     omp_destroy_lock(&lock);
-    printf("lock_pair_ns=%.2f region_us=%.3f\n", (t1 - t0) * 1e9 / n, (t2 - t1) * 1e6 / r);
+    printf("lock_pair_ns=%.2f region_us=%.3f teams_of_2=%d\n", (t1 - t0) * 1e9 / n,
+           (t2 - t1) * 1e6 / r, joined);
     return 0;
 }
