@@ -18,6 +18,8 @@ command -v python3 >/dev/null || need_pkgs+=(python3)
 command -v pigz >/dev/null || need_pkgs+=(pigz)
 command -v xz >/dev/null || need_pkgs+=(xz-utils)
 command -v gfortran >/dev/null || need_pkgs+=(gfortran)
+command -v clang >/dev/null || need_pkgs+=(clang)
+ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || need_pkgs+=(libomp-dev)
 # MPI: Open MPI (the default mpirun/mpicc) and MPICH, hpcc and mpi4py.
 command -v mpirun.openmpi >/dev/null || need_pkgs+=(openmpi-bin)
 [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need_pkgs+=(libopenmpi-dev)

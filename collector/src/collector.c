@@ -762,8 +762,10 @@ static int make_room(struct contend_thread *ts, size_t need)
     return 1;
 }
 
-void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
-                       const void *site, uint64_t t, int want_stack)
+/* contend_emit_slow, and with `ext` a record with one extension word
+ * after its addresses (futex records). */
+static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj,
+                        const void *site, uint64_t t, int want_stack, const uint64_t *ext)
 {
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
@@ -804,7 +806,7 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
     }
 
     /* room for TIME + STACK + the record, all in one chunk */
-    size_t need = 2 + (n ? 1 + (size_t)n : 0) + (wide ? 3 : 1);
+    size_t need = 2 + (n ? 1 + (size_t)n : 0) + (wide ? 3 : 1) + (ext ? 1 : 0);
     if (!make_room(ts, need)) {
         guard_after = CONTEND_GUARD_DISABLED;
         goto out;
@@ -830,14 +832,19 @@ void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
     if (wide) {
         p[1] = o;
         p[2] = s;
+        if (ext)
+            p[3] = *ext;
         __atomic_store_n(&p[0], contend_head(tag | CONTEND_TAG_WIDE, dt, 0, 0),
                          __ATOMIC_RELEASE);
         p += 3;
     } else {
+        if (ext)
+            p[1] = *ext;
         __atomic_store_n(&p[0], contend_head(tag, dt, (uint32_t)oi, (uint32_t)si),
                          __ATOMIC_RELEASE);
         p += 1;
     }
+    p += ext ? 1 : 0;
     ts->cur = p;
     ts->last = t;
 
@@ -846,6 +853,24 @@ out:
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
     ts->guard = guard_after;
+}
+
+void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
+                       const void *site, uint64_t t, int want_stack)
+{
+    emit_record(ts, tag, obj, site, t, want_stack, NULL);
+}
+
+void contend_emit_ext_slow(struct contend_thread *ts, uint32_t tag, uint64_t ext,
+                           const void *obj, const void *site, uint64_t t, int first)
+{
+    int want_stack = 0;
+    if (first && CONTEND_UNLIKELY(ts->countdown-- == 0)) {
+        uint32_t every = contend_g.stack_every;
+        ts->countdown = every ? every - 1 : UINT32_MAX;
+        want_stack = every != 0;
+    }
+    emit_record(ts, tag, obj, site, t, want_stack, &ext);
 }
 
 void contend_make_room(struct contend_thread *ts)

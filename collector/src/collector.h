@@ -6,6 +6,8 @@
  *   collector.c  configuration, the trace file, chunks, slow path, fork, exit
  *   maps.c       /proc/self/maps snapshots and the executable-range check
  *   wrappers.c   the interposed pthread_* and sem_* functions
+ *   futex.c      the interposed syscall(): futex waits and wakes
+ *   ompt.c       ompt_start_tool: OpenMP mutexes, barriers, parallel regions
  *
  * Everything the wrappers do on every call lives in this header as static
  * inline functions, so that the fast path is: one TLS access, the real
@@ -269,6 +271,14 @@ CONTEND_INLINE uint64_t contend_head(uint32_t tag, uint64_t dt, uint32_t obj, ui
  * guard bit. */
 CONTEND_HIDDEN void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
                                       const void *site, uint64_t t, int want_stack);
+/* A record with one extension word (trace_format.h: CONTEND_TAG_FUTEX,
+ * CONTEND_TAG_OMP) through the slow path; `first`: the first record of the
+ * call (counts operations for the stacks, as contend_op). The caller has
+ * checked that the thread may record; errno is kept. Ends by clearing the
+ * BUSY guard bit. */
+CONTEND_HIDDEN void contend_emit_ext_slow(struct contend_thread *ts, uint32_t tag, uint64_t ext,
+                                          const void *obj, const void *site, uint64_t t,
+                                          int first);
 /* The every-N-th-operation branch: a STACK record then the record. */
 CONTEND_HIDDEN void contend_emit_stack(struct contend_thread *ts, uint32_t tag,
                                        const void *obj, const void *site, uint64_t t);
@@ -310,6 +320,38 @@ CONTEND_INLINE void contend_emit(struct contend_thread *ts, uint32_t tag, const 
         }
     }
     contend_emit_slow(ts, tag, obj, site, t, 0);
+}
+
+/* A record with one extension word: narrow into the current chunk when it
+ * fits (two words, the extension word stored before the head), else
+ * through the slow path. The caller has checked contend_may_record(). */
+CONTEND_INLINE void contend_emit_ext(struct contend_thread *ts, uint32_t tag, uint64_t ext,
+                                     const void *obj, const void *site, uint64_t t, int first)
+{
+    if (CONTEND_LIKELY(!first || ts->countdown != 0)) {
+        ts->guard = CONTEND_GUARD_BUSY;
+        CONTEND_SIGNAL_FENCE();
+        uint64_t *p = ts->cur;
+        uint64_t dt = t - ts->last;
+        if (CONTEND_LIKELY(p + 2 <= ts->end && dt <= CONTEND_DT_MAX)) {
+            int32_t oi = contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
+            int32_t si = contend_index(contend_g.sites, (uint64_t)(uintptr_t)site, 1);
+            if (CONTEND_LIKELY((oi | si) >= 0)) {
+                if (first)
+                    ts->countdown--;
+                p[1] = ext;
+                ts->cur = p + 2;
+                ts->last = t;
+                __atomic_store_n(p, contend_head(tag, dt, (uint32_t)oi, (uint32_t)si),
+                                 __ATOMIC_RELEASE);
+                CONTEND_SIGNAL_FENCE();
+                ts->guard = 0;
+                return;
+            }
+        }
+        ts->guard = 0;
+    }
+    contend_emit_ext_slow(ts, tag, ext, obj, site, t, first);
 }
 
 /* The first record of an operation: counts operations for the stacks. */

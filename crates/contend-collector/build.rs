@@ -13,7 +13,15 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// C sources of the collector, relative to `collector/src`.
-const SOURCES: &[&str] = &["real.c", "collector.c", "maps.c", "wrappers.c", "regions.c"];
+const SOURCES: &[&str] = &[
+    "real.c",
+    "collector.c",
+    "maps.c",
+    "wrappers.c",
+    "regions.c",
+    "futex.c",
+    "ompt.c",
+];
 /// Headers and the linker version script (rebuild triggers only).
 const OTHER_INPUTS: &[&str] = &[
     "collector/src/collector.h",

@@ -220,6 +220,69 @@ typedef struct contend_count {
 
 #define CONTEND_OP_TAG(prim, phase) ((uint8_t)(((prim) << 4) | (phase)))
 
+/*
+ * Futex records (added in version 2; a reader that does not know tag 0x03
+ * stops at it as at a bad record). The interposed glibc syscall(SYS_futex,
+ * ...) and syscall(SYS_futex_waitv, ...) of the program (Rust's std, InnoDB,
+ * hand-written locks; glibc's own pthread code makes its futex calls inline
+ * and never reaches them) write one record before and one after the call:
+ *
+ *   head word: tag CONTEND_TAG_FUTEX, dt, object index (the futex word's
+ *              address; for futex_waitv the address of the waiter array),
+ *              site index (the call site), as an operation record;
+ *   wide form: tag CONTEND_TAG_FUTEX | CONTEND_TAG_WIDE, index fields 0,
+ *              then the object and the site address;
+ *   then one extension word (CONTEND_FUTEX_*): bits 0..7 the phase
+ *   (CONTEND_PHASE_*), bits 8..15 the futex command (op & FUTEX_CMD_MASK,
+ *   or CONTEND_FUTEX_CMD_WAITV), bit 16 FUTEX_PRIVATE_FLAG was set, bits
+ *   32..63 a signed 32-bit value.
+ *
+ * Phases: a wait (WAIT, WAIT_BITSET, LOCK_PI, LOCK_PI2, WAIT_REQUEUE_PI,
+ * futex_waitv) is REQUEST before the call and, after it, ACQUIRED (it
+ * returned >= 0: woken, or the PI lock taken; value = the return value),
+ * BUSY (ETIMEDOUT) or ERROR (value = errno: EAGAIN when the word no longer
+ * held the expected value, EINTR, ...). A wake (WAKE, WAKE_BITSET, WAKE_OP,
+ * REQUEUE, CMP_REQUEUE, UNLOCK_PI) is RELEASE before the call and, after
+ * it, RELEASED (value = the return value: the number of waiters woken, for
+ * CMP_REQUEUE woken + requeued) or ERROR (value = errno). Other commands
+ * are not recorded. A STACK record before the first record of a call
+ * belongs to it.
+ */
+#define CONTEND_TAG_FUTEX 0x03u
+#define CONTEND_FUTEX_PHASE_MASK 0xffu
+#define CONTEND_FUTEX_CMD_SHIFT 8
+#define CONTEND_FUTEX_PRIVATE (1u << 16)
+#define CONTEND_FUTEX_VALUE_SHIFT 32
+#define CONTEND_FUTEX_CMD_WAITV 0xffu /* futex_waitv(2), its own syscall */
+
+/*
+ * OpenMP records (added in version 2): written by the collector's OMPT tool
+ * (ompt_start_tool), which an OpenMP runtime that implements OMPT (LLVM's
+ * libomp) finds and initialises. Same layout as a futex record: head word
+ * with tag CONTEND_TAG_OMP (wide: | CONTEND_TAG_WIDE, two address words),
+ * then one extension word: bits 0..7 the event (CONTEND_OMP_*), bits 8..15
+ * the OMPT kind (ompt_mutex_t for mutex events, ompt_sync_region_t for
+ * sync-region waits), bits 32..63 an unsigned 32-bit value.
+ *
+ * Objects: the OMPT wait id for mutex events (the lock's address; for a
+ * critical section the address of its lock variable), the parallel
+ * region's instance number (1, 2, ...; not an address) for the others.
+ * Sites: the OMPT codeptr_ra (the user's code after the construct), else
+ * the return address into the runtime.
+ */
+#define CONTEND_TAG_OMP 0x04u
+#define CONTEND_OMP_MUTEX_ACQUIRE 1u   /* acquisition begins               */
+#define CONTEND_OMP_MUTEX_ACQUIRED 2u  /* acquired (acquire -> here: wait)  */
+#define CONTEND_OMP_MUTEX_RELEASED 3u  /* released (acquired -> here: hold) */
+#define CONTEND_OMP_SYNC_WAIT_BEGIN 4u /* a thread begins to wait in a
+                                          barrier, taskwait, taskgroup     */
+#define CONTEND_OMP_SYNC_WAIT_END 5u   /* ... and ends                     */
+#define CONTEND_OMP_TASK_BEGIN 6u      /* implicit task begins (its work);
+                                          value: thread number in team     */
+#define CONTEND_OMP_TASK_END 7u        /* implicit task ends                */
+#define CONTEND_OMP_PARALLEL_BEGIN 8u  /* value: requested team size        */
+#define CONTEND_OMP_PARALLEL_END 9u
+
 _Static_assert(sizeof(contend_calibration) == 32, "calibration is 32 bytes");
 _Static_assert(sizeof(contend_trace_header) == CONTEND_HEADER_SIZE, "header is 4096 bytes");
 _Static_assert(sizeof(contend_chunk_header) == CONTEND_CHUNK_HEADER_SIZE, "chunk header is 64 bytes");

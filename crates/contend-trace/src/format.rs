@@ -54,6 +54,13 @@ pub const DEFAULT_CHUNK_SIZE: u32 = 128 * 1024;
 pub const TAG_TIME: u8 = 0x01;
 /// Tag of a STACK record (bits 8..31 = frame count, frames follow).
 pub const TAG_STACK: u8 = 0x02;
+/// Tag of a futex record (version 2): head word as an operation record
+/// (object = the futex word), then (after the addresses of the wide form)
+/// one extension word, see [`futex`].
+pub const TAG_FUTEX: u8 = 0x03;
+/// Tag of an OpenMP record (version 2): laid out as a futex record, its
+/// extension word described in [`omp`].
+pub const TAG_OMP: u8 = 0x04;
 /// Flag bit of a wide operation record (object and site addresses follow).
 pub const TAG_WIDE: u8 = 0x80;
 /// Number of bits of the `dt` field.
@@ -316,4 +323,100 @@ pub fn make_head(tag: u8, dt: u32, object: u16, site: u16) -> u64 {
         | (u64::from(dt & 0x00ff_ffff) << 8)
         | (u64::from(object) << 32)
         | (u64::from(site) << 48)
+}
+
+/// The extension word of a futex record ([`TAG_FUTEX`]; trace_format.h,
+/// "Futex records").
+pub mod futex {
+    /// Bits 0..7: the phase ([`super::Phase`] code).
+    pub const PHASE_MASK: u64 = 0xff;
+    /// Bits 8..15: the futex command (`op & FUTEX_CMD_MASK`, or
+    /// [`CMD_WAITV`]).
+    pub const CMD_SHIFT: u32 = 8;
+    /// Bit 16: `FUTEX_PRIVATE_FLAG` was set.
+    pub const PRIVATE: u64 = 1 << 16;
+    /// Bits 32..63: a signed 32-bit value (return value or errno).
+    pub const VALUE_SHIFT: u32 = 32;
+    /// Command code of a `futex_waitv(2)` call.
+    pub const CMD_WAITV: u8 = 0xff;
+    /// `FUTEX_WAIT`.
+    pub const CMD_WAIT: u8 = 0;
+    /// `FUTEX_WAKE`.
+    pub const CMD_WAKE: u8 = 1;
+    /// `FUTEX_REQUEUE`.
+    pub const CMD_REQUEUE: u8 = 3;
+    /// `FUTEX_CMP_REQUEUE`.
+    pub const CMD_CMP_REQUEUE: u8 = 4;
+    /// `FUTEX_WAKE_OP`.
+    pub const CMD_WAKE_OP: u8 = 5;
+    /// `FUTEX_LOCK_PI`.
+    pub const CMD_LOCK_PI: u8 = 6;
+    /// `FUTEX_UNLOCK_PI`.
+    pub const CMD_UNLOCK_PI: u8 = 7;
+    /// `FUTEX_WAIT_BITSET`.
+    pub const CMD_WAIT_BITSET: u8 = 9;
+    /// `FUTEX_WAKE_BITSET`.
+    pub const CMD_WAKE_BITSET: u8 = 10;
+    /// `FUTEX_WAIT_REQUEUE_PI`.
+    pub const CMD_WAIT_REQUEUE_PI: u8 = 11;
+    /// `FUTEX_LOCK_PI2`.
+    pub const CMD_LOCK_PI2: u8 = 13;
+
+    /// Builds an extension word (used by tests and trace writers).
+    pub fn ext_word(phase: super::Phase, cmd: u8, private: bool, value: i32) -> u64 {
+        phase as u64
+            | (u64::from(cmd) << CMD_SHIFT)
+            | if private { PRIVATE } else { 0 }
+            | (u64::from(value as u32) << VALUE_SHIFT)
+    }
+
+    /// The name of a futex command code (`FUTEX_WAIT`, …, `futex_waitv`).
+    pub fn cmd_name(cmd: u8) -> &'static str {
+        match cmd {
+            CMD_WAIT => "FUTEX_WAIT",
+            CMD_WAKE => "FUTEX_WAKE",
+            CMD_REQUEUE => "FUTEX_REQUEUE",
+            CMD_CMP_REQUEUE => "FUTEX_CMP_REQUEUE",
+            CMD_WAKE_OP => "FUTEX_WAKE_OP",
+            CMD_LOCK_PI => "FUTEX_LOCK_PI",
+            CMD_UNLOCK_PI => "FUTEX_UNLOCK_PI",
+            CMD_WAIT_BITSET => "FUTEX_WAIT_BITSET",
+            CMD_WAKE_BITSET => "FUTEX_WAKE_BITSET",
+            CMD_WAIT_REQUEUE_PI => "FUTEX_WAIT_REQUEUE_PI",
+            CMD_LOCK_PI2 => "FUTEX_LOCK_PI2",
+            CMD_WAITV => "futex_waitv",
+            _ => "FUTEX_(other)",
+        }
+    }
+}
+
+/// The extension word of an OpenMP record ([`TAG_OMP`]; trace_format.h,
+/// "OpenMP records"): bits 0..7 the event, bits 8..15 the OMPT kind, bits
+/// 32..63 a value.
+pub mod omp {
+    /// Mutex acquisition begins (object: the OMPT wait id).
+    pub const MUTEX_ACQUIRE: u8 = 1;
+    /// Mutex acquired.
+    pub const MUTEX_ACQUIRED: u8 = 2;
+    /// Mutex released.
+    pub const MUTEX_RELEASED: u8 = 3;
+    /// A wait in a barrier, taskwait or taskgroup begins (object: the
+    /// parallel region instance).
+    pub const SYNC_WAIT_BEGIN: u8 = 4;
+    /// ... and ends.
+    pub const SYNC_WAIT_END: u8 = 5;
+    /// An implicit task begins (value: the thread's number in the team).
+    pub const TASK_BEGIN: u8 = 6;
+    /// An implicit task ends.
+    pub const TASK_END: u8 = 7;
+    /// A parallel region begins (value: the requested team size; site: the
+    /// construct).
+    pub const PARALLEL_BEGIN: u8 = 8;
+    /// A parallel region ends.
+    pub const PARALLEL_END: u8 = 9;
+
+    /// Builds an extension word (used by tests and trace writers).
+    pub fn ext_word(event: u8, kind: u8, value: u32) -> u64 {
+        u64::from(event) | (u64::from(kind) << 8) | (u64::from(value) << 32)
+    }
 }

@@ -56,7 +56,9 @@ use std::path::{Path, PathBuf};
 pub use clock::{CalibrationPoint, ClockFit};
 pub use format::{Phase, Primitive};
 pub use mpi_reader::{decode_rank_trace, read_mpi_recording, read_rank_trace};
-pub use reader::{Counted, Damage, LockTrace, Ops, RawOp, ThreadTrace, NO_SLOT, NO_STACK};
+pub use reader::{
+    Counted, Damage, FutexOp, LockTrace, OmpOp, Ops, RawOp, ThreadTrace, NO_SLOT, NO_STACK,
+};
 pub use writer::TraceBuilder;
 
 /// Errors reading a trace. Every message names the file.

@@ -42,6 +42,54 @@ pub struct RawOp {
     pub stack: u32,
 }
 
+/// One futex record (version 2, [`format::TAG_FUTEX`]): a `syscall(SYS_futex,
+/// …)` or `syscall(SYS_futex_waitv, …)` of the program, before or after the
+/// call (trace_format.h, "Futex records").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FutexOp {
+    /// Trace clock ticks (convert with a [`crate::ClockFit`]).
+    pub ticks: u64,
+    /// Address of the futex word (of the waiter array for `futex_waitv`).
+    pub word: u64,
+    /// Return address of the `syscall()` call (the call site).
+    pub site: u64,
+    /// [`Phase::Request`] (a wait began), [`Phase::Acquired`] (it returned
+    /// ≥ 0), [`Phase::Busy`] (it timed out), [`Phase::Release`] (a wake
+    /// began), [`Phase::Released`] (it returned), [`Phase::Error`] (the
+    /// wait or wake failed; `value` is errno).
+    pub phase: Phase,
+    /// Futex command ([`format::futex`]`::CMD_*`).
+    pub cmd: u8,
+    /// `FUTEX_PRIVATE_FLAG` was set.
+    pub private: bool,
+    /// After the call: its return value (waiters woken, for wakes) or,
+    /// with [`Phase::Error`], errno; 0 before it.
+    pub value: i32,
+    /// Index into [`LockTrace::stacks`], or [`NO_STACK`].
+    pub stack: u32,
+}
+
+/// One OpenMP record (version 2, [`format::TAG_OMP`]), written by the
+/// collector's OMPT tool (trace_format.h, "OpenMP records").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OmpOp {
+    /// Trace clock ticks (convert with a [`crate::ClockFit`]).
+    pub ticks: u64,
+    /// The OMPT wait id (mutex events) or the parallel region instance.
+    pub object: u64,
+    /// The OMPT code pointer (the user's code after the construct), or the
+    /// return address into the runtime.
+    pub site: u64,
+    /// Event ([`format::omp`]`::*`).
+    pub event: u8,
+    /// OMPT kind: `ompt_mutex_t` (mutex events), `ompt_sync_region_t`
+    /// (sync waits), else 0.
+    pub kind: u8,
+    /// Thread number in the team (task begin), requested team size
+    /// (parallel begin), else 0.
+    pub value: u32,
+}
+
 /// Value of [`RawOp::stack`] when no call stack was recorded.
 pub const NO_STACK: u32 = u32::MAX;
 
@@ -81,6 +129,12 @@ pub struct ThreadTrace {
     pub counted: Vec<Counted>,
     /// Ticks of its first and last record (0, 0 without records).
     pub span_ticks: (u64, u64),
+    /// (Version 2) its futex records, in time order (decoded when the
+    /// trace is opened: one per futex system call's start and end).
+    pub futex: Vec<FutexOp>,
+    /// (Version 2) its OpenMP records, in time order (decoded when the
+    /// trace is opened).
+    pub omp: Vec<OmpOp>,
 }
 
 /// Uncontended acquisitions of one object at one call site by one thread,
@@ -430,8 +484,13 @@ impl LockTrace {
                 f(&op, object_slot, site_slot);
             },
             |_, step| {
-                if let Step::Stack { offset, .. } = step {
-                    pending.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK));
+                match step {
+                    Step::Stack { offset, .. } => {
+                        pending.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK))
+                    }
+                    // a stack before a futex record is that record's
+                    Step::Futex(_) | Step::Omp(_) => pending.set(NO_STACK),
+                    _ => {}
                 }
                 // Damage was recorded when the trace was opened.
             },
@@ -648,6 +707,8 @@ impl LockTrace {
             collector_ns: u64,
             /// Ticks of its first and last record.
             ticks: Option<(u64, u64)>,
+            futex: Vec<FutexOp>,
+            omp: Vec<OmpOp>,
         }
         /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
         struct CountChunk {
@@ -737,6 +798,11 @@ impl LockTrace {
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
             let mut ticks: Option<(u64, u64)> = None;
+            let mut futex = Vec::new();
+            let mut omp = Vec::new();
+            // the stack recorded right before a futex record is that
+            // record's (an operation record in between takes it)
+            let last_stack = std::cell::Cell::new(NO_STACK);
             cursor.run(
                 &trace.objects,
                 &trace.sites,
@@ -744,11 +810,21 @@ impl LockTrace {
                     ops += 1;
                     let s = ticks.get_or_insert((op.ticks, op.ticks));
                     s.1 = op.ticks;
+                    last_stack.set(NO_STACK);
                 },
                 |cursor, step| match step {
                     Step::Stack { offset, frames } => {
-                        trace.stack_at.insert(offset, trace.stacks.len() as u32);
+                        last_stack.set(trace.stacks.len() as u32);
+                        trace.stack_at.insert(offset, last_stack.get());
                         trace.stacks.push(cursor.frames(frames));
+                    }
+                    Step::Futex(mut op) => {
+                        op.stack = last_stack.replace(NO_STACK);
+                        futex.push(op);
+                    }
+                    Step::Omp(op) => {
+                        last_stack.set(NO_STACK);
+                        omp.push(op);
                     }
                     Step::Bad(d) => trace.damage.push(d),
                     Step::Op(..) | Step::End => {}
@@ -766,6 +842,8 @@ impl LockTrace {
                 ops,
                 collector_ns,
                 ticks,
+                futex,
+                omp,
             });
         }
         if let Some((count, offset, error)) = unreadable {
@@ -822,6 +900,8 @@ impl LockTrace {
                         collector_ns: c.collector_ns,
                         counted: Vec::new(),
                         span_ticks: c.ticks.unwrap_or((0, 0)),
+                        futex: c.futex,
+                        omp: c.omp,
                     };
                     current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
@@ -837,6 +917,8 @@ impl LockTrace {
                         }
                         t.span_ticks.1 = last;
                     }
+                    t.futex.extend(c.futex);
+                    t.omp.extend(c.omp);
                 }
             }
             if let Some((first, t, _)) = current {
@@ -937,6 +1019,10 @@ enum Step {
         offset: u64,
         frames: (usize, usize),
     },
+    /// A futex record (its stack is set by the caller).
+    Futex(FutexOp),
+    /// An OpenMP record.
+    Omp(OmpOp),
     Bad(Damage),
     End,
 }
@@ -1075,6 +1161,70 @@ impl<'a> Cursor<'a> {
                         offset: self.file_offset + (i * 8) as u64,
                         frames: (i + 1, n),
                     };
+                }
+                _ if tag & !format::TAG_WIDE == format::TAG_OMP => {
+                    let wide = tag & format::TAG_WIDE != 0;
+                    let len = if wide { 4 } else { 2 };
+                    if i + len > words {
+                        return bad("OpenMP record cut off at the chunk end".into());
+                    }
+                    let (object, site) = if wide {
+                        (self.word(i + 1), self.word(i + 2))
+                    } else {
+                        let (object, _) = resolve(objects, oi);
+                        let (site, _) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
+                        (object, site)
+                    };
+                    let ext = self.word(i + len - 1);
+                    let event = (ext & 0xff) as u8;
+                    if !(format::omp::MUTEX_ACQUIRE..=format::omp::PARALLEL_END).contains(&event) {
+                        return bad(format!("OpenMP record with an unknown event ({ext:#x})"));
+                    }
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += len;
+                    return Step::Omp(OmpOp {
+                        ticks: self.now,
+                        object,
+                        site,
+                        event,
+                        kind: (ext >> 8) as u8,
+                        value: (ext >> 32) as u32,
+                    });
+                }
+                _ if tag & !format::TAG_WIDE == format::TAG_FUTEX => {
+                    let wide = tag & format::TAG_WIDE != 0;
+                    let len = if wide { 4 } else { 2 };
+                    if i + len > words {
+                        return bad("futex record cut off at the chunk end".into());
+                    }
+                    let (word, site) = if wide {
+                        (self.word(i + 1), self.word(i + 2))
+                    } else {
+                        let (object, _) = resolve(objects, oi);
+                        let (site, _) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
+                        (object, site)
+                    };
+                    let ext = self.word(i + len - 1);
+                    let Some(phase) = u8::try_from(ext & format::futex::PHASE_MASK)
+                        .ok()
+                        .and_then(Phase::from_code)
+                    else {
+                        return bad(format!("futex record with an unknown phase ({ext:#x})"));
+                    };
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += len;
+                    return Step::Futex(FutexOp {
+                        ticks: self.now,
+                        word,
+                        site,
+                        phase,
+                        cmd: (ext >> format::futex::CMD_SHIFT) as u8,
+                        private: ext & format::futex::PRIVATE != 0,
+                        value: (ext >> format::futex::VALUE_SHIFT) as u32 as i32,
+                        stack: NO_STACK,
+                    });
                 }
                 _ => {
                     let wide = tag & format::TAG_WIDE != 0;

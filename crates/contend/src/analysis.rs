@@ -30,6 +30,8 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
     &crate::mpi::MpiAnalyzer,
     &crate::numa::NumaAnalyzer,
     &crate::sci::SciAnalyzer,
+    &crate::futex::FutexAnalyzer,
+    &crate::openmp::OpenMpAnalyzer,
     &crate::recording_cost::RecordingCostAnalyzer,
 ];
 

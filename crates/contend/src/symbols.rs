@@ -214,6 +214,19 @@ impl Symbols {
             .into_iter()
             .filter(|m| matches!(m.file_state, ModuleFileState::Mismatch { .. }))
             .map(|m| m.path)
+    /// The names of the functions at code address `address`: the
+    /// innermost (possibly inlined) function first, then every function
+    /// it is inlined into, outermost last; empty when unknown. For
+    /// telling what kind of code waits (a Rust `Mutex::lock_contended`
+    /// vs `Condvar::wait`), where the attributed site keeps one name.
+    pub fn site_functions(&self, maps: Option<&ProcessMaps>, address: u64) -> Vec<String> {
+        let (Some(maps), Some(symbolizer)) = (maps, &self.symbolizer) else {
+            return Vec::new();
+        };
+        let loc = lock(symbolizer).resolve_code(maps, address);
+        loc.function
+            .into_iter()
+            .chain(loc.inlined_into.into_iter().filter_map(|f| f.function))
             .collect()
     }
 
@@ -235,9 +248,12 @@ fn lock(m: &Mutex<Symbolizer>) -> std::sync::MutexGuard<'_, Symbolizer> {
 }
 
 /// True for source files of the compiler's and the C library's headers
-/// (`/usr/include/…`, `/usr/lib/gcc/…`, libstdc++'s `c++/` tree).
+/// (`/usr/include/…`, `/usr/lib/gcc/…`, libstdc++'s `c++/` tree) and of
+/// Rust's standard library (`/rustc/<commit>/library/…`, inlined into
+/// every Rust program).
 pub fn is_system_header(file: &str) -> bool {
-    file.starts_with("/usr/include/")
+    file.starts_with("/rustc/")
+        || file.starts_with("/usr/include/")
         || file.starts_with("/usr/lib/gcc/")
         || file.starts_with("/usr/lib/llvm")
         || file.contains("/include/c++/")

@@ -354,6 +354,15 @@ fn no_events_reason(recording: &Recording) -> String {
         );
         return s;
     }
+    if recording
+        .processes
+        .iter()
+        .any(|p| p.trace.threads.iter().any(|t| !t.futex.is_empty()))
+    {
+        return "No pthread lock operation was recorded; the program's futex waits and wakes \
+                (syscall(SYS_futex): Rust's std::sync, hand-written locks) are in the futex section."
+            .to_string();
+    }
     "No lock operation was recorded although the collector was loaded. \
      The program may not use pthread locks: it may use raw futexes, its own spinlocks or atomics, \
      or a runtime with its own mutexes (Go, some JVM and OpenMP runtimes), or it ran single-threaded \

@@ -187,7 +187,12 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         } else {
             full += 1;
         }
-        let records = t.op_count() as u64;
+        // futex and OpenMP records are timed records too
+        let records = t.op_count() as u64
+            + t.threads
+                .iter()
+                .map(|th| (th.futex.len() + th.omp.len()) as u64)
+                .sum::<u64>();
         let counted = t.counted();
         r.cost.records += records;
         r.cost.counted += counted;
@@ -213,18 +218,18 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             uncalibrated_ops = true;
         }
         for th in &t.threads {
+            let records_t = (th.op_count + th.futex.len() + th.omp.len()) as u64;
             let slow_t = th.collector_ns;
             let counted_t: u64 = th.counted.iter().map(|x| x.count).sum();
             let est = c.then(|| {
-                (th.op_count as u64 * u64::from(t.cost_record_ps)
-                    + counted_t * u64::from(t.cost_count_ps))
+                (records_t * u64::from(t.cost_record_ps) + counted_t * u64::from(t.cost_count_ps))
                     / 1000
                     + slow_t
             });
             r.by_thread.push(ThreadCost {
                 pid: t.pid,
                 tid: th.tid,
-                records: th.op_count as u64,
+                records: records_t,
                 counted: counted_t,
                 bytes: th.record_bytes,
                 estimated_ns: est,

@@ -1,0 +1,243 @@
+//! Futex waits and wakes through glibc's `syscall(SYS_futex, …)`, end to
+//! end on tests/programs/futex_lock.c, a hand-written futex lock whose
+//! waits, wakes and hand-overs the program counts and times itself:
+//!
+//! * waits by outcome (woken, timed out, EAGAIN), wakes and waiters woken
+//!   are exact, and so are the hand-overs (every woken wait of the lock
+//!   finds the wake that ended it);
+//! * the program's pthread mutex hand-overs, whose futex calls glibc makes
+//!   inline, add nothing to the futex counts (they are in the lock tables);
+//! * the lock word's wait time agrees with the program's own clock within
+//!   2 % + 1 µs per wait: the collector's interval lies inside the
+//!   program's, so contend may never exceed it (beyond the clock fit), and
+//!   the program's extra is only the recording's own cost unless the run
+//!   was disturbed (preempted between the two clocks): a run outside the
+//!   lower bound is made again, up to three times;
+//! * other system calls through `syscall()` keep their return values and
+//!   errno (the program checks them and fails otherwise).
+
+use crate::common::*;
+use serde_json::Value;
+
+/// The program's `key=value` line.
+fn program_values(out: &Output) -> std::collections::HashMap<String, i64> {
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("rounds="))
+        .unwrap_or_else(|| panic!("no result line:\n{}", out.describe()));
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().expect("integer")))
+        .collect()
+}
+
+fn word<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["futex"]["by_word"]
+        .as_array()
+        .expect("futex.by_word")
+        .iter()
+        .find(|w| w["name"] == name)
+        .unwrap_or_else(|| panic!("no futex word {name}: {}", report["futex"]))
+}
+
+#[test]
+fn futex_waits_wakes_and_hand_overs_are_exact() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let exe = build("futex_lock.c", &["-O1"]);
+    let plain = run_plain(&exe, &[] as &[&str]);
+    assert!(
+        plain.success(),
+        "program failed alone:\n{}",
+        plain.describe()
+    );
+
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let dir = tempdir();
+        let rec = dir.path().join("rec");
+        let out = record(&rec, &exe, &[] as &[&str]);
+        assert!(
+            out.success(),
+            "program failed under contend (syscall() passthrough changed a return value or errno?):\n{}",
+            out.describe()
+        );
+        let p = program_values(&out);
+        let report = report_json(&rec);
+        let s = &report["futex"]["summary"];
+        let waitv_timed_out = u64::from(p["waitv"] == 1);
+        let waitv_calls = u64::from(p["waitv"] >= 0);
+        // waits: the lock's (woken or EAGAIN), the timed ones, the EAGAIN
+        // ones, futex_waitv (ETIMEDOUT, or ENOSYS counted under other)
+        let woken = p["waits_woken"] as u64;
+        let again = (p["again"] + p["eagain_in_lock"]) as u64;
+        let timed_out = p["timedout"] as u64 + waitv_timed_out;
+        assert_eq!(p["timedout"], p["timed"], "the program's timed waits");
+        assert_eq!(u(s, "woken"), woken, "woken waits: {s}");
+        assert_eq!(u(s, "value_changed"), again, "EAGAIN waits: {s}");
+        assert_eq!(u(s, "timed_out"), timed_out, "timed-out waits: {s}");
+        assert_eq!(
+            u(s, "events"),
+            woken + again + p["timed"] as u64 + waitv_calls,
+            "every futex wait of the program, and none of glibc's pthread code: {s}"
+        );
+        assert_eq!(
+            u(s, "wakes"),
+            p["wakes"] as u64,
+            "wake calls (glibc's own are not counted): {s}"
+        );
+        assert_eq!(u(s, "waiters_woken"), p["woken"] as u64, "{s}");
+        assert_eq!(
+            u(s, "handovers"),
+            woken,
+            "every woken wait has its waker: {s}"
+        );
+        // the pthread mutex is still in the lock tables, with its waits (a
+        // round whose worker came late under load did not wait)
+        let pm = lock_row(&report, "pmutex");
+        assert!(
+            (1..=p["rounds"] as u64).contains(&u(pm, "contended_events")),
+            "{pm}"
+        );
+
+        let lw = word(&report, "lock_word");
+        assert_eq!(u(lw, "woken"), woken);
+        assert_eq!(u(lw, "handovers"), woken);
+        assert_eq!(u(lw, "wakes"), p["wakes"] as u64);
+        let iw = word(&report, "idle_word");
+        assert_eq!(u(iw, "timed_out"), p["timed"] as u64);
+        assert_eq!(u(iw, "value_changed"), p["again"] as u64);
+        // the lock's waits come from one call site: the syscall() line
+        let line = line_of("futex_lock.c", "FUTEX_CALL");
+        let sites = report["futex"]["by_site"].as_array().unwrap();
+        assert!(
+            sites
+                .iter()
+                .filter(|s| u(s, "events") > 0)
+                .any(|s| s["line"] == line && s["function"] == "futex"),
+            "no site at futex_lock.c:{line}: {sites:?}"
+        );
+        // an idle word's timed wait: at least its timeout (5 ms) each
+        assert!(u(iw, "wait_ns") >= p["timed"] as u64 * p["timeout_ms"] as u64 * 1_000_000);
+
+        // wait time against the program's own clock
+        let measured = p["wait_ns"] as u64;
+        let n = (woken + p["eagain_in_lock"] as u64).max(1);
+        let got = u(lw, "wait_ns");
+        let fit_slack = 2_000 * n; // TSC → CLOCK_MONOTONIC fit, per wait
+        assert!(
+            got <= measured + fit_slack,
+            "contend's waits ({got} ns) lie inside the program's ({measured} ns)"
+        );
+        let tolerance = measured / 50 + 1_000 * n;
+        if measured - got.min(measured) <= tolerance {
+            break;
+        }
+        assert!(
+            attempt < 3,
+            "lock_word wait {got} ns vs the program's {measured} ns: more than 2 % + 1 µs per wait apart in three runs"
+        );
+        eprintln!("disturbed run ({got} vs {measured} ns), again");
+    }
+}
+
+/// Builds tests/programs/`name` with `rustc -O -g` into `dir`.
+fn build_rust(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let exe = dir.join(name.trim_end_matches(".rs"));
+    let mut cmd = std::process::Command::new("rustc");
+    cmd.args(["-O", "-g", "--edition", "2021", "-o"])
+        .arg(&exe)
+        .arg(program_source(name));
+    let out = run_timeout(cmd, std::time::Duration::from_secs(120));
+    assert!(out.success(), "rustc failed:\n{}", out.describe());
+    exe
+}
+
+/// Rust's `std::sync::Mutex` and `Condvar` wait on futexes through
+/// `syscall()`: the lock's futex word shows the worker's waits as a
+/// `mutex` at the worker's line, within 2 % + 1 µs per wait of the time
+/// the worker measured around `lock()` (which also holds the lock's
+/// spinning before it sleeps: contend's wait is at most that); the
+/// producer/consumer's waits are a `condvar`, not lock waits.
+#[test]
+fn rust_std_mutex_and_condvar() {
+    require_tool!("rustc");
+    let _serial = serial();
+    let build_dir = tempdir();
+    let exe = build_rust("rust_mutex.rs", build_dir.path());
+    let lock_line = line_of("rust_mutex.rs", "RUST_LOCK_SITE");
+    let wait_line = line_of("rust_mutex.rs", "RUST_WAIT_SITE");
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let dir = tempdir();
+        let rec = dir.path().join("rec");
+        let mut cmd = std::process::Command::new(contend_bin());
+        cmd.args(["record", "--stack-every", "1", "-o"])
+            .arg(&rec)
+            .arg("--")
+            .arg(&exe);
+        let out = run_timeout(cmd, RUN_TIMEOUT);
+        assert!(out.success(), "record failed:\n{}", out.describe());
+        let p = program_values(&out);
+        assert_eq!(p["consumed"], p["items"]);
+        let report = report_json(&rec);
+        let sites = report["futex"]["by_site"]
+            .as_array()
+            .expect("futex.by_site");
+        let site = |line: u32| {
+            sites
+                .iter()
+                .find(|s| s["line"] == line && u(s, "events") > 0)
+                .unwrap_or_else(|| panic!("no futex wait site at line {line}: {sites:?}"))
+        };
+        let lock = site(lock_line);
+        assert_eq!(lock["function"], "rust_mutex::contend_on_lock", "{lock}");
+        assert_eq!(lock["kind"], "mutex", "{lock}");
+        let cond = site(wait_line);
+        assert_eq!(cond["function"], "rust_mutex::consume", "{cond}");
+        assert_eq!(cond["kind"], "condvar", "{cond}");
+        let words = report["futex"]["by_word"].as_array().unwrap();
+        let kinds: Vec<&str> = words.iter().map(|w| w["kind"].as_str().unwrap()).collect();
+        assert!(
+            kinds.contains(&"mutex") && kinds.contains(&"condvar"),
+            "{kinds:?}"
+        );
+        // every woken wait was handed over by main's unlock
+        let rounds = p["rounds"] as u64;
+        let mutex_word = words.iter().find(|w| w["kind"] == "mutex").unwrap();
+        assert!(u(mutex_word, "woken") >= 1, "{mutex_word}");
+        assert_eq!(
+            u(mutex_word, "handovers"),
+            u(mutex_word, "woken"),
+            "{mutex_word}"
+        );
+
+        let measured = p["lock_wait_ns"] as u64;
+        let got = u(lock, "wait_ns");
+        let n = u(lock, "events");
+        assert!(
+            got <= measured + 2_000 * n,
+            "contend's futex waits ({got} ns) lie inside the worker's lock() calls ({measured} ns)"
+        );
+        // A round whose worker was descheduled until main had unlocked
+        // never slept (fewer waits than rounds); a thread preempted
+        // between its clock and the futex call widens the gap: both are
+        // disturbances of the run, made again. After three, what holds
+        // under any load has been checked above.
+        let close = measured - got.min(measured) <= measured / 50 + 1_000 * n;
+        if close && u(mutex_word, "woken") >= rounds {
+            break;
+        }
+        if attempt == 3 {
+            eprintln!(
+                "three disturbed runs: {got} vs {measured} ns, {} of {rounds} rounds slept",
+                u(mutex_word, "woken")
+            );
+            break;
+        }
+        eprintln!("disturbed run ({got} vs {measured} ns), again");
+    }
+}

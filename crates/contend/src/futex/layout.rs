@@ -1,0 +1,208 @@
+//! The `futex` section in the table formats and in comparisons: a summary,
+//! the futex words (most wait first), their call sites and the threads.
+
+use super::FutexReport;
+use crate::report::compared::{metrics, Comparable, Metric, MetricGroup, Unit};
+use crate::report::layout::{take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::{RenderOptions, ReportSection};
+
+/// Metric group of the futex totals.
+pub const FUTEX: MetricGroup = MetricGroup("futex");
+
+impl ReportSection for FutexReport {
+    fn key(&self) -> &'static str {
+        "futex"
+    }
+
+    fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
+        let s = &self.summary;
+        let field = |key: &str, label: &str, value: Cell, notes: String| Row {
+            key: key.to_string(),
+            cells: vec![Cell::Text(label.into()), value, Cell::Text(notes)],
+        };
+        let rows = vec![
+            field(
+                "events",
+                "Futex waits",
+                Cell::Count(s.events),
+                format!(
+                    "{} woken, {} timed out, {} value changed (EAGAIN), {} interrupted, {} other",
+                    s.woken, s.timed_out, s.value_changed, s.interrupted, s.other
+                ),
+            ),
+            field(
+                "contended_events",
+                "Waits that slept",
+                Cell::Count(s.contended_events),
+                String::new(),
+            ),
+            field("wait_ns", "Wait time", Cell::Ns(s.wait_ns), String::new()),
+            field(
+                "max_wait_ns",
+                "Longest wait",
+                Cell::Ns(s.max_wait_ns),
+                String::new(),
+            ),
+            field(
+                "wakes",
+                "Wake calls",
+                Cell::Count(s.wakes),
+                format!(
+                    "{} waiters woken, {} calls woke nobody",
+                    s.waiters_woken, s.wakes_without_waiters
+                ),
+            ),
+            field(
+                "wake_ns",
+                "Time in wake calls",
+                Cell::Ns(s.wake_ns),
+                String::new(),
+            ),
+            field(
+                "handovers",
+                "Hand-overs (waker found)",
+                Cell::Count(s.handovers),
+                format!(
+                    "wake latency {} in total",
+                    crate::report::fmt::duration_plain(s.wake_latency_ns)
+                ),
+            ),
+            field(
+                "words",
+                "Futex words",
+                Cell::Count(s.words),
+                format!("{} threads", s.threads),
+            ),
+        ];
+        let mut out = vec![Panel::new(
+            "futex_summary",
+            "Futex waits",
+            &format!(
+                "Waits and wakes on futex words through syscall(SYS_futex): Rust's std::sync, InnoDB latches, hand-written locks. {}",
+                self.note
+            ),
+            Body::Table(Table {
+                columns: vec![
+                    Column::text("Measure", "measure"),
+                    Column::num("Value", "value"),
+                    Column::text("Notes", "notes"),
+                ],
+                rows,
+                ..Table::default()
+            }),
+        )];
+
+        let (words, omitted) = take_top(&self.by_word, opts.top);
+        let rows = words
+            .iter()
+            .map(|w| Row {
+                key: format!("{}:{}", w.pid, w.address),
+                cells: vec![
+                    Cell::Text(w.name.clone()),
+                    Cell::Text(w.kind.clone()),
+                    Cell::Count(w.events),
+                    Cell::Count(w.contended_events),
+                    Cell::Ns(w.wait_ns),
+                    Cell::Ns(w.max_wait_ns),
+                    Cell::Count(w.wakes),
+                    Cell::Count(w.waiters_woken),
+                    Cell::Count(w.handovers),
+                    w.wake_latency_ns
+                        .checked_div(w.handovers)
+                        .map_or(Cell::Empty, Cell::Ns),
+                    Cell::Text(w.sites.first().cloned().unwrap_or_default()),
+                ],
+            })
+            .collect();
+        out.push(Panel::new(
+            "futex_words",
+            "Futex words",
+            "Each futex word as a lock: its waits (calls that entered the kernel to wait), how many slept, their time, its wake calls and the waiters they woke, the hand-overs whose waker was found and their mean wake latency (wake call → waiter running); hold times are unknown.",
+            Body::Table(Table {
+                columns: vec![
+                    Column::text("Word", "name"),
+                    Column::text("Kind", "kind"),
+                    Column::num("Waits", "events"),
+                    Column::num("Slept", "contended_events").explained("waits woken or timed out"),
+                    Column::num("Wait", "wait_ns"),
+                    Column::num("Max wait", "max_wait_ns"),
+                    Column::num("Wakes", "wakes"),
+                    Column::num("Woken", "waiters_woken").explained("waiters the wake calls woke"),
+                    Column::num("Hand-overs", "handovers").explained("woken waits whose wake call was found"),
+                    Column::num("Wake lat.", "mean_wake_latency_ns").explained("mean time from the wake call to the waiter's return"),
+                    Column::text("Site", "site"),
+                ],
+                rows,
+                omitted,
+                bars: vec![4],
+                ..Table::default()
+            }),
+        ));
+
+        let (sites, omitted) = take_top(&self.by_site, opts.top);
+        let rows = sites
+            .iter()
+            .map(|s| Row {
+                key: format!("{}+{}", s.module.as_deref().unwrap_or("?"), s.offset),
+                cells: vec![
+                    Cell::Text(s.display.clone()),
+                    Cell::Text(s.kind.clone()),
+                    Cell::Count(s.events),
+                    Cell::Ns(s.wait_ns),
+                    Cell::Ns(s.max_wait_ns),
+                    Cell::Count(s.wakes),
+                    Cell::Count(s.waiters_woken),
+                ],
+            })
+            .collect();
+        out.push(Panel::new(
+            "futex_sites",
+            "Futex call sites",
+            "Where the program waited on and woke futex words (the caller of syscall(), or with --stack-every the first frame of the program's own code).",
+            Body::Table(Table {
+                columns: vec![
+                    Column::text("Site", "display"),
+                    Column::text("Kind", "kind"),
+                    Column::num("Waits", "events"),
+                    Column::num("Wait", "wait_ns"),
+                    Column::num("Max wait", "max_wait_ns"),
+                    Column::num("Wakes", "wakes"),
+                    Column::num("Woken", "waiters_woken"),
+                ],
+                rows,
+                omitted,
+                ..Table::default()
+            }),
+        ));
+        out
+    }
+
+    fn comparable(&self) -> Option<Comparable> {
+        Some(Comparable {
+            metrics: futex_metrics(self),
+            missing_is_zero: true,
+            lists: Vec::new(),
+        })
+    }
+}
+
+/// The numbers `contend compare` lines up (keys are JSON paths).
+pub fn futex_metrics(r: &FutexReport) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    let s = &r.summary;
+    metrics(
+        FUTEX,
+        "futex.summary.",
+        vec![
+            ("events", "Futex waits", Count, s.events as f64),
+            ("wait_ns", "Futex wait time", Ns, s.wait_ns as f64),
+            ("wakes", "Futex wake calls", Count, s.wakes as f64),
+            (
+                "waiters_woken",
+                "Futex waiters woken",
+                Count,
+                s.waiters_woken as f64,
+            ),
+        ],
+    )
+}

@@ -1,0 +1,856 @@
+//! Futex words as locks (JSON key `futex`): the waits and wakes a program
+//! makes through glibc's `syscall(SYS_futex, …)` (Rust's `std::sync`,
+//! InnoDB's latches, hand-written locks), recorded by the collector's
+//! interposed `syscall()` (trace_format.h, "Futex records").
+//!
+//! Only contended operations reach the kernel, so a futex lock's
+//! uncontended acquisitions and its hold times are not seen; what is seen:
+//!
+//! * each wait, from the call to its return, and how it ended (woken, timed
+//!   out, the word no longer held the expected value, interrupted);
+//! * each wake call and how many waiters it woke;
+//! * the waker of each woken wait ([`match_wakers`]): the hand-over, and
+//!   the wake latency (wake call → waiter returning), as the thesis's
+//!   hand-over of a pthread mutex (Venter 2016, Section 3.2.2.2) but
+//!   without the hold before it.
+//!
+//! Aggregated per futex word (a lock-like object, named by its symbol when
+//! global), per call site and per thread; the kind is inferred from the
+//! symbolized waiting function ([`infer_kind`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use contend_trace::format::futex as fx;
+use contend_trace::{FutexOp, Phase, NO_STACK};
+
+use crate::analysis::{AnalysisOutput, Analyzer, Context};
+use crate::recording::Recording;
+use crate::symbols::{is_system_site, ResolvedSite, Symbols};
+
+pub mod layout;
+
+/// The futex analysis (registered in [`crate::analysis::ANALYZERS`]); its
+/// section is present when some traced process made a futex call through
+/// `syscall()`.
+pub struct FutexAnalyzer;
+
+/// How a futex wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitOutcome {
+    /// It returned ≥ 0: woken by a wake (or spuriously), or, for
+    /// `FUTEX_LOCK_PI`, the lock was taken.
+    Woken,
+    /// `ETIMEDOUT`.
+    TimedOut,
+    /// `EAGAIN`: the word no longer held the expected value (the wait did
+    /// not sleep).
+    ValueChanged,
+    /// `EINTR`: a signal interrupted it.
+    Interrupted,
+    /// Another error (`EFAULT`, `EINVAL`, `ENOSYS`, …).
+    Error,
+    /// The trace ends inside it (the process was killed, or exited with
+    /// the thread still waiting).
+    Unfinished,
+}
+
+/// One futex wait of one thread, paired from its two records.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FutexWait {
+    /// Index of the process in [`Recording::processes`].
+    pub process: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Futex word address (the waiter array for `futex_waitv`).
+    pub word: u64,
+    /// Call site (return address of `syscall()`).
+    pub site: u64,
+    /// Index into the trace's stacks, or [`NO_STACK`].
+    pub stack: u32,
+    /// Futex command (`contend_trace::format::futex::CMD_*`).
+    pub cmd: u8,
+    /// Call, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// Return, CLOCK_MONOTONIC ns (the trace's end for an unfinished wait).
+    pub end_ns: u64,
+    /// How it ended.
+    pub outcome: WaitOutcome,
+    /// Index into [`FutexEvents::wakes`] of the wake that ended it, when known.
+    pub waker: Option<usize>,
+}
+
+impl FutexWait {
+    /// Wait time, ns.
+    pub fn wait_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// True when the wait slept (woken or timed out), not returned at once
+    /// because the word had changed or failed.
+    pub fn slept(&self) -> bool {
+        matches!(self.outcome, WaitOutcome::Woken | WaitOutcome::TimedOut)
+    }
+}
+
+/// One futex wake call of one thread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FutexWake {
+    /// Index of the process in [`Recording::processes`].
+    pub process: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Futex word address.
+    pub word: u64,
+    /// Call site.
+    pub site: u64,
+    /// Index into the trace's stacks, or [`NO_STACK`].
+    pub stack: u32,
+    /// Futex command.
+    pub cmd: u8,
+    /// Call, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// Return, CLOCK_MONOTONIC ns.
+    pub end_ns: u64,
+    /// Waiters woken (the call's return value; woken + requeued for
+    /// `FUTEX_CMP_REQUEUE`); 0 when it failed.
+    pub woken: u64,
+    /// The call failed (its errno was recorded).
+    pub failed: bool,
+}
+
+/// What the futex analysis keeps per event, for exporters.
+#[derive(Debug, Default)]
+pub struct FutexEvents {
+    /// Every wait, in process, thread and time order.
+    pub waits: Vec<FutexWait>,
+    /// Every wake, in process, thread and time order.
+    pub wakes: Vec<FutexWake>,
+}
+
+/// Pairs one thread's futex records (in time order, ticks already in ns
+/// through `to_ns`) into waits and wakes. A REQUEST (RELEASE) is ended by
+/// the thread's next record on the same word; a record without its
+/// partner is dropped, except a last REQUEST, which becomes an
+/// [`WaitOutcome::Unfinished`] wait ending at `trace_end_ns`.
+pub fn pair_thread(
+    process: u32,
+    pid: u32,
+    tid: u32,
+    ops: &[FutexOp],
+    to_ns: impl Fn(u64) -> u64,
+    trace_end_ns: u64,
+    out: &mut FutexEvents,
+) {
+    let mut open: Option<&FutexOp> = None;
+    for op in ops {
+        match op.phase {
+            Phase::Request | Phase::Release => open = Some(op),
+            _ => {
+                let Some(first) = open.take() else { continue };
+                if first.word != op.word {
+                    continue;
+                }
+                let (start_ns, end_ns) = (to_ns(first.ticks), to_ns(op.ticks));
+                if first.phase == Phase::Request {
+                    let outcome = match op.phase {
+                        Phase::Acquired => WaitOutcome::Woken,
+                        Phase::Busy => WaitOutcome::TimedOut,
+                        _ => match op.value {
+                            11 => WaitOutcome::ValueChanged, // EAGAIN
+                            4 => WaitOutcome::Interrupted,   // EINTR
+                            110 => WaitOutcome::TimedOut,    // ETIMEDOUT
+                            _ => WaitOutcome::Error,
+                        },
+                    };
+                    out.waits.push(FutexWait {
+                        process,
+                        pid,
+                        tid,
+                        word: first.word,
+                        site: first.site,
+                        stack: first.stack,
+                        cmd: first.cmd,
+                        start_ns,
+                        end_ns: end_ns.max(start_ns),
+                        outcome,
+                        waker: None,
+                    });
+                } else {
+                    let failed = op.phase != Phase::Released;
+                    out.wakes.push(FutexWake {
+                        process,
+                        pid,
+                        tid,
+                        word: first.word,
+                        site: first.site,
+                        stack: first.stack,
+                        cmd: first.cmd,
+                        start_ns,
+                        end_ns: end_ns.max(start_ns),
+                        woken: if failed { 0 } else { op.value.max(0) as u64 },
+                        failed,
+                    });
+                }
+            }
+        }
+    }
+    if let Some(first) = open.filter(|o| o.phase == Phase::Request) {
+        let start_ns = to_ns(first.ticks);
+        out.waits.push(FutexWait {
+            process,
+            pid,
+            tid,
+            word: first.word,
+            site: first.site,
+            stack: first.stack,
+            cmd: first.cmd,
+            start_ns,
+            end_ns: trace_end_ns.max(start_ns),
+            outcome: WaitOutcome::Unfinished,
+            waker: None,
+        });
+    }
+}
+
+/// Finds the waker of each woken wait: among the wakes of the same word
+/// in the same process by another thread that woke somebody, the one that
+/// began last before the wait returned, and still has a woken waiter not
+/// yet given to an earlier-returning wait. Waits are taken in the order
+/// they returned, so a wake that woke n waiters ends at most n waits.
+/// A wait whose wake was not recorded (made inline, by glibc or by the
+/// kernel for a robust or PI futex) keeps no waker.
+pub fn match_wakers(events: &mut FutexEvents) {
+    let mut by_word: HashMap<(u32, u64), Vec<usize>> = HashMap::new();
+    for (i, w) in events.wakes.iter().enumerate() {
+        if w.woken > 0 {
+            by_word.entry((w.process, w.word)).or_default().push(i);
+        }
+    }
+    for list in by_word.values_mut() {
+        list.sort_by_key(|&i| events.wakes[i].start_ns);
+    }
+    let mut left: Vec<u64> = events.wakes.iter().map(|w| w.woken).collect();
+    let mut order: Vec<usize> = (0..events.waits.len())
+        .filter(|&i| events.waits[i].outcome == WaitOutcome::Woken)
+        .collect();
+    order.sort_by_key(|&i| events.waits[i].end_ns);
+    for i in order {
+        let w = events.waits[i];
+        let Some(list) = by_word.get(&(w.process, w.word)) else {
+            continue;
+        };
+        // wakes that began before the wait returned
+        let n = list.partition_point(|&k| events.wakes[k].start_ns <= w.end_ns);
+        let found = list[..n].iter().rev().copied().find(|&k| {
+            left[k] > 0 && events.wakes[k].tid != w.tid && events.wakes[k].end_ns >= w.start_ns
+        });
+        if let Some(k) = found {
+            left[k] -= 1;
+            events.waits[i].waker = Some(k);
+        }
+    }
+}
+
+/// The kind of futex user, from the names of the waiting code (the call
+/// site's function and, with `--stack-every`, the functions of its stack):
+/// `condvar`, `rwlock`, `mutex`, `once`, `thread park`, `innodb latch`,
+/// `pi lock` (for `FUTEX_LOCK_PI`), else `futex`.
+pub fn infer_kind<'a>(cmd: u8, functions: impl IntoIterator<Item = &'a str>) -> &'static str {
+    if cmd == fx::CMD_LOCK_PI || cmd == fx::CMD_LOCK_PI2 || cmd == fx::CMD_UNLOCK_PI {
+        return "pi lock";
+    }
+    for f in functions {
+        let l = f.to_ascii_lowercase();
+        if l.contains("condvar") || l.contains("cond_wait") || l.contains("condition") {
+            return "condvar";
+        }
+        if l.contains("rwlock") {
+            return "rwlock";
+        }
+        if l.contains("srw_") || l.contains("ssux_lock") || l.contains("latch") {
+            return "innodb latch";
+        }
+        if l.contains("mutex") || l.contains("lock_contended") {
+            return "mutex";
+        }
+        if l.contains("::once") || l.contains("once_cell") || l.contains("oncelock") {
+            return "once";
+        }
+        if l.contains("park") {
+            return "thread park";
+        }
+    }
+    "futex"
+}
+
+/// The `futex` section.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct FutexReport {
+    /// Totals over every traced process.
+    pub summary: FutexSummary,
+    /// Per futex word, most wait first.
+    pub by_word: Vec<FutexWordRow>,
+    /// Per call site (waits and wakes), most wait first.
+    pub by_site: Vec<FutexSiteRow>,
+    /// Per thread, most wait first.
+    pub by_thread: Vec<FutexThreadRow>,
+    /// What futex records cannot tell (hold times, uncontended
+    /// acquisitions).
+    pub note: String,
+}
+
+/// Totals of the futex section.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct FutexSummary {
+    /// Wait calls (`FUTEX_WAIT`, `FUTEX_WAIT_BITSET`, `FUTEX_LOCK_PI`,
+    /// `futex_waitv`, …).
+    pub events: u64,
+    /// Of them, waits that slept: woken or timed out.
+    pub contended_events: u64,
+    /// Σ wait (call → return) over all wait calls, ns.
+    pub wait_ns: u64,
+    /// Largest single wait, ns.
+    pub max_wait_ns: u64,
+    /// Waits that returned woken (≥ 0).
+    pub woken: u64,
+    /// Waits that timed out (`ETIMEDOUT`).
+    pub timed_out: u64,
+    /// Waits that returned at once because the word had changed (`EAGAIN`).
+    pub value_changed: u64,
+    /// Waits interrupted by a signal (`EINTR`).
+    pub interrupted: u64,
+    /// Waits that failed otherwise, or that the trace ends inside.
+    pub other: u64,
+    /// Wake calls (`FUTEX_WAKE`, `FUTEX_WAKE_BITSET`, `FUTEX_WAKE_OP`,
+    /// `FUTEX_CMP_REQUEUE`, `FUTEX_UNLOCK_PI`, …).
+    pub wakes: u64,
+    /// Σ waiters the wake calls woke (their return values).
+    pub waiters_woken: u64,
+    /// Wake calls that woke nobody.
+    pub wakes_without_waiters: u64,
+    /// Σ time inside the wake calls, ns.
+    pub wake_ns: u64,
+    /// Woken waits whose waker (the wake that ended them) was found.
+    pub handovers: u64,
+    /// Σ wake latency (the waker's wake call → the waiter's return) over
+    /// those hand-overs, ns.
+    pub wake_latency_ns: u64,
+    /// Futex words seen.
+    pub words: u64,
+    /// Threads that made futex calls.
+    pub threads: u64,
+}
+
+/// One futex word (a lock-like object).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct FutexWordRow {
+    /// Symbol of a global or static word, else the address.
+    pub name: String,
+    /// Address, hexadecimal.
+    pub address: String,
+    /// Process that owns it.
+    pub pid: u32,
+    /// Inferred kind ([`infer_kind`]).
+    pub kind: String,
+    /// Wait calls on it.
+    pub events: u64,
+    /// Of them, waits that slept (woken or timed out).
+    pub contended_events: u64,
+    /// Σ wait, ns.
+    pub wait_ns: u64,
+    /// Largest single wait, ns.
+    pub max_wait_ns: u64,
+    /// Waits woken.
+    pub woken: u64,
+    /// Waits timed out.
+    pub timed_out: u64,
+    /// Waits that returned `EAGAIN` (the word had changed).
+    pub value_changed: u64,
+    /// Wake calls on it.
+    pub wakes: u64,
+    /// Σ waiters woken by them.
+    pub waiters_woken: u64,
+    /// Woken waits whose waker was found.
+    pub handovers: u64,
+    /// Σ wake latency of those, ns.
+    pub wake_latency_ns: u64,
+    /// Call sites of its waits and wakes, most waiting first (short form).
+    pub sites: Vec<String>,
+}
+
+/// One call site of futex waits or wakes.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct FutexSiteRow {
+    /// Function name (demangled), `None` if unknown.
+    pub function: Option<String>,
+    /// Source file, `None` without debug information.
+    pub file: Option<String>,
+    /// Source line, `None` without debug information.
+    pub line: Option<u32>,
+    /// Module (executable or library) path.
+    pub module: Option<String>,
+    /// Offset in the module, hexadecimal.
+    pub offset: String,
+    /// `dwarf`, `symbols` or `none`: how the site was resolved.
+    pub debug: String,
+    /// Short display form, e.g. `lock (futex_lock.c:77)`.
+    pub display: String,
+    /// Inferred kind ([`infer_kind`]).
+    pub kind: String,
+    /// Wait calls made here.
+    pub events: u64,
+    /// Of them, waits that slept.
+    pub contended_events: u64,
+    /// Σ wait, ns.
+    pub wait_ns: u64,
+    /// Largest single wait, ns.
+    pub max_wait_ns: u64,
+    /// Wake calls made here.
+    pub wakes: u64,
+    /// Σ waiters woken by them.
+    pub waiters_woken: u64,
+}
+
+/// One thread's futex calls.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct FutexThreadRow {
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Wait calls.
+    pub events: u64,
+    /// Σ wait, ns.
+    pub wait_ns: u64,
+    /// Wake calls.
+    pub wakes: u64,
+    /// Σ waiters woken.
+    pub waiters_woken: u64,
+}
+
+/// The note every futex section carries.
+pub const NOTE: &str = "Futex words are seen only when a thread waits or wakes in the kernel: \
+uncontended acquisitions and hold times of futex-based locks are unknown, so only waits, wakes \
+and wake latencies are shown. Waits and wakes made through glibc's syscall() are recorded; \
+futex calls made inline (glibc's own pthread code, which the lock tables show, Go, statically \
+linked programs) are not.";
+
+impl Analyzer for FutexAnalyzer {
+    fn name(&self) -> &'static str {
+        "futex"
+    }
+
+    fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
+        let recording = cx.recording;
+        let mut events = collect(recording);
+        if events.waits.is_empty() && events.wakes.is_empty() {
+            return None;
+        }
+        match_wakers(&mut events);
+        let report = aggregate(recording, cx.symbols, &events);
+        let span = events
+            .waits
+            .iter()
+            .map(|w| (w.start_ns, w.end_ns))
+            .chain(events.wakes.iter().map(|w| (w.start_ns, w.end_ns)))
+            .fold(None, |acc: Option<(u64, u64)>, (a, b)| {
+                Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
+            });
+        let mut out = AnalysisOutput::new(report);
+        out.events = Some(Box::new(events));
+        out.span_ns = span;
+        Some(out)
+    }
+}
+
+/// Pairs the futex records of every thread of every traced process.
+pub fn collect(recording: &Recording) -> FutexEvents {
+    let mut out = FutexEvents::default();
+    for (pi, p) in recording.processes.iter().enumerate() {
+        let trace = &p.trace;
+        let end_ticks = trace
+            .threads
+            .iter()
+            .flat_map(|t| t.futex.last().map(|o| o.ticks))
+            .max()
+            .unwrap_or(0);
+        let end_ns = if trace.finished() {
+            trace
+                .end
+                .map(|c| c.monotonic_ns)
+                .unwrap_or_else(|| recording.to_ns(trace, end_ticks))
+        } else {
+            recording.to_ns(trace, end_ticks)
+        };
+        for t in &trace.threads {
+            if t.futex.is_empty() {
+                continue;
+            }
+            pair_thread(
+                pi as u32,
+                trace.pid,
+                t.tid,
+                &t.futex,
+                |ticks| recording.to_ns(trace, ticks),
+                end_ns,
+                &mut out,
+            );
+        }
+    }
+    out
+}
+
+/// The site shown for a futex call: the call site, or, when it is a
+/// system library's (Rust's std, libstdc++) and a stack was recorded, the
+/// first frame of the user's code; with the function names seen on the
+/// way, for [`infer_kind`].
+fn user_site(
+    recording: &Recording,
+    symbols: &Symbols,
+    process: u32,
+    site: u64,
+    stack: u32,
+) -> (u64, ResolvedSite, Vec<String>) {
+    let maps = recording.process_maps(process);
+    let first = symbols.site(maps, site);
+    let mut names = symbols.site_functions(maps, site);
+    if stack == NO_STACK || !(is_system_site(&first) || is_std(&first)) {
+        return (site, first, names);
+    }
+    let frames = recording
+        .processes
+        .get(process as usize)
+        .and_then(|p| p.trace.stacks.get(stack as usize));
+    for &address in frames.into_iter().flatten().skip(1) {
+        let r = symbols.site(maps, address);
+        names.extend(symbols.site_functions(maps, address));
+        if is_system_site(&r) || is_std(&r) {
+            continue;
+        }
+        return (address, r, names);
+    }
+    (site, first, names)
+}
+
+/// Rust's standard library (its sources are outside the user's tree).
+fn is_std(site: &ResolvedSite) -> bool {
+    site.file.as_deref().is_some_and(|f| {
+        f.contains("/rustc/") || f.contains("/library/std/") || f.contains("/library/core/")
+    }) || site
+        .function
+        .as_deref()
+        .is_some_and(|f| f.starts_with("std::") || f.starts_with("core::"))
+}
+
+/// Builds the section from the paired events.
+pub fn aggregate(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> FutexReport {
+    // Sites: (process, site, stack) → shown site, its resolution and kind.
+    let mut site_cache: HashMap<(u32, u64, u32), (u64, usize)> = HashMap::new();
+    let mut sites: Vec<(u32, u64, ResolvedSite, Vec<String>)> = Vec::new();
+    let mut site_of = |process: u32, site: u64, stack: u32| -> usize {
+        let (_, i) = *site_cache.entry((process, site, stack)).or_insert_with(|| {
+            let (address, r, names) = user_site(recording, symbols, process, site, stack);
+            if let Some(i) = sites.iter().position(|s| s.0 == process && s.1 == address) {
+                return (address, i);
+            }
+            sites.push((process, address, r, names));
+            (address, sites.len() - 1)
+        });
+        i
+    };
+
+    let mut summary = FutexSummary::default();
+    let mut words: BTreeMap<(u32, u64), FutexWordRow> = BTreeMap::new();
+    let mut word_sites: HashMap<(u32, u64), BTreeMap<usize, u64>> = HashMap::new();
+    let mut word_kind: HashMap<(u32, u64), Vec<(usize, u8)>> = HashMap::new();
+    let mut site_rows: BTreeMap<usize, FutexSiteRow> = BTreeMap::new();
+    let mut site_cmd: HashMap<usize, u8> = HashMap::new();
+    let mut threads: BTreeMap<(u32, u32), FutexThreadRow> = BTreeMap::new();
+
+    for w in &ev.waits {
+        let ns = w.wait_ns();
+        let slept = u64::from(w.slept());
+        summary.events += 1;
+        summary.contended_events += slept;
+        summary.wait_ns += ns;
+        summary.max_wait_ns = summary.max_wait_ns.max(ns);
+        match w.outcome {
+            WaitOutcome::Woken => summary.woken += 1,
+            WaitOutcome::TimedOut => summary.timed_out += 1,
+            WaitOutcome::ValueChanged => summary.value_changed += 1,
+            WaitOutcome::Interrupted => summary.interrupted += 1,
+            WaitOutcome::Error | WaitOutcome::Unfinished => summary.other += 1,
+        }
+        let latency = w
+            .waker
+            .map(|k| w.end_ns.saturating_sub(ev.wakes[k].start_ns));
+        if let Some(l) = latency {
+            summary.handovers += 1;
+            summary.wake_latency_ns += l;
+        }
+        let si = site_of(w.process, w.site, w.stack);
+        site_cmd.entry(si).or_insert(w.cmd);
+        let key = (w.process, w.word);
+        let row = words.entry(key).or_insert_with(|| word_row(w.pid, w.word));
+        row.events += 1;
+        row.contended_events += slept;
+        row.wait_ns += ns;
+        row.max_wait_ns = row.max_wait_ns.max(ns);
+        row.woken += u64::from(w.outcome == WaitOutcome::Woken);
+        row.timed_out += u64::from(w.outcome == WaitOutcome::TimedOut);
+        row.value_changed += u64::from(w.outcome == WaitOutcome::ValueChanged);
+        if let Some(l) = latency {
+            row.handovers += 1;
+            row.wake_latency_ns += l;
+        }
+        *word_sites.entry(key).or_default().entry(si).or_default() += ns;
+        word_kind.entry(key).or_default().push((si, w.cmd));
+        let s = site_rows.entry(si).or_default();
+        s.events += 1;
+        s.contended_events += slept;
+        s.wait_ns += ns;
+        s.max_wait_ns = s.max_wait_ns.max(ns);
+        let t = threads.entry((w.pid, w.tid)).or_default();
+        t.events += 1;
+        t.wait_ns += ns;
+    }
+    for w in &ev.wakes {
+        summary.wakes += 1;
+        summary.waiters_woken += w.woken;
+        summary.wakes_without_waiters += u64::from(w.woken == 0);
+        summary.wake_ns += w.end_ns - w.start_ns;
+        let si = site_of(w.process, w.site, w.stack);
+        site_cmd.entry(si).or_insert(w.cmd);
+        let key = (w.process, w.word);
+        let row = words.entry(key).or_insert_with(|| word_row(w.pid, w.word));
+        row.wakes += 1;
+        row.waiters_woken += w.woken;
+        word_sites.entry(key).or_default().entry(si).or_default();
+        let s = site_rows.entry(si).or_default();
+        s.wakes += 1;
+        s.waiters_woken += w.woken;
+        let t = threads.entry((w.pid, w.tid)).or_default();
+        t.wakes += 1;
+        t.waiters_woken += w.woken;
+    }
+    summary.words = words.len() as u64;
+    summary.threads = threads.len() as u64;
+
+    let kind_of_site = |si: usize, cmd: u8| -> &'static str {
+        infer_kind(cmd, sites[si].3.iter().map(String::as_str))
+    };
+    let mut by_word: Vec<FutexWordRow> = words
+        .into_iter()
+        .map(|(key, mut row)| {
+            if let Some(name) = symbols.object(recording.process_maps(key.0), key.1) {
+                row.name = name;
+            }
+            // the kind its waits name (most of them), else its wakes'
+            let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
+            for &(si, cmd) in word_kind.get(&key).into_iter().flatten() {
+                *kinds.entry(kind_of_site(si, cmd)).or_default() += 1;
+            }
+            row.kind = kinds
+                .into_iter()
+                .max_by_key(|&(k, n)| (n, k != "futex"))
+                .map_or("futex", |(k, _)| k)
+                .to_string();
+            let mut s: Vec<(usize, u64)> = word_sites
+                .get(&key)
+                .map(|m| m.iter().map(|(&i, &ns)| (i, ns)).collect())
+                .unwrap_or_default();
+            s.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            for &(i, _) in &s {
+                let d = &sites[i].2.display;
+                if !row.sites.contains(d) {
+                    row.sites.push(d.clone());
+                }
+            }
+            row
+        })
+        .collect();
+    by_word.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.wakes.cmp(&a.wakes))
+            .then(a.address.cmp(&b.address))
+    });
+    let mut by_site: Vec<FutexSiteRow> = site_rows
+        .into_iter()
+        .map(|(si, mut row)| {
+            let r = &sites[si].2;
+            row.function = r.function.clone();
+            row.file = r.file.clone();
+            row.line = r.line;
+            row.module = r.module.clone();
+            row.offset = format!("{:#x}", r.offset);
+            row.debug = r.debug.to_string();
+            row.display = r.display.clone();
+            row.kind = kind_of_site(si, site_cmd.get(&si).copied().unwrap_or(0)).to_string();
+            row
+        })
+        .collect();
+    by_site.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.wakes.cmp(&a.wakes))
+            .then(a.display.cmp(&b.display))
+    });
+    let mut by_thread: Vec<FutexThreadRow> = threads
+        .into_iter()
+        .map(|((pid, tid), mut row)| {
+            row.pid = pid;
+            row.tid = tid;
+            row
+        })
+        .collect();
+    by_thread.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.tid.cmp(&b.tid)));
+    FutexReport {
+        summary,
+        by_word,
+        by_site,
+        by_thread,
+        note: NOTE.to_string(),
+    }
+}
+
+fn word_row(pid: u32, word: u64) -> FutexWordRow {
+    FutexWordRow {
+        name: format!("{word:#x}"),
+        address: format!("{word:#x}"),
+        pid,
+        ..FutexWordRow::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(ticks: u64, word: u64, phase: Phase, cmd: u8, value: i32) -> FutexOp {
+        FutexOp {
+            ticks,
+            word,
+            site: 0x40,
+            phase,
+            cmd,
+            private: true,
+            value,
+            stack: NO_STACK,
+        }
+    }
+
+    /// Thread 1 waits on word A from 100 to 500 (woken); thread 2 wakes A
+    /// at 450–470 (1 woken): the hand-over, latency 500 − 450 = 50 ns. A
+    /// second wait of thread 1 (600 → 605, EAGAIN) has no waker; a timed
+    /// wait (700 → 800, ETIMEDOUT) neither.
+    #[test]
+    fn pairs_and_hand_overs_worked_by_hand() {
+        let a = 0x1000;
+        let mut ev = FutexEvents::default();
+        let t1 = [
+            op(100, a, Phase::Request, fx::CMD_WAIT, 0),
+            op(500, a, Phase::Acquired, fx::CMD_WAIT, 0),
+            op(600, a, Phase::Request, fx::CMD_WAIT, 0),
+            op(605, a, Phase::Error, fx::CMD_WAIT, 11),
+            op(700, a, Phase::Request, fx::CMD_WAIT_BITSET, 0),
+            op(800, a, Phase::Busy, fx::CMD_WAIT_BITSET, 110),
+        ];
+        let t2 = [
+            op(450, a, Phase::Release, fx::CMD_WAKE, 0),
+            op(470, a, Phase::Released, fx::CMD_WAKE, 1),
+            op(900, a, Phase::Release, fx::CMD_WAKE, 0),
+            op(910, a, Phase::Released, fx::CMD_WAKE, 0),
+        ];
+        pair_thread(0, 7, 1, &t1, |t| t, 1000, &mut ev);
+        pair_thread(0, 7, 2, &t2, |t| t, 1000, &mut ev);
+        match_wakers(&mut ev);
+        let outcomes: Vec<_> = ev.waits.iter().map(|w| w.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [
+                WaitOutcome::Woken,
+                WaitOutcome::ValueChanged,
+                WaitOutcome::TimedOut
+            ]
+        );
+        assert_eq!(ev.waits[0].waker, Some(0));
+        assert_eq!(ev.waits[1].waker, None);
+        assert_eq!(ev.waits[2].waker, None);
+        assert_eq!(ev.wakes[0].woken, 1);
+        assert_eq!(ev.wakes[1].woken, 0);
+        // Σ wait = 400 + 5 + 100 = 505 ns; slept: 2 (woken, timed out).
+        let total: u64 = ev.waits.iter().map(FutexWait::wait_ns).sum();
+        assert_eq!(total, 505);
+        assert_eq!(ev.waits.iter().filter(|w| w.slept()).count(), 2);
+    }
+
+    /// One wake of 2 waiters ends two waits; a third waiter on the same
+    /// word, woken later by nobody recorded, keeps no waker; a wake by the
+    /// waiter's own thread is never its waker.
+    #[test]
+    fn a_wake_ends_at_most_as_many_waits_as_it_woke() {
+        let a = 0x2000;
+        let mut ev = FutexEvents::default();
+        for (tid, end) in [(1u32, 210u64), (2, 220), (3, 900)] {
+            let ops = [
+                op(100, a, Phase::Request, fx::CMD_WAIT, 0),
+                op(end, a, Phase::Acquired, fx::CMD_WAIT, 0),
+            ];
+            pair_thread(0, 7, tid, &ops, |t| t, 1000, &mut ev);
+        }
+        let wake = [
+            op(200, a, Phase::Release, fx::CMD_WAKE, 0),
+            op(205, a, Phase::Released, fx::CMD_WAKE, 2),
+        ];
+        pair_thread(0, 7, 4, &wake, |t| t, 1000, &mut ev);
+        let own = [
+            op(800, a, Phase::Release, fx::CMD_WAKE, 0),
+            op(805, a, Phase::Released, fx::CMD_WAKE, 1),
+        ];
+        pair_thread(0, 7, 3, &own, |t| t, 1000, &mut ev);
+        match_wakers(&mut ev);
+        let wakers: Vec<_> = ev.waits.iter().map(|w| w.waker).collect();
+        assert_eq!(wakers, [Some(0), Some(0), None]);
+    }
+
+    #[test]
+    fn an_unfinished_wait_ends_with_the_trace() {
+        let mut ev = FutexEvents::default();
+        let ops = [op(100, 0x10, Phase::Request, fx::CMD_WAIT, 0)];
+        pair_thread(0, 7, 1, &ops, |t| t, 1000, &mut ev);
+        assert_eq!(ev.waits[0].outcome, WaitOutcome::Unfinished);
+        assert_eq!(ev.waits[0].wait_ns(), 900);
+    }
+
+    #[test]
+    fn kinds_from_the_waiting_functions() {
+        assert_eq!(
+            infer_kind(
+                fx::CMD_WAIT_BITSET,
+                [
+                    "std::sys::pal::unix::futex::futex_wait",
+                    "std::sys::sync::mutex::futex::Mutex::lock_contended"
+                ]
+            ),
+            "mutex"
+        );
+        assert_eq!(
+            infer_kind(fx::CMD_WAIT_BITSET, ["std::sync::condvar::Condvar::wait"]),
+            "condvar"
+        );
+        assert_eq!(infer_kind(fx::CMD_LOCK_PI, ["x"]), "pi lock");
+        assert_eq!(infer_kind(fx::CMD_WAIT, ["lock"]), "futex");
+        assert_eq!(
+            infer_kind(fx::CMD_WAIT, ["srw_mutex_impl<true>::wait_and_lock"]),
+            "innodb latch"
+        );
+    }
+}

@@ -1,0 +1,508 @@
+//! OpenMP synchronisation (JSON key `openmp`), from the records of the
+//! collector's OMPT tool (trace_format.h, "OpenMP records"): critical
+//! sections (named by their name), OpenMP locks, atomic and ordered
+//! regions with their wait and hold times; barriers and task waits with
+//! their waits; and each parallel region's implicit barrier per thread:
+//! the wait there and the work before it, whose spread is the load
+//! imbalance (max − mean work time of the team, per instance, summed).
+//!
+//! The OMPT events are those of the OpenMP 5.0 specification, Section
+//! 4.5.2: `mutex_acquire` → `mutex_acquired` is the wait, `mutex_acquired`
+//! → `mutex_released` the hold; `sync_region_wait` begin → end the wait in
+//! a barrier; `implicit_task` begin → the begin of the wait in the
+//! region's implicit barrier is the thread's work (its own explicit
+//! barrier waits taken out).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use contend_trace::format::omp as ev;
+use contend_trace::OmpOp;
+
+use crate::analysis::{AnalysisOutput, Analyzer, Context};
+use crate::recording::Recording;
+use crate::symbols::Symbols;
+
+pub mod layout;
+
+/// The OpenMP analysis (registered in [`crate::analysis::ANALYZERS`]);
+/// its section is present when a traced process ran an OpenMP runtime
+/// with OMPT (LLVM's libomp).
+pub struct OpenMpAnalyzer;
+
+/// The `openmp` section.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct OpenMpReport {
+    /// Totals.
+    pub summary: OpenMpSummary,
+    /// Critical sections, OpenMP locks, atomic and ordered regions, most
+    /// wait first.
+    pub mutexes: Vec<OmpMutexRow>,
+    /// Barriers (implicit and explicit), taskwait and taskgroup waits per
+    /// kind and construct, most wait first.
+    pub barriers: Vec<OmpBarrierRow>,
+    /// Parallel regions per construct, most implicit-barrier wait first.
+    pub regions: Vec<OmpRegionRow>,
+    /// How the records were made and what they cannot show.
+    pub note: String,
+}
+
+/// Totals of the OpenMP section.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct OpenMpSummary {
+    /// Mutex acquisitions (critical, lock, atomic, ordered).
+    pub mutex_events: u64,
+    /// Σ wait for them, ns.
+    pub mutex_wait_ns: u64,
+    /// Σ hold, ns.
+    pub mutex_hold_ns: u64,
+    /// Barrier and task waits.
+    pub barrier_events: u64,
+    /// Σ their wait, ns.
+    pub barrier_wait_ns: u64,
+    /// Parallel region instances.
+    pub parallel_regions: u64,
+    /// Σ load imbalance over them (max − mean work per instance), ns.
+    pub imbalance_ns: u64,
+}
+
+/// A critical section, OpenMP lock, atomic or ordered region.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct OmpMutexRow {
+    /// The critical section's name (`update` of `critical(update)`,
+    /// `(unnamed)`) when its wait id is the name's variable
+    /// (`.gomp_critical_user_<name>.var`); with libomp, whose wait id is
+    /// the runtime's lock, `critical at <site>`; a lock's symbol or
+    /// address.
+    pub name: String,
+    /// `critical`, `lock`, `nest_lock`, `atomic` or `ordered`.
+    pub kind: String,
+    /// Address (the OMPT wait id), hexadecimal.
+    pub address: String,
+    /// Process id.
+    pub pid: u32,
+    /// Acquisitions.
+    pub events: u64,
+    /// Σ wait (acquire → acquired), ns.
+    pub wait_ns: u64,
+    /// Largest single wait, ns.
+    pub max_wait_ns: u64,
+    /// Σ hold (acquired → released), ns.
+    pub hold_ns: u64,
+    /// Sites of its acquisitions, most waiting first.
+    pub sites: Vec<String>,
+}
+
+/// Waits of one kind at one construct.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct OmpBarrierRow {
+    /// The construct's site (`function (file:line)`).
+    pub name: String,
+    /// `implicit barrier`, `explicit barrier`, `barrier`, `implementation
+    /// barrier`, `taskwait`, `taskgroup`, `reduction`, `teams barrier`.
+    pub kind: String,
+    /// Process id.
+    pub pid: u32,
+    /// Waits (one per thread per encounter).
+    pub events: u64,
+    /// Σ wait, ns.
+    pub wait_ns: u64,
+    /// Largest single wait, ns.
+    pub max_wait_ns: u64,
+}
+
+/// A parallel construct: its instances and its threads.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct OmpRegionRow {
+    /// The construct's site (`function (file:line)`).
+    pub name: String,
+    /// `parallel`.
+    pub kind: String,
+    /// Process id.
+    pub pid: u32,
+    /// Instances (times the region ran).
+    pub events: u64,
+    /// Σ wait in the implicit barriers, all threads, ns.
+    pub wait_ns: u64,
+    /// Σ over instances of (max − mean) work time of the team, ns.
+    pub imbalance_ns: u64,
+    /// Per thread number in the team.
+    pub threads: Vec<OmpRegionThread>,
+}
+
+/// One thread number of a team, over a construct's instances.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct OmpRegionThread {
+    /// Thread number in the team (`omp_get_thread_num()`).
+    pub thread: u32,
+    /// Σ work (implicit task begin → implicit barrier, its explicit
+    /// barrier waits taken out), ns.
+    pub work_ns: u64,
+    /// Σ wait in the implicit barrier, ns.
+    pub wait_ns: u64,
+}
+
+/// The note of the section.
+pub const NOTE: &str = "Recorded through the OpenMP tool interface (OMPT), which LLVM's libomp \
+implements; GCC's libgomp (up to at least GCC 13) has no OMPT, so programs built with gcc \
+-fopenmp show no OpenMP section. Work time of a thread in a parallel region = from the start of \
+its implicit task to its arrival at the region's implicit barrier, without its explicit barrier \
+waits; critical and lock waits are part of it.";
+
+fn mutex_kind(k: u8) -> &'static str {
+    match k {
+        1 | 2 => "lock",
+        3 | 4 => "nest_lock",
+        5 => "critical",
+        6 => "atomic",
+        7 => "ordered",
+        _ => "mutex",
+    }
+}
+
+fn sync_kind(k: u8) -> &'static str {
+    match k {
+        1 => "barrier",
+        2 | 8 | 9 => "implicit barrier",
+        3 => "explicit barrier",
+        4 => "implementation barrier",
+        5 => "taskwait",
+        6 => "taskgroup",
+        7 => "reduction",
+        10 => "teams barrier",
+        _ => "sync region",
+    }
+}
+
+fn is_implicit_barrier(k: u8) -> bool {
+    matches!(k, 2 | 8 | 9)
+}
+
+/// The name of a critical section from its lock variable's symbol
+/// (clang and GCC: `.gomp_critical_user_<name>.var`), `None` otherwise.
+pub fn critical_name(symbol: &str) -> Option<String> {
+    let s = symbol.split('+').next()?;
+    let rest = s.strip_prefix(".gomp_critical_user_")?;
+    let name = rest.strip_suffix(".var").unwrap_or(rest);
+    Some(if name.is_empty() {
+        "(unnamed)".to_string()
+    } else {
+        name.to_string()
+    })
+}
+
+impl Analyzer for OpenMpAnalyzer {
+    fn name(&self) -> &'static str {
+        "OpenMP"
+    }
+
+    fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
+        let r = cx.recording;
+        if !r
+            .processes
+            .iter()
+            .any(|p| p.trace.threads.iter().any(|t| !t.omp.is_empty()))
+        {
+            return None;
+        }
+        Some(AnalysisOutput::new(analyze_openmp(r, cx.symbols)))
+    }
+}
+
+/// Per (process, region instance, thread): task begin, Σ explicit waits,
+/// last implicit-barrier begin, Σ implicit waits.
+#[derive(Default, Clone)]
+struct TeamThread {
+    number: u32,
+    task_begin: Option<u64>,
+    explicit_wait: u64,
+    /// Arrivals at the region's implicit barriers, in order.
+    arrivals: Vec<u64>,
+}
+
+/// A mutex row being built, with its wait per call site.
+type MutexAcc = (OmpMutexRow, BTreeMap<u64, u64>);
+
+/// Builds the section.
+pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport {
+    let mut summary = OpenMpSummary::default();
+    // (process, object, kind) → row, with per-site wait
+    let mut mutexes: BTreeMap<(u32, u64, u8), MutexAcc> = BTreeMap::new();
+    let mut barriers: BTreeMap<(u32, u8, u64), OmpBarrierRow> = BTreeMap::new();
+    // (process, region instance) → construct site
+    let mut region_site: HashMap<(u32, u64), u64> = HashMap::new();
+    // (process, region instance, tid) → the thread's part
+    let mut teams: BTreeMap<(u32, u64), BTreeMap<u32, TeamThread>> = BTreeMap::new();
+
+    for (pi, p) in recording.processes.iter().enumerate() {
+        let pi = pi as u32;
+        let trace = &p.trace;
+        let ns = |t: u64| recording.to_ns(trace, t);
+        for t in &trace.threads {
+            // pending acquisitions and holds of this thread, by object
+            let mut acquiring: HashMap<u64, (u64, u64)> = HashMap::new();
+            let mut held: HashMap<u64, u64> = HashMap::new();
+            let mut waiting: Option<&OmpOp> = None;
+            for op in &t.omp {
+                let now = ns(op.ticks);
+                match op.event {
+                    ev::MUTEX_ACQUIRE => {
+                        acquiring.insert(op.object, (now, op.site));
+                    }
+                    ev::MUTEX_ACQUIRED => {
+                        let Some((start, site)) = acquiring.remove(&op.object) else {
+                            continue;
+                        };
+                        let wait = now.saturating_sub(start);
+                        let (row, sites) =
+                            mutexes.entry((pi, op.object, op.kind)).or_insert_with(|| {
+                                let kind = mutex_kind(op.kind);
+                                let symbol = symbols.object(recording.process_maps(pi), op.object);
+                                let name = match (kind, symbol) {
+                                    ("critical", Some(s)) => critical_name(&s).unwrap_or(s),
+                                    (_, Some(s)) => s,
+                                    // libomp's wait id of a critical section is its
+                                    // runtime lock, not the name's variable: named
+                                    // by where it is
+                                    ("critical", None) => format!(
+                                        "critical at {}",
+                                        symbols.site(recording.process_maps(pi), site).display
+                                    ),
+                                    (_, None) => format!("{:#x}", op.object),
+                                };
+                                (
+                                    OmpMutexRow {
+                                        name,
+                                        kind: kind.to_string(),
+                                        address: format!("{:#x}", op.object),
+                                        pid: trace.pid,
+                                        ..OmpMutexRow::default()
+                                    },
+                                    BTreeMap::new(),
+                                )
+                            });
+                        row.events += 1;
+                        row.wait_ns += wait;
+                        row.max_wait_ns = row.max_wait_ns.max(wait);
+                        *sites.entry(site).or_default() += wait;
+                        summary.mutex_events += 1;
+                        summary.mutex_wait_ns += wait;
+                        held.insert(op.object, now);
+                    }
+                    ev::MUTEX_RELEASED => {
+                        let Some(start) = held.remove(&op.object) else {
+                            continue;
+                        };
+                        let hold = now.saturating_sub(start);
+                        // the row of the kind it was acquired with
+                        if let Some((row, _)) = mutexes
+                            .range_mut((pi, op.object, 0)..=(pi, op.object, u8::MAX))
+                            .next()
+                            .map(|(_, v)| v)
+                        {
+                            row.hold_ns += hold;
+                        }
+                        summary.mutex_hold_ns += hold;
+                    }
+                    ev::SYNC_WAIT_BEGIN if is_implicit_barrier(op.kind) => {
+                        // the arrival; the wait follows from the team's
+                        // arrivals (a worker's recorded end comes only when
+                        // the next region starts)
+                        waiting = None;
+                        teams
+                            .entry((pi, op.object))
+                            .or_default()
+                            .entry(t.tid)
+                            .or_default()
+                            .arrivals
+                            .push(now);
+                    }
+                    ev::SYNC_WAIT_BEGIN => waiting = Some(op),
+                    ev::SYNC_WAIT_END => {
+                        let Some(begin) = waiting.take() else {
+                            continue;
+                        };
+                        let start = ns(begin.ticks);
+                        let wait = now.saturating_sub(start);
+                        summary.barrier_events += 1;
+                        summary.barrier_wait_ns += wait;
+                        let row =
+                            barriers
+                                .entry((pi, begin.kind, begin.site))
+                                .or_insert_with(|| OmpBarrierRow {
+                                    name: symbols
+                                        .site(recording.process_maps(pi), begin.site)
+                                        .display,
+                                    kind: sync_kind(begin.kind).to_string(),
+                                    pid: trace.pid,
+                                    ..OmpBarrierRow::default()
+                                });
+                        row.events += 1;
+                        row.wait_ns += wait;
+                        row.max_wait_ns = row.max_wait_ns.max(wait);
+                        let part = teams
+                            .entry((pi, begin.object))
+                            .or_default()
+                            .entry(t.tid)
+                            .or_default();
+                        part.explicit_wait += wait;
+                    }
+                    ev::TASK_BEGIN => {
+                        let part = teams
+                            .entry((pi, op.object))
+                            .or_default()
+                            .entry(t.tid)
+                            .or_default();
+                        part.number = op.value;
+                        part.task_begin = Some(now);
+                    }
+                    ev::PARALLEL_BEGIN => {
+                        region_site.insert((pi, op.object), op.site);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    // Parallel regions per construct.
+    let mut regions: BTreeMap<(u32, u64), OmpRegionRow> = BTreeMap::new();
+    let mut region_threads: HashMap<(u32, u64), BTreeMap<u32, OmpRegionThread>> = HashMap::new();
+    for ((pi, instance), team) in &teams {
+        let Some(&site) = region_site.get(&(*pi, *instance)) else {
+            continue;
+        };
+        // the k-th implicit barrier of every thread is one barrier: it
+        // completes at its last arrival; a thread's wait there is the last
+        // arrival minus its own
+        let barriers_n = team.values().map(|p| p.arrivals.len()).max().unwrap_or(0);
+        let last: Vec<u64> = (0..barriers_n)
+            .map(|k| {
+                team.values()
+                    .filter_map(|p| p.arrivals.get(k))
+                    .copied()
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let works: Vec<(u32, u64, u64)> = team
+            .values()
+            .filter_map(|p| {
+                let b = p.task_begin?;
+                let e = *p.arrivals.last()?;
+                let waits: Vec<u64> = p
+                    .arrivals
+                    .iter()
+                    .zip(&last)
+                    .map(|(a, l)| l.saturating_sub(*a))
+                    .collect();
+                let earlier: u64 = waits[..waits.len() - 1].iter().sum();
+                Some((
+                    p.number,
+                    e.saturating_sub(b)
+                        .saturating_sub(p.explicit_wait)
+                        .saturating_sub(earlier),
+                    waits.iter().sum(),
+                ))
+            })
+            .collect();
+        if works.is_empty() {
+            continue;
+        }
+        let implicit_wait: u64 = works.iter().map(|w| w.2).sum();
+        summary.barrier_events += (works.len() * barriers_n) as u64;
+        summary.barrier_wait_ns += implicit_wait;
+        let pid0 = recording.processes[*pi as usize].trace.pid;
+        let brow = barriers
+            .entry((*pi, 2, site))
+            .or_insert_with(|| OmpBarrierRow {
+                name: symbols.site(recording.process_maps(*pi), site).display,
+                kind: sync_kind(2).to_string(),
+                pid: pid0,
+                ..OmpBarrierRow::default()
+            });
+        brow.events += (works.len() * barriers_n) as u64;
+        brow.wait_ns += implicit_wait;
+        brow.max_wait_ns = brow
+            .max_wait_ns
+            .max(works.iter().map(|w| w.2).max().unwrap_or(0));
+        let pid = recording.processes[*pi as usize].trace.pid;
+        let row = regions.entry((*pi, site)).or_insert_with(|| OmpRegionRow {
+            name: symbols.site(recording.process_maps(*pi), site).display,
+            kind: "parallel".into(),
+            pid,
+            ..OmpRegionRow::default()
+        });
+        let max = works.iter().map(|w| w.1).max().unwrap_or(0);
+        let mean = works.iter().map(|w| w.1).sum::<u64>() / works.len() as u64;
+        row.events += 1;
+        row.imbalance_ns += max - mean;
+        summary.parallel_regions += 1;
+        summary.imbalance_ns += max - mean;
+        let threads = region_threads.entry((*pi, site)).or_default();
+        for &(number, work, wait) in &works {
+            row.wait_ns += wait;
+            let th = threads.entry(number).or_insert_with(|| OmpRegionThread {
+                thread: number,
+                ..OmpRegionThread::default()
+            });
+            th.work_ns += work;
+            th.wait_ns += wait;
+        }
+    }
+    let mut regions: Vec<OmpRegionRow> = regions
+        .into_iter()
+        .map(|(key, mut row)| {
+            row.threads = region_threads
+                .remove(&key)
+                .map(|m| m.into_values().collect())
+                .unwrap_or_default();
+            row
+        })
+        .collect();
+    regions.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.name.cmp(&b.name)));
+
+    let mut mutexes: Vec<OmpMutexRow> = mutexes
+        .into_iter()
+        .map(|((pi, _, _), (mut row, sites))| {
+            let mut s: Vec<(u64, u64)> = sites.into_iter().collect();
+            s.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            for (site, _) in s {
+                let d = symbols.site(recording.process_maps(pi), site).display;
+                if !row.sites.contains(&d) {
+                    row.sites.push(d);
+                }
+            }
+            row
+        })
+        .collect();
+    mutexes.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.name.cmp(&b.name)));
+    let mut barriers: Vec<OmpBarrierRow> = barriers.into_values().collect();
+    barriers.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.name.cmp(&b.name)));
+    OpenMpReport {
+        summary,
+        mutexes,
+        barriers,
+        regions,
+        note: NOTE.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn critical_names_from_their_lock_symbols() {
+        assert_eq!(
+            critical_name(".gomp_critical_user_update.var").as_deref(),
+            Some("update")
+        );
+        assert_eq!(
+            critical_name(".gomp_critical_user_.var").as_deref(),
+            Some("(unnamed)")
+        );
+        assert_eq!(critical_name("queue_lock"), None);
+    }
+}
