@@ -90,7 +90,7 @@ static void say_errno(const char *what, const char *path, int err, const char *t
 
 static uint32_t gettid_raw(void)
 {
-    return (uint32_t)syscall(SYS_gettid);
+    return (uint32_t)contend_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -491,6 +491,11 @@ CONTEND_INLINE void contend_before_wait(struct contend_thread *ts, const void *o
     }
 }
 
+/* The collector's own system calls, past its syscall() interposer
+ * (futex.c): the next syscall() in the chain, never recorded. */
+CONTEND_HIDDEN long contend_syscall6(long nr, long a1, long a2, long a3, long a4, long a5,
+                                     long a6);
+
 /* True when this thread may record right now (the hot check). */
 CONTEND_INLINE int contend_may_record(const struct contend_thread *ts)
 {

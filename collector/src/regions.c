@@ -54,6 +54,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* futex.c: the collector's own system calls, never recorded */
+__attribute__((visibility("hidden"))) long contend_syscall6(long nr, long a1, long a2, long a3,
+                                                           long a4, long a5, long a6);
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #define REG_HAVE_TSC 1
@@ -414,9 +418,10 @@ static void set_state(int st)
 
 static long futex(int *addr, int op, int val, const struct timespec *timeout)
 {
-    /* glibc's syscall() is not a cancellation point; errno is kept by the
-     * caller (make_room) */
-    return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
+    /* the next syscall() in the chain, past the collector's own syscall()
+     * interposer (futex.c), so never recorded as the program's futex wait;
+     * not a cancellation point; errno is kept by the caller (make_room) */
+    return contend_syscall6(SYS_futex, (long)addr, op, val, (long)timeout, 0, 0);
 }
 
 /*
@@ -519,7 +524,7 @@ static int claim_chunk(struct reg_thread *t)
         return 0;
     }
     if (!t->tid)
-        t->tid = (uint32_t)syscall(SYS_gettid);
+        t->tid = (uint32_t)contend_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
     contend_region_chunk_header *ch = m;
     ch->tid = t->tid;
     ch->sequence = t->seq++;
