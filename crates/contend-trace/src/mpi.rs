@@ -533,6 +533,10 @@ pub struct MpiRankTrace {
     /// ns, at `MPI_Init` and (when measured) at `MPI_Finalize`; the reader
     /// interpolates linearly between them. Zero on a single node.
     pub clock_offset_ns: (i64, Option<i64>),
+    /// Round trip of the ping-pong round each offset came from, ns, at
+    /// `MPI_Init` and at `MPI_Finalize`: the offset is off by at most half
+    /// of it. Zero where no ping-pong was made (rank 0, one node).
+    pub clock_offset_rtt_ns: (u64, Option<u64>),
     /// The MPI library's name and version (`MPI_Get_library_version`,
     /// first line).
     pub library: String,

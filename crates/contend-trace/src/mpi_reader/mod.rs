@@ -221,6 +221,10 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         }),
     };
     trace.clock_offset_ns = (clock.init.0, clock.fin.map(|f| f.0));
+    trace.clock_offset_rtt_ns = (
+        u64_at(bytes, h::OFFSET_INIT_RTT_NS),
+        (flags & f::FLAG_FINAL_OFFSET != 0).then(|| u64_at(bytes, h::OFFSET_FINAL_RTT_NS)),
+    );
     if flags & f::FLAG_REQUESTS_FULL != 0 {
         trace.damage.push(
             "the recorder's request table was full: completions of some nonblocking requests are missing"
