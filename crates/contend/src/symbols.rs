@@ -214,6 +214,9 @@ impl Symbols {
             .into_iter()
             .filter(|m| matches!(m.file_state, ModuleFileState::Mismatch { .. }))
             .map(|m| m.path)
+            .collect()
+    }
+
     /// The names of the functions at code address `address`: the
     /// innermost (possibly inlined) function first, then every function
     /// it is inlined into, outermost last; empty when unknown. For

@@ -159,6 +159,7 @@ pub(crate) fn rank(r: u32, size: u32, events: Vec<MpiEvent>) -> MpiRankTrace {
         pid: 1000 + r,
         host: "node0".into(),
         clock_offset_ns: (0, None),
+        clock_offset_rtt_ns: (0, None),
         library: "Open MPI v4.1.4".into(),
         finalized: true,
         aborted_in: None,
