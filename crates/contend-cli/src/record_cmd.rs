@@ -454,34 +454,16 @@ fn stress_text(r: &contend_record::stress::StressReport) -> String {
     s
 }
 
-/// Parses a size flag: bytes, or a number with a unit K, M, G or T
-/// (powers of 1024; `KiB`, `MB`… are read the same), e.g. `512M`, `1.5G`.
-/// At least 64 KiB (a trace needs room for its first chunks).
+/// Parses a size flag with the one size parser of contend (bytes, or a
+/// number with a unit K, M, G or T, powers of 1024: `512M`, `1.5G`;
+/// [`contend_trace::buildid_cache::parse_size`]). At least 64 KiB (a trace
+/// needs room for its first chunks).
 fn byte_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?}: expected a size such as 512M or 2G"))?;
-    let shift = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        other => return Err(format!("{s:?}: unknown unit {other:?} (use K, M, G or T)")),
-    };
-    let bytes = n * (1u64 << shift) as f64;
-    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
-        return Err(format!("{s:?}: too large"));
+    let bytes = contend_trace::buildid_cache::parse_size(s).map_err(|e| e.to_string())?;
+    if bytes < 65536 {
+        return Err(format!("size {s:?}: at least 64K"));
     }
-    if bytes < 65536.0 {
-        return Err(format!("{s:?}: at least 64K"));
-    }
-    Ok(bytes as u64)
+    Ok(bytes)
 }
 
 /// Parses a duration flag with the one duration parser of contend (a bare
@@ -505,6 +487,6 @@ mod tests {
         assert!(byte_size("12 parsecs")
             .unwrap_err()
             .contains("unknown unit"));
-        assert!(byte_size("M").unwrap_err().contains("expected a size"));
+        assert!(byte_size("M").unwrap_err().contains("expected a number"));
     }
 }
