@@ -230,7 +230,11 @@ fn limit_flags_are_checked() {
     cmd.args(["record", "--max-size", "lots", "--", "true"]);
     let out = run_timeout(cmd, RUN_TIMEOUT);
     assert_eq!(out.code(), Some(2), "{}", out.describe());
-    assert!(out.stderr.contains("expected a number"), "{}", out.describe());
+    assert!(
+        out.stderr.contains("expected a number"),
+        "{}",
+        out.describe()
+    );
 }
 
 /// A tiny run's traces take on disk about what was written (the unwritten
