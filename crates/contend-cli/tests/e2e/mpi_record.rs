@@ -668,23 +668,32 @@ fn mpi4py_script_is_recorded() {
     // of the truth was disturbed (the ranks scheduled out) and is made
     // again, up to three runs, so that the stamps taken just before the
     // calls stand for the calls' entries.
+    // mpirun forwards both ranks' output, and a line of one rank can run
+    // into the other's (`…,123recv_entry_ns=…`): a key is found anywhere,
+    // its value is the digits, dots and commas that follow it
     let stamps = |stdout: &str, key: &str| -> Vec<f64> {
-        stdout
-            .lines()
-            .flat_map(|l| l.split_whitespace())
-            .find_map(|w| w.strip_prefix(&format!("{key}=")))
-            .unwrap_or_else(|| panic!("no {key} in:\n{stdout}"))
-            .split(',')
-            // mpirun forwards both ranks' output: another rank's text can
-            // follow a number on the same line
-            .map(|v| {
-                let digits: String = v
+        let pat = format!("{key}=");
+        let at = stdout
+            .match_indices(&pat)
+            // not the tail of a longer key (`recv_ns` in `…_recv_ns`)
+            .find(|(i, _)| {
+                stdout[..*i]
                     .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '.')
-                    .collect();
-                digits
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{v:?} is not a number in:\n{stdout}"))
+                    .next_back()
+                    .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+                    || stdout[..*i].ends_with(|c: char| c.is_ascii_digit())
+            })
+            .map(|(i, _)| i + pat.len())
+            .unwrap_or_else(|| panic!("no {key} in:\n{stdout}"));
+        let rest = &stdout[at..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+            .unwrap_or(rest.len());
+        rest[..end]
+            .split(',')
+            .map(|v| {
+                v.parse()
+                    .unwrap_or_else(|_| panic!("{key}: {v:?} is not a number in:\n{stdout}"))
             })
             .collect()
     };
