@@ -231,13 +231,15 @@ pub(crate) fn tree_tids(pid: u32) -> Vec<u32> {
     tids
 }
 
-/// True when process `pid` no longer runs: gone, or a zombie.
+/// True when process `pid` no longer runs: gone, a zombie or dead (state
+/// `Z`, `X`, or `x` of older kernels). The one liveness test of the
+/// recorder (attach, the launcher's trace post-pass, NUMA page moves).
 pub(crate) fn process_gone(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat
             .rfind(')')
             .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .is_none_or(|state| state == "Z" || state == "X"),
+            .is_none_or(|state| matches!(state, "Z" | "X" | "x")),
         Err(_) => true,
     }
 }

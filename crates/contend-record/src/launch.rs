@@ -1209,9 +1209,10 @@ pub(crate) fn prepare_output(dir: &Path, force: bool) -> Result<(), RecordError>
 }
 
 /// [`crate::sparse::release_unwritten`] on every lock trace in `locks`
-/// whose process has ended (pid from the header; a live process, the
-/// launcher's target's children that outlive it, keeps its pages). A trace
-/// that cannot be handled is named in `warnings` and left as it was.
+/// whose process has ended ([`crate::attach::process_gone`]; a live
+/// process, the launcher's target's children that outlive it, keeps its
+/// pages). A trace that cannot be handled is named in `warnings` and left
+/// as it was.
 fn release_unwritten_pages(locks: &Path, warnings: &mut Vec<String>) {
     let Ok(entries) = fs::read_dir(locks) else {
         return;
@@ -1221,34 +1222,12 @@ fn release_unwritten_pages(locks: &Path, warnings: &mut Vec<String>) {
         .map(|e| e.path())
         .filter(|p| p.extension() == Some(OsStr::new("ctrace")))
     {
-        let mut head = [0u8; 40];
-        let pid = match fs::File::open(&path).and_then(|f| {
-            use std::os::unix::fs::FileExt;
-            f.read_exact_at(&mut head, 0)
-        }) {
-            Ok(()) => u32::from_ne_bytes(head[32..36].try_into().expect("4 bytes")),
-            Err(_) => continue,
-        };
-        if process_alive(pid) {
-            continue;
-        }
-        if let Err(e) = crate::sparse::release_unwritten(&path) {
+        if let Err(e) = crate::sparse::release_unwritten(&path, crate::attach::process_gone) {
             warnings.push(format!(
                 "{}: could not release its unwritten pages ({e}); it reads the same, only larger",
                 path.display()
             ));
         }
-    }
-}
-
-/// True when `pid` runs (a zombie or a missing process is not running).
-fn process_alive(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next())
-            .is_some_and(|state| state != 'Z' && state != 'X'),
-        Err(_) => false,
     }
 }
 

@@ -33,17 +33,26 @@ pub struct Released {
     pub after_bytes: u64,
 }
 
-/// Releases the unwritten pages of the finished lock trace at `path`.
-///
-/// Call it only when the process that wrote the trace has ended: a page
-/// released while a thread writes to it would lose that write.
+/// Releases the unwritten pages of the lock trace at `path` when
+/// `ended(pid)` says the process that wrote it (pid from the header) has
+/// ended: a page released while a thread writes to it would lose that
+/// write. `Ok(None)` when the process runs on, or the file is too short to
+/// name one.
 ///
 /// # Errors
 /// The file cannot be opened or read, or is not a lock trace. A file
 /// system that cannot punch holes (`EOPNOTSUPP`) is not an error: the
 /// file stays as it was.
-pub fn release_unwritten(path: &Path) -> io::Result<Released> {
+pub fn release_unwritten(
+    path: &Path,
+    ended: impl FnOnce(u32) -> bool,
+) -> io::Result<Option<Released>> {
     let file = OpenOptions::new().read(true).write(true).open(path)?;
+    let mut pid = [0u8; 4];
+    if file.read_exact_at(&mut pid, header::PID as u64).is_err() || !ended(u32::from_ne_bytes(pid))
+    {
+        return Ok(None);
+    }
     let before_bytes = file.metadata()?.blocks() * 512;
     let mut head = vec![0u8; format::HEADER_SIZE];
     file.read_exact_at(&mut head, 0)?;
@@ -97,10 +106,10 @@ pub fn release_unwritten(path: &Path) -> io::Result<Released> {
     }
     punch.flush()?;
     let after_bytes = file.metadata()?.blocks() * 512;
-    Ok(Released {
+    Ok(Some(Released {
         before_bytes,
         after_bytes,
-    })
+    }))
 }
 
 /// Joins adjacent holes into one `fallocate` call; stops quietly on a file
@@ -194,7 +203,8 @@ mod tests {
         // SAFETY: fallocate on our own descriptor.
         unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len as _) };
         let before = contend_trace::LockTrace::open(&p).unwrap();
-        let r = release_unwritten(&p).unwrap();
+        assert_eq!(release_unwritten(&p, |pid| pid != 1000).unwrap(), None);
+        let r = release_unwritten(&p, |pid| pid == 1000).unwrap().unwrap();
         let after = contend_trace::LockTrace::open(&p).unwrap();
         assert_eq!(std::fs::metadata(&p).unwrap().len(), len, "length kept");
         assert_eq!(before.op_count(), after.op_count());
@@ -211,7 +221,7 @@ mod tests {
         let p = dir.path().join("x.ctrace");
         std::fs::write(&p, vec![0u8; 8192]).unwrap();
         assert_eq!(
-            release_unwritten(&p).unwrap_err().kind(),
+            release_unwritten(&p, |_| true).unwrap_err().kind(),
             io::ErrorKind::InvalidData
         );
     }

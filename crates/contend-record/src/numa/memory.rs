@@ -151,17 +151,6 @@ pub fn move_pages(pid: u32, moves: &[(u64, u32)]) -> Result<ApplyOutcome, ApplyE
     })
 }
 
-/// Whether process `pid` still runs (exists and is not a zombie).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let state = s.rsplit_once(") ")?.1.chars().next()?;
-            Some(!matches!(state, 'Z' | 'X' | 'x'))
-        })
-        .unwrap_or(false)
-}
-
 /// [`move_pages`] with the system call given (`call(pages, nodes,
 /// status)`), so that a process ending part-way can be tested.
 fn move_pages_with(
@@ -178,7 +167,8 @@ fn move_pages_with(
         if let Err(source) = call(&ptrs, &nodes, &mut status) {
             done.not_attempted = (moves.len() - b * BATCH) as u64;
             // A zombie has no memory any more: the kernel says EINVAL.
-            let gone = source.raw_os_error() == Some(libc::ESRCH) || !alive(pid);
+            let gone =
+                source.raw_os_error() == Some(libc::ESRCH) || crate::attach::process_gone(pid);
             return Err(if gone {
                 ApplyError::Exited { pid, done }
             } else {
