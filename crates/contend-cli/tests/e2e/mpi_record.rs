@@ -668,35 +668,6 @@ fn mpi4py_script_is_recorded() {
     // of the truth was disturbed (the ranks scheduled out) and is made
     // again, up to three runs, so that the stamps taken just before the
     // calls stand for the calls' entries.
-    // mpirun forwards both ranks' output, and a line of one rank can run
-    // into the other's (`…,123recv_entry_ns=…`): a key is found anywhere,
-    // its value is the digits, dots and commas that follow it
-    let stamps = |stdout: &str, key: &str| -> Vec<f64> {
-        let pat = format!("{key}=");
-        let at = stdout
-            .match_indices(&pat)
-            // not the tail of a longer key (`recv_ns` in `…_recv_ns`)
-            .find(|(i, _)| {
-                stdout[..*i]
-                    .chars()
-                    .next_back()
-                    .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
-                    || stdout[..*i].ends_with(|c: char| c.is_ascii_digit())
-            })
-            .map(|(i, _)| i + pat.len())
-            .unwrap_or_else(|| panic!("no {key} in:\n{stdout}"));
-        let rest = &stdout[at..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
-            .unwrap_or(rest.len());
-        rest[..end]
-            .split(',')
-            .map(|v| {
-                v.parse()
-                    .unwrap_or_else(|_| panic!("{key}: {v:?} is not a number in:\n{stdout}"))
-            })
-            .collect()
-    };
     let args = ompi_args(2);
     let mut attempt = 0;
     let (dir, rec_out, want) = loop {
@@ -712,10 +683,10 @@ fn mpi4py_script_is_recorded() {
         );
         assert!(rec_out.success(), "{}", rec_out.describe());
         let (send, recv) = (
-            stamps(&rec_out.stdout, "send_entry_ns"),
-            stamps(&rec_out.stdout, "recv_entry_ns"),
+            values_after(&rec_out.stdout, "send_entry_ns"),
+            values_after(&rec_out.stdout, "recv_entry_ns"),
         );
-        let took = stamps(&rec_out.stdout, "recv_ns")[0];
+        let took = values_after(&rec_out.stdout, "recv_ns")[0];
         let want: f64 = send.iter().zip(&recv).map(|(s, r)| (s - r).max(0.0)).sum();
         if took - want <= 0.1 * want || attempt == 3 {
             break (dir, rec_out, want);
@@ -802,7 +773,7 @@ fn mpi4py_script_is_recorded() {
     // measured.
     let total = mpi["late_sender"]["wait_ns"].as_f64().unwrap();
     let in_allreduce: f64 = (0..2)
-        .map(|r| stamps(&rec_out.stdout, &format!("allreduce{r}_ns"))[0])
+        .map(|r| values_after(&rec_out.stdout, &format!("allreduce{r}_ns"))[0])
         .sum();
     assert!(
         total >= got && total - got <= in_allreduce,
@@ -1495,25 +1466,12 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
     assert!(out.success(), "{}", out.describe());
     // `key=a,b,...` on one of rank r's lines
     let field = |r: usize, key: &str| -> Vec<f64> {
-        out.stdout
+        let lines: Vec<&str> = out
+            .stdout
             .lines()
             .filter(|l| l.starts_with(&format!("rank {r} ")))
-            .flat_map(|l| l.split_whitespace())
-            .find_map(|w| w.strip_prefix(&format!("{key}=")))
-            .unwrap_or_else(|| panic!("no rank {r} {key} in:\n{}", out.stdout))
-            .split(',')
-            // mpirun forwards both ranks' output: another rank's text can
-            // follow a number on the same line
-            .map(|v| {
-                let digits: String = v
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '.')
-                    .collect();
-                digits
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{v:?} is not a number in:\n{}", out.stdout))
-            })
-            .collect()
+            .collect();
+        values_after(&lines.join("\n"), key)
     };
     let measured: Vec<f64> = (0..4).map(|r| field(r, "waitall_ns")[0]).collect();
     let (rpost, spost, enter, exit): (Vec<_>, Vec<_>, Vec<_>, Vec<_>) = (
@@ -1795,4 +1753,35 @@ fn mpich_persistent_requests_are_recorded_and_matched() {
     assert_eq!(m["messages"].as_u64(), Some(28), "{m}");
     assert_eq!(m["unmatched_sends"].as_u64(), Some(0), "{m}");
     assert_eq!(m["unmatched_receives"].as_u64(), Some(0), "{m}");
+}
+
+/// The numbers after `key=` in a program's output (`key=1,2,3`): the
+/// digits, dots and commas that follow it. mpirun forwards every rank's
+/// output, and a line of one rank can run into another's
+/// (`…,123recv_entry_ns=…`), so the key is found anywhere that is not the
+/// tail of a longer key. Panics, showing `text`, when it is missing.
+fn values_after(text: &str, key: &str) -> Vec<f64> {
+    let pat = format!("{key}=");
+    let at = text
+        .match_indices(&pat)
+        .find(|(i, _)| {
+            text[..*i]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+                || text[..*i].ends_with(|c: char| c.is_ascii_digit())
+        })
+        .map(|(i, _)| i + pat.len())
+        .unwrap_or_else(|| panic!("no {key} in:\n{text}"));
+    let rest = &text[at..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+        .unwrap_or(rest.len());
+    rest[..end]
+        .split(',')
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{key}: {v:?} is not a number in:\n{text}"))
+        })
+        .collect()
 }
