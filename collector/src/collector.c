@@ -345,12 +345,14 @@ static int table_page_ready(uint64_t *table, uint32_t slot)
 /* ------------------------------------------------------------------------ */
 /* Clock calibration                                                         */
 
-static void calibrate(contend_calibration *c)
+/* One instant on the trace clock (`tsc`: rdtsc, else CLOCK_MONOTONIC ns)
+ * and on CLOCK_MONOTONIC and CLOCK_REALTIME (ns): with rdtsc, the tightest
+ * of five tsc/clock_gettime/tsc brackets. Shared with regions.c. */
+void contend_clock_point(int tsc, uint64_t *ticks, uint64_t *mono, uint64_t *real)
 {
     struct timespec m = {0, 0}, r = {0, 0};
 #if CONTEND_HAVE_TSC
-    if (contend_g.clock_tsc) {
-        /* the tightest of a few tsc/clock_gettime/tsc brackets */
+    if (tsc) {
         uint64_t best = UINT64_MAX;
         for (int i = 0; i < 5; i++) {
             struct timespec m1, r1;
@@ -360,30 +362,31 @@ static void calibrate(contend_calibration *c)
             uint64_t b = __rdtsc();
             if (b - a < best) {
                 best = b - a;
-                c->ticks = a + (b - a) / 2;
+                *ticks = a + (b - a) / 2;
                 m = m1;
                 r = r1;
             }
         }
-        c->monotonic_ns = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
-        c->realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
-        c->reserved = 0;
+        *mono = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
+        *real = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
         return;
     }
+#else
+    (void)tsc;
 #endif
     clock_gettime(CLOCK_MONOTONIC, &m);
     clock_gettime(CLOCK_REALTIME, &r);
-    c->monotonic_ns = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
-    c->realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
-    c->ticks = c->monotonic_ns;
-    c->reserved = 0;
+    *mono = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
+    *real = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+    *ticks = *mono;
 }
 
-/* The same instant on the trace clock and CLOCK_MONOTONIC (chunk header). */
-static void clock_pair(uint64_t *ticks, uint64_t *mono)
+/* The same instant on the trace clock and CLOCK_MONOTONIC (chunk
+ * headers). Shared with regions.c. */
+void contend_clock_pair(int tsc, uint64_t *ticks, uint64_t *mono)
 {
 #if CONTEND_HAVE_TSC
-    if (contend_g.clock_tsc) {
+    if (tsc) {
         uint64_t a = __rdtsc();
         uint64_t m = contend_monotonic_ns();
         uint64_t b = __rdtsc();
@@ -391,9 +394,22 @@ static void clock_pair(uint64_t *ticks, uint64_t *mono)
         *mono = m;
         return;
     }
+#else
+    (void)tsc;
 #endif
     *mono = contend_monotonic_ns();
     *ticks = *mono;
+}
+
+static void calibrate(contend_calibration *c)
+{
+    contend_clock_point(contend_g.clock_tsc, &c->ticks, &c->monotonic_ns, &c->realtime_ns);
+    c->reserved = 0;
+}
+
+static void clock_pair(uint64_t *ticks, uint64_t *mono)
+{
+    contend_clock_pair(contend_g.clock_tsc, ticks, mono);
 }
 
 /* ------------------------------------------------------------------------ */

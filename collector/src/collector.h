@@ -491,6 +491,13 @@ CONTEND_INLINE void contend_before_wait(struct contend_thread *ts, const void *o
     }
 }
 
+/* Clock points (collector.c), shared with the region recorder: one
+ * instant on the trace clock and CLOCK_MONOTONIC/REALTIME, and on the
+ * trace clock and CLOCK_MONOTONIC. */
+CONTEND_HIDDEN void contend_clock_point(int tsc, uint64_t *ticks, uint64_t *mono,
+                                        uint64_t *real);
+CONTEND_HIDDEN void contend_clock_pair(int tsc, uint64_t *ticks, uint64_t *mono);
+
 /* The collector's own system calls, past its syscall() interposer
  * (futex.c): the next syscall() in the chain, never recorded. */
 CONTEND_HIDDEN long contend_syscall6(long nr, long a1, long a2, long a3, long a4, long a5,

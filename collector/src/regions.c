@@ -54,7 +54,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* futex.c: the collector's own system calls, never recorded */
+/* collector.c: clock points; futex.c: the collector's own system calls,
+ * never recorded */
+__attribute__((visibility("hidden"))) void contend_clock_point(int tsc, uint64_t *ticks,
+                                                              uint64_t *mono, uint64_t *real);
+__attribute__((visibility("hidden"))) void contend_clock_pair(int tsc, uint64_t *ticks,
+                                                             uint64_t *mono);
 __attribute__((visibility("hidden"))) long contend_syscall6(long nr, long a1, long a2, long a3,
                                                            long a4, long a5, long a6);
 
@@ -160,51 +165,13 @@ REG_INLINE uint64_t reg_now(void)
 
 static void calibrate(contend_region_calibration *c)
 {
-    struct timespec m = {0, 0}, r = {0, 0};
-#if REG_HAVE_TSC
-    if (R.clock_tsc) {
-        uint64_t best = UINT64_MAX;
-        for (int i = 0; i < 5; i++) {
-            struct timespec m1, r1;
-            uint64_t a = __rdtsc();
-            clock_gettime(CLOCK_MONOTONIC, &m1);
-            clock_gettime(CLOCK_REALTIME, &r1);
-            uint64_t b = __rdtsc();
-            if (b - a < best) {
-                best = b - a;
-                c->ticks = a + (b - a) / 2;
-                m = m1;
-                r = r1;
-            }
-        }
-        c->monotonic_ns = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
-        c->realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
-        c->reserved = 0;
-        return;
-    }
-#endif
-    clock_gettime(CLOCK_MONOTONIC, &m);
-    clock_gettime(CLOCK_REALTIME, &r);
-    c->monotonic_ns = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
-    c->realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
-    c->ticks = c->monotonic_ns;
+    contend_clock_point(R.clock_tsc, &c->ticks, &c->monotonic_ns, &c->realtime_ns);
     c->reserved = 0;
 }
 
 static void clock_pair(uint64_t *ticks, uint64_t *mono)
 {
-#if REG_HAVE_TSC
-    if (R.clock_tsc) {
-        uint64_t a = __rdtsc();
-        uint64_t m = monotonic_ns();
-        uint64_t b = __rdtsc();
-        *ticks = a + (b - a) / 2;
-        *mono = m;
-        return;
-    }
-#endif
-    *mono = monotonic_ns();
-    *ticks = *mono;
+    contend_clock_pair(R.clock_tsc, ticks, mono);
 }
 
 /* ------------------------------------------------------------------------ */
