@@ -625,11 +625,13 @@ fn calibration_text(t: &LatencyTable) -> String {
         );
         let _ = writeln!(
             s,
-            "{:>6} {:>6} {:>11} {:>12} {:>16} {:>16} {:>18}",
+            "{:>6} {:>6} {:>11} {:>12} {:>15} {:>12} {:>16} {:>16} {:>18}",
             "memory",
             "master",
             "contenders",
             "latency ns",
+            "rounds ns",
+            "contention",
             "back-to-back MB/s",
             "with work MB/s",
             "contenders MB/s"
@@ -637,11 +639,18 @@ fn calibration_text(t: &LatencyTable) -> String {
         for p in &c.points {
             let _ = writeln!(
                 s,
-                "{:>6} {:>6} {:>11} {:>12.1} {:>16.1} {:>16} {:>18.1}",
+                "{:>6} {:>6} {:>11} {:>12.1} {:>15} {:>12} {:>16.1} {:>16} {:>18.1}",
                 p.memory_node,
                 p.master_node,
                 p.contenders,
                 p.latency_ns,
+                p.latency_range_ns
+                    .map_or("—".into(), |[lo, hi]| format!("{lo:.1}–{hi:.1}")),
+                match p.contention_resolved {
+                    Some(true) => "resolved",
+                    Some(false) => "within noise",
+                    None => "—",
+                },
                 p.back_to_back_bytes_per_s / 1e6,
                 p.throughput_bytes_per_s
                     .map_or("—".into(), |t| format!("{:.1}", t / 1e6)),

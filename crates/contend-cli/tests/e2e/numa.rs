@@ -31,10 +31,12 @@ const ONE_NODE: &str = r#"{"nodes":1,"l_nocont_ns":[100],"l_cont_ns":[[150]],"r_
 const TWO_NODES: &str = r#"{"nodes":2,"l_nocont_ns":[100,100],"l_cont_ns":[[150,200],[150,200]],
  "r_nocont_ns":[[null,200],[200,null]],"r_cont_ns":[[null,[300,400]],[[300,400],null]]}"#;
 
-/// The calibration on this machine at small size: every contended latency
-/// is at least the uncontended one, the master's throughput (with work
-/// between its loads) falls as contenders are added, and on a machine with
-/// one node the remote tables are null and the text says so.
+/// The calibration on this machine at small size: the rounds' spread and
+/// the "resolved" verdict of every point agree with each other, the note
+/// says whether any contention was measurable, where contention is
+/// resolved and large the master's throughput (with work between its
+/// loads) falls, and on a machine with one node the remote tables are null
+/// and the text says so.
 ///
 /// The ordering is a fact only of an undisturbed calibration: when other
 /// programs took the CPUs of the master or a contender in some rounds even
@@ -98,17 +100,7 @@ fn calibrate_on_this_machine() {
     };
     let n = v["nodes"].as_u64().unwrap() as usize;
     for i in 0..n {
-        let l = v["l_nocont_ns"][i].as_f64().unwrap();
-        assert!(l > 0.0);
-        for m in 0..n {
-            let c = v["l_cont_ns"][i][m].as_f64().unwrap();
-            assert!(
-                c >= l,
-                "node {i}: l_cont({}) = {c} < l_nocont = {l}\n{}",
-                m + 1,
-                out.describe()
-            );
-        }
+        assert!(v["l_nocont_ns"][i].as_f64().unwrap() > 0.0);
     }
     // The throughput curve of node 0's own memory: m = 0, 1, 2.
     let points: Vec<&Value> = v["calibration"]["points"]
@@ -119,18 +111,62 @@ fn calibrate_on_this_machine() {
         .collect();
     assert_eq!(points.len(), 3, "{}", out.describe());
     let thr = |m: usize| points[m]["throughput_bytes_per_s"].as_f64().unwrap();
-    assert!(
-        thr(1) < thr(0),
-        "throughput with 1 contender {} ≥ without {}",
-        thr(1),
-        thr(0)
+    let range = |m: usize| {
+        let r = &points[m]["latency_range_ns"];
+        [r[0].as_f64().unwrap(), r[1].as_f64().unwrap()]
+    };
+    // Every point's median lies in its rounds' range, and "resolved" is
+    // exactly "no contended round as fast as any uncontended one".
+    for (m, p) in points.iter().enumerate() {
+        let [lo, hi] = range(m);
+        let med = p["latency_ns"].as_f64().unwrap();
+        assert!(lo <= med && med <= hi, "m = {m}: {lo} ≤ {med} ≤ {hi}");
+        let expect = (m > 0).then(|| lo > range(0)[1]);
+        assert_eq!(
+            p["contention_resolved"].as_bool(),
+            expect,
+            "m = {m}\n{}",
+            out.describe()
+        );
+    }
+    let resolved: Vec<usize> = (1..3)
+        .filter(|&m| points[m]["contention_resolved"] == true)
+        .collect();
+    assert_eq!(
+        out.stdout.contains("no measurable memory contention"),
+        resolved.is_empty(),
+        "the note says whether any contention was resolved\n{}",
+        out.describe()
     );
-    assert!(
-        thr(2) < thr(0),
-        "throughput with 2 contenders {} ≥ without {}",
-        thr(2),
-        thr(0)
-    );
+    // Where contention is resolved and large (a load 20 % longer makes
+    // the loop with about one latency of work ≈ 10 % slower, beyond the
+    // rounds' spread of the throughput), the master's throughput falls.
+    // On a machine whose memory does not respond to the contenders (this
+    // development guest: +0–2 % with two contenders on its one other CPU
+    // streaming 7–19 GB/s) there is no such point, and the calibration
+    // says so in the note checked above.
+    let l0 = points[0]["latency_ns"].as_f64().unwrap();
+    let mut checked = 0;
+    for &m in &resolved {
+        let lm = points[m]["latency_ns"].as_f64().unwrap();
+        if lm >= 1.2 * l0 {
+            checked += 1;
+            assert!(
+                thr(m) < thr(0),
+                "latency with {m} contender(s) {lm:.1} ns ≥ 1.2 × {l0:.1} ns, yet throughput {} ≥ without {}\n{}",
+                thr(m),
+                thr(0),
+                out.describe()
+            );
+        }
+    }
+    if checked == 0 {
+        eprintln!(
+            "{}: memory contention on this machine is not resolved or below 20 % (latencies {:?}): the fall of the master's throughput was not checked",
+            module_path!(),
+            (0..3).map(|m| points[m]["latency_ns"].as_f64().unwrap()).collect::<Vec<_>>()
+        );
+    }
     assert!(points[1]["contender_bytes_per_s"].as_f64().unwrap() > 0.0);
     // The table is what `numa estimate` takes.
     let acc = t.path().join("a.csv");

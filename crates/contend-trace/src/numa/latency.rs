@@ -124,6 +124,28 @@ pub struct CurvePoint {
     pub throughput_bytes_per_s: Option<f64>,
     /// What the contenders read together, bytes/s.
     pub contender_bytes_per_s: f64,
+    /// Lowest and highest latency of the rounds, `[min, max]` ns: the
+    /// round-to-round spread the median hides (absent in files written
+    /// before it was recorded).
+    pub latency_range_ns: Option<[f64; 2]>,
+    /// Lowest and highest throughput with work of the rounds, `[min,
+    /// max]` bytes/s; `null` where the throughput was not measured.
+    pub throughput_range_bytes_per_s: Option<[f64; 2]>,
+    /// For m ≥ 1: whether the contention is *resolved*, i.e. every round's
+    /// latency with these contenders exceeds every round's latency of the
+    /// same master and memory without them ([`contention_resolved`]);
+    /// `null` for m = 0 and in older files.
+    pub contention_resolved: Option<bool>,
+}
+
+/// Whether contended rounds are resolvably slower than uncontended ones:
+/// the lowest contended latency exceeds the highest uncontended one (the
+/// two sets of rounds do not overlap). With 3 rounds each, a machine on
+/// which contention changes nothing gives this by chance in 1 of 20
+/// calibrations (the 3 largest of 6 exchangeable values all fall on the
+/// contended side: 1 / C(6, 3)). Both ranges are `[min, max]` ns.
+pub fn contention_resolved(uncontended_ns: [f64; 2], contended_ns: [f64; 2]) -> bool {
+    contended_ns[0] > uncontended_ns[1]
 }
 
 impl LatencyTable {
@@ -346,6 +368,26 @@ mod tests {
             restart_ns: None,
             calibration: None,
         }
+    }
+
+    #[test]
+    fn contention_is_resolved_only_when_the_rounds_do_not_overlap() {
+        assert!(contention_resolved([100.0, 104.0], [104.5, 120.0]));
+        assert!(!contention_resolved([100.0, 104.0], [104.0, 120.0]));
+        assert!(!contention_resolved([100.0, 104.0], [99.0, 103.0]));
+        assert!(!contention_resolved([100.0, 104.0], [90.0, 95.0]));
+    }
+
+    #[test]
+    fn a_point_written_before_the_rounds_were_kept_still_reads() {
+        let p: CurvePoint = serde_json::from_str(
+            r#"{"master_node":0,"master_cpu":0,"memory_node":0,"contenders":1,"contender_cpus":[1],
+                "latency_ns":150.0,"back_to_back_bytes_per_s":4e8,"throughput_bytes_per_s":2e8,
+                "contender_bytes_per_s":1e10}"#,
+        )
+        .unwrap();
+        assert_eq!(p.latency_range_ns, None);
+        assert_eq!(p.contention_resolved, None);
     }
 
     #[test]
