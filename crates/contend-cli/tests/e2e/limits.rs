@@ -211,7 +211,8 @@ fn size_cap_stops_recording_and_the_report_says_so() {
     assert!(warnings(&report).contains("size cap"), "{report}");
     let text = report_raw(&dir, &[] as &[&str]);
     assert!(
-        text.stdout.contains("the size cap of 256 KiB was reached"),
+        text.stdout
+            .contains("the size cap of 256.0 KiB was reached"),
         "{}",
         text.describe()
     );

@@ -174,11 +174,7 @@ impl RecordingLimits {
             _ => {}
         }
         if let Some(max) = self.max_bytes {
-            let size = match max {
-                m if m >= 1 << 30 => format!("{:.1} GiB", m as f64 / (1u64 << 30) as f64),
-                m if m >= 1 << 20 => format!("{:.1} MiB", m as f64 / (1u64 << 20) as f64),
-                m => format!("{:.0} KiB", m as f64 / 1024.0),
-            };
+            let size = contend_trace::buildid_cache::format_size(max);
             parts.push(match self.capped_at_ns {
                 Some(at) => format!(
                     "the size cap of {size} was reached at {}: later lock operations are missing (--max-size)",
