@@ -306,7 +306,8 @@ pub struct HandOverRow {
     /// `lock`, `futex` or `openmp`.
     pub source: String,
     /// The object: lock or futex word (symbol, else address), OpenMP
-    /// mutex (address) or `barrier`.
+    /// mutex (kind and symbol or wait id: `critical 0x…`), OpenMP barrier
+    /// (its kind: `implicit barrier`).
     pub object: String,
     /// Process id.
     pub pid: u32,
@@ -319,6 +320,9 @@ pub struct HandOverRow {
     /// Σ wait of the waiting events, ns.
     pub wait_ns: u64,
 }
+
+/// (source, object name, pid, from tid, to tid) of a hand-over row.
+type HandOverKey = (Source, String, u32, u32, u32);
 
 /// Sums a marked path into its report form; `object` names the object of
 /// a hand-over (its source and the waiting event's index).
@@ -345,7 +349,7 @@ pub fn summarize(
         s.openmp_events += 1;
         s.openmp_wait_ns += omp[i].wait_ns();
     }
-    let mut rows: HashMap<(Source, String, u32, u32, u32), (u64, u64)> = HashMap::new();
+    let mut rows: HashMap<HandOverKey, (u64, u64)> = HashMap::new();
     for h in &path.hand_overs {
         let wait = match h.source {
             Source::Lock => {

@@ -243,11 +243,12 @@ fn across_object(
         across::Source::Openmp => {
             let e = &omp[i];
             if e.barrier {
-                "barrier".to_string()
+                e.kind_name().to_string()
             } else {
-                resolver
+                let name = resolver
                     .object(e.process, e.object)
-                    .unwrap_or_else(|| format!("{:#x}", e.object))
+                    .unwrap_or_else(|| format!("{:#x}", e.object));
+                format!("{} {name}", e.kind_name())
             }
         }
     }

@@ -74,6 +74,17 @@ impl OmpSyncEvent {
         self.released_ns.saturating_sub(self.acquired_ns)
     }
 
+    /// Its kind as the OpenMP section names it: `critical`, `lock`,
+    /// `nest_lock`, `atomic`, `ordered`; `implicit barrier`, `explicit
+    /// barrier`, `taskwait`, …
+    pub fn kind_name(&self) -> &'static str {
+        if self.barrier {
+            super::sync_kind(self.kind)
+        } else {
+            super::mutex_kind(self.kind)
+        }
+    }
+
     /// The time at which this event can let a waiter go: the release of a
     /// mutex, the arrival at a barrier, ns.
     pub fn wake_ns(&self) -> u64 {
@@ -299,6 +310,19 @@ pub fn mark_report(
         .filter(|h| h.source == crate::locks::across::Source::Openmp)
         .map(|h| h.waiting)
         .collect();
+    // rows by identity: mutex (pid, kind, address), barrier (pid, kind, name)
+    let mutex_row: HashMap<(u32, String, String), usize> = report
+        .mutexes
+        .iter()
+        .enumerate()
+        .map(|(k, r)| ((r.pid, r.kind.clone(), r.address.clone()), k))
+        .collect();
+    let barrier_row: HashMap<(u32, String, String), usize> = report
+        .barriers
+        .iter()
+        .enumerate()
+        .map(|(k, r)| ((r.pid, r.kind.clone(), r.name.clone()), k))
+        .collect();
     let mut sites: HashMap<(u32, u64), String> = HashMap::new();
     for (i, e) in events.iter().enumerate() {
         if !path.omp_on_path[i] {
@@ -309,7 +333,6 @@ pub fn mark_report(
         report.summary.critical_wait_ns += wait;
         report.summary.critical_handovers += u64::from(handed.contains(&(i as u32)));
         if e.barrier {
-            let kind = super::sync_kind(e.kind);
             let name = sites
                 .entry((e.process, e.site))
                 .or_insert_with(|| {
@@ -318,21 +341,20 @@ pub fn mark_report(
                         .display
                 })
                 .clone();
-            if let Some(row) = report
-                .barriers
-                .iter_mut()
-                .find(|r| r.pid == e.pid && r.kind == kind && r.name == name)
-            {
+            let key = (e.pid, super::sync_kind(e.kind).to_string(), name);
+            if let Some(&k) = barrier_row.get(&key) {
+                let row = &mut report.barriers[k];
                 row.critical_events += 1;
                 row.critical_wait_ns += wait;
             }
         } else {
-            let (kind, address) = (super::mutex_kind(e.kind), format!("{:#x}", e.object));
-            if let Some(row) = report
-                .mutexes
-                .iter_mut()
-                .find(|r| r.pid == e.pid && r.kind == kind && r.address == address)
-            {
+            let key = (
+                e.pid,
+                super::mutex_kind(e.kind).to_string(),
+                format!("{:#x}", e.object),
+            );
+            if let Some(&k) = mutex_row.get(&key) {
+                let row = &mut report.mutexes[k];
                 row.critical_events += 1;
                 row.critical_wait_ns += wait;
                 row.critical_hold_ns += hold;
