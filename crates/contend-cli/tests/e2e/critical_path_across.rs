@@ -125,3 +125,70 @@ fn futex_token_chain_is_the_critical_path() {
         eprintln!("disturbed run (path {got} vs {measured} ns, wait {got_wait} vs {measured_wait} ns), again");
     }
 }
+
+/// OpenMP hand-overs on the critical path with a real runtime (LLVM's
+/// libomp through OMPT) on tests/programs/omp_sync.c: its critical
+/// section, lock and barriers put OpenMP hand-overs on the path, each
+/// between two threads, counted the same in `locks.critical_path.across`
+/// and `openmp.summary`; and in the imbalanced `parallel for` thread 1
+/// (iteration 1, 20 ms of sleep against 5 ms) always arrives last at the
+/// implicit barrier, so every implicit-barrier hand-over on the path goes
+/// from that worker to the master thread (whose tid is the pid), never
+/// the other way.
+#[test]
+fn openmp_hand_overs_on_the_critical_path_with_libomp() {
+    require_tool!("clang");
+    let _serial = serial();
+    let dir = tempdir();
+    let exe = dir.path().join("omp_sync");
+    let mut cc = std::process::Command::new("clang");
+    cc.args(["-O1", "-g", "-fopenmp", "-o"])
+        .arg(&exe)
+        .arg(program_source("omp_sync.c"));
+    let built = run_timeout(cc, std::time::Duration::from_secs(120));
+    if !built.success() {
+        eprintln!(
+            "SKIP: clang -fopenmp cannot build here:\n{}",
+            built.describe()
+        );
+        return;
+    }
+    let rec = dir.path().join("rec");
+    let out = record(&rec, &exe, &[] as &[&str]);
+    assert!(out.success(), "record failed:\n{}", out.describe());
+    let report = report_json(&rec);
+    let across = &report["locks"]["critical_path"]["across"];
+    assert!(across.is_object(), "no across: {}", report["locks"]);
+    let jumps = u(across, "openmp_jumps");
+    assert!(jumps >= 1, "no OpenMP hand-over on the path: {across}");
+    let os = &report["openmp"]["summary"];
+    assert_eq!(u(os, "critical_handovers"), jumps, "{os}");
+    assert_eq!(u(os, "critical_events"), u(across, "openmp_events"), "{os}");
+    assert_eq!(
+        u(os, "critical_wait_ns"),
+        u(across, "openmp_wait_ns"),
+        "{os}"
+    );
+    let rows: Vec<&serde_json::Value> = across["hand_overs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["source"] == "openmp")
+        .collect();
+    assert_eq!(rows.iter().map(|r| u(r, "count")).sum::<u64>(), jumps);
+    let pid = u(across, "start_pid");
+    for r in &rows {
+        assert_ne!(u(r, "from_tid"), u(r, "to_tid"), "{r}");
+        if r["object"] == "implicit barrier" {
+            assert!(
+                u(r, "from_tid") != pid && u(r, "to_tid") == pid,
+                "the worker arrives last at the imbalanced loop's barrier: {r}"
+            );
+        }
+    }
+    // the path lies inside the run
+    assert!(
+        u(across, "length_ns") <= u(&report["run"], "wall_ns"),
+        "{across}"
+    );
+}
