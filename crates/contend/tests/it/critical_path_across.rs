@@ -347,3 +347,49 @@ fn without_futex_or_openmp_it_is_the_pthread_path() {
     // begin: T1's M acquired at 0; end: T3's last operation at 220
     assert_eq!(across.length_ns(), 220);
 }
+
+/// One FUTEX_WAKE that woke two waiters (a broadcast; docs/critical-path.md,
+/// "Ambiguity of futex wakers"):
+///
+/// ```text
+/// T1: FUTEX_WAKE(A) 100–104, woke 2
+/// T2: FUTEX_WAIT(A) 10 → 120 woken
+/// T3: FUTEX_WAIT(A) 20 → 130 woken; FUTEX_WAIT(B) 200 → 300 timed out
+/// T4: FUTEX_WAKE(A) 150–151, woke 1 (after both returned: nobody's waker)
+/// ```
+///
+/// Both woken waits get T1's wake (it woke 2); T4's wake began after both
+/// returned. T3 ends last (300): wait B (no waker, begin 200), wait A
+/// (woken by T1 at 100: jump) → T1 has no wait before 100: the walk ends.
+/// On the path: T3's two waits (110 + 100 ns), one futex jump; T2's wait,
+/// let go by the same wake, is off the path. Length 300 − 100 = 200 ns.
+#[test]
+fn a_broadcast_wake_lets_every_waiter_go_and_the_path_follows_one() {
+    let mut fe = FutexEvents::default();
+    let t1: Vec<FutexOp> = wake(100, 104, A, 2).into();
+    let t2: Vec<FutexOp> = wait(10, 120, A, Phase::Acquired, 0).into();
+    let t3: Vec<FutexOp> = [
+        wait(20, 130, A, Phase::Acquired, 0),
+        wait(200, 300, B, Phase::Busy, 110),
+    ]
+    .concat();
+    let t4: Vec<FutexOp> = wake(150, 151, A, 1).into();
+    for (tid, ops) in [(1u32, &t1), (2, &t2), (3, &t3), (4, &t4)] {
+        futex_pair(0, 7, tid, ops, |t| t, 1000, &mut fe);
+    }
+    match_wakers(&mut fe);
+    let wakers: Vec<Option<usize>> = fe.waits.iter().map(|w| w.waker).collect();
+    assert_eq!(wakers, [Some(0), Some(0), None]);
+    let set = pthread_events(&[]);
+    let path = mark_across(&set, &fe, &[]);
+    assert_eq!(path.start, Some((7, 3)));
+    assert_eq!(path.futex_on_path, [false, true, true]);
+    assert_eq!(path.hand_overs.len(), 1);
+    assert_eq!((path.hand_overs[0].from.1, path.hand_overs[0].to.1), (1, 3));
+    assert_eq!(path.length_ns(), 200);
+    let s = summarize(&path, &set, &fe, &[], |_, _| "A".into());
+    assert_eq!(
+        (s.futex_events, s.futex_wait_ns, s.futex_jumps),
+        (2, 210, 1)
+    );
+}
