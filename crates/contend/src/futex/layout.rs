@@ -110,6 +110,7 @@ impl ReportSection for FutexReport {
                     w.wake_latency_ns
                         .checked_div(w.handovers)
                         .map_or(Cell::Empty, Cell::Ns),
+                    Cell::Ns(w.critical_wait_ns),
                     Cell::Text(w.sites.first().cloned().unwrap_or_default()),
                 ],
             })
@@ -130,6 +131,7 @@ impl ReportSection for FutexReport {
                     Column::num("Woken", "waiters_woken").explained("waiters the wake calls woke"),
                     Column::num("Hand-overs", "handovers").explained("woken waits whose wake call was found"),
                     Column::num("Wake lat.", "mean_wake_latency_ns").explained("mean time from the wake call to the waiter's return"),
+                    Column::num("CP wait", "critical_wait_ns").explained("wait of its waits on the critical path across pthread, futex and OpenMP hand-overs (docs/critical-path.md)"),
                     Column::text("Site", "site"),
                 ],
                 rows,

@@ -346,6 +346,13 @@ pub struct FutexSummary {
     pub words: u64,
     /// Threads that made futex calls.
     pub threads: u64,
+    /// Waits on the critical path across recorders (docs/critical-path.md).
+    pub critical_events: u64,
+    /// Σ their wait, ns.
+    pub critical_wait_ns: u64,
+    /// Of them, waits whose hand-over (wake → woken wait) the path
+    /// follows to the waking thread.
+    pub critical_handovers: u64,
 }
 
 /// One futex word (a lock-like object).
@@ -383,6 +390,12 @@ pub struct FutexWordRow {
     pub wake_latency_ns: u64,
     /// Call sites of its waits and wakes, most waiting first (short form).
     pub sites: Vec<String>,
+    /// Its waits on the critical path (docs/critical-path.md).
+    pub critical_events: u64,
+    /// Σ their wait, ns.
+    pub critical_wait_ns: u64,
+    /// Hand-overs through it that the critical path follows.
+    pub critical_handovers: u64,
 }
 
 /// One call site of futex waits or wakes.
@@ -416,6 +429,10 @@ pub struct FutexSiteRow {
     pub wakes: u64,
     /// Σ waiters woken by them.
     pub waiters_woken: u64,
+    /// Its waits on the critical path (docs/critical-path.md).
+    pub critical_events: u64,
+    /// Σ their wait, ns.
+    pub critical_wait_ns: u64,
 }
 
 /// One thread's futex calls.
@@ -454,7 +471,12 @@ impl Analyzer for FutexAnalyzer {
             return None;
         }
         match_wakers(&mut events);
-        let report = aggregate(recording, cx.symbols, &events);
+        // the critical path across recorders, marked by the lock analysis
+        let path = cx
+            .earlier::<crate::locks::LockEvents>()
+            .and_then(|l| l.across.as_ref())
+            .filter(|a| a.futex_on_path.len() == events.waits.len());
+        let report = aggregate_on_path(recording, cx.symbols, &events, path);
         let span = events
             .waits
             .iter()
@@ -551,6 +573,25 @@ fn is_std(site: &ResolvedSite) -> bool {
 
 /// Builds the section from the paired events.
 pub fn aggregate(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> FutexReport {
+    aggregate_on_path(recording, symbols, ev, None)
+}
+
+/// [`aggregate`], with the waits on the critical path across recorders
+/// counted per word, site and in total (`path.futex_on_path` indexed like
+/// `ev.waits`).
+pub fn aggregate_on_path(
+    recording: &Recording,
+    symbols: &Symbols,
+    ev: &FutexEvents,
+    path: Option<&crate::locks::across::AcrossPath>,
+) -> FutexReport {
+    let on_path = |i: usize| path.is_some_and(|p| p.futex_on_path.get(i) == Some(&true));
+    let handed: std::collections::HashSet<u32> = path
+        .into_iter()
+        .flat_map(|p| p.hand_overs.iter())
+        .filter(|h| h.source == crate::locks::across::Source::Futex)
+        .map(|h| h.waiting)
+        .collect();
     // Sites: (process, site, stack) → shown site, its resolution and kind.
     let mut site_cache: HashMap<(u32, u64, u32), (u64, usize)> = HashMap::new();
     let mut sites: Vec<(u32, u64, ResolvedSite, Vec<String>)> = Vec::new();
@@ -574,8 +615,15 @@ pub fn aggregate(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> 
     let mut site_cmd: HashMap<usize, u8> = HashMap::new();
     let mut threads: BTreeMap<(u32, u32), FutexThreadRow> = BTreeMap::new();
 
-    for w in &ev.waits {
+    for (wi, w) in ev.waits.iter().enumerate() {
         let ns = w.wait_ns();
+        let critical = on_path(wi);
+        let handover = u64::from(handed.contains(&(wi as u32)));
+        if critical {
+            summary.critical_events += 1;
+            summary.critical_wait_ns += ns;
+            summary.critical_handovers += handover;
+        }
         let slept = u64::from(w.slept());
         summary.events += 1;
         summary.contended_events += slept;
@@ -606,6 +654,11 @@ pub fn aggregate(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> 
         row.woken += u64::from(w.outcome == WaitOutcome::Woken);
         row.timed_out += u64::from(w.outcome == WaitOutcome::TimedOut);
         row.value_changed += u64::from(w.outcome == WaitOutcome::ValueChanged);
+        if critical {
+            row.critical_events += 1;
+            row.critical_wait_ns += ns;
+            row.critical_handovers += handover;
+        }
         if let Some(l) = latency {
             row.handovers += 1;
             row.wake_latency_ns += l;
@@ -617,6 +670,10 @@ pub fn aggregate(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> 
         s.contended_events += slept;
         s.wait_ns += ns;
         s.max_wait_ns = s.max_wait_ns.max(ns);
+        if critical {
+            s.critical_events += 1;
+            s.critical_wait_ns += ns;
+        }
         let t = threads.entry((w.pid, w.tid)).or_default();
         t.events += 1;
         t.wait_ns += ns;

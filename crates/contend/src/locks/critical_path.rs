@@ -439,3 +439,22 @@ impl<'s> WindowWalker<'s> {
         }
     }
 }
+
+/// The event that let each event of `set` go, by the rules of
+/// [`mark_critical_path`] (module docs): `result[i]` is an index into
+/// `set.events`, or `u32::MAX` when event `i` did not wait or its waker
+/// was not recorded. For walks that combine the lock hand-overs with
+/// those of other recorders ([`crate::locks::across`]). O(n log n).
+pub fn lock_wakers(set: &EventSet) -> Vec<u32> {
+    let wakes = Wakes::build(set);
+    let mut cursor = wakes.cursor();
+    (0..set.events.len())
+        .map(|i| wakes.waker(set, i, &mut cursor))
+        .collect()
+}
+
+/// The time at which waking event `w` (an index into `set.events`) let its
+/// waiter go: a release, a `sem_post`, a barrier arrival, ns.
+pub fn lock_wake_time(set: &EventSet, w: usize) -> u64 {
+    wake_time(set, w)
+}

@@ -86,6 +86,9 @@ impl ReportSection for LockReport {
                 Body::Table(metric_table(&metrics, CRITICAL_PATH)),
             ));
         }
+        if let Some(a) = &l.critical_path.across {
+            out.push(across_panel(a));
+        }
         if !l.other_waits.is_empty() {
             let rows = l
                 .other_waits
@@ -701,4 +704,63 @@ pub fn site_metrics(s: &SiteRow) -> Vec<Metric> {
         ("critical_wait_ns", "Wait on the critical path", Ns, n(s.critical_wait_ns)),
     ];
     metrics(SITE, "", rows)
+}
+
+/// The critical path across pthread, futex and OpenMP hand-overs
+/// (docs/critical-path.md): its totals per source in the description, its
+/// hand-overs per object and pair of threads in the table.
+fn across_panel(a: &super::across::AcrossSummary) -> Panel {
+    let text = format!(
+        "One path over pthread, futex and OpenMP hand-overs (Chen & Stenström; Venter 2016, Section 3.2.2.2), \
+         from thread {}/{} back over {:.3} ms: {} events and {} hand-overs on it: pthread {} events ({} hand-overs), \
+         futex {} waits ({} hand-overs, {:.3} ms wait), OpenMP {} acquisitions and barrier waits ({} hand-overs, {:.3} ms wait). \
+         The hand-overs on it, per object and pair of threads:",
+        a.start_pid,
+        a.start_tid,
+        a.length_ns as f64 / 1e6,
+        a.events,
+        a.jumps,
+        a.lock_events,
+        a.lock_jumps,
+        a.futex_events,
+        a.futex_jumps,
+        a.futex_wait_ns as f64 / 1e6,
+        a.openmp_events,
+        a.openmp_jumps,
+        a.openmp_wait_ns as f64 / 1e6,
+    );
+    let rows = a
+        .hand_overs
+        .iter()
+        .map(|h| Row {
+            key: format!("{}:{}:{}:{}", h.source, h.object, h.from_tid, h.to_tid),
+            cells: vec![
+                Cell::Text(h.source.clone()),
+                Cell::Text(h.object.clone()),
+                Cell::Text(format!("{}/{}", h.pid, h.from_tid)),
+                Cell::Text(format!("{}/{}", h.pid, h.to_tid)),
+                Cell::Count(h.count),
+                Cell::Ns(h.wait_ns),
+            ],
+        })
+        .collect();
+    Panel::new(
+        "critical_path_across",
+        "Critical path across pthread, futex and OpenMP",
+        &text,
+        Body::Table(Table {
+            columns: vec![
+                Column::text("Source", "source"),
+                Column::text("Object", "object"),
+                Column::text("From", "from_tid")
+                    .explained("the thread that let the waiter go (pid/tid)"),
+                Column::text("To", "to_tid").explained("the thread that waited (pid/tid)"),
+                Column::num("Hand-overs", "count"),
+                Column::num("Wait", "wait_ns")
+                    .explained("wait of the waiting events of these hand-overs, summed"),
+            ],
+            rows,
+            ..Table::default()
+        }),
+    )
 }

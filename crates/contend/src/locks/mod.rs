@@ -5,6 +5,7 @@
 //! [`model`]) and their layout ([`layout`]). [`LockAnalyzer`] runs the
 //! three on a recording and keeps the events ([`LockEvents`]).
 
+pub mod across;
 pub mod aggregate;
 pub mod critical_path;
 pub mod events;
@@ -51,6 +52,10 @@ pub struct LockEvents {
     pub critical_path: CriticalPath,
     /// Object and site names, by index into `set.objects` / `set.sites`.
     pub names: Names,
+    /// The critical path across pthread, futex and OpenMP hand-overs
+    /// ([`across`]), when futex or OpenMP events were recorded;
+    /// `critical_path` is then its pthread part.
+    pub across: Option<across::AcrossPath>,
 }
 
 /// Resolves objects and sites of the lock-traced processes of a recording
@@ -120,7 +125,14 @@ impl Analyzer for LockAnalyzer {
         let mut resolver = ProcessResolver::new(recording, cx.symbols);
         attribute_sites_through_stacks(&mut set, recording, &mut resolver);
         progress.stage("marking the critical path", 1);
-        let path = mark_critical_path(&set);
+        let futex_and_omp = across_inputs(recording);
+        let across = futex_and_omp
+            .as_ref()
+            .map(|(futex, omp)| across::mark_across(&set, futex, omp));
+        let path = match &across {
+            Some(a) => a.locks.clone(),
+            None => mark_critical_path(&set),
+        };
         progress.advance(1);
         progress.stage("resolving call sites", 1);
         let span = event_span(&set);
@@ -130,6 +142,12 @@ impl Analyzer for LockAnalyzer {
         });
         let names = resolve_names(&set, &mut resolver);
         let mut locks = aggregate_named(&set, &path, &names, &cx.options.locks, program_ns);
+        if let (Some(a), Some((futex, omp))) = (&across, &futex_and_omp) {
+            locks.critical_path.across =
+                Some(across::summarize(a, &set, futex, omp, |source, i| {
+                    across_object(&set, &names, futex, omp, &mut resolver, source, i)
+                }));
+        }
         progress.advance(1);
         if set.events.is_empty() {
             locks.no_events_reason = Some(no_events_reason(recording));
@@ -161,9 +179,78 @@ impl Analyzer for LockAnalyzer {
                 set,
                 critical_path: path,
                 names,
+                across,
             })),
             span_ns: span,
         })
+    }
+}
+
+/// The futex events (wakers matched) and OpenMP synchronisation events of
+/// a recording, for the critical path across recorders; `None` when it has
+/// neither (the path is then the pthread path alone).
+fn across_inputs(
+    recording: &Recording,
+) -> Option<(
+    crate::futex::FutexEvents,
+    Vec<crate::openmp::sync::OmpSyncEvent>,
+)> {
+    let any = recording.processes.iter().any(|p| {
+        p.trace
+            .threads
+            .iter()
+            .any(|t| !t.futex.is_empty() || !t.omp.is_empty())
+    });
+    if !any {
+        return None;
+    }
+    let mut futex = crate::futex::collect(recording);
+    crate::futex::match_wakers(&mut futex);
+    let omp = crate::openmp::sync::collect(recording);
+    if futex.waits.is_empty() && omp.is_empty() {
+        return None;
+    }
+    Some((futex, omp))
+}
+
+/// The name of the object of a hand-over on the critical path across
+/// recorders (`source`, index of the waiting event).
+fn across_object(
+    set: &EventSet,
+    names: &Names,
+    futex: &crate::futex::FutexEvents,
+    omp: &[crate::openmp::sync::OmpSyncEvent],
+    resolver: &mut ProcessResolver<'_>,
+    source: across::Source,
+    i: u32,
+) -> String {
+    let i = i as usize;
+    match source {
+        across::Source::Lock => {
+            let o = set.events[i].object as usize;
+            names
+                .objects
+                .get(o)
+                .cloned()
+                .unwrap_or_else(|| format!("{:#x}", set.objects[o].address))
+        }
+        across::Source::Futex => {
+            let w = &futex.waits[i];
+            resolver
+                .object(w.process, w.word)
+                .unwrap_or_else(|| format!("{:#x}", w.word))
+        }
+        across::Source::Openmp => {
+            let e = &omp[i];
+            if e.barrier {
+                e.kind_name().to_string()
+            } else {
+                let name = resolver
+                    .object(e.process, e.object)
+                    .unwrap_or_else(|| format!("{:#x}", e.object));
+                format!("{} {name}", e.kind_name())
+            }
+        }
     }
 }
 

@@ -112,6 +112,12 @@ pub struct CriticalPathSummary {
     pub jumps: u64,
     /// Wait on the path by other primitives (cond, barrier, semaphore), ns.
     pub other_wait_ns: u64,
+    /// The critical path across pthread, futex and OpenMP hand-overs
+    /// (docs/critical-path.md), present only when futex waits or OpenMP
+    /// synchronisation were recorded; the fields above are then its
+    /// pthread events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub across: Option<super::across::AcrossSummary>,
 }
 
 /// Summary of one kind of non-lock wait.

@@ -29,6 +29,7 @@ impl ReportSection for OpenMpReport {
                     Column::num("Wait", "wait_ns"),
                     Column::num("Max wait", "max_wait_ns"),
                     Column::num("Hold", "hold_ns"),
+                    Column::num("CP wait", "critical_wait_ns").explained("wait of its acquisitions on the critical path (docs/critical-path.md)"),
                     Column::text("Site", "site"),
                 ],
                 rows: rows
@@ -42,6 +43,7 @@ impl ReportSection for OpenMpReport {
                             Cell::Ns(m.wait_ns),
                             Cell::Ns(m.max_wait_ns),
                             Cell::Ns(m.hold_ns),
+                            Cell::Ns(m.critical_wait_ns),
                             Cell::Text(m.sites.first().cloned().unwrap_or_default()),
                         ],
                     })
@@ -63,6 +65,7 @@ impl ReportSection for OpenMpReport {
                     Column::num("Waits", "events"),
                     Column::num("Wait", "wait_ns"),
                     Column::num("Max wait", "max_wait_ns"),
+                    Column::num("CP wait", "critical_wait_ns").explained("wait of its waits on the critical path (docs/critical-path.md)"),
                 ],
                 rows: rows
                     .iter()
@@ -74,6 +77,7 @@ impl ReportSection for OpenMpReport {
                             Cell::Count(b.events),
                             Cell::Ns(b.wait_ns),
                             Cell::Ns(b.max_wait_ns),
+                            Cell::Ns(b.critical_wait_ns),
                         ],
                     })
                     .collect(),

@@ -25,6 +25,7 @@ use crate::recording::Recording;
 use crate::symbols::Symbols;
 
 pub mod layout;
+pub mod sync;
 
 /// The OpenMP analysis (registered in [`crate::analysis::ANALYZERS`]);
 /// its section is present when a traced process ran an OpenMP runtime
@@ -65,6 +66,14 @@ pub struct OpenMpSummary {
     pub parallel_regions: u64,
     /// Σ load imbalance over them (max − mean work per instance), ns.
     pub imbalance_ns: u64,
+    /// Mutex acquisitions and barrier waits on the critical path across
+    /// recorders (docs/critical-path.md).
+    pub critical_events: u64,
+    /// Σ their wait, ns.
+    pub critical_wait_ns: u64,
+    /// Of them, those whose hand-over (release → acquisition, last arrival
+    /// → waiter) the path follows to the other thread.
+    pub critical_handovers: u64,
 }
 
 /// A critical section, OpenMP lock, atomic or ordered region.
@@ -92,6 +101,12 @@ pub struct OmpMutexRow {
     pub hold_ns: u64,
     /// Sites of its acquisitions, most waiting first.
     pub sites: Vec<String>,
+    /// Acquisitions on the critical path (docs/critical-path.md).
+    pub critical_events: u64,
+    /// Σ their wait, ns.
+    pub critical_wait_ns: u64,
+    /// Σ their hold, ns.
+    pub critical_hold_ns: u64,
 }
 
 /// Waits of one kind at one construct.
@@ -110,6 +125,10 @@ pub struct OmpBarrierRow {
     pub wait_ns: u64,
     /// Largest single wait, ns.
     pub max_wait_ns: u64,
+    /// Waits on the critical path (docs/critical-path.md).
+    pub critical_events: u64,
+    /// Σ their wait, ns.
+    pub critical_wait_ns: u64,
 }
 
 /// A parallel construct: its instances and its threads.
@@ -206,7 +225,15 @@ impl Analyzer for OpenMpAnalyzer {
         {
             return None;
         }
-        Some(AnalysisOutput::new(analyze_openmp(r, cx.symbols)))
+        let mut report = analyze_openmp(r, cx.symbols);
+        // the critical path across recorders, marked by the lock analysis
+        if let Some(path) = cx
+            .earlier::<crate::locks::LockEvents>()
+            .and_then(|l| l.across.as_ref())
+        {
+            sync::mark_report(&mut report, r, cx.symbols, &sync::collect(r), path);
+        }
+        Some(AnalysisOutput::new(report))
     }
 }
 

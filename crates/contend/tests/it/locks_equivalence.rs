@@ -345,3 +345,22 @@ fn pairing_matches_the_reference() {
         assert_same_set(&got, &want, &format!("case {case}, from a trace"));
     }
 }
+
+// ------------------------------------------- critical path across recorders
+
+/// With no futex wait and no OpenMP event, the critical path across
+/// recorders (`locks::across`, docs/critical-path.md) is the pthread
+/// critical path: the same marks, jumps, hand-overs and start thread, on
+/// random operation sequences with every primitive.
+#[test]
+fn critical_path_across_without_futex_or_openmp_is_the_pthread_path() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..300 {
+        let threads = random_threads(&mut rng);
+        let set = pair_operations(&inputs(&threads));
+        let alone = contend::locks::mark_critical_path(&set);
+        let across =
+            contend::locks::across::mark_across(&set, &contend::futex::FutexEvents::default(), &[]);
+        assert_eq!(across.locks, alone, "case {case}");
+    }
+}

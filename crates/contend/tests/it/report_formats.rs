@@ -127,6 +127,7 @@ fn sample() -> Report {
                 wait_share: 0.0213,
                 jumps: 812,
                 other_wait_ns: 1_000_000,
+                across: None,
             },
             other_waits: vec![WaitKindRow {
                 kind: "cond".into(),
