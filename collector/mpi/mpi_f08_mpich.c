@@ -263,20 +263,24 @@ static uintptr_t dyn_addr(const struct dl_phdr_info *info, ElfW(Addr) a)
     return a >= info->dlpi_addr ? (uintptr_t)a : info->dlpi_addr + (uintptr_t)a;
 }
 
-/* Writes `value` into the slot at `slot`, making it writable for the
- * moment when it lies in the read-only-after-relocation segment. */
+/* Writes `value` into the slot at `slot`, making its page writable for
+ * the moment when the dynamic linker made it read-only after relocation
+ * (PT_GNU_RELRO: ld.so protects the whole pages from the segment's start
+ * rounded down to its end rounded down; the page holding its end stays
+ * writable). */
 static void write_slot(const struct dl_phdr_info *info, uintptr_t slot, uintptr_t value)
 {
-    uintptr_t relro_lo = 0, relro_hi = 0;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t ro_lo = 0, ro_hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_GNU_RELRO) {
-            relro_lo = info->dlpi_addr + ph->p_vaddr;
-            relro_hi = relro_lo + ph->p_memsz;
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+            ro_lo = lo & ~(page - 1);
+            ro_hi = (lo + ph->p_memsz) & ~(page - 1);
         }
     }
-    if (slot >= relro_lo && slot < relro_hi) {
-        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (slot >= ro_lo && slot < ro_hi) {
         void *p = (void *)(slot & ~(page - 1));
         if (mprotect(p, page, PROT_READ | PROT_WRITE) != 0)
             return; /* left unpatched: the call stays unrecorded */
