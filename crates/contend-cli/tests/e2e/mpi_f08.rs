@@ -218,3 +218,70 @@ fn open_mpi_f08_late_sender_and_barrier_agree_with_the_program() {
     args[four] = "2".into();
     check("mpif90.openmpi", "mpirun.openmpi", &args);
 }
+
+/// `tests/programs/mpi_f08_calls.f90` prints the same with and without the
+/// recorder (return values, index, status, flags and data), every call it
+/// makes is recorded, and every message matches.
+fn same_results_and_everything_recorded(compiler: &str, launcher: &str, args: &[String]) {
+    let exe = mpi_build(compiler, &program_source("mpi_f08_calls.f90"));
+    let _guard = crate::common::serial();
+    let sorted = |s: &str| {
+        let mut l: Vec<String> = s.lines().map(|l| l.trim().to_string()).collect();
+        l.retain(|l| !l.is_empty());
+        l.sort();
+        l
+    };
+    let mut plain = std::process::Command::new(launcher);
+    plain.args(args).arg(&exe);
+    let plain = crate::common::run_timeout(plain, std::time::Duration::from_secs(120));
+    assert!(plain.success(), "{}", plain.describe());
+    let t = tempdir();
+    let dir = t.path().join("rec");
+    let out = record_mpi(&dir, launcher, args, &exe, &[]);
+    assert!(out.success(), "{}", out.describe());
+    assert_eq!(sorted(&out.stdout), sorted(&plain.stdout), "{compiler}");
+    let report = report_json_with(&dir, &[] as &[&str]);
+    let w = warnings(&report);
+    assert!(!w.contains("MPI:"), "{compiler}: {w}");
+    let m = &report["mpi"]["matching"];
+    assert_eq!(m["messages"], 12, "{m}");
+    assert_eq!(m["unmatched_sends"], 0, "{m}");
+    assert_eq!(m["unknown_requests"], 0, "{m}");
+    for op in [
+        "MPI_Init_thread",
+        "MPI_Waitany",
+        "MPI_Waitsome",
+        "MPI_Testall",
+        "MPI_Probe",
+        "MPI_Send_init",
+        "MPI_Start",
+        "MPI_Request_free",
+        "MPI_Ibarrier",
+        "MPI_Wait",
+        "MPI_Finalize",
+    ] {
+        assert!(
+            report_sites(&report).iter().any(|s| s["operation"] == op
+                && s["file"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with("mpi_f08_calls.f90"))),
+            "{compiler}: {op} not recorded: {}",
+            report["mpi"]["by_site"]
+        );
+    }
+}
+
+/// MPICH: the f08 calls that go to `PMPI_*` directly give the program the
+/// same results under the recorder, and are all recorded.
+#[test]
+fn mpich_f08_calls_give_the_same_results_and_are_recorded() {
+    if which("mpif90.mpich").is_none() || which("mpirun.mpich").is_none() {
+        eprintln!("SKIP: MPICH Fortran is not installed");
+        return;
+    }
+    same_results_and_everything_recorded(
+        "mpif90.mpich",
+        "mpirun.mpich",
+        &["-np".into(), "2".into()],
+    );
+}
