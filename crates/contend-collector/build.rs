@@ -171,7 +171,7 @@ fn build_mpi_recorders(
     for s in mpi_headers::MPI_SOURCES
         .iter()
         .chain(mpi_headers::MPI_HEADER_FILES)
-        .chain(&["mpi_fortran.c"])
+        .chain(&["mpi_fortran.c", "mpi_f08_mpich.c"])
     {
         println!("cargo:rerun-if-changed={}", mpi_src.join(s).display());
     }

@@ -85,6 +85,9 @@ pub struct FilterArgs {
     /// MPI: count collective waits (barrier, N×N, broadcast, reduce, scan) only from this long
     #[arg(long, value_name = "DURATION")]
     threshold_collective: Option<String>,
+    /// MPI: how many of the longest wait states `mpi.delay.wait_states` lists with their root causes: a number, or `all` (default 20)
+    #[arg(long, value_name = "N|all")]
+    root_causes: Option<String>,
 }
 
 #[derive(Args)]
@@ -265,6 +268,15 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
             "threshold-collective",
         )?
         .unwrap_or(0),
+        root_cause_rows: match filter.root_causes.as_deref() {
+            None => None,
+            Some("all") => Some(usize::MAX),
+            Some(n) => Some(n.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--root-causes: `{n}` is neither a number of rows (1 or more) nor `all`"
+                )
+            })?),
+        },
     };
     Ok(Resolved {
         format,

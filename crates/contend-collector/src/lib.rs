@@ -181,6 +181,10 @@ pub const MPI_RECORDER_SOURCES: &[(&str, &str)] = &[
         include_str!("../../../collector/mpi/mpi_fortran.c"),
     ),
     (
+        "mpi/mpi_f08_mpich.c",
+        include_str!("../../../collector/mpi/mpi_f08_mpich.c"),
+    ),
+    (
         "mpi/mpi_rec.h",
         include_str!("../../../collector/mpi/mpi_rec.h"),
     ),

@@ -56,7 +56,9 @@ pub const MPI_HEADERS: &[MpiHeaders] = &[
 
 /// C sources of the recorder, relative to `collector/mpi`; `mpi_fortran.c`
 /// (Open MPI's Fortran entry points) is added for Open MPI only (MPICH's
-/// Fortran bindings call the C `MPI_*` functions).
+/// `mpif.h`/`mpi` bindings call the C `MPI_*` functions), and
+/// `mpi_f08_mpich.c` (MPICH's `mpi_f08` bindings, which call `PMPI_*`
+/// directly) for MPICH only.
 pub const MPI_SOURCES: &[&str] = &["mpi_trace.c", "mpi_wrap.c"];
 /// The recorder's own headers, relative to `collector/mpi`.
 pub const MPI_HEADER_FILES: &[&str] = &["mpi_rec.h", "mpi_core.h", "mpi_funcs.h"];
@@ -163,6 +165,9 @@ pub fn compile_args(
     }
     if h.name == "openmpi" {
         a.push(mpi_src.join("mpi_fortran.c").into());
+    }
+    if h.name == "mpich" {
+        a.push(mpi_src.join("mpi_f08_mpich.c").into());
     }
     a.push("-ldl".into());
     a.push("-lpthread".into());

@@ -917,17 +917,6 @@ pub fn record_observed(
             ));
         }
     }
-    if matches!(&mpi_recorder, Some((MpiImplementation::Mpich, _)))
-        && mpi_ranks == 0
-        && crate::mpi::uses_mpich_f08(&program, &opts.command[1..], &cwd)
-    {
-        warnings.push(
-            "the program uses MPICH's mpi_f08 Fortran bindings, which call PMPI_* directly: \
-             contend cannot record them (use the `mpi` module or mpif.h with MPICH, or Open MPI, \
-             whose mpi_f08 bindings are recorded)"
-                .to_string(),
-        );
-    }
     // The identity of every mapped object, and its copy in the build-id
     // cache, so that a rebuild cannot make this recording's sites lie.
     let mut skip = vec![collector.clone()];

@@ -164,29 +164,6 @@ pub enum MpiDetectError {
     },
 }
 
-/// True when an ELF file among `program` and its arguments imports
-/// MPICH's `mpi_f08` entry points (`mpi_*_f08ts_`): they call `PMPI_*`
-/// directly, past the recorder, so such a program records nothing.
-pub(crate) fn uses_mpich_f08(program: &Path, args: &[String], cwd: &Path) -> bool {
-    std::iter::once(program.to_path_buf())
-        .chain(
-            args.iter()
-                .filter(|a| !a.starts_with('-') && !a.is_empty())
-                .map(|a| cwd.join(a)),
-        )
-        .filter(|p| p.is_file())
-        .any(|p| {
-            let Ok(bytes) = fs::read(&p) else {
-                return false;
-            };
-            use object::{Object, ObjectSymbol};
-            object::File::parse(&*bytes).is_ok_and(|f| {
-                f.dynamic_symbols()
-                    .any(|s| s.is_undefined() && s.name().is_ok_and(|n| n.ends_with("_f08ts_")))
-            })
-        })
-}
-
 /// Open MPI or MPICH from an ELF file's dynamic string table
 /// (`libmpi.so.40` / `libmpich.so.12` among its `DT_NEEDED`).
 pub(crate) fn mpi_of_elf(path: &Path) -> Option<MpiImplementation> {

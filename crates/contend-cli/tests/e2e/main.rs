@@ -23,6 +23,7 @@ mod limits;
 mod meters;
 mod mpi_accuracy;
 mod mpi_completeness;
+mod mpi_f08;
 mod mpi_real_apps;
 mod mpi_record;
 mod mpi_root_causes;

@@ -579,20 +579,37 @@ pub struct MpiDelayReport {
     pub by_region: Vec<MpiDelayRegionRow>,
     /// Per rank and region, most cost first.
     pub by_rank_region: Vec<MpiDelayRegionRow>,
-    /// The longest wait states (at most [`ROOT_CAUSE_ROWS`]), longest first,
-    /// with their root causes.
+    /// The longest wait states, longest first, with their root causes: at
+    /// most [`ROOT_CAUSE_ROWS`] by default, every one with
+    /// `contend report --root-causes all` (a number N lists N;
+    /// [`super::MpiOptions::root_cause_rows`]).
     pub wait_states: Vec<MpiRootCauseRow>,
+    /// How many wait states there are (the length of `wait_states` when
+    /// none was left out); rows of ranks without a trace are never listed.
+    pub wait_states_total: u64,
+    /// True when `wait_states` lists fewer wait states than
+    /// `wait_states_total` (cut at the row limit).
+    pub wait_states_truncated: bool,
 }
 
-/// How many wait states `mpi.delay.wait_states` lists.
+/// How many wait states `mpi.delay.wait_states` lists by default
+/// (`--root-causes` changes it).
 pub const ROOT_CAUSE_ROWS: usize = 20;
 
 fn ns(x: f64) -> u64 {
     x.round().max(0.0) as u64
 }
 
-/// The report of `d`, computed on `tl`.
+/// The report of `d`, computed on `tl`, listing the [`ROOT_CAUSE_ROWS`]
+/// longest wait states.
 pub fn delay_report(tl: &Timeline<'_>, d: &DelayAnalysis) -> MpiDelayReport {
+    delay_report_rows(tl, d, ROOT_CAUSE_ROWS)
+}
+
+/// [`delay_report`] listing the `max_rows` longest wait states
+/// (`usize::MAX`: every one) in `wait_states`; `wait_states_total` counts
+/// them all and `wait_states_truncated` says whether some were left out.
+pub fn delay_report_rows(tl: &Timeline<'_>, d: &DelayAnalysis, max_rows: usize) -> MpiDelayReport {
     let mut r = MpiDelayReport {
         wait_ns: tl.waits.iter().map(|w| w.wait_ns).sum(),
         unattributed_ns: ns(d.unattributed_ns),
@@ -678,7 +695,9 @@ pub fn delay_report(tl: &Timeline<'_>, d: &DelayAnalysis) -> MpiDelayReport {
         let w = &tl.waits[i];
         (std::cmp::Reverse(w.wait_ns), w.rank, w.event)
     });
-    longest.truncate(ROOT_CAUSE_ROWS);
+    r.wait_states_total = longest.len() as u64;
+    r.wait_states_truncated = longest.len() > max_rows;
+    longest.truncate(max_rows);
     r.wait_states = longest
         .into_iter()
         .filter_map(|i| {

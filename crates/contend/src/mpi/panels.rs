@@ -120,6 +120,8 @@ fn delay_by_region(d: &MpiDelayReport, top: usize) -> Panel {
 
 fn root_causes(d: &MpiDelayReport, top: usize) -> Panel {
     let (rows, omitted) = take_top(&d.wait_states, top);
+    // rows the report did not keep (beyond `--root-causes`) are left out too
+    let omitted = omitted + (d.wait_states_total as usize).saturating_sub(d.wait_states.len());
     table(
         "mpi_root_causes_longest_waits",
         "MPI longest wait states and their root causes",

@@ -14,7 +14,9 @@ use super::analysis::{is_p2p_op, MatchStats, MpiAnalysis, Pattern};
 use super::critical_path::{
     critical_path, critical_path_report, CriticalPathAnalysis, MpiCriticalPathReport,
 };
-use super::delay::{delay_analysis, delay_report, DelayAnalysis, MpiDelayReport};
+use super::delay::{
+    delay_analysis, delay_report_rows, DelayAnalysis, MpiDelayReport, ROOT_CAUSE_ROWS,
+};
 use super::statistics::{
     message_statistics, site_rank_statistics, wait_matrix, MpiMessageSiteRow, MpiMessageSizes,
     MpiSiteRankRow, MpiWaitPairRow,
@@ -35,6 +37,11 @@ pub struct MpiOptions {
     /// Threshold of the collective patterns, ns (`--threshold-collective`,
     /// `mpi.threshold_collective`).
     pub threshold_collective_ns: u64,
+    /// How many of the longest wait states `mpi.delay.wait_states` lists
+    /// with their root causes (`--root-causes N|all`): `None` for the
+    /// default, [`super::delay::ROOT_CAUSE_ROWS`]; `Some(usize::MAX)` for
+    /// every one.
+    pub root_cause_rows: Option<usize>,
 }
 
 impl MpiOptions {
@@ -685,7 +692,7 @@ pub fn build_report_with(
 
     // Root causes, critical path and the mpiP-style tables.
     let delay = delay_analysis(&tl, analysis);
-    r.delay = delay_report(&tl, &delay);
+    r.delay = delay_report_rows(&tl, &delay, opts.root_cause_rows.unwrap_or(ROOT_CAUSE_ROWS));
     let cp = critical_path(&tl);
     r.critical_path = critical_path_report(&tl, &cp);
     for row in &mut r.by_rank {

@@ -1348,6 +1348,7 @@ fn thresholds_drop_short_waits() {
     let opts = MpiOptions {
         threshold_p2p_ns: 80,
         threshold_collective_ns: 15,
+        ..MpiOptions::default()
     };
     let r = report(&rec, opts);
     // 80 ≥ 80 is counted; of the barrier waits only 20 ≥ 15.
@@ -1362,6 +1363,7 @@ fn thresholds_drop_short_waits() {
         MpiOptions {
             threshold_p2p_ns: 81,
             threshold_collective_ns: 21,
+            ..MpiOptions::default()
         },
     );
     assert_eq!((r.late_sender.count, r.wait_at_barrier.count), (0, 0));

@@ -680,3 +680,58 @@ fn no_excess_in_the_interval_goes_to_the_computation_before_the_late_call() {
         )]
     );
 }
+
+/// `mpi.delay.wait_states` lists the 20 longest wait states by default and
+/// says so (`wait_states_truncated`, `wait_states_total`); with
+/// `--root-causes all` (`root_cause_rows: Some(usize::MAX)`) every wait
+/// state is listed, so their waits add up to `delay.wait_ns`, and the
+/// first 20 are the default's; `--root-causes 7` lists 7.
+#[test]
+fn every_root_cause_row_on_request() {
+    let rec = ring(5, 40, 7);
+    let analysis = analyze(&rec);
+    let with = |rows: Option<usize>| {
+        build_report(
+            &rec,
+            &analysis,
+            &MpiOptions {
+                root_cause_rows: rows,
+                ..MpiOptions::default()
+            },
+            &mut FakeSites,
+        )
+        .delay
+    };
+    let bounded = with(None);
+    let all = with(Some(usize::MAX));
+    // every wait state of the run: the wait states of all call sites
+    let r = full_report(&rec);
+    let counted: u64 = r.by_site.iter().map(|x| x.wait_states).sum();
+    assert!(counted > 20, "the ring must have more than 20 wait states");
+    assert_eq!(bounded.wait_states.len(), 20);
+    assert!(bounded.wait_states_truncated);
+    assert_eq!(bounded.wait_states_total, counted);
+    assert_eq!(all.wait_states.len() as u64, counted);
+    assert_eq!(all.wait_states_total, counted);
+    assert!(!all.wait_states_truncated);
+    // every wait state listed once: their waits are all the waiting
+    let listed: u64 = all.wait_states.iter().map(|w| w.wait_ns).sum();
+    assert_eq!(listed, all.wait_ns);
+    assert_eq!(all.wait_states[..20], bounded.wait_states[..]);
+    assert!(all
+        .wait_states
+        .windows(2)
+        .all(|w| w[0].wait_ns >= w[1].wait_ns));
+    let seven = with(Some(7));
+    assert_eq!(seven.wait_states[..], bounded.wait_states[..7]);
+    assert!(seven.wait_states_truncated);
+    // the rest of the report does not depend on the row limit
+    assert_eq!(
+        (all.short_term_ns, all.long_term_ns, &all.by_rank),
+        (
+            bounded.short_term_ns,
+            bounded.long_term_ns,
+            &bounded.by_rank
+        )
+    );
+}

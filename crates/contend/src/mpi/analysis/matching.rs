@@ -373,7 +373,7 @@ pub(super) fn match_messages(
     if stats.unmatched_sends > 0 {
         warnings.push(
             "sends never matched may have been received by calls the recorder does not wrap \
-             (the mpi_f08 Fortran bindings, partitioned MPI_Precv_init); their waits are not counted"
+             (partitioned MPI_Precv_init, the large-count MPI_*_c functions); their waits are not counted"
                 .to_string(),
         );
     }
