@@ -392,6 +392,7 @@ pub fn aggregate_named(
                 wake_ns: l.wake_ns,
                 max_wake_ns: l.max_wake_ns,
                 counted_events: l.counted,
+                created_at: None,
             }
         })
         .collect();
