@@ -10,6 +10,7 @@ pub mod creation;
 pub mod critical_path;
 pub mod events;
 pub mod figures;
+pub mod known;
 pub mod layout;
 pub mod model;
 pub mod ownership;
@@ -132,6 +133,11 @@ impl Analyzer for LockAnalyzer {
         let mut names = resolve_names(&set, &mut resolver);
         let created = creation::creation_sites(&set, recording, &mut resolver);
         creation::name_by_creation(&set, &mut names.objects, &created);
+        for (name, kind) in names.objects.iter_mut().zip(&set.object_kinds) {
+            if let Some(known) = known::well_known_name(name, kind.object_kind()) {
+                *name = known;
+            }
+        }
         let mut locks = aggregate_named(&set, &path, &names, &cx.options.locks, program_ns);
         set_created_at(&mut locks, &set, recording, created);
         progress.advance(1);
