@@ -198,3 +198,58 @@ fn cpython_gil_is_named() {
         "no _PyRuntime lock is left unnamed: {rows:#?}"
     );
 }
+
+/// `report --wrapper 'wrap_*'` (`tests/programs/wrapper_locks.c`): every
+/// lock goes through `wrap_lock` and both heap mutexes are made by
+/// `wrap_new`, so without it the two locks share one name and one site
+/// inside the wrapper; with it (and the stacks of `--stack-every 1`) each
+/// lock is named after the line that called `wrap_new` and its site is
+/// the line that called `wrap_lock`.
+#[test]
+fn wrapper_sites_move_to_the_callers() {
+    const W: &str = "wrapper_locks.c";
+    let tmp = tempdir();
+    let exe = build(W, &[]);
+    let dir = tmp.path().join("w.data");
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .args(["--stack-every", "1", "--"])
+        .arg(&exe);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+
+    let plain = report_json(&dir);
+    let inside = format!(
+        "mutex created at {W}:{} (wrap_new)",
+        line_of(W, "malloc(sizeof *m)") + 1
+    );
+    let rows = plain["locks"]["by_lock"].as_array().unwrap();
+    assert!(
+        rows.len() == 2 && rows.iter().all(|l| l["name"] == inside.as_str()),
+        "{rows:#?}"
+    );
+
+    let moved = report_json_with(&dir, &["--wrapper", "wrap_*"]);
+    for (new, call) in [
+        ("/* NEW_A */", "/* CALL_A */"),
+        ("/* NEW_B */", "/* CALL_B */"),
+    ] {
+        let name = format!("mutex created at {W}:{} (main)", line_of(W, new));
+        let row = lock_row(&moved, &name);
+        assert_eq!(row["events"], 400, "{row:#}");
+        assert_eq!(
+            row["sites"],
+            serde_json::json!([format!("worker ({W}:{})", line_of(W, call))]),
+            "{row:#}"
+        );
+    }
+    assert!(
+        moved["locks"]["filters"]
+            .to_string()
+            .contains("call sites in [wrap_*] attributed to their callers"),
+        "{}",
+        moved["locks"]["filters"]
+    );
+}

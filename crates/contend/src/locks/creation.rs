@@ -13,9 +13,9 @@ use contend_trace::{Creation, CreationKind, LockTrace, NO_STACK};
 use serde::Serialize;
 
 use super::events::EventSet;
-use super::user_frame;
+use super::Wrappers;
 use crate::recording::Recording;
-use crate::symbols::{is_system_site, Resolver};
+use crate::symbols::Resolver;
 
 /// Where one lock object was created (`created_at` of a lock row,
 /// docs/json.md).
@@ -67,11 +67,13 @@ fn creations_by_address(trace: &LockTrace) -> HashMap<u64, &Creation> {
 /// system code (an init call inside a library wrapper, `std::mutex`'s
 /// first lock in a libstdc++ header) moves to the first frame of its
 /// recorded stack in the user's code, as the events' sites do
-/// ([`super::attribute_sites_through_stacks`]).
+/// ([`super::attribute_sites_through_stacks`]); so does one inside a lock
+/// wrapper the user named (`wrappers`, `report --wrapper`).
 pub fn creation_sites(
     set: &EventSet,
     recording: &Recording,
     resolver: &mut dyn Resolver,
+    wrappers: &Wrappers,
 ) -> Vec<Option<CreatedAt>> {
     let per_process: Vec<HashMap<u64, &Creation>> = recording
         .processes
@@ -89,12 +91,12 @@ pub fn creation_sites(
                 trace.stacks.get(c.stack as usize).map_or(&[], |v| v)
             };
             let mut site = resolver.site(o.process, c.site);
-            if is_system_site(&site) {
+            if wrappers.moves(&site) {
                 let callers = frames
                     .iter()
                     .skip(1)
                     .map(|&a| (a, resolver.site(o.process, a)));
-                if let Some(address) = user_frame(&site, callers) {
+                if let Some(address) = wrappers.user_frame(&site, callers) {
                     site = resolver.site(o.process, address);
                 }
             }
