@@ -13,6 +13,7 @@ use contend_trace::{Creation, CreationKind, LockTrace, NO_STACK};
 use serde::Serialize;
 
 use super::events::EventSet;
+use super::model::LockRow;
 use super::Wrappers;
 use crate::recording::Recording;
 use crate::symbols::Resolver;
@@ -155,6 +156,27 @@ pub fn name_by_creation(set: &EventSet, names: &mut [String], created: &[Option<
         if *name == format!("{:#x}", o.address) {
             *name = creation_name(set.object_kinds[i].object_kind(), c);
         }
+    }
+}
+
+/// Fills [`LockRow::created_at`] of every row of `rows` from the creations of the
+/// event set's objects ([`creation_sites`]), matched by process
+/// id and address.
+pub fn set_created_at(
+    rows: &mut [LockRow],
+    set: &EventSet,
+    recording: &Recording,
+    created: Vec<Option<CreatedAt>>,
+) {
+    let mut by_object: std::collections::HashMap<(u32, String), CreatedAt> = Default::default();
+    for (o, c) in set.objects.iter().zip(created) {
+        let (Some(c), Some(p)) = (c, recording.processes.get(o.process as usize)) else {
+            continue;
+        };
+        by_object.insert((p.trace.pid, format!("{:#x}", o.address)), c);
+    }
+    for row in rows {
+        row.created_at = by_object.remove(&(row.pid, row.address.clone()));
     }
 }
 

@@ -140,11 +140,11 @@ impl Analyzer for LockAnalyzer {
             }
         }
         let mut locks = aggregate_named(&set, &path, &names, &cx.options.locks, program_ns);
-        set_created_at(&mut locks, &set, recording, created);
         progress.advance(1);
         if set.events.is_empty() {
             locks.no_events_reason = Some(no_events_reason(recording));
         }
+        creation::set_created_at(&mut locks.by_lock, &set, recording, created);
         // A module that is not the recorded file lacks no debug symbols:
         // the report says instead that it was rebuilt.
         let mismatched = cx.symbols.mismatched_modules();
@@ -186,28 +186,6 @@ impl Analyzer for LockAnalyzer {
             })),
             span_ns: span,
         })
-    }
-}
-
-/// Fills [`LockRow::created_at`] of every row from the creations of the
-/// event set's objects ([`creation::creation_sites`]), matched by process
-/// id and address.
-fn set_created_at(
-    locks: &mut LockReport,
-    set: &EventSet,
-    recording: &Recording,
-    created: Vec<Option<creation::CreatedAt>>,
-) {
-    let mut by_object: std::collections::HashMap<(u32, String), creation::CreatedAt> =
-        Default::default();
-    for (o, c) in set.objects.iter().zip(created) {
-        let (Some(c), Some(p)) = (c, recording.processes.get(o.process as usize)) else {
-            continue;
-        };
-        by_object.insert((p.trace.pid, format!("{:#x}", o.address)), c);
-    }
-    for row in &mut locks.by_lock {
-        row.created_at = by_object.remove(&(row.pid, row.address.clone()));
     }
 }
 
