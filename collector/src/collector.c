@@ -754,6 +754,9 @@ int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int 
              * (dlopen): take a new snapshot so it can be symbolised */
             if (is_site && !contend_maps_covers(addr))
                 contend_maps_snapshot();
+            /* a new object: its first-use creation record is due */
+            if (!is_site)
+                contend_tls.created = 1;
             contend_cost_since(&contend_tls, t0);
             return (int32_t)slot;
         }
@@ -778,6 +781,18 @@ static int make_room(struct contend_thread *ts, size_t need)
     return 1;
 }
 
+/* Whether a record with `tag` (and extension word `ext`) names a lock
+ * object, whose first use deserves a creation record: the pthread and
+ * semaphore operations, futex words, OpenMP mutexes (not the parallel
+ * region instances of OpenMP's other records). */
+static int creatable(uint32_t tag, const uint64_t *ext)
+{
+    uint32_t code = tag & ~CONTEND_TAG_WIDE;
+    if (code == CONTEND_TAG_OMP)
+        return ext && (*ext & 0xffu) <= CONTEND_OMP_MUTEX_RELEASED;
+    return code == CONTEND_TAG_FUTEX || (code >> 4) != 0;
+}
+
 /* contend_emit_slow, and with `ext` a record with one extension word
  * after its addresses (futex records). */
 static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj,
@@ -785,6 +800,23 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
 {
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
+    if (tag != CONTEND_TAG_CREATE) {
+        /* an object new to the table gets its creation record first (the
+         * fast path leaves that to here; the probe hits when it ran) */
+        contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
+        if (CONTEND_UNLIKELY(ts->created)) {
+            ts->created = 0;
+            if (creatable(tag, ext)) {
+                uint64_t cext = CONTEND_CREATE_FIRST_USE;
+                emit_record(ts, CONTEND_TAG_CREATE, obj, site, t, contend_g.stack_every != 0,
+                            &cext);
+                if (ts->guard != 0)
+                    return; /* recording stopped on this thread */
+                ts->guard = CONTEND_GUARD_BUSY;
+                CONTEND_SIGNAL_FENCE();
+            }
+        }
+    }
     int saved_errno = errno;
     uint8_t guard_after = 0;
     uint64_t t0 = contend_cpu_ns();
@@ -887,6 +919,27 @@ void contend_emit_ext_slow(struct contend_thread *ts, uint32_t tag, uint64_t ext
         want_stack = every != 0;
     }
     emit_record(ts, tag, obj, site, t, want_stack, &ext);
+}
+
+void contend_emit_first_use(struct contend_thread *ts, const void *obj, const void *site)
+{
+    ts->created = 0;
+    uint64_t ext = CONTEND_CREATE_FIRST_USE;
+    emit_record(ts, CONTEND_TAG_CREATE, obj, site, contend_now(), contend_g.stack_every != 0,
+                &ext);
+}
+
+void contend_emit_create(struct contend_thread *ts, uint32_t prim, const void *obj,
+                         const void *site)
+{
+    ts->guard = CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
+    int fresh = ts->created;
+    ts->created = 0;
+    uint64_t ext = CONTEND_CREATE_INIT | ((uint64_t)prim << CONTEND_CREATE_PRIM_SHIFT);
+    emit_record(ts, CONTEND_TAG_CREATE, obj, site, contend_now(),
+                fresh && contend_g.stack_every != 0, &ext);
 }
 
 void contend_make_room(struct contend_thread *ts)
@@ -1016,10 +1069,17 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
         errno = saved_errno;
     }
     if (e) {
-        __atomic_store_n(&e->count, e->count + 1, __ATOMIC_RELAXED);
+        uint64_t count = e->count + 1;
+        __atomic_store_n(&e->count, count, __ATOMIC_RELAXED);
         ts->last_count = e;
+        /* a new entry may be the object's first use in the process */
+        if (count == 1)
+            contend_index(contend_g.objects, o, 0);
+        int created = ts->created;
         CONTEND_SIGNAL_FENCE();
         ts->guard = 0;
+        if (CONTEND_UNLIKELY(created))
+            contend_emit_first_use(ts, obj, site);
         return;
     }
     /* no room for counts: record the acquisition instead, as a recorded

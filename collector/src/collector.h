@@ -8,6 +8,7 @@
  *   wrappers.c   the interposed pthread_* and sem_* functions
  *   futex.c      the interposed syscall(): futex waits and wakes
  *   ompt.c       ompt_start_tool: OpenMP mutexes, barriers, parallel regions
+ *   create.c     the interposed init functions: where each lock was created
  *
  * Everything the wrappers do on every call lives in this header as static
  * inline functions, so that the fast path is: one TLS access, the real
@@ -89,6 +90,14 @@ struct contend_real {
     int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
     int (*sem_trywait)(sem_t *);
     int (*sem_post)(sem_t *);
+    /* init functions (create.c): where a lock was created */
+    int (*mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+    int (*rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
+    int (*spin_init)(pthread_spinlock_t *, int);
+    int (*cond_init)(pthread_cond_t *, const pthread_condattr_t *);     /* GLIBC_2.3.2 */
+    int (*cond_init_old)(pthread_cond_t *, const pthread_condattr_t *); /* GLIBC_2.2.5 */
+    int (*barrier_init)(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
+    int (*sem_init)(sem_t *, int, unsigned);
 };
 
 CONTEND_HIDDEN extern struct contend_real contend_real;
@@ -143,7 +152,8 @@ struct contend_thread {
     uint8_t guard;     /* CONTEND_GUARD_*                                   */
     uint8_t key_set;   /* the pthread_key value is set (destructor armed)   */
     uint8_t exit_rounds; /* key destructor calls so far                    */
-    uint8_t pad0;
+    uint8_t created;   /* an object was just entered into the object table:
+                          its first-use creation record is still to write */
     uint64_t *chunk;   /* start of the mapped chunk                         */
     uint64_t *chunk_end; /* one past the chunk's last word                  */
     uint32_t tid;      /* kernel tid (0 = not yet known)                    */
@@ -279,6 +289,22 @@ CONTEND_HIDDEN void contend_emit_slow(struct contend_thread *ts, uint32_t tag, c
 CONTEND_HIDDEN void contend_emit_ext_slow(struct contend_thread *ts, uint32_t tag, uint64_t ext,
                                           const void *obj, const void *site, uint64_t t,
                                           int first);
+/* Creation records (trace_format.h, "Creation records"; create.c).
+ * contend_table_insert sets ts->created when it enters a new object; the
+ * record is then written before the operation's record (emit_record),
+ * or, by contend_before_wait, before the REQUEST timestamp. */
+/* A CONTEND_CREATE_FIRST_USE record for `obj` at `site` now (with a stack
+ * when stacks are on); clears ts->created. The caller has checked that
+ * the thread may record and does not hold the BUSY guard; errno is kept. */
+CONTEND_HIDDEN void contend_emit_first_use(struct contend_thread *ts, const void *obj,
+                                           const void *site);
+
+/* A CONTEND_CREATE_INIT record for `obj`, initialised as primitive `prim`
+ * by the call at `site` (with a stack when stacks are on and the object
+ * is new to the table). Same contract as contend_emit_first_use. */
+CONTEND_HIDDEN void contend_emit_create(struct contend_thread *ts, uint32_t prim,
+                                        const void *obj, const void *site);
+
 /* The every-N-th-operation branch: a STACK record then the record. */
 CONTEND_HIDDEN void contend_emit_stack(struct contend_thread *ts, uint32_t tag,
                                        const void *obj, const void *site, uint64_t t);
@@ -299,7 +325,7 @@ CONTEND_INLINE void contend_emit(struct contend_thread *ts, uint32_t tag, const 
     if (CONTEND_LIKELY(p < ts->end && dt <= CONTEND_DT_MAX)) {
         int32_t oi = contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
         int32_t si = contend_index(contend_g.sites, (uint64_t)(uintptr_t)site, 1);
-        if (CONTEND_LIKELY((oi | si) >= 0)) {
+        if (CONTEND_LIKELY((oi | si) >= 0 && !ts->created)) {
             ts->cur = p + 1;
             ts->last = t;
             /* the head word is the whole record; release so that a reader
@@ -336,7 +362,7 @@ CONTEND_INLINE void contend_emit_ext(struct contend_thread *ts, uint32_t tag, ui
         if (CONTEND_LIKELY(p + 2 <= ts->end && dt <= CONTEND_DT_MAX)) {
             int32_t oi = contend_index(contend_g.objects, (uint64_t)(uintptr_t)obj, 0);
             int32_t si = contend_index(contend_g.sites, (uint64_t)(uintptr_t)site, 1);
-            if (CONTEND_LIKELY((oi | si) >= 0)) {
+            if (CONTEND_LIKELY((oi | si) >= 0 && !ts->created)) {
                 if (first)
                     ts->countdown--;
                 p[1] = ext;
@@ -488,6 +514,8 @@ CONTEND_INLINE void contend_before_wait(struct contend_thread *ts, const void *o
         __atomic_store_n(&ts->cur[CONTEND_ROOM_WORDS - 1], 0, __ATOMIC_RELAXED);
         CONTEND_SIGNAL_FENCE();
         ts->guard = 0;
+        if (CONTEND_UNLIKELY(ts->created))
+            contend_emit_first_use(ts, obj, site);
     }
 }
 

@@ -64,6 +64,14 @@ void contend_resolve_reals(void)
     STORE(sem_clockwait, dlsym(RTLD_NEXT, "sem_clockwait"));
     STORE(sem_trywait, dlsym(RTLD_NEXT, "sem_trywait"));
     STORE(sem_post, dlsym(RTLD_NEXT, "sem_post"));
+    /* init functions (create.c) */
+    STORE(mutex_init, dlsym(RTLD_NEXT, "pthread_mutex_init"));
+    STORE(rwlock_init, dlsym(RTLD_NEXT, "pthread_rwlock_init"));
+    STORE(spin_init, dlsym(RTLD_NEXT, "pthread_spin_init"));
+    STORE(cond_init, dlvsym(RTLD_NEXT, "pthread_cond_init", COND_NEW));
+    STORE(cond_init_old, dlvsym(RTLD_NEXT, "pthread_cond_init", COND_OLD));
+    STORE(barrier_init, dlsym(RTLD_NEXT, "pthread_barrier_init"));
+    STORE(sem_init, dlsym(RTLD_NEXT, "sem_init"));
 
     /* The recording fast path calls these without a NULL check; it is
      * enabled only when they exist (they always do in glibc). */

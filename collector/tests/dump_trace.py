@@ -70,6 +70,13 @@ def main():
                 i += 1 + dt
                 continue
             wide = tag & 0x80
+            if tag & 0x7F in (3, 4, 5):
+                # FUTEX, OMP and CREATE records: head, addresses when wide,
+                # one extension word; not lock operations
+                now += dt
+                i += 4 if wide else 2
+                stack = None
+                continue
             prim, phase = (tag & 0x7F) >> 4, tag & 0xF
             if prim not in PRIM or phase not in PHASE:
                 print(f"chunk {c} word {i}: bad tag {tag:#x}")

@@ -283,6 +283,36 @@ typedef struct contend_count {
 #define CONTEND_OMP_PARALLEL_BEGIN 8u  /* value: requested team size        */
 #define CONTEND_OMP_PARALLEL_END 9u
 
+/*
+ * Creation records (added in version 2; a reader that does not know tag
+ * 0x05 stops at it as at a bad record): where a lock object was created,
+ * mutrace's "where the lock was created". Written
+ *   - by the interposed pthread_mutex_init, pthread_rwlock_init,
+ *     pthread_spin_init, pthread_cond_init, pthread_barrier_init and
+ *     sem_init after the real call succeeded (how = CONTEND_CREATE_INIT),
+ *     on every such call;
+ *   - on the first recorded operation of an object that no init call of
+ *     this process named before (statically initialised, or initialised
+ *     by code that does not call the interposed function): when its
+ *     address is entered into the object table (how =
+ *     CONTEND_CREATE_FIRST_USE), once per object; an object whose
+ *     operations use the wide form (the table is full) gets none.
+ * Same layout as a futex record: head word with tag CONTEND_TAG_CREATE,
+ * object index, site index (the call site of the init function or of the
+ * first operation); wide: | CONTEND_TAG_WIDE, two address words; then one
+ * extension word: bits 0..7 how (CONTEND_CREATE_*), bits 8..15 the
+ * primitive (CONTEND_PRIM_*; 0 = see the object's operations). With
+ * stack_every != 0, a STACK record right before it is the creation's call
+ * stack (for an init call only when its address was new to the object
+ * table: a re-initialisation at a reused address carries none). The
+ * record's time is that of the init call's return or of the operation.
+ */
+#define CONTEND_TAG_CREATE 0x05u
+#define CONTEND_CREATE_INIT 1u      /* an init function was called          */
+#define CONTEND_CREATE_FIRST_USE 2u /* first operation, no init call seen    */
+#define CONTEND_CREATE_HOW_MASK 0xffu
+#define CONTEND_CREATE_PRIM_SHIFT 8
+
 _Static_assert(sizeof(contend_calibration) == 32, "calibration is 32 bytes");
 _Static_assert(sizeof(contend_trace_header) == CONTEND_HEADER_SIZE, "header is 4096 bytes");
 _Static_assert(sizeof(contend_chunk_header) == CONTEND_CHUNK_HEADER_SIZE, "chunk header is 64 bytes");

@@ -79,6 +79,10 @@ pub struct FilterArgs {
     /// Only lock events acquired before this long after the start, e.g. 5.5s
     #[arg(long, value_name = "TIME")]
     to: Option<String>,
+    /// A lock wrapper whose call sites move to its callers (needs stacks:
+    /// record --stack-every N), e.g. 'port::Mutex::*'; repeatable
+    #[arg(long = "wrapper", value_name = "PATTERN")]
+    wrappers: Vec<String>,
     /// MPI: count late-sender/late-receiver waits only from this long, e.g. 5ms
     #[arg(long, value_name = "DURATION")]
     threshold_p2p: Option<String>,
@@ -237,6 +241,7 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
             filter.threads.clone()
         },
         critical_only: filter.critical_only || f.critical_only,
+        wrappers: filter.wrappers.clone(),
         window: match (
             dur(&filter.from, &None, "from")?,
             dur(&filter.to, &None, "to")?,

@@ -61,6 +61,10 @@ pub const TAG_FUTEX: u8 = 0x03;
 /// Tag of an OpenMP record (version 2): laid out as a futex record, its
 /// extension word described in [`omp`].
 pub const TAG_OMP: u8 = 0x04;
+/// Tag of a creation record (version 2): laid out as a futex record
+/// (object = the lock, site = the init call or first operation), its
+/// extension word described in [`create`].
+pub const TAG_CREATE: u8 = 0x05;
 /// Flag bit of a wide operation record (object and site addresses follow).
 pub const TAG_WIDE: u8 = 0x80;
 /// Number of bits of the `dt` field.
@@ -418,5 +422,24 @@ pub mod omp {
     /// Builds an extension word (used by tests and trace writers).
     pub fn ext_word(event: u8, kind: u8, value: u32) -> u64 {
         u64::from(event) | (u64::from(kind) << 8) | (u64::from(value) << 32)
+    }
+}
+
+/// The extension word of a creation record ([`TAG_CREATE`]; trace_format.h,
+/// "Creation records"): bits 0..7 how the object was created, bits 8..15
+/// the primitive code (0 = not known).
+pub mod create {
+    /// An init function (`pthread_mutex_init`, `sem_init`, …) was called.
+    pub const INIT: u8 = 1;
+    /// The object's first recorded operation; no init call was seen.
+    pub const FIRST_USE: u8 = 2;
+    /// Mask of the "how" field.
+    pub const HOW_MASK: u64 = 0xff;
+    /// Shift of the primitive code.
+    pub const PRIM_SHIFT: u32 = 8;
+
+    /// Builds an extension word (used by tests and trace writers).
+    pub fn ext_word(how: u8, primitive: u8) -> u64 {
+        u64::from(how) | (u64::from(primitive) << PRIM_SHIFT)
     }
 }

@@ -57,7 +57,8 @@ pub use clock::{CalibrationPoint, ClockFit};
 pub use format::{Phase, Primitive};
 pub use mpi_reader::{decode_rank_trace, read_mpi_recording, read_rank_trace};
 pub use reader::{
-    Counted, Damage, FutexOp, LockTrace, OmpOp, Ops, RawOp, ThreadTrace, NO_SLOT, NO_STACK,
+    Counted, Creation, CreationKind, Damage, FutexOp, LockTrace, OmpOp, Ops, RawOp, ThreadTrace,
+    NO_SLOT, NO_STACK,
 };
 pub use writer::TraceBuilder;
 

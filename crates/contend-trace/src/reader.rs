@@ -90,6 +90,41 @@ pub struct OmpOp {
     pub value: u32,
 }
 
+/// How a lock object came to be known ([`Creation::how`]; trace_format.h,
+/// "Creation records").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CreationKind {
+    /// An init function (`pthread_mutex_init`, `sem_init`, …) returned 0.
+    Init,
+    /// Its first recorded operation: no init call of the process named it
+    /// before (statically initialised, or initialised out of sight).
+    FirstUse,
+}
+
+/// One creation record (version 2, [`format::TAG_CREATE`]): where a lock
+/// object was initialised or first used (mutrace's "where the lock was
+/// created").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Creation {
+    /// Trace clock ticks.
+    pub ticks: u64,
+    /// Address of the object.
+    pub object: u64,
+    /// Return address of the init call or of the first operation.
+    pub site: u64,
+    /// Init call or first use.
+    pub how: CreationKind,
+    /// Primitive the init function creates (`None` for a first use: see
+    /// the object's operations).
+    pub primitive: Option<Primitive>,
+    /// Kernel thread id of the creating thread.
+    pub tid: u32,
+    /// Index into [`LockTrace::stacks`] (the creation's call stack), or
+    /// [`NO_STACK`].
+    pub stack: u32,
+}
+
 /// Value of [`RawOp::stack`] when no call stack was recorded.
 pub const NO_STACK: u32 = u32::MAX;
 
@@ -390,6 +425,10 @@ pub struct LockTrace {
     pub stacks: Vec<Vec<u64>>,
     /// File offset of each STACK record → index in `stacks`.
     stack_at: BTreeMap<u64, u32>,
+    /// (Version 2) Creation records of every thread: where lock objects
+    /// were initialised or first used, in file order (empty in older
+    /// traces).
+    pub creations: Vec<Creation>,
     /// Object table (slot → address), padded with empty slots.
     objects: Table,
     /// Number of slots of the object table that records can reach.
@@ -489,7 +528,7 @@ impl LockTrace {
                         pending.set(self.stack_at.get(&offset).copied().unwrap_or(NO_STACK))
                     }
                     // a stack before a futex record is that record's
-                    Step::Futex(_) | Step::Omp(_) => pending.set(NO_STACK),
+                    Step::Futex(_) | Step::Omp(_) | Step::Create(_) => pending.set(NO_STACK),
                     _ => {}
                 }
                 // Damage was recorded when the trace was opened.
@@ -676,6 +715,7 @@ impl LockTrace {
             threads: Vec::new(),
             stacks: Vec::new(),
             stack_at: BTreeMap::new(),
+            creations: Vec::new(),
             objects,
             object_slots,
             sites,
@@ -795,6 +835,7 @@ impl LockTrace {
                 });
                 continue;
             }
+            let tid = u32_at(c, ch::TID);
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
             let mut ticks: Option<(u64, u64)> = None;
@@ -825,6 +866,11 @@ impl LockTrace {
                     Step::Omp(op) => {
                         last_stack.set(NO_STACK);
                         omp.push(op);
+                    }
+                    Step::Create(mut c) => {
+                        c.stack = last_stack.replace(NO_STACK);
+                        c.tid = tid;
+                        trace.creations.push(c);
                     }
                     Step::Bad(d) => trace.damage.push(d),
                     Step::Op(..) | Step::End => {}
@@ -1023,6 +1069,8 @@ enum Step {
     Futex(FutexOp),
     /// An OpenMP record.
     Omp(OmpOp),
+    /// A creation record (its stack and tid are set by the caller).
+    Create(Creation),
     Bad(Damage),
     End,
 }
@@ -1190,6 +1238,40 @@ impl<'a> Cursor<'a> {
                         event,
                         kind: (ext >> 8) as u8,
                         value: (ext >> 32) as u32,
+                    });
+                }
+                _ if tag & !format::TAG_WIDE == format::TAG_CREATE => {
+                    let wide = tag & format::TAG_WIDE != 0;
+                    let len = if wide { 4 } else { 2 };
+                    if i + len > words {
+                        return bad("creation record cut off at the chunk end".into());
+                    }
+                    let (object, site) = if wide {
+                        (self.word(i + 1), self.word(i + 2))
+                    } else {
+                        let (object, _) = resolve(objects, oi);
+                        let (site, _) = resolve(sites, si);
+                        self.dangling += u64::from((object == 0) | (site == 0));
+                        (object, site)
+                    };
+                    let ext = self.word(i + len - 1);
+                    let how = match (ext & format::create::HOW_MASK) as u8 {
+                        format::create::INIT => CreationKind::Init,
+                        format::create::FIRST_USE => CreationKind::FirstUse,
+                        _ => {
+                            return bad(format!("creation record with an unknown kind ({ext:#x})"))
+                        }
+                    };
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += len;
+                    return Step::Create(Creation {
+                        ticks: self.now,
+                        object,
+                        site,
+                        how,
+                        primitive: Primitive::from_code((ext >> format::create::PRIM_SHIFT) as u8),
+                        tid: 0,
+                        stack: NO_STACK,
                     });
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_FUTEX => {

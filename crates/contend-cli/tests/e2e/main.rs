@@ -17,6 +17,7 @@ mod damaged_traces;
 mod export;
 mod futex;
 mod golden;
+mod heap_locks;
 mod html_report;
 mod light;
 mod limits;

@@ -37,6 +37,12 @@ pub struct EventFilter {
     pub critical_only: bool,
     /// Keep events acquired in this part of the run (`report --from/--to`).
     pub window: Option<TimeWindow>,
+    /// Lock wrappers (`report --wrapper 'port::Mutex::*'`): function-name
+    /// patterns, `*` matching any characters. With recorded stacks, a
+    /// call site or creation site inside a matching function moves to the
+    /// first frame of its stack outside every wrapper and outside system
+    /// code ([`super::Wrappers`]). Not a filter: every event is kept.
+    pub wrappers: Vec<String>,
 }
 
 /// A part of the run (`report --from T1 --to T2`): events belong to it when
@@ -99,6 +105,12 @@ impl EventFilter {
         }
         if self.critical_only {
             v.push("on the critical path only".into());
+        }
+        if !self.wrappers.is_empty() {
+            v.push(format!(
+                "call sites in [{}] attributed to their callers",
+                self.wrappers.join(", ")
+            ));
         }
         if let Some(w) = &self.window {
             let s = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
@@ -392,6 +404,7 @@ pub fn aggregate_named(
                 wake_ns: l.wake_ns,
                 max_wake_ns: l.max_wake_ns,
                 counted_events: l.counted,
+                created_at: None,
             }
         })
         .collect();

@@ -7,9 +7,11 @@
 
 pub mod across;
 pub mod aggregate;
+pub mod creation;
 pub mod critical_path;
 pub mod events;
 pub mod figures;
+pub mod known;
 pub mod layout;
 pub mod model;
 pub mod ownership;
@@ -123,7 +125,8 @@ impl Analyzer for LockAnalyzer {
         let mut set = pair_operations(&inputs);
         progress.advance(ops);
         let mut resolver = ProcessResolver::new(recording, cx.symbols);
-        attribute_sites_through_stacks(&mut set, recording, &mut resolver);
+        let wrappers = Wrappers::new(&cx.options.locks.wrappers);
+        attribute_sites_outside(&mut set, recording, &mut resolver, &wrappers);
         progress.stage("marking the critical path", 1);
         let futex_and_omp = across_inputs(recording);
         let across = futex_and_omp
@@ -140,7 +143,14 @@ impl Analyzer for LockAnalyzer {
             Some((a, b)) if b > a => b - a,
             _ => 0,
         });
-        let names = resolve_names(&set, &mut resolver);
+        let mut names = resolve_names(&set, &mut resolver);
+        let created = creation::creation_sites(&set, recording, &mut resolver, &wrappers);
+        creation::name_by_creation(&set, &mut names.objects, &created);
+        for (name, kind) in names.objects.iter_mut().zip(&set.object_kinds) {
+            if let Some(known) = known::well_known_name(name, kind.object_kind()) {
+                *name = known;
+            }
+        }
         let mut locks = aggregate_named(&set, &path, &names, &cx.options.locks, program_ns);
         if let (Some(a), Some((futex, omp))) = (&across, &futex_and_omp) {
             locks.critical_path.across =
@@ -152,6 +162,7 @@ impl Analyzer for LockAnalyzer {
         if set.events.is_empty() {
             locks.no_events_reason = Some(no_events_reason(recording));
         }
+        creation::set_created_at(&mut locks.by_lock, &set, recording, created);
         // A module that is not the recorded file lacks no debug symbols:
         // the report says instead that it was rebuilt.
         let mismatched = cx.symbols.mismatched_modules();
@@ -159,6 +170,17 @@ impl Analyzer for LockAnalyzer {
             .sites_without_debug_info
             .retain(|m| !mismatched.contains(m));
         let mut warnings = filters_matching_nothing(&set, &names, &cx.options.locks);
+        if !wrappers.is_empty()
+            && recording
+                .processes
+                .iter()
+                .all(|p| p.trace.stacks.is_empty())
+        {
+            warnings.push(
+                "--wrapper moves call sites through recorded call stacks, and this recording has none: record with --stack-every N"
+                    .into(),
+            );
+        }
         warnings.extend(system_header_sites_warning(&set, &names));
         if locks.summary.unmatched_releases > 0 {
             warnings.push(format!(
@@ -285,6 +307,76 @@ pub fn attribute_sites_through_stacks(
     recording: &Recording,
     resolver: &mut dyn Resolver,
 ) {
+    attribute_sites_outside(set, recording, resolver, &Wrappers::default());
+}
+
+/// Lock wrappers named by the user (`report --wrapper PATTERN`): function
+/// names matched by patterns in which `*` stands for any characters
+/// (`port::Mutex::*`, `PyThread_*`); the whole demangled name must match.
+#[derive(Debug, Clone, Default)]
+pub struct Wrappers {
+    patterns: Vec<regex::Regex>,
+}
+
+impl Wrappers {
+    /// The wrappers of `patterns` (`*` = any characters, everything else
+    /// literal).
+    pub fn new(patterns: &[String]) -> Wrappers {
+        Wrappers {
+            patterns: patterns
+                .iter()
+                .filter_map(|p| {
+                    let body = p
+                        .split('*')
+                        .map(regex::escape)
+                        .collect::<Vec<_>>()
+                        .join(".*");
+                    regex::Regex::new(&format!("^(?:{body})$")).ok()
+                })
+                .collect(),
+        }
+    }
+
+    /// True when no wrapper was named.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// True when `site`'s function is one of the wrappers.
+    pub fn contains(&self, site: &ResolvedSite) -> bool {
+        site.function
+            .as_deref()
+            .is_some_and(|f| self.patterns.iter().any(|p| p.is_match(f)))
+    }
+
+    /// A site that moves to a caller: in system code or in a wrapper.
+    pub fn moves(&self, site: &ResolvedSite) -> bool {
+        is_system_site(site) || self.contains(site)
+    }
+
+    /// [`user_frame`] that also passes over frames in a wrapper: the first
+    /// of `callers` neither in system code nor in a wrapper, if it resolves
+    /// at least as well as `site`.
+    pub fn user_frame(
+        &self,
+        site: &ResolvedSite,
+        callers: impl IntoIterator<Item = (u64, ResolvedSite)>,
+    ) -> Option<u64> {
+        let (address, frame) = callers.into_iter().find(|(_, f)| !self.moves(f))?;
+        (debug_rank(frame.debug) >= debug_rank(site.debug)).then_some(address)
+    }
+}
+
+/// [`attribute_sites_through_stacks`], also moving sites inside the lock
+/// wrappers the user named (`report --wrapper`) to the first caller
+/// outside them (mutrace and the RocksDB case: 1.2 million events
+/// on `port::Mutex::Lock()`).
+pub fn attribute_sites_outside(
+    set: &mut EventSet,
+    recording: &Recording,
+    resolver: &mut dyn Resolver,
+    wrappers: &Wrappers,
+) {
     if !set.events.iter().any(|e| e.stack_index().is_some()) {
         return;
     }
@@ -293,7 +385,7 @@ pub fn attribute_sites_through_stacks(
         .iter()
         .map(|k| resolver.site(k.process, k.address))
         .collect();
-    let system: Vec<bool> = resolved.iter().map(is_system_site).collect();
+    let system: Vec<bool> = resolved.iter().map(|s| wrappers.moves(s)).collect();
     let mut site_index: std::collections::HashMap<events::SiteKey, u32> = set
         .sites
         .iter()
@@ -324,7 +416,7 @@ pub fn attribute_sites_through_stacks(
                 .iter()
                 .skip(1)
                 .map(|&address| (address, resolver.site(process, address)));
-            let Some(address) = user_frame(here, callers) else {
+            let Some(address) = wrappers.user_frame(here, callers) else {
                 return u32::MAX;
             };
             let key = events::SiteKey { process, address };

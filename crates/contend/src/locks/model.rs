@@ -181,6 +181,12 @@ pub struct LockRow {
     /// Light recordings: of `events`, uncontended acquisitions counted
     /// without times.
     pub counted_events: u64,
+    /// Where it was created: its init call, else its first use (absent
+    /// without a creation record: recordings made before them). A lock
+    /// with no symbol is named after it (`mutex created at cache.c:41
+    /// (cache_new)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<super::creation::CreatedAt>,
 }
 
 /// One call site, resolved to function and file:line where possible.

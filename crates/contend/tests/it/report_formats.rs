@@ -38,6 +38,7 @@ fn lock(
         wake_ns: wait_ns / 50,
         max_wake_ns: wait_ns / 5000,
         counted_events: 0,
+        created_at: None,
     }
 }
 
