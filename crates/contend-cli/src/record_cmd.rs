@@ -163,7 +163,11 @@ pub struct RecordArgs {
     #[arg(long, value_name = "FILE", requires = "meters")]
     meters_calibration: Option<PathBuf>,
     /// With --meters: trigger levels of a meter, in its unit: METER=HIGH,LOW (repeatable)
-    #[arg(long = "meters-trigger", value_name = "METER=HIGH,LOW", requires = "meters")]
+    #[arg(
+        long = "meters-trigger",
+        value_name = "METER=HIGH,LOW",
+        requires = "meters"
+    )]
     meters_triggers: Vec<String>,
     /// With --meters: CPU the pointer-chasing probe runs on (default: the first allowed CPU)
     #[arg(long, value_name = "CPU", requires = "meters")]

@@ -159,7 +159,11 @@ fn record_meters_splits_waits_by_run_queue_state() {
         // phase (a waiter that came late under load did not wait), and
         // none in the other state from the other phase.
         assert!(u(high, "contended_events") <= busy.waits, "{}", r["meters"]);
-        assert!(u(clear, "contended_events") <= quiet.waits, "{}", r["meters"]);
+        assert!(
+            u(clear, "contended_events") <= quiet.waits,
+            "{}",
+            r["meters"]
+        );
         assert!(u(high, "contended_events") >= 1, "{}", r["meters"]);
         // Service time: the spinners ran only while the run queue was
         // high, so the program kept more CPUs busy then than while clear;
@@ -227,7 +231,11 @@ fn a_damaged_meters_file_is_a_warning_not_an_error() {
         .set_len(len - 3)
         .unwrap();
     let r = report_json(&dir);
-    assert!(r["meters"]["ticks"].as_u64().unwrap() >= 1, "{}", r["meters"]);
+    assert!(
+        r["meters"]["ticks"].as_u64().unwrap() >= 1,
+        "{}",
+        r["meters"]
+    );
     assert!(warnings(&r).contains("cut short"), "{}", warnings(&r));
     // Not a meters file at all: the report still comes, with a warning.
     std::fs::write(&path, b"garbage").unwrap();

@@ -33,7 +33,8 @@ impl ReportSection for MetersReport {
                     Cell::Count(m.samples),
                     opt_real(m.high),
                     opt_real(m.low),
-                    m.time_high_s.map_or(Cell::Empty, crate::report::layout::seconds),
+                    m.time_high_s
+                        .map_or(Cell::Empty, crate::report::layout::seconds),
                     Cell::Count(m.trigger_changes),
                 ],
             })

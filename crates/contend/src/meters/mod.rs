@@ -434,12 +434,7 @@ impl Analyzer for MetersAnalyzer {
             .map(|w| (start, start + w));
         let waits: Vec<Wait> = match cx.earlier::<LockEvents>() {
             Some(ev) => {
-                let sel = Selection::new(
-                    &cx.options.locks,
-                    &ev.set,
-                    &ev.critical_path,
-                    &ev.names,
-                );
+                let sel = Selection::new(&cx.options.locks, &ev.set, &ev.critical_path, &ev.names);
                 ev.set
                     .events
                     .iter()
@@ -660,7 +655,10 @@ mod tests {
         assert_eq!(r.meters[1].time_high_s, None);
         assert_eq!(r.split.len(), 1);
         let s = &r.split[0];
-        assert_eq!((s.meter.as_str(), s.scope.as_str()), ("run_queue", "machine"));
+        assert_eq!(
+            (s.meter.as_str(), s.scope.as_str()),
+            ("run_queue", "machine")
+        );
         let t: Vec<u64> = s.states.iter().map(|x| x.time_ns).collect();
         assert_eq!(t, [200, 100, 100]);
     }
