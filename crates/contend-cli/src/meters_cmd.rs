@@ -74,6 +74,12 @@ struct MetersRunArgs {
     /// Output at the end: text or json
     #[arg(short, long, default_value = "text")]
     format: String,
+    /// Detach: run in the background (new session, no terminal), write the pid file, return once the blackboard exists; stop it with SIGTERM
+    #[arg(long, conflicts_with = "duration")]
+    daemon: bool,
+    /// With --daemon: the pid file (default: the blackboard's path + .pid, e.g. /dev/shm/contend-meters.pid)
+    #[arg(long, value_name = "FILE", requires = "daemon")]
+    pid_file: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -290,6 +296,9 @@ fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
         duration: a.duration,
         world_writable: a.world_writable,
     };
+    if a.daemon {
+        return run_detached(&opts, a.pid_file.clone());
+    }
     let interrupt = contend_record::Interrupt::begin();
     let summary = daemon::run(&opts, &|| interrupt.caught().is_some(), &mut |bb| {
         eprintln!(
@@ -310,6 +319,49 @@ fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
         crate::report_cmd::write_out(&summary_text(&summary))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `contend meters --daemon`: detaches (before any thread exists), then
+/// runs the daemon until SIGTERM, SIGINT or SIGHUP; the launcher returns
+/// once the blackboard exists, or fails with the daemon's error.
+fn run_detached(opts: &DaemonOptions, pid_file: Option<PathBuf>) -> Result<ExitCode> {
+    use contend_meters::detach::{detach, Side};
+    let pid_file = pid_file.unwrap_or_else(|| {
+        let mut p = opts.blackboard.clone().into_os_string();
+        p.push(".pid");
+        p.into()
+    });
+    match detach(&pid_file).context("contend meters --daemon")? {
+        Side::Launcher { pid } => {
+            eprintln!(
+                "contend: meters daemon {pid} every {:?} on blackboard {} (pid file {}); `kill {pid}` stops it",
+                opts.engine.interval,
+                opts.blackboard.display(),
+                pid_file.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Side::Daemon(mut d) => {
+            let interrupt = contend_record::Interrupt::begin();
+            let bad_pid_file = std::cell::Cell::new(false);
+            let run = daemon::run(
+                opts,
+                &|| bad_pid_file.get() || interrupt.caught().is_some(),
+                &mut |_| bad_pid_file.set(d.ready().is_err()),
+            );
+            drop(interrupt);
+            let code = match run {
+                Ok(_) if !bad_pid_file.get() => ExitCode::SUCCESS,
+                Ok(_) => ExitCode::FAILURE,
+                Err(e) => {
+                    d.failed(&e.to_string());
+                    ExitCode::FAILURE
+                }
+            };
+            d.finish();
+            Ok(code)
+        }
+    }
 }
 
 fn num(v: f64) -> String {

@@ -17,6 +17,7 @@
 //!   read from their traces as they are written);
 //! - [`trigger`]: short-term windows and triggers with hysteresis;
 //! - [`engine`]: every meter at its rate; [`daemon`]: `contend meters`;
+//!   [`detach`]: `contend meters --daemon` (double fork, pid file);
 //!   [`record`]: the meter recorder for `contend record --meters`;
 //! - [`layout`] and [`blackboard`]: the shared region (one definition in
 //!   `collector/include/contend/meters.h`), its seqlocked writer and
@@ -32,6 +33,7 @@
 pub mod blackboard;
 pub mod calibration;
 pub mod daemon;
+pub mod detach;
 pub mod engine;
 pub mod hardware;
 pub mod layout;

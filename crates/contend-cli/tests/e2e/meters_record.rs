@@ -255,3 +255,81 @@ fn a_damaged_meters_file_is_a_warning_not_an_error() {
     assert!(!bad.success());
     assert!(bad.stderr.contains("--meters"), "{}", bad.describe());
 }
+
+#[test]
+fn meters_daemon_detaches_and_stops_cleanly_on_sigterm() {
+    let tmp = tempdir();
+    let bb = tmp.path().join("bb");
+    let pid_file = tmp.path().join("meters.pid");
+    let start = |pid_file: &Path| {
+        let mut cmd = std::process::Command::new(contend_bin());
+        cmd.args([
+            "meters",
+            "--daemon",
+            "--probe-chain-mb",
+            "16",
+            "--blackboard",
+        ])
+        .arg(&bb)
+        .arg("--pid-file")
+        .arg(pid_file);
+        run_timeout(cmd, Duration::from_secs(120))
+    };
+    // The launcher returns once the blackboard exists.
+    let out = start(&pid_file);
+    assert!(out.success(), "{}", out.describe());
+    assert!(bb.exists(), "no blackboard after --daemon returned");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(out.stderr.contains(&pid.to_string()), "{}", out.describe());
+    // Detached: not our child's child any more, in a session of its own,
+    // and publishing.
+    assert_ne!(parent_pid(pid), Some(std::process::id()));
+    let sid = stat_field(pid, 3).and_then(|s| s.parse::<u32>().ok());
+    let our_sid = stat_field(std::process::id(), 3).and_then(|s| s.parse::<u32>().ok());
+    assert!(
+        sid.is_some() && sid != our_sid,
+        "the daemon kept our session"
+    );
+    let t = std::time::Instant::now();
+    loop {
+        let used = contend_meters::Reader::open(&bb).map(|r| r.meters_used());
+        if used.is_ok_and(|n| n > 0) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "nothing published");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A second daemon on the same blackboard: the daemon's own error, and
+    // the first one's pid file stays.
+    let second = start(&tmp.path().join("second.pid"));
+    assert!(!second.success());
+    assert!(
+        second.stderr.contains("in use") && second.stderr.contains(&pid.to_string()),
+        "{}",
+        second.describe()
+    );
+    assert!(pid_file.exists());
+    // SIGTERM: it ends, removing its blackboard and pid file.
+    assert!(kill(pid, libc::SIGTERM));
+    let t = std::time::Instant::now();
+    // Ended: gone, or a zombie its new parent has not reaped yet.
+    while stat_field(pid, 0).is_some_and(|state| state != "Z") {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the daemon did not end on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!bb.exists(), "blackboard left behind");
+    assert!(!pid_file.exists(), "pid file left behind");
+}
+
+/// Field `i` after the command of `/proc/PID/stat` (0 = state, 3 = session).
+fn stat_field(pid: u32, i: usize) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(s.rsplit_once(')')?.1.split_whitespace().nth(i)?.to_string())
+}
