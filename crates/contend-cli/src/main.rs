@@ -81,7 +81,7 @@ enum Command {
     IncludeDir,
     /// Meter shared-resource contention while programs run and publish it in a shared-memory blackboard
     #[command(
-        after_help = "Examples:\n  contend meters                                   # until Ctrl-C, /dev/shm/contend-meters\n  contend meters --duration 10s --format json\n  contend meters --interval 1ms --cpus 0-3 --calibration meters-calibration.json\n  contend meters --trigger memory_latency=250,200 --blackboard /tmp/bb\n  contend meters calibrate -o meters-calibration.json\n\nSee docs/meters.md for the meters, the triggers and the blackboard layout."
+        after_help = "Examples:\n  contend meters                                   # until Ctrl-C, /dev/shm/contend-meters\n  contend meters --duration 10s --format json\n  contend meters --interval 1ms --cpus 0-3 --calibration meters-calibration.json\n  contend meters --trigger memory_latency=250,200 --blackboard /tmp/bb\n  contend meters --daemon                          # detached; kill $(cat /dev/shm/contend-meters.pid) stops it\n  contend meters calibrate -o meters-calibration.json\n\nSee docs/meters.md for the meters, the triggers and the blackboard layout."
     )]
     #[cfg(feature = "record")]
     Meters(meters_cmd::MetersArgs),

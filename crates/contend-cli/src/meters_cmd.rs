@@ -74,6 +74,12 @@ struct MetersRunArgs {
     /// Output at the end: text or json
     #[arg(short, long, default_value = "text")]
     format: String,
+    /// Detach: run in the background (new session, no terminal), write the pid file, return once the blackboard exists; stop it with SIGTERM
+    #[arg(long, conflicts_with = "duration")]
+    daemon: bool,
+    /// With --daemon: the pid file (default: the blackboard's path + .pid, e.g. /dev/shm/contend-meters.pid)
+    #[arg(long, value_name = "FILE", requires = "daemon")]
+    pid_file: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -159,13 +165,34 @@ fn parse_trigger(s: &str) -> Result<(String, (f64, f64))> {
     Ok((name.trim().to_string(), (high, low)))
 }
 
-fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
-    let json = match a.format.as_str() {
-        "text" => false,
-        "json" => true,
-        other => bail!("--format {other}: `contend meters` writes text or json"),
-    };
-    let cfg = match &a.config {
+/// The engine flags shared by `contend meters` and `contend record
+/// --meters`.
+pub struct EngineFlags<'a> {
+    /// `--interval`.
+    pub interval: Option<Duration>,
+    /// `--window`.
+    pub window: Option<Duration>,
+    /// `--cpus`.
+    pub cpus: Option<&'a str>,
+    /// `--probe-cpu`.
+    pub probe_cpu: Option<u32>,
+    /// `--probe-chain-mb`.
+    pub probe_chain_mb: Option<u64>,
+    /// `--calibration`.
+    pub calibration: Option<PathBuf>,
+    /// `--trigger METER=HIGH,LOW`.
+    pub triggers: &'a [String],
+    /// `--config`.
+    pub config: Option<&'a Path>,
+    /// Lock meters of recorded processes.
+    pub lock_meters: bool,
+}
+
+/// The engine options from the flags over `[meters]` of `contend.toml`
+/// (`config`, else ./contend.toml if present), and the config's
+/// blackboard name.
+pub fn engine_options(f: &EngineFlags<'_>) -> Result<(EngineOptions, Option<String>)> {
+    let cfg = match f.config {
         Some(p) => Config::read(p)?,
         None if Path::new("contend.toml").exists() => Config::read(Path::new("contend.toml"))?,
         None => Config::default(),
@@ -177,28 +204,25 @@ fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
             None => None,
         })
     };
-    let interval = match a.interval {
+    let interval = match f.interval {
         Some(d) => d,
         None => from_cfg(&cfg.interval)?.unwrap_or(Duration::from_millis(1)),
     };
-    let window = match a.window {
+    let window = match f.window {
         Some(d) => d,
         None => from_cfg(&cfg.window)?.unwrap_or(Duration::from_millis(100)),
     };
-    if a.duration == Some(Duration::ZERO) {
-        bail!("--duration: must be longer than 0");
-    }
-    let cpus = match &a.cpus {
+    let cpus = match f.cpus {
         Some(list) => checked_cpus("--cpus", list)?,
         None => {
             contend_record::cpus::affinity(0).unwrap_or_else(contend_record::cpus::online_cpu_list)
         }
     };
-    let probe_cpu = match a.probe_cpu {
+    let probe_cpu = match f.probe_cpu {
         Some(c) => checked_cpus("--probe-cpu", &c.to_string())?[0],
         None => cpus[0],
     };
-    let calibration_path = a.calibration.clone().or(cfg.calibration.clone());
+    let calibration_path = f.calibration.clone().or(cfg.calibration.clone());
     let calibration = match &calibration_path {
         Some(p) => Some(Calibration::read(p)?),
         None => None,
@@ -208,7 +232,7 @@ fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
         .iter()
         .map(|(k, v)| (k.clone(), (v.high, v.low)))
         .collect();
-    for t in &a.triggers {
+    for t in f.triggers {
         let (name, l) = parse_trigger(t)?;
         levels.insert(name, l);
     }
@@ -217,19 +241,14 @@ fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
         Some(c) => c.probe,
         None => ProbeConfig::default(),
     };
-    if let Some(mb) = a.probe_chain_mb {
+    if let Some(mb) = f.probe_chain_mb {
         if mb == 0 || mb > 65536 {
             bail!("--probe-chain-mb {mb}: must be from 1 to 65536");
         }
         probe.chain_bytes = mb << 20;
     }
-    let name = a
-        .blackboard
-        .clone()
-        .or(cfg.blackboard.clone())
-        .unwrap_or_else(|| contend_meters::DEFAULT_NAME.to_string());
-    let opts = DaemonOptions {
-        engine: EngineOptions {
+    Ok((
+        EngineOptions {
             interval,
             window,
             system_interval: Duration::from_millis(100).max(interval),
@@ -239,12 +258,47 @@ fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
             probe,
             calibration,
             levels,
-            lock_meters: !a.no_lock_meters,
+            lock_meters: f.lock_meters,
         },
+        cfg.blackboard.clone(),
+    ))
+}
+
+fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
+    let json = match a.format.as_str() {
+        "text" => false,
+        "json" => true,
+        other => bail!("--format {other}: `contend meters` writes text or json"),
+    };
+    if a.duration == Some(Duration::ZERO) {
+        bail!("--duration: must be longer than 0");
+    }
+    let (engine, cfg_blackboard) = engine_options(&EngineFlags {
+        interval: a.interval,
+        window: a.window,
+        cpus: a.cpus.as_deref(),
+        probe_cpu: a.probe_cpu,
+        probe_chain_mb: a.probe_chain_mb,
+        calibration: a.calibration.clone(),
+        triggers: &a.triggers,
+        config: a.config.as_deref(),
+        lock_meters: !a.no_lock_meters,
+    })?;
+    let interval = engine.interval;
+    let name = a
+        .blackboard
+        .clone()
+        .or(cfg_blackboard)
+        .unwrap_or_else(|| contend_meters::DEFAULT_NAME.to_string());
+    let opts = DaemonOptions {
+        engine,
         blackboard: contend_meters::path_of(&name),
         duration: a.duration,
         world_writable: a.world_writable,
     };
+    if a.daemon {
+        return run_detached(&opts, a.pid_file.clone());
+    }
     let interrupt = contend_record::Interrupt::begin();
     let summary = daemon::run(&opts, &|| interrupt.caught().is_some(), &mut |bb| {
         eprintln!(
@@ -265,6 +319,49 @@ fn cmd_run(a: MetersRunArgs) -> Result<ExitCode> {
         crate::report_cmd::write_out(&summary_text(&summary))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `contend meters --daemon`: detaches (before any thread exists), then
+/// runs the daemon until SIGTERM, SIGINT or SIGHUP; the launcher returns
+/// once the blackboard exists, or fails with the daemon's error.
+fn run_detached(opts: &DaemonOptions, pid_file: Option<PathBuf>) -> Result<ExitCode> {
+    use contend_meters::detach::{detach, Side};
+    let pid_file = pid_file.unwrap_or_else(|| {
+        let mut p = opts.blackboard.clone().into_os_string();
+        p.push(".pid");
+        p.into()
+    });
+    match detach(&pid_file).context("contend meters --daemon")? {
+        Side::Launcher { pid } => {
+            eprintln!(
+                "contend: meters daemon {pid} every {:?} on blackboard {} (pid file {}); `kill {pid}` stops it",
+                opts.engine.interval,
+                opts.blackboard.display(),
+                pid_file.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Side::Daemon(mut d) => {
+            let interrupt = contend_record::Interrupt::begin();
+            let bad_pid_file = std::cell::Cell::new(false);
+            let run = daemon::run(
+                opts,
+                &|| bad_pid_file.get() || interrupt.caught().is_some(),
+                &mut |_| bad_pid_file.set(d.ready().is_err()),
+            );
+            drop(interrupt);
+            let code = match run {
+                Ok(_) if !bad_pid_file.get() => ExitCode::SUCCESS,
+                Ok(_) => ExitCode::FAILURE,
+                Err(e) => {
+                    d.failed(&e.to_string());
+                    ExitCode::FAILURE
+                }
+            };
+            d.finish();
+            Ok(code)
+        }
+    }
 }
 
 fn num(v: f64) -> String {

@@ -153,6 +153,28 @@ pub struct RecordArgs {
     /// Run the program once under a CPU profile first, then probe its K hottest functions (those above 1%)
     #[arg(long, value_name = "K", conflicts_with = "pid")]
     hot_functions: Option<u32>,
+    /// Also record the contention meters (memory latency, run queue, CPU utilisation, …; docs/meters.md) beside the program into meters.cmts; the report splits lock waits and service time by meter state
+    #[arg(long, conflicts_with = "pid")]
+    meters: bool,
+    /// With --meters: the meters' interval (default: [meters] of contend.toml, else 1ms)
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "meters")]
+    meters_interval: Option<Duration>,
+    /// With --meters: calibration file of `contend meters calibrate` (memory_bandwidth, memory_concurrency)
+    #[arg(long, value_name = "FILE", requires = "meters")]
+    meters_calibration: Option<PathBuf>,
+    /// With --meters: trigger levels of a meter, in its unit: METER=HIGH,LOW (repeatable)
+    #[arg(
+        long = "meters-trigger",
+        value_name = "METER=HIGH,LOW",
+        requires = "meters"
+    )]
+    meters_triggers: Vec<String>,
+    /// With --meters: CPU the pointer-chasing probe runs on (default: the first allowed CPU)
+    #[arg(long, value_name = "CPU", requires = "meters")]
+    meters_probe_cpu: Option<u32>,
+    /// With --meters: size of the probe's pointer chain in MiB (default: the calibration's, else 4 × last-level cache, 64 to 512)
+    #[arg(long, value_name = "MIB", requires = "meters")]
+    meters_probe_chain_mb: Option<u64>,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -261,7 +283,30 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         hot_functions: a.hot_functions,
     };
     let opts_mpi = opts.mpi;
-    let outcome = match record(&opts) {
+    let mut meters = if a.meters {
+        let (engine, _) = crate::meters_cmd::engine_options(&crate::meters_cmd::EngineFlags {
+            interval: a.meters_interval,
+            window: None,
+            cpus: None,
+            probe_cpu: a.meters_probe_cpu,
+            probe_chain_mb: a.meters_probe_chain_mb,
+            calibration: a.meters_calibration.clone(),
+            triggers: &a.meters_triggers,
+            config: None,
+            lock_meters: false,
+        })?;
+        Some(
+            contend_meters::record::MeterRecorder::start(engine)
+                .context("contend record --meters")?,
+        )
+    } else {
+        None
+    };
+    let recorded = match meters.as_mut() {
+        Some(m) => contend_record::record_observed(&opts, &mut [m]),
+        None => record(&opts),
+    };
+    let outcome = match recorded {
         Ok(o) => o,
         Err(e @ RecordError::CommandNotFound { .. }) => {
             eprintln!("contend: error: {e}");

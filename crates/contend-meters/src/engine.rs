@@ -1,7 +1,7 @@
 //! The meter engine: computes every meter at its rate, keeps its
 //! short-term window and trigger, and its statistics over the whole run.
 //! The daemon ([`crate::daemon`]) publishes what it computes in the
-//! blackboard; the meter recorder ([`crate::record`], for `contend record --meters`, not on the command line yet) stores it in
+//! blackboard; the meter recorder ([`crate::record`], for `contend record --meters`) stores it in
 //! the recording.
 //!
 //! Meters (docs/meters.md, "Meters"):

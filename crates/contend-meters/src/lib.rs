@@ -6,9 +6,8 @@
 //! shared-resource contention computed many times a second while programs
 //! run, published in a shared-memory blackboard with high and low
 //! triggers for applications and runtimes to read (`contend meters`;
-//! docs/meters.md), watched live (`contend watch`). The meters stored in a
-//! recording (`contend record --meters`, [`record`]) are not on the
-//! command line yet.
+//! docs/meters.md), watched live (`contend watch`), and stored in a
+//! recording (`contend record --meters`, [`record`]) for `contend report`.
 //!
 //! - [`probe`]: the pointer-chasing memory-latency probe (pChase);
 //! - [`calibration`]: bandwidth from latency through a curve measured with
@@ -18,7 +17,8 @@
 //!   read from their traces as they are written);
 //! - [`trigger`]: short-term windows and triggers with hysteresis;
 //! - [`engine`]: every meter at its rate; [`daemon`]: `contend meters`;
-//!   [`record`]: the meter recorder for `contend record --meters` (not on the command line yet);
+//!   [`detach`]: `contend meters --daemon` (double fork, pid file);
+//!   [`record`]: the meter recorder for `contend record --meters`;
 //! - [`layout`] and [`blackboard`]: the shared region (one definition in
 //!   `collector/include/contend/meters.h`), its seqlocked writer and
 //!   readers.
@@ -33,6 +33,7 @@
 pub mod blackboard;
 pub mod calibration;
 pub mod daemon;
+pub mod detach;
 pub mod engine;
 pub mod hardware;
 pub mod layout;

@@ -3,11 +3,16 @@
 //! it computes goes into the recording's `meters.cmts`
 //! (`contend_trace::meters`), with its trigger state, for `contend
 //! report` to show the meters over the run and split waits and service
-//! time by meter state. Not built yet: the `--meters` flag of `contend
-//! record` and the report's side; this recorder is a
+//! time by meter state (`contend::meters`). This recorder is a
 //! [`contend_record::RunObserver`] for `contend_record::record_observed`.
+//! The engine (the probe's chain, the first `/proc` readings) is started
+//! before the target ([`MeterRecorder::start`]), so that the series
+//! begins with the run and a bad option is an error before anything runs.
 //! The lock meters are not computed: the recording holds the lock traces
 //! themselves.
+//!
+//! Times in the file are CLOCK_MONOTONIC ns, the clock of the lock traces
+//! (after their fit) and of the service samples.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -19,38 +24,45 @@ use contend_record::RunObserver;
 use contend_trace::meters::{Column, MetersWriter, Value, FILE_NAME};
 
 use crate::blackboard::monotonic_ns;
-use crate::engine::{Engine, EngineOptions};
+use crate::engine::{Engine, EngineError, EngineOptions};
 
 /// Records the meters into a recording while its target runs.
 pub struct MeterRecorder {
-    opts: EngineOptions,
+    engine: Option<Engine>,
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<Vec<String>>>,
 }
 
 impl MeterRecorder {
-    /// A recorder with these engine options (`lock_meters` is ignored).
-    pub fn new(mut opts: EngineOptions) -> MeterRecorder {
+    /// Starts the engine with these options (`lock_meters` is ignored):
+    /// the probe's chain is built and its thread runs from here on.
+    ///
+    /// Errors: those of [`Engine::start`] (the probe cannot start, bad
+    /// levels, an interval out of range).
+    pub fn start(mut opts: EngineOptions) -> Result<MeterRecorder, EngineError> {
         opts.lock_meters = false;
-        MeterRecorder {
-            opts,
+        Ok(MeterRecorder {
+            engine: Some(Engine::start(opts)?),
             stop: Arc::new(AtomicBool::new(false)),
             handle: None,
-        }
+        })
     }
 }
 
-fn run(opts: EngineOptions, path: &Path, stop: &AtomicBool) -> Vec<String> {
-    let mut engine = match Engine::start(opts) {
-        Ok(e) => e,
-        Err(e) => return vec![format!("meters are not recorded: {e}")],
-    };
+fn run(mut engine: Engine, path: &Path, stop: &AtomicBool) -> Vec<String> {
     let interval = engine.options().interval.as_nanos() as u64;
     let start = monotonic_ns();
     let mut w = match MetersWriter::create(path, start, interval) {
         Ok(w) => w,
         Err(e) => return vec![format!("meters are not recorded: {e}")],
     };
+    // What is and is not metered goes with the series, not into the
+    // run's warnings.
+    for n in engine.notes() {
+        if let Err(e) = w.note(n) {
+            return vec![format!("meters are not recorded: {e}")];
+        }
+    }
     let mut declared: HashMap<usize, u32> = HashMap::new();
     let mut k = 0u64;
     let mut error = None;
@@ -61,6 +73,9 @@ fn run(opts: EngineOptions, path: &Path, stop: &AtomicBool) -> Vec<String> {
         let now = monotonic_ns();
         if target > now {
             std::thread::sleep(Duration::from_nanos(target - now));
+        } else {
+            // Behind (the machine was busy): no burst of ticks to catch up.
+            k = (now - start) / interval;
         }
         if stop.load(Ordering::Relaxed) {
             // One last tick, so the end of the run has values too.
@@ -108,22 +123,22 @@ fn run(opts: EngineOptions, path: &Path, stop: &AtomicBool) -> Vec<String> {
             break;
         }
     }
-    let mut warnings: Vec<String> = error
+    error
         .map(|e| format!("meters stopped early: {e}"))
         .into_iter()
-        .collect();
-    warnings.extend(engine.notes().iter().map(|n| format!("meters: {n}")));
-    warnings
+        .collect()
 }
 
 impl RunObserver for MeterRecorder {
     fn started(&mut self, dir: &Path, _pid: u32, _start_ns: u64) {
         let path = dir.join(FILE_NAME);
-        let opts = self.opts.clone();
         let stop = self.stop.clone();
+        let Some(engine) = self.engine.take() else {
+            return;
+        };
         self.handle = std::thread::Builder::new()
             .name("contend-meters".into())
-            .spawn(move || run(opts, &path, &stop))
+            .spawn(move || run(engine, &path, &stop))
             .ok();
     }
 

@@ -19,7 +19,9 @@
 //! - tag 1, COLUMN: JSON `{"index", "name", "unit", "scope", "label",
 //!   "high", "low"}` declaring a meter before its first value;
 //! - tag 2, VALUES: `u64` CLOCK_MONOTONIC ns, then per value `u32` column,
-//!   `u32` trigger state (0 none, 1 clear, 2 high), `f64` value.
+//!   `u32` trigger state (0 none, 1 clear, 2 high), `f64` value;
+//! - tag 3, NOTE: one sentence (UTF-8) about what was and was not metered
+//!   (no hardware counters, no calibration).
 //!
 //! Each record is written with one `write`, so the file survives the
 //! launcher being killed up to its last whole record; a record cut short
@@ -44,6 +46,8 @@ pub const HEADER_SIZE: usize = 32;
 pub const TAG_COLUMN: u32 = 1;
 /// Record tag: values at one instant.
 pub const TAG_VALUES: u32 = 2;
+/// Record tag: a note (UTF-8 sentence).
+pub const TAG_NOTE: u32 = 3;
 
 /// A meter of the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +102,8 @@ pub struct MetersFile {
     pub columns: Vec<Column>,
     /// Instants in file order.
     pub ticks: Vec<Tick>,
+    /// Notes of the recorder about what was and was not metered.
+    pub notes: Vec<String>,
     /// Problems found (a record cut short, unknown tags), one sentence each.
     pub damage: Vec<String>,
 }
@@ -152,6 +158,13 @@ impl MetersWriter {
     pub fn column(&mut self, c: &Column) -> Result<(), TraceError> {
         let json = serde_json::to_vec(c).expect("serialisable");
         self.record(TAG_COLUMN, &json)
+    }
+
+    /// Writes a note (one sentence about what is and is not metered).
+    ///
+    /// Errors: [`TraceError::Io`].
+    pub fn note(&mut self, text: &str) -> Result<(), TraceError> {
+        self.record(TAG_NOTE, text.as_bytes())
     }
 
     /// Writes the values of one instant.
@@ -233,6 +246,7 @@ impl MetersFile {
                         .collect();
                     f.ticks.push(Tick { t_ns, values });
                 }
+                TAG_NOTE => f.notes.push(String::from_utf8_lossy(p).into_owned()),
                 _ => f.damage.push(format!(
                     "{}: unknown record (tag {tag}, {len} bytes) at byte {at} skipped",
                     path.display()
@@ -263,6 +277,7 @@ mod tests {
             low: Some(150.0),
         };
         w.column(&c).unwrap();
+        w.note("no calibration").unwrap();
         w.values(
             110,
             &[Value {
@@ -287,6 +302,7 @@ mod tests {
         assert_eq!(f.columns, vec![c]);
         assert_eq!(f.ticks.len(), 2);
         assert_eq!(f.ticks[1].values[0].state, 2);
+        assert_eq!(f.notes, vec!["no calibration".to_string()]);
         assert!(f.damage.is_empty());
         // Cut in the middle of the last record: the first tick stays.
         let len = std::fs::metadata(&p).unwrap().len();

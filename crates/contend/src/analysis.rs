@@ -33,6 +33,7 @@ pub static ANALYZERS: &[&dyn Analyzer] = &[
     &crate::futex::FutexAnalyzer,
     &crate::openmp::OpenMpAnalyzer,
     &crate::recording_cost::RecordingCostAnalyzer,
+    &crate::meters::MetersAnalyzer,
 ];
 
 /// What the analyses are asked to do; built by the binary from flags and

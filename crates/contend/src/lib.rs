@@ -44,6 +44,7 @@ pub mod counters;
 pub mod export;
 pub mod futex;
 pub mod locks;
+pub mod meters;
 pub mod mpi;
 pub mod numa;
 pub mod openmp;

@@ -105,6 +105,10 @@ pub struct Recording {
     /// lifetimes, `--function` probes): `None` when there are none, else
     /// the records or why they cannot be read.
     pub probes: Option<Result<ProbeRecording, TraceError>>,
+    /// The meter time series (`meters.cmts`, `contend record --meters`):
+    /// `None` when the recording has none, else the series or why the
+    /// file cannot be read.
+    pub meters: Option<Result<contend_trace::meters::MetersFile, TraceError>>,
     /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
     /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
     /// reason it could not be.
@@ -267,6 +271,10 @@ impl Recording {
         let service = read_service(dir, attached);
         let mpi = contend_trace::read_mpi_recording(dir).transpose();
         let numa = contend_trace::numa::read_numa_recording(dir);
+        let meters_path = dir.join(contend_trace::meters::FILE_NAME);
+        let meters = meters_path
+            .is_file()
+            .then(|| contend_trace::meters::MetersFile::read(&meters_path));
         let modules = match contend_trace::modules::ModulesFile::read(dir) {
             Ok(m) => m,
             Err(e) => {
@@ -288,6 +296,7 @@ impl Recording {
             modules,
             regions,
             probes,
+            meters,
             maps_files,
         })
     }

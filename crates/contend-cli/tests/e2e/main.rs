@@ -22,6 +22,7 @@ mod html_report;
 mod light;
 mod limits;
 mod meters;
+mod meters_record;
 mod mpi_accuracy;
 mod mpi_completeness;
 mod mpi_f08;

@@ -177,8 +177,8 @@ fn analyze_runs_the_registry_in_order() {
     let report = contend::analyze(&rec, &AnalysisOptions::default(), &NoProgress).into_report();
     let keys: Vec<&str> = report.sections().iter().map(|s| s.key()).collect();
     assert_eq!(keys, ["locks", "service", "counters", "mpi", "recording"]);
-    assert_eq!(ANALYZERS.len(), 9); // + sci, futex, openmp: nothing of theirs here
-                                    // An MPI recording without lock traces says so in its lock section.
+    assert_eq!(ANALYZERS.len(), 10); // + sci, futex, openmp, meters: nothing of theirs here
+                                     // An MPI recording without lock traces says so in its lock section.
     let locks = report.section::<LockReport>().unwrap();
     assert!(locks
         .no_events_reason
