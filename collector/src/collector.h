@@ -525,6 +525,10 @@ CONTEND_HIDDEN int contend_prepare(struct contend_thread *ts);
  * (libomp exports the GOMP_* entry points too). */
 CONTEND_HIDDEN extern int contend_ompt_active;
 
+/* The object of a record whose parallel region is unknown (an object of 0
+ * would be an empty table slot). */
+#define CONTEND_OMP_NO_REGION ((const void *)(uintptr_t)UINT64_MAX)
+
 /* Writes one OpenMP record now: `event` CONTEND_OMP_*, `kind` the OMPT
  * mutex or sync-region kind, `value` the 32-bit value; `first`: the first
  * record of the operation (as contend_emit_ext). Passes through when the

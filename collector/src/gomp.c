@@ -128,6 +128,13 @@ static _Thread_local uint64_t cur_region __attribute__((tls_model("initial-exec"
 static char unnamed_critical __asm__(".gomp_critical_user_.var") __attribute__((used));
 static char atomic_lock __asm__("libgomp_atomic") __attribute__((used));
 
+/* The object of the thread's barrier records: its region instance, or
+ * CONTEND_OMP_NO_REGION outside any recorded region. */
+CONTEND_INLINE const void *current_region(void)
+{
+    return cur_region ? (const void *)(uintptr_t)cur_region : CONTEND_OMP_NO_REGION;
+}
+
 /* Nest locks the thread holds, with their depth: only the outermost hold
  * is recorded. A lock that finds the table full is not recorded at all. */
 #define NEST_MAX 8
@@ -474,7 +481,7 @@ CONTEND_EXPORT void GOMP_barrier(void)
         return;
     }
     const void *site = __builtin_return_address(0);
-    const void *obj = (const void *)(uintptr_t)cur_region;
+    const void *obj = current_region();
     before_wait(obj, site);
     RECORD(SYNC_WAIT_BEGIN, K_BARRIER, 0, obj, site, 1);
     f();
@@ -487,7 +494,7 @@ CONTEND_EXPORT bool GOMP_barrier_cancel(void)
     if (!recording())
         return f();
     const void *site = __builtin_return_address(0);
-    const void *obj = (const void *)(uintptr_t)cur_region;
+    const void *obj = current_region();
     before_wait(obj, site);
     RECORD(SYNC_WAIT_BEGIN, K_BARRIER, 0, obj, site, 1);
     bool r = f();

@@ -69,7 +69,7 @@ static uint64_t parallel_count;
 /* collector.h: set by tool_initialize, read by gomp.c */
 CONTEND_HIDDEN int contend_ompt_active;
 /* Objects of events whose region is unknown. */
-#define NO_REGION ((const void *)(uintptr_t)UINT64_MAX)
+#define NO_REGION CONTEND_OMP_NO_REGION
 
 /* One OpenMP record (collector.h, shared with gomp.c); an object of 0
  * becomes NO_REGION. */

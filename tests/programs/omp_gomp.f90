@@ -5,8 +5,10 @@
 ! clock_gettime(CLOCK_MONOTONIC) around the construct.
 !
 !   1. named critical section `update`: each thread enters CRIT times and
-!      holds it HOLD_MS, timing the wait before each entry;
-!   2. omp_set_lock (the Fortran binding omp_set_lock_): the same;
+!      holds it HOLD_MS, timing the wait before each entry (after one
+!      untimed entry by one thread, without holding: 2 CRIT + 1 entries);
+!   2. omp_set_lock (the Fortran binding omp_set_lock_): the same (also
+!      2 CRIT + 1 acquisitions);
 !   3. barrier: thread t sleeps (t + 1) * BAR_MS, then times its wait at
 !      `!$omp barrier`;
 !   4. imbalanced `parallel do schedule(static)`: REGIONS regions of a loop
@@ -16,6 +18,7 @@
 ! Prints one line of key=value (waits in ns).
 module clock
   use iso_c_binding
+  use omp_lib
   implicit none
   type, bind(c) :: timespec
     integer(c_long) :: sec, nsec
@@ -39,6 +42,31 @@ contains
     r = clock_gettime(1_c_int, ts) ! CLOCK_MONOTONIC
     now_ns = int(ts%sec, c_int64_t) * 1000000000_c_int64_t + int(ts%nsec, c_int64_t)
   end function now_ns
+
+  ! One entry of the critical section `update`, held `hold` ms; returns
+  ! the wait before the entry, ns.
+  integer(c_int64_t) function named(hold)
+    integer, intent(in) :: hold
+    integer(c_int64_t) :: t0
+    t0 = now_ns()
+!$omp critical (update)
+    named = now_ns() - t0
+    if (hold > 0) call sleep_ms(hold)
+!$omp end critical (update)
+  end function named
+
+  ! One acquisition of the OpenMP lock `lck`, held `hold` ms; returns the
+  ! wait, ns.
+  integer(c_int64_t) function locked(lck, hold)
+    integer(omp_lock_kind), intent(inout) :: lck
+    integer, intent(in) :: hold
+    integer(c_int64_t) :: t0
+    t0 = now_ns()
+    call omp_set_lock(lck) ! SET_LOCK
+    locked = now_ns() - t0
+    if (hold > 0) call sleep_ms(hold)
+    call omp_unset_lock(lck)
+  end function locked
 
   subroutine sleep_ms(ms)
     integer, intent(in) :: ms
@@ -67,22 +95,20 @@ program omp_gomp
   call omp_set_num_threads(2)
 !$omp parallel private(t, i, t0)
   t = omp_get_thread_num()
-  ! every phase starts together, so its entries are contended
-!$omp barrier
+  ! one untimed entry of each, on one thread: the collector's first-time
+  ! work for an object and a site is done before the timed entries
+!$omp single
+  t0 = named(0)
+  t0 = locked(lck, 0)
+!$omp end single
+  ! every phase starts together (single ends in a barrier), so its
+  ! entries are contended
   do i = 1, CRIT
-    t0 = now_ns()
-!$omp critical (update)
-    crit_wait(t) = crit_wait(t) + (now_ns() - t0)
-    call sleep_ms(HOLD_MS)
-!$omp end critical (update)
+    crit_wait(t) = crit_wait(t) + named(HOLD_MS)
   end do
 !$omp barrier
   do i = 1, CRIT
-    t0 = now_ns()
-    call omp_set_lock(lck) ! SET_LOCK
-    lock_wait(t) = lock_wait(t) + (now_ns() - t0)
-    call sleep_ms(HOLD_MS)
-    call omp_unset_lock(lck)
+    lock_wait(t) = lock_wait(t) + locked(lck, HOLD_MS)
   end do
 !$omp barrier
   call sleep_ms((t + 1) * BAR_MS)
