@@ -19,10 +19,10 @@
  *      sleeping (1 + 3 i) * WORK_MS; each thread records when its last
  *      iteration ended. The wait of a thread in the region's implicit
  *      barrier is the last thread's end of work minus its own. With the
- *      dynamic schedule one thread may take both iterations (the other
- *      started late; the first iteration, claimed first, is the long one
- *      here, (4 - 3 i) * WORK_MS, to leave the other thread time to
- *      start): `dyn_split` says in how many regions each thread ran one.
+ *      dynamic schedule (iteration i sleeping (4 - 3 i) * WORK_MS) one
+ *      thread could take both iterations while the other is late, so each
+ *      iteration first waits (up to 1 s) until both have begun:
+ *      `dyn_split` says in how many regions each thread ran one.
  *   5. the lock API's results, serially: omp_test_lock on a free and on a
  *      held lock, a nest lock set twice and tested once (nesting count 3)
  *      and released three times: `api_ok=1` when every result is right.
@@ -108,7 +108,7 @@ int main(void)
     uint64_t crit_wait[2] = {0, 0}, unnamed_wait[2] = {0, 0}, lock_wait[2] = {0, 0};
     uint64_t bar_wait[2] = {0, 0};
     uint64_t static_end[REGIONS][2], dyn_end[REGIONS][2];
-    int dyn_iters[REGIONS][2] = {{0}};
+    int dyn_iters[REGIONS][2] = {{0}}, dyn_started[REGIONS] = {0};
     omp_lock_t lock;
     omp_init_lock(&lock);
     omp_set_num_threads(2);
@@ -150,6 +150,12 @@ int main(void)
     for (int r = 0; r < REGIONS; r++) {
 #pragma omp parallel for schedule(dynamic) /* DYNAMIC_FOR */
         for (int i = 0; i < 2; i++) {
+            /* each iteration waits (up to 1 s) until both have begun, so
+             * that neither thread can take both */
+            __atomic_add_fetch(&dyn_started[r], 1, __ATOMIC_SEQ_CST);
+            for (int k = 0; k < 10000 && __atomic_load_n(&dyn_started[r], __ATOMIC_SEQ_CST) < 2;
+                 k++)
+                nanosleep(&(struct timespec){0, 100000}, NULL);
             sleep_ms((4 - 3 * i) * WORK_MS);
             int t = omp_get_thread_num();
             dyn_end[r][t] = now_ns();
