@@ -2,8 +2,10 @@
 # Added cost of the interposed syscall() (a non-futex call passed through,
 # and a recorded FUTEX_WAKE that wakes nobody) and of the OMPT tool (an
 # uncontended omp_set_lock + omp_unset_lock pair, an empty 2-thread
-# parallel region; clang -fopenmp, libomp). Each program runs alternately
-# without and with `contend record`, ROUNDS times; medians and differences.
+# parallel region; clang -fopenmp, libomp) and of the libgomp wrappers (the
+# same program built with gcc -fopenmp: GOMP_parallel and omp_*_lock
+# interposed). Each program runs alternately without and with `contend
+# record`, ROUNDS times; medians, differences and ratios.
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-7}
 CALLS=${CALLS:-2000000}
@@ -12,13 +14,14 @@ REGIONS=${REGIONS:-20000}
 gcc -std=c11 -Wall -Wextra -Werror -O2 -o "$OUT/syscall_overhead" "$ROOT/bench/syscall_overhead.c"
 have_omp=1
 clang -O2 -fopenmp -o "$OUT/omp_overhead" "$ROOT/bench/omp_overhead.c" 2>/dev/null || have_omp=0
+gcc -O2 -fopenmp -o "$OUT/omp_overhead_gomp" "$ROOT/bench/omp_overhead.c"
 machine
 field() { sed "s/.*$1=\([0-9.]*\).*/\1/"; }
 diff_line() { # label, unit, base values, rec values
   local mb mr
   mb=$(printf '%s\n' $3 | median)
   mr=$(printf '%s\n' $4 | median)
-  echo "$1: without ${mb} $2, with recording ${mr} $2; added $(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.2f", a-b}') $2 (medians of $ROUNDS runs)"
+  echo "$1: without ${mb} $2, with recording ${mr} $2; added $(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.2f", a-b}') $2, ratio $(awk -v a="$mr" -v b="$mb" 'BEGIN {printf "%.2f", a/b}') (medians of $ROUNDS runs)"
 }
 pb=() pr=() wb=() wr=()
 for i in $(seq "$ROUNDS"); do
@@ -29,6 +32,18 @@ for i in $(seq "$ROUNDS"); do
 done
 diff_line "syscall(SYS_getppid), passed through" "ns" "${pb[*]}" "${pr[*]}"
 diff_line "syscall(SYS_futex, FUTEX_WAKE) waking nobody, recorded" "ns" "${wb[*]}" "${wr[*]}"
+omp_rounds() { # label, program
+  local lb=() lr=() rb=() rr=() b r
+  for i in $(seq "$ROUNDS"); do
+    b=$("$2" "$PAIRS" "$REGIONS")
+    r=$("$CONTEND" record --force -o "$OUT/omp.data" -- "$2" "$PAIRS" "$REGIONS" 2>/dev/null)
+    lb+=("$(field lock_pair_ns <<<"$b")"); lr+=("$(field lock_pair_ns <<<"$r")")
+    rb+=("$(field region_us <<<"$b")"); rr+=("$(field region_us <<<"$r")")
+  done
+  diff_line "omp_set_lock + omp_unset_lock, uncontended ($1)" "ns" "${lb[*]}" "${lr[*]}"
+  diff_line "empty parallel region, 2 threads ($1)" "us" "${rb[*]}" "${rr[*]}"
+}
+omp_rounds "gcc -fopenmp, libgomp wrappers" "$OUT/omp_overhead_gomp"
 if [ "$have_omp" = 1 ]; then
   lb=() lr=() rb=() rr=()
   for i in $(seq "$ROUNDS"); do

@@ -1,6 +1,7 @@
 /*
  * What recording adds to OpenMP constructs (built with clang -fopenmp:
- * libomp, which calls the collector's OMPT tool): N uncontended
+ * libomp, which calls the collector's OMPT tool; built with gcc -fopenmp:
+ * libgomp, whose entry points the collector interposes): N uncontended
  * omp_set_lock + omp_unset_lock pairs on one thread, and R empty parallel
  * regions of 2 threads. Timed with omp_get_wtime; prints ns per pair and
  * µs per region. Usage: omp_overhead N R

@@ -9,6 +9,8 @@
  *   futex.c      the interposed syscall(): futex waits and wakes
  *   ompt.c       ompt_start_tool: OpenMP mutexes, barriers, parallel regions
  *   create.c     the interposed init functions: where each lock was created
+ *   gomp.c       GCC's libgomp entry points (GOMP_*, omp_*_lock): the same
+ *                OpenMP records for programs built with gcc -fopenmp
  *
  * Everything the wrappers do on every call lives in this header as static
  * inline functions, so that the fast path is: one TLS access, the real
@@ -541,6 +543,35 @@ CONTEND_INLINE int contend_may_record(const struct contend_thread *ts)
 /* Slow half of the check: lazy initialisation on a wrapper's first call.
  * Returns 1 if the thread may record now, 0 to pass through. */
 CONTEND_HIDDEN int contend_prepare(struct contend_thread *ts);
+
+/* ------------------------------------------------------------------------ */
+/* OpenMP records (trace_format.h, "OpenMP records"), shared by the OMPT
+ * tool (ompt.c) and the libgomp wrappers (gomp.c)                           */
+
+/* Set once an OpenMP runtime initialised the OMPT tool (ompt.c); the
+ * GOMP_* wrappers then pass straight through, so nothing is counted twice
+ * (libomp exports the GOMP_* entry points too). */
+CONTEND_HIDDEN extern int contend_ompt_active;
+
+/* The object of a record whose parallel region is unknown (an object of 0
+ * would be an empty table slot). */
+#define CONTEND_OMP_NO_REGION ((const void *)(uintptr_t)UINT64_MAX)
+
+/* Writes one OpenMP record now: `event` CONTEND_OMP_*, `kind` the OMPT
+ * mutex or sync-region kind, `value` the 32-bit value; `first`: the first
+ * record of the operation (as contend_emit_ext). Passes through when the
+ * thread may not record; errno is kept. */
+CONTEND_INLINE void contend_omp_record(uint32_t event, uint32_t kind, uint32_t value,
+                                       const void *obj, const void *site, int first)
+{
+    struct contend_thread *ts = &contend_tls;
+    if (!(CONTEND_LIKELY(contend_may_record(ts)) || contend_prepare(ts)))
+        return;
+    int saved = errno;
+    uint64_t ext = (uint64_t)event | ((uint64_t)(kind & 0xffu) << 8) | ((uint64_t)value << 32);
+    contend_emit_ext(ts, CONTEND_TAG_OMP, ext, obj, site, contend_now(), first);
+    errno = saved;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Internals shared between collector.c and maps.c                           */

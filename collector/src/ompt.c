@@ -66,26 +66,17 @@ enum { OMPT_TASK_INITIAL = 1 };
 /* Parallel region instances, numbered from 1 (an object of 0 would be an
  * empty table slot). */
 static uint64_t parallel_count;
+/* collector.h: set by tool_initialize, read by gomp.c */
+CONTEND_HIDDEN int contend_ompt_active;
 /* Objects of events whose region is unknown. */
-#define NO_REGION ((const void *)(uintptr_t)UINT64_MAX)
+#define NO_REGION CONTEND_OMP_NO_REGION
 
-CONTEND_INLINE uint64_t omp_ext(uint32_t event, uint32_t kind, uint32_t value)
-{
-    return (uint64_t)event | ((uint64_t)(kind & 0xffu) << 8) | ((uint64_t)value << 32);
-}
-
+/* One OpenMP record (collector.h, shared with gomp.c); an object of 0
+ * becomes NO_REGION. */
 CONTEND_INLINE void omp_record(uint32_t event, uint32_t kind, uint32_t value, const void *obj,
                                const void *site, int first)
 {
-    struct contend_thread *ts = &contend_tls;
-    if (!(CONTEND_LIKELY(contend_may_record(ts)) || contend_prepare(ts)))
-        return;
-    if (!obj)
-        obj = NO_REGION;
-    int saved = errno;
-    contend_emit_ext(ts, CONTEND_TAG_OMP, omp_ext(event, kind, value), obj, site,
-                     contend_now(), first);
-    errno = saved;
+    contend_omp_record(event, kind, value, obj ? obj : NO_REGION, site, first);
 }
 
 /* A site for records without a code pointer: the runtime's call. */
@@ -169,6 +160,9 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
                            ompt_data_t *tool_data)
 {
     (void)initial_device_num, (void)tool_data;
+    /* from now on the GOMP_* entry points (libomp exports them too) pass
+     * straight through: the runtime reports through OMPT (gomp.c) */
+    __atomic_store_n(&contend_ompt_active, 1, __ATOMIC_RELEASE);
     ompt_set_callback_t set = (ompt_set_callback_t)lookup("ompt_set_callback");
     if (!set)
         return 0;

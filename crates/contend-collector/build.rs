@@ -22,6 +22,7 @@ const SOURCES: &[&str] = &[
     "futex.c",
     "ompt.c",
     "create.c",
+    "gomp.c",
 ];
 /// Headers and the linker version script (rebuild triggers only).
 const OTHER_INPUTS: &[&str] = &[

@@ -258,7 +258,8 @@ typedef struct contend_count {
 /*
  * OpenMP records (added in version 2): written by the collector's OMPT tool
  * (ompt_start_tool), which an OpenMP runtime that implements OMPT (LLVM's
- * libomp) finds and initialises. Same layout as a futex record: head word
+ * libomp) finds and initialises, and by the collector's wrappers of GCC's
+ * libgomp entry points (gomp.c), with the same events and kinds. Same layout as a futex record: head word
  * with tag CONTEND_TAG_OMP (wide: | CONTEND_TAG_WIDE, two address words),
  * then one extension word: bits 0..7 the event (CONTEND_OMP_*), bits 8..15
  * the OMPT kind (ompt_mutex_t for mutex events, ompt_sync_region_t for

@@ -31,6 +31,7 @@ mod mpi_record;
 mod mpi_root_causes;
 mod numa;
 mod openmp;
+mod openmp_gomp;
 mod placement;
 mod real_programs;
 mod rebuild;

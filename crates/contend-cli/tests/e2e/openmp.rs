@@ -12,7 +12,7 @@
 use crate::common::*;
 use serde_json::Value;
 
-fn program_values(out: &Output) -> std::collections::HashMap<String, i64> {
+pub(crate) fn program_values(out: &Output) -> std::collections::HashMap<String, i64> {
     let line = out
         .stdout
         .lines()
@@ -26,7 +26,14 @@ fn program_values(out: &Output) -> std::collections::HashMap<String, i64> {
 
 /// `got` within `rel` × `truth` + `abs` ns below `truth`, and never more
 /// than `above` ns above it: `Ok`, or why not.
-fn within(what: &str, got: u64, truth: u64, rel: f64, abs: u64, above: u64) -> Result<(), String> {
+pub(crate) fn within(
+    what: &str,
+    got: u64,
+    truth: u64,
+    rel: f64,
+    abs: u64,
+    above: u64,
+) -> Result<(), String> {
     if got > truth + above {
         return Err(format!(
             "{what}: contend {got} ns above the program's {truth} ns"

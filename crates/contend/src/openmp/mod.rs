@@ -1,5 +1,7 @@
 //! OpenMP synchronisation (JSON key `openmp`), from the records of the
-//! collector's OMPT tool (trace_format.h, "OpenMP records"): critical
+//! collector's OMPT tool (LLVM's libomp) and of its libgomp wrappers
+//! (GCC's libgomp; collector/src/gomp.c), which write the same records
+//! (trace_format.h, "OpenMP records"): critical
 //! sections (named by their name), OpenMP locks, atomic and ordered
 //! regions with their wait and hold times; barriers and task waits with
 //! their waits; and each parallel region's implicit barrier per thread:
@@ -29,7 +31,8 @@ pub mod sync;
 
 /// The OpenMP analysis (registered in [`crate::analysis::ANALYZERS`]);
 /// its section is present when a traced process ran an OpenMP runtime
-/// with OMPT (LLVM's libomp).
+/// with OMPT (LLVM's libomp) or GCC's libgomp (through the collector's
+/// GOMP_* wrappers).
 pub struct OpenMpAnalyzer;
 
 /// The `openmp` section.
@@ -81,7 +84,8 @@ pub struct OpenMpSummary {
 pub struct OmpMutexRow {
     /// The critical section's name (`update` of `critical(update)`,
     /// `(unnamed)`) when its wait id is the name's variable
-    /// (`.gomp_critical_user_<name>.var`); with libomp, whose wait id is
+    /// (`.gomp_critical_user_<name>.var`: libgomp, whose atomic lock is
+    /// `libgomp_atomic`); with libomp, whose wait id is
     /// the runtime's lock, `critical at <site>`; a lock's symbol or
     /// address.
     pub name: String,
@@ -163,11 +167,14 @@ pub struct OmpRegionThread {
 }
 
 /// The note of the section.
-pub const NOTE: &str = "Recorded through the OpenMP tool interface (OMPT), which LLVM's libomp \
-implements; GCC's libgomp (up to at least GCC 13) has no OMPT, so programs built with gcc \
--fopenmp show no OpenMP section. Work time of a thread in a parallel region = from the start of \
-its implicit task to its arrival at the region's implicit barrier, without its explicit barrier \
-waits; critical and lock waits are part of it.";
+pub const NOTE: &str = "Recorded through the OpenMP tool interface (OMPT) with LLVM's libomp \
+(clang -fopenmp), and with GCC's libgomp (gcc/gfortran -fopenmp), which has no OMPT, through \
+its interposed entry points (GOMP_*, omp_*_lock): the same records. With libgomp a barrier \
+is `barrier` (GOMP_barrier serves #pragma omp barrier and the implicit barrier of a static \
+for, single or sections alike), and a parallel region's implicit-barrier arrival is the end \
+of the thread's outlined function. Work time of a thread in a parallel region = from the \
+start of its implicit task to its arrival at the region's implicit barrier, without its \
+explicit barrier waits; critical and lock waits are part of it.";
 
 fn mutex_kind(k: u8) -> &'static str {
     match k {
