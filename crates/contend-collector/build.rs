@@ -21,6 +21,7 @@ const SOURCES: &[&str] = &[
     "regions.c",
     "futex.c",
     "ompt.c",
+    "names.c",
 ];
 /// Headers and the linker version script (rebuild triggers only).
 const OTHER_INPUTS: &[&str] = &[
