@@ -31,6 +31,7 @@
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -607,6 +608,32 @@ static int trace_fd(int *tmp)
 /* ------------------------------------------------------------------------ */
 /* Chunks                                                                    */
 
+/* Stores the calling thread's name as the kernel has it (its comm, at most
+ * 15 characters) into the header of one of its chunks. One system call;
+ * only on the slow path (chunk claims, renames, exits). A name the kernel
+ * will not give leaves the field as it was. */
+static void store_thread_name(void *chunk)
+{
+    char name[16] = {0};
+    if (syscall(SYS_prctl, PR_GET_NAME, (unsigned long)name, 0ul, 0ul, 0ul) != 0)
+        return;
+    contend_chunk_header *ch = chunk;
+    memcpy(ch->thread_name, name, sizeof ch->thread_name);
+}
+
+void contend_thread_renamed(void)
+{
+    struct contend_thread *ts = &contend_tls;
+    if (ts->guard || __atomic_load_n(&contend_g.state, __ATOMIC_ACQUIRE) != CONTEND_STATE_ACTIVE)
+        return; /* re-entered (or not recording): the next claim or the exit reads it */
+    struct contend_saved saved = contend_enter(ts);
+    if (ts->chunk)
+        store_thread_name(ts->chunk);
+    if (ts->count_chunk)
+        store_thread_name(ts->count_chunk);
+    contend_leave(ts, saved);
+}
+
 static void release_chunk(struct contend_thread *ts)
 {
     if (ts->chunk)
@@ -695,6 +722,7 @@ static int claim_chunk(struct contend_thread *ts)
     ch->tid = ts->tid;
     ch->sequence = ts->seq++;
     ch->flags = 0;
+    store_thread_name(m);
     clock_pair(&ch->base_ticks, &ch->monotonic_ns);
     __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
 
@@ -722,6 +750,11 @@ static void thread_exit(void *value)
     uint8_t saved = ts->guard;
     ts->guard |= CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
+    /* a name another thread gave this one after its last claim */
+    if (ts->chunk)
+        store_thread_name(ts->chunk);
+    if (ts->count_chunk)
+        store_thread_name(ts->count_chunk);
     release_chunk(ts);
     release_count_chunk(ts);
     ts->key_set = 0;
@@ -1012,6 +1045,7 @@ static int claim_count_chunk(struct contend_thread *ts)
     ch->tid = ts->tid;
     ch->sequence = ts->count_seq++;
     ch->flags = CONTEND_CHUNK_COUNTS;
+    store_thread_name(m);
     clock_pair(&ch->base_ticks, &ch->monotonic_ns);
     __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
     ts->count_chunk = m;
@@ -1219,6 +1253,10 @@ __attribute__((destructor)) static void contend_destructor(void)
     struct contend_saved saved = contend_enter(ts);
     contend_trace_header *h = contend_g.hdr;
     calibrate(&h->end);
+    if (ts->chunk)
+        store_thread_name(ts->chunk);
+    if (ts->count_chunk)
+        store_thread_name(ts->count_chunk);
     __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_FLAG_FINISHED, __ATOMIC_RELEASE);
     contend_maps_snapshot();
     /* Nothing is unmapped: other threads may still be recording, and the

@@ -11,6 +11,7 @@
  *   create.c     the interposed init functions: where each lock was created
  *   gomp.c       GCC's libgomp entry points (GOMP_*, omp_*_lock): the same
  *                OpenMP records for programs built with gcc -fopenmp
+ *   names.c      the interposed pthread_setname_np() and prctl(): thread names
  *
  * Everything the wrappers do on every call lives in this header as static
  * inline functions, so that the fast path is: one TLS access, the real
@@ -176,6 +177,11 @@ struct contend_thread {
 
 CONTEND_HIDDEN extern _Thread_local struct contend_thread contend_tls
     __attribute__((tls_model("initial-exec")));
+
+/* The calling thread renamed itself (names.c): its name goes into the
+ * headers of its current chunks now, so that a crash keeps it. Saves errno;
+ * does nothing when re-entered or not recording. */
+CONTEND_HIDDEN void contend_thread_renamed(void);
 
 /* Entering and leaving the collector's own slow work (initialisation,
  * resolving, constructor, destructor): calls the thread makes meanwhile

@@ -23,6 +23,7 @@ const SOURCES: &[&str] = &[
     "ompt.c",
     "create.c",
     "gomp.c",
+    "names.c",
 ];
 /// Headers and the linker version script (rebuild triggers only).
 const OTHER_INPUTS: &[&str] = &[

@@ -145,7 +145,16 @@ typedef struct contend_chunk_header {
                                thread spent in the collector's slow
                                path while this chunk was its current
                                one (plain stores by that thread)      */
-    uint64_t reserved[3];  /* 40                                        */
+    char thread_name[16];  /* 40 added in version 2 (zero in older
+                               traces): the owning thread's name as the
+                               kernel has it (comm, prctl PR_GET_NAME),
+                               NUL-padded, not always NUL-terminated,
+                               written by that thread when it claims the
+                               chunk and again when it renames itself
+                               (pthread_setname_np, prctl PR_SET_NAME),
+                               at its exit and at the process's exit. A
+                               reader takes the thread's last chunk's   */
+    uint64_t reserved;     /* 56                                        */
 } contend_chunk_header;
 
 /*

@@ -176,8 +176,17 @@ pub mod chunk {
     /// `u64` (version 2) CPU time, ns, the owning thread spent in the
     /// collector's slow path while this chunk was its current one.
     pub const COLLECTOR_NS: usize = 32;
-    /// Reserved words up to the end of the chunk header.
-    pub const RESERVED: usize = 40;
+    /// `char[16]` (added in version 2; zero in older traces) the owning
+    /// thread's name as the kernel has it (its comm, `prctl(PR_GET_NAME)`),
+    /// NUL-padded and not always NUL-terminated; written when the thread
+    /// claims the chunk and again when it renames itself, at its exit and
+    /// at the process's exit. A thread's name is that of its last chunk
+    /// that has one.
+    pub const THREAD_NAME: usize = 40;
+    /// Bytes of [`THREAD_NAME`] (the kernel's `TASK_COMM_LEN`).
+    pub const THREAD_NAME_LEN: usize = 16;
+    /// Reserved word up to the end of the chunk header.
+    pub const RESERVED: usize = 56;
 }
 
 /// Byte offsets of the fields of a count entry (version 2, light mode): one

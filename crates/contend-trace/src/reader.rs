@@ -170,6 +170,19 @@ pub struct ThreadTrace {
     /// (Version 2) its OpenMP records, in time order (decoded when the
     /// trace is opened).
     pub omp: Vec<OmpOp>,
+    /// Its name as the kernel had it (comm, at most 15 bytes, lossy
+    /// UTF-8), from the last of its chunks that holds one
+    /// ([`format::chunk::THREAD_NAME`]); `None` in traces written before
+    /// the collector recorded names.
+    pub name: Option<String>,
+}
+
+/// The thread name stored in a chunk header, `None` when the field is
+/// empty (zero).
+fn chunk_thread_name(c: &[u8]) -> Option<String> {
+    let raw = c.get(ch::THREAD_NAME..ch::THREAD_NAME + ch::THREAD_NAME_LEN)?;
+    let len = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    (len > 0).then(|| String::from_utf8_lossy(&raw[..len]).into_owned())
 }
 
 /// Uncontended acquisitions of one object at one call site by one thread,
@@ -749,6 +762,7 @@ impl LockTrace {
             ticks: Option<(u64, u64)>,
             futex: Vec<FutexOp>,
             omp: Vec<OmpOp>,
+            name: Option<String>,
         }
         /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
         struct CountChunk {
@@ -756,6 +770,7 @@ impl LockTrace {
             base_ticks: u64,
             collector_ns: u64,
             entries: Vec<Counted>,
+            name: Option<String>,
         }
         let mut chunks = Vec::new();
         let mut count_chunks: Vec<CountChunk> = Vec::new();
@@ -832,6 +847,7 @@ impl LockTrace {
                     base_ticks,
                     collector_ns,
                     entries,
+                    name: chunk_thread_name(c),
                 });
                 continue;
             }
@@ -890,6 +906,7 @@ impl LockTrace {
                 ticks,
                 futex,
                 omp,
+                name: chunk_thread_name(c),
             });
         }
         if let Some((count, offset, error)) = unreadable {
@@ -948,6 +965,7 @@ impl LockTrace {
                         span_ticks: c.ticks.unwrap_or((0, 0)),
                         futex: c.futex,
                         omp: c.omp,
+                        name: c.name,
                     };
                     current = Some((c.base_ticks, t, c.sequence));
                 } else if let Some((_, t, last)) = current.as_mut() {
@@ -965,6 +983,9 @@ impl LockTrace {
                     }
                     t.futex.extend(c.futex);
                     t.omp.extend(c.omp);
+                    if c.name.is_some() {
+                        t.name = c.name;
+                    }
                 }
             }
             if let Some((first, t, _)) = current {
@@ -1000,6 +1021,11 @@ impl LockTrace {
             };
             let t = &mut threads[at].1;
             t.collector_ns += cc.collector_ns;
+            // a COUNTS chunk's name is as recent as a record chunk's: take
+            // it when the thread has none yet (light mode, no waits)
+            if t.name.is_none() {
+                t.name = cc.name;
+            }
             for e in cc.entries {
                 match t
                     .counted

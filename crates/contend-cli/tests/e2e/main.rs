@@ -40,4 +40,5 @@ mod scale;
 mod sci;
 mod service;
 mod sites;
+mod thread_names;
 mod viewer_exports;

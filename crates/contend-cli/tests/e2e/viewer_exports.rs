@@ -49,7 +49,7 @@ fn perfetto_python() -> Option<&'static str> {
 }
 
 /// The trace decoded by `perfetto_summary.py`.
-fn perfetto_summary(trace: &Path) -> Option<Value> {
+pub(crate) fn perfetto_summary(trace: &Path) -> Option<Value> {
     let Some(py) = perfetto_python() else {
         eprintln!("SKIP: the `perfetto` Python package is not installed (pip install perfetto)");
         return None;

@@ -337,6 +337,13 @@ fn table() -> Vec<Line> {
     field!(
         l,
         t,
+        "thread_name",
+        chunk::THREAD_NAME,
+        chunk::THREAD_NAME_LEN
+    );
+    field!(
+        l,
+        t,
         "reserved",
         chunk::RESERVED,
         format::CHUNK_HEADER_SIZE - chunk::RESERVED

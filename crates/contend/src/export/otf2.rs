@@ -403,9 +403,24 @@ pub fn write(
     let mut written = Written::default();
     let mut notes = Vec::new();
     let mut next_location = 0u64;
+    // Thread names as the kernel had them (comm), by (pid, tid), from the
+    // lock traces: a rank whose process was lock-traced too names its
+    // locations with them.
+    let thread_names: FxHashMap<(u32, u32), &str> = analysis
+        .recording
+        .processes
+        .iter()
+        .flat_map(|p| {
+            p.trace
+                .threads
+                .iter()
+                .filter_map(move |t| Some(((p.trace.pid, t.tid), t.name.as_deref()?)))
+        })
+        .collect();
     if let Some(m) = mpi {
         mpi_part(
             m,
+            &thread_names,
             sink,
             &mut defs,
             &mut hosts,
@@ -443,8 +458,10 @@ pub fn write(
 
 /// The MPI ranks: definitions of communicators and one location per
 /// rank thread with its calls.
+#[allow(clippy::too_many_arguments)]
 fn mpi_part(
     m: &MpiRecording,
+    thread_names: &FxHashMap<(u32, u32), &str>,
     sink: &mut dyn Otf2Sink,
     defs: &mut Defs,
     hosts: &mut BTreeMap<String, u32>,
@@ -492,10 +509,15 @@ fn mpi_part(
         for (k, tid) in tids.iter().enumerate() {
             let id = *next_location;
             *next_location += 1;
+            let pid = trace.map_or(0, |t| t.pid);
+            let comm = thread_names
+                .get(&(pid, *tid))
+                .map(|n| format!(" {n}"))
+                .unwrap_or_default();
             let name = defs.string(&if k == 0 {
-                format!("rank {rank} (tid {tid})")
+                format!("rank {rank}{comm} (tid {tid})")
             } else {
-                format!("rank {rank} thread {k} (tid {tid})")
+                format!("rank {rank} thread {k}{comm} (tid {tid})")
             });
             defs.d.locations.push(Location {
                 id,
@@ -783,7 +805,10 @@ fn lock_part(
         });
         let id = *next_location;
         *next_location += 1;
-        let name = defs.string(&format!("tid {}", info.tid));
+        let name = defs.string(&match &info.name {
+            Some(comm) => format!("{comm} (tid {})", info.tid),
+            None => format!("tid {}", info.tid),
+        });
         sink.begin_location(id).map_err(w)?;
         let mut idx: Vec<usize> = (start..end).collect();
         idx.sort_by_key(|&i| set.events[i].requested_ns);

@@ -168,6 +168,10 @@ struct Tracks {
     threads: FxHashMap<(u32, u32), TrackId>,
     /// Extra lanes of a thread track, by (thread track, lane).
     lanes: FxHashMap<(TrackId, u32), TrackId>,
+    /// Thread names as the kernel had them (comm), by (pid, tid), from the
+    /// lock traces' chunk headers: a thread track takes this name, whoever
+    /// creates it (lock events, MPI calls, service samples).
+    comms: FxHashMap<(u32, u32), String>,
 }
 
 impl Tracks {
@@ -177,6 +181,7 @@ impl Tracks {
             processes: FxHashMap::default(),
             threads: FxHashMap::default(),
             lanes: FxHashMap::default(),
+            comms: FxHashMap::default(),
         }
     }
 
@@ -219,6 +224,7 @@ impl Tracks {
         let parent = self.process(sink, pid, &format!("pid {pid}"), &[])?;
         let id = self.fresh();
         self.threads.insert((pid, tid), id);
+        let name = self.comms.get(&(pid, tid)).map_or(name, String::as_str);
         sink.track(&Track {
             id,
             parent: Some(parent),
@@ -351,6 +357,13 @@ pub(crate) fn walk(
     }
     let mut notes = Vec::new();
     let mut tracks = Tracks::new();
+    for p in &recording.processes {
+        for t in &p.trace.threads {
+            if let Some(name) = &t.name {
+                tracks.comms.insert((p.trace.pid, t.tid), name.clone());
+            }
+        }
+    }
     let mut counts = Counts::default();
     // Processes first, named after their command.
     for p in &recording.processes {

@@ -205,6 +205,7 @@ pub fn aggregate_named(
             pid: t.pid,
             tid: t.tid,
             span_ns: t.last_ns.saturating_sub(t.first_ns),
+            name: t.name.clone(),
             ..ThreadRow::default()
         })
         .collect();

@@ -123,6 +123,10 @@ pub struct ThreadInfo {
     pub first_ns: u64,
     /// Last recorded operation, ns.
     pub last_ns: u64,
+    /// Its name as the kernel had it (comm, from the trace's chunk
+    /// headers); `None` for hand-built input and traces written before the
+    /// collector recorded names.
+    pub name: Option<String>,
 }
 
 /// A synchronisation object (address within one process).
@@ -622,6 +626,10 @@ fn pair_thread(
         process: input.process,
         first_ns: u64::MAX,
         last_ns: 0,
+        name: match input.ops {
+            OpSource::Trace(_, t) => t.name.clone(),
+            OpSource::Slice(_) => None,
+        },
     };
     let process = input.process;
     let mut step = |op: &RawOp, object_slot: u32, site_slot: u32| {

@@ -245,6 +245,10 @@ pub struct ThreadRow {
     /// Light recordings: of `events`, uncontended acquisitions counted
     /// without times.
     pub counted_events: u64,
+    /// The thread's name as the kernel had it (comm, at most 15 bytes),
+    /// `None` when the recording has none (hand-built input, traces from
+    /// before names were recorded).
+    pub name: Option<String>,
 }
 
 /// A log2 bucket of wait durations: [lower_ns, upper_ns).

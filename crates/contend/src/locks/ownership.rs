@@ -86,6 +86,7 @@ mod tests {
                     process: 0,
                     first_ns: 0,
                     last_ns: 100,
+                    name: None,
                 })
                 .collect(),
             objects: (0..objects)

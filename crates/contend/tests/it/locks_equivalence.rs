@@ -290,6 +290,7 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
             process: 0,
             first_ns: if first == u64::MAX { 0 } else { first },
             last_ns: last,
+            name: None,
         });
     }
     set

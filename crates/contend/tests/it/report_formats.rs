@@ -184,6 +184,7 @@ fn sample() -> Report {
                     critical_events: 30_000,
                     span_ns: 14_000_000_000,
                     counted_events: 0,
+                    name: Some("worker-1".into()),
                 },
                 ThreadRow {
                     pid: 4242,

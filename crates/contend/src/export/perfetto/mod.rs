@@ -5,8 +5,9 @@
 //! the critical path's hand-overs and for matched messages, counter tracks
 //! from the service samples.
 //!
-//! Written as it goes: each packet is encoded into one reused buffer and
-//! written out, so memory does not grow with the trace; it holds only the
+//! Written as it goes: packets are encoded into one reused buffer that
+//! is written out whenever it holds 1 MiB, so memory does not grow with
+//! the trace; it holds only the
 //! interned names (one per distinct lock, site, argument name) and, per
 //! track, the ends of the slices still open (the nesting depth). Names
 //! are interned on the one packet sequence this writer uses (sequence 1;
@@ -94,12 +95,16 @@ impl Table {
 /// A slice end waiting to be written: (end time, later-begun first).
 type PendingEnd = Reverse<(u64, Reverse<u64>)>;
 
+/// Bytes gathered before one write to the output: packets are 20 to 100
+/// bytes, and one `write_all` through `dyn Write` per packet costs more
+/// than a copy into this buffer.
+const OUT_CHUNK: usize = 1 << 20;
+
 struct Sink<'w> {
     out: &'w mut dyn Write,
-    /// The `Trace.packet` key and length of the packet being written.
+    /// Encoded packets not yet written to `out` (at most about
+    /// [`OUT_CHUNK`] bytes: memory stays bounded).
     buf: Vec<u8>,
-    /// The packet being written.
-    packet: Vec<u8>,
     /// Its `TrackEvent`.
     event: Vec<u8>,
     /// One debug annotation being encoded.
@@ -123,8 +128,7 @@ impl<'w> Sink<'w> {
     fn new(out: &'w mut dyn Write) -> Sink<'w> {
         Sink {
             out,
-            buf: Vec::with_capacity(16),
-            packet: Vec::with_capacity(256),
+            buf: Vec::with_capacity(OUT_CHUNK + 4096),
             event: Vec::with_capacity(256),
             annotation: Vec::with_capacity(32),
             interned: Vec::with_capacity(256),
@@ -140,28 +144,50 @@ impl<'w> Sink<'w> {
 
     /// Writes `p` as one `packet` field of the `Trace` message.
     fn write(&mut self, p: &TracePacket) -> std::io::Result<()> {
-        self.buf.clear();
         prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut self.buf);
         prost::encoding::encode_varint(p.encoded_len() as u64, &mut self.buf);
         p.encode(&mut self.buf)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        self.out.write_all(&self.buf)
+        self.spill()
+    }
+
+    /// Hands the gathered packets to the output once there are enough.
+    fn spill(&mut self) -> std::io::Result<()> {
+        if self.buf.len() >= OUT_CHUNK {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 
     /// Writes the event packet at `t` whose `TrackEvent` is encoded in
     /// `self.event`, with the names it introduces (encoded in
     /// `self.interned`, empty when none). The packet is encoded field by
     /// field into reused buffers (prost's wire encoding), so an event
-    /// costs no allocation.
+    /// costs no allocation; its length is worked out first, so that it is
+    /// encoded straight into the output buffer.
     fn event(&mut self, t: u64) -> std::io::Result<()> {
-        use prost::encoding::{encode_key, encode_varint, WireType};
+        use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
         let flags = if std::mem::take(&mut self.first_event) {
             SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
         } else {
             SEQ_NEEDS_INCREMENTAL_STATE
         };
-        let p = &mut self.packet;
-        p.clear();
+        // every key below is one byte (field numbers < 16)
+        let delimited = |n: usize| 1 + encoded_len_varint(n as u64) + n;
+        let mut len = 1
+            + encoded_len_varint(t)
+            + delimited(self.event.len())
+            + 1
+            + encoded_len_varint(u64::from(SEQUENCE))
+            + 1
+            + encoded_len_varint(u64::from(flags));
+        if !self.interned.is_empty() {
+            len += delimited(self.interned.len());
+        }
+        let p = &mut self.buf;
+        encode_key(1, WireType::LengthDelimited, p); // Trace.packet
+        encode_varint(len as u64, p);
         encode_key(8, WireType::Varint, p); // timestamp
         encode_varint(t, p);
         encode_key(11, WireType::LengthDelimited, p); // track_event
@@ -176,11 +202,7 @@ impl<'w> Sink<'w> {
         }
         encode_key(13, WireType::Varint, p); // sequence_flags
         encode_varint(u64::from(flags), p);
-        self.buf.clear();
-        encode_key(1, WireType::LengthDelimited, &mut self.buf); // Trace.packet
-        encode_varint(self.packet.len() as u64, &mut self.buf);
-        self.out.write_all(&self.buf)?;
-        self.out.write_all(&self.packet)
+        self.spill()
     }
 
     /// Encodes a `TrackEvent` of `kind` on `track` into `self.event`
@@ -379,6 +401,8 @@ impl TimelineSink for Sink<'_> {
         for t in tracks {
             self.end_track(t)?;
         }
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()
     }
 }

@@ -11,7 +11,8 @@
 //! site. Function names, files and lines come from the symbolizer (an
 //! address without symbols is named `module+offset`), one mapping per
 //! module. Labels (all strings): `lock` and `kind` (the synchronisation
-//! object and its kind) and `thread` (tid) for lock events; `rank`,
+//! object and its kind), `thread` (tid) and, when the recording has it,
+//! `thread_name` (the thread's comm) for lock events; `rank`,
 //! `mpi_call`, `pattern` and `caused_by_rank` for MPI wait states. Samples with equal stacks and labels are merged,
 //! so the profile grows with the distinct stacks, not with the events.
 //!
@@ -254,6 +255,7 @@ fn lock_samples(
     let set = &ev.set;
     let selection = Selection::new(&options.filter, set, &ev.critical_path, &ev.names);
     let (lock_key, kind_key, thread_key) = (b.string("lock"), b.string("kind"), b.string("thread"));
+    let thread_name_key = b.string("thread_name");
     let (mut n, mut with_stacks) = (0u64, 0u64);
     for (i, e) in set.events.iter().enumerate() {
         if e.outcome == Outcome::Post || !selection.keeps(i, e) {
@@ -298,16 +300,17 @@ fn lock_samples(
         }
         let lock = b.string(&ev.names.objects[e.object as usize]);
         let kind = b.string(set.object_kinds[e.object as usize].object_kind());
-        let tid = b.string(&set.threads[e.thread as usize].tid.to_string());
-        b.add(
-            stack,
-            vec![
-                (lock_key, lock, 0),
-                (kind_key, kind, 0),
-                (thread_key, tid, 0),
-            ],
-            values,
-        );
+        let info = &set.threads[e.thread as usize];
+        let tid = b.string(&info.tid.to_string());
+        let mut labels = vec![
+            (lock_key, lock, 0),
+            (kind_key, kind, 0),
+            (thread_key, tid, 0),
+        ];
+        if let Some(name) = &info.name {
+            labels.push((thread_name_key, b.string(name), 0));
+        }
+        b.add(stack, labels, values);
     }
     (n, with_stacks)
 }
