@@ -153,6 +153,9 @@ pub struct RecordArgs {
     /// Run the program once under a CPU profile first, then probe its K hottest functions (those above 1%)
     #[arg(long, value_name = "K", conflicts_with = "pid")]
     hot_functions: Option<u32>,
+    /// Trace futex waits and wakes through the kernel's tracepoints (needs root, CAP_PERFMON or a low kernel.perf_event_paranoid): auto (for a statically linked program and with -p), on (always, instead of the collector's syscall() records), off
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "on", "off"])]
+    futex_trace: String,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -160,6 +163,16 @@ pub struct RecordArgs {
         value_name = "CMD"
     )]
     command: Vec<String>,
+}
+
+/// `--futex-trace WHEN` (clap has checked the word).
+fn futex_trace_mode(when: &str) -> contend_record::futex_trace::FutexTraceMode {
+    use contend_record::futex_trace::FutexTraceMode;
+    match when {
+        "on" => FutexTraceMode::On,
+        "off" => FutexTraceMode::Off,
+        _ => FutexTraceMode::Auto,
+    }
 }
 
 pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
@@ -178,6 +191,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
             pid,
             duration,
             interval,
+            futex_trace: futex_trace_mode(&a.futex_trace),
         })?;
         for w in &outcome.warnings {
             eprintln!("contend: warning: {w}");
@@ -187,8 +201,14 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
             .and_then(|m| m.attach)
             .map(|a| a.ended)
             .unwrap_or_default();
+        let futex = contend_trace::futex_calls::read_futex_trace(&outcome.dir)
+            .and_then(Result::ok)
+            .filter(|f| f.manifest.traced)
+            .map_or("no lock tracing when attached".to_string(), |f| {
+                format!("{} futex calls traced", f.manifest.calls)
+            });
         eprintln!(
-            "contend: sampled process {pid} for {:.3} s ({ended}; no lock tracing when attached) in {}; run `contend report {}`",
+            "contend: sampled process {pid} for {:.3} s ({ended}; {futex}) in {}; run `contend report {}`",
             outcome.wall_ns as f64 / 1e9,
             outcome.dir.display(),
             outcome.dir.display()
@@ -259,6 +279,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         function_every: a.function_every,
         instrumented_functions: a.instrumented_functions,
         hot_functions: a.hot_functions,
+        futex_trace: futex_trace_mode(&a.futex_trace),
     };
     let opts_mpi = opts.mpi;
     let outcome = match record(&opts) {

@@ -370,7 +370,11 @@ mod tests {
     fn a_foreign_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         FutexTraceManifest::default().write(dir.path()).unwrap();
-        std::fs::write(dir.path().join(DIR).join(CALLS), b"not a futex file at all, no").unwrap();
+        std::fs::write(
+            dir.path().join(DIR).join(CALLS),
+            b"not a futex file at all, no",
+        )
+        .unwrap();
         let e = read_futex_trace(dir.path()).unwrap().unwrap_err();
         assert!(e.to_string().contains("bad magic"), "{e}");
         assert!(read_futex_trace(&dir.path().join("none")).is_none());

@@ -105,6 +105,10 @@ pub struct Recording {
     /// lifetimes, `--function` probes): `None` when there are none, else
     /// the records or why they cannot be read.
     pub probes: Option<Result<ProbeRecording, TraceError>>,
+    /// The futex calls seen by the kernel's futex tracepoints (`futex/`,
+    /// `contend record --futex-trace`): `None` when there are none, else
+    /// the calls or why they cannot be read.
+    pub futex_trace: Option<Result<contend_trace::futex_calls::FutexTraceRecording, TraceError>>,
     /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
     /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
     /// reason it could not be.
@@ -185,7 +189,8 @@ impl Recording {
         // probe records).
         let has_mpi = dir.join("mpi").is_dir()
             || dir.join(contend_trace::regions::REGIONS_DIR).is_dir()
-            || dir.join(contend_trace::probes::DIR).is_dir();
+            || dir.join(contend_trace::probes::DIR).is_dir()
+            || dir.join(contend_trace::futex_calls::DIR).is_dir();
         let locks_dir = dir.join("locks");
         let mut trace_paths: Vec<PathBuf> = match std::fs::read_dir(&locks_dir) {
             Ok(rd) => rd
@@ -263,6 +268,7 @@ impl Recording {
         };
         let clock = fit_clock(meta.as_ref(), &processes, &region_points, &mut warnings);
         let probes = contend_trace::probes::read_probe_recording(dir);
+        let futex_trace = contend_trace::futex_calls::read_futex_trace(dir);
         let attached = meta.as_ref().is_some_and(|m| m.attach.is_some());
         let service = read_service(dir, attached);
         let mpi = contend_trace::read_mpi_recording(dir).transpose();
@@ -288,6 +294,7 @@ impl Recording {
             modules,
             regions,
             probes,
+            futex_trace,
             maps_files,
         })
     }

@@ -15,6 +15,7 @@ mod counters;
 mod damaged_traces;
 mod export;
 mod futex;
+mod futex_tracepoints;
 mod golden;
 mod html_report;
 mod light;
