@@ -77,6 +77,7 @@ const F_INHERIT: u64 = 1 << 1;
 const F_EXCLUDE_KERNEL: u64 = 1 << 5;
 const F_EXCLUDE_HV: u64 = 1 << 6;
 const F_MMAP: u64 = 1 << 8;
+const F_MMAP_DATA: u64 = 1 << 17;
 const F_COMM: u64 = 1 << 9;
 const F_ENABLE_ON_EXEC: u64 = 1 << 12;
 const F_TASK: u64 = 1 << 13;
@@ -253,7 +254,8 @@ pub enum SessionKind {
     },
 }
 
-/// A mapping of an executable file seen by the profile.
+/// A mapping of an executable file seen by the profile (and, for the
+/// futex tracer, of a data mapping too).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecMapping {
     /// Process.
@@ -266,6 +268,9 @@ pub struct ExecMapping {
     pub pgoff: u64,
     /// The file.
     pub path: String,
+    /// Its protection (`PROT_READ` 1 | `PROT_WRITE` 2 | `PROT_EXEC` 4)
+    /// from an `MMAP2` record; `PROT_EXEC` alone from an `MMAP` record.
+    pub prot: u32,
 }
 
 /// What a session ends with.
@@ -694,6 +699,11 @@ fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>
                         len,
                         pgoff,
                         path: String::from_utf8_lossy(&name[..end]).into_owned(),
+                        prot: if kind == REC_MMAP2 {
+                            u32_at(r, 56)
+                        } else {
+                            libc::PROT_EXEC as u32
+                        },
                     },
                     time: trailer_time(),
                 });
@@ -800,6 +810,7 @@ fn helper(
             r.drain(&mut raw);
             decode(&raw, &st.sample_type_of, &mut recs);
         }
+        st.early_maps(&recs);
         let cut = if stopping { u64::MAX } else { watermark };
         st.process(&mut recs, cut, &mut outcome);
         if stopping {
@@ -937,7 +948,7 @@ impl State {
             // the futex tracer's calls, with call chains, share the rings;
             // it also needs the executable mappings of a program it sees
             // exec (for its call sites)
-            task_attr.flags |= F_MMAP | F_MMAP2;
+            task_attr.flags |= F_MMAP | F_MMAP2 | F_MMAP_DATA;
             pages.max(256)
         } else {
             pages
@@ -1231,6 +1242,18 @@ impl State {
                     self._events.push(fd);
                 }
                 fs.manifest.traced = true;
+                if attach {
+                    // the processes run now: their maps, for the call sites
+                    if let Some(dir) = self.out_dir.parent() {
+                        for &tid in targets {
+                            if let Some(pid) = tgid(tid) {
+                                if !fs.mapped.contains(&pid) {
+                                    fs.write_maps_from_proc(dir, pid);
+                                }
+                            }
+                        }
+                    }
+                }
                 match self.out_dir.parent().map(FutexCallWriter::create) {
                     Some(Ok(w)) => fs.writer = Some(w),
                     Some(Err(e)) => fs.manifest.errors.push(format!("{e}")),
@@ -1243,6 +1266,24 @@ impl State {
             }
         }
         self.futex = Some(fs);
+    }
+
+    /// Writes the maps of each process of a newly drained futex call at
+    /// once, while it still runs (the calls themselves are processed a
+    /// little later, in time order, when the process may have exited).
+    fn early_maps(&mut self, recs: &[Rec]) {
+        let (Some(fs), Some(dir)) = (&mut self.futex, self.out_dir.parent()) else {
+            return;
+        };
+        for r in recs {
+            if let Rec::Sample { id, pid, .. } = r {
+                if !fs.mapped.contains(pid)
+                    && matches!(self.sources.get(id), Some(Source::Futex { .. }))
+                {
+                    fs.write_maps_from_proc(dir, *pid);
+                }
+            }
+        }
     }
 
     /// One futex tracepoint sample.
@@ -1488,6 +1529,29 @@ impl State {
 }
 
 impl FutexState {
+    /// Writes `maps/<pid>.maps` from `/proc/<pid>/maps` if the process
+    /// still runs (else leaves it to [`FutexState::write_maps`]).
+    fn write_maps_from_proc(&mut self, dir: &Path, pid: u32) {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            return;
+        };
+        if text.is_empty() {
+            return;
+        }
+        self.mapped.insert(pid);
+        let maps_dir = dir.join("maps");
+        let path = maps_dir.join(format!("{pid}.maps"));
+        if path.exists() {
+            return;
+        }
+        if let Err(e) = std::fs::create_dir_all(&maps_dir).and_then(|_| std::fs::write(&path, text))
+        {
+            self.manifest
+                .errors
+                .push(format!("{}: {e}", path.display()));
+        }
+    }
+
     /// Writes `maps/<pid>.maps` once per process, for the call sites:
     /// `/proc/<pid>/maps` while the process runs, else the executable
     /// mappings of the kernel's mmap records. An existing file (the
@@ -1506,10 +1570,17 @@ impl FutexState {
             _ => {
                 let mut t = String::new();
                 for m in self.mappings.get(&pid).into_iter().flatten() {
+                    if !m.path.starts_with('/') || m.path.starts_with("//") {
+                        continue; // anonymous memory, the heap, [vdso]
+                    }
+                    let bit = |b: i32, c: char| if m.prot & b as u32 != 0 { c } else { '-' };
                     t.push_str(&format!(
-                        "{:x}-{:x} r-xp {:08x} 00:00 1 {}\n",
+                        "{:x}-{:x} {}{}{}p {:08x} 00:00 1 {}\n",
                         m.start,
                         m.start + m.len,
+                        bit(libc::PROT_READ, 'r'),
+                        bit(libc::PROT_WRITE, 'w'),
+                        bit(libc::PROT_EXEC, 'x'),
                         m.pgoff,
                         m.path
                     ));
@@ -1524,6 +1595,17 @@ impl FutexState {
                 .push(format!("{}: {e}", path.display()));
         }
     }
+}
+
+/// The process (thread group) of thread `tid`, from `/proc/<tid>/status`.
+fn tgid(tid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Opens (disabled) and closes tracepoint `config` on this process with

@@ -12,6 +12,7 @@
 //!   disturbed between the two readings: such a run is made again, up to
 //!   three times); the wakes are exact;
 //! * `contend record -p PID` on the running program records the same;
+//! * the lock word is named by its symbol, `g_lock`;
 //! * as an unprivileged user the static program is refused with a message
 //!   that says the tracepoints are not allowed and what to change.
 //!
@@ -108,6 +109,8 @@ fn check(report: &Value, stdout: &str) -> Result<(), String> {
             "contend's wait {got} ns vs the program's {truth} ns (tolerance {tolerance})"
         ));
     }
+    // a global word is named by its symbol (from the maps the tracer wrote)
+    assert_eq!(w["name"], "g_lock", "{w}");
     let sources = &report["futex"]["sources"];
     assert_eq!(sources[0]["source"], "tracepoints", "{sources}");
     Ok(())
