@@ -1081,4 +1081,71 @@ mod tests {
             "innodb latch"
         );
     }
+
+    fn call(
+        tid: u32,
+        enter: u64,
+        exit: Option<u64>,
+        op: u32,
+        ret: i64,
+    ) -> contend_trace::futex_calls::FutexCall {
+        contend_trace::futex_calls::FutexCall {
+            enter_ns: enter,
+            exit_ns: exit,
+            pid: 10,
+            tid,
+            uaddr: 0x4040,
+            op,
+            val: 2,
+            ret,
+            frames: vec![0x401000, 0x401100],
+        }
+    }
+
+    /// Tracepoint calls of process 10 (no lock trace, so index 2 after
+    /// two collector processes): thread 11 waits 100 → 500 (ret 0: woken,
+    /// 400 ns) and 600 → 605 (−EAGAIN: 5 ns); thread 12 wakes 450 → 470
+    /// (ret 1: one woken); thread 13 enters a wait at 700 and the
+    /// recording ends at 1000 (unfinished, 300 ns); thread 14's op 14 is
+    /// neither a wait nor a wake and is left out. The hand-over: wait 1 ← wake 1, latency 500 − 450 = 50 ns.
+    #[test]
+    fn tracepoint_calls_become_waits_and_wakes_worked_by_hand() {
+        let private = 128; // FUTEX_PRIVATE_FLAG
+        let calls = [
+            call(11, 100, Some(500), fx::CMD_WAIT as u32 | private, 0),
+            call(11, 600, Some(605), fx::CMD_WAIT as u32 | private, -11),
+            call(12, 450, Some(470), fx::CMD_WAKE as u32 | private, 1),
+            call(13, 700, None, fx::CMD_WAIT as u32, 0),
+            call(14, 800, Some(900), 14, 0), // not a wait or a wake (op 14 unknown)
+        ];
+        let mut ev = FutexEvents::default();
+        add_traced_calls(&calls, 2, |_| None, 1000, &mut ev);
+        match_wakers(&mut ev);
+        assert_eq!(ev.waits.len(), 3);
+        assert_eq!(ev.wakes.len(), 1);
+        let w: Vec<(u64, WaitOutcome)> =
+            ev.waits.iter().map(|w| (w.wait_ns(), w.outcome)).collect();
+        assert_eq!(
+            w,
+            vec![
+                (400, WaitOutcome::Woken),
+                (5, WaitOutcome::ValueChanged),
+                (300, WaitOutcome::Unfinished)
+            ]
+        );
+        assert!(ev.waits.iter().all(|w| w.process == 2 && w.pid == 10));
+        assert_eq!(ev.wakes[0].woken, 1);
+        assert_eq!(ev.waits[0].waker, Some(0));
+        assert_eq!(ev.waits[0].end_ns - ev.wakes[0].start_ns, 50);
+        // site = innermost frame, the chain kept as the process's stack
+        assert_eq!(ev.waits[0].site, 0x401000);
+        assert_eq!(
+            ev.traced[&2].stacks[ev.waits[0].stack as usize],
+            vec![0x401000, 0x401100]
+        );
+        // a process with a lock trace keeps its index
+        let mut ev = FutexEvents::default();
+        add_traced_calls(&calls, 2, |pid| (pid == 10).then_some(0), 1000, &mut ev);
+        assert!(ev.waits.iter().all(|w| w.process == 0));
+    }
 }
