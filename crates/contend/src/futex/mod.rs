@@ -475,7 +475,7 @@ pub const NOTE: &str = "Futex words are seen only when a thread waits or wakes i
 uncontended acquisitions and hold times of futex-based locks are unknown, so only waits, wakes \
 and wake latencies are shown. Waits and wakes made through glibc's syscall() are recorded; \
 futex calls made inline (glibc's own pthread code, which the lock tables show, Go, statically \
-linked programs) are not.";
+linked programs) are seen only by the futex tracepoints (contend record --futex-trace).";
 
 impl Analyzer for FutexAnalyzer {
     fn name(&self) -> &'static str {
