@@ -168,16 +168,25 @@ pub fn user_frames(chain: &[u64]) -> Vec<u64> {
 #[derive(Debug, Default)]
 pub struct Pairing {
     open: FxHashMap<u32, FutexCall>,
+    /// An exit processed before its entry (its record reached the rings
+    /// later than the processing watermark allowed for): time, raw data.
+    early_exit: FxHashMap<u32, (u64, Vec<u8>)>,
     /// Exits without an entry (the tracer started inside the call).
     pub unpaired_exits: u64,
 }
 
 impl Pairing {
-    /// A thread entered a futex call.
-    pub fn enter(&mut self, pid: u32, tid: u32, time_ns: u64, raw: &[u8], chain: &[u64]) {
-        let Some((uaddr, op, val)) = parse_enter(raw) else {
-            return;
-        };
+    /// A thread entered a futex call; the call, when its exit was seen
+    /// first.
+    pub fn enter(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        time_ns: u64,
+        raw: &[u8],
+        chain: &[u64],
+    ) -> Option<FutexCall> {
+        let (uaddr, op, val) = parse_enter(raw)?;
         self.open.insert(
             tid,
             FutexCall {
@@ -192,12 +201,20 @@ impl Pairing {
                 frames: user_frames(chain),
             },
         );
+        match self.early_exit.remove(&tid) {
+            Some((t, raw)) if t >= time_ns => {
+                self.unpaired_exits = self.unpaired_exits.saturating_sub(1);
+                self.exit(tid, t, &raw)
+            }
+            _ => None,
+        }
     }
 
     /// A thread left a futex call: the paired call, if its entry was seen.
     pub fn exit(&mut self, tid: u32, time_ns: u64, raw: &[u8]) -> Option<FutexCall> {
         let Some(mut c) = self.open.remove(&tid) else {
             self.unpaired_exits += 1;
+            self.early_exit.insert(tid, (time_ns, raw.to_vec()));
             return None;
         };
         c.exit_ns = Some(time_ns.max(c.enter_ns).max(1));
@@ -254,6 +271,14 @@ mod tests {
         assert_eq!(wait.frames, vec![0x401000, 0x401200]);
         // an exit without its entry is counted, not invented
         assert!(p.exit(2, 170, &exit_raw(0)).is_none());
+        assert_eq!(p.unpaired_exits, 1);
+        // an exit processed before its entry is paired when the entry comes
+        assert!(p.exit(5, 260, &exit_raw(0)).is_none());
+        let late = p.enter(1, 5, 250, &enter_raw(0x6000, 128, 0), &[]).unwrap();
+        assert_eq!(
+            (late.enter_ns, late.exit_ns, late.uaddr),
+            (250, Some(260), 0x6000)
+        );
         assert_eq!(p.unpaired_exits, 1);
         p.enter(1, 4, 200, &enter_raw(0x5000, 0, 0), &[]);
         let open = p.finish();

@@ -1297,11 +1297,12 @@ impl State {
         raw: &[u8],
     ) {
         let Some(fs) = &mut self.futex else { return };
-        if !exit {
-            fs.pairing.enter(pid, tid, time, raw, chain);
-            return;
-        }
-        let Some(call) = fs.pairing.exit(tid, time, raw) else {
+        let call = if exit {
+            fs.pairing.exit(tid, time, raw)
+        } else {
+            fs.pairing.enter(pid, tid, time, raw, chain)
+        };
+        let Some(call) = call else {
             return;
         };
         if let Some(dir) = self.out_dir.parent() {
