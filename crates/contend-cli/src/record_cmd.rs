@@ -175,6 +175,9 @@ pub struct RecordArgs {
     /// With --meters: size of the probe's pointer chain in MiB (default: the calibration's, else 4 × last-level cache, 64 to 512)
     #[arg(long, value_name = "MIB", requires = "meters")]
     meters_probe_chain_mb: Option<u64>,
+    /// Trace futex waits and wakes through the kernel's tracepoints (needs root, CAP_PERFMON or a low kernel.perf_event_paranoid): auto (for a statically linked program and with -p), on (always, instead of the collector's syscall() records), off
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "on", "off"])]
+    futex_trace: String,
     /// The program and its arguments (after `--`, or from the first word that is not an option of contend's)
     #[arg(
         required_unless_present = "pid",
@@ -182,6 +185,16 @@ pub struct RecordArgs {
         value_name = "CMD"
     )]
     command: Vec<String>,
+}
+
+/// `--futex-trace WHEN` (clap has checked the word).
+fn futex_trace_mode(when: &str) -> contend_record::futex_trace::FutexTraceMode {
+    use contend_record::futex_trace::FutexTraceMode;
+    match when {
+        "on" => FutexTraceMode::On,
+        "off" => FutexTraceMode::Off,
+        _ => FutexTraceMode::Auto,
+    }
 }
 
 pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
@@ -200,6 +213,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
             pid,
             duration,
             interval,
+            futex_trace: futex_trace_mode(&a.futex_trace),
         })?;
         for w in &outcome.warnings {
             eprintln!("contend: warning: {w}");
@@ -209,8 +223,14 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
             .and_then(|m| m.attach)
             .map(|a| a.ended)
             .unwrap_or_default();
+        let futex = contend_trace::futex_calls::read_futex_trace(&outcome.dir)
+            .and_then(Result::ok)
+            .filter(|f| f.manifest.traced)
+            .map_or("no lock tracing when attached".to_string(), |f| {
+                format!("{} futex calls traced", f.manifest.calls)
+            });
         eprintln!(
-            "contend: sampled process {pid} for {:.3} s ({ended}; no lock tracing when attached) in {}; run `contend report {}`",
+            "contend: sampled process {pid} for {:.3} s ({ended}; {futex}) in {}; run `contend report {}`",
             outcome.wall_ns as f64 / 1e9,
             outcome.dir.display(),
             outcome.dir.display()
@@ -281,6 +301,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         function_every: a.function_every,
         instrumented_functions: a.instrumented_functions,
         hot_functions: a.hot_functions,
+        futex_trace: futex_trace_mode(&a.futex_trace),
     };
     let opts_mpi = opts.mpi;
     let mut meters = if a.meters {

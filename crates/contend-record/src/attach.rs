@@ -1,6 +1,9 @@
 //! Attaching to a running process (`contend record -p PID`): sample its
 //! service time and count its performance counters until it exits, a
-//! duration ends or a stop signal arrives; no lock tracing.
+//! duration ends or a stop signal arrives; no lock tracing by the
+//! collector, but, where allowed, its futex waits and wakes (every
+//! contended wait of its locks, pthread or not) through the kernel's futex
+//! tracepoints ([`crate::futex_trace`], `--futex-trace`).
 
 use std::fs;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -30,7 +33,14 @@ pub struct AttachOptions {
     pub duration: Option<Duration>,
     /// Service-time sampling interval, as [`RecordOptions::interval`].
     pub interval: Duration,
+    /// `--futex-trace`: trace its futex calls through the kernel's
+    /// tracepoints (by default, where allowed; `Off`: not).
+    pub futex_trace: crate::futex_trace::FutexTraceMode,
 }
+
+/// What an attach recording with the futex tracepoints cannot know
+/// (stored in `meta.json` instead of [`ATTACH_NO_LOCKS`]).
+pub const ATTACH_FUTEX_ONLY: &str = "Lock operations were not traced by the collector: contend      attached to a running process (`contend record -p PID`). Its futex waits and wakes were      recorded through the kernel's futex tracepoints (section futex): every contended wait of      its locks, pthread or not, from the attach on. An attach recording cannot know uncontended      acquisitions (they never enter the kernel) nor hold times, nor waits that began before the      attach.";
 
 /// Why lock operations are missing from an attach recording (stored in
 /// `meta.json` and shown instead of the lock tables).
@@ -120,6 +130,30 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
         unsafe { std::os::fd::OwnedFd::from_raw_fd(pidfd as i32) }
     });
     let opened = counters::Opened::attach(&tree_tids(pid));
+    // The futex tracer (with thread lifetimes) in a probe session on the
+    // running process.
+    let futex_reason = opts.futex_trace.reason(false, true);
+    let session =
+        futex_reason.as_ref().and_then(|reason| {
+            match crate::probes::ProbeSession::attach(
+                dir,
+                crate::probes::SessionKind::Record {
+                    probes: Vec::new(),
+                    refused: Vec::new(),
+                    every: 1,
+                    hot: Vec::new(),
+                    hot_samples: 0,
+                    futex: Some(reason.clone()),
+                },
+                pid,
+            ) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    warnings.push(format!("futex waits are not traced: {e}"));
+                    None
+                }
+            }
+        });
     let start_utc = format_utc(SystemTime::now());
     let start_ns = monotonic_ns();
     meta.cpus_allowed = affinity(pid);
@@ -172,6 +206,15 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
         warnings.push(format!("service-time sampling stopped early: {error}"));
     }
     drop(interrupt);
+    if let Some(s) = session {
+        warnings.extend(s.finish().warnings);
+        let traced = contend_trace::futex_calls::read_futex_trace(dir)
+            .and_then(Result::ok)
+            .is_some_and(|f| f.manifest.traced);
+        if let (true, Some(a)) = (traced, meta.attach.as_mut()) {
+            a.no_lock_tracing_reason = ATTACH_FUTEX_ONLY.into();
+        }
+    }
     let mut run_counters = opened.read();
     run_counters.scope = Some(ATTACH_COUNTER_SCOPE.into());
 

@@ -128,6 +128,8 @@ mod tests {
             len: 1 << 40,
             pgoff: 0,
             path: exe.to_string_lossy().into_owned(),
+            prot: libc::PROT_EXEC as u32,
+            ino: 0,
         });
         o.samples.insert((7, 0x1000_0000 + f.file_offset + 4), 90);
         o.samples.insert((7, 0x10), 10);

@@ -181,6 +181,10 @@ pub struct RecordOptions {
     /// Profile the program first and probe its K hottest functions
     /// (`--hot-functions K`; [`crate::hot`]): the program runs twice.
     pub hot_functions: Option<u32>,
+    /// `--futex-trace`: when futex calls are traced through the kernel's
+    /// tracepoints ([`crate::futex_trace`]); by default for a statically
+    /// linked target, which is then run instead of refused.
+    pub futex_trace: crate::futex_trace::FutexTraceMode,
 }
 
 pub use contend_collector::MpiImplementation;
@@ -209,6 +213,7 @@ impl Default for RecordOptions {
             function_every: 1,
             instrumented_functions: false,
             hot_functions: None,
+            futex_trace: crate::futex_trace::FutexTraceMode::Auto,
         }
     }
 }
@@ -481,7 +486,26 @@ pub fn record_observed(
     }
     let mut function_requests = crate::functions::parse_function_list(&opts.functions)?;
     let mut warnings = inspect_executable(&program);
-    if !warnings.is_empty() && !opts.run_untraced && !opts.mpi {
+    // A statically linked program (and nothing else in the way): its
+    // futex waits can be traced through the kernel's tracepoints.
+    let static_target =
+        !warnings.is_empty() && warnings.iter().all(|w| w.contains(" is statically linked"));
+    let futex_reason = opts.futex_trace.reason(static_target, false);
+    let static_traced = static_target && futex_reason.is_some() && !opts.run_untraced && !opts.mpi;
+    if static_traced {
+        match crate::futex_trace::check_allowed() {
+            Ok(()) => {
+                warnings.push(
+                    "its futex waits (its locks, condition variables and barriers) are traced through the kernel's futex tracepoints instead (section futex; --futex-trace off to refuse it)"
+                        .into(),
+                );
+            }
+            Err(why) => {
+                warnings.push(why);
+                return Err(RecordError::CannotTrace { reasons: warnings });
+            }
+        }
+    } else if !warnings.is_empty() && !opts.run_untraced && !opts.mpi {
         // Before anything is created or run: a program that cannot be
         // traced is the user's call to make, not a surprise afterwards.
         return Err(RecordError::CannotTrace { reasons: warnings });
@@ -688,6 +712,7 @@ pub fn record_observed(
             every: opts.function_every,
             hot,
             hot_samples,
+            futex: futex_reason,
         },
     ) {
         Ok(s) => Some(s),
@@ -890,7 +915,9 @@ pub fn record_observed(
     release_unwritten_pages(&dir.join("locks"), &mut warnings);
 
     let traces = count_traces(&dir.join("locks"));
-    if traces == 0 && mpi_recorder.is_none() {
+    // A statically linked program traced through the futex tracepoints
+    // has no lock trace by design; the warning before the run said so.
+    if traces == 0 && mpi_recorder.is_none() && !static_traced {
         warnings.push(
             "no lock trace was written: the program may be statically linked, setuid, \
              or cleared LD_PRELOAD"

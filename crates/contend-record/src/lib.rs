@@ -29,6 +29,7 @@ pub mod counters;
 pub mod cpus;
 pub mod executable;
 pub mod functions;
+pub mod futex_trace;
 pub mod host;
 pub mod hot;
 pub mod launch;

@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use contend_trace::futex_calls::{FutexCallWriter, FutexTraceManifest};
 use contend_trace::probes::{
     HotFunction, ProbeEvent, ProbeEventKind, ProbeManifest, ProbeSpec, ProbeWriter, RefusedProbe,
     DIR, EVENTS, MANIFEST_VERSION,
@@ -57,6 +58,7 @@ use crate::host::monotonic_ns;
 
 // perf_event_attr.type / config
 const TYPE_SOFTWARE: u32 = 1;
+const TYPE_TRACEPOINT: u32 = 2;
 const SW_CPU_CLOCK: u64 = 0;
 const SW_DUMMY: u64 = 9;
 
@@ -64,6 +66,8 @@ const SW_DUMMY: u64 = 9;
 const SAMPLE_IP: u64 = 1 << 0;
 const SAMPLE_TID: u64 = 1 << 1;
 const SAMPLE_TIME: u64 = 1 << 2;
+const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+const SAMPLE_RAW: u64 = 1 << 10;
 const SAMPLE_REGS_USER: u64 = 1 << 12;
 const SAMPLE_IDENTIFIER: u64 = 1 << 16;
 
@@ -73,6 +77,7 @@ const F_INHERIT: u64 = 1 << 1;
 const F_EXCLUDE_KERNEL: u64 = 1 << 5;
 const F_EXCLUDE_HV: u64 = 1 << 6;
 const F_MMAP: u64 = 1 << 8;
+const F_MMAP_DATA: u64 = 1 << 17;
 const F_COMM: u64 = 1 << 9;
 const F_ENABLE_ON_EXEC: u64 = 1 << 12;
 const F_TASK: u64 = 1 << 13;
@@ -80,6 +85,7 @@ const F_WATERMARK: u64 = 1 << 14;
 const F_SAMPLE_ID_ALL: u64 = 1 << 18;
 const F_MMAP2: u64 = 1 << 23;
 const F_COMM_EXEC: u64 = 1 << 24;
+const F_EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
 const F_USE_CLOCKID: u64 = 1 << 25;
 
 // record types
@@ -235,6 +241,11 @@ pub enum SessionKind {
         hot: Vec<HotFunction>,
         /// Samples of that profile.
         hot_samples: u64,
+        /// Trace the target's futex calls through the
+        /// `syscalls:sys_enter_futex` / `sys_exit_futex` tracepoints
+        /// ([`crate::futex_trace`]) into `futex/`, for this reason (shown
+        /// in `futex/futex.json`); `None`: not traced.
+        futex: Option<String>,
     },
     /// A CPU-clock profile of user code, for `--hot-functions`.
     Profile {
@@ -243,7 +254,8 @@ pub enum SessionKind {
     },
 }
 
-/// A mapping of an executable file seen by the profile.
+/// A mapping of an executable file seen by the profile (and, for the
+/// futex tracer, of a data mapping too).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecMapping {
     /// Process.
@@ -256,6 +268,12 @@ pub struct ExecMapping {
     pub pgoff: u64,
     /// The file.
     pub path: String,
+    /// Its protection (`PROT_READ` 1 | `PROT_WRITE` 2 | `PROT_EXEC` 4)
+    /// from an `MMAP2` record; `PROT_EXEC` alone from an `MMAP` record.
+    pub prot: u32,
+    /// The file's inode from an `MMAP2` record; 0 (unknown) from an `MMAP`
+    /// record.
+    pub ino: u64,
 }
 
 /// What a session ends with.
@@ -318,6 +336,18 @@ impl ProbeSession {
     /// sessions write `dir/probes/`). Errors: the socket pair, eventfd or
     /// the `probes/` directory cannot be created.
     pub fn start(dir: &Path, kind: SessionKind) -> io::Result<ProbeSession> {
+        Self::begin(dir, kind, None)
+    }
+
+    /// Starts a session on the running process `pid` (`contend record -p
+    /// PID`): its events are opened at once on every thread of it and of
+    /// its descendants ([`crate::attach::tree_tids`]), inherited by those
+    /// they start; no child hook. Errors: as [`ProbeSession::start`].
+    pub fn attach(dir: &Path, kind: SessionKind, pid: u32) -> io::Result<ProbeSession> {
+        Self::begin(dir, kind, Some(pid))
+    }
+
+    fn begin(dir: &Path, kind: SessionKind, attach: Option<u32>) -> io::Result<ProbeSession> {
         let mut fds = [0 as RawFd; 2];
         // SAFETY: valid out-pointer for two descriptors.
         if unsafe {
@@ -350,7 +380,7 @@ impl ProbeSession {
         let wake_fd = wake.as_raw_fd();
         let helper = std::thread::Builder::new()
             .name("contend-probes".into())
-            .spawn(move || helper(ours, kind, out_dir, stop2, wake_fd))?;
+            .spawn(move || helper(ours, kind, out_dir, stop2, wake_fd, attach))?;
         Ok(ProbeSession {
             theirs: Some(theirs),
             stop,
@@ -521,6 +551,10 @@ enum Rec {
         tid: u32,
         time: u64,
         sp: u64,
+        /// User call chain (PERF_SAMPLE_CALLCHAIN), context markers kept.
+        chain: Vec<u64>,
+        /// Tracepoint data (PERF_SAMPLE_RAW).
+        raw: Vec<u8>,
     },
     Fork {
         pid: u32,
@@ -597,6 +631,21 @@ fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>
                 j += 8;
                 let time = u64_at(r, j);
                 j += 8;
+                let mut chain = Vec::new();
+                if st & SAMPLE_CALLCHAIN != 0 {
+                    let n = u64_at(r, j) as usize;
+                    j += 8;
+                    let n = n.min(r.len().saturating_sub(j) / 8);
+                    chain.extend((0..n).map(|k| u64_at(r, j + 8 * k)));
+                    j += 8 * n;
+                }
+                let mut raw = Vec::new();
+                if st & SAMPLE_RAW != 0 {
+                    let n = u32_at(r, j) as usize;
+                    j += 4;
+                    raw.extend_from_slice(r.get(j..j + n).unwrap_or(&[]));
+                    j += n;
+                }
                 let mut sp = 0;
                 if st & SAMPLE_REGS_USER != 0 {
                     let abi = u64_at(r, j);
@@ -612,6 +661,8 @@ fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>
                     tid,
                     time,
                     sp,
+                    chain,
+                    raw,
                 });
             }
             REC_FORK | REC_EXIT => {
@@ -651,6 +702,13 @@ fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>
                         len,
                         pgoff,
                         path: String::from_utf8_lossy(&name[..end]).into_owned(),
+                        prot: if kind == REC_MMAP2 {
+                            u32_at(r, 56)
+                        } else {
+                            libc::PROT_EXEC as u32
+                        },
+                        // MMAP2: maj, min (u32 each) at 32, ino at 40.
+                        ino: if kind == REC_MMAP2 { u64_at(r, 40) } else { 0 },
                     },
                     time: trailer_time(),
                 });
@@ -665,8 +723,15 @@ fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>
 /// Where an event's samples go.
 #[derive(Debug, Clone, Copy)]
 enum Source {
-    Probe { probe: u16, ret: bool },
+    Probe {
+        probe: u16,
+        ret: bool,
+    },
     Profile,
+    /// `syscalls:sys_enter_futex` (false) or `sys_exit_futex` (true).
+    Futex {
+        exit: bool,
+    },
 }
 
 /// Per-thread state of `--function-every N`: calls to skip, and the
@@ -685,30 +750,38 @@ fn helper(
     out_dir: PathBuf,
     stop: Arc<AtomicBool>,
     wake: RawFd,
+    attach: Option<u32>,
 ) -> SessionOutcome {
     let mut outcome = SessionOutcome::default();
-    let mut buf = [0u8; 4];
-    // SAFETY: recv into a stack buffer.
-    let n = loop {
-        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), 4, 0) };
-        if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break n;
+    let pid = match attach {
+        Some(pid) => pid,
+        None => {
+            let mut buf = [0u8; 4];
+            // SAFETY: recv into a stack buffer.
+            let n = loop {
+                let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), 4, 0) };
+                if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    break n;
+                }
+            };
+            if n != 4 {
+                return outcome; // the child never reported: it did not start
+            }
+            u32::from_le_bytes(buf)
         }
     };
-    if n != 4 {
-        return outcome; // the child never reported: it did not start
-    }
-    let pid = u32::from_le_bytes(buf);
-    let mut st = State::open(pid, &kind, &out_dir, &mut outcome);
-    // Let the child exec.
-    // SAFETY: one byte from a static buffer.
-    unsafe {
-        libc::send(
-            sock.as_raw_fd(),
-            b"g".as_ptr().cast(),
-            1,
-            libc::MSG_NOSIGNAL,
-        );
+    let mut st = State::open(pid, &kind, &out_dir, &mut outcome, attach.is_some());
+    if attach.is_none() {
+        // Let the child exec.
+        // SAFETY: one byte from a static buffer.
+        unsafe {
+            libc::send(
+                sock.as_raw_fd(),
+                b"g".as_ptr().cast(),
+                1,
+                libc::MSG_NOSIGNAL,
+            );
+        }
     }
     drop(sock);
     let mut raw = Vec::new();
@@ -742,6 +815,7 @@ fn helper(
             r.drain(&mut raw);
             decode(&raw, &st.sample_type_of, &mut recs);
         }
+        st.early_maps(&recs);
         let cut = if stopping { u64::MAX } else { watermark };
         st.process(&mut recs, cut, &mut outcome);
         if stopping {
@@ -767,10 +841,30 @@ struct State {
     /// Records not yet processed (their time is after the watermark).
     pending: Vec<Rec>,
     out_dir: PathBuf,
+    /// The futex tracer's state, when futex calls are traced.
+    futex: Option<FutexState>,
+}
+
+/// What the probe session keeps for the futex tracer
+/// ([`crate::futex_trace`]).
+struct FutexState {
+    manifest: FutexTraceManifest,
+    writer: Option<FutexCallWriter>,
+    pairing: crate::futex_trace::Pairing,
+    /// Processes whose maps were written (`maps/<pid>.maps`).
+    mapped: FxHashSet<u32>,
+    /// Executable mappings seen in the kernel's mmap records, per process.
+    mappings: FxHashMap<u32, Vec<ExecMapping>>,
 }
 
 impl State {
-    fn open(pid: u32, kind: &SessionKind, out_dir: &Path, outcome: &mut SessionOutcome) -> State {
+    fn open(
+        pid: u32,
+        kind: &SessionKind,
+        out_dir: &Path,
+        outcome: &mut SessionOutcome,
+        attach: bool,
+    ) -> State {
         let mut st = State {
             kind: kind.clone(),
             rings: Vec::new(),
@@ -788,8 +882,20 @@ impl State {
             sampling: FxHashMap::default(),
             pending: Vec::new(),
             out_dir: out_dir.to_path_buf(),
+            futex: None,
         };
         let cpus = crate::cpus::online_cpu_list();
+        // The threads the per-task events are opened on: the child (before
+        // its exec), or every thread of a running process tree.
+        let targets = if attach {
+            crate::attach::tree_tids(pid)
+        } else {
+            vec![pid]
+        };
+        let futex_reason = match kind {
+            SessionKind::Record { futex, .. } => futex.clone(),
+            SessionKind::Profile { .. } => None,
+        };
         let sid = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME;
         let clock = F_USE_CLOCKID | F_SAMPLE_ID_ALL;
         // The per-task event: task records (and the profile's samples).
@@ -842,30 +948,72 @@ impl State {
                 128,
             ),
         };
+        let mut task_attr = task_attr;
+        let pages = if futex_reason.is_some() {
+            // the futex tracer's calls, with call chains, share the rings;
+            // it also needs the executable mappings of a program it sees
+            // exec (for its call sites)
+            task_attr.flags |= F_MMAP | F_MMAP2 | F_MMAP_DATA;
+            pages.max(256)
+        } else {
+            pages
+        };
+        if attach {
+            // already running: on now
+            task_attr.flags &= !(F_DISABLED | F_ENABLE_ON_EXEC);
+        }
         let mut task_error = None;
-        for &cpu in &cpus {
-            match perf_open(&task_attr, pid as i32, cpu as i32) {
-                Ok(fd) => {
-                    let mut id = 0u64;
-                    let _ = ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong);
-                    st.sample_type_of.insert(id, task_attr.sample_type);
-                    st.sources.insert(id, Source::Profile);
-                    match Ring::map(fd, pages) {
-                        Ok(r) => st.rings.push(r),
-                        Err((_, e)) => {
-                            task_error.get_or_insert(format!(
-                                "cannot map a perf ring buffer: {}",
-                                io::Error::from_raw_os_error(e)
-                            ));
+        // ring of each CPU (index into st.rings), once mapped
+        let mut ring_of: Vec<Option<usize>> = vec![None; cpus.len()];
+        for (ci, &cpu) in cpus.iter().enumerate() {
+            for &tid in &targets {
+                match perf_open(&task_attr, tid as i32, cpu as i32) {
+                    Ok(fd) => {
+                        let mut id = 0u64;
+                        let _ = ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong);
+                        st.sample_type_of.insert(id, task_attr.sample_type);
+                        st.sources.insert(id, Source::Profile);
+                        if let Some(ri) = ring_of[ci] {
+                            // further threads of an attach: into this CPU's ring
+                            match ioctl(
+                                fd.as_raw_fd(),
+                                IOC_SET_OUTPUT,
+                                st.rings[ri].leader.as_raw_fd() as libc::c_ulong,
+                            ) {
+                                Ok(()) => st._events.push(fd),
+                                Err(e) => {
+                                    task_error.get_or_insert(format!(
+                                        "cannot attach an event to the ring buffer: {e}"
+                                    ));
+                                }
+                            }
+                            continue;
+                        }
+                        match Ring::map(fd, pages) {
+                            Ok(r) => {
+                                ring_of[ci] = Some(st.rings.len());
+                                st.rings.push(r);
+                            }
+                            Err((_, e)) => {
+                                task_error.get_or_insert(format!(
+                                    "cannot map a perf ring buffer: {}",
+                                    io::Error::from_raw_os_error(e)
+                                ));
+                            }
                         }
                     }
-                }
-                Err(e) => {
-                    task_error.get_or_insert(refusal(e, "the per-process software event"));
+                    // a thread of an attach that has exited meanwhile
+                    Err(libc::ESRCH) if attach => {}
+                    Err(e) => {
+                        task_error.get_or_insert(refusal(e, "the per-process software event"));
+                    }
                 }
             }
         }
         let complete = task_error.is_none() && st.rings.len() == cpus.len();
+        if let Some(reason) = futex_reason {
+            st.open_futex(reason, &targets, &cpus, &ring_of, attach, outcome);
+        }
         match kind {
             SessionKind::Profile { .. } => {
                 if let Some(e) = task_error {
@@ -880,6 +1028,7 @@ impl State {
                 every,
                 hot,
                 hot_samples,
+                ..
             } => {
                 st.manifest.every = (*every).max(1);
                 st.manifest.refused = refused.clone();
@@ -1003,6 +1152,175 @@ impl State {
         }
     }
 
+    /// Opens `syscalls:sys_enter_futex` (with the user call chain) and
+    /// `sys_exit_futex` on every target thread and CPU, into that CPU's
+    /// ring ([`crate::futex_trace`]). When not allowed or not possible,
+    /// `futex/futex.json` and a warning say why and what to change.
+    fn open_futex(
+        &mut self,
+        reason: String,
+        targets: &[u32],
+        cpus: &[u32],
+        ring_of: &[Option<usize>],
+        attach: bool,
+        outcome: &mut SessionOutcome,
+    ) {
+        let mut fs = FutexState {
+            manifest: FutexTraceManifest {
+                source: "tracepoints".into(),
+                reason,
+                ..FutexTraceManifest::default()
+            },
+            writer: None,
+            pairing: crate::futex_trace::Pairing::default(),
+            mapped: FxHashSet::default(),
+            mappings: FxHashMap::default(),
+        };
+        let mut opened: Vec<(OwnedFd, u64, bool)> = Vec::new();
+        let result = (|| -> Result<(), String> {
+            let (enter, exit) = crate::futex_trace::tracepoint_ids()?;
+            if ring_of.iter().any(Option::is_none) {
+                return Err(
+                    "futex waits are not traced: no perf ring buffer on every CPU to receive them"
+                        .into(),
+                );
+            }
+            for (ci, &cpu) in cpus.iter().enumerate() {
+                let ring = self.rings[ring_of[ci].unwrap_or(0)].leader.as_raw_fd();
+                for &tid in targets {
+                    for (config, is_exit) in [(enter, false), (exit, true)] {
+                        let sample_type = SAMPLE_IDENTIFIER
+                            | SAMPLE_TID
+                            | SAMPLE_TIME
+                            | SAMPLE_RAW
+                            | if is_exit { 0 } else { SAMPLE_CALLCHAIN };
+                        let attr = Attr {
+                            kind: TYPE_TRACEPOINT,
+                            size: 128,
+                            config,
+                            sample_period: 1,
+                            sample_type,
+                            flags: F_INHERIT
+                                | F_EXCLUDE_CALLCHAIN_KERNEL
+                                | F_USE_CLOCKID
+                                | F_SAMPLE_ID_ALL
+                                | if attach {
+                                    0
+                                } else {
+                                    F_DISABLED | F_ENABLE_ON_EXEC
+                                },
+                            clockid: libc::CLOCK_MONOTONIC,
+                            ..Attr::default()
+                        };
+                        let fd = match perf_open(&attr, tid as i32, cpu as i32) {
+                            Ok(fd) => fd,
+                            Err(libc::ESRCH) if attach => continue,
+                            Err(e) => {
+                                return Err(crate::futex_trace::not_allowed(
+                                    e,
+                                    "perf_event_open of syscalls:sys_enter_futex",
+                                ))
+                            }
+                        };
+                        let mut id = 0u64;
+                        ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong)
+                            .and_then(|_| {
+                                ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, ring as libc::c_ulong)
+                            })
+                            .map_err(|e| {
+                                format!(
+                                    "futex waits are not traced: cannot attach the tracepoints to                                      the ring buffer: {e}"
+                                )
+                            })?;
+                        opened.push((fd, id, is_exit));
+                        let _ = sample_type;
+                        self.sample_type_of.insert(id, sample_type);
+                    }
+                }
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => {
+                for (fd, id, exit) in opened {
+                    self.sources.insert(id, Source::Futex { exit });
+                    self._events.push(fd);
+                }
+                fs.manifest.traced = true;
+                if attach {
+                    // the processes run now: their maps, for the call sites
+                    if let Some(dir) = self.out_dir.parent() {
+                        for &tid in targets {
+                            if let Some(pid) = tgid(tid) {
+                                if !fs.mapped.contains(&pid) {
+                                    fs.write_maps_from_proc(dir, pid);
+                                }
+                            }
+                        }
+                    }
+                }
+                match self.out_dir.parent().map(FutexCallWriter::create) {
+                    Some(Ok(w)) => fs.writer = Some(w),
+                    Some(Err(e)) => fs.manifest.errors.push(format!("{e}")),
+                    None => {}
+                }
+            }
+            Err(e) => {
+                outcome.warnings.push(e.clone());
+                fs.manifest.errors.push(e);
+            }
+        }
+        self.futex = Some(fs);
+    }
+
+    /// Writes the maps of each process of a newly drained futex call at
+    /// once, while it still runs (the calls themselves are processed a
+    /// little later, in time order, when the process may have exited).
+    fn early_maps(&mut self, recs: &[Rec]) {
+        let (Some(fs), Some(dir)) = (&mut self.futex, self.out_dir.parent()) else {
+            return;
+        };
+        for r in recs {
+            if let Rec::Sample { id, pid, .. } = r {
+                if !fs.mapped.contains(pid)
+                    && matches!(self.sources.get(id), Some(Source::Futex { .. }))
+                {
+                    fs.write_maps_from_proc(dir, *pid);
+                }
+            }
+        }
+    }
+
+    /// One futex tracepoint sample.
+    fn futex_sample(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        time: u64,
+        exit: bool,
+        chain: &[u64],
+        raw: &[u8],
+    ) {
+        let Some(fs) = &mut self.futex else { return };
+        let call = if exit {
+            fs.pairing.exit(tid, time, raw)
+        } else {
+            fs.pairing.enter(pid, tid, time, raw, chain)
+        };
+        let Some(call) = call else {
+            return;
+        };
+        if let Some(dir) = self.out_dir.parent() {
+            fs.write_maps(dir, call.pid);
+        }
+        if let Some(w) = &mut fs.writer {
+            if let Err(e) = w.push(&call) {
+                fs.manifest.errors.push(format!("{e}"));
+                fs.writer = None;
+            }
+        }
+    }
+
     /// Processes the pending and new records older than `cut`, in time
     /// order.
     fn process(&mut self, recs: &mut Vec<Rec>, cut: u64, outcome: &mut SessionOutcome) {
@@ -1017,6 +1335,14 @@ impl State {
             if let Err(e) = w.flush() {
                 self.manifest.errors.push(format!("{e}"));
                 self.writer = None;
+            }
+        }
+        if let Some(fs) = &mut self.futex {
+            if let Some(w) = &mut fs.writer {
+                if let Err(e) = w.flush() {
+                    fs.manifest.errors.push(format!("{e}"));
+                    fs.writer = None;
+                }
             }
         }
     }
@@ -1039,7 +1365,12 @@ impl State {
                 tid,
                 time,
                 sp,
+                chain,
+                raw,
             } => match self.sources.get(&id).copied() {
+                Some(Source::Futex { exit }) => {
+                    self.futex_sample(pid, tid, time, exit, &chain, &raw)
+                }
                 Some(Source::Profile) => {
                     if matches!(self.kind, SessionKind::Profile { .. }) {
                         *outcome.samples.entry((pid, ip)).or_default() += 1;
@@ -1102,10 +1433,16 @@ impl State {
                 kind: ProbeEventKind::Exec,
                 probe: 0,
             }),
-            Rec::Mmap { mapping, .. } => outcome.mappings.push(mapping),
+            Rec::Mmap { mapping, .. } => match &mut self.futex {
+                Some(fs) => fs.mappings.entry(mapping.pid).or_default().push(mapping),
+                None => outcome.mappings.push(mapping),
+            },
             Rec::Lost(n) => {
                 outcome.lost += n;
                 self.manifest.lost += n;
+                if let Some(fs) = &mut self.futex {
+                    fs.manifest.lost += n;
+                }
             }
         }
     }
@@ -1150,6 +1487,31 @@ impl State {
     }
 
     fn close(mut self, outcome: &mut SessionOutcome) {
+        if let (Some(mut fs), Some(dir)) = (self.futex.take(), self.out_dir.parent()) {
+            for call in fs.pairing.finish() {
+                fs.write_maps(dir, call.pid);
+                if let Some(w) = &mut fs.writer {
+                    let _ = w.push(&call);
+                }
+            }
+            if let Some(w) = &mut fs.writer {
+                if let Err(e) = w.flush() {
+                    fs.manifest.errors.push(format!("{e}"));
+                }
+                fs.manifest.calls = w.records;
+            }
+            fs.manifest.pids = fs.mapped.iter().copied().collect();
+            fs.manifest.pids.sort_unstable();
+            if fs.manifest.lost > 0 {
+                outcome.warnings.push(format!(
+                    "the kernel dropped {} record(s) (futex calls among them): a perf ring buffer was full",
+                    fs.manifest.lost
+                ));
+            }
+            if let Err(e) = fs.manifest.write(dir) {
+                outcome.warnings.push(format!("{e}"));
+            }
+        }
         if let SessionKind::Record { .. } = self.kind {
             if let Some(w) = &mut self.writer {
                 if let Err(e) = w.flush() {
@@ -1170,6 +1532,103 @@ impl State {
             }
         }
     }
+}
+
+impl FutexState {
+    /// Writes `maps/<pid>.maps` from `/proc/<pid>/maps` if the process
+    /// still runs (else leaves it to [`FutexState::write_maps`]).
+    fn write_maps_from_proc(&mut self, dir: &Path, pid: u32) {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            return;
+        };
+        if text.is_empty() {
+            return;
+        }
+        self.mapped.insert(pid);
+        let maps_dir = dir.join("maps");
+        let path = maps_dir.join(format!("{pid}.maps"));
+        if path.exists() {
+            return;
+        }
+        if let Err(e) = std::fs::create_dir_all(&maps_dir).and_then(|_| std::fs::write(&path, text))
+        {
+            self.manifest
+                .errors
+                .push(format!("{}: {e}", path.display()));
+        }
+    }
+
+    /// Writes `maps/<pid>.maps` once per process, for the call sites:
+    /// `/proc/<pid>/maps` while the process runs, else the executable
+    /// mappings of the kernel's mmap records. An existing file (the
+    /// collector's) is left alone.
+    fn write_maps(&mut self, dir: &Path, pid: u32) {
+        if !self.mapped.insert(pid) {
+            return;
+        }
+        let maps_dir = dir.join("maps");
+        let path = maps_dir.join(format!("{pid}.maps"));
+        if path.exists() {
+            return;
+        }
+        let text = match std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            Ok(t) if !t.is_empty() => t,
+            _ => {
+                let mut t = String::new();
+                for m in self.mappings.get(&pid).into_iter().flatten() {
+                    if !m.path.starts_with('/') || m.path.starts_with("//") {
+                        continue; // anonymous memory, the heap, [vdso]
+                    }
+                    let bit = |b: i32, c: char| if m.prot & b as u32 != 0 { c } else { '-' };
+                    t.push_str(&format!(
+                        "{:x}-{:x} {}{}{}p {:08x} 00:00 {} {}\n",
+                        m.start,
+                        m.start + m.len,
+                        bit(libc::PROT_READ, 'r'),
+                        bit(libc::PROT_WRITE, 'w'),
+                        bit(libc::PROT_EXEC, 'x'),
+                        m.pgoff,
+                        m.ino,
+                        m.path
+                    ));
+                }
+                t
+            }
+        };
+        if let Err(e) = std::fs::create_dir_all(&maps_dir).and_then(|_| std::fs::write(&path, text))
+        {
+            self.manifest
+                .errors
+                .push(format!("{}: {e}", path.display()));
+        }
+    }
+}
+
+/// The process (thread group) of thread `tid`, from `/proc/<tid>/status`.
+fn tgid(tid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Opens (disabled) and closes tracepoint `config` on this process with
+/// the futex tracer's attributes: `Err(errno)` when the kernel refuses.
+pub(crate) fn try_tracepoint(config: u64) -> Result<(), i32> {
+    let attr = Attr {
+        kind: TYPE_TRACEPOINT,
+        size: 128,
+        config,
+        sample_period: 1,
+        sample_type: SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME | SAMPLE_RAW | SAMPLE_CALLCHAIN,
+        flags: F_DISABLED | F_EXCLUDE_CALLCHAIN_KERNEL | F_USE_CLOCKID | F_SAMPLE_ID_ALL,
+        clockid: libc::CLOCK_MONOTONIC,
+        ..Attr::default()
+    };
+    perf_open(&attr, 0, -1).map(drop)
 }
 
 /// Probes by id, for tests and tools.

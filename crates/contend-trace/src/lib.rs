@@ -24,7 +24,8 @@
 //! function probes the launcher records through `perf_event_open`
 //! (`probes/`) are [`probes`].
 //! The meter time series of `contend record --meters` (`meters.cmts`) is
-//! [`meters`].
+//! [`meters`]. The futex calls seen by the kernel's futex tracepoints
+//! (`futex/`) are [`futex_calls`].
 //!
 //! Design constraints: reading never panics on damaged input; a trace cut
 //! short by a crash or `SIGKILL` is read up to its last complete record and
@@ -36,6 +37,7 @@ pub mod clock;
 pub mod control;
 pub mod counters;
 pub mod format;
+pub mod futex_calls;
 pub mod meta;
 pub mod meters;
 pub mod modules;

@@ -109,6 +109,10 @@ pub struct Recording {
     /// `None` when the recording has none, else the series or why the
     /// file cannot be read.
     pub meters: Option<Result<contend_trace::meters::MetersFile, TraceError>>,
+    /// The futex calls seen by the kernel's futex tracepoints (`futex/`,
+    /// `contend record --futex-trace`): `None` when there are none, else
+    /// the calls or why they cannot be read.
+    pub futex_trace: Option<Result<contend_trace::futex_calls::FutexTraceRecording, TraceError>>,
     /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
     /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
     /// reason it could not be.
@@ -189,7 +193,8 @@ impl Recording {
         // probe records).
         let has_mpi = dir.join("mpi").is_dir()
             || dir.join(contend_trace::regions::REGIONS_DIR).is_dir()
-            || dir.join(contend_trace::probes::DIR).is_dir();
+            || dir.join(contend_trace::probes::DIR).is_dir()
+            || dir.join(contend_trace::futex_calls::DIR).is_dir();
         let locks_dir = dir.join("locks");
         let mut trace_paths: Vec<PathBuf> = match std::fs::read_dir(&locks_dir) {
             Ok(rd) => rd
@@ -267,6 +272,7 @@ impl Recording {
         };
         let clock = fit_clock(meta.as_ref(), &processes, &region_points, &mut warnings);
         let probes = contend_trace::probes::read_probe_recording(dir);
+        let futex_trace = contend_trace::futex_calls::read_futex_trace(dir);
         let attached = meta.as_ref().is_some_and(|m| m.attach.is_some());
         let service = read_service(dir, attached);
         let mpi = contend_trace::read_mpi_recording(dir).transpose();
@@ -297,6 +303,7 @@ impl Recording {
             regions,
             probes,
             meters,
+            futex_trace,
             maps_files,
         })
     }

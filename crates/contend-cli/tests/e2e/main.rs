@@ -16,6 +16,7 @@ mod critical_path_across;
 mod damaged_traces;
 mod export;
 mod futex;
+mod futex_tracepoints;
 mod golden;
 mod heap_locks;
 mod html_report;

@@ -713,9 +713,17 @@ fn static_binary_cannot_be_traced() {
         );
         return;
     }
-    // Refused before it runs, saying why and how to run it anyway.
+    // Refused before it runs, saying why and how to run it anyway, when
+    // its futex waits are not to be traced through the tracepoints
+    // instead (futex_tracepoints.rs tests the default).
     let refused = tmp.path().join("refused.data");
-    let out = record(&refused, &exe, &["8"]);
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--futex-trace", "off", "-o"])
+        .arg(&refused)
+        .arg("--")
+        .arg(&exe)
+        .arg("8");
+    let out = run_timeout(cmd, RUN_TIMEOUT);
     assert_eq!(out.code(), Some(2), "{}", out.describe());
     assert!(
         out.stderr.contains("statically linked") && out.stderr.contains("--yes"),

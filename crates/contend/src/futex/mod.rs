@@ -1,7 +1,12 @@
 //! Futex words as locks (JSON key `futex`): the waits and wakes a program
 //! makes through glibc's `syscall(SYS_futex, …)` (Rust's `std::sync`,
 //! InnoDB's latches, hand-written locks), recorded by the collector's
-//! interposed `syscall()` (trace_format.h, "Futex records").
+//! interposed `syscall()` (trace_format.h, "Futex records"), or every
+//! futex call of a process seen by the kernel's futex tracepoints
+//! (`futex/calls.cftx`, [`contend_trace::futex_calls`]: statically linked
+//! programs, inline system calls, `contend record -p`). One source per
+//! process: a process with tracepoint records is analysed from those
+//! alone ([`collect`]), so no wait is counted twice.
 //!
 //! Only contended operations reach the kernel, so a futex lock's
 //! uncontended acquisitions and its hold times are not seen; what is seen:
@@ -132,6 +137,32 @@ pub struct FutexEvents {
     pub waits: Vec<FutexWait>,
     /// Every wake, in process, thread and time order.
     pub wakes: Vec<FutexWake>,
+    /// The processes whose calls come from the futex tracepoints, by
+    /// process index (a collector process's index in
+    /// [`Recording::processes`], or one past them for a process without a
+    /// lock trace); their events' `stack` indexes [`TracedProcess::stacks`].
+    pub traced: BTreeMap<u32, TracedProcess>,
+}
+
+/// A process whose futex calls come from the futex tracepoints.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TracedProcess {
+    /// Process id.
+    pub pid: u32,
+    /// The user call chains of its calls (innermost first).
+    pub stacks: Vec<Vec<u64>>,
+}
+
+/// Where one process's futex calls come from (JSON `futex.sources[]`,
+/// present when some process was traced through the tracepoints).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct FutexSourceRow {
+    /// Process id.
+    pub pid: u32,
+    /// `tracepoints` (the kernel's `syscalls:sys_enter_futex` /
+    /// `sys_exit_futex`: every futex call) or `collector` (the interposed
+    /// `syscall()`: only those made through glibc's `syscall()`).
+    pub source: String,
 }
 
 /// Pairs one thread's futex records (in time order, ticks already in ns
@@ -304,6 +335,10 @@ pub struct FutexReport {
     /// What futex records cannot tell (hold times, uncontended
     /// acquisitions).
     pub note: String,
+    /// Where each process's futex calls come from; empty (and not in
+    /// JSON) when all come from the collector.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<FutexSourceRow>,
 }
 
 /// Totals of the futex section.
@@ -457,7 +492,7 @@ pub const NOTE: &str = "Futex words are seen only when a thread waits or wakes i
 uncontended acquisitions and hold times of futex-based locks are unknown, so only waits, wakes \
 and wake latencies are shown. Waits and wakes made through glibc's syscall() are recorded; \
 futex calls made inline (glibc's own pthread code, which the lock tables show, Go, statically \
-linked programs) are not.";
+linked programs) are seen only by the futex tracepoints (contend record --futex-trace).";
 
 impl Analyzer for FutexAnalyzer {
     fn name(&self) -> &'static str {
@@ -492,11 +527,22 @@ impl Analyzer for FutexAnalyzer {
     }
 }
 
-/// Pairs the futex records of every thread of every traced process.
+/// Pairs the futex records of every thread of every traced process, and
+/// adds the calls of the futex tracepoints ([`add_traced_calls`]); a
+/// process with tracepoint calls keeps those only (its collector futex
+/// records, a subset of them, are not used).
 pub fn collect(recording: &Recording) -> FutexEvents {
     let mut out = FutexEvents::default();
+    let calls: &[contend_trace::futex_calls::FutexCall] = match &recording.futex_trace {
+        Some(Ok(t)) => &t.calls,
+        _ => &[],
+    };
+    let traced_pids: std::collections::BTreeSet<u32> = calls.iter().map(|c| c.pid).collect();
     for (pi, p) in recording.processes.iter().enumerate() {
         let trace = &p.trace;
+        if traced_pids.contains(&trace.pid) {
+            continue;
+        }
         let end_ticks = trace
             .threads
             .iter()
@@ -526,7 +572,132 @@ pub fn collect(recording: &Recording) -> FutexEvents {
             );
         }
     }
+    if !calls.is_empty() {
+        let end_ns = recording
+            .meta
+            .as_ref()
+            .and_then(|m| m.end_monotonic_ns)
+            .unwrap_or(0)
+            .max(calls.iter().filter_map(|c| c.exit_ns).max().unwrap_or(0));
+        let collector_index = |pid: u32| {
+            recording
+                .processes
+                .iter()
+                .rposition(|p| p.trace.pid == pid)
+                .map(|i| i as u32)
+        };
+        add_traced_calls(
+            calls,
+            recording.processes.len() as u32,
+            collector_index,
+            end_ns,
+            &mut out,
+        );
+    }
     out
+}
+
+/// The kind of a futex op word: 1 a wait, 2 a wake, 0 anything else (as
+/// the collector's `futex_kind`).
+fn op_kind(cmd: u8) -> u8 {
+    match cmd {
+        fx::CMD_WAIT
+        | fx::CMD_WAIT_BITSET
+        | fx::CMD_LOCK_PI
+        | fx::CMD_LOCK_PI2
+        | fx::CMD_WAIT_REQUEUE_PI => 1,
+        fx::CMD_WAKE
+        | fx::CMD_WAKE_BITSET
+        | fx::CMD_WAKE_OP
+        | fx::CMD_REQUEUE
+        | fx::CMD_CMP_REQUEUE
+        | fx::CMD_UNLOCK_PI => 2,
+        _ => 0,
+    }
+}
+
+/// Adds the calls of the futex tracepoints to `out` as waits and wakes:
+/// each process gets the index `collector_index(pid)` when it also has a
+/// lock trace, else `first_free` + k; a wait's outcome follows its return
+/// value (≥ 0 woken, −ETIMEDOUT, −EAGAIN, −EINTR or a restart code
+/// interrupted); an unfinished call ends at `end_ns`. Its site is the
+/// innermost user frame, its stack the whole chain.
+pub fn add_traced_calls(
+    calls: &[contend_trace::futex_calls::FutexCall],
+    first_free: u32,
+    collector_index: impl Fn(u32) -> Option<u32>,
+    end_ns: u64,
+    out: &mut FutexEvents,
+) {
+    let mut index_of: HashMap<u32, u32> = HashMap::new();
+    let mut next = first_free;
+    let mut sorted: Vec<&contend_trace::futex_calls::FutexCall> = calls.iter().collect();
+    sorted.sort_by_key(|c| (c.pid, c.tid, c.enter_ns));
+    for c in sorted {
+        let cmd = (c.op & 127) as u8;
+        let kind = op_kind(cmd);
+        if kind == 0 {
+            continue;
+        }
+        let process = *index_of.entry(c.pid).or_insert_with(|| {
+            collector_index(c.pid).unwrap_or_else(|| {
+                next += 1;
+                next - 1
+            })
+        });
+        let tp = out.traced.entry(process).or_insert_with(|| TracedProcess {
+            pid: c.pid,
+            stacks: Vec::new(),
+        });
+        let stack = if c.frames.len() > 1 {
+            tp.stacks.push(c.frames.clone());
+            (tp.stacks.len() - 1) as u32
+        } else {
+            NO_STACK
+        };
+        let site = c.frames.first().copied().unwrap_or(0);
+        let start_ns = c.enter_ns;
+        let end = c.exit_ns.unwrap_or(end_ns).max(start_ns);
+        if kind == 1 {
+            let outcome = match (c.exit_ns, c.ret) {
+                (None, _) => WaitOutcome::Unfinished,
+                (_, r) if r >= 0 => WaitOutcome::Woken,
+                (_, -110) => WaitOutcome::TimedOut,
+                (_, -11) => WaitOutcome::ValueChanged,
+                // EINTR, ERESTARTSYS, ERESTARTNOHAND, ERESTART_RESTARTBLOCK
+                (_, -4 | -512 | -514 | -516) => WaitOutcome::Interrupted,
+                _ => WaitOutcome::Error,
+            };
+            out.waits.push(FutexWait {
+                process,
+                pid: c.pid,
+                tid: c.tid,
+                word: c.uaddr,
+                site,
+                stack,
+                cmd,
+                start_ns,
+                end_ns: end,
+                outcome,
+                waker: None,
+            });
+        } else {
+            let failed = c.exit_ns.is_none() || c.ret < 0;
+            out.wakes.push(FutexWake {
+                process,
+                pid: c.pid,
+                tid: c.tid,
+                word: c.uaddr,
+                site,
+                stack,
+                cmd,
+                start_ns,
+                end_ns: end,
+                woken: if failed { 0 } else { c.ret as u64 },
+                failed,
+            });
+        }
+    }
 }
 
 /// The site shown for a futex call: the call site, or, when it is a
@@ -536,29 +707,57 @@ pub fn collect(recording: &Recording) -> FutexEvents {
 fn user_site(
     recording: &Recording,
     symbols: &Symbols,
+    ev: &FutexEvents,
     process: u32,
     site: u64,
     stack: u32,
 ) -> (u64, ResolvedSite, Vec<String>) {
-    let maps = recording.process_maps(process);
+    let maps = maps_of(recording, ev, process);
     let first = symbols.site(maps, site);
     let mut names = symbols.site_functions(maps, site);
-    if stack == NO_STACK || !(is_system_site(&first) || is_std(&first)) {
+    // a tracepoint site is the instruction after the `syscall`: inside
+    // libc's syscall() wrapper for a statically linked program
+    let wrapper = |r: &ResolvedSite| {
+        ev.traced.contains_key(&process)
+            && r.function
+                .as_deref()
+                .is_some_and(|f| f == "syscall" || f.ends_with("_syscall"))
+    };
+    if stack == NO_STACK || !(is_system_site(&first) || is_std(&first) || wrapper(&first)) {
         return (site, first, names);
     }
-    let frames = recording
-        .processes
-        .get(process as usize)
-        .and_then(|p| p.trace.stacks.get(stack as usize));
+    let frames = match ev.traced.get(&process) {
+        Some(tp) => tp.stacks.get(stack as usize),
+        None => recording
+            .processes
+            .get(process as usize)
+            .and_then(|p| p.trace.stacks.get(stack as usize)),
+    };
     for &address in frames.into_iter().flatten().skip(1) {
         let r = symbols.site(maps, address);
         names.extend(symbols.site_functions(maps, address));
-        if is_system_site(&r) || is_std(&r) {
+        if is_system_site(&r) || is_std(&r) || wrapper(&r) {
             continue;
         }
         return (address, r, names);
     }
     (site, first, names)
+}
+
+/// The memory maps of futex process `process`: its lock trace's, or for a
+/// process seen only by the tracepoints, its latest `maps/<pid>*.maps`.
+fn maps_of<'r>(
+    recording: &'r Recording,
+    ev: &FutexEvents,
+    process: u32,
+) -> Option<&'r contend_symbolize::ProcessMaps> {
+    recording.process_maps(process).or_else(|| {
+        let tp = ev.traced.get(&process)?;
+        recording
+            .maps_of_pid(tp.pid)
+            .into_iter()
+            .find_map(Result::ok)
+    })
 }
 
 /// Rust's standard library (its sources are outside the user's tree).
@@ -597,7 +796,7 @@ pub fn aggregate_on_path(
     let mut sites: Vec<(u32, u64, ResolvedSite, Vec<String>)> = Vec::new();
     let mut site_of = |process: u32, site: u64, stack: u32| -> usize {
         let (_, i) = *site_cache.entry((process, site, stack)).or_insert_with(|| {
-            let (address, r, names) = user_site(recording, symbols, process, site, stack);
+            let (address, r, names) = user_site(recording, symbols, ev, process, site, stack);
             if let Some(i) = sites.iter().position(|s| s.0 == process && s.1 == address) {
                 return (address, i);
             }
@@ -706,7 +905,7 @@ pub fn aggregate_on_path(
     let mut by_word: Vec<FutexWordRow> = words
         .into_iter()
         .map(|(key, mut row)| {
-            if let Some(name) = symbols.object(recording.process_maps(key.0), key.1) {
+            if let Some(name) = symbols.object(maps_of(recording, ev, key.0), key.1) {
                 row.name = name;
             }
             // the kind its waits name (most of them), else its wakes'
@@ -769,12 +968,41 @@ pub fn aggregate_on_path(
         })
         .collect();
     by_thread.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.tid.cmp(&b.tid)));
+    let mut note = NOTE.to_string();
+    let mut sources = Vec::new();
+    if !ev.traced.is_empty() {
+        let mut pids: BTreeMap<u32, &'static str> = BTreeMap::new();
+        for w in &ev.waits {
+            pids.entry(w.pid).or_insert("collector");
+        }
+        for w in &ev.wakes {
+            pids.entry(w.pid).or_insert("collector");
+        }
+        for tp in ev.traced.values() {
+            pids.insert(tp.pid, "tracepoints");
+        }
+        sources = pids
+            .into_iter()
+            .map(|(pid, source)| FutexSourceRow {
+                pid,
+                source: source.into(),
+            })
+            .collect();
+        let traced: Vec<String> = ev.traced.values().map(|t| t.pid.to_string()).collect();
+        note.push_str(&format!(
+            " The futex calls of process {} come from the kernel's futex tracepoints (every futex \
+             call, inline ones too, glibc's pthread waits included; call sites from user call chains \
+             through frame pointers: without them a site may name the caller's caller).",
+            traced.join(", ")
+        ));
+    }
     FutexReport {
         summary,
         by_word,
         by_site,
         by_thread,
-        note: NOTE.to_string(),
+        note,
+        sources,
     }
 }
 
@@ -909,5 +1137,72 @@ mod tests {
             infer_kind(fx::CMD_WAIT, ["srw_mutex_impl<true>::wait_and_lock"]),
             "innodb latch"
         );
+    }
+
+    fn call(
+        tid: u32,
+        enter: u64,
+        exit: Option<u64>,
+        op: u32,
+        ret: i64,
+    ) -> contend_trace::futex_calls::FutexCall {
+        contend_trace::futex_calls::FutexCall {
+            enter_ns: enter,
+            exit_ns: exit,
+            pid: 10,
+            tid,
+            uaddr: 0x4040,
+            op,
+            val: 2,
+            ret,
+            frames: vec![0x401000, 0x401100],
+        }
+    }
+
+    /// Tracepoint calls of process 10 (no lock trace, so index 2 after
+    /// two collector processes): thread 11 waits 100 → 500 (ret 0: woken,
+    /// 400 ns) and 600 → 605 (−EAGAIN: 5 ns); thread 12 wakes 450 → 470
+    /// (ret 1: one woken); thread 13 enters a wait at 700 and the
+    /// recording ends at 1000 (unfinished, 300 ns); thread 14's op 14 is
+    /// neither a wait nor a wake and is left out. The hand-over: wait 1 ← wake 1, latency 500 − 450 = 50 ns.
+    #[test]
+    fn tracepoint_calls_become_waits_and_wakes_worked_by_hand() {
+        let private = 128; // FUTEX_PRIVATE_FLAG
+        let calls = [
+            call(11, 100, Some(500), fx::CMD_WAIT as u32 | private, 0),
+            call(11, 600, Some(605), fx::CMD_WAIT as u32 | private, -11),
+            call(12, 450, Some(470), fx::CMD_WAKE as u32 | private, 1),
+            call(13, 700, None, fx::CMD_WAIT as u32, 0),
+            call(14, 800, Some(900), 14, 0), // not a wait or a wake (op 14 unknown)
+        ];
+        let mut ev = FutexEvents::default();
+        add_traced_calls(&calls, 2, |_| None, 1000, &mut ev);
+        match_wakers(&mut ev);
+        assert_eq!(ev.waits.len(), 3);
+        assert_eq!(ev.wakes.len(), 1);
+        let w: Vec<(u64, WaitOutcome)> =
+            ev.waits.iter().map(|w| (w.wait_ns(), w.outcome)).collect();
+        assert_eq!(
+            w,
+            vec![
+                (400, WaitOutcome::Woken),
+                (5, WaitOutcome::ValueChanged),
+                (300, WaitOutcome::Unfinished)
+            ]
+        );
+        assert!(ev.waits.iter().all(|w| w.process == 2 && w.pid == 10));
+        assert_eq!(ev.wakes[0].woken, 1);
+        assert_eq!(ev.waits[0].waker, Some(0));
+        assert_eq!(ev.waits[0].end_ns - ev.wakes[0].start_ns, 50);
+        // site = innermost frame, the chain kept as the process's stack
+        assert_eq!(ev.waits[0].site, 0x401000);
+        assert_eq!(
+            ev.traced[&2].stacks[ev.waits[0].stack as usize],
+            vec![0x401000, 0x401100]
+        );
+        // a process with a lock trace keeps its index
+        let mut ev = FutexEvents::default();
+        add_traced_calls(&calls, 2, |pid| (pid == 10).then_some(0), 1000, &mut ev);
+        assert!(ev.waits.iter().all(|w| w.process == 0));
     }
 }

@@ -217,12 +217,14 @@ fn across_inputs(
     crate::futex::FutexEvents,
     Vec<crate::openmp::sync::OmpSyncEvent>,
 )> {
-    let any = recording.processes.iter().any(|p| {
-        p.trace
-            .threads
-            .iter()
-            .any(|t| !t.futex.is_empty() || !t.omp.is_empty())
-    });
+    let traced = matches!(&recording.futex_trace, Some(Ok(t)) if !t.calls.is_empty());
+    let any = traced
+        || recording.processes.iter().any(|p| {
+            p.trace
+                .threads
+                .iter()
+                .any(|t| !t.futex.is_empty() || !t.omp.is_empty())
+        });
     if !any {
         return None;
     }
