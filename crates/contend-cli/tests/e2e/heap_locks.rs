@@ -93,6 +93,7 @@ fn check_rows(report: &Value, addresses: &[String]) -> Vec<Value> {
 
 #[test]
 fn heap_locks_are_named_by_creation_and_paired_across_runs() {
+    let _g = serial();
     let tmp = tempdir();
     let exe = build(SRC, &[]);
     let a = tmp.path().join("a.data");
@@ -138,6 +139,7 @@ fn heap_locks_are_named_by_creation_and_paired_across_runs() {
 
 #[test]
 fn creation_stacks_and_light_mode() {
+    let _g = serial();
     let tmp = tempdir();
     let exe = build(SRC, &[]);
     // with stacks: each creation carries its call stack, the creating
@@ -166,6 +168,7 @@ fn creation_stacks_and_light_mode() {
 /// the threads waited.
 #[test]
 fn cpython_gil_is_named() {
+    let _g = serial();
     let python = Path::new("/usr/bin/python3");
     if !python.exists() {
         eprintln!("SKIP cpython_gil_is_named: /usr/bin/python3 is not installed");
@@ -207,6 +210,7 @@ fn cpython_gil_is_named() {
 /// the line that called `wrap_lock`.
 #[test]
 fn wrapper_sites_move_to_the_callers() {
+    let _g = serial();
     const W: &str = "wrapper_locks.c";
     let tmp = tempdir();
     let exe = build(W, &[]);

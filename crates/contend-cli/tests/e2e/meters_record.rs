@@ -210,6 +210,7 @@ fn record_meters_splits_waits_by_run_queue_state() {
 
 #[test]
 fn a_damaged_meters_file_is_a_warning_not_an_error() {
+    let _g = serial();
     let prog = build("meters_phases.c", &[]);
     let tmp = tempdir();
     let dir = tmp.path().join("m.data");
@@ -258,6 +259,7 @@ fn a_damaged_meters_file_is_a_warning_not_an_error() {
 
 #[test]
 fn meters_daemon_detaches_and_stops_cleanly_on_sigterm() {
+    let _g = serial();
     let tmp = tempdir();
     let bb = tmp.path().join("bb");
     let pid_file = tmp.path().join("meters.pid");

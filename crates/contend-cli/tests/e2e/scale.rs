@@ -113,15 +113,20 @@ fn check_row(r: &Value, m: f64) {
 /// m = 2 up to three times, until `within` accepts it; panics with every
 /// attempt's row when none does. Other load on the shared test machine can
 /// disturb one experiment (see each test for what it does to the value);
-/// a model or runner that is wrong fails every attempt.
+/// a model or runner that is wrong fails every attempt. An attempt that
+/// `disturbed` recognises as disturbed by other programs (its own
+/// repeats disagree) does not count: up to five such attempts are made
+/// again.
 fn m2_row_within(
     name: &str,
     args: &[&str],
     cmd: &[&str],
     within: impl Fn(&Value) -> bool,
+    disturbed: impl Fn(&Value) -> bool,
 ) -> Value {
     let mut seen = Vec::new();
-    for attempt in 0..3 {
+    let (mut attempt, mut redone) = (0, 0);
+    while attempt < 3 {
         let tmp = tempdir();
         let dir = tmp.path().join(format!("{name}.scale"));
         let out = scale(&dir, args, cmd);
@@ -131,12 +136,23 @@ fn m2_row_within(
         if within(&r) {
             return r;
         }
+        let again = redone < 5 && disturbed(&r);
         seen.push(format!(
-            "attempt {attempt}: omega {:.4}, A {:.3}, D {:.3}: {r}",
+            "attempt {attempt}{}: omega {:.4}, A {:.3}, D {:.3}: {r}",
+            if again {
+                " (disturbed: made again)"
+            } else {
+                ""
+            },
             num(&r, "omega"),
             num(&r, "active_threads_measured"),
             num(&r, "loss_dependencies")
         ));
+        if again {
+            redone += 1;
+        } else {
+            attempt += 1;
+        }
     }
     panic!(
         "{name}: no attempt within the tolerance:\n{}",
@@ -364,6 +380,9 @@ fn compute_bound_program_has_omega_near_zero() {
         &["--threads", "2", "--repeat", "3"],
         &[prog.to_str().unwrap(), "{threads}"],
         |r| num(r, "omega").abs() <= 0.05 && num(r, "loss_memory").abs() <= 0.1,
+        // The same register-only work repeats within 0.1–1.3 % on a quiet
+        // machine: repeats 5 % apart were slowed by other programs.
+        |r| num(r, "work_1_rsd_pct") > 5.0 || num(r, "work_m_rsd_pct") > 5.0,
     );
 }
 
@@ -391,6 +410,7 @@ fn serialised_program_loses_m_minus_one_threads_to_dependencies() {
         &["--threads", "2", "--repeat", "2", "--interval", "2ms"],
         &[prog.to_str().unwrap(), "{threads}", "busy", "10", "20"],
         |r| (num(r, "loss_dependencies") - 1.0).abs() <= 0.1,
+        |_| false,
     );
 }
 
@@ -415,6 +435,7 @@ fn sleeping_lock_holders_show_d_close_to_m_minus_one() {
         &["--threads", "2", "--repeat", "2"],
         &[prog.to_str().unwrap(), "{threads}", "sleep"],
         |r| (num(r, "loss_dependencies") - 1.0).abs() <= 0.3,
+        |_| false,
     );
 }
 

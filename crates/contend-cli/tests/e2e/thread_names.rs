@@ -57,6 +57,7 @@ fn export(dir: &std::path::Path, format: &str, out: &std::path::Path) {
 #[test]
 fn thread_names_reach_the_report_and_every_export() {
     require_tool!("gcc");
+    let _g = serial();
     let exe = build("thread_names.c", &["-O1"]);
     let tmp = tempdir();
     let dir = tmp.path().join("names.data");
@@ -187,6 +188,7 @@ fn thread_names_reach_the_report_and_every_export() {
 #[test]
 fn names_a_thread_gave_itself_survive_sigkill() {
     require_tool!("gcc");
+    let _g = serial();
     let exe = build("thread_names.c", &["-O1"]);
     let tmp = tempdir();
     let dir = tmp.path().join("crash.data");
