@@ -135,9 +135,17 @@ fn futex_waits_wakes_and_hand_overs_are_exact() {
         if measured - got.min(measured) <= tolerance {
             break;
         }
+        // A run in which the waiter was off its CPU around its timed calls
+        // for something other than the wait (context switches in those
+        // windows beyond the one sleep of each woken wait: another program
+        // preempted it, or it blocked in a page fault) holds time in the
+        // program's measurement that was not waiting: it is made again (up
+        // to five runs); an undisturbed run must agree.
+        let preempted = p["preempted"];
         assert!(
-            attempt < 3,
-            "lock_word wait {got} ns vs the program's {measured} ns: more than 2 % + 1 µs per wait apart in three runs"
+            preempted > 0 && attempt < 5,
+            "lock_word wait {got} ns vs the program's {measured} ns: more than 2 % + 1 µs per wait apart \
+             (run {attempt}, {preempted} other context switch(es) in the timed windows)"
         );
         eprintln!("disturbed run ({got} vs {measured} ns), again");
     }
