@@ -267,36 +267,10 @@ fn read_files(manifest: &Path, calls: &Path) -> Result<FutexTraceRecording, Trac
         manifest: manifest_v,
         ..FutexTraceRecording::default()
     };
-    let bytes = match std::fs::read(calls) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rec),
-        Err(source) => {
-            return Err(TraceError::Io {
-                path: calls.to_path_buf(),
-                source,
-            })
-        }
+    let Some(bytes) = crate::read_if_present(calls)? else {
+        return Ok(rec);
     };
-    if bytes.len() < HEADER_SIZE || &bytes[0..8] != MAGIC {
-        return Err(TraceError::format(
-            calls,
-            "not a contend futex-call file (bad magic)",
-        ));
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if version != VERSION {
-        return Err(TraceError::format(
-            calls,
-            format!("futex-call format version {version}, this contend reads version {VERSION}"),
-        ));
-    }
-    let header = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
-    if header < HEADER_SIZE || header > bytes.len() {
-        return Err(TraceError::format(
-            calls,
-            format!("unsupported header size {header}"),
-        ));
-    }
+    let header = crate::side_file_header(calls, &bytes, MAGIC, VERSION, HEADER_SIZE, "futex-call")?;
     let mut i = header;
     while let Some((c, size)) = FutexCall::decode(&bytes[i..]) {
         rec.calls.push(c);

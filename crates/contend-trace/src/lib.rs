@@ -93,3 +93,53 @@ impl TraceError {
         }
     }
 }
+
+/// The whole of `path`, read (not mapped: a file on a full file system
+/// cannot kill the reader); `None` when it does not exist.
+pub(crate) fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, TraceError> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Checks the head the recorder's side files share (the probe events, the
+/// futex calls): 8 bytes of `magic`, the format version (u32 LE) that must
+/// be `version`, and the header's size in bytes (u32 LE), at least
+/// `min_header` and within the file. Returns the header size. `what` names
+/// the kind of file in the errors ("probe-event").
+pub(crate) fn side_file_header(
+    path: &Path,
+    bytes: &[u8],
+    magic: &[u8; 8],
+    version: u32,
+    min_header: usize,
+    what: &str,
+) -> Result<usize, TraceError> {
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    if bytes.len() < min_header.max(16) || &bytes[0..8] != magic {
+        return Err(TraceError::format(
+            path,
+            format!("not a contend {what} file (bad magic)"),
+        ));
+    }
+    let found = u32_at(8);
+    if found != version {
+        return Err(TraceError::format(
+            path,
+            format!("{what} format version {found}, this contend reads version {version}"),
+        ));
+    }
+    let header = u32_at(12) as usize;
+    if header < min_header || header > bytes.len() {
+        return Err(TraceError::format(
+            path,
+            format!("unsupported header size {header}"),
+        ));
+    }
+    Ok(header)
+}

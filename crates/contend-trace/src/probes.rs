@@ -307,33 +307,14 @@ fn read_files(manifest: &Path, events: &Path) -> Result<ProbeRecording, TraceErr
         manifest: manifest_v,
         ..ProbeRecording::default()
     };
-    let bytes = match std::fs::read(events) {
-        Ok(b) => b,
-        // No events file: the launcher opened nothing (its manifest says why).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rec),
-        Err(source) => {
-            return Err(TraceError::Io {
-                path: events.to_path_buf(),
-                source,
-            })
-        }
+    // No events file: the launcher opened nothing (its manifest says why).
+    let Some(bytes) = crate::read_if_present(events)? else {
+        return Ok(rec);
     };
-    if bytes.len() < HEADER_SIZE || &bytes[0..8] != MAGIC {
-        return Err(TraceError::format(
-            events,
-            "not a contend probe-event file (bad magic)",
-        ));
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if version != VERSION {
-        return Err(TraceError::format(
-            events,
-            format!("probe-event format version {version}, this contend reads version {VERSION}"),
-        ));
-    }
-    let header = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let header =
+        crate::side_file_header(events, &bytes, MAGIC, VERSION, HEADER_SIZE, "probe-event")?;
     let record = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
-    if header < HEADER_SIZE || record != RECORD_SIZE || header > bytes.len() {
+    if record != RECORD_SIZE {
         return Err(TraceError::format(
             events,
             format!("unsupported layout (header {header} bytes, records {record} bytes)"),
