@@ -1198,6 +1198,40 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The parts of an extension record (futex, OpenMP, creation) at word
+    /// `i` with head `tag` and table indices `oi`, `si`: narrow (2 words:
+    /// the head, whose indices name the object and site in the tables, and
+    /// the extension word) or wide (4 words: head, object, site, extension).
+    /// Returns `(words, object, site, extension, dangling)`, dangling when a
+    /// narrow record's table slot was empty; `None` when the record does not
+    /// fit in the chunk's `words`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn extension_record(
+        &self,
+        i: usize,
+        words: usize,
+        tag: u8,
+        oi: u16,
+        si: u16,
+        objects: &[u64; TABLE_REACH],
+        sites: &[u64; TABLE_REACH],
+    ) -> Option<(usize, u64, u64, u64, bool)> {
+        let wide = tag & format::TAG_WIDE != 0;
+        let len = if wide { 4 } else { 2 };
+        if i + len > words {
+            return None;
+        }
+        let (object, site, dangling) = if wide {
+            (self.word(i + 1), self.word(i + 2), false)
+        } else {
+            let (object, _) = resolve(objects, oi);
+            let (site, _) = resolve(sites, si);
+            (object, site, (object == 0) | (site == 0))
+        };
+        Some((len, object, site, self.word(i + len - 1), dangling))
+    }
+
     #[inline]
     fn next(&mut self, objects: &[u64; TABLE_REACH], sites: &[u64; TABLE_REACH]) -> Step {
         let words = self.chunk.len() / 8;
@@ -1237,20 +1271,12 @@ impl<'a> Cursor<'a> {
                     };
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_OMP => {
-                    let wide = tag & format::TAG_WIDE != 0;
-                    let len = if wide { 4 } else { 2 };
-                    if i + len > words {
+                    let Some((len, object, site, ext, dangling)) =
+                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    else {
                         return bad("OpenMP record cut off at the chunk end".into());
-                    }
-                    let (object, site) = if wide {
-                        (self.word(i + 1), self.word(i + 2))
-                    } else {
-                        let (object, _) = resolve(objects, oi);
-                        let (site, _) = resolve(sites, si);
-                        self.dangling += u64::from((object == 0) | (site == 0));
-                        (object, site)
                     };
-                    let ext = self.word(i + len - 1);
+                    self.dangling += u64::from(dangling);
                     let event = (ext & 0xff) as u8;
                     if !(format::omp::MUTEX_ACQUIRE..=format::omp::PARALLEL_END).contains(&event) {
                         return bad(format!("OpenMP record with an unknown event ({ext:#x})"));
@@ -1267,20 +1293,12 @@ impl<'a> Cursor<'a> {
                     });
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_CREATE => {
-                    let wide = tag & format::TAG_WIDE != 0;
-                    let len = if wide { 4 } else { 2 };
-                    if i + len > words {
+                    let Some((len, object, site, ext, dangling)) =
+                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    else {
                         return bad("creation record cut off at the chunk end".into());
-                    }
-                    let (object, site) = if wide {
-                        (self.word(i + 1), self.word(i + 2))
-                    } else {
-                        let (object, _) = resolve(objects, oi);
-                        let (site, _) = resolve(sites, si);
-                        self.dangling += u64::from((object == 0) | (site == 0));
-                        (object, site)
                     };
-                    let ext = self.word(i + len - 1);
+                    self.dangling += u64::from(dangling);
                     let how = match (ext & format::create::HOW_MASK) as u8 {
                         format::create::INIT => CreationKind::Init,
                         format::create::FIRST_USE => CreationKind::FirstUse,
@@ -1301,20 +1319,12 @@ impl<'a> Cursor<'a> {
                     });
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_FUTEX => {
-                    let wide = tag & format::TAG_WIDE != 0;
-                    let len = if wide { 4 } else { 2 };
-                    if i + len > words {
+                    let Some((len, word, site, ext, dangling)) =
+                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    else {
                         return bad("futex record cut off at the chunk end".into());
-                    }
-                    let (word, site) = if wide {
-                        (self.word(i + 1), self.word(i + 2))
-                    } else {
-                        let (object, _) = resolve(objects, oi);
-                        let (site, _) = resolve(sites, si);
-                        self.dangling += u64::from((object == 0) | (site == 0));
-                        (object, site)
                     };
-                    let ext = self.word(i + len - 1);
+                    self.dangling += u64::from(dangling);
                     let Some(phase) = u8::try_from(ext & format::futex::PHASE_MASK)
                         .ok()
                         .and_then(Phase::from_code)
