@@ -31,8 +31,7 @@
 //! batches, one `write(2)` each; the reader keeps every complete record
 //! and reports a cut-off tail.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -172,9 +171,7 @@ impl FutexTraceManifest {
 /// Appends records to `futex/calls.cftx` in whole-record batches.
 #[derive(Debug)]
 pub struct FutexCallWriter {
-    file: std::fs::File,
-    path: PathBuf,
-    buf: Vec<u8>,
+    out: crate::BatchWriter,
     /// Records written so far.
     pub records: u64,
 }
@@ -186,25 +183,13 @@ impl FutexCallWriter {
     pub fn create(dir: &Path) -> Result<FutexCallWriter, TraceError> {
         let sub = dir.join(DIR);
         let path = sub.join(CALLS);
-        let io = |source| TraceError::Io {
+        std::fs::create_dir_all(&sub).map_err(|source| TraceError::Io {
             path: path.clone(),
             source,
-        };
-        std::fs::create_dir_all(&sub).map_err(io)?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io)?;
-        let mut h = [0u8; HEADER_SIZE];
-        h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        h[12..16].copy_from_slice(&(HEADER_SIZE as u32).to_le_bytes());
-        file.write_all(&h).map_err(io)?;
+        })?;
+        let head = crate::side_file_head(MAGIC, VERSION, HEADER_SIZE);
         Ok(FutexCallWriter {
-            file,
-            path,
-            buf: Vec::with_capacity(64 * 1024),
+            out: crate::BatchWriter::create(&path, &head)?,
             records: 0,
         })
     }
@@ -212,25 +197,13 @@ impl FutexCallWriter {
     /// Queues one record (written by [`FutexCallWriter::flush`], or when
     /// the batch is full).
     pub fn push(&mut self, c: &FutexCall) -> Result<(), TraceError> {
-        c.encode(&mut self.buf);
         self.records += 1;
-        if self.buf.len() >= 64 * 1024 {
-            self.flush()?;
-        }
-        Ok(())
+        self.out.push(|buf| c.encode(buf))
     }
 
     /// Writes the queued records with one `write(2)`.
     pub fn flush(&mut self) -> Result<(), TraceError> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let r = self.file.write_all(&self.buf);
-        self.buf.clear();
-        r.map_err(|source| TraceError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.out.flush()
     }
 }
 

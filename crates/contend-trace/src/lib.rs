@@ -107,6 +107,79 @@ pub(crate) fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, TraceError
     }
 }
 
+/// The head the recorder's side files share (the probe events, the futex
+/// calls), `header_size` bytes: `magic`, the format version and the header
+/// size (u32 LE each), zeros after (a format puts its own fields there).
+/// [`side_file_header`] checks it.
+pub(crate) fn side_file_head(magic: &[u8; 8], version: u32, header_size: usize) -> Vec<u8> {
+    let mut h = vec![0u8; header_size.max(16)];
+    h[0..8].copy_from_slice(magic);
+    h[8..12].copy_from_slice(&version.to_le_bytes());
+    h[12..16].copy_from_slice(&(header_size as u32).to_le_bytes());
+    h
+}
+
+/// A side file of the recorder written in whole-record batches: records
+/// are queued in memory and written 64 KiB at a time with one `write(2)`,
+/// so a reader of a file cut short (the recorder killed) sees whole records
+/// up to the last batch.
+#[derive(Debug)]
+pub(crate) struct BatchWriter {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    buf: Vec<u8>,
+}
+
+impl BatchWriter {
+    /// Bytes queued before a batch is written.
+    const BATCH: usize = 64 * 1024;
+
+    /// Creates `path` (it must not exist) and writes `head`. Errors: it
+    /// cannot be created or written.
+    pub(crate) fn create(path: &Path, head: &[u8]) -> Result<BatchWriter, TraceError> {
+        use std::io::Write;
+        let io = |source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io)?;
+        file.write_all(head).map_err(io)?;
+        Ok(BatchWriter {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(Self::BATCH),
+        })
+    }
+
+    /// Queues one record, encoded by `encode` into the batch; writes the
+    /// batch when it is full.
+    pub(crate) fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<(), TraceError> {
+        encode(&mut self.buf);
+        if self.buf.len() >= Self::BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the queued records with one `write(2)`.
+    pub(crate) fn flush(&mut self) -> Result<(), TraceError> {
+        use std::io::Write;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = self.file.write_all(&self.buf);
+        self.buf.clear();
+        r.map_err(|source| TraceError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
 /// Checks the head the recorder's side files share (the probe events, the
 /// futex calls): 8 bytes of `magic`, the format version (u32 LE) that must
 /// be `version`, and the header's size in bytes (u32 LE), at least

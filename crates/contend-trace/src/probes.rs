@@ -31,8 +31,7 @@
 //! and reports a cut-off tail. Records of different CPUs are not in time
 //! order; readers sort.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -205,9 +204,7 @@ pub struct ProbeManifest {
 /// Appends records to `probes/events.cprb` in whole-record batches.
 #[derive(Debug)]
 pub struct ProbeWriter {
-    file: std::fs::File,
-    path: PathBuf,
-    buf: Vec<u8>,
+    out: crate::BatchWriter,
     /// Records written so far.
     pub records: u64,
 }
@@ -216,25 +213,10 @@ impl ProbeWriter {
     /// Creates the file (which must not exist) and writes the header.
     /// Errors: the file cannot be created or written.
     pub fn create(path: &Path) -> Result<ProbeWriter, TraceError> {
-        let io = |source| TraceError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(io)?;
-        let mut h = [0u8; HEADER_SIZE];
-        h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        h[12..16].copy_from_slice(&(HEADER_SIZE as u32).to_le_bytes());
-        h[16..20].copy_from_slice(&(RECORD_SIZE as u32).to_le_bytes());
-        file.write_all(&h).map_err(io)?;
+        let mut head = crate::side_file_head(MAGIC, VERSION, HEADER_SIZE);
+        head[16..20].copy_from_slice(&(RECORD_SIZE as u32).to_le_bytes());
         Ok(ProbeWriter {
-            file,
-            path: path.to_path_buf(),
-            buf: Vec::with_capacity(64 * 1024),
+            out: crate::BatchWriter::create(path, &head)?,
             records: 0,
         })
     }
@@ -242,25 +224,13 @@ impl ProbeWriter {
     /// Queues one record (written by [`ProbeWriter::flush`], or when the
     /// batch is full).
     pub fn push(&mut self, e: &ProbeEvent) -> Result<(), TraceError> {
-        self.buf.extend_from_slice(&e.encode());
         self.records += 1;
-        if self.buf.len() >= 64 * 1024 {
-            self.flush()?;
-        }
-        Ok(())
+        self.out.push(|buf| buf.extend_from_slice(&e.encode()))
     }
 
     /// Writes the queued records with one `write(2)`.
     pub fn flush(&mut self) -> Result<(), TraceError> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let r = self.file.write_all(&self.buf);
-        self.buf.clear();
-        r.map_err(|source| TraceError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.out.flush()
     }
 }
 
