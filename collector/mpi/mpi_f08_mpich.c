@@ -15,11 +15,12 @@
  * is mapped, this file's constructor rewrites its relocated references
  * (PLT slots, R_X86_64_JUMP_SLOT / R_AARCH64_JUMP_SLOT, and GOT entries,
  * GLOB_DAT) to the PMPI functions listed below so that they point to
- * hidden functions here, which record through the same core functions as
- * the C wrappers. Nothing else in the process changes: no PMPI_* symbol
- * is exported (other callers of PMPI_*, tools included, reach libmpich as
- * before), and the binding keeps doing its own argument conversion
- * (handles, sentinels, LOGICALs, indices), so the program gets exactly
+ * the recorder's C wrappers of the same calls (two of them, MPI_Init and
+ * MPI_Init_thread, to functions here that also note the Fortran caller).
+ * Nothing else in the process changes: no PMPI_* symbol is exported
+ * (other callers of PMPI_*, tools included, reach libmpich as before),
+ * and the binding keeps doing its own argument conversion (handles,
+ * sentinels, LOGICALs, indices), so the program gets exactly
  * the return values, written-back arguments and ierror it got without
  * the recorder. The call site recorded is the return address into
  * libmpichfort, which rec_enter moves to the user's Fortran line
@@ -53,119 +54,14 @@ static int f08_init_thread(int *argc, char ***argv, int required, int *provided)
     cm_fortran_seen();
     return rc;
 }
-static int f08_finalize(void) { return core_finalize(CM_SITE()); }
-static int f08_abort(MPI_Comm comm, int errorcode) { return core_abort(comm, errorcode, CM_SITE()); }
-static int f08_barrier(MPI_Comm comm) { return core_barrier(comm, NULL, CM_SITE()); }
-static int f08_ibarrier(MPI_Comm comm, MPI_Request *req)
-{
-    return core_barrier(comm, req, CM_SITE());
-}
-static int f08_wait(MPI_Request *req, MPI_Status *status)
-{
-    return core_wait(req, status, CM_SITE());
-}
-static int f08_waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
-{
-    return core_waitall(n, reqs, statuses, CM_SITE());
-}
-static int f08_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
-{
-    return core_waitany(n, reqs, index, status, CM_SITE());
-}
-static int f08_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
-                        MPI_Status statuses[])
-{
-    return core_waitsome(n, reqs, outcount, indices, statuses, CM_SITE());
-}
-static int f08_test(MPI_Request *req, int *flag, MPI_Status *status)
-{
-    return core_test(req, flag, status, CM_SITE());
-}
-static int f08_testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
-{
-    return core_testall(n, reqs, flag, statuses, CM_SITE());
-}
-static int f08_testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
-{
-    return core_testany(n, reqs, index, flag, status, CM_SITE());
-}
-static int f08_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
-                        MPI_Status statuses[])
-{
-    return core_testsome(n, reqs, outcount, indices, statuses, CM_SITE());
-}
-static int f08_probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
-{
-    return core_probe(source, tag, comm, status, CM_SITE());
-}
-static int f08_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
-{
-    return core_iprobe(source, tag, comm, flag, status, CM_SITE());
-}
-static int f08_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
-                      MPI_Status *status)
-{
-    return core_mprobe(source, tag, comm, message, status, CM_SITE());
-}
-static int f08_improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
-                       MPI_Status *status)
-{
-    return core_improbe(source, tag, comm, flag, message, status, CM_SITE());
-}
-static int f08_start(MPI_Request *req) { return core_start(req, CM_SITE()); }
-static int f08_startall(int n, MPI_Request reqs[]) { return core_startall(n, reqs, CM_SITE()); }
-static int f08_request_free(MPI_Request *req) { return core_request_free(req, CM_SITE()); }
-static int f08_comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
-{
-    return core_comm_split(comm, color, key, newcomm, CM_SITE());
-}
-static int f08_comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
-{
-    return core_comm_dup(comm, newcomm, CM_SITE());
-}
-static int f08_comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
-{
-    return core_comm_create(comm, group, newcomm, CM_SITE());
-}
-static int f08_comm_free(MPI_Comm *comm) { return core_comm_free(comm, CM_SITE()); }
-static int f08_comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
-{
-    return core_comm_create_group(comm, group, tag, newcomm, CM_SITE());
-}
-static int f08_intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer,
-                                int remote_leader, int tag, MPI_Comm *newcomm)
-{
-    return core_intercomm_create(local, local_leader, peer, remote_leader, tag, newcomm,
-                                 CM_SITE());
-}
-static int f08_comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *req)
-{
-    return core_comm_idup(comm, newcomm, req, CM_SITE());
-}
-static int f08_comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *newcomm)
-{
-    return core_comm_split_type(comm, type, key, info, newcomm);
-}
-static int f08_cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[],
-                           int reorder, MPI_Comm *newcomm)
-{
-    return core_cart_create(comm, ndims, dims, periods, reorder, newcomm);
-}
-static int f08_cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *newcomm)
-{
-    return core_cart_sub(comm, remain, newcomm);
-}
-/* Recorded as a communicator only, by the C wrapper (mpi_wrap.c). */
-static int f08_dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int sources[],
-                                          const int sourceweights[], int outdegree,
-                                          const int destinations[], const int destweights[],
-                                          MPI_Info info, int reorder, MPI_Comm *newcomm)
-{
-    return MPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree,
-                                          destinations, destweights, info, reorder, newcomm);
-}
 
-/* The imports rewritten: PMPI name, replacement. */
+/*
+ * The imports rewritten: PMPI name, replacement. Apart from MPI_Init and
+ * MPI_Init_thread (above: they also note that a Fortran binding called),
+ * the replacement is the recorder's own C wrapper of the same call
+ * (mpi_wrap.c), which records through the same core function with the
+ * return address into libmpichfort as its call site.
+ */
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -173,76 +69,47 @@ static const struct {
 #define F08_IMPORT(Name, fn) {"PMPI_" #Name, (void (*)(void))fn}
     F08_IMPORT(Init, f08_init),
     F08_IMPORT(Init_thread, f08_init_thread),
-    F08_IMPORT(Finalize, f08_finalize),
-    F08_IMPORT(Abort, f08_abort),
-    F08_IMPORT(Barrier, f08_barrier),
-    F08_IMPORT(Ibarrier, f08_ibarrier),
-    F08_IMPORT(Wait, f08_wait),
-    F08_IMPORT(Waitall, f08_waitall),
-    F08_IMPORT(Waitany, f08_waitany),
-    F08_IMPORT(Waitsome, f08_waitsome),
-    F08_IMPORT(Test, f08_test),
-    F08_IMPORT(Testall, f08_testall),
-    F08_IMPORT(Testany, f08_testany),
-    F08_IMPORT(Testsome, f08_testsome),
-    F08_IMPORT(Probe, f08_probe),
-    F08_IMPORT(Iprobe, f08_iprobe),
-    F08_IMPORT(Mprobe, f08_mprobe),
-    F08_IMPORT(Improbe, f08_improbe),
-    F08_IMPORT(Start, f08_start),
-    F08_IMPORT(Startall, f08_startall),
-    F08_IMPORT(Request_free, f08_request_free),
-    F08_IMPORT(Comm_split, f08_comm_split),
-    F08_IMPORT(Comm_dup, f08_comm_dup),
-    F08_IMPORT(Comm_create, f08_comm_create),
-    F08_IMPORT(Comm_free, f08_comm_free),
-    F08_IMPORT(Comm_create_group, f08_comm_create_group),
-    F08_IMPORT(Intercomm_create, f08_intercomm_create),
-    F08_IMPORT(Comm_idup, f08_comm_idup),
-    F08_IMPORT(Comm_split_type, f08_comm_split_type),
-    F08_IMPORT(Cart_create, f08_cart_create),
-    F08_IMPORT(Cart_sub, f08_cart_sub),
-    F08_IMPORT(Dist_graph_create_adjacent, f08_dist_graph_create_adjacent),
+    F08_IMPORT(Finalize, MPI_Finalize),
+    F08_IMPORT(Abort, MPI_Abort),
+    F08_IMPORT(Barrier, MPI_Barrier),
+    F08_IMPORT(Ibarrier, MPI_Ibarrier),
+    F08_IMPORT(Wait, MPI_Wait),
+    F08_IMPORT(Waitall, MPI_Waitall),
+    F08_IMPORT(Waitany, MPI_Waitany),
+    F08_IMPORT(Waitsome, MPI_Waitsome),
+    F08_IMPORT(Test, MPI_Test),
+    F08_IMPORT(Testall, MPI_Testall),
+    F08_IMPORT(Testany, MPI_Testany),
+    F08_IMPORT(Testsome, MPI_Testsome),
+    F08_IMPORT(Probe, MPI_Probe),
+    F08_IMPORT(Iprobe, MPI_Iprobe),
+    F08_IMPORT(Mprobe, MPI_Mprobe),
+    F08_IMPORT(Improbe, MPI_Improbe),
+    F08_IMPORT(Start, MPI_Start),
+    F08_IMPORT(Startall, MPI_Startall),
+    F08_IMPORT(Request_free, MPI_Request_free),
+    F08_IMPORT(Comm_split, MPI_Comm_split),
+    F08_IMPORT(Comm_dup, MPI_Comm_dup),
+    F08_IMPORT(Comm_create, MPI_Comm_create),
+    F08_IMPORT(Comm_free, MPI_Comm_free),
+    F08_IMPORT(Comm_create_group, MPI_Comm_create_group),
+    F08_IMPORT(Intercomm_create, MPI_Intercomm_create),
+    F08_IMPORT(Comm_idup, MPI_Comm_idup),
+    F08_IMPORT(Comm_split_type, MPI_Comm_split_type),
+    F08_IMPORT(Cart_create, MPI_Cart_create),
+    F08_IMPORT(Cart_sub, MPI_Cart_sub),
+    F08_IMPORT(Dist_graph_create_adjacent, MPI_Dist_graph_create_adjacent),
 #undef F08_IMPORT
 };
 #define N_F08_IMPORTS (sizeof f08_imports / sizeof f08_imports[0])
 
-/* Compile-time checks that the replacements have the PMPI signatures. */
+/* Compile-time checks that the two replacements of this file have the PMPI
+ * signatures (the MPI_* wrappers have them by mpi.h). */
 #define F08_SAME_TYPE(Name, fn)                                                             \
     _Static_assert(__builtin_types_compatible_p(__typeof__(&PMPI_##Name), __typeof__(&fn)), \
                    "f08 replacement for PMPI_" #Name " has another signature")
 F08_SAME_TYPE(Init, f08_init);
 F08_SAME_TYPE(Init_thread, f08_init_thread);
-F08_SAME_TYPE(Finalize, f08_finalize);
-F08_SAME_TYPE(Abort, f08_abort);
-F08_SAME_TYPE(Barrier, f08_barrier);
-F08_SAME_TYPE(Ibarrier, f08_ibarrier);
-F08_SAME_TYPE(Wait, f08_wait);
-F08_SAME_TYPE(Waitall, f08_waitall);
-F08_SAME_TYPE(Waitany, f08_waitany);
-F08_SAME_TYPE(Waitsome, f08_waitsome);
-F08_SAME_TYPE(Test, f08_test);
-F08_SAME_TYPE(Testall, f08_testall);
-F08_SAME_TYPE(Testany, f08_testany);
-F08_SAME_TYPE(Testsome, f08_testsome);
-F08_SAME_TYPE(Probe, f08_probe);
-F08_SAME_TYPE(Iprobe, f08_iprobe);
-F08_SAME_TYPE(Mprobe, f08_mprobe);
-F08_SAME_TYPE(Improbe, f08_improbe);
-F08_SAME_TYPE(Start, f08_start);
-F08_SAME_TYPE(Startall, f08_startall);
-F08_SAME_TYPE(Request_free, f08_request_free);
-F08_SAME_TYPE(Comm_split, f08_comm_split);
-F08_SAME_TYPE(Comm_dup, f08_comm_dup);
-F08_SAME_TYPE(Comm_create, f08_comm_create);
-F08_SAME_TYPE(Comm_free, f08_comm_free);
-F08_SAME_TYPE(Comm_create_group, f08_comm_create_group);
-F08_SAME_TYPE(Intercomm_create, f08_intercomm_create);
-F08_SAME_TYPE(Comm_idup, f08_comm_idup);
-F08_SAME_TYPE(Comm_split_type, f08_comm_split_type);
-F08_SAME_TYPE(Cart_create, f08_cart_create);
-F08_SAME_TYPE(Cart_sub, f08_cart_sub);
-F08_SAME_TYPE(Dist_graph_create_adjacent, f08_dist_graph_create_adjacent);
 
 /* ------------------------------------------------------------------------ */
 /* Rewriting libmpichfort's imports                                          */
