@@ -32,8 +32,8 @@ _Atomic int g_lock;
 static _Atomic int g_turn; /* 1: the holder holds the lock for this round */
 static int g_rounds = 20;
 static long g_hold_us = 3000;
-static long g_waits, g_wakes;
-static int64_t g_wait_ns;
+static _Atomic long g_waits, g_wakes, g_woken; /* both threads count */
+static _Atomic int64_t g_wait_ns;
 
 static int64_t now_ns(void)
 {
@@ -51,9 +51,10 @@ static void lock_wait(void)
         c = atomic_exchange(&g_lock, 2);
     while (c != 0) {
         int64_t t0 = now_ns();
-        syscall(SYS_futex, &g_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        long r = syscall(SYS_futex, &g_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
         g_wait_ns += now_ns() - t0;
         g_waits++;
+        g_woken += r == 0;
         c = atomic_exchange(&g_lock, 2);
     }
 }
@@ -109,7 +110,7 @@ int main(int argc, char **argv)
         atomic_store(&g_turn, 0);
     }
     pthread_join(t, NULL);
-    printf("lock=%p rounds=%d waits=%ld wait_ns=%lld wakes=%ld\n", (void *)&g_lock, g_rounds, g_waits,
-           (long long)g_wait_ns, g_wakes);
+    printf("lock=%p rounds=%d waits=%ld woken=%ld wait_ns=%lld wakes=%ld\n", (void *)&g_lock,
+           g_rounds, (long)g_waits, (long)g_woken, (long long)g_wait_ns, (long)g_wakes);
     return wakes_seen == g_rounds ? 0 : 1;
 }
