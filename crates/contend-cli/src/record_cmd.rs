@@ -214,6 +214,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
             duration,
             interval,
             futex_trace: futex_trace_mode(&a.futex_trace),
+            buildid_cache: !a.no_buildid_cache,
         })?;
         for w in &outcome.warnings {
             eprintln!("contend: warning: {w}");

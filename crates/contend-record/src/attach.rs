@@ -36,6 +36,12 @@ pub struct AttachOptions {
     /// `--futex-trace`: trace its futex calls through the kernel's
     /// tracepoints (by default, where allowed; `Off`: not).
     pub futex_trace: crate::futex_trace::FutexTraceMode,
+    /// Copy the process's executable and libraries into the build-id
+    /// cache (`false` with `--no-buildid-cache`); their build IDs go into
+    /// `modules.json` either way, as [`RecordOptions::buildid_cache`].
+    ///
+    /// [`RecordOptions::buildid_cache`]: crate::launch::RecordOptions::buildid_cache
+    pub buildid_cache: bool,
 }
 
 /// What an attach recording with the futex tracepoints cannot know
@@ -120,6 +126,9 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
     }
 
     let mut warnings = Vec::new();
+    // The objects the process has mapped now, for modules.json (the
+    // futex tracer replaces this snapshot with later ones).
+    warnings.extend(snapshot_maps(dir, pid));
     let interrupt = Interrupt::begin();
     // A pidfd tells when the process exits; without one (kernels before
     // 5.3), /proc is polled.
@@ -217,6 +226,17 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
     }
     let mut run_counters = opened.read();
     run_counters.scope = Some(ATTACH_COUNTER_SCOPE.into());
+    // The identity of every object the process mapped (build ID, size,
+    // modification time) and its copy in the build-id cache, as a
+    // recording of a launched program has them.
+    let modules = crate::buildid::record_modules(
+        dir,
+        &crate::buildid::ModuleOptions {
+            copy: opts.buildid_cache,
+            ..crate::buildid::ModuleOptions::default()
+        },
+    );
+    warnings.extend(modules.warnings);
 
     let wall_ns = end_ns.saturating_sub(start_ns);
     meta.start_utc = start_utc;
@@ -241,6 +261,25 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
         traces: 0,
         warnings,
         mpi_ranks: 0,
+    })
+}
+
+/// Writes `maps/<pid>.maps` from `/proc/<pid>/maps` at the attach, so that
+/// [`crate::buildid::record_modules`] lists what the process had mapped
+/// (an attach recording has no collector to write maps). A snapshot the
+/// futex tracer writes later replaces it. Returns a warning when it could
+/// not be written.
+fn snapshot_maps(dir: &std::path::Path, pid: u32) -> Option<String> {
+    let maps_dir = dir.join("maps");
+    let path = maps_dir.join(format!("{pid}.maps"));
+    let written = fs::read_to_string(format!("/proc/{pid}/maps"))
+        .and_then(|text| fs::create_dir_all(&maps_dir).and_then(|_| fs::write(&path, text)));
+    written.err().map(|e| {
+        format!(
+            "the process's mapped objects were not listed ({}: {e}); reports after a rebuild \
+             cannot tell that its call sites moved",
+            path.display()
+        )
     })
 }
 

@@ -45,6 +45,7 @@ fn attach_for_a_duration_samples_and_leaves_the_process_running() {
     let _serial = serial();
     let mut target = busy_and_sleeping();
     std::thread::sleep(Duration::from_millis(100));
+    let exe = std::fs::read_link(format!("/proc/{}/exe", target.id())).expect("the shell's exe");
     let dir = tempdir();
     let rec = dir.path().join("attach.data");
     let out = run_timeout(
@@ -80,6 +81,25 @@ fn attach_for_a_duration_samples_and_leaves_the_process_running() {
         "{}",
         r["locks"]
     );
+    // modules.json lists what the process had mapped, from
+    // /proc/PID/maps at the attach: the shell's executable with its build ID
+    let modules: Value = serde_json::from_slice(
+        &std::fs::read(rec.join("modules.json")).expect("an attach recording has modules.json"),
+    )
+    .expect("modules.json is JSON");
+    let listed = modules["modules"].as_array().expect("modules");
+    let shell = listed
+        .iter()
+        .find(|m| m["path"] == exe.to_string_lossy().as_ref())
+        .unwrap_or_else(|| panic!("{} in {modules:#}", exe.display()));
+    assert!(shell["build_id"].is_string(), "{shell:#}");
+    assert!(
+        listed
+            .iter()
+            .any(|m| m["path"].as_str().is_some_and(|p| p.contains("libc.so"))),
+        "{modules:#}"
+    );
+
     let c = &r["counters"];
     assert!(c["scope"].as_str().unwrap().contains("attach"), "{c}");
     // task_clock counts the same threads from the same moment.
