@@ -50,6 +50,10 @@ CONTEND_HIDDEN _Thread_local struct contend_thread contend_tls
 #define TABLE_BYTES(slots) ((uint64_t)(slots) * 8u)
 #define STACK_MAX 64        /* frames stored in a STACK record            */
 #define STACK_SLACK 8       /* extra frames captured: the collector's own */
+/* Frames of a creation's call stack when stacks are off (stack_every = 0):
+ * mutrace's "where the lock was created" view, once per object (the object
+ * table bounds the count), never on the fast path. */
+#define CREATE_STACK_MAX 8
 #define MAX_NAME_SUFFIX 10000
 #define PASS_MSG "; recording nothing, the program runs unchanged"
 
@@ -826,8 +830,16 @@ static int creatable(uint32_t tag, const uint64_t *ext)
     return code == CONTEND_TAG_FUTEX || (code >> 4) != 0;
 }
 
+/* Frames kept of a creation's call stack: all (STACK_MAX) when stacks are
+ * recorded, else the CREATE_STACK_MAX innermost. */
+static int create_depth(void)
+{
+    return contend_g.stack_every != 0 ? STACK_MAX : CREATE_STACK_MAX;
+}
+
 /* contend_emit_slow, and with `ext` a record with one extension word
- * after its addresses (futex records). */
+ * after its addresses (futex records). `want_stack` is the number of
+ * frames of the call stack to keep (0 = none, at most STACK_MAX). */
 static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj,
                         const void *site, uint64_t t, int want_stack, const uint64_t *ext)
 {
@@ -841,8 +853,7 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
             ts->created = 0;
             if (creatable(tag, ext)) {
                 uint64_t cext = CONTEND_CREATE_FIRST_USE;
-                emit_record(ts, CONTEND_TAG_CREATE, obj, site, t, contend_g.stack_every != 0,
-                            &cext);
+                emit_record(ts, CONTEND_TAG_CREATE, obj, site, t, create_depth(), &cext);
                 if (ts->guard != 0)
                     return; /* recording stopped on this thread */
                 ts->guard = CONTEND_GUARD_BUSY;
@@ -860,7 +871,8 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
     void *frames[STACK_MAX + STACK_SLACK];
     int first = 0, n = 0;
     if (want_stack && __atomic_load_n(&C.backtrace_ready, __ATOMIC_ACQUIRE)) {
-        n = backtrace(frames, STACK_MAX + STACK_SLACK);
+        int depth = want_stack < STACK_MAX ? want_stack : STACK_MAX;
+        n = backtrace(frames, depth + STACK_SLACK);
         for (int i = 0; i < n && i < STACK_SLACK + 2; i++) {
             if (frames[i] == site) {
                 first = i;
@@ -868,8 +880,8 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
             }
         }
         n -= first;
-        if (n > STACK_MAX)
-            n = STACK_MAX;
+        if (n > depth)
+            n = depth;
         if (n < 0)
             n = 0;
     }
@@ -939,7 +951,7 @@ out:
 void contend_emit_slow(struct contend_thread *ts, uint32_t tag, const void *obj,
                        const void *site, uint64_t t, int want_stack)
 {
-    emit_record(ts, tag, obj, site, t, want_stack, NULL);
+    emit_record(ts, tag, obj, site, t, want_stack ? STACK_MAX : 0, NULL);
 }
 
 void contend_emit_ext_slow(struct contend_thread *ts, uint32_t tag, uint64_t ext,
@@ -949,7 +961,7 @@ void contend_emit_ext_slow(struct contend_thread *ts, uint32_t tag, uint64_t ext
     if (first && CONTEND_UNLIKELY(ts->countdown-- == 0)) {
         uint32_t every = contend_g.stack_every;
         ts->countdown = every ? every - 1 : UINT32_MAX;
-        want_stack = every != 0;
+        want_stack = every != 0 ? STACK_MAX : 0;
     }
     emit_record(ts, tag, obj, site, t, want_stack, &ext);
 }
@@ -958,8 +970,7 @@ void contend_emit_first_use(struct contend_thread *ts, const void *obj, const vo
 {
     ts->created = 0;
     uint64_t ext = CONTEND_CREATE_FIRST_USE;
-    emit_record(ts, CONTEND_TAG_CREATE, obj, site, contend_now(), contend_g.stack_every != 0,
-                &ext);
+    emit_record(ts, CONTEND_TAG_CREATE, obj, site, contend_now(), create_depth(), &ext);
 }
 
 void contend_emit_create(struct contend_thread *ts, uint32_t prim, const void *obj,
@@ -971,8 +982,8 @@ void contend_emit_create(struct contend_thread *ts, uint32_t prim, const void *o
     int fresh = ts->created;
     ts->created = 0;
     uint64_t ext = CONTEND_CREATE_INIT | ((uint64_t)prim << CONTEND_CREATE_PRIM_SHIFT);
-    emit_record(ts, CONTEND_TAG_CREATE, obj, site, contend_now(),
-                fresh && contend_g.stack_every != 0, &ext);
+    emit_record(ts, CONTEND_TAG_CREATE, obj, site, contend_now(), fresh ? create_depth() : 0,
+                &ext);
 }
 
 void contend_make_room(struct contend_thread *ts)
@@ -1236,8 +1247,9 @@ __attribute__((constructor)) static void contend_constructor(void)
         return;
     struct contend_thread *ts = &contend_tls;
     struct contend_saved saved = contend_enter(ts);
-    if (contend_g.stack_every && !C.backtrace_ready) {
-        /* the first backtrace() dlopens libgcc_s: do it here, not in a hook */
+    if (!C.backtrace_ready) {
+        /* the first backtrace() dlopens libgcc_s: do it here, not in a hook
+         * (creation records carry a short stack even without stack_every) */
         void *frames[4];
         backtrace(frames, 4);
         __atomic_store_n(&C.backtrace_ready, 1, __ATOMIC_RELEASE);

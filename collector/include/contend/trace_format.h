@@ -311,10 +311,11 @@ typedef struct contend_count {
  * object index, site index (the call site of the init function or of the
  * first operation); wide: | CONTEND_TAG_WIDE, two address words; then one
  * extension word: bits 0..7 how (CONTEND_CREATE_*), bits 8..15 the
- * primitive (CONTEND_PRIM_*; 0 = see the object's operations). With
- * stack_every != 0, a STACK record right before it is the creation's call
- * stack (for an init call only when its address was new to the object
- * table: a re-initialisation at a reused address carries none). The
+ * primitive (CONTEND_PRIM_*; 0 = see the object's operations). A STACK
+ * record right before it is the creation's call stack (all frames with
+ * stack_every != 0, else the 8 innermost; for an init call only when its
+ * address was new to the object table: a re-initialisation at a reused
+ * address carries none; none when the unwinder was not loaded). The
  * record's time is that of the init call's return or of the operation.
  */
 #define CONTEND_TAG_CREATE 0x05u

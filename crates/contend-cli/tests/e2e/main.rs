@@ -12,6 +12,7 @@ mod accuracy;
 mod attach;
 mod cli_messages;
 mod counters;
+mod creation_stacks;
 mod critical_path_across;
 mod damaged_traces;
 mod export;

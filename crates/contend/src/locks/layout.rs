@@ -126,6 +126,7 @@ impl ReportSection for LockReport {
         }
         if l.no_events_reason.is_none() {
             out.push(lock_panel(l, opts.top));
+            out.extend(creation_panel(l, opts.top));
             out.extend(wait_object_panel(l, opts.top));
             if l.by_lock.iter().any(|k| k.releases_with_waiters > 0) {
                 out.push(wake_panel(l, opts.top));
@@ -304,6 +305,77 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
          CP = on the critical path (the events on it per lock are in the JSON, `critical_events`).",
         Body::Table(table),
     )
+}
+
+/// Frames shown of a creation's call stack in [`creation_panel`].
+pub const CREATION_FRAMES: usize = 5;
+
+/// Functions where every thread's stack (or the program's) begins: a
+/// creation stack shown stops before them.
+const STACK_ROOTS: &[&str] = &[
+    "start_thread",
+    "clone",
+    "clone3",
+    "__libc_start_call_main",
+    "__libc_start_main",
+    "_start",
+];
+
+/// The frames of a creation stack worth showing: at most
+/// [`CREATION_FRAMES`], ending before the thread's or program's entry in
+/// the C library ([`STACK_ROOTS`]).
+pub fn creation_frames(stack: &[String]) -> Vec<&str> {
+    stack
+        .iter()
+        .map(String::as_str)
+        .take_while(|f| {
+            let function = f.split([' ', '+']).next().unwrap_or_default();
+            !STACK_ROOTS.contains(&function)
+        })
+        .take(CREATION_FRAMES)
+        .collect()
+}
+
+/// Where the top locks of the per-lock table were created or first used,
+/// with a few frames of the creation's call stack (mutrace's "where the
+/// lock was created" view; innermost first, `←` = called from). `None`
+/// when no shown lock has a recorded creation stack.
+fn creation_panel(l: &LockReport, top: usize) -> Option<Panel> {
+    let all: Vec<&LockRow> = l.by_lock.iter().filter(|k| is_lock_kind(&k.kind)).collect();
+    let (locks, _) = take_top(&all, top);
+    let items: Vec<String> = locks
+        .iter()
+        .filter_map(|k| {
+            let c = k.created_at.as_ref()?;
+            let frames = creation_frames(&c.stack);
+            if frames.is_empty() {
+                return None;
+            }
+            let verb = if c.how == "init" {
+                "created"
+            } else {
+                "first used"
+            };
+            Some(format!(
+                "{} ({verb} by thread {}): {}",
+                k.name,
+                c.tid,
+                frames.join(" ← ")
+            ))
+        })
+        .collect();
+    if items.is_empty() {
+        return None;
+    }
+    Some(Panel::new(
+        "created_at",
+        "Where the locks were created",
+        &format!(
+            "The call stack of each lock's init call (or, when none was seen, of its first use), innermost \
+             first, `←` = called from; at most {CREATION_FRAMES} frames (JSON `created_at.stack`)."
+        ),
+        Body::List(items),
+    ))
 }
 
 /// Per condition variable, barrier and semaphore: waits, not holds (a
