@@ -18,6 +18,7 @@ mod damaged_traces;
 mod export;
 mod futex;
 mod futex_tracepoints;
+mod glibc_locks;
 mod golden;
 mod heap_locks;
 mod html_report;

@@ -908,6 +908,16 @@ pub fn aggregate_on_path(
             if let Some(name) = symbols.object(maps_of(recording, ev, key.0), key.1) {
                 row.name = name;
             }
+            // glibc's and libstdc++'s own locks, by symbol or by the
+            // functions their waits and wakes went through
+            let functions = word_sites
+                .get(&key)
+                .into_iter()
+                .flat_map(|m| m.keys())
+                .flat_map(|&si| sites[si].3.iter().map(String::as_str));
+            if let Some(known) = crate::locks::known::runtime_futex_name(&row.name, functions) {
+                row.name = known;
+            }
             // the kind its waits name (most of them), else its wakes'
             let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
             for &(si, cmd) in word_kind.get(&key).into_iter().flatten() {

@@ -1,0 +1,99 @@
+//! glibc's internal locks named in the futex section (issue 16,
+//! "well-known runtime locks named"): `tests/programs/glibc_locks.c`
+//! contends on stdout's stream lock (fputs while the main thread holds it
+//! with flockfile) and, with one malloc arena, on the arena's mutex. glibc
+//! takes both with its own inline futex code, so they are recorded only by
+//! the kernel's futex tracepoints (`record --futex-trace on`); the report
+//! must name the two words as glibc's locks
+//! (crates/contend/src/locks/known.rs, `runtime_futex_name`), not as bare
+//! addresses. Needs root (or CAP_PERFMON) and tracefs: skipped, with the
+//! reason printed, where the tracepoints are not allowed.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+use serde_json::Value;
+
+const SRC: &str = "glibc_locks.c";
+
+/// Why the futex tracepoints cannot be used here, `None` when they can.
+fn tracepoints_unavailable() -> Option<&'static str> {
+    // SAFETY: plain system call.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("the futex tracepoints need root (or CAP_PERFMON)");
+    }
+    let event = "/sys/kernel/tracing/events/syscalls/sys_enter_futex";
+    if !Path::new(event).is_dir() {
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+            .status();
+    }
+    (!Path::new(event).is_dir()).then_some("tracefs (/sys/kernel/tracing) is not available")
+}
+
+#[test]
+fn glibc_stdio_and_malloc_locks_are_named() {
+    if let Some(why) = tracepoints_unavailable() {
+        eprintln!("SKIP glibc_locks: {why}");
+        return;
+    }
+    let _g = serial();
+    let tmp = tempdir();
+    let exe = build(SRC, &[]);
+    let dir = tmp.path().join("g.data");
+    let mut cmd = Command::new(contend_bin());
+    cmd.args(["record", "--futex-trace", "on", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe)
+        .env(
+            "GLIBC_TUNABLES",
+            "glibc.malloc.arena_max=1:glibc.malloc.tcache_count=0",
+        );
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+
+    let report = report_json(&dir);
+    let words = report["futex"]["by_word"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a futex section: {report:#}"));
+    let named = |prefix: &str| -> Vec<&Value> {
+        words
+            .iter()
+            .filter(|w| w["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .collect()
+    };
+    // stdout's lock: the fputs calls waited on it while main held it
+    // (with glibc's symbol table, libc6-dbg, it is named `… of stdout`)
+    let stdio = named("glibc stdio lock");
+    assert!(
+        stdio
+            .iter()
+            .any(|w| w["contended_events"].as_u64() > Some(0)),
+        "{words:#?}"
+    );
+    if let Some(w) = words.iter().find(|w| {
+        w["name"]
+            .as_str()
+            .is_some_and(|n| n.contains("_IO_stdfile_1_lock"))
+    }) {
+        assert!(
+            w["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("glibc stdio lock of stdout"),
+            "{w:#}"
+        );
+    }
+    // the one malloc arena's mutex
+    let arena = named("glibc malloc arena lock");
+    assert!(!arena.is_empty(), "{words:#?}");
+    // neither is left as a bare address
+    for w in stdio.iter().chain(&arena) {
+        assert!(
+            w["events"].as_u64() > Some(0) || w["wakes"].as_u64() > Some(0),
+            "{w:#}"
+        );
+    }
+}
