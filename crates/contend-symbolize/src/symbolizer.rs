@@ -212,6 +212,23 @@ impl Symbolizer {
         self.recorded = modules.into_iter().map(|m| (m.path.clone(), m)).collect();
     }
 
+    /// The size in bytes of the function (its symbol-table entry) that
+    /// holds the call whose return address is `return_address`, `None`
+    /// when the address is in no module, the module cannot be read, or the
+    /// covering symbol has no size. For recognising thin lock wrappers
+    /// (a function of a few instructions around one lock call).
+    pub fn function_size(&mut self, maps: &ProcessMaps, return_address: u64) -> Option<u64> {
+        let map = maps.find(return_address)?;
+        if !map.is_file_backed() {
+            return None;
+        }
+        let idx = self.module_index(map);
+        let data = self.modules[idx].data.as_ref().ok()?;
+        let vaddr = data.vaddr_of(map, return_address)?;
+        let sym = data.functions.covering_code(vaddr.saturating_sub(1))?;
+        (sym.size > 0).then_some(sym.size)
+    }
+
     /// Symbolizes a call site: `return_address` (a return address in the
     /// traced process, as recorded) is located in `maps`, and its module's
     /// DWARF, symbol tables or nothing are consulted at `return_address − 1`.

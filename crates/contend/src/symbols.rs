@@ -59,6 +59,12 @@ pub trait Resolver {
     fn site(&mut self, process: u32, address: u64) -> ResolvedSite;
     /// Names a global or static object, `None` for heap/stack objects.
     fn object(&mut self, process: u32, address: u64) -> Option<String>;
+    /// Size in bytes of the function holding the call site with return
+    /// address `address` (its symbol's size), `None` when unknown (the
+    /// default: fakes that know no sizes).
+    fn function_size(&mut self, _process: u32, _address: u64) -> Option<u64> {
+        None
+    }
 }
 
 /// The symbolizer of one analysis run, shared by the analyses (interior
@@ -215,6 +221,13 @@ impl Symbols {
             .filter(|m| matches!(m.file_state, ModuleFileState::Mismatch { .. }))
             .map(|m| m.path)
             .collect()
+    }
+
+    /// Size in bytes of the function holding the call site with return
+    /// address `address` (its symbol-table entry), `None` when unknown.
+    pub fn function_size(&self, maps: Option<&ProcessMaps>, address: u64) -> Option<u64> {
+        let (maps, symbolizer) = (maps?, self.symbolizer.as_ref()?);
+        lock(symbolizer).function_size(maps, address)
     }
 
     /// The names of the functions at code address `address`: the

@@ -84,6 +84,11 @@ impl Resolver for ProcessResolver<'_> {
         self.symbols
             .object(self.recording.process_maps(process), address)
     }
+
+    fn function_size(&mut self, process: u32, address: u64) -> Option<u64> {
+        self.symbols
+            .function_size(self.recording.process_maps(process), address)
+    }
 }
 
 impl Analyzer for LockAnalyzer {
@@ -125,7 +130,9 @@ impl Analyzer for LockAnalyzer {
         let mut set = pair_operations(&inputs);
         progress.advance(ops);
         let mut resolver = ProcessResolver::new(recording, cx.symbols);
-        let wrappers = Wrappers::new(&cx.options.locks.wrappers);
+        let named = Wrappers::new(&cx.options.locks.wrappers);
+        let thin = thin_wrappers(&set, recording, &mut resolver, &named);
+        let wrappers = named.clone().with_functions(&thin);
         attribute_sites_outside(&mut set, recording, &mut resolver, &wrappers);
         progress.stage("marking the critical path", 1);
         let futex_and_omp = across_inputs(recording);
@@ -152,6 +159,13 @@ impl Analyzer for LockAnalyzer {
             }
         }
         let mut locks = aggregate_named(&set, &path, &names, &cx.options.locks, program_ns);
+        if !thin.is_empty() {
+            locks.filters.push(format!(
+                "call sites in thin lock wrappers recognised automatically [{}] attributed to their callers \
+                 (one lock or init call, at most {THIN_WRAPPER_MAX_BYTES} bytes, called from {THIN_WRAPPER_MIN_CALLERS} or more places)",
+                thin.join(", ")
+            ));
+        }
         if let (Some(a), Some((futex, omp))) = (&across, &futex_and_omp) {
             locks.critical_path.across =
                 Some(across::summarize(a, &set, futex, omp, |source, i| {
@@ -170,14 +184,9 @@ impl Analyzer for LockAnalyzer {
             .sites_without_debug_info
             .retain(|m| !mismatched.contains(m));
         let mut warnings = filters_matching_nothing(&set, &names, &cx.options.locks);
-        if !wrappers.is_empty()
-            && recording
-                .processes
-                .iter()
-                .all(|p| p.trace.stacks.is_empty())
-        {
+        if !named.is_empty() && recording.processes.iter().all(|p| p.trace.stack_every == 0) {
             warnings.push(
-                "--wrapper moves call sites through recorded call stacks, and this recording has none: record with --stack-every N"
+                "--wrapper moves call sites through recorded call stacks, and this recording has none (only the creations' stacks, which name the locks): record with --stack-every N"
                     .into(),
             );
         }
@@ -339,6 +348,17 @@ impl Wrappers {
         }
     }
 
+    /// These wrappers and the functions named exactly `functions` (the
+    /// thin wrappers [`thin_wrappers`] recognised).
+    pub fn with_functions(mut self, functions: &[String]) -> Wrappers {
+        self.patterns.extend(
+            functions
+                .iter()
+                .filter_map(|f| regex::Regex::new(&format!("^(?:{})$", regex::escape(f))).ok()),
+        );
+        self
+    }
+
     /// True when no wrapper was named.
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
@@ -367,6 +387,125 @@ impl Wrappers {
         let (address, frame) = callers.into_iter().find(|(_, f)| !self.moves(f))?;
         (debug_rank(frame.debug) >= debug_rank(site.debug)).then_some(address)
     }
+}
+
+/// Largest function, in bytes of code (its symbol's size), that
+/// [`thin_wrappers`] recognises as a thin lock wrapper.
+pub const THIN_WRAPPER_MAX_BYTES: u64 = 128;
+
+/// Fewest distinct callers (return addresses) a thin lock wrapper must
+/// have in the recorded stacks ([`thin_wrappers`]).
+pub const THIN_WRAPPER_MIN_CALLERS: usize = 2;
+
+/// What [`thin_wrappers`] learns about one function holding lock calls.
+#[derive(Default)]
+struct WrapperEvidence {
+    /// Call-site addresses of lock operations and init calls inside it.
+    sites: std::collections::BTreeSet<u64>,
+    /// Callers (return addresses of the frame above) seen in the stacks.
+    callers: std::collections::BTreeSet<u64>,
+    /// A stack showed it called from system code (a thread's start
+    /// routine, `main`) or from itself, or ending at it.
+    disqualified: bool,
+}
+
+/// The thin lock wrappers of a recording, recognised automatically (the
+/// `my_lock()` / `port::Mutex::Lock()` case of issue 16: every event lands
+/// on the one line inside the wrapper). A function of the user's code
+/// (not system code, not matched by `named`) is one when, from what the
+/// recording holds:
+///
+/// * every lock operation and init call recorded inside it comes from one
+///   call instruction (one site address);
+/// * its symbol is at most [`THIN_WRAPPER_MAX_BYTES`] bytes long (a few
+///   instructions around that call);
+/// * the recorded stacks (`--stack-every`, and the creations' stacks)
+///   show it called from at least [`THIN_WRAPPER_MIN_CALLERS`] distinct
+///   places, none of them in system code (a thread's start routine or
+///   `main` is called by the C library) nor itself.
+///
+/// Returns their demangled names, sorted; empty without stacks or sizes.
+/// Sites inside them then move to their callers as those of
+/// `report --wrapper` do ([`attribute_sites_outside`],
+/// [`creation::creation_sites`]).
+pub fn thin_wrappers(
+    set: &EventSet,
+    recording: &Recording,
+    resolver: &mut dyn Resolver,
+    named: &Wrappers,
+) -> Vec<String> {
+    use std::collections::{BTreeMap, HashMap};
+    let mut evidence: BTreeMap<(u32, String), WrapperEvidence> = BTreeMap::new();
+    let mut resolved: HashMap<(u32, u64), ResolvedSite> = HashMap::new();
+    let mut resolve = |resolver: &mut dyn Resolver, process: u32, address: u64| {
+        resolved
+            .entry((process, address))
+            .or_insert_with(|| resolver.site(process, address))
+            .clone()
+    };
+    // (process, stack) already looked at, per function
+    let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
+    let mut observe = |resolver: &mut dyn Resolver, process: u32, site: u64, stack: u32| {
+        let here = resolve(resolver, process, site);
+        let Some(function) = here.function.clone() else {
+            return;
+        };
+        if named.moves(&here) {
+            return;
+        }
+        let e = evidence.entry((process, function.clone())).or_default();
+        e.sites.insert(site);
+        if stack == contend_trace::NO_STACK || !seen.insert((process, stack)) {
+            return;
+        }
+        let frames = recording
+            .processes
+            .get(process as usize)
+            .and_then(|p| p.trace.stacks.get(stack as usize));
+        match frames.and_then(|f| f.get(1)) {
+            Some(&caller) => {
+                let c = resolve(resolver, process, caller);
+                if is_system_site(&c) || c.function.as_deref() == Some(function.as_str()) {
+                    e.disqualified = true;
+                } else {
+                    e.callers.insert(caller);
+                }
+            }
+            None => e.disqualified = true,
+        }
+    };
+    let mut site_seen = vec![false; set.sites.len()];
+    for ev in &set.events {
+        let k = set.sites[ev.site as usize];
+        let stack = ev.stack_index().unwrap_or(contend_trace::NO_STACK);
+        if stack == contend_trace::NO_STACK
+            && std::mem::replace(&mut site_seen[ev.site as usize], true)
+        {
+            continue;
+        }
+        observe(resolver, k.process, k.address, stack);
+    }
+    for (pi, p) in recording.processes.iter().enumerate() {
+        for c in &p.trace.creations {
+            observe(resolver, pi as u32, c.site, c.stack);
+        }
+    }
+    let mut out: Vec<String> = evidence
+        .into_iter()
+        .filter(|(_, e)| {
+            !e.disqualified && e.sites.len() == 1 && e.callers.len() >= THIN_WRAPPER_MIN_CALLERS
+        })
+        .filter(|((process, _), e)| {
+            let site = *e.sites.iter().next().expect("one site");
+            resolver
+                .function_size(*process, site)
+                .is_some_and(|n| n <= THIN_WRAPPER_MAX_BYTES)
+        })
+        .map(|((_, f), _)| f)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// [`attribute_sites_through_stacks`], also moving sites inside the lock
