@@ -97,3 +97,39 @@ fn glibc_stdio_and_malloc_locks_are_named() {
         );
     }
 }
+
+/// libstdc++'s static-initialisation guards
+/// (`tests/programs/static_guard.cpp`): a second thread asks for a
+/// function-local static while the first runs its constructor and waits
+/// in `__cxa_guard_acquire` on the guard variable, through `syscall()`
+/// (recorded by the collector, no tracepoints needed). The futex word is
+/// named after the static it guards, not `guard variable for …` or an
+/// address. The program makes three such rounds; at least one wait must
+/// have happened (each is all but certain: the constructor waits for the
+/// second thread's arrival), and every guard word is named so.
+#[test]
+fn cxx_static_initialisation_guard_is_named() {
+    require_tool!("g++");
+    let tmp = tempdir();
+    let exe = build("static_guard.cpp", &[]);
+    let dir = tmp.path().join("sg.data");
+    let out = record(&dir, &exe, &[] as &[&str]);
+    assert!(out.success(), "{}", out.describe());
+    let report = report_json(&dir);
+    let words = report["futex"]["by_word"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a futex section: {report:#}"));
+    let guards: Vec<&Value> = words
+        .iter()
+        .filter(|w| w["sites"].to_string().contains("__cxa_guard_acquire"))
+        .collect();
+    assert!(!guards.is_empty(), "{words:#?}");
+    for g in guards {
+        let name = g["name"].as_str().unwrap_or_default();
+        assert!(
+            name.starts_with("C++ static initialisation guard of Table<")
+                && name.ends_with("()::table"),
+            "{g:#}"
+        );
+    }
+}
