@@ -882,10 +882,10 @@ static void clock_sync(int final)
                 continue;
             uint64_t best_rtt = UINT64_MAX, result[3] = {0, 0, 0};
             for (int k = 0; k < SYNC_ROUNDS; k++) {
-                uint64_t t0 = cm_now(), tr = 0;
+                uint64_t t0 = cm_now_ns(), tr = 0;
                 cm_r.Send(&t0, 8, W_BYTE, r, 1, priv_comm);
                 cm_r.Recv(&tr, 8, W_BYTE, r, 2, priv_comm, MPI_STATUS_IGNORE);
-                uint64_t t1 = cm_now();
+                uint64_t t1 = cm_now_ns();
                 if (t1 - t0 < best_rtt) {
                     best_rtt = t1 - t0;
                     result[0] = (uint64_t)((int64_t)(t0 + (t1 - t0) / 2) - (int64_t)tr);
@@ -896,19 +896,19 @@ static void clock_sync(int final)
             cm_r.Send(result, 24, W_BYTE, r, 3, priv_comm);
         }
         free(flags);
-        cm_set_offset(final, 0, cm_now(), 0);
+        cm_set_offset(final, 0, cm_now_ns(), 0);
     } else if (!same) {
         uint64_t times[SYNC_ROUNDS], result[3];
         for (int k = 0; k < SYNC_ROUNDS; k++) {
             uint64_t t0;
             cm_r.Recv(&t0, 8, W_BYTE, 0, 1, priv_comm, MPI_STATUS_IGNORE);
-            times[k] = cm_now();
+            times[k] = cm_now_ns();
             cm_r.Send(&times[k], 8, W_BYTE, 0, 2, priv_comm);
         }
         cm_r.Recv(result, 24, W_BYTE, 0, 3, priv_comm, MPI_STATUS_IGNORE);
         cm_set_offset(final, (int64_t)result[0], times[result[2] % SYNC_ROUNDS], result[1]);
     } else {
-        cm_set_offset(final, 0, cm_now(), 0);
+        cm_set_offset(final, 0, cm_now_ns(), 0);
     }
 }
 
@@ -1011,6 +1011,7 @@ int core_finalize(uint64_t site)
         cm_r.Group_free(&world_group);
     }
     cm_maps_snapshot();
+    cm_clock_end();
     errno = saved;
     int rc = cm_r.Finalize();
     uint64_t t1 = cm_now();
