@@ -63,7 +63,7 @@ run_impl() { # name launcher compiler library
   "$compiler" -O2 -o "$D/overhead_$name" "$ROOT/bench/mpi_overhead.c" 2>"$D/$name.cc.txt"
   local extra=()
   [ "$name" = openmpi ] && extra=(--oversubscribe --mca mpi_yield_when_idle 1) && [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-  local plain=() rec=() kinds=(iprobe test self)
+  local plain=() rec=() kinds=(iprobe test self iprobe_cpu test_cpu self_cpu) # *_cpu: CPU time of the thread
   : >"$D/$name.plain" ; : >"$D/$name.rec" ; : >"$D/$name.before"
   for r in $(seq "$REPEAT"); do
     "$launcher" "${extra[@]}" -np 1 "$D/overhead_$name" "$CALLS" "$ROUNDS" >>"$D/$name.plain"
