@@ -25,6 +25,28 @@
 CM_HIDDEN _Thread_local struct cm_thread cm_tls __attribute__((tls_model("initial-exec")));
 CM_HIDDEN int cm_recording;
 CM_HIDDEN uint64_t cm_clock_skew;
+CM_HIDDEN int cm_clock_tsc;
+CM_HIDDEN uint64_t cm_tsc_hz;
+
+/* The trace clock is chosen once, before the program's first MPI call
+ * (MPI_Init's own timestamps are on it): the launcher's choice, as the
+ * lock collector makes it. */
+__attribute__((constructor)) static void clock_setup(void)
+{
+    /* only with the launcher's frequency: a run shorter than 1 ms has too
+     * few calibration points for a slope of its own */
+    cm_clock_tsc = contend_clock_tsc_wanted(getenv("CONTEND_CLOCK"), getenv("CONTEND_TSC_HZ"),
+                                            &cm_tsc_hz) &&
+                   cm_tsc_hz > 0;
+}
+
+void cm_clock_point(uint64_t *ticks, uint64_t *mono, uint64_t *real)
+{
+    contend_clock_sample(cm_clock_tsc, ticks, mono, real);
+    *mono += cm_clock_skew;
+    if (!cm_clock_tsc)
+        *ticks = *mono;
+}
 
 static struct {
     char dir[PATH_MAX];
@@ -150,7 +172,7 @@ void cm_maps_snapshot(void)
         char *p = contend_append(buf, end, "# snapshot ");
         p = contend_append_u64(p, end, maps_count++);
         p = contend_append(p, end, " ");
-        p = contend_append_u64(p, end, cm_now());
+        p = contend_append_u64(p, end, cm_now_ns());
         p = contend_append(p, end, "\n");
         ssize_t ignored = write(out, buf, (size_t)(p - buf));
         (void)ignored;
@@ -232,10 +254,9 @@ populated:;
     h->thread_level = info->thread_level;
     h->flags = 0;
     h->data_offset = CONTEND_MPI_HEADER_SIZE;
-    struct timespec r;
-    h->start_monotonic_ns = cm_now();
-    clock_gettime(CLOCK_REALTIME, &r);
-    h->start_realtime_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+    h->clock = (uint16_t)(cm_clock_tsc ? CONTEND_MPI_CLOCK_TSC : CONTEND_MPI_CLOCK_MONOTONIC);
+    h->ticks_per_second = cm_clock_tsc ? cm_tsc_hz : 1000000000u;
+    cm_clock_point(&h->start_ticks, &h->start_monotonic_ns, &h->start_realtime_ns);
     contend_append(h->host, h->host + sizeof h->host, info->host ? info->host : "");
     contend_append(h->library, h->library + sizeof h->library, info->library ? info->library : "");
     ssize_t len = readlink("/proc/self/exe", h->exe_path, sizeof h->exe_path - 1);
@@ -285,6 +306,15 @@ void cm_set_offset(int final, int64_t offset, uint64_t at, uint64_t rtt)
         h->offset_init_at_ns = at;
         h->offset_init_rtt_ns = rtt;
     }
+}
+
+void cm_clock_end(void)
+{
+    contend_mpi_header *h = T.hdr;
+    if (!h)
+        return;
+    cm_clock_point(&h->end_ticks, &h->end_monotonic_ns, NULL);
+    cm_set_flag(CONTEND_MPI_FLAG_END_CLOCK);
 }
 
 void cm_stop(void)
@@ -364,22 +394,26 @@ static int claim_chunk(struct cm_thread *ts)
     ch->tid = ts->tid;
     ch->sequence = ts->seq++;
     ch->flags = 0;
-    ch->base_ns = cm_now();
+    uint64_t base, mono;
+    contend_clock_pair_sample(cm_clock_tsc, &base, &mono);
+    mono += cm_clock_skew;
+    ch->base_ticks = cm_clock_tsc ? base : mono;
+    ch->monotonic_ns = mono;
     __atomic_store_n(&ch->magic, CONTEND_MPI_CHUNK_MAGIC, __ATOMIC_RELEASE);
     ts->chunk = m;
     ts->cur = (uint64_t *)m + CONTEND_MPI_CHUNK_HEADER_SIZE / 8;
     ts->end = (uint64_t *)m + size / 8;
-    ts->last = ch->base_ns;
+    ts->last = ch->base_ticks;
     ts->last_site = 0; /* every chunk names its first site */
     if (!ts->key_set && T.key_ok && pthread_setspecific(T.key, ts) == 0)
         ts->key_set = 1;
     return 1;
 }
 
-static int room(struct cm_thread *ts, uint32_t words)
+/* The slow path of cm_room: a new chunk (or none: recording stops on
+ * the thread). */
+int cm_room_slow(struct cm_thread *ts, uint32_t words)
 {
-    if (CM_LIKELY(ts->cur && (uint64_t)(ts->end - ts->cur) >= words))
-        return 1;
     if (ts->disabled)
         return 0;
     int saved = errno;
@@ -391,49 +425,4 @@ static int room(struct cm_thread *ts, uint32_t words)
         cm_set_flag(CONTEND_MPI_FLAG_CHUNKS_FAILED);
     }
     return ok;
-}
-
-void cm_record_enter(struct cm_thread *ts, uint32_t op, uint64_t t, uint64_t site,
-                     const uint64_t *fields, uint32_t n)
-{
-    if (CM_UNLIKELY(!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE)))
-        return;
-    uint64_t p[9];
-    if (n > 7 || !room(ts, n + 4)) /* TIME + head + site + fields: no new chunk below */
-        return;
-    int compact = site != 0 && site == ts->last_site;
-    uint32_t k = 0;
-    if (!compact)
-        p[k++] = site;
-    for (uint32_t i = 0; i < n; i++)
-        p[k++] = fields[i];
-    ts->last_site = site;
-    cm_record(ts, CONTEND_MPI_REC_ENTER, op | (compact ? CONTEND_MPI_SMALL_COMPACT : 0u), 1, t,
-              0, p, k);
-}
-
-void cm_record(struct cm_thread *ts, uint32_t tag, uint32_t small, int timed, uint64_t t,
-               uint32_t arg, const uint64_t *payload, uint32_t n)
-{
-    if (CM_UNLIKELY(!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE)))
-        return;
-    if (!room(ts, n + 3))
-        return;
-    uint64_t *p = ts->cur;
-    if (timed) {
-        uint64_t dt = t - ts->last;
-        if (CM_UNLIKELY(t < ts->last || dt > UINT32_MAX)) {
-            p[1] = t;
-            __atomic_store_n(&p[0], CONTEND_MPI_HEAD(CONTEND_MPI_REC_TIME, 1, 0, 0),
-                             __ATOMIC_RELEASE);
-            p += 2;
-            dt = 0;
-        }
-        ts->last = t;
-        arg = (uint32_t)dt;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        p[1 + i] = payload[i];
-    __atomic_store_n(&p[0], CONTEND_MPI_HEAD(tag, n, small, arg), __ATOMIC_RELEASE);
-    ts->cur = p + 1 + n;
 }

@@ -351,59 +351,18 @@ static int table_page_ready(uint64_t *table, uint32_t slot)
 /* Clock calibration                                                         */
 
 /* One instant on the trace clock (`tsc`: rdtsc, else CLOCK_MONOTONIC ns)
- * and on CLOCK_MONOTONIC and CLOCK_REALTIME (ns): with rdtsc, the tightest
- * of five tsc/clock_gettime/tsc brackets. Shared with regions.c. */
+ * and on CLOCK_MONOTONIC and CLOCK_REALTIME (ns): contend/clock.h, the
+ * clock module shared with the MPI recorder. Shared with regions.c. */
 void contend_clock_point(int tsc, uint64_t *ticks, uint64_t *mono, uint64_t *real)
 {
-    struct timespec m = {0, 0}, r = {0, 0};
-#if CONTEND_HAVE_TSC
-    if (tsc) {
-        uint64_t best = UINT64_MAX;
-        for (int i = 0; i < 5; i++) {
-            struct timespec m1, r1;
-            uint64_t a = __rdtsc();
-            clock_gettime(CLOCK_MONOTONIC, &m1);
-            clock_gettime(CLOCK_REALTIME, &r1);
-            uint64_t b = __rdtsc();
-            if (b - a < best) {
-                best = b - a;
-                *ticks = a + (b - a) / 2;
-                m = m1;
-                r = r1;
-            }
-        }
-        *mono = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
-        *real = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
-        return;
-    }
-#else
-    (void)tsc;
-#endif
-    clock_gettime(CLOCK_MONOTONIC, &m);
-    clock_gettime(CLOCK_REALTIME, &r);
-    *mono = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
-    *real = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
-    *ticks = *mono;
+    contend_clock_sample(tsc, ticks, mono, real);
 }
 
 /* The same instant on the trace clock and CLOCK_MONOTONIC (chunk
  * headers). Shared with regions.c. */
 void contend_clock_pair(int tsc, uint64_t *ticks, uint64_t *mono)
 {
-#if CONTEND_HAVE_TSC
-    if (tsc) {
-        uint64_t a = __rdtsc();
-        uint64_t m = contend_monotonic_ns();
-        uint64_t b = __rdtsc();
-        *ticks = a + (b - a) / 2;
-        *mono = m;
-        return;
-    }
-#else
-    (void)tsc;
-#endif
-    *mono = contend_monotonic_ns();
-    *ticks = *mono;
+    contend_clock_pair_sample(tsc, ticks, mono);
 }
 
 static void calibrate(contend_calibration *c)

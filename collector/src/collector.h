@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "contend/clock.h" /* the trace clock, shared with the MPI recorder */
 #include "contend/say.h"
 #include "contend/trace_format.h"
 
@@ -239,18 +240,12 @@ CONTEND_HIDDEN extern struct contend_global contend_g;
 
 CONTEND_INLINE uint64_t contend_monotonic_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return contend_clock_monotonic_ns();
 }
 
 CONTEND_INLINE uint64_t contend_now(void)
 {
-#if CONTEND_HAVE_TSC
-    if (CONTEND_LIKELY(contend_g.clock_tsc))
-        return __rdtsc();
-#endif
-    return contend_monotonic_ns();
+    return contend_clock_read(contend_g.clock_tsc);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -63,12 +63,8 @@ __attribute__((visibility("hidden"))) void contend_clock_pair(int tsc, uint64_t 
 __attribute__((visibility("hidden"))) long contend_syscall6(long nr, long a1, long a2, long a3,
                                                            long a4, long a5, long a6);
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define REG_HAVE_TSC 1
-#else
-#define REG_HAVE_TSC 0
-#endif
+#include "contend/clock.h" /* the trace clock, shared with the collector and MPI recorder */
+#define REG_HAVE_TSC CONTEND_CLOCK_HAVE_TSC
 
 #include "contend/raw_mm.h"
 #include "contend/region.h"
@@ -149,18 +145,12 @@ static _Thread_local struct reg_thread reg_tls __attribute__((tls_model("initial
 
 static uint64_t monotonic_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return contend_clock_monotonic_ns();
 }
 
 REG_INLINE uint64_t reg_now(void)
 {
-#if REG_HAVE_TSC
-    if (REG_LIKELY(R.clock_tsc))
-        return __rdtsc();
-#endif
-    return monotonic_ns();
+    return contend_clock_read(R.clock_tsc);
 }
 
 static void calibrate(contend_region_calibration *c)

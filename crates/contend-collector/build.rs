@@ -32,6 +32,7 @@ const OTHER_INPUTS: &[&str] = &[
     "collector/include/contend/trace_format.h",
     "collector/include/contend/raw_mm.h",
     "collector/include/contend/say.h",
+    "collector/include/contend/clock.h",
     "collector/include/contend/region.h",
     "collector/include/contend/region_format.h",
 ];
@@ -182,6 +183,10 @@ fn build_mpi_recorders(
         "cargo:rerun-if-changed={}",
         root.join("collector/include/contend/mpi_trace_format.h")
             .display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("collector/include/contend/clock.h").display()
     );
     println!("cargo:rerun-if-env-changed=CONTEND_NO_MPI");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");

@@ -1,5 +1,6 @@
 /*
- * contend MPI-trace format, version 1.
+ * contend MPI-trace format, version 2 (version 1: every time in
+ * CLOCK_MONOTONIC ns, no clock fields; readers read both).
  *
  * The one definition of the on-disk layout of a per-rank MPI trace
  * (`<recording>/mpi/rank-<world rank>.cmpi`), written by the PMPI wrapper
@@ -25,7 +26,7 @@
 #include <stdint.h>
 
 #define CONTEND_MPI_MAGIC "CNTDMPIT" /* 8 bytes, no NUL stored */
-#define CONTEND_MPI_VERSION 1u
+#define CONTEND_MPI_VERSION 2u
 #define CONTEND_MPI_ENDIAN_CHECK 0x01020304u
 #define CONTEND_MPI_HEADER_SIZE 4096u
 #define CONTEND_MPI_DEFAULT_CHUNK_SIZE (64u * 1024u)
@@ -42,6 +43,15 @@
                                               its later calls are missing      */
 #define CONTEND_MPI_FLAG_FINAL_OFFSET 8u   /* offset_final_* are valid         */
 #define CONTEND_MPI_FLAG_FORTRAN 16u       /* a Fortran entry point was used   */
+#define CONTEND_MPI_FLAG_END_CLOCK 32u     /* end_ticks / end_monotonic_ns are
+                                              valid (version 2)                */
+
+/* contend_mpi_header.clock (version 2; a version 1 trace has 0 there and
+ * is on CLOCK_MONOTONIC): the trace clock of contend/clock.h, as the lock
+ * trace's CONTEND_CLOCK_TSC / CONTEND_CLOCK_MONOTONIC. */
+#define CONTEND_MPI_CLOCK_TSC 1u       /* TSC ticks; convert with the
+                                          calibration points             */
+#define CONTEND_MPI_CLOCK_MONOTONIC 2u /* CLOCK_MONOTONIC ns              */
 
 typedef struct contend_mpi_header {
     char magic[8];                /*    0 "CNTDMPIT" (stored last)          */
@@ -58,10 +68,14 @@ typedef struct contend_mpi_header {
     int32_t thread_level;         /*   44 provided (MPI_Init_thread), -1    */
     uint64_t flags;               /*   48 atomic; CONTEND_MPI_FLAG_*        */
     uint64_t data_offset;         /*   56 first chunk (= header_size)       */
-    /* Clock: every time is CLOCK_MONOTONIC ns of this process. offset_* is
-     * what to add to put a time on rank 0's CLOCK_MONOTONIC, measured at
-     * local time offset_*_at_ns by ping-pong with rank 0 (minimum round
-     * trip offset_*_rtt_ns); 0 with rtt 0 when on rank 0's host. */
+    /* Clock: record times are on the trace clock (`clock` below: TSC
+     * ticks or CLOCK_MONOTONIC ns), which the reader converts to this
+     * process's CLOCK_MONOTONIC ns (with the calibration points: start,
+     * end and every chunk header). offset_* (ns) is what to add to such a
+     * time to put it on rank 0's CLOCK_MONOTONIC, measured at local
+     * CLOCK_MONOTONIC time offset_*_at_ns by ping-pong with rank 0
+     * (minimum round trip offset_*_rtt_ns); 0 with rtt 0 when on rank 0's
+     * host. */
     int64_t offset_init_ns;       /*   64                                   */
     uint64_t offset_init_at_ns;   /*   72                                   */
     uint64_t offset_init_rtt_ns;  /*   80                                   */
@@ -70,7 +84,16 @@ typedef struct contend_mpi_header {
     uint64_t offset_final_rtt_ns; /*  104                                   */
     uint64_t start_monotonic_ns;  /*  112 when the trace was created        */
     uint64_t start_realtime_ns;   /*  120 the same instant, CLOCK_REALTIME  */
-    uint8_t reserved[256 - 128];  /*  128                                   */
+    uint16_t clock;               /*  128 CONTEND_MPI_CLOCK_* (version 2)   */
+    uint16_t reserved16;          /*  130 0                                 */
+    uint32_t reserved32;          /*  132 0                                 */
+    uint64_t ticks_per_second;    /*  136 launcher's TSC frequency (0:
+                                          unknown); 1e9 on CLOCK_MONOTONIC */
+    uint64_t start_ticks;         /*  144 trace clock at start_monotonic_ns */
+    uint64_t end_ticks;           /*  152 trace clock at MPI_Finalize
+                                          (FLAG_END_CLOCK)                 */
+    uint64_t end_monotonic_ns;    /*  160 CLOCK_MONOTONIC at end_ticks      */
+    uint8_t reserved[256 - 168];  /*  168                                   */
     char host[256];               /*  256 gethostname, NUL-terminated       */
     char library[512];            /*  512 MPI_Get_library_version, first
                                           line, NUL-terminated             */
@@ -87,8 +110,10 @@ typedef struct contend_mpi_chunk_header {
     uint32_t tid;         /*  4 kernel thread id                        */
     uint32_t sequence;    /*  8 0, 1, 2, ... within the thread          */
     uint32_t flags;       /* 12 reserved, 0                             */
-    uint64_t base_ns;     /* 16 time base of the first record           */
-    uint64_t reserved;    /* 24                                         */
+    uint64_t base_ticks;  /* 16 time base of the first record (trace
+                                clock; CLOCK_MONOTONIC ns in version 1) */
+    uint64_t monotonic_ns; /* 24 CLOCK_MONOTONIC at base_ticks (a
+                                calibration point; 0 in version 1)      */
 } contend_mpi_chunk_header;
 
 /*
@@ -97,16 +122,17 @@ typedef struct contend_mpi_chunk_header {
  *   bits  8..23  n: payload words that follow the head word
  *   bits 24..31  small: tag-specific (operation code, flags)
  *   bits 32..63  arg: tag-specific 32 bits (time delta, rank)
- * Times are deltas in ns from the previous timed record of the same thread
- * (the chunk's base_ns for the first); a TIME record sets an absolute time
- * when the delta would not fit in 32 bits.
+ * Times are deltas on the trace clock (TSC ticks or ns, header `clock`)
+ * from the previous timed record of the same thread (the chunk's
+ * base_ticks for the first); a TIME record sets an absolute time when the
+ * delta would not fit in 32 bits.
  */
 #define CONTEND_MPI_HEAD(tag, n, small, arg)                                       \
     ((uint64_t)(tag) | ((uint64_t)(n) << 8) | ((uint64_t)(small) << 24) |          \
      ((uint64_t)(uint32_t)(arg) << 32))
 #define CONTEND_MPI_MAX_PAYLOAD 0xffffu
 
-/* TIME: n = 1; payload: absolute CLOCK_MONOTONIC ns. */
+/* TIME: n = 1; payload: absolute time on the trace clock. */
 #define CONTEND_MPI_REC_TIME 1u
 /* ENTER: a wrapped call begins. small = operation code (bit 7:
  * CONTEND_MPI_SMALL_COMPACT), arg = dt.

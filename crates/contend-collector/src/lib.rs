@@ -208,6 +208,10 @@ pub const MPI_RECORDER_SOURCES: &[(&str, &str)] = &[
         "include/contend/raw_mm.h",
         include_str!("../../../collector/include/contend/raw_mm.h"),
     ),
+    (
+        "include/contend/clock.h",
+        include_str!("../../../collector/include/contend/clock.h"),
+    ),
 ];
 
 impl MpiImplementation {

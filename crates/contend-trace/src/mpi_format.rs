@@ -1,5 +1,6 @@
-//! Layout constants of the MPI-trace format, version 1
-//! (`<recording>/mpi/rank-<world rank>.cmpi`).
+//! Layout constants of the MPI-trace format, version 2
+//! (`<recording>/mpi/rank-<world rank>.cmpi`); version 1 (every time in
+//! CLOCK_MONOTONIC ns, no clock fields) is still read.
 //!
 //! Mirrors `collector/include/contend/mpi_trace_format.h` constant for
 //! constant; the prose specification is the "MPI traces" section of
@@ -8,8 +9,12 @@
 
 /// File magic, the first 8 bytes of every MPI trace.
 pub const MAGIC: &[u8; 8] = b"CNTDMPIT";
-/// Format version this reader understands.
-pub const VERSION: u32 = 1;
+/// Format version the recorder writes (the reader also reads
+/// [`VERSION_1`]).
+pub const VERSION: u32 = 2;
+/// The first version: times in CLOCK_MONOTONIC ns, no clock fields, chunk
+/// headers without a calibration point.
+pub const VERSION_1: u32 = 1;
 /// Value of the endianness check field as written by a little-endian writer.
 pub const ENDIAN_CHECK: u32 = 0x0102_0304;
 /// Size of the file header in bytes.
@@ -36,11 +41,20 @@ pub const FLAG_CHUNKS_FAILED: u64 = 4;
 pub const FLAG_FINAL_OFFSET: u64 = 8;
 /// Header flag: a Fortran entry point was called.
 pub const FLAG_FORTRAN: u64 = 16;
+/// Header flag (version 2): `end_ticks` / `end_monotonic_ns` are valid.
+pub const FLAG_END_CLOCK: u64 = 32;
+
+/// Header `clock` (version 2): TSC ticks, converted with the calibration
+/// points (as the lock trace's `CLOCK_TSC`).
+pub const CLOCK_TSC: u16 = 1;
+/// Header `clock` (version 2): CLOCK_MONOTONIC ns (version 1 traces
+/// have 0 there and are on this clock).
+pub const CLOCK_MONOTONIC: u16 = 2;
 
 /// Largest payload of one record, in words (the 16-bit `n` of a head word).
 pub const MAX_PAYLOAD: u16 = 0xffff;
 
-/// Record tag: TIME (one payload word: absolute CLOCK_MONOTONIC ns).
+/// Record tag: TIME (one payload word: absolute time on the trace clock).
 pub const REC_TIME: u8 = 1;
 /// Record tag: ENTER (a wrapped call begins; small = op code, arg = dt).
 pub const REC_ENTER: u8 = 2;
@@ -144,8 +158,25 @@ pub mod header {
     pub const START_MONOTONIC_NS: usize = 112;
     /// `u64` CLOCK_REALTIME at the same instant.
     pub const START_REALTIME_NS: usize = 120;
+    /// `u16` trace clock (version 2): [`super::CLOCK_TSC`] or
+    /// [`super::CLOCK_MONOTONIC`].
+    pub const CLOCK: usize = 128;
+    /// `u16` reserved, 0.
+    pub const RESERVED16: usize = 130;
+    /// `u32` reserved, 0.
+    pub const RESERVED32: usize = 132;
+    /// `u64` ticks per second of the trace clock (the launcher's TSC
+    /// frequency; 0 unknown; 1e9 on CLOCK_MONOTONIC).
+    pub const TICKS_PER_SECOND: usize = 136;
+    /// `u64` trace clock at [`START_MONOTONIC_NS`] (a calibration point).
+    pub const START_TICKS: usize = 144;
+    /// `u64` trace clock at `MPI_Finalize` (valid with
+    /// [`super::FLAG_END_CLOCK`]).
+    pub const END_TICKS: usize = 152;
+    /// `u64` CLOCK_MONOTONIC at [`END_TICKS`].
+    pub const END_MONOTONIC_NS: usize = 160;
     /// Reserved bytes up to [`HOST`], 0.
-    pub const RESERVED: usize = 128;
+    pub const RESERVED: usize = 168;
     /// `char[256]` host name.
     pub const HOST: usize = 256;
     /// Length of the host field.
@@ -172,10 +203,12 @@ pub mod chunk {
     pub const SEQUENCE: usize = 8;
     /// `u32` flags, reserved (0).
     pub const FLAGS: usize = 12;
-    /// `u64` time base of the first record, ns.
-    pub const BASE_NS: usize = 16;
-    /// `u64` reserved, 0.
-    pub const RESERVED: usize = 24;
+    /// `u64` time base of the first record on the trace clock (ns in
+    /// version 1).
+    pub const BASE_TICKS: usize = 16;
+    /// `u64` CLOCK_MONOTONIC ns at [`BASE_TICKS`] (version 2: a
+    /// calibration point; 0 in version 1).
+    pub const MONOTONIC_NS: usize = 24;
 }
 
 /// The fields of a record head word.
@@ -187,7 +220,7 @@ pub struct Head {
     pub n: u16,
     /// Tag-specific 8 bits (operation code, flags).
     pub small: u8,
-    /// Tag-specific 32 bits (time delta in ns, rank, count).
+    /// Tag-specific 32 bits (time delta on the trace clock, rank, count).
     pub arg: u32,
 }
 

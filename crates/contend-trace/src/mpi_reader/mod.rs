@@ -3,6 +3,11 @@
 //! in-memory model of [`crate::mpi`].
 //!
 //! What the reader does beyond decoding:
+//! - converts the times of a TSC trace (version 2, clock 1) to the rank's
+//!   `CLOCK_MONOTONIC` ns with the least-squares line through its
+//!   calibration points ([`crate::clock::ClockFit`], as for lock traces):
+//!   the header's start and end points and every chunk header's; version
+//!   1 traces and CLOCK_MONOTONIC ones are in ns already;
 //! - puts every time on rank 0's `CLOCK_MONOTONIC`: `t + o(t)` with the
 //!   offset `o` measured by the recorder against rank 0 at `MPI_Init` and
 //!   `MPI_Finalize`, interpolated linearly between the two measurements (the
@@ -19,6 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::clock::{CalibrationPoint, ClockFit};
 use crate::mpi::{MpiComm, MpiEvent, MpiRankTrace, MpiRecording};
 use crate::mpi_format::{self as f, header as h};
 use crate::TraceError;
@@ -163,12 +169,24 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         return Err(fail("not an MPI trace (bad magic)".into()));
     }
     let version = u32_at(bytes, h::VERSION);
-    if version != f::VERSION {
+    if version != f::VERSION && version != f::VERSION_1 {
         return Err(fail(format!(
-            "MPI trace version {version}; this contend reads version {}",
+            "MPI trace version {version}; this contend reads versions {} and {}",
+            f::VERSION_1,
             f::VERSION
         )));
     }
+    // version 1 has no clock field (0 there): CLOCK_MONOTONIC ns
+    let clock_kind = if version == f::VERSION_1 {
+        f::CLOCK_MONOTONIC
+    } else {
+        u16_at(bytes, h::CLOCK)
+    };
+    let tsc = match clock_kind {
+        0 | f::CLOCK_MONOTONIC => false,
+        f::CLOCK_TSC => true,
+        k => return Err(fail(format!("unknown trace clock {k}"))),
+    };
     if u32_at(bytes, h::ENDIAN_CHECK) != f::ENDIAN_CHECK {
         return Err(fail(
             "MPI trace written with another byte order (big-endian?)".into(),
@@ -247,6 +265,16 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         ));
     }
     let mut threads: BTreeMap<u32, Vec<ChunkRef>> = BTreeMap::new();
+    let mut points = vec![CalibrationPoint {
+        ticks: u64_at(bytes, h::START_TICKS),
+        monotonic_ns: u64_at(bytes, h::START_MONOTONIC_NS),
+    }];
+    if flags & f::FLAG_END_CLOCK != 0 {
+        points.push(CalibrationPoint {
+            ticks: u64_at(bytes, h::END_TICKS),
+            monotonic_ns: u64_at(bytes, h::END_MONOTONIC_NS),
+        });
+    }
     let mut garbage_chunks = 0usize;
     for i in 0..claimed.min(present) {
         let off = data_offset + i * chunk_size;
@@ -270,7 +298,11 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         }
         let tid = u32_at(c, f::chunk::TID);
         let seq = u32_at(c, f::chunk::SEQUENCE);
-        let base = u64_at(c, f::chunk::BASE_NS);
+        let base = u64_at(c, f::chunk::BASE_TICKS);
+        points.push(CalibrationPoint {
+            ticks: base,
+            monotonic_ns: u64_at(c, f::chunk::MONOTONIC_NS),
+        });
         threads
             .entry(tid)
             .or_default()
@@ -282,13 +314,23 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         ));
     }
 
+    // the trace clock's conversion to CLOCK_MONOTONIC ns (TSC traces)
+    let fit = if tsc {
+        let fit = ClockFit::fit(&points, u64_at(bytes, h::TICKS_PER_SECOND)).ok_or_else(|| {
+            fail("a TSC trace without a usable clock calibration (no calibration point, or one and no TSC frequency)".into())
+        })?;
+        Some(fit)
+    } else {
+        None
+    };
+
     let mut events: Vec<MpiEvent> = Vec::new();
     let mut open_calls: Vec<MpiEvent> = Vec::new();
     let mut comms: BTreeMap<u64, Vec<Option<u32>>> = BTreeMap::new();
     for (tid, mut chunks) in threads {
         chunks.sort_by_key(|c| c.0);
         let mut expected = 0u32;
-        let mut dec = ThreadDecoder::new(tid);
+        let mut dec = ThreadDecoder::new(tid, fit);
         for (seq, base, words) in chunks {
             if seq != expected {
                 trace.damage.push(format!(
@@ -381,6 +423,12 @@ mod records;
 use records::{u32_at, ChunkRef, ClockCorrection, ThreadDecoder};
 #[cfg(test)]
 mod tests;
+
+fn u16_at(b: &[u8], off: usize) -> u16 {
+    b.get(off..off + 2)
+        .map(|s| u16::from_le_bytes([s[0], s[1]]))
+        .unwrap_or(0)
+}
 
 pub(super) fn u64_at(b: &[u8], off: usize) -> u64 {
     b.get(off..off + 8)

@@ -2,6 +2,7 @@
 //! compact and completion records, chunk after chunk) into calls, with the
 //! clock correction to rank 0.
 
+use crate::clock::ClockFit;
 use crate::mpi::{
     Completion, CompletionKind, MpiEvent, MpiOp, Peer, ProbedMessage, RecvPost, SendPost,
     StartedRequest,
@@ -10,7 +11,8 @@ use crate::mpi_format::{self as f, Head};
 
 use std::collections::BTreeMap;
 
-/// One chunk of a thread: (sequence, base ns, record bytes).
+/// One chunk of a thread: (sequence, base time on the trace clock, record
+/// bytes).
 pub(super) type ChunkRef<'a> = (u32, u64, &'a [u8]);
 
 /// Linear interpolation of the clock offset between the `MPI_Init` and
@@ -94,7 +96,11 @@ pub(super) fn peer(v: i32) -> Peer {
 /// Decodes one thread's records, chunk after chunk.
 pub(super) struct ThreadDecoder {
     pub(super) tid: u32,
+    /// The current time on the trace clock (TSC ticks or ns).
     pub(super) time: u64,
+    /// Ticks → CLOCK_MONOTONIC ns of a TSC trace; `None` when the trace
+    /// clock is CLOCK_MONOTONIC (times are ns already).
+    pub(super) clock: Option<ClockFit>,
     /// Call site of the previous ENTER in the current chunk (the compact
     /// form refers to it).
     pub(super) last_site: Option<u64>,
@@ -107,10 +113,11 @@ pub(super) struct ThreadDecoder {
 }
 
 impl ThreadDecoder {
-    pub(super) fn new(tid: u32) -> ThreadDecoder {
+    pub(super) fn new(tid: u32, clock: Option<ClockFit>) -> ThreadDecoder {
         ThreadDecoder {
             tid,
             time: 0,
+            clock,
             last_site: None,
             open: None,
             said_unknown_tag: false,
@@ -119,15 +126,23 @@ impl ThreadDecoder {
         }
     }
 
+    /// The current time as CLOCK_MONOTONIC ns of the rank.
+    fn now_ns(&self) -> u64 {
+        match &self.clock {
+            Some(fit) => fit.to_ns(self.time),
+            None => self.time,
+        }
+    }
+
     pub(super) fn chunk(
         &mut self,
-        base_ns: u64,
+        base: u64,
         bytes: &[u8],
         events: &mut Vec<MpiEvent>,
         comms: &mut BTreeMap<u64, Vec<Option<u32>>>,
         damage: &mut Vec<String>,
     ) {
-        self.time = base_ns;
+        self.time = base;
         self.last_site = None;
         let words: Vec<u64> = bytes
             .chunks_exact(8)
@@ -302,7 +317,7 @@ impl ThreadDecoder {
                             hd.small & f::SMALL_OP_MASK
                         ));
                     }
-                    ev.exit_ns = self.time.max(ev.enter_ns);
+                    ev.exit_ns = self.now_ns().max(ev.enter_ns);
                     let extra = if hd.small & f::SMALL_COMPACT != 0 {
                         ev.return_code = 0; // MPI_SUCCESS
                         p.first().copied()
@@ -388,8 +403,8 @@ impl ThreadDecoder {
         let mut ev = MpiEvent {
             op,
             tid: self.tid,
-            enter_ns: self.time,
-            exit_ns: self.time,
+            enter_ns: self.now_ns(),
+            exit_ns: self.now_ns(),
             site: *p.first()?,
             comm: crate::mpi::WORLD_COMM,
             root: None,

@@ -785,3 +785,95 @@ fn file_names() {
     assert_eq!(rank_of_file_name("rank-1.2.cmpi"), None);
     assert_eq!(rank_of_file_name("rank-1.cmpi.tmp"), None);
 }
+
+#[test]
+fn tsc_traces_are_converted_to_ns_with_their_calibration_points() {
+    // A 2 GHz TSC (0.5 ns per tick). Calibration points: start (ticks
+    // 10_000_000 at 1_000_000_000 ns), end (30_000_000 at 1_010_000_000)
+    // and the chunk header (12_000_000 at 1_001_000_000): all on the line
+    // ns = 1e9 + (ticks - 1e7) / 2. The Barrier enters at ticks
+    // 12_000_000 -> 1_001_000_000 ns and exits 4_000 ticks later ->
+    // 1_001_002_000 ns; the clock offset to rank 0 (+500 ns) is applied
+    // after the conversion.
+    let put16 =
+        |h: &mut Vec<u8>, off: usize, v: u16| h[off..off + 2].copy_from_slice(&v.to_le_bytes());
+    let put64 =
+        |h: &mut Vec<u8>, off: usize, v: u64| h[off..off + 8].copy_from_slice(&v.to_le_bytes());
+    let build = |hz: u64, end: bool| {
+        let flags = f::FLAG_FINALIZED | if end { f::FLAG_END_CLOCK } else { 0 };
+        let mut b = Builder::new(1, 2, flags);
+        b.offsets((500, 0), None);
+        put16(&mut b.header, h::CLOCK, f::CLOCK_TSC);
+        put64(&mut b.header, h::TICKS_PER_SECOND, hz);
+        put64(&mut b.header, h::START_TICKS, 10_000_000);
+        put64(&mut b.header, h::START_MONOTONIC_NS, 1_000_000_000);
+        put64(&mut b.header, h::END_TICKS, 30_000_000);
+        put64(&mut b.header, h::END_MONOTONIC_NS, 1_010_000_000);
+        let mut c = Chunk::new(3, 0, 12_000_000);
+        c.enter(
+            MpiOp::Barrier,
+            12_000_000,
+            1,
+            &[WORLD_COMM, u64::from(u32::MAX), 0, 0],
+        );
+        c.exit(MpiOp::Barrier, 12_004_000, 0, &[]);
+        b.add(c);
+        let mut bytes = b.bytes();
+        let chunk = f::HEADER_SIZE;
+        bytes[chunk + f::chunk::MONOTONIC_NS..chunk + f::chunk::MONOTONIC_NS + 8]
+            .copy_from_slice(&1_001_000_000u64.to_le_bytes());
+        bytes
+    };
+    // the fit through three points, no frequency needed
+    let t = decode_rank_trace(Path::new("x"), &build(0, true)).unwrap();
+    assert!(t.damage.is_empty(), "{:?}", t.damage);
+    assert_eq!(
+        (t.events[0].enter_ns, t.events[0].exit_ns),
+        (1_001_000_500, 1_001_002_500)
+    );
+    // without the end point the start and chunk points (1 ms apart) still
+    // give the slope
+    let t = decode_rank_trace(Path::new("x"), &build(0, false)).unwrap();
+    assert_eq!(
+        (t.events[0].enter_ns, t.events[0].exit_ns),
+        (1_001_000_500, 1_001_002_500)
+    );
+    // a TSC trace whose points give no slope and that has no frequency is
+    // refused with a message naming the problem
+    let mut bad = build(0, false);
+    bad[h::START_TICKS..h::START_TICKS + 8].copy_from_slice(&0u64.to_le_bytes());
+    let e = decode_rank_trace(Path::new("rank-1.cmpi"), &bad).unwrap_err();
+    assert!(e.to_string().contains("clock calibration"), "{e}");
+    // with the launcher's frequency one point is enough
+    let mut one = build(2_000_000_000, false);
+    one[h::START_TICKS..h::START_TICKS + 8].copy_from_slice(&0u64.to_le_bytes());
+    let t = decode_rank_trace(Path::new("x"), &one).unwrap();
+    assert_eq!(t.events[0].exit_ns, 1_001_002_500);
+}
+
+#[test]
+fn version_1_traces_still_read() {
+    // version 1: no clock fields (0), every time CLOCK_MONOTONIC ns; the
+    // same records decode to the same calls as in a version 2 trace on
+    // CLOCK_MONOTONIC
+    let mut v1 = sample(f::FLAG_FINALIZED).bytes();
+    v1[h::VERSION..h::VERSION + 4].copy_from_slice(&f::VERSION_1.to_le_bytes());
+    let t1 = decode_rank_trace(Path::new("rank-1.cmpi"), &v1).unwrap();
+    assert!(t1.damage.is_empty(), "{:?}", t1.damage);
+    let mut v2 = sample(f::FLAG_FINALIZED).bytes();
+    v2[h::CLOCK..h::CLOCK + 2].copy_from_slice(&f::CLOCK_MONOTONIC.to_le_bytes());
+    let t2 = decode_rank_trace(Path::new("rank-1.cmpi"), &v2).unwrap();
+    let times = |t: &MpiRankTrace| {
+        t.events
+            .iter()
+            .map(|e| (e.op, e.enter_ns, e.exit_ns))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(times(&t1), times(&t2));
+    assert_eq!(t1.events[3].enter_ns, 7_000);
+    // an unknown clock is refused
+    let mut bad = v2.clone();
+    bad[h::CLOCK..h::CLOCK + 2].copy_from_slice(&9u16.to_le_bytes());
+    let e = decode_rank_trace(Path::new("rank-1.cmpi"), &bad).unwrap_err();
+    assert!(e.to_string().contains("unknown trace clock 9"), "{e}");
+}

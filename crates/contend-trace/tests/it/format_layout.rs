@@ -162,6 +162,9 @@ fn table() -> Vec<Line> {
         int!("CONTEND_MPI_FLAG_CHUNKS_FAILED", mf::FLAG_CHUNKS_FAILED),
         int!("CONTEND_MPI_FLAG_FINAL_OFFSET", mf::FLAG_FINAL_OFFSET),
         int!("CONTEND_MPI_FLAG_FORTRAN", mf::FLAG_FORTRAN),
+        int!("CONTEND_MPI_FLAG_END_CLOCK", mf::FLAG_END_CLOCK),
+        int!("CONTEND_MPI_CLOCK_TSC", mf::CLOCK_TSC),
+        int!("CONTEND_MPI_CLOCK_MONOTONIC", mf::CLOCK_MONOTONIC),
         int!("CONTEND_MPI_CHUNK_MAGIC", mf::CHUNK_MAGIC),
         int!("CONTEND_MPI_CHUNK_HEADER_SIZE", mf::CHUNK_HEADER_SIZE),
         int!("CONTEND_MPI_MAX_PAYLOAD", mf::MAX_PAYLOAD),
@@ -445,6 +448,13 @@ fn table() -> Vec<Line> {
     field!(l, t, "offset_final_rtt_ns", mh::OFFSET_FINAL_RTT_NS, u64s);
     field!(l, t, "start_monotonic_ns", mh::START_MONOTONIC_NS, u64s);
     field!(l, t, "start_realtime_ns", mh::START_REALTIME_NS, u64s);
+    field!(l, t, "clock", mh::CLOCK, u16s);
+    field!(l, t, "reserved16", mh::RESERVED16, u16s);
+    field!(l, t, "reserved32", mh::RESERVED32, u32s);
+    field!(l, t, "ticks_per_second", mh::TICKS_PER_SECOND, u64s);
+    field!(l, t, "start_ticks", mh::START_TICKS, u64s);
+    field!(l, t, "end_ticks", mh::END_TICKS, u64s);
+    field!(l, t, "end_monotonic_ns", mh::END_MONOTONIC_NS, u64s);
     field!(l, t, "reserved", mh::RESERVED, mh::HOST - mh::RESERVED);
     field!(l, t, "host", mh::HOST, mh::HOST_LEN);
     field!(l, t, "library", mh::LIBRARY, mh::LIBRARY_LEN);
@@ -456,14 +466,8 @@ fn table() -> Vec<Line> {
     field!(l, t, "tid", mc::TID, u32s);
     field!(l, t, "sequence", mc::SEQUENCE, u32s);
     field!(l, t, "flags", mc::FLAGS, u32s);
-    field!(l, t, "base_ns", mc::BASE_NS, u64s);
-    field!(
-        l,
-        t,
-        "reserved",
-        mc::RESERVED,
-        mf::CHUNK_HEADER_SIZE - mc::RESERVED
-    );
+    field!(l, t, "base_ticks", mc::BASE_TICKS, u64s);
+    field!(l, t, "monotonic_ns", mc::MONOTONIC_NS, u64s);
     l
 }
 
