@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -48,10 +49,13 @@ static void *die_holding(void *arg)
     return NULL; /* exits holding m */
 }
 
+static atomic_int owner_holds;
+
 static void *die_holding_later(void *arg)
 {
     pthread_mutex_t *m = arg;
     pthread_mutex_lock(m);
+    atomic_store(&owner_holds, 1);
     struct timespec d = {0, 50 * 1000 * 1000};
     nanosleep(&d, NULL);
     return NULL;
@@ -105,8 +109,11 @@ int main(int argc, char **argv)
 
     pthread_t owner, waiter;
     pthread_create(&owner, NULL, die_holding_later, &robust_lock2);
-    struct timespec d = {0, 10 * 1000 * 1000};
-    nanosleep(&d, NULL);
+    /* the waiter starts only once the owner holds the lock (a fixed sleep
+     * here let the waiter win the lock on a loaded machine) */
+    struct timespec d = {0, 1000 * 1000};
+    while (!atomic_load(&owner_holds))
+        nanosleep(&d, NULL);
     pthread_create(&waiter, NULL, blocked_waiter, &robust_lock2);
     pthread_join(owner, NULL);
     pthread_join(waiter, NULL);
