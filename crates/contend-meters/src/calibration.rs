@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use contend_record::stress::{MemoryStress, StressOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::probe::{ProbeConfig, ProbeRunner};
+use crate::probe::{ProbeConfig, ProbeRunner, DEFAULT_LOADS};
 
 /// Version of the calibration file format.
 pub const CALIBRATION_VERSION: u32 = 1;
@@ -129,8 +129,11 @@ impl Calibration {
     /// Reads a calibration file.
     ///
     /// Errors: [`CalibrationError::Missing`], [`CalibrationError::Io`],
-    /// [`CalibrationError::Invalid`] (not JSON of this version, or no
-    /// curve).
+    /// [`CalibrationError::Invalid`] (not JSON of this version, no curve,
+    /// or measured with a probe of another `loads` than
+    /// [`DEFAULT_LOADS`]: the daemon measures the way the curve was
+    /// measured, so an older file of 64 loads is refused with a request
+    /// to calibrate again).
     pub fn read(path: &Path) -> Result<Calibration, CalibrationError> {
         let text = std::fs::read_to_string(path).map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotFound {
@@ -155,6 +158,20 @@ impl Calibration {
                 problem: format!(
                     "version {}, this contend reads version {CALIBRATION_VERSION}; calibrate again",
                     c.version
+                ),
+            });
+        }
+        if c.probe.loads != DEFAULT_LOADS {
+            // The latency per load of a sample depends a little on how
+            // many loads share its clock reads; a curve is only valid for
+            // the probe that measured it.
+            return Err(CalibrationError::Invalid {
+                path: path.to_path_buf(),
+                problem: format!(
+                    "measured with {} loads per probe sample, this contend's probe takes {DEFAULT_LOADS}; \
+                     its latencies are not comparable: calibrate again (contend meters calibrate -o {})",
+                    c.probe.loads,
+                    path.display()
                 ),
             });
         }
@@ -416,6 +433,44 @@ mod tests {
         assert_eq!(c.bandwidth_for(90.0), 0.0);
         assert_eq!(c.bandwidth_for(200.0), 8e9);
         assert!((c.latency_for(2e9) - 110.0).abs() < 1e-9);
+    }
+
+    /// A file measured with another number of loads per sample (64, the
+    /// count before 2026-11) is refused, naming the file and both counts;
+    /// the same file with the current count is read.
+    #[test]
+    fn calibration_of_other_loads_is_refused() {
+        let dir = std::env::temp_dir().join(format!("contend-cal-loads-{}", std::process::id()));
+        let path = dir.join("cal.json");
+        let mut c = Calibration {
+            version: CALIBRATION_VERSION,
+            host: String::new(),
+            cpu_model: String::new(),
+            probe_cpu: 0,
+            generator_cpus: vec![1],
+            probe: ProbeConfig {
+                chain_bytes: 64 << 20,
+                loads: 64,
+                chains: 1,
+            },
+            interval_ns: 1_000_000,
+            measured: vec![],
+            curve: vec![pt(0.0, 0.0, 100.0), pt(1.0, 8e9, 160.0)],
+            notes: vec![],
+        };
+        c.write(&path).unwrap();
+        let e = Calibration::read(&path).unwrap_err().to_string();
+        assert!(
+            e.contains(&path.display().to_string())
+                && e.contains("64 loads")
+                && e.contains(&format!("takes {DEFAULT_LOADS}"))
+                && e.contains("calibrate again"),
+            "{e}"
+        );
+        c.probe.loads = DEFAULT_LOADS;
+        c.write(&path).unwrap();
+        assert_eq!(Calibration::read(&path).unwrap(), c);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// By hand: latencies by bandwidth 100, 130, 120 (equal weights): the

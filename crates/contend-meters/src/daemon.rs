@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::blackboard::{monotonic_ns, Blackboard, BlackboardError, CreateOptions};
 use crate::engine::{Engine, EngineError, EngineOptions, MeterSummary};
+use crate::probe::Grid;
 
 /// What the daemon does.
 #[derive(Debug, Clone)]
@@ -155,24 +156,18 @@ pub fn run(
     // The cost of metering, not of building the probe's chain.
     let cpu0 = process_cpu_ns();
     started(&bb);
-    let interval = opts.engine.interval.as_nanos() as u64;
     let start = monotonic_ns();
     let end = opts
         .duration
         .map(|d| start.saturating_add(d.as_nanos() as u64));
     let mut slots: HashMap<usize, u32> = HashMap::new();
     let mut free: Vec<u32> = Vec::new();
-    let mut k = 0u64;
+    let mut grid = Grid::new(start, opts.engine.interval);
     let mut next_reap = start;
     loop {
-        k += 1;
-        let target = start + k * interval;
-        let now = monotonic_ns();
-        if target > now {
-            std::thread::sleep(Duration::from_nanos(target - now));
-        } else {
-            k = (now - start) / interval;
-        }
+        // One wake-up per interval: the engine samples the probe in this
+        // thread (pinned to the probe's CPU at the first tick).
+        grid.sleep();
         if stop() || end.is_some_and(|e| monotonic_ns() >= e) {
             break;
         }

@@ -9,7 +9,7 @@
 //! | name | unit | scope | source |
 //! |---|---|---|---|
 //! | `memory_latency` | ns | machine (node N on multi-node machines) | pointer-chasing probe, every interval |
-//! | `memory_bandwidth` | bytes/s | same | calibration curve at the latency (estimated) |
+//! | `memory_bandwidth` | bytes/s | same | memory-controller counters where the kernel exposes them ([`crate::uncore`]), else the calibration curve at the latency (estimated) |
 //! | `memory_concurrency` | lines | same | Little's law: bandwidth / 64 × latency |
 //! | `cpu_utilisation` | fraction | each CPU, machine | `/proc/stat`, every system interval |
 //! | `run_queue` | tasks | machine (each CPU with schedstat) | `/proc/loadavg` (`/proc/schedstat`) |
@@ -29,9 +29,10 @@ use crate::calibration::Calibration;
 use crate::hardware::HardwareCounters;
 use crate::layout::{Scope, TriggerState};
 use crate::locks::LockFollower;
-use crate::probe::{ProbeConfig, ProbeRunner, ProbeStats};
+use crate::probe::{pin_current_thread, Chain, ProbeConfig, ProbeStats};
 use crate::system::SystemSampler;
 use crate::trigger::{Trigger, Window};
+use crate::uncore::UncoreCounters;
 
 /// Bytes per memory transfer counted by Little's law (a cache line).
 pub const LINE_BYTES: f64 = 64.0;
@@ -138,10 +139,17 @@ pub struct Engine {
     opts: EngineOptions,
     meters: Vec<Meter>,
     index: HashMap<(String, Scope, u64), usize>,
-    probe: ProbeRunner,
+    probe: Chain,
+    /// The thread that ticks has been pinned to the probe's CPU.
+    pinned: bool,
     probe_total: ProbeStats,
     system: SystemSampler,
     hardware: Option<HardwareCounters>,
+    /// Memory-controller counters, and the scope of each CPU they are
+    /// counted on.
+    uncore: Option<(UncoreCounters, HashMap<u32, Scope>)>,
+    /// The latest mean probe latency, ns.
+    last_latency: Option<f64>,
     locks: Option<LockFollower>,
     next_system_ns: u64,
     start_ns: u64,
@@ -207,7 +215,7 @@ impl Engine {
         for (name, &(high, low)) in &opts.levels {
             Trigger::new(name, high, low)?;
         }
-        let probe = ProbeRunner::start(opts.probe_cpu, opts.probe, opts.interval)?;
+        let probe = Chain::new_on(opts.probe_cpu, &opts.probe)?;
         let mut notes = Vec::new();
         let hardware = match HardwareCounters::open(&opts.cpus) {
             Ok(h) => Some(h),
@@ -218,10 +226,31 @@ impl Engine {
                 None
             }
         };
-        notes.push(
-            "memory bandwidth is not read from memory-controller counters (not supported yet); it is estimated from the probe's latency where a calibration is given".into(),
-        );
-        if opts.calibration.is_none() {
+        let (node, nodes) = numa_node_of(opts.probe_cpu);
+        let scope_of = |cpu: u32| {
+            if nodes > 1 {
+                Scope::Node(numa_node_of(cpu).0)
+            } else {
+                Scope::Machine
+            }
+        };
+        let uncore = match UncoreCounters::open(&crate::uncore::discover(std::path::Path::new(
+            crate::uncore::DEVICES,
+        ))) {
+            Ok(u) => {
+                notes.push(format!(
+                    "memory_bandwidth is read from memory-controller counters ({}); memory_concurrency from it and the probe's latency",
+                    u.names().join(", ")
+                ));
+                let scopes = u.cpus().into_iter().map(|c| (c, scope_of(c))).collect();
+                Some((u, scopes))
+            }
+            Err(why) => {
+                notes.push(why);
+                None
+            }
+        };
+        if opts.calibration.is_none() && uncore.is_none() {
             notes.push(
                 "no calibration: memory_bandwidth and memory_concurrency are not metered (run `contend meters calibrate`)".into(),
             );
@@ -229,7 +258,6 @@ impl Engine {
         if let Some(c) = &opts.calibration {
             notes.extend(c.notes.iter().map(|n| format!("calibration: {n}")));
         }
-        let (node, nodes) = numa_node_of(opts.probe_cpu);
         let memory_scope = if nodes > 1 {
             Scope::Node(node)
         } else {
@@ -245,9 +273,12 @@ impl Engine {
             meters: Vec::new(),
             index: HashMap::new(),
             probe,
+            pinned: false,
             probe_total: ProbeStats::default(),
             system,
             hardware,
+            uncore,
+            last_latency: None,
             locks,
             next_system_ns: now + opts.system_interval.as_nanos() as u64,
             start_ns: now,
@@ -258,6 +289,9 @@ impl Engine {
         };
         if let Some(h) = engine.hardware.as_mut() {
             h.read();
+        }
+        if let Some((u, _)) = engine.uncore.as_mut() {
+            u.read(now);
         }
         Ok(engine)
     }
@@ -380,16 +414,32 @@ impl Engine {
         }
     }
 
-    /// Computes what is due at `now_ns` (CLOCK_MONOTONIC); returns the
-    /// indices of the meters that got a new value (or ended).
+    /// Takes the probe's sample and computes what is due at `now_ns`
+    /// (CLOCK_MONOTONIC); returns the indices of the meters that got a
+    /// new value (or ended).
+    ///
+    /// The probe is sampled here, in the caller's loop, not by a thread of
+    /// its own (one wake-up per interval instead of two): the first call
+    /// pins the calling thread to the probe's CPU (where the chain was
+    /// built), so call it from one thread, the one that runs the loop.
     pub fn tick(&mut self, now_ns: u64) -> Vec<usize> {
         let mut updated = Vec::new();
-        let st = self.probe.take();
+        if !self.pinned {
+            self.pinned = true;
+            if let Err(e) = pin_current_thread(self.opts.probe_cpu) {
+                self.notes.push(format!(
+                    "the meter loop could not be pinned to the probe's CPU: {e}; the probe samples on whichever CPU it runs"
+                ));
+            }
+        }
+        let mut st = ProbeStats::default();
+        st.add(&self.probe.sample());
         self.probe_total.samples += st.samples;
         self.probe_total.disturbed += st.disturbed;
         self.probe_total.busy_ns += st.busy_ns;
         self.probe_total.sum_ns += st.sum_ns;
         if let Some(lat) = st.mean() {
+            self.last_latency = Some(lat);
             let scope = self.memory_scope;
             self.set(
                 "memory_latency",
@@ -402,7 +452,14 @@ impl Engine {
                 false,
                 &mut updated,
             );
-            if let Some(cal) = &self.opts.calibration {
+            // With memory-controller counters, bandwidth and concurrency
+            // come from them at the system interval (system_tick).
+            if let Some(cal) = self
+                .opts
+                .calibration
+                .as_ref()
+                .filter(|_| self.uncore.is_none())
+            {
                 let bw = cal.bandwidth_for(lat);
                 let conc = bw / LINE_BYTES * lat * 1e-9;
                 self.set(
@@ -557,6 +614,7 @@ impl Engine {
                 );
             }
         }
+        self.uncore_tick(now_ns, updated);
         let used = rusage_self_ns();
         if let Some((t0, u0)) = self.last_rusage {
             let dt = now_ns.saturating_sub(t0);
@@ -576,6 +634,48 @@ impl Engine {
             }
         }
         self.last_rusage = Some((now_ns, used));
+    }
+
+    /// Memory bandwidth (and concurrency by Little's law, with the probe's
+    /// latency) from the memory-controller counters, per scope.
+    fn uncore_tick(&mut self, now_ns: u64, updated: &mut Vec<usize>) {
+        let Some((u, scopes)) = self.uncore.as_mut() else {
+            return;
+        };
+        let mut by_scope: Vec<(Scope, f64)> = Vec::new();
+        for (cpu, bw) in u.read(now_ns) {
+            let scope = scopes.get(&cpu).copied().unwrap_or(Scope::Machine);
+            match by_scope.iter_mut().find(|(s, _)| *s == scope) {
+                Some((_, b)) => *b += bw,
+                None => by_scope.push((scope, bw)),
+            }
+        }
+        for (scope, bw) in by_scope {
+            self.set(
+                "memory_bandwidth",
+                "bytes/s",
+                scope,
+                0,
+                "",
+                bw,
+                now_ns,
+                false,
+                updated,
+            );
+            if let Some(lat) = self.last_latency.filter(|_| scope == self.memory_scope) {
+                self.set(
+                    "memory_concurrency",
+                    "lines",
+                    scope,
+                    0,
+                    "",
+                    bw / LINE_BYTES * lat * 1e-9,
+                    now_ns,
+                    false,
+                    updated,
+                );
+            }
+        }
     }
 
     fn lock_tick(&mut self, now_ns: u64, updated: &mut Vec<usize>) {

@@ -11,7 +11,7 @@
 //! machine without a hardware PMU (a virtual machine without a virtual
 //! PMU) the kernel refuses the events and [`HardwareCounters::open`] says
 //! why; the meters are then absent and the software meters stand in.
-//! Uncore memory-controller events are not read (see docs/meters.md).
+//! Memory-controller (uncore) events are in [`crate::uncore`].
 
 use std::collections::BTreeMap;
 use std::os::unix::io::RawFd;
@@ -37,8 +37,15 @@ struct Attr {
 const EVENTS: [u64; 4] = [0, 1, 2, 3];
 
 fn open(config: u64, cpu: u32) -> Result<RawFd, i32> {
+    open_event(0, config, cpu) // PERF_TYPE_HARDWARE
+}
+
+/// Opens a counting event of PMU type `kind` with `config` on `cpu` for
+/// every task (pid −1), reading enabled and running times; errors are the
+/// errno.
+pub(crate) fn open_event(kind: u32, config: u64, cpu: u32) -> Result<RawFd, i32> {
     let attr = Attr {
-        kind: 0, // PERF_TYPE_HARDWARE
+        kind,
         size: 64,
         config,
         read_format: 1 | 2, // TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING
@@ -62,7 +69,8 @@ fn open(config: u64, cpu: u32) -> Result<RawFd, i32> {
     }
 }
 
-fn read_scaled(fd: RawFd) -> Option<u64> {
+/// A counter's value scaled for multiplexing.
+pub(crate) fn read_scaled(fd: RawFd) -> Option<u64> {
     let mut buf = [0u64; 3];
     // SAFETY: reading 24 bytes into a 24-byte buffer.
     let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), 24) };

@@ -13,7 +13,8 @@
 //! - [`calibration`]: bandwidth from latency through a curve measured with
 //!   the memory contention generator (`contend meters calibrate`);
 //! - [`system`] (`/proc` meters), [`hardware`] (PMU meters where they
-//!   exist), [`locks`] (lock meters of processes `contend record` records,
+//!   exist), [`uncore`] (memory bandwidth from memory-controller counters
+//!   where the kernel exposes them), [`locks`] (lock meters of processes `contend record` records,
 //!   read from their traces as they are written);
 //! - [`trigger`]: short-term windows and triggers with hysteresis;
 //! - [`engine`]: every meter at its rate; [`daemon`]: `contend meters`;
@@ -42,6 +43,7 @@ pub mod probe;
 pub mod record;
 pub mod system;
 pub mod trigger;
+pub mod uncore;
 
 pub use blackboard::{path_of, Blackboard, BlackboardError, Reader, DEFAULT_NAME};
 pub use engine::{Engine, EngineOptions};

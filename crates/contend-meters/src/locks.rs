@@ -28,7 +28,8 @@
 //! **Cost.** Each read opens and scans the whole trace (the reader has no
 //! incremental mode), so its cost grows with the trace; [`LockFollower`]
 //! lengthens the interval of a process whose scan takes more than 5 % of
-//! it.
+//! it in CPU time (the thread's, so that a scan preempted on a loaded CPU
+//! does not count its wait).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -126,6 +127,17 @@ pub fn totals(trace: &LockTrace, now_ns: u64) -> LockTotals {
         }
     }
     t
+}
+
+/// CPU time of the calling thread, ns (`CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The trace file of process `pid` in recording `dir`: the latest exec
@@ -289,14 +301,17 @@ impl LockFollower {
                     }
                 }
             }
-            let started = std::time::Instant::now();
+            // The scan's CPU time, not its wall time: a scan preempted on
+            // a loaded CPU must not stretch the period (the meter loop is
+            // pinned to the probe's CPU).
+            let started = thread_cpu_ns();
             let Ok(trace) = LockTrace::open(&f.trace) else {
                 f.next_ns = now_ns + f.period_ns;
                 continue;
             };
             let now = crate::blackboard::monotonic_ns();
             let tot = totals(&trace, now);
-            let cost = started.elapsed().as_nanos() as u64;
+            let cost = thread_cpu_ns().saturating_sub(started);
             // Keep the scans under 5 % of one CPU.
             f.period_ns = self.period_ns.max(20 * cost);
             f.next_ns = now_ns + f.period_ns;

@@ -20,17 +20,32 @@
 //! stopped, so the lines they touch were last touched a whole cycle ago
 //! (millions of lines) and are not in any cache.
 //!
-//! **Disturbed samples.** A sample during which the thread was switched
-//! out (its context-switch count from `getrusage(RUSAGE_THREAD)`
-//! changed) measures the scheduler, not memory; so does one stretched by
-//! the hypervisor taking the virtual CPU away, which a guest cannot see
-//! but shows as a sample more than [`OUTLIER_FACTOR`] times the running
+//! **Disturbed samples.** A sample during which the thread was preempted
+//! measures the scheduler, not memory; so does one stretched by the
+//! hypervisor taking the virtual CPU away, which a guest cannot see but
+//! shows as a sample more than [`OUTLIER_FACTOR`] times the running
 //! median. Both are counted ([`ProbeStats::disturbed`]) and left out of
-//! the meter.
+//! the meter. Preemption is read with one `getrusage(RUSAGE_THREAD)` per
+//! sample, after the chase: a sample is disturbed when the thread's
+//! *involuntary* context-switch count changed since the previous sample
+//! ended. Sleeping between samples is a voluntary switch and does not
+//! count; a preemption while the thread did other work between two
+//! samples (the meter engine's tick) also marks the next sample, which
+//! only leaves out one more sample. (Until 2026-11 the count was read
+//! before and after every sample, two system calls per sample.)
+//!
+//! **Cost.** [`ProbeConfig::default`] follows 32 links per sample (64
+//! until 2026-11; a calibration records `loads` and one measured with
+//! another count is refused, [`crate::calibration::Calibration::read`]).
+//! The meter engine takes its samples in its own loop, on a thread pinned
+//! to the probe's CPU ([`crate::engine`]); [`ProbeRunner`], a thread of
+//! its own, is what `contend meters calibrate` uses.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::blackboard::monotonic_ns;
 
 /// A sample larger than this many times the running median is taken for
 /// one stretched by the hypervisor (left out).
@@ -38,6 +53,15 @@ pub const OUTLIER_FACTOR: f64 = 4.0;
 
 /// Size of one chain element: a cache line, bytes.
 pub const LINE: usize = 64;
+
+/// Dependent loads per sample of the default probe (32: about 10 µs at
+/// 300 ns per load; the probe's cost at a 1 ms interval is about this
+/// share of one CPU). Calibrations measured with another count are
+/// refused ([`crate::calibration::Calibration::read`]).
+pub const DEFAULT_LOADS: u32 = 32;
+
+/// The running median is recomputed every this many samples.
+const MEDIAN_EVERY: u32 = 8;
 
 /// How the probe measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -51,11 +75,11 @@ pub struct ProbeConfig {
 }
 
 impl Default for ProbeConfig {
-    /// [`default_chain_bytes`], 64 loads, one chain.
+    /// [`default_chain_bytes`], [`DEFAULT_LOADS`] loads, one chain.
     fn default() -> Self {
         ProbeConfig {
             chain_bytes: default_chain_bytes(),
-            loads: 64,
+            loads: DEFAULT_LOADS,
             chains: 1,
         }
     }
@@ -100,6 +124,13 @@ pub struct Chain {
     heads: Vec<*const usize>,
     loads: u32,
     recent: Vec<f64>,
+    /// The running median of `recent` (recomputed every
+    /// [`MEDIAN_EVERY`] samples).
+    median: Option<f64>,
+    since_median: u32,
+    /// Involuntary context switches of the sampling thread when the
+    /// previous sample ended.
+    last_nivcsw: Option<i64>,
 }
 
 // SAFETY: the chain's memory is owned by it and used by one thread at a
@@ -125,12 +156,13 @@ pub struct Sample {
     pub elapsed_ns: u64,
 }
 
-fn context_switches() -> i64 {
+/// Involuntary context switches (preemptions) of the calling thread.
+fn involuntary_switches() -> i64 {
     // SAFETY: getrusage with a valid out-pointer.
     unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
         libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
-        ru.ru_nvcsw + ru.ru_nivcsw
+        ru.ru_nivcsw
     }
 }
 
@@ -208,12 +240,18 @@ impl Chain {
             heads,
             loads: cfg.loads,
             recent: Vec::with_capacity(64),
+            median: None,
+            since_median: 0,
+            last_nivcsw: None,
         })
     }
 
-    /// Takes one sample (see the module documentation).
+    /// Takes one sample (see the module documentation). Call it from one
+    /// thread (the preemption check compares that thread's counts).
     pub fn sample(&mut self) -> Sample {
-        let cs0 = context_switches();
+        if self.last_nivcsw.is_none() {
+            self.last_nivcsw = Some(involuntary_switches());
+        }
         let t0 = Instant::now();
         let k = self.heads.len();
         if k == 1 {
@@ -233,10 +271,11 @@ impl Chain {
             }
         }
         let elapsed = t0.elapsed();
-        let switched = context_switches() != cs0;
+        let nivcsw = involuntary_switches();
+        let switched = self.last_nivcsw != Some(nivcsw);
+        self.last_nivcsw = Some(nivcsw);
         let ns = elapsed.as_nanos() as f64 / f64::from(self.loads);
-        let median = self.median();
-        let outlier = median.is_some_and(|m| ns > OUTLIER_FACTOR * m);
+        let outlier = self.median.is_some_and(|m| ns > OUTLIER_FACTOR * m);
         if !switched {
             // The running median follows every sample not switched out
             // (also outliers, so that a lasting change is followed).
@@ -244,6 +283,11 @@ impl Chain {
                 self.recent.remove(0);
             }
             self.recent.push(ns);
+            self.since_median += 1;
+            if self.median.is_none() || self.since_median >= MEDIAN_EVERY {
+                self.median = self.compute_median();
+                self.since_median = 0;
+            }
         }
         Sample {
             ns_per_load: ns,
@@ -252,13 +296,34 @@ impl Chain {
         }
     }
 
-    fn median(&self) -> Option<f64> {
+    fn compute_median(&self) -> Option<f64> {
         if self.recent.len() < 8 {
             return None;
         }
         let mut v = self.recent.clone();
         v.sort_by(f64::total_cmp);
         Some(v[v.len() / 2])
+    }
+}
+
+impl Chain {
+    /// Builds a chain on `cpu` ([`Chain::new`] on a short-lived thread
+    /// pinned there, so that first touch places the buffer on that CPU's
+    /// node), for a thread that will sample it on `cpu`.
+    ///
+    /// Errors: the CPU cannot be used ([`ProbeError::Pin`]) or the chain
+    /// not built.
+    pub fn new_on(cpu: u32, cfg: &ProbeConfig) -> Result<Chain, ProbeError> {
+        let cfg = *cfg;
+        std::thread::Builder::new()
+            .name(format!("contend-probe-{cpu}"))
+            .spawn(move || {
+                pin_current_thread(cpu)?;
+                Chain::new(&cfg)
+            })
+            .map_err(|e| ProbeError::Config(format!("cannot start the probe thread: {e}")))?
+            .join()
+            .map_err(|_| ProbeError::Config("the probe thread ended".into()))?
     }
 }
 
@@ -299,6 +364,18 @@ pub struct ProbeStats {
 }
 
 impl ProbeStats {
+    /// Counts one sample in.
+    pub fn add(&mut self, s: &Sample) {
+        self.busy_ns += s.elapsed_ns;
+        if s.disturbed {
+            self.disturbed += 1;
+        } else {
+            self.samples += 1;
+            self.sum_ns += s.ns_per_load;
+            self.last_ns = s.ns_per_load;
+        }
+    }
+
     /// Mean ns per load of the undisturbed samples.
     pub fn mean(&self) -> Option<f64> {
         (self.samples > 0).then(|| self.sum_ns / self.samples as f64)
@@ -315,8 +392,8 @@ pub struct ProbeRunner {
 
 impl ProbeRunner {
     /// Starts a probe on `cpu` that takes one sample every `interval`
-    /// (on a grid, so a slow sample does not shift the next). Returns once
-    /// the chain is built.
+    /// (on a grid, [`Grid`], so a slow sample does not shift the next).
+    /// Returns once the chain is built.
     ///
     /// Errors: the CPU cannot be used ([`ProbeError::Pin`]) or the chain
     /// not built.
@@ -344,28 +421,13 @@ impl ProbeRunner {
                     }
                 };
                 let _ = tx.send(Ok(()));
-                let start = Instant::now();
-                let mut k = 0u64;
+                let mut grid = Grid::new(monotonic_ns(), interval);
                 while !s2.load(Ordering::Relaxed) {
                     let s = chain.sample();
                     if let Ok(mut st) = st2.lock() {
-                        st.busy_ns += s.elapsed_ns;
-                        if s.disturbed {
-                            st.disturbed += 1;
-                        } else {
-                            st.samples += 1;
-                            st.sum_ns += s.ns_per_load;
-                            st.last_ns = s.ns_per_load;
-                        }
+                        st.add(&s);
                     }
-                    k += 1;
-                    let next = interval * k as u32;
-                    let now = start.elapsed();
-                    if next > now {
-                        std::thread::sleep(next - now);
-                    } else {
-                        k = (now.as_nanos() / interval.as_nanos().max(1)) as u64;
-                    }
+                    grid.sleep();
                 }
             })
             .map_err(|e| ProbeError::Config(format!("cannot start the probe thread: {e}")))?;
@@ -414,6 +476,64 @@ impl Drop for ProbeRunner {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
+        }
+    }
+}
+
+/// Sleeps until `deadline_ns` (CLOCK_MONOTONIC), with an absolute
+/// deadline (`clock_nanosleep(TIMER_ABSTIME)`): a loop that sleeps to the
+/// next point of a grid does not drift by the time between reading the
+/// clock and sleeping. Returns at once when the deadline has passed.
+pub fn sleep_until(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid timespec; no remaining-time pointer with
+    // TIMER_ABSTIME. EINTR (a signal) is retried.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
+}
+
+/// A grid of ticks `start + k × interval` (CLOCK_MONOTONIC ns) that a
+/// loop sleeps along: each [`Grid::sleep`] sleeps to the next point with
+/// an absolute deadline ([`sleep_until`]); when the loop fell behind (the
+/// machine was busy) it skips to the current point instead of a burst of
+/// ticks to catch up.
+#[derive(Debug, Clone, Copy)]
+pub struct Grid {
+    start: u64,
+    interval: u64,
+    k: u64,
+}
+
+impl Grid {
+    /// A grid from `start_ns` with `interval` (at least 1 ns).
+    pub fn new(start_ns: u64, interval: Duration) -> Grid {
+        Grid {
+            start: start_ns,
+            interval: (interval.as_nanos() as u64).max(1),
+            k: 0,
+        }
+    }
+
+    /// Sleeps to the next point (at once when it has passed, the grid
+    /// then skipping to now).
+    pub fn sleep(&mut self) {
+        self.k += 1;
+        let target = self.start + self.k * self.interval;
+        let now = monotonic_ns();
+        if target > now {
+            sleep_until(target);
+        } else {
+            self.k = (now - self.start) / self.interval;
         }
     }
 }

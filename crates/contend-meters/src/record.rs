@@ -18,13 +18,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use contend_record::RunObserver;
 use contend_trace::meters::{Column, MetersWriter, Value, FILE_NAME};
 
 use crate::blackboard::monotonic_ns;
 use crate::engine::{Engine, EngineError, EngineOptions};
+use crate::probe::Grid;
 
 /// Records the meters into a recording while its target runs.
 pub struct MeterRecorder {
@@ -64,19 +64,12 @@ fn run(mut engine: Engine, path: &Path, stop: &AtomicBool) -> Vec<String> {
         }
     }
     let mut declared: HashMap<usize, u32> = HashMap::new();
-    let mut k = 0u64;
+    // Behind (the machine was busy): no burst of ticks to catch up.
+    let mut grid = Grid::new(start, engine.options().interval);
     let mut error = None;
     let mut last = false;
     loop {
-        k += 1;
-        let target = start + k * interval;
-        let now = monotonic_ns();
-        if target > now {
-            std::thread::sleep(Duration::from_nanos(target - now));
-        } else {
-            // Behind (the machine was busy): no burst of ticks to catch up.
-            k = (now - start) / interval;
-        }
+        grid.sleep();
         if stop.load(Ordering::Relaxed) {
             // One last tick, so the end of the run has values too.
             last = true;
