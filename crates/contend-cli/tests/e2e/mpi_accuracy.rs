@@ -318,28 +318,45 @@ fn matched_probe_late_sender_matches_the_program_open_mpi() {
     );
     let _guard = crate::common::serial();
     let t = tempdir();
-    let dir = t.path().join("rec");
     let delay_ms = 100.0;
-    let out = record_mpi(
-        &dir,
-        "mpirun.openmpi",
-        &ompi_args(),
-        &exe,
-        &[format!("{delay_ms}")],
-    );
-    assert!(out.success(), "{}", out.describe());
-    let want: f64 = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("self late_sender_ns="))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no self line in:\n{}", out.stdout))
-        .parse()
-        .unwrap();
-    assert!(
-        (want - 3.0 * delay_ms * 1e6).abs() < 1.5 * delay_ms * 1e6,
-        "the program did not wait as designed: {want} ns"
-    );
+    // As in check_accuracy: a run whose own measurement is more than half
+    // the TOLERANCE off the design (3 × DELAY) had rank 1 descheduled in a
+    // probe (its clock counts the wake-up, no wait state explains it) and
+    // is made again, up to three runs.
+    let designed = 3.0 * delay_ms * 1e6;
+    let mut attempt = 0;
+    let (dir, want) = loop {
+        attempt += 1;
+        let dir = t.path().join(format!("rec{attempt}"));
+        let out = record_mpi(
+            &dir,
+            "mpirun.openmpi",
+            &ompi_args(),
+            &exe,
+            &[format!("{delay_ms}")],
+        );
+        assert!(out.success(), "{}", out.describe());
+        let want: f64 = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("self late_sender_ns="))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no self line in:\n{}", out.stdout))
+            .parse()
+            .unwrap();
+        assert!(
+            (want - designed).abs() < 0.5 * designed,
+            "the program did not wait as designed: {want} ns"
+        );
+        if (want - designed).abs() <= 0.5 * TOLERANCE * designed || attempt == 3 {
+            break (dir, want);
+        }
+        eprintln!(
+            "run {attempt} disturbed: the program measured {:.3} ms against {:.3} ms designed; again",
+            want / 1e6,
+            designed / 1e6
+        );
+    };
     let report = crate::common::report_json(&dir);
     let mpi = &report["mpi"];
     let got = mpi["late_sender"]["wait_ns"].as_f64().unwrap();

@@ -67,13 +67,16 @@ fn active_threads_equal_cpu_over_wall_for_a_known_shape() {
             (f(s, "cpu_s") - printed(&out.stdout, "cpu_s")).abs() < 0.1,
             "{s}"
         );
-        assert!(f(s, "samples") > 50.0, "{s}");
         assert_eq!(f(s, "interval_ms"), 10.0);
         assert!(s["threads"].as_array().unwrap().len() >= 4, "{s}");
         // The modelled A on n = 2 CPUs cannot exceed 2.
         assert!(f(s, "active_threads_modelled") <= 2.0 + 1e-9, "{s}");
         if own >= 1.65 {
             undisturbed += 1;
+            // 100 ticks in 1 s; a loaded machine also delays the sampler's
+            // own wake-ups (45 samples at a run queue of 30), so the count
+            // is checked only in undisturbed runs
+            assert!(f(s, "samples") > 50.0, "{s}");
             if (a - own).abs() < 0.05 {
                 eprintln!("{log}");
                 return;
