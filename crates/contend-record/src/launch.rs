@@ -785,6 +785,26 @@ pub fn record_observed(
             });
         }
     }
+    // Service time from scheduler events: opened on the child before its
+    // exec (crate::sched_events), so that its threads inherit them.
+    let service_source = crate::sched_events::ServiceSource::from_env();
+    let sched_prepared = match service_source {
+        crate::sched_events::ServiceSource::Schedstat => None,
+        _ => crate::sched_events::Prepared::new().ok(),
+    };
+    if let Some(part) = sched_prepared
+        .as_ref()
+        .map(crate::sched_events::Prepared::child_part)
+    {
+        // SAFETY: the hook only makes system calls on a descriptor it was
+        // given (no allocation, no locks).
+        unsafe {
+            cmd.pre_exec(move || {
+                part.handshake();
+                Ok(())
+            });
+        }
+    }
     let forwarding = forward::Forwarding::begin();
     // The final record has the start taken right here, after the (synced)
     // start record was written.
@@ -794,6 +814,7 @@ pub fn record_observed(
     if let Some(s) = &mut probe_session {
         s.spawned();
     }
+    let sched_events = sched_prepared.map(crate::sched_events::Prepared::events);
     let child = match spawned {
         Ok(child) => child,
         Err(source) => {
@@ -819,11 +840,13 @@ pub fn record_observed(
             None
         }
     });
-    let sampler = match Sampler::start(
+    let sampler = match Sampler::start_with(
         &dir.join(contend_trace::service::FILE_NAME),
         pid,
         opts.interval,
         start_ns,
+        service_source,
+        sched_events,
     ) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -855,8 +878,23 @@ pub fn record_observed(
     let end_ns = monotonic_ns();
     // The final sample is taken before reaping, while the target's main
     // thread can still be read.
-    if let Some(error) = sampler.and_then(|s| s.stop().error) {
-        warnings.push(format!("service-time sampling stopped early: {error}"));
+    if let Some(stats) = sampler.map(Sampler::stop) {
+        if let Some(error) = stats.error {
+            warnings.push(format!("service-time sampling stopped early: {error}"));
+        }
+        // Asked for by name and refused: say why.
+        if let (crate::sched_events::ServiceSource::SchedEvents, Some(note)) =
+            (service_source, stats.source_note)
+        {
+            warnings.push(format!("service time read from schedstat: {note}"));
+        }
+        if stats.event_records_lost > 0 {
+            warnings.push(format!(
+                "the kernel dropped {} scheduler event records (a ring was full): the service time of \
+                 some threads is short",
+                stats.event_records_lost
+            ));
+        }
     }
     // Without a sampler the recording still says why (sampler.json).
     let numa_set = match (numa_sampler, numa_failure) {

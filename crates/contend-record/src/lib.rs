@@ -38,6 +38,7 @@ pub mod numa;
 pub mod probes;
 pub mod sampler;
 pub mod scale_run;
+pub mod sched_events;
 pub mod signals;
 pub mod sparse;
 pub mod stress;

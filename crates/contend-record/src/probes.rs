@@ -57,36 +57,36 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::host::monotonic_ns;
 
 // perf_event_attr.type / config
-const TYPE_SOFTWARE: u32 = 1;
-const TYPE_TRACEPOINT: u32 = 2;
+pub(crate) const TYPE_SOFTWARE: u32 = 1;
+pub(crate) const TYPE_TRACEPOINT: u32 = 2;
 const SW_CPU_CLOCK: u64 = 0;
-const SW_DUMMY: u64 = 9;
+pub(crate) const SW_DUMMY: u64 = 9;
 
 // sample_type bits
 const SAMPLE_IP: u64 = 1 << 0;
-const SAMPLE_TID: u64 = 1 << 1;
-const SAMPLE_TIME: u64 = 1 << 2;
+pub(crate) const SAMPLE_TID: u64 = 1 << 1;
+pub(crate) const SAMPLE_TIME: u64 = 1 << 2;
 const SAMPLE_CALLCHAIN: u64 = 1 << 5;
-const SAMPLE_RAW: u64 = 1 << 10;
+pub(crate) const SAMPLE_RAW: u64 = 1 << 10;
 const SAMPLE_REGS_USER: u64 = 1 << 12;
-const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+pub(crate) const SAMPLE_IDENTIFIER: u64 = 1 << 16;
 
 // flag bits of perf_event_attr
-const F_DISABLED: u64 = 1 << 0;
-const F_INHERIT: u64 = 1 << 1;
-const F_EXCLUDE_KERNEL: u64 = 1 << 5;
-const F_EXCLUDE_HV: u64 = 1 << 6;
+pub(crate) const F_DISABLED: u64 = 1 << 0;
+pub(crate) const F_INHERIT: u64 = 1 << 1;
+pub(crate) const F_EXCLUDE_KERNEL: u64 = 1 << 5;
+pub(crate) const F_EXCLUDE_HV: u64 = 1 << 6;
 const F_MMAP: u64 = 1 << 8;
 const F_MMAP_DATA: u64 = 1 << 17;
 const F_COMM: u64 = 1 << 9;
 const F_ENABLE_ON_EXEC: u64 = 1 << 12;
-const F_TASK: u64 = 1 << 13;
+pub(crate) const F_TASK: u64 = 1 << 13;
 const F_WATERMARK: u64 = 1 << 14;
-const F_SAMPLE_ID_ALL: u64 = 1 << 18;
+pub(crate) const F_SAMPLE_ID_ALL: u64 = 1 << 18;
 const F_MMAP2: u64 = 1 << 23;
 const F_COMM_EXEC: u64 = 1 << 24;
 const F_EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
-const F_USE_CLOCKID: u64 = 1 << 25;
+pub(crate) const F_USE_CLOCKID: u64 = 1 << 25;
 
 // record types
 const REC_MMAP: u32 = 1;
@@ -97,11 +97,16 @@ const REC_FORK: u32 = 7;
 const REC_SAMPLE: u32 = 9;
 const REC_MMAP2: u32 = 10;
 const MISC_COMM_EXEC: u16 = 1 << 13;
+pub(crate) const REC_SWITCH: u32 = 14;
+const MISC_SWITCH_OUT: u16 = 1 << 13;
+const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
+/// `context_switch` of `perf_event_attr` (PERF_RECORD_SWITCH records).
+pub(crate) const F_CONTEXT_SWITCH: u64 = 1 << 26;
 
 // ioctls
-const IOC_ENABLE: libc::c_ulong = 0x2400;
-const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
-const IOC_ID: libc::c_ulong = 0x8008_2407;
+pub(crate) const IOC_ENABLE: libc::c_ulong = 0x2400;
+pub(crate) const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
+pub(crate) const IOC_ID: libc::c_ulong = 0x8008_2407;
 
 /// `PERF_REG_X86_SP`.
 #[cfg(target_arch = "x86_64")]
@@ -116,35 +121,35 @@ const REG_SP: u64 = 0;
 /// 128 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
-struct Attr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved2: u16,
-    aux_sample_size: u32,
-    reserved3: u32,
-    sig_data: u64,
+pub(crate) struct Attr {
+    pub(crate) kind: u32,
+    pub(crate) size: u32,
+    pub(crate) config: u64,
+    pub(crate) sample_period: u64,
+    pub(crate) sample_type: u64,
+    pub(crate) read_format: u64,
+    pub(crate) flags: u64,
+    pub(crate) wakeup: u32,
+    pub(crate) bp_type: u32,
+    pub(crate) config1: u64,
+    pub(crate) config2: u64,
+    pub(crate) branch_sample_type: u64,
+    pub(crate) sample_regs_user: u64,
+    pub(crate) sample_stack_user: u32,
+    pub(crate) clockid: i32,
+    pub(crate) sample_regs_intr: u64,
+    pub(crate) aux_watermark: u32,
+    pub(crate) sample_max_stack: u16,
+    pub(crate) reserved2: u16,
+    pub(crate) aux_sample_size: u32,
+    pub(crate) reserved3: u32,
+    pub(crate) sig_data: u64,
 }
 
 const _: () = assert!(std::mem::size_of::<Attr>() == 128);
 
 /// `perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC)`.
-fn perf_open(attr: &Attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
+pub(crate) fn perf_open(attr: &Attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
     const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
     // SAFETY: `attr` is a valid, initialised perf_event_attr of `size` bytes;
     // config1 of a uprobe points at a NUL-terminated path that outlives the
@@ -169,7 +174,7 @@ fn perf_open(attr: &Attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
     }
 }
 
-fn ioctl(fd: RawFd, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+pub(crate) fn ioctl(fd: RawFd, req: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
     // SAFETY: perf ioctls on a perf event descriptor; `arg` is an integer
     // or points to a u64 the caller owns.
     if unsafe { libc::ioctl(fd, req as _, arg) } < 0 {
@@ -444,8 +449,8 @@ impl Drop for ProbeSession {
 }
 
 /// One CPU's ring buffer.
-struct Ring {
-    leader: OwnedFd,
+pub(crate) struct Ring {
+    pub(crate) leader: OwnedFd,
     base: *mut u8,
     len: usize,
     data_offset: usize,
@@ -456,7 +461,7 @@ struct Ring {
 unsafe impl Send for Ring {}
 
 impl Ring {
-    fn map(leader: OwnedFd, pages: usize) -> Result<Ring, (OwnedFd, i32)> {
+    pub(crate) fn map(leader: OwnedFd, pages: usize) -> Result<Ring, (OwnedFd, i32)> {
         let page = 4096usize;
         let mut pages = pages;
         loop {
@@ -508,7 +513,7 @@ impl Ring {
     }
 
     /// Appends the bytes of every complete record to `out` and frees them.
-    fn drain(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn drain(&mut self, out: &mut Vec<u8>) {
         // SAFETY: data_head (offset 1024) is written by the kernel and read
         // with acquire semantics; data_tail (1032) is ours.
         unsafe {
@@ -543,7 +548,7 @@ impl Drop for Ring {
 
 /// A decoded record.
 #[derive(Debug, Clone)]
-enum Rec {
+pub(crate) enum Rec {
     Sample {
         id: u64,
         ip: u64,
@@ -578,16 +583,26 @@ enum Rec {
         time: u64,
     },
     Lost(u64),
+    /// A `PERF_RECORD_SWITCH` (the event's `context_switch`): thread `tid`
+    /// was switched in or out at `time`; `preempt`: switched out while
+    /// still runnable (`PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`).
+    Switch {
+        tid: u32,
+        time: u64,
+        out: bool,
+        preempt: bool,
+    },
 }
 
 impl Rec {
-    fn time(&self) -> u64 {
+    pub(crate) fn time(&self) -> u64 {
         match self {
             Rec::Sample { time, .. }
             | Rec::Fork { time, .. }
             | Rec::Exit { time, .. }
             | Rec::Exec { time, .. }
-            | Rec::Mmap { time, .. } => *time,
+            | Rec::Mmap { time, .. }
+            | Rec::Switch { time, .. } => *time,
             Rec::Lost(_) => 0,
         }
     }
@@ -605,7 +620,7 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
 /// Decodes the records in `bytes` (whole records from a ring). Every event
 /// has `sample_id_all` with TID | TIME | IDENTIFIER: non-sample records end
 /// with pid, tid (u32 each), time, id (u64 each).
-fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>) {
+pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>) {
     let mut i = 0;
     while i + 8 <= bytes.len() {
         let kind = u32_at(bytes, i);
@@ -714,6 +729,12 @@ fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>
                 });
             }
             REC_LOST => out.push(Rec::Lost(u64_at(r, 8))),
+            REC_SWITCH => out.push(Rec::Switch {
+                tid: u32_at(r, 4),
+                time: u64_at(r, 8),
+                out: misc & MISC_SWITCH_OUT != 0,
+                preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+            }),
             _ => {}
         }
         i += size;
@@ -1443,7 +1464,8 @@ impl State {
                 if let Some(fs) = &mut self.futex {
                     fs.manifest.lost += n;
                 }
-            }
+            } // not asked for by a probe session
+            Rec::Switch { .. } => {}
         }
     }
 

@@ -28,7 +28,21 @@
 //! their mean is the one asked for. The sampling thread's timer slack is
 //! set to 1 ns.
 //!
-//! Keeping a tick cheap (measured in `bench/sampler_overhead.sh`,
+//! Two sources (`CONTEND_SERVICE_SOURCE`, [`ServiceSource`]): where the
+//! kernel allows them (root, or `kernel.perf_event_paranoid` -1 with
+//! tracefs readable), the threads the target starts after the sampler
+//! began are followed through scheduler events ([`crate::sched_events`]:
+//! context switches and wake-ups in per-CPU perf rings, drained at each
+//! tick), whose cost follows context switches instead of thread count;
+//! their entries are flagged
+//! [`contend_trace::service::ENTRY_FROM_EVENTS`]. The threads that
+//! already ran when the events were opened, and every thread when the
+//! events are refused (the reason is in [`SamplerStats::source_note`]),
+//! are read from `schedstat` as below. With events, new threads are known
+//! from the kernel's fork records, so the task directories are listed only
+//! until a listing finds no thread the events do not cover.
+//!
+//! Keeping a `schedstat` tick cheap (measured in `bench/sampler_overhead.sh`,
 //! docs/benchmarks.md):
 //! - every file is opened once and re-read with `pread` at offset 0; a
 //!   thread whose file then fails with `ESRCH`/`ENOENT` has ended (that is
@@ -60,6 +74,10 @@ use contend_trace::service::{
 use contend_trace::TraceError;
 use rustc_hash::FxHashMap;
 
+pub use crate::sched_events::SchedEvents;
+pub use crate::sched_events::ServiceSource;
+use crate::sched_events::SLACK_NS;
+
 /// Ticks are written to the file at least this often, ns (and at once
 /// when [`FLUSH_BYTES`] are buffered, and at the end): a killed launcher
 /// loses at most the last 100 ms of samples.
@@ -85,6 +103,19 @@ pub struct SamplerStats {
     pub cpu_ns: u64,
     /// Why sampling stopped early (writing the file failed), if it did.
     pub error: Option<String>,
+    /// The source used: `"sched-events"` (scheduler events, with
+    /// `schedstat` for the threads that ran before them) or `"schedstat"`.
+    pub source: &'static str,
+    /// Why the scheduler events were not used, when they were not and
+    /// were not refused by `CONTEND_SERVICE_SOURCE=schedstat`.
+    pub source_note: Option<String>,
+    /// Threads followed by scheduler events.
+    pub event_threads: u64,
+    /// Scheduler event records processed.
+    pub event_records: u64,
+    /// Scheduler event records the kernel dropped (a ring was full); the
+    /// service time of the threads concerned is then short.
+    pub event_records_lost: u64,
 }
 
 /// A running sampler thread; [`Sampler::stop`] ends it.
@@ -107,6 +138,30 @@ impl Sampler {
         interval: Duration,
         start_ns: u64,
     ) -> Result<Sampler, TraceError> {
+        Self::start_with(
+            path,
+            pid,
+            interval,
+            start_ns,
+            ServiceSource::from_env(),
+            None,
+        )
+    }
+
+    /// [`Sampler::start`] with the source given instead of taken from
+    /// `CONTEND_SERVICE_SOURCE`, and the scheduler events when they were
+    /// opened on the target before its exec (a [`crate::sched_events::Prepared`]);
+    /// without them (`None`) they are opened on the target's threads now.
+    ///
+    /// Errors: the file cannot be created ([`TraceError::Io`], naming it).
+    pub fn start_with(
+        path: &Path,
+        pid: u32,
+        interval: Duration,
+        start_ns: u64,
+        source: ServiceSource,
+        events: Option<Result<SchedEvents, String>>,
+    ) -> Result<Sampler, TraceError> {
         let interval = interval.max(Duration::from_millis(1));
         let header = Header {
             start_ns,
@@ -119,7 +174,7 @@ impl Sampler {
         let (stop, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("contend-sampler".into())
-            .spawn(move || run(writer, pid, interval, header, rx))
+            .spawn(move || run(writer, pid, interval, header, rx, source, events))
             .map_err(|source| TraceError::Io {
                 path: path.to_path_buf(),
                 source,
@@ -145,11 +200,36 @@ fn run(
     interval: Duration,
     header: Header,
     rx: mpsc::Receiver<()>,
+    source: ServiceSource,
+    prepared: Option<Result<SchedEvents, String>>,
 ) -> SamplerStats {
     // SAFETY: prctl with an integer argument; affects this thread only.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut stats = SamplerStats {
+        source: "schedstat",
+        ..SamplerStats::default()
+    };
+    // The events first, then the first listing: a thread either inherits
+    // them or is listed (and then read from schedstat).
+    let events = match source {
+        ServiceSource::Schedstat => None,
+        ServiceSource::Auto | ServiceSource::SchedEvents => {
+            let opened =
+                prepared.unwrap_or_else(|| SchedEvents::open(&crate::attach::tree_tids(pid)));
+            match opened {
+                Ok(ev) => {
+                    stats.source = "sched-events";
+                    Some(ev)
+                }
+                Err(e) => {
+                    stats.source_note = Some(e);
+                    None
+                }
+            }
+        }
+    };
     let mut state = State::new(pid, header.clk_tck);
-    let mut stats = SamplerStats::default();
+    state.events = events;
     let mut grid = Grid::new(
         u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
         u64::from(header.kernel_tick_ns),
@@ -187,6 +267,12 @@ fn run(
     stats.threads = state.threads_seen;
     stats.processes = state.processes_seen;
     stats.discoveries = state.discoveries;
+    if let Some(ev) = &state.events {
+        stats.threads += ev.threads_seen;
+        stats.event_threads = ev.threads_seen;
+        stats.event_records = ev.records;
+        stats.event_records_lost = ev.lost;
+    }
     stats.cpu_ns = thread_cpu_ns();
     stats
 }
@@ -291,6 +377,10 @@ struct State {
     gone: Vec<(u32, u32)>,
     buf: Vec<u8>,
     path: String,
+    /// The scheduler events, when used.
+    events: Option<SchedEvents>,
+    /// With events: a listing found no thread they do not cover.
+    settled: bool,
 }
 
 impl State {
@@ -313,6 +403,8 @@ impl State {
             gone: Vec::new(),
             buf: vec![0; 4096],
             path: String::new(),
+            events: None,
+            settled: false,
         };
         s.add_proc(pid);
         s
@@ -329,8 +421,38 @@ impl State {
     fn tick(&mut self, flags: u32) -> TickHeader {
         self.entries.clear();
         let monotonic_ns = monotonic_ns();
+        // The figures of the event source are taken SLACK_NS earlier (all
+        // of them at the end).
+        let events_at = if flags & TICK_FINAL != 0 {
+            monotonic_ns
+        } else {
+            monotonic_ns.saturating_sub(SLACK_NS)
+        };
+        if let Some(ev) = &mut self.events {
+            ev.advance(if flags & TICK_FINAL != 0 {
+                u64::MAX
+            } else {
+                events_at
+            });
+            for p in std::mem::take(&mut ev.new_processes) {
+                if self.proc_set.insert(p) {
+                    self.procs.push(p);
+                    self.processes_seen += 1;
+                }
+            }
+            // A thread listed (and read from schedstat) before its fork
+            // record was processed stays with schedstat.
+            for (pid, tid) in std::mem::take(&mut ev.new_threads) {
+                if self.tasks.contains_key(&(pid, tid)) {
+                    ev.forget(tid);
+                }
+            }
+        }
         let (run_queue, last_pid) = self.read_loadavg();
-        let discover = last_pid.is_none() || last_pid != self.last_pid;
+        let discover = match &self.events {
+            Some(_) => !self.settled,
+            None => last_pid.is_none() || last_pid != self.last_pid,
+        };
         self.last_pid = last_pid;
 
         // Known threads first: a tid reused since the last tick reads as
@@ -354,6 +476,9 @@ impl State {
         if discover {
             self.discoveries += 1;
             self.discover();
+        }
+        if let Some(ev) = &mut self.events {
+            ev.entries(events_at, &mut self.entries);
         }
         TickHeader {
             monotonic_ns,
@@ -394,6 +519,7 @@ impl State {
     /// Lists the threads of every tracked process and finds new child
     /// processes; new threads are sampled at once.
     fn discover(&mut self) {
+        let mut uncovered = false;
         let mut i = 0;
         while i < self.procs.len() {
             let pid = self.procs[i];
@@ -412,6 +538,21 @@ impl State {
                 let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                     continue;
                 };
+                if let Some(ev) = &mut self.events {
+                    if !ev.covers(tid) && !self.tasks.contains_key(&(pid, tid)) {
+                        // its fork record may have come since the tick began
+                        ev.refresh();
+                    }
+                    if ev.covers(tid) {
+                        continue;
+                    }
+                    if !ev.attached(tid) {
+                        // Started before the events reached its creator:
+                        // its own threads are to inherit them.
+                        uncovered = true;
+                        let _ = ev.attach(tid);
+                    }
+                }
                 if !self.tasks.contains_key(&(pid, tid)) {
                     let task = self.open_task(pid, tid);
                     self.tasks.insert((pid, tid), task);
@@ -441,7 +582,9 @@ impl State {
             // New processes are listed at the next discovery; make sure
             // there is one.
             self.last_pid = None;
+            uncovered = true;
         }
+        self.settled = !uncovered;
     }
 
     fn open_task(&mut self, pid: u32, tid: u32) -> Task {

@@ -69,6 +69,12 @@ pub const ENTRY_FROM_STAT: u32 = 1;
 /// tid): its counters count from the thread's start, not from an earlier
 /// entry.
 pub const ENTRY_NEW: u32 = 2;
+/// Entry flag: the counters come from the kernel's scheduler events
+/// (context switches and wake-ups through `perf_event_open`, the sampler's
+/// `sched-events` source) instead of `schedstat`: the same three figures
+/// (run ns, run-queue wait ns, time slices), counted from the thread's
+/// start, without `schedstat`'s kernel-tick lag.
+pub const ENTRY_FROM_EVENTS: u32 = 4;
 
 /// The file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

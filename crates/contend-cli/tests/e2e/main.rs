@@ -42,6 +42,7 @@ mod robustness;
 mod scale;
 mod sci;
 mod service;
+mod service_sources;
 mod sites;
 mod thread_names;
 mod viewer_exports;

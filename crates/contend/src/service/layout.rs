@@ -110,6 +110,20 @@ fn service_panel(s: &ServiceReport) -> Panel {
             cells: vec![Cell::Text(label.to_string()), cell],
         })
         .collect();
+    rows.push(Row {
+        key: "source".into(),
+        cells: vec![
+            Cell::Text("Source".into()),
+            Cell::Text(if s.sched_event_threads > 0 {
+                format!(
+                    "scheduler events ({} threads), schedstat for the rest",
+                    s.sched_event_threads
+                )
+            } else {
+                "schedstat".into()
+            }),
+        ],
+    });
     if s.stat_fallback_threads > 0 {
         rows.push(Row {
             key: "stat_fallback_threads".into(),

@@ -18,7 +18,9 @@
 
 use std::path::Path;
 
-use contend_trace::service::{SampleFile, ENTRY_FROM_STAT, ENTRY_NEW, FILE_NAME};
+use contend_trace::service::{
+    SampleFile, ENTRY_FROM_EVENTS, ENTRY_FROM_STAT, ENTRY_NEW, FILE_NAME,
+};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
@@ -62,6 +64,14 @@ pub struct ServiceReport {
     /// Threads whose service time came from `stat` (clock-tick
     /// resolution) because `schedstat` was unavailable.
     pub stat_fallback_threads: u32,
+    /// Threads whose service time came from the kernel's scheduler events
+    /// (context switches and wake-ups, the sampler's `sched-events`
+    /// source) instead of `schedstat`.
+    pub sched_event_threads: u32,
+    /// The source of the samples: `"sched-events"` when any thread's came
+    /// from scheduler events (the threads that ran before they were opened
+    /// still come from `schedstat`), else `"schedstat"`.
+    pub source: String,
     /// Per thread, most service time first.
     pub threads: Vec<ServiceThreadRow>,
 }
@@ -186,6 +196,7 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
     let mut last: FxHashMap<(u32, u32), (u64, u64, u32)> = FxHashMap::default();
     let mut totals: FxHashMap<(u32, u32), (u64, u64, u64)> = FxHashMap::default();
     let mut from_stat: FxHashSet<(u32, u32)> = FxHashSet::default();
+    let mut from_events: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut pids: FxHashSet<u32> = FxHashSet::default();
     let mut rq_sum = 0u64;
     let mut rq_max = 0u32;
@@ -197,6 +208,9 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
             pids.insert(e.pid);
             if e.flags & ENTRY_FROM_STAT != 0 {
                 from_stat.insert(key);
+            }
+            if e.flags & ENTRY_FROM_EVENTS != 0 {
+                from_events.insert(key);
             }
             let now = (e.run_ns, e.wait_ns, e.slices);
             let d = match last.insert(key, now) {
@@ -252,6 +266,13 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
         run_queue_max: rq_max,
         processes: pids.len() as u32,
         stat_fallback_threads: from_stat.len() as u32,
+        sched_event_threads: from_events.len() as u32,
+        source: if from_events.is_empty() {
+            "schedstat"
+        } else {
+            "sched-events"
+        }
+        .into(),
         threads,
     })
 }

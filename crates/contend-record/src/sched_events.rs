@@ -1,0 +1,718 @@
+//! The scheduler-event source of the service-time sampler
+//! ([`crate::sampler`]): per-thread service time from the kernel's
+//! context-switch and wake-up events instead of one `pread` of
+//! `/proc/<pid>/task/<tid>/schedstat` per thread and tick, so that its cost
+//! follows the context switches of the target, not its thread count
+//! (issue 15, "a sampler under 1% of a core").
+//!
+//! Events, opened with `perf_event_open(2)` on every thread of the target
+//! (and inherited by every thread and process they start), one of each per
+//! CPU, all written into one ring buffer per CPU (the ring reader of
+//! [`crate::probes`]), timestamps on CLOCK_MONOTONIC:
+//! - a software `dummy` event with `context_switch` and `task`: a
+//!   `PERF_RECORD_SWITCH` each time a thread of the target is switched in
+//!   or out (out flagged `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` when it was
+//!   still runnable), and `PERF_RECORD_FORK` / `PERF_RECORD_EXIT` for its
+//!   threads;
+//! - the tracepoints `sched:sched_wakeup` and `sched:sched_wakeup_new`
+//!   (raw data: the woken pid at offset 24 of
+//!   `events/sched/sched_wakeup/format`), delivered to the woken thread's
+//!   events whoever wakes it.
+//!
+//! Per thread created after the events exist (seen in a fork record, so
+//! its counters start at 0, as `schedstat`'s do) the source keeps the same
+//! three figures as `schedstat` (Venter 2016, Section 3.2.1.1):
+//! - run time, ns: the sum of (switch-out − switch-in);
+//! - run-queue wait, ns: the sum of (switch-in − the moment it became
+//!   runnable: its wake-up, or a preempted switch-out), the kernel's
+//!   `run_delay`;
+//! - time slices: the number of switch-ins (`pcount`).
+//!
+//! At a tick a running thread's run time (a waiting thread's wait) counts
+//! up to the tick, so there is no kernel-tick lag as with `schedstat`.
+//! Records are processed in time order up to [`SLACK_NS`] before the tick
+//! (a record may reach its CPU's ring a little after its timestamp); the
+//! figures of a tick are taken at that moment. Threads that already ran
+//! when the events were opened keep being read from `schedstat` by the
+//! sampler (their counters do not start at 0).
+//!
+//! Who may: the tracepoint ids are read from tracefs (root only by
+//! default) and raw tracepoint data needs `kernel.perf_event_paranoid`
+//! ≤ -1 or `CAP_PERFMON`; when refused, [`SchedEvents::open`] says why and
+//! the sampler reads `schedstat` as before.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::thread::JoinHandle;
+
+use contend_trace::service::{Entry, ENTRY_FROM_EVENTS, ENTRY_NEW};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::probes::{
+    decode, ioctl, perf_open, Attr, Rec, Ring, F_CONTEXT_SWITCH, F_EXCLUDE_HV, F_EXCLUDE_KERNEL,
+    F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID, IOC_SET_OUTPUT, SAMPLE_IDENTIFIER,
+    SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY, TYPE_SOFTWARE, TYPE_TRACEPOINT,
+};
+
+/// Records are processed up to this long before a tick, ns: a record
+/// reaches its CPU's ring a little after its timestamp.
+pub const SLACK_NS: u64 = 2_000_000;
+/// Ring buffer pages per CPU (512 KiB: about 25 ms of 512 threads each
+/// waking every millisecond).
+const RING_PAGES: usize = 128;
+
+/// Where tracefs is found, in order.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// The source of the service-time samples, chosen with the environment
+/// variable `CONTEND_SERVICE_SOURCE` (`schedstat` or `sched-events`;
+/// unset or anything else: [`ServiceSource::Auto`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServiceSource {
+    /// Scheduler events where allowed, else `schedstat`.
+    #[default]
+    Auto,
+    /// `/proc/<pid>/task/<tid>/schedstat` of every thread, every tick.
+    Schedstat,
+    /// Scheduler events (`schedstat` for the threads that ran before them,
+    /// and for all of them when the events are refused).
+    SchedEvents,
+}
+
+impl ServiceSource {
+    /// The source `CONTEND_SERVICE_SOURCE` asks for.
+    pub fn from_env() -> ServiceSource {
+        match std::env::var("CONTEND_SERVICE_SOURCE").as_deref() {
+            Ok("schedstat") => ServiceSource::Schedstat,
+            Ok("sched-events") => ServiceSource::SchedEvents,
+            _ => ServiceSource::Auto,
+        }
+    }
+}
+
+/// Scheduling state of a traced thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sched {
+    /// Blocked (switched out without being runnable), or not yet woken.
+    Sleeping,
+    /// Runnable, waiting in a run queue since `since`.
+    Ready,
+    /// On a CPU since `since`.
+    Running,
+}
+
+/// One thread followed by events.
+#[derive(Debug, Clone)]
+struct Thread {
+    pid: u32,
+    run_ns: u64,
+    wait_ns: u64,
+    slices: u32,
+    state: Sched,
+    since: u64,
+    exited: bool,
+    /// The figures of its last entry.
+    reported: Option<(u64, u64, u32)>,
+}
+
+impl Thread {
+    fn new(pid: u32, time: u64) -> Thread {
+        Thread {
+            pid,
+            run_ns: 0,
+            wait_ns: 0,
+            slices: 0,
+            state: Sched::Sleeping,
+            since: time,
+            exited: false,
+            reported: None,
+        }
+    }
+
+    /// The figures at `at`: what is committed plus the running (or
+    /// waiting) stretch up to `at`.
+    fn at(&self, at: u64) -> (u64, u64, u32) {
+        let open = at.saturating_sub(self.since);
+        match self.state {
+            Sched::Running if !self.exited => (self.run_ns + open, self.wait_ns, self.slices),
+            Sched::Ready if !self.exited => (self.run_ns, self.wait_ns + open, self.slices),
+            _ => (self.run_ns, self.wait_ns, self.slices),
+        }
+    }
+}
+
+/// The open scheduler events of one target and the threads they follow.
+pub struct SchedEvents {
+    rings: Vec<Ring>,
+    events: Vec<OwnedFd>,
+    /// CPU of each ring.
+    cpus: Vec<u32>,
+    attrs: [Attr; 3],
+    sample_type_of: FxHashMap<u64, u64>,
+    threads: FxHashMap<u32, Thread>,
+    /// Decoded records not yet processed (later than the cut).
+    pending: Vec<Rec>,
+    /// Threads whose fork record is pending.
+    pending_forks: FxHashSet<u32>,
+    /// Threads whose figures may have changed since their last entry:
+    /// records came for them, or they are running or waiting.
+    touched: FxHashSet<u32>,
+    /// Reused buffer of [`SchedEvents::entries`].
+    scratch: Vec<u32>,
+    raw: Vec<u8>,
+    /// Processes seen starting (fork records of a new process), until
+    /// the caller takes them.
+    pub new_processes: Vec<u32>,
+    /// Threads seen starting (pid, tid), until the caller takes them.
+    pub new_threads: Vec<(u32, u32)>,
+    /// Threads the events were opened on explicitly.
+    attached: FxHashSet<u32>,
+    /// Records the kernel dropped (rings full).
+    pub lost: u64,
+    /// Records processed.
+    pub records: u64,
+    /// Threads followed by events so far.
+    pub threads_seen: u64,
+}
+
+/// The id of tracepoint `sched:<name>` from tracefs.
+fn tracepoint_id(name: &str) -> Result<u64, String> {
+    let mut last = None;
+    for base in TRACEFS {
+        let p = std::path::Path::new(base)
+            .join("events/sched")
+            .join(name)
+            .join("id");
+        match std::fs::read_to_string(&p) {
+            Ok(t) => {
+                return t
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{}: not a number", p.display()))
+            }
+            Err(e) => last = Some(format!("{}: {e}", p.display())),
+        }
+    }
+    Err(format!(
+        "the sched:{name} tracepoint id cannot be read ({}; tracefs is root-only by default)",
+        last.unwrap_or_default()
+    ))
+}
+
+impl SchedEvents {
+    /// Opens the events on every thread in `tids` (the running target's
+    /// threads) on every online CPU. Errors: a sentence naming what was
+    /// refused and why (tracefs not readable, `perf_event_open` refused
+    /// with `kernel.perf_event_paranoid`, a ring that cannot be mapped).
+    pub fn open(tids: &[u32]) -> Result<SchedEvents, String> {
+        let wakeup = tracepoint_id("sched_wakeup")?;
+        let wakeup_new = tracepoint_id("sched_wakeup_new")?;
+        let sid = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME;
+        let clock = F_USE_CLOCKID | F_SAMPLE_ID_ALL;
+        let switches = Attr {
+            kind: TYPE_SOFTWARE,
+            size: 128,
+            config: SW_DUMMY,
+            sample_period: 1,
+            sample_type: sid,
+            flags: F_INHERIT | F_TASK | F_CONTEXT_SWITCH | F_EXCLUDE_KERNEL | F_EXCLUDE_HV | clock,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..Attr::default()
+        };
+        let tp = |config| Attr {
+            kind: TYPE_TRACEPOINT,
+            size: 128,
+            config,
+            sample_period: 1,
+            sample_type: sid | SAMPLE_RAW,
+            flags: F_INHERIT | clock,
+            clockid: libc::CLOCK_MONOTONIC,
+            ..Attr::default()
+        };
+        let mut s = SchedEvents {
+            rings: Vec::new(),
+            events: Vec::new(),
+            cpus: crate::cpus::online_cpu_list(),
+            attrs: [switches, tp(wakeup), tp(wakeup_new)],
+            sample_type_of: FxHashMap::default(),
+            threads: FxHashMap::default(),
+            pending: Vec::new(),
+            pending_forks: FxHashSet::default(),
+            touched: FxHashSet::default(),
+            scratch: Vec::new(),
+            raw: Vec::new(),
+            new_processes: Vec::new(),
+            new_threads: Vec::new(),
+            attached: FxHashSet::default(),
+            lost: 0,
+            records: 0,
+            threads_seen: 0,
+        };
+        let mut opened = false;
+        for &tid in tids {
+            match s.attach(tid) {
+                Ok(()) => opened = true,
+                Err(libc::ESRCH) => {}
+                Err(e) => {
+                    return Err(crate::futex_trace::not_allowed(
+                        e,
+                        "perf_event_open of the scheduler events (context switches, sched:sched_wakeup)",
+                    )
+                    .replacen("futex waits are not traced", "scheduler events are not used", 1))
+                }
+            }
+        }
+        if !opened {
+            return Err("scheduler events: the target has no thread left to open them on".into());
+        }
+        Ok(s)
+    }
+
+    /// Opens the events on thread `tid` too (one of each per CPU, into
+    /// that CPU's ring). Errors: the errno of `perf_event_open` (ESRCH:
+    /// the thread has ended) or of mapping a ring.
+    pub fn attach(&mut self, tid: u32) -> Result<(), i32> {
+        let first = self.rings.is_empty();
+        let mut fds = Vec::new();
+        for (ci, &cpu) in self.cpus.iter().enumerate() {
+            for attr in &self.attrs {
+                let fd = perf_open(attr, tid as i32, cpu as i32)?;
+                let mut id = 0u64;
+                let _ = ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong);
+                self.sample_type_of.insert(id, attr.sample_type);
+                fds.push((ci, fd));
+            }
+        }
+        for (ci, fd) in fds {
+            if first && self.rings.len() == ci {
+                match Ring::map(fd, RING_PAGES) {
+                    Ok(r) => self.rings.push(r),
+                    Err((_, e)) => return Err(e),
+                }
+                continue;
+            }
+            ioctl(
+                fd.as_raw_fd(),
+                IOC_SET_OUTPUT,
+                self.rings[ci].leader.as_raw_fd() as libc::c_ulong,
+            )
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+            self.events.push(fd);
+        }
+        self.attached.insert(tid);
+        Ok(())
+    }
+
+    /// Whether thread `tid` is followed by events (or its fork record is
+    /// waiting to be processed).
+    pub fn covers(&self, tid: u32) -> bool {
+        self.threads.contains_key(&tid) || self.pending_forks.contains(&tid)
+    }
+
+    /// Whether the events were opened on thread `tid` explicitly.
+    pub fn attached(&self, tid: u32) -> bool {
+        self.attached.contains(&tid)
+    }
+
+    /// Stops following thread `tid` (the sampler reads its `schedstat`).
+    pub fn forget(&mut self, tid: u32) {
+        self.threads.remove(&tid);
+        self.touched.remove(&tid);
+        self.pending_forks.remove(&tid);
+    }
+
+    /// Reads every ring and processes the records up to `cut` (all of
+    /// them when `cut` is `u64::MAX`), in time order.
+    pub fn advance(&mut self, cut: u64) {
+        self.refresh();
+        self.pending.sort_by_key(Rec::time);
+        let n = self.pending.partition_point(|r| r.time() <= cut);
+        let later = self.pending.split_off(n);
+        let now = std::mem::replace(&mut self.pending, later);
+        for r in now {
+            self.apply(r);
+        }
+    }
+
+    /// Reads every ring into the pending records, without processing them
+    /// (so that [`SchedEvents::covers`] knows the threads just started).
+    pub fn refresh(&mut self) {
+        let from = self.pending.len();
+        for r in &mut self.rings {
+            self.raw.clear();
+            r.drain(&mut self.raw);
+            decode(&self.raw, &self.sample_type_of, &mut self.pending);
+        }
+        for r in &self.pending[from..] {
+            if let Rec::Fork { tid, .. } = r {
+                self.pending_forks.insert(*tid);
+            }
+        }
+    }
+
+    /// One record.
+    fn apply(&mut self, r: Rec) {
+        self.records += 1;
+        match r {
+            Rec::Fork { pid, tid, time, .. } => {
+                self.pending_forks.remove(&tid);
+                if pid == tid {
+                    self.new_processes.push(pid);
+                }
+                self.new_threads.push((pid, tid));
+                // A reused tid starts again.
+                self.threads.insert(tid, Thread::new(pid, time));
+                self.touched.insert(tid);
+                self.threads_seen += 1;
+            }
+            Rec::Switch {
+                tid,
+                time,
+                out,
+                preempt,
+                ..
+            } => {
+                let Some(t) = self.threads.get_mut(&tid) else {
+                    return;
+                };
+                self.touched.insert(tid);
+                if out {
+                    if t.state == Sched::Running {
+                        t.run_ns += time.saturating_sub(t.since);
+                    }
+                    t.state = if preempt {
+                        Sched::Ready
+                    } else {
+                        Sched::Sleeping
+                    };
+                } else {
+                    if t.state == Sched::Ready {
+                        t.wait_ns += time.saturating_sub(t.since);
+                    }
+                    if t.state != Sched::Running {
+                        t.slices = t.slices.saturating_add(1);
+                    }
+                    t.state = Sched::Running;
+                }
+                t.since = time;
+            }
+            Rec::Sample { raw, time, .. } => {
+                // sched_wakeup / sched_wakeup_new: the woken pid at 24.
+                let Some(b) = raw.get(24..28) else {
+                    return;
+                };
+                let woken = u32::from_le_bytes(b.try_into().unwrap());
+                if let Some(t) = self.threads.get_mut(&woken) {
+                    if t.state == Sched::Sleeping {
+                        t.state = Sched::Ready;
+                        t.since = time;
+                        self.touched.insert(woken);
+                    }
+                }
+            }
+            Rec::Exit { tid, time, .. } => {
+                if let Some(t) = self.threads.get_mut(&tid) {
+                    self.touched.insert(tid);
+                    if t.state == Sched::Running {
+                        t.run_ns += time.saturating_sub(t.since);
+                    }
+                    t.state = Sched::Sleeping;
+                    t.since = time;
+                    t.exited = true;
+                }
+            }
+            Rec::Lost(n) => self.lost += n,
+            Rec::Exec { .. } | Rec::Mmap { .. } => {}
+        }
+    }
+
+    /// Appends an entry (flagged [`ENTRY_FROM_EVENTS`], and [`ENTRY_NEW`]
+    /// the first time) for every followed thread that is new or whose
+    /// figures at `at` changed since its last entry; threads that have
+    /// ended are dropped after their last entry. Figures never decrease
+    /// from one entry to the next.
+    pub fn entries(&mut self, at: u64, out: &mut Vec<Entry>) {
+        let mut tids = std::mem::take(&mut self.scratch);
+        tids.clear();
+        tids.extend(self.touched.drain());
+        for &tid in &tids {
+            let Some(t) = self.threads.get_mut(&tid) else {
+                continue;
+            };
+            let mut now = t.at(at);
+            if let Some(r) = t.reported {
+                now = (now.0.max(r.0), now.1.max(r.1), now.2.max(r.2));
+            }
+            if t.reported != Some(now) {
+                out.push(Entry {
+                    pid: t.pid,
+                    tid,
+                    run_ns: now.0,
+                    wait_ns: now.1,
+                    slices: now.2,
+                    flags: ENTRY_FROM_EVENTS | if t.reported.is_none() { ENTRY_NEW } else { 0 },
+                });
+                t.reported = Some(now);
+            }
+            if t.exited {
+                self.threads.remove(&tid);
+            } else if t.state != Sched::Sleeping {
+                // still changing
+                self.touched.insert(tid);
+            }
+        }
+        self.scratch = tids;
+    }
+
+    /// Threads followed now.
+    pub fn followed(&self) -> usize {
+        self.threads.len()
+    }
+}
+
+/// Opens the events on a child of the launcher before its `exec`, so that
+/// every thread the program starts inherits them: the child's `pre_exec`
+/// hook ([`ChildPart::handshake`]) sends its pid and waits until a helper
+/// thread has opened them.
+pub struct Prepared {
+    /// The child's end of the socket (the launcher drops its copy after
+    /// spawning, so the helper sees the end if the child never reports).
+    theirs: Option<OwnedFd>,
+    helper: JoinHandle<Result<SchedEvents, String>>,
+}
+
+/// What the child's `pre_exec` hook runs (`Copy`: no allocation there).
+#[derive(Debug, Clone, Copy)]
+pub struct ChildPart {
+    sock: RawFd,
+}
+
+impl ChildPart {
+    /// Sends the child's pid to the helper and waits for its answer.
+    /// Runs between fork and exec: system calls only; never fails
+    /// (without an answer the program runs and its threads are read from
+    /// `schedstat`).
+    pub fn handshake(&self) {
+        if self.sock < 0 {
+            return;
+        }
+        // SAFETY: plain system calls on a descriptor this process holds
+        // and on stack buffers.
+        unsafe {
+            let b = (libc::getpid() as u32).to_le_bytes();
+            if libc::send(self.sock, b.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) != 4 {
+                return;
+            }
+            let mut ack = [0u8; 1];
+            loop {
+                let n = libc::recv(self.sock, ack.as_mut_ptr().cast(), 1, 0);
+                if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Prepared {
+    /// Starts the helper thread. Errors: the socket pair or the thread
+    /// cannot be created.
+    pub fn new() -> std::io::Result<Prepared> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: valid out-pointer for two descriptors.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptors we own.
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let helper = std::thread::Builder::new()
+            .name("contend-sched-open".into())
+            .spawn(move || {
+                let mut buf = [0u8; 4];
+                let n = loop {
+                    // SAFETY: recv into a stack buffer.
+                    let n = unsafe { libc::recv(ours.as_raw_fd(), buf.as_mut_ptr().cast(), 4, 0) };
+                    if n >= 0
+                        || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                    {
+                        break n;
+                    }
+                };
+                if n != 4 {
+                    return Err("the program never reached exec".to_string());
+                }
+                let opened = SchedEvents::open(&[u32::from_le_bytes(buf)]);
+                // SAFETY: one byte from a static buffer.
+                unsafe {
+                    libc::send(
+                        ours.as_raw_fd(),
+                        b"g".as_ptr().cast(),
+                        1,
+                        libc::MSG_NOSIGNAL,
+                    )
+                };
+                opened
+            })?;
+        Ok(Prepared {
+            theirs: Some(theirs),
+            helper,
+        })
+    }
+
+    /// The part for the child's `pre_exec` hook.
+    pub fn child_part(&self) -> ChildPart {
+        ChildPart {
+            sock: self.theirs.as_ref().map_or(-1, |f| f.as_raw_fd()),
+        }
+    }
+
+    /// Call right after spawning (whether it worked or not): returns the
+    /// events, or why there are none.
+    pub fn events(mut self) -> Result<SchedEvents, String> {
+        self.theirs = None;
+        self.helper
+            .join()
+            .unwrap_or_else(|_| Err("the thread opening the scheduler events panicked".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> SchedEvents {
+        SchedEvents {
+            rings: Vec::new(),
+            events: Vec::new(),
+            cpus: Vec::new(),
+            attrs: [Attr::default(); 3],
+            sample_type_of: FxHashMap::default(),
+            threads: FxHashMap::default(),
+            pending: Vec::new(),
+            pending_forks: FxHashSet::default(),
+            touched: FxHashSet::default(),
+            scratch: Vec::new(),
+            raw: Vec::new(),
+            new_processes: Vec::new(),
+            new_threads: Vec::new(),
+            attached: FxHashSet::default(),
+            lost: 0,
+            records: 0,
+            threads_seen: 0,
+        }
+    }
+
+    fn switch(tid: u32, time: u64, out: bool, preempt: bool) -> Rec {
+        Rec::Switch {
+            tid,
+            time,
+            out,
+            preempt,
+        }
+    }
+
+    fn wakeup(woken: u32, time: u64) -> Rec {
+        let mut raw = vec![0u8; 40];
+        raw[24..28].copy_from_slice(&woken.to_le_bytes());
+        Rec::Sample {
+            id: 0,
+            ip: 0,
+            pid: 1,
+            tid: 1,
+            time,
+            sp: 0,
+            chain: Vec::new(),
+            raw,
+        }
+    }
+
+    #[test]
+    fn run_wait_and_slices_follow_the_switches() {
+        let mut s = empty();
+        // Thread 7 forked at 100, woken at 110, runs 130..180 (wait 20),
+        // preempted at 180, runs again 200..250 (wait 20), sleeps, woken
+        // at 300, runs 310..(tick at 330): run 50 + 50 + 20 = 120, wait
+        // 20 + 20 + 10 = 50, 3 slices.
+        s.pending = vec![
+            Rec::Fork {
+                pid: 1,
+                ppid: 1,
+                tid: 7,
+                ptid: 1,
+                time: 100,
+            },
+            wakeup(7, 110),
+            switch(7, 130, false, false),
+            switch(7, 180, true, true),
+            switch(7, 200, false, false),
+            switch(7, 250, true, false),
+            wakeup(7, 300),
+            // a wake-up of a thread not followed is ignored
+            wakeup(9, 305),
+            switch(7, 310, false, false),
+            // later than the cut: kept for the next tick
+            switch(7, 400, true, false),
+        ];
+        s.advance(330);
+        assert!(s.covers(7) && !s.covers(9));
+        let mut out = Vec::new();
+        s.entries(330, &mut out);
+        assert_eq!(out.len(), 1);
+        let e = out[0];
+        assert_eq!((e.pid, e.tid), (1, 7));
+        assert_eq!((e.run_ns, e.wait_ns, e.slices), (120, 50, 3));
+        assert_eq!(e.flags, ENTRY_FROM_EVENTS | ENTRY_NEW);
+        // Nothing changed up to 330: no entry.
+        out.clear();
+        s.entries(330, &mut out);
+        assert!(out.is_empty());
+        // Next tick: the switch-out at 400 and an exit: run 120 + 70.
+        s.pending.push(Rec::Exit {
+            pid: 1,
+            tid: 7,
+            time: 450,
+        });
+        s.advance(u64::MAX);
+        s.entries(500, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].run_ns, out[0].wait_ns, out[0].slices), (190, 50, 3));
+        assert_eq!(out[0].flags, ENTRY_FROM_EVENTS);
+        // The ended thread is dropped after its last entry.
+        assert_eq!(s.followed(), 0);
+    }
+
+    #[test]
+    fn figures_never_decrease() {
+        let mut s = empty();
+        s.pending = vec![
+            Rec::Fork {
+                pid: 1,
+                ppid: 1,
+                tid: 8,
+                ptid: 1,
+                time: 0,
+            },
+            switch(8, 10, false, false),
+        ];
+        s.advance(100);
+        let mut out = Vec::new();
+        // Running since 10: 90 at 100.
+        s.entries(100, &mut out);
+        assert_eq!(out[0].run_ns, 90);
+        // Its switch-out at 60 arrives late: 50 committed, but the next
+        // entry keeps 90 (the figure already written).
+        s.pending.push(switch(8, 60, true, false));
+        s.advance(200);
+        out.clear();
+        s.entries(200, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+    }
+}
