@@ -693,7 +693,11 @@ fn pigz_deflate_probed_ranked_and_explained() {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         text.push_str(words[(x >> 33) as usize % words.len()]);
-        text.push(if (x >> 20) % 13 == 0 { '\n' } else { ' ' });
+        text.push(if (x >> 20).is_multiple_of(13) {
+            '\n'
+        } else {
+            ' '
+        });
     }
     let input = tmp.path().join("in.txt");
     std::fs::write(&input, &text).unwrap();
