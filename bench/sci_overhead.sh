@@ -46,10 +46,14 @@ measure() { # $1 label, $2 binary, $3 mode, $4 count, rest: contend record flags
   echo "  runs without: ${base[*]}"
   echo "  runs with:    ${rec[*]}"
 }
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 measure "uprobe + uretprobe pair (--function probed)" "$OUT/sci_overhead" call "$PROBES" --function probed
 measure "-finstrument-functions entry + exit (--instrumented-functions)" "$OUT/sci_overhead_hooks" call "$PAIRS" --instrumented-functions
 measure "region BEGIN + END pair" "$OUT/sci_overhead" region "$PAIRS"
-# Analysis throughput on the last recording (PAIRS region executions).
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Analysis throughput on the last recording (PAIRS region executions), wall
+# time; bench/sci_analysis_throughput.sh measures it in CPU time beside the
+# lock analysis.
 t0=$(date +%s.%N)
 "$CONTEND" report "$OUT/sci.data" --format json >"$OUT/sci.json"
 t1=$(date +%s.%N)

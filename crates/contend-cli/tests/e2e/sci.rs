@@ -665,3 +665,103 @@ fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put(
         );
     }
 }
+
+/// A real program, unmodified: Debian's `pigz -p 4` (stripped: its own
+/// functions have no symbols, so the compression function probed is
+/// zlib's exported `deflate`, which every compression thread calls for
+/// each 128 KiB block; docs/sci.md, "pigz"). 4 MiB of generated text, so
+/// at least 32 `deflate` calls (one per block). Checks that the program
+/// ran unchanged (its output decompresses to the input), that `deflate`
+/// is a scored function block executed by more than one thread with
+/// consistent statistics, that the blocks are ranked by SCI, and that the
+/// text report shows the section and its distribution.
+#[test]
+fn pigz_deflate_probed_ranked_and_explained() {
+    require_tool!("pigz");
+    let _serial = serial();
+    let tmp = tempdir();
+    // Words in a pseudo-random order (a 64-bit LCG, Knuth's MMIX
+    // constants): compressible, but real work for deflate.
+    let words = [
+        "lock", "wait", "hold", "thread", "barrier", "message", "late", "sender", "receiver",
+        "critical", "path", "service", "queue", "memory", "cache",
+    ];
+    let mut text = String::with_capacity(4 << 20);
+    let mut x: u64 = 1;
+    while text.len() < 4 << 20 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        text.push_str(words[(x >> 33) as usize % words.len()]);
+        text.push(if (x >> 20).is_multiple_of(13) {
+            '\n'
+        } else {
+            ' '
+        });
+    }
+    let input = tmp.path().join("in.txt");
+    std::fs::write(&input, &text).unwrap();
+    let dir = tmp.path().join("pigz.data");
+    let out = record_with(
+        &dir,
+        &["--function", "libz:deflate"],
+        Path::new("pigz"),
+        &["-p", "4", "-k", "-f", input.to_str().unwrap()],
+    );
+    assert!(out.success(), "{}", out.describe());
+    // The program ran unchanged: its output is the input compressed.
+    let mut cmd = Command::new("pigz");
+    cmd.arg("-d").arg("-c").arg(tmp.path().join("in.txt.gz"));
+    let back = run_timeout(cmd, Duration::from_secs(60));
+    assert!(back.success(), "{}", back.describe());
+    assert!(
+        back.stdout == text,
+        "pigz -d gave other text than the input"
+    );
+
+    let report = report_json(&dir);
+    let d = block(&report, "deflate");
+    assert_eq!(d["kind"], "function", "{d}");
+    let n = u(d, "occurrences");
+    assert!(n >= 32, "deflate: {n} calls for 32 blocks of 128 KiB: {d}");
+    assert!(u(d, "threads") >= 2, "deflate in one thread only: {d}");
+    let (min, median, mean, total) = (
+        u(d, "min_ns"),
+        u(d, "median_ns"),
+        u(d, "mean_ns"),
+        u(d, "total_ns"),
+    );
+    assert!(
+        0 < min && min <= median && min <= mean && total >= n * min,
+        "deflate: {d}"
+    );
+    // Σ (d_j − d_min) = total − n·d_min (every call recorded, none nested).
+    assert_eq!(u(d, "excess_ns"), total - n * min, "{d}");
+    let sci = d["sci"].as_f64().expect("deflate is scored (≥ 10 calls)");
+    assert!((0.0..=1.0).contains(&sci), "{d}");
+    // Ranked: the scored blocks by SCI, largest first.
+    let scores: Vec<f64> = report["sci"]["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["sci"].as_f64())
+        .collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "not ranked by SCI: {scores:?}"
+    );
+    // Explained: the text report's section names deflate with its
+    // distribution.
+    let text_report = report_raw(&dir, &[] as &[&str]);
+    assert!(text_report.success(), "{}", text_report.describe());
+    assert!(
+        text_report.stdout.contains("Interference (SCI)") && text_report.stdout.contains("deflate"),
+        "{}",
+        text_report.stdout
+    );
+    eprintln!(
+        "pigz: deflate {n} calls in {} threads, fastest {min} ns, median {median} ns, SCI {sci:.3}; {} scored blocks",
+        u(d, "threads"),
+        scores.len()
+    );
+}
