@@ -12,6 +12,7 @@ command -v g++ >/dev/null || need_pkgs+=(g++)
 command -v memcached >/dev/null || need_pkgs+=(memcached)
 command -v memcslap >/dev/null || command -v memaslap >/dev/null || need_pkgs+=(libmemcached-tools)
 command -v sysbench >/dev/null || need_pkgs+=(sysbench)
+[ -x /usr/sbin/mariadbd ] || need_pkgs+=(mariadb-server-core)  # mariadbd only: no service is started
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
 command -v dwz >/dev/null || need_pkgs+=(dwz)
 command -v python3 >/dev/null || need_pkgs+=(python3)

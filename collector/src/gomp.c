@@ -17,6 +17,18 @@
  *     kind 1, "barrier": gcc emits GOMP_barrier both for `#pragma omp
  *     barrier` and for the implicit barrier of a static `for`, `single`,
  *     `sections`, which the call does not tell apart);
+ *   GOMP_taskwait, GOMP_taskgroup_end: a wait in a taskwait (sync-region
+ *     kind 5) or at the end of a taskgroup (kind 6), the tasks the thread
+ *     runs meanwhile included (as OMPT's sync-region wait);
+ *   GOMP_ordered_start/end: an ordered region (mutex kind 7, ordered) on
+ *     one object per process, `libgomp_ordered`;
+ *   GOMP_loop_end, GOMP_loop_end_cancel, GOMP_sections_end,
+ *     GOMP_sections_end_cancel (the barrier at the end of a non-static
+ *     `for` or of `sections` without nowait inside a parallel region): the
+ *     thread's arrival at an implicit barrier of its region (kind 8,
+ *     barrier_implicit_workshare), counted with the region's implicit
+ *     barriers (the k-th arrival of every thread of a team is one
+ *     barrier);
  *   GOMP_parallel, GOMP_parallel_loop_* (the combined `parallel for` forms
  *     of GOMP 4.0 and later), GOMP_parallel_sections,
  *     GOMP_parallel_reductions: the outlined function is replaced by
@@ -45,8 +57,7 @@
  *
  * Not wrapped: the GOMP 1.0 entry points GOMP_parallel_start/_end and
  * GOMP_parallel_loop_*_start (emitted only by gcc before 4.9), GOMP_teams,
- * GOMP_loop_end (the barrier after a non-static `for` inside a parallel
- * region), ordered, tasks and taskwait.
+ * GOMP_taskwait_depend, and the tasks themselves (creation, execution).
  */
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -64,7 +75,14 @@ enum {
     K_CRITICAL = 5,
     K_ATOMIC = 6,
 };
-enum { K_BARRIER = 1, K_BARRIER_IMPLICIT_PARALLEL = 9 };
+enum { K_ORDERED = 7 };
+enum {
+    K_BARRIER = 1,
+    K_TASKWAIT = 5,
+    K_TASKGROUP = 6,
+    K_BARRIER_IMPLICIT_WORKSHARE = 8,
+    K_BARRIER_IMPLICIT_PARALLEL = 9
+};
 
 typedef void (*outlined_fn)(void *);
 
@@ -79,6 +97,14 @@ static struct {
     void (*atomic_end)(void);
     void (*barrier)(void);
     bool (*barrier_cancel)(void);
+    void (*taskwait)(void);
+    void (*taskgroup_end)(void);
+    void (*ordered_start)(void);
+    void (*ordered_end)(void);
+    void (*loop_end)(void);
+    bool (*loop_end_cancel)(void);
+    void (*sections_end)(void);
+    bool (*sections_end_cancel)(void);
     void (*parallel)(outlined_fn, void *, unsigned, unsigned);
     unsigned (*parallel_reductions)(outlined_fn, void *, unsigned, unsigned);
     void (*parallel_sections)(outlined_fn, void *, unsigned, unsigned, unsigned);
@@ -127,6 +153,9 @@ static _Thread_local uint64_t cur_region __attribute__((tls_model("initial-exec"
  * sections, so the analysis names them `(unnamed)` and `libgomp_atomic`. */
 static char unnamed_critical __asm__(".gomp_critical_user_.var") __attribute__((used));
 static char atomic_lock __asm__("libgomp_atomic") __attribute__((used));
+/* The object of ordered regions (libgomp orders them per loop; one object
+ * per process here, its rows split by site). */
+static char ordered_lock __asm__("libgomp_ordered") __attribute__((used));
 
 /* The object of the thread's barrier records: its region instance, or
  * CONTEND_OMP_NO_REGION outside any recorded region. */
@@ -190,6 +219,14 @@ static CONTEND_COLD int resolve(void)
     STORE(atomic_end, lookup("GOMP_atomic_end", NULL));
     STORE(barrier, lookup("GOMP_barrier", NULL));
     STORE(barrier_cancel, lookup("GOMP_barrier_cancel", NULL));
+    STORE(taskwait, lookup("GOMP_taskwait", NULL));
+    STORE(taskgroup_end, lookup("GOMP_taskgroup_end", NULL));
+    STORE(ordered_start, lookup("GOMP_ordered_start", NULL));
+    STORE(ordered_end, lookup("GOMP_ordered_end", NULL));
+    STORE(loop_end, lookup("GOMP_loop_end", NULL));
+    STORE(loop_end_cancel, lookup("GOMP_loop_end_cancel", NULL));
+    STORE(sections_end, lookup("GOMP_sections_end", NULL));
+    STORE(sections_end_cancel, lookup("GOMP_sections_end_cancel", NULL));
     STORE(parallel, lookup("GOMP_parallel", NULL));
     STORE(parallel_reductions, lookup("GOMP_parallel_reductions", NULL));
     STORE(parallel_sections, lookup("GOMP_parallel_sections", NULL));
@@ -502,6 +539,81 @@ CONTEND_EXPORT bool GOMP_barrier_cancel(void)
     RECORD(SYNC_WAIT_END, K_BARRIER, 0, obj, site, 0);
     errno = e;
     return r;
+}
+
+/* A wait of sync-region kind `kind` around the real call `call` (a
+ * statement; its result, if any, assigned there); the object is the
+ * thread's region instance. */
+#define SYNC_WAIT(kind, call)                                   \
+    do {                                                        \
+        if (!recording()) {                                     \
+            call;                                               \
+            break;                                              \
+        }                                                       \
+        const void *site_ = __builtin_return_address(0);        \
+        const void *obj_ = current_region();                    \
+        before_wait(obj_, site_);                               \
+        RECORD(SYNC_WAIT_BEGIN, (kind), 0, obj_, site_, 1);     \
+        call;                                                   \
+        int e_ = errno;                                         \
+        RECORD(SYNC_WAIT_END, (kind), 0, obj_, site_, 0);       \
+        errno = e_;                                             \
+    } while (0)
+
+CONTEND_EXPORT void GOMP_taskwait(void)
+{
+    void (*f)(void) = REAL(taskwait);
+    SYNC_WAIT(K_TASKWAIT, f());
+}
+
+CONTEND_EXPORT void GOMP_taskgroup_end(void)
+{
+    void (*f)(void) = REAL(taskgroup_end);
+    SYNC_WAIT(K_TASKGROUP, f());
+}
+
+/* The barrier at the end of a worksharing construct without nowait: an
+ * arrival at an implicit barrier of the thread's region. */
+CONTEND_EXPORT void GOMP_loop_end(void)
+{
+    void (*f)(void) = REAL(loop_end);
+    SYNC_WAIT(K_BARRIER_IMPLICIT_WORKSHARE, f());
+}
+
+CONTEND_EXPORT bool GOMP_loop_end_cancel(void)
+{
+    bool (*f)(void) = REAL(loop_end_cancel);
+    bool r = false;
+    SYNC_WAIT(K_BARRIER_IMPLICIT_WORKSHARE, r = f());
+    return r;
+}
+
+CONTEND_EXPORT void GOMP_sections_end(void)
+{
+    void (*f)(void) = REAL(sections_end);
+    SYNC_WAIT(K_BARRIER_IMPLICIT_WORKSHARE, f());
+}
+
+CONTEND_EXPORT bool GOMP_sections_end_cancel(void)
+{
+    bool (*f)(void) = REAL(sections_end_cancel);
+    bool r = false;
+    SYNC_WAIT(K_BARRIER_IMPLICIT_WORKSHARE, r = f());
+    return r;
+}
+
+/* ---- ordered ---- */
+
+CONTEND_EXPORT void GOMP_ordered_start(void)
+{
+    void (*f)(void) = REAL(ordered_start);
+    ACQUIRE(K_ORDERED, &ordered_lock, __builtin_return_address(0), f());
+}
+
+CONTEND_EXPORT void GOMP_ordered_end(void)
+{
+    void (*f)(void) = REAL(ordered_end);
+    RELEASE(K_ORDERED, &ordered_lock, __builtin_return_address(0), f());
 }
 
 /* ---- parallel regions ---- */

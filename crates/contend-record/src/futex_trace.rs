@@ -1,6 +1,7 @@
 //! The futex tracer: every futex call of the target, seen by the kernel's
 //! `syscalls:sys_enter_futex` and `syscalls:sys_exit_futex` tracepoints
-//! through `perf_event_open(2)`, with the user call chain of each entry
+//! (and `sys_enter_futex_waitv` / `sys_exit_futex_waitv` where the kernel
+//! has them) through `perf_event_open(2)`, with the user call chain of each entry
 //! (`PERF_SAMPLE_CALLCHAIN`) and CLOCK_MONOTONIC timestamps
 //! (`use_clockid`), so that they line up with the rest of the recording.
 //! It sees what the collector's interposed `syscall()` cannot: inline
@@ -107,6 +108,33 @@ pub fn tracepoint_ids() -> Result<(u64, u64), String> {
         .into())
 }
 
+/// The ids of `syscalls:sys_enter_futex_waitv` and `sys_exit_futex_waitv`
+/// (Linux 5.16 and later), traced beside the futex tracepoints where the
+/// kernel has them; `None` where it has not (or tracefs is not readable:
+/// [`tracepoint_ids`] says so for the futex tracepoints themselves).
+pub fn waitv_tracepoint_ids() -> Option<(u64, u64)> {
+    TRACEFS.iter().find_map(|base| {
+        let dir = std::path::Path::new(base).join("events/syscalls");
+        let read = |name: &str| -> Option<u64> {
+            std::fs::read_to_string(dir.join(name).join("id"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        Some((
+            read("sys_enter_futex_waitv")?,
+            read("sys_exit_futex_waitv")?,
+        ))
+    })
+}
+
+/// The op word of a traced `futex_waitv(2)` call in
+/// [`FutexCall::op`]: the trace format's `CMD_WAITV` (no futex op has that
+/// value: command 127 is not one). Its `uaddr` is the waiter array and its
+/// `val` the number of waiters, as in the collector's records.
+pub const OP_WAITV: u32 = contend_trace::format::futex::CMD_WAITV as u32;
+
 /// The message when the kernel refuses the futex tracepoints (`errno`
 /// EACCES or EPERM; others are described as they are), naming the user,
 /// `kernel.perf_event_paranoid` and what to change.
@@ -147,7 +175,19 @@ pub fn parse_enter(raw: &[u8]) -> Option<(u64, u32, u32)> {
     Some((at(16)?, at(24)? as u32, at(32)? as u32))
 }
 
-/// The return value of a `sys_exit_futex` sample (`ret` at 16).
+/// The entry of a `sys_enter_futex_waitv` sample (format of
+/// `events/syscalls/sys_enter_futex_waitv/format`: waiters at 16,
+/// nr_futexes at 24, each 8 bytes) as (waiter array, [`OP_WAITV`], number
+/// of waiters); `None` when too short.
+pub fn parse_enter_waitv(raw: &[u8]) -> Option<(u64, u32, u32)> {
+    let at = |i: usize| {
+        raw.get(i..i + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+    };
+    Some((at(16)?, OP_WAITV, at(24)? as u32))
+}
+
+/// The return value of a `sys_exit_futex` (or `sys_exit_futex_waitv`) sample (`ret` at 16).
 pub fn parse_exit(raw: &[u8]) -> Option<i64> {
     raw.get(16..24)
         .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
@@ -186,7 +226,31 @@ impl Pairing {
         raw: &[u8],
         chain: &[u64],
     ) -> Option<FutexCall> {
-        let (uaddr, op, val) = parse_enter(raw)?;
+        self.enter_parsed(pid, tid, time_ns, parse_enter(raw)?, chain)
+    }
+
+    /// A thread entered `futex_waitv(2)` (a `sys_enter_futex_waitv`
+    /// sample); as [`Pairing::enter`]. The two calls cannot overlap on
+    /// one thread, so they pair with the same exits.
+    pub fn enter_waitv(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        time_ns: u64,
+        raw: &[u8],
+        chain: &[u64],
+    ) -> Option<FutexCall> {
+        self.enter_parsed(pid, tid, time_ns, parse_enter_waitv(raw)?, chain)
+    }
+
+    fn enter_parsed(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        time_ns: u64,
+        (uaddr, op, val): (u64, u32, u32),
+        chain: &[u64],
+    ) -> Option<FutexCall> {
         self.open.insert(
             tid,
             FutexCall {
@@ -284,6 +348,22 @@ mod tests {
         let open = p.finish();
         assert_eq!(open.len(), 1);
         assert_eq!(open[0].exit_ns, None);
+    }
+
+    #[test]
+    fn a_futex_waitv_entry_pairs_with_its_exit() {
+        // sys_enter_futex_waitv: waiters 0x7000 at 16, nr_futexes 2 at 24
+        let raw = enter_raw(0x7000, 2, 0);
+        assert_eq!(parse_enter_waitv(&raw), Some((0x7000, OP_WAITV, 2)));
+        assert_eq!(parse_enter_waitv(&raw[..30]), None);
+        let mut p = Pairing::default();
+        assert!(p.enter_waitv(1, 2, 100, &raw, &[]).is_none());
+        // ETIMEDOUT
+        let c = p.exit(2, 5_100, &exit_raw(-110)).unwrap();
+        assert_eq!(
+            (c.uaddr, c.op, c.val, c.ret, c.enter_ns, c.exit_ns),
+            (0x7000, 0xff, 2, -110, 100, Some(5_100))
+        );
     }
 
     #[test]

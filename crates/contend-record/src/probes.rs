@@ -749,9 +749,11 @@ enum Source {
         ret: bool,
     },
     Profile,
-    /// `syscalls:sys_enter_futex` (false) or `sys_exit_futex` (true).
+    /// `syscalls:sys_enter_futex` (false) or `sys_exit_futex` (true);
+    /// `waitv`: `sys_enter_futex_waitv` / `sys_exit_futex_waitv`.
     Futex {
         exit: bool,
+        waitv: bool,
     },
 }
 
@@ -1174,8 +1176,9 @@ impl State {
     }
 
     /// Opens `syscalls:sys_enter_futex` (with the user call chain) and
-    /// `sys_exit_futex` on every target thread and CPU, into that CPU's
-    /// ring ([`crate::futex_trace`]). When not allowed or not possible,
+    /// `sys_exit_futex`, and `sys_enter_futex_waitv` / `sys_exit_futex_waitv`
+    /// where the kernel has them, on every target thread and CPU, into that
+    /// CPU's ring ([`crate::futex_trace`]). When not allowed or not possible,
     /// `futex/futex.json` and a warning say why and what to change.
     fn open_futex(
         &mut self,
@@ -1197,9 +1200,13 @@ impl State {
             mapped: FxHashSet::default(),
             mappings: FxHashMap::default(),
         };
-        let mut opened: Vec<(OwnedFd, u64, bool)> = Vec::new();
+        let mut opened: Vec<(OwnedFd, u64, bool, bool)> = Vec::new();
         let result = (|| -> Result<(), String> {
             let (enter, exit) = crate::futex_trace::tracepoint_ids()?;
+            let mut events = vec![(enter, false, false), (exit, true, false)];
+            if let Some((enter_v, exit_v)) = crate::futex_trace::waitv_tracepoint_ids() {
+                events.extend([(enter_v, false, true), (exit_v, true, true)]);
+            }
             if ring_of.iter().any(Option::is_none) {
                 return Err(
                     "futex waits are not traced: no perf ring buffer on every CPU to receive them"
@@ -1209,7 +1216,7 @@ impl State {
             for (ci, &cpu) in cpus.iter().enumerate() {
                 let ring = self.rings[ring_of[ci].unwrap_or(0)].leader.as_raw_fd();
                 for &tid in targets {
-                    for (config, is_exit) in [(enter, false), (exit, true)] {
+                    for &(config, is_exit, waitv) in &events {
                         let sample_type = SAMPLE_IDENTIFIER
                             | SAMPLE_TID
                             | SAMPLE_TIME
@@ -1253,7 +1260,7 @@ impl State {
                                     "futex waits are not traced: cannot attach the tracepoints to                                      the ring buffer: {e}"
                                 )
                             })?;
-                        opened.push((fd, id, is_exit));
+                        opened.push((fd, id, is_exit, waitv));
                         let _ = sample_type;
                         self.sample_type_of.insert(id, sample_type);
                     }
@@ -1263,8 +1270,8 @@ impl State {
         })();
         match result {
             Ok(()) => {
-                for (fd, id, exit) in opened {
-                    self.sources.insert(id, Source::Futex { exit });
+                for (fd, id, exit, waitv) in opened {
+                    self.sources.insert(id, Source::Futex { exit, waitv });
                     self._events.push(fd);
                 }
                 fs.manifest.traced = true;
@@ -1318,13 +1325,15 @@ impl State {
         pid: u32,
         tid: u32,
         time: u64,
-        exit: bool,
+        (exit, waitv): (bool, bool),
         chain: &[u64],
         raw: &[u8],
     ) {
         let Some(fs) = &mut self.futex else { return };
         let call = if exit {
             fs.pairing.exit(tid, time, raw)
+        } else if waitv {
+            fs.pairing.enter_waitv(pid, tid, time, raw, chain)
         } else {
             fs.pairing.enter(pid, tid, time, raw, chain)
         };
@@ -1389,8 +1398,8 @@ impl State {
                 chain,
                 raw,
             } => match self.sources.get(&id).copied() {
-                Some(Source::Futex { exit }) => {
-                    self.futex_sample(pid, tid, time, exit, &chain, &raw)
+                Some(Source::Futex { exit, waitv }) => {
+                    self.futex_sample(pid, tid, time, (exit, waitv), &chain, &raw)
                 }
                 Some(Source::Profile) => {
                     if matches!(self.kind, SessionKind::Profile { .. }) {

@@ -236,3 +236,97 @@ fn an_unprivileged_user_is_told_what_to_change() {
     }
     assert!(!dir.path().join("rec").exists(), "nothing was created");
 }
+
+/// futex_waitv(2) through its own tracepoints (`sys_enter_futex_waitv` /
+/// `sys_exit_futex_waitv`), with `--futex-trace on` on
+/// tests/programs/futex_waitv2.c: a thread waits on two words 20 times,
+/// each wait woken on the second word by the other thread (return value
+/// 1), then once with a 5 ms timeout nobody ends (and first once with a
+/// timeout already past). The waiter array
+/// `g_waiters` is the wait's word (as in the collector's records): its
+/// waits are exact (20 woken + 1 timed out), the wakes on `g_word_b` are
+/// exact, and the wait time lies inside the program's own clock and
+/// within 2 % + 1 µs per wait of it (a disturbed run is made again, up to
+/// three times). SKIP where the kernel lacks futex_waitv or its
+/// tracepoints.
+#[test]
+fn futex_waitv_on_two_words_comes_from_its_tracepoints() {
+    if !have("gcc") || !is_root() || !tracefs() {
+        eprintln!("SKIP futex_waitv tracepoints: needs gcc, root and tracefs");
+        return;
+    }
+    if !Path::new("/sys/kernel/tracing/events/syscalls/sys_enter_futex_waitv").is_dir() {
+        eprintln!("SKIP futex_waitv tracepoints: this kernel has no sys_enter_futex_waitv");
+        return;
+    }
+    let exe = build("futex_waitv2.c", &["-O1"]);
+    let _serial = serial();
+    let mut last = String::new();
+    for _ in 0..3 {
+        let dir = tempdir();
+        let rec = dir.path().join("rec");
+        let mut cmd = Command::new(contend_bin());
+        cmd.args(["record", "--futex-trace", "on", "-o"])
+            .arg(&rec)
+            .arg("--")
+            .arg(&exe)
+            .arg("20");
+        let out = run_timeout(cmd, RUN_TIMEOUT);
+        assert!(out.success(), "{}", out.describe());
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("waitv="))
+            .unwrap_or_else(|| panic!("no result line:\n{}", out.describe()));
+        let p: std::collections::HashMap<&str, i64> = line
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k, v.parse().expect("integer")))
+            .collect();
+        if p["waitv"] == 0 {
+            eprintln!("SKIP futex_waitv tracepoints: the kernel has no futex_waitv (ENOSYS)");
+            return;
+        }
+        let report = report_json(&rec);
+        let by_word = report["futex"]["by_word"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no futex section: {}", report["warnings"]));
+        // a global word is named by its symbol (the array: by its first
+        // member, `g_waiters[0].val`)
+        let named = |name: &str| {
+            by_word
+                .iter()
+                .find(|w| w["name"].as_str().is_some_and(|n| n.starts_with(name)))
+                .unwrap_or_else(|| panic!("no futex word {name}: {}", report["futex"]))
+        };
+        let w = named("g_waiters");
+        let woken = p["woken"] as u64;
+        assert_eq!(u(w, "woken"), woken, "{w}");
+        // and the program's first call, a probe whose timeout has passed
+        let timed_out = p["timedout"] as u64 + 1;
+        assert_eq!(u(w, "timed_out"), timed_out, "{w}");
+        assert_eq!(u(w, "events"), woken + timed_out, "{w}");
+        let b = named("g_word_b");
+        assert_eq!(u(b, "wakes"), p["wakes"] as u64, "{b}");
+        assert_eq!(u(b, "waiters_woken"), p["woke"] as u64, "{b}");
+        assert_eq!(
+            report["futex"]["sources"][0]["source"], "tracepoints",
+            "{}",
+            report["futex"]["sources"]
+        );
+        let waits = u(w, "events");
+        let truth = p["wait_ns"] as f64;
+        let got = u(w, "wait_ns") as f64;
+        assert!(
+            got <= truth + 1000.0,
+            "contend's wait {got} ns exceeds the program's own {truth} ns"
+        );
+        let tolerance = 0.02 * truth + 1000.0 * waits as f64;
+        if truth - got <= tolerance {
+            return;
+        }
+        last =
+            format!("contend's wait {got} ns vs the program's {truth} ns (tolerance {tolerance})");
+    }
+    panic!("three disturbed runs: {last}");
+}

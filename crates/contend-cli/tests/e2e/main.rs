@@ -24,6 +24,7 @@ mod heap_locks;
 mod html_report;
 mod light;
 mod limits;
+mod mariadb;
 mod meters;
 mod meters_record;
 mod mpi_accuracy;

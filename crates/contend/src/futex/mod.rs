@@ -605,7 +605,8 @@ fn op_kind(cmd: u8) -> u8 {
         | fx::CMD_WAIT_BITSET
         | fx::CMD_LOCK_PI
         | fx::CMD_LOCK_PI2
-        | fx::CMD_WAIT_REQUEUE_PI => 1,
+        | fx::CMD_WAIT_REQUEUE_PI
+        | fx::CMD_WAITV => 1,
         fx::CMD_WAKE
         | fx::CMD_WAKE_BITSET
         | fx::CMD_WAKE_OP
@@ -634,7 +635,12 @@ pub fn add_traced_calls(
     let mut sorted: Vec<&contend_trace::futex_calls::FutexCall> = calls.iter().collect();
     sorted.sort_by_key(|c| (c.pid, c.tid, c.enter_ns));
     for c in sorted {
-        let cmd = (c.op & 127) as u8;
+        // futex_waitv (its own tracepoints) carries CMD_WAITV as its op
+        let cmd = if c.op == u32::from(fx::CMD_WAITV) {
+            fx::CMD_WAITV
+        } else {
+            (c.op & 127) as u8
+        };
         let kind = op_kind(cmd);
         if kind == 0 {
             continue;
@@ -1214,5 +1220,34 @@ mod tests {
         let mut ev = FutexEvents::default();
         add_traced_calls(&calls, 2, |pid| (pid == 10).then_some(0), 1000, &mut ev);
         assert!(ev.waits.iter().all(|w| w.process == 0));
+    }
+
+    /// futex_waitv through its own tracepoints (op = CMD_WAITV, uaddr the
+    /// waiter array): thread 11 waits 100 → 5 100 and times out (−ETIMEDOUT:
+    /// 5 000 ns, timed out); thread 12 waits 200 → 900 and is woken on its
+    /// second word (ret 1, the index: woken, 700 ns). Both are waits with
+    /// the command CMD_WAITV, none is a wake.
+    #[test]
+    fn traced_futex_waitv_calls_are_waits() {
+        let waitv = u32::from(fx::CMD_WAITV);
+        let calls = [
+            call(11, 100, Some(5_100), waitv, -110),
+            call(12, 200, Some(900), waitv, 1),
+        ];
+        let mut ev = FutexEvents::default();
+        add_traced_calls(&calls, 0, |_| None, 10_000, &mut ev);
+        assert!(ev.wakes.is_empty());
+        let w: Vec<(u8, u64, WaitOutcome)> = ev
+            .waits
+            .iter()
+            .map(|w| (w.cmd, w.wait_ns(), w.outcome))
+            .collect();
+        assert_eq!(
+            w,
+            vec![
+                (fx::CMD_WAITV, 5_000, WaitOutcome::TimedOut),
+                (fx::CMD_WAITV, 700, WaitOutcome::Woken)
+            ]
+        );
     }
 }
