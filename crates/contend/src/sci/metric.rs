@@ -301,18 +301,19 @@ pub const QUANTILES: [f64; 23] = [
     0.75, 0.80, 0.85, 0.90, 0.95, 0.99, 1.0,
 ];
 
-/// Per thread: its scored executions (block, inclusive ns, exclusive ns)
-/// and the recursive ones per block.
+/// Per thread: its scored executions and the recursive ones per block.
 struct ThreadPass {
-    scored: Vec<(u32, u64, u64)>,
+    /// The scored executions, written over the thread's executions (no
+    /// second array): `block`, inclusive duration ns in `start_ns`,
+    /// exclusive duration ns in `end_ns`.
+    scored: Vec<Execution>,
     recursive: Vec<u32>,
 }
 
 /// Nesting within one thread: sorts by (start, longest first) and sweeps
 /// with a stack; the parent of an execution is the innermost open one that
 /// contains it.
-fn thread_pass(execs: &[Execution]) -> ThreadPass {
-    let mut order: Vec<Execution> = execs.to_vec();
+fn thread_pass(mut order: Vec<Execution>) -> ThreadPass {
     order.sort_unstable_by(|a, b| {
         a.start_ns
             .cmp(&b.start_ns)
@@ -345,21 +346,27 @@ fn thread_pass(execs: &[Execution]) -> ThreadPass {
         *d += 1;
         stack.push(i);
     }
-    let mut pass = ThreadPass {
-        scored: Vec::with_capacity(n),
-        recursive: Vec::new(),
-    };
+    let mut recursive = Vec::new();
+    let mut kept = 0;
     for i in 0..n {
         let e = order[i];
         if recursive_flag[i] {
-            pass.recursive.push(e.block);
+            recursive.push(e.block);
             continue;
         }
         let dur = e.end_ns - e.start_ns;
-        pass.scored
-            .push((e.block, dur, dur.saturating_sub(children[i])));
+        order[kept] = Execution {
+            block: e.block,
+            start_ns: dur,
+            end_ns: dur.saturating_sub(children[i]),
+        };
+        kept += 1;
     }
-    pass
+    order.truncate(kept);
+    ThreadPass {
+        scored: order,
+        recursive,
+    }
 }
 
 /// Per (block, thread): executions, Σ inclusive, Σ exclusive.
@@ -373,19 +380,29 @@ struct Acc {
 /// Scores every row of `input`: blocks ranked by SCI (unscored ones last,
 /// by excess), and the threads.
 pub fn score(input: &ScoreInput) -> (Vec<SciBlock>, Vec<SciThread>) {
+    score_executions(input, input.executions.clone())
+}
+
+/// [`score`] of `input`'s rows and threads with `executions` (per thread,
+/// in any order) in place of `input.executions`, consuming them: each
+/// thread's executions are sorted where they are, its nesting pass writes
+/// the scored durations over them, and each thread's array is freed once
+/// its durations are grouped by block, so the executions are never held
+/// twice (the analysis of a large recording peaks lower; the result is
+/// that of [`score`]).
+pub fn score_executions(
+    input: &ScoreInput,
+    executions: Vec<Vec<Execution>>,
+) -> (Vec<SciBlock>, Vec<SciThread>) {
     let nblocks = input.blocks.len();
-    let passes: Vec<ThreadPass> = input
-        .executions
-        .par_iter()
-        .map(|e| thread_pass(e))
-        .collect();
+    let passes: Vec<ThreadPass> = executions.into_par_iter().map(thread_pass).collect();
     // Group durations by block (counting sort), and accumulate per
     // (block, thread).
     let mut counts = vec![0usize; nblocks];
     let mut recursive = vec![0u64; nblocks];
     for p in &passes {
-        for &(b, _, _) in &p.scored {
-            counts[b as usize] += 1;
+        for e in &p.scored {
+            counts[e.block as usize] += 1;
         }
         for &b in &p.recursive {
             recursive[b as usize] += 1;
@@ -400,9 +417,14 @@ pub fn score(input: &ScoreInput) -> (Vec<SciBlock>, Vec<SciThread>) {
     let mut exclusive = vec![0u64; total];
     let mut fill = offsets.clone();
     let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
-    for (t, p) in passes.iter().enumerate() {
+    for (t, p) in passes.into_iter().enumerate() {
         let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
-        for &(b, d, x) in &p.scored {
+        for &Execution {
+            block: b,
+            start_ns: d,
+            end_ns: x,
+        } in &p.scored
+        {
             let k = &mut fill[b as usize];
             durations[*k] = d;
             exclusive[*k] = x;
@@ -416,7 +438,6 @@ pub fn score(input: &ScoreInput) -> (Vec<SciBlock>, Vec<SciThread>) {
             per_thread[b as usize].push((t as u32, a));
         }
     }
-    drop(passes);
     // Split the flat vectors into one slice per block.
     let mut dur_slices: Vec<&mut [u64]> = Vec::with_capacity(nblocks);
     let mut excl_slices: Vec<&mut [u64]> = Vec::with_capacity(nblocks);

@@ -24,10 +24,11 @@ use serde::Serialize;
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 
 pub use metric::{
-    score, BlockDef, BlockKind, BlockSite, BlockThreadScore, DurationBucket, DurationSource,
-    Execution, Quantile, SciBlock, SciThread, ScoreInput, ThreadDef, MIN_OCCURRENCES,
+    score, score_executions, BlockDef, BlockKind, BlockSite, BlockThreadScore, DurationBucket,
+    DurationSource, Execution, Quantile, SciBlock, SciThread, ScoreInput, ThreadDef,
+    MIN_OCCURRENCES,
 };
-pub use sources::{gather, FrameMatcher, Gathered, MatchCounts, NameMatcher};
+pub use sources::{gather, gather_with, FrameMatcher, Gathered, MatchCounts, NameMatcher};
 
 /// The interference analysis (registered in [`crate::analysis::ANALYZERS`]).
 pub struct SciAnalyzer;
@@ -78,8 +79,9 @@ pub struct SciReport {
 
 impl SciReport {
     /// Scores a gathered input into the section.
-    pub fn from_gathered(g: Gathered) -> SciReport {
-        let (blocks, threads) = score(&g.input);
+    pub fn from_gathered(mut g: Gathered) -> SciReport {
+        let executions = std::mem::take(&mut g.input.executions);
+        let (blocks, threads) = score_executions(&g.input, executions);
         let mut notes = Vec::new();
         if let Some(n) = &g.lifetime_note {
             notes.push(n.clone());
@@ -137,7 +139,8 @@ impl Analyzer for SciAnalyzer {
         "interference (SCI)"
     }
 
-    /// Gathers every execution (locks paired again, regions, functions),
+    /// Gathers every execution (the lock analysis's events, regions,
+    /// functions),
     /// scores them; no section when the recording has no block at all.
     fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
         let rec = cx.recording;
@@ -145,7 +148,13 @@ impl Analyzer for SciAnalyzer {
             return None;
         }
         cx.progress.stage("scoring blocks (SCI)", 1);
-        let g = gather(rec, cx.symbols);
+        // The lock analysis's events, unless `--wrapper` moved their call
+        // sites (this analysis attributes sites through stacks alone).
+        let paired = cx
+            .earlier::<crate::locks::LockEvents>()
+            .filter(|_| cx.options.locks.wrappers.is_empty())
+            .map(|l| &l.set);
+        let g = gather_with(rec, cx.symbols, paired);
         let warnings = g.warnings.clone();
         let report = SciReport::from_gathered(g);
         cx.progress.advance(1);

@@ -265,9 +265,10 @@ fn lock_block(p: Primitive) -> (BlockKind, &'static str) {
     }
 }
 
-/// Pairs the recording's lock operations again (as the lock analysis does)
-/// and turns every acquisition into an execution of its block.
-fn lock_executions(b: &mut Builder, recording: &Recording, symbols: &Symbols) -> u64 {
+/// The recording's lock operations paired again as the lock analysis
+/// pairs them, with call sites moved through recorded stacks
+/// ([`attribute_sites_through_stacks`]); `None` without lock traces.
+fn pair_again(recording: &Recording, resolver: &mut ProcessResolver<'_>) -> Option<EventSet> {
     let inputs: Vec<ThreadInput<'_>> = recording
         .processes
         .iter()
@@ -288,11 +289,36 @@ fn lock_executions(b: &mut Builder, recording: &Recording, symbols: &Symbols) ->
         })
         .collect();
     if inputs.is_empty() {
-        return 0;
+        return None;
     }
     let mut set: EventSet = pair_operations(&inputs);
+    attribute_sites_through_stacks(&mut set, recording, resolver);
+    Some(set)
+}
+
+/// Turns every acquisition into an execution of its block. The events are
+/// the lock analysis's (`paired`, when it ran without `--wrapper`: then
+/// its call sites are those [`attribute_sites_through_stacks`] gives),
+/// else the recording's lock operations paired again. Each thread's
+/// executions are allocated at their exact number.
+fn lock_executions(
+    b: &mut Builder,
+    recording: &Recording,
+    symbols: &Symbols,
+    paired: Option<&EventSet>,
+) -> u64 {
     let mut resolver = ProcessResolver::new(recording, symbols);
-    attribute_sites_through_stacks(&mut set, recording, &mut resolver);
+    let owned: EventSet;
+    let set: &EventSet = match paired {
+        Some(set) => set,
+        None => match pair_again(recording, &mut resolver) {
+            Some(set) => {
+                owned = set;
+                &owned
+            }
+            None => return 0,
+        },
+    };
     let threads: Vec<u32> = set
         .threads
         .iter()
@@ -305,6 +331,15 @@ fn lock_executions(b: &mut Builder, recording: &Recording, symbols: &Symbols) ->
             i
         })
         .collect();
+    let mut acquired = vec![0usize; b.executions.len()];
+    for e in &set.events {
+        if e.outcome == Outcome::Acquired {
+            acquired[threads[e.thread as usize] as usize] += 1;
+        }
+    }
+    for (v, n) in b.executions.iter_mut().zip(acquired) {
+        v.reserve_exact(n);
+    }
     let mut rows: FxHashMap<(Primitive, u32, u32), u32> = FxHashMap::default();
     let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
@@ -669,6 +704,18 @@ fn lifetimes(
 
 /// Every execution of the recording, with the threads and their T_t.
 pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered {
+    gather_with(recording, symbols, None)
+}
+
+/// [`gather`] taking the lock executions from `paired`, the lock
+/// analysis's events (paired, call sites moved through recorded stacks and
+/// through no `--wrapper`), instead of pairing the lock operations again:
+/// the same executions without a second copy of every event in memory.
+pub fn gather_with(
+    recording: &Recording,
+    symbols: &Symbols,
+    paired: Option<&EventSet>,
+) -> Gathered {
     let mut g = Gathered::default();
     let mut b = Builder {
         blocks: Vec::new(),
@@ -677,7 +724,7 @@ pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered {
         executions: Vec::new(),
         spans: Vec::new(),
     };
-    g.executions[0] = lock_executions(&mut b, recording, symbols);
+    g.executions[0] = lock_executions(&mut b, recording, symbols, paired);
     match &recording.regions {
         Some(Ok(r)) => {
             g.warnings.extend(

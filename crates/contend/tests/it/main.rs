@@ -19,5 +19,6 @@ mod numa_model;
 mod pipeline;
 mod report_formats;
 mod sci_metric;
+mod sci_reuse;
 mod site_attribution;
 mod speedup_model;
