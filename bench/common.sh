@@ -5,7 +5,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/bench/out"
 mkdir -p "$OUT"
 CONTEND="$ROOT/target/release/contend"
-(cd "$ROOT" && cargo build --release --quiet)
+# BENCH_NO_BUILD=1: use the binaries as built (another build shares target/).
+[ -n "${BENCH_NO_BUILD:-}" ] || (cd "$ROOT" && cargo build --release --quiet)
 machine() {
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 }

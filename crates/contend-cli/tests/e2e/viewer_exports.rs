@@ -271,16 +271,19 @@ fn perfetto_mpi_ranks_line_up() {
     let waits = &analysis.events::<MpiEvents>().unwrap().analysis;
     let tids = track_tids(&s);
     let tracks = s["tracks"].as_array().unwrap();
-    // A process track per rank, a thread track per rank's thread.
+    // A process track per rank, a thread track per rank's thread. The
+    // rank's track is named by rank, pid and the program its maps file
+    // shows (maps/<pid>.maps: /tmp/contend-golden/mpi_waits).
     for r in &mpi.ranks {
+        let mut want = format!("rank {} (pid {}) mpi_waits", r.rank, r.pid);
+        if !r.host.is_empty() {
+            want.push_str(&format!(" on {}", r.host));
+        }
         assert!(
-            tracks.iter().any(|t| t["kind"] == "process"
-                && t["pid"] == r.pid
-                && t["process_name"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with(&format!("rank {}", r.rank))),
-            "rank {}",
+            tracks
+                .iter()
+                .any(|t| t["kind"] == "process" && t["pid"] == r.pid && t["process_name"] == want),
+            "rank {}: no process track named {want:?} in {tracks:?}",
             r.rank
         );
     }

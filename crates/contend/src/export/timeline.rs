@@ -278,6 +278,51 @@ impl Tracks {
     }
 }
 
+/// Flow ids by event index, for a walk that visits the events mostly in
+/// increasing index order: the (event, id) pairs sorted, and a cursor
+/// that moves forward (a step back, or a long jump, is a binary search).
+/// A hash map here cost a cache miss per event, the largest single cost of
+/// the Perfetto export in a CPU profile (docs/benchmarks.md).
+struct FlowIds {
+    /// Event indices, ascending (an event with several flows repeats).
+    events: Vec<u32>,
+    /// Their flow ids, aligned with `events`.
+    ids: Vec<u64>,
+    /// Where the last lookup ended: the first entry of its event or after.
+    at: usize,
+}
+
+impl FlowIds {
+    fn new(mut pairs: Vec<(u32, u64)>) -> FlowIds {
+        pairs.sort_unstable();
+        pairs.dedup();
+        FlowIds {
+            events: pairs.iter().map(|p| p.0).collect(),
+            ids: pairs.iter().map(|p| p.1).collect(),
+            at: 0,
+        }
+    }
+
+    /// The flow ids of event `i` (empty: none).
+    fn get(&mut self, i: u32) -> &[u64] {
+        let ev = &self.events;
+        if self.at > 0 && ev[self.at - 1] >= i {
+            self.at = ev.partition_point(|&e| e < i);
+        } else {
+            let mut steps = 0;
+            while self.at < ev.len() && ev[self.at] < i && steps < 16 {
+                self.at += 1;
+                steps += 1;
+            }
+            if self.at < ev.len() && ev[self.at] < i {
+                self.at += ev[self.at..].partition_point(|&e| e < i);
+            }
+        }
+        let end = self.at + ev[self.at..].iter().take_while(|&&e| e == i).count();
+        &self.ids[self.at..end]
+    }
+}
+
 /// Assigns intervals of one thread, given in start order, to lanes so
 /// that each lane's intervals nest properly (greedy: the first lane where
 /// the interval fits inside the innermost open one, or after it).
@@ -307,6 +352,54 @@ impl Lanes {
 fn process_name(cmdline: &[String], exe: &str) -> String {
     let name = cmdline.first().map(String::as_str).unwrap_or(exe);
     name.rsplit('/').next().unwrap_or(name).to_string()
+}
+
+/// The program process `pid` ran, as the kernel names it (comm: the base
+/// name of the executable, at most 15 bytes), when the recording knows
+/// it: from its lock trace's command line, else from its memory maps (the
+/// first file-backed mapping of its latest snapshot, the executable; the
+/// latest exec generation first). `None` when neither was recorded.
+fn program_of(recording: &crate::recording::Recording, pid: u32) -> Option<String> {
+    if let Some(p) = recording.processes.iter().find(|p| p.trace.pid == pid) {
+        return Some(process_name(&p.trace.cmdline, &p.trace.exe_path));
+    }
+    recording
+        .maps_of_pid(pid)
+        .into_iter()
+        .flatten()
+        .find_map(|m| {
+            let path = m
+                .snapshots
+                .last()?
+                .mappings
+                .iter()
+                .find(|m| m.is_file_backed())?
+                .path
+                .as_deref()?;
+            let base = path.rsplit('/').next().unwrap_or(path);
+            // comm is the base name cut to 15 bytes (at a character boundary).
+            let mut end = base.len().min(15);
+            while !base.is_char_boundary(end) {
+                end -= 1;
+            }
+            Some(base[..end].to_string())
+        })
+}
+
+/// The name of an MPI rank's process track: `rank R (pid P)`, then the
+/// program when known ([`program_of`]) and the host when recorded, e.g.
+/// `rank 3 (pid 1234) ring on node7`.
+fn rank_name(rank: u32, pid: u32, program: Option<&str>, host: &str) -> String {
+    let mut name = format!("rank {rank} (pid {pid})");
+    if let Some(p) = program.filter(|p| !p.is_empty()) {
+        name.push(' ');
+        name.push_str(p);
+    }
+    if !host.is_empty() {
+        name.push_str(" on ");
+        name.push_str(host);
+    }
+    name
 }
 
 /// How a lock event's primitive and mode read in an argument.
@@ -365,20 +458,23 @@ pub(crate) fn walk(
         }
     }
     let mut counts = Counts::default();
-    // Processes first, named after their command.
+    // Processes first: MPI ranks by rank, pid and program; the others
+    // named after their command.
+    if let Some((m, _)) = mpi {
+        for r in &m.ranks {
+            let program = program_of(recording, r.pid);
+            let name = rank_name(r.rank, r.pid, program.as_deref(), &r.host);
+            let cmdline = recording
+                .processes
+                .iter()
+                .find(|p| p.trace.pid == r.pid)
+                .map_or(&[][..], |p| &p.trace.cmdline[..]);
+            tracks.process(sink, r.pid, &name, cmdline)?;
+        }
+    }
     for p in &recording.processes {
         let name = process_name(&p.trace.cmdline, &p.trace.exe_path);
         tracks.process(sink, p.trace.pid, &name, &p.trace.cmdline)?;
-    }
-    if let Some((m, _)) = mpi {
-        for r in &m.ranks {
-            let name = if r.host.is_empty() {
-                format!("rank {}", r.rank)
-            } else {
-                format!("rank {} ({})", r.rank, r.host)
-            };
-            tracks.process(sink, r.pid, &name, &[])?;
-        }
     }
     match locks {
         Some(ev) => lock_events(analysis, ev, options, sink, &mut tracks, &mut counts)?,
@@ -439,18 +535,22 @@ fn lock_events(
     let selection = Selection::new(&options.filter, set, &ev.critical_path, &ev.names);
     // Flow ids of the critical path's hand-overs: the waiting event's
     // index + 1, on both ends (kept only when both ends are exported).
-    let mut flow_out: FxHashMap<u32, u64> = FxHashMap::default();
-    let mut flow_in: FxHashMap<u32, u64> = FxHashMap::default();
+    // A waker that let several threads go (a barrier's last arrival, a
+    // broadcast) starts a flow to each.
+    let mut flow_out: Vec<(u32, u64)> = Vec::new();
+    let mut flow_in: Vec<(u32, u64)> = Vec::new();
     for &(waiter, waker) in &ev.critical_path.hand_overs {
         let (we, ke) = (&set.events[waiter as usize], &set.events[waker as usize]);
         let waker_kept = ke.outcome == Outcome::Post || selection.keeps(waker as usize, ke);
         if selection.keeps(waiter as usize, we) && waker_kept {
             let id = u64::from(waiter) + 1;
-            flow_out.insert(waker, id);
-            flow_in.insert(waiter, id);
-            counts.flows += 1;
+            flow_out.push((waker, id));
+            flow_in.push((waiter, id));
         }
     }
+    let mut flow_out = FlowIds::new(flow_out);
+    let mut flow_in = FlowIds::new(flow_in);
+    counts.flows += flow_in.ids.len() as u64;
     // Per thread: its events' index range, in start order.
     let mut start = 0usize;
     // Slice names per (object, primitive), made on first use.
@@ -488,15 +588,11 @@ fn lock_events(
             let i = if sorted { k } else { order[k - start] as usize };
             let e = &set.events[i];
             let is_post = e.outcome == Outcome::Post;
-            let waker_id = if flow_out.is_empty() {
-                None
-            } else {
-                flow_out.get(&(i as u32)).copied()
-            };
+            let out = flow_out.get(i as u32);
             if !is_post && !selection.keeps(i, e) {
                 continue;
             }
-            if is_post && waker_id.is_none() && options.filter.critical_only {
+            if is_post && out.is_empty() && options.filter.critical_only {
                 continue;
             }
             let lane = lanes.place(e.requested_ns, e.released_ns.max(e.acquired_ns));
@@ -513,12 +609,7 @@ fn lock_events(
                 ("contended", Arg::Bool(e.contended)),
                 ("critical_path", Arg::Bool(on_path)),
             ];
-            let out: Vec<u64> = waker_id.into_iter().collect();
-            let inn: Vec<u64> = if flow_in.is_empty() {
-                Vec::new()
-            } else {
-                flow_in.get(&(i as u32)).copied().into_iter().collect()
-            };
+            let inn = flow_in.get(i as u32);
             if is_post {
                 sink.instant(&Slice {
                     track: t,
@@ -527,7 +618,7 @@ fn lock_events(
                     name: "sem_post",
                     category: "semaphore",
                     args: &[("lock", Arg::Str(lock)), ("site", Arg::Str(site))],
-                    flows_out: &out,
+                    flows_out: out,
                     flows_in: &[],
                 })?;
                 counts.instants += 1;
@@ -555,8 +646,8 @@ fn lock_events(
                     name: hold_name,
                     category: "lock.hold",
                     args: &args,
-                    flows_out: &out,
-                    flows_in: &inn,
+                    flows_out: out,
+                    flows_in: inn,
                 })?;
                 counts.slices += 1;
             } else if e.is_lock() {
@@ -572,7 +663,7 @@ fn lock_events(
                     name: &format!("{wait_name} ({why})"),
                     category: "lock.failed",
                     args: &args,
-                    flows_out: &out,
+                    flows_out: out,
                     flows_in: &[],
                 })?;
                 counts.slices += 1;
@@ -586,7 +677,7 @@ fn lock_events(
                     name: wait_name,
                     category,
                     args: &args,
-                    flows_out: &out,
+                    flows_out: out,
                     flows_in: &[],
                 })?;
                 counts.slices += 1;
@@ -599,7 +690,7 @@ fn lock_events(
                         category,
                         args: &[("lock", Arg::Str(lock))],
                         flows_out: &[],
-                        flows_in: &inn,
+                        flows_in: inn,
                     })?;
                     counts.instants += 1;
                 }
@@ -875,4 +966,44 @@ fn service_counters(
         prev_t = prev_t.max(t);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_ids_in_order_backwards_and_with_jumps() {
+        // Event 3 starts two flows (a barrier's last arrival), 7 one, 40 one.
+        let mut f = FlowIds::new(vec![(7, 8), (3, 5), (40, 41), (3, 2), (3, 5)]);
+        // In index order, as the walk goes through a thread's sorted events.
+        assert_eq!(f.get(0), &[] as &[u64]);
+        assert_eq!(f.get(3), &[2, 5]); // sorted, the duplicate (3, 5) once
+        assert_eq!(f.get(3), &[2, 5]); // asked again
+        assert_eq!(f.get(4), &[] as &[u64]);
+        assert_eq!(f.get(7), &[8]);
+        // A step back (a thread whose events are not in start order).
+        assert_eq!(f.get(3), &[2, 5]);
+        // A jump forward past everything but the last, then past the end.
+        assert_eq!(f.get(40), &[41]);
+        assert_eq!(f.get(41), &[] as &[u64]);
+        assert_eq!(f.get(2), &[] as &[u64]);
+        // A long run: the cursor goes more than 16 steps at once.
+        let mut g = FlowIds::new((0..100).map(|i| (i * 2, u64::from(i))).collect());
+        assert_eq!(g.get(0), &[0]);
+        assert_eq!(g.get(150), &[75]);
+        assert_eq!(g.get(151), &[] as &[u64]);
+        assert_eq!(g.get(198), &[99]);
+        assert_eq!(g.get(10), &[5]);
+    }
+
+    #[test]
+    fn rank_names() {
+        assert_eq!(
+            rank_name(3, 1234, Some("ring"), "node7"),
+            "rank 3 (pid 1234) ring on node7"
+        );
+        assert_eq!(rank_name(0, 9, None, ""), "rank 0 (pid 9)");
+        assert_eq!(rank_name(1, 9, Some(""), "h"), "rank 1 (pid 9) on h");
+    }
 }

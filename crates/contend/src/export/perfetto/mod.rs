@@ -17,8 +17,6 @@
 
 mod proto;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::Write;
 
 use prost::Message;
@@ -92,9 +90,6 @@ impl Table {
     }
 }
 
-/// A slice end waiting to be written: (end time, later-begun first).
-type PendingEnd = Reverse<(u64, Reverse<u64>)>;
-
 /// Bytes gathered before one write to the output: packets are 20 to 100
 /// bytes, and one `write_all` through `dyn Write` per packet costs more
 /// than a copy into this buffer.
@@ -118,10 +113,11 @@ struct Sink<'w> {
     categories: Table,
     arg_names: Table,
     strings: Table,
-    /// Per track, the ends of its open slices.
-    open: FxHashMap<TrackId, BinaryHeap<PendingEnd>>,
-    /// Slices begun, to order equal ends (inner first).
-    begun: u64,
+    /// Per track (by id: ids are small and dense), the ends of its open
+    /// slices, the next to end last: slices on a track come properly
+    /// nested, so this is a stack (an improperly nested slice is put in
+    /// its place, so the ends still come out in order).
+    open: Vec<Vec<u64>>,
 }
 
 impl<'w> Sink<'w> {
@@ -137,8 +133,7 @@ impl<'w> Sink<'w> {
             categories: Table::default(),
             arg_names: Table::default(),
             strings: Table::default(),
-            open: FxHashMap::default(),
-            begun: 0,
+            open: Vec::new(),
         }
     }
 
@@ -220,18 +215,32 @@ impl<'w> Sink<'w> {
 
     /// Writes the ends on `track` up to time `t` (all with `None`).
     fn close_until(&mut self, track: TrackId, t: Option<u64>) -> std::io::Result<()> {
-        loop {
-            let Some(heap) = self.open.get_mut(&track) else {
-                return Ok(());
-            };
-            let end = match heap.peek() {
-                Some(Reverse((end, _))) if t.is_none_or(|t| *end <= t) => *end,
-                _ => return Ok(()),
-            };
-            heap.pop();
+        let k = track as usize;
+        while let Some(&end) = self.open.get(k).and_then(|s| s.last()) {
+            if t.is_some_and(|t| end > t) {
+                break;
+            }
+            self.open[k].pop();
             self.plain_event(TYPE_SLICE_END, track);
             self.event(end)?;
         }
+        Ok(())
+    }
+
+    /// Notes a slice on `track` ending at `end`, begun after every one
+    /// noted so far: the ends come out earliest first, of equal ends the
+    /// later begun (the inner) first.
+    fn open_slice(&mut self, track: TrackId, end: u64) {
+        let k = track as usize;
+        if self.open.len() <= k {
+            self.open.resize_with(k + 1, Vec::new);
+        }
+        let stack = &mut self.open[k];
+        // Properly nested: it ends no later than the innermost open one,
+        // and goes on top. Otherwise below every open slice that ends
+        // earlier (above those ending at the same time: begun later).
+        let at = stack.iter().rposition(|&e| e >= end).map_or(0, |i| i + 1);
+        stack.insert(at, end);
     }
 
     /// Encodes the `TrackEvent` of a slice begin or an instant into
@@ -367,11 +376,7 @@ impl TimelineSink for Sink<'_> {
         self.close_until(s.track, Some(s.start_ns))?;
         self.begin_event(s, TYPE_SLICE_BEGIN);
         self.event(s.start_ns)?;
-        self.begun += 1;
-        self.open
-            .entry(s.track)
-            .or_default()
-            .push(Reverse((s.end_ns, Reverse(self.begun))));
+        self.open_slice(s.track, s.end_ns);
         Ok(())
     }
 
@@ -390,16 +395,12 @@ impl TimelineSink for Sink<'_> {
     }
 
     fn end_track(&mut self, track: TrackId) -> std::io::Result<()> {
-        self.close_until(track, None)?;
-        self.open.remove(&track);
-        Ok(())
+        self.close_until(track, None)
     }
 
     fn finish(&mut self) -> std::io::Result<()> {
-        let mut tracks: Vec<TrackId> = self.open.keys().copied().collect();
-        tracks.sort_unstable();
-        for t in tracks {
-            self.end_track(t)?;
+        for t in 0..self.open.len() {
+            self.end_track(t as TrackId)?;
         }
         self.out.write_all(&self.buf)?;
         self.buf.clear();
