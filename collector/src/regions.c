@@ -26,7 +26,7 @@
  *     START_WAIT_NS in all), so no execution is lost at start-up; see
  *     start() for why the wait cannot deadlock.
  *   - Each thread claims one chunk of the file at a time, writes it with
- *     zeros (write_zeros: the pages enter the page cache without a fault),
+ *     zeros (contend_write_zeros in collector.c: the pages enter the page cache without a fault),
  *     maps it and faults all of it in at once (MADV_POPULATE_WRITE), so
  *     the hot path never takes a page fault; the key destructor unmaps it
  *     at thread exit.
@@ -52,7 +52,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +61,7 @@ __attribute__((visibility("hidden"))) void contend_clock_point(int tsc, uint64_t
                                                               uint64_t *mono, uint64_t *real);
 __attribute__((visibility("hidden"))) void contend_clock_pair(int tsc, uint64_t *ticks,
                                                              uint64_t *mono);
+__attribute__((visibility("hidden"))) int contend_write_zeros(int fd, uint64_t off, uint64_t len);
 __attribute__((visibility("hidden"))) long contend_syscall6(long nr, long a1, long a2, long a3,
                                                            long a4, long a5, long a6);
 
@@ -457,46 +457,6 @@ static void release_chunk(struct reg_thread *t)
     t->chunk = t->cur = t->end = NULL;
 }
 
-/* A page of zeros, never written: the source of write_zeros. */
-static char reg_zero_page[4096];
-
-/*
- * Writes `len` zero bytes at `off` (whole pages), so that the chunk's pages
- * are in the page cache before they are mapped. This is the cheap way in:
- * the kernel copies the zeros into new pages, where a store into a hole of
- * the mapping (or MADV_POPULATE_WRITE on it) takes the read-fault path
- * first (readahead, ext4 reading and zero-filling the hole's pages) and
- * then the write fault: the first touch of a chunk cost about half of a
- * region pair that way (docs/benchmarks.md, "Interference (SCI)").
- * 0 on success, -1 with errno (ENOSPC: the file system is full).
- */
-static int write_zeros(int fd, uint64_t off, uint64_t len)
-{
-    struct iovec iov[64];
-    while (len > 0) {
-        int n = 0;
-        uint64_t want = 0;
-        while (n < 64 && want < len) {
-            uint64_t piece = len - want < sizeof reg_zero_page ? len - want : sizeof reg_zero_page;
-            iov[n].iov_base = reg_zero_page;
-            iov[n].iov_len = (size_t)piece;
-            want += piece;
-            n++;
-        }
-        ssize_t w = pwritev(fd, iov, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = ENOSPC;
-            return -1;
-        }
-        off += (uint64_t)w;
-        len -= (uint64_t)w;
-    }
-    return 0;
-}
-
 static int claim_chunk(struct reg_thread *t)
 {
     release_chunk(t);
@@ -511,7 +471,7 @@ static int claim_chunk(struct reg_thread *t)
     if (fd < 0)
         return 0;
     void *m = MAP_FAILED;
-    if (write_zeros(fd, off, size) == 0)
+    if (contend_write_zeros(fd, off, size) == 0)
         m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
     if (tmp)
         close(fd);
