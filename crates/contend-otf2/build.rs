@@ -2,8 +2,8 @@
 //! (`$OTF2_ROOT/include`, `/usr/include`, `/usr/local/include`), links
 //! `libotf2`, and sets `cfg(has_otf2)`. Without them the crate still
 //! builds, and writing OTF2 says that this build lacks libotf2 and how to
-//! get it. Every header path looked at is a rerun trigger, so installing
-//! the library later rebuilds the crate.
+//! get it. Every header path looked at is watched (see `watch`), so
+//! installing the library later rebuilds the crate.
 
 use std::path::PathBuf;
 
@@ -11,6 +11,11 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(has_otf2)");
     println!("cargo:rerun-if-changed=src/shim.c");
     println!("cargo:rerun-if-env-changed=OTF2_ROOT");
+    // Debian's package database: an apt-get install of libotf2-trace-dev
+    // under /usr/include (too large a tree to watch) changes it
+    if std::path::Path::new(DPKG_STATUS).exists() {
+        println!("cargo:rerun-if-changed={DPKG_STATUS}");
+    }
     let mut roots: Vec<PathBuf> = Vec::new();
     if let Some(r) = std::env::var_os("OTF2_ROOT") {
         roots.push(PathBuf::from(r));
@@ -20,7 +25,7 @@ fn main() {
     let mut found = None;
     for root in &roots {
         let header = root.join("include/otf2/otf2.h");
-        println!("cargo:rerun-if-changed={}", header.display());
+        watch(&header);
         if found.is_none() && header.exists() {
             found = Some(root.clone());
         }
@@ -50,4 +55,35 @@ fn main() {
     }
     println!("cargo:rustc-link-lib=otf2");
     println!("cargo:rustc-cfg=has_otf2");
+}
+
+/// Debian's package database, watched so that installing libotf2 is noticed.
+const DPKG_STATUS: &str = "/var/lib/dpkg/status";
+
+/// Directories too large to watch (Cargo scans a watched directory's whole
+/// tree on every build); the package database stands in for them.
+const TOO_BIG_TO_WATCH: &[&str] = &["/", "/usr", "/usr/include"];
+
+/// Makes Cargo rerun this script when `path` appears or changes: the file
+/// itself when it exists, else the nearest existing directory above it
+/// (unless too large to watch). A missing path is never named itself:
+/// Cargo would rerun the script, and rebuild the crate, on every build.
+fn watch(path: &std::path::Path) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+        return;
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d.is_dir() {
+            if !TOO_BIG_TO_WATCH
+                .iter()
+                .any(|b| std::path::Path::new(b) == d)
+            {
+                println!("cargo:rerun-if-changed={}", d.display());
+            }
+            return;
+        }
+        dir = d.parent();
+    }
 }
