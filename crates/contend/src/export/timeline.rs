@@ -7,8 +7,10 @@
 //! What the walk produces (docs/usage.md, "Exports"):
 //!
 //! * a process track per traced process (lock traces, MPI ranks, sampled
-//!   processes) and a thread track per thread; the recording holds no
-//!   thread names, so a thread is named by its process and tid;
+//!   processes) and a thread track per thread, named as the kernel named
+//!   the thread (its comm, kept in the lock trace's chunk headers) where
+//!   the recording has it, else by its process and tid; an MPI rank's
+//!   track as `rank N (pid P) program`;
 //! * per lock event a `wait` slice (requested → acquired, when it waited)
 //!   and a `hold` slice (acquired → released), named after the lock, with
 //!   the call site, the kind, the contended and critical-path flags as
