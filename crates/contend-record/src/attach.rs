@@ -129,6 +129,8 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
     // The objects the process has mapped now, for modules.json (the
     // futex tracer replaces this snapshot with later ones).
     warnings.extend(snapshot_maps(dir, pid));
+    // The threads' names now: one that exits before the end keeps it.
+    let mut thread_names = tree_thread_names(pid);
     let interrupt = Interrupt::begin();
     // A pidfd tells when the process exits; without one (kernels before
     // 5.3), /proc is polled.
@@ -237,6 +239,20 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
         },
     );
     warnings.extend(modules.warnings);
+    // ... and at the end (a thread that renamed itself keeps its later
+    // name): threads.json, as the collector's chunk headers name the
+    // threads of a launched program.
+    thread_names.extend(tree_thread_names(pid));
+    let names = contend_trace::thread_names::ThreadNamesFile {
+        threads: thread_names
+            .into_iter()
+            .map(|((pid, tid), name)| contend_trace::thread_names::ThreadName { pid, tid, name })
+            .collect(),
+        ..Default::default()
+    };
+    if let Err(e) = names.write(dir) {
+        warnings.push(format!("the threads' names were not kept: {e}"));
+    }
 
     let wall_ns = end_ns.saturating_sub(start_ns);
     meta.start_utc = start_utc;
@@ -286,6 +302,25 @@ fn snapshot_maps(dir: &std::path::Path, pid: u32) -> Option<String> {
 /// The threads of process `pid` and of all its descendant processes
 /// (from `/proc/<pid>/task/<tid>/children`), as they are now.
 pub(crate) fn tree_tids(pid: u32) -> Vec<u32> {
+    tree_threads(pid).into_iter().map(|(_, tid)| tid).collect()
+}
+
+/// The kernel's name (`comm`) of every thread of process `pid` and its
+/// descendants, by (pid, tid), as they are now; threads whose name cannot
+/// be read (exited meanwhile) are left out.
+fn tree_thread_names(pid: u32) -> std::collections::BTreeMap<(u32, u32), String> {
+    tree_threads(pid)
+        .into_iter()
+        .filter_map(|(p, tid)| {
+            let comm = fs::read_to_string(format!("/proc/{p}/task/{tid}/comm")).ok()?;
+            Some(((p, tid), comm.trim_end_matches('\n').to_string()))
+        })
+        .collect()
+}
+
+/// (pid, tid) of every thread of process `pid` and of all its descendant
+/// processes (from `/proc/<pid>/task/<tid>/children`), as they are now.
+fn tree_threads(pid: u32) -> Vec<(u32, u32)> {
     let mut tids = Vec::new();
     let mut procs = vec![pid];
     let mut seen = std::collections::HashSet::new();
@@ -300,7 +335,7 @@ pub(crate) fn tree_tids(pid: u32) -> Vec<u32> {
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         {
-            tids.push(tid);
+            tids.push((p, tid));
             if let Ok(children) = fs::read_to_string(format!("/proc/{p}/task/{tid}/children")) {
                 procs.extend(
                     children

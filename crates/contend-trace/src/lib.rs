@@ -51,6 +51,7 @@ pub mod region_format;
 pub mod regions;
 pub mod scale;
 pub mod service;
+pub mod thread_names;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

@@ -113,6 +113,13 @@ pub struct Recording {
     /// `contend record --futex-trace`): `None` when there are none, else
     /// the calls or why they cannot be read.
     pub futex_trace: Option<Result<contend_trace::futex_calls::FutexTraceRecording, TraceError>>,
+    /// Thread names by (pid, tid) from `threads.json` (recordings of a
+    /// running process, `contend record -p`, whose threads no collector
+    /// names; [`contend_trace::thread_names`]); empty when there is none
+    /// or it cannot be read (then named in `warnings`). The lock traces'
+    /// own names ([`contend_trace::reader::ThreadTrace::name`]) come first
+    /// wherever both exist.
+    pub thread_names: BTreeMap<(u32, u32), String>,
     /// Every maps snapshot file (`maps/<stem>.maps`) by stem (`<pid>` or
     /// `<pid>.<n>`, the n-th program a process exec'd), parsed or with the
     /// reason it could not be.
@@ -290,6 +297,13 @@ impl Recording {
                 None
             }
         };
+        let thread_names = match contend_trace::thread_names::ThreadNamesFile::read(dir) {
+            Ok(f) => f.map(|f| f.by_thread()).unwrap_or_default(),
+            Err(e) => {
+                warnings.push(format!("{e}; threads are named by their ids"));
+                BTreeMap::new()
+            }
+        };
         Ok(Recording {
             dir: dir.to_path_buf(),
             meta,
@@ -304,6 +318,7 @@ impl Recording {
             probes,
             meters,
             futex_trace,
+            thread_names,
             maps_files,
         })
     }

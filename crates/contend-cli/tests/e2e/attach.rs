@@ -224,3 +224,79 @@ fn a_bare_duration_is_seconds() {
         out.describe()
     );
 }
+
+/// An attach recording has no collector to name the threads: the recorder
+/// keeps each thread's name (`/proc/<pid>/task/<tid>/comm`) in
+/// `threads.json`, and the Perfetto export names the thread tracks after
+/// them (issue 9: thread tracks named as the kernel names them), where
+/// they would otherwise be named by pid and tid.
+#[test]
+fn attach_keeps_the_thread_names_for_the_exports() {
+    use std::io::BufRead;
+    let _serial = serial();
+    let exe = build("named_spinners.c", &[]);
+    let mut target = Command::new(&exe)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start named_spinners");
+    let mut line = String::new();
+    std::io::BufReader::new(target.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("the program's ready line");
+    assert_eq!(line.trim(), "ready");
+    let dir = tempdir();
+    let rec = dir.path().join("named.data");
+    let out = run_timeout(
+        attach_command(target.id(), &rec, &["--duration", "1s"]),
+        RUN_TIMEOUT,
+    );
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(out.success(), "{}", out.describe());
+
+    let names: Value = serde_json::from_slice(
+        &std::fs::read(rec.join("threads.json")).expect("an attach recording has threads.json"),
+    )
+    .expect("threads.json is JSON");
+    let listed: Vec<(u64, String)> = names["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .filter(|t| t["pid"] == target.id())
+        .map(|t| {
+            (
+                t["tid"].as_u64().unwrap(),
+                t["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for want in ["spinner-a", "spinner-b"] {
+        assert!(listed.iter().any(|(_, n)| n == want), "{want}: {names:#}");
+    }
+
+    let trace = dir.path().join("named.perfetto-trace");
+    let o = run_timeout(
+        {
+            let mut c = Command::new(contend_bin());
+            c.arg("export")
+                .arg(&rec)
+                .args(["--format", "perfetto", "-o"])
+                .arg(&trace);
+            c
+        },
+        RUN_TIMEOUT,
+    );
+    assert!(o.success(), "export: {}", o.describe());
+    let Some(s) = crate::viewer_exports::perfetto_summary(&trace) else {
+        return;
+    };
+    let tracks = s["tracks"].as_array().unwrap();
+    for (tid, name) in listed.iter().filter(|(_, n)| n.starts_with("spinner-")) {
+        assert!(
+            tracks
+                .iter()
+                .any(|t| t["kind"] == "thread" && t["tid"] == *tid && t["thread_name"] == *name),
+            "no thread track {tid} named {name}: {tracks:#?}"
+        );
+    }
+}

@@ -459,6 +459,10 @@ pub(crate) fn walk(
             }
         }
     }
+    // threads no lock trace names (`contend record -p`): threads.json
+    for (&key, name) in &recording.thread_names {
+        tracks.comms.entry(key).or_insert_with(|| name.clone());
+    }
     let mut counts = Counts::default();
     // Processes first: MPI ranks by rank, pid and program; the others
     // named after their command.
