@@ -15,6 +15,9 @@ command -v sysbench >/dev/null || need_pkgs+=(sysbench)
 [ -x /usr/sbin/mariadbd ] || need_pkgs+=(mariadb-server-core)  # mariadbd only: no service is started
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
 command -v dwz >/dev/null || need_pkgs+=(dwz)
+# glibc's own symbol table: its internal locks (stdio, malloc arenas) are
+# named after their symbols (e2e glibc_locks)
+dpkg -s libc6-dbg >/dev/null 2>&1 || need_pkgs+=(libc6-dbg)
 command -v python3 >/dev/null || need_pkgs+=(python3)
 command -v pigz >/dev/null || need_pkgs+=(pigz)
 command -v xz >/dev/null || need_pkgs+=(xz-utils)

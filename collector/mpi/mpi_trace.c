@@ -17,6 +17,7 @@
 
 #include "mpi_rec.h"
 #include "contend/raw_mm.h"
+#include "contend/zero_fill.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -374,9 +375,9 @@ static int claim_chunk(struct cm_thread *ts)
     int fd = trace_fd(&tmp);
     if (fd < 0)
         return 0;
-    char zero = 0;
+    /* the chunk written with zeros, then mapped (contend/zero_fill.h) */
     void *m = MAP_FAILED;
-    if (pwrite(fd, &zero, 1, (off_t)(off + size - 1)) == 1)
+    if (contend_write_zeros(fd, off, size) == 0)
         m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
     if (tmp)
         close(fd);

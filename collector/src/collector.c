@@ -35,11 +35,11 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "collector.h"
 #include "contend/raw_mm.h"
+#include "contend/zero_fill.h"
 
 /* `enabled` of a recording without a control page: always 1 */
 static const uint32_t always_enabled = 1;
@@ -629,49 +629,6 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
         ts->end += step;
     }
     return 1;
-}
-
-/* A page of zeros, never written: the source of contend_write_zeros. */
-static char zero_page[4096];
-
-/*
- * Writes `len` zero bytes at `off` of `fd`, so that a chunk's pages are in
- * the page cache (and its blocks allocated) before the chunk is mapped.
- * This is the cheap way in: the kernel copies the zeros into new pages,
- * where a store into a hole of a MAP_SHARED mapping, or
- * MADV_POPULATE_WRITE on it, takes the read-fault path first (readahead,
- * the file system reading and zero-filling the hole's pages) and then the
- * write fault; and a full file system shows here as ENOSPC instead of as a
- * failed populate. Measured: the first touch of a region chunk fell from
- * 30 to 12 ns per 16-byte pair (docs/benchmarks.md, "Interference (SCI)").
- * Used by the lock collector and the region recorder (regions.c).
- * 0 on success, -1 with errno (ENOSPC: the file system is full).
- */
-CONTEND_HIDDEN int contend_write_zeros(int fd, uint64_t off, uint64_t len)
-{
-    struct iovec iov[64];
-    while (len > 0) {
-        int n = 0;
-        uint64_t want = 0;
-        while (n < 64 && want < len) {
-            uint64_t piece = len - want < sizeof zero_page ? len - want : sizeof zero_page;
-            iov[n].iov_base = zero_page;
-            iov[n].iov_len = (size_t)piece;
-            want += piece;
-            n++;
-        }
-        ssize_t w = pwritev(fd, iov, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = ENOSPC;
-            return -1;
-        }
-        off += (uint64_t)w;
-        len -= (uint64_t)w;
-    }
-    return 0;
 }
 
 /* Claims the next chunk of the file, extends the file to cover it, maps it

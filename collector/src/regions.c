@@ -26,8 +26,8 @@
  *     START_WAIT_NS in all), so no execution is lost at start-up; see
  *     start() for why the wait cannot deadlock.
  *   - Each thread claims one chunk of the file at a time, writes it with
- *     zeros (contend_write_zeros in collector.c: the pages enter the page cache without a fault),
- *     maps it and faults all of it in at once (MADV_POPULATE_WRITE), so
+ *     zeros (contend/zero_fill.h: the pages enter the page cache without
+ *     a fault), maps it and faults all of it in at once (MADV_POPULATE_WRITE), so
  *     the hot path never takes a page fault; the key destructor unmaps it
  *     at thread exit.
  *   - At exit a destructor stores the end calibration and FLAG_FINISHED.
@@ -61,7 +61,6 @@ __attribute__((visibility("hidden"))) void contend_clock_point(int tsc, uint64_t
                                                               uint64_t *mono, uint64_t *real);
 __attribute__((visibility("hidden"))) void contend_clock_pair(int tsc, uint64_t *ticks,
                                                              uint64_t *mono);
-__attribute__((visibility("hidden"))) int contend_write_zeros(int fd, uint64_t off, uint64_t len);
 __attribute__((visibility("hidden"))) long contend_syscall6(long nr, long a1, long a2, long a3,
                                                            long a4, long a5, long a6);
 
@@ -69,6 +68,7 @@ __attribute__((visibility("hidden"))) long contend_syscall6(long nr, long a1, lo
 #define REG_HAVE_TSC CONTEND_CLOCK_HAVE_TSC
 
 #include "contend/raw_mm.h"
+#include "contend/zero_fill.h"
 #include "contend/region.h"
 #include "contend/region_format.h"
 #include "contend/say.h"

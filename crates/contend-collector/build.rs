@@ -33,6 +33,7 @@ const OTHER_INPUTS: &[&str] = &[
     "collector/include/contend/raw_mm.h",
     "collector/include/contend/say.h",
     "collector/include/contend/clock.h",
+    "collector/include/contend/zero_fill.h",
     "collector/include/contend/region.h",
     "collector/include/contend/region_format.h",
 ];
@@ -187,6 +188,10 @@ fn build_mpi_recorders(
     println!(
         "cargo:rerun-if-changed={}",
         root.join("collector/include/contend/clock.h").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("collector/include/contend/zero_fill.h").display()
     );
     println!("cargo:rerun-if-env-changed=CONTEND_NO_MPI");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");

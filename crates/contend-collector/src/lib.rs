@@ -212,6 +212,10 @@ pub const MPI_RECORDER_SOURCES: &[(&str, &str)] = &[
         "include/contend/clock.h",
         include_str!("../../../collector/include/contend/clock.h"),
     ),
+    (
+        "include/contend/zero_fill.h",
+        include_str!("../../../collector/include/contend/zero_fill.h"),
+    ),
 ];
 
 impl MpiImplementation {
