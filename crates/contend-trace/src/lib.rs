@@ -38,6 +38,7 @@ pub mod control;
 pub mod counters;
 pub mod format;
 pub mod futex_calls;
+mod json_file;
 pub mod meta;
 pub mod meters;
 pub mod modules;

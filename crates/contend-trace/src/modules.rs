@@ -18,8 +18,6 @@
 //! unknown fields are ignored. Recordings made before this file existed
 //! have none; their modules are used as found (the old behaviour).
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -102,47 +100,18 @@ impl ModulesFile {
     /// field of the wrong type, or a format version newer than
     /// [`MODULES_FORMAT_VERSION`].
     pub fn read(dir: &Path) -> Result<Option<ModulesFile>, TraceError> {
-        let path = ModulesFile::path(dir);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(TraceError::Io { path, source }),
-        };
-        let file: ModulesFile = serde_json::from_slice(&bytes)
-            .map_err(|e| TraceError::format(&path, format!("not a module list: {e}")))?;
-        if file.format_version > MODULES_FORMAT_VERSION {
-            return Err(TraceError::format(
-                &path,
-                format!(
-                    "format version {} is not supported (this contend reads version {MODULES_FORMAT_VERSION} and older); use a newer contend",
-                    file.format_version
-                ),
-            ));
-        }
-        Ok(Some(file))
+        crate::json_file::read_versioned(
+            &ModulesFile::path(dir),
+            "a module list",
+            |f: &ModulesFile| f.format_version,
+            MODULES_FORMAT_VERSION,
+        )
     }
 
     /// Writes `dir/modules.json` (a temporary file renamed into place, so a
     /// reader never sees half a file). Errors name the file.
     pub fn write(&self, dir: &Path) -> Result<(), TraceError> {
-        let path = ModulesFile::path(dir);
-        let tmp = dir.join(format!(".{MODULES_FILE}.{}.tmp", std::process::id()));
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |source| TraceError::Io { path: p, source }
-        };
-        let mut json = serde_json::to_vec_pretty(self)
-            .map_err(|e| TraceError::format(&path, e.to_string()))?;
-        json.push(b'\n');
-        let result = (|| {
-            let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
-            f.write_all(&json).map_err(io(&tmp))?;
-            fs::rename(&tmp, &path).map_err(io(&path))
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
+        crate::json_file::write_atomically(dir, MODULES_FILE, self)
     }
 
     /// The record of the module at `path`, if listed.

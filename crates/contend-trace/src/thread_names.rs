@@ -16,8 +16,6 @@
 //! from it.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -82,53 +80,25 @@ impl ThreadNamesFile {
     /// field of the wrong type, or a format version newer than
     /// [`THREAD_NAMES_FORMAT_VERSION`].
     pub fn read(dir: &Path) -> Result<Option<ThreadNamesFile>, TraceError> {
-        let path = ThreadNamesFile::path(dir);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(TraceError::Io { path, source }),
-        };
-        let file: ThreadNamesFile = serde_json::from_slice(&bytes)
-            .map_err(|e| TraceError::format(&path, format!("not a thread-name list: {e}")))?;
-        if file.format_version > THREAD_NAMES_FORMAT_VERSION {
-            return Err(TraceError::format(
-                &path,
-                format!(
-                    "format version {} is not supported (this contend reads version {THREAD_NAMES_FORMAT_VERSION} and older); use a newer contend",
-                    file.format_version
-                ),
-            ));
-        }
-        Ok(Some(file))
+        crate::json_file::read_versioned(
+            &ThreadNamesFile::path(dir),
+            "a thread-name list",
+            |f: &ThreadNamesFile| f.format_version,
+            THREAD_NAMES_FORMAT_VERSION,
+        )
     }
 
     /// Writes `dir/threads.json` (a temporary file renamed into place, so a
     /// reader never sees half a file). Errors name the file.
     pub fn write(&self, dir: &Path) -> Result<(), TraceError> {
-        let path = ThreadNamesFile::path(dir);
-        let tmp = dir.join(format!(".{THREAD_NAMES_FILE}.{}.tmp", std::process::id()));
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |source| TraceError::Io { path: p, source }
-        };
-        let mut json = serde_json::to_vec_pretty(self)
-            .map_err(|e| TraceError::format(&path, e.to_string()))?;
-        json.push(b'\n');
-        let result = (|| {
-            let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
-            f.write_all(&json).map_err(io(&tmp))?;
-            fs::rename(&tmp, &path).map_err(io(&path))
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
+        crate::json_file::write_atomically(dir, THREAD_NAMES_FILE, self)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn written_names_read_back_and_a_newer_version_is_refused() {
