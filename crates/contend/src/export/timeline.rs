@@ -46,6 +46,7 @@ use rustc_hash::FxHashMap;
 
 use super::{ExportError, ExportOptions, ExportSummary};
 use crate::analysis::Analysis;
+use crate::futex::{FutexEvents, FutexReport, ShownSites, WaitOutcome};
 use crate::locks::{LockEvents, Outcome, Selection};
 use crate::mpi::{comm_name, MapsSiteResolver, MpiEvents, SiteResolver};
 
@@ -361,7 +362,7 @@ fn process_name(cmdline: &[String], exe: &str) -> String {
 /// it: from its lock trace's command line, else from its memory maps (the
 /// first file-backed mapping of its latest snapshot, the executable; the
 /// latest exec generation first). `None` when neither was recorded.
-fn program_of(recording: &crate::recording::Recording, pid: u32) -> Option<String> {
+pub(crate) fn program_of(recording: &crate::recording::Recording, pid: u32) -> Option<String> {
     if let Some(p) = recording.processes.iter().find(|p| p.trace.pid == pid) {
         return Some(process_name(&p.trace.cmdline, &p.trace.exe_path));
     }
@@ -445,9 +446,12 @@ pub(crate) fn walk(
         Some(Ok(s)) if !s.ticks.is_empty() => Some(s),
         _ => None,
     };
-    if locks.is_none() && mpi.is_none() && samples.is_none() {
+    let futex = analysis
+        .events::<FutexEvents>()
+        .filter(|f| !f.waits.is_empty() || !f.wakes.is_empty());
+    if locks.is_none() && futex.is_none() && mpi.is_none() && samples.is_none() {
         return Err(ExportError::Nothing(
-            "the recording holds no lock events, no MPI traces and no service samples: nothing to draw on a timeline".into(),
+            "the recording holds no lock events, no futex calls, no MPI traces and no service samples: nothing to draw on a timeline".into(),
         ));
     }
     let mut notes = Vec::new();
@@ -494,6 +498,9 @@ pub(crate) fn walk(
                 notes.push(format!("no lock events: {why}"));
             }
         }
+    }
+    if let Some(f) = futex {
+        futex_events(analysis, f, options, sink, &mut tracks, &mut counts)?;
     }
     if let Some((m, ev)) = mpi {
         mpi_events(analysis, m, ev, options, sink, &mut tracks, &mut counts)?;
@@ -703,6 +710,213 @@ fn lock_events(
             }
         }
         for l in tracks.lanes_of(track) {
+            sink.end_track(l)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// How a futex wait ended, as its `result` argument reads.
+fn futex_result(o: WaitOutcome) -> &'static str {
+    match o {
+        WaitOutcome::Woken => "woken",
+        WaitOutcome::TimedOut => "timed out",
+        WaitOutcome::ValueChanged => "value changed (EAGAIN)",
+        WaitOutcome::Interrupted => "interrupted (EINTR)",
+        WaitOutcome::Error => "error",
+        WaitOutcome::Unfinished => "unfinished",
+    }
+}
+
+/// The futex waits and wakes (`syscall(SYS_futex, …)` or the futex
+/// tracepoints): per thread, in start order, each wait a `wait <word>`
+/// slice (word, kind, site, result, critical-path flag), each wake a
+/// `wake <word>` instant; a flow from the wake to every wait the futex
+/// analysis pairs with it ([`crate::futex::match_wakers`]). On a thread
+/// that already has a track with other events, they go to a child track
+/// `futex` (slices of one track come in start order). `--critical-only`
+/// keeps the waits on the critical path across recorders
+/// (`locks.critical_path.across`) and the wakes that start a kept flow;
+/// `--min-duration` the waits at least that long; `--lock`, `--site`,
+/// `--thread` select pthread lock events and leave these alone.
+///
+/// Memory beyond the analysis: 4 bytes per futex call (the per-thread
+/// order), 12 per hand-over (flow ids), and names per word and site.
+fn futex_events(
+    analysis: &Analysis<'_>,
+    ev: &FutexEvents,
+    options: &ExportOptions,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    counts: &mut Counts,
+) -> Result<(), ExportError> {
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.futex_on_path[..])
+        .filter(|p| p.len() == ev.waits.len())
+        .unwrap_or(&[]);
+    let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
+    let min = options.filter.min_duration_ns.unwrap_or(0);
+    let keep_wait = |i: usize| {
+        let w = &ev.waits[i];
+        w.wait_ns() >= min && (!options.filter.critical_only || critical(i))
+    };
+    // Words' names and kinds as the report gives them, by (pid, address).
+    let mut words: FxHashMap<(u32, u64), (String, &str)> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<FutexReport>() {
+        for row in &r.by_word {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                words.insert((row.pid, a), (row.name.clone(), row.kind.as_str()));
+            }
+        }
+    }
+    // Flows: id = 2^61 + wait index, from the waking call to the wait.
+    let mut flow_out: Vec<(u32, u64)> = Vec::new();
+    let mut flow_in: Vec<(u32, u64)> = Vec::new();
+    for (i, w) in ev.waits.iter().enumerate() {
+        if let Some(k) = w.waker.filter(|_| keep_wait(i)) {
+            let id = (1u64 << 61) + i as u64;
+            flow_out.push((k as u32, id));
+            flow_in.push((i as u32, id));
+        }
+    }
+    let mut flow_out = FlowIds::new(flow_out);
+    let mut flow_in = FlowIds::new(flow_in);
+    counts.flows += flow_in.ids.len() as u64;
+    // Every call, by thread and start: waits as their index, wakes with
+    // the top bit set.
+    const WAKE: u32 = 1 << 31;
+    let key = |c: u32| {
+        if c & WAKE == 0 {
+            let w = &ev.waits[c as usize];
+            (w.pid, w.tid, w.start_ns)
+        } else {
+            let w = &ev.wakes[(c & !WAKE) as usize];
+            (w.pid, w.tid, w.start_ns)
+        }
+    };
+    let mut order: Vec<u32> = (0..ev.waits.len() as u32)
+        .chain((0..ev.wakes.len() as u32).map(|k| k | WAKE))
+        .collect();
+    order.sort_by_key(|&c| (key(c), c));
+    let mut sites = ShownSites::new(analysis.recording, &analysis.symbols, ev);
+    let mut names: FxHashMap<(u32, u64), (String, String)> = FxHashMap::default();
+    let mut start = 0;
+    while start < order.len() {
+        let (pid, tid, _) = key(order[start]);
+        let mut end = start;
+        while end < order.len() && key(order[end]).0 == pid && key(order[end]).1 == tid {
+            end += 1;
+        }
+        let existed = tracks.threads.contains_key(&(pid, tid));
+        let pname = program_of(analysis.recording, pid).unwrap_or_default();
+        let tname = if tid == pid {
+            format!("{pname} {tid} (main)")
+        } else {
+            format!("{pname} {tid}")
+        };
+        let thread = tracks.thread(sink, pid, tid, &tname)?;
+        let base = if existed {
+            let id = tracks.fresh();
+            sink.track(&Track {
+                id,
+                parent: Some(thread),
+                kind: TrackKind::Lane {
+                    pid,
+                    tid,
+                    lane: 1000,
+                    name: &format!("tid {tid} futex"),
+                },
+            })?;
+            id
+        } else {
+            thread
+        };
+        let mut lanes = Lanes::default();
+        let mut lane_tracks: Vec<TrackId> = vec![base];
+        for &c in &order[start..end] {
+            let wake = c & WAKE != 0;
+            let i = (c & !WAKE) as usize;
+            let (process, word, site, stack, s_ns, e_ns) = if wake {
+                let w = &ev.wakes[i];
+                (w.process, w.word, w.site, w.stack, w.start_ns, w.end_ns)
+            } else {
+                let w = &ev.waits[i];
+                (w.process, w.word, w.site, w.stack, w.start_ns, w.end_ns)
+            };
+            let out = if wake { flow_out.get(i as u32) } else { &[] };
+            if wake && out.is_empty() && (options.filter.critical_only || min > 0) {
+                continue;
+            }
+            if !wake && !keep_wait(i) {
+                continue;
+            }
+            let lane = lanes.place(s_ns, e_ns.max(s_ns)) as usize;
+            while lane_tracks.len() <= lane {
+                let id = tracks.fresh();
+                sink.track(&Track {
+                    id,
+                    parent: Some(thread),
+                    kind: TrackKind::Lane {
+                        pid,
+                        tid,
+                        lane: 1000 + lane_tracks.len() as u32,
+                        name: &format!("tid {tid} futex (overlapping, lane {})", lane_tracks.len()),
+                    },
+                })?;
+                lane_tracks.push(id);
+            }
+            let t = lane_tracks[lane];
+            let (word_name, kind) = words
+                .get(&(pid, word))
+                .map_or((None, "futex"), |(n, k)| (Some(n.as_str()), *k));
+            let (wait_name, wake_name) = names.entry((pid, word)).or_insert_with(|| {
+                let n = word_name.map_or_else(|| format!("{word:#x}"), str::to_string);
+                (format!("wait {n}"), format!("wake {n}"))
+            });
+            let word_arg = &wait_name[5..];
+            let site = &sites.site(process, site, stack).1.display;
+            if wake {
+                let w = &ev.wakes[i];
+                sink.instant(&Slice {
+                    track: t,
+                    start_ns: s_ns,
+                    end_ns: s_ns,
+                    name: wake_name,
+                    category: "futex.wake",
+                    args: &[
+                        ("word", Arg::Str(word_arg)),
+                        ("site", Arg::Str(site)),
+                        ("woken", Arg::U64(w.woken)),
+                    ],
+                    flows_out: out,
+                    flows_in: &[],
+                })?;
+                counts.instants += 1;
+            } else {
+                let w = &ev.waits[i];
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: s_ns,
+                    end_ns: e_ns.max(s_ns),
+                    name: wait_name,
+                    category: "futex.wait",
+                    args: &[
+                        ("word", Arg::Str(word_arg)),
+                        ("kind", Arg::Str(kind)),
+                        ("site", Arg::Str(site)),
+                        ("result", Arg::Str(futex_result(w.outcome))),
+                        ("critical_path", Arg::Bool(critical(i))),
+                    ],
+                    flows_out: &[],
+                    flows_in: flow_in.get(i as u32),
+                })?;
+                counts.slices += 1;
+            }
+        }
+        for &l in &lane_tracks {
             sink.end_track(l)?;
         }
         start = end;

@@ -32,6 +32,7 @@ use rustc_hash::FxHashMap;
 
 use super::{ExportError, ExportOptions, ExportSummary, Exporter};
 use crate::analysis::Analysis;
+use crate::futex::{FutexEvents, FutexReport, ShownSites};
 use crate::locks::{LockEvents, Outcome, Selection};
 use crate::mpi::{MapsSiteResolver, MpiEvents, SiteResolver};
 use crate::symbols::ResolvedSite;
@@ -183,9 +184,12 @@ impl Exporter for Pprof {
             (Some(Ok(m)), Some(ev)) if !ev.analysis.waits.is_empty() => Some((m, ev)),
             _ => None,
         };
-        if locks.is_none() && mpi.is_none() {
+        let futex = analysis
+            .events::<FutexEvents>()
+            .filter(|f| !f.waits.is_empty());
+        if locks.is_none() && futex.is_none() && mpi.is_none() {
             return Err(ExportError::Nothing(
-                "the recording holds no lock events and no MPI wait states: no profile to write"
+                "the recording holds no lock events, no futex waits and no MPI wait states: no profile to write"
                     .into(),
             ));
         }
@@ -217,6 +221,9 @@ impl Exporter for Pprof {
             if n > 0 && with_stacks == 0 {
                 notes.push("no call stacks were recorded: each sample's stack is its call site alone (record with --stack-every N for stacks)".into());
             }
+        }
+        if let Some(f) = futex {
+            events += futex_samples(&mut b, analysis, f, options);
         }
         if let Some((m, ev)) = mpi {
             events += mpi_samples(&mut b, analysis, m, ev, options);
@@ -313,6 +320,81 @@ fn lock_samples(
         b.add(stack, labels, values);
     }
     (n, with_stacks)
+}
+
+/// Adds the futex waits (`syscall(SYS_futex, …)` or the futex
+/// tracepoints) that `--min-duration` and `--critical-only` keep (the
+/// other filters select pthread lock events): `contentions` 1 for a wait
+/// that slept, `delay` its wait, no hold (the kernel does not see futex
+/// holds). The stack is the site the report's `futex.by_site` shows it at
+/// ([`ShownSites`]) and, when a stack was recorded, the frames outward
+/// from it; labels `lock` (the word, named as in `futex.by_word`), `kind`
+/// `futex`, `futex_kind` (the inferred kind) and `thread`. Returns how
+/// many waits.
+fn futex_samples(
+    b: &mut Builder,
+    analysis: &Analysis<'_>,
+    ev: &FutexEvents,
+    options: &ExportOptions,
+) -> u64 {
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.futex_on_path[..])
+        .filter(|p| p.len() == ev.waits.len())
+        .unwrap_or(&[]);
+    let min = options.filter.min_duration_ns.unwrap_or(0);
+    let mut words: FxHashMap<(u32, u64), (String, String)> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<FutexReport>() {
+        for row in &r.by_word {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                words.insert((row.pid, a), (row.name.clone(), row.kind.clone()));
+            }
+        }
+    }
+    let mut sites = ShownSites::new(analysis.recording, &analysis.symbols, ev);
+    let (lock_key, kind_key, fkind_key, thread_key) = (
+        b.string("lock"),
+        b.string("kind"),
+        b.string("futex_kind"),
+        b.string("thread"),
+    );
+    let futex = b.string("futex");
+    let mut n = 0;
+    for (i, w) in ev.waits.iter().enumerate() {
+        let ns = w.wait_ns();
+        if ns < min || (options.filter.critical_only && on_path.get(i) != Some(&true)) {
+            continue;
+        }
+        let values = [i64::from(w.slept()), ns.min(i64::MAX as u64) as i64, 0];
+        if values == [0, 0, 0] {
+            continue;
+        }
+        n += 1;
+        let (address, site) = sites.site(w.process, w.site, w.stack).clone();
+        let maps = sites.maps(w.process);
+        let mut stack = vec![b.location(w.pid, address, || site)];
+        if let Some(frames) = sites.stack(w.process, w.stack) {
+            if let Some(from) = frames.iter().position(|&a| a == address) {
+                for &a in &frames[from + 1..] {
+                    stack.push(b.location(w.pid, a, || analysis.symbols.site(maps, a)));
+                }
+            }
+        }
+        let (word, fkind) = match words.get(&(w.pid, w.word)) {
+            Some((name, kind)) => (b.string(name), b.string(kind)),
+            None => (b.string(&format!("{:#x}", w.word)), futex),
+        };
+        let tid = b.string(&w.tid.to_string());
+        let labels = vec![
+            (lock_key, word, 0),
+            (kind_key, futex, 0),
+            (fkind_key, fkind, 0),
+            (thread_key, tid, 0),
+        ];
+        b.add(stack, labels, values);
+    }
+    n
 }
 
 /// Adds the MPI wait states above the report's thresholds; returns how

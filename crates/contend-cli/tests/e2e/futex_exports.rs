@@ -1,0 +1,205 @@
+//! Futex waits in the exports, end to end on tests/programs/futex_lock.c
+//! (a hand-written futex lock through `syscall(SYS_futex, …)`, with timed
+//! and EAGAIN waits on a second word), recorded once and exported to
+//! Perfetto, pprof and folded stacks; each export is checked against the
+//! JSON report of the same recording:
+//!
+//! * Perfetto (decoded with Perfetto's own protobuf definitions through
+//!   `perfetto_summary.py`): one `futex.wait` slice per futex wait of the
+//!   report (`futex.summary.events`), per word as many `wait <word>`
+//!   slices as the word's `events`, `critical_path` set on exactly
+//!   `futex.summary.critical_events` of them, one flow per hand-over
+//!   (`futex.summary.handovers`) from a `wake <word>` instant on another
+//!   thread to the woken wait; `--critical-only` keeps the critical ones;
+//! * pprof (`go tool pprof -raw`): the delay per leaf `function file:line`
+//!   equals `futex.by_site[].wait_ns`, and every sample has `kind: futex`;
+//! * folded stacks: the `… [futex]` lines sum to `futex.summary.wait_ns`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+use crate::viewer_exports::{go, perfetto_summary, pprof, raw_delay_per_line};
+use serde_json::Value;
+
+fn export(rec: &Path, args: &[&str]) {
+    let out = Command::new(contend_bin())
+        .arg("export")
+        .arg(rec)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "contend export {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn futex_waits_in_perfetto_pprof_and_folded_stacks() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let exe = build("futex_lock.c", &["-O1"]);
+    let dir = tempdir();
+    let rec = dir.path().join("rec");
+    let out = record(&rec, &exe, &[] as &[&str]);
+    assert!(out.success(), "{}", out.describe());
+    let report = report_json(&rec);
+    let s = &report["futex"]["summary"];
+    assert!(u(s, "events") > 0 && u(s, "handovers") > 0, "{s}");
+
+    // Perfetto
+    let trace = dir.path().join("t.perfetto");
+    export(
+        &rec,
+        &["--format", "perfetto", "-o", trace.to_str().unwrap()],
+    );
+    if let Some(sum) = perfetto_summary(&trace) {
+        let slices = sum["slices"].as_array().unwrap();
+        let instants = sum["instants"].as_array().unwrap();
+        let waits: Vec<&Value> = slices.iter().filter(|x| x["cat"] == "futex.wait").collect();
+        assert_eq!(waits.len() as u64, u(s, "events"), "one slice per wait");
+        for w in report["futex"]["by_word"].as_array().unwrap() {
+            let name = format!("wait {}", w["name"].as_str().unwrap());
+            let n = waits.iter().filter(|x| x["name"] == name.as_str()).count() as u64;
+            assert_eq!(n, u(w, "events"), "{name}");
+        }
+        let critical = waits
+            .iter()
+            .filter(|x| x["args"]["critical_path"] == true)
+            .count() as u64;
+        assert_eq!(critical, u(s, "critical_events"));
+        for x in &waits {
+            let r = x["args"]["result"].as_str().unwrap();
+            assert!(
+                ["woken", "timed out", "value changed (EAGAIN)", "error"].contains(&r)
+                    || r.starts_with("interrupted"),
+                "{x}"
+            );
+        }
+        // flows: from a wake instant to the woken wait, one per hand-over
+        let tids = track_tid(&sum);
+        let wakes: HashMap<u64, &Value> = instants
+            .iter()
+            .filter(|x| x["cat"] == "futex.wake")
+            .flat_map(|x| {
+                x["flows_out"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(move |f| (f.as_u64().unwrap(), x))
+            })
+            .collect();
+        let mut flows = HashSet::new();
+        for w in &waits {
+            for f in w["flows_in"].as_array().unwrap() {
+                let f = f.as_u64().unwrap();
+                let wake = wakes
+                    .get(&f)
+                    .unwrap_or_else(|| panic!("flow {f} has no wake"));
+                assert!(wake["ts"].as_u64() <= w["end"].as_u64(), "{wake} {w}");
+                assert_ne!(
+                    tids[&wake["track"].as_u64().unwrap()],
+                    tids[&w["track"].as_u64().unwrap()],
+                    "a hand-over between threads"
+                );
+                assert!(flows.insert(f));
+            }
+        }
+        assert_eq!(flows.len() as u64, u(s, "handovers"));
+
+        // --critical-only: the critical waits alone
+        let crit = dir.path().join("c.perfetto");
+        export(
+            &rec,
+            &[
+                "--format",
+                "perfetto",
+                "--critical-only",
+                "-o",
+                crit.to_str().unwrap(),
+            ],
+        );
+        let c = perfetto_summary(&crit).unwrap();
+        let n = c["slices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["cat"] == "futex.wait")
+            .count() as u64;
+        assert_eq!(n, u(s, "critical_events"));
+    }
+
+    // folded stacks: the futex lines' weights are the reported wait
+    let folded = dir.path().join("f.folded");
+    export(
+        &rec,
+        &["--format", "folded", "-o", folded.to_str().unwrap()],
+    );
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let total: u64 = text
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(stack, _)| stack.ends_with("[futex]"))
+        .map(|(_, v)| v.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, u(s, "wait_ns"), "{text}");
+    assert!(text.contains(";lock_word [futex] "), "{text}");
+
+    // pprof: delay per site = futex.by_site wait_ns
+    let Some(go) = go() else {
+        eprintln!("SKIP: go is not installed, so `go tool pprof` cannot be run");
+        return;
+    };
+    let file = dir.path().join("p.pb.gz");
+    export(&rec, &["--format", "pprof", "-o", file.to_str().unwrap()]);
+    let raw = pprof(&go, &["-raw"], &file);
+    let got: BTreeMap<(String, String), i64> = raw_delay_per_line(&raw)
+        .into_iter()
+        .filter(|g| g.1 > 0)
+        .collect();
+    // the pthread mutex of the program is in the profile too
+    let mut want: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for section in ["futex", "locks"] {
+        for site in report[section]["by_site"].as_array().unwrap() {
+            let wait = site["wait_ns"].as_i64().unwrap();
+            if wait == 0 {
+                continue;
+            }
+            let file = site["file"].as_str().unwrap().rsplit('/').next().unwrap();
+            *want
+                .entry((
+                    site["function"].as_str().unwrap().to_string(),
+                    format!("{file}:{}", site["line"]),
+                ))
+                .or_insert(0) += wait;
+        }
+    }
+    assert_eq!(got, want, "delay per line (pprof) vs wait per site (JSON)");
+    let traces = pprof(&go, &["-traces"], &file);
+    assert!(
+        traces.contains("kind:") && traces.contains("futex"),
+        "{traces}"
+    );
+}
+
+/// Track uuid → tid (lanes through their parent thread).
+fn track_tid(summary: &Value) -> HashMap<u64, u64> {
+    let tracks = summary["tracks"].as_array().unwrap();
+    let mut tid: HashMap<u64, u64> = HashMap::new();
+    for t in tracks {
+        if t["kind"] == "thread" {
+            tid.insert(t["uuid"].as_u64().unwrap(), t["tid"].as_u64().unwrap());
+        }
+    }
+    for t in tracks {
+        if t["kind"] == "plain" {
+            if let Some(&p) = tid.get(&t["parent"].as_u64().unwrap()) {
+                tid.insert(t["uuid"].as_u64().unwrap(), p);
+            }
+        }
+    }
+    tid
+}
