@@ -203,3 +203,150 @@ fn track_tid(summary: &Value) -> HashMap<u64, u64> {
     }
     tid
 }
+
+/// OpenMP in the exports, on tests/programs/omp_gomp.c (`gcc -fopenmp`,
+/// recorded through the collector's libgomp wrappers): in the Perfetto
+/// export one `openmp.hold` slice per mutex acquisition of the report
+/// (`openmp.summary.mutex_events`) named `hold <kind> <name>` as the
+/// `openmp.mutexes` rows name them, per row as many, and a flow ending at
+/// a hold or barrier slice of another thread per hand-over found; in
+/// pprof, the samples labelled `kind: openmp` carry the report's mutex
+/// wait and hold in total; the folded stacks' `[openmp …]` mutex lines
+/// sum to `openmp.summary.mutex_wait_ns`.
+#[test]
+fn openmp_waits_in_perfetto_pprof_and_folded_stacks() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let exe = build("omp_gomp.c", &["-fopenmp"]);
+    let dir = tempdir();
+    let rec = dir.path().join("rec");
+    let out = record(&rec, &exe, &[] as &[&str]);
+    assert!(out.success(), "{}", out.describe());
+    let report = report_json(&rec);
+    let s = &report["openmp"]["summary"];
+    assert!(u(s, "mutex_events") > 0, "{s}");
+
+    let trace = dir.path().join("t.perfetto");
+    export(
+        &rec,
+        &["--format", "perfetto", "-o", trace.to_str().unwrap()],
+    );
+    if let Some(sum) = perfetto_summary(&trace) {
+        let slices = sum["slices"].as_array().unwrap();
+        let holds: Vec<&Value> = slices
+            .iter()
+            .filter(|x| x["cat"] == "openmp.hold")
+            .collect();
+        assert_eq!(holds.len() as u64, u(s, "mutex_events"));
+        // per name (rows of one name: a stack lock's address reused)
+        let mut want: BTreeMap<String, u64> = BTreeMap::new();
+        for m in report["openmp"]["mutexes"].as_array().unwrap() {
+            let name = format!(
+                "hold {} {}",
+                m["kind"].as_str().unwrap(),
+                m["name"].as_str().unwrap()
+            );
+            *want.entry(name).or_insert(0) += u(m, "events");
+        }
+        let mut got: BTreeMap<String, u64> = BTreeMap::new();
+        for x in &holds {
+            *got.entry(x["name"].as_str().unwrap().to_string())
+                .or_insert(0) += 1;
+        }
+        assert_eq!(got, want, "hold slices per mutex name");
+        let waited: u64 = slices
+            .iter()
+            .filter(|x| x["cat"] == "openmp.wait")
+            .map(|x| x["end"].as_u64().unwrap() - x["ts"].as_u64().unwrap())
+            .sum();
+        assert_eq!(waited, u(s, "mutex_wait_ns"), "wait slices = mutex wait");
+        let barriers = slices
+            .iter()
+            .filter(|x| x["cat"] == "openmp.barrier")
+            .count();
+        assert!(barriers > 0, "barrier waits drawn");
+        // flows: both ends present, between two threads
+        let tids = track_tid(&sum);
+        let mut outs: HashMap<u64, u64> = HashMap::new();
+        for x in slices
+            .iter()
+            .filter(|x| x["cat"].as_str().unwrap().starts_with("openmp"))
+        {
+            for f in x["flows_out"].as_array().unwrap() {
+                outs.insert(f.as_u64().unwrap(), tids[&x["track"].as_u64().unwrap()]);
+            }
+        }
+        let mut flows = 0;
+        for x in slices
+            .iter()
+            .filter(|x| x["cat"].as_str().unwrap().starts_with("openmp"))
+        {
+            for f in x["flows_in"].as_array().unwrap() {
+                let from = outs[&f.as_u64().unwrap()];
+                assert_ne!(from, tids[&x["track"].as_u64().unwrap()], "{x}");
+                flows += 1;
+            }
+        }
+        assert!(flows > 0, "hand-overs drawn");
+    }
+
+    // folded: the mutex lines sum to the mutex wait
+    let folded = dir.path().join("f.folded");
+    export(
+        &rec,
+        &["--format", "folded", "-o", folded.to_str().unwrap()],
+    );
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let total: u64 = text
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(stack, _)| stack.contains("[openmp ") && stack.ends_with(']'))
+        .map(|(_, v)| v.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, u(s, "mutex_wait_ns"), "{text}");
+
+    let Some(go) = go() else {
+        eprintln!("SKIP: go is not installed, so `go tool pprof` cannot be run");
+        return;
+    };
+    let file = dir.path().join("p.pb.gz");
+    export(&rec, &["--format", "pprof", "-o", file.to_str().unwrap()]);
+    let mutex_kinds = ["critical", "lock", "nest_lock", "atomic", "ordered"];
+    let mut delay = 0i64;
+    let mut hold = 0i64;
+    for kind in mutex_kinds {
+        let filter = format!("openmp_kind=^{kind}$");
+        let raw = pprof(&go, &["-raw", "-tagfocus", &filter], &file);
+        delay += raw_delay_per_line(&raw).values().sum::<i64>();
+        hold += raw_values(&raw).iter().map(|v| v[2]).sum::<i64>();
+    }
+    assert_eq!(delay as u64, u(s, "mutex_wait_ns"), "pprof delay vs JSON");
+    assert_eq!(hold as u64, u(s, "mutex_hold_ns"), "pprof hold vs JSON");
+}
+
+/// The values of every sample of `go tool pprof -raw` (contentions,
+/// delay, hold).
+fn raw_values(raw: &str) -> Vec<[i64; 3]> {
+    let mut out = Vec::new();
+    let mut in_samples = false;
+    for line in raw.lines() {
+        let t = line.trim();
+        match t {
+            "Samples:" => in_samples = true,
+            "Locations" | "Mappings" => in_samples = false,
+            _ if in_samples => {
+                if let Some((values, _)) = t.split_once(':') {
+                    let v: Vec<i64> = values
+                        .split_whitespace()
+                        .filter_map(|x| x.parse().ok())
+                        .collect();
+                    if let [a, b, c] = v[..] {
+                        out.push([a, b, c]);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

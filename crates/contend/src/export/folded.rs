@@ -56,12 +56,17 @@ pub(crate) fn fold(
     let futex = analysis
         .events::<FutexEvents>()
         .filter(|f| !f.waits.is_empty() && options.weight == Weight::Wait);
+    let omp = crate::openmp::sync::collect(analysis.recording);
     {
         let ev = match analysis.events::<LockEvents>() {
             Some(ev) if !ev.set.events.is_empty() => ev,
-            _ if futex.is_some() => {
+            _ if futex.is_some() || !omp.is_empty() => {
                 let mut folded = BTreeMap::new();
-                let with_stack = fold_futex(analysis, futex.unwrap(), options, &mut folded);
+                let mut with_stack = 0;
+                if let Some(f) = futex {
+                    with_stack += fold_futex(analysis, f, options, &mut folded);
+                }
+                fold_openmp(analysis, &omp, options, &mut folded);
                 let notes = fold_notes(&folded, with_stack, options);
                 return Ok((folded, notes));
             }
@@ -159,6 +164,7 @@ pub(crate) fn fold(
         if let Some(f) = futex {
             with_stack += fold_futex(analysis, f, options, &mut folded);
         }
+        fold_openmp(analysis, &omp, options, &mut folded);
         let notes = fold_notes(&folded, with_stack, options);
         Ok((folded, notes))
     }
@@ -183,6 +189,66 @@ fn fold_notes(
         );
     }
     notes
+}
+
+/// Adds the OpenMP synchronisation events that `--min-duration` (on the
+/// wait) and `--critical-only` keep to `folded`, weighted by wait (or a
+/// mutex's hold with `--weight hold`): the program, the event's site, and
+/// as leaf the mutex (`<name> [openmp critical]`, named as in
+/// `openmp.mutexes`) or the barrier kind (`implicit barrier [openmp]`).
+fn fold_openmp(
+    analysis: &Analysis<'_>,
+    ev: &[crate::openmp::sync::OmpSyncEvent],
+    options: &ExportOptions,
+    folded: &mut BTreeMap<String, u64>,
+) {
+    let recording = analysis.recording;
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.omp_on_path[..])
+        .filter(|p| p.len() == ev.len())
+        .unwrap_or(&[]);
+    let min = options.filter.min_duration_ns.unwrap_or(0);
+    let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
+        for row in &r.mutexes {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
+            }
+        }
+    }
+    let mut prefixes: FxHashMap<(u32, u64), String> = FxHashMap::default();
+    for (i, e) in ev.iter().enumerate() {
+        let weight = match options.weight {
+            Weight::Hold => e.hold_ns(),
+            _ => e.wait_ns(),
+        };
+        if weight == 0
+            || e.wait_ns() < min
+            || (options.filter.critical_only && on_path.get(i) != Some(&true))
+        {
+            continue;
+        }
+        let prefix = prefixes.entry((e.process, e.site)).or_insert_with(|| {
+            let program = program_of(recording, e.pid)
+                .map_or_else(|| format!("pid {}", e.pid), |p| frame(&p));
+            let site = analysis
+                .symbols
+                .site(recording.process_maps(e.process), e.site);
+            format!("{program};{}", site_frame(&site))
+        });
+        let kind = e.kind_name();
+        let leaf = if e.barrier {
+            format!("{kind} [openmp]")
+        } else {
+            let name = names
+                .get(&(e.pid, kind, e.object))
+                .map_or_else(|| format!("{:#x}", e.object), |n| n.to_string());
+            format!("{} [openmp {kind}]", frame(&name))
+        };
+        *folded.entry(format!("{prefix};{leaf}")).or_insert(0) += weight;
+    }
 }
 
 /// Adds the futex waits that `--min-duration` and `--critical-only` keep

@@ -449,9 +449,13 @@ pub(crate) fn walk(
     let futex = analysis
         .events::<FutexEvents>()
         .filter(|f| !f.waits.is_empty() || !f.wakes.is_empty());
-    if locks.is_none() && futex.is_none() && mpi.is_none() && samples.is_none() {
+    let has_omp = recording
+        .processes
+        .iter()
+        .any(|p| p.trace.threads.iter().any(|t| !t.omp.is_empty()));
+    if locks.is_none() && futex.is_none() && !has_omp && mpi.is_none() && samples.is_none() {
         return Err(ExportError::Nothing(
-            "the recording holds no lock events, no futex calls, no MPI traces and no service samples: nothing to draw on a timeline".into(),
+            "the recording holds no lock events, no futex calls, no OpenMP events, no MPI traces and no service samples: nothing to draw on a timeline".into(),
         ));
     }
     let mut notes = Vec::new();
@@ -501,6 +505,10 @@ pub(crate) fn walk(
     }
     if let Some(f) = futex {
         futex_events(analysis, f, options, sink, &mut tracks, &mut counts)?;
+    }
+    let omp = crate::openmp::sync::collect(recording);
+    if !omp.is_empty() {
+        openmp_events(analysis, &omp, options, sink, &mut tracks, &mut counts)?;
     }
     if let Some((m, ev)) = mpi {
         mpi_events(analysis, m, ev, options, sink, &mut tracks, &mut counts)?;
@@ -810,30 +818,7 @@ fn futex_events(
         while end < order.len() && key(order[end]).0 == pid && key(order[end]).1 == tid {
             end += 1;
         }
-        let existed = tracks.threads.contains_key(&(pid, tid));
-        let pname = program_of(analysis.recording, pid).unwrap_or_default();
-        let tname = if tid == pid {
-            format!("{pname} {tid} (main)")
-        } else {
-            format!("{pname} {tid}")
-        };
-        let thread = tracks.thread(sink, pid, tid, &tname)?;
-        let base = if existed {
-            let id = tracks.fresh();
-            sink.track(&Track {
-                id,
-                parent: Some(thread),
-                kind: TrackKind::Lane {
-                    pid,
-                    tid,
-                    lane: 1000,
-                    name: &format!("tid {tid} futex"),
-                },
-            })?;
-            id
-        } else {
-            thread
-        };
+        let (thread, base) = recorder_track(analysis, sink, tracks, pid, tid, "futex")?;
         let mut lanes = Lanes::default();
         let mut lane_tracks: Vec<TrackId> = vec![base];
         for &c in &order[start..end] {
@@ -915,6 +900,218 @@ fn futex_events(
                 })?;
                 counts.slices += 1;
             }
+        }
+        for &l in &lane_tracks {
+            sink.end_track(l)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// The track of thread (pid, tid) for events of one recorder (`what`:
+/// `futex`, `openmp`): the thread's own track when nothing is on it yet,
+/// else a child track of it (slices of one track come in start order, and
+/// those of other recorders were given already).
+fn recorder_track(
+    analysis: &Analysis<'_>,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    pid: u32,
+    tid: u32,
+    what: &str,
+) -> io::Result<(TrackId, TrackId)> {
+    let existed = tracks.threads.contains_key(&(pid, tid));
+    let pname = program_of(analysis.recording, pid).unwrap_or_default();
+    let tname = if tid == pid {
+        format!("{pname} {tid} (main)")
+    } else {
+        format!("{pname} {tid}")
+    };
+    let thread = tracks.thread(sink, pid, tid, &tname)?;
+    if !existed {
+        return Ok((thread, thread));
+    }
+    let id = tracks.fresh();
+    sink.track(&Track {
+        id,
+        parent: Some(thread),
+        kind: TrackKind::Lane {
+            pid,
+            tid,
+            lane: 1000,
+            name: &format!("tid {tid} {what}"),
+        },
+    })?;
+    Ok((thread, id))
+}
+
+/// The OpenMP synchronisation events ([`crate::openmp::sync::collect`]:
+/// critical sections, OpenMP locks, atomic, ordered, barrier waits): per
+/// thread, in start order, a mutex acquisition as a `wait <kind> <name>`
+/// slice (acquire → acquired, when it waited) and a `hold <kind> <name>`
+/// slice (acquired → released), a barrier wait as a `wait <kind> at
+/// <site>` slice, with kind, site and critical-path flag as arguments
+/// (names as in the report's `openmp.mutexes` and `openmp.barriers`). A
+/// flow from the event that let a waiter go (the release's `hold` slice,
+/// the barrier's last arrival) to the waiter's `hold` slice or barrier
+/// wait. `--critical-only` keeps the events on the critical path across
+/// recorders; `--min-duration` those that waited at least that long.
+///
+/// Memory beyond the analysis: the events (collected again, as the
+/// critical path did), 4 bytes per event for the order, names per object.
+fn openmp_events(
+    analysis: &Analysis<'_>,
+    ev: &[crate::openmp::sync::OmpSyncEvent],
+    options: &ExportOptions,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    counts: &mut Counts,
+) -> Result<(), ExportError> {
+    let recording = analysis.recording;
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.omp_on_path[..])
+        .filter(|p| p.len() == ev.len())
+        .unwrap_or(&[]);
+    let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
+    let min = options.filter.min_duration_ns.unwrap_or(0);
+    let keep = |i: usize| ev[i].wait_ns() >= min && (!options.filter.critical_only || critical(i));
+    // Mutex names as the report gives them, by (pid, kind, address).
+    let mut mutex_names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
+        for row in &r.mutexes {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                mutex_names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
+            }
+        }
+    }
+    let mut flow_out: Vec<(u32, u64)> = Vec::new();
+    let mut flow_in: Vec<(u32, u64)> = Vec::new();
+    for (i, e) in ev.iter().enumerate() {
+        if let Some(k) = e.waker.filter(|&k| keep(i) && keep(k)) {
+            let id = (1u64 << 60) + i as u64;
+            flow_out.push((k as u32, id));
+            flow_in.push((i as u32, id));
+        }
+    }
+    let mut flow_out = FlowIds::new(flow_out);
+    let mut flow_in = FlowIds::new(flow_in);
+    counts.flows += flow_in.ids.len() as u64;
+    let mut order: Vec<u32> = (0..ev.len() as u32).collect();
+    order.sort_by_key(|&i| {
+        let e = &ev[i as usize];
+        (e.pid, e.tid, e.requested_ns, i)
+    });
+    let mut sites: FxHashMap<(u32, u64), String> = FxHashMap::default();
+    let mut names: FxHashMap<(u32, bool, u8, u64), (String, String)> = FxHashMap::default();
+    let mut start = 0;
+    while start < order.len() {
+        let first = &ev[order[start] as usize];
+        let (pid, tid) = (first.pid, first.tid);
+        let mut end = start;
+        while end < order.len() && {
+            let e = &ev[order[end] as usize];
+            e.pid == pid && e.tid == tid
+        } {
+            end += 1;
+        }
+        let (thread, base) = recorder_track(analysis, sink, tracks, pid, tid, "openmp")?;
+        let mut lanes = Lanes::default();
+        let mut lane_tracks: Vec<TrackId> = vec![base];
+        for &i in &order[start..end] {
+            let i = i as usize;
+            let e = &ev[i];
+            if !keep(i) {
+                continue;
+            }
+            let lane = lanes.place(e.requested_ns, e.released_ns.max(e.acquired_ns)) as usize;
+            while lane_tracks.len() <= lane {
+                let id = tracks.fresh();
+                sink.track(&Track {
+                    id,
+                    parent: Some(thread),
+                    kind: TrackKind::Lane {
+                        pid,
+                        tid,
+                        lane: 1000 + lane_tracks.len() as u32,
+                        name: &format!(
+                            "tid {tid} openmp (overlapping, lane {})",
+                            lane_tracks.len()
+                        ),
+                    },
+                })?;
+                lane_tracks.push(id);
+            }
+            let t = lane_tracks[lane];
+            let site = sites
+                .entry((e.process, e.site))
+                .or_insert_with(|| {
+                    analysis
+                        .symbols
+                        .site(recording.process_maps(e.process), e.site)
+                        .display
+                })
+                .as_str();
+            let kind = e.kind_name();
+            let object = if e.barrier { e.site } else { e.object };
+            let (wait_name, hold_name) = names
+                .entry((e.process, e.barrier, e.kind, object))
+                .or_insert_with(|| {
+                    if e.barrier {
+                        (format!("wait {kind} at {site}"), String::new())
+                    } else {
+                        let name = mutex_names
+                            .get(&(pid, kind, e.object))
+                            .map_or_else(|| format!("{:#x}", e.object), |n| n.to_string());
+                        (format!("wait {kind} {name}"), format!("hold {kind} {name}"))
+                    }
+                });
+            let args = [
+                ("kind", Arg::Str(kind)),
+                ("site", Arg::Str(site)),
+                ("critical_path", Arg::Bool(critical(i))),
+            ];
+            let (out, inn) = (flow_out.get(i as u32), flow_in.get(i as u32));
+            if e.barrier {
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: e.requested_ns,
+                    end_ns: e.acquired_ns.max(e.requested_ns),
+                    name: wait_name,
+                    category: "openmp.barrier",
+                    args: &args,
+                    flows_out: out,
+                    flows_in: inn,
+                })?;
+                counts.slices += 1;
+                continue;
+            }
+            if e.acquired_ns > e.requested_ns {
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: e.requested_ns,
+                    end_ns: e.acquired_ns,
+                    name: wait_name,
+                    category: "openmp.wait",
+                    args: &args,
+                    flows_out: &[],
+                    flows_in: &[],
+                })?;
+                counts.slices += 1;
+            }
+            sink.slice(&Slice {
+                track: t,
+                start_ns: e.acquired_ns,
+                end_ns: e.released_ns.max(e.acquired_ns),
+                name: hold_name,
+                category: "openmp.hold",
+                args: &args,
+                flows_out: out,
+                flows_in: inn,
+            })?;
+            counts.slices += 1;
         }
         for &l in &lane_tracks {
             sink.end_track(l)?;

@@ -187,9 +187,10 @@ impl Exporter for Pprof {
         let futex = analysis
             .events::<FutexEvents>()
             .filter(|f| !f.waits.is_empty());
-        if locks.is_none() && futex.is_none() && mpi.is_none() {
+        let omp = crate::openmp::sync::collect(recording);
+        if locks.is_none() && futex.is_none() && omp.is_empty() && mpi.is_none() {
             return Err(ExportError::Nothing(
-                "the recording holds no lock events, no futex waits and no MPI wait states: no profile to write"
+                "the recording holds no lock events, no futex waits, no OpenMP events and no MPI wait states: no profile to write"
                     .into(),
             ));
         }
@@ -224,6 +225,9 @@ impl Exporter for Pprof {
         }
         if let Some(f) = futex {
             events += futex_samples(&mut b, analysis, f, options);
+        }
+        if !omp.is_empty() {
+            events += openmp_samples(&mut b, analysis, &omp, options);
         }
         if let Some((m, ev)) = mpi {
             events += mpi_samples(&mut b, analysis, m, ev, options);
@@ -390,6 +394,80 @@ fn futex_samples(
             (lock_key, word, 0),
             (kind_key, futex, 0),
             (fkind_key, fkind, 0),
+            (thread_key, tid, 0),
+        ];
+        b.add(stack, labels, values);
+    }
+    n
+}
+
+/// Adds the OpenMP synchronisation events ([`crate::openmp::sync::collect`]:
+/// critical sections, OpenMP locks, atomic, ordered, barrier waits) that
+/// `--min-duration` (on the wait) and `--critical-only` keep:
+/// `contentions` 1 for an event that waited, `delay` its wait, `hold` a
+/// mutex's hold. The stack is the event's site (the acquisition's, the
+/// barrier construct's); labels `lock` (a mutex's name as in
+/// `openmp.mutexes`, else the barrier's kind), `kind` `openmp`,
+/// `openmp_kind` (`critical`, `lock`, `implicit barrier`, …) and `thread`.
+/// Returns how many events.
+fn openmp_samples(
+    b: &mut Builder,
+    analysis: &Analysis<'_>,
+    ev: &[crate::openmp::sync::OmpSyncEvent],
+    options: &ExportOptions,
+) -> u64 {
+    let recording = analysis.recording;
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.omp_on_path[..])
+        .filter(|p| p.len() == ev.len())
+        .unwrap_or(&[]);
+    let min = options.filter.min_duration_ns.unwrap_or(0);
+    let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
+        for row in &r.mutexes {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
+            }
+        }
+    }
+    let (lock_key, kind_key, okind_key, thread_key) = (
+        b.string("lock"),
+        b.string("kind"),
+        b.string("openmp_kind"),
+        b.string("thread"),
+    );
+    let openmp = b.string("openmp");
+    let mut n = 0;
+    for (i, e) in ev.iter().enumerate() {
+        let wait = e.wait_ns();
+        if wait < min || (options.filter.critical_only && on_path.get(i) != Some(&true)) {
+            continue;
+        }
+        let values = [
+            i64::from(wait > 0),
+            wait.min(i64::MAX as u64) as i64,
+            e.hold_ns().min(i64::MAX as u64) as i64,
+        ];
+        if values == [0, 0, 0] {
+            continue;
+        }
+        n += 1;
+        let maps = recording.process_maps(e.process);
+        let stack = vec![b.location(e.pid, e.site, || analysis.symbols.site(maps, e.site))];
+        let kind = e.kind_name();
+        let lock = match names.get(&(e.pid, kind, e.object)) {
+            Some(name) if !e.barrier => b.string(name),
+            _ if e.barrier => b.string(kind),
+            _ => b.string(&format!("{:#x}", e.object)),
+        };
+        let okind = b.string(kind);
+        let tid = b.string(&e.tid.to_string());
+        let labels = vec![
+            (lock_key, lock, 0),
+            (kind_key, openmp, 0),
+            (okind_key, okind, 0),
             (thread_key, tid, 0),
         ];
         b.add(stack, labels, values);
