@@ -22,6 +22,12 @@
 //!   the releaser's `hold` slice (the barrier's last arrival, the
 //!   `sem_post`) to the woken thread's `hold` slice, or to a `woken`
 //!   instant at the end of a condition, barrier or semaphore wait;
+//! * per futex wait a `wait <word>` slice, per wake call a `wake <word>`
+//!   instant, a flow from the wake to each wait it ended (every pair the
+//!   futex analysis makes); per OpenMP mutex acquisition a `wait` and a
+//!   `hold` slice, per barrier wait a slice, a flow from the release or
+//!   last arrival to the thread it let go ([`futex_events`],
+//!   [`openmp_events`]);
 //! * per MPI call a slice on its rank's thread, each wait state (late
 //!   sender, …) a slice inside it from the call's entry, lasting the wait,
 //!   with the causing rank as argument; a flow per matched message from
@@ -818,7 +824,7 @@ fn futex_events(
         while end < order.len() && key(order[end]).0 == pid && key(order[end]).1 == tid {
             end += 1;
         }
-        let (thread, base) = recorder_track(analysis, sink, tracks, pid, tid, "futex")?;
+        let (thread, base) = recorder_track(analysis, sink, tracks, pid, tid, "futex", FUTEX_LANE)?;
         let mut lanes = Lanes::default();
         let mut lane_tracks: Vec<TrackId> = vec![base];
         for &c in &order[start..end] {
@@ -847,7 +853,7 @@ fn futex_events(
                     kind: TrackKind::Lane {
                         pid,
                         tid,
-                        lane: 1000 + lane_tracks.len() as u32,
+                        lane: FUTEX_LANE + lane_tracks.len() as u32,
                         name: &format!("tid {tid} futex (overlapping, lane {})", lane_tracks.len()),
                     },
                 })?;
@@ -909,10 +915,17 @@ fn futex_events(
     Ok(())
 }
 
+/// Lane numbers of the futex child tracks of a thread (the first, then its
+/// overlapping lanes): apart from the lock events' lanes (1, 2, …) and
+/// the OpenMP ones, as Chrome's export makes a thread id of each lane.
+const FUTEX_LANE: u32 = 1 << 12;
+/// Lane numbers of the OpenMP child tracks of a thread.
+const OPENMP_LANE: u32 = 2 << 12;
+
 /// The track of thread (pid, tid) for events of one recorder (`what`:
 /// `futex`, `openmp`): the thread's own track when nothing is on it yet,
-/// else a child track of it (slices of one track come in start order, and
-/// those of other recorders were given already).
+/// else a child track of it, lane `lane` (slices of one track come in
+/// start order, and those of other recorders were given already).
 fn recorder_track(
     analysis: &Analysis<'_>,
     sink: &mut dyn TimelineSink,
@@ -920,6 +933,7 @@ fn recorder_track(
     pid: u32,
     tid: u32,
     what: &str,
+    lane: u32,
 ) -> io::Result<(TrackId, TrackId)> {
     let existed = tracks.threads.contains_key(&(pid, tid));
     let pname = program_of(analysis.recording, pid).unwrap_or_default();
@@ -939,7 +953,7 @@ fn recorder_track(
         kind: TrackKind::Lane {
             pid,
             tid,
-            lane: 1000,
+            lane,
             name: &format!("tid {tid} {what}"),
         },
     })?;
@@ -1017,7 +1031,8 @@ fn openmp_events(
         } {
             end += 1;
         }
-        let (thread, base) = recorder_track(analysis, sink, tracks, pid, tid, "openmp")?;
+        let (thread, base) =
+            recorder_track(analysis, sink, tracks, pid, tid, "openmp", OPENMP_LANE)?;
         let mut lanes = Lanes::default();
         let mut lane_tracks: Vec<TrackId> = vec![base];
         for &i in &order[start..end] {
@@ -1035,7 +1050,7 @@ fn openmp_events(
                     kind: TrackKind::Lane {
                         pid,
                         tid,
-                        lane: 1000 + lane_tracks.len() as u32,
+                        lane: OPENMP_LANE + lane_tracks.len() as u32,
                         name: &format!(
                             "tid {tid} openmp (overlapping, lane {})",
                             lane_tracks.len()
