@@ -13,6 +13,7 @@
 //!   thread to the woken wait; `--critical-only` keeps the critical ones;
 //! * pprof (`go tool pprof -raw`): the delay per leaf `function file:line`
 //!   equals `futex.by_site[].wait_ns`, and every sample has `kind: futex`;
+//! * Chrome's JSON: one complete event per futex wait;
 //! * folded stacks: the `… [futex]` lines sum to `futex.summary.wait_ns`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -132,6 +133,21 @@ fn futex_waits_in_perfetto_pprof_and_folded_stacks() {
         assert_eq!(n, u(s, "critical_events"));
     }
 
+    // Chrome's trace-event JSON, from the same walk: one complete event
+    // per wait
+    let chrome = dir.path().join("t.json");
+    export(
+        &rec,
+        &["--format", "chrome", "-o", chrome.to_str().unwrap()],
+    );
+    let c: Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
+    let events = c["traceEvents"].as_array().or(c.as_array()).unwrap();
+    let n = events
+        .iter()
+        .filter(|e| e["cat"] == "futex.wait" && e["ph"] == "X")
+        .count() as u64;
+    assert_eq!(n, u(s, "events"), "chrome: one slice per futex wait");
+
     // folded stacks: the futex lines' weights are the reported wait
     let folded = dir.path().join("f.folded");
     export(
@@ -208,7 +224,9 @@ fn track_tid(summary: &Value) -> HashMap<u64, u64> {
 /// recorded through the collector's libgomp wrappers): in the Perfetto
 /// export one `openmp.hold` slice per mutex acquisition of the report
 /// (`openmp.summary.mutex_events`) named `hold <kind> <name>` as the
-/// `openmp.mutexes` rows name them, per row as many, and a flow ending at
+/// `openmp.mutexes` rows name them, per row as many, the `openmp.wait`
+/// slices lasting `mutex_wait_ns`, one barrier slice per barrier wait
+/// (implicit ones included) lasting `barrier_wait_ns`, and a flow ending at
 /// a hold or barrier slice of another thread per hand-over found; in
 /// pprof, the samples labelled `kind: openmp` carry the report's mutex
 /// wait and hold in total; the folded stacks' `[openmp …]` mutex lines
@@ -260,11 +278,17 @@ fn openmp_waits_in_perfetto_pprof_and_folded_stacks() {
             .map(|x| x["end"].as_u64().unwrap() - x["ts"].as_u64().unwrap())
             .sum();
         assert_eq!(waited, u(s, "mutex_wait_ns"), "wait slices = mutex wait");
-        let barriers = slices
+        // barrier waits, implicit ones included: count and wait
+        let barriers: Vec<&Value> = slices
             .iter()
             .filter(|x| x["cat"] == "openmp.barrier")
-            .count();
-        assert!(barriers > 0, "barrier waits drawn");
+            .collect();
+        assert_eq!(barriers.len() as u64, u(s, "barrier_events"));
+        let barrier_wait: u64 = barriers
+            .iter()
+            .map(|x| x["end"].as_u64().unwrap() - x["ts"].as_u64().unwrap())
+            .sum();
+        assert_eq!(barrier_wait, u(s, "barrier_wait_ns"));
         // flows: both ends present, between two threads
         let tids = track_tid(&sum);
         let mut outs: HashMap<u64, u64> = HashMap::new();
