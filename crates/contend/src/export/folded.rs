@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::timeline::program_of;
+use super::timeline::{keeps_sync, program_of};
 use super::{ExportError, ExportOptions, ExportSummary, Exporter, Weight};
 use crate::analysis::Analysis;
 use crate::futex::{FutexEvents, FutexReport, ShownSites};
@@ -191,8 +191,8 @@ fn fold_notes(
     notes
 }
 
-/// Adds the OpenMP synchronisation events that `--min-duration` (on the
-/// wait) and `--critical-only` keep to `folded`, weighted by wait (or a
+/// Adds the OpenMP synchronisation events that the filters keep
+/// ([`keeps_sync`], duration wait + hold) to `folded`, weighted by wait (or a
 /// mutex's hold with `--weight hold`): the program, the event's site, and
 /// as leaf the mutex (`<name> [openmp critical]`, named as in
 /// `openmp.mutexes`) or the barrier kind (`implicit barrier [openmp]`).
@@ -209,7 +209,6 @@ fn fold_openmp(
         .map(|a| &a.omp_on_path[..])
         .filter(|p| p.len() == ev.len())
         .unwrap_or(&[]);
-    let min = options.filter.min_duration_ns.unwrap_or(0);
     let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
     if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
         for row in &r.mutexes {
@@ -225,8 +224,12 @@ fn fold_openmp(
             _ => e.wait_ns(),
         };
         if weight == 0
-            || e.wait_ns() < min
-            || (options.filter.critical_only && on_path.get(i) != Some(&true))
+            || !keeps_sync(
+                &options.filter,
+                e.tid,
+                e.wait_ns() + e.hold_ns(),
+                on_path.get(i) == Some(&true),
+            )
         {
             continue;
         }
@@ -251,7 +254,7 @@ fn fold_openmp(
     }
 }
 
-/// Adds the futex waits that `--min-duration` and `--critical-only` keep
+/// Adds the futex waits that the filters keep ([`keeps_sync`])
 /// to `folded` (wait weight only: the kernel does not see futex holds):
 /// the program, the recorded stack outermost first down to the site the
 /// report's `futex.by_site` shows ([`ShownSites`]), or that site alone,
@@ -269,7 +272,6 @@ fn fold_futex(
         .map(|a| &a.futex_on_path[..])
         .filter(|p| p.len() == ev.waits.len())
         .unwrap_or(&[]);
-    let min = options.filter.min_duration_ns.unwrap_or(0);
     let mut words: FxHashMap<(u32, u64), String> = FxHashMap::default();
     if let Some(r) = analysis.report.section::<FutexReport>() {
         for row in &r.by_word {
@@ -284,7 +286,7 @@ fn fold_futex(
     let mut with_stack = 0;
     for (i, w) in ev.waits.iter().enumerate() {
         let ns = w.wait_ns();
-        if ns == 0 || ns < min || (options.filter.critical_only && on_path.get(i) != Some(&true)) {
+        if ns == 0 || !keeps_sync(&options.filter, w.tid, ns, on_path.get(i) == Some(&true)) {
             continue;
         }
         let (address, site) = sites.site(w.process, w.site, w.stack).clone();

@@ -731,6 +731,25 @@ fn lock_events(
     Ok(())
 }
 
+/// True when a futex wait or OpenMP event of thread `tid`, lasting
+/// `duration_ns` (a futex wait: its wait; an OpenMP mutex acquisition:
+/// wait + hold, as a lock event's duration; a barrier: its wait), passes
+/// the filters that apply to it: `--min-duration`, `--max-duration`,
+/// `--thread`, and `--critical-only` (`on_path`: on the critical path
+/// across recorders). `--lock` and `--site` name pthread locks and sites
+/// and leave these alone.
+pub(crate) fn keeps_sync(
+    filter: &crate::locks::EventFilter,
+    tid: u32,
+    duration_ns: u64,
+    on_path: bool,
+) -> bool {
+    filter.min_duration_ns.is_none_or(|m| duration_ns >= m)
+        && filter.max_duration_ns.is_none_or(|m| duration_ns <= m)
+        && (filter.threads.is_empty() || filter.threads.contains(&tid))
+        && (!filter.critical_only || on_path)
+}
+
 /// How a futex wait ended, as its `result` argument reads.
 fn futex_result(o: WaitOutcome) -> &'static str {
     match o {
@@ -749,11 +768,10 @@ fn futex_result(o: WaitOutcome) -> &'static str {
 /// `wake <word>` instant; a flow from the wake to every wait the futex
 /// analysis pairs with it ([`crate::futex::match_wakers`]). On a thread
 /// that already has a track with other events, they go to a child track
-/// `futex` (slices of one track come in start order). `--critical-only`
-/// keeps the waits on the critical path across recorders
-/// (`locks.critical_path.across`) and the wakes that start a kept flow;
-/// `--min-duration` the waits at least that long; `--lock`, `--site`,
-/// `--thread` select pthread lock events and leave these alone.
+/// `futex` (slices of one track come in start order). The filters apply
+/// as [`keeps_sync`] says (`--critical-only`: the waits on the critical
+/// path across recorders, `locks.critical_path.across`); a wake is kept
+/// when it starts a kept flow, or when no filter would drop it.
 ///
 /// Memory beyond the analysis: 4 bytes per futex call (the per-thread
 /// order), 12 per hand-over (flow ids), and names per word and site.
@@ -772,10 +790,9 @@ fn futex_events(
         .filter(|p| p.len() == ev.waits.len())
         .unwrap_or(&[]);
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
-    let min = options.filter.min_duration_ns.unwrap_or(0);
     let keep_wait = |i: usize| {
         let w = &ev.waits[i];
-        w.wait_ns() >= min && (!options.filter.critical_only || critical(i))
+        keeps_sync(&options.filter, w.tid, w.wait_ns(), critical(i))
     };
     // Words' names and kinds as the report gives them, by (pid, address).
     let mut words: FxHashMap<(u32, u64), (String, &str)> = FxHashMap::default();
@@ -838,7 +855,7 @@ fn futex_events(
                 (w.process, w.word, w.site, w.stack, w.start_ns, w.end_ns)
             };
             let out = if wake { flow_out.get(i as u32) } else { &[] };
-            if wake && out.is_empty() && (options.filter.critical_only || min > 0) {
+            if wake && out.is_empty() && !keeps_sync(&options.filter, tid, 0, false) {
                 continue;
             }
             if !wake && !keep_wait(i) {
@@ -969,8 +986,8 @@ fn recorder_track(
 /// (names as in the report's `openmp.mutexes` and `openmp.barriers`). A
 /// flow from the event that let a waiter go (the release's `hold` slice,
 /// the barrier's last arrival) to the waiter's `hold` slice or barrier
-/// wait. `--critical-only` keeps the events on the critical path across
-/// recorders; `--min-duration` those that waited at least that long.
+/// wait. The filters apply as [`keeps_sync`] says (duration: wait + hold);
+/// a flow is drawn when both its ends are kept.
 ///
 /// Memory beyond the analysis: the events (collected again, as the
 /// critical path did), 4 bytes per event for the order, names per object.
@@ -990,8 +1007,11 @@ fn openmp_events(
         .filter(|p| p.len() == ev.len())
         .unwrap_or(&[]);
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
-    let min = options.filter.min_duration_ns.unwrap_or(0);
-    let keep = |i: usize| ev[i].wait_ns() >= min && (!options.filter.critical_only || critical(i));
+    let keep = |i: usize| {
+        let e = &ev[i];
+        let d = e.wait_ns() + e.hold_ns();
+        keeps_sync(&options.filter, e.tid, d, critical(i))
+    };
     // Mutex names as the report gives them, by (pid, kind, address).
     let mut mutex_names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
     if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {

@@ -30,6 +30,7 @@ use flate2::write::GzEncoder;
 use prost::Message;
 use rustc_hash::FxHashMap;
 
+use super::timeline::keeps_sync;
 use super::{ExportError, ExportOptions, ExportSummary, Exporter};
 use crate::analysis::Analysis;
 use crate::futex::{FutexEvents, FutexReport, ShownSites};
@@ -327,8 +328,7 @@ fn lock_samples(
 }
 
 /// Adds the futex waits (`syscall(SYS_futex, …)` or the futex
-/// tracepoints) that `--min-duration` and `--critical-only` keep (the
-/// other filters select pthread lock events): `contentions` 1 for a wait
+/// tracepoints) that the filters keep ([`keeps_sync`]): `contentions` 1 for a wait
 /// that slept, `delay` its wait, no hold (the kernel does not see futex
 /// holds). The stack is the site the report's `futex.by_site` shows it at
 /// ([`ShownSites`]) and, when a stack was recorded, the frames outward
@@ -347,7 +347,6 @@ fn futex_samples(
         .map(|a| &a.futex_on_path[..])
         .filter(|p| p.len() == ev.waits.len())
         .unwrap_or(&[]);
-    let min = options.filter.min_duration_ns.unwrap_or(0);
     let mut words: FxHashMap<(u32, u64), (String, String)> = FxHashMap::default();
     if let Some(r) = analysis.report.section::<FutexReport>() {
         for row in &r.by_word {
@@ -367,7 +366,7 @@ fn futex_samples(
     let mut n = 0;
     for (i, w) in ev.waits.iter().enumerate() {
         let ns = w.wait_ns();
-        if ns < min || (options.filter.critical_only && on_path.get(i) != Some(&true)) {
+        if !keeps_sync(&options.filter, w.tid, ns, on_path.get(i) == Some(&true)) {
             continue;
         }
         let values = [i64::from(w.slept()), ns.min(i64::MAX as u64) as i64, 0];
@@ -403,7 +402,7 @@ fn futex_samples(
 
 /// Adds the OpenMP synchronisation events ([`crate::openmp::sync::collect`]:
 /// critical sections, OpenMP locks, atomic, ordered, barrier waits) that
-/// `--min-duration` (on the wait) and `--critical-only` keep:
+/// the filters keep ([`keeps_sync`], duration wait + hold):
 /// `contentions` 1 for an event that waited, `delay` its wait, `hold` a
 /// mutex's hold. The stack is the event's site (the acquisition's, the
 /// barrier construct's); labels `lock` (a mutex's name as in
@@ -423,7 +422,6 @@ fn openmp_samples(
         .map(|a| &a.omp_on_path[..])
         .filter(|p| p.len() == ev.len())
         .unwrap_or(&[]);
-    let min = options.filter.min_duration_ns.unwrap_or(0);
     let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
     if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
         for row in &r.mutexes {
@@ -442,7 +440,8 @@ fn openmp_samples(
     let mut n = 0;
     for (i, e) in ev.iter().enumerate() {
         let wait = e.wait_ns();
-        if wait < min || (options.filter.critical_only && on_path.get(i) != Some(&true)) {
+        let d = wait + e.hold_ns();
+        if !keeps_sync(&options.filter, e.tid, d, on_path.get(i) == Some(&true)) {
             continue;
         }
         let values = [
