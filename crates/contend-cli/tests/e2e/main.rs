@@ -17,6 +17,7 @@ mod critical_path_across;
 mod damaged_traces;
 mod export;
 mod futex;
+mod futex_exports;
 mod futex_tracepoints;
 mod glibc_locks;
 mod golden;

@@ -417,7 +417,7 @@ fn critical_only_exports_keep_the_path() {
 }
 
 /// The Go toolchain's `go`, on PATH or where the machines have it.
-fn go() -> Option<PathBuf> {
+pub(crate) fn go() -> Option<PathBuf> {
     which("go").or_else(|| {
         let p = PathBuf::from("/usr/local/go/bin/go");
         p.is_file().then_some(p)
@@ -425,7 +425,7 @@ fn go() -> Option<PathBuf> {
 }
 
 /// `go tool pprof ARGS FILE`, its standard output.
-fn pprof(go: &Path, args: &[&str], file: &Path) -> String {
+pub(crate) fn pprof(go: &Path, args: &[&str], file: &Path) -> String {
     let out = Command::new(go)
         .args(["tool", "pprof"])
         .args(args)
@@ -443,7 +443,7 @@ fn pprof(go: &Path, args: &[&str], file: &Path) -> String {
 
 /// From `go tool pprof -raw`: the delay (second sample value) summed per
 /// leaf location's `function file:line`.
-fn raw_delay_per_line(raw: &str) -> BTreeMap<(String, String), i64> {
+pub(crate) fn raw_delay_per_line(raw: &str) -> BTreeMap<(String, String), i64> {
     let mut locations: HashMap<u64, (String, String)> = HashMap::new();
     let mut samples: Vec<(i64, u64)> = Vec::new();
     let mut part = "";

@@ -22,11 +22,14 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use super::timeline::{keeps_sync, program_of};
 use super::{ExportError, ExportOptions, ExportSummary, Exporter, Weight};
 use crate::analysis::Analysis;
+use crate::futex::{FutexEvents, FutexReport, ShownSites};
 use crate::locks::{LockEvents, LockReport, Outcome, Selection};
 use crate::mpi::{MapsSiteResolver, MpiEvents, SiteResolver};
 use crate::symbols::ResolvedSite;
+use rustc_hash::FxHashMap;
 
 /// The folded-stacks exporter.
 pub(crate) struct Folded;
@@ -50,9 +53,23 @@ pub(crate) fn fold(
     if options.weight == Weight::MpiWait {
         return fold_mpi(analysis, options);
     }
+    let futex = analysis
+        .events::<FutexEvents>()
+        .filter(|f| !f.waits.is_empty() && options.weight == Weight::Wait);
+    let omp = crate::openmp::sync::collect(analysis.recording);
     {
         let ev = match analysis.events::<LockEvents>() {
             Some(ev) if !ev.set.events.is_empty() => ev,
+            _ if futex.is_some() || !omp.is_empty() => {
+                let mut folded = BTreeMap::new();
+                let mut with_stack = 0;
+                if let Some(f) = futex {
+                    with_stack += fold_futex(analysis, f, options, &mut folded);
+                }
+                fold_openmp(analysis, &omp, options, &mut folded);
+                let notes = fold_notes(&folded, with_stack, options);
+                return Ok((folded, notes));
+            }
             _ => {
                 let why = analysis
                     .report
@@ -144,20 +161,164 @@ pub(crate) fn fold(
             )));
             *folded.entry(line).or_insert(0) += weight;
         }
-        let mut notes = Vec::new();
-        if folded.is_empty() {
-            notes.push(format!(
-                "no event had a positive {} time",
-                options.weight.name()
-            ));
-        } else if with_stack == 0 {
-            notes.push(
-                "no call stacks were recorded: each stack is the call site alone (record with --stack-every N for stacks)"
-                    .into(),
-            );
+        if let Some(f) = futex {
+            with_stack += fold_futex(analysis, f, options, &mut folded);
         }
+        fold_openmp(analysis, &omp, options, &mut folded);
+        let notes = fold_notes(&folded, with_stack, options);
         Ok((folded, notes))
     }
+}
+
+/// The notes of a lock or futex fold: nothing positive, or no stacks.
+fn fold_notes(
+    folded: &BTreeMap<String, u64>,
+    with_stack: u64,
+    options: &ExportOptions,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if folded.is_empty() {
+        notes.push(format!(
+            "no event had a positive {} time",
+            options.weight.name()
+        ));
+    } else if with_stack == 0 {
+        notes.push(
+            "no call stacks were recorded: each stack is the call site alone (record with --stack-every N for stacks)"
+                .into(),
+        );
+    }
+    notes
+}
+
+/// Adds the OpenMP synchronisation events that the filters keep
+/// ([`keeps_sync`], duration wait + hold) to `folded`, weighted by wait (or a
+/// mutex's hold with `--weight hold`): the program, the event's site, and
+/// as leaf the mutex (`<name> [openmp critical]`, named as in
+/// `openmp.mutexes`) or the barrier kind (`implicit barrier [openmp]`).
+fn fold_openmp(
+    analysis: &Analysis<'_>,
+    ev: &[crate::openmp::sync::OmpSyncEvent],
+    options: &ExportOptions,
+    folded: &mut BTreeMap<String, u64>,
+) {
+    let recording = analysis.recording;
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.omp_on_path[..])
+        .filter(|p| p.len() == ev.len())
+        .unwrap_or(&[]);
+    let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
+        for row in &r.mutexes {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
+            }
+        }
+    }
+    let mut prefixes: FxHashMap<(u32, u64), String> = FxHashMap::default();
+    for (i, e) in ev.iter().enumerate() {
+        let weight = match options.weight {
+            Weight::Hold => e.hold_ns(),
+            _ => e.wait_ns(),
+        };
+        if weight == 0
+            || !keeps_sync(
+                &options.filter,
+                e.tid,
+                e.wait_ns() + e.hold_ns(),
+                on_path.get(i) == Some(&true),
+            )
+        {
+            continue;
+        }
+        let prefix = prefixes.entry((e.process, e.site)).or_insert_with(|| {
+            let program = program_of(recording, e.pid)
+                .map_or_else(|| format!("pid {}", e.pid), |p| frame(&p));
+            let site = analysis
+                .symbols
+                .site(recording.process_maps(e.process), e.site);
+            format!("{program};{}", site_frame(&site))
+        });
+        let kind = e.kind_name();
+        let leaf = if e.barrier {
+            format!("{kind} [openmp]")
+        } else {
+            let name = names
+                .get(&(e.pid, kind, e.object))
+                .map_or_else(|| format!("{:#x}", e.object), |n| n.to_string());
+            format!("{} [openmp {kind}]", frame(&name))
+        };
+        *folded.entry(format!("{prefix};{leaf}")).or_insert(0) += weight;
+    }
+}
+
+/// Adds the futex waits that the filters keep ([`keeps_sync`])
+/// to `folded` (wait weight only: the kernel does not see futex holds):
+/// the program, the recorded stack outermost first down to the site the
+/// report's `futex.by_site` shows ([`ShownSites`]), or that site alone,
+/// and the word as leaf, `word [futex]`. Returns how many waits had a
+/// recorded stack.
+fn fold_futex(
+    analysis: &Analysis<'_>,
+    ev: &FutexEvents,
+    options: &ExportOptions,
+    folded: &mut BTreeMap<String, u64>,
+) -> u64 {
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.futex_on_path[..])
+        .filter(|p| p.len() == ev.waits.len())
+        .unwrap_or(&[]);
+    let mut words: FxHashMap<(u32, u64), String> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<FutexReport>() {
+        for row in &r.by_word {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                words.insert((row.pid, a), frame(&row.name));
+            }
+        }
+    }
+    let mut sites = ShownSites::new(analysis.recording, &analysis.symbols, ev);
+    // (pid, address, stack) → the stack's frames up to the shown site
+    let mut prefixes: FxHashMap<(u32, u64, u32), String> = FxHashMap::default();
+    let mut with_stack = 0;
+    for (i, w) in ev.waits.iter().enumerate() {
+        let ns = w.wait_ns();
+        if ns == 0 || !keeps_sync(&options.filter, w.tid, ns, on_path.get(i) == Some(&true)) {
+            continue;
+        }
+        let (address, site) = sites.site(w.process, w.site, w.stack).clone();
+        let frames = sites.stack(w.process, w.stack);
+        let maps = sites.maps(w.process);
+        let prefix = prefixes
+            .entry((w.pid, address, w.stack))
+            .or_insert_with(|| {
+                let program = program_of(analysis.recording, w.pid)
+                    .map_or_else(|| format!("pid {}", w.pid), |p| frame(&p));
+                let mut line = program;
+                let from = frames.and_then(|f| f.iter().position(|&a| a == address));
+                if let (Some(f), Some(from)) = (frames, from) {
+                    for &a in f[from + 1..].iter().rev() {
+                        line.push(';');
+                        line.push_str(&site_frame(&analysis.symbols.site(maps, a)));
+                    }
+                }
+                line.push(';');
+                line.push_str(&site_frame(&site));
+                line
+            });
+        with_stack += u64::from(frames.is_some());
+        let word = words
+            .get(&(w.pid, w.word))
+            .cloned()
+            .unwrap_or_else(|| format!("{:#x}", w.word));
+        *folded
+            .entry(format!("{prefix};{word} [futex]"))
+            .or_insert(0) += ns;
+    }
+    with_stack
 }
 
 /// Folded stacks of the MPI wait states (module docs).

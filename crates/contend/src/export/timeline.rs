@@ -22,6 +22,12 @@
 //!   the releaser's `hold` slice (the barrier's last arrival, the
 //!   `sem_post`) to the woken thread's `hold` slice, or to a `woken`
 //!   instant at the end of a condition, barrier or semaphore wait;
+//! * per futex wait a `wait <word>` slice, per wake call a `wake <word>`
+//!   instant, a flow from the wake to each wait it ended (every pair the
+//!   futex analysis makes); per OpenMP mutex acquisition a `wait` and a
+//!   `hold` slice, per barrier wait a slice, a flow from the release or
+//!   last arrival to the thread it let go ([`futex_events`],
+//!   [`openmp_events`]);
 //! * per MPI call a slice on its rank's thread, each wait state (late
 //!   sender, …) a slice inside it from the call's entry, lasting the wait,
 //!   with the causing rank as argument; a flow per matched message from
@@ -46,6 +52,7 @@ use rustc_hash::FxHashMap;
 
 use super::{ExportError, ExportOptions, ExportSummary};
 use crate::analysis::Analysis;
+use crate::futex::{FutexEvents, FutexReport, ShownSites, WaitOutcome};
 use crate::locks::{LockEvents, Outcome, Selection};
 use crate::mpi::{comm_name, MapsSiteResolver, MpiEvents, SiteResolver};
 
@@ -361,7 +368,7 @@ fn process_name(cmdline: &[String], exe: &str) -> String {
 /// it: from its lock trace's command line, else from its memory maps (the
 /// first file-backed mapping of its latest snapshot, the executable; the
 /// latest exec generation first). `None` when neither was recorded.
-fn program_of(recording: &crate::recording::Recording, pid: u32) -> Option<String> {
+pub(crate) fn program_of(recording: &crate::recording::Recording, pid: u32) -> Option<String> {
     if let Some(p) = recording.processes.iter().find(|p| p.trace.pid == pid) {
         return Some(process_name(&p.trace.cmdline, &p.trace.exe_path));
     }
@@ -445,9 +452,16 @@ pub(crate) fn walk(
         Some(Ok(s)) if !s.ticks.is_empty() => Some(s),
         _ => None,
     };
-    if locks.is_none() && mpi.is_none() && samples.is_none() {
+    let futex = analysis
+        .events::<FutexEvents>()
+        .filter(|f| !f.waits.is_empty() || !f.wakes.is_empty());
+    let has_omp = recording
+        .processes
+        .iter()
+        .any(|p| p.trace.threads.iter().any(|t| !t.omp.is_empty()));
+    if locks.is_none() && futex.is_none() && !has_omp && mpi.is_none() && samples.is_none() {
         return Err(ExportError::Nothing(
-            "the recording holds no lock events, no MPI traces and no service samples: nothing to draw on a timeline".into(),
+            "the recording holds no lock events, no futex calls, no OpenMP events, no MPI traces and no service samples: nothing to draw on a timeline".into(),
         ));
     }
     let mut notes = Vec::new();
@@ -494,6 +508,13 @@ pub(crate) fn walk(
                 notes.push(format!("no lock events: {why}"));
             }
         }
+    }
+    if let Some(f) = futex {
+        futex_events(analysis, f, options, sink, &mut tracks, &mut counts)?;
+    }
+    let omp = crate::openmp::sync::collect(recording);
+    if !omp.is_empty() {
+        openmp_events(analysis, &omp, options, sink, &mut tracks, &mut counts)?;
     }
     if let Some((m, ev)) = mpi {
         mpi_events(analysis, m, ev, options, sink, &mut tracks, &mut counts)?;
@@ -703,6 +724,431 @@ fn lock_events(
             }
         }
         for l in tracks.lanes_of(track) {
+            sink.end_track(l)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// True when a futex wait or OpenMP event of thread `tid`, lasting
+/// `duration_ns` (a futex wait: its wait; an OpenMP mutex acquisition:
+/// wait + hold, as a lock event's duration; a barrier: its wait), passes
+/// the filters that apply to it: `--min-duration`, `--max-duration`,
+/// `--thread`, and `--critical-only` (`on_path`: on the critical path
+/// across recorders). `--lock` and `--site` name pthread locks and sites
+/// and leave these alone.
+pub(crate) fn keeps_sync(
+    filter: &crate::locks::EventFilter,
+    tid: u32,
+    duration_ns: u64,
+    on_path: bool,
+) -> bool {
+    filter.min_duration_ns.is_none_or(|m| duration_ns >= m)
+        && filter.max_duration_ns.is_none_or(|m| duration_ns <= m)
+        && (filter.threads.is_empty() || filter.threads.contains(&tid))
+        && (!filter.critical_only || on_path)
+}
+
+/// How a futex wait ended, as its `result` argument reads.
+fn futex_result(o: WaitOutcome) -> &'static str {
+    match o {
+        WaitOutcome::Woken => "woken",
+        WaitOutcome::TimedOut => "timed out",
+        WaitOutcome::ValueChanged => "value changed (EAGAIN)",
+        WaitOutcome::Interrupted => "interrupted (EINTR)",
+        WaitOutcome::Error => "error",
+        WaitOutcome::Unfinished => "unfinished",
+    }
+}
+
+/// The futex waits and wakes (`syscall(SYS_futex, …)` or the futex
+/// tracepoints): per thread, in start order, each wait a `wait <word>`
+/// slice (word, kind, site, result, critical-path flag), each wake a
+/// `wake <word>` instant; a flow from the wake to every wait the futex
+/// analysis pairs with it ([`crate::futex::match_wakers`]). On a thread
+/// that already has a track with other events, they go to a child track
+/// `futex` (slices of one track come in start order). The filters apply
+/// as [`keeps_sync`] says (`--critical-only`: the waits on the critical
+/// path across recorders, `locks.critical_path.across`); a wake is kept
+/// when it starts a kept flow, or when no filter would drop it.
+///
+/// Memory beyond the analysis: 4 bytes per futex call (the per-thread
+/// order), 12 per hand-over (flow ids), and names per word and site.
+fn futex_events(
+    analysis: &Analysis<'_>,
+    ev: &FutexEvents,
+    options: &ExportOptions,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    counts: &mut Counts,
+) -> Result<(), ExportError> {
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.futex_on_path[..])
+        .filter(|p| p.len() == ev.waits.len())
+        .unwrap_or(&[]);
+    let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
+    let keep_wait = |i: usize| {
+        let w = &ev.waits[i];
+        keeps_sync(&options.filter, w.tid, w.wait_ns(), critical(i))
+    };
+    // Words' names and kinds as the report gives them, by (pid, address).
+    let mut words: FxHashMap<(u32, u64), (String, &str)> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<FutexReport>() {
+        for row in &r.by_word {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                words.insert((row.pid, a), (row.name.clone(), row.kind.as_str()));
+            }
+        }
+    }
+    // Flows: id = 2^61 + wait index, from the waking call to the wait.
+    let mut flow_out: Vec<(u32, u64)> = Vec::new();
+    let mut flow_in: Vec<(u32, u64)> = Vec::new();
+    for (i, w) in ev.waits.iter().enumerate() {
+        if let Some(k) = w.waker.filter(|_| keep_wait(i)) {
+            let id = (1u64 << 61) + i as u64;
+            flow_out.push((k as u32, id));
+            flow_in.push((i as u32, id));
+        }
+    }
+    let mut flow_out = FlowIds::new(flow_out);
+    let mut flow_in = FlowIds::new(flow_in);
+    counts.flows += flow_in.ids.len() as u64;
+    // Every call, by thread and start: waits as their index, wakes with
+    // the top bit set.
+    const WAKE: u32 = 1 << 31;
+    let key = |c: u32| {
+        if c & WAKE == 0 {
+            let w = &ev.waits[c as usize];
+            (w.pid, w.tid, w.start_ns)
+        } else {
+            let w = &ev.wakes[(c & !WAKE) as usize];
+            (w.pid, w.tid, w.start_ns)
+        }
+    };
+    let mut order: Vec<u32> = (0..ev.waits.len() as u32)
+        .chain((0..ev.wakes.len() as u32).map(|k| k | WAKE))
+        .collect();
+    order.sort_by_key(|&c| (key(c), c));
+    let mut sites = ShownSites::new(analysis.recording, &analysis.symbols, ev);
+    let mut names: FxHashMap<(u32, u64), (String, String)> = FxHashMap::default();
+    let mut start = 0;
+    while start < order.len() {
+        let (pid, tid, _) = key(order[start]);
+        let mut end = start;
+        while end < order.len() && key(order[end]).0 == pid && key(order[end]).1 == tid {
+            end += 1;
+        }
+        let (thread, base) = recorder_track(analysis, sink, tracks, pid, tid, "futex", FUTEX_LANE)?;
+        let mut lanes = Lanes::default();
+        let mut lane_tracks: Vec<TrackId> = vec![base];
+        for &c in &order[start..end] {
+            let wake = c & WAKE != 0;
+            let i = (c & !WAKE) as usize;
+            let (process, word, site, stack, s_ns, e_ns) = if wake {
+                let w = &ev.wakes[i];
+                (w.process, w.word, w.site, w.stack, w.start_ns, w.end_ns)
+            } else {
+                let w = &ev.waits[i];
+                (w.process, w.word, w.site, w.stack, w.start_ns, w.end_ns)
+            };
+            let out = if wake { flow_out.get(i as u32) } else { &[] };
+            if wake && out.is_empty() && !keeps_sync(&options.filter, tid, 0, false) {
+                continue;
+            }
+            if !wake && !keep_wait(i) {
+                continue;
+            }
+            let lane = lanes.place(s_ns, e_ns.max(s_ns)) as usize;
+            while lane_tracks.len() <= lane {
+                let id = tracks.fresh();
+                sink.track(&Track {
+                    id,
+                    parent: Some(thread),
+                    kind: TrackKind::Lane {
+                        pid,
+                        tid,
+                        lane: FUTEX_LANE + lane_tracks.len() as u32,
+                        name: &format!("tid {tid} futex (overlapping, lane {})", lane_tracks.len()),
+                    },
+                })?;
+                lane_tracks.push(id);
+            }
+            let t = lane_tracks[lane];
+            let (word_name, kind) = words
+                .get(&(pid, word))
+                .map_or((None, "futex"), |(n, k)| (Some(n.as_str()), *k));
+            let (wait_name, wake_name) = names.entry((pid, word)).or_insert_with(|| {
+                let n = word_name.map_or_else(|| format!("{word:#x}"), str::to_string);
+                (format!("wait {n}"), format!("wake {n}"))
+            });
+            let word_arg = &wait_name[5..];
+            let site = &sites.site(process, site, stack).1.display;
+            if wake {
+                let w = &ev.wakes[i];
+                sink.instant(&Slice {
+                    track: t,
+                    start_ns: s_ns,
+                    end_ns: s_ns,
+                    name: wake_name,
+                    category: "futex.wake",
+                    args: &[
+                        ("word", Arg::Str(word_arg)),
+                        ("site", Arg::Str(site)),
+                        ("woken", Arg::U64(w.woken)),
+                    ],
+                    flows_out: out,
+                    flows_in: &[],
+                })?;
+                counts.instants += 1;
+            } else {
+                let w = &ev.waits[i];
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: s_ns,
+                    end_ns: e_ns.max(s_ns),
+                    name: wait_name,
+                    category: "futex.wait",
+                    args: &[
+                        ("word", Arg::Str(word_arg)),
+                        ("kind", Arg::Str(kind)),
+                        ("site", Arg::Str(site)),
+                        ("result", Arg::Str(futex_result(w.outcome))),
+                        ("critical_path", Arg::Bool(critical(i))),
+                    ],
+                    flows_out: &[],
+                    flows_in: flow_in.get(i as u32),
+                })?;
+                counts.slices += 1;
+            }
+        }
+        for &l in &lane_tracks {
+            sink.end_track(l)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// Lane numbers of the futex child tracks of a thread (the first, then its
+/// overlapping lanes): apart from the lock events' lanes (1, 2, …) and
+/// the OpenMP ones, as Chrome's export makes a thread id of each lane.
+const FUTEX_LANE: u32 = 1 << 12;
+/// Lane numbers of the OpenMP child tracks of a thread.
+const OPENMP_LANE: u32 = 2 << 12;
+
+/// The track of thread (pid, tid) for events of one recorder (`what`:
+/// `futex`, `openmp`): the thread's own track when nothing is on it yet,
+/// else a child track of it, lane `lane` (slices of one track come in
+/// start order, and those of other recorders were given already).
+fn recorder_track(
+    analysis: &Analysis<'_>,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    pid: u32,
+    tid: u32,
+    what: &str,
+    lane: u32,
+) -> io::Result<(TrackId, TrackId)> {
+    let existed = tracks.threads.contains_key(&(pid, tid));
+    let pname = program_of(analysis.recording, pid).unwrap_or_default();
+    let tname = if tid == pid {
+        format!("{pname} {tid} (main)")
+    } else {
+        format!("{pname} {tid}")
+    };
+    let thread = tracks.thread(sink, pid, tid, &tname)?;
+    if !existed {
+        return Ok((thread, thread));
+    }
+    let id = tracks.fresh();
+    sink.track(&Track {
+        id,
+        parent: Some(thread),
+        kind: TrackKind::Lane {
+            pid,
+            tid,
+            lane,
+            name: &format!("tid {tid} {what}"),
+        },
+    })?;
+    Ok((thread, id))
+}
+
+/// The OpenMP synchronisation events ([`crate::openmp::sync::collect`]:
+/// critical sections, OpenMP locks, atomic, ordered, barrier waits): per
+/// thread, in start order, a mutex acquisition as a `wait <kind> <name>`
+/// slice (acquire → acquired, when it waited) and a `hold <kind> <name>`
+/// slice (acquired → released), a barrier wait as a `wait <kind> at
+/// <site>` slice, with kind, site and critical-path flag as arguments
+/// (names as in the report's `openmp.mutexes` and `openmp.barriers`). A
+/// flow from the event that let a waiter go (the release's `hold` slice,
+/// the barrier's last arrival) to the waiter's `hold` slice or barrier
+/// wait. The filters apply as [`keeps_sync`] says (duration: wait + hold);
+/// a flow is drawn when both its ends are kept.
+///
+/// Memory beyond the analysis: the events (collected again, as the
+/// critical path did), 4 bytes per event for the order, names per object.
+fn openmp_events(
+    analysis: &Analysis<'_>,
+    ev: &[crate::openmp::sync::OmpSyncEvent],
+    options: &ExportOptions,
+    sink: &mut dyn TimelineSink,
+    tracks: &mut Tracks,
+    counts: &mut Counts,
+) -> Result<(), ExportError> {
+    let recording = analysis.recording;
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.omp_on_path[..])
+        .filter(|p| p.len() == ev.len())
+        .unwrap_or(&[]);
+    let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
+    let keep = |i: usize| {
+        let e = &ev[i];
+        let d = e.wait_ns() + e.hold_ns();
+        keeps_sync(&options.filter, e.tid, d, critical(i))
+    };
+    // Mutex names as the report gives them, by (pid, kind, address).
+    let mut mutex_names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
+        for row in &r.mutexes {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                mutex_names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
+            }
+        }
+    }
+    let mut flow_out: Vec<(u32, u64)> = Vec::new();
+    let mut flow_in: Vec<(u32, u64)> = Vec::new();
+    for (i, e) in ev.iter().enumerate() {
+        if let Some(k) = e.waker.filter(|&k| keep(i) && keep(k)) {
+            let id = (1u64 << 60) + i as u64;
+            flow_out.push((k as u32, id));
+            flow_in.push((i as u32, id));
+        }
+    }
+    let mut flow_out = FlowIds::new(flow_out);
+    let mut flow_in = FlowIds::new(flow_in);
+    counts.flows += flow_in.ids.len() as u64;
+    let mut order: Vec<u32> = (0..ev.len() as u32).collect();
+    order.sort_by_key(|&i| {
+        let e = &ev[i as usize];
+        (e.pid, e.tid, e.requested_ns, i)
+    });
+    let mut sites: FxHashMap<(u32, u64), String> = FxHashMap::default();
+    let mut names: FxHashMap<(u32, bool, u8, u64), (String, String)> = FxHashMap::default();
+    let mut start = 0;
+    while start < order.len() {
+        let first = &ev[order[start] as usize];
+        let (pid, tid) = (first.pid, first.tid);
+        let mut end = start;
+        while end < order.len() && {
+            let e = &ev[order[end] as usize];
+            e.pid == pid && e.tid == tid
+        } {
+            end += 1;
+        }
+        let (thread, base) =
+            recorder_track(analysis, sink, tracks, pid, tid, "openmp", OPENMP_LANE)?;
+        let mut lanes = Lanes::default();
+        let mut lane_tracks: Vec<TrackId> = vec![base];
+        for &i in &order[start..end] {
+            let i = i as usize;
+            let e = &ev[i];
+            if !keep(i) {
+                continue;
+            }
+            let lane = lanes.place(e.requested_ns, e.released_ns.max(e.acquired_ns)) as usize;
+            while lane_tracks.len() <= lane {
+                let id = tracks.fresh();
+                sink.track(&Track {
+                    id,
+                    parent: Some(thread),
+                    kind: TrackKind::Lane {
+                        pid,
+                        tid,
+                        lane: OPENMP_LANE + lane_tracks.len() as u32,
+                        name: &format!(
+                            "tid {tid} openmp (overlapping, lane {})",
+                            lane_tracks.len()
+                        ),
+                    },
+                })?;
+                lane_tracks.push(id);
+            }
+            let t = lane_tracks[lane];
+            let site = sites
+                .entry((e.process, e.site))
+                .or_insert_with(|| {
+                    analysis
+                        .symbols
+                        .site(recording.process_maps(e.process), e.site)
+                        .display
+                })
+                .as_str();
+            let kind = e.kind_name();
+            let object = if e.barrier { e.site } else { e.object };
+            let (wait_name, hold_name) = names
+                .entry((e.process, e.barrier, e.kind, object))
+                .or_insert_with(|| {
+                    if e.barrier {
+                        (format!("wait {kind} at {site}"), String::new())
+                    } else {
+                        let name = mutex_names
+                            .get(&(pid, kind, e.object))
+                            .map_or_else(|| format!("{:#x}", e.object), |n| n.to_string());
+                        (format!("wait {kind} {name}"), format!("hold {kind} {name}"))
+                    }
+                });
+            let args = [
+                ("kind", Arg::Str(kind)),
+                ("site", Arg::Str(site)),
+                ("critical_path", Arg::Bool(critical(i))),
+            ];
+            let (out, inn) = (flow_out.get(i as u32), flow_in.get(i as u32));
+            if e.barrier {
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: e.requested_ns,
+                    end_ns: e.acquired_ns.max(e.requested_ns),
+                    name: wait_name,
+                    category: "openmp.barrier",
+                    args: &args,
+                    flows_out: out,
+                    flows_in: inn,
+                })?;
+                counts.slices += 1;
+                continue;
+            }
+            if e.acquired_ns > e.requested_ns {
+                sink.slice(&Slice {
+                    track: t,
+                    start_ns: e.requested_ns,
+                    end_ns: e.acquired_ns,
+                    name: wait_name,
+                    category: "openmp.wait",
+                    args: &args,
+                    flows_out: &[],
+                    flows_in: &[],
+                })?;
+                counts.slices += 1;
+            }
+            sink.slice(&Slice {
+                track: t,
+                start_ns: e.acquired_ns,
+                end_ns: e.released_ns.max(e.acquired_ns),
+                name: hold_name,
+                category: "openmp.hold",
+                args: &args,
+                flows_out: out,
+                flows_in: inn,
+            })?;
+            counts.slices += 1;
+        }
+        for &l in &lane_tracks {
             sink.end_track(l)?;
         }
         start = end;

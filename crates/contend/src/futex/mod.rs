@@ -776,6 +776,69 @@ fn is_std(site: &ResolvedSite) -> bool {
         .is_some_and(|f| f.starts_with("std::") || f.starts_with("core::"))
 }
 
+/// The site a futex wait or wake is shown at, as the report's `by_site`
+/// rows show it ([`user_site`]: the call site, or the first frame of the
+/// user's code past system libraries and Rust's std), memoized per
+/// (process, site, stack): the exports (timeline, pprof, folded stacks)
+/// use it so that their totals per site equal the report's. Memory grows
+/// with the distinct call sites and stacks, not with the events.
+pub(crate) struct ShownSites<'r> {
+    recording: &'r Recording,
+    symbols: &'r Symbols,
+    ev: &'r FutexEvents,
+    cache: HashMap<(u32, u64, u32), (u64, ResolvedSite)>,
+}
+
+impl<'r> ShownSites<'r> {
+    /// A resolver over the futex events `ev` of `recording`.
+    pub(crate) fn new(
+        recording: &'r Recording,
+        symbols: &'r Symbols,
+        ev: &'r FutexEvents,
+    ) -> ShownSites<'r> {
+        ShownSites {
+            recording,
+            symbols,
+            ev,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The memory maps of futex process `process`, when recorded.
+    pub(crate) fn maps(&self, process: u32) -> Option<&'r contend_symbolize::ProcessMaps> {
+        maps_of(self.recording, self.ev, process)
+    }
+
+    /// The call stack recorded with a call of futex process `process`
+    /// (`stack` as in [`FutexWait::stack`]), innermost frame first; `None`
+    /// without one.
+    pub(crate) fn stack(&self, process: u32, stack: u32) -> Option<&'r [u64]> {
+        if stack == NO_STACK {
+            return None;
+        }
+        let frames = match self.ev.traced.get(&process) {
+            Some(tp) => tp.stacks.get(stack as usize),
+            None => self
+                .recording
+                .processes
+                .get(process as usize)
+                .and_then(|p| p.trace.stacks.get(stack as usize)),
+        };
+        frames.map(Vec::as_slice).filter(|f| !f.is_empty())
+    }
+
+    /// The shown site of a call made in futex process `process` at `site`
+    /// with recorded stack `stack` (`NO_STACK`: none): its address and
+    /// resolution.
+    pub(crate) fn site(&mut self, process: u32, site: u64, stack: u32) -> &(u64, ResolvedSite) {
+        let (recording, symbols, ev) = (self.recording, self.symbols, self.ev);
+        self.cache.entry((process, site, stack)).or_insert_with(|| {
+            let (address, r, _) = user_site(recording, symbols, ev, process, site, stack);
+            (address, r)
+        })
+    }
+}
+
 /// Builds the section from the paired events.
 pub fn aggregate(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> FutexReport {
     aggregate_on_path(recording, symbols, ev, None)

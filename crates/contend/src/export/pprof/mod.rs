@@ -30,8 +30,10 @@ use flate2::write::GzEncoder;
 use prost::Message;
 use rustc_hash::FxHashMap;
 
+use super::timeline::keeps_sync;
 use super::{ExportError, ExportOptions, ExportSummary, Exporter};
 use crate::analysis::Analysis;
+use crate::futex::{FutexEvents, FutexReport, ShownSites};
 use crate::locks::{LockEvents, Outcome, Selection};
 use crate::mpi::{MapsSiteResolver, MpiEvents, SiteResolver};
 use crate::symbols::ResolvedSite;
@@ -183,9 +185,13 @@ impl Exporter for Pprof {
             (Some(Ok(m)), Some(ev)) if !ev.analysis.waits.is_empty() => Some((m, ev)),
             _ => None,
         };
-        if locks.is_none() && mpi.is_none() {
+        let futex = analysis
+            .events::<FutexEvents>()
+            .filter(|f| !f.waits.is_empty());
+        let omp = crate::openmp::sync::collect(recording);
+        if locks.is_none() && futex.is_none() && omp.is_empty() && mpi.is_none() {
             return Err(ExportError::Nothing(
-                "the recording holds no lock events and no MPI wait states: no profile to write"
+                "the recording holds no lock events, no futex waits, no OpenMP events and no MPI wait states: no profile to write"
                     .into(),
             ));
         }
@@ -217,6 +223,12 @@ impl Exporter for Pprof {
             if n > 0 && with_stacks == 0 {
                 notes.push("no call stacks were recorded: each sample's stack is its call site alone (record with --stack-every N for stacks)".into());
             }
+        }
+        if let Some(f) = futex {
+            events += futex_samples(&mut b, analysis, f, options);
+        }
+        if !omp.is_empty() {
+            events += openmp_samples(&mut b, analysis, &omp, options);
         }
         if let Some((m, ev)) = mpi {
             events += mpi_samples(&mut b, analysis, m, ev, options);
@@ -313,6 +325,153 @@ fn lock_samples(
         b.add(stack, labels, values);
     }
     (n, with_stacks)
+}
+
+/// Adds the futex waits (`syscall(SYS_futex, …)` or the futex
+/// tracepoints) that the filters keep ([`keeps_sync`]): `contentions` 1 for a wait
+/// that slept, `delay` its wait, no hold (the kernel does not see futex
+/// holds). The stack is the site the report's `futex.by_site` shows it at
+/// ([`ShownSites`]) and, when a stack was recorded, the frames outward
+/// from it; labels `lock` (the word, named as in `futex.by_word`), `kind`
+/// `futex`, `futex_kind` (the inferred kind) and `thread`. Returns how
+/// many waits.
+fn futex_samples(
+    b: &mut Builder,
+    analysis: &Analysis<'_>,
+    ev: &FutexEvents,
+    options: &ExportOptions,
+) -> u64 {
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.futex_on_path[..])
+        .filter(|p| p.len() == ev.waits.len())
+        .unwrap_or(&[]);
+    let mut words: FxHashMap<(u32, u64), (String, String)> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<FutexReport>() {
+        for row in &r.by_word {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                words.insert((row.pid, a), (row.name.clone(), row.kind.clone()));
+            }
+        }
+    }
+    let mut sites = ShownSites::new(analysis.recording, &analysis.symbols, ev);
+    let (lock_key, kind_key, fkind_key, thread_key) = (
+        b.string("lock"),
+        b.string("kind"),
+        b.string("futex_kind"),
+        b.string("thread"),
+    );
+    let futex = b.string("futex");
+    let mut n = 0;
+    for (i, w) in ev.waits.iter().enumerate() {
+        let ns = w.wait_ns();
+        if !keeps_sync(&options.filter, w.tid, ns, on_path.get(i) == Some(&true)) {
+            continue;
+        }
+        let values = [i64::from(w.slept()), ns.min(i64::MAX as u64) as i64, 0];
+        if values == [0, 0, 0] {
+            continue;
+        }
+        n += 1;
+        let (address, site) = sites.site(w.process, w.site, w.stack).clone();
+        let maps = sites.maps(w.process);
+        let mut stack = vec![b.location(w.pid, address, || site)];
+        if let Some(frames) = sites.stack(w.process, w.stack) {
+            if let Some(from) = frames.iter().position(|&a| a == address) {
+                for &a in &frames[from + 1..] {
+                    stack.push(b.location(w.pid, a, || analysis.symbols.site(maps, a)));
+                }
+            }
+        }
+        let (word, fkind) = match words.get(&(w.pid, w.word)) {
+            Some((name, kind)) => (b.string(name), b.string(kind)),
+            None => (b.string(&format!("{:#x}", w.word)), futex),
+        };
+        let tid = b.string(&w.tid.to_string());
+        let labels = vec![
+            (lock_key, word, 0),
+            (kind_key, futex, 0),
+            (fkind_key, fkind, 0),
+            (thread_key, tid, 0),
+        ];
+        b.add(stack, labels, values);
+    }
+    n
+}
+
+/// Adds the OpenMP synchronisation events ([`crate::openmp::sync::collect`]:
+/// critical sections, OpenMP locks, atomic, ordered, barrier waits) that
+/// the filters keep ([`keeps_sync`], duration wait + hold):
+/// `contentions` 1 for an event that waited, `delay` its wait, `hold` a
+/// mutex's hold. The stack is the event's site (the acquisition's, the
+/// barrier construct's); labels `lock` (a mutex's name as in
+/// `openmp.mutexes`, else the barrier's kind), `kind` `openmp`,
+/// `openmp_kind` (`critical`, `lock`, `implicit barrier`, …) and `thread`.
+/// Returns how many events.
+fn openmp_samples(
+    b: &mut Builder,
+    analysis: &Analysis<'_>,
+    ev: &[crate::openmp::sync::OmpSyncEvent],
+    options: &ExportOptions,
+) -> u64 {
+    let recording = analysis.recording;
+    let on_path: &[bool] = analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.omp_on_path[..])
+        .filter(|p| p.len() == ev.len())
+        .unwrap_or(&[]);
+    let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
+        for row in &r.mutexes {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
+            }
+        }
+    }
+    let (lock_key, kind_key, okind_key, thread_key) = (
+        b.string("lock"),
+        b.string("kind"),
+        b.string("openmp_kind"),
+        b.string("thread"),
+    );
+    let openmp = b.string("openmp");
+    let mut n = 0;
+    for (i, e) in ev.iter().enumerate() {
+        let wait = e.wait_ns();
+        let d = wait + e.hold_ns();
+        if !keeps_sync(&options.filter, e.tid, d, on_path.get(i) == Some(&true)) {
+            continue;
+        }
+        let values = [
+            i64::from(wait > 0),
+            wait.min(i64::MAX as u64) as i64,
+            e.hold_ns().min(i64::MAX as u64) as i64,
+        ];
+        if values == [0, 0, 0] {
+            continue;
+        }
+        n += 1;
+        let maps = recording.process_maps(e.process);
+        let stack = vec![b.location(e.pid, e.site, || analysis.symbols.site(maps, e.site))];
+        let kind = e.kind_name();
+        let lock = match names.get(&(e.pid, kind, e.object)) {
+            Some(name) if !e.barrier => b.string(name),
+            _ if e.barrier => b.string(kind),
+            _ => b.string(&format!("{:#x}", e.object)),
+        };
+        let okind = b.string(kind);
+        let tid = b.string(&e.tid.to_string());
+        let labels = vec![
+            (lock_key, lock, 0),
+            (kind_key, openmp, 0),
+            (okind_key, okind, 0),
+            (thread_key, tid, 0),
+        ];
+        b.add(stack, labels, values);
+    }
+    n
 }
 
 /// Adds the MPI wait states above the report's thresholds; returns how
