@@ -22,10 +22,12 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::timeline::{keeps_sync, program_of};
+use super::timeline::{
+    futex_on_path, futex_word_rows, keeps_sync, openmp_mutex_names, openmp_on_path, program_of,
+};
 use super::{ExportError, ExportOptions, ExportSummary, Exporter, Weight};
 use crate::analysis::Analysis;
-use crate::futex::{FutexEvents, FutexReport, ShownSites};
+use crate::futex::{FutexEvents, ShownSites};
 use crate::locks::{LockEvents, LockReport, Outcome, Selection};
 use crate::mpi::{MapsSiteResolver, MpiEvents, SiteResolver};
 use crate::symbols::ResolvedSite;
@@ -203,20 +205,8 @@ fn fold_openmp(
     folded: &mut BTreeMap<String, u64>,
 ) {
     let recording = analysis.recording;
-    let on_path: &[bool] = analysis
-        .events::<LockEvents>()
-        .and_then(|l| l.across.as_ref())
-        .map(|a| &a.omp_on_path[..])
-        .filter(|p| p.len() == ev.len())
-        .unwrap_or(&[]);
-    let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
-        for row in &r.mutexes {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
-            }
-        }
-    }
+    let on_path = openmp_on_path(analysis, ev.len());
+    let names = openmp_mutex_names(analysis);
     let mut prefixes: FxHashMap<(u32, u64), String> = FxHashMap::default();
     for (i, e) in ev.iter().enumerate() {
         let weight = match options.weight {
@@ -266,20 +256,8 @@ fn fold_futex(
     options: &ExportOptions,
     folded: &mut BTreeMap<String, u64>,
 ) -> u64 {
-    let on_path: &[bool] = analysis
-        .events::<LockEvents>()
-        .and_then(|l| l.across.as_ref())
-        .map(|a| &a.futex_on_path[..])
-        .filter(|p| p.len() == ev.waits.len())
-        .unwrap_or(&[]);
-    let mut words: FxHashMap<(u32, u64), String> = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<FutexReport>() {
-        for row in &r.by_word {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                words.insert((row.pid, a), frame(&row.name));
-            }
-        }
-    }
+    let on_path = futex_on_path(analysis, ev.waits.len());
+    let words = futex_word_rows(analysis);
     let mut sites = ShownSites::new(analysis.recording, &analysis.symbols, ev);
     // (pid, address, stack) → the stack's frames up to the shown site
     let mut prefixes: FxHashMap<(u32, u64, u32), String> = FxHashMap::default();
@@ -312,8 +290,7 @@ fn fold_futex(
         with_stack += u64::from(frames.is_some());
         let word = words
             .get(&(w.pid, w.word))
-            .cloned()
-            .unwrap_or_else(|| format!("{:#x}", w.word));
+            .map_or_else(|| format!("{:#x}", w.word), |row| frame(&row.name));
         *folded
             .entry(format!("{prefix};{word} [futex]"))
             .or_insert(0) += ns;

@@ -750,6 +750,64 @@ pub(crate) fn keeps_sync(
         && (!filter.critical_only || on_path)
 }
 
+/// Per futex wait of the futex analysis (`waits` of them), whether it lies
+/// on the critical path across recorders (`locks.critical_path.across`,
+/// [`crate::locks::across`]); empty when that path was not computed for
+/// these waits (then no wait is on it).
+pub(crate) fn futex_on_path<'a>(analysis: &'a Analysis<'_>, waits: usize) -> &'a [bool] {
+    analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.futex_on_path[..])
+        .filter(|p| p.len() == waits)
+        .unwrap_or(&[])
+}
+
+/// Per OpenMP synchronisation event ([`crate::openmp::sync::collect`],
+/// `events` of them), whether it lies on the critical path across
+/// recorders; empty when that path was not computed for these events.
+pub(crate) fn openmp_on_path<'a>(analysis: &'a Analysis<'_>, events: usize) -> &'a [bool] {
+    analysis
+        .events::<LockEvents>()
+        .and_then(|l| l.across.as_ref())
+        .map(|a| &a.omp_on_path[..])
+        .filter(|p| p.len() == events)
+        .unwrap_or(&[])
+}
+
+/// The report's futex words (`futex.by_word`) by (pid, address), so that
+/// exports name and classify a word as the report does.
+pub(crate) fn futex_word_rows<'a>(
+    analysis: &'a Analysis<'_>,
+) -> FxHashMap<(u32, u64), &'a crate::futex::FutexWordRow> {
+    let mut rows = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<FutexReport>() {
+        for row in &r.by_word {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                rows.insert((row.pid, a), row);
+            }
+        }
+    }
+    rows
+}
+
+/// The report's OpenMP mutex names (`openmp.mutexes`) by (pid, kind,
+/// address), so that exports name a critical section or lock as the
+/// report does.
+pub(crate) fn openmp_mutex_names<'a>(
+    analysis: &'a Analysis<'_>,
+) -> FxHashMap<(u32, &'a str, u64), &'a str> {
+    let mut names = FxHashMap::default();
+    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
+        for row in &r.mutexes {
+            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
+                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
+            }
+        }
+    }
+    names
+}
+
 /// How a futex wait ended, as its `result` argument reads.
 fn futex_result(o: WaitOutcome) -> &'static str {
     match o {
@@ -783,26 +841,14 @@ fn futex_events(
     tracks: &mut Tracks,
     counts: &mut Counts,
 ) -> Result<(), ExportError> {
-    let on_path: &[bool] = analysis
-        .events::<LockEvents>()
-        .and_then(|l| l.across.as_ref())
-        .map(|a| &a.futex_on_path[..])
-        .filter(|p| p.len() == ev.waits.len())
-        .unwrap_or(&[]);
+    let on_path = futex_on_path(analysis, ev.waits.len());
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
     let keep_wait = |i: usize| {
         let w = &ev.waits[i];
         keeps_sync(&options.filter, w.tid, w.wait_ns(), critical(i))
     };
     // Words' names and kinds as the report gives them, by (pid, address).
-    let mut words: FxHashMap<(u32, u64), (String, &str)> = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<FutexReport>() {
-        for row in &r.by_word {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                words.insert((row.pid, a), (row.name.clone(), row.kind.as_str()));
-            }
-        }
-    }
+    let words = futex_word_rows(analysis);
     // Flows: id = 2^61 + wait index, from the waking call to the wait.
     let mut flow_out: Vec<(u32, u64)> = Vec::new();
     let mut flow_in: Vec<(u32, u64)> = Vec::new();
@@ -841,9 +887,7 @@ fn futex_events(
         while end < order.len() && key(order[end]).0 == pid && key(order[end]).1 == tid {
             end += 1;
         }
-        let (thread, base) = recorder_track(analysis, sink, tracks, pid, tid, "futex", FUTEX_LANE)?;
-        let mut lanes = Lanes::default();
-        let mut lane_tracks: Vec<TrackId> = vec![base];
+        let mut lanes = RecorderLanes::open(analysis, sink, tracks, pid, tid, "futex", FUTEX_LANE)?;
         for &c in &order[start..end] {
             let wake = c & WAKE != 0;
             let i = (c & !WAKE) as usize;
@@ -861,25 +905,10 @@ fn futex_events(
             if !wake && !keep_wait(i) {
                 continue;
             }
-            let lane = lanes.place(s_ns, e_ns.max(s_ns)) as usize;
-            while lane_tracks.len() <= lane {
-                let id = tracks.fresh();
-                sink.track(&Track {
-                    id,
-                    parent: Some(thread),
-                    kind: TrackKind::Lane {
-                        pid,
-                        tid,
-                        lane: FUTEX_LANE + lane_tracks.len() as u32,
-                        name: &format!("tid {tid} futex (overlapping, lane {})", lane_tracks.len()),
-                    },
-                })?;
-                lane_tracks.push(id);
-            }
-            let t = lane_tracks[lane];
-            let (word_name, kind) = words
-                .get(&(pid, word))
-                .map_or((None, "futex"), |(n, k)| (Some(n.as_str()), *k));
+            let t = lanes.track(sink, tracks, s_ns, e_ns.max(s_ns))?;
+            let (word_name, kind) = words.get(&(pid, word)).map_or((None, "futex"), |r| {
+                (Some(r.name.as_str()), r.kind.as_str())
+            });
             let (wait_name, wake_name) = names.entry((pid, word)).or_insert_with(|| {
                 let n = word_name.map_or_else(|| format!("{word:#x}"), str::to_string);
                 (format!("wait {n}"), format!("wake {n}"))
@@ -924,9 +953,7 @@ fn futex_events(
                 counts.slices += 1;
             }
         }
-        for &l in &lane_tracks {
-            sink.end_track(l)?;
-        }
+        lanes.end(sink)?;
         start = end;
     }
     Ok(())
@@ -939,42 +966,102 @@ const FUTEX_LANE: u32 = 1 << 12;
 /// Lane numbers of the OpenMP child tracks of a thread.
 const OPENMP_LANE: u32 = 2 << 12;
 
-/// The track of thread (pid, tid) for events of one recorder (`what`:
-/// `futex`, `openmp`): the thread's own track when nothing is on it yet,
-/// else a child track of it, lane `lane` (slices of one track come in
-/// start order, and those of other recorders were given already).
-fn recorder_track(
-    analysis: &Analysis<'_>,
-    sink: &mut dyn TimelineSink,
-    tracks: &mut Tracks,
+/// The tracks of one thread's events of one recorder (`what`: `futex`,
+/// `openmp`): the thread's own track when nothing was on it yet, else a
+/// child track of it, lane `lane_base` (slices of one track come in start
+/// order, and those of other recorders were given already); events that
+/// overlap go to further child tracks, lanes `lane_base + 1`, ….
+struct RecorderLanes<'a> {
+    what: &'a str,
     pid: u32,
     tid: u32,
-    what: &str,
-    lane: u32,
-) -> io::Result<(TrackId, TrackId)> {
-    let existed = tracks.threads.contains_key(&(pid, tid));
-    let pname = program_of(analysis.recording, pid).unwrap_or_default();
-    let tname = if tid == pid {
-        format!("{pname} {tid} (main)")
-    } else {
-        format!("{pname} {tid}")
-    };
-    let thread = tracks.thread(sink, pid, tid, &tname)?;
-    if !existed {
-        return Ok((thread, thread));
-    }
-    let id = tracks.fresh();
-    sink.track(&Track {
-        id,
-        parent: Some(thread),
-        kind: TrackKind::Lane {
+    thread: TrackId,
+    lane_base: u32,
+    placer: Lanes,
+    /// Track of each lane, the first one first.
+    tracks: Vec<TrackId>,
+}
+
+impl<'a> RecorderLanes<'a> {
+    fn open(
+        analysis: &Analysis<'_>,
+        sink: &mut dyn TimelineSink,
+        tracks: &mut Tracks,
+        pid: u32,
+        tid: u32,
+        what: &'a str,
+        lane_base: u32,
+    ) -> io::Result<RecorderLanes<'a>> {
+        let existed = tracks.threads.contains_key(&(pid, tid));
+        let pname = program_of(analysis.recording, pid).unwrap_or_default();
+        let tname = if tid == pid {
+            format!("{pname} {tid} (main)")
+        } else {
+            format!("{pname} {tid}")
+        };
+        let thread = tracks.thread(sink, pid, tid, &tname)?;
+        let first = if existed {
+            let id = tracks.fresh();
+            sink.track(&Track {
+                id,
+                parent: Some(thread),
+                kind: TrackKind::Lane {
+                    pid,
+                    tid,
+                    lane: lane_base,
+                    name: &format!("tid {tid} {what}"),
+                },
+            })?;
+            id
+        } else {
+            thread
+        };
+        Ok(RecorderLanes {
+            what,
             pid,
             tid,
-            lane,
-            name: &format!("tid {tid} {what}"),
-        },
-    })?;
-    Ok((thread, id))
+            thread,
+            lane_base,
+            placer: Lanes::default(),
+            tracks: vec![first],
+        })
+    }
+
+    /// The track of an event from `start_ns` to `end_ns`: the first lane
+    /// whose open events it nests in, made when new.
+    fn track(
+        &mut self,
+        sink: &mut dyn TimelineSink,
+        tracks: &mut Tracks,
+        start_ns: u64,
+        end_ns: u64,
+    ) -> io::Result<TrackId> {
+        let lane = self.placer.place(start_ns, end_ns) as usize;
+        while self.tracks.len() <= lane {
+            let n = self.tracks.len();
+            let id = tracks.fresh();
+            sink.track(&Track {
+                id,
+                parent: Some(self.thread),
+                kind: TrackKind::Lane {
+                    pid: self.pid,
+                    tid: self.tid,
+                    lane: self.lane_base + n as u32,
+                    name: &format!("tid {} {} (overlapping, lane {n})", self.tid, self.what),
+                },
+            })?;
+            self.tracks.push(id);
+        }
+        Ok(self.tracks[lane])
+    }
+
+    /// Ends every track of these lanes.
+    fn end(&self, sink: &mut dyn TimelineSink) -> io::Result<()> {
+        for &l in &self.tracks {
+            sink.end_track(l)?;
+        }
+        Ok(())
+    }
 }
 
 /// The OpenMP synchronisation events ([`crate::openmp::sync::collect`]:
@@ -1000,12 +1087,7 @@ fn openmp_events(
     counts: &mut Counts,
 ) -> Result<(), ExportError> {
     let recording = analysis.recording;
-    let on_path: &[bool] = analysis
-        .events::<LockEvents>()
-        .and_then(|l| l.across.as_ref())
-        .map(|a| &a.omp_on_path[..])
-        .filter(|p| p.len() == ev.len())
-        .unwrap_or(&[]);
+    let on_path = openmp_on_path(analysis, ev.len());
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
     let keep = |i: usize| {
         let e = &ev[i];
@@ -1013,14 +1095,7 @@ fn openmp_events(
         keeps_sync(&options.filter, e.tid, d, critical(i))
     };
     // Mutex names as the report gives them, by (pid, kind, address).
-    let mut mutex_names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
-        for row in &r.mutexes {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                mutex_names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
-            }
-        }
-    }
+    let mutex_names = openmp_mutex_names(analysis);
     let mut flow_out: Vec<(u32, u64)> = Vec::new();
     let mut flow_in: Vec<(u32, u64)> = Vec::new();
     for (i, e) in ev.iter().enumerate() {
@@ -1051,35 +1126,20 @@ fn openmp_events(
         } {
             end += 1;
         }
-        let (thread, base) =
-            recorder_track(analysis, sink, tracks, pid, tid, "openmp", OPENMP_LANE)?;
-        let mut lanes = Lanes::default();
-        let mut lane_tracks: Vec<TrackId> = vec![base];
+        let mut lanes =
+            RecorderLanes::open(analysis, sink, tracks, pid, tid, "openmp", OPENMP_LANE)?;
         for &i in &order[start..end] {
             let i = i as usize;
             let e = &ev[i];
             if !keep(i) {
                 continue;
             }
-            let lane = lanes.place(e.requested_ns, e.released_ns.max(e.acquired_ns)) as usize;
-            while lane_tracks.len() <= lane {
-                let id = tracks.fresh();
-                sink.track(&Track {
-                    id,
-                    parent: Some(thread),
-                    kind: TrackKind::Lane {
-                        pid,
-                        tid,
-                        lane: OPENMP_LANE + lane_tracks.len() as u32,
-                        name: &format!(
-                            "tid {tid} openmp (overlapping, lane {})",
-                            lane_tracks.len()
-                        ),
-                    },
-                })?;
-                lane_tracks.push(id);
-            }
-            let t = lane_tracks[lane];
+            let t = lanes.track(
+                sink,
+                tracks,
+                e.requested_ns,
+                e.released_ns.max(e.acquired_ns),
+            )?;
             let site = sites
                 .entry((e.process, e.site))
                 .or_insert_with(|| {
@@ -1148,9 +1208,7 @@ fn openmp_events(
             })?;
             counts.slices += 1;
         }
-        for &l in &lane_tracks {
-            sink.end_track(l)?;
-        }
+        lanes.end(sink)?;
         start = end;
     }
     Ok(())

@@ -30,10 +30,12 @@ use flate2::write::GzEncoder;
 use prost::Message;
 use rustc_hash::FxHashMap;
 
-use super::timeline::keeps_sync;
+use super::timeline::{
+    futex_on_path, futex_word_rows, keeps_sync, openmp_mutex_names, openmp_on_path,
+};
 use super::{ExportError, ExportOptions, ExportSummary, Exporter};
 use crate::analysis::Analysis;
-use crate::futex::{FutexEvents, FutexReport, ShownSites};
+use crate::futex::{FutexEvents, ShownSites};
 use crate::locks::{LockEvents, Outcome, Selection};
 use crate::mpi::{MapsSiteResolver, MpiEvents, SiteResolver};
 use crate::symbols::ResolvedSite;
@@ -341,20 +343,8 @@ fn futex_samples(
     ev: &FutexEvents,
     options: &ExportOptions,
 ) -> u64 {
-    let on_path: &[bool] = analysis
-        .events::<LockEvents>()
-        .and_then(|l| l.across.as_ref())
-        .map(|a| &a.futex_on_path[..])
-        .filter(|p| p.len() == ev.waits.len())
-        .unwrap_or(&[]);
-    let mut words: FxHashMap<(u32, u64), (String, String)> = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<FutexReport>() {
-        for row in &r.by_word {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                words.insert((row.pid, a), (row.name.clone(), row.kind.clone()));
-            }
-        }
-    }
+    let on_path = futex_on_path(analysis, ev.waits.len());
+    let words = futex_word_rows(analysis);
     let mut sites = ShownSites::new(analysis.recording, &analysis.symbols, ev);
     let (lock_key, kind_key, fkind_key, thread_key) = (
         b.string("lock"),
@@ -385,7 +375,7 @@ fn futex_samples(
             }
         }
         let (word, fkind) = match words.get(&(w.pid, w.word)) {
-            Some((name, kind)) => (b.string(name), b.string(kind)),
+            Some(row) => (b.string(&row.name), b.string(&row.kind)),
             None => (b.string(&format!("{:#x}", w.word)), futex),
         };
         let tid = b.string(&w.tid.to_string());
@@ -416,20 +406,8 @@ fn openmp_samples(
     options: &ExportOptions,
 ) -> u64 {
     let recording = analysis.recording;
-    let on_path: &[bool] = analysis
-        .events::<LockEvents>()
-        .and_then(|l| l.across.as_ref())
-        .map(|a| &a.omp_on_path[..])
-        .filter(|p| p.len() == ev.len())
-        .unwrap_or(&[]);
-    let mut names: FxHashMap<(u32, &str, u64), &str> = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
-        for row in &r.mutexes {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
-            }
-        }
-    }
+    let on_path = openmp_on_path(analysis, ev.len());
+    let names = openmp_mutex_names(analysis);
     let (lock_key, kind_key, okind_key, thread_key) = (
         b.string("lock"),
         b.string("kind"),
