@@ -199,6 +199,31 @@ fn tracepoint_id(name: &str) -> Result<u64, String> {
 }
 
 impl SchedEvents {
+    /// The state before any event is opened: the CPUs to open them on and
+    /// the three event attributes (context switches, `sched_wakeup`,
+    /// `sched_wakeup_new`); no rings, no threads.
+    fn unopened(cpus: Vec<u32>, attrs: [Attr; 3]) -> SchedEvents {
+        SchedEvents {
+            rings: Vec::new(),
+            events: Vec::new(),
+            cpus,
+            attrs,
+            sample_type_of: FxHashMap::default(),
+            threads: FxHashMap::default(),
+            pending: Vec::new(),
+            pending_forks: FxHashSet::default(),
+            touched: FxHashSet::default(),
+            scratch: Vec::new(),
+            raw: Vec::new(),
+            new_processes: Vec::new(),
+            new_threads: Vec::new(),
+            attached: FxHashSet::default(),
+            lost: 0,
+            records: 0,
+            threads_seen: 0,
+        }
+    }
+
     /// Opens the events on every thread in `tids` (the running target's
     /// threads) on every online CPU. Errors: a sentence naming what was
     /// refused and why (tracefs not readable, `perf_event_open` refused
@@ -228,25 +253,10 @@ impl SchedEvents {
             clockid: libc::CLOCK_MONOTONIC,
             ..Attr::default()
         };
-        let mut s = SchedEvents {
-            rings: Vec::new(),
-            events: Vec::new(),
-            cpus: crate::cpus::online_cpu_list(),
-            attrs: [switches, tp(wakeup), tp(wakeup_new)],
-            sample_type_of: FxHashMap::default(),
-            threads: FxHashMap::default(),
-            pending: Vec::new(),
-            pending_forks: FxHashSet::default(),
-            touched: FxHashSet::default(),
-            scratch: Vec::new(),
-            raw: Vec::new(),
-            new_processes: Vec::new(),
-            new_threads: Vec::new(),
-            attached: FxHashSet::default(),
-            lost: 0,
-            records: 0,
-            threads_seen: 0,
-        };
+        let mut s = SchedEvents::unopened(
+            crate::cpus::online_cpu_list(),
+            [switches, tp(wakeup), tp(wakeup_new)],
+        );
         let mut opened = false;
         for &tid in tids {
             match s.attach(tid) {
@@ -589,25 +599,7 @@ mod tests {
     use super::*;
 
     fn empty() -> SchedEvents {
-        SchedEvents {
-            rings: Vec::new(),
-            events: Vec::new(),
-            cpus: Vec::new(),
-            attrs: [Attr::default(); 3],
-            sample_type_of: FxHashMap::default(),
-            threads: FxHashMap::default(),
-            pending: Vec::new(),
-            pending_forks: FxHashSet::default(),
-            touched: FxHashSet::default(),
-            scratch: Vec::new(),
-            raw: Vec::new(),
-            new_processes: Vec::new(),
-            new_threads: Vec::new(),
-            attached: FxHashSet::default(),
-            lost: 0,
-            records: 0,
-            threads_seen: 0,
-        }
+        SchedEvents::unopened(Vec::new(), [Attr::default(); 3])
     }
 
     fn switch(tid: u32, time: u64, out: bool, preempt: bool) -> Rec {
