@@ -49,8 +49,17 @@ struct cm_real {
 };
 CM_HIDDEN extern struct cm_real cm_r;
 /* Resolves cm_r once (any thread; idempotent). Aborts with a message if
- * the MPI library cannot be found at all (the program could not run). */
-CM_HIDDEN void cm_resolve(void);
+ * the MPI library cannot be found at all (the program could not run).
+ * Inline: every wrapper calls it, and after the first call it is one load
+ * (cm_resolve_slow does the work). */
+CM_HIDDEN extern int cm_resolved; /* atomic: 0 no, 1 yes */
+CM_HIDDEN void cm_resolve_slow(void);
+static inline __attribute__((always_inline)) void cm_resolve(void)
+{
+    if (CM_LIKELY(__atomic_load_n(&cm_resolved, __ATOMIC_ACQUIRE)))
+        return;
+    cm_resolve_slow();
+}
 /* Open MPI's Fortran sentinel addresses (NULL elsewhere). */
 CM_HIDDEN extern void *cm_f_status_ignore, *cm_f_statuses_ignore, *cm_f_in_place, *cm_f_bottom;
 

@@ -145,25 +145,38 @@ cm_record(struct cm_thread *ts, uint32_t tag, uint32_t small, int timed, uint64_
 }
 
 /* An ENTER record: the site is left out (compact form) when it is the
- * previous ENTER's in the same chunk. */
+ * previous ENTER's in the same chunk. Written straight into the chunk (the
+ * same words cm_record would write, without first gathering the payload
+ * in a local array): the wrappers call it on every recorded call. */
 static inline __attribute__((always_inline)) void
 cm_record_enter(struct cm_thread *ts, uint32_t op, uint64_t t, uint64_t site,
                 const uint64_t *fields, uint32_t n)
 {
     if (CM_UNLIKELY(!__atomic_load_n(&cm_recording, __ATOMIC_ACQUIRE)))
         return;
-    uint64_t p[9];
     if (n > 7 || !cm_room(ts, n + 4)) /* TIME + head + site + fields: no new chunk below */
         return;
-    int compact = site != 0 && site == ts->last_site;
-    uint32_t k = 0;
-    if (!compact)
+    uint64_t *p = ts->cur;
+    uint64_t dt = t - ts->last;
+    if (CM_UNLIKELY(t < ts->last || dt > UINT32_MAX)) {
+        p[1] = t;
+        __atomic_store_n(&p[0], CONTEND_MPI_HEAD(CONTEND_MPI_REC_TIME, 1, 0, 0), __ATOMIC_RELEASE);
+        p += 2;
+        dt = 0;
+    }
+    ts->last = t;
+    uint32_t small = op, k = 1;
+    if (site != 0 && site == ts->last_site)
+        small |= CONTEND_MPI_SMALL_COMPACT;
+    else
         p[k++] = site;
-    for (uint32_t i = 0; i < n; i++)
-        p[k++] = fields[i];
     ts->last_site = site;
-    cm_record(ts, CONTEND_MPI_REC_ENTER, op | (compact ? CONTEND_MPI_SMALL_COMPACT : 0u), 1, t,
-              0, p, k);
+    for (uint32_t i = 0; i < n; i++)
+        p[k + i] = fields[i];
+    k += n;
+    __atomic_store_n(&p[0], CONTEND_MPI_HEAD(CONTEND_MPI_REC_ENTER, k - 1, small, dt),
+                     __ATOMIC_RELEASE);
+    ts->cur = p + k;
 }
 
 #endif /* CONTEND_MPI_REC_H */

@@ -82,7 +82,7 @@ CM_HIDDEN void *cm_f_status_ignore, *cm_f_statuses_ignore, *cm_f_in_place, *cm_f
 /* ------------------------------------------------------------------------ */
 /* Finding the MPI library                                                   */
 
-static int resolved;         /* atomic: 0 no, 1 yes                         */
+CM_HIDDEN int cm_resolved;   /* atomic: 0 no, 1 yes (mpi_core.h)        */
 static int abi_ok;           /* the loaded MPI is the one we were built for */
 static void *mpi_handle;     /* dlopen(RTLD_NOLOAD) handle, or NULL         */
 
@@ -213,9 +213,9 @@ static uint64_t user_site(uint64_t site)
     return w.found ? (uint64_t)w.found : site;
 }
 
-void cm_resolve(void)
+void cm_resolve_slow(void)
 {
-    if (CM_LIKELY(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE)))
+    if (CM_LIKELY(__atomic_load_n(&cm_resolved, __ATOMIC_ACQUIRE)))
         return;
     int saved = errno;
     if (!dlsym(RTLD_NEXT, "PMPI_Init")) {
@@ -256,7 +256,7 @@ void cm_resolve(void)
         contend_say("the program's MPI library is not ", CM_IMPL_NAME,
                ", which this recorder was built for; recording no MPI calls");
     errno = saved;
-    __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&cm_resolved, 1, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -288,10 +288,40 @@ static inline uint64_t mix64(uint64_t x)
     return x;
 }
 
+#if defined(CONTEND_MPI_MPICH)
+/* MPICH's builtin datatype handles carry their size: kind 01 in bits
+ * 30-31, the size in bytes in bits 8-15 (MPI_INT is 0x4c000405, MPI_DOUBLE
+ * 0x4c00080b; mpi.h), which is where PMPI_Type_size takes it from too.
+ * Decoding the handle spares a call per posting (PMPI_Type_size checks
+ * its arguments and takes the library's handle path). 1 once after_init
+ * has checked the decoding against PMPI_Type_size. */
+static int builtin_sizes;
+#define BUILTIN_TYPE(t) (((uint32_t)(t) >> 30) == 1u)
+#define BUILTIN_SIZE(t) (((uint32_t)(t) >> 8) & 0xffu)
+
+/* Whether decoding builtin handles gives PMPI_Type_size's answer. */
+static int builtin_sizes_ok(void)
+{
+    const MPI_Datatype probe[] = {MPI_BYTE, MPI_CHAR, MPI_INT, MPI_LONG, MPI_DOUBLE,
+                                  MPI_LONG_DOUBLE, MPI_2INT, MPI_AINT, MPI_C_DOUBLE_COMPLEX};
+    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+        int s = -1;
+        if (!BUILTIN_TYPE(probe[i]) || cm_r.Type_size(probe[i], &s) != MPI_SUCCESS ||
+            s != (int)BUILTIN_SIZE(probe[i]))
+            return 0;
+    }
+    return 1;
+}
+#endif
+
 static inline uint64_t tbytes(int count, MPI_Datatype t)
 {
     if (count <= 0 || t == W_DATATYPE_NULL)
         return 0;
+#if defined(CONTEND_MPI_MPICH)
+    if (CM_LIKELY(builtin_sizes) && BUILTIN_TYPE(t))
+        return (uint64_t)count * BUILTIN_SIZE(t);
+#endif
     int s = 0;
     if (cm_r.Type_size(t, &s) != MPI_SUCCESS || s < 0)
         return 0;
@@ -319,9 +349,11 @@ static inline void rec_enter(struct cm_thread *ts, int op, uint64_t t, uint64_t 
 }
 
 /* EXIT; the compact form (no return-code word) for MPI_SUCCESS without
- * flags, the common case. */
-static inline void rec_exit(struct cm_thread *ts, int op, uint64_t t, int rc, uint32_t flags,
-                            const uint64_t *extra, uint32_t n)
+ * flags, the common case. Inlined into every wrapper (a call, its saved
+ * registers and a second branch on n cost as much as the record). */
+static inline __attribute__((always_inline)) void
+rec_exit(struct cm_thread *ts, int op, uint64_t t, int rc, uint32_t flags, const uint64_t *extra,
+         uint32_t n)
 {
     uint64_t p[2];
     if (rc == MPI_SUCCESS && flags == 0) {
@@ -337,8 +369,9 @@ static inline void rec_exit(struct cm_thread *ts, int op, uint64_t t, int rc, ui
     cm_record(ts, CONTEND_MPI_REC_EXIT, (uint32_t)op, 1, t, 0, p, n ? 2 : 1);
 }
 
-static void rec_completion(struct cm_thread *ts, uint32_t flags, int32_t source, uint64_t req,
-                           int32_t tag, uint64_t bytes)
+static inline __attribute__((always_inline)) void
+rec_completion(struct cm_thread *ts, uint32_t flags, int32_t source, uint64_t req,
+               int32_t tag, uint64_t bytes)
 {
     if (source < 0) {
         flags |= CONTEND_MPI_COMPL_NO_SOURCE;
@@ -947,6 +980,9 @@ static void after_init(int op, uint64_t t0, uint64_t t1, int rc, int provided, u
     if (cm_r.Query_thread && cm_r.Query_thread(&level) == MPI_SUCCESS &&
         level < MPI_THREAD_MULTIPLE)
         req_unlocked = 1;
+#if defined(CONTEND_MPI_MPICH)
+    builtin_sizes = builtin_sizes_ok();
+#endif
     int len = 0;
     cm_r.Get_library_version(library_version, &len);
     library_version[len > 0 && len <= MPI_MAX_LIBRARY_VERSION_STRING ? len : 0] = 0;
@@ -1545,9 +1581,11 @@ static void wait_enter(struct cm_thread *ts, int op, uint64_t t0, uint64_t site,
 int core_wait(MPI_Request *req, MPI_Status *status, uint64_t site)
 {
     PASS_UNLESS_RECORDING(cm_r.Wait(req, status));
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     uint64_t key = (req && *req != W_REQUEST_NULL) ? HKEY(*req) : 0;
+    /* a substituted status only where a completion is recorded from it
+     * (not for a null request) */
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE && key ? &local : status;
     uint64_t t0 = cm_now();
     wait_enter(ts, OP_WAIT, t0, site, 1);
     CALL_TIMED(cm_r.Wait(req, st));
@@ -1560,9 +1598,11 @@ int core_wait(MPI_Request *req, MPI_Status *status, uint64_t site)
 int core_test(MPI_Request *req, int *flag, MPI_Status *status, uint64_t site)
 {
     PASS_UNLESS_RECORDING(cm_r.Test(req, flag, status));
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     uint64_t key = (req && *req != W_REQUEST_NULL) ? HKEY(*req) : 0;
+    /* a substituted status only where a completion is recorded from it
+     * (not for a null request) */
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE && key ? &local : status;
     uint64_t t0 = cm_now();
     wait_enter(ts, OP_TEST, t0, site, 1);
     CALL_TIMED(cm_r.Test(req, flag, st));
