@@ -8,7 +8,9 @@
 //! each stage through /proc/self/clear_refs), so the stage that sets the
 //! peak of `contend report` can be seen.
 //!
-//! Usage: lock_stages RECORDING_DIR
+//! Usage: lock_stages RECORDING_DIR [--stages]
+//! (`--stages`: only the stage log, in a fresh process, so that no memory
+//! freed by an earlier run stays counted)
 
 use std::time::Instant;
 
@@ -98,6 +100,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: lock_stages RECORDING_DIR")?;
     let (rec, open_s, open_c) = timed(|| Recording::open(std::path::Path::new(&dir)));
     let rec = rec?;
+    if std::env::args().nth(2).as_deref() == Some("--stages") {
+        let log = StageLog {
+            current: Default::default(),
+        };
+        reset_peak();
+        let analysis = contend::analyze(&rec, &AnalysisOptions::default(), &log);
+        log.finish();
+        drop(analysis);
+        return Ok(());
+    }
     let inputs: Vec<ThreadInput<'_>> = rec
         .processes
         .iter()
@@ -137,13 +149,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(path);
     let (analysis, all_s, all_c) =
         timed(|| contend::analyze(&rec, &AnalysisOptions::default(), &NoProgress));
-    drop(analysis);
-    let log = StageLog {
-        current: Default::default(),
-    };
-    reset_peak();
-    let analysis = contend::analyze(&rec, &AnalysisOptions::default(), &log);
-    log.finish();
     drop(analysis);
     println!(
         "{n} events ({} on the critical path), wall (CPU) seconds: open {open_s:.3} ({open_c:.3}), pairing {pair_s:.3} ({pair_c:.3}), critical path {path_s:.3} ({path_c:.3}), aggregation {agg_s:.3} ({agg_c:.3}); analyze() {all_s:.3} ({all_c:.3})",

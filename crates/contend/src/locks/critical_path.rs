@@ -179,40 +179,14 @@ impl Wakes {
     }
 }
 
-/// Most runs [`sort_by_wake_time`] merges through a heap of run heads;
-/// beyond, a general sort is cheaper.
-const MERGE_RUNS_MAX: usize = 64;
-
 /// Sorts one object's wake events by wake time, stably. They come as runs
 /// already in order (each thread's wakes on the object, in the thread's
-/// event order). With at most [`MERGE_RUNS_MAX`] runs (maximal stretches
-/// of non-decreasing wake times), they are merged through a heap of run
-/// heads, ties to the earlier run (what a stable sort gives), into one
-/// transient `u32` array, 4 bytes per event; otherwise the keys are read
-/// into a transient (time, event) array, sorted stably, and the events
-/// written back.
+/// event order): the keys are read once, in that order, into a transient
+/// (time, event) array whose merge sort finds the runs and merges them
+/// with sequential memory access; then the events are written back.
 fn sort_by_wake_time(set: &EventSet, part: &mut [u32]) {
     let key = |i: u32| wake_time(set, i as usize);
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut begin = 0;
-    let mut last = 0u64;
-    for (k, &i) in part.iter().enumerate() {
-        let t = key(i);
-        if k > begin && t < last {
-            runs.push((begin, k));
-            begin = k;
-            if runs.len() > MERGE_RUNS_MAX {
-                break;
-            }
-        }
-        last = t;
-    }
-    if runs.is_empty() {
-        return;
-    }
-    if runs.len() <= MERGE_RUNS_MAX {
-        runs.push((begin, part.len()));
-        merge_runs(set, part, &runs);
+    if part.windows(2).all(|w| key(w[0]) <= key(w[1])) {
         return;
     }
     let mut keyed: Vec<(u64, u32)> = part.iter().map(|&i| (key(i), i)).collect();
@@ -220,31 +194,6 @@ fn sort_by_wake_time(set: &EventSet, part: &mut [u32]) {
     for (slot, (_, i)) in part.iter_mut().zip(keyed) {
         *slot = i;
     }
-}
-
-/// Merges the sorted `runs` (ranges of `part`, in order, covering it) by
-/// wake time, ties to the earlier run.
-fn merge_runs(set: &EventSet, part: &mut [u32], runs: &[(usize, usize)]) {
-    use std::cmp::Reverse;
-    let key = |i: u32| wake_time(set, i as usize);
-    let mut heap: std::collections::BinaryHeap<Reverse<(u64, u32)>> = runs
-        .iter()
-        .enumerate()
-        .map(|(r, &(a, _))| Reverse((key(part[a]), r as u32)))
-        .collect();
-    let mut next: Vec<usize> = runs.iter().map(|&(a, _)| a).collect();
-    let mut out: Vec<u32> = Vec::with_capacity(part.len());
-    while let Some(mut top) = heap.peek_mut() {
-        let r = top.0 .1 as usize;
-        out.push(part[next[r]]);
-        next[r] += 1;
-        if next[r] < runs[r].1 {
-            top.0 .0 = key(part[next[r]]);
-        } else {
-            std::collections::binary_heap::PeekMut::pop(top);
-        }
-    }
-    part.copy_from_slice(&out);
 }
 
 /// The time at which waking event `e` let a waiter go.
@@ -508,54 +457,4 @@ pub fn lock_wakers(set: &EventSet) -> Vec<u32> {
 /// waiter go: a release, a `sem_post`, a barrier arrival, ns.
 pub fn lock_wake_time(set: &EventSet, w: usize) -> u64 {
     wake_time(set, w)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A mutex acquisition released at `released_ns`, by `thread`.
-    fn release(thread: u32, released_ns: u64) -> LockEvent {
-        LockEvent {
-            thread,
-            object: 0,
-            site: 0,
-            primitive: Primitive::Mutex,
-            outcome: Outcome::Acquired,
-            requested_ns: 0,
-            acquired_ns: 0,
-            released_ns,
-            contended: false,
-            unreleased: false,
-            cond_mutex: NONE,
-            stack: contend_trace::NO_STACK,
-        }
-    }
-
-    /// The merge of runs orders as a stable sort does: wake times
-    /// 5 9 9 | 2 9 | 1 (three runs; the 9s of the first run before the 9
-    /// of the second, by event order) → events 5 3 0 1 2 4. With more
-    /// runs than are merged (70 runs of two equal times, descending), the
-    /// fallback sort gives the same order as a stable sort.
-    #[test]
-    fn wakes_merge_like_a_stable_sort() {
-        let times = [5, 9, 9, 2, 9, 1];
-        let set = EventSet {
-            events: times.iter().map(|&t| release(0, t)).collect(),
-            ..EventSet::default()
-        };
-        let mut part: Vec<u32> = (0..times.len() as u32).collect();
-        sort_by_wake_time(&set, &mut part);
-        assert_eq!(part, vec![5, 3, 0, 1, 2, 4]);
-
-        let set = EventSet {
-            events: (0..140u64).map(|k| release(0, 1000 - k / 2)).collect(),
-            ..EventSet::default()
-        };
-        let mut part: Vec<u32> = (0..140).collect();
-        sort_by_wake_time(&set, &mut part);
-        let mut expected: Vec<u32> = (0..140).collect();
-        expected.sort_by_key(|&i| set.events[i as usize].released_ns);
-        assert_eq!(part, expected);
-    }
 }

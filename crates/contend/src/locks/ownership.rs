@@ -16,11 +16,9 @@ use super::events::{EventSet, Outcome};
 /// whole recording, whatever the report's filters select (like the
 /// critical path). An object acquired by one thread only counts 0.
 ///
-/// O(n log k) in the acquisitions of objects used by more than one thread,
-/// k the runs already in time order (each thread's acquisitions; merged
-/// per object, in parallel over objects); 4 bytes of memory per such
-/// acquisition (O(n log n) and 16 bytes more for an object whose
-/// acquisitions come in more than 64 runs).
+/// O(n log n) in the acquisitions of objects used by more than one thread
+/// (sorted per object, in parallel over objects); 16 bytes of memory per
+/// such acquisition.
 pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
     let objects = set.objects.len();
     // First thread seen per object, and whether a second one appeared: only
@@ -38,99 +36,21 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
             shared[o] = true;
         }
     }
-    // The acquisitions of each shared object as event indices, 4 bytes
-    // each, in one flat array (a counting sort on the object, which keeps
-    // event order), `start[o]..start[o + 1]` for object `o`.
-    let counts_as = |e: &super::events::LockEvent| {
-        e.is_lock() && e.outcome == Outcome::Acquired && shared[e.object as usize]
-    };
-    let mut start = vec![0usize; objects + 1];
+    let mut acquisitions: Vec<Vec<(u64, u32)>> = vec![Vec::new(); objects];
     for e in &set.events {
-        if counts_as(e) {
-            start[e.object as usize + 1] += 1;
+        if e.is_lock() && e.outcome == Outcome::Acquired && shared[e.object as usize] {
+            acquisitions[e.object as usize].push((e.acquired_ns, e.thread));
         }
     }
-    for o in 0..objects {
-        start[o + 1] += start[o];
-    }
-    let mut indices = vec![0u32; start[objects]];
-    let mut next = start[..objects].to_vec();
-    for (i, e) in set.events.iter().enumerate() {
-        if counts_as(e) {
-            let at = &mut next[e.object as usize];
-            indices[*at] = i as u32;
-            *at += 1;
-        }
-    }
-    let mut parts: Vec<&[u32]> = Vec::with_capacity(objects);
-    let mut rest = indices.as_slice();
-    for o in 0..objects {
-        let (head, tail) = rest.split_at(start[o + 1] - start[o]);
-        parts.push(head);
-        rest = tail;
-    }
-    parts
+    acquisitions
         .into_par_iter()
-        .map(|part| changes_in_order(set, part))
+        .map(|mut v| {
+            // Ties in time are ordered by thread: a change is counted at
+            // most once for a pair of simultaneous acquisitions.
+            v.sort_unstable();
+            v.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64
+        })
         .collect()
-}
-
-/// Most runs [`changes_in_order`] merges through a heap of run heads;
-/// beyond, it sorts a copy.
-const MERGE_RUNS_MAX: usize = 64;
-
-/// The thread changes along one object's acquisitions (`part`, event
-/// indices in event order) ordered by (acquisition time, thread): ties in
-/// time are ordered by thread, so a change is counted at most once for a
-/// pair of simultaneous acquisitions. The acquisitions come as runs
-/// already in that order (each thread's, in its event order); with at most
-/// [`MERGE_RUNS_MAX`] runs they are merged through a heap of run heads
-/// without a copy, else a (time, thread) copy is sorted.
-fn changes_in_order(set: &EventSet, part: &[u32]) -> u64 {
-    let key = |i: u32| {
-        let e = &set.events[i as usize];
-        (e.acquired_ns, e.thread)
-    };
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut begin = 0;
-    for k in 1..part.len() {
-        if key(part[k]) < key(part[k - 1]) {
-            runs.push((begin, k));
-            begin = k;
-            if runs.len() > MERGE_RUNS_MAX {
-                break;
-            }
-        }
-    }
-    if runs.len() > MERGE_RUNS_MAX {
-        let mut v: Vec<(u64, u32)> = part.iter().map(|&i| key(i)).collect();
-        v.sort_unstable();
-        return v.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64;
-    }
-    runs.push((begin, part.len()));
-    use std::cmp::Reverse;
-    let mut heap: std::collections::BinaryHeap<Reverse<((u64, u32), u32)>> = runs
-        .iter()
-        .enumerate()
-        .filter(|(_, &(a, b))| a < b)
-        .map(|(r, &(a, _))| Reverse((key(part[a]), r as u32)))
-        .collect();
-    let mut next: Vec<usize> = runs.iter().map(|&(a, _)| a).collect();
-    let mut previous: Option<u32> = None;
-    let mut changes = 0u64;
-    while let Some(mut top) = heap.peek_mut() {
-        let ((_, thread), r) = top.0;
-        let r = r as usize;
-        changes += u64::from(previous.is_some_and(|p| p != thread));
-        previous = Some(thread);
-        next[r] += 1;
-        if next[r] < runs[r].1 {
-            top.0 .0 = key(part[next[r]]);
-        } else {
-            std::collections::binary_heap::PeekMut::pop(top);
-        }
-    }
-    changes
 }
 
 #[cfg(test)]
@@ -219,32 +139,5 @@ mod tests {
             2,
         );
         assert_eq!(ownership_changes(&s), vec![0]);
-    }
-
-    /// The merge of runs and the sort it falls back on give the same
-    /// count. Thread A's acquisitions of lock 0 at 10, 30, then (out of
-    /// order) 20, 40 are two runs; thread B's at 30 (tied with A's: by
-    /// thread, A first) and 35. In (time, thread) order: A10 A20 A30 B30
-    /// B35 A40 = 2 changes (A→B, B→A). Lock 1: 70 runs of one acquisition
-    /// each, alternating A and B backward in time (more runs than are
-    /// merged, so sorted): 69 changes.
-    #[test]
-    fn runs_out_of_order_are_merged_or_sorted() {
-        let m = Primitive::Mutex;
-        let mut events = vec![
-            event(0, 0, 10, m),
-            event(0, 0, 30, m),
-            event(0, 0, 20, m),
-            event(0, 0, 40, m),
-            event(1, 0, 30, m),
-            event(1, 0, 35, m),
-        ];
-        let (a, b): (Vec<LockEvent>, Vec<LockEvent>) = (0..70u64)
-            .map(|k| event((k % 2) as u32, 1, 1000 - k, m))
-            .partition(|e| e.thread == 0);
-        events.extend(a);
-        events.extend(b);
-        let s = set(events, 2, 2);
-        assert_eq!(ownership_changes(&s), vec![2, 69]);
     }
 }
