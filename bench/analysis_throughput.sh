@@ -1,20 +1,41 @@
 #!/usr/bin/env bash
 # Analysis throughput (lock events per second) and peak memory per event of
 # `contend report --format json` on a synthetic recording of EVENTS events.
+#
+# ROUNDS rounds, medians. Throughput is given per second of wall time and
+# per second of CPU time (user + sys of the process, steadier while other
+# work loads the machine). BASELINE=/path/to/an/older/contend runs that
+# binary too, alternating with this one in every round, for a before/after
+# in one run. CONTEND_BIN=/path/to/contend measures that binary instead of
+# target/release/contend (with BENCH_NO_BUILD=1: nothing is built).
+# KEEP_RECORDING=1 reuses $OUT/synth.data when it is there.
 source "$(dirname "$0")/common.sh"
+CONTEND=${CONTEND_BIN:-$CONTEND}
 EVENTS=${EVENTS:-10000000}
 ROUNDS=${ROUNDS:-3}
-(cd "$ROOT" && cargo build --release --quiet -p contend --example synth_recording)
-rm -rf "$OUT/synth.data"
-"$ROOT/target/release/examples/synth_recording" "$OUT/synth.data" "$EVENTS" 8 4
+BASELINE=${BASELINE:-}
+[ -n "${BENCH_NO_BUILD:-}" ] || (cd "$ROOT" && cargo build --release --quiet -p contend --example synth_recording)
+if [ -z "${KEEP_RECORDING:-}" ] || [ ! -d "$OUT/synth.data" ]; then
+  rm -rf "$OUT/synth.data"
+  "$ROOT/target/release/examples/synth_recording" "$OUT/synth.data" "$EVENTS" 8 4
+fi
 machine
-walls=(); rss=()
-for i in $(seq "$ROUNDS"); do
-  /usr/bin/time -f "%e %M" -o "$OUT/time.txt" "$CONTEND" report "$OUT/synth.data" --format json >/dev/null
-  read -r w m <"$OUT/time.txt"
-  walls+=("$w"); rss+=("$m")
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+labels=("this build") bins=("$CONTEND")
+if [ -n "$BASELINE" ]; then labels+=("baseline"); bins+=("$BASELINE"); fi
+n=${#labels[@]}
+for i in $(seq 0 $((n - 1))); do : >"$OUT/times.$i"; done
+for r in $(seq "$ROUNDS"); do
+  for i in $(seq 0 $((n - 1))); do
+    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "${bins[$i]}" report "$OUT/synth.data" --format json >/dev/null
+    cat "$OUT/time.txt" >>"$OUT/times.$i"
+  done
+  echo "round $r done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
-mw=$(printf '%s\n' "${walls[@]}" | median)
-mm=$(printf '%s\n' "${rss[@]}" | median)
-echo "report of $EVENTS lock events: median wall ${mw} s (runs: ${walls[*]}), peak RSS ${mm} KiB"
-awk -v e="$EVENTS" -v w="$mw" -v m="$mm" 'BEGIN {printf "throughput: %.1f million events/s; peak memory: %.1f bytes/event\n", e/w/1e6, m*1024/e}'
+for i in $(seq 0 $((n - 1))); do
+  mw=$(awk '{print $1}' "$OUT/times.$i" | median)
+  mc=$(awk '{print $2 + $3}' "$OUT/times.$i" | median)
+  mm=$(awk '{print $4}' "$OUT/times.$i" | median)
+  echo "${labels[$i]}: report of $EVENTS lock events: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/times.$i")), median CPU ${mc} s (runs: $(awk '{printf "%.2f ", $2 + $3}' "$OUT/times.$i")), peak RSS ${mm} KiB"
+  awk -v e="$EVENTS" -v w="$mw" -v c="$mc" -v m="$mm" 'BEGIN {printf "  throughput: %.1f million events/s of wall time, %.1f million events/s of CPU time; peak memory: %.1f bytes/event\n", e/w/1e6, e/c/1e6, m*1024/e}'
+done

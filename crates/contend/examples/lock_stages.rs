@@ -2,7 +2,15 @@
 //! bench/analysis_throughput.sh): opening the recording, pairing,
 //! critical-path marking, aggregation, and the whole `contend::analyze`.
 //!
-//! Usage: lock_stages RECORDING_DIR
+//! Then, per stage that the analyses announce through
+//! [`contend::analysis::Progress`] during `contend::analyze`, its wall and
+//! CPU time and the peak resident memory reached in it (VmHWM, reset at
+//! each stage through /proc/self/clear_refs), so the stage that sets the
+//! peak of `contend report` can be seen.
+//!
+//! Usage: lock_stages RECORDING_DIR [--stages]
+//! (`--stages`: only the stage log, in a fresh process, so that no memory
+//! freed by an earlier run stays counted)
 
 use std::time::Instant;
 
@@ -35,7 +43,51 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
     (v, t.elapsed().as_secs_f64(), cpu_s() - c)
 }
 
-use contend::analysis::{AnalysisOptions, NoProgress};
+use contend::analysis::{AnalysisOptions, NoProgress, Progress};
+
+/// VmRSS and VmHWM of this process, KiB.
+fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Resets VmHWM to the current RSS (Linux: "5" to clear_refs).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Prints each announced stage's wall and CPU time and peak RSS.
+struct StageLog {
+    current: std::cell::RefCell<Option<(String, Instant, f64)>>,
+}
+
+impl StageLog {
+    fn finish(&self) {
+        if let Some((name, t, c)) = self.current.borrow_mut().take() {
+            let (rss, hwm) = rss_kib();
+            println!(
+                "  stage {name:<32} wall {:.3} s, CPU {:.3} s, peak RSS {hwm} KiB (at its end {rss} KiB)",
+                t.elapsed().as_secs_f64(),
+                cpu_s() - c
+            );
+        }
+    }
+}
+
+impl Progress for StageLog {
+    fn stage(&self, name: &str, _total: u64) {
+        self.finish();
+        reset_peak();
+        *self.current.borrow_mut() = Some((name.to_string(), Instant::now(), cpu_s()));
+    }
+}
 use contend::locks::{
     aggregate::aggregate_named, mark_critical_path, pair_operations, Names, OpSource, ThreadInput,
     TimeMap,
@@ -48,6 +100,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: lock_stages RECORDING_DIR")?;
     let (rec, open_s, open_c) = timed(|| Recording::open(std::path::Path::new(&dir)));
     let rec = rec?;
+    if std::env::args().nth(2).as_deref() == Some("--stages") {
+        let log = StageLog {
+            current: Default::default(),
+        };
+        reset_peak();
+        let analysis = contend::analyze(&rec, &AnalysisOptions::default(), &log);
+        log.finish();
+        drop(analysis);
+        return Ok(());
+    }
     let inputs: Vec<ThreadInput<'_>> = rec
         .processes
         .iter()

@@ -224,79 +224,88 @@ pub fn aggregate_named(
     let mut intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
     let mut critical_intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
 
-    for (i, e) in set.events.iter().enumerate() {
-        if !selected(i, e) {
-            continue;
-        }
-        let on_path = path.on_path[i];
-        let (wait, hold, dur) = (e.wait_ns(), e.hold_ns(), e.duration_ns());
-        let th = &mut threads[e.thread as usize];
-        th.wait_ns += wait;
-        let l = &mut locks[e.object as usize];
-        l.events += 1;
-        l.contended += u64::from(e.contended);
-        l.wait += wait;
-        l.hold += hold;
-        l.max_wait = l.max_wait.max(wait);
-        if on_path {
-            l.critical_events += 1;
-            l.critical_wait += wait;
-            l.critical_hold += hold;
-        }
-        site_wait.add(e.object, e.site, wait + 1);
-        let s = &mut site_acc[e.site as usize];
-        s.events += 1;
-        s.contended += u64::from(e.contended);
-        s.wait += wait;
-        s.hold += hold;
-        if on_path {
-            s.critical_wait += wait;
-        }
-        s.kinds |= 1 << (e.primitive as u8);
-        if !e.is_lock() {
-            let row = other
-                .entry(e.primitive.object_kind())
-                .or_insert_with(|| WaitKindRow {
-                    kind: e.primitive.object_kind().to_string(),
-                    ..WaitKindRow::default()
-                });
-            row.events += 1;
-            row.contended_events += u64::from(e.contended);
-            row.wait_ns += wait;
-            row.timeouts += u64::from(e.outcome == Outcome::TimedOut);
-            if on_path {
-                row.critical_wait_ns += wait;
-                critical.other_wait_ns += wait;
+    // The ownership changes (a pass of their own over every event) on the
+    // other core while this one sums the selected events.
+    let mut changes: Vec<u64> = Vec::new();
+    let sum_events = || {
+        for (i, e) in set.events.iter().enumerate() {
+            if !selected(i, e) {
+                continue;
             }
-            continue;
+            let on_path = path.on_path[i];
+            let (wait, hold, dur) = (e.wait_ns(), e.hold_ns(), e.duration_ns());
+            let th = &mut threads[e.thread as usize];
+            th.wait_ns += wait;
+            let l = &mut locks[e.object as usize];
+            l.events += 1;
+            l.contended += u64::from(e.contended);
+            l.wait += wait;
+            l.hold += hold;
+            l.max_wait = l.max_wait.max(wait);
+            if on_path {
+                l.critical_events += 1;
+                l.critical_wait += wait;
+                l.critical_hold += hold;
+            }
+            site_wait.add(e.object, e.site, wait + 1);
+            let s = &mut site_acc[e.site as usize];
+            s.events += 1;
+            s.contended += u64::from(e.contended);
+            s.wait += wait;
+            s.hold += hold;
+            if on_path {
+                s.critical_wait += wait;
+            }
+            s.kinds |= 1 << (e.primitive as u8);
+            if !e.is_lock() {
+                let row = other
+                    .entry(e.primitive.object_kind())
+                    .or_insert_with(|| WaitKindRow {
+                        kind: e.primitive.object_kind().to_string(),
+                        ..WaitKindRow::default()
+                    });
+                row.events += 1;
+                row.contended_events += u64::from(e.contended);
+                row.wait_ns += wait;
+                row.timeouts += u64::from(e.outcome == Outcome::TimedOut);
+                if on_path {
+                    row.critical_wait_ns += wait;
+                    critical.other_wait_ns += wait;
+                }
+                continue;
+            }
+            th.events += 1;
+            th.contended_events += u64::from(e.contended);
+            th.hold_ns += hold;
+            summary.events += 1;
+            summary.contended_events += u64::from(e.contended);
+            summary.failed_events += u64::from(e.outcome != Outcome::Acquired);
+            summary.unreleased_events += u64::from(e.unreleased);
+            summary.wait_ns += wait;
+            summary.hold_ns += hold;
+            summary.duration_ns += dur;
+            summary.max_wait_ns = summary.max_wait_ns.max(wait);
+            intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
+            let b = &mut hist[bucket(wait)];
+            b.events += 1;
+            b.wait_ns += wait;
+            if on_path {
+                th.critical_events += 1;
+                critical.events += 1;
+                critical.contended_events += u64::from(e.contended);
+                critical.wait_ns += wait;
+                critical.hold_ns += hold;
+                critical.duration_ns += dur;
+                critical_intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
+                b.critical_events += 1;
+                b.critical_wait_ns += wait;
+            }
         }
-        th.events += 1;
-        th.contended_events += u64::from(e.contended);
-        th.hold_ns += hold;
-        summary.events += 1;
-        summary.contended_events += u64::from(e.contended);
-        summary.failed_events += u64::from(e.outcome != Outcome::Acquired);
-        summary.unreleased_events += u64::from(e.unreleased);
-        summary.wait_ns += wait;
-        summary.hold_ns += hold;
-        summary.duration_ns += dur;
-        summary.max_wait_ns = summary.max_wait_ns.max(wait);
-        intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
-        let b = &mut hist[bucket(wait)];
-        b.events += 1;
-        b.wait_ns += wait;
-        if on_path {
-            th.critical_events += 1;
-            critical.events += 1;
-            critical.contended_events += u64::from(e.contended);
-            critical.wait_ns += wait;
-            critical.hold_ns += hold;
-            critical.duration_ns += dur;
-            critical_intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
-            b.critical_events += 1;
-            b.critical_wait_ns += wait;
-        }
-    }
+    };
+    rayon::join(
+        || changes = super::ownership::ownership_changes(set),
+        sum_events,
+    );
     // Light recordings: the uncontended acquisitions counted without times
     // (wait 0 by definition, hold unknown), selected by lock, site and
     // thread like events of duration 0; a critical-path selection cannot
@@ -365,7 +374,6 @@ pub fn aggregate_named(
     critical.event_share = ratio(critical.events, summary.events);
     critical.wait_share = ratio(critical.wait_ns, summary.duration_ns);
 
-    let changes = super::ownership::ownership_changes(set);
     let mut by_lock: Vec<LockRow> = locks
         .into_iter()
         .enumerate()

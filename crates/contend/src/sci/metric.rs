@@ -414,7 +414,9 @@ pub fn score_executions(
     }
     let total = offsets[nblocks];
     let mut durations = vec![0u64; total];
-    let mut exclusive = vec![0u64; total];
+    // The exclusive durations enter a row only through their least and
+    // their sum, so they are folded as they come instead of kept.
+    let mut exclusive: Vec<Exclusive> = vec![Exclusive::default(); nblocks];
     let mut fill = offsets.clone();
     let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
     for (t, p) in passes.into_iter().enumerate() {
@@ -427,8 +429,8 @@ pub fn score_executions(
         {
             let k = &mut fill[b as usize];
             durations[*k] = d;
-            exclusive[*k] = x;
             *k += 1;
+            exclusive[b as usize].add(x);
             let a = acc.entry(b).or_default();
             a.n += 1;
             a.sum += d;
@@ -438,21 +440,17 @@ pub fn score_executions(
             per_thread[b as usize].push((t as u32, a));
         }
     }
-    // Split the flat vectors into one slice per block.
+    // Split the flat vector into one slice per block.
     let mut dur_slices: Vec<&mut [u64]> = Vec::with_capacity(nblocks);
-    let mut excl_slices: Vec<&mut [u64]> = Vec::with_capacity(nblocks);
-    let (mut rd, mut rx) = (&mut durations[..], &mut exclusive[..]);
+    let mut rd = &mut durations[..];
     for &c in &counts {
         let (a, b) = rd.split_at_mut(c);
         dur_slices.push(a);
         rd = b;
-        let (a, b) = rx.split_at_mut(c);
-        excl_slices.push(a);
-        rx = b;
     }
     let mut blocks: Vec<SciBlock> = dur_slices
         .into_par_iter()
-        .zip(excl_slices)
+        .zip(exclusive)
         .zip(per_thread.par_iter())
         .enumerate()
         .filter_map(|(b, ((durs, excl), threads))| {
@@ -509,12 +507,37 @@ pub fn score_executions(
     (blocks, thread_rows)
 }
 
-/// One row's numbers from its durations (unsorted on entry) and its
-/// per-thread sums.
+/// The exclusive durations of one row, folded: their least and their sum,
+/// ns (all a row needs of them).
+#[derive(Debug, Clone, Copy)]
+struct Exclusive {
+    min: u64,
+    sum: u64,
+}
+
+impl Default for Exclusive {
+    fn default() -> Self {
+        Exclusive {
+            min: u64::MAX,
+            sum: 0,
+        }
+    }
+}
+
+impl Exclusive {
+    #[inline]
+    fn add(&mut self, x: u64) {
+        self.min = self.min.min(x);
+        self.sum += x;
+    }
+}
+
+/// One row's numbers from its durations (unsorted on entry), its
+/// exclusive durations folded, and its per-thread sums.
 fn score_block(
     def: &BlockDef,
     durs: &mut [u64],
-    excl: &mut [u64],
+    excl: Exclusive,
     threads: &[(u32, Acc)],
     thread_defs: &[ThreadDef],
     recursive: u64,
@@ -523,9 +546,9 @@ fn score_block(
     let n = durs.len() as u64;
     let every = u64::from(def.every.max(1));
     let min = durs.first().copied().unwrap_or(0);
-    let xmin = excl.iter().copied().min().unwrap_or(0);
+    let xmin = if durs.is_empty() { 0 } else { excl.min };
     let total: u64 = durs.iter().sum();
-    let xtotal: u64 = excl.iter().sum();
+    let xtotal: u64 = excl.sum;
     let scored = n >= MIN_OCCURRENCES;
     let mut thread_ns = 0u64;
     let mut excess = 0u64;
