@@ -159,6 +159,164 @@ fn memcached_under_load() {
 
     let report = report_json(&dir);
     check_memcached_report(&report, &memcached);
+    let text = report_raw(&dir, &[] as &[&str]);
+    assert!(
+        text.success(),
+        "contend report (text):\n{}",
+        text.describe()
+    );
+    check_memcached_sci(&report, &text.stdout, &memcached);
+}
+
+/// The interference part of issue 11 on a real program (docs/sci.md,
+/// "memcached"): memcached's lock calls are blocks (Mosli Bouksiaa et al.,
+/// TPDS 2019, Section 2), each keyed by the lock object and scored when
+/// executed at least 10 times. Checks that the report holds such lock
+/// blocks, ranked by SCI (largest first, unscored rows last), each score
+/// worked out as the paper defines it (excess = Σ (d_j − d_min) = total −
+/// executions × fastest, since no lock call is sampled; SCI = excess / Σ
+/// T_t of the threads that ran it, in [0, 1]), per-thread rows summing to
+/// the block, keys naming lock objects of `locks.by_lock`, sites named
+/// where symbols exist, and the text report showing the section with its
+/// explanation of the columns.
+fn check_memcached_sci(report: &Value, text: &str, memcached: &Path) {
+    let sci = &report["sci"];
+    let blocks = sci["blocks"].as_array().unwrap();
+    let scored: Vec<&Value> = blocks.iter().filter(|b| !b["sci"].is_null()).collect();
+    let locks: Vec<&Value> = scored
+        .iter()
+        .copied()
+        .filter(|b| b["kind"] == "lock" && u(b, "occurrences") >= 10)
+        .collect();
+    assert!(
+        locks.len() >= 3,
+        "memcached under load executes scored lock blocks: {}",
+        sci["summary"]
+    );
+    // Shared by worker threads: the contention SCI is about.
+    assert!(
+        locks.iter().any(|b| u(b, "threads") >= 2),
+        "a lock block executed by 2 threads or more"
+    );
+    eprintln!("memcached SCI summary: {}", sci["summary"]);
+    for b in locks.iter().take(5) {
+        eprintln!(
+            "  SCI {} {} [{}] execs {} excess {} ns threads {}",
+            b["sci"], b["name"], b["key"], b["occurrences"], b["excess_ns"], b["threads"]
+        );
+    }
+
+    // Ranked: scores descending, then the unscored rows.
+    let first_unscored = blocks
+        .iter()
+        .position(|b| b["sci"].is_null())
+        .unwrap_or(blocks.len());
+    assert!(
+        blocks[first_unscored..].iter().all(|b| b["sci"].is_null()),
+        "unscored rows come after every scored one"
+    );
+    let scores: Vec<f64> = scored.iter().map(|b| b["sci"].as_f64().unwrap()).collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "sci.blocks ranked by SCI, largest first: {:?}",
+        &scores[..scores.len().min(20)]
+    );
+    assert_eq!(
+        sci["summary"]["max_sci"].as_f64(),
+        Some(scores[0]),
+        "summary.max_sci is the first block's"
+    );
+    assert_eq!(u(sci, "summary.scored_blocks"), scored.len() as u64);
+    assert_eq!(u(sci, "summary.blocks"), blocks.len() as u64);
+    assert_eq!(
+        u(sci, "summary.lock_executions"),
+        u(sci, "summary.executions"),
+        "only lock blocks were recorded"
+    );
+
+    let addresses: Vec<&str> = report["locks"]["by_lock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["address"].as_str())
+        .collect();
+    let named_module = has_debug_file(memcached);
+    for b in &scored {
+        let (n, min, total, excess) = (
+            u(b, "occurrences"),
+            u(b, "min_ns"),
+            u(b, "total_ns"),
+            u(b, "excess_ns"),
+        );
+        assert!(n >= 10, "scored below 10 executions: {b}");
+        assert_eq!(u(b, "sampled_every"), 1, "lock calls are all recorded: {b}");
+        assert_eq!(excess, total - n * min, "excess = total - n × fastest: {b}");
+        assert!(
+            min <= u(b, "median_ns") && u(b, "median_ns") <= total,
+            "{b}"
+        );
+        let s = b["sci"].as_f64().unwrap();
+        let t = u(b, "thread_duration_ns");
+        assert!(
+            (s - excess as f64 / t as f64).abs() <= 1e-9 * s.max(1e-9),
+            "SCI = excess / Σ T_t: {b}"
+        );
+        assert!((0.0..=1.0).contains(&s), "SCI within [0, 1]: {b}");
+        let per_thread = b["per_thread"].as_array().unwrap();
+        assert_eq!(per_thread.len() as u64, u(b, "threads"), "{b}");
+        assert_eq!(
+            per_thread.iter().map(|p| u(p, "occurrences")).sum::<u64>(),
+            n,
+            "per-thread executions add up: {b}"
+        );
+        assert_eq!(
+            per_thread.iter().map(|p| u(p, "excess_ns")).sum::<u64>(),
+            excess,
+            "per-thread excess adds up: {b}"
+        );
+        if b["kind"] == "lock" {
+            let key = b["key"].as_str().unwrap_or("");
+            assert!(
+                addresses.contains(&key),
+                "a lock block's key is a lock object of locks.by_lock: {b}"
+            );
+        }
+        // Sites named where symbols exist: a function name is never empty.
+        if let Some(f) = b["site"]["function"].as_str() {
+            assert!(!f.is_empty(), "empty site function: {b}");
+        }
+    }
+    if named_module {
+        assert!(
+            locks
+                .iter()
+                .take(10)
+                .any(|b| b["site"]["function"].is_string()),
+            "memcached's debug info is installed: the top lock blocks name their functions"
+        );
+    }
+
+    // The text report: the section, the ranked table with the top block,
+    // and the explanation of what the numbers mean.
+    let section = text
+        .split_once("Interference (SCI)")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no \"Interference (SCI)\" section in the text report"));
+    let top_key = locks[0]["key"].as_str().unwrap();
+    for needle in [
+        "Blocks by SCI",
+        top_key,
+        "d_min: the fastest execution, taken as free of interference",
+        "excess / Σ duration of the threads that ran the block",
+        "Mosli Bouksiaa et al. 2019",
+        "SCI per block and thread",
+    ] {
+        assert!(
+            section.contains(needle),
+            "the text report's Interference (SCI) section lacks {needle:?}:\n{}",
+            &section[..section.len().min(4000)]
+        );
+    }
 }
 
 fn check_memcached_report(report: &Value, memcached: &Path) {

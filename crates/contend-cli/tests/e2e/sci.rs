@@ -601,8 +601,11 @@ fn hot_functions_are_chosen_by_a_profile() {
 /// fastest 1% of the block's executions must stay about the same whatever
 /// the contention (within 2×, the paper's Figure 7). Pearson's ρ(X, SCI)
 /// is printed, not asserted: on this shared 2-CPU machine it has ranged
-/// from −0.7 to 0.96 between runs (docs/benchmarks.md), so no bound on it
-/// would be a test of contend rather than of the machine's load.
+/// from −0.7 to 0.96 between runs (docs/benchmarks.md), and for false
+/// sharing, the one benchmark that correlates here, three runs at load 4–5
+/// gave 0.979, 0.984 and 0.393 with all 4 points undisturbed (the last
+/// with one batch time of 1.5 µs among 0.2–0.4 µs), so a bound on it would
+/// test the machine's load, not contend.
 #[test]
 fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put() {
     let _serial = serial();
