@@ -201,7 +201,7 @@ impl MpiOp {
 
     /// The operation with trace code `code`, `None` for an unknown code.
     pub fn from_code(code: u16) -> Option<MpiOp> {
-        MpiOp::ALL.iter().copied().find(|op| *op as u16 == code)
+        BY_CODE.get(usize::from(code)).copied().flatten()
     }
 
     /// The MPI function name, e.g. `"MPI_Waitall"`.
@@ -333,6 +333,18 @@ impl MpiOp {
         }
     }
 }
+
+/// [`MpiOp::from_code`]'s table: the operation of every code below 128
+/// (all codes are), one look-up per decoded call instead of a search.
+const BY_CODE: [Option<MpiOp>; 128] = {
+    let mut t = [None; 128];
+    let mut i = 0;
+    while i < MpiOp::ALL.len() {
+        t[MpiOp::ALL[i] as usize] = Some(MpiOp::ALL[i]);
+        i += 1;
+    }
+    t
+};
 
 /// A peer of a point-to-point operation as the program posted it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,8 +11,9 @@
 //! "computation"; every 8th iteration ends with an `MPI_Allreduce`, every
 //! 32nd with an `MPI_Barrier`. That mixes late senders (a slow left
 //! neighbour) with N×N and barrier waits, and every event is matched. Prints
-//! the time to analyse (`analyze` + `build_report`, median of ROUNDS) and
-//! what it found.
+//! the time to analyse (`analyze` + `build_report`, median of ROUNDS), the
+//! CPU time of the process it took (all threads, from `/proc/self/stat`),
+//! the size of one in-memory `MpiEvent`, and what it found.
 
 use std::time::Instant;
 
@@ -61,6 +62,21 @@ fn event(op: MpiOp, enter_ns: u64, exit_ns: u64) -> MpiEvent {
         probed: None,
         request: 0,
     }
+}
+
+/// CPU time of the whole process so far (user + system, every thread),
+/// seconds, from `/proc/self/stat` (clock ticks, 100 per second on Linux);
+/// 0 when it cannot be read.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // fields after the command name (which is in parentheses)
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat(5): 12 and 13 here
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// A small deterministic pseudo-random generator (xorshift64).
@@ -229,7 +245,9 @@ fn read_and_analyse(dir: &std::path::Path, rounds: usize) {
     let mut analyses = Vec::new();
     let mut passes = Vec::new();
     let mut events = 0;
+    let mut cpus = Vec::new();
     for _ in 0..rounds.max(1) {
+        let c = cpu_seconds();
         let t = Instant::now();
         let rec = match contend_trace::read_mpi_recording(dir) {
             Ok(Some(rec)) => rec,
@@ -248,6 +266,7 @@ fn read_and_analyse(dir: &std::path::Path, rounds: usize) {
         let a = analyze(&rec);
         let _ = build_report(&rec, &a, &MpiOptions::default(), &mut Sites);
         analyses.push(t.elapsed().as_secs_f64());
+        cpus.push(cpu_seconds() - c);
         passes.push(time_passes(&rec, &a));
     }
     let median = |v: &mut Vec<f64>| {
@@ -255,10 +274,12 @@ fn read_and_analyse(dir: &std::path::Path, rounds: usize) {
         v[v.len() / 2]
     };
     let (r, a) = (median(&mut reads), median(&mut analyses));
+    let cpu = median(&mut cpus);
     println!(
-        "{events} events: read {r:.3} s, analysis {a:.3} s (medians of {}), {:.2} million events/s together",
+        "{events} events: read {r:.3} s, analysis {a:.3} s (medians of {}), {:.2} million events/s together; CPU time of read + analysis {cpu:.2} s, {:.2} million events per CPU second",
         reads.len(),
-        events as f64 / (r + a) / 1e6
+        events as f64 / (r + a) / 1e6,
+        events as f64 / cpu.max(1e-9) / 1e6
     );
     print_passes("recording", &mut passes, a);
 }
@@ -289,11 +310,14 @@ fn main() {
     let mut times = Vec::new();
     let mut passes = Vec::new();
     let mut summary = String::new();
+    let mut cpus = Vec::new();
     for _ in 0..rounds.max(1) {
+        let c = cpu_seconds();
         let t = Instant::now();
         let a = analyze(&rec);
         let r = build_report(&rec, &a, &MpiOptions::default(), &mut Sites);
         times.push(t.elapsed().as_secs_f64());
+        cpus.push(cpu_seconds() - c);
         passes.push(time_passes(&rec, &a));
         summary = format!(
             "messages {}, unmatched {}, collectives {}, late sender {} ({} ns), wait at N×N {}, wait at barrier {}, warnings {}",
@@ -309,7 +333,14 @@ fn main() {
     }
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
+    cpus.sort_by(f64::total_cmp);
+    let cpu = cpus[cpus.len() / 2];
     println!("{summary}");
+    println!(
+        "in-memory model: {} bytes per MpiEvent; CPU time of the analysis {cpu:.2} s (median), {:.2} million events per CPU second",
+        std::mem::size_of::<MpiEvent>(),
+        total as f64 / cpu.max(1e-9) / 1e6
+    );
     println!(
         "analysis of {total} events: median {median:.3} s over {} rounds (runs: {}), {:.2} million events/s",
         times.len(),

@@ -63,6 +63,9 @@ pub fn read_mpi_recording(dir: &Path) -> Result<Option<MpiRecording>, TraceError
 
     let mut rec = MpiRecording::default();
     let mut by_rank: BTreeMap<u32, MpiRankTrace> = BTreeMap::new();
+    // One rank at a time: decoding two in parallel was not measurably
+    // faster and raised the peak memory (two files and two growing event
+    // lists at once; docs/benchmarks.md, MPI wait-state analysis).
     for (name_rank, path) in files {
         match read_rank_trace(&path) {
             Ok(trace) => {
@@ -324,7 +327,12 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         None
     };
 
-    let mut events: Vec<MpiEvent> = Vec::new();
+    let enters: usize = threads
+        .values()
+        .flatten()
+        .map(|c| ThreadDecoder::count_enters(c.2))
+        .sum();
+    let mut events: Vec<MpiEvent> = Vec::with_capacity(enters);
     let mut open_calls: Vec<MpiEvent> = Vec::new();
     let mut comms: BTreeMap<u64, Vec<Option<u32>>> = BTreeMap::new();
     for (tid, mut chunks) in threads {
@@ -381,7 +389,12 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         }
         events.push(ev);
     }
-    events.sort_by_key(|e| e.enter_ns);
+    // One thread's calls are in order already; only a rank with several
+    // calling threads needs the (stable) merge, and its scratch space.
+    if !events.is_sorted_by_key(|e| e.enter_ns) {
+        events.sort_by_key(|e| e.enter_ns);
+    }
+    events.shrink_to_fit();
     if let Some((t, tid)) = aborted_key {
         trace.aborted_in = events
             .iter()

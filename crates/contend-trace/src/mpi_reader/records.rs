@@ -134,6 +134,31 @@ impl ThreadDecoder {
         }
     }
 
+    /// The number of ENTER records in a chunk's records (`bytes` as for
+    /// [`ThreadDecoder::chunk`]): at least the events the chunk gives, so
+    /// the rank's event list is reserved once at its final size instead
+    /// of growing to up to twice it.
+    pub(super) fn count_enters(bytes: &[u8]) -> usize {
+        let mut count = 0;
+        let mut words = bytes.chunks_exact(8);
+        while let Some(w) = words.next() {
+            let word = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            if word == 0 {
+                break;
+            }
+            let hd = Head::decode(word);
+            if hd.tag == f::REC_ENTER {
+                count += 1;
+            }
+            // skip the payload (a record cut short ends the walk)
+            let n = usize::from(hd.n);
+            if n > 0 && words.nth(n - 1).is_none() {
+                break;
+            }
+        }
+        count
+    }
+
     pub(super) fn chunk(
         &mut self,
         base: u64,
@@ -195,8 +220,7 @@ impl ThreadDecoder {
                         events.push(prev);
                     }
                     // the compact form leaves out a repeated call site
-                    let with_site: Vec<u64>;
-                    let p = if hd.small & f::SMALL_COMPACT != 0 {
+                    let (site, rest) = if hd.small & f::SMALL_COMPACT != 0 {
                         let site = self.last_site.unwrap_or_else(|| {
                             damage.push(format!(
                                 "thread {}: a compact call record without an earlier call site in its chunk (site unknown)",
@@ -204,15 +228,17 @@ impl ThreadDecoder {
                             ));
                             0
                         });
-                        with_site = std::iter::once(site).chain(p.iter().copied()).collect();
-                        &with_site[..]
+                        (Some(site), p)
                     } else {
-                        p
+                        match p.split_first() {
+                            Some((&site, rest)) => (Some(site), rest),
+                            None => (None, p),
+                        }
                     };
-                    if let Some(&site) = p.first() {
+                    if let Some(site) = site {
                         self.last_site = Some(site);
                     }
-                    match self.enter(op, p) {
+                    match site.and_then(|site| self.enter(op, site, rest)) {
                         Some(ev) => self.open = Some(ev),
                         None => damage.push(format!(
                             "thread {}: {} record too short (corrupt); call skipped",
@@ -348,6 +374,10 @@ impl ThreadDecoder {
                         }
                         _ => {}
                     }
+                    // the lists grew one record at a time: keep them at
+                    // their exact size (a vector's first push reserves 4)
+                    ev.completions.shrink_to_fit();
+                    ev.starts.shrink_to_fit();
                     events.push(ev);
                 }
                 f::REC_COMM => {
@@ -398,14 +428,15 @@ impl ThreadDecoder {
         }
     }
 
-    /// The event an ENTER record starts; `None` when its payload is short.
-    pub(super) fn enter(&mut self, op: MpiOp, p: &[u64]) -> Option<MpiEvent> {
+    /// The event an ENTER record starts, at call site `site`, with `q`
+    /// the record's payload after the site; `None` when it is short.
+    pub(super) fn enter(&mut self, op: MpiOp, site: u64, q: &[u64]) -> Option<MpiEvent> {
         let mut ev = MpiEvent {
             op,
             tid: self.tid,
             enter_ns: self.now_ns(),
             exit_ns: self.now_ns(),
-            site: *p.first()?,
+            site,
             comm: crate::mpi::WORLD_COMM,
             root: None,
             coll_bytes_sent: 0,
@@ -419,7 +450,6 @@ impl ThreadDecoder {
             probed: None,
             request: 0,
         };
-        let q = &p[1..];
         match class_of(op) {
             Class::None | Class::WaitTest => {}
             Class::Send { blocking } => {
@@ -436,7 +466,7 @@ impl ThreadDecoder {
                     request: 0,
                 });
                 if blocking {
-                    ev.completions.push(send_completion(dest, tag, *bytes));
+                    ev.completions = vec![send_completion(dest, tag, *bytes)];
                 }
             }
             Class::Recv { .. } => {
@@ -474,7 +504,7 @@ impl ThreadDecoder {
                     bytes: *rbytes,
                     request: 0,
                 });
-                ev.completions.push(send_completion(dest, stag, *sbytes));
+                ev.completions = vec![send_completion(dest, stag, *sbytes)];
             }
             Class::Probe => {
                 let [comm, _pt, ..] = q else {

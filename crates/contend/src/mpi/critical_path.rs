@@ -25,6 +25,7 @@
 //! states, summed into the **critical-path imbalance indicator** (the
 //! time the run would save if each region's work were spread evenly).
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -64,7 +65,9 @@ pub struct CriticalPathAnalysis {
 /// Walks the critical path of `tl` (see the module docs).
 pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
     let ranks = &tl.rec.ranks;
+    // the per-rank profiles are independent: one rank per core at a time
     let profiles = (0..ranks.len())
+        .into_par_iter()
         .map(|ri| {
             let mut p: FxHashMap<Region, u64> = FxHashMap::default();
             if tl.index.get(&ranks[ri].rank) == Some(&ri) {

@@ -68,7 +68,7 @@ impl SiteTable {
     pub fn resolve(rec: &MpiRecording, resolver: &mut dyn SiteResolver) -> SiteTable {
         let mut resolved: FxHashMap<(u32, u64), usize> = FxHashMap::default();
         let mut infos: Vec<ResolvedSite> = Vec::new();
-        let mut ids: HashMap<(usize, MpiOp), u32> = HashMap::new();
+        let mut ids: FxHashMap<(usize, MpiOp), u32> = FxHashMap::default();
         let mut by_key: HashMap<(String, String, MpiOp), u32> = HashMap::new();
         let mut table = SiteTable::default();
         for t in &rec.ranks {

@@ -3,7 +3,9 @@
 //! channel and paired by MPI's non-overtaking rule (see the parent
 //! module's docs and `docs/mpi-wait-states.md`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use contend_trace::mpi::{
     CompletionKind, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer, ANY_TAG, SELF_COMM,
@@ -49,7 +51,7 @@ pub(super) struct World<'a> {
 
 impl<'a> World<'a> {
     pub(super) fn new(rec: &'a MpiRecording, warnings: &mut Vec<String>) -> World<'a> {
-        let mut index = HashMap::new();
+        let mut index = HashMap::default();
         for (i, t) in rec.ranks.iter().enumerate() {
             if index.insert(t.rank, i).is_some() {
                 warnings.push(format!(
@@ -59,7 +61,7 @@ impl<'a> World<'a> {
                 ));
             }
         }
-        let mut comms: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut comms: HashMap<u64, Vec<u32>> = HashMap::default();
         for t in &rec.ranks {
             // MPI_COMM_SELF has a different member on every rank.
             for c in t.comms.iter().filter(|c| c.id != SELF_COMM) {
@@ -134,12 +136,12 @@ pub(super) fn collect(
     }
     let mut sends = Vec::new();
     let mut recvs = Vec::new();
-    let mut colls: CollectiveCompletions = vec![HashMap::new(); world.rec.ranks.len()];
+    let mut colls: CollectiveCompletions = vec![HashMap::default(); world.rec.ranks.len()];
     for (ri, t) in world.rec.ranks.iter().enumerate() {
         if world.index.get(&t.rank) != Some(&ri) {
             continue; // a duplicate trace, warned about
         }
-        let mut pending: HashMap<u64, Post> = HashMap::new();
+        let mut pending: HashMap<u64, Post> = HashMap::default();
         let mut unknown = 0u64;
         let mut wrong_kind = 0u64;
         for (ei, e) in t.events.iter().enumerate() {

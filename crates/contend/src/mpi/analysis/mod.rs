@@ -43,7 +43,7 @@
 //! Never panics on any [`MpiRecording`]: indices read from the traces are
 //! checked, and every gap becomes a warning.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use contend_trace::mpi::{MpiOp, MpiRecording, ANY_TAG, SELF_COMM, WORLD_COMM};
 use serde::Serialize;
@@ -330,7 +330,7 @@ pub fn analyze(rec: &MpiRecording) -> MpiAnalysis {
     // One wait per call: a Waitall completing messages and a nonblocking
     // collective is charged its largest wait (the first in report order
     // on a tie).
-    let mut best: HashMap<(u32, usize), usize> = HashMap::new();
+    let mut best: HashMap<(u32, usize), usize> = HashMap::default();
     for (i, w) in waits.iter().enumerate() {
         match best.entry((w.rank, w.event)) {
             std::collections::hash_map::Entry::Vacant(v) => {
@@ -344,7 +344,7 @@ pub fn analyze(rec: &MpiRecording) -> MpiAnalysis {
         }
     }
     if best.len() < waits.len() {
-        let keep: std::collections::HashSet<usize> = best.into_values().collect();
+        let keep: rustc_hash::FxHashSet<usize> = best.into_values().collect();
         let mut i = 0;
         waits.retain(|_| {
             i += 1;

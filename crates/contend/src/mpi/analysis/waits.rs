@@ -3,7 +3,9 @@
 //! N×N, late broadcast, early reduce, early scan), with the rank that
 //! caused each (Geimer et al. 2009; docs/mpi-wait-states.md).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use contend_trace::mpi::{MpiEvent, MpiOp, MpiRankTrace, Peer, SELF_COMM};
 
@@ -15,7 +17,7 @@ use super::{
 /// Per event of `t`: the index of the previous event of the same thread
 /// (`None` for a thread's first call).
 pub(super) fn previous_on_thread(t: &MpiRankTrace) -> Vec<Option<usize>> {
-    let mut last: HashMap<u32, usize> = HashMap::new();
+    let mut last: HashMap<u32, usize> = HashMap::default();
     t.events
         .iter()
         .enumerate()
@@ -48,7 +50,7 @@ pub(super) fn finding_probe(
 pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitState> {
     // (rank, completing event) → best (wait, pattern, cause, cause event)
     type Best = (u64, Pattern, u32, usize);
-    let mut best: HashMap<(u32, usize), Best> = HashMap::new();
+    let mut best: HashMap<(u32, usize), Best> = HashMap::default();
     let mut offer = |rank: u32, ev: usize, w: u64, p: Pattern, cause: u32, cause_ev: usize| {
         if w == 0 {
             return;
@@ -60,7 +62,7 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
     };
     // Per receiving rank with a blocking probe that found a message: the
     // previous event of each event's thread (built on first need).
-    let mut prev: HashMap<u32, Option<Vec<Option<usize>>>> = HashMap::new();
+    let mut prev: HashMap<u32, Option<Vec<Option<usize>>>> = HashMap::default();
     for m in messages {
         let (Some(st), Some(rt)) = (world.trace(m.source), world.trace(m.dest)) else {
             continue;
