@@ -132,8 +132,8 @@ impl Calibration {
     /// [`CalibrationError::Invalid`] (not JSON of this version, no curve,
     /// or measured with a probe of another `loads` than
     /// [`DEFAULT_LOADS`]: the daemon measures the way the curve was
-    /// measured, so an older file of 64 loads is refused with a request
-    /// to calibrate again).
+    /// measured, so an older file of 64 or 32 loads is refused with a
+    /// request to calibrate again).
     pub fn read(path: &Path) -> Result<Calibration, CalibrationError> {
         let text = std::fs::read_to_string(path).map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotFound {

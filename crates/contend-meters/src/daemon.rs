@@ -8,7 +8,6 @@
 //! closes the blackboard (flag, name removed) and returns every meter's
 //! statistics over the run.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -160,8 +159,11 @@ pub fn run(
     let end = opts
         .duration
         .map(|d| start.saturating_add(d.as_nanos() as u64));
-    let mut slots: HashMap<usize, u32> = HashMap::new();
+    // The blackboard slot of each meter, by the engine's meter index; the
+    // vectors are kept across ticks, so a tick allocates nothing.
+    let mut slots: Vec<Option<u32>> = Vec::new();
     let mut free: Vec<u32> = Vec::new();
+    let mut updated: Vec<usize> = Vec::with_capacity(64);
     let mut grid = Grid::new(start, opts.engine.interval);
     let mut next_reap = start;
     loop {
@@ -172,10 +174,14 @@ pub fn run(
             break;
         }
         let now = monotonic_ns();
-        for i in engine.tick(now) {
+        engine.tick_into(now, &mut updated);
+        for &i in &updated {
             let m = &engine.meters()[i];
-            let slot = match slots.get(&i) {
-                Some(&s) => s,
+            if slots.len() <= i {
+                slots.resize(i + 1, None);
+            }
+            let slot = match slots[i] {
+                Some(s) => s,
                 None => {
                     let s = match free.pop() {
                         Some(s) => {
@@ -186,7 +192,7 @@ pub fn run(
                     };
                     match s {
                         Some(s) => {
-                            slots.insert(i, s);
+                            slots[i] = Some(s);
                             s
                         }
                         None => continue,
@@ -198,7 +204,7 @@ pub fn run(
             }
             if m.ended {
                 // Its last value stays visible until the slot is needed.
-                if let Some(s) = slots.remove(&i) {
+                if let Some(s) = slots[i].take() {
                     free.insert(0, s);
                 }
             }

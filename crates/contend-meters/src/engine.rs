@@ -138,7 +138,12 @@ pub fn default_levels(name: &str, cpus: usize, cal: Option<&Calibration>) -> Opt
 pub struct Engine {
     opts: EngineOptions,
     meters: Vec<Meter>,
-    index: HashMap<(String, Scope, u64), usize>,
+    /// Meters by (name, scope, object): names are the static names of
+    /// the table above, so finding one allocates nothing.
+    index: HashMap<(&'static str, Scope, u64), usize>,
+    /// The probe's meters (latency, bandwidth, concurrency) once they
+    /// exist: updated every tick without a lookup.
+    probe_meters: [Option<usize>; 3],
     probe: Chain,
     /// The thread that ticks has been pinned to the probe's CPU.
     pinned: bool,
@@ -272,6 +277,7 @@ impl Engine {
         let mut engine = Engine {
             meters: Vec::new(),
             index: HashMap::new(),
+            probe_meters: [None; 3],
             probe,
             pinned: false,
             probe_total: ProbeStats::default(),
@@ -324,7 +330,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     fn set(
         &mut self,
-        name: &str,
+        name: &'static str,
         unit: &str,
         scope: Scope,
         object: u64,
@@ -334,41 +340,67 @@ impl Engine {
         estimated: bool,
         updated: &mut Vec<usize>,
     ) {
-        let key = (name.to_string(), scope, object);
-        let i = match self.index.get(&key) {
-            Some(&i) => i,
-            None => {
-                let levels = self.opts.levels.get(name).copied().or_else(|| {
-                    default_levels(name, self.opts.cpus.len(), self.opts.calibration.as_ref())
-                });
-                let trigger = levels.and_then(|(h, l)| Trigger::new(name, h, l).ok());
-                self.meters.push(Meter {
-                    desc: MeterDesc {
-                        name: name.into(),
-                        unit: unit.into(),
-                        scope,
-                        object,
-                        label: label.into(),
-                        levels,
-                    },
-                    window: Window::new(self.opts.window.as_nanos() as u64),
-                    trigger,
-                    updates: 0,
-                    estimated,
-                    run: RunStats {
-                        min: f64::INFINITY,
-                        max: f64::NEG_INFINITY,
-                        ..RunStats::default()
-                    },
-                    last: None,
-                    ended: false,
-                    total: None,
-                    last_t: None,
-                });
-                self.index.insert(key, self.meters.len() - 1);
-                self.meters.len() - 1
-            }
-        };
+        let i = self.intern(name, unit, scope, object, label, estimated);
+        self.update(i, value, now, estimated, updated);
+    }
+
+    /// The index of a meter, created (with its levels, window and
+    /// trigger) the first time it is asked for.
+    fn intern(
+        &mut self,
+        name: &'static str,
+        unit: &str,
+        scope: Scope,
+        object: u64,
+        label: &str,
+        estimated: bool,
+    ) -> usize {
+        let key = (name, scope, object);
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let levels =
+            self.opts.levels.get(name).copied().or_else(|| {
+                default_levels(name, self.opts.cpus.len(), self.opts.calibration.as_ref())
+            });
+        let trigger = levels.and_then(|(h, l)| Trigger::new(name, h, l).ok());
+        self.meters.push(Meter {
+            desc: MeterDesc {
+                name: name.into(),
+                unit: unit.into(),
+                scope,
+                object,
+                label: label.into(),
+                levels,
+            },
+            window: Window::new(self.opts.window.as_nanos() as u64),
+            trigger,
+            updates: 0,
+            estimated,
+            run: RunStats {
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+                ..RunStats::default()
+            },
+            last: None,
+            ended: false,
+            total: None,
+            last_t: None,
+        });
+        self.index.insert(key, self.meters.len() - 1);
+        self.meters.len() - 1
+    }
+
+    /// Feeds meter `i` a value taken at `now` (NaN: ignored): its window,
+    /// trigger, run statistics and latest values.
+    fn update(
+        &mut self,
+        i: usize,
+        value: f64,
+        now: u64,
+        estimated: bool,
+        updated: &mut Vec<usize>,
+    ) {
         let m = &mut self.meters[i];
         if value.is_nan() {
             return;
@@ -401,8 +433,14 @@ impl Engine {
         updated.push(i);
     }
 
-    fn end_meter(&mut self, name: &str, scope: Scope, object: u64, updated: &mut Vec<usize>) {
-        if let Some(&i) = self.index.get(&(name.to_string(), scope, object)) {
+    fn end_meter(
+        &mut self,
+        name: &'static str,
+        scope: Scope,
+        object: u64,
+        updated: &mut Vec<usize>,
+    ) {
+        if let Some(&i) = self.index.get(&(name, scope, object)) {
             let m = &mut self.meters[i];
             if !m.ended {
                 m.ended = true;
@@ -416,7 +454,8 @@ impl Engine {
 
     /// Takes the probe's sample and computes what is due at `now_ns`
     /// (CLOCK_MONOTONIC); returns the indices of the meters that got a
-    /// new value (or ended).
+    /// new value (or ended). [`Engine::tick_into`] does the same into a
+    /// vector the caller keeps (no allocation per tick).
     ///
     /// The probe is sampled here, in the caller's loop, not by a thread of
     /// its own (one wake-up per interval instead of two): the first call
@@ -424,6 +463,14 @@ impl Engine {
     /// built), so call it from one thread, the one that runs the loop.
     pub fn tick(&mut self, now_ns: u64) -> Vec<usize> {
         let mut updated = Vec::new();
+        self.tick_into(now_ns, &mut updated);
+        updated
+    }
+
+    /// [`Engine::tick`] into `updated` (cleared first): the daemon's loop
+    /// keeps one vector, so a tick allocates nothing.
+    pub fn tick_into(&mut self, now_ns: u64, updated: &mut Vec<usize>) {
+        updated.clear();
         if !self.pinned {
             self.pinned = true;
             if let Err(e) = pin_current_thread(self.opts.probe_cpu) {
@@ -441,17 +488,15 @@ impl Engine {
         if let Some(lat) = st.mean() {
             self.last_latency = Some(lat);
             let scope = self.memory_scope;
-            self.set(
-                "memory_latency",
-                "ns",
-                scope,
-                0,
-                "",
-                lat,
-                now_ns,
-                false,
-                &mut updated,
-            );
+            let i = match self.probe_meters[0] {
+                Some(i) => i,
+                None => {
+                    let i = self.intern("memory_latency", "ns", scope, 0, "", false);
+                    self.probe_meters[0] = Some(i);
+                    i
+                }
+            };
+            self.update(i, lat, now_ns, false, updated);
             // With memory-controller counters, bandwidth and concurrency
             // come from them at the system interval (system_tick).
             if let Some(cal) = self
@@ -462,38 +507,27 @@ impl Engine {
             {
                 let bw = cal.bandwidth_for(lat);
                 let conc = bw / LINE_BYTES * lat * 1e-9;
-                self.set(
-                    "memory_bandwidth",
-                    "bytes/s",
-                    scope,
-                    0,
-                    "",
-                    bw,
-                    now_ns,
-                    true,
-                    &mut updated,
-                );
-                self.set(
-                    "memory_concurrency",
-                    "lines",
-                    scope,
-                    0,
-                    "",
-                    conc,
-                    now_ns,
-                    true,
-                    &mut updated,
-                );
+                let (b, c) = match (self.probe_meters[1], self.probe_meters[2]) {
+                    (Some(b), Some(c)) => (b, c),
+                    _ => {
+                        let b = self.intern("memory_bandwidth", "bytes/s", scope, 0, "", true);
+                        let c = self.intern("memory_concurrency", "lines", scope, 0, "", true);
+                        self.probe_meters[1] = Some(b);
+                        self.probe_meters[2] = Some(c);
+                        (b, c)
+                    }
+                };
+                self.update(b, bw, now_ns, true, updated);
+                self.update(c, conc, now_ns, true, updated);
             }
         }
         if now_ns >= self.next_system_ns {
             self.next_system_ns = now_ns + self.opts.system_interval.as_nanos() as u64;
-            self.system_tick(now_ns, &mut updated);
+            self.system_tick(now_ns, updated);
         }
         if self.locks.is_some() {
-            self.lock_tick(now_ns, &mut updated);
+            self.lock_tick(now_ns, updated);
         }
-        updated
     }
 
     fn system_tick(&mut self, now_ns: u64, updated: &mut Vec<usize>) {
@@ -711,7 +745,7 @@ impl Engine {
                 ("lock_wait_rate", p.total_wait_ns as f64 / 1e9),
                 ("lock_contention_rate", p.total_contended as f64),
             ] {
-                if let Some(&i) = self.index.get(&(key.0.to_string(), scope, 0)) {
+                if let Some(&i) = self.index.get(&(key.0, scope, 0)) {
                     self.meters[i].total = Some(key.1);
                 }
             }

@@ -13,8 +13,9 @@
 //! (`MADV_HUGEPAGE`), so that the probe measures memory rather than page
 //! walks where the kernel grants them.
 //!
-//! A sample ([`Chain::sample`]) dereferences `loads` steps of every head
-//! and divides the elapsed time by `loads`: with `k = 1` that is the
+//! A sample ([`Chain::sample`]) takes one untimed step of every head,
+//! then dereferences `loads` steps of every head and divides the elapsed
+//! time by `loads`: with `k = 1` that is the
 //! latency of one memory access, ns; with `k > 1` the time of one round
 //! of k concurrent accesses. Consecutive samples continue where the last
 //! stopped, so the lines they touch were last touched a whole cycle ago
@@ -34,9 +35,10 @@
 //! only leaves out one more sample. (Until 2026-11 the count was read
 //! before and after every sample, two system calls per sample.)
 //!
-//! **Cost.** [`ProbeConfig::default`] follows 32 links per sample (64
-//! until 2026-11; a calibration records `loads` and one measured with
-//! another count is refused, [`crate::calibration::Calibration::read`]).
+//! **Cost.** [`ProbeConfig::default`] follows 16 links per sample (64
+//! until 2026-11, then 32 until 2026-11-23; a calibration records `loads`
+//! and one measured with another count is refused,
+//! [`crate::calibration::Calibration::read`]).
 //! The meter engine takes its samples in its own loop, on a thread pinned
 //! to the probe's CPU ([`crate::engine`]); [`ProbeRunner`], a thread of
 //! its own, is what `contend meters calibrate` uses.
@@ -54,14 +56,17 @@ pub const OUTLIER_FACTOR: f64 = 4.0;
 /// Size of one chain element: a cache line, bytes.
 pub const LINE: usize = 64;
 
-/// Dependent loads per sample of the default probe (32: about 10 µs at
-/// 300 ns per load; the probe's cost at a 1 ms interval is about this
-/// share of one CPU). Calibrations measured with another count are
-/// refused ([`crate::calibration::Calibration::read`]).
-pub const DEFAULT_LOADS: u32 = 32;
+/// Timed dependent loads per sample of the default probe (16: about 5 µs
+/// at 300 ns per load; the wake-up of the tick costs more). Calibrations
+/// measured with another count are refused
+/// ([`crate::calibration::Calibration::read`]).
+pub const DEFAULT_LOADS: u32 = 16;
 
 /// The running median is recomputed every this many samples.
 const MEDIAN_EVERY: u32 = 8;
+
+/// Samples the running median is taken over.
+const RECENT: usize = 63;
 
 /// How the probe measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -239,7 +244,7 @@ impl Chain {
             bytes: map_bytes,
             heads,
             loads: cfg.loads,
-            recent: Vec::with_capacity(64),
+            recent: Vec::with_capacity(RECENT),
             median: None,
             since_median: 0,
             last_nivcsw: None,
@@ -251,6 +256,15 @@ impl Chain {
     pub fn sample(&mut self) -> Sample {
         if self.last_nivcsw.is_none() {
             self.last_nivcsw = Some(involuntary_switches());
+        }
+        // One untimed step of every head first: the first load after the
+        // thread wakes pays a fixed cost (about 250 ns measured here, a
+        // TLB refill or cold code) that would otherwise be spread over
+        // the timed loads, more the fewer they are.
+        for h in self.heads.iter_mut() {
+            // SAFETY: every chain word holds the address of another line
+            // of the mapping.
+            *h = unsafe { std::ptr::read_volatile(*h) } as *const usize;
         }
         let t0 = Instant::now();
         let k = self.heads.len();
@@ -279,7 +293,7 @@ impl Chain {
         if !switched {
             // The running median follows every sample not switched out
             // (also outliers, so that a lasting change is followed).
-            if self.recent.len() == 63 {
+            if self.recent.len() == RECENT {
                 self.recent.remove(0);
             }
             self.recent.push(ns);
@@ -296,13 +310,18 @@ impl Chain {
         }
     }
 
+    /// The median of `recent` (at least 8 values): the value at `len / 2`
+    /// in sorted order, selected in a copy on the stack (no allocation,
+    /// no full sort).
     fn compute_median(&self) -> Option<f64> {
-        if self.recent.len() < 8 {
+        let n = self.recent.len();
+        if n < 8 {
             return None;
         }
-        let mut v = self.recent.clone();
-        v.sort_by(f64::total_cmp);
-        Some(v[v.len() / 2])
+        let mut v = [0.0f64; RECENT];
+        v[..n].copy_from_slice(&self.recent);
+        let (_, m, _) = v[..n].select_nth_unstable_by(n / 2, f64::total_cmp);
+        Some(*m)
     }
 }
 

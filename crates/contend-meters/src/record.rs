@@ -68,6 +68,8 @@ fn run(mut engine: Engine, path: &Path, stop: &AtomicBool) -> Vec<String> {
     let mut grid = Grid::new(start, engine.options().interval);
     let mut error = None;
     let mut last = false;
+    // Kept across ticks: a tick allocates no index vector.
+    let mut updated: Vec<usize> = Vec::with_capacity(64);
     loop {
         grid.sleep();
         if stop.load(Ordering::Relaxed) {
@@ -75,9 +77,9 @@ fn run(mut engine: Engine, path: &Path, stop: &AtomicBool) -> Vec<String> {
             last = true;
         }
         let now = monotonic_ns();
-        let updated = engine.tick(now);
+        engine.tick_into(now, &mut updated);
         let mut values = Vec::with_capacity(updated.len());
-        for i in updated {
+        for &i in &updated {
             let m = &engine.meters()[i];
             let column = match declared.get(&i) {
                 Some(&c) => c,

@@ -22,11 +22,31 @@ use std::collections::VecDeque;
 use crate::layout::TriggerState;
 
 /// Values of the last `span_ns` (at least one).
+///
+/// Each [`Window::push`] and [`Window::stats`] costs O(1) amortised, not
+/// O(values in the window): a running sum (recomputed from the values
+/// every [`RESUM_EVERY`] pushes, so rounding does not accumulate) and two
+/// monotonic queues whose fronts are the minimum and the maximum. The
+/// statistics are those of the values in the window, exactly as before
+/// (minimum and maximum exactly; the average to the last bits).
 #[derive(Debug, Clone)]
 pub struct Window {
     span_ns: u64,
-    values: VecDeque<(u64, f64)>,
+    /// (time, value, sequence number) of every value in the window.
+    values: VecDeque<(u64, f64, u64)>,
+    /// (sequence number, value), values strictly increasing: the front is
+    /// the minimum.
+    mins: VecDeque<(u64, f64)>,
+    /// (sequence number, value), values strictly decreasing: the front is
+    /// the maximum.
+    maxs: VecDeque<(u64, f64)>,
+    sum: f64,
+    seq: u64,
 }
+
+/// The window's running sum is recomputed from its values every this many
+/// pushes.
+pub const RESUM_EVERY: u64 = 1024;
 
 /// Average, minimum and maximum of a [`Window`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,6 +67,10 @@ impl Window {
         Window {
             span_ns,
             values: VecDeque::new(),
+            mins: VecDeque::new(),
+            maxs: VecDeque::new(),
+            sum: 0.0,
+            seq: 0,
         }
     }
 
@@ -56,33 +80,51 @@ impl Window {
         if value.is_nan() {
             return;
         }
-        self.values.push_back((t_ns, value));
+        let seq = self.seq;
+        self.seq += 1;
+        self.values.push_back((t_ns, value, seq));
+        self.sum += value;
+        while self.mins.back().is_some_and(|&(_, v)| v >= value) {
+            self.mins.pop_back();
+        }
+        self.mins.push_back((seq, value));
+        while self.maxs.back().is_some_and(|&(_, v)| v <= value) {
+            self.maxs.pop_back();
+        }
+        self.maxs.push_back((seq, value));
         while self.values.len() > 1
             && self
                 .values
                 .front()
-                .is_some_and(|&(t, _)| t_ns.saturating_sub(t) >= self.span_ns)
+                .is_some_and(|&(t, _, _)| t_ns.saturating_sub(t) >= self.span_ns)
         {
-            self.values.pop_front();
+            let Some((_, v, s)) = self.values.pop_front() else {
+                break;
+            };
+            self.sum -= v;
+            if self.mins.front().is_some_and(|&(q, _)| q == s) {
+                self.mins.pop_front();
+            }
+            if self.maxs.front().is_some_and(|&(q, _)| q == s) {
+                self.maxs.pop_front();
+            }
+        }
+        if self.seq.is_multiple_of(RESUM_EVERY) {
+            self.sum = self.values.iter().map(|&(_, v, _)| v).sum();
         }
     }
 
     /// The statistics; `None` when no value was pushed.
     pub fn stats(&self) -> Option<WindowStats> {
-        if self.values.is_empty() {
-            return None;
-        }
-        let (mut sum, mut min, mut max) = (0.0, f64::INFINITY, f64::NEG_INFINITY);
-        for &(_, v) in &self.values {
-            sum += v;
-            min = min.min(v);
-            max = max.max(v);
-        }
+        let (&(_, min), &(_, max)) = (self.mins.front()?, self.maxs.front()?);
+        let n = self.values.len();
+        // One value: exactly it (no rounding left over from the sum).
+        let avg = if n == 1 { min } else { self.sum / n as f64 };
         Some(WindowStats {
-            avg: sum / self.values.len() as f64,
+            avg,
             min,
             max,
-            samples: self.values.len() as u64,
+            samples: n as u64,
         })
     }
 }
@@ -167,5 +209,44 @@ mod tests {
         assert_eq!(w.stats().unwrap().samples, 1);
         w.push(101, f64::NAN);
         assert_eq!(w.stats().unwrap().samples, 1);
+    }
+
+    /// The O(1) statistics equal those computed from the values in the
+    /// window, over many pushes (several re-summations, values that
+    /// repeat, rise and fall, times that repeat).
+    #[test]
+    fn window_statistics_equal_a_full_scan() {
+        let span = 50;
+        let mut w = Window::new(span);
+        let mut all: Vec<(u64, f64)> = Vec::new();
+        let mut x: u64 = 12345;
+        for i in 0..5000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Repeated times (i / 2) and a few repeated values (x % 97).
+            let (t, v) = (i / 2, (x % 97) as f64 * 0.37 - 10.0);
+            w.push(t, v);
+            all.push((t, v));
+            let mut keep: Vec<f64> = all
+                .iter()
+                .filter(|&&(u, _)| t.saturating_sub(u) < span)
+                .map(|&(_, v)| v)
+                .collect();
+            if keep.is_empty() {
+                keep.push(v);
+            }
+            let s = w.stats().unwrap();
+            let avg = keep.iter().sum::<f64>() / keep.len() as f64;
+            let min = keep.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = keep.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!(s.samples, keep.len() as u64, "push {i}");
+            assert_eq!((s.min, s.max), (min, max), "push {i}");
+            assert!(
+                (s.avg - avg).abs() <= 1e-9 * avg.abs().max(1.0),
+                "push {i}: {} vs {avg}",
+                s.avg
+            );
+        }
     }
 }

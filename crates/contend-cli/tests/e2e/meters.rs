@@ -312,7 +312,10 @@ fn watch_shows_the_meters_and_quits_on_q() {
     t(&["send-keys", "-t", &session, "q"]);
     let start = Instant::now();
     let mut after = capture();
-    while !after.contains("WATCH-EXIT=") {
+    // The echoed command line itself holds "WATCH-EXIT=$?": wait for the
+    // line the shell prints after watch returned.
+    let exited = |screen: &str| screen.lines().any(|l| l.starts_with("WATCH-EXIT="));
+    while !exited(&after) {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "contend watch did not quit on q:\n{after}"
