@@ -50,6 +50,18 @@ static inline void compute_us(uint64_t us)
         ;
 }
 
+/* compute(delay) at a finer grain: `ns` nanoseconds of spinning on the
+ * clock (the lock benchmark's delay and critical section on small
+ * machines, where the interesting delays are below a microsecond). */
+static inline void compute_ns(uint64_t ns)
+{
+    if (!ns)
+        return;
+    uint64_t end = now_ns() + ns;
+    while (now_ns() < end)
+        ;
+}
+
 /* Pins the calling thread to CPU `i` modulo the CPUs it may use. */
 static inline void pin(int i)
 {

@@ -599,13 +599,27 @@ fn hot_functions_are_chosen_by_a_profile() {
 /// how long its threads waited for a CPU: time other programs took from
 /// it). Every benchmark must yield a scored block at every point, and the
 /// fastest 1% of the block's executions must stay about the same whatever
-/// the contention (within 2×, the paper's Figure 7). Pearson's ρ(X, SCI)
-/// is printed, not asserted: on this shared 2-CPU machine it has ranged
-/// from −0.7 to 0.96 between runs (docs/benchmarks.md), and for false
-/// sharing, the one benchmark that correlates here, three runs at load 4–5
-/// gave 0.979, 0.984 and 0.393 with all 4 points undisturbed (the last
-/// with one batch time of 1.5 µs among 0.2–0.4 µs), so a bound on it would
-/// test the machine's load, not contend.
+/// the contention (within 2×, the paper's Figure 7). For the two lock
+/// benchmarks (1 µs critical section, delays of 0–8 µs: contended at the
+/// short delays, uncontended at the long ones, lock.c) Pearson's ρ(X, SCI)
+/// over the undisturbed points must be at least 0.9 (the paper's Table 1:
+/// 0.95–0.99; the quick sweep's 4 points gave 0.953–1.000 in three runs
+/// on a quiet machine, the full sweep 0.980 and 0.997, docs/benchmarks.md;
+/// with 20,000 acquisitions per thread instead of 100,000 one preemption
+/// inside the program's timing window moved X enough to give 0.87, so
+/// the quick sweep keeps the full size for the locks): X and SCI
+/// are both about 10× larger at the contended points than at the
+/// uncontended ones, so the bound holds with the noise of an undisturbed
+/// run and fails when SCI does not follow the wait the program measures.
+/// Points whose threads waited for a CPU more than 5% of their time
+/// (schedstat, other programs' load) are repeated up to 3 times; a lock
+/// benchmark left with fewer than 3 undisturbed points is reported as not
+/// checked (loudly), since its ρ would then measure the machine's load.
+/// For false sharing and the O_DIRECT reads ρ is printed only: false
+/// sharing gave 0.979, 0.984 and 0.393 in three quick sweeps at load 4–5
+/// with all 4 points undisturbed (cache interference from other programs
+/// that the CPU-wait check does not see), and the read time on this VM's
+/// virtio disk rises with the delay instead of falling.
 #[test]
 fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put() {
     let _serial = serial();
@@ -637,7 +651,7 @@ fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put(
         .arg(tmp.path().join("data"))
         .arg("--io-dir")
         .arg(&io_dir)
-        .args(["--quick", "--repeat", "2", "--json"])
+        .args(["--quick", "--repeat", "3", "--json"])
         .arg(&summary);
     let out = run_timeout(cmd, Duration::from_secs(300));
     eprintln!("{}", out.stdout);
@@ -660,11 +674,30 @@ fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put(
             hi <= 2 * lo.max(50),
             "{bench}: the fastest 1% moved from {lo} to {hi} ns across the sweep"
         );
+        let undisturbed = u(b, "undisturbed");
+        if bench == "mutex" || bench == "spin" {
+            if undisturbed >= 3 {
+                let rho = b["rho_undisturbed"].as_f64().unwrap_or(f64::NAN);
+                assert!(
+                    rho >= 0.9,
+                    "{bench}: rho(X, SCI) = {rho} over {undisturbed} undisturbed points, below 0.9: \
+                     SCI does not follow the lock acquisition time the program measured ({points:?})"
+                );
+                eprintln!("{bench}: rho(X, SCI) = {rho:.3} over {undisturbed} undisturbed points (>= 0.9)");
+            } else {
+                eprintln!(
+                    "!!! {bench}: rho(X, SCI) NOT CHECKED: only {undisturbed} of {} points undisturbed \
+                     after 3 runs each (the machine is busy); rho over all points {}",
+                    points.len(),
+                    b["rho"]
+                );
+            }
+            continue;
+        }
         eprintln!(
-            "{bench}: rho(X, SCI) = {} over all points, {} over the {} undisturbed ones (not asserted)",
+            "{bench}: rho(X, SCI) = {} over all points, {} over the {undisturbed} undisturbed ones (not asserted)",
             b["rho"],
             b["rho_undisturbed"],
-            u(b, "undisturbed")
         );
     }
 }
