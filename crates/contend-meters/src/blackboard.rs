@@ -238,16 +238,9 @@ pub struct AppSnapshot {
     pub updates: u64,
 }
 
-/// CLOCK_MONOTONIC now, ns.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// CLOCK_MONOTONIC now, ns (the blackboard's time base; the recorder's
+/// clock, `contend_record::host::monotonic_ns`).
+pub use contend_record::host::monotonic_ns;
 
 fn realtime_ns() -> u64 {
     std::time::SystemTime::now()

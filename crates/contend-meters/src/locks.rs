@@ -34,6 +34,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use contend_record::host::thread_cpu_ns;
 use contend_trace::{format, CalibrationPoint, ClockFit, LockTrace, Phase};
 
 /// Cumulative lock totals of one trace at one instant.
@@ -127,17 +128,6 @@ pub fn totals(trace: &LockTrace, now_ns: u64) -> LockTotals {
         }
     }
     t
-}
-
-/// CPU time of the calling thread, ns (`CLOCK_THREAD_CPUTIME_ID`).
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The trace file of process `pid` in recording `dir`: the latest exec

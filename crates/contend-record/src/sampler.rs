@@ -74,6 +74,7 @@ use contend_trace::service::{
 use contend_trace::TraceError;
 use rustc_hash::FxHashMap;
 
+use crate::host::{clock_ns, monotonic_ns, thread_cpu_ns};
 pub use crate::sched_events::SchedEvents;
 pub use crate::sched_events::ServiceSource;
 use crate::sched_events::SLACK_NS;
@@ -867,26 +868,6 @@ fn raise_fd_limit() -> usize {
         // Leave room for the launcher's own files.
         usize::try_from(r.rlim_cur).unwrap_or(usize::MAX) / 2
     }
-}
-
-/// CLOCK_MONOTONIC now, ns.
-fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer; both clocks exist on Linux.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ use contend_trace::numa::{Calibration, CurvePoint, LatencyTable};
 
 use super::memory::{bind_to_node, query_nodes};
 use super::topology::Topology;
-use crate::host::{uname, CpuInfo};
+use crate::host::{thread_cpu_ns, uname, CpuInfo};
 
 /// What to measure, how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,16 +101,6 @@ fn line_bytes() -> u64 {
     } else {
         64
     }
-}
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Pins the calling thread to `cpu`.

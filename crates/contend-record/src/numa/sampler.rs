@@ -58,6 +58,7 @@ use super::memory::query_nodes;
 use super::pmu::{find_event, PhysMap, PmuEvent, DEVICES, MEMORY};
 use super::topology::Topology;
 use crate::cpus::online_cpu_list;
+use crate::host::thread_cpu_ns;
 
 /// Default software period: 1 ms of CPU time. Each sample costs the
 /// target about 20 µs in a virtual machine (bench/numa_sampler.sh): 2 % at
@@ -915,16 +916,6 @@ impl SampleSet {
         )?;
         self.info.write(dir)
     }
-}
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Where the events of a sampler come from.
