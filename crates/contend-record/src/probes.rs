@@ -317,20 +317,28 @@ impl ChildHook {
     /// Sends the child's pid to the launcher's helper and waits until its
     /// events exist. Runs between fork and exec: system calls only.
     pub fn run(&self) {
-        // SAFETY: plain system calls on a descriptor this process owns and
-        // on stack buffers.
-        unsafe {
-            let pid = libc::getpid() as u32;
-            let b = pid.to_le_bytes();
-            if libc::send(self.sock, b.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) != 4 {
-                return;
-            }
-            let mut ack = [0u8; 1];
-            loop {
-                let n = libc::recv(self.sock, ack.as_mut_ptr().cast(), 1, 0);
-                if n >= 0 || *libc::__errno_location() != libc::EINTR {
-                    break;
-                }
+        send_pid_and_wait(self.sock);
+    }
+}
+
+/// The child's side of a launcher helper's handshake (probes, scheduler
+/// events): sends this process's pid (4 bytes, little-endian) on `sock`
+/// and waits for the helper's one-byte answer, retrying a receive that a
+/// signal interrupted. Runs between fork and exec: system calls only, no
+/// allocation; never fails (without an answer the program simply runs).
+pub(crate) fn send_pid_and_wait(sock: RawFd) {
+    // SAFETY: plain system calls on a descriptor this process holds and on
+    // stack buffers.
+    unsafe {
+        let b = (libc::getpid() as u32).to_le_bytes();
+        if libc::send(sock, b.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) != 4 {
+            return;
+        }
+        let mut ack = [0u8; 1];
+        loop {
+            let n = libc::recv(sock, ack.as_mut_ptr().cast(), 1, 0);
+            if n >= 0 || *libc::__errno_location() != libc::EINTR {
+                break;
             }
         }
     }

@@ -505,21 +505,7 @@ impl ChildPart {
         if self.sock < 0 {
             return;
         }
-        // SAFETY: plain system calls on a descriptor this process holds
-        // and on stack buffers.
-        unsafe {
-            let b = (libc::getpid() as u32).to_le_bytes();
-            if libc::send(self.sock, b.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) != 4 {
-                return;
-            }
-            let mut ack = [0u8; 1];
-            loop {
-                let n = libc::recv(self.sock, ack.as_mut_ptr().cast(), 1, 0);
-                if n >= 0 || *libc::__errno_location() != libc::EINTR {
-                    break;
-                }
-            }
-        }
+        crate::probes::send_pid_and_wait(self.sock);
     }
 }
 
