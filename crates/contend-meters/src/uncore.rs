@@ -93,35 +93,6 @@ fn number(s: &str) -> Option<u64> {
     }
 }
 
-/// Sets `value` into the `config` bits a sysfs format string names
-/// (`config:0-7`, `config:8-15,32`); `None` for another word or a bad
-/// string.
-fn encode(format: &str, value: u64) -> Option<u64> {
-    let ranges = format.strip_prefix("config:")?;
-    let (mut out, mut v) = (0u64, value);
-    for r in ranges.split(',') {
-        let (lo, hi) = match r.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
-            None => {
-                let b = r.parse::<u32>().ok()?;
-                (b, b)
-            }
-        };
-        if hi < lo || hi > 63 {
-            return None;
-        }
-        let width = hi - lo + 1;
-        let mask = if width == 64 {
-            u64::MAX
-        } else {
-            (1u64 << width) - 1
-        };
-        out |= (v & mask) << lo;
-        v = if width == 64 { 0 } else { v >> width };
-    }
-    Some(out)
-}
-
 /// `config` of the terms `terms` (`event=0x04,umask=0x03`) through the
 /// PMU directory's `format/` files.
 fn config_of(dir: &Path, terms: &[(&str, u64)]) -> Result<u64, String> {
@@ -129,8 +100,11 @@ fn config_of(dir: &Path, terms: &[(&str, u64)]) -> Result<u64, String> {
     for &(key, val) in terms {
         let f = read(&dir.join("format").join(key))
             .ok_or_else(|| format!("{}/format/{key} is missing", dir.display()))?;
-        config |= encode(&f, val)
-            .ok_or_else(|| format!("{}/format/{key}: cannot read `{f}`", dir.display()))?;
+        // a `config1`/`config2` term is not one these events use
+        match contend_record::numa::pmu::encode(&f, val) {
+            Some((0, bits)) => config |= bits,
+            _ => return Err(format!("{}/format/{key}: cannot read `{f}`", dir.display())),
+        }
     }
     Ok(config)
 }

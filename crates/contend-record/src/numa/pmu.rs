@@ -42,9 +42,12 @@ fn read(p: &Path) -> Option<String> {
 }
 
 /// Sets `value` into the bits a sysfs format string names (`config:0-7`,
-/// `config1:0-15`, `config:8-15,32`): returns which config word (0, 1, 2)
-/// and the word with the bits set.
-fn encode(format: &str, value: u64) -> Option<(usize, u64)> {
+/// `config1:0-15`, `config:8-15,32`; the kernel's
+/// `/sys/bus/event_source/devices/<pmu>/format/<term>` files): returns
+/// which `perf_event_attr` config word (0, 1, 2) and the word with the
+/// bits set, the value's low bits in the first range, the next ones in
+/// the next. `None` for another word or a string that is not a bit list.
+pub fn encode(format: &str, value: u64) -> Option<(usize, u64)> {
     let (word, ranges) = format.split_once(':')?;
     let word = match word {
         "config" => 0,
