@@ -114,6 +114,8 @@ fn main() {
 #[allow(dead_code)] // shared with the library, which uses more of it
 #[path = "src/mpi_headers.rs"]
 mod mpi_headers;
+#[path = "../../build-support/watch.rs"]
+mod watch;
 
 use mpi_headers::{compile_args, header_dir, include_dirs, probed_headers, MPI_HEADERS};
 
@@ -132,31 +134,11 @@ const TOO_BIG_TO_WATCH: &[&str] = &[
 /// changes them.
 const PACKAGE_DATABASES: &[&str] = &["/var/lib/dpkg/status", "/var/lib/rpm"];
 
-/// Makes Cargo rerun this script when `path` (an `mpi.h` the probe looked
-/// at) changes or appears: the file itself when it exists, else the
-/// nearest directory above it that exists (a new file below it changes
-/// the directory tree Cargo watches), unless that is a system directory
-/// too large to scan on every build (then the package databases, watched
-/// always, notice the installation). A missing path is never named itself:
-/// Cargo would rerun the script on every build.
+/// Watches `path`, an `mpi.h` the probe looked at ([`watch::watch`] with
+/// [`TOO_BIG_TO_WATCH`]; the package databases, watched always, notice an
+/// installation below a directory too large to watch).
 fn watch(path: &std::path::Path) {
-    if path.exists() {
-        println!("cargo:rerun-if-changed={}", path.display());
-        return;
-    }
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        if d.is_dir() {
-            if !TOO_BIG_TO_WATCH
-                .iter()
-                .any(|b| std::path::Path::new(b) == d)
-            {
-                println!("cargo:rerun-if-changed={}", d.display());
-            }
-            return;
-        }
-        dir = d.parent();
-    }
+    watch::watch(path, TOO_BIG_TO_WATCH)
 }
 
 /// Builds `libcontend_mpi_<impl>.so` for every MPI implementation whose

@@ -5,6 +5,9 @@
 //! get it. Every header path looked at is watched (see `watch`), so
 //! installing the library later rebuilds the crate.
 
+#[path = "../../build-support/watch.rs"]
+mod watch;
+
 use std::path::PathBuf;
 
 fn main() {
@@ -64,26 +67,8 @@ const DPKG_STATUS: &str = "/var/lib/dpkg/status";
 /// tree on every build); the package database stands in for them.
 const TOO_BIG_TO_WATCH: &[&str] = &["/", "/usr", "/usr/include"];
 
-/// Makes Cargo rerun this script when `path` appears or changes: the file
-/// itself when it exists, else the nearest existing directory above it
-/// (unless too large to watch). A missing path is never named itself:
-/// Cargo would rerun the script, and rebuild the crate, on every build.
+/// Watches `path`, a header the probe looked at ([`watch::watch`] with
+/// [`TOO_BIG_TO_WATCH`]).
 fn watch(path: &std::path::Path) {
-    if path.exists() {
-        println!("cargo:rerun-if-changed={}", path.display());
-        return;
-    }
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        if d.is_dir() {
-            if !TOO_BIG_TO_WATCH
-                .iter()
-                .any(|b| std::path::Path::new(b) == d)
-            {
-                println!("cargo:rerun-if-changed={}", d.display());
-            }
-            return;
-        }
-        dir = d.parent();
-    }
+    watch::watch(path, TOO_BIG_TO_WATCH)
 }
