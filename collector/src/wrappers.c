@@ -19,7 +19,7 @@
  *
  * Light mode (contend_g.light, `contend record --light`): an acquisition
  * that succeeds at once is only counted per (object, call site) and thread
- * (contend_count_op), without a timestamp; everything that waits is
+ * (contend_count_acq), without a timestamp; everything that waits is
  * recorded as in the default mode, and so is the release of every hold
  * whose acquisition was recorded. A release that finds waiters is always
  * recorded with the time after the real call too (RELEASED: the wake
@@ -192,7 +192,7 @@ CONTEND_INLINE void acquired_at_once(struct contend_thread *ts, uint32_t prim, c
                                      const void *site, int light)
 {
     if (light)
-        contend_count_op(ts, prim, obj, site);
+        contend_count_acq(ts, prim, obj, site);
     else
         contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_IMMEDIATE), obj, site, contend_now());
 }
@@ -290,7 +290,7 @@ CONTEND_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(mutex_trylock)(m);
         if (r == 0 && contend_g.light) {
-            contend_count_op(ts, CONTEND_PRIM_MUTEX, m, site);
+            contend_count_acq(ts, CONTEND_PRIM_MUTEX, m, site);
             return r;
         }
         uint32_t tag = ACQUIRED(r) ? TAG(MUTEX, IMMEDIATE)
@@ -434,7 +434,7 @@ CONTEND_INLINE int rwlock_acquire(struct contend_thread *ts, pthread_rwlock_t *r
         if (CONTEND_LIKELY(r == 0)) {
             uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
             if (contend_g.light) {
-                contend_count_op(ts, prim, rw, site);
+                contend_count_acq(ts, prim, rw, site);
                 return 0;
             }
             rw_remember(ts, rw, (uintptr_t)write);
@@ -475,7 +475,7 @@ static inline int rwlock_try(struct contend_thread *ts, pthread_rwlock_t *rw, co
                      : r == EBUSY ? CONTEND_PHASE_BUSY
                                   : CONTEND_PHASE_ERROR;
     if (r == 0 && contend_g.light) {
-        contend_count_op(ts, prim, rw, site);
+        contend_count_acq(ts, prim, rw, site);
         return r;
     }
     if (r == 0)
@@ -618,7 +618,7 @@ CONTEND_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s)
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(spin_trylock)(s);
         if (r == 0 && contend_g.light) {
-            contend_count_op(ts, CONTEND_PRIM_SPIN, (const void *)s, site);
+            contend_count_acq(ts, CONTEND_PRIM_SPIN, (const void *)s, site);
             return r;
         }
         uint32_t tag = r == 0       ? TAG(SPIN, IMMEDIATE)
@@ -898,7 +898,7 @@ CONTEND_EXPORT int sem_trywait(sem_t *s)
         int r = CONTEND_REAL(sem_trywait)(s);
         int e = errno;
         if (r == 0 && contend_g.light) {
-            contend_count_op(ts, CONTEND_PRIM_SEM, s, site);
+            contend_count_acq(ts, CONTEND_PRIM_SEM, s, site);
             errno = e;
             return r;
         }
@@ -1031,6 +1031,10 @@ void contend_calibrate_cost(struct contend_thread *ts)
 
     uint64_t best[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
     int kinds = contend_g.light ? 3 : 2;
+    /* the in-situ sampling runs as in the program; its windows here, on
+     * hot caches, are what it sees of cost_record_ps and cost_count_ps */
+    ts->sample_countdown = 0;
+    contend_sampling_calibration(1);
     for (int round = 0; round < CAL_ROUNDS; round++) {
         for (int k = 0; k < kinds; k++) {
             uint64_t ns = cal_round(ts, k, scratch, site);
@@ -1039,6 +1043,7 @@ void contend_calibrate_cost(struct contend_thread *ts)
         }
     }
 
+    contend_sampling_calibration(0);
     *ts = saved;
     forget_slot(contend_g.objects, (uint64_t)(uintptr_t)&cal_mutex);
     forget_slot(contend_g.sites, (uint64_t)(uintptr_t)site);
