@@ -28,8 +28,8 @@ server_of() { # $1 = pid; prints the pid of memcached among it and its descendan
     done
   done
 }
-one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate"
-  local port pid t0 t1 cpu est=-
+one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,calibrated"
+  local port pid t0 t1 cpu est=- cal=-
   port=$(free_port)
   if [ "$1" = plain ]; then
     /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
@@ -50,9 +50,9 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate"
   if [ "$1" = plain ]; then
     cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
   else
-    read -r cpu est < <("$CONTEND" report "$OUT/memcached-$1.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; print(c["share_of_ns"]/1e9 if c["share_of"]=="cpu_time" else "nan", c["estimated_share"])')
+    read -r cpu est cal < <("$CONTEND" report "$OUT/memcached-$1.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; print(c["share_of_ns"]/1e9 if c["share_of"]=="cpu_time" else "nan", c["estimated_share"], c.get("calibrated_share", c["estimated_share"]))')
   fi
-  awk -v a="$t0" -v b="$t1" -v c="$cpu" -v e="$est" 'BEGIN {printf "%.4f,%s,%s\n", b-a, c, e}'
+  awk -v a="$t0" -v b="$t1" -v c="$cpu" -v e="$est" -v k="$cal" 'BEGIN {printf "%.4f,%s,%s,%s\n", b-a, c, e, k}'
 }
 machine
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -72,7 +72,8 @@ for m in $MODES; do
   mr=$(printf '%s\n' "${r[@]}" | col 1 | median)
   cr=$(printf '%s\n' "${r[@]}" | col 2 | median)
   est=$(printf '%s\n' "${r[@]}" | col 3 | median)
-  echo "recorded ($m): median ${mr} s, server CPU ${cr} s; runs (load_s,cpu_s,estimate): ${r[*]}"
+  cal=$(printf '%s\n' "${r[@]}" | col 4 | median)
+  echo "recorded ($m): median ${mr} s, server CPU ${cr} s; runs (load_s,cpu_s,estimate,calibrated): ${r[*]}"
   awk -v p="$mp" -v r="$mr" -v n="$ops" 'BEGIN {printf "  throughput: %.0f ops/s without, %.0f ops/s with recording; loss %.1f %% (from the medians)\n", n/p, n/r, (1-p/r)*100}'
   # Round by round (each recorded round beside the plain one of its round):
   ratios=()
@@ -80,7 +81,16 @@ for m in $MODES; do
     ratios+=("$(awk -v p="$(cut -d, -f1 <<<"${plain[$i]}")" -v r="$(cut -d, -f1 <<<"${r[$i]}")" 'BEGIN {printf "%.2f", (1-p/r)*100}')")
   done
   echo "  throughput loss per round (%): ${ratios[*]}; median $(printf '%s\n' "${ratios[@]}" | median) %"
-  awk -v p="$cp" -v r="$cr" -v e="$est" 'BEGIN {printf "  server CPU per operation: +%.1f %% recorded; recording cost %.1f %% of the recorded CPU time, estimate %.1f %% (ratio estimate/measured %.2f)\n", (r/p-1)*100, (1-p/r)*100, e*100, e/(1-p/r)}'
+  # Recording cost round by round from the server's CPU time (each
+  # recorded round beside the plain one of its round), with its estimate.
+  paired=()
+  for i in "${!plain[@]}"; do
+    paired+=("$(awk -v p="$(cut -d, -f2 <<<"${plain[$i]}")" -v r="$(cut -d, -f2 <<<"${r[$i]}")" 'BEGIN {printf "%.4f", 1 - p/r}')")
+  done
+  pc=$(printf '%s\n' "${paired[@]}" | median)
+  awk -v c="$pc" -v e="$est" -v k="$cal" 'BEGIN {printf "  paired by round: recording cost median %.1f %% of the recorded CPU time; estimate/measured %.2f, calibrated/measured %.2f\n", c*100, e/c, k/c}'
+  echo "  per round (share of recorded CPU): ${paired[*]}"
+  awk -v p="$cp" -v r="$cr" -v e="$est" -v k="$cal" 'BEGIN {printf "  server CPU per operation: +%.1f %% recorded; recording cost %.1f %% of the recorded CPU time, estimate %.1f %% (ratio estimate/measured %.2f), calibrated estimate %.1f %% (ratio %.2f)\n", (r/p-1)*100, (1-p/r)*100, e*100, e/(1-p/r), k*100, k/(1-p/r)}'
   "$CONTEND" report "$OUT/memcached-$m.data" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["locks"]["summary"]; print("  last recorded run: %d lock events, %d contended" % (s["events"], s["contended_events"]))'
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -163,7 +163,9 @@ struct contend_thread {
     uint32_t tid;      /* kernel tid (0 = not yet known)                    */
     uint32_t seq;      /* next chunk sequence number                        */
     uint32_t rw_n;     /* entries used in rw[]                              */
-    uint32_t pad1;
+    uint32_t sample_countdown; /* operations until the next one whose cost
+                                  is timed (sampling.c); in the first cache
+                                  line, beside the fields every record uses */
     struct contend_rw_held rw[CONTEND_RW_HELD_MAX];
     /* light mode (contend_g.light) */
     contend_count *counts;   /* entries of the current COUNTS chunk (NULL: none) */
@@ -175,7 +177,6 @@ struct contend_thread {
     uint32_t pad2;
     const void *held[CONTEND_HELD_MAX];
     /* in-situ cost sampling (sampling.c) */
-    uint32_t sample_countdown; /* operations until the next timed one      */
     uint32_t slow_seq;         /* bumped by contend_cost_since: a sample
                                   that ran into the timed slow path is
                                   dropped (that time is in collector_ns) */

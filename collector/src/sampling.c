@@ -11,28 +11,31 @@
  * thread (a per-thread countdown in contend_op / contend_count, no
  * division and no random number on the fast path) runs through the
  * functions below, which
- *   - for a record: take the operation's own timestamp `t` (already read
- *     for the record, after the real acquisition and before the real
- *     release, so the real call is never inside) as the window's start,
- *     write the record, and read the clock once more after it;
- *   - for a counted acquisition (light mode): read the clock before and
- *     after the count;
+ *   - read the clock, write the record (or count the acquisition, light
+ *     mode), read the clock again: two readings more, on sampled
+ *     operations only. The operation's own timestamp is not used as the
+ *     start: rdtsc does not wait for the instructions before it, so it
+ *     may be read while the real call's atomic instruction still misses
+ *     the cache, which would put the program's own miss in the window.
+ *     The window is taken after the real acquisition returned and before
+ *     the real release is called, so the real call is never inside;
  * and add the window to the current chunk's cost_samples word (record
  * chunk for records, COUNTS chunk for counts), a plain store by the
  * owning thread.
  *
- * The second reading is an lfence + rdtsc, so that the window ends after
- * the collector's loads (the table probes that miss) have completed; the
- * stores may still be in flight (the store buffer hides them from the
- * thread unless it fills). A window that ran into the collector's timed
+ * Both readings are an lfence + rdtsc: the window starts once the real
+ * call's instructions have completed and ends once the collector's loads
+ * (the table probes that miss) have; the stores may still be in flight
+ * (the store buffer hides them from the thread unless it fills). A window that ran into the collector's timed
  * slow path (chunk claim, faulting in pages, maps snapshot: its CPU time
  * is in collector_ns already) or whose record left the fast path is not
  * kept and the next operation is sampled instead; a window longer than
  * 10 µs (the thread was descheduled or interrupted) is dropped.
  *
  * What the window cannot see: the wrapper's entry (call, TLS access, the
- * recording check) and whatever the wrapper does outside it (light mode:
- * the release's bookkeeping), which the calibration measured on hot
+ * recording check), the timestamp's own reading and whatever the wrapper
+ * does outside it (light mode: the release's bookkeeping), which the
+ * calibration measured on hot
  * caches (its own windows are stored in the header as
  * cost_window_*_ps: the reader adds cost_*_ps − cost_window_*_ps per
  * operation), and the misses the collector's cache footprint causes in
@@ -49,8 +52,8 @@ static uint64_t cal_sum[2], cal_n[2]; /* [0] records, [1] counts */
 /* Longest window kept, trace-clock ticks (set by the calibration). */
 static uint64_t max_ticks = 30000u;
 
-/* The window's end: after the work before it has completed. */
-static inline uint64_t sample_end(void)
+/* A window's start or end: after the work before it has completed. */
+static inline uint64_t sample_clock(void)
 {
 #if CONTEND_HAVE_TSC
     if (contend_g.clock_tsc) {
@@ -92,14 +95,15 @@ void contend_op_sampled(struct contend_thread *ts, uint32_t tag, const void *obj
 {
     uint32_t seq = ts->slow_seq;
     uint64_t *chunk = ts->chunk, *end = ts->end, *cur = ts->cur;
+    uint64_t t0 = sample_clock();
     contend_emit(ts, tag, obj, site, t);
-    uint64_t t1 = sample_end();
+    uint64_t t1 = sample_clock();
     if (ts->slow_seq != seq || ts->chunk != chunk || ts->end != end || ts->cur != cur + 1 ||
         (!chunk && !cal_on)) {
         ts->sample_countdown = 0; /* left the fast path: sample the next one */
         return;
     }
-    sample_keep(ts, chunk, 0, t1 - t);
+    sample_keep(ts, chunk, 0, t1 - t0);
 }
 
 void contend_count_sampled(struct contend_thread *ts, uint32_t prim, const void *obj,
@@ -108,9 +112,9 @@ void contend_count_sampled(struct contend_thread *ts, uint32_t prim, const void 
     uint32_t seq = ts->slow_seq;
     void *chunk = ts->count_chunk;
     uint64_t *cur = ts->cur;
-    uint64_t t0 = contend_now();
+    uint64_t t0 = sample_clock();
     contend_count_op(ts, prim, obj, site);
-    uint64_t t1 = sample_end();
+    uint64_t t1 = sample_clock();
     /* a new COUNTS chunk, the timed slow path, or no entry to be had (the
      * acquisition was recorded instead) */
     if (ts->slow_seq != seq || ts->count_chunk != chunk || ts->cur != cur ||

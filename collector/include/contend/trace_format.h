@@ -176,15 +176,16 @@ typedef struct contend_chunk_header {
                                current one, plain stores by that thread:
                                bits 0..39 their sum in trace-clock
                                ticks, bits 40..63 their number. A record
-                               chunk's are windows of records (from the
-                               operation's timestamp to after its first
-                               record was stored), a COUNTS chunk's of
-                               counted acquisitions (around the count) */
+                               chunk's are windows of records (two clock
+                               readings around the storing of an
+                               operation's first record), a COUNTS
+                               chunk's of counted acquisitions (around
+                               the count)                              */
 } contend_chunk_header;
 
 /* cost_samples: one in CONTEND_SAMPLE_EVERY operations of a thread is
  * timed (a per-thread countdown, no division on the fast path). */
-#define CONTEND_SAMPLE_EVERY 64u
+#define CONTEND_SAMPLE_EVERY 256u
 #define CONTEND_SAMPLE_SUM_BITS 40
 #define CONTEND_SAMPLE_SUM_MASK ((1ull << CONTEND_SAMPLE_SUM_BITS) - 1u)
 

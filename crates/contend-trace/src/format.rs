@@ -47,7 +47,7 @@ pub const FLAG_CAPPED: u64 = 16;
 pub const FLAG_SAMPLED_COST: u64 = 32;
 /// One operation in this many of a thread has its recording cost timed in
 /// situ ([`FLAG_SAMPLED_COST`]).
-pub const SAMPLE_EVERY: u32 = 64;
+pub const SAMPLE_EVERY: u32 = 256;
 /// Bits of [`chunk::COST_SAMPLES`] holding the sum of the sampled windows,
 /// trace-clock ticks (bits 0..39); the number of samples is in the bits
 /// above (40..63).

@@ -401,8 +401,8 @@ pub struct HeaderCalibration {
 
 /// Sampled windows of the collector's own work (docs/trace-format.md,
 /// "Recording cost"): one in [`format::SAMPLE_EVERY`] operations of a
-/// thread timed in situ, from the operation's timestamp (or a clock
-/// reading before a count) to after its record (or count) was stored.
+/// thread timed in situ, two clock readings around the storing of its
+/// first record (or around its count).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CostSamples {
     /// Windows kept.

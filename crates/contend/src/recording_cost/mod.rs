@@ -16,9 +16,9 @@
 //!   with R records and K counted acquisitions, and per thread the same sum
 //!   over its own records, counts and slow-path time;
 //! * since the collector also times itself in situ (lock-trace flag
-//!   `FLAG_SAMPLED_COST`: one in 64 operations of each thread, the window
-//!   from the operation's timestamp to after its record, or around a
-//!   count), the per-record and per-count costs come from the thread's own
+//!   `FLAG_SAMPLED_COST`: one in 256 operations of each thread, the window
+//!   two clock readings around the storing of an operation's first record,
+//!   or around a count), the per-record and per-count costs come from the thread's own
 //!   samples where the cost happens, cache and TLB misses of its tables
 //!   and trace included: per thread
 //!   `E_t = R_t · (Σw_r / n_r + c_r − ŵ_r) + K_t · (Σw_c / n_c + c_c − ŵ_c) + T_slow,t`,
