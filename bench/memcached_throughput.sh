@@ -10,6 +10,11 @@
 # recording.cost.share_of_ns, the target's CPU time from wait4), which
 # leaves out time the server was descheduled for other work on the
 # machine, and the recording-cost estimate beside the CPU time added.
+# Mode `preload` (MODES="default preload"): the lock collector alone, with
+# the environment the launcher gives it (LD_PRELOAD, CONTEND_DIR, the
+# clock) but without `contend record` (no service-time sampler, no
+# counters): what the collector costs against what the whole recorder
+# costs; its CPU time from /usr/bin/time, its estimate from the report.
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 OPS=${OPS:-20000}
@@ -33,6 +38,11 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
   port=$(free_port)
   if [ "$1" = plain ]; then
     /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
+  elif [ "$1" = preload ]; then
+    rm -rf "$OUT/memcached-preload.data"
+    mkdir -p "$OUT/memcached-preload.data/locks"
+    CONTEND_DIR="$OUT/memcached-preload.data" CONTEND_CLOCK="$PRELOAD_CLOCK" CONTEND_TSC_HZ="$PRELOAD_HZ" LD_PRELOAD="$PRELOAD_SO" \
+      /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   else
     local flags=${RECORD_ARGS:-}
     [ "$1" = light ] && flags="$flags --light"
@@ -49,6 +59,9 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
   wait "$pid" 2>/dev/null || true
   if [ "$1" = plain ]; then
     cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
+  elif [ "$1" = preload ]; then
+    cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
+    read -r est cal < <("$CONTEND" report "$OUT/memcached-preload.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; cpu=float(sys.argv[1])*1e9; print(c["estimated_ns"]/cpu, c["calibrated_ns"]/cpu)' "$cpu")
   else
     read -r cpu est cal < <("$CONTEND" report "$OUT/memcached-$1.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; print(c["share_of_ns"]/1e9 if c["share_of"]=="cpu_time" else "nan", c["estimated_share"], c.get("calibrated_share", c["estimated_share"]))')
   fi
@@ -56,6 +69,12 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
 }
 machine
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ " $MODES " == *" preload "* ]]; then
+  # the collector and the clock the launcher would give memcached
+  "$CONTEND" record --force -o "$OUT/preload-env.data" -- true >/dev/null 2>&1
+  read -r PRELOAD_SO PRELOAD_CLOCK PRELOAD_HZ < <(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$OUT/preload-env.data/meta.json")
+  rm -rf "$OUT/preload-env.data"
+fi
 plain=()
 declare -A rec=()
 for i in $(seq "$ROUNDS"); do
