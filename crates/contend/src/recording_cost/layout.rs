@@ -218,5 +218,13 @@ pub fn cost_metrics(r: &RecordingReport) -> Vec<Metric> {
             s,
         ));
     }
+    if let Some(s) = c.calibrated_share {
+        rows.push((
+            "calibrated_share",
+            "Calibrated estimate's share (start-up calibration alone)",
+            Fraction,
+            s,
+        ));
+    }
     metrics(COST, "recording.cost.", rows)
 }
