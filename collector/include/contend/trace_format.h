@@ -120,7 +120,9 @@ typedef struct contend_trace_header {
                                            adds to the program, ps (half of
                                            a recorded uncontended lock +
                                            unlock pair beyond try-lock +
-                                           unlock); 0 = not calibrated    */
+                                           unlock, plus the wrapper's entry
+                                           since the cost samples came),
+                                           0 = not calibrated             */
     uint32_t cost_count_ps;         /*  172 light mode: calibrated time a
                                            counted uncontended lock + unlock
                                            pair adds, ps; 0 = not measured */
