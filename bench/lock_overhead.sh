@@ -9,13 +9,18 @@ PAIRS=${PAIRS:-5000000}
 gcc -std=c11 -Wall -Wextra -Werror -O2 -g -pthread -o "$OUT/lock_overhead" "$ROOT/bench/lock_overhead.c"
 machine
 # Recording modes: the default, `--light` (uncontended pairs counted, not
-# recorded) and the default with non-temporal record stores.
+# recorded) and the default with non-temporal record stores; `old` and
+# `old-light` run the binary CONTEND_OLD names (e.g. MODES="old default
+# old-light light" for a before/after comparison in one run).
 rec_run() { # $1 = mode, then the program's arguments; prints its output
   local mode=$1; shift
   case "$mode" in
     default) "$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
     light) "$CONTEND" record --light --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
     nt) CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
+    # before/after in one run: CONTEND_OLD=<an older contend binary>
+    old) "$CONTEND_OLD" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
+    old-light) "$CONTEND_OLD" record --light --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
   esac
 }
 MODES=${MODES:-"default light nt"}

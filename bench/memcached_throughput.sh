@@ -10,6 +10,11 @@
 # recording.cost.share_of_ns, the target's CPU time from wait4), which
 # leaves out time the server was descheduled for other work on the
 # machine, and the recording-cost estimate beside the CPU time added.
+# Mode `preload` (MODES="default preload"): the lock collector alone, with
+# the environment the launcher gives it (LD_PRELOAD, CONTEND_DIR, the
+# clock) but without `contend record` (no service-time sampler, no
+# counters): what the collector costs against what the whole recorder
+# costs; its CPU time from /usr/bin/time, its estimate from the report.
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 OPS=${OPS:-20000}
@@ -28,11 +33,16 @@ server_of() { # $1 = pid; prints the pid of memcached among it and its descendan
     done
   done
 }
-one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate"
-  local port pid t0 t1 cpu est=-
+one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,calibrated"
+  local port pid t0 t1 cpu est=- cal=-
   port=$(free_port)
   if [ "$1" = plain ]; then
     /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
+  elif [ "$1" = preload ]; then
+    rm -rf "$OUT/memcached-preload.data"
+    mkdir -p "$OUT/memcached-preload.data/locks"
+    CONTEND_DIR="$OUT/memcached-preload.data" CONTEND_CLOCK="$PRELOAD_CLOCK" CONTEND_TSC_HZ="$PRELOAD_HZ" LD_PRELOAD="$PRELOAD_SO" \
+      /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   else
     local flags=${RECORD_ARGS:-}
     [ "$1" = light ] && flags="$flags --light"
@@ -49,13 +59,22 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate"
   wait "$pid" 2>/dev/null || true
   if [ "$1" = plain ]; then
     cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
+  elif [ "$1" = preload ]; then
+    cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
+    read -r est cal < <("$CONTEND" report "$OUT/memcached-preload.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; cpu=float(sys.argv[1])*1e9; print(c["estimated_ns"]/cpu, c["calibrated_ns"]/cpu)' "$cpu")
   else
-    read -r cpu est < <("$CONTEND" report "$OUT/memcached-$1.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; print(c["share_of_ns"]/1e9 if c["share_of"]=="cpu_time" else "nan", c["estimated_share"])')
+    read -r cpu est cal < <("$CONTEND" report "$OUT/memcached-$1.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; print(c["share_of_ns"]/1e9 if c["share_of"]=="cpu_time" else "nan", c["estimated_share"], c.get("calibrated_share", c["estimated_share"]))')
   fi
-  awk -v a="$t0" -v b="$t1" -v c="$cpu" -v e="$est" 'BEGIN {printf "%.4f,%s,%s\n", b-a, c, e}'
+  awk -v a="$t0" -v b="$t1" -v c="$cpu" -v e="$est" -v k="$cal" 'BEGIN {printf "%.4f,%s,%s,%s\n", b-a, c, e, k}'
 }
 machine
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ " $MODES " == *" preload "* ]]; then
+  # the collector and the clock the launcher would give memcached
+  "$CONTEND" record --force -o "$OUT/preload-env.data" -- true >/dev/null 2>&1
+  read -r PRELOAD_SO PRELOAD_CLOCK PRELOAD_HZ < <(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$OUT/preload-env.data/meta.json")
+  rm -rf "$OUT/preload-env.data"
+fi
 plain=()
 declare -A rec=()
 for i in $(seq "$ROUNDS"); do
@@ -72,7 +91,8 @@ for m in $MODES; do
   mr=$(printf '%s\n' "${r[@]}" | col 1 | median)
   cr=$(printf '%s\n' "${r[@]}" | col 2 | median)
   est=$(printf '%s\n' "${r[@]}" | col 3 | median)
-  echo "recorded ($m): median ${mr} s, server CPU ${cr} s; runs (load_s,cpu_s,estimate): ${r[*]}"
+  cal=$(printf '%s\n' "${r[@]}" | col 4 | median)
+  echo "recorded ($m): median ${mr} s, server CPU ${cr} s; runs (load_s,cpu_s,estimate,calibrated): ${r[*]}"
   awk -v p="$mp" -v r="$mr" -v n="$ops" 'BEGIN {printf "  throughput: %.0f ops/s without, %.0f ops/s with recording; loss %.1f %% (from the medians)\n", n/p, n/r, (1-p/r)*100}'
   # Round by round (each recorded round beside the plain one of its round):
   ratios=()
@@ -80,7 +100,16 @@ for m in $MODES; do
     ratios+=("$(awk -v p="$(cut -d, -f1 <<<"${plain[$i]}")" -v r="$(cut -d, -f1 <<<"${r[$i]}")" 'BEGIN {printf "%.2f", (1-p/r)*100}')")
   done
   echo "  throughput loss per round (%): ${ratios[*]}; median $(printf '%s\n' "${ratios[@]}" | median) %"
-  awk -v p="$cp" -v r="$cr" -v e="$est" 'BEGIN {printf "  server CPU per operation: +%.1f %% recorded; recording cost %.1f %% of the recorded CPU time, estimate %.1f %% (ratio estimate/measured %.2f)\n", (r/p-1)*100, (1-p/r)*100, e*100, e/(1-p/r)}'
+  # Recording cost round by round from the server's CPU time (each
+  # recorded round beside the plain one of its round), with its estimate.
+  paired=()
+  for i in "${!plain[@]}"; do
+    paired+=("$(awk -v p="$(cut -d, -f2 <<<"${plain[$i]}")" -v r="$(cut -d, -f2 <<<"${r[$i]}")" 'BEGIN {printf "%.4f", 1 - p/r}')")
+  done
+  pc=$(printf '%s\n' "${paired[@]}" | median)
+  awk -v c="$pc" -v e="$est" -v k="$cal" 'BEGIN {printf "  paired by round: recording cost median %.1f %% of the recorded CPU time; estimate/measured %.2f, calibrated/measured %.2f\n", c*100, e/c, k/c}'
+  echo "  per round (share of recorded CPU): ${paired[*]}"
+  awk -v p="$cp" -v r="$cr" -v e="$est" -v k="$cal" 'BEGIN {printf "  server CPU per operation: +%.1f %% recorded; recording cost %.1f %% of the recorded CPU time, estimate %.1f %% (ratio estimate/measured %.2f), calibrated estimate %.1f %% (ratio %.2f)\n", (r/p-1)*100, (1-p/r)*100, e*100, e/(1-p/r), k*100, k/(1-p/r)}'
   "$CONTEND" report "$OUT/memcached-$m.data" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["locks"]["summary"]; print("  last recorded run: %d lock events, %d contended" % (s["events"], s["contended_events"]))'
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -75,6 +75,7 @@ static struct {
     uint64_t map_len;          /* header + tables mapping                   */
     int calibrated;            /* the cost fields below were measured       */
     uint32_t cost_record_ps, cost_count_ps, calibration_ns;
+    uint32_t cost_window_record_ps, cost_window_count_ps; /* sampling.c */
     contend_control *control;  /* CONTEND_CONTROL's page, or NULL          */
 } C = {.fd = -1};
 
@@ -508,7 +509,8 @@ static int create_trace(int forked)
     h->chunks_claimed = 0;
     h->pid = pid;
     h->ppid = (uint32_t)getppid();
-    h->flags = (forked ? CONTEND_FLAG_FORKED : 0) | (contend_g.light ? CONTEND_FLAG_LIGHT : 0);
+    h->flags = (forked ? CONTEND_FLAG_FORKED : 0) | (contend_g.light ? CONTEND_FLAG_LIGHT : 0) |
+               CONTEND_FLAG_SAMPLED_COST;
     h->object_table_offset = object_off;
     h->object_table_slots = CONTEND_OBJECT_SLOTS;
     h->site_table_slots = CONTEND_SITE_SLOTS;
@@ -524,6 +526,8 @@ static int create_trace(int forked)
     h->cost_record_ps = C.cost_record_ps;
     h->cost_count_ps = C.cost_count_ps;
     h->calibration_ns = C.calibration_ns;
+    h->cost_window_record_ps = C.cost_window_record_ps;
+    h->cost_window_count_ps = C.cost_window_count_ps;
     ssize_t len = readlink("/proc/self/exe", h->exe_path, sizeof h->exe_path - 1);
     h->exe_path[len > 0 ? len : 0] = 0;
     read_small_file("/proc/self/cmdline", h->cmdline, sizeof h->cmdline);
@@ -973,6 +977,7 @@ uint64_t contend_cpu_ns(void)
 void contend_cost_since(struct contend_thread *ts, uint64_t t0)
 {
     uint64_t dt = contend_cpu_ns() - t0;
+    ts->slow_seq++; /* a cost sample around this is not kept */
     if ((int64_t)dt <= 0)
         return;
     contend_trace_header *h = __atomic_load_n(&contend_g.hdr, __ATOMIC_ACQUIRE);
@@ -1175,6 +1180,8 @@ static void contend_init(void)
         C.cost_record_ps = h->cost_record_ps;
         C.cost_count_ps = h->cost_count_ps;
         C.calibration_ns = h->calibration_ns;
+        C.cost_window_record_ps = h->cost_window_record_ps;
+        C.cost_window_count_ps = h->cost_window_count_ps;
         C.calibrated = 1;
         contend_cost_since(ts, t0);
         ts->guard = CONTEND_GUARD_BUSY; /* still initialising */

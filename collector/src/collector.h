@@ -163,7 +163,9 @@ struct contend_thread {
     uint32_t tid;      /* kernel tid (0 = not yet known)                    */
     uint32_t seq;      /* next chunk sequence number                        */
     uint32_t rw_n;     /* entries used in rw[]                              */
-    uint32_t pad1;
+    uint32_t sample_countdown; /* operations until the next one whose cost
+                                  is timed (sampling.c); in the first cache
+                                  line, beside the fields every record uses */
     struct contend_rw_held rw[CONTEND_RW_HELD_MAX];
     /* light mode (contend_g.light) */
     contend_count *counts;   /* entries of the current COUNTS chunk (NULL: none) */
@@ -174,6 +176,10 @@ struct contend_thread {
     uint32_t held_n;         /* entries used in held[]                        */
     uint32_t pad2;
     const void *held[CONTEND_HELD_MAX];
+    /* in-situ cost sampling (sampling.c) */
+    uint32_t slow_seq;         /* bumped by contend_cost_since: a sample
+                                  that ran into the timed slow path is
+                                  dropped (that time is in collector_ns) */
 };
 
 CONTEND_HIDDEN extern _Thread_local struct contend_thread contend_tls
@@ -383,12 +389,28 @@ CONTEND_INLINE void contend_emit_ext(struct contend_thread *ts, uint32_t tag, ui
     contend_emit_ext_slow(ts, tag, ext, obj, site, t, first);
 }
 
-/* The first record of an operation: counts operations for the stacks. */
+/* In-situ cost sampling (sampling.c, docs/trace-format.md "Recording
+ * cost"): one in CONTEND_SAMPLE_EVERY operations of a thread (a per-thread
+ * countdown) goes through these instead, which time the collector's own
+ * work on it and add the window to the current chunk's cost_samples. */
+CONTEND_HIDDEN void contend_op_sampled(struct contend_thread *ts, uint32_t tag, const void *obj,
+                                       const void *site, uint64_t t);
+CONTEND_HIDDEN void contend_count_sampled(struct contend_thread *ts, uint32_t prim,
+                                          const void *obj, const void *site);
+
+/* The first record of an operation: counts operations for the stacks and
+ * for the cost samples. `t` is the operation's timestamp, read after the
+ * real call of an acquisition and before the real call of a release, so
+ * a sampled window never holds the real call. */
 CONTEND_INLINE void contend_op(struct contend_thread *ts, uint32_t tag, const void *obj,
                                const void *site, uint64_t t)
 {
     if (CONTEND_UNLIKELY(ts->countdown-- == 0)) {
         contend_emit_stack(ts, tag, obj, site, t);
+        return;
+    }
+    if (CONTEND_UNLIKELY(ts->sample_countdown-- == 0)) {
+        contend_op_sampled(ts, tag, obj, site, t);
         return;
     }
     contend_emit(ts, tag, obj, site, t);
@@ -459,6 +481,23 @@ CONTEND_INLINE void contend_count_op(struct contend_thread *ts, uint32_t prim, c
     }
     contend_count_slow(ts, prim, obj, site);
 }
+
+/* Light mode: counts one uncontended acquisition, one in
+ * CONTEND_SAMPLE_EVERY of the thread's operations timed (sampling.c). */
+CONTEND_INLINE void contend_count_acq(struct contend_thread *ts, uint32_t prim, const void *obj,
+                                  const void *site)
+{
+    if (CONTEND_UNLIKELY(ts->sample_countdown-- == 0)) {
+        contend_count_sampled(ts, prim, obj, site);
+        return;
+    }
+    contend_count_op(ts, prim, obj, site);
+}
+
+/* Starts the in-situ sampling of the calibration (its samples go to the
+ * calibration's own sums, not to a chunk) and ends it: stores the
+ * calibration's mean windows into the header (cost_window_*_ps). */
+CONTEND_HIDDEN void contend_sampling_calibration(int start);
 
 /* Light mode: remembers that the thread's current hold of `lock` was
  * recorded (its release must be recorded too). */

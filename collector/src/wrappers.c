@@ -19,7 +19,7 @@
  *
  * Light mode (contend_g.light, `contend record --light`): an acquisition
  * that succeeds at once is only counted per (object, call site) and thread
- * (contend_count_op), without a timestamp; everything that waits is
+ * (contend_count_acq), without a timestamp; everything that waits is
  * recorded as in the default mode, and so is the release of every hold
  * whose acquisition was recorded. A release that finds waiters is always
  * recorded with the time after the real call too (RELEASED: the wake
@@ -192,7 +192,7 @@ CONTEND_INLINE void acquired_at_once(struct contend_thread *ts, uint32_t prim, c
                                      const void *site, int light)
 {
     if (light)
-        contend_count_op(ts, prim, obj, site);
+        contend_count_acq(ts, prim, obj, site);
     else
         contend_op(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_IMMEDIATE), obj, site, contend_now());
 }
@@ -290,7 +290,7 @@ CONTEND_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(mutex_trylock)(m);
         if (r == 0 && contend_g.light) {
-            contend_count_op(ts, CONTEND_PRIM_MUTEX, m, site);
+            contend_count_acq(ts, CONTEND_PRIM_MUTEX, m, site);
             return r;
         }
         uint32_t tag = ACQUIRED(r) ? TAG(MUTEX, IMMEDIATE)
@@ -434,7 +434,7 @@ CONTEND_INLINE int rwlock_acquire(struct contend_thread *ts, pthread_rwlock_t *r
         if (CONTEND_LIKELY(r == 0)) {
             uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
             if (contend_g.light) {
-                contend_count_op(ts, prim, rw, site);
+                contend_count_acq(ts, prim, rw, site);
                 return 0;
             }
             rw_remember(ts, rw, (uintptr_t)write);
@@ -475,7 +475,7 @@ static inline int rwlock_try(struct contend_thread *ts, pthread_rwlock_t *rw, co
                      : r == EBUSY ? CONTEND_PHASE_BUSY
                                   : CONTEND_PHASE_ERROR;
     if (r == 0 && contend_g.light) {
-        contend_count_op(ts, prim, rw, site);
+        contend_count_acq(ts, prim, rw, site);
         return r;
     }
     if (r == 0)
@@ -618,7 +618,7 @@ CONTEND_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s)
     if (RECORDING(ts)) {
         int r = CONTEND_REAL(spin_trylock)(s);
         if (r == 0 && contend_g.light) {
-            contend_count_op(ts, CONTEND_PRIM_SPIN, (const void *)s, site);
+            contend_count_acq(ts, CONTEND_PRIM_SPIN, (const void *)s, site);
             return r;
         }
         uint32_t tag = r == 0       ? TAG(SPIN, IMMEDIATE)
@@ -898,7 +898,7 @@ CONTEND_EXPORT int sem_trywait(sem_t *s)
         int r = CONTEND_REAL(sem_trywait)(s);
         int e = errno;
         if (r == 0 && contend_g.light) {
-            contend_count_op(ts, CONTEND_PRIM_SEM, s, site);
+            contend_count_acq(ts, CONTEND_PRIM_SEM, s, site);
             errno = e;
             return r;
         }
@@ -941,8 +941,11 @@ CONTEND_EXPORT int sem_post(sem_t *s)
  * Measures, once, in the process being recorded, what the fast path adds
  * to an uncontended lock + unlock pair: the pair through the very code of
  * pthread_mutex_lock/unlock above (inlined here) against glibc's lock +
- * unlock of the same mutex, what the program would call unrecorded (the
- * wrapper's own call and check, a few instructions, are left out). Records go to a private
+ * unlock of the same mutex, what the program would call unrecorded; and
+ * the wrapper's own entry (the call through the exported symbol, the TLS
+ * access and the check, which inlining leaves out) as the same pair
+ * through the exported wrappers passing through, against glibc's: it is
+ * added once per call to both costs. Records go to a private
  * scratch buffer in place of the thread's chunk, so the trace gets none;
  * the two table slots the scratch mutex and site took are emptied again.
  * Rounds alternate, and the fastest round of each kind counts, so that a
@@ -972,7 +975,9 @@ static void forget_slot(uint64_t *table, uint64_t addr)
 }
 
 /* ns per pair of one round of `kind`: 0 glibc's lock + unlock, 1
- * recorded, 2 counted (light). */
+ * recorded, 2 counted (light), 3 through the exported wrappers, passing
+ * through (the wrapper's entry: the call, the TLS access and the check,
+ * which the inlined kinds 1 and 2 leave out). */
 static CONTEND_NOINLINE uint64_t cal_round(struct contend_thread *ts, int kind, uint64_t *scratch,
                                            const void *site)
 {
@@ -992,11 +997,23 @@ static CONTEND_NOINLINE uint64_t cal_round(struct contend_thread *ts, int kind, 
             mutex_lock_recording(ts, m, site, 0);
             mutex_unlock_recording(ts, m, site, 0);
         }
-    } else {
+    } else if (kind == 2) {
         for (unsigned i = 0; i < CAL_PAIRS; i++) {
             mutex_lock_recording(ts, m, site, 1);
             mutex_unlock_recording(ts, m, site, 1);
         }
+    } else {
+        /* called as the program calls them, through a pointer; the BUSY
+         * guard makes them pass straight through */
+        int (*volatile wl)(pthread_mutex_t *) = pthread_mutex_lock;
+        int (*volatile wu)(pthread_mutex_t *) = pthread_mutex_unlock;
+        uint8_t guard = ts->guard;
+        ts->guard = CONTEND_GUARD_BUSY;
+        for (unsigned i = 0; i < CAL_PAIRS; i++) {
+            wl(m);
+            wu(m);
+        }
+        ts->guard = guard;
     }
     return contend_monotonic_ns() - t0;
 }
@@ -1029,27 +1046,36 @@ void contend_calibrate_cost(struct contend_thread *ts)
     ts->held_n = 0;
     const void *site = (const void *)(uintptr_t)&contend_calibrate_cost;
 
-    uint64_t best[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
-    int kinds = contend_g.light ? 3 : 2;
+    uint64_t best[4] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    int light = contend_g.light;
+    /* the in-situ sampling runs as in the program; its windows here, on
+     * hot caches, are what it sees of cost_record_ps and cost_count_ps */
+    ts->sample_countdown = 0;
+    contend_sampling_calibration(1);
     for (int round = 0; round < CAL_ROUNDS; round++) {
-        for (int k = 0; k < kinds; k++) {
+        for (int k = 0; k < 4; k++) {
+            if (k == 2 && !light)
+                continue;
             uint64_t ns = cal_round(ts, k, scratch, site);
             if (ns < best[k])
                 best[k] = ns;
         }
     }
 
+    contend_sampling_calibration(0);
     *ts = saved;
     forget_slot(contend_g.objects, (uint64_t)(uintptr_t)&cal_mutex);
     forget_slot(contend_g.sites, (uint64_t)(uintptr_t)site);
     contend_raw_munmap(mem, len);
 
     /* ps: ns per round * 1000 / pairs; a record is half a recorded pair */
-    uint64_t rec = best[1] > best[0] ? (best[1] - best[0]) * 1000u / CAL_PAIRS / 2u : 0;
-    uint64_t cnt = kinds > 2 && best[2] > best[0] ? (best[2] - best[0]) * 1000u / CAL_PAIRS : 0;
+    /* the wrapper's entry, per call: added to both (a pair is two calls) */
+    uint64_t entry = best[3] > best[0] ? (best[3] - best[0]) * 1000u / CAL_PAIRS / 2u : 0;
+    uint64_t rec = best[1] > best[0] ? (best[1] - best[0]) * 1000u / CAL_PAIRS / 2u + entry : 0;
+    uint64_t cnt = light && best[2] > best[0] ? (best[2] - best[0]) * 1000u / CAL_PAIRS + 2 * entry : 0;
     h->cost_record_ps = (uint32_t)(rec < UINT32_MAX ? (rec ? rec : 1) : UINT32_MAX);
     h->cost_count_ps = (uint32_t)(cnt < UINT32_MAX ? cnt : UINT32_MAX);
-    if (kinds > 2 && !h->cost_count_ps)
+    if (light && !h->cost_count_ps)
         h->cost_count_ps = 1;
     uint64_t took = contend_monotonic_ns() - start;
     h->calibration_ns = (uint32_t)(took < UINT32_MAX ? took : UINT32_MAX);

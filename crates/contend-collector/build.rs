@@ -24,6 +24,7 @@ const SOURCES: &[&str] = &[
     "create.c",
     "gomp.c",
     "names.c",
+    "sampling.c",
 ];
 /// Headers and the linker version script (rebuild triggers only).
 const OTHER_INPUTS: &[&str] = &[

@@ -43,6 +43,13 @@
                                       recording in this process (header
                                       flags are additive: older readers
                                       ignore it)                          */
+#define CONTEND_FLAG_SAMPLED_COST 32u /* the collector times its own work
+                                      on a sample of the operations
+                                      (chunk headers' cost_samples and the
+                                      header's cost_window_*_ps are valid;
+                                      additive: older readers ignore it and
+                                      older traces, without it, keep the
+                                      calibrated estimate)               */
 
 /* The recording's control page: the file CONTEND_CONTROL names, written
  * by the launcher (`record --start-after/--duration/--max-size`), mapped
@@ -113,13 +120,24 @@ typedef struct contend_trace_header {
                                            adds to the program, ps (half of
                                            a recorded uncontended lock +
                                            unlock pair beyond try-lock +
-                                           unlock); 0 = not calibrated    */
+                                           unlock, plus the wrapper's entry
+                                           since the cost samples came),
+                                           0 = not calibrated             */
     uint32_t cost_count_ps;         /*  172 light mode: calibrated time a
                                            counted uncontended lock + unlock
                                            pair adds, ps; 0 = not measured */
     uint32_t calibration_ns;        /*  176 time the calibration took      */
-    uint32_t reserved1;             /*  180                               */
-    uint8_t reserved[512 - 184];    /*  184                               */
+    /* With CONTEND_FLAG_SAMPLED_COST (0 without): */
+    uint32_t cost_window_record_ps; /*  180 mean of the sampled windows
+                                           (cost_samples) of the records
+                                           the calibration wrote, ps: the
+                                           part of cost_record_ps the
+                                           in-situ timing sees on hot
+                                           caches; 0 = none               */
+    uint32_t cost_window_count_ps;  /*  184 the same for the counted pairs
+                                           of the light-mode calibration  */
+    uint32_t reserved1;             /*  188                               */
+    uint8_t reserved[512 - 192];    /*  192                               */
     char exe_path[1024];            /*  512 NUL-terminated, truncated     */
     char cmdline[2048];             /* 1536 NUL-separated args, truncated */
     uint8_t tail[4096 - 3584];      /* 3584                               */
@@ -154,8 +172,24 @@ typedef struct contend_chunk_header {
                                (pthread_setname_np, prctl PR_SET_NAME),
                                at its exit and at the process's exit. A
                                reader takes the thread's last chunk's   */
-    uint64_t reserved;     /* 56                                        */
+    uint64_t cost_samples; /* 56 with CONTEND_FLAG_SAMPLED_COST (0 in
+                               older traces): the owning thread's sampled
+                               cost windows while this chunk was its
+                               current one, plain stores by that thread:
+                               bits 0..39 their sum in trace-clock
+                               ticks, bits 40..63 their number. A record
+                               chunk's are windows of records (two clock
+                               readings around the storing of an
+                               operation's first record), a COUNTS
+                               chunk's of counted acquisitions (around
+                               the count)                              */
 } contend_chunk_header;
+
+/* cost_samples: one in CONTEND_SAMPLE_EVERY operations of a thread is
+ * timed (a per-thread countdown, no division on the fast path). */
+#define CONTEND_SAMPLE_EVERY 256u
+#define CONTEND_SAMPLE_SUM_BITS 40
+#define CONTEND_SAMPLE_SUM_MASK ((1ull << CONTEND_SAMPLE_SUM_BITS) - 1u)
 
 /*
  * Count entry (version 2, light mode): one (object, call site) of one

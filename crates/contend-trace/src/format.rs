@@ -39,6 +39,21 @@ pub const FLAG_LIGHT: u64 = 8;
 /// Header flag: the recording's size cap (`record --max-size`) stopped
 /// recording in this process ([`crate::control`]).
 pub const FLAG_CAPPED: u64 = 16;
+/// Header flag: the collector timed its own work on a sample of the
+/// operations, one in [`SAMPLE_EVERY`] per thread (the chunk headers'
+/// [`chunk::COST_SAMPLES`] and the header's
+/// [`header::COST_WINDOW_RECORD_PS`], [`header::COST_WINDOW_COUNT_PS`] are
+/// valid). Additive: traces without it keep the calibrated estimate.
+pub const FLAG_SAMPLED_COST: u64 = 32;
+/// One operation in this many of a thread has its recording cost timed in
+/// situ ([`FLAG_SAMPLED_COST`]).
+pub const SAMPLE_EVERY: u32 = 256;
+/// Bits of [`chunk::COST_SAMPLES`] holding the sum of the sampled windows,
+/// trace-clock ticks (bits 0..39); the number of samples is in the bits
+/// above (40..63).
+pub const SAMPLE_SUM_BITS: u32 = 40;
+/// Mask of the sum in [`chunk::COST_SAMPLES`] (bits 0..39).
+pub const SAMPLE_SUM_MASK: u64 = (1 << SAMPLE_SUM_BITS) - 1;
 /// Chunk flag (version 2): the chunk holds count entries ([`count`]), not
 /// records; its sequence numbers are separate from the record chunks'.
 pub const CHUNK_COUNTS: u32 = 1;
@@ -128,10 +143,18 @@ pub mod header {
     pub const COST_COUNT_PS: usize = 172;
     /// `u32` (version 2) time the calibration took, ns.
     pub const CALIBRATION_NS: usize = 176;
+    /// `u32` (with [`super::FLAG_SAMPLED_COST`]) mean of the sampled cost
+    /// windows of the records the start-up calibration wrote, ps: the part
+    /// of [`COST_RECORD_PS`] the in-situ timing sees on hot caches (0 =
+    /// none).
+    pub const COST_WINDOW_RECORD_PS: usize = 180;
+    /// `u32` (with [`super::FLAG_SAMPLED_COST`]) the same for the counted
+    /// pairs of the light-mode calibration, ps (0 = none).
+    pub const COST_WINDOW_COUNT_PS: usize = 184;
     /// `u32` reserved, 0.
-    pub const RESERVED1: usize = 180;
+    pub const RESERVED1: usize = 188;
     /// Reserved bytes up to [`EXE_PATH`], 0.
-    pub const RESERVED: usize = 184;
+    pub const RESERVED: usize = 192;
     /// `char[1024]` executable path.
     pub const EXE_PATH: usize = 512;
     /// Length of the executable path field.
@@ -185,8 +208,12 @@ pub mod chunk {
     pub const THREAD_NAME: usize = 40;
     /// Bytes of [`THREAD_NAME`] (the kernel's `TASK_COMM_LEN`).
     pub const THREAD_NAME_LEN: usize = 16;
-    /// Reserved word up to the end of the chunk header.
-    pub const RESERVED: usize = 56;
+    /// `u64` (with [`super::FLAG_SAMPLED_COST`]; 0 in older traces) the
+    /// owning thread's sampled cost windows while this chunk was its
+    /// current one: bits 0..39 ([`super::SAMPLE_SUM_BITS`]) their sum in
+    /// trace-clock ticks, bits 40..63 their number. A record chunk's are
+    /// windows of records, a COUNTS chunk's of counted acquisitions.
+    pub const COST_SAMPLES: usize = 56;
 }
 
 /// Byte offsets of the fields of a count entry (version 2, light mode): one

@@ -61,10 +61,10 @@ pub use clock::{CalibrationPoint, ClockFit};
 pub use format::{Phase, Primitive};
 pub use mpi_reader::{decode_rank_trace, read_mpi_recording, read_rank_trace};
 pub use reader::{
-    Counted, Creation, CreationKind, Damage, FutexOp, LockTrace, OmpOp, Ops, RawOp, ThreadTrace,
-    NO_SLOT, NO_STACK,
+    CostSamples, Counted, Creation, CreationKind, Damage, FutexOp, LockTrace, OmpOp, Ops, RawOp,
+    ThreadTrace, NO_SLOT, NO_STACK,
 };
-pub use writer::TraceBuilder;
+pub use writer::{BuiltSamples, TraceBuilder};
 
 /// Errors reading a trace. Every message names the file.
 #[derive(Debug, thiserror::Error)]

@@ -162,6 +162,12 @@ pub struct ThreadTrace {
     /// (Version 2, light mode) its uncontended acquisitions, counted per
     /// object and call site instead of recorded; empty otherwise.
     pub counted: Vec<Counted>,
+    /// (With [`format::FLAG_SAMPLED_COST`]) the collector's in-situ timing
+    /// of its own work on this thread's records (the sum over its record
+    /// chunks' [`format::chunk::COST_SAMPLES`]); zero otherwise.
+    pub record_samples: CostSamples,
+    /// The same for its counted acquisitions (its COUNTS chunks).
+    pub count_samples: CostSamples,
     /// Ticks of its first and last record (0, 0 without records).
     pub span_ticks: (u64, u64),
     /// (Version 2) its futex records, in time order (decoded when the
@@ -393,6 +399,35 @@ pub struct HeaderCalibration {
     pub realtime_ns: u64,
 }
 
+/// Sampled windows of the collector's own work (docs/trace-format.md,
+/// "Recording cost"): one in [`format::SAMPLE_EVERY`] operations of a
+/// thread timed in situ, two clock readings around the storing of its
+/// first record (or around its count).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CostSamples {
+    /// Windows kept.
+    pub count: u64,
+    /// Their sum, trace-clock ticks.
+    pub ticks: u64,
+}
+
+impl CostSamples {
+    /// Decodes a chunk header's `cost_samples` word (bits 0..39 the sum,
+    /// 40..63 the number).
+    pub fn from_word(w: u64) -> Self {
+        CostSamples {
+            count: w >> format::SAMPLE_SUM_BITS,
+            ticks: w & format::SAMPLE_SUM_MASK,
+        }
+    }
+
+    /// Adds `other`'s windows.
+    pub fn add(&mut self, other: CostSamples) {
+        self.count += other.count;
+        self.ticks += other.ticks;
+    }
+}
+
 /// A decoded lock trace of one process.
 #[derive(Debug, Clone)]
 pub struct LockTrace {
@@ -412,6 +447,12 @@ pub struct LockTrace {
     pub cost_count_ps: u32,
     /// (Version 2) time the collector's start-up calibration took, ns.
     pub calibration_ns: u32,
+    /// (With [`format::FLAG_SAMPLED_COST`]) mean sampled window of the
+    /// calibration's records, ps: the part of `cost_record_ps` the in-situ
+    /// timing sees on hot caches; 0 = none.
+    pub cost_window_record_ps: u32,
+    /// The same for the light-mode calibration's counted pairs, ps.
+    pub cost_window_count_ps: u32,
     /// Process id.
     pub pid: u32,
     /// Parent process id.
@@ -473,6 +514,13 @@ impl LockTrace {
     /// acquisitions are in [`ThreadTrace::counted`], not in the records.
     pub fn light(&self) -> bool {
         self.flags & format::FLAG_LIGHT != 0
+    }
+
+    /// True when the collector timed its own work in situ
+    /// ([`format::FLAG_SAMPLED_COST`]): the threads' `record_samples` and
+    /// `count_samples` are valid.
+    pub fn sampled_cost(&self) -> bool {
+        self.flags & format::FLAG_SAMPLED_COST != 0
     }
 
     /// Uncontended acquisitions counted (light mode), all threads.
@@ -715,6 +763,16 @@ impl LockTrace {
             cost_record_ps: v2(h::COST_RECORD_PS, |b, at| u64::from(u32_at(b, at))) as u32,
             cost_count_ps: v2(h::COST_COUNT_PS, |b, at| u64::from(u32_at(b, at))) as u32,
             calibration_ns: v2(h::CALIBRATION_NS, |b, at| u64::from(u32_at(b, at))) as u32,
+            cost_window_record_ps: if flags & format::FLAG_SAMPLED_COST != 0 {
+                u32_at(bytes, h::COST_WINDOW_RECORD_PS)
+            } else {
+                0
+            },
+            cost_window_count_ps: if flags & format::FLAG_SAMPLED_COST != 0 {
+                u32_at(bytes, h::COST_WINDOW_COUNT_PS)
+            } else {
+                0
+            },
             pid: u32_at(bytes, h::PID),
             ppid: u32_at(bytes, h::PPID),
             clock,
@@ -758,6 +816,7 @@ impl LockTrace {
             span: Span,
             ops: usize,
             collector_ns: u64,
+            samples: CostSamples,
             /// Ticks of its first and last record.
             ticks: Option<(u64, u64)>,
             futex: Vec<FutexOp>,
@@ -769,6 +828,7 @@ impl LockTrace {
             tid: u32,
             base_ticks: u64,
             collector_ns: u64,
+            samples: CostSamples,
             entries: Vec<Counted>,
             name: Option<String>,
         }
@@ -822,6 +882,11 @@ impl LockTrace {
             } else {
                 0
             };
+            let samples = if flags & format::FLAG_SAMPLED_COST != 0 {
+                CostSamples::from_word(u64_at(c, ch::COST_SAMPLES))
+            } else {
+                CostSamples::default()
+            };
             if version >= 2 && u32_at(c, ch::FLAGS) & format::CHUNK_COUNTS != 0 {
                 let entries = c[format::CHUNK_HEADER_SIZE..]
                     .chunks_exact(format::count::SIZE)
@@ -846,6 +911,7 @@ impl LockTrace {
                     tid: u32_at(c, ch::TID),
                     base_ticks,
                     collector_ns,
+                    samples,
                     entries,
                     name: chunk_thread_name(c),
                 });
@@ -903,6 +969,7 @@ impl LockTrace {
                 },
                 ops,
                 collector_ns,
+                samples,
                 ticks,
                 futex,
                 omp,
@@ -962,6 +1029,8 @@ impl LockTrace {
                         chunks: vec![c.span],
                         collector_ns: c.collector_ns,
                         counted: Vec::new(),
+                        record_samples: c.samples,
+                        count_samples: CostSamples::default(),
                         span_ticks: c.ticks.unwrap_or((0, 0)),
                         futex: c.futex,
                         omp: c.omp,
@@ -974,6 +1043,7 @@ impl LockTrace {
                     t.op_count += c.ops;
                     t.record_bytes += record_bytes(c.span);
                     t.collector_ns += c.collector_ns;
+                    t.record_samples.add(c.samples);
                     t.chunks.push(c.span);
                     if let Some((first, last)) = c.ticks {
                         if t.op_count == c.ops {
@@ -1021,6 +1091,7 @@ impl LockTrace {
             };
             let t = &mut threads[at].1;
             t.collector_ns += cc.collector_ns;
+            t.count_samples.add(cc.samples);
             // a COUNTS chunk's name is as recent as a record chunk's: take
             // it when the thread has none yet (light mode, no waits)
             if t.name.is_none() {

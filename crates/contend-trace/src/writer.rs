@@ -8,7 +8,23 @@
 use std::collections::HashMap;
 
 use crate::format::{self, header as h};
-use crate::reader::{Counted, RawOp, NO_STACK};
+use crate::reader::{CostSamples, Counted, RawOp, NO_STACK};
+
+/// In-situ cost samples for a built trace ([`format::FLAG_SAMPLED_COST`]).
+#[derive(Debug, Clone, Default)]
+pub struct BuiltSamples {
+    /// The header's `cost_window_record_ps`.
+    pub window_record_ps: u32,
+    /// The header's `cost_window_count_ps`.
+    pub window_count_ps: u32,
+    /// Per thread id: the record samples (written into its first record
+    /// chunk) and the count samples (into its COUNTS chunk, if it has one).
+    pub threads: Vec<(u32, CostSamples, CostSamples)>,
+}
+
+fn sample_word(s: CostSamples) -> u64 {
+    (s.count << format::SAMPLE_SUM_BITS) | s.ticks
+}
 
 /// Builds a lock trace file in memory.
 #[derive(Debug, Clone)]
@@ -38,6 +54,8 @@ pub struct TraceBuilder {
     /// Header cost fields (version 2): collector CPU ns, ps per record, ps
     /// per counted pair.
     pub cost: (u64, u32, u32),
+    /// In-situ cost samples (version 2; `None`: the flag is not set).
+    pub sampled: Option<BuiltSamples>,
 }
 
 impl Default for TraceBuilder {
@@ -54,6 +72,7 @@ impl Default for TraceBuilder {
             light: false,
             counted: Vec::new(),
             cost: (0, 0, 0),
+            sampled: None,
         }
     }
 }
@@ -61,6 +80,16 @@ impl Default for TraceBuilder {
 const SLOTS: usize = 65536;
 
 impl TraceBuilder {
+    /// The `cost_samples` words of thread `tid`: (record chunk, COUNTS
+    /// chunk); zero without samples.
+    fn samples_of(&self, tid: u32) -> (u64, u64) {
+        self.sampled
+            .as_ref()
+            .filter(|_| self.version >= 2)
+            .and_then(|s| s.threads.iter().find(|t| t.0 == tid))
+            .map_or((0, 0), |t| (sample_word(t.1), sample_word(t.2)))
+    }
+
     /// Serialises the trace; panics only on programmer error (more than
     /// 65536 distinct objects or sites, which a test would not build).
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -91,6 +120,9 @@ impl TraceBuilder {
                     put32(&mut c, 4, *tid);
                     put32(&mut c, 8, seq);
                     put64(&mut c, 16, op.ticks);
+                    if seq == 0 {
+                        put64(&mut c, format::chunk::COST_SAMPLES, self.samples_of(*tid).0);
+                    }
                     if self.clock == format::CLOCK_MONOTONIC {
                         put64(&mut c, 24, op.ticks);
                     }
@@ -121,6 +153,7 @@ impl TraceBuilder {
                 put32(&mut c, 0, format::CHUNK_MAGIC);
                 put32(&mut c, 4, *tid);
                 put32(&mut c, 12, format::CHUNK_COUNTS);
+                put64(&mut c, format::chunk::COST_SAMPLES, self.samples_of(*tid).1);
                 let slots = (cs - format::CHUNK_HEADER_SIZE) / format::count::SIZE;
                 assert!(entries.len() <= slots, "too many count entries for a chunk");
                 for (i, e) in entries.iter().enumerate() {
@@ -155,8 +188,16 @@ impl TraceBuilder {
                 format::FLAG_LIGHT
             } else {
                 0
+            } | if self.sampled.is_some() && self.version >= 2 {
+                format::FLAG_SAMPLED_COST
+            } else {
+                0
             },
         );
+        if let (Some(s), true) = (&self.sampled, self.version >= 2) {
+            put32(&mut out, h::COST_WINDOW_RECORD_PS, s.window_record_ps);
+            put32(&mut out, h::COST_WINDOW_COUNT_PS, s.window_count_ps);
+        }
         if self.version >= 2 {
             put64(&mut out, h::COLLECTOR_NS, self.cost.0);
             put32(&mut out, h::COST_RECORD_PS, self.cost.1);

@@ -40,6 +40,7 @@ mod openmp_gomp;
 mod placement;
 mod real_programs;
 mod rebuild;
+mod recording_cost;
 mod robustness;
 mod scale;
 mod sci;

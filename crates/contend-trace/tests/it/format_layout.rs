@@ -94,6 +94,10 @@ fn table() -> Vec<Line> {
         int!("CONTEND_FLAG_TABLE_FULL", format::FLAG_TABLE_FULL),
         int!("CONTEND_FLAG_LIGHT", format::FLAG_LIGHT),
         int!("CONTEND_FLAG_CAPPED", format::FLAG_CAPPED),
+        int!("CONTEND_FLAG_SAMPLED_COST", format::FLAG_SAMPLED_COST),
+        int!("CONTEND_SAMPLE_EVERY", format::SAMPLE_EVERY),
+        int!("CONTEND_SAMPLE_SUM_BITS", format::SAMPLE_SUM_BITS),
+        int!("CONTEND_SAMPLE_SUM_MASK", format::SAMPLE_SUM_MASK),
         text!("CONTEND_CONTROL_MAGIC", contend_trace::control::MAGIC),
         int!("CONTEND_CONTROL_VERSION", contend_trace::control::VERSION),
         int!("CONTEND_CONTROL_SIZE", contend_trace::control::SIZE),
@@ -323,6 +327,14 @@ fn table() -> Vec<Line> {
     field!(l, t, "cost_record_ps", h::COST_RECORD_PS, u32s);
     field!(l, t, "cost_count_ps", h::COST_COUNT_PS, u32s);
     field!(l, t, "calibration_ns", h::CALIBRATION_NS, u32s);
+    field!(
+        l,
+        t,
+        "cost_window_record_ps",
+        h::COST_WINDOW_RECORD_PS,
+        u32s
+    );
+    field!(l, t, "cost_window_count_ps", h::COST_WINDOW_COUNT_PS, u32s);
     field!(l, t, "reserved1", h::RESERVED1, u32s);
     field!(l, t, "reserved", h::RESERVED, h::EXE_PATH - h::RESERVED);
     field!(l, t, "exe_path", h::EXE_PATH, h::EXE_PATH_LEN);
@@ -347,9 +359,9 @@ fn table() -> Vec<Line> {
     field!(
         l,
         t,
-        "reserved",
-        chunk::RESERVED,
-        format::CHUNK_HEADER_SIZE - chunk::RESERVED
+        "cost_samples",
+        chunk::COST_SAMPLES,
+        format::CHUNK_HEADER_SIZE - chunk::COST_SAMPLES
     );
 
     let t = "contend_control";

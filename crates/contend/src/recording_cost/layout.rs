@@ -66,6 +66,37 @@ impl ReportSection for RecordingReport {
                 self.note.as_deref().unwrap_or(""),
             )),
         }
+        if c.method.as_deref() == Some("sampled") {
+            let mut what = format!("{} operations timed in situ", c.samples);
+            if let Some(w) = c.sampled_record_ns {
+                what.push_str(&format!(", {w:.1} ns per record"));
+            }
+            if let Some(w) = c.sampled_counted_ns {
+                what.push_str(&format!(", {w:.1} ns per counted acquisition"));
+            }
+            if let Some(cal) = self.calibration.as_ref().and_then(|k| k.record_window_ns) {
+                what.push_str(&format!(" (calibration: {cal:.1} ns per record)"));
+            }
+            rows.push(row(
+                "samples",
+                "Sampled cost",
+                Cell::Count(c.samples),
+                &what,
+            ));
+        }
+        if let Some(ns) = c.calibrated_ns {
+            rows.push(row(
+                "calibrated_ns",
+                "Calibrated estimate",
+                Cell::Ns(ns),
+                &c.calibrated_share.map_or(String::new(), |s| {
+                    format!(
+                        "{:.1} % by the start-up calibration alone (one hot mutex)",
+                        s * 100.0
+                    )
+                }),
+            ));
+        }
         if let Some(cal) = &self.calibration {
             let mut what = format!("{:.1} ns per timed record", cal.record_ns);
             if let Some(p) = cal.counted_pair_ns {
@@ -91,9 +122,10 @@ impl ReportSection for RecordingReport {
             ..Table::default()
         };
         let mut caption = String::from(
-            "What recording added to the program: estimated from the collector's start-up calibration \
-             (time per timed record and per counted acquisition) and the time its slow path measured \
-             (docs/metrics.md, \"Recording cost\").",
+            "What recording added to the program: estimated from the collector's own timing of a sample \
+             of its operations where they ran (else its start-up calibration: time per timed record and \
+             per counted acquisition) and the time its slow path measured; the misses its cache footprint \
+             causes in the program's own code are not in it (docs/metrics.md, \"Recording cost\").",
         );
         if let Some(w) = &self.warning {
             caption.push_str(&format!(" Warning: {w}."));
@@ -182,6 +214,14 @@ pub fn cost_metrics(r: &RecordingReport) -> Vec<Metric> {
         rows.push((
             "estimated_share",
             "Estimated share of the program's time",
+            Fraction,
+            s,
+        ));
+    }
+    if let Some(s) = c.calibrated_share {
+        rows.push((
+            "calibrated_share",
+            "Calibrated estimate's share (start-up calibration alone)",
             Fraction,
             s,
         ));

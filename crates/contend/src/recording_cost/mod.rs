@@ -15,6 +15,21 @@
 //! * the estimate is `E = R · c_r + K · c_c + T_slow` over all processes,
 //!   with R records and K counted acquisitions, and per thread the same sum
 //!   over its own records, counts and slow-path time;
+//! * since the collector also times itself in situ (lock-trace flag
+//!   `FLAG_SAMPLED_COST`: one in 256 operations of each thread, the window
+//!   two clock readings around the storing of an operation's first record,
+//!   or around a count), the per-record and per-count costs come from the thread's own
+//!   samples where the cost happens, cache and TLB misses of its tables
+//!   and trace included: per thread
+//!   `E_t = R_t · (Σw_r / n_r + c_r − ŵ_r) + K_t · (Σw_c / n_c + c_c − ŵ_c) + T_slow,t`,
+//!   with `Σw / n` the mean sampled window (the process's mean when the
+//!   thread has no sample, the calibration when the process has none) and
+//!   `ŵ` the calibration's own mean window on hot caches (`c − ŵ`: what the
+//!   window does not hold, the wrapper's entry and the release's
+//!   bookkeeping, as calibrated). The calibrated estimate stays beside it
+//!   (`calibrated_ns`) and is the estimate of recordings made before the
+//!   sampling (no flag). Neither sees the misses the collector's cache
+//!   footprint causes in the program's own code (docs/metrics.md).
 //! * its share is `E / C`, C the target's CPU time (`wait4`, in
 //!   `meta.json`), else the threads' recorded time (first to last
 //!   operation, summed).
@@ -86,6 +101,24 @@ pub struct RecordingCost {
     /// (chunk claims, faulting in trace pages, maps snapshots, stacks,
     /// calibration), ns.
     pub slow_path_ns: u64,
+    /// How `estimated_ns` was made: `sampled` (the collector's in-situ
+    /// samples, at least in one process) or `calibrated` (the start-up
+    /// calibration only: recordings made before the sampling); `null`
+    /// without an estimate.
+    pub method: Option<String>,
+    /// The calibrated estimate `R · c_r + K · c_c + T_slow`, ns, beside the
+    /// sampled one; `null` when it cannot be made.
+    pub calibrated_ns: Option<u64>,
+    /// `calibrated_ns` as a share of `share_of_ns`.
+    pub calibrated_share: Option<f64>,
+    /// Sampled windows kept (records and counts), all threads.
+    pub samples: u64,
+    /// Mean sampled window of a record, ns (all threads); `null` without
+    /// record samples.
+    pub sampled_record_ns: Option<f64>,
+    /// Mean sampled window of a counted acquisition, ns; `null` without
+    /// count samples.
+    pub sampled_counted_ns: Option<f64>,
 }
 
 /// The collector's start-up calibration (averaged over the calibrated
@@ -100,6 +133,12 @@ pub struct Calibration {
     pub counted_pair_ns: Option<f64>,
     /// Time the calibration took in each process, ns (the mean).
     pub calibration_ns: u64,
+    /// The in-situ sampled window of the calibration's records, ns (hot
+    /// caches; the part of `record_ns` the sampling sees); `null` for
+    /// recordings without sampling.
+    pub record_window_ns: Option<f64>,
+    /// The same for the calibration's counted pairs (light mode), ns.
+    pub counted_window_ns: Option<f64>,
     /// Processes calibrated / processes traced.
     pub processes_calibrated: u32,
     /// Processes traced.
@@ -121,6 +160,8 @@ pub struct ThreadCost {
     pub bytes: u64,
     /// Estimated time added to the thread, ns (`null` without calibration).
     pub estimated_ns: Option<u64>,
+    /// Sampled windows kept on this thread (records and counts).
+    pub samples: u64,
     /// Of which its slow path, ns.
     pub slow_path_ns: u64,
 }
@@ -143,14 +184,7 @@ fn ticks_to_ns(recording: &Recording, trace: &contend_trace::LockTrace, ticks: u
     if trace.clock == contend_trace::format::CLOCK_MONOTONIC {
         return ticks;
     }
-    let per_tick = if recording.clock.ns_per_tick > 0.0 && recording.clock.points > 0 {
-        recording.clock.ns_per_tick
-    } else if trace.ticks_per_second > 0 {
-        1e9 / trace.ticks_per_second as f64
-    } else {
-        recording.clock.ns_per_tick
-    };
-    (ticks as f64 * per_tick).round() as u64
+    ticks_to_ns_f(recording, trace, ticks).round() as u64
 }
 
 /// The traced threads' recorded time, summed: first to last record of
@@ -170,6 +204,106 @@ fn threads_time(recording: &Recording) -> u64 {
         .sum()
 }
 
+/// One process's costs per operation, ns: from its threads' in-situ
+/// samples where it has them, else from its calibration.
+struct ProcessCosts {
+    /// The trace has samples at all ([`contend_trace::LockTrace::sampled_cost`]
+    /// and at least one window kept).
+    sampled: bool,
+    /// Process means of the sampled windows, ns (record, count).
+    mean: (Option<f64>, Option<f64>),
+    /// The calibrated costs, ns (record, counted pair).
+    calibrated: (f64, f64),
+    /// What the windows do not hold, ns: calibrated cost − the
+    /// calibration's own window (0 without the window).
+    outside: (f64, f64),
+}
+
+impl ProcessCosts {
+    fn new(recording: &Recording, t: &contend_trace::LockTrace) -> Self {
+        let (mut rec, mut cnt) = (
+            contend_trace::CostSamples::default(),
+            contend_trace::CostSamples::default(),
+        );
+        for th in &t.threads {
+            rec.add(th.record_samples);
+            cnt.add(th.count_samples);
+        }
+        let sampled = t.sampled_cost() && rec.count + cnt.count > 0;
+        let mean = |s: contend_trace::CostSamples| {
+            (sampled && s.count > 0).then(|| ticks_to_ns_f(recording, t, s.ticks) / s.count as f64)
+        };
+        let calibrated = (
+            f64::from(t.cost_record_ps) / 1000.0,
+            f64::from(t.cost_count_ps) / 1000.0,
+        );
+        let outside = |cal_ps: u32, window_ps: u32| {
+            if window_ps == 0 {
+                0.0
+            } else {
+                (f64::from(cal_ps) - f64::from(window_ps)) / 1000.0
+            }
+        };
+        ProcessCosts {
+            sampled,
+            mean: (mean(rec), mean(cnt)),
+            calibrated,
+            outside: (
+                outside(t.cost_record_ps, t.cost_window_record_ps),
+                outside(t.cost_count_ps, t.cost_window_count_ps),
+            ),
+        }
+    }
+
+    /// Time a thread's `records` and `counted` acquisitions added, ns.
+    fn ops_ns(
+        &self,
+        recording: &Recording,
+        t: &contend_trace::LockTrace,
+        th: &contend_trace::ThreadTrace,
+        records: u64,
+        counted: u64,
+    ) -> u64 {
+        let per =
+            |own: contend_trace::CostSamples, process: Option<f64>, cal: f64, outside: f64| {
+                let sampled = if self.sampled && own.count > 0 {
+                    Some(ticks_to_ns_f(recording, t, own.ticks) / own.count as f64)
+                } else {
+                    process
+                };
+                sampled.map_or(cal, |w| (w + outside).max(0.0))
+            };
+        let r = per(
+            th.record_samples,
+            self.mean.0,
+            self.calibrated.0,
+            self.outside.0,
+        );
+        let c = per(
+            th.count_samples,
+            self.mean.1,
+            self.calibrated.1,
+            self.outside.1,
+        );
+        (records as f64 * r + counted as f64 * c).round() as u64
+    }
+}
+
+/// Ticks of `trace`'s clock as ns of duration, unrounded.
+fn ticks_to_ns_f(recording: &Recording, trace: &contend_trace::LockTrace, ticks: u64) -> f64 {
+    if trace.clock == contend_trace::format::CLOCK_MONOTONIC {
+        return ticks as f64;
+    }
+    let per_tick = if recording.clock.ns_per_tick > 0.0 && recording.clock.points > 0 {
+        recording.clock.ns_per_tick
+    } else if trace.ticks_per_second > 0 {
+        1e9 / trace.ticks_per_second as f64
+    } else {
+        recording.clock.ns_per_tick
+    };
+    ticks as f64 * per_tick
+}
+
 /// Computes the `recording` section of `recording` (see the module
 /// documentation for the estimate).
 pub fn recording_cost(recording: &Recording) -> RecordingReport {
@@ -179,6 +313,14 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
     let mut calibrated = 0u32;
     let (mut rec_ps, mut cnt_ps, mut cnt_n, mut cal_ns) = (0u64, 0u64, 0u64, 0u64);
     let mut estimate: u64 = 0;
+    let mut calibrated_estimate: u64 = 0;
+    let mut sampled_any = false;
+    let (mut rec_samples, mut cnt_samples) = (
+        contend_trace::CostSamples::default(),
+        contend_trace::CostSamples::default(),
+    );
+    let (mut rec_samples_ns, mut cnt_samples_ns) = (0u64, 0u64);
+    let (mut win_rec_ps, mut win_cnt_ps, mut win_rec_n, mut win_cnt_n) = (0u64, 0u64, 0u64, 0u64);
     let mut uncalibrated_ops = false;
     for p in procs {
         let t = &p.trace;
@@ -210,21 +352,38 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
                 cnt_ps += u64::from(t.cost_count_ps);
                 cnt_n += 1;
             }
-            estimate += (records * u64::from(t.cost_record_ps)
+            calibrated_estimate += (records * u64::from(t.cost_record_ps)
                 + counted * u64::from(t.cost_count_ps))
                 / 1000
                 + slow;
+            if t.cost_window_record_ps != 0 {
+                win_rec_ps += u64::from(t.cost_window_record_ps);
+                win_rec_n += 1;
+            }
+            if t.cost_window_count_ps != 0 {
+                win_cnt_ps += u64::from(t.cost_window_count_ps);
+                win_cnt_n += 1;
+            }
         } else if records + counted > 0 {
             uncalibrated_ops = true;
+        }
+        let costs = c.then(|| ProcessCosts::new(recording, t));
+        if let Some(pc) = &costs {
+            sampled_any |= pc.sampled;
+            estimate += slow;
         }
         for th in &t.threads {
             let records_t = (th.op_count + th.futex.len() + th.omp.len()) as u64;
             let slow_t = th.collector_ns;
             let counted_t: u64 = th.counted.iter().map(|x| x.count).sum();
-            let est = c.then(|| {
-                (records_t * u64::from(t.cost_record_ps) + counted_t * u64::from(t.cost_count_ps))
-                    / 1000
-                    + slow_t
+            rec_samples.add(th.record_samples);
+            cnt_samples.add(th.count_samples);
+            rec_samples_ns += ticks_to_ns(recording, t, th.record_samples.ticks);
+            cnt_samples_ns += ticks_to_ns(recording, t, th.count_samples.ticks);
+            let est = costs.as_ref().map(|pc| {
+                let ops = pc.ops_ns(recording, t, th, records_t, counted_t);
+                estimate += ops;
+                ops + slow_t
             });
             r.by_thread.push(ThreadCost {
                 pid: t.pid,
@@ -233,6 +392,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
                 counted: counted_t,
                 bytes: th.record_bytes,
                 estimated_ns: est,
+                samples: th.record_samples.count + th.count_samples.count,
                 slow_path_ns: slow_t,
             });
         }
@@ -276,15 +436,28 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             record_ns: rec_ps as f64 / 1000.0 / f64::from(calibrated),
             counted_pair_ns: (cnt_n > 0).then(|| cnt_ps as f64 / 1000.0 / cnt_n as f64),
             calibration_ns: cal_ns / u64::from(calibrated),
+            record_window_ns: (win_rec_n > 0)
+                .then(|| win_rec_ps as f64 / 1000.0 / win_rec_n as f64),
+            counted_window_ns: (win_cnt_n > 0)
+                .then(|| win_cnt_ps as f64 / 1000.0 / win_cnt_n as f64),
             processes_calibrated: calibrated,
             processes: procs.len() as u32,
         });
     }
     let has_mpi = matches!(&recording.mpi, Some(Ok(m)) if !m.ranks.is_empty());
+    r.cost.samples = rec_samples.count + cnt_samples.count;
+    r.cost.sampled_record_ns =
+        (rec_samples.count > 0).then(|| rec_samples_ns as f64 / rec_samples.count as f64);
+    r.cost.sampled_counted_ns =
+        (cnt_samples.count > 0).then(|| cnt_samples_ns as f64 / cnt_samples.count as f64);
     if calibrated > 0 && !uncalibrated_ops {
         r.cost.estimated_ns = Some(estimate);
         r.cost.estimated_share =
             (r.cost.share_of_ns > 0).then(|| estimate as f64 / r.cost.share_of_ns as f64);
+        r.cost.calibrated_ns = Some(calibrated_estimate);
+        r.cost.calibrated_share = (r.cost.share_of_ns > 0)
+            .then(|| calibrated_estimate as f64 / r.cost.share_of_ns as f64);
+        r.cost.method = Some(if sampled_any { "sampled" } else { "calibrated" }.to_string());
         if has_mpi {
             r.note = Some(
                 "the estimate covers the lock collector; the MPI recorder's cost is not calibrated (bench/mpi_overhead.sh measures it per call)"

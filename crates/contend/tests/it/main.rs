@@ -17,6 +17,7 @@ mod mpi_nonblocking;
 mod mpi_root_causes;
 mod numa_model;
 mod pipeline;
+mod recording_cost_sampled;
 mod report_formats;
 mod sci_metric;
 mod sci_reuse;
