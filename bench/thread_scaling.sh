@@ -11,6 +11,9 @@
 # it leaves out time descheduled for other work on this shared machine)
 # and its wall time (first worker's start to last worker's end).
 # Overhead = median recorded / median plain − 1, per thread count.
+# MODES chooses the recorded modes (default "default light nt"); `old` and
+# `old-light` run the binary CONTEND_OLD names, for a before/after in one
+# run (e.g. MODES="old default old-light light").
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 THREADS=${THREADS:-"2 8 32 128 512"}
@@ -25,12 +28,16 @@ run() { # $1 = mode, $2 = threads; prints "cpu_ns,run_ns"
     plain) out=$("$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB") ;;
     default) out=$("$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     light) out=$("$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    old) out=$("$CONTEND_OLD" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    old-light) out=$("$CONTEND_OLD" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     nt) out=$(CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
   esac
   sed 's/.*run_ns=\([0-9]*\) cpu_ns=\([0-9]*\).*/\2,\1/' <<<"$out"
 }
-modes=(plain default light nt)
-printf '%-8s %10s %10s %10s %10s %8s %8s %8s   %s\n' threads plain_ms default_ms light_ms nt_ms default light nt "wall: plain default light nt (ms)"
+read -ra modes <<<"plain ${MODES:-default light nt}"
+header="threads  plain_ms"
+for m in "${modes[@]:1}"; do header+="  ${m}_ms  ${m}"; done
+echo "$header   (CPU ms, overhead against plain; wall ms below)"
 for t in $THREADS; do
   declare -A runs=()
   for i in $(seq "$ROUNDS"); do
@@ -41,9 +48,14 @@ for t in $THREADS; do
     cpu[$m]=$(tr ' ' '\n' <<<"${runs[$m]}" | sed '/^$/d' | cut -d, -f1 | median)
     wall[$m]=$(tr ' ' '\n' <<<"${runs[$m]}" | sed '/^$/d' | cut -d, -f2 | median)
   done
-  awk -v t="$t" -v p="${cpu[plain]}" -v d="${cpu[default]}" -v l="${cpu[light]}" -v n="${cpu[nt]}" \
-      -v wp="${wall[plain]}" -v wd="${wall[default]}" -v wl="${wall[light]}" -v wn="${wall[nt]}" 'BEGIN {
-    printf "%-8s %10.1f %10.1f %10.1f %10.1f %7.1f%% %7.1f%% %7.1f%%   %.1f %.1f %.1f %.1f\n", t, p/1e6, d/1e6, l/1e6, n/1e6, (d/p-1)*100, (l/p-1)*100, (n/p-1)*100, wp/1e6, wd/1e6, wl/1e6, wn/1e6 }'
+  line=$(printf '%-8s %8.1f' "$t" "$(awk -v c="${cpu[plain]}" 'BEGIN {print c/1e6}')")
+  walls="  wall: plain $(awk -v c="${wall[plain]}" 'BEGIN {printf "%.1f", c/1e6}')"
+  for m in "${modes[@]:1}"; do
+    line+=$(awk -v p="${cpu[plain]}" -v c="${cpu[$m]}" 'BEGIN {printf "  %8.1f %7.1f%%", c/1e6, (c/p-1)*100}')
+    walls+=$(awk -v m="$m" -v c="${wall[$m]}" 'BEGIN {printf " %s %.1f", m, c/1e6}')
+  done
+  echo "$line"
+  echo "$walls"
   for m in "${modes[@]}"; do echo "  $m runs (cpu_ns,run_ns): ${runs[$m]}"; done
   unset runs cpu wall
 done

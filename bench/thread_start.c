@@ -1,0 +1,36 @@
+/* What recording adds per thread that takes one lock once (the per-thread
+ * fixed cost of bench/thread_scaling.sh): N threads, started in batches of
+ * 64, each locks and unlocks one shared mutex and exits. Run plainly and
+ * with the collector preloaded by bench/thread_start.sh; the difference in
+ * the process's CPU time divided by N is the cost per thread. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static long acquisitions;
+
+static void *body(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&lock);
+    acquisitions++;
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 2048;
+    enum { BATCH = 64 };
+    pthread_t t[BATCH];
+    for (int done = 0; done < n; done += BATCH) {
+        for (int i = 0; i < BATCH; i++)
+            if (pthread_create(&t[i], NULL, body, NULL) != 0)
+                return 1;
+        for (int i = 0; i < BATCH; i++)
+            pthread_join(t[i], NULL);
+    }
+    printf("%ld\n", acquisitions);
+    return 0;
+}
