@@ -13,8 +13,10 @@
  *     might be running inside a malloc replacement. pthread_atfork is safe
  *     there: glibc keeps the first 48 handlers in a static array under an
  *     internal lock.
- *   - Each thread claims one chunk of the file at a time and maps only that
- *     chunk; a pthread_key destructor unmaps it when the thread exits.
+ *   - Each thread claims one chunk of the file at a time, handed out of a
+ *     mapping window shared by the process's threads (see "Mapping
+ *     windows"); a pthread_key destructor gives it back when the thread
+ *     exits.
  *   - The chunk is faulted in ahead of the writer, a step at a time, with
  *     madvise(MADV_POPULATE_WRITE) (see "Faulting in" below).
  *   - At exit a destructor stores the end calibration, sets FLAG_FINISHED
@@ -27,6 +29,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
@@ -285,7 +288,7 @@ static void parse_config(void)
 
     long page = sysconf(_SC_PAGESIZE);
     if (page > 0 && chunk < (uint64_t)page)
-        chunk = (uint64_t)page; /* chunks are mapped one by one */
+        chunk = (uint64_t)page; /* chunks are mapped at page offsets */
     contend_g.chunk_size = (uint32_t)chunk;
 }
 
@@ -602,17 +605,172 @@ void contend_thread_renamed(void)
     contend_leave(ts, saved);
 }
 
+/*
+ * Mapping windows. Mapping and unmapping each chunk by itself costs a
+ * multi-threaded program more than the system calls: mmap and munmap take
+ * the process's address-space lock for writing, and munmap shoots down the
+ * TLB entries of every CPU running one of its threads (docs/benchmarks.md,
+ * "Writing a chunk's zeros lazily", the profile of bench/thread_start.c).
+ * So chunks are handed out of windows: one shared mapping of WINDOW_CHUNKS
+ * consecutive chunks of the file, mapped when the first chunk in it is
+ * claimed (the mapping may reach past the end of the file: a chunk's pages
+ * are touched only after its claim has written its zeros, so no store ever
+ * lands past the end) and unmapped when every chunk in it was claimed and
+ * released again. A window therefore keeps the pages of its released
+ * chunks mapped until its last chunk is released: at most WINDOW_SLOTS
+ * windows of WINDOW_CHUNKS chunks each are kept (4 MiB each with the
+ * default chunk size); a claim that finds no free slot maps its chunk by
+ * itself, as before windows. The slot table is guarded by a spin lock
+ * taken only on claims and releases (with the BUSY guard set, so a signal
+ * handler on the same thread never re-enters it) and around nothing but
+ * mmap/munmap, which are not cancellation points.
+ */
+#define WINDOW_CHUNKS 32u
+#define WINDOW_SLOTS 64u
+
+static struct {
+    uint32_t lock;
+    struct {
+        char *base;      /* the window's mapping (NULL: slot free)        */
+        uint64_t number; /* chunk index / WINDOW_CHUNKS                    */
+        uint32_t live;   /* its chunks claimed and not yet released        */
+        uint32_t handed; /* its chunk indices handed out (claimed or lost) */
+    } slot[WINDOW_SLOTS];
+} W;
+
+static void lock_windows(void)
+{
+    while (__atomic_exchange_n(&W.lock, 1u, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void unlock_windows(void)
+{
+    __atomic_store_n(&W.lock, 0u, __ATOMIC_RELEASE);
+}
+
+static uint64_t window_bytes(void)
+{
+    return (uint64_t)WINDOW_CHUNKS * contend_g.chunk_size;
+}
+
+/* The mapping of chunk `idx` (its file region must already exist before
+ * it is touched), counted as live in its window; NULL on failure. A chunk
+ * whose window has no slot is mapped by itself. */
+static void *window_map_chunk(int fd, uint32_t idx)
+{
+    uint64_t size = contend_g.chunk_size;
+    uint64_t number = idx / WINDOW_CHUNKS;
+    uint64_t within = (uint64_t)(idx % WINDOW_CHUNKS) * size;
+    void *chunk = NULL;
+    lock_windows();
+    int found = -1, free_slot = -1;
+    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
+        if (W.slot[i].base && W.slot[i].number == number) {
+            found = (int)i;
+            break;
+        }
+        if (!W.slot[i].base && free_slot < 0)
+            free_slot = (int)i;
+    }
+    if (found < 0 && free_slot >= 0) {
+        uint64_t off = contend_g.data_offset + number * window_bytes();
+        void *m = contend_raw_mmap(NULL, window_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                                   (off_t)off);
+        if (m != MAP_FAILED) {
+            W.slot[free_slot].base = m;
+            W.slot[free_slot].number = number;
+            W.slot[free_slot].live = 0;
+            W.slot[free_slot].handed = 0;
+            found = free_slot;
+        }
+    }
+    if (found >= 0) {
+        W.slot[found].live++;
+        W.slot[found].handed++;
+        chunk = W.slot[found].base + within;
+    }
+    unlock_windows();
+    if (chunk)
+        return chunk;
+    /* no slot (or the window could not be mapped): this chunk alone */
+    void *m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                               (off_t)(contend_g.data_offset + (uint64_t)idx * size));
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* Chunk index `idx` will never be mapped (its claim failed before): its
+ * window, if mapped, no longer waits for it. */
+static void window_skip_chunk(uint32_t idx)
+{
+    uint64_t number = idx / WINDOW_CHUNKS;
+    void *unmap = NULL;
+    lock_windows();
+    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
+        if (W.slot[i].base && W.slot[i].number == number) {
+            if (++W.slot[i].handed >= WINDOW_CHUNKS && W.slot[i].live == 0) {
+                unmap = W.slot[i].base;
+                W.slot[i].base = NULL;
+            }
+            break;
+        }
+    }
+    unlock_windows();
+    if (unmap)
+        contend_raw_munmap(unmap, window_bytes());
+}
+
+/* Gives back a chunk mapped by window_map_chunk: its window is unmapped
+ * once all its chunks were handed out and released; a chunk mapped by
+ * itself is unmapped now. */
+static void window_release_chunk(void *chunk)
+{
+    char *c = chunk;
+    void *unmap = NULL;
+    int in_window = 0;
+    lock_windows();
+    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
+        char *b = W.slot[i].base;
+        if (b && c >= b && c < b + window_bytes()) {
+            in_window = 1;
+            if (--W.slot[i].live == 0 && W.slot[i].handed >= WINDOW_CHUNKS) {
+                unmap = b;
+                W.slot[i].base = NULL;
+            }
+            break;
+        }
+    }
+    unlock_windows();
+    if (unmap)
+        contend_raw_munmap(unmap, window_bytes());
+    else if (!in_window)
+        contend_raw_munmap(chunk, contend_g.chunk_size);
+}
+
+/* fork child: the windows map the parent's trace. Drops them (the child's
+ * copies only; the parent's stay) and the lock another thread of the
+ * parent may have held at the fork. */
+static void windows_after_fork(void)
+{
+    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
+        if (W.slot[i].base)
+            contend_raw_munmap(W.slot[i].base, window_bytes());
+        W.slot[i].base = NULL;
+    }
+    W.lock = 0;
+}
+
 static void release_chunk(struct contend_thread *ts)
 {
     if (ts->chunk)
-        contend_raw_munmap(ts->chunk, contend_g.chunk_size);
+        window_release_chunk(ts->chunk);
     ts->chunk = ts->cur = ts->end = ts->chunk_end = NULL;
 }
 
 static void release_count_chunk(struct contend_thread *ts)
 {
     if (ts->count_chunk)
-        contend_raw_munmap(ts->count_chunk, contend_g.chunk_size);
+        window_release_chunk(ts->count_chunk);
     ts->count_chunk = NULL;
     ts->counts = ts->last_count = NULL;
     ts->count_slots = 0;
@@ -628,6 +786,21 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
         size_t step = POPULATE_STEP / 8;
         if ((size_t)(ts->chunk_end - ts->end) < step)
             step = (size_t)(ts->chunk_end - ts->end);
+        if (ts->end >= ts->zeroed_end) {
+            /* the rest of the chunk, in one write (see claim_chunk) */
+            int tmp;
+            int fd = trace_fd(&tmp);
+            if (fd < 0)
+                return -1;
+            uint64_t off = contend_g.data_offset + ts->chunk_index * (uint64_t)contend_g.chunk_size +
+                           (uint64_t)((char *)ts->end - (char *)ts->chunk);
+            int r = contend_write_zeros(fd, off, (uint64_t)((char *)ts->chunk_end - (char *)ts->end));
+            if (tmp)
+                close(fd);
+            if (r != 0)
+                return -1;
+            ts->zeroed_end = ts->chunk_end;
+        }
         if (populate(ts->end, step * 8) != 0)
             return -1;
         ts->end += step;
@@ -636,8 +809,12 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
 }
 
 /* Claims the next chunk of the file, extends the file to cover it, maps it
- * and faults in its first `populate_len` bytes. NULL on failure. */
-static void *map_new_chunk(size_t populate_len)
+ * and faults in its first `populate_len` bytes. Its first `zero_len` bytes
+ * are written with zeros (the part that will be written soon: its pages
+ * then only need mapping, see contend/zero_fill.h); when that is less than
+ * the chunk, so is its last page (the file then covers the chunk, as the
+ * reader wants whole chunks) and the rest stays a hole. NULL on failure. */
+static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index)
 {
     contend_trace_header *h = contend_g.hdr;
     uint64_t size = contend_g.chunk_size;
@@ -645,24 +822,32 @@ static void *map_new_chunk(size_t populate_len)
         return NULL;
     uint32_t idx = __atomic_fetch_add(&h->chunks_claimed, 1u, __ATOMIC_RELAXED);
     uint64_t off = contend_g.data_offset + (uint64_t)idx * size;
+    *index = idx;
 
     int tmp;
     int fd = trace_fd(&tmp);
-    if (fd < 0)
+    if (fd < 0) {
+        window_skip_chunk(idx);
         return NULL;
+    }
     /* extend the file to cover the chunk by writing it with zeros: a write
      * never shrinks the file, unlike ftruncate, which could cut off a chunk
      * another thread claimed later; the tails left unwritten at the end are
      * punched out again (crates/contend-record/src/sparse.rs) */
-    void *m = MAP_FAILED;
-    if (contend_write_zeros(fd, off, size) == 0)
-        m = contend_raw_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+    void *m = NULL;
+    uint64_t head = zero_len < size ? zero_len : size;
+    uint64_t tail = size - head < 4096u ? size - head : 4096u;
+    if (contend_write_zeros(fd, off, head) == 0 &&
+        contend_write_zeros(fd, off + size - tail, tail) == 0)
+        m = window_map_chunk(fd, idx);
+    else
+        window_skip_chunk(idx);
     if (tmp)
         close(fd);
-    if (m == MAP_FAILED)
+    if (!m)
         return NULL;
-    if (populate(m, populate_len) != 0) {
-        contend_raw_munmap(m, size);
+    if (populate_len && populate(m, populate_len) != 0) {
+        window_release_chunk(m);
         return NULL;
     }
     return m;
@@ -681,7 +866,13 @@ static int claim_chunk(struct contend_thread *ts)
 
     uint64_t size = contend_g.chunk_size;
     size_t first = POPULATE_STEP < size ? POPULATE_STEP : size;
-    void *m = map_new_chunk(first);
+    /* Zeros for the first populate step only: a short thread (a pool's
+     * worker taking a lock once) would otherwise write 128 KiB for a few
+     * records; extend_chunk writes the rest in one go when the writer
+     * first needs it. */
+    uint32_t index;
+    int lazy = __atomic_load_n(&populate_supported, __ATOMIC_RELAXED);
+    void *m = map_new_chunk(0, lazy ? first : size, &index);
     if (!m)
         return 0;
 
@@ -696,8 +887,10 @@ static int claim_chunk(struct contend_thread *ts)
     __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
 
     ts->chunk = m;
+    ts->chunk_index = index;
     ts->cur = (uint64_t *)m + CONTEND_CHUNK_HEADER_SIZE / 8;
     ts->chunk_end = (uint64_t *)m + size / 8;
+    ts->zeroed_end = lazy ? (uint64_t *)m + first / 8 : ts->chunk_end;
     ts->end = __atomic_load_n(&populate_supported, __ATOMIC_RELAXED)
                   ? (uint64_t *)m + first / 8
                   : ts->chunk_end;
@@ -1013,7 +1206,9 @@ static int claim_count_chunk(struct contend_thread *ts)
     uint32_t doublings = ts->count_seq < 16 ? ts->count_seq : 16;
     uint64_t want = (uint64_t)POPULATE_STEP << doublings;
     size_t used = (size_t)(want < size ? want : size);
-    void *m = map_new_chunk(used);
+    /* only the table is ever written: the rest of the chunk stays a hole */
+    uint32_t index;
+    void *m = map_new_chunk(0, used, &index);
     if (!m)
         return 0;
     if (!ts->tid)
@@ -1099,6 +1294,22 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
     ts->guard = 0;
     contend_held_push(ts, obj);
     contend_emit(ts, CONTEND_OP_TAG(prim, CONTEND_PHASE_IMMEDIATE), obj, site, contend_now());
+}
+
+void contend_claim_counts_ahead(struct contend_thread *ts)
+{
+    if (ts->guard)
+        return;
+    ts->guard = CONTEND_GUARD_BUSY;
+    CONTEND_SIGNAL_FENCE();
+    ts->count_claim_tried = 1;
+    int saved_errno = errno;
+    uint64_t t0 = contend_cpu_ns();
+    claim_count_chunk(ts); /* on failure the first count records instead */
+    contend_cost_since(ts, t0);
+    errno = saved_errno;
+    CONTEND_SIGNAL_FENCE();
+    ts->guard = 0;
 }
 
 uint32_t contend_untimed(struct contend_thread *ts, const void *lock, uint64_t t)
@@ -1268,13 +1479,17 @@ static void fork_child(void)
     CONTEND_SIGNAL_FENCE();
 
     /* This is now the only thread. Drop our copies of the parent's
-     * mappings (unmapping in the child does not touch the parent's). */
+     * mappings (unmapping in the child does not touch the parent's): the
+     * windows first (with the lock another thread may have held), then the
+     * chunks (a chunk in a window is already unmapped with it). */
+    windows_after_fork();
     release_chunk(ts);
     /* the parent's COUNTS mapping is shared: drop it unmapped, like the
      * chunk, and start with no recorded holds (they are in the parent's
      * trace) */
     release_count_chunk(ts);
     ts->count_seq = 0;
+    ts->count_claim_tried = 0;
     ts->held_n = 0;
     ts->seq = 0;
     ts->tid = gettid_raw();

@@ -174,12 +174,16 @@ struct contend_thread {
     uint32_t count_slots;    /* entries in counts[]                           */
     uint32_t count_seq;      /* next COUNTS chunk sequence number             */
     uint32_t held_n;         /* entries used in held[]                        */
-    uint32_t pad2;
+    uint32_t count_claim_tried; /* contend_ready_to_acquire tried to claim
+                                   the first COUNTS chunk ahead          */
     const void *held[CONTEND_HELD_MAX];
     /* in-situ cost sampling (sampling.c) */
     uint32_t slow_seq;         /* bumped by contend_cost_since: a sample
                                   that ran into the timed slow path is
                                   dropped (that time is in collector_ns) */
+    uint32_t chunk_index;      /* the current chunk's index in the file     */
+    uint64_t *zeroed_end;      /* end of the part of the chunk written with
+                                  zeros (collector.c, claim_chunk)          */
 };
 
 CONTEND_HIDDEN extern _Thread_local struct contend_thread contend_tls
@@ -558,6 +562,28 @@ CONTEND_INLINE void contend_before_wait(struct contend_thread *ts, const void *o
         ts->guard = 0;
         if (CONTEND_UNLIKELY(ts->created))
             contend_emit_first_use(ts, obj, site);
+    }
+}
+
+/* Light mode: claims the thread's first COUNTS chunk now, once (BUSY
+ * guard, errno saved, its time counted as the collector's). */
+CONTEND_HIDDEN void contend_claim_counts_ahead(struct contend_thread *ts);
+
+/* Called before a lock is tried: makes room now for the records of an
+ * acquisition that succeeds at once (light mode: claims the thread's first
+ * COUNTS chunk), so that a chunk claim (writing the chunk's zeros, faulting
+ * in its first pages, reading the thread's name: tens of µs) does not run
+ * inside the program's critical section, where every thread waiting for
+ * the lock would wait for it too. The default mode's test is the one the
+ * record would make anyway, on the same cache line. */
+CONTEND_INLINE void contend_ready_to_acquire(struct contend_thread *ts, int light)
+{
+    if (light) {
+        if (CONTEND_UNLIKELY(ts->counts == NULL) && !ts->count_claim_tried)
+            contend_claim_counts_ahead(ts);
+    } else if (CONTEND_UNLIKELY((uintptr_t)ts->end - (uintptr_t)ts->cur <
+                                CONTEND_ROOM_WORDS * 8u)) {
+        contend_make_room(ts);
     }
 }
 

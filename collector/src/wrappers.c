@@ -225,6 +225,7 @@ CONTEND_INLINE int mutex_lock_recording(struct contend_thread *ts, pthread_mutex
         }
         return mutex_lock_alone_failed(ts, m, site, r);
     }
+    contend_ready_to_acquire(ts, light);
     if (CONTEND_LIKELY(mutex_try_first(m))) {
         int r = CONTEND_REAL(mutex_trylock)(m);
         if (CONTEND_LIKELY(r == 0)) {
@@ -288,6 +289,7 @@ CONTEND_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
+        contend_ready_to_acquire(ts, contend_g.light);
         int r = CONTEND_REAL(mutex_trylock)(m);
         if (r == 0 && contend_g.light) {
             contend_count_acq(ts, CONTEND_PRIM_MUTEX, m, site);
@@ -310,6 +312,7 @@ CONTEND_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct time
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(mutex_timedlock)) {
+        contend_ready_to_acquire(ts, contend_g.light);
         /* glibc checks abstime only when it has to block: try first */
         if (mutex_try_first(m) && CONTEND_REAL(mutex_trylock)(m) == 0) {
             acquired_at_once(ts, CONTEND_PRIM_MUTEX, m, site, contend_g.light);
@@ -326,6 +329,7 @@ CONTEND_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk,
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(mutex_clocklock)) {
+        contend_ready_to_acquire(ts, contend_g.light);
         /* glibc rejects an unsupported clock before trying the lock */
         if (clock_ok(clk) && mutex_try_first(m) && CONTEND_REAL(mutex_trylock)(m) == 0) {
             acquired_at_once(ts, CONTEND_PRIM_MUTEX, m, site, contend_g.light);
@@ -430,6 +434,7 @@ CONTEND_INLINE int rwlock_acquire(struct contend_thread *ts, pthread_rwlock_t *r
                                   const struct timespec *abstime, int check)
 {
     if (check) {
+        contend_ready_to_acquire(ts, contend_g.light);
         int r = write ? CONTEND_REAL(rwlock_trywrlock)(rw) : CONTEND_REAL(rwlock_tryrdlock)(rw);
         if (CONTEND_LIKELY(r == 0)) {
             uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
@@ -469,6 +474,7 @@ CONTEND_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
 static inline int rwlock_try(struct contend_thread *ts, pthread_rwlock_t *rw, const void *site,
                              int write)
 {
+    contend_ready_to_acquire(ts, contend_g.light);
     int r = write ? CONTEND_REAL(rwlock_trywrlock)(rw) : CONTEND_REAL(rwlock_tryrdlock)(rw);
     uint32_t prim = write ? CONTEND_PRIM_RWLOCK_WRITE : CONTEND_PRIM_RWLOCK_READ;
     uint32_t phase = r == 0       ? CONTEND_PHASE_IMMEDIATE
@@ -601,6 +607,7 @@ CONTEND_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
+        contend_ready_to_acquire(ts, contend_g.light);
         int r = CONTEND_REAL(spin_trylock)(s);
         if (CONTEND_LIKELY(r == 0)) {
             acquired_at_once(ts, CONTEND_PRIM_SPIN, (const void *)s, site, contend_g.light);
@@ -616,6 +623,7 @@ CONTEND_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
+        contend_ready_to_acquire(ts, contend_g.light);
         int r = CONTEND_REAL(spin_trylock)(s);
         if (r == 0 && contend_g.light) {
             contend_count_acq(ts, CONTEND_PRIM_SPIN, (const void *)s, site);
@@ -837,6 +845,7 @@ CONTEND_INLINE int sem_has_waiters(sem_t *s)
 /* sem_trywait first, leaving errno as it was when the semaphore is busy. */
 CONTEND_INLINE int sem_try_first(struct contend_thread *ts, sem_t *s, const void *site)
 {
+    contend_ready_to_acquire(ts, contend_g.light);
     int saved = errno;
     if (CONTEND_REAL(sem_trywait)(s) == 0) {
         acquired_at_once(ts, CONTEND_PRIM_SEM, s, site, contend_g.light);
@@ -895,6 +904,7 @@ CONTEND_EXPORT int sem_trywait(sem_t *s)
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts)) {
+        contend_ready_to_acquire(ts, contend_g.light);
         int r = CONTEND_REAL(sem_trywait)(s);
         int e = errno;
         if (r == 0 && contend_g.light) {
