@@ -128,13 +128,23 @@ fn perfetto_slices_are_the_lock_events() {
         // a wait slice per acquisition that waited, same thread and times.
         let mut want: Vec<(u64, String, u64, u64)> = Vec::new();
         for e in &ev.set.events {
-            assert_eq!(e.outcome, Outcome::Acquired, "sharequeue only locks");
-            let tid = u64::from(ev.set.threads[e.thread as usize].tid);
+            assert_eq!(e.outcome(), Outcome::Acquired, "sharequeue only locks");
+            let tid = u64::from(ev.set.threads[e.thread() as usize].tid);
             let lock = &ev.names.objects[e.object as usize];
-            if e.acquired_ns > e.requested_ns {
-                want.push((tid, format!("wait {lock}"), e.requested_ns, e.acquired_ns));
+            if e.acquired_ns() > e.requested_ns() {
+                want.push((
+                    tid,
+                    format!("wait {lock}"),
+                    e.requested_ns(),
+                    e.acquired_ns(),
+                ));
             }
-            want.push((tid, format!("hold {lock}"), e.acquired_ns, e.released_ns));
+            want.push((
+                tid,
+                format!("hold {lock}"),
+                e.acquired_ns(),
+                e.released_ns(),
+            ));
         }
         let mut got: Vec<(u64, String, u64, u64)> = s["slices"]
             .as_array()
@@ -187,9 +197,15 @@ fn perfetto_slices_are_the_lock_events() {
             let id = u64::from(waiter) + 1;
             let w = &ev.set.events[waker as usize];
             let v = &ev.set.events[waiter as usize];
-            assert_eq!(outs[&id], u64::from(ev.set.threads[w.thread as usize].tid));
-            assert_eq!(ins[&id].0, u64::from(ev.set.threads[v.thread as usize].tid));
-            assert!(w.released_ns <= v.acquired_ns);
+            assert_eq!(
+                outs[&id],
+                u64::from(ev.set.threads[w.thread() as usize].tid)
+            );
+            assert_eq!(
+                ins[&id].0,
+                u64::from(ev.set.threads[v.thread() as usize].tid)
+            );
+            assert!(w.released_ns() <= v.acquired_ns());
         }
         // Counter tracks from the service samples: a value per interval.
         let ticks = match &rec.service {

@@ -106,7 +106,7 @@ pub(crate) fn fold(
         let mut folded: BTreeMap<String, u64> = BTreeMap::new();
         let mut with_stack = 0u64;
         for (i, e) in set.events.iter().enumerate() {
-            if e.outcome == Outcome::Post || !selection.keeps(i, e) {
+            if e.outcome() == Outcome::Post || !selection.keeps(i, e) {
                 continue;
             }
             let weight = match options.weight {
@@ -116,12 +116,12 @@ pub(crate) fn fold(
             if weight == 0 {
                 continue;
             }
-            let process = set.threads[e.thread as usize].process;
+            let process = set.threads[e.thread() as usize].process;
             let mut line = process_names
                 .get(process as usize)
                 .cloned()
                 .unwrap_or_else(|| "?".into());
-            let recorded = e.stack_index().and_then(|s| {
+            let recorded = set.stack_of(i).and_then(|s| {
                 let frames = recording
                     .processes
                     .get(process as usize)?

@@ -763,11 +763,11 @@ fn lock_part(
     {
         let mut by_object: FxHashMap<u32, Vec<(u64, u32)>> = FxHashMap::default();
         for (i, e) in set.events.iter().enumerate() {
-            if e.is_lock() && e.outcome == Outcome::Acquired && selection.keeps(i, e) {
+            if e.is_lock() && e.outcome() == Outcome::Acquired && selection.keeps(i, e) {
                 by_object
                     .entry(e.object)
                     .or_default()
-                    .push((e.acquired_ns, i as u32));
+                    .push((e.acquired_ns(), i as u32));
             }
         }
         for v in by_object.values_mut() {
@@ -787,9 +787,9 @@ fn lock_part(
     let mut groups: FxHashMap<u32, u32> = FxHashMap::default();
     let mut start = 0usize;
     while start < set.events.len() {
-        let thread = set.events[start].thread;
+        let thread = set.events[start].thread();
         let mut end = start;
-        while end < set.events.len() && set.events[end].thread == thread {
+        while end < set.events.len() && set.events[end].thread() == thread {
             end += 1;
         }
         let info = &set.threads[thread as usize];
@@ -811,7 +811,7 @@ fn lock_part(
         });
         sink.begin_location(id).map_err(w)?;
         let mut idx: Vec<usize> = (start..end).collect();
-        idx.sort_by_key(|&i| set.events[i].requested_ns);
+        idx.sort_by_key(|&i| set.events[i].requested_ns());
         let mut pending: std::collections::BinaryHeap<Pending> = Default::default();
         let mut seq = 0u64;
         let mut count = 0u64;
@@ -842,30 +842,30 @@ fn lock_part(
             if !selection.keeps(i, e) {
                 continue;
             }
-            flush(sink, defs, &mut pending, Some(e.requested_ns), &mut count).map_err(w)?;
+            flush(sink, defs, &mut pending, Some(e.requested_ns()), &mut count).map_err(w)?;
             let region = defs.region(
-                lock_call(e.primitive),
-                if e.primitive == Primitive::Barrier {
+                lock_call(e.primitive()),
+                if e.primitive() == Primitive::Barrier {
                     RegionRole::Barrier
                 } else {
                     RegionRole::Function
                 },
                 Paradigm::Pthread,
             );
-            defs.see(e.requested_ns);
+            defs.see(e.requested_ns());
             count += 1;
-            sink.event(e.requested_ns, &Event::Enter { region })
+            sink.event(e.requested_ns(), &Event::Enter { region })
                 .map_err(w)?;
             let mut push = |t: u64, k: EventKey| {
                 seq += 1;
                 pending.push(std::cmp::Reverse((t, seq, k)));
             };
-            push(e.acquired_ns, EventKey::Leave(region));
-            if e.is_lock() && e.outcome == Outcome::Acquired {
+            push(e.acquired_ns(), EventKey::Leave(region));
+            if e.is_lock() && e.outcome() == Outcome::Acquired {
                 let o = order[i];
-                push(e.acquired_ns, EventKey::Acquire(e.object, o));
+                push(e.acquired_ns(), EventKey::Acquire(e.object, o));
                 push(
-                    e.released_ns.max(e.acquired_ns),
+                    e.released_ns().max(e.acquired_ns()),
                     EventKey::Release(e.object, o),
                 );
             }

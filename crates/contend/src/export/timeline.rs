@@ -568,7 +568,7 @@ fn lock_events(
     let mut flow_in: Vec<(u32, u64)> = Vec::new();
     for &(waiter, waker) in &ev.critical_path.hand_overs {
         let (we, ke) = (&set.events[waiter as usize], &set.events[waker as usize]);
-        let waker_kept = ke.outcome == Outcome::Post || selection.keeps(waker as usize, ke);
+        let waker_kept = ke.outcome() == Outcome::Post || selection.keeps(waker as usize, ke);
         if selection.keeps(waiter as usize, we) && waker_kept {
             let id = u64::from(waiter) + 1;
             flow_out.push((waker, id));
@@ -584,9 +584,9 @@ fn lock_events(
     let mut names: Vec<Option<(String, String)>> = vec![None; set.objects.len() * 8];
     let kinds: Vec<&'static str> = set.object_kinds.iter().map(|k| k.object_kind()).collect();
     while start < set.events.len() {
-        let thread = set.events[start].thread;
+        let thread = set.events[start].thread();
         let mut end = start;
-        while end < set.events.len() && set.events[end].thread == thread {
+        while end < set.events.len() && set.events[end].thread() == thread {
             end += 1;
         }
         let info = &set.threads[thread as usize];
@@ -602,19 +602,19 @@ fn lock_events(
         };
         let track = tracks.thread(sink, info.pid, info.tid, &name)?;
         let range = start..end;
-        let sorted = set.events[range.clone()].is_sorted_by_key(|e| e.requested_ns);
+        let sorted = set.events[range.clone()].is_sorted_by_key(|e| e.requested_ns());
         let order: Vec<u32> = if sorted {
             Vec::new()
         } else {
             let mut v: Vec<u32> = range.clone().map(|i| i as u32).collect();
-            v.sort_by_key(|&i| set.events[i as usize].requested_ns);
+            v.sort_by_key(|&i| set.events[i as usize].requested_ns());
             v
         };
         let mut lanes = Lanes::default();
         for k in range.clone() {
             let i = if sorted { k } else { order[k - start] as usize };
             let e = &set.events[i];
-            let is_post = e.outcome == Outcome::Post;
+            let is_post = e.outcome() == Outcome::Post;
             let out = flow_out.get(i as u32);
             if !is_post && !selection.keeps(i, e) {
                 continue;
@@ -622,26 +622,27 @@ fn lock_events(
             if is_post && out.is_empty() && options.filter.critical_only {
                 continue;
             }
-            let lane = lanes.place(e.requested_ns, e.released_ns.max(e.acquired_ns));
+            let lane = lanes.place(e.requested_ns(), e.released_ns().max(e.acquired_ns()));
             let t = tracks.lane(sink, track, info.pid, info.tid, lane)?;
             let lock = ev.names.objects[e.object as usize].as_str();
             let site = &ev.names.sites[e.site as usize].display;
             let on_path = ev.critical_path.on_path[i];
-            let (wait_name, hold_name) = names[e.object as usize * 8 + (e.primitive as usize & 7)]
+            let (wait_name, hold_name) = names
+                [e.object as usize * 8 + (e.primitive() as usize & 7)]
                 .get_or_insert_with(|| (format!("wait {lock}"), format!("hold {lock}")));
             let args = [
                 ("lock", Arg::Str(lock)),
-                ("kind", Arg::Str(primitive_name(e.primitive))),
+                ("kind", Arg::Str(primitive_name(e.primitive()))),
                 ("site", Arg::Str(site)),
-                ("contended", Arg::Bool(e.contended)),
+                ("contended", Arg::Bool(e.contended())),
                 ("critical_path", Arg::Bool(on_path)),
             ];
             let inn = flow_in.get(i as u32);
             if is_post {
                 sink.instant(&Slice {
                     track: t,
-                    start_ns: e.released_ns,
-                    end_ns: e.released_ns,
+                    start_ns: e.released_ns(),
+                    end_ns: e.released_ns(),
                     name: "sem_post",
                     category: "semaphore",
                     args: &[("lock", Arg::Str(lock)), ("site", Arg::Str(site))],
@@ -652,12 +653,12 @@ fn lock_events(
                 continue;
             }
             let category = kinds[e.object as usize];
-            if e.is_lock() && e.outcome == Outcome::Acquired {
-                if e.acquired_ns > e.requested_ns {
+            if e.is_lock() && e.outcome() == Outcome::Acquired {
+                if e.acquired_ns() > e.requested_ns() {
                     sink.slice(&Slice {
                         track: t,
-                        start_ns: e.requested_ns,
-                        end_ns: e.acquired_ns,
+                        start_ns: e.requested_ns(),
+                        end_ns: e.acquired_ns(),
                         name: wait_name,
                         category: "lock.wait",
                         args: &args,
@@ -668,8 +669,8 @@ fn lock_events(
                 }
                 sink.slice(&Slice {
                     track: t,
-                    start_ns: e.acquired_ns,
-                    end_ns: e.released_ns,
+                    start_ns: e.acquired_ns(),
+                    end_ns: e.released_ns(),
                     name: hold_name,
                     category: "lock.hold",
                     args: &args,
@@ -678,15 +679,15 @@ fn lock_events(
                 })?;
                 counts.slices += 1;
             } else if e.is_lock() {
-                let why = match e.outcome {
+                let why = match e.outcome() {
                     Outcome::Busy => "busy",
                     Outcome::TimedOut => "timed out",
                     _ => "error",
                 };
                 sink.slice(&Slice {
                     track: t,
-                    start_ns: e.requested_ns,
-                    end_ns: e.acquired_ns,
+                    start_ns: e.requested_ns(),
+                    end_ns: e.acquired_ns(),
                     name: &format!("{wait_name} ({why})"),
                     category: "lock.failed",
                     args: &args,
@@ -699,8 +700,8 @@ fn lock_events(
                 // last arrival lets the others go.
                 sink.slice(&Slice {
                     track: t,
-                    start_ns: e.requested_ns,
-                    end_ns: e.acquired_ns,
+                    start_ns: e.requested_ns(),
+                    end_ns: e.acquired_ns(),
                     name: wait_name,
                     category,
                     args: &args,
@@ -711,8 +712,8 @@ fn lock_events(
                 if !inn.is_empty() {
                     sink.instant(&Slice {
                         track: t,
-                        start_ns: e.acquired_ns,
-                        end_ns: e.acquired_ns,
+                        start_ns: e.acquired_ns(),
+                        end_ns: e.acquired_ns(),
                         name: "woken",
                         category,
                         args: &[("lock", Arg::Str(lock))],

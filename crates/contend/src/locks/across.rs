@@ -153,10 +153,10 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         pthread_index[u] = Some(t as u32);
     }
     for (i, e) in set.events.iter().enumerate() {
-        let u = lock_threads[e.thread as usize];
+        let u = lock_threads[e.thread() as usize];
         nodes[u].push(Node {
-            key: e.acquired_ns,
-            start: e.requested_ns,
+            key: e.acquired_ns(),
+            start: e.requested_ns(),
             source: Source::Lock,
             index: i as u32,
         });
@@ -221,14 +221,14 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         if *seen {
             break;
         }
-        if node.source == Source::Lock && set.events[i].outcome == Outcome::Post {
+        if node.source == Source::Lock && set.events[i].outcome() == Outcome::Post {
             continue;
         }
         *seen = true;
         // The waker: (its thread, the moment it let the waiter go, its index).
         let waker = match node.source {
             Source::Lock => Some(lock_waker[i]).filter(|&w| w != u32::MAX).map(|w| {
-                let t = lock_threads[set.events[w as usize].thread as usize];
+                let t = lock_threads[set.events[w as usize].thread() as usize];
                 (t, lock_wake_time(set, w as usize), w)
             }),
             Source::Futex => futex.waits[i]
@@ -354,7 +354,7 @@ pub fn summarize(
         let wait = match h.source {
             Source::Lock => {
                 let e = &set.events[h.waiting as usize];
-                e.acquired_ns.saturating_sub(e.requested_ns)
+                e.acquired_ns().saturating_sub(e.requested_ns())
             }
             Source::Futex => {
                 s.futex_jumps += 1;

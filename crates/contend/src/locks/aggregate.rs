@@ -10,7 +10,7 @@ use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use super::critical_path::CriticalPath;
-use super::events::{EventSet, LockEvent, Outcome};
+use super::events::{EventSet, LockEvent, LockEventFields, Outcome};
 use super::model::{
     CriticalPathSummary, HistogramBucket, LightNote, LockReport, LockRow, LockSummary, SiteRow,
     ThreadRow, WaitKindRow,
@@ -234,11 +234,11 @@ pub fn aggregate_named(
             }
             let on_path = path.on_path[i];
             let (wait, hold, dur) = (e.wait_ns(), e.hold_ns(), e.duration_ns());
-            let th = &mut threads[e.thread as usize];
+            let th = &mut threads[e.thread() as usize];
             th.wait_ns += wait;
             let l = &mut locks[e.object as usize];
             l.events += 1;
-            l.contended += u64::from(e.contended);
+            l.contended += u64::from(e.contended());
             l.wait += wait;
             l.hold += hold;
             l.max_wait = l.max_wait.max(wait);
@@ -250,24 +250,24 @@ pub fn aggregate_named(
             site_wait.add(e.object, e.site, wait + 1);
             let s = &mut site_acc[e.site as usize];
             s.events += 1;
-            s.contended += u64::from(e.contended);
+            s.contended += u64::from(e.contended());
             s.wait += wait;
             s.hold += hold;
             if on_path {
                 s.critical_wait += wait;
             }
-            s.kinds |= 1 << (e.primitive as u8);
+            s.kinds |= 1 << (e.primitive() as u8);
             if !e.is_lock() {
                 let row = other
-                    .entry(e.primitive.object_kind())
+                    .entry(e.primitive().object_kind())
                     .or_insert_with(|| WaitKindRow {
-                        kind: e.primitive.object_kind().to_string(),
+                        kind: e.primitive().object_kind().to_string(),
                         ..WaitKindRow::default()
                     });
                 row.events += 1;
-                row.contended_events += u64::from(e.contended);
+                row.contended_events += u64::from(e.contended());
                 row.wait_ns += wait;
-                row.timeouts += u64::from(e.outcome == Outcome::TimedOut);
+                row.timeouts += u64::from(e.outcome() == Outcome::TimedOut);
                 if on_path {
                     row.critical_wait_ns += wait;
                     critical.other_wait_ns += wait;
@@ -275,28 +275,28 @@ pub fn aggregate_named(
                 continue;
             }
             th.events += 1;
-            th.contended_events += u64::from(e.contended);
+            th.contended_events += u64::from(e.contended());
             th.hold_ns += hold;
             summary.events += 1;
-            summary.contended_events += u64::from(e.contended);
-            summary.failed_events += u64::from(e.outcome != Outcome::Acquired);
-            summary.unreleased_events += u64::from(e.unreleased);
+            summary.contended_events += u64::from(e.contended());
+            summary.failed_events += u64::from(e.outcome() != Outcome::Acquired);
+            summary.unreleased_events += u64::from(e.unreleased());
             summary.wait_ns += wait;
             summary.hold_ns += hold;
             summary.duration_ns += dur;
             summary.max_wait_ns = summary.max_wait_ns.max(wait);
-            intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
+            intervals[e.thread() as usize].push((e.requested_ns(), e.released_ns()));
             let b = &mut hist[bucket(wait)];
             b.events += 1;
             b.wait_ns += wait;
             if on_path {
                 th.critical_events += 1;
                 critical.events += 1;
-                critical.contended_events += u64::from(e.contended);
+                critical.contended_events += u64::from(e.contended());
                 critical.wait_ns += wait;
                 critical.hold_ns += hold;
                 critical.duration_ns += dur;
-                critical_intervals[e.thread as usize].push((e.requested_ns, e.released_ns));
+                critical_intervals[e.thread() as usize].push((e.requested_ns(), e.released_ns()));
                 b.critical_events += 1;
                 b.critical_wait_ns += wait;
             }
@@ -312,7 +312,7 @@ pub fn aggregate_named(
     // hold them (their place on the path is unknown).
     let mut counted_total = 0u64;
     for c in &set.counted {
-        let probe = LockEvent {
+        let probe = LockEventFields {
             thread: c.thread,
             object: c.object,
             site: c.site,
@@ -323,9 +323,8 @@ pub fn aggregate_named(
             released_ns: 0,
             contended: false,
             unreleased: false,
-            cond_mutex: u32::MAX,
-            stack: contend_trace::NO_STACK,
-        };
+        }
+        .pack();
         if filter.critical_only || !selected(0, &probe) {
             continue;
         }
@@ -607,9 +606,9 @@ fn requests_in_order(set: &EventSet) -> Vec<bool> {
     let mut ok = vec![true; set.threads.len()];
     let mut last = vec![0u64; set.threads.len()];
     for e in &set.events {
-        let t = e.thread as usize;
-        ok[t] &= e.requested_ns >= last[t];
-        last[t] = e.requested_ns;
+        let t = e.thread() as usize;
+        ok[t] &= e.requested_ns() >= last[t];
+        last[t] = e.requested_ns();
     }
     ok
 }

@@ -60,10 +60,10 @@ struct Wakes {
 /// The time at which event `e` can wake a waiter, if it can.
 #[inline]
 fn wake_time_of(e: &LockEvent) -> Option<u64> {
-    match (e.primitive, e.outcome) {
-        (p, Outcome::Acquired) if p.is_lock() => Some(e.released_ns),
-        (Primitive::Semaphore, Outcome::Post) => Some(e.released_ns),
-        (Primitive::Barrier, _) => Some(e.requested_ns),
+    match (e.primitive(), e.outcome()) {
+        (p, Outcome::Acquired) if p.is_lock() => Some(e.released_ns()),
+        (Primitive::Semaphore, Outcome::Post) => Some(e.released_ns()),
+        (Primitive::Barrier, _) => Some(e.requested_ns()),
         _ => None,
     }
 }
@@ -123,18 +123,23 @@ impl Wakes {
     /// forward) gallop from there instead of searching the whole list.
     fn waker(&self, set: &EventSet, i: usize, cursor: &mut [u32]) -> u32 {
         let e = &set.events[i];
-        if !(e.contended && e.outcome == Outcome::Acquired && e.acquired_ns > e.requested_ns) {
+        if !(e.contended()
+            && e.outcome() == Outcome::Acquired
+            && e.acquired_ns() > e.requested_ns())
+        {
             return NONE;
         }
-        let (object, lo) = match e.primitive {
-            Primitive::Cond if e.cond_mutex != NONE => (e.cond_mutex, e.requested_ns),
-            Primitive::Cond => return NONE,
+        let (object, lo) = match e.primitive() {
+            Primitive::Cond => match set.cond_mutex(i) {
+                Some(mutex) => (mutex, e.requested_ns()),
+                None => return NONE,
+            },
             // Only a thread arriving after this one can have held it up.
-            Primitive::Barrier => (e.object, e.requested_ns),
+            Primitive::Barrier => (e.object, e.requested_ns()),
             _ => (e.object, 0),
         };
         let wakes = self.of(object);
-        let hi = e.acquired_ns;
+        let hi = e.acquired_ns();
         let key = |k: usize| wake_time(set, wakes[k] as usize);
         // First position whose wake is after `hi`, galloping from the cursor.
         let c = &mut cursor[object as usize];
@@ -162,7 +167,7 @@ impl Wakes {
             k -= 1;
             let w = wakes[k];
             let we = &set.events[w as usize];
-            if we.thread != e.thread {
+            if we.thread() != e.thread() {
                 return if wake_time(set, w as usize) >= lo {
                     w
                 } else {
@@ -199,10 +204,10 @@ fn sort_by_wake_time(set: &EventSet, part: &mut [u32]) {
 /// The time at which waking event `e` let a waiter go.
 fn wake_time(set: &EventSet, w: usize) -> u64 {
     let e = &set.events[w];
-    if e.primitive == Primitive::Barrier {
-        e.requested_ns
+    if e.primitive() == Primitive::Barrier {
+        e.requested_ns()
     } else {
-        e.released_ns
+        e.released_ns()
     }
 }
 
@@ -220,7 +225,7 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     // thread's events contiguous and (nearly always) in that order already,
     // so most threads need no index list at all.
     let by_thread = ThreadOrder::build(set);
-    let acquired = |i: usize| set.events[i].acquired_ns;
+    let acquired = |i: usize| set.events[i].acquired_ns();
     // Wakers are looked up only for the events the walk meets, with one
     // cursor: the walk goes backward in time.
     let wakes = Wakes::build(set);
@@ -243,7 +248,7 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
         if path.on_path[i] {
             break;
         }
-        if set.events[i].outcome == Outcome::Post {
+        if set.events[i].outcome() == Outcome::Post {
             continue;
         }
         path.on_path[i] = true;
@@ -252,7 +257,7 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
             continue;
         }
         path.hand_overs.push((i as u32, w));
-        thread = set.events[w as usize].thread as usize;
+        thread = set.events[w as usize].thread() as usize;
         let t_hi = wake_time(set, w as usize);
         // Continue from the waking event: past it while later events were
         // acquired by then (nested inside its hold), before it while it was
@@ -293,12 +298,12 @@ impl ThreadOrder {
         let (mut first, mut last, mut count) =
             (vec![usize::MAX; t], vec![0usize; t], vec![0usize; t]);
         for (i, e) in set.events.iter().enumerate() {
-            let th = e.thread as usize;
+            let th = e.thread() as usize;
             first[th] = first[th].min(i);
             last[th] = i;
             count[th] += 1;
         }
-        let acquired = |i: usize| set.events[i].acquired_ns;
+        let acquired = |i: usize| set.events[i].acquired_ns();
         let threads = (0..t)
             .into_par_iter()
             .map(|th| {
@@ -311,7 +316,7 @@ impl ThreadOrder {
                     return Order::Range { start, len };
                 }
                 let mut list: Vec<u32> = (first[th]..=last[th])
-                    .filter(|&i| set.events[i].thread as usize == th)
+                    .filter(|&i| set.events[i].thread() as usize == th)
                     .map(|i| i as u32)
                     .collect();
                 list.sort_by_key(|&i| acquired(i as usize));
@@ -404,7 +409,7 @@ impl<'s> WindowWalker<'s> {
         if thread >= set.threads.len() || t_end < t_start {
             return;
         }
-        let acquired = |i: usize| set.events[i].acquired_ns;
+        let acquired = |i: usize| set.events[i].acquired_ns();
         let mut thread = thread;
         let mut pos = self
             .by_thread
@@ -415,10 +420,10 @@ impl<'s> WindowWalker<'s> {
             pos -= 1;
             let i = self.by_thread.at(thread, pos);
             let e = &set.events[i];
-            if e.acquired_ns < t_start || !seen.insert(i) {
+            if e.acquired_ns() < t_start || !seen.insert(i) {
                 break;
             }
-            if e.outcome == Outcome::Post {
+            if e.outcome() == Outcome::Post {
                 continue;
             }
             visit(i);
@@ -426,7 +431,7 @@ impl<'s> WindowWalker<'s> {
             if w == NONE || wake_time(set, w as usize) < t_start {
                 continue;
             }
-            thread = set.events[w as usize].thread as usize;
+            thread = set.events[w as usize].thread() as usize;
             let t_hi = wake_time(set, w as usize);
             let len = self.by_thread.len(thread);
             pos = self.by_thread.position(thread, w as usize);

@@ -50,10 +50,42 @@ pub enum Outcome {
     Post,
 }
 
-/// One lock event. Times are CLOCK_MONOTONIC ns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One lock event, packed into 32 bytes (the analysis of a large recording
+/// holds every event at once: docs/benchmarks.md, "Analysis memory").
+/// Times are CLOCK_MONOTONIC ns: the request in full, wait and hold time as
+/// 48-bit durations (up to 2^48 − 1 ns ≈ 78 hours; a longer one is kept at
+/// that limit), the thread index in 24 bits (up to 16,777,215 threads per
+/// analysis; [`pair_operations`] leaves out the events of threads beyond).
+/// The rare parts live beside the events in the [`EventSet`]: the mutex a
+/// condition wait re-acquired ([`EventSet::cond_mutex`]) and the recorded
+/// call stack ([`EventSet::stack_of`]). [`LockEventFields`] is the unpacked
+/// form.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct LockEvent {
-    /// Index of the thread in [`EventSet::threads`].
+    requested_ns: u64,
+    wait_lo: u32,
+    hold_lo: u32,
+    /// Bits 0–15: wait bits 32–47; bits 16–31: hold bits 32–47.
+    high: u32,
+    /// Bits 0–23 thread; 24–26 primitive; 27–29 outcome; 30 contended; 31
+    /// unreleased.
+    thread_flags: u32,
+    /// Index of the object in [`EventSet::objects`].
+    pub object: u32,
+    /// Index of the call site in [`EventSet::sites`].
+    pub site: u32,
+}
+
+/// The largest wait or hold time a [`LockEvent`] keeps, ns (2^48 − 1).
+pub const MAX_EVENT_DURATION_NS: u64 = (1 << 48) - 1;
+/// The largest thread index a [`LockEvent`] keeps (2^24 − 1).
+pub const MAX_EVENT_THREAD: u32 = (1 << 24) - 1;
+
+/// A [`LockEvent`] unpacked: what is built and read field by field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockEventFields {
+    /// Index of the thread in [`EventSet::threads`] (≤ [`MAX_EVENT_THREAD`]).
     pub thread: u32,
     /// Index of the object in [`EventSet::objects`].
     pub object: u32,
@@ -65,48 +97,182 @@ pub struct LockEvent {
     pub outcome: Outcome,
     /// The attempt began, ns.
     pub requested_ns: u64,
-    /// Acquired (or the attempt ended, for a failed one), ns.
+    /// Acquired (or the attempt ended, for a failed one), ns; ≥ `requested_ns`.
     pub acquired_ns: u64,
-    /// Released, ns; equals `acquired_ns` for failed attempts and for
-    /// primitives without a hold (condition, barrier, semaphore waits).
+    /// Released, ns (≥ `acquired_ns`); equals `acquired_ns` for failed
+    /// attempts and for primitives without a hold (condition, barrier,
+    /// semaphore waits).
     pub released_ns: u64,
     /// The acquisition did not succeed at once.
     pub contended: bool,
     /// Still held when the thread's trace ended.
     pub unreleased: bool,
-    /// For a condition wait: index of the mutex re-acquired on return
-    /// (`u32::MAX` if unknown).
-    pub cond_mutex: u32,
-    /// Index into the process trace's stacks, or [`contend_trace::NO_STACK`].
-    pub stack: u32,
+}
+
+const PRIMITIVES: [Primitive; 7] = [
+    Primitive::Mutex,
+    Primitive::RwlockRead,
+    Primitive::RwlockWrite,
+    Primitive::Spin,
+    Primitive::Cond,
+    Primitive::Barrier,
+    Primitive::Semaphore,
+];
+const OUTCOMES: [Outcome; 5] = [
+    Outcome::Acquired,
+    Outcome::Busy,
+    Outcome::TimedOut,
+    Outcome::Error,
+    Outcome::Post,
+];
+
+#[inline]
+fn primitive_code(p: Primitive) -> u32 {
+    // the trace format's codes 1..=7, in the order of PRIMITIVES
+    p as u32 - 1
+}
+
+#[inline]
+fn outcome_code(o: Outcome) -> u32 {
+    match o {
+        Outcome::Acquired => 0,
+        Outcome::Busy => 1,
+        Outcome::TimedOut => 2,
+        Outcome::Error => 3,
+        Outcome::Post => 4,
+    }
+}
+
+impl LockEventFields {
+    /// The packed event (durations beyond [`MAX_EVENT_DURATION_NS`] kept at
+    /// that limit, a thread beyond [`MAX_EVENT_THREAD`] at that index).
+    #[inline]
+    pub fn pack(&self) -> LockEvent {
+        let mut e = LockEvent {
+            requested_ns: self.requested_ns,
+            wait_lo: 0,
+            hold_lo: 0,
+            high: 0,
+            thread_flags: self.thread.min(MAX_EVENT_THREAD)
+                | primitive_code(self.primitive) << 24
+                | outcome_code(self.outcome) << 27
+                | u32::from(self.contended) << 30
+                | u32::from(self.unreleased) << 31,
+            object: self.object,
+            site: self.site,
+        };
+        let acquired = self.acquired_ns.max(self.requested_ns);
+        e.set_wait(acquired - self.requested_ns);
+        e.set_hold(self.released_ns.saturating_sub(acquired));
+        e
+    }
+}
+
+impl std::fmt::Debug for LockEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fields().fmt(f)
+    }
 }
 
 impl LockEvent {
+    #[inline]
+    fn set_wait(&mut self, ns: u64) {
+        let ns = ns.min(MAX_EVENT_DURATION_NS);
+        self.wait_lo = ns as u32;
+        self.high = (self.high & 0xffff_0000) | (ns >> 32) as u32;
+    }
+    #[inline]
+    fn set_hold(&mut self, ns: u64) {
+        let ns = ns.min(MAX_EVENT_DURATION_NS);
+        self.hold_lo = ns as u32;
+        self.high = (self.high & 0x0000_ffff) | ((ns >> 32) as u32) << 16;
+    }
+    /// The event unpacked.
+    pub fn fields(&self) -> LockEventFields {
+        LockEventFields {
+            thread: self.thread(),
+            object: self.object,
+            site: self.site,
+            primitive: self.primitive(),
+            outcome: self.outcome(),
+            requested_ns: self.requested_ns,
+            acquired_ns: self.acquired_ns(),
+            released_ns: self.released_ns(),
+            contended: self.contended(),
+            unreleased: self.unreleased(),
+        }
+    }
+    /// Index of the thread in [`EventSet::threads`].
+    #[inline]
+    pub fn thread(&self) -> u32 {
+        self.thread_flags & MAX_EVENT_THREAD
+    }
+    /// Primitive and mode.
+    #[inline]
+    pub fn primitive(&self) -> Primitive {
+        PRIMITIVES[((self.thread_flags >> 24) & 7) as usize % PRIMITIVES.len()]
+    }
+    /// How the attempt ended.
+    #[inline]
+    pub fn outcome(&self) -> Outcome {
+        OUTCOMES[((self.thread_flags >> 27) & 7) as usize % OUTCOMES.len()]
+    }
+    /// The acquisition did not succeed at once.
+    #[inline]
+    pub fn contended(&self) -> bool {
+        self.thread_flags & (1 << 30) != 0
+    }
+    /// Still held when the thread's trace ended.
+    #[inline]
+    pub fn unreleased(&self) -> bool {
+        self.thread_flags & (1 << 31) != 0
+    }
+    /// Marks the event as still held when the thread's trace ended.
+    #[inline]
+    pub fn set_unreleased(&mut self, unreleased: bool) {
+        self.thread_flags = (self.thread_flags & !(1 << 31)) | u32::from(unreleased) << 31;
+    }
+    /// The attempt began, ns.
+    #[inline]
+    pub fn requested_ns(&self) -> u64 {
+        self.requested_ns
+    }
+    /// Acquired (or the attempt ended, for a failed one), ns.
+    #[inline]
+    pub fn acquired_ns(&self) -> u64 {
+        self.requested_ns + self.wait_ns()
+    }
+    /// Released, ns; equals [`LockEvent::acquired_ns`] for failed attempts
+    /// and for primitives without a hold.
+    #[inline]
+    pub fn released_ns(&self) -> u64 {
+        self.acquired_ns() + self.hold_ns()
+    }
+    /// Sets the release time, ns (kept at the acquisition when earlier).
+    #[inline]
+    pub fn set_released_ns(&mut self, ns: u64) {
+        let acquired = self.acquired_ns();
+        self.set_hold(ns.saturating_sub(acquired));
+    }
     /// Wait time, ns.
     #[inline]
     pub fn wait_ns(&self) -> u64 {
-        self.acquired_ns - self.requested_ns
+        u64::from(self.wait_lo) | u64::from(self.high & 0xffff) << 32
     }
     /// Hold time, ns.
     #[inline]
     pub fn hold_ns(&self) -> u64 {
-        self.released_ns - self.acquired_ns
+        u64::from(self.hold_lo) | u64::from(self.high >> 16) << 32
     }
     /// Event duration = wait + hold, ns.
     #[inline]
     pub fn duration_ns(&self) -> u64 {
-        self.released_ns - self.requested_ns
+        self.wait_ns() + self.hold_ns()
     }
     /// True for mutex, rwlock and spinlock events (the "lock events" of the summary).
     #[inline]
     pub fn is_lock(&self) -> bool {
-        self.primitive.is_lock()
-    }
-    /// Index of the call stack recorded with this event (`--stack-every`)
-    /// in its process trace's `stacks`, if any.
-    #[inline]
-    pub fn stack_index(&self) -> Option<u32> {
-        (self.stack != contend_trace::NO_STACK).then_some(self.stack)
+        self.primitive().is_lock()
     }
 }
 
@@ -174,6 +340,47 @@ pub struct EventSet {
     /// True when some thread's trace is a light recording (`--light`):
     /// uncontended acquisitions were counted ([`EventSet::counted`]).
     pub light: bool,
+    /// For condition waits whose mutex is known: (event index, index of
+    /// that mutex in [`EventSet::objects`]), by event index.
+    pub cond_mutexes: Vec<(u32, u32)>,
+    /// For events recorded with a call stack (`--stack-every`): (event
+    /// index, index into its process trace's stacks), by event index.
+    pub stacks: Vec<(u32, u32)>,
+}
+
+impl EventSet {
+    /// The mutex that condition wait `event` (an index into
+    /// [`EventSet::events`]) re-acquired on return, if known.
+    pub fn cond_mutex(&self, event: usize) -> Option<u32> {
+        side_lookup(&self.cond_mutexes, event)
+    }
+    /// Index of the call stack recorded with event `event` (an index into
+    /// [`EventSet::events`]) in its process trace's `stacks`, if any.
+    pub fn stack_of(&self, event: usize) -> Option<u32> {
+        side_lookup(&self.stacks, event)
+    }
+}
+
+impl EventSet {
+    /// Every event with its index and its recorded stack's index (as
+    /// [`EventSet::stack_of`]), in order: one pass over the side table.
+    pub fn events_with_stacks(&self) -> impl Iterator<Item = (usize, &LockEvent, Option<u32>)> {
+        let mut next = self.stacks.iter().peekable();
+        self.events.iter().enumerate().map(move |(i, e)| {
+            while next.next_if(|&&(k, _)| (k as usize) < i).is_some() {}
+            let stack = next.next_if(|&&(k, _)| k as usize == i).map(|&(_, s)| s);
+            (i, e, stack)
+        })
+    }
+}
+
+/// The value for `event` in a side table sorted by event index.
+fn side_lookup(table: &[(u32, u32)], event: usize) -> Option<u32> {
+    let event = u32::try_from(event).ok()?;
+    table
+        .binary_search_by_key(&event, |&(i, _)| i)
+        .ok()
+        .map(|k| table[k].1)
 }
 
 /// Uncontended acquisitions of a light recording ([`contend_trace::Counted`])
@@ -377,6 +584,22 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
     // passes).
     unsafe { events.set_len(total) };
     let short = paired.iter().zip(&counts).any(|(p, &n)| p.written < n);
+    // The side entries, by index in the flat vector (as it is once the
+    // placeholders are dropped).
+    let mut at = 0usize;
+    for p in &paired {
+        for &(i, v) in &p.cond_mutexes {
+            if let Ok(i) = u32::try_from(at + i as usize) {
+                set.cond_mutexes.push((i, v));
+            }
+        }
+        for &(i, v) in &p.stacks {
+            if let Ok(i) = u32::try_from(at + i as usize) {
+                set.stacks.push((i, v));
+            }
+        }
+        at += p.written;
+    }
     if short {
         // Drop the placeholders: keep each thread's first `written` events.
         let mut kept = Vec::with_capacity(total);
@@ -438,6 +661,10 @@ struct Paired {
     wakes: Vec<WakeCost>,
     /// Events made from UNTIMED records.
     untimed: u64,
+    /// Condition waits' mutexes, by index in the thread's slice.
+    cond_mutexes: Vec<(u32, u32)>,
+    /// Recorded stacks, by index in the thread's slice.
+    stacks: Vec<(u32, u32)>,
 }
 
 /// Writes `value` at `slot`, growing `map` with [`NONE`] as needed.
@@ -607,7 +834,12 @@ fn pair_thread(
     maps: &Maps<'_>,
     out: &mut [MaybeUninit<LockEvent>],
 ) -> Paired {
-    let mut out = Out { buf: out, len: 0 };
+    let mut out = Out {
+        buf: out,
+        len: 0,
+        cond_mutexes: Vec::new(),
+        stacks: Vec::new(),
+    };
     let mut p = ThreadPairing {
         thread,
         open: OpenHolds::default(),
@@ -658,30 +890,30 @@ fn pair_thread(
         written,
         wakes: p.wakes,
         untimed: p.untimed,
+        cond_mutexes: out.cond_mutexes,
+        stacks: out.stacks,
     }
 }
 
 /// Fills the slots of events a second pass did not produce (dropped by
 /// [`pair_operations`] before anyone sees them).
 const PLACEHOLDER: LockEvent = LockEvent {
-    thread: 0,
+    requested_ns: 0,
+    wait_lo: 0,
+    hold_lo: 0,
+    high: 0,
+    thread_flags: 3 << 27, // Outcome::Error
     object: 0,
     site: 0,
-    primitive: Primitive::Mutex,
-    outcome: Outcome::Error,
-    requested_ns: 0,
-    acquired_ns: 0,
-    released_ns: 0,
-    contended: false,
-    unreleased: false,
-    cond_mutex: NONE,
-    stack: contend_trace::NO_STACK,
 };
 
-/// A thread's slice of the event vector, filled from the front.
+/// A thread's slice of the event vector, filled from the front, and the
+/// side entries of its events (by index in the slice).
 struct Out<'a> {
     buf: &'a mut [MaybeUninit<LockEvent>],
     len: usize,
+    cond_mutexes: Vec<(u32, u32)>,
+    stacks: Vec<(u32, u32)>,
 }
 
 impl Out<'_> {
@@ -826,20 +1058,29 @@ impl ThreadPairing {
         contended: bool,
         cond_mutex: u32,
     ) {
-        let written = out.push(LockEvent {
-            thread: self.thread,
-            object: pending.object,
-            site: pending.site,
-            primitive: pending.primitive,
-            outcome,
-            requested_ns: pending.requested_ns.min(end_ns),
-            acquired_ns: end_ns,
-            released_ns: end_ns,
-            contended,
-            unreleased: false,
-            cond_mutex,
-            stack: pending.stack,
-        });
+        let written = out.push(
+            LockEventFields {
+                thread: self.thread,
+                object: pending.object,
+                site: pending.site,
+                primitive: pending.primitive,
+                outcome,
+                requested_ns: pending.requested_ns.min(end_ns),
+                acquired_ns: end_ns,
+                released_ns: end_ns,
+                contended,
+                unreleased: false,
+            }
+            .pack(),
+        );
+        if let Some(i) = written {
+            if cond_mutex != NONE {
+                out.cond_mutexes.push((i as u32, cond_mutex));
+            }
+            if pending.stack != contend_trace::NO_STACK {
+                out.stacks.push((i as u32, pending.stack));
+            }
+        }
         if let Some(i) =
             written.filter(|_| outcome == Outcome::Acquired && pending.primitive.is_lock())
         {
@@ -945,10 +1186,7 @@ impl ThreadPairing {
                     return;
                 }
                 match self.open.pop(object) {
-                    Some(idx) => {
-                        let e = set.get_mut(idx as usize);
-                        e.released_ns = t.max(e.acquired_ns);
-                    }
+                    Some(idx) => set.get_mut(idx as usize).set_released_ns(t),
                     None => self.unmatched_releases += 1,
                 }
                 if op.primitive == Primitive::Mutex {
@@ -963,8 +1201,8 @@ impl ThreadPairing {
     fn finish(&mut self, set: &mut Out<'_>, last_ns: u64) {
         for idx in self.open.all() {
             let e = set.get_mut(idx as usize);
-            e.released_ns = last_ns.max(e.acquired_ns);
-            e.unreleased = true;
+            e.set_released_ns(last_ns);
+            e.set_unreleased(true);
         }
         // A request that never returned: the thread was still waiting when
         // its trace ended (killed or deadlocked while blocked).
@@ -978,7 +1216,7 @@ impl ThreadPairing {
                 u32::MAX,
             );
             if let Some(last) = set.len.checked_sub(1) {
-                set.get_mut(last).unreleased = true;
+                set.get_mut(last).set_unreleased(true);
             }
         }
     }
@@ -987,6 +1225,57 @@ impl ThreadPairing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The packed event is 32 bytes and gives back what it was built from;
+    /// durations past 48 bits and thread indices past 24 bits are kept at
+    /// their limits.
+    #[test]
+    fn a_packed_event_is_32_bytes_and_unpacks_to_its_fields() {
+        assert_eq!(std::mem::size_of::<LockEvent>(), 32);
+        for &primitive in &PRIMITIVES {
+            for &outcome in &OUTCOMES {
+                for (contended, unreleased) in
+                    [(false, false), (true, false), (false, true), (true, true)]
+                {
+                    let f = LockEventFields {
+                        thread: MAX_EVENT_THREAD,
+                        object: u32::MAX,
+                        site: 7,
+                        primitive,
+                        outcome,
+                        requested_ns: u64::MAX - (3 << 48),
+                        acquired_ns: u64::MAX - (3 << 48) + (1 << 40) + 5,
+                        released_ns: u64::MAX - (3 << 48) + (1 << 40) + 5 + (1 << 47) + 9,
+                        contended,
+                        unreleased,
+                    };
+                    assert_eq!(f.pack().fields(), f);
+                }
+            }
+        }
+        let long = LockEventFields {
+            thread: u32::MAX,
+            object: 1,
+            site: 2,
+            primitive: Primitive::Cond,
+            outcome: Outcome::Acquired,
+            requested_ns: 10,
+            acquired_ns: 10 + (1 << 50),
+            released_ns: 10 + (1 << 50) + (1 << 49),
+            contended: true,
+            unreleased: false,
+        }
+        .pack();
+        assert_eq!(long.thread(), MAX_EVENT_THREAD);
+        assert_eq!(long.wait_ns(), MAX_EVENT_DURATION_NS);
+        assert_eq!(long.hold_ns(), MAX_EVENT_DURATION_NS);
+        let mut e = long;
+        e.set_released_ns(5); // before the acquisition: no hold
+        assert_eq!(e.released_ns(), e.acquired_ns());
+        e.set_unreleased(true);
+        assert!(e.unreleased() && e.contended());
+        assert_eq!(e.primitive(), Primitive::Cond);
+    }
 
     fn op(ticks: u64, phase: Phase) -> RawOp {
         RawOp {
@@ -1052,7 +1341,7 @@ mod tests {
         // The whole pipeline on the true count.
         let set = pair_operations(&[input]);
         assert_eq!(set.events.len(), 2);
-        assert_eq!(set.events[1].released_ns, 60);
+        assert_eq!(set.events[1].released_ns(), 60);
     }
 
     /// The collector records a condition wait's stack (`--stack-every`)
@@ -1094,7 +1383,8 @@ mod tests {
         let got: Vec<(Primitive, Option<u32>)> = set
             .events
             .iter()
-            .map(|e| (e.primitive, e.stack_index()))
+            .enumerate()
+            .map(|(i, e)| (e.primitive(), set.stack_of(i)))
             .collect();
         assert_eq!(
             got,

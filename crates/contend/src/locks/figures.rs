@@ -150,7 +150,7 @@ pub fn timeline(ev: &LockEvents) -> Option<Figure> {
     }
     let mut wait = vec![0u64; set.objects.len()];
     for e in &set.events {
-        if e.outcome != Outcome::Post {
+        if e.outcome() != Outcome::Post {
             wait[e.object as usize] += e.wait_ns().max(1);
         }
     }
@@ -161,20 +161,36 @@ pub fn timeline(ev: &LockEvents) -> Option<Figure> {
     for &o in &objects {
         chosen[o] = true;
     }
-    let origin = set.events.iter().map(|e| e.requested_ns).min().unwrap_or(0);
-    let end = set.events.iter().map(|e| e.released_ns).max().unwrap_or(0);
+    let origin = set
+        .events
+        .iter()
+        .map(|e| e.requested_ns())
+        .min()
+        .unwrap_or(0);
+    let end = set
+        .events
+        .iter()
+        .map(|e| e.released_ns())
+        .max()
+        .unwrap_or(0);
     let (div, unit) = time_unit((end - origin) as f64);
     // (duration, lane thread, kind, start, end)
     let mut spans: Vec<(u64, u32, u8, u64, u64)> = Vec::new();
     for e in &set.events {
-        if !chosen[e.object as usize] || e.outcome == Outcome::Post {
+        if !chosen[e.object as usize] || e.outcome() == Outcome::Post {
             continue;
         }
-        if e.acquired_ns > e.requested_ns {
-            spans.push((e.wait_ns(), e.thread, 0, e.requested_ns, e.acquired_ns));
+        if e.acquired_ns() > e.requested_ns() {
+            spans.push((
+                e.wait_ns(),
+                e.thread(),
+                0,
+                e.requested_ns(),
+                e.acquired_ns(),
+            ));
         }
-        if e.released_ns > e.acquired_ns {
-            spans.push((e.hold_ns(), e.thread, 1, e.acquired_ns, e.released_ns));
+        if e.released_ns() > e.acquired_ns() {
+            spans.push((e.hold_ns(), e.thread(), 1, e.acquired_ns(), e.released_ns()));
         }
     }
     let total = spans.len();

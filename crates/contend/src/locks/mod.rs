@@ -27,8 +27,8 @@ pub use aggregate::{
 };
 pub use critical_path::{mark_critical_path, CriticalPath};
 pub use events::{
-    pair_operations, CountedAcquisitions, EventSet, LockEvent, OpSource, Outcome, ThreadInput,
-    TimeMap, WakeCost,
+    pair_operations, CountedAcquisitions, EventSet, LockEvent, LockEventFields, OpSource, Outcome,
+    ThreadInput, TimeMap, WakeCost, MAX_EVENT_DURATION_NS, MAX_EVENT_THREAD,
 };
 pub use model::{
     CriticalPathSummary, HistogramBucket, LightNote, LockReport, LockRow, LockSummary, SiteRow,
@@ -475,9 +475,9 @@ pub fn thin_wrappers(
         }
     };
     let mut site_seen = vec![false; set.sites.len()];
-    for ev in &set.events {
+    for (_, ev, stack) in set.events_with_stacks() {
         let k = set.sites[ev.site as usize];
-        let stack = ev.stack_index().unwrap_or(contend_trace::NO_STACK);
+        let stack = stack.unwrap_or(contend_trace::NO_STACK);
         if stack == contend_trace::NO_STACK
             && std::mem::replace(&mut site_seen[ev.site as usize], true)
         {
@@ -518,7 +518,7 @@ pub fn attribute_sites_outside(
     resolver: &mut dyn Resolver,
     wrappers: &Wrappers,
 ) {
-    if !set.events.iter().any(|e| e.stack_index().is_some()) {
+    if set.stacks.is_empty() {
         return;
     }
     let resolved: Vec<ResolvedSite> = set
@@ -535,15 +535,14 @@ pub fn attribute_sites_outside(
         .collect();
     // (process, stack) → user site index, or u32::MAX when none is found.
     let mut moved: std::collections::HashMap<(u32, u32), u32> = Default::default();
-    for i in 0..set.events.len() {
+    for k in 0..set.stacks.len() {
+        let (i, stack) = set.stacks[k];
+        let i = i as usize;
         let e = set.events[i];
-        let Some(stack) = e.stack_index() else {
-            continue;
-        };
         if !system[e.site as usize] {
             continue;
         }
-        let process = set.threads[e.thread as usize].process;
+        let process = set.threads[e.thread() as usize].process;
         let here = &resolved[e.site as usize];
         let target = *moved.entry((process, stack)).or_insert_with(|| {
             let frames = recording
@@ -609,10 +608,10 @@ pub fn system_header_sites_warning(set: &EventSet, names: &Names) -> Option<Stri
         .collect();
     let mut per_site = vec![0u64; names.sites.len()];
     let mut with_stack = 0u64;
-    for e in &set.events {
+    for (_, e, stack) in set.events_with_stacks() {
         if in_header.get(e.site as usize).copied().unwrap_or(false) {
             per_site[e.site as usize] += 1;
-            with_stack += u64::from(e.stack_index().is_some());
+            with_stack += u64::from(stack.is_some());
         }
     }
     let n: u64 = per_site.iter().sum();

@@ -26,20 +26,20 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
     let mut first_thread: Vec<u32> = vec![u32::MAX; objects];
     let mut shared: Vec<bool> = vec![false; objects];
     for e in &set.events {
-        if !e.is_lock() || e.outcome != Outcome::Acquired {
+        if !e.is_lock() || e.outcome() != Outcome::Acquired {
             continue;
         }
         let o = e.object as usize;
         if first_thread[o] == u32::MAX {
-            first_thread[o] = e.thread;
-        } else if first_thread[o] != e.thread {
+            first_thread[o] = e.thread();
+        } else if first_thread[o] != e.thread() {
             shared[o] = true;
         }
     }
     let mut acquisitions: Vec<Vec<(u64, u32)>> = vec![Vec::new(); objects];
     for e in &set.events {
-        if e.is_lock() && e.outcome == Outcome::Acquired && shared[e.object as usize] {
-            acquisitions[e.object as usize].push((e.acquired_ns, e.thread));
+        if e.is_lock() && e.outcome() == Outcome::Acquired && shared[e.object as usize] {
+            acquisitions[e.object as usize].push((e.acquired_ns(), e.thread()));
         }
     }
     acquisitions
@@ -56,11 +56,11 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::locks::events::{LockEvent, ObjectKey, ThreadInfo};
+    use crate::locks::events::{LockEvent, LockEventFields, ObjectKey, ThreadInfo};
     use contend_trace::Primitive;
 
     fn event(thread: u32, object: u32, acquired_ns: u64, primitive: Primitive) -> LockEvent {
-        LockEvent {
+        LockEventFields {
             thread,
             object,
             site: 0,
@@ -71,9 +71,8 @@ mod tests {
             released_ns: acquired_ns + 1,
             contended: false,
             unreleased: false,
-            cond_mutex: u32::MAX,
-            stack: contend_trace::NO_STACK,
         }
+        .pack()
     }
 
     fn set(events: Vec<LockEvent>, objects: usize, threads: usize) -> EventSet {
@@ -107,8 +106,11 @@ mod tests {
     #[test]
     fn counts_hand_overs_in_time_order() {
         let m = Primitive::Mutex;
-        let mut failed = event(0, 1, 25, m);
-        failed.outcome = Outcome::Busy;
+        let failed = LockEventFields {
+            outcome: Outcome::Busy,
+            ..event(0, 1, 25, m).fields()
+        }
+        .pack();
         let s = set(
             vec![
                 // Thread A (0): times 10, 20, 40 on lock 0.

@@ -77,7 +77,7 @@ impl<'a> Selection<'a> {
     /// acquired within the time window if one is given.
     /// `sem_post` records are never kept (they are not events).
     pub fn keeps(&self, i: usize, e: &LockEvent) -> bool {
-        if e.outcome == Outcome::Post {
+        if e.outcome() == Outcome::Post {
             return false;
         }
         let f = self.filter;
@@ -87,8 +87,9 @@ impl<'a> Selection<'a> {
             && (self.locks.is_empty() || self.locks[e.object as usize])
             && (self.sites.is_empty() || self.sites[e.site as usize])
             && (f.threads.is_empty()
-                || f.threads.contains(&self.set.threads[e.thread as usize].tid))
+                || f.threads
+                    .contains(&self.set.threads[e.thread() as usize].tid))
             && (!f.critical_only || self.path.on_path[i])
-            && f.window.is_none_or(|w| w.contains(e.acquired_ns))
+            && f.window.is_none_or(|w| w.contains(e.acquired_ns()))
     }
 }

@@ -441,9 +441,9 @@ impl Analyzer for MetersAnalyzer {
                     .enumerate()
                     .filter(|&(i, e)| e.is_lock() && sel.keeps(i, e))
                     .map(|(_, e)| Wait {
-                        requested_ns: e.requested_ns,
-                        acquired_ns: e.acquired_ns,
-                        contended: e.contended,
+                        requested_ns: e.requested_ns(),
+                        acquired_ns: e.acquired_ns(),
+                        contended: e.contended(),
                     })
                     .collect()
             }

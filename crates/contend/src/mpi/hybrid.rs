@@ -110,11 +110,11 @@ pub fn locks_on_path(
     for &i in &on_path {
         let e = &set.events[i];
         out.events += 1;
-        out.contended += e.contended as u64;
+        out.contended += e.contended() as u64;
         out.wait_ns += e.wait_ns();
         out.hold_ns += e.hold_ns();
         let rank = rank_of
-            .get(&set.threads[e.thread as usize].pid)
+            .get(&set.threads[e.thread() as usize].pid)
             .copied()
             .unwrap_or(u32::MAX);
         let row = sites

@@ -333,8 +333,8 @@ fn lock_executions(
         .collect();
     let mut acquired = vec![0usize; b.executions.len()];
     for e in &set.events {
-        if e.outcome == Outcome::Acquired {
-            acquired[threads[e.thread as usize] as usize] += 1;
+        if e.outcome() == Outcome::Acquired {
+            acquired[threads[e.thread() as usize] as usize] += 1;
         }
     }
     for (v, n) in b.executions.iter_mut().zip(acquired) {
@@ -345,11 +345,11 @@ fn lock_executions(
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
     let mut n = 0u64;
     for e in &set.events {
-        if e.outcome != Outcome::Acquired {
+        if e.outcome() != Outcome::Acquired {
             continue;
         }
         // A rwlock's read and write acquisitions are different calls.
-        let key = (e.primitive, e.site, e.object);
+        let key = (e.primitive(), e.site, e.object);
         let block = match rows.get(&key) {
             Some(&blk) => blk,
             None => {
@@ -367,7 +367,7 @@ fn lock_executions(
                             .unwrap_or_else(|| format!("{:#x}", o.address))
                     })
                     .clone();
-                let (kind, name) = lock_block(e.primitive);
+                let (kind, name) = lock_block(e.primitive());
                 let blk = b.block(BlockDef {
                     kind,
                     name: name.to_string(),
@@ -380,10 +380,10 @@ fn lock_executions(
                 blk
             }
         };
-        let t = threads[e.thread as usize];
+        let t = threads[e.thread() as usize];
         // The call's duration: request to acquisition (0 for an
         // acquisition that succeeded at once, timed once).
-        b.add(t, block, e.requested_ns, e.acquired_ns);
+        b.add(t, block, e.requested_ns(), e.acquired_ns());
         n += 1;
     }
     n

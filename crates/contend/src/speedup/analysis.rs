@@ -495,13 +495,13 @@ fn load_run(dir: &Path, run: &ScaleRun, with_locks: bool) -> Result<RunData, Str
 fn run_waits(set: &EventSet, workers: Option<&std::collections::HashSet<(u32, u32)>>) -> Waits {
     let mut w = Waits::default();
     for e in &set.events {
-        if e.outcome == EventOutcome::Post {
+        if e.outcome() == EventOutcome::Post {
             continue;
         }
         let wait = e.wait_ns() as f64 / 1e9;
-        let t = &set.threads[e.thread as usize];
+        let t = &set.threads[e.thread() as usize];
         let is_worker = workers.is_none_or(|ws| ws.contains(&(t.pid, t.tid)));
-        let spin = e.primitive == Primitive::Spin;
+        let spin = e.primitive() == Primitive::Spin;
         if spin {
             w.spin_all += wait;
         }

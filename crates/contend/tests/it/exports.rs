@@ -108,8 +108,8 @@ fn overlapping_locks_take_a_lane_and_the_hand_over_is_a_flow() {
     assert_eq!(ev.critical_path.hand_overs.len(), 1);
     let (waiter, waker) = ev.critical_path.hand_overs[0];
     let w = &ev.set.events[waiter as usize];
-    assert_eq!((w.requested_ns, w.acquired_ns), (500, 700));
-    assert_eq!(ev.set.events[waker as usize].released_ns, 700);
+    assert_eq!((w.requested_ns(), w.acquired_ns()), (500, 700));
+    assert_eq!(ev.set.events[waker as usize].released_ns(), 700);
 
     let (slices, flows) = chrome(&rec, &ExportOptions::default());
     // B [200, 400] does not nest in A [100, 300]: lane 1 of thread 500,

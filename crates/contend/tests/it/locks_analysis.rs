@@ -49,10 +49,10 @@ fn shape(set: &EventSet) -> Vec<(u64, u64, u64, u64, bool)> {
         .map(|e| {
             (
                 set.objects[e.object as usize].address,
-                e.requested_ns,
-                e.acquired_ns,
-                e.released_ns,
-                e.contended,
+                e.requested_ns(),
+                e.acquired_ns(),
+                e.released_ns(),
+                e.contended(),
             )
         })
         .collect()
@@ -176,7 +176,7 @@ fn failed_trylock_and_timeout() {
             op(2001, Mutex, Error, M),
         ],
     )]);
-    let outcomes: Vec<Outcome> = set.events.iter().map(|e| e.outcome).collect();
+    let outcomes: Vec<Outcome> = set.events.iter().map(|e| e.outcome()).collect();
     assert_eq!(
         outcomes,
         vec![Outcome::Busy, Outcome::TimedOut, Outcome::Error]
@@ -216,7 +216,7 @@ fn unmatched_release_and_unreleased_hold() {
     assert_eq!(set.unmatched_releases, 1);
     // B is never released: held to the thread's last operation (12).
     assert_eq!(shape(&set)[0], (B, 2, 2, 12, false));
-    assert!(set.events[0].unreleased);
+    assert!(set.events[0].unreleased());
 }
 
 /// M is handed from T1 to T2 to T3; T3 then takes N and finishes last.

@@ -6,7 +6,7 @@
 
 use contend::locks::events::{ObjectKey, SiteKey, ThreadInfo};
 use contend::locks::{
-    pair_operations, EventSet, LockEvent, OpSource, Outcome, ThreadInput, TimeMap,
+    pair_operations, EventSet, LockEventFields, OpSource, Outcome, ThreadInput, TimeMap,
 };
 use contend_trace::format::CLOCK_MONOTONIC;
 use contend_trace::{LockTrace, Phase, Primitive, RawOp, TraceBuilder, NO_STACK};
@@ -119,9 +119,10 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
     let mut object_index: HashMap<ObjectKey, u32> = HashMap::new();
     let mut site_index: HashMap<SiteKey, u32> = HashMap::new();
     for (thread, (tid, ops)) in threads.iter().enumerate() {
-        let mut events: Vec<LockEvent> = Vec::new();
+        // (event, the mutex of a condition wait or u32::MAX)
+        let mut events: Vec<(LockEventFields, u32)> = Vec::new();
         let mut open: HashMap<u32, Vec<usize>> = HashMap::new();
-        let mut pending: Option<LockEvent> = None;
+        let mut pending: Option<LockEventFields> = None;
         let mut released_mutex: Option<u32> = None;
         let (mut first, mut last) = (u64::MAX, 0);
         let mut obj = |address: u64, p: Primitive, set: &mut EventSet| {
@@ -135,7 +136,7 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
                 (set.objects.len() - 1) as u32
             })
         };
-        let new = |o: u32, s: u32, p: Primitive, t: u64| LockEvent {
+        let new = |o: u32, s: u32, p: Primitive, t: u64| LockEventFields {
             thread: thread as u32,
             object: o,
             site: s,
@@ -146,12 +147,10 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
             released_ns: t,
             contended: false,
             unreleased: false,
-            cond_mutex: u32::MAX,
-            stack: NO_STACK,
         };
-        let push = |events: &mut Vec<LockEvent>,
+        let push = |events: &mut Vec<(LockEventFields, u32)>,
                     open: &mut HashMap<u32, Vec<usize>>,
-                    mut e: LockEvent,
+                    mut e: LockEventFields,
                     end: u64,
                     outcome: Outcome,
                     contended: bool,
@@ -161,8 +160,7 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
             e.released_ns = end;
             e.outcome = outcome;
             e.contended = contended;
-            e.cond_mutex = cond_mutex;
-            events.push(e);
+            events.push((e, cond_mutex));
             if outcome == Outcome::Acquired && e.primitive.is_lock() {
                 open.entry(e.object).or_default().push(events.len() - 1);
             }
@@ -255,7 +253,7 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
                         continue;
                     }
                     match open.get_mut(&o).and_then(|v| v.pop()) {
-                        Some(i) => events[i].released_ns = t.max(events[i].acquired_ns),
+                        Some(i) => events[i].0.released_ns = t.max(events[i].0.acquired_ns),
                         None => set.unmatched_releases += 1,
                     }
                     if op.primitive == Primitive::Mutex {
@@ -266,8 +264,8 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
         }
         for idxs in open.values() {
             for &i in idxs {
-                events[i].released_ns = last.max(events[i].acquired_ns);
-                events[i].unreleased = true;
+                events[i].0.released_ns = last.max(events[i].0.acquired_ns);
+                events[i].0.unreleased = true;
             }
         }
         if let Some(req) = pending.take() {
@@ -281,9 +279,14 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
                 true,
                 u32::MAX,
             );
-            events.last_mut().unwrap().unreleased = true;
+            events.last_mut().unwrap().0.unreleased = true;
         }
-        set.events.extend(events);
+        for (e, cond_mutex) in events {
+            if cond_mutex != u32::MAX {
+                set.cond_mutexes.push((set.events.len() as u32, cond_mutex));
+            }
+            set.events.push(e.pack());
+        }
         set.threads.push(ThreadInfo {
             pid: 1,
             tid: *tid,
@@ -298,6 +301,11 @@ fn reference_pairing(threads: &[(u32, Vec<RawOp>)]) -> EventSet {
 
 fn assert_same_set(a: &EventSet, b: &EventSet, what: &str) {
     assert_eq!(a.events, b.events, "{what}: events");
+    assert_eq!(
+        a.cond_mutexes, b.cond_mutexes,
+        "{what}: condition waits' mutexes"
+    );
+    assert_eq!(a.stacks, b.stacks, "{what}: stacks");
     assert_eq!(a.threads, b.threads, "{what}: threads");
     assert_eq!(a.objects, b.objects, "{what}: objects");
     assert_eq!(a.object_kinds, b.object_kinds, "{what}: object kinds");

@@ -272,11 +272,11 @@ fn lock_samples(
     let thread_name_key = b.string("thread_name");
     let (mut n, mut with_stacks) = (0u64, 0u64);
     for (i, e) in set.events.iter().enumerate() {
-        if e.outcome == Outcome::Post || !selection.keeps(i, e) {
+        if e.outcome() == Outcome::Post || !selection.keeps(i, e) {
             continue;
         }
         let values = [
-            i64::from(e.contended),
+            i64::from(e.contended()),
             e.wait_ns().min(i64::MAX as u64) as i64,
             e.hold_ns().min(i64::MAX as u64) as i64,
         ];
@@ -284,14 +284,14 @@ fn lock_samples(
             continue;
         }
         n += 1;
-        let process = set.threads[e.thread as usize].process;
+        let process = set.threads[e.thread() as usize].process;
         let proc = recording.processes.get(process as usize);
         let pid = proc.map_or(0, |p| p.trace.pid);
         let maps = recording.process_maps(process);
         let site_address = set.sites[e.site as usize].address;
         let site = ev.names.sites[e.site as usize].clone();
-        let frames: Option<&[u64]> = e
-            .stack_index()
+        let frames: Option<&[u64]> = set
+            .stack_of(i)
             .and_then(|s| proc?.trace.stacks.get(s as usize))
             .map(Vec::as_slice)
             .filter(|f| !f.is_empty());
@@ -314,7 +314,7 @@ fn lock_samples(
         }
         let lock = b.string(&ev.names.objects[e.object as usize]);
         let kind = b.string(set.object_kinds[e.object as usize].object_kind());
-        let info = &set.threads[e.thread as usize];
+        let info = &set.threads[e.thread() as usize];
         let tid = b.string(&info.tid.to_string());
         let mut labels = vec![
             (lock_key, lock, 0),
