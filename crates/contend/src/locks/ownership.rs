@@ -36,18 +36,47 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
             shared[o] = true;
         }
     }
-    let mut acquisitions: Vec<Vec<(u64, u32)>> = vec![Vec::new(); objects];
+    // The shared objects' acquisitions grouped by object (a counting sort
+    // of event indices, 4 bytes each); each object's (time, thread) pairs
+    // are then made at their exact number, sorted and counted on their
+    // own, one object after another, so only one object's acquisitions
+    // take 16 bytes each at a time.
+    let mut counts = vec![0usize; objects + 1];
     for e in &set.events {
         if e.is_lock() && e.outcome() == Outcome::Acquired && shared[e.object as usize] {
-            acquisitions[e.object as usize].push((e.acquired_ns(), e.thread()));
+            counts[e.object as usize + 1] += 1;
         }
     }
-    acquisitions
-        .into_par_iter()
-        .map(|mut v| {
+    for o in 0..objects {
+        counts[o + 1] += counts[o];
+    }
+    let starts = counts.clone();
+    let mut order = vec![0u32; counts[objects]];
+    for (i, e) in set.events.iter().enumerate() {
+        if e.is_lock() && e.outcome() == Outcome::Acquired && shared[e.object as usize] {
+            let k = &mut counts[e.object as usize];
+            order[*k] = i as u32;
+            *k += 1;
+        }
+    }
+    (0..objects)
+        .map(|o| {
+            let indices = &order[starts[o]..starts[o + 1]];
+            let mut v: Vec<(u64, u32)> = indices
+                .iter()
+                .map(|&i| {
+                    let e = &set.events[i as usize];
+                    (e.acquired_ns(), e.thread())
+                })
+                .collect();
             // Ties in time are ordered by thread: a change is counted at
-            // most once for a pair of simultaneous acquisitions.
-            v.sort_unstable();
+            // most once for a pair of simultaneous acquisitions. A large
+            // object is sorted by both cores in place.
+            if v.len() > 1 << 16 {
+                v.par_sort_unstable();
+            } else {
+                v.sort_unstable();
+            }
             v.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64
         })
         .collect()

@@ -394,7 +394,58 @@ pub fn score_executions(
     input: &ScoreInput,
     executions: Vec<Vec<Execution>>,
 ) -> (Vec<SciBlock>, Vec<SciThread>) {
+    score_executions_streamed(input, executions, None)
+}
+
+/// Lock executions left in the lock analysis's events instead of copied
+/// into [`ScoreInput::executions`] (24 bytes each, for every acquisition
+/// of every thread at once: the largest part of the analysis's peak
+/// memory on a large recording). Only threads whose executions are all
+/// lock calls that neither nest nor touch (each call begins after the
+/// previous one returned, as one thread's calls do) are streamed: their
+/// nesting pass is trivial (no parent, no recursion: inclusive =
+/// exclusive = the call's wait), so they are scored straight from the
+/// events, in program order, which is the order of their start times.
+#[derive(Debug)]
+pub struct StreamedLocks<'s> {
+    /// The lock analysis's events.
+    pub set: &'s crate::locks::EventSet,
+    /// Per streamed thread: its index in [`ScoreInput::threads`] and the
+    /// range of its events in `set.events`.
+    pub threads: Vec<(u32, std::ops::Range<usize>)>,
+    /// The block of each (primitive, site, object) acquired.
+    pub rows: FxHashMap<(contend_trace::Primitive, u32, u32), u32>,
+}
+
+impl StreamedLocks<'_> {
+    /// The (block, call duration ns) of every acquisition in `range`, in
+    /// program order.
+    fn executions(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.set.events[range]
+            .iter()
+            .filter(|e| e.outcome() == crate::locks::Outcome::Acquired)
+            .map(|e| (self.rows[&(e.primitive(), e.site, e.object)], e.wait_ns()))
+    }
+}
+
+/// [`score_executions`], with the lock executions of the threads in
+/// `streamed` read from the lock analysis's events (their entries in
+/// `executions` are empty); the result is the same as with every
+/// execution in `executions`.
+pub fn score_executions_streamed(
+    input: &ScoreInput,
+    executions: Vec<Vec<Execution>>,
+    streamed: Option<&StreamedLocks<'_>>,
+) -> (Vec<SciBlock>, Vec<SciThread>) {
     let nblocks = input.blocks.len();
+    let mut streamed_range: Vec<Option<std::ops::Range<usize>>> = vec![None; executions.len()];
+    if let Some(s) = streamed {
+        for (t, r) in &s.threads {
+            if let Some(slot) = streamed_range.get_mut(*t as usize) {
+                *slot = Some(r.clone());
+            }
+        }
+    }
     let passes: Vec<ThreadPass> = executions.into_par_iter().map(thread_pass).collect();
     // Group durations by block (counting sort), and accumulate per
     // (block, thread).
@@ -406,6 +457,13 @@ pub fn score_executions(
         }
         for &b in &p.recursive {
             recursive[b as usize] += 1;
+        }
+    }
+    if let Some(s) = streamed {
+        for r in streamed_range.iter().flatten() {
+            for (b, _) in s.executions(r.clone()) {
+                counts[b as usize] += 1;
+            }
         }
     }
     let mut offsets = vec![0usize; nblocks + 1];
@@ -421,12 +479,12 @@ pub fn score_executions(
     let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
     for (t, p) in passes.into_iter().enumerate() {
         let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
-        for &Execution {
-            block: b,
-            start_ns: d,
-            end_ns: x,
-        } in &p.scored
-        {
+        let scored = p.scored.iter().map(|e| (e.block, e.start_ns, e.end_ns));
+        let lock_calls = streamed
+            .zip(streamed_range[t].clone())
+            .into_iter()
+            .flat_map(|(s, r)| s.executions(r).map(|(b, d)| (b, d, d)));
+        for (b, d, x) in scored.chain(lock_calls) {
             let k = &mut fill[b as usize];
             durations[*k] = d;
             *k += 1;

@@ -24,9 +24,9 @@ use serde::Serialize;
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
 
 pub use metric::{
-    score, score_executions, BlockDef, BlockKind, BlockSite, BlockThreadScore, DurationBucket,
-    DurationSource, Execution, Quantile, SciBlock, SciThread, ScoreInput, ThreadDef,
-    MIN_OCCURRENCES,
+    score, score_executions, score_executions_streamed, BlockDef, BlockKind, BlockSite,
+    BlockThreadScore, DurationBucket, DurationSource, Execution, Quantile, SciBlock, SciThread,
+    ScoreInput, StreamedLocks, ThreadDef, MIN_OCCURRENCES,
 };
 pub use sources::{gather, gather_with, FrameMatcher, Gathered, MatchCounts, NameMatcher};
 
@@ -79,9 +79,10 @@ pub struct SciReport {
 
 impl SciReport {
     /// Scores a gathered input into the section.
-    pub fn from_gathered(mut g: Gathered) -> SciReport {
+    pub fn from_gathered(mut g: Gathered<'_>) -> SciReport {
         let executions = std::mem::take(&mut g.input.executions);
-        let (blocks, threads) = score_executions(&g.input, executions);
+        let (blocks, threads) =
+            score_executions_streamed(&g.input, executions, g.streamed.as_ref());
         let mut notes = Vec::new();
         if let Some(n) = &g.lifetime_note {
             notes.push(n.clone());

@@ -26,7 +26,7 @@ use contend_trace::Primitive;
 use rustc_hash::FxHashMap;
 
 use super::metric::{
-    BlockDef, BlockKind, BlockSite, DurationSource, Execution, ScoreInput, ThreadDef,
+    BlockDef, BlockKind, BlockSite, DurationSource, Execution, ScoreInput, StreamedLocks, ThreadDef,
 };
 use crate::locks::{
     attribute_sites_through_stacks, pair_operations, EventSet, OpSource, Outcome, ProcessResolver,
@@ -185,7 +185,7 @@ impl<N: Copy + PartialEq> NameMatcher<N> {
 
 /// What the sources yielded.
 #[derive(Debug, Default)]
-pub struct Gathered {
+pub struct Gathered<'s> {
     /// The metric's input.
     pub input: ScoreInput,
     /// Executions per source: locks, regions, functions.
@@ -198,6 +198,9 @@ pub struct Gathered {
     pub threads_with_lifetimes: u32,
     /// Why thread lifetimes are not known, when they are not.
     pub lifetime_note: Option<String>,
+    /// Lock executions scored from the lock analysis's events instead of
+    /// [`ScoreInput::executions`] ([`StreamedLocks`]).
+    pub streamed: Option<StreamedLocks<'s>>,
 }
 
 /// Builds the rows and threads as executions arrive.
@@ -300,25 +303,56 @@ fn pair_again(recording: &Recording, resolver: &mut ProcessResolver<'_>) -> Opti
 /// the lock analysis's (`paired`, when it ran without `--wrapper`: then
 /// its call sites are those [`attribute_sites_through_stacks`] gives),
 /// else the recording's lock operations paired again. Each thread's
-/// executions are allocated at their exact number.
-fn lock_executions(
+/// executions are allocated at their exact number. With `paired`, nothing
+/// is copied yet: the blocks, threads and spans are made, and
+/// [`place_lock_executions`] copies (or streams) the executions once the
+/// other sources are in.
+fn lock_executions<'s>(
     b: &mut Builder,
     recording: &Recording,
     symbols: &Symbols,
-    paired: Option<&EventSet>,
-) -> u64 {
+    paired: Option<&'s EventSet>,
+) -> (u64, Option<LockBlocks<'s>>) {
     let mut resolver = ProcessResolver::new(recording, symbols);
-    let owned: EventSet;
-    let set: &EventSet = match paired {
-        Some(set) => set,
-        None => match pair_again(recording, &mut resolver) {
-            Some(set) => {
-                owned = set;
-                &owned
-            }
-            None => return 0,
-        },
-    };
+    match paired {
+        Some(set) => {
+            let (blocks, n) = lock_blocks(b, &mut resolver, set);
+            (n, Some(blocks))
+        }
+        None => {
+            let Some(set) = pair_again(recording, &mut resolver) else {
+                return (0, None);
+            };
+            let (blocks, n) = lock_blocks(b, &mut resolver, &set);
+            place_lock_executions(b, &blocks, false);
+            (n, None)
+        }
+    }
+}
+
+/// The lock executions' blocks and threads, before the executions are
+/// placed ([`place_lock_executions`]).
+struct LockBlocks<'s> {
+    set: &'s EventSet,
+    /// The block of each (primitive, site, object) acquired.
+    rows: FxHashMap<(Primitive, u32, u32), u32>,
+    /// Per thread of the event set: the builder's thread.
+    threads: Vec<u32>,
+    /// Per thread of the event set: the range of its events, and whether
+    /// its acquisition calls neither nest nor touch (each begins after the
+    /// one before returned). `None` when the events are not grouped by
+    /// thread.
+    ranges: Option<Vec<(std::ops::Range<usize>, bool)>>,
+}
+
+/// The first pass: a block per (primitive, site, object) acquired, the
+/// builder's threads and their spans, the threads' ranges; returns the
+/// number of acquisitions.
+fn lock_blocks<'s>(
+    b: &mut Builder,
+    resolver: &mut ProcessResolver<'_>,
+    set: &'s EventSet,
+) -> (LockBlocks<'s>, u64) {
     let threads: Vec<u32> = set
         .threads
         .iter()
@@ -331,62 +365,134 @@ fn lock_executions(
             i
         })
         .collect();
+    let mut rows: FxHashMap<(Primitive, u32, u32), u32> = FxHashMap::default();
+    let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
+    let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
+    // Each thread's events, if they are grouped by thread.
+    let mut ranges: Vec<(std::ops::Range<usize>, bool)> = vec![(0..0, true); set.threads.len()];
+    let mut grouped = true;
+    let mut i = 0;
+    while i < set.events.len() {
+        let st = set.events[i].thread() as usize;
+        let mut j = i + 1;
+        while j < set.events.len() && set.events[j].thread() as usize == st {
+            j += 1;
+        }
+        match ranges.get_mut(st) {
+            Some((r, _)) if r.start == 0 && r.end == 0 => *r = i..j,
+            _ => grouped = false,
+        }
+        i = j;
+    }
+    let mut last: Option<(usize, u64)> = None;
+    let mut n = 0u64;
+    for e in &set.events {
+        let st = e.thread() as usize;
+        if e.outcome() != Outcome::Acquired {
+            continue;
+        }
+        if let Some((_, simple)) = ranges.get_mut(st) {
+            if last.is_some_and(|(lt, end)| lt == st && e.requested_ns() <= end) {
+                *simple = false;
+            }
+        }
+        last = Some((st, e.acquired_ns()));
+        // A rwlock's read and write acquisitions are different calls.
+        let key = (e.primitive(), e.site, e.object);
+        if let std::collections::hash_map::Entry::Vacant(slot) = rows.entry(key) {
+            let site = site_names[e.site as usize]
+                .get_or_insert_with(|| {
+                    let s = set.sites[e.site as usize];
+                    site_of(&resolver.site(s.process, s.address))
+                })
+                .clone();
+            let object = object_names[e.object as usize]
+                .get_or_insert_with(|| {
+                    let o = set.objects[e.object as usize];
+                    resolver
+                        .object(o.process, o.address)
+                        .unwrap_or_else(|| format!("{:#x}", o.address))
+                })
+                .clone();
+            let (kind, name) = lock_block(e.primitive());
+            let blk = b.block(BlockDef {
+                kind,
+                name: name.to_string(),
+                key: Some(object),
+                site,
+                every: 1,
+                unfinished: 0,
+            });
+            slot.insert(blk);
+        }
+        let t = threads[st];
+        // The call's duration: request to acquisition (0 for an
+        // acquisition that succeeded at once, timed once).
+        b.saw(t, e.requested_ns());
+        b.saw(t, e.acquired_ns());
+        n += 1;
+    }
+    let blocks = LockBlocks {
+        set,
+        rows,
+        threads,
+        ranges: grouped.then_some(ranges),
+    };
+    (blocks, n)
+}
+
+/// The second pass: the lock executions of each thread copied into the
+/// builder, or, with `stream`, left in the events for the threads that
+/// have no other executions and whose calls neither nest nor touch
+/// ([`StreamedLocks`]).
+fn place_lock_executions<'s>(
+    b: &mut Builder,
+    blocks: &LockBlocks<'s>,
+    stream: bool,
+) -> Option<StreamedLocks<'s>> {
+    let set = blocks.set;
+    let mut sharing = vec![0u32; b.executions.len()];
+    for &t in &blocks.threads {
+        sharing[t as usize] += 1;
+    }
+    let mut streamed = Vec::new();
+    let mut copy = vec![false; set.threads.len()];
+    for (st, &t) in blocks.threads.iter().enumerate() {
+        let streamable = stream
+            && sharing[t as usize] == 1
+            && b.executions[t as usize].is_empty()
+            && blocks.ranges.as_ref().is_some_and(|r| r[st].1);
+        match (&blocks.ranges, streamable) {
+            (Some(r), true) => streamed.push((t, r[st].0.clone())),
+            _ => copy[st] = true,
+        }
+    }
     let mut acquired = vec![0usize; b.executions.len()];
     for e in &set.events {
-        if e.outcome() == Outcome::Acquired {
-            acquired[threads[e.thread() as usize] as usize] += 1;
+        if e.outcome() == Outcome::Acquired && copy[e.thread() as usize] {
+            acquired[blocks.threads[e.thread() as usize] as usize] += 1;
         }
     }
     for (v, n) in b.executions.iter_mut().zip(acquired) {
         v.reserve_exact(n);
     }
-    let mut rows: FxHashMap<(Primitive, u32, u32), u32> = FxHashMap::default();
-    let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
-    let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
-    let mut n = 0u64;
     for e in &set.events {
-        if e.outcome() != Outcome::Acquired {
+        if e.outcome() != Outcome::Acquired || !copy[e.thread() as usize] {
             continue;
         }
-        // A rwlock's read and write acquisitions are different calls.
-        let key = (e.primitive(), e.site, e.object);
-        let block = match rows.get(&key) {
-            Some(&blk) => blk,
-            None => {
-                let site = site_names[e.site as usize]
-                    .get_or_insert_with(|| {
-                        let s = set.sites[e.site as usize];
-                        site_of(&resolver.site(s.process, s.address))
-                    })
-                    .clone();
-                let object = object_names[e.object as usize]
-                    .get_or_insert_with(|| {
-                        let o = set.objects[e.object as usize];
-                        resolver
-                            .object(o.process, o.address)
-                            .unwrap_or_else(|| format!("{:#x}", o.address))
-                    })
-                    .clone();
-                let (kind, name) = lock_block(e.primitive());
-                let blk = b.block(BlockDef {
-                    kind,
-                    name: name.to_string(),
-                    key: Some(object),
-                    site,
-                    every: 1,
-                    unfinished: 0,
-                });
-                rows.insert(key, blk);
-                blk
-            }
-        };
-        let t = threads[e.thread() as usize];
-        // The call's duration: request to acquisition (0 for an
-        // acquisition that succeeded at once, timed once).
-        b.add(t, block, e.requested_ns(), e.acquired_ns());
-        n += 1;
+        let block = blocks.rows[&(e.primitive(), e.site, e.object)];
+        let t = blocks.threads[e.thread() as usize];
+        b.executions[t as usize].push(Execution {
+            block,
+            start_ns: e.requested_ns(),
+            end_ns: e.acquired_ns(),
+        });
     }
-    n
+    (!streamed.is_empty()).then(|| StreamedLocks {
+        set,
+        threads: streamed,
+        rows: blocks.rows.clone(),
+    })
 }
 
 /// The maps of the image that wrote a region trace: the maps file with the
@@ -703,7 +809,7 @@ fn lifetimes(
 }
 
 /// Every execution of the recording, with the threads and their T_t.
-pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered {
+pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered<'static> {
     gather_with(recording, symbols, None)
 }
 
@@ -711,11 +817,11 @@ pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered {
 /// analysis's events (paired, call sites moved through recorded stacks and
 /// through no `--wrapper`), instead of pairing the lock operations again:
 /// the same executions without a second copy of every event in memory.
-pub fn gather_with(
+pub fn gather_with<'s>(
     recording: &Recording,
     symbols: &Symbols,
-    paired: Option<&EventSet>,
-) -> Gathered {
+    paired: Option<&'s EventSet>,
+) -> Gathered<'s> {
     let mut g = Gathered::default();
     let mut b = Builder {
         blocks: Vec::new(),
@@ -724,7 +830,8 @@ pub fn gather_with(
         executions: Vec::new(),
         spans: Vec::new(),
     };
-    g.executions[0] = lock_executions(&mut b, recording, symbols, paired);
+    let (lock_n, lock_blocks) = lock_executions(&mut b, recording, symbols, paired);
+    g.executions[0] = lock_n;
     match &recording.regions {
         Some(Ok(r)) => {
             g.warnings.extend(
@@ -761,6 +868,8 @@ pub fn gather_with(
         )),
         None => {}
     }
+    // The lock executions of threads with no others stay in the events.
+    g.streamed = lock_blocks.and_then(|l| place_lock_executions(&mut b, &l, true));
     let root_start = recording.meta.as_ref().map(|m| m.start_monotonic_ns);
     let mut life = FxHashMap::default();
     match &recording.probes {

@@ -458,3 +458,98 @@ fn region_traces_and_thread_lifetimes_on_disk_reach_the_report() {
     assert_eq!(sci["summary"]["threads_with_lifetimes"], 2);
     assert_eq!(sci["summary"]["region_executions"], 40);
 }
+
+/// Lock executions scored straight from the lock analysis's events
+/// (`StreamedLocks`) give the section that copying them into executions
+/// gives: two threads streamed, with waits worked out by hand (thread 0:
+/// 0, 5, 0, 40 … ns on lock A; thread 1: 2, 0, 7 … on A and B), beside a
+/// copied thread's executions of a region.
+#[test]
+fn streamed_lock_executions_score_like_copied_ones() {
+    use contend::locks::{EventSet, LockEventFields, Outcome};
+    use contend::sci::{score_executions_streamed, StreamedLocks};
+    use contend_trace::Primitive;
+    let mut set = EventSet::default();
+    let mut push = |thread: u32, object: u32, at: u64, wait: u64, outcome: Outcome| {
+        set.events.push(
+            LockEventFields {
+                thread,
+                object,
+                site: 0,
+                primitive: Primitive::Mutex,
+                outcome,
+                requested_ns: at,
+                acquired_ns: at + wait,
+                released_ns: at + wait + 3,
+                contended: wait > 0,
+                unreleased: false,
+            }
+            .pack(),
+        );
+    };
+    // thread 0: 12 acquisitions of object 0, 100 ns apart, and a failed try
+    for k in 0..12u64 {
+        push(
+            0,
+            0,
+            1_000 + 100 * k,
+            [0, 5, 0, 40][k as usize % 4],
+            Outcome::Acquired,
+        );
+    }
+    push(0, 0, 3_000, 0, Outcome::Busy);
+    // thread 1: 11 acquisitions alternating objects 0 and 1
+    for k in 0..11u64 {
+        push(
+            1,
+            (k % 2) as u32,
+            2_000 + 50 * k,
+            [2, 0, 7][k as usize % 3],
+            Outcome::Acquired,
+        );
+    }
+    let mut rows = rustc_hash::FxHashMap::default();
+    rows.insert((Primitive::Mutex, 0u32, 0u32), 0u32);
+    rows.insert((Primitive::Mutex, 0u32, 1u32), 1u32);
+    let input = ScoreInput {
+        blocks: vec![
+            block(BlockKind::Lock, "pthread_mutex_lock", Some("A")),
+            block(BlockKind::Lock, "pthread_mutex_lock", Some("B")),
+            block(BlockKind::Region, "work", None),
+        ],
+        threads: vec![thread(10, 100_000), thread(11, 50_000), thread(12, 80_000)],
+        executions: vec![],
+    };
+    // Copied: every acquisition as an execution of its block.
+    let mut copied: Vec<Vec<Execution>> = vec![Vec::new(); 3];
+    for e in &set.events {
+        if e.outcome() == Outcome::Acquired {
+            copied[e.thread() as usize].push(Execution {
+                block: e.object,
+                start_ns: e.requested_ns(),
+                end_ns: e.acquired_ns(),
+            });
+        }
+    }
+    let region = run(2, 5_000, &[10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110]);
+    copied[2] = region.clone();
+    let want = contend::sci::score_executions(&input, copied);
+    let streamed = StreamedLocks {
+        set: &set,
+        threads: vec![(0, 0..13), (1, 13..24)],
+        rows,
+    };
+    let got = score_executions_streamed(
+        &input,
+        vec![Vec::new(), Vec::new(), region],
+        Some(&streamed),
+    );
+    assert_eq!(got, want);
+    // Lock A: 12 + 6 acquisitions (thread 1's k = 0, 2, …, 10).
+    let a = got
+        .0
+        .iter()
+        .find(|b| b.key.as_deref() == Some("A"))
+        .unwrap();
+    assert_eq!(a.occurrences, 18);
+}

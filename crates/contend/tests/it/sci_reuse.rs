@@ -1,7 +1,8 @@
 //! The SCI analysis takes its lock executions from the lock analysis's
 //! events instead of pairing the lock operations again (one copy of the
 //! events in memory, not two): on the golden lock recordings, with and
-//! without recorded call stacks, both ways give the same section.
+//! without recorded call stacks, both ways give the same section (the
+//! lock-only threads' executions scored from the events, not copied).
 
 use std::path::Path;
 
@@ -29,6 +30,9 @@ fn sci_from_the_lock_analysis_events_equals_sci_from_pairing_again() {
         let again = gather(&rec, &symbols);
         assert_eq!(reused.executions, again.executions, "{name}");
         assert!(reused.executions[0] > 0, "{name}: no lock executions");
+        // the lock-only threads' executions stayed in the events
+        assert!(reused.streamed.is_some(), "{name}: nothing streamed");
+        assert!(again.streamed.is_none(), "{name}: paired again, yet streamed");
         assert_eq!(
             SciReport::from_gathered(reused),
             SciReport::from_gathered(again),
