@@ -99,9 +99,17 @@ impl Wakes {
             parts.push(head);
             rest = tail;
         }
-        parts
+        // Small parts side by side; a large one (a lock most of the run's
+        // events use) on its own, sorted by both cores, so that only one
+        // large part's keyed copy is held at a time.
+        let (large, small): (Vec<_>, Vec<_>) =
+            parts.into_iter().partition(|part| part.len() > LARGE_PART);
+        small
             .into_par_iter()
             .for_each(|part| sort_by_wake_time(set, part));
+        for part in large {
+            sort_by_wake_time(set, part);
+        }
         Wakes { start, events }
     }
 
@@ -184,6 +192,10 @@ impl Wakes {
     }
 }
 
+/// Wake events of one object beyond which its part is sorted on its own
+/// by both cores ([`Wakes::build`]).
+const LARGE_PART: usize = 1 << 16;
+
 /// Sorts one object's wake events by wake time, stably. They come as runs
 /// already in order (each thread's wakes on the object, in the thread's
 /// event order): the keys are read once, in that order, into a transient
@@ -195,7 +207,11 @@ fn sort_by_wake_time(set: &EventSet, part: &mut [u32]) {
         return;
     }
     let mut keyed: Vec<(u64, u32)> = part.iter().map(|&i| (key(i), i)).collect();
-    keyed.sort_by_key(|&(t, _)| t);
+    if keyed.len() > LARGE_PART {
+        keyed.par_sort_by_key(|&(t, _)| t);
+    } else {
+        keyed.sort_by_key(|&(t, _)| t);
+    }
     for (slot, (_, i)) in part.iter_mut().zip(keyed) {
         *slot = i;
     }

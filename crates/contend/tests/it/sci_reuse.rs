@@ -32,7 +32,10 @@ fn sci_from_the_lock_analysis_events_equals_sci_from_pairing_again() {
         assert!(reused.executions[0] > 0, "{name}: no lock executions");
         // the lock-only threads' executions stayed in the events
         assert!(reused.streamed.is_some(), "{name}: nothing streamed");
-        assert!(again.streamed.is_none(), "{name}: paired again, yet streamed");
+        assert!(
+            again.streamed.is_none(),
+            "{name}: paired again, yet streamed"
+        );
         assert_eq!(
             SciReport::from_gathered(reused),
             SciReport::from_gathered(again),
