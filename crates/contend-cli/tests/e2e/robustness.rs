@@ -949,3 +949,41 @@ fn ownership_changes_are_counted() {
     let text = report_raw(&dir, &[] as &[&str]);
     assert!(text.stdout.contains("Changed"), "{}", text.describe());
 }
+
+/// Chunks are handed out of mapping windows shared by a process's threads
+/// (collector.c, "Mapping windows"): 70 long-lived threads each keep a
+/// chunk live in its own window while 31 short-lived threads between two
+/// of them claim and release the rest of it, so more windows stay mapped
+/// than the collector has slots for (later claims map their chunk alone),
+/// and one writer thread runs through the lazily zeroed part of several
+/// chunks. Every acquisition is in the report, in both modes.
+#[test]
+fn chunk_windows_keep_every_event() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let exe = build("chunk_windows.c", &[]);
+    let tmp = tempdir();
+    let (_, rec, report) = same_with_and_without(tmp.path(), &exe, &[]);
+    assert!(
+        rec.stdout.contains("long=140 short=2170 writer=20000"),
+        "{}",
+        rec.describe()
+    );
+    assert_lock_events(&report, "long_lock", 140);
+    assert_lock_events(&report, "short_lock", 70 * 31);
+    assert_lock_events(&report, "writer_lock", 20_000);
+    let light_dir = tmp.path().join("light");
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("record")
+        .arg("--light")
+        .arg("-o")
+        .arg(&light_dir)
+        .arg("--")
+        .arg(&exe);
+    let light = run_timeout(cmd, RUN_TIMEOUT);
+    assert_eq!(light.code(), Some(0), "{}", light.describe());
+    let report = report_json(&light_dir);
+    assert_lock_events(&report, "long_lock", 140);
+    assert_lock_events(&report, "short_lock", 70 * 31);
+    assert_lock_events(&report, "writer_lock", 20_000);
+}
