@@ -451,9 +451,11 @@ pub fn score_executions_streamed(
     // (block, thread).
     let mut counts = vec![0usize; nblocks];
     let mut recursive = vec![0u64; nblocks];
+    let mut longest = 0u64;
     for p in &passes {
         for e in &p.scored {
             counts[e.block as usize] += 1;
+            longest = longest.max(e.start_ns);
         }
         for &b in &p.recursive {
             recursive[b as usize] += 1;
@@ -461,71 +463,33 @@ pub fn score_executions_streamed(
     }
     if let Some(s) = streamed {
         for r in streamed_range.iter().flatten() {
-            for (b, _) in s.executions(r.clone()) {
+            for (b, d) in s.executions(r.clone()) {
                 counts[b as usize] += 1;
+                longest = longest.max(d);
             }
         }
     }
-    let mut offsets = vec![0usize; nblocks + 1];
-    for b in 0..nblocks {
-        offsets[b + 1] = offsets[b] + counts[b];
-    }
-    let total = offsets[nblocks];
-    let mut durations = vec![0u64; total];
-    // The exclusive durations enter a row only through their least and
-    // their sum, so they are folded as they come instead of kept.
-    let mut exclusive: Vec<Exclusive> = vec![Exclusive::default(); nblocks];
-    let mut fill = offsets.clone();
-    let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
-    for (t, p) in passes.into_iter().enumerate() {
-        let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
-        let scored = p.scored.iter().map(|e| (e.block, e.start_ns, e.end_ns));
-        let lock_calls = streamed
-            .zip(streamed_range[t].clone())
-            .into_iter()
-            .flat_map(|(s, r)| s.executions(r).map(|(b, d)| (b, d, d)));
-        for (b, d, x) in scored.chain(lock_calls) {
-            let k = &mut fill[b as usize];
-            durations[*k] = d;
-            *k += 1;
-            exclusive[b as usize].add(x);
-            let a = acc.entry(b).or_default();
-            a.n += 1;
-            a.sum += d;
-            a.sum_excl += x;
-        }
-        for (b, a) in acc {
-            per_thread[b as usize].push((t as u32, a));
-        }
-    }
-    // Split the flat vector into one slice per block.
-    let mut dur_slices: Vec<&mut [u64]> = Vec::with_capacity(nblocks);
-    let mut rd = &mut durations[..];
-    for &c in &counts {
-        let (a, b) = rd.split_at_mut(c);
-        dur_slices.push(a);
-        rd = b;
-    }
-    let mut blocks: Vec<SciBlock> = dur_slices
-        .into_par_iter()
-        .zip(exclusive)
-        .zip(per_thread.par_iter())
-        .enumerate()
-        .filter_map(|(b, ((durs, excl), threads))| {
-            let def = &input.blocks[b];
-            if durs.is_empty() && def.unfinished == 0 && recursive[b] == 0 {
-                return None;
-            }
-            Some(score_block(
-                def,
-                durs,
-                excl,
-                threads,
-                &input.threads,
-                recursive[b],
-            ))
-        })
-        .collect();
+    // The durations, grouped by block, take 4 bytes each when every one
+    // fits (under 4.3 s), else 8.
+    let mut blocks: Vec<SciBlock> = if u32::try_from(longest).is_ok() {
+        group_and_score::<u32>(
+            input,
+            passes,
+            streamed,
+            &streamed_range,
+            &counts,
+            &recursive,
+        )
+    } else {
+        group_and_score::<u64>(
+            input,
+            passes,
+            streamed,
+            &streamed_range,
+            &counts,
+            &recursive,
+        )
+    };
     blocks.sort_by(|a, b| {
         let key = |s: &SciBlock| s.sci.unwrap_or(-1.0);
         key(b)
@@ -590,11 +554,97 @@ impl Exclusive {
     }
 }
 
+/// A duration as [`score_executions_streamed`] keeps it, grouped by block:
+/// `u32` when every duration of the input fits, else `u64`.
+trait StoredDuration: Copy + Ord + Default + Send + Sync + Into<u64> + TryFrom<u64> {
+    const MAX: Self;
+}
+impl StoredDuration for u32 {
+    const MAX: Self = u32::MAX;
+}
+impl StoredDuration for u64 {
+    const MAX: Self = u64::MAX;
+}
+
+/// The durations of all executions grouped by block (a counting sort by
+/// `counts`), with each row's exclusive durations folded and its
+/// per-thread sums, then every row scored ([`score_block`]).
+fn group_and_score<D: StoredDuration>(
+    input: &ScoreInput,
+    passes: Vec<ThreadPass>,
+    streamed: Option<&StreamedLocks<'_>>,
+    streamed_range: &[Option<std::ops::Range<usize>>],
+    counts: &[usize],
+    recursive: &[u64],
+) -> Vec<SciBlock> {
+    let nblocks = input.blocks.len();
+    let mut offsets = vec![0usize; nblocks + 1];
+    for b in 0..nblocks {
+        offsets[b + 1] = offsets[b] + counts[b];
+    }
+    let total = offsets[nblocks];
+    let mut durations = vec![D::default(); total];
+    // The exclusive durations enter a row only through their least and
+    // their sum, so they are folded as they come instead of kept.
+    let mut exclusive: Vec<Exclusive> = vec![Exclusive::default(); nblocks];
+    let mut fill = offsets.clone();
+    let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
+    for (t, p) in passes.into_iter().enumerate() {
+        let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
+        let scored = p.scored.iter().map(|e| (e.block, e.start_ns, e.end_ns));
+        let lock_calls = streamed
+            .zip(streamed_range[t].clone())
+            .into_iter()
+            .flat_map(|(s, r)| s.executions(r).map(|(b, d)| (b, d, d)));
+        for (b, d, x) in scored.chain(lock_calls) {
+            let k = &mut fill[b as usize];
+            durations[*k] = D::try_from(d).unwrap_or(D::MAX);
+            *k += 1;
+            exclusive[b as usize].add(x);
+            let a = acc.entry(b).or_default();
+            a.n += 1;
+            a.sum += d;
+            a.sum_excl += x;
+        }
+        for (b, a) in acc {
+            per_thread[b as usize].push((t as u32, a));
+        }
+    }
+    // Split the flat vector into one slice per block.
+    let mut dur_slices: Vec<&mut [D]> = Vec::with_capacity(nblocks);
+    let mut rd = &mut durations[..];
+    for &c in counts {
+        let (a, b) = rd.split_at_mut(c);
+        dur_slices.push(a);
+        rd = b;
+    }
+    dur_slices
+        .into_par_iter()
+        .zip(exclusive)
+        .zip(per_thread.par_iter())
+        .enumerate()
+        .filter_map(|(b, ((durs, excl), threads))| {
+            let def = &input.blocks[b];
+            if durs.is_empty() && def.unfinished == 0 && recursive[b] == 0 {
+                return None;
+            }
+            Some(score_block(
+                def,
+                durs,
+                excl,
+                threads,
+                &input.threads,
+                recursive[b],
+            ))
+        })
+        .collect()
+}
+
 /// One row's numbers from its durations (unsorted on entry), its
 /// exclusive durations folded, and its per-thread sums.
-fn score_block(
+fn score_block<D: StoredDuration>(
     def: &BlockDef,
-    durs: &mut [u64],
+    durs: &mut [D],
     excl: Exclusive,
     threads: &[(u32, Acc)],
     thread_defs: &[ThreadDef],
@@ -603,9 +653,10 @@ fn score_block(
     durs.sort_unstable();
     let n = durs.len() as u64;
     let every = u64::from(def.every.max(1));
-    let min = durs.first().copied().unwrap_or(0);
+    let ns = |d: D| -> u64 { d.into() };
+    let min = durs.first().copied().map_or(0, ns);
     let xmin = if durs.is_empty() { 0 } else { excl.min };
-    let total: u64 = durs.iter().sum();
+    let total: u64 = durs.iter().map(|&d| ns(d)).sum();
     let xtotal: u64 = excl.sum;
     let scored = n >= MIN_OCCURRENCES;
     let mut thread_ns = 0u64;
@@ -637,7 +688,7 @@ fn score_block(
     per_thread.sort_by(|a, b| b.excess_ns.cmp(&a.excess_ns).then(a.tid.cmp(&b.tid)));
     let ratio = |x: u64| (scored && thread_ns > 0).then(|| x as f64 / thread_ns as f64);
     let k = ((n as f64 * FASTEST_SHARE).ceil() as usize).clamp(2, durs.len().max(2));
-    let fastest = [min, durs.get(k - 1).or(durs.last()).copied().unwrap_or(0)];
+    let fastest = [min, durs.get(k - 1).or(durs.last()).copied().map_or(0, ns)];
     let stable = !(fastest[1] as f64 > FASTEST_SPREAD_MAX * fastest[0] as f64
         && fastest[1] - fastest[0] >= FASTEST_SPREAD_FLOOR_NS);
     let quantiles = if durs.is_empty() {
@@ -647,7 +698,7 @@ fn score_block(
             .iter()
             .map(|&q| Quantile {
                 q,
-                ns: durs[((q * (durs.len() - 1) as f64).round() as usize).min(durs.len() - 1)],
+                ns: ns(durs[((q * (durs.len() - 1) as f64).round() as usize).min(durs.len() - 1)]),
             })
             .collect()
     };
@@ -672,7 +723,7 @@ fn score_block(
         site: def.site.clone(),
         occurrences: n,
         min_ns: min,
-        median_ns: durs.get((durs.len().max(1) - 1) / 2).copied().unwrap_or(0),
+        median_ns: durs.get((durs.len().max(1) - 1) / 2).copied().map_or(0, ns),
         mean_ns: total.checked_div(n).unwrap_or(0),
         total_ns: total,
         excess_ns: excess,
@@ -690,7 +741,7 @@ fn score_block(
         fastest_1pct_ns: fastest,
         stable,
         quantiles,
-        histogram: log2_histogram(durs),
+        histogram: log2_buckets(durs.iter().map(|&d| ns(d))),
         per_thread,
         note,
     }
@@ -698,8 +749,13 @@ fn score_block(
 
 /// Log2 buckets of sorted durations: [0, 1), [1, 2), [2, 4), …
 pub fn log2_histogram(sorted: &[u64]) -> Vec<DurationBucket> {
+    log2_buckets(sorted.iter().copied())
+}
+
+/// [`log2_histogram`] of durations (ns) given in ascending order.
+fn log2_buckets(sorted: impl Iterator<Item = u64>) -> Vec<DurationBucket> {
     let mut out: Vec<DurationBucket> = Vec::new();
-    for &d in sorted {
+    for d in sorted {
         let b = 64 - d.leading_zeros();
         let (lower, upper) = if b == 0 {
             (0, 1)

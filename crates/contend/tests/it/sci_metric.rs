@@ -553,3 +553,31 @@ fn streamed_lock_executions_score_like_copied_ones() {
         .unwrap();
     assert_eq!(a.occurrences, 18);
 }
+
+/// Durations are grouped in 4-byte slots while all fit and in 8-byte ones
+/// once one does not (here a 5 s execution): the same figures either way.
+#[test]
+fn a_duration_past_four_seconds_is_kept_whole() {
+    let short = [10u64, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+    let mut long = short;
+    long[9] = 5_000_000_000;
+    for (durations, total, max) in [
+        (short, 550u64, 100u64),
+        (long, 450 + 5_000_000_000, 5_000_000_000),
+    ] {
+        let input = ScoreInput {
+            blocks: vec![block(BlockKind::Region, "work", None)],
+            threads: vec![thread(1, 10_000_000_000)],
+            executions: vec![run(0, 1_000, &durations)],
+        };
+        let (blocks, _) = score(&input);
+        let b = &blocks[0];
+        assert_eq!(b.total_ns, total);
+        assert_eq!(b.min_ns, 10);
+        assert_eq!(b.quantiles.last().unwrap().ns, max);
+        let last = b.histogram.last().unwrap();
+        assert!(last.lower_ns <= max && max < last.upper_ns, "{last:?}");
+        // excess over the fastest: total − 10 × 10 ns
+        assert_eq!(b.excess_ns, total - 100);
+    }
+}
