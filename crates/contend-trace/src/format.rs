@@ -258,6 +258,17 @@ pub enum Primitive {
 }
 
 impl Primitive {
+    /// Every primitive, in the order of their codes (1..=7).
+    pub const ALL: [Primitive; 7] = [
+        Primitive::Mutex,
+        Primitive::RwlockRead,
+        Primitive::RwlockWrite,
+        Primitive::Spin,
+        Primitive::Cond,
+        Primitive::Barrier,
+        Primitive::Semaphore,
+    ];
+
     /// Decodes bits 4..6 of a tag; `None` for an unknown primitive.
     pub fn from_code(code: u8) -> Option<Primitive> {
         Some(match code {

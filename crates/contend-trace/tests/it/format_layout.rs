@@ -233,15 +233,7 @@ fn table() -> Vec<Line> {
     ];
 
     // Function-like macros, applied to sample arguments.
-    for p in [
-        Primitive::Mutex,
-        Primitive::RwlockRead,
-        Primitive::RwlockWrite,
-        Primitive::Spin,
-        Primitive::Cond,
-        Primitive::Barrier,
-        Primitive::Semaphore,
-    ] {
+    for p in Primitive::ALL {
         for ph in [
             Phase::Request,
             Phase::Acquired,

@@ -109,15 +109,7 @@ pub struct LockEventFields {
     pub unreleased: bool,
 }
 
-const PRIMITIVES: [Primitive; 7] = [
-    Primitive::Mutex,
-    Primitive::RwlockRead,
-    Primitive::RwlockWrite,
-    Primitive::Spin,
-    Primitive::Cond,
-    Primitive::Barrier,
-    Primitive::Semaphore,
-];
+const PRIMITIVES: [Primitive; 7] = Primitive::ALL;
 const OUTCOMES: [Outcome; 5] = [
     Outcome::Acquired,
     Outcome::Busy,

@@ -25,15 +25,7 @@ impl Rng {
     }
 }
 
-const PRIMITIVES: [Primitive; 7] = [
-    Primitive::Mutex,
-    Primitive::RwlockRead,
-    Primitive::RwlockWrite,
-    Primitive::Spin,
-    Primitive::Cond,
-    Primitive::Barrier,
-    Primitive::Semaphore,
-];
+const PRIMITIVES: [Primitive; 7] = Primitive::ALL;
 
 /// Random threads: mostly well-formed lock/unlock sequences over a few
 /// shared objects, mixed with arbitrary operations.
