@@ -401,11 +401,17 @@ pub fn score_executions(
 /// into [`ScoreInput::executions`] (24 bytes each, for every acquisition
 /// of every thread at once: the largest part of the analysis's peak
 /// memory on a large recording). Only threads whose executions are all
-/// lock calls that neither nest nor touch (each call begins after the
-/// previous one returned, as one thread's calls do) are streamed: their
-/// nesting pass is trivial (no parent, no recursion: inclusive =
-/// exclusive = the call's wait), so they are scored straight from the
-/// events, in program order, which is the order of their start times.
+/// lock calls, each beginning after the previous one returned or, taking
+/// no time, at the very instant it returned (the mutex re-acquired as a
+/// condition wait returns), are streamed. Their nesting pass is then
+/// trivial: a call that begins later has no parent; one that takes no
+/// time at the instant the previous returned lies inside it and inside
+/// every such call before, so it adds nothing to their exclusive time and
+/// is recursive when one of them is of its block (the nesting pass over
+/// the same calls, whatever their order among equal instants, finds as
+/// many recursive executions of each block). Inclusive = exclusive = the
+/// call's wait; they are scored straight from the events, in program
+/// order.
 #[derive(Debug)]
 pub struct StreamedLocks<'s> {
     /// The lock analysis's events.
@@ -418,13 +424,30 @@ pub struct StreamedLocks<'s> {
 }
 
 impl StreamedLocks<'_> {
-    /// The (block, call duration ns) of every acquisition in `range`, in
-    /// program order.
-    fn executions(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (u32, u64)> + '_ {
+    /// The (block, call duration ns, recursive) of every acquisition in
+    /// `range`, in program order (the type's docs give the rule).
+    fn executions(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (u32, u64, bool)> + '_ {
+        // Blocks of the calls open at the latest return instant.
+        let mut open: Vec<u32> = Vec::new();
+        let mut last_end: Option<u64> = None;
         self.set.events[range]
             .iter()
             .filter(|e| e.outcome() == crate::locks::Outcome::Acquired)
-            .map(|e| (self.rows[&(e.primitive(), e.site, e.object)], e.wait_ns()))
+            .map(move |e| {
+                let block = self.rows[&(e.primitive(), e.site, e.object)];
+                let (start, end) = (e.requested_ns(), e.acquired_ns());
+                let inside = last_end.is_some_and(|t| start == t && end == t);
+                if !inside {
+                    open.clear();
+                }
+                let recursive = inside && open.contains(&block);
+                open.push(block);
+                last_end = Some(end);
+                (block, end - start, recursive)
+            })
     }
 }
 
@@ -463,9 +486,13 @@ pub fn score_executions_streamed(
     }
     if let Some(s) = streamed {
         for r in streamed_range.iter().flatten() {
-            for (b, d) in s.executions(r.clone()) {
-                counts[b as usize] += 1;
-                longest = longest.max(d);
+            for (b, d, again) in s.executions(r.clone()) {
+                if again {
+                    recursive[b as usize] += 1;
+                } else {
+                    counts[b as usize] += 1;
+                    longest = longest.max(d);
+                }
             }
         }
     }
@@ -595,7 +622,11 @@ fn group_and_score<D: StoredDuration>(
         let lock_calls = streamed
             .zip(streamed_range[t].clone())
             .into_iter()
-            .flat_map(|(s, r)| s.executions(r).map(|(b, d)| (b, d, d)));
+            .flat_map(|(s, r)| {
+                s.executions(r)
+                    .filter(|&(_, _, again)| !again)
+                    .map(|(b, d, _)| (b, d, d))
+            });
         for (b, d, x) in scored.chain(lock_calls) {
             let k = &mut fill[b as usize];
             durations[*k] = D::try_from(d).unwrap_or(D::MAX);

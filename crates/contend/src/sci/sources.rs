@@ -339,9 +339,9 @@ struct LockBlocks<'s> {
     /// Per thread of the event set: the builder's thread.
     threads: Vec<u32>,
     /// Per thread of the event set: the range of its events, and whether
-    /// its acquisition calls neither nest nor touch (each begins after the
-    /// one before returned). `None` when the events are not grouped by
-    /// thread.
+    /// its acquisition calls qualify for streaming ([`StreamedLocks`]: each
+    /// begins after the one before returned, or takes no time at that
+    /// instant). `None` when the events are not grouped by thread.
     ranges: Option<Vec<(std::ops::Range<usize>, bool)>>,
 }
 
@@ -392,7 +392,12 @@ fn lock_blocks<'s>(
             continue;
         }
         if let Some((_, simple)) = ranges.get_mut(st) {
-            if last.is_some_and(|(lt, end)| lt == st && e.requested_ns() <= end) {
+            // (a call taking no time at the instant the one before
+            // returned is allowed: StreamedLocks says why)
+            let touching = e.requested_ns() == e.acquired_ns();
+            if last.is_some_and(|(lt, end)| {
+                lt == st && e.requested_ns() <= end && !(touching && e.requested_ns() == end)
+            }) {
                 *simple = false;
             }
         }
@@ -443,8 +448,7 @@ fn lock_blocks<'s>(
 
 /// The second pass: the lock executions of each thread copied into the
 /// builder, or, with `stream`, left in the events for the threads that
-/// have no other executions and whose calls neither nest nor touch
-/// ([`StreamedLocks`]).
+/// have no other executions and whose calls qualify ([`StreamedLocks`]).
 fn place_lock_executions<'s>(
     b: &mut Builder,
     blocks: &LockBlocks<'s>,

@@ -581,3 +581,81 @@ fn a_duration_past_four_seconds_is_kept_whole() {
         assert_eq!(b.excess_ns, total - 100);
     }
 }
+
+/// A thread whose condition waits return at the instant the mutex is
+/// taken again (a call of no time at the end of the one before) is
+/// streamed too, and scores like its copied executions: there the mutex
+/// acquisition is a child of the wait (adding nothing to its exclusive
+/// time), and a second zero-time call of the same block at that instant
+/// is recursive (worked out by hand: block 1 counts 12 executions and 12
+/// recursive ones).
+#[test]
+fn zero_time_calls_at_a_return_instant_stream_like_copied_ones() {
+    use contend::locks::{EventSet, LockEventFields, Outcome};
+    use contend::sci::{score_executions_streamed, StreamedLocks};
+    use contend_trace::Primitive;
+    let mut set = EventSet::default();
+    let mut push = |object: u32, primitive: Primitive, at: u64, wait: u64| {
+        set.events.push(
+            LockEventFields {
+                thread: 0,
+                object,
+                site: 0,
+                primitive,
+                outcome: Outcome::Acquired,
+                requested_ns: at,
+                acquired_ns: at + wait,
+                released_ns: at + wait + 3,
+                contended: wait > 0,
+                unreleased: false,
+            }
+            .pack(),
+        );
+    };
+    for k in 0..12u64 {
+        let t = 1_000 * (k + 1);
+        push(0, Primitive::Cond, t, 100 + k); // the wait: [t, t + 100 + k]
+        push(1, Primitive::Mutex, t + 100 + k, 0); // re-acquired as it returns
+        push(1, Primitive::Mutex, t + 100 + k, 0); // the same call again: recursive
+    }
+    let mut rows = rustc_hash::FxHashMap::default();
+    rows.insert((Primitive::Cond, 0u32, 0u32), 0u32);
+    rows.insert((Primitive::Mutex, 0u32, 1u32), 1u32);
+    let input = ScoreInput {
+        blocks: vec![
+            block(BlockKind::Cond, "pthread_cond_wait", Some("c")),
+            block(BlockKind::Lock, "pthread_mutex_lock", Some("m")),
+        ],
+        threads: vec![thread(10, 100_000)],
+        executions: vec![],
+    };
+    let copied: Vec<Execution> = set
+        .events
+        .iter()
+        .map(|e| Execution {
+            block: e.object,
+            start_ns: e.requested_ns(),
+            end_ns: e.acquired_ns(),
+        })
+        .collect();
+    let want = contend::sci::score_executions(&input, vec![copied]);
+    let streamed = StreamedLocks {
+        set: &set,
+        threads: vec![(0, 0..36)],
+        rows,
+    };
+    let got = score_executions_streamed(&input, vec![Vec::new()], Some(&streamed));
+    assert_eq!(got, want);
+    let m = got
+        .0
+        .iter()
+        .find(|b| b.key.as_deref() == Some("m"))
+        .unwrap();
+    assert_eq!((m.occurrences, m.recursive), (12, 12));
+    let c = got
+        .0
+        .iter()
+        .find(|b| b.key.as_deref() == Some("c"))
+        .unwrap();
+    assert_eq!((c.occurrences, c.exclusive_total_ns), (12, c.total_ns));
+}
