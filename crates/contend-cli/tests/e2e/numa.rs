@@ -254,17 +254,37 @@ fn the_sampler_finds_the_hot_array() {
     std::fs::write(&lat, ONE_NODE).unwrap();
     let json = report_json_with(&dir, &["--numa-latency", lat.to_str().unwrap()]);
     let numa = &json["numa"];
-    let top = u64::from_str_radix(
-        numa["hot_pages"][0]["page"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("0x"),
-        16,
-    )
-    .unwrap();
+    // The report's hottest pages are the sampler's: its first page has
+    // the most samples of any page, and the first ten are mostly the hot
+    // array's. (Not "the first one is the hot array's": 4,000 samples over
+    // the hot array's 16,384 pages give most of its pages none or one, so
+    // a page elsewhere with a few samples, the cold array's filled at the
+    // start, can tie with or pass the hot array's best.)
+    let page_of = |v: &Value| {
+        u64::from_str_radix(v["page"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    };
+    let listed: Vec<(u64, u64)> = numa["hot_pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(10)
+        .map(|v| (page_of(v), v["samples"].as_u64().unwrap()))
+        .collect();
+    let most = rows.iter().map(|s| s.samples).max().unwrap();
+    assert_eq!(
+        listed[0].1, most,
+        "hottest page {:#x}: {listed:?}",
+        listed[0].0
+    );
+    let listed_total: u64 = listed.iter().map(|p| p.1).sum();
+    let listed_hot: u64 = listed
+        .iter()
+        .filter(|p| p.0 + 4096 > hot.1 && p.0 < hot.2)
+        .map(|p| p.1)
+        .sum();
     assert!(
-        top + 4096 > hot.1 && top < hot.2,
-        "hottest page {top:#x} outside the hot array"
+        2 * listed_hot >= listed_total,
+        "the hottest pages are mostly outside the hot array: {listed:?}"
     );
     let nodes = info["nodes"].as_u64().unwrap();
     if nodes == 1 {
