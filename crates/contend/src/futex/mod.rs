@@ -264,9 +264,36 @@ pub fn match_wakers(events: &mut FutexEvents) {
             by_word.entry((w.process, w.word)).or_default().push(i);
         }
     }
-    for list in by_word.values_mut() {
-        list.sort_by_key(|&i| events.wakes[i].start_ns);
-    }
+    // Per word: its wakes by start, the longest of them (no wake that
+    // began more than that before a wait started can end inside it), and
+    // which of them still have a woken waiter to give (spent ones are
+    // skipped in amortised constant time): the search stays near-linear
+    // when a word has many wakes and many waits whose wake was not
+    // recorded, which would otherwise each scan every earlier wake.
+    let mut words: HashMap<(u32, u64), WakesOfWord> = by_word
+        .into_iter()
+        .map(|(key, mut list)| {
+            list.sort_by_key(|&i| events.wakes[i].start_ns);
+            let longest_ns = list
+                .iter()
+                .map(|&k| {
+                    events.wakes[k]
+                        .end_ns
+                        .saturating_sub(events.wakes[k].start_ns)
+                })
+                .max()
+                .unwrap_or(0);
+            let alive_below = (0..=list.len() as u32).collect();
+            (
+                key,
+                WakesOfWord {
+                    list,
+                    longest_ns,
+                    alive_below,
+                },
+            )
+        })
+        .collect();
     let mut left: Vec<u64> = events.wakes.iter().map(|w| w.woken).collect();
     let mut order: Vec<usize> = (0..events.waits.len())
         .filter(|&i| events.waits[i].outcome == WaitOutcome::Woken)
@@ -274,18 +301,65 @@ pub fn match_wakers(events: &mut FutexEvents) {
     order.sort_by_key(|&i| events.waits[i].end_ns);
     for i in order {
         let w = events.waits[i];
-        let Some(list) = by_word.get(&(w.process, w.word)) else {
+        let Some(word) = words.get_mut(&(w.process, w.word)) else {
             continue;
         };
-        // wakes that began before the wait returned
-        let n = list.partition_point(|&k| events.wakes[k].start_ns <= w.end_ns);
-        let found = list[..n].iter().rev().copied().find(|&k| {
-            left[k] > 0 && events.wakes[k].tid != w.tid && events.wakes[k].end_ns >= w.start_ns
-        });
-        if let Some(k) = found {
+        // wakes that began before the wait returned, latest first
+        let n = word
+            .list
+            .partition_point(|&k| events.wakes[k].start_ns <= w.end_ns);
+        let mut p = word.alive_at_or_below(n);
+        let mut found = None;
+        while p > 0 {
+            let k = word.list[p - 1];
+            let wake = &events.wakes[k];
+            if wake.start_ns.saturating_add(word.longest_ns) < w.start_ns {
+                break; // this and every earlier wake ended before the wait began
+            }
+            if wake.tid != w.tid && wake.end_ns >= w.start_ns {
+                found = Some((p, k));
+                break;
+            }
+            p = word.alive_at_or_below(p - 1);
+        }
+        if let Some((p, k)) = found {
             left[k] -= 1;
+            if left[k] == 0 {
+                word.alive_below[p] = (p - 1) as u32;
+            }
             events.waits[i].waker = Some(k);
         }
+    }
+}
+
+/// The wakes of one futex word that woke somebody, for
+/// [`match_wakers`].
+struct WakesOfWord {
+    /// Indices into the wakes, by start time.
+    list: Vec<usize>,
+    /// The longest of them (end − start), ns.
+    longest_ns: u64,
+    /// Disjoint-set forest over positions 0..=len: position p (the wake
+    /// `list[p - 1]`; 0 means none) points to itself while that wake has
+    /// woken waiters left to give, else towards lower positions.
+    alive_below: Vec<u32>,
+}
+
+impl WakesOfWord {
+    /// The highest position ≤ `p` whose wake still has waiters to give
+    /// (0: none), compressing the path.
+    fn alive_at_or_below(&mut self, p: usize) -> usize {
+        let mut root = p;
+        while self.alive_below[root] as usize != root {
+            root = self.alive_below[root] as usize;
+        }
+        let mut q = p;
+        while self.alive_below[q] as usize != root {
+            let up = self.alive_below[q] as usize;
+            self.alive_below[q] = root as u32;
+            q = up;
+        }
+        root
     }
 }
 
@@ -1183,6 +1257,77 @@ mod tests {
         match_wakers(&mut ev);
         let wakers: Vec<_> = ev.waits.iter().map(|w| w.waker).collect();
         assert_eq!(wakers, [Some(0), Some(0), None]);
+    }
+
+    /// The waker rule of [`match_wakers`]'s docs, as a backward search over
+    /// every earlier wake of the word.
+    fn wakers_by_search(ev: &FutexEvents) -> Vec<Option<usize>> {
+        let mut left: Vec<u64> = ev.wakes.iter().map(|w| w.woken).collect();
+        let mut found = vec![None; ev.waits.len()];
+        let mut order: Vec<usize> = (0..ev.waits.len())
+            .filter(|&i| ev.waits[i].outcome == WaitOutcome::Woken)
+            .collect();
+        order.sort_by_key(|&i| ev.waits[i].end_ns);
+        for i in order {
+            let w = ev.waits[i];
+            let mut list: Vec<usize> = (0..ev.wakes.len())
+                .filter(|&k| ev.wakes[k].woken > 0 && ev.wakes[k].word == w.word)
+                .collect();
+            list.sort_by_key(|&k| ev.wakes[k].start_ns);
+            let n = list.partition_point(|&k| ev.wakes[k].start_ns <= w.end_ns);
+            let k = list[..n].iter().rev().copied().find(|&k| {
+                left[k] > 0 && ev.wakes[k].tid != w.tid && ev.wakes[k].end_ns >= w.start_ns
+            });
+            if let Some(k) = k {
+                left[k] -= 1;
+                found[i] = Some(k);
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn wakers_agree_with_the_backward_search_on_random_runs() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let (mut matched, mut unmatched) = (0, 0);
+        for round in 0..300 {
+            let mut ev = FutexEvents::default();
+            let threads = 2 + round % 3;
+            for tid in 1..=threads {
+                let mut ops = Vec::new();
+                let mut t = next(20);
+                for _ in 0..(5 + next(25)) {
+                    let word = 0x1000 + 8 * next(2);
+                    t += 1 + next(30);
+                    if next(2) == 0 {
+                        ops.push(op(t, word, Phase::Request, fx::CMD_WAIT, 0));
+                        t += next(40);
+                        ops.push(op(t, word, Phase::Acquired, fx::CMD_WAIT, 0));
+                    } else {
+                        ops.push(op(t, word, Phase::Release, fx::CMD_WAKE, 0));
+                        t += next(3) * next(20);
+                        ops.push(op(t, word, Phase::Released, fx::CMD_WAKE, next(3) as i32));
+                    }
+                }
+                pair_thread(0, 7, tid as u32, &ops, |t| t, 10_000, &mut ev);
+            }
+            let expected = wakers_by_search(&ev);
+            match_wakers(&mut ev);
+            let found: Vec<_> = ev.waits.iter().map(|w| w.waker).collect();
+            assert_eq!(found, expected, "round {round}");
+            matched += found.iter().filter(|w| w.is_some()).count();
+            unmatched += found.iter().filter(|w| w.is_none()).count();
+        }
+        assert!(
+            matched > 100 && unmatched > 100,
+            "{matched} with a waker, {unmatched} without"
+        );
     }
 
     #[test]

@@ -244,26 +244,53 @@ pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
             releases.entry((e.process, e.object)).or_default().push(i);
         }
     }
-    for list in releases.values_mut() {
+    // Per list, where the run of releases by one thread that ends at each
+    // position begins: the latest release by another thread before
+    // position p is then p itself or the one before p's run, found in
+    // constant time (a backward search is quadratic when one thread takes
+    // an uncontended lock millions of times).
+    let mut runs: HashMap<(u32, u64), Vec<u32>> = HashMap::with_capacity(releases.len());
+    for (key, list) in releases.iter_mut() {
         list.sort_by_key(|&i| (events[i].released_ns, i));
+        let mut run_start = Vec::with_capacity(list.len());
+        for (p, &k) in list.iter().enumerate() {
+            let same = p > 0 && events[list[p - 1]].tid == events[k].tid;
+            run_start.push(if same { run_start[p - 1] } else { p as u32 });
+        }
+        runs.insert(*key, run_start);
     }
     for i in 0..events.len() {
         let e = events[i];
         if e.barrier || e.acquired_ns <= e.requested_ns {
             continue;
         }
-        let list = &releases[&(e.process, e.object)];
+        let key = (e.process, e.object);
+        let (list, run_start) = (&releases[&key], &runs[&key]);
         let n = list.partition_point(|&k| events[k].released_ns <= e.acquired_ns);
-        let found = list[..n]
-            .iter()
-            .rev()
-            .copied()
-            .find(|&k| events[k].tid != e.tid);
+        let found = latest_by_other_thread(list, run_start, n, e.tid, |k| events[k].tid);
         if let Some(k) = found.filter(|&k| events[k].released_ns >= e.requested_ns) {
             events[i].waker = Some(k);
         }
     }
     events
+}
+
+/// The last of `list[..n]` whose thread (`tid_of`) is not `tid`:
+/// `run_start[p]` is the first position of the run of entries by one thread
+/// that ends at `p`. O(1).
+fn latest_by_other_thread(
+    list: &[usize],
+    run_start: &[u32],
+    n: usize,
+    tid: u32,
+    tid_of: impl Fn(usize) -> u32,
+) -> Option<usize> {
+    let p = n.checked_sub(1)?;
+    if tid_of(list[p]) != tid {
+        return Some(list[p]);
+    }
+    let before = (run_start[p] as usize).checked_sub(1)?;
+    Some(list[before])
 }
 
 /// The OpenMP synchronisation events of every traced thread of
@@ -360,5 +387,114 @@ pub fn mark_report(
                 row.critical_hold_ns += hold;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mutex(tid: u32, object: u64, requested: u64, acquired: u64, released: u64) -> OmpSyncEvent {
+        OmpSyncEvent {
+            process: 0,
+            pid: 1,
+            tid,
+            barrier: false,
+            kind: 1,
+            object,
+            site: 0,
+            requested_ns: requested,
+            acquired_ns: acquired,
+            released_ns: released,
+            waker: None,
+        }
+    }
+
+    /// The waker rule of the module docs, searched backwards as written.
+    fn wakers_by_search(events: &[OmpSyncEvent]) -> Vec<Option<usize>> {
+        events
+            .iter()
+            .map(|e| {
+                if e.acquired_ns <= e.requested_ns {
+                    return None;
+                }
+                (0..events.len())
+                    .filter(|&k| events[k].object == e.object)
+                    .filter(|&k| events[k].released_ns <= e.acquired_ns)
+                    .max_by_key(|&k| (events[k].tid != e.tid, events[k].released_ns, k))
+                    .filter(|&k| events[k].tid != e.tid)
+                    .filter(|&k| events[k].released_ns >= e.requested_ns)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_waker_is_the_latest_release_by_another_thread_during_the_wait() {
+        // by hand: thread 1 takes the lock three times (10–20, 20–30,
+        // 30–40); thread 2 waits 15 → 41: woken by thread 1's release at
+        // 40; thread 1 then waits 41 → 50 for thread 2's release at 50,
+        // and again 50 → 55 (released by itself at 52 and by 2 at 50:
+        // thread 2's at 50 is the latest by another thread)
+        let events = vec![
+            mutex(1, 7, 10, 10, 20),
+            mutex(1, 7, 20, 20, 30),
+            mutex(1, 7, 30, 30, 40),
+            mutex(2, 7, 15, 41, 50),
+            mutex(1, 7, 41, 50, 52),
+            mutex(1, 7, 50, 55, 60),
+        ];
+        let found: Vec<Option<usize>> = finish(OmpSyncBuilder {
+            events,
+            region_site: HashMap::new(),
+        })
+        .iter()
+        .map(|e| e.waker)
+        .collect();
+        assert_eq!(found, vec![None, None, None, Some(2), Some(3), Some(3)]);
+    }
+
+    #[test]
+    fn wakers_agree_with_the_backward_search_on_random_runs() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let (mut matched, mut unmatched) = (0, 0);
+        for round in 0..200 {
+            let threads = 1 + (round % 4) as u64;
+            let mut events = Vec::new();
+            let mut t = 0;
+            for _ in 0..(20 + next(60)) {
+                t += next(5);
+                let requested = t;
+                let acquired = requested + next(3) * next(10);
+                let released = acquired + next(8);
+                events.push(mutex(
+                    next(threads) as u32 + 1,
+                    next(2),
+                    requested,
+                    acquired,
+                    released,
+                ));
+            }
+            let expected = wakers_by_search(&events);
+            let found: Vec<Option<usize>> = finish(OmpSyncBuilder {
+                events,
+                region_site: HashMap::new(),
+            })
+            .iter()
+            .map(|e| e.waker)
+            .collect();
+            assert_eq!(found, expected, "round {round}");
+            matched += found.iter().filter(|w| w.is_some()).count();
+            unmatched += found.iter().filter(|w| w.is_none()).count();
+        }
+        assert!(
+            matched > 100 && unmatched > 100,
+            "{matched} with a waker, {unmatched} without"
+        );
     }
 }
