@@ -63,7 +63,17 @@ fn writer_process() {
     while !Path::new(&ready).exists() && t.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(1));
     }
-    for k in 1..=UPDATES {
+    // Publish half, then wait until the reader has seen an update (it
+    // creates `<path>.seen`), so it sees at least two distinct updates
+    // however the two processes are scheduled, then the rest.
+    let seen = format!("{path}.seen");
+    for k in 1..=UPDATES / 2 {
+        bb.publish(slot, &values(k));
+    }
+    while !Path::new(&seen).exists() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for k in UPDATES / 2 + 1..=UPDATES {
         bb.publish(slot, &values(k));
     }
     // Keep the region alive until the reader has seen the last value.
@@ -128,6 +138,9 @@ fn reader_never_sees_a_torn_value() {
         );
         assert!(k >= last, "went back from {last} to {k}");
         if k > last {
+            if distinct == 0 {
+                std::fs::write(path.with_extension("seen"), b"").unwrap();
+            }
             distinct += 1;
         }
         last = k;
