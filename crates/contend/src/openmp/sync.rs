@@ -26,6 +26,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use contend_trace::format::omp as ev;
 use contend_trace::OmpOp;
 
@@ -237,39 +239,36 @@ pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
             }
         }
     }
-    // Mutexes: per (process, object), releases by time.
-    let mut releases: HashMap<(u32, u64), Vec<usize>> = HashMap::new();
+    // Mutexes: per (process, object), its acquisitions, which are also the
+    // releases that can wake them, by release time.
+    let mut releases: FxHashMap<(u32, u64), Vec<usize>> = FxHashMap::default();
     for (i, e) in events.iter().enumerate() {
         if !e.barrier {
             releases.entry((e.process, e.object)).or_default().push(i);
         }
     }
-    // Per list, where the run of releases by one thread that ends at each
-    // position begins: the latest release by another thread before
-    // position p is then p itself or the one before p's run, found in
-    // constant time (a backward search is quadratic when one thread takes
-    // an uncontended lock millions of times).
-    let mut runs: HashMap<(u32, u64), Vec<u32>> = HashMap::with_capacity(releases.len());
-    for (key, list) in releases.iter_mut() {
+    for list in releases.values_mut() {
         list.sort_by_key(|&i| (events[i].released_ns, i));
-        let mut run_start = Vec::with_capacity(list.len());
+        // Where the run of releases by one thread that ends at each
+        // position begins: the latest release by another thread before
+        // position p is then p itself or the one before p's run, found in
+        // constant time (a backward search is quadratic when one thread
+        // takes an uncontended lock millions of times).
+        let mut run_start: Vec<u32> = Vec::with_capacity(list.len());
         for (p, &k) in list.iter().enumerate() {
             let same = p > 0 && events[list[p - 1]].tid == events[k].tid;
             run_start.push(if same { run_start[p - 1] } else { p as u32 });
         }
-        runs.insert(*key, run_start);
-    }
-    for i in 0..events.len() {
-        let e = events[i];
-        if e.barrier || e.acquired_ns <= e.requested_ns {
-            continue;
-        }
-        let key = (e.process, e.object);
-        let (list, run_start) = (&releases[&key], &runs[&key]);
-        let n = list.partition_point(|&k| events[k].released_ns <= e.acquired_ns);
-        let found = latest_by_other_thread(list, run_start, n, e.tid, |k| events[k].tid);
-        if let Some(k) = found.filter(|&k| events[k].released_ns >= e.requested_ns) {
-            events[i].waker = Some(k);
+        for &i in list.iter() {
+            let e = events[i];
+            if e.acquired_ns <= e.requested_ns {
+                continue;
+            }
+            let n = list.partition_point(|&k| events[k].released_ns <= e.acquired_ns);
+            let found = latest_by_other_thread(list, &run_start, n, e.tid, |k| events[k].tid);
+            if let Some(k) = found.filter(|&k| events[k].released_ns >= e.requested_ns) {
+                events[i].waker = Some(k);
+            }
         }
     }
     events
