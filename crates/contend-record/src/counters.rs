@@ -525,6 +525,32 @@ impl Opened {
         self.fds.is_empty()
     }
 
+    /// Closes the software `task_clock` counter when no hardware counter
+    /// opened, unless `keep` (`CONTEND_KEEP_TASK_CLOCK=1`): alone it only
+    /// measures the target's CPU time, which `wait4` gives as well (µs
+    /// resolution), and an inherited counter costs the target time at every
+    /// context switch (the kernel switches the thread's perf context out
+    /// and in: about 5 % of `sysbench threads`' throughput in
+    /// `bench/sampler_switch.sh`, docs/benchmarks.md, "The sampler leaves
+    /// the scheduler events when they cost more"). Closing it removes it
+    /// from every thread. It is
+    /// then missing with the reason. Returns whether it was closed.
+    pub fn drop_lone_task_clock(&mut self, keep: bool) -> bool {
+        let hardware = self.fds.iter().any(|(name, _, _)| *name != "task_clock");
+        if keep || hardware || !self.fds.iter().any(|(name, _, _)| *name == "task_clock") {
+            return false;
+        }
+        self.fds.retain(|(name, _, _)| *name != "task_clock");
+        self.missing.push(MissingCounter {
+            name: "task_clock".into(),
+            reason: "not kept without hardware counters: the CPU time comes from wait4 (an \
+                     inherited counter costs the program time at every context switch; \
+                     CONTEND_KEEP_TASK_CLOCK=1 keeps it)"
+                .into(),
+        });
+        true
+    }
+
     /// Reads and closes every counter; descriptors of the same counter
     /// (one per thread in attach mode) are summed. A counter that never
     /// ran on the PMU (`time_running` = 0 although enabled) is moved to

@@ -832,7 +832,13 @@ pub fn record_observed(
         .as_ref()
         .map(|page| WindowTimer::start(page.clone(), start_ns, opts.start_after, opts.duration));
     meta.cpus_allowed = affinity(pid);
-    let opened = prepared.map(|p| p.collect("the target did not report its counters before exec"));
+    let mut opened =
+        prepared.map(|p| p.collect("the target did not report its counters before exec"));
+    if let Some(o) = opened.as_mut() {
+        o.drop_lone_task_clock(
+            std::env::var_os("CONTEND_KEEP_TASK_CLOCK").is_some_and(|v| v == "1"),
+        );
+    }
     let numa_sampler = numa_prepared.and_then(|p| match p.start() {
         Ok(s) => Some(s),
         Err(e) => {
@@ -878,7 +884,17 @@ pub fn record_observed(
     let end_ns = monotonic_ns();
     // The final sample is taken before reaping, while the target's main
     // thread can still be read.
+    let mut sampler_meta = None;
     if let Some(stats) = sampler.map(Sampler::stop) {
+        sampler_meta = Some(contend_trace::meta::SamplerMeta {
+            source: stats.source.to_string(),
+            source_note: stats.source_note.clone(),
+            event_records: stats.event_records,
+            event_records_lost: stats.event_records_lost,
+            switched_at_ns: stats.switched.map(|s| s.at_ns),
+            switched_records_per_s: stats.switched.map(|s| s.records_per_s),
+            switched_threads: stats.switched.map(|s| s.threads),
+        });
         if let Some(error) = stats.error {
             warnings.push(format!("service-time sampling stopped early: {error}"));
         }
@@ -1016,6 +1032,7 @@ pub fn record_observed(
     meta.complete = true;
     meta.warnings = warnings.clone();
     meta.counters = Some(run_counters);
+    meta.sampler = sampler_meta;
     if let Err(e) = meta.write(dir) {
         warnings.push(format!("could not complete the run description: {e}"));
     }

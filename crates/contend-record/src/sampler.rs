@@ -40,7 +40,12 @@
 //! events are refused (the reason is in [`SamplerStats::source_note`]),
 //! are read from `schedstat` as below. With events, new threads are known
 //! from the kernel's fork records, so the task directories are listed only
-//! until a listing finds no thread the events do not cover.
+//! until a listing finds no thread the events do not cover. By default
+//! (`auto`) the sampler leaves the events for `schedstat` for good when
+//! they cost the target more than `schedstat` would cost the sampler
+//! ([`leaves_events`]: few threads that switch very often); each thread's
+//! figures then continue from `schedstat`, never below its last entry from
+//! the events ([`SamplerStats::switched`] says when).
 //!
 //! Keeping a `schedstat` tick cheap (measured in `bench/sampler_overhead.sh`,
 //! docs/benchmarks.md):
@@ -117,6 +122,54 @@ pub struct SamplerStats {
     /// Scheduler event records the kernel dropped (a ring was full); the
     /// service time of the threads concerned is then short.
     pub event_records_lost: u64,
+    /// When the sampler left the scheduler events for `schedstat` because
+    /// they cost the target more than reading `schedstat` would
+    /// ([`leaves_events`]); `None` when it did not.
+    pub switched: Option<SourceSwitch>,
+}
+
+/// The moment the sampler left the scheduler events for `schedstat`
+/// ([`leaves_events`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SourceSwitch {
+    /// When, CLOCK_MONOTONIC ns.
+    pub at_ns: u64,
+    /// Scheduler event records per second over the tick before, records/s.
+    pub records_per_s: u64,
+    /// Threads the events followed then.
+    pub threads: u64,
+}
+
+/// What one scheduler event record costs the target, ns: the kernel writes
+/// it in the target's own context switch or wake-up, so it lands in the
+/// target's run time (measured with `bench/sampler_switch.sh`,
+/// docs/benchmarks.md, "The sampler leaves the scheduler events when they
+/// cost more").
+pub const EVENT_RECORD_COST_NS: u64 = 500;
+
+/// What reading one thread's `schedstat` costs the sampler per tick, ns
+/// (one `pread` of a file kept open; docs/benchmarks.md, "Service-time
+/// sampler": 0.6–2.2 µs per thread on the two guests measured).
+pub const SCHEDSTAT_READ_COST_NS: u64 = 2_000;
+
+/// Consecutive ticks in which the scheduler events must cost more than
+/// `schedstat` would before the sampler leaves them ([`leaves_events`]), so
+/// that a burst (the program starting its threads) does not decide it.
+pub const SWITCH_AFTER_TICKS: u32 = 5;
+
+/// Whether the scheduler events cost more than `schedstat` in one tick:
+/// `records` records at [`EVENT_RECORD_COST_NS`] each (in the target)
+/// against one `schedstat` read per followed thread at
+/// [`SCHEDSTAT_READ_COST_NS`] (in the sampler). The event source pays per
+/// context switch and `schedstat` per thread, so a program with few
+/// threads that switch often (one that yields or blocks millions of times
+/// a second) is cheaper to follow through `schedstat`, and one with many
+/// mostly idle threads through events. With `CONTEND_SERVICE_SOURCE=auto`
+/// (the default) the sampler leaves the events for good after
+/// [`SWITCH_AFTER_TICKS`] such ticks in a row.
+pub fn leaves_events(records: u64, threads: u64) -> bool {
+    records.saturating_mul(EVENT_RECORD_COST_NS)
+        > threads.max(1).saturating_mul(SCHEDSTAT_READ_COST_NS)
 }
 
 /// A running sampler thread; [`Sampler::stop`] ends it.
@@ -231,6 +284,7 @@ fn run(
     };
     let mut state = State::new(pid, header.clk_tck);
     state.events = events;
+    state.may_leave_events = source == ServiceSource::Auto;
     let mut grid = Grid::new(
         u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
         u64::from(header.kernel_tick_ns),
@@ -268,12 +322,17 @@ fn run(
     stats.threads = state.threads_seen;
     stats.processes = state.processes_seen;
     stats.discoveries = state.discoveries;
+    let (mut threads, mut records, mut lost) = state.left_events;
     if let Some(ev) = &state.events {
-        stats.threads += ev.threads_seen;
-        stats.event_threads = ev.threads_seen;
-        stats.event_records = ev.records;
-        stats.event_records_lost = ev.lost;
+        threads += ev.threads_seen;
+        records += ev.records;
+        lost += ev.lost;
     }
+    stats.threads += threads;
+    stats.event_threads = threads;
+    stats.event_records = records;
+    stats.event_records_lost = lost;
+    stats.switched = state.switched;
     stats.cpu_ns = thread_cpu_ns();
     stats
 }
@@ -354,6 +413,9 @@ struct Task {
     children: Option<File>,
     last: (u64, u64, u32),
     written: bool,
+    /// Figures never reported below these: the last entry the scheduler
+    /// events gave for this thread before the sampler left them.
+    floor: (u64, u64, u32),
 }
 
 /// Everything the sampler keeps between ticks.
@@ -382,6 +444,18 @@ struct State {
     events: Option<SchedEvents>,
     /// With events: a listing found no thread they do not cover.
     settled: bool,
+    /// The events may be left for `schedstat` when they cost more
+    /// (`CONTEND_SERVICE_SOURCE` unset or `auto`).
+    may_leave_events: bool,
+    /// Ticks in a row in which the events cost more ([`leaves_events`]).
+    costly_ticks: u32,
+    /// Records processed and time at the previous tick.
+    records_before: u64,
+    tick_before_ns: u64,
+    /// Set when the events were left.
+    switched: Option<SourceSwitch>,
+    /// (threads seen, records, lost) of the events when they were left.
+    left_events: (u64, u64, u64),
 }
 
 impl State {
@@ -406,6 +480,12 @@ impl State {
             path: String::new(),
             events: None,
             settled: false,
+            may_leave_events: false,
+            costly_ticks: 0,
+            records_before: 0,
+            tick_before_ns: 0,
+            switched: None,
+            left_events: (0, 0, 0),
         };
         s.add_proc(pid);
         s
@@ -481,11 +561,69 @@ impl State {
         if let Some(ev) = &mut self.events {
             ev.entries(events_at, &mut self.entries);
         }
+        if flags & TICK_FINAL == 0 {
+            self.maybe_leave_events(monotonic_ns);
+        }
         TickHeader {
             monotonic_ns,
             run_queue,
             flags,
         }
+    }
+
+    /// Leaves the scheduler events for `schedstat` after
+    /// [`SWITCH_AFTER_TICKS`] ticks in a row in which they cost more
+    /// ([`leaves_events`]): every thread they followed is read from its
+    /// `schedstat` from the next tick on, never below its last entry
+    /// (both count from the thread's start), and closing the events
+    /// removes them from every thread of the target.
+    fn maybe_leave_events(&mut self, now_ns: u64) {
+        let Some(ev) = &self.events else {
+            return;
+        };
+        let records = ev.records.saturating_sub(self.records_before);
+        let tick_ns = now_ns.saturating_sub(self.tick_before_ns);
+        self.records_before = ev.records;
+        self.tick_before_ns = now_ns;
+        if !self.may_leave_events {
+            return;
+        }
+        let threads = ev.followed() as u64;
+        if leaves_events(records, threads) {
+            self.costly_ticks += 1;
+        } else {
+            self.costly_ticks = 0;
+        }
+        if self.costly_ticks < SWITCH_AFTER_TICKS {
+            return;
+        }
+        let Some(ev) = self.events.take() else {
+            return;
+        };
+        for (pid, tid, figures) in ev.reported() {
+            if self.tasks.contains_key(&(pid, tid)) {
+                continue;
+            }
+            let mut task = self.open_task(pid, tid);
+            task.last = figures;
+            task.floor = figures;
+            task.written = true;
+            self.tasks.insert((pid, tid), task);
+        }
+        self.left_events = (ev.threads_seen, ev.records, ev.lost);
+        self.switched = Some(SourceSwitch {
+            at_ns: now_ns,
+            records_per_s: u64::try_from(
+                u128::from(records) * 1_000_000_000 / u128::from(tick_ns.max(1)),
+            )
+            .unwrap_or(u64::MAX),
+            threads,
+        });
+        drop(ev);
+        // list the task directories at the next tick: threads the events
+        // followed without an entry yet are read from their start
+        self.settled = false;
+        self.last_pid = None;
     }
 
     /// Reads one known thread and records an entry if it is new or
@@ -597,6 +735,7 @@ impl State {
             children: None,
             last: (0, 0, 0),
             written: false,
+            floor: (0, 0, 0),
         };
         if self.fd_budget > 0 {
             self.path.clear();
@@ -696,6 +835,8 @@ fn sample_task(
     let Some(now) = parsed else {
         return false;
     };
+    let f = task.floor;
+    let now = (now.0.max(f.0), now.1.max(f.1), now.2.max(f.2));
     let new = !task.written;
     if new || now != task.last {
         let mut flags = if task.from_stat { ENTRY_FROM_STAT } else { 0 };

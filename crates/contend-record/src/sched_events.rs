@@ -477,6 +477,19 @@ impl SchedEvents {
     pub fn followed(&self) -> usize {
         self.threads.len()
     }
+
+    /// The threads followed now that have had an entry, with the figures
+    /// of their last one: (pid, tid, (run ns, run-queue wait ns, time
+    /// slices)). A source that takes a thread over must never report
+    /// less ([`crate::sampler`] does so when it leaves the events for
+    /// `schedstat`).
+    pub fn reported(&self) -> Vec<(u32, u32, (u64, u64, u32))> {
+        self.threads
+            .iter()
+            .filter(|(_, t)| !t.exited)
+            .filter_map(|(&tid, t)| t.reported.map(|r| (t.pid, tid, r)))
+            .collect()
+    }
 }
 
 /// Opens the events on a child of the launcher before its `exec`, so that

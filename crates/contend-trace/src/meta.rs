@@ -127,6 +127,39 @@ pub struct RunMeta {
     /// `None` for a recording of the whole run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<RecordLimits>,
+    /// How the service-time sampler read the threads' service time: its
+    /// source, the scheduler event records it processed, and when it left
+    /// the events for `schedstat`. `None` in the start record, without a
+    /// sampler, and in older recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<SamplerMeta>,
+}
+
+/// What the service-time sampler did (`contend-record`'s sampler).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct SamplerMeta {
+    /// `"sched-events"` (scheduler events, `schedstat` for the threads
+    /// that ran before them) or `"schedstat"`.
+    pub source: String,
+    /// Why the scheduler events were not used, when they were refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_note: Option<String>,
+    /// Scheduler event records processed.
+    pub event_records: u64,
+    /// Scheduler event records the kernel dropped.
+    pub event_records_lost: u64,
+    /// When the sampler left the scheduler events for `schedstat` because
+    /// they cost the program more than reading `schedstat` would,
+    /// CLOCK_MONOTONIC ns; `None` when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switched_at_ns: Option<u64>,
+    /// Scheduler event records per second just before it left them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switched_records_per_s: Option<u64>,
+    /// Threads the events followed then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switched_threads: Option<u64>,
 }
 
 /// How `record --start-after`, `--duration` and `--max-size` limited a
@@ -198,6 +231,7 @@ impl Default for RunMeta {
             cpus_allowed: None,
             attach: None,
             limits: None,
+            sampler: None,
         }
     }
 }

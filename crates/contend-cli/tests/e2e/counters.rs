@@ -22,14 +22,18 @@ fn meta(dir: &std::path::Path) -> Value {
 /// The software counter `task_clock` proves the open / inherit / read path
 /// on any machine: a forked child with two spinning threads and its parent
 /// are all counted, and the total agrees with the CPU time `wait4`
-/// reports within 10%.
+/// reports within 10%. (Without hardware counters the launcher closes it
+/// unless `CONTEND_KEEP_TASK_CLOCK=1`, as here:
+/// `task_clock_alone_is_not_kept`.)
 #[test]
 fn task_clock_counts_threads_and_children() {
     let _serial = serial();
     let prog = build("service_fork.c", &[]);
     let dir = tempdir();
     let rec = dir.path().join("fork.data");
-    let out = record(&rec, &prog, &["300"]);
+    let mut cmd = record_command(&rec, &prog, &["300"]);
+    cmd.env("CONTEND_KEEP_TASK_CLOCK", "1");
+    let out = run_timeout(cmd, std::time::Duration::from_secs(300));
     assert!(out.success(), "{}", out.describe());
     let m = meta(&rec);
     let c = &m["counters"];
@@ -50,6 +54,43 @@ fn task_clock_counts_threads_and_children() {
     let r = report_json(&rec);
     let rc = &r["counters"];
     assert!((f(rc, "cpu_s") - tc).abs() < 1e-6, "{rc}");
+}
+
+/// Without hardware counters the inherited `task_clock` counter would only
+/// repeat `wait4`'s CPU time while costing the program at every context
+/// switch: the launcher closes it and says why, and the report's CPU time
+/// is `wait4`'s. With hardware counters it is kept.
+#[test]
+fn task_clock_alone_is_not_kept() {
+    let prog = build("service_fork.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("alone.data");
+    let out = record(&rec, &prog, &["100"]);
+    assert!(out.success(), "{}", out.describe());
+    let m = meta(&rec);
+    let c = &m["counters"];
+    let hardware = c["available"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|k| k != "task_clock");
+    let missing = c["missing"].as_array().unwrap();
+    let dropped = missing.iter().find(|m| m["name"] == "task_clock");
+    if hardware {
+        assert!(c["available"].get("task_clock").is_some(), "{c}");
+        return;
+    }
+    let reason = dropped
+        .and_then(|m| m["reason"].as_str())
+        .unwrap_or_else(|| panic!("task_clock kept without hardware counters: {c}"));
+    assert!(reason.contains("wait4"), "{reason}");
+    let r = report_json(&rec);
+    assert_eq!(
+        f(&r["counters"], "cpu_s"),
+        f(c, "cpu_time_ns") / 1e9,
+        "{}",
+        r["counters"]
+    );
 }
 
 /// On a machine without a hardware PMU (this project's VM) cycles are

@@ -63,3 +63,95 @@ fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
     assert_eq!(checked, 2, "{}", out.stdout);
     assert!(s["sched_event_threads"].as_u64().unwrap() >= 2, "{s}");
 }
+
+fn meta(rec: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(rec.join("meta.json")).unwrap()).unwrap()
+}
+
+/// Two threads that block and wake each other tens of thousands of times
+/// a second (`tests/programs/service_pingpong.c`): with the default
+/// source the scheduler events cost the program more than reading two
+/// threads' `schedstat` would, so the sampler leaves them after a few
+/// ticks (`contend_record::sampler::leaves_events`). The recording says
+/// when, the report says so, and each thread's service time, now from
+/// the events and then from `schedstat`, is never counted twice: at most
+/// its own CPU time (its `CLOCK_THREAD_CPUTIME_ID`) + 1% + 1 ms, and more
+/// than half of it (`schedstat` misses at most the run time after the
+/// thread's last tick).
+#[test]
+fn a_program_that_switches_often_is_left_to_schedstat() {
+    let prog = build("service_pingpong.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("pp.data");
+    let out = record_source(&rec, &prog, &["600"], "auto");
+    assert!(out.success(), "{}", out.describe());
+    let m = meta(&rec);
+    let sampler = &m["sampler"];
+    if sampler["source"].as_str() != Some("sched-events") {
+        eprintln!("SKIP: the scheduler events are not allowed here: {sampler}");
+        return;
+    }
+    let at = sampler["switched_at_ns"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the sampler kept the events: {sampler}"));
+    assert!(
+        sampler["switched_records_per_s"].as_u64().unwrap() > 0,
+        "{sampler}"
+    );
+    let r = report_json(&rec);
+    let s = &r["service"];
+    let left = s["left_events_at_s"].as_f64().unwrap();
+    let start = m["start_monotonic_ns"].as_u64().unwrap();
+    assert!((left - (at - start) as f64 / 1e9).abs() < 1e-6, "{s}");
+    assert!(left < 0.6, "left the events only at {left} s: {s}");
+    let text = report_raw(&rec, &["--format", "text"]);
+    assert!(text.stdout.contains("then schedstat"), "{}", text.stdout);
+    let mut checked = 0;
+    for line in out.stdout.lines() {
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let (Some(tid), Some(own)) = (field("tid="), field("cpu_ns=")) else {
+            continue;
+        };
+        let row = s["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tid"].as_f64() == Some(tid))
+            .unwrap_or_else(|| panic!("thread {tid} is not in the service rows: {s}"));
+        let service_ns = row["cpu_s"].as_f64().unwrap() * 1e9;
+        assert!(
+            service_ns <= 1.01 * own + 1e6 && service_ns > 0.5 * own,
+            "thread {tid}: service time {service_ns} ns, own CPU clock {own} ns: {row}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "{}", out.stdout);
+}
+
+/// Four threads that only sleep (`tests/programs/service_sleep.c`): the
+/// scheduler events cost next to nothing, and the sampler keeps them.
+#[test]
+fn a_program_that_sleeps_keeps_the_scheduler_events() {
+    let prog = build("service_sleep.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("sleep.data");
+    let out = record_source(&rec, &prog, &["300"], "auto");
+    assert!(out.success(), "{}", out.describe());
+    let m = meta(&rec);
+    let sampler = &m["sampler"];
+    if sampler["source"].as_str() != Some("sched-events") {
+        eprintln!("SKIP: the scheduler events are not allowed here: {sampler}");
+        return;
+    }
+    assert!(sampler.get("switched_at_ns").is_none(), "{sampler}");
+    let r = report_json(&rec);
+    assert!(
+        r["service"].get("left_events_at_s").is_none(),
+        "{}",
+        r["service"]
+    );
+}

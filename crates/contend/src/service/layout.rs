@@ -114,7 +114,14 @@ fn service_panel(s: &ServiceReport) -> Panel {
         key: "source".into(),
         cells: vec![
             Cell::Text("Source".into()),
-            Cell::Text(if s.sched_event_threads > 0 {
+            Cell::Text(if let Some(at) = s.left_events_at_s {
+                format!(
+                    "scheduler events ({} threads) until {at:.3} s, then schedstat: {} records \
+                     per second cost the program more than reading schedstat",
+                    s.sched_event_threads,
+                    s.left_events_records_per_s.unwrap_or(0)
+                )
+            } else if s.sched_event_threads > 0 {
                 format!(
                     "scheduler events ({} threads), schedstat for the rest",
                     s.sched_event_threads

@@ -72,6 +72,15 @@ pub struct ServiceReport {
     /// from scheduler events (the threads that ran before they were opened
     /// still come from `schedstat`), else `"schedstat"`.
     pub source: String,
+    /// When the sampler left the scheduler events for `schedstat` because
+    /// they cost the program more than reading `schedstat` would (many
+    /// context switches, few threads; `contend_record::sampler::leaves_events`),
+    /// s after the start; `None` when it did not (or in older recordings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_events_at_s: Option<f64>,
+    /// Scheduler event records per second just before it left them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_events_records_per_s: Option<u64>,
     /// Per thread, most service time first.
     pub threads: Vec<ServiceThreadRow>,
 }
@@ -273,6 +282,8 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
             "sched-events"
         }
         .into(),
+        left_events_at_s: None,
+        left_events_records_per_s: None,
         threads,
     })
 }
@@ -306,10 +317,18 @@ impl Analyzer for ServiceAnalyzer {
     }
 
     fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
-        let (section, warnings) = match cx.recording.service.as_ref()? {
+        let (mut section, warnings) = match cx.recording.service.as_ref()? {
             Err(e) => (None, vec![e.to_string()]),
             Ok(file) => section_of(&cx.recording.dir.join(FILE_NAME), file),
         };
+        if let (Some(report), Some(meta)) = (section.as_mut(), cx.recording.meta.as_ref()) {
+            if let Some(at) = meta.sampler.as_ref().and_then(|s| s.switched_at_ns) {
+                report.left_events_at_s =
+                    Some(at.saturating_sub(meta.start_monotonic_ns) as f64 / 1e9);
+                report.left_events_records_per_s =
+                    meta.sampler.as_ref().and_then(|s| s.switched_records_per_s);
+            }
+        }
         Some(AnalysisOutput {
             section: section.map(|s| Box::new(s) as Box<dyn crate::report::ReportSection>),
             warnings,
