@@ -15,6 +15,11 @@
 # clock) but without `contend record` (no service-time sampler, no
 # counters): what the collector costs against what the whole recorder
 # costs; its CPU time from /usr/bin/time, its estimate from the report.
+# Mode `before-switch`: `contend record` with the scheduler events kept all
+# the run and the lone task_clock counter kept (CONTEND_SERVICE_SOURCE=
+# sched-events CONTEND_KEEP_TASK_CLOCK=1), as the recorder was before it
+# learnt to leave them (docs/benchmarks.md, "The sampler leaves the
+# scheduler events when they cost more").
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 OPS=${OPS:-20000}
@@ -44,10 +49,11 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
     CONTEND_DIR="$OUT/memcached-preload.data" CONTEND_CLOCK="$PRELOAD_CLOCK" CONTEND_TSC_HZ="$PRELOAD_HZ" LD_PRELOAD="$PRELOAD_SO" \
       /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   else
-    local flags=${RECORD_ARGS:-}
+    local flags=${RECORD_ARGS:-} envs=()
     [ "$1" = light ] && flags="$flags --light"
+    [ "$1" = before-switch ] && envs=(CONTEND_SERVICE_SOURCE=sched-events CONTEND_KEEP_TASK_CLOCK=1)
     # shellcheck disable=SC2086
-    "$CONTEND" record --force -o "$OUT/memcached-$1.data" $flags -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
+    env "${envs[@]}" "$CONTEND" record --force -o "$OUT/memcached-$1.data" $flags -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
   fi
   wait_port "$port" || { echo "memcached did not start on port $port ($1)" >&2; kill "$pid" 2>/dev/null; exit 1; }
   t0=$(date +%s.%N)
