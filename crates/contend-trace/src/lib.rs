@@ -43,6 +43,7 @@ pub mod meta;
 pub mod meters;
 pub mod modules;
 pub mod mpi;
+pub mod mpi_events;
 pub mod mpi_format;
 pub mod mpi_reader;
 pub mod numa;

@@ -1,6 +1,7 @@
 //! The in-memory model of an MPI recording: one [`MpiRankTrace`] per world
-//! rank, each a list of [`MpiEvent`]s (one per wrapped MPI call) on a time
-//! line common to all ranks.
+//! rank, each a list of calls ([`MpiEvents`], read as [`MpiEventRef`]s and
+//! built from [`MpiEvent`]s, one per wrapped MPI call) on a time line
+//! common to all ranks.
 //!
 //! This is the interface between the MPI trace reader (which decodes
 //! `<recording>/mpi/rank-<r>.cmpi`, corrects clocks across nodes and fills
@@ -18,6 +19,8 @@
 //!   ([`WORLD_COMM`] is `MPI_COMM_WORLD`, [`SELF_COMM`] is `MPI_COMM_SELF`).
 
 use std::path::PathBuf;
+
+pub use crate::mpi_events::{Iter as MpiEventsIter, MpiEventRef, MpiEvents};
 
 /// `MPI_ANY_TAG`, normalised (Open MPI and MPICH use different values).
 pub const ANY_TAG: i32 = -1;
@@ -559,8 +562,10 @@ pub struct MpiRankTrace {
     pub aborted_in: Option<usize>,
     /// Communicators this rank was a member of, including world and self.
     pub comms: Vec<MpiComm>,
-    /// The calls, in the order they were entered on this rank.
-    pub events: Vec<MpiEvent>,
+    /// The calls, in the order they were entered on this rank, stored
+    /// compactly ([`MpiEvents`]: 48 bytes per call plus its postings and
+    /// completions).
+    pub events: MpiEvents,
     /// What the reader found wrong (truncation, unknown records), one
     /// sentence each; empty for a clean trace.
     pub damage: Vec<String>,

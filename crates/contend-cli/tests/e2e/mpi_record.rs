@@ -19,8 +19,8 @@ use crate::common::{
     contend_bin, program_source, report_json, run_timeout, serial, tempdir, which, Output,
 };
 use contend_trace::mpi::{
-    Completion, CompletionKind, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer, ProbedMessage,
-    ANY_TAG, WORLD_COMM,
+    Completion, CompletionKind, MpiEventRef, MpiOp, MpiRankTrace, MpiRecording, Peer,
+    ProbedMessage, ANY_TAG, WORLD_COMM,
 };
 
 const MPI_TIMEOUT: Duration = Duration::from_secs(60);
@@ -145,7 +145,7 @@ fn ops(r: &MpiRankTrace) -> Vec<MpiOp> {
 }
 
 /// The last call of a polling loop of `op` (the one that completed).
-fn last(r: &MpiRankTrace, op: MpiOp) -> &MpiEvent {
+fn last(r: &MpiRankTrace, op: MpiOp) -> MpiEventRef<'_> {
     r.events
         .iter()
         .rev()
@@ -153,14 +153,14 @@ fn last(r: &MpiRankTrace, op: MpiOp) -> &MpiEvent {
         .unwrap_or_else(|| panic!("rank {}: no {}", r.rank, op.name()))
 }
 
-fn first(r: &MpiRankTrace, op: MpiOp) -> &MpiEvent {
+fn first(r: &MpiRankTrace, op: MpiOp) -> MpiEventRef<'_> {
     r.events
         .iter()
         .find(|e| e.op == op)
         .unwrap_or_else(|| panic!("rank {}: no {}", r.rank, op.name()))
 }
 
-fn nth(r: &MpiRankTrace, op: MpiOp, n: usize) -> &MpiEvent {
+fn nth(r: &MpiRankTrace, op: MpiOp, n: usize) -> MpiEventRef<'_> {
     r.events
         .iter()
         .filter(|e| e.op == op)
@@ -203,7 +203,7 @@ fn check_clean(rec: &MpiRecording, slack_ns: u64) {
         assert_eq!(r.aborted_in, None);
         assert!(r.damage.is_empty(), "rank {}: {:?}", r.rank, r.damage);
         assert!(!r.library.is_empty());
-        for w in r.events.windows(2) {
+        for w in r.events.to_vec().windows(2) {
             assert!(w[0].enter_ns <= w[1].enter_ns);
         }
         for e in &r.events {
@@ -371,7 +371,7 @@ fn check_mpi_events(rec: &MpiRecording) {
     let r2 = rank(2);
     let irecv = nth(r2, MpiOp::Irecv, 1).recv.unwrap();
     assert_eq!((irecv.source, irecv.tag), (Peer::Rank(3), 9));
-    let tests: Vec<&MpiEvent> = r2.events.iter().filter(|e| e.op == MpiOp::Test).collect();
+    let tests: Vec<MpiEventRef<'_>> = r2.events.iter().filter(|e| e.op == MpiOp::Test).collect();
     let (last, earlier) = tests.split_last().unwrap();
     assert!(earlier.iter().all(|t| t.completions.is_empty()));
     assert_eq!(
@@ -577,7 +577,7 @@ fn aborted_run_leaves_readable_traces_and_the_same_exit_status() {
             // killed inside the receive nobody matches
             3 => {
                 let i = r.aborted_in.expect("rank 3 died in a call");
-                let e = &r.events[i];
+                let e = r.events.at(i);
                 assert_eq!(e.op, MpiOp::Recv);
                 assert_eq!(
                     (e.recv.unwrap().source, e.recv.unwrap().tag),
@@ -588,7 +588,7 @@ fn aborted_run_leaves_readable_traces_and_the_same_exit_status() {
             // killed inside the barrier
             0 | 2 => {
                 let i = r.aborted_in.expect("died in a call");
-                assert_eq!(r.events[i].op, MpiOp::Barrier);
+                assert_eq!(r.events.at(i).op, MpiOp::Barrier);
                 assert_eq!(i, r.events.len() - 1);
             }
             // called MPI_Abort after its Waitall: recorded, and the rank
@@ -596,8 +596,8 @@ fn aborted_run_leaves_readable_traces_and_the_same_exit_status() {
             _ => {
                 let i = r.aborted_in.expect("rank 1 ended inside MPI_Abort");
                 assert_eq!(i, r.events.len() - 1);
-                assert_eq!(r.events[i].op, MpiOp::Abort);
-                assert_eq!(r.events[i - 1].op, MpiOp::Waitall);
+                assert_eq!(r.events.at(i).op, MpiOp::Abort);
+                assert_eq!(r.events.at(i - 1).op, MpiOp::Waitall);
             }
         }
     }
@@ -901,7 +901,7 @@ fn thread_multiple_calls_of_two_threads_are_recorded() {
         assert!(r.finalized && r.damage.is_empty(), "{:?}", r.damage);
         assert_eq!(dup_ids(r), ids, "rank {}", r.rank);
         assert_eq!(first(r, MpiOp::InitThread).op, MpiOp::InitThread);
-        let main_tid = r.events[0].tid;
+        let main_tid = r.events.at(0).tid;
         let me = r.rank;
         // 200 Sendrecv on each of two other threads, each on its own
         // communicator with its own tag
@@ -916,7 +916,7 @@ fn thread_multiple_calls_of_two_threads_are_recorded() {
         assert_eq!(tids.len(), 2, "rank {me}: {tids:?}");
         assert!(!tids.contains(&main_tid));
         for tid in tids {
-            let calls: Vec<&MpiEvent> = r
+            let calls: Vec<MpiEventRef<'_>> = r
                 .events
                 .iter()
                 .filter(|e| e.tid == tid && e.op == MpiOp::Sendrecv)
@@ -1008,8 +1008,8 @@ fn every_other_wrapped_function_is_recorded() {
             ]
         );
         // step 7: which requests completed where
-        let irecvs: Vec<&MpiEvent> = r.events.iter().filter(|e| e.op == Irecv).collect();
-        let isends: Vec<&MpiEvent> = r.events.iter().filter(|e| e.op == Isend).collect();
+        let irecvs: Vec<MpiEventRef<'_>> = r.events.iter().filter(|e| e.op == Irecv).collect();
+        let isends: Vec<MpiEventRef<'_>> = r.events.iter().filter(|e| e.op == Isend).collect();
         let (ir, is) = (irecvs.len(), isends.len());
         let (r7, r8, r9) = (
             irecvs[ir - 3].recv.unwrap().request,
@@ -1285,7 +1285,7 @@ fn every_other_fortran_entry_point_is_recorded() {
         Some((Peer::Rank(0), 13, 8))
     );
     assert_eq!(mr.completions, vec![recv_completion(0, 13, 8, 0)]);
-    let polls: Vec<&MpiEvent> = r1.events.iter().filter(|e| e.op == Improbe).collect();
+    let polls: Vec<MpiEventRef<'_>> = r1.events.iter().filter(|e| e.op == Improbe).collect();
     assert!(polls[..polls.len() - 1].iter().all(|e| e.probed.is_none()));
     assert_eq!(
         polls.last().unwrap().probed.map(|p| (p.source, p.tag)),
@@ -1565,7 +1565,7 @@ fn persistent_requests_are_postings_and_their_late_sender_is_recovered() {
                     assert!(ids.insert((me, rp.request)) && ids.insert((me, sp.request)));
                     assert_ne!(rp.request, 0);
                     assert_ne!(sp.request, 0);
-                    let mut got = e.completions.clone();
+                    let mut got = e.completions.to_vec();
                     got.sort_by_key(|c| c.request);
                     let mut want = vec![
                         recv_completion(prev, 5, 16, rp.request),
@@ -1683,7 +1683,7 @@ fn fortran_persistent_request_entry_points_are_recorded() {
                 assert_eq!((posted[0].mode, posted[1].mode), (RecvInit, SendInit));
                 assert_eq!((rp.source, rp.tag, rp.bytes), (Peer::Rank(prev), 5, 16));
                 assert_eq!((sp.dest, sp.tag, sp.bytes), (Peer::Rank(next), 5, 16));
-                let mut got = e.completions.clone();
+                let mut got = e.completions.to_vec();
                 got.sort_by_key(|c| c.request);
                 let mut want = vec![
                     recv_completion(prev, 5, 16, rp.request),

@@ -340,7 +340,7 @@ fn perfetto_mpi_ranks_line_up() {
     assert_eq!(wait_slices.len(), waits.waits.len());
     for w in &waits.waits {
         let r = mpi.ranks.iter().find(|r| r.rank == w.rank).unwrap();
-        let call = &r.events[w.event];
+        let call = r.events.at(w.event);
         assert!(
             wait_slices.iter().any(|x| x["ts"] == call.enter_ns
                 && x["end"] == (call.enter_ns + w.wait_ns).min(call.exit_ns)

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::clock::{CalibrationPoint, ClockFit};
-use crate::mpi::{MpiComm, MpiEvent, MpiRankTrace, MpiRecording};
+use crate::mpi::{MpiComm, MpiEvent, MpiEvents, MpiRankTrace, MpiRecording};
 use crate::mpi_format::{self as f, header as h};
 use crate::TraceError;
 
@@ -332,7 +332,7 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         .flatten()
         .map(|c| ThreadDecoder::count_enters(c.2))
         .sum();
-    let mut events: Vec<MpiEvent> = Vec::with_capacity(enters);
+    let mut events = MpiEvents::with_capacity(enters);
     let mut open_calls: Vec<MpiEvent> = Vec::new();
     let mut comms: BTreeMap<u64, Vec<Option<u32>>> = BTreeMap::new();
     for (tid, mut chunks) in threads {
@@ -390,10 +390,8 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         events.push(ev);
     }
     // One thread's calls are in order already; only a rank with several
-    // calling threads needs the (stable) merge, and its scratch space.
-    if !events.is_sorted_by_key(|e| e.enter_ns) {
-        events.sort_by_key(|e| e.enter_ns);
-    }
+    // calling threads needs the (stable) sort, and its scratch space.
+    events.sort_by_enter();
     events.shrink_to_fit();
     if let Some((t, tid)) = aborted_key {
         trace.aborted_in = events
@@ -408,10 +406,7 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
     }
 
     // Clock correction onto rank 0's time line.
-    for ev in events.iter_mut() {
-        ev.enter_ns = clock.apply(ev.enter_ns);
-        ev.exit_ns = clock.apply(ev.exit_ns);
-    }
+    events.map_times(|t| clock.apply(t));
     trace.events = events;
 
     for (id, ranks) in comms {

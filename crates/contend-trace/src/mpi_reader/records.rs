@@ -4,8 +4,8 @@
 
 use crate::clock::ClockFit;
 use crate::mpi::{
-    Completion, CompletionKind, MpiEvent, MpiOp, Peer, ProbedMessage, RecvPost, SendPost,
-    StartedRequest,
+    Completion, CompletionKind, MpiEvent, MpiEvents, MpiOp, Peer, ProbedMessage, RecvPost,
+    SendPost, StartedRequest,
 };
 use crate::mpi_format::{self as f, Head};
 
@@ -163,7 +163,7 @@ impl ThreadDecoder {
         &mut self,
         base: u64,
         bytes: &[u8],
-        events: &mut Vec<MpiEvent>,
+        events: &mut MpiEvents,
         comms: &mut BTreeMap<u64, Vec<Option<u32>>>,
         damage: &mut Vec<String>,
     ) {

@@ -214,7 +214,7 @@ fn decodes_a_hand_built_trace() {
         ops,
         [Init, Isend, Irecv, Waitall, CommSplit, Recv, Barrier, Finalize]
     );
-    let isend = &t.events[1];
+    let isend = t.events.at(1);
     assert_eq!(
         (isend.enter_ns, isend.exit_ns, isend.site),
         (6_000, 6_100, 0x400200)
@@ -229,7 +229,7 @@ fn decodes_a_hand_built_trace() {
         })
     );
     assert!(isend.completions.is_empty());
-    let irecv = &t.events[2];
+    let irecv = t.events.at(2);
     assert_eq!(
         irecv.recv,
         Some(RecvPost {
@@ -239,20 +239,20 @@ fn decodes_a_hand_built_trace() {
             request: 2
         })
     );
-    let wa = &t.events[3];
+    let wa = t.events.at(3);
     assert_eq!((wa.enter_ns, wa.exit_ns), (7_000, 9_000));
     assert_eq!(wa.completions.len(), 2);
     assert_eq!(wa.completions[1].kind, CompletionKind::Recv);
     assert_eq!(wa.completions[1].source, Some(3));
     assert_eq!((wa.completions[1].tag, wa.completions[1].bytes), (9, 512));
     assert_eq!(wa.completions[0].kind, CompletionKind::Send);
-    assert_eq!(t.events[4].created_comm, Some(0x1_0000_0002));
-    let recv = &t.events[5];
+    assert_eq!(t.events.at(4).created_comm, Some(0x1_0000_0002));
+    let recv = t.events.at(5);
     assert_eq!(recv.comm, 0x1_0000_0002);
     assert_eq!(recv.recv.unwrap().source, Peer::Rank(3));
     assert_eq!(recv.completions[0].request, 0);
     assert_eq!(recv.completions[0].tag, 4);
-    assert_eq!(t.events[6].root, None);
+    assert_eq!(t.events.at(6).root, None);
     assert_eq!(
         t.comms,
         vec![
@@ -288,8 +288,8 @@ fn blocking_send_and_sendrecv_list_their_send_completion() {
     c.exit(MpiOp::Sendrecv, 500, 0, &[]);
     b.add(c);
     let t = decode_rank_trace(Path::new("x"), &b.bytes()).unwrap();
-    assert_eq!(t.events[0].completions, vec![send_completion(1, 3, 40)]);
-    let sr = &t.events[1];
+    assert_eq!(t.events.at(0).completions, vec![send_completion(1, 3, 40)]);
+    let sr = t.events.at(1);
     assert_eq!(sr.recv.unwrap().source, Peer::Null);
     assert_eq!(sr.completions.len(), 2);
     assert_eq!(sr.completions[0].kind, CompletionKind::Send);
@@ -337,7 +337,7 @@ fn matched_probe_and_receives_decode_as_probe_and_receives() {
         ops,
         [MpiOp::Mprobe, MpiOp::Mrecv, MpiOp::Imrecv, MpiOp::Improbe]
     );
-    let mp = &t.events[0];
+    let mp = t.events.at(0);
     assert_eq!(
         mp.probed,
         Some(ProbedMessage {
@@ -347,7 +347,7 @@ fn matched_probe_and_receives_decode_as_probe_and_receives() {
         })
     );
     assert!(mp.completions.is_empty() && mp.recv.is_none());
-    let mr = &t.events[1];
+    let mr = t.events.at(1);
     assert_eq!(
         mr.recv,
         Some(RecvPost {
@@ -360,9 +360,9 @@ fn matched_probe_and_receives_decode_as_probe_and_receives() {
     assert_eq!(mr.completions.len(), 1);
     assert_eq!(mr.completions[0].kind, CompletionKind::Recv);
     assert_eq!(mr.probed, None);
-    let im = &t.events[2].recv.unwrap();
+    let im = t.events.at(2).recv.unwrap();
     assert_eq!((im.source, im.request), (Peer::Null, 7));
-    assert_eq!(t.events[3].probed, None);
+    assert_eq!(t.events.at(3).probed, None);
     for op in [MpiOp::Mprobe, MpiOp::Improbe, MpiOp::Mrecv, MpiOp::Imrecv] {
         assert_eq!(MpiOp::from_code(op as u16), Some(op));
         assert!(op.name().starts_with("MPI_M") || op.name().starts_with("MPI_I"));
@@ -413,10 +413,10 @@ fn persistent_requests_decode_as_startall_postings() {
             MpiOp::RequestFree
         ]
     );
-    for e in &t.events[..2] {
+    for e in t.events.iter().take(2) {
         assert!(e.send.is_none() && e.recv.is_none() && e.starts.is_empty());
     }
-    let sa = &t.events[2];
+    let sa = t.events.at(2);
     assert_eq!(
         sa.starts,
         vec![
@@ -445,8 +445,8 @@ fn persistent_requests_decode_as_startall_postings() {
         ]
     );
     assert!(sa.completions.is_empty());
-    assert_eq!(t.events[3].completions.len(), 2);
-    assert!(t.events[4].starts.is_empty());
+    assert_eq!(t.events.at(3).completions.len(), 2);
+    assert!(t.events.at(4).starts.is_empty());
     for (op, code, name) in [
         (MpiOp::SendInit, 90, "MPI_Send_init"),
         (MpiOp::SsendInit, 91, "MPI_Ssend_init"),
@@ -525,7 +525,7 @@ fn compact_records_repeat_the_site_and_mean_success() {
             (MpiOp::Barrier, 200, 0, 0),
         ]
     );
-    assert_eq!(t.events[2].send.unwrap().request, 7);
+    assert_eq!(t.events.at(2).send.unwrap().request, 7);
     assert_eq!(t.damage.len(), 1, "{:?}", t.damage);
     assert!(t.damage[0].contains("site unknown"));
 }
@@ -541,7 +541,7 @@ fn call_that_never_returned_is_where_the_rank_aborted() {
     let t = decode_rank_trace(Path::new("x"), &b.bytes()).unwrap();
     assert!(!t.finalized);
     assert_eq!(t.aborted_in, Some(1));
-    let e = &t.events[1];
+    let e = t.events.at(1);
     assert_eq!((e.op, e.enter_ns, e.exit_ns), (MpiOp::Recv, 3_000, 3_000));
     assert!(e.completions.is_empty());
 }
@@ -612,8 +612,8 @@ fn clock_offsets_are_interpolated_linearly() {
     b.add(c);
     let t = decode_rank_trace(Path::new("x"), &b.bytes()).unwrap();
     assert_eq!(t.clock_offset_ns, (1_000, Some(3_000)));
-    assert_eq!(t.events[0].enter_ns, 7_000);
-    assert_eq!(t.events[0].exit_ns, 13_000);
+    assert_eq!(t.events.at(0).enter_ns, 7_000);
+    assert_eq!(t.events.at(0).exit_ns, 13_000);
     // only the init offset: constant
     let mut b = Builder::new(1, 2, f::FLAG_FINALIZED);
     b.offsets((-500, 0), None);
@@ -627,7 +627,10 @@ fn clock_offsets_are_interpolated_linearly() {
     c.exit(MpiOp::Barrier, 6_000, 0, &[]);
     b.add(c);
     let t = decode_rank_trace(Path::new("x"), &b.bytes()).unwrap();
-    assert_eq!((t.events[0].enter_ns, t.events[0].exit_ns), (4_500, 5_500));
+    assert_eq!(
+        (t.events.at(0).enter_ns, t.events.at(0).exit_ns),
+        (4_500, 5_500)
+    );
 }
 
 #[test]
@@ -828,14 +831,14 @@ fn tsc_traces_are_converted_to_ns_with_their_calibration_points() {
     let t = decode_rank_trace(Path::new("x"), &build(0, true)).unwrap();
     assert!(t.damage.is_empty(), "{:?}", t.damage);
     assert_eq!(
-        (t.events[0].enter_ns, t.events[0].exit_ns),
+        (t.events.at(0).enter_ns, t.events.at(0).exit_ns),
         (1_001_000_500, 1_001_002_500)
     );
     // without the end point the start and chunk points (1 ms apart) still
     // give the slope
     let t = decode_rank_trace(Path::new("x"), &build(0, false)).unwrap();
     assert_eq!(
-        (t.events[0].enter_ns, t.events[0].exit_ns),
+        (t.events.at(0).enter_ns, t.events.at(0).exit_ns),
         (1_001_000_500, 1_001_002_500)
     );
     // a TSC trace whose points give no slope and that has no frequency is
@@ -848,7 +851,7 @@ fn tsc_traces_are_converted_to_ns_with_their_calibration_points() {
     let mut one = build(2_000_000_000, false);
     one[h::START_TICKS..h::START_TICKS + 8].copy_from_slice(&0u64.to_le_bytes());
     let t = decode_rank_trace(Path::new("x"), &one).unwrap();
-    assert_eq!(t.events[0].exit_ns, 1_001_002_500);
+    assert_eq!(t.events.at(0).exit_ns, 1_001_002_500);
 }
 
 #[test]
@@ -870,7 +873,7 @@ fn version_1_traces_still_read() {
             .collect::<Vec<_>>()
     };
     assert_eq!(times(&t1), times(&t2));
-    assert_eq!(t1.events[3].enter_ns, 7_000);
+    assert_eq!(t1.events.at(3).enter_ns, 7_000);
     // an unknown clock is refused
     let mut bad = v2.clone();
     bad[h::CLOCK..h::CLOCK + 2].copy_from_slice(&9u16.to_le_bytes());

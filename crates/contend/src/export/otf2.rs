@@ -584,7 +584,7 @@ fn mpi_part(
             };
             // Requests of this thread: id → communicator.
             let mut requests: FxHashMap<u64, u64> = FxHashMap::default();
-            for e in trace.map(|t| t.events.as_slice()).unwrap_or(&[]) {
+            for e in trace.into_iter().flat_map(|t| t.events.iter()) {
                 if e.tid != tid {
                     continue;
                 }
@@ -641,7 +641,7 @@ fn mpi_part(
                 if collective {
                     emit(sink, defs, e.enter_ns, Event::CollectiveBegin).map_err(w)?;
                 }
-                for c in &e.completions {
+                for c in e.completions {
                     if c.cancelled {
                         continue;
                     }

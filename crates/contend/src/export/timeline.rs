@@ -46,7 +46,7 @@
 use std::collections::hash_map::Entry;
 use std::io;
 
-use contend_trace::mpi::{MpiEvent, MpiRecording, Peer};
+use contend_trace::mpi::{MpiEventRef, MpiRecording, Peer};
 use contend_trace::Primitive;
 use rustc_hash::FxHashMap;
 
@@ -1240,8 +1240,8 @@ fn mpi_events(
     }
     let min = options.filter.min_duration_ns.unwrap_or(0);
     let a = &ev.analysis;
-    let keep = |e: &MpiEvent| e.exit_ns.saturating_sub(e.enter_ns) >= min;
-    let event_of = |rank: u32, i: usize| -> Option<&MpiEvent> {
+    let keep = |e: MpiEventRef<'_>| e.exit_ns.saturating_sub(e.enter_ns) >= min;
+    let event_of = |rank: u32, i: usize| -> Option<MpiEventRef<'_>> {
         rec.ranks
             .iter()
             .find(|t| t.rank == rank)

@@ -111,7 +111,7 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
     let mut next_site = NO_SITE;
     while pos > 0 {
         let i = pos - 1;
-        let e = &ranks[ri].events[i];
+        let e = ranks[ri].events.at(i);
         let site = tl.site(ri, i);
         let exit = e.exit_ns.max(e.enter_ns);
         if t > exit && next_site != NO_SITE {
@@ -152,7 +152,7 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
                 ri = di;
                 pos = ed;
                 floor[di] = ed;
-                let late = &ranks[di].events[ed];
+                let late = ranks[di].events.at(ed);
                 t = late.enter_ns;
                 next_site = tl.site(di, ed);
             }

@@ -268,7 +268,7 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
     let end = |i: usize| {
         let w = &tl.waits[i];
         match tl.index.get(&w.rank) {
-            Some(&ri) => tl.events(ri)[w.event].enter_ns + w.wait_ns,
+            Some(&ri) => tl.events(ri).enter_ns(w.event) + w.wait_ns,
             None => 0,
         }
     };

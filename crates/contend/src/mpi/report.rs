@@ -477,7 +477,7 @@ pub fn build_report_with(
     let mut caused_by: HashMap<(Pattern, u32), u64> = HashMap::new();
     for w in &tl.waits {
         let ri = index[&w.rank];
-        let e = &rec.ranks[ri].events[w.event];
+        let e = rec.ranks[ri].events.at(w.event);
         let (waits, durs) = per_pattern.entry(w.pattern).or_default();
         waits.add(w.wait_ns);
         durs.add(e.exit_ns.saturating_sub(e.enter_ns));

@@ -27,7 +27,7 @@
 
 use std::collections::HashMap;
 
-use contend_trace::mpi::{MpiEvent, MpiOp, MpiRecording};
+use contend_trace::mpi::{MpiEvents, MpiOp, MpiRecording};
 use rustc_hash::FxHashMap;
 
 use super::analysis::{MpiAnalysis, WaitState};
@@ -218,7 +218,7 @@ impl<'a> Timeline<'a> {
     }
 
     /// The events of rank index `ri`.
-    pub fn events(&self, ri: usize) -> &'a [MpiEvent] {
+    pub fn events(&self, ri: usize) -> &'a MpiEvents {
         &self.rec.ranks[ri].events
     }
 
@@ -273,7 +273,7 @@ impl<'a> Timeline<'a> {
         let end = to.unwrap_or(evs.len()).min(evs.len());
         let (first, mut reach, mut prev_site) = match from {
             Some(a) if a < evs.len() => {
-                (a + 1, evs[a].exit_ns.max(evs[a].enter_ns), self.site(ri, a))
+                (a + 1, evs.exit_ns(a).max(evs.enter_ns(a)), self.site(ri, a))
             }
             Some(_) => return,
             None => match evs.first() {
@@ -299,7 +299,7 @@ impl<'a> Timeline<'a> {
             prev_site = site;
         }
         if let Some(t) = to.filter(|&t| t < evs.len()) {
-            let gap = evs[t].enter_ns.saturating_sub(reach);
+            let gap = evs.enter_ns(t).saturating_sub(reach);
             if gap > 0 {
                 region(Region::Compute(prev_site, self.site(ri, t)), gap);
             }

@@ -159,7 +159,7 @@ fn rank(r: u32, size: u32, events: Vec<MpiEvent>) -> MpiRankTrace {
                 world_ranks: vec![r],
             },
         ],
-        events,
+        events: events.into(),
         damage: Vec::new(),
     }
 }
@@ -481,8 +481,10 @@ fn iprobe_and_improbe_loops_are_not_waits() {
     assert!(a.waits.is_empty(), "{:?}", a.waits);
     // Sanity check of the test: the same trace with blocking probes waits.
     let mut blocking = rec.clone();
-    blocking.ranks[1].events[2].op = MpiOp::Probe;
-    blocking.ranks[1].events[5].op = MpiOp::Mprobe;
+    let mut calls = blocking.ranks[1].events.to_vec();
+    calls[2].op = MpiOp::Probe;
+    calls[5].op = MpiOp::Mprobe;
+    blocking.ranks[1].events = calls.into();
     assert_eq!(
         waits_of(&blocking),
         vec![
@@ -910,7 +912,8 @@ fn split_communicator_with_world_ranks_1_and_3() {
             e.comm = 7;
             e
         },
-    ];
+    ]
+    .into();
     ranks[3].events = vec![
         coll(MpiOp::Barrier, 7, None, 180, 200),
         coll(MpiOp::Bcast, 7, Some(3), 300, 310),
@@ -919,9 +922,10 @@ fn split_communicator_with_world_ranks_1_and_3() {
             e.comm = 7;
             e
         },
-    ];
-    ranks[0].events = vec![coll(MpiOp::Barrier, 8, None, 50, 60)];
-    ranks[2].events = vec![coll(MpiOp::Barrier, 8, None, 50, 60)];
+    ]
+    .into();
+    ranks[0].events = vec![coll(MpiOp::Barrier, 8, None, 50, 60)].into();
+    ranks[2].events = vec![coll(MpiOp::Barrier, 8, None, 50, 60)].into();
     let rec = recording(ranks);
     let a = analyze(&rec);
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);

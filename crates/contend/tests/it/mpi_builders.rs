@@ -173,7 +173,7 @@ pub(crate) fn rank(r: u32, size: u32, events: Vec<MpiEvent>) -> MpiRankTrace {
                 world_ranks: vec![r],
             },
         ],
-        events,
+        events: events.into(),
         damage: Vec::new(),
     }
 }

@@ -568,7 +568,7 @@ fn every_nanosecond_of_waiting_ends_up_as_a_cost() {
         let first = rec
             .ranks
             .iter()
-            .map(|t| t.events[0].enter_ns)
+            .map(|t| t.events.enter_ns(0))
             .min()
             .unwrap();
         let last = rec

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use contend_trace::mpi::{
-    CompletionKind, MpiEvent, MpiOp, MpiRankTrace, MpiRecording, Peer, ANY_TAG, SELF_COMM,
+    CompletionKind, MpiEventRef, MpiOp, MpiRankTrace, MpiRecording, Peer, ANY_TAG, SELF_COMM,
     WORLD_COMM,
 };
 
@@ -106,12 +106,12 @@ impl<'a> World<'a> {
     }
 }
 
-pub(super) fn event(t: &MpiRankTrace, i: usize) -> Option<&MpiEvent> {
+pub(super) fn event(t: &MpiRankTrace, i: usize) -> Option<MpiEventRef<'_>> {
     t.events.get(i)
 }
 
 /// Duration of a call, ns (0 when it never returned).
-pub(super) fn duration(e: &MpiEvent) -> u64 {
+pub(super) fn duration(e: MpiEventRef<'_>) -> u64 {
     e.exit_ns.saturating_sub(e.enter_ns)
 }
 
@@ -188,7 +188,7 @@ pub(super) fn collect(
             }
             // persistent requests activated by Start/Startall: postings
             // with their own request ids, completed by a later Wait*/Test*
-            for st in &e.starts {
+            for st in e.starts {
                 if let Some(sp) = st.send {
                     sends.push(SendRec {
                         rank: t.rank,
@@ -216,7 +216,7 @@ pub(super) fn collect(
                     pending.insert(rp.request, Post::Recv(recvs.len() - 1));
                 }
             }
-            for c in &e.completions {
+            for c in e.completions {
                 let post = if c.request == 0 {
                     match c.kind {
                         CompletionKind::Send => this_send.map(Post::Send),

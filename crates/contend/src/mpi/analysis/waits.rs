@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use contend_trace::mpi::{MpiEvent, MpiOp, MpiRankTrace, Peer, SELF_COMM};
+use contend_trace::mpi::{MpiEventRef, MpiOp, MpiRankTrace, Peer, SELF_COMM};
 
 use super::matching::{duration, event, World};
 use super::{
@@ -80,7 +80,7 @@ pub(super) fn p2p_waits(world: &World<'_>, messages: &[Message]) -> Vec<WaitStat
                     .then(|| previous_on_thread(rt))
             });
             if let Some(pi) = pv.as_deref().and_then(|pv| finding_probe(rt, pv, m)) {
-                let p = &rt.events[pi];
+                let p = rt.events.at(pi);
                 let w = sp.enter_ns.min(p.exit_ns).saturating_sub(p.enter_ns);
                 offer(m.dest, pi, w, Pattern::LateSender, m.source, m.send_post);
             }
@@ -200,7 +200,7 @@ pub(super) fn collective_waits(
         let mut skipped: BTreeMap<String, u64> = BTreeMap::new();
         let mut mismatch_examples: Vec<String> = Vec::new();
         for k in 0..instances {
-            let mut evs: Vec<(u32, &MpiEvent)> = Vec::with_capacity(members.len());
+            let mut evs: Vec<(u32, MpiEventRef<'_>)> = Vec::with_capacity(members.len());
             let mut gap = None;
             for &m in &members {
                 let Some(t) = world.trace(m) else {
@@ -321,8 +321,8 @@ pub(super) fn collective_waits(
 /// nonblocking one; `None`: no wait possible).
 pub(super) struct Member<'e> {
     pub(super) rank: u32,
-    pub(super) arrive: &'e MpiEvent,
-    pub(super) wait_in: Option<&'e MpiEvent>,
+    pub(super) arrive: MpiEventRef<'e>,
+    pub(super) wait_in: Option<MpiEventRef<'e>>,
 }
 
 /// The waits of one collective instance: `(rank, wait_ns, cause)` per
@@ -341,7 +341,7 @@ pub(super) fn instance_waits(
             .map_or(0, |w| t.saturating_sub(w.enter_ns).min(duration(w)))
     };
     let arrivals = || evs.iter().map(|m| (m.rank, m.arrive));
-    let all_wait_for = |last: (u32, &MpiEvent)| -> Vec<(u32, u64, u32)> {
+    let all_wait_for = |last: (u32, MpiEventRef<'_>)| -> Vec<(u32, u64, u32)> {
         evs.iter()
             .map(|m| (m.rank, wait_for(m, last.1.enter_ns), last.0))
             .collect()
@@ -360,7 +360,7 @@ pub(super) fn instance_waits(
             Ok(all_wait_for(last))
         }
         Pattern::LateBroadcast | Pattern::EarlyReduce => {
-            let pairs: Vec<(u32, &MpiEvent)> = arrivals().collect();
+            let pairs: Vec<(u32, MpiEventRef<'_>)> = arrivals().collect();
             let root = common_root(&pairs)?;
             let rm = evs
                 .iter()
@@ -381,7 +381,7 @@ pub(super) fn instance_waits(
             } else {
                 // The earliest non-root entry; ties go to the lowest local rank.
                 let first = arrivals().filter(|(r, _)| *r != root).fold(
-                    None::<(u32, &MpiEvent)>,
+                    None::<(u32, MpiEventRef<'_>)>,
                     |acc, x| match acc {
                         Some(a) if a.1.enter_ns <= x.1.enter_ns => Some(a),
                         _ => Some(x),
@@ -395,7 +395,7 @@ pub(super) fn instance_waits(
         }
         Pattern::EarlyScan => {
             let mut out = Vec::with_capacity(evs.len());
-            let mut max: Option<(u32, &MpiEvent)> = None;
+            let mut max: Option<(u32, MpiEventRef<'_>)> = None;
             for m in evs {
                 match max {
                     Some(x) if x.1.enter_ns >= m.arrive.enter_ns => {}
@@ -412,16 +412,16 @@ pub(super) fn instance_waits(
 
 /// The latest entry of `set`; ties go to the first (lowest local rank).
 pub(super) fn latest<'e>(
-    set: impl Iterator<Item = (u32, &'e MpiEvent)>,
-) -> Option<(u32, &'e MpiEvent)> {
-    set.fold(None, |acc: Option<(u32, &MpiEvent)>, x| match acc {
+    set: impl Iterator<Item = (u32, MpiEventRef<'e>)>,
+) -> Option<(u32, MpiEventRef<'e>)> {
+    set.fold(None, |acc: Option<(u32, MpiEventRef<'_>)>, x| match acc {
         Some(a) if a.1.enter_ns >= x.1.enter_ns => Some(a),
         _ => Some(x),
     })
 }
 
 /// The root all members name, as a world rank.
-pub(super) fn common_root(evs: &[(u32, &MpiEvent)]) -> Result<u32, String> {
+pub(super) fn common_root(evs: &[(u32, MpiEventRef<'_>)]) -> Result<u32, String> {
     let mut root = None;
     for (r, e) in evs {
         match (root, e.root) {
