@@ -36,7 +36,7 @@ use super::timeline::{Region, Timeline, NO_SITE};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathSegment {
     /// Rank index (into the recording's rank traces).
-    pub ri: usize,
+    pub ri: u32,
     /// The region.
     pub region: Region,
     /// Start and end on the common time line, ns.
@@ -45,7 +45,7 @@ pub struct PathSegment {
     pub end_ns: u64,
     /// The event of the region: the call (for a call) or the call it ends
     /// at (for a computation), index in the rank's events.
-    pub event: usize,
+    pub event: u32,
 }
 
 /// The critical path of a recording ([`critical_path`]).
@@ -101,26 +101,44 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
         return out;
     };
     out.end_ri = Some(start.0);
+    // Walked twice: once to count the segments, once to store them in a
+    // vector of exactly that size (a growing vector holds one and a half
+    // times its final size while it moves: 100 MB for the 2.2 million
+    // calls of docs/benchmarks.md's hpcc recording).
+    let mut n = 0usize;
+    walk_path(tl, start, |_| n += 1);
+    let mut segs: Vec<PathSegment> = Vec::with_capacity(n);
+    out.jumps = walk_path(tl, start, |s| segs.push(s));
+    segs.reverse();
+    out.segments = segs;
+    out
+}
+
+/// The walk of [`critical_path`] from rank index and time `start`,
+/// backwards: gives each segment to `emit`, latest first; returns the
+/// jumps.
+fn walk_path(tl: &Timeline<'_>, start: (usize, u64), mut emit: impl FnMut(PathSegment)) -> u64 {
+    let ranks = &tl.rec.ranks;
+    let mut jumps = 0;
     let mut ri = start.0;
     let mut t = start.1;
     let mut pos = ranks[ri].events.len();
     // Per rank: the earliest call the path has reached there.
     let mut floor: Vec<usize> = ranks.iter().map(|r| r.events.len() + 1).collect();
     floor[ri] = pos;
-    let mut segs: Vec<PathSegment> = Vec::new();
     let mut next_site = NO_SITE;
     while pos > 0 {
         let i = pos - 1;
-        let e = ranks[ri].events.at(i);
+        let (enter_ns, exit_ns) = (ranks[ri].events.enter_ns(i), ranks[ri].events.exit_ns(i));
         let site = tl.site(ri, i);
-        let exit = e.exit_ns.max(e.enter_ns);
+        let exit = exit_ns.max(enter_ns);
         if t > exit && next_site != NO_SITE {
-            segs.push(PathSegment {
-                ri,
+            emit(PathSegment {
+                ri: ri as u32,
                 region: Region::Compute(site, next_site),
                 start_ns: exit,
                 end_ns: t,
-                event: i + 1,
+                event: (i + 1) as u32,
             });
         }
         t = t.min(exit);
@@ -132,40 +150,37 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
             (ed < floor[di] && ed < ranks[di].events.len()).then_some((di, ed))
         });
         let call_from = if jump.is_some() {
-            e.enter_ns + wait
+            enter_ns + wait
         } else {
-            e.enter_ns
+            enter_ns
         };
         if t > call_from {
-            segs.push(PathSegment {
-                ri,
+            emit(PathSegment {
+                ri: ri as u32,
                 region: Region::Call(site),
                 start_ns: call_from,
                 end_ns: t,
-                event: i,
+                event: i as u32,
             });
         }
         floor[ri] = i;
         match jump {
             Some((di, ed)) => {
-                out.jumps += 1;
+                jumps += 1;
                 ri = di;
                 pos = ed;
                 floor[di] = ed;
-                let late = ranks[di].events.at(ed);
-                t = late.enter_ns;
+                t = ranks[di].events.enter_ns(ed);
                 next_site = tl.site(di, ed);
             }
             None => {
-                t = t.min(e.enter_ns);
+                t = t.min(enter_ns);
                 pos = i;
                 next_site = site;
             }
         }
     }
-    segs.reverse();
-    out.segments = segs;
-    out
+    jumps
 }
 
 /// One rank on the critical path (JSON `mpi.critical_path.by_rank[]`).
@@ -239,14 +254,14 @@ pub fn critical_path_report(tl: &Timeline<'_>, cp: &CriticalPathAnalysis) -> Mpi
     let mut r = MpiCriticalPathReport {
         jumps: cp.jumps,
         end_rank: cp.end_ri.map(|ri| ranks[ri].rank),
-        start_rank: cp.segments.first().map(|s| ranks[s.ri].rank),
+        start_rank: cp.segments.first().map(|s| ranks[s.ri as usize].rank),
         ..MpiCriticalPathReport::default()
     };
     let mut by_rank: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     let mut by_region: FxHashMap<Region, (u64, Vec<u32>)> = FxHashMap::default();
     for s in &cp.segments {
         let d = s.end_ns - s.start_ns;
-        let rank = ranks[s.ri].rank;
+        let rank = ranks[s.ri as usize].rank;
         let e = by_rank.entry(rank).or_default();
         match s.region {
             Region::Call(_) => {

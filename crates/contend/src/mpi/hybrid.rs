@@ -87,8 +87,8 @@ pub fn locks_on_path(
     let walker = WindowWalker::new(set);
     let mut on_path: rustc_hash::FxHashSet<usize> = Default::default();
     for s in &cp.segments {
-        let t = &rec.ranks[s.ri];
-        let Some(e) = t.events.get(s.event) else {
+        let t = &rec.ranks[s.ri as usize];
+        let Some(e) = t.events.get(s.event as usize) else {
             continue;
         };
         let Some(&th) = threads.get(&(t.pid, e.tid)) else {
