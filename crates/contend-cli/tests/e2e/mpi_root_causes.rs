@@ -17,7 +17,8 @@
 //! on this loaded 2-CPU machine with 4 ranks), counted once per rank
 //! waiting after them. Rank 0's short-term cost must be W within 10 %;
 //! of P, between P − D and P is rank 0's doing, and its long-term cost must
-//! lie there within 10 %. A run where D is more than a fifth of P (the
+//! lie there within 10 %, and the long-term costs of the other ranks may
+//! not exceed D + 10 % of all long-term costs. A run where D is more than a fifth of P (the
 //! ranks lost too much time themselves to tell) counts as disturbed and is
 //! repeated, up to 3 runs; after 3 disturbed runs only what holds under
 //! any load is checked (costs and unattributed waiting add up to all the
@@ -212,10 +213,14 @@ fn slowed_rank_is_the_root_cause_open_mpi() {
         long >= (1.0 - TOLERANCE) * lo && long <= (1.0 + TOLERANCE) * hi,
         "long-term cost {long} ns outside [{lo}, {hi}] ns ± 10 %"
     );
+    // What other ranks carry is their own lost time: the machine's load
+    // (scheduled out while the others waited for them), which the program
+    // measured as D; beyond that and the tolerance, all of it is rank 0's.
+    let all_long = num(&d["long_term_ns"]);
     assert!(
-        long >= (1.0 - TOLERANCE) * num(&d["long_term_ns"]) || wake > DISTURBED * propagated,
-        "rank 0 should carry the propagated waiting: {long} ns of {}",
-        d["long_term_ns"]
+        all_long - long <= TOLERANCE * all_long + wake,
+        "rank 0 should carry the propagated waiting but for the disturbance D = {wake} ns: \
+         {long} ns of {all_long}"
     );
     // The direct view cannot tell rank 0 from its neighbours: each of
     // ranks 0, 1, 2 made its right neighbour wait about as long.
