@@ -210,7 +210,9 @@ impl MpiEvents {
         })
     }
 
-    fn push_ref(&mut self, e: &MpiEventRef<'_>) {
+    /// Appends a call given as a view (of another list's call, or of an
+    /// [`MpiEvent`] through [`MpiEvent::as_ref_parts`]).
+    pub fn push_ref(&mut self, e: &MpiEventRef<'_>) {
         let site = Self::intern(&mut self.sites, &mut self.site_index, e.site);
         let comm = Self::intern(&mut self.comms, &mut self.comm_index, e.comm);
         let post = index(self.posts.len());
@@ -379,6 +381,33 @@ impl MpiEvents {
     /// The calling thread of call `i`. Panics past the end.
     pub fn tid(&self, i: usize) -> u32 {
         self.calls[i].tid
+    }
+
+    /// The communicator of call `i` (its handle as recorded). Panics past
+    /// the end.
+    pub fn comm(&self, i: usize) -> u64 {
+        self.comms
+            .get(self.calls[i].comm as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The interned call site of call `i`: an index below
+    /// [`MpiEvents::site_slots`], the same for every call from the same
+    /// return address ([`MpiEvents::site_address`]). Panics past the end.
+    pub fn site_slot(&self, i: usize) -> u32 {
+        self.calls[i].site
+    }
+
+    /// Number of distinct call sites (return addresses) of the calls.
+    pub fn site_slots(&self) -> usize {
+        self.sites.len()
+    }
+
+    /// The return address of interned call site `slot`
+    /// ([`MpiEvents::site_slot`]); `None` past the end.
+    pub fn site_address(&self, slot: u32) -> Option<u64> {
+        self.sites.get(slot as usize).copied()
     }
 
     /// Whether the calls are in order of enter time.

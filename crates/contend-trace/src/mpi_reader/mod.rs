@@ -349,7 +349,7 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
             dec.chunk(base, words, &mut events, &mut comms, &mut trace.damage);
         }
         if let Some(ev) = dec.open.take() {
-            open_calls.push(ev);
+            open_calls.push(*ev);
         }
         if dec.said_bad_peer {
             trace.damage.push(format!(

@@ -104,12 +104,39 @@ pub(super) struct ThreadDecoder {
     /// Call site of the previous ENTER in the current chunk (the compact
     /// form refers to it).
     pub(super) last_site: Option<u64>,
-    /// The call entered and not yet exited.
-    pub(super) open: Option<MpiEvent>,
+    /// The call entered and not yet exited (boxed: filled in place and
+    /// handed on as a pointer, never moved as a 200-byte value).
+    pub(super) open: Option<Box<MpiEvent>>,
     /// Damage messages already given (one of each kind per thread).
     pub(super) said_unknown_tag: bool,
     pub(super) said_unknown_op: bool,
     pub(super) said_bad_peer: bool,
+    /// The last call stored, emptied, for the next call to fill.
+    spare: Option<Box<MpiEvent>>,
+    /// The chunk's words when its bytes are not 8-byte aligned.
+    words: Vec<u64>,
+}
+
+/// The little-endian 64-bit words of `bytes` (a trailing partial word
+/// dropped): the bytes themselves when they are 8-byte aligned on a
+/// little-endian machine, else copied into `buf`.
+fn words_of<'b>(bytes: &'b [u8], buf: &'b mut Vec<u64>) -> &'b [u64] {
+    let whole = &bytes[..bytes.len() / 8 * 8];
+    if cfg!(target_endian = "little") {
+        // SAFETY: every bit pattern is a valid u64; `align_to` gives the
+        // aligned middle only where the alignment allows it.
+        let (head, middle, tail) = unsafe { whole.align_to::<u64>() };
+        if head.is_empty() && tail.is_empty() {
+            return middle;
+        }
+    }
+    buf.clear();
+    buf.extend(
+        whole
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8]))),
+    );
+    buf
 }
 
 impl ThreadDecoder {
@@ -123,7 +150,14 @@ impl ThreadDecoder {
             said_unknown_tag: false,
             said_unknown_op: false,
             said_bad_peer: false,
+            spare: None,
+            words: Vec::new(),
         }
+    }
+
+    /// Keeps `ev` (stored in the columns already) for the next call.
+    fn recycle(&mut self, ev: Box<MpiEvent>) {
+        self.spare = Some(ev);
     }
 
     /// The current time as CLOCK_MONOTONIC ns of the rank.
@@ -169,10 +203,20 @@ impl ThreadDecoder {
     ) {
         self.time = base;
         self.last_site = None;
-        let words: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))
-            .collect();
+        let mut words = std::mem::take(&mut self.words);
+        let view = words_of(bytes, &mut words);
+        self.decode_words(view, events, comms, damage);
+        self.words = words;
+    }
+
+    /// [`ThreadDecoder::chunk`] on the chunk's words.
+    fn decode_words(
+        &mut self,
+        words: &[u64],
+        events: &mut MpiEvents,
+        comms: &mut BTreeMap<u64, Vec<Option<u32>>>,
+        damage: &mut Vec<String>,
+    ) {
         let mut i = 0usize;
         while i < words.len() {
             let word = words[i];
@@ -217,7 +261,8 @@ impl ThreadDecoder {
                             prev.enter_ns
                         ));
                         prev.exit_ns = prev.enter_ns;
-                        events.push(prev);
+                        events.push_ref(&prev.as_ref_parts());
+                        self.recycle(prev);
                     }
                     // the compact form leaves out a repeated call site
                     let (site, rest) = if hd.small & f::SMALL_COMPACT != 0 {
@@ -238,13 +283,37 @@ impl ThreadDecoder {
                     if let Some(site) = site {
                         self.last_site = Some(site);
                     }
-                    match site.and_then(|site| self.enter(op, site, rest)) {
-                        Some(ev) => self.open = Some(ev),
-                        None => damage.push(format!(
-                            "thread {}: {} record too short (corrupt); call skipped",
-                            self.tid,
-                            op.name()
-                        )),
+                    let mut ev = self.spare.take().unwrap_or_else(|| {
+                        Box::new(MpiEvent {
+                            op,
+                            tid: self.tid,
+                            enter_ns: 0,
+                            exit_ns: 0,
+                            site: 0,
+                            comm: crate::mpi::WORLD_COMM,
+                            root: None,
+                            coll_bytes_sent: 0,
+                            coll_bytes_recv: 0,
+                            send: None,
+                            recv: None,
+                            starts: Vec::new(),
+                            completions: Vec::new(),
+                            created_comm: None,
+                            return_code: 0,
+                            probed: None,
+                            request: 0,
+                        })
+                    });
+                    match site.map(|site| self.enter(&mut ev, op, site, rest)) {
+                        Some(true) => self.open = Some(ev),
+                        _ => {
+                            self.recycle(ev);
+                            damage.push(format!(
+                                "thread {}: {} record too short (corrupt); call skipped",
+                                self.tid,
+                                op.name()
+                            ))
+                        }
                     }
                 }
                 f::REC_COMPLETION => {
@@ -374,11 +443,8 @@ impl ThreadDecoder {
                         }
                         _ => {}
                     }
-                    // the lists grew one record at a time: keep them at
-                    // their exact size (a vector's first push reserves 4)
-                    ev.completions.shrink_to_fit();
-                    ev.starts.shrink_to_fit();
-                    events.push(ev);
+                    events.push_ref(&ev.as_ref_parts());
+                    self.recycle(ev);
                 }
                 f::REC_COMM => {
                     let [id, size_first, packed @ ..] = p else {
@@ -430,31 +496,32 @@ impl ThreadDecoder {
 
     /// The event an ENTER record starts, at call site `site`, with `q`
     /// the record's payload after the site; `None` when it is short.
-    pub(super) fn enter(&mut self, op: MpiOp, site: u64, q: &[u64]) -> Option<MpiEvent> {
-        let mut ev = MpiEvent {
-            op,
-            tid: self.tid,
-            enter_ns: self.now_ns(),
-            exit_ns: self.now_ns(),
-            site,
-            comm: crate::mpi::WORLD_COMM,
-            root: None,
-            coll_bytes_sent: 0,
-            coll_bytes_recv: 0,
-            send: None,
-            recv: None,
-            starts: Vec::new(),
-            completions: Vec::new(),
-            created_comm: None,
-            return_code: 0,
-            probed: None,
-            request: 0,
-        };
+    /// Fills `ev` with the call `op` entered now at `site`, from the
+    /// record's words `q` after the site; false when `q` is too short
+    /// (corrupt).
+    pub(super) fn enter(&mut self, ev: &mut MpiEvent, op: MpiOp, site: u64, q: &[u64]) -> bool {
+        ev.op = op;
+        ev.tid = self.tid;
+        ev.enter_ns = self.now_ns();
+        ev.exit_ns = ev.enter_ns;
+        ev.site = site;
+        ev.comm = crate::mpi::WORLD_COMM;
+        ev.root = None;
+        ev.coll_bytes_sent = 0;
+        ev.coll_bytes_recv = 0;
+        ev.send = None;
+        ev.recv = None;
+        ev.starts.clear();
+        ev.completions.clear();
+        ev.created_comm = None;
+        ev.return_code = 0;
+        ev.probed = None;
+        ev.request = 0;
         match class_of(op) {
             Class::None | Class::WaitTest => {}
             Class::Send { blocking } => {
                 let [comm, pt, bytes, ..] = q else {
-                    return None;
+                    return false;
                 };
                 let (dest, tag) = f::peer_tag(*pt);
                 self.check_peer(dest);
@@ -466,12 +533,12 @@ impl ThreadDecoder {
                     request: 0,
                 });
                 if blocking {
-                    ev.completions = vec![send_completion(dest, tag, *bytes)];
+                    ev.completions.push(send_completion(dest, tag, *bytes));
                 }
             }
             Class::Recv { .. } => {
                 let [comm, pt, bytes, ..] = q else {
-                    return None;
+                    return false;
                 };
                 let (source, tag) = f::peer_tag(*pt);
                 self.check_peer(source);
@@ -485,7 +552,7 @@ impl ThreadDecoder {
             }
             Class::SendRecv => {
                 let [comm, spt, sbytes, rpt, rbytes, ..] = q else {
-                    return None;
+                    return false;
                 };
                 let (dest, stag) = f::peer_tag(*spt);
                 let (source, rtag) = f::peer_tag(*rpt);
@@ -504,17 +571,17 @@ impl ThreadDecoder {
                     bytes: *rbytes,
                     request: 0,
                 });
-                ev.completions = vec![send_completion(dest, stag, *sbytes)];
+                ev.completions.push(send_completion(dest, stag, *sbytes));
             }
             Class::Probe => {
                 let [comm, _pt, ..] = q else {
-                    return None;
+                    return false;
                 };
                 ev.comm = *comm;
             }
             Class::Collective => {
                 let [comm, root, sent, recv, ..] = q else {
-                    return None;
+                    return false;
                 };
                 ev.comm = *comm;
                 let root = *root as u32 as i32;
@@ -523,16 +590,19 @@ impl ThreadDecoder {
                 ev.coll_bytes_recv = *recv;
             }
             Class::CommCreate | Class::CommFree | Class::CommIdup | Class::Abort => {
-                ev.comm = *q.first()?;
+                let Some(&comm) = q.first() else {
+                    return false;
+                };
+                ev.comm = comm;
             }
             Class::PersistentInit => {
                 let [comm, _pt, _bytes, ..] = q else {
-                    return None;
+                    return false;
                 };
                 ev.comm = *comm;
             }
         }
-        Some(ev)
+        true
     }
 
     /// Remembers an untranslatable peer (reported once per thread).

@@ -48,18 +48,43 @@ pub struct PathSegment {
     pub event: u32,
 }
 
-/// The critical path of a recording ([`critical_path`]).
+/// The critical path of a recording ([`critical_path`]), summed as it is
+/// walked: the segments themselves are not kept (for the 2.2 million calls
+/// of docs/benchmarks.md's hpcc recording they took 44 MB at 40 bytes
+/// each); [`CriticalPathAnalysis::for_each_segment`] walks the path again
+/// for a caller that needs them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CriticalPathAnalysis {
-    /// The path, in time order.
-    pub segments: Vec<PathSegment>,
+    /// Segments on the path.
+    pub segments: u64,
     /// Jumps from a waiting rank to the late rank.
     pub jumps: u64,
     /// Rank index where the walk started (the one that finished last).
     pub end_ri: Option<usize>,
+    /// Rank index of the path's first segment (where it begins in time).
+    pub start_ri: Option<usize>,
+    /// Per world rank on the path: its time inside MPI calls (outside
+    /// wait states) and computing between them, ns.
+    pub by_rank: FxHashMap<u32, (u64, u64)>,
+    /// Per region on the path: its time on the path, ns, and the world
+    /// ranks whose part of the path passes through it.
+    pub by_region: FxHashMap<Region, (u64, Vec<u32>)>,
     /// Per rank index: its time per region outside wait states, ns (the
     /// per-process profile the imbalance is measured against).
     pub profiles: Vec<FxHashMap<Region, u64>>,
+    /// Where the backward walk starts: rank index and time, ns.
+    start: Option<(usize, u64)>,
+}
+
+impl CriticalPathAnalysis {
+    /// Walks the path again over `tl` (the time lines it was found on) and
+    /// gives every segment to `f`, latest first. O(events of the ranks on
+    /// the path), no memory per segment.
+    pub fn for_each_segment(&self, tl: &Timeline<'_>, f: impl FnMut(PathSegment)) {
+        if let Some(start) = self.start {
+            walk_path(tl, start, f);
+        }
+    }
 }
 
 /// Walks the critical path of `tl` (see the module docs).
@@ -87,10 +112,9 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
         ..CriticalPathAnalysis::default()
     };
     let last_exit = |ri: usize| {
-        ranks[ri]
-            .events
-            .iter()
-            .map(|e| e.exit_ns.max(e.enter_ns))
+        let evs = &ranks[ri].events;
+        (0..evs.len())
+            .map(|i| evs.exit_ns(i).max(evs.enter_ns(i)))
             .max()
     };
     let Some(start) = (0..ranks.len())
@@ -101,16 +125,29 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
         return out;
     };
     out.end_ri = Some(start.0);
-    // Walked twice: once to count the segments, once to store them in a
-    // vector of exactly that size (a growing vector holds one and a half
-    // times its final size while it moves: 100 MB for the 2.2 million
-    // calls of docs/benchmarks.md's hpcc recording).
-    let mut n = 0usize;
-    walk_path(tl, start, |_| n += 1);
-    let mut segs: Vec<PathSegment> = Vec::with_capacity(n);
-    out.jumps = walk_path(tl, start, |s| segs.push(s));
-    segs.reverse();
-    out.segments = segs;
+    out.start = Some(start);
+    let (mut by_rank, mut by_region) = (FxHashMap::default(), FxHashMap::default());
+    let (mut segments, mut first) = (0u64, None);
+    out.jumps = walk_path(tl, start, |s| {
+        segments += 1;
+        first = Some(s.ri as usize); // latest first: the last one begins the path
+        let d = s.end_ns - s.start_ns;
+        let rank = ranks[s.ri as usize].rank;
+        let e: &mut (u64, u64) = by_rank.entry(rank).or_default();
+        match s.region {
+            Region::Call(_) => e.0 += d,
+            Region::Compute(..) => e.1 += d,
+        }
+        let e: &mut (u64, Vec<u32>) = by_region.entry(s.region).or_default();
+        e.0 += d;
+        if !e.1.contains(&rank) {
+            e.1.push(rank);
+        }
+    });
+    out.segments = segments;
+    out.start_ri = first;
+    out.by_rank = by_rank;
+    out.by_region = by_region;
     out
 }
 
@@ -126,6 +163,9 @@ fn walk_path(tl: &Timeline<'_>, start: (usize, u64), mut emit: impl FnMut(PathSe
     // Per rank: the earliest call the path has reached there.
     let mut floor: Vec<usize> = ranks.iter().map(|r| r.events.len() + 1).collect();
     floor[ri] = pos;
+    // Per rank: where in its wait list the walk is (it goes backward on
+    // every rank, so each list is passed once).
+    let mut cursor: Vec<usize> = (0..ranks.len()).map(|r| tl.wait_list(r).len()).collect();
     let mut next_site = NO_SITE;
     while pos > 0 {
         let i = pos - 1;
@@ -142,8 +182,11 @@ fn walk_path(tl: &Timeline<'_>, start: (usize, u64), mut emit: impl FnMut(PathSe
             });
         }
         t = t.min(exit);
-        let wait = tl.wait_ns(ri, i);
-        let jump = tl.wait_index(ri, i).and_then(|k| {
+        let k = wait_cursor(tl.wait_list(ri), &mut cursor[ri], i);
+        let wait = k.map_or(0, |k| {
+            tl.waits[k].wait_ns.min(exit_ns.saturating_sub(enter_ns))
+        });
+        let jump = k.and_then(|k| {
             let w = &tl.waits[k];
             let di = *tl.index.get(&w.cause)?;
             let ed = w.cause_event?;
@@ -181,6 +224,24 @@ fn walk_path(tl: &Timeline<'_>, start: (usize, u64), mut emit: impl FnMut(PathSe
         }
     }
     jumps
+}
+
+/// The wait state counted in call `i` of a rank whose wait list is
+/// `list` ([`Timeline::wait_list`]): its index in [`Timeline::waits`].
+/// `cur` is where the previous lookup left off: moving it to `i` costs the
+/// number of wait states passed, so a walk in one direction costs
+/// O(calls + wait states) in all.
+fn wait_cursor(list: &[(u32, u32)], cur: &mut usize, i: usize) -> Option<usize> {
+    while *cur < list.len() && list[*cur].0 as usize <= i {
+        *cur += 1;
+    }
+    while *cur > 0 && list[*cur - 1].0 as usize > i {
+        *cur -= 1;
+    }
+    match list.get(cur.checked_sub(1)?) {
+        Some(&(e, k)) if e as usize == i => Some(k as usize),
+        _ => None,
+    }
 }
 
 /// One rank on the critical path (JSON `mpi.critical_path.by_rank[]`).
@@ -254,37 +315,20 @@ pub fn critical_path_report(tl: &Timeline<'_>, cp: &CriticalPathAnalysis) -> Mpi
     let mut r = MpiCriticalPathReport {
         jumps: cp.jumps,
         end_rank: cp.end_ri.map(|ri| ranks[ri].rank),
-        start_rank: cp.segments.first().map(|s| ranks[s.ri as usize].rank),
+        start_rank: cp.start_ri.map(|ri| ranks[ri].rank),
         ..MpiCriticalPathReport::default()
     };
-    let mut by_rank: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
-    let mut by_region: FxHashMap<Region, (u64, Vec<u32>)> = FxHashMap::default();
-    for s in &cp.segments {
-        let d = s.end_ns - s.start_ns;
-        let rank = ranks[s.ri as usize].rank;
-        let e = by_rank.entry(rank).or_default();
-        match s.region {
-            Region::Call(_) => {
-                e.0 += d;
-                r.mpi_ns += d;
-            }
-            Region::Compute(..) => {
-                e.1 += d;
-                r.compute_ns += d;
-            }
-        }
-        let e = by_region.entry(s.region).or_default();
-        e.0 += d;
-        if !e.1.contains(&rank) {
-            e.1.push(rank);
-        }
+    for &(m, c) in cp.by_rank.values() {
+        r.mpi_ns += m;
+        r.compute_ns += c;
     }
     r.length_ns = r.mpi_ns + r.compute_ns;
     let len = r.length_ns;
     let share = |x: u64| if len > 0 { x as f64 / len as f64 } else { 0.0 };
-    r.by_rank = by_rank
-        .into_iter()
-        .map(|(rank, (m, c))| MpiPathRankRow {
+    r.by_rank = cp
+        .by_rank
+        .iter()
+        .map(|(&rank, &(m, c))| MpiPathRankRow {
             rank,
             ns: m + c,
             mpi_ns: m,
@@ -301,11 +345,12 @@ pub fn critical_path_report(tl: &Timeline<'_>, cp: &CriticalPathAnalysis) -> Mpi
         .filter(|(ri, _)| tl.index.get(&ranks[*ri].rank) == Some(ri))
         .count()
         .max(1) as u64;
-    let mut regions: Vec<(Region, (u64, Vec<u32>))> = by_region.into_iter().collect();
-    regions.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+    let mut regions: Vec<(&Region, &(u64, Vec<u32>))> = cp.by_region.iter().collect();
+    regions.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
     r.by_region = regions
         .into_iter()
-        .filter_map(|(reg, (ns, rs))| {
+        .filter_map(|(&reg, (ns, rs))| {
+            let ns = *ns;
             let total: u64 = cp.profiles.iter().filter_map(|p| p.get(&reg)).sum();
             let avg = total / traced;
             let imbalance = ns.saturating_sub(avg);

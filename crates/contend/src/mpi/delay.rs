@@ -255,11 +255,13 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
             continue;
         };
         let from = intervals[i].1.map_or(0, |a| a + 1);
-        for ev in from..e_d {
-            if let Some(k) = tl.wait_index(di, ev) {
-                feeds[i].push(k as u32);
-                indegree[k] += 1;
-            }
+        // the causing rank's wait states in calls from..e_d
+        let list = tl.wait_list(di);
+        let a = list.partition_point(|&(e, _)| (e as usize) < from);
+        let b = list.partition_point(|&(e, _)| (e as usize) < e_d);
+        for &(_, k) in list.get(a..b).unwrap_or(&[]) {
+            feeds[i].push(k);
+            indegree[k as usize] += 1;
         }
     }
     // Backward replay in dependency order; among the ready ones, by the

@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::critical_path::CriticalPathAnalysis;
+use super::timeline::Timeline;
 use crate::locks::critical_path::WindowWalker;
 use crate::locks::LockEvents;
 use contend_trace::mpi::MpiRecording;
@@ -63,10 +64,12 @@ pub struct MpiPathLocks {
     pub by_site: Vec<MpiPathLockSite>,
 }
 
-/// The lock events of `locks` on the critical path `cp` of `rec` (see the
-/// module docs); `None` when no rank's process has a lock trace.
+/// The lock events of `locks` on the critical path `cp` of `rec`, found on
+/// the time lines `tl` (see the module docs); `None` when no rank's
+/// process has a lock trace.
 pub fn locks_on_path(
     rec: &MpiRecording,
+    tl: &Timeline<'_>,
     cp: &CriticalPathAnalysis,
     locks: &LockEvents,
     path_ns: u64,
@@ -86,13 +89,13 @@ pub fn locks_on_path(
     }
     let walker = WindowWalker::new(set);
     let mut on_path: rustc_hash::FxHashSet<usize> = Default::default();
-    for s in &cp.segments {
+    cp.for_each_segment(tl, |s| {
         let t = &rec.ranks[s.ri as usize];
         let Some(e) = t.events.get(s.event as usize) else {
-            continue;
+            return;
         };
         let Some(&th) = threads.get(&(t.pid, e.tid)) else {
-            continue;
+            return;
         };
         // The lock trace is on the rank's own clock; the MPI time line
         // is rank 0's (the offset measured at MPI_Init; 0 on one node).
@@ -100,7 +103,7 @@ pub fn locks_on_path(
         walker.walk(th, local(s.start_ns), local(s.end_ns), |i| {
             on_path.insert(i);
         });
-    }
+    });
     let mut out = MpiPathLocks {
         ranks_with_locks,
         ..MpiPathLocks::default()

@@ -87,8 +87,11 @@ impl Analyzer for MpiAnalyzer {
         );
         let mut report = report;
         if let Some(locks) = cx.earlier::<crate::locks::LockEvents>() {
+            // the time lines again (the report's are gone with its memory)
+            let tl = timeline::Timeline::new(mpi, &analysis, &passes.sites, &cx.options.mpi);
             report.critical_path.locks = hybrid::locks_on_path(
                 mpi,
+                &tl,
                 &passes.critical_path,
                 locks,
                 report.critical_path.length_ns,

@@ -567,45 +567,43 @@ pub fn build_report_with(
             ..MpiRankRow::default()
         };
         row.caused_ns = row.p2p_caused_ns + row.collective_caused_ns;
-        let first = t.events.iter().map(|e| e.enter_ns).min();
-        let last = t.events.iter().map(|e| e.exit_ns.max(e.enter_ns)).max();
+        let evs = &t.events;
+        let n = evs.len();
+        let first = (0..n).map(|i| evs.enter_ns(i)).min();
+        let last = (0..n).map(|i| evs.exit_ns(i).max(evs.enter_ns(i))).max();
         if let (Some(a), Some(b)) = (first, last) {
             row.span_ns = b.saturating_sub(a);
         }
         total_span += row.span_ns;
         // The program's own running time: from the end of MPI_Init to the
         // start of MPI_Finalize, where the rank has them.
-        let init_end = t
-            .events
-            .iter()
-            .filter(|e| matches!(e.op, MpiOp::Init | MpiOp::InitThread))
-            .map(|e| e.exit_ns)
+        let init_end = (0..n)
+            .filter(|&i| matches!(evs.op(i), MpiOp::Init | MpiOp::InitThread))
+            .map(|i| evs.exit_ns(i))
             .max()
             .or(first);
-        let fin_start = t
-            .events
-            .iter()
-            .filter(|e| e.op == MpiOp::Finalize)
-            .map(|e| e.enter_ns)
+        let fin_start = (0..n)
+            .filter(|&i| evs.op(i) == MpiOp::Finalize)
+            .map(|i| evs.enter_ns(i))
             .min()
             .or(last);
         let app_ns = match (init_end, fin_start) {
             (Some(a), Some(b)) if b > a => b - a,
             _ => row.span_ns,
         };
-        for (ei, e) in t.events.iter().enumerate() {
-            let d = e.exit_ns.saturating_sub(e.enter_ns);
+        for c in tl.calls(ri, 0..n) {
+            let d = c.duration_ns();
             row.duration_ns += d;
-            if matches!(e.op, MpiOp::Init | MpiOp::InitThread | MpiOp::Finalize) {
+            if matches!(c.op, MpiOp::Init | MpiOp::InitThread | MpiOp::Finalize) {
                 row.init_finalize_ns += d;
             } else {
                 row.mpi_ns += d;
             }
-            let waited = tl.wait_index(ri, ei).map(|k| &tl.waits[k]);
+            let waited = c.wait.map(|(k, _)| &tl.waits[k]);
             let wait = waited.map(|w| w.wait_ns);
-            if is_p2p_op(e.op) {
+            if is_p2p_op(c.op) {
                 p2p.add(d);
-            } else if e.op.is_collective() {
+            } else if c.op.is_collective() {
                 coll.add(d);
             }
             // by pattern: a nonblocking collective waits in a Wait* call
@@ -620,7 +618,7 @@ pub fn build_report_with(
                 }
                 None => {}
             }
-            let (srow, ranks) = &mut site_rows[tl.site(ri, ei) as usize];
+            let (srow, ranks) = &mut site_rows[c.site as usize];
             srow.events += 1;
             srow.duration_ns += d;
             if let Some(w) = wait {

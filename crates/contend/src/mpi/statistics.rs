@@ -296,16 +296,26 @@ pub fn site_rank_statistics(
         if tl.index.get(&t.rank) != Some(&ri) {
             continue;
         }
-        for (ei, e) in t.events.iter().enumerate() {
-            let d = e.exit_ns.saturating_sub(e.enter_ns);
-            let a = m.entry((tl.site(ri, ei), t.rank)).or_default();
+        // per site id of this rank (a dense table: sites are few)
+        let mut by_site: Vec<Acc> = Vec::new();
+        for c in tl.calls(ri, 0..t.events.len()) {
+            let d = c.duration_ns();
+            let a = match dense_slot(&mut by_site, c.site) {
+                Some(a) => a,
+                None => m.entry((c.site, t.rank)).or_default(),
+            };
             if a.n == 0 || d < a.min {
                 a.min = d;
             }
             a.max = a.max.max(d);
             a.n += 1;
             a.sum += d;
-            a.wait += tl.wait_ns(ri, ei);
+            a.wait += c.wait.map_or(0, |(_, ns)| ns);
+        }
+        for (site, a) in by_site.into_iter().enumerate() {
+            if a.n > 0 {
+                m.insert((site as u32, t.rank), a);
+            }
         }
     }
     let frac = |x: u64, of: Option<&u64>| match of {
@@ -343,4 +353,17 @@ pub fn site_rank_statistics(
             .then(a.rank.cmp(&b.rank))
     });
     rows
+}
+
+/// The entry for `site` of a table indexed by site id, grown as needed;
+/// `None` for [`super::timeline::NO_SITE`].
+fn dense_slot<T: Default>(table: &mut Vec<T>, site: u32) -> Option<&mut T> {
+    if site == super::timeline::NO_SITE {
+        return None;
+    }
+    let i = site as usize;
+    if table.len() <= i {
+        table.resize_with(i + 1, T::default);
+    }
+    table.get_mut(i)
 }

@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 
 use contend_trace::mpi::{MpiEvents, MpiOp, MpiRecording};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::analysis::{MpiAnalysis, WaitState};
 use super::report::{MpiOptions, SiteResolver};
@@ -37,7 +37,6 @@ use crate::symbols::ResolvedSite;
 /// "No call site": the start of a rank's trace as the first end of a
 /// computation region.
 pub const NO_SITE: u32 = u32::MAX;
-const NONE: u32 = u32::MAX;
 
 /// A region of a rank's time line (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,9 +55,13 @@ pub enum Region {
 pub struct SiteTable {
     /// Per site id: the MPI function and the resolved location.
     pub sites: Vec<(MpiOp, ResolvedSite)>,
-    /// Per rank trace (indexed like [`MpiRecording::ranks`]), per event:
-    /// its site id.
-    pub per_rank: Vec<Vec<u32>>,
+    /// Per rank trace (indexed like [`MpiRecording::ranks`]), per
+    /// interned call site of its events ([`MpiEvents::site_slot`]): the
+    /// site id for each MPI function called there (one, unless a return
+    /// address is shared by several functions). Per site, not per event:
+    /// 4 bytes per call less (9 MB for docs/benchmarks.md's hpcc
+    /// recording).
+    per_rank: Vec<Vec<Vec<(MpiOp, u32)>>>,
 }
 
 impl SiteTable {
@@ -72,37 +75,50 @@ impl SiteTable {
         let mut by_key: HashMap<(String, String, MpiOp), u32> = HashMap::new();
         let mut table = SiteTable::default();
         for t in &rec.ranks {
-            let mut per_event = Vec::with_capacity(t.events.len());
-            for e in &t.events {
-                let si = *resolved.entry((t.pid, e.site)).or_insert_with(|| {
-                    infos.push(if e.site == 0 {
+            let mut per_slot: Vec<Vec<(MpiOp, u32)>> = vec![Vec::new(); t.events.site_slots()];
+            for i in 0..t.events.len() {
+                let (slot, op) = (t.events.site_slot(i), t.events.op(i));
+                let known = &mut per_slot[slot as usize];
+                if known.iter().any(|&(o, _)| o == op) {
+                    continue;
+                }
+                let site = t.events.site_address(slot).unwrap_or(0);
+                let si = *resolved.entry((t.pid, site)).or_insert_with(|| {
+                    infos.push(if site == 0 {
                         ResolvedSite {
                             debug: "none",
                             display: "unknown".into(),
                             ..ResolvedSite::default()
                         }
                     } else {
-                        resolver.site(t.pid, e.site)
+                        resolver.site(t.pid, site)
                     });
                     infos.len() - 1
                 });
-                let id = *ids.entry((si, e.op)).or_insert_with(|| {
+                let id = *ids.entry((si, op)).or_insert_with(|| {
                     let s = &infos[si];
-                    let key = (
-                        s.display.clone(),
-                        s.module.clone().unwrap_or_default(),
-                        e.op,
-                    );
+                    let key = (s.display.clone(), s.module.clone().unwrap_or_default(), op);
                     *by_key.entry(key).or_insert_with(|| {
-                        table.sites.push((e.op, s.clone()));
+                        table.sites.push((op, s.clone()));
                         (table.sites.len() - 1) as u32
                     })
                 });
-                per_event.push(id);
+                per_slot[slot as usize].push((op, id));
             }
-            table.per_rank.push(per_event);
+            table.per_rank.push(per_slot);
         }
         table
+    }
+
+    /// The site id of the calls of `op` at interned call site `slot` of
+    /// rank index `ri` ([`MpiEvents::site_slot`]); [`NO_SITE`] for a
+    /// rank, slot or function this table was not resolved with.
+    pub fn id(&self, ri: usize, slot: u32, op: MpiOp) -> u32 {
+        self.per_rank
+            .get(ri)
+            .and_then(|r| r.get(slot as usize))
+            .and_then(|ops| ops.iter().find(|&&(o, _)| o == op))
+            .map_or(NO_SITE, |&(_, id)| id)
     }
 
     /// `MPI_Send at main (app.c:12)`; `start` for [`NO_SITE`].
@@ -142,9 +158,12 @@ pub struct Timeline<'a> {
     /// The wait states counted (at least their threshold), in the order of
     /// [`MpiAnalysis::waits`].
     pub waits: Vec<WaitState>,
-    /// Per rank index, per event: index into `waits` of the wait state
-    /// counted in that call, `u32::MAX` for none.
-    wait_at: Vec<Vec<u32>>,
+    /// Per rank index: (event, index into `waits`) of the wait states
+    /// counted in its calls, in order of event (at most one per call).
+    /// Per wait state, not per call: wait states are rare (17 k among the
+    /// 2.2 million calls of docs/benchmarks.md's hpcc recording), and a
+    /// lookup is a binary search.
+    wait_at: Vec<Vec<(u32, u32)>>,
     /// Per site id: listed in the per-site tables (`--site`); `None`: all.
     keep: Option<Vec<bool>>,
 }
@@ -162,12 +181,9 @@ impl<'a> Timeline<'a> {
         for (i, t) in rec.ranks.iter().enumerate() {
             index.entry(t.rank).or_insert(i);
         }
-        let mut wait_at: Vec<Vec<u32>> = rec
-            .ranks
-            .iter()
-            .map(|t| vec![NONE; t.events.len()])
-            .collect();
+        let mut wait_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); rec.ranks.len()];
         let mut waits = Vec::new();
+        let mut counted: FxHashSet<(usize, u32)> = FxHashSet::default();
         for w in &analysis.waits {
             if w.wait_ns == 0 || w.wait_ns < opts.threshold(w.pattern) {
                 continue;
@@ -175,14 +191,17 @@ impl<'a> Timeline<'a> {
             let Some(&ri) = index.get(&w.rank) else {
                 continue;
             };
-            let Some(slot) = wait_at[ri].get_mut(w.event) else {
+            let Ok(event) = u32::try_from(w.event) else {
                 continue;
             };
-            if *slot != NONE {
+            if w.event >= rec.ranks[ri].events.len() || !counted.insert((ri, event)) {
                 continue; // one wait per call (the analysis gives one)
             }
-            *slot = waits.len() as u32;
+            wait_at[ri].push((event, waits.len() as u32));
             waits.push(*w);
+        }
+        for at in &mut wait_at {
+            at.sort_unstable();
         }
         Timeline {
             rec,
@@ -225,32 +244,64 @@ impl<'a> Timeline<'a> {
     /// The site id of event `ev` of rank index `ri` ([`NO_SITE`] if the
     /// table has none).
     pub fn site(&self, ri: usize, ev: usize) -> u32 {
-        self.sites
-            .per_rank
-            .get(ri)
-            .and_then(|v| v.get(ev))
-            .copied()
-            .unwrap_or(NO_SITE)
+        match self.rec.ranks.get(ri) {
+            Some(t) if ev < t.events.len() => {
+                self.sites.id(ri, t.events.site_slot(ev), t.events.op(ev))
+            }
+            _ => NO_SITE,
+        }
+    }
+
+    /// The calls `range` of rank index `ri` in order, each with its times,
+    /// function, site id and counted wait state ([`CallBrief`]): what the
+    /// per-call passes need, read from the call columns without building
+    /// each call's whole view, and the wait states met in order instead of
+    /// searched. The range is cut to the rank's calls.
+    pub fn calls(&self, ri: usize, range: std::ops::Range<usize>) -> Calls<'_, 'a> {
+        let len = self.rec.ranks.get(ri).map_or(0, |t| t.events.len());
+        let range = range.start.min(len)..range.end.min(len);
+        let waits = self.wait_at.get(ri).map_or(&[][..], |w| &w[..]);
+        let next_wait = waits.partition_point(|&(e, _)| (e as usize) < range.start);
+        Calls {
+            tl: self,
+            ri,
+            range,
+            waits,
+            next_wait,
+        }
+    }
+
+    /// The wait states counted in the calls of rank index `ri`: (event,
+    /// index into [`Timeline::waits`]), in order of event.
+    pub fn wait_list(&self, ri: usize) -> &[(u32, u32)] {
+        self.wait_at.get(ri).map_or(&[][..], |w| &w[..])
     }
 
     /// Index into [`Timeline::waits`] of the wait state counted in event
     /// `ev` of rank index `ri`.
     pub fn wait_index(&self, ri: usize, ev: usize) -> Option<usize> {
-        match self.wait_at.get(ri).and_then(|v| v.get(ev)) {
-            Some(&i) if i != NONE => Some(i as usize),
-            _ => None,
-        }
+        let at = self.wait_at.get(ri)?;
+        let ev = u32::try_from(ev).ok()?;
+        at.binary_search_by_key(&ev, |&(event, _)| event)
+            .ok()
+            .map(|j| at[j].1 as usize)
     }
 
     /// The wait counted in event `ev` of rank index `ri`, ns (0 for none),
     /// never more than the call's duration.
     pub fn wait_ns(&self, ri: usize, ev: usize) -> u64 {
-        let d = self
-            .events(ri)
-            .get(ev)
-            .map_or(0, |e| e.exit_ns.saturating_sub(e.enter_ns));
-        self.wait_index(ri, ev)
-            .map_or(0, |i| self.waits[i].wait_ns.min(d))
+        let Some(k) = self.wait_index(ri, ev) else {
+            return 0;
+        };
+        self.capped_wait_ns(ri, ev, k)
+    }
+
+    /// Wait state `k` of event `ev` (which exists) of rank index `ri`, ns,
+    /// never more than the call's duration.
+    fn capped_wait_ns(&self, ri: usize, ev: usize, k: usize) -> u64 {
+        let evs = self.events(ri);
+        let d = evs.exit_ns(ev).saturating_sub(evs.enter_ns(ev));
+        self.waits[k].wait_ns.min(d)
     }
 
     /// Walks the time of rank index `ri` from the end of event `from`
@@ -276,27 +327,24 @@ impl<'a> Timeline<'a> {
                 (a + 1, evs.exit_ns(a).max(evs.enter_ns(a)), self.site(ri, a))
             }
             Some(_) => return,
-            None => match evs.first() {
-                Some(e) => (0, e.enter_ns, NO_SITE),
-                None => return,
-            },
+            None if evs.is_empty() => return,
+            None => (0, evs.enter_ns(0), NO_SITE),
         };
-        for (i, e) in evs.iter().enumerate().take(end).skip(first) {
-            let site = self.site(ri, i);
-            let gap = e.enter_ns.saturating_sub(reach);
+        for c in self.calls(ri, first..end) {
+            let gap = c.enter_ns.saturating_sub(reach);
             if gap > 0 {
-                region(Region::Compute(prev_site, site), gap);
+                region(Region::Compute(prev_site, c.site), gap);
             }
-            let d = e.exit_ns.saturating_sub(e.enter_ns);
-            let w = self.wait_ns(ri, i);
+            let d = c.duration_ns();
+            let w = c.wait.map_or(0, |(_, ns)| ns);
             if w > 0 {
-                wait(i, w);
+                wait(c.event, w);
             }
             if d > w {
-                region(Region::Call(site), d - w);
+                region(Region::Call(c.site), d - w);
             }
-            reach = reach.max(e.exit_ns.max(e.enter_ns));
-            prev_site = site;
+            reach = reach.max(c.exit_ns.max(c.enter_ns));
+            prev_site = c.site;
         }
         if let Some(t) = to.filter(|&t| t < evs.len()) {
             let gap = evs.enter_ns(t).saturating_sub(reach);
@@ -304,5 +352,75 @@ impl<'a> Timeline<'a> {
                 region(Region::Compute(prev_site, self.site(ri, t)), gap);
             }
         }
+    }
+}
+
+/// One call as [`Timeline::calls`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallBrief {
+    /// Index in the rank's events.
+    pub event: usize,
+    /// The MPI function.
+    pub op: MpiOp,
+    /// Entry, ns on the common time line.
+    pub enter_ns: u64,
+    /// Exit, ns.
+    pub exit_ns: u64,
+    /// Site id ([`SiteTable`]; [`NO_SITE`] when unresolved).
+    pub site: u32,
+    /// The wait state counted in the call: its index in
+    /// [`Timeline::waits`] and its wait, ns, never more than the call's
+    /// duration.
+    pub wait: Option<(usize, u64)>,
+}
+
+impl CallBrief {
+    /// Exit − entry, ns (0 for a call that never returned).
+    pub fn duration_ns(&self) -> u64 {
+        self.exit_ns.saturating_sub(self.enter_ns)
+    }
+}
+
+/// The iterator of [`Timeline::calls`].
+pub struct Calls<'t, 'a> {
+    tl: &'t Timeline<'a>,
+    ri: usize,
+    range: std::ops::Range<usize>,
+    waits: &'t [(u32, u32)],
+    next_wait: usize,
+}
+
+impl Iterator for Calls<'_, '_> {
+    type Item = CallBrief;
+
+    fn next(&mut self) -> Option<CallBrief> {
+        let i = self.range.next()?;
+        let evs = self.tl.events(self.ri);
+        let (enter_ns, exit_ns, op) = (evs.enter_ns(i), evs.exit_ns(i), evs.op(i));
+        let wait = match self.waits.get(self.next_wait) {
+            Some(&(e, k)) if e as usize == i => {
+                self.next_wait += 1;
+                let k = k as usize;
+                Some((
+                    k,
+                    self.tl.waits[k]
+                        .wait_ns
+                        .min(exit_ns.saturating_sub(enter_ns)),
+                ))
+            }
+            _ => None,
+        };
+        Some(CallBrief {
+            event: i,
+            op,
+            enter_ns,
+            exit_ns,
+            site: self.tl.sites.id(self.ri, evs.site_slot(i), op),
+            wait,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.range.size_hint()
     }
 }

@@ -166,10 +166,12 @@ pub(super) fn collective_waits(
         if world.index.get(&t.rank) != Some(&ri) {
             continue;
         }
-        for (ei, e) in t.events.iter().enumerate() {
-            if e.op.is_collective() && e.comm != SELF_COMM {
+        let evs = &t.events;
+        for ei in 0..evs.len() {
+            let comm = evs.comm(ei);
+            if evs.op(ei).is_collective() && comm != SELF_COMM {
                 calls
-                    .entry(e.comm)
+                    .entry(comm)
                     .or_default()
                     .entry(t.rank)
                     .or_default()
