@@ -106,10 +106,10 @@ impl ClockFit {
         // as the i128 arithmetic below, without its software conversions
         // to and from f64 (4 % of `contend report` of an MPI recording).
         if let Some(d) = (ticks as i64).checked_sub(self.origin_ticks as i64) {
-            let offset = (d as f64 * self.ns_per_tick).round();
-            if offset.abs() < 9.0e18 {
-                return (self.origin_ns as i128 + offset as i64 as i128).clamp(0, u64::MAX as i128)
-                    as u64;
+            let x = d as f64 * self.ns_per_tick;
+            if x.abs() < 9.0e18 {
+                return (self.origin_ns as i128 + round_half_away(x) as i128)
+                    .clamp(0, u64::MAX as i128) as u64;
             }
         }
         let d = ticks as i64 as i128 - self.origin_ticks as i64 as i128;
@@ -118,9 +118,42 @@ impl ClockFit {
     }
 }
 
+/// `x.round() as i64` for |x| < 9.0e18 (halves away from zero), without
+/// the library call `f64::round` is on x86-64 without SSE4.1: the
+/// truncating conversion, then the fraction, which is exact below 2^53
+/// and zero above (such doubles are whole numbers).
+fn round_half_away(x: f64) -> i64 {
+    let t = x as i64;
+    let frac = x - t as f64;
+    if frac >= 0.5 {
+        t + 1
+    } else if frac <= -0.5 {
+        t - 1
+    } else {
+        t
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding_matches_f64_round() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut cases = vec![0.5, -0.5, 1.5, -1.5, 2.5, 0.49999999999999994, -0.49999999999999994, 4.5e15 + 0.5, 8.9e18, -8.9e18, 0.0, -0.0];
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mag = 10f64.powi((x % 19) as i32);
+            cases.push((x as i64 as f64 / i64::MAX as f64) * mag);
+            cases.push((x % 10_000) as f64 / 2.0 - 2_500.0);
+        }
+        for c in cases {
+            assert_eq!(round_half_away(c), c.round() as i64, "{c}");
+        }
+    }
 
     #[test]
     fn fit_recovers_known_line() {

@@ -114,11 +114,7 @@ impl SiteTable {
     /// rank index `ri` ([`MpiEvents::site_slot`]); [`NO_SITE`] for a
     /// rank, slot or function this table was not resolved with.
     pub fn id(&self, ri: usize, slot: u32, op: MpiOp) -> u32 {
-        self.per_rank
-            .get(ri)
-            .and_then(|r| r.get(slot as usize))
-            .and_then(|ops| ops.iter().find(|&&(o, _)| o == op))
-            .map_or(NO_SITE, |&(_, id)| id)
+        id_in(self.per_rank.get(ri).map_or(&[][..], |r| &r[..]), slot, op)
     }
 
     /// `MPI_Send at main (app.c:12)`; `start` for [`NO_SITE`].
@@ -263,8 +259,9 @@ impl<'a> Timeline<'a> {
         let waits = self.wait_at.get(ri).map_or(&[][..], |w| &w[..]);
         let next_wait = waits.partition_point(|&(e, _)| (e as usize) < range.start);
         Calls {
-            tl: self,
-            ri,
+            waits_of: &self.waits,
+            events: self.rec.ranks.get(ri).map(|t| &t.events),
+            slots: self.sites.per_rank.get(ri).map_or(&[][..], |r| &r[..]),
             range,
             waits,
             next_wait,
@@ -355,6 +352,14 @@ impl<'a> Timeline<'a> {
     }
 }
 
+/// The site id of `op` at `slot` in one rank's part of a [`SiteTable`].
+fn id_in(slots: &[Vec<(MpiOp, u32)>], slot: u32, op: MpiOp) -> u32 {
+    slots
+        .get(slot as usize)
+        .and_then(|ops| ops.iter().find(|&&(o, _)| o == op))
+        .map_or(NO_SITE, |&(_, id)| id)
+}
+
 /// One call as [`Timeline::calls`] gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallBrief {
@@ -383,8 +388,9 @@ impl CallBrief {
 
 /// The iterator of [`Timeline::calls`].
 pub struct Calls<'t, 'a> {
-    tl: &'t Timeline<'a>,
-    ri: usize,
+    waits_of: &'t [WaitState],
+    events: Option<&'a MpiEvents>,
+    slots: &'t [Vec<(MpiOp, u32)>],
     range: std::ops::Range<usize>,
     waits: &'t [(u32, u32)],
     next_wait: usize,
@@ -395,7 +401,7 @@ impl Iterator for Calls<'_, '_> {
 
     fn next(&mut self) -> Option<CallBrief> {
         let i = self.range.next()?;
-        let evs = self.tl.events(self.ri);
+        let evs = self.events?;
         let (enter_ns, exit_ns, op) = (evs.enter_ns(i), evs.exit_ns(i), evs.op(i));
         let wait = match self.waits.get(self.next_wait) {
             Some(&(e, k)) if e as usize == i => {
@@ -403,7 +409,7 @@ impl Iterator for Calls<'_, '_> {
                 let k = k as usize;
                 Some((
                     k,
-                    self.tl.waits[k]
+                    self.waits_of[k]
                         .wait_ns
                         .min(exit_ns.saturating_sub(enter_ns)),
                 ))
@@ -415,7 +421,7 @@ impl Iterator for Calls<'_, '_> {
             op,
             enter_ns,
             exit_ns,
-            site: self.tl.sites.id(self.ri, evs.site_slot(i), op),
+            site: id_in(self.slots, evs.site_slot(i), op),
             wait,
         })
     }
