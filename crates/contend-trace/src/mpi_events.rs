@@ -105,6 +105,23 @@ pub struct MpiEvents {
     comms: Vec<u64>,
     site_index: FxHashMap<u64, u32>,
     comm_index: FxHashMap<u64, u32>,
+    /// The last site and communicator interned (consecutive calls often
+    /// share them: no hash lookup then).
+    last: LastInterned,
+}
+
+/// The last (value, index) interned per table; equal whatever it holds (a
+/// cache, not content).
+#[derive(Debug, Clone, Default)]
+struct LastInterned {
+    site: Option<(u64, u32)>,
+    comm: Option<(u64, u32)>,
+}
+
+impl PartialEq for LastInterned {
+    fn eq(&self, _: &LastInterned) -> bool {
+        true
+    }
 }
 
 /// One call of an [`MpiEvents`]: the fields of [`MpiEvent`], with the
@@ -203,18 +220,40 @@ impl MpiEvents {
         self.push_ref(&e.as_ref_parts());
     }
 
-    fn intern(values: &mut Vec<u64>, index_of: &mut FxHashMap<u64, u32>, v: u64) -> u32 {
-        *index_of.entry(v).or_insert_with(|| {
+    fn intern(
+        values: &mut Vec<u64>,
+        index_of: &mut FxHashMap<u64, u32>,
+        last: &mut Option<(u64, u32)>,
+        v: u64,
+    ) -> u32 {
+        if let Some((lv, li)) = *last {
+            if lv == v {
+                return li;
+            }
+        }
+        let i = *index_of.entry(v).or_insert_with(|| {
             values.push(v);
             index(values.len() - 1)
-        })
+        });
+        *last = Some((v, i));
+        i
     }
 
     /// Appends a call given as a view (of another list's call, or of an
     /// [`MpiEvent`] through [`MpiEvent::as_ref_parts`]).
     pub fn push_ref(&mut self, e: &MpiEventRef<'_>) {
-        let site = Self::intern(&mut self.sites, &mut self.site_index, e.site);
-        let comm = Self::intern(&mut self.comms, &mut self.comm_index, e.comm);
+        let site = Self::intern(
+            &mut self.sites,
+            &mut self.site_index,
+            &mut self.last.site,
+            e.site,
+        );
+        let comm = Self::intern(
+            &mut self.comms,
+            &mut self.comm_index,
+            &mut self.last.comm,
+            e.comm,
+        );
         let post = index(self.posts.len());
         let mut flags = 0;
         if let Some(s) = e.send {

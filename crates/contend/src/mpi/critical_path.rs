@@ -94,15 +94,32 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
     let profiles = (0..ranks.len())
         .into_par_iter()
         .map(|ri| {
+            // calls summed by site id in a dense table, computations (a
+            // pair of sites) in a map: one hash lookup per call, not two
+            let mut calls: Vec<u64> = Vec::new();
             let mut p: FxHashMap<Region, u64> = FxHashMap::default();
             if tl.index.get(&ranks[ri].rank) == Some(&ri) {
                 tl.walk(
                     ri,
                     None,
                     None,
-                    |r, ns| *p.entry(r).or_default() += ns,
+                    |r, ns| match r {
+                        Region::Call(site) if site != NO_SITE => {
+                            let i = site as usize;
+                            if calls.len() <= i {
+                                calls.resize(i + 1, 0);
+                            }
+                            calls[i] += ns;
+                        }
+                        _ => *p.entry(r).or_default() += ns,
+                    },
                     |_, _| {},
                 );
+            }
+            for (site, ns) in calls.into_iter().enumerate() {
+                if ns > 0 {
+                    *p.entry(Region::Call(site as u32)).or_default() += ns;
+                }
             }
             p
         })
@@ -126,24 +143,50 @@ pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
     };
     out.end_ri = Some(start.0);
     out.start = Some(start);
-    let (mut by_rank, mut by_region) = (FxHashMap::default(), FxHashMap::default());
+    // per rank index, and calls per site id, in dense tables during the
+    // walk; computations (a pair of sites) in a map
+    let mut per_ri: Vec<(u64, u64)> = vec![(0, 0); ranks.len()];
+    let mut calls: Vec<(u64, Vec<u32>)> = Vec::new();
+    let mut by_region: FxHashMap<Region, (u64, Vec<u32>)> = FxHashMap::default();
     let (mut segments, mut first) = (0u64, None);
     out.jumps = walk_path(tl, start, |s| {
         segments += 1;
         first = Some(s.ri as usize); // latest first: the last one begins the path
         let d = s.end_ns - s.start_ns;
         let rank = ranks[s.ri as usize].rank;
-        let e: &mut (u64, u64) = by_rank.entry(rank).or_default();
+        let e = &mut per_ri[s.ri as usize];
         match s.region {
             Region::Call(_) => e.0 += d,
             Region::Compute(..) => e.1 += d,
         }
-        let e: &mut (u64, Vec<u32>) = by_region.entry(s.region).or_default();
+        let e: &mut (u64, Vec<u32>) = match s.region {
+            Region::Call(site) if site != NO_SITE => {
+                let i = site as usize;
+                if calls.len() <= i {
+                    calls.resize_with(i + 1, Default::default);
+                }
+                &mut calls[i]
+            }
+            r => by_region.entry(r).or_default(),
+        };
         e.0 += d;
         if !e.1.contains(&rank) {
             e.1.push(rank);
         }
     });
+    for (site, e) in calls.into_iter().enumerate() {
+        if !e.1.is_empty() {
+            by_region.insert(Region::Call(site as u32), e);
+        }
+    }
+    let mut by_rank: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
+    for (ri, &(m, c)) in per_ri.iter().enumerate() {
+        if m > 0 || c > 0 {
+            let e = by_rank.entry(ranks[ri].rank).or_default();
+            e.0 += m;
+            e.1 += c;
+        }
+    }
     out.segments = segments;
     out.start_ri = first;
     out.by_rank = by_rank;
