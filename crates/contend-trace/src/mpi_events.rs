@@ -509,6 +509,31 @@ impl MpiEvents {
 }
 
 impl MpiEvent {
+    /// A call of `op` by thread `tid` at time 0 with every other field at
+    /// its default ([`crate::mpi::WORLD_COMM`], no postings, completions or
+    /// site, `MPI_SUCCESS`), for the fields that matter to be set after.
+    pub fn new(op: MpiOp, tid: u32) -> MpiEvent {
+        MpiEvent {
+            op,
+            tid,
+            enter_ns: 0,
+            exit_ns: 0,
+            site: 0,
+            comm: crate::mpi::WORLD_COMM,
+            root: None,
+            coll_bytes_sent: 0,
+            coll_bytes_recv: 0,
+            send: None,
+            recv: None,
+            starts: Vec::new(),
+            completions: Vec::new(),
+            created_comm: None,
+            return_code: 0,
+            probed: None,
+            request: 0,
+        }
+    }
+
     /// The view of this event's fields ([`MpiEventRef`]).
     pub fn as_ref_parts(&self) -> MpiEventRef<'_> {
         MpiEventRef {
@@ -599,23 +624,11 @@ mod tests {
 
     fn call(op: MpiOp, enter: u64) -> MpiEvent {
         MpiEvent {
-            op,
-            tid: 7,
             enter_ns: enter,
             exit_ns: enter + 10,
             site: 0x400000 + enter,
             comm: 0,
-            root: None,
-            coll_bytes_sent: 0,
-            coll_bytes_recv: 0,
-            send: None,
-            recv: None,
-            starts: Vec::new(),
-            completions: Vec::new(),
-            created_comm: None,
-            return_code: 0,
-            probed: None,
-            request: 0,
+            ..MpiEvent::new(op, 7)
         }
     }
 

@@ -283,27 +283,10 @@ impl ThreadDecoder {
                     if let Some(site) = site {
                         self.last_site = Some(site);
                     }
-                    let mut ev = self.spare.take().unwrap_or_else(|| {
-                        Box::new(MpiEvent {
-                            op,
-                            tid: self.tid,
-                            enter_ns: 0,
-                            exit_ns: 0,
-                            site: 0,
-                            comm: crate::mpi::WORLD_COMM,
-                            root: None,
-                            coll_bytes_sent: 0,
-                            coll_bytes_recv: 0,
-                            send: None,
-                            recv: None,
-                            starts: Vec::new(),
-                            completions: Vec::new(),
-                            created_comm: None,
-                            return_code: 0,
-                            probed: None,
-                            request: 0,
-                        })
-                    });
+                    let mut ev = self
+                        .spare
+                        .take()
+                        .unwrap_or_else(|| Box::new(MpiEvent::new(op, self.tid)));
                     match site.map(|site| self.enter(&mut ev, op, site, rest)) {
                         Some(true) => self.open = Some(ev),
                         _ => {
