@@ -108,8 +108,11 @@ impl ClockFit {
         if let Some(d) = (ticks as i64).checked_sub(self.origin_ticks as i64) {
             let x = d as f64 * self.ns_per_tick;
             if x.abs() < 9.0e18 {
-                return (self.origin_ns as i128 + round_half_away(x) as i128)
-                    .clamp(0, u64::MAX as i128) as u64;
+                let offset = round_half_away(x);
+                return self
+                    .origin_ns
+                    .checked_add_signed(offset)
+                    .unwrap_or(if offset < 0 { 0 } else { u64::MAX });
             }
         }
         let d = ticks as i64 as i128 - self.origin_ticks as i64 as i128;
@@ -118,20 +121,19 @@ impl ClockFit {
     }
 }
 
-/// `x.round() as i64` for |x| < 9.0e18 (halves away from zero), without
-/// the library call `f64::round` is on x86-64 without SSE4.1: the
-/// truncating conversion, then the fraction, which is exact below 2^53
-/// and zero above (such doubles are whole numbers).
+/// `x.round() as i64` for |x| < 9.0e18 (halves away from zero; the caller
+/// checks the range, which also excludes NaN), without the library call
+/// `f64::round` is on x86-64 without SSE4.1 and without branches on the
+/// fraction (random, so half of them mispredicted): the truncating
+/// conversion, then the fraction, which is exact below 2^53 and zero above
+/// (such doubles are whole numbers).
+#[inline]
 fn round_half_away(x: f64) -> i64 {
-    let t = x as i64;
+    debug_assert!(x.abs() < 9.0e18);
+    // SAFETY: |x| < 9.0e18 < 2^63: finite, and its truncation fits an i64.
+    let t: i64 = unsafe { x.to_int_unchecked() };
     let frac = x - t as f64;
-    if frac >= 0.5 {
-        t + 1
-    } else if frac <= -0.5 {
-        t - 1
-    } else {
-        t
-    }
+    t + i64::from(frac >= 0.5) - i64::from(frac <= -0.5)
 }
 
 #[cfg(test)]
