@@ -68,7 +68,7 @@ struct MetersRunArgs {
     /// Let every user's programs publish their state in the blackboard (mode 0666)
     #[arg(long)]
     world_writable: bool,
-    /// contend.toml to read [meters] from (default: ./contend.toml if present)
+    /// contend.toml to read `[meters]` from (default: ./contend.toml if present)
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Output at the end: text or json

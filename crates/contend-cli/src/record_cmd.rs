@@ -156,7 +156,7 @@ pub struct RecordArgs {
     /// Also record the contention meters (memory latency, run queue, CPU utilisation, …; docs/meters.md) beside the program into meters.cmts; the report splits lock waits and service time by meter state
     #[arg(long, conflicts_with = "pid")]
     meters: bool,
-    /// With --meters: the meters' interval (default: [meters] of contend.toml, else 1ms)
+    /// With --meters: the meters' interval (default: `[meters]` of contend.toml, else 1ms)
     #[arg(long, value_name = "DURATION", value_parser = duration, requires = "meters")]
     meters_interval: Option<Duration>,
     /// With --meters: calibration file of `contend meters calibrate` (memory_bandwidth, memory_concurrency)

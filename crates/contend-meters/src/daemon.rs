@@ -1,9 +1,9 @@
 //! `contend meters`: the meter daemon (Fowler et al. 2011, "RCRDaemon":
 //! "stores current performance meters into a globally-accessible shared
-//! memory region"). It creates the blackboard, runs the
-//! [`Engine`](crate::engine::Engine) on a grid of intervals, publishes
-//! every new value under its slot's seqlock, stores the heartbeat after
-//! each tick and frees the application slots of processes that are gone.
+//! memory region"). It creates the blackboard, runs the [`Engine`] on a
+//! grid of intervals, publishes every new value under its slot's seqlock,
+//! stores the heartbeat after each tick and frees the application slots
+//! of processes that are gone.
 //! It stops when `stop()` says so (a signal) or after the duration,
 //! closes the blackboard (flag, name removed) and returns every meter's
 //! statistics over the run.

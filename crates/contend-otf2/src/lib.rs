@@ -8,7 +8,7 @@
 //! declarations).
 //!
 //! libotf2 is found at build time (`build.rs`: `$OTF2_ROOT`, `/usr`,
-//! `/usr/local`). A build without it still compiles; [`write`] then
+//! `/usr/local`). A build without it still compiles; [`fn@write`] then
 //! returns [`Otf2Error::NotBuilt`], which says how to get it. The archive
 //! is a directory: `DIR/traces.otf2` (the anchor file Vampir and Scalasca
 //! open), `DIR/traces.def` and `DIR/traces/` (one event file per

@@ -22,16 +22,19 @@ use crate::signals::Interrupt;
 /// What to record with [`attach`] (`contend record -p PID`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttachOptions {
-    /// Recording directory to create, as [`RecordOptions::output`].
+    /// Recording directory to create, as
+    /// [`RecordOptions::output`](crate::RecordOptions::output).
     pub output: PathBuf,
-    /// Replace `output` if it is a recording, as [`RecordOptions::force`].
+    /// Replace `output` if it is a recording, as
+    /// [`RecordOptions::force`](crate::RecordOptions::force).
     pub force: bool,
     /// The running process to sample.
     pub pid: u32,
     /// Stop after this long; `None` = until the process exits or the
     /// launcher gets `SIGINT`, `SIGTERM` or `SIGHUP`.
     pub duration: Option<Duration>,
-    /// Service-time sampling interval, as [`RecordOptions::interval`].
+    /// Service-time sampling interval, as
+    /// [`RecordOptions::interval`](crate::RecordOptions::interval).
     pub interval: Duration,
     /// `--futex-trace`: trace its futex calls through the kernel's
     /// tracepoints (by default, where allowed; `Off`: not).

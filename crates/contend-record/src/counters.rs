@@ -14,8 +14,8 @@
 //! [`scale`].
 //!
 //! For `contend record -- CMD` the counters are opened by the target
-//! itself, between `fork` and `exec` ([`Prepared::open_in_child`], run in
-//! the launcher's `pre_exec` hook), on itself (`pid` 0, any CPU), with
+//! itself, between `fork` and `exec` ([`ChildPart::open_in_child`], run
+//! in the launcher's `pre_exec` hook), on itself (`pid` 0, any CPU), with
 //! `disabled`, `inherit` and `enable_on_exec`: they start counting at the
 //! `exec` of the target program, not before, and every thread and process
 //! it creates inherits them. The descriptors travel to the launcher over a
@@ -236,9 +236,9 @@ pub fn scale(raw: u64, enabled_ns: u64, running_ns: u64) -> Option<u64> {
     Some(u64::try_from(v).unwrap_or(u64::MAX))
 }
 
-/// Counters prepared in the launcher before `fork`: [`Prepared::open_in_child`]
-/// opens them in the child and sends them back; [`Prepared::collect`]
-/// receives them in the launcher.
+/// Counters prepared in the launcher before `fork`:
+/// [`ChildPart::open_in_child`] opens them in the child and sends them
+/// back; [`Prepared::collect`] receives them in the launcher.
 #[derive(Debug)]
 pub struct Prepared {
     attrs: [Attr; N],
@@ -292,7 +292,7 @@ impl Prepared {
     }
 
     /// What the child runs between `fork` and `exec`: a copy of the data
-    /// [`Prepared::open_in_child`] needs, without the launcher's end.
+    /// [`ChildPart::open_in_child`] needs, without the launcher's end.
     pub fn child_part(&self) -> ChildPart {
         ChildPart {
             attrs: self.attrs,

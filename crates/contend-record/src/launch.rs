@@ -60,8 +60,9 @@
 //!    recording).
 //!
 //! With [`RecordOptions::mpi`] (`contend record --mpi`) the MPI recorder
-//! for the command's MPI implementation ([`detect_mpi_implementation`]) is
-//! preloaded instead of the lock collector (beside it with
+//! for the command's MPI implementation
+//! ([`detect_mpi_implementation`](crate::mpi::detect_mpi_implementation))
+//! is preloaded instead of the lock collector (beside it with
 //! [`RecordOptions::mpi_with_locks`]), `DIR/mpi/` is created for the rank
 //! traces, and a run in which no rank called `MPI_Init` is reported.
 //!
@@ -135,7 +136,8 @@ pub struct RecordOptions {
     /// then lock-traced, `mpirun` and its daemons included.
     pub mpi_with_locks: bool,
     /// The MPI implementation (`--mpi-impl`); `None` detects it from the
-    /// command ([`detect_mpi_implementation`]).
+    /// command
+    /// ([`detect_mpi_implementation`](crate::mpi::detect_mpi_implementation)).
     pub mpi_impl: Option<MpiImplementation>,
     /// Run a program the collector cannot be loaded into (statically
     /// linked, setuid, 32-bit) anyway, for its service time and counters

@@ -3,7 +3,7 @@
 //! Everything `contend` does while a program runs: the launcher that
 //! preloads the in-process collector and writes a recording directory
 //! ([`launch`], `contend record -- CMD`), attaching to a running process
-//! ([`attach`], `contend record -p PID`), the service-time [`sampler`],
+//! ([`mod@attach`], `contend record -p PID`), the service-time [`sampler`],
 //! the performance [`counters`] (`perf_event_open`), the thread lifetimes
 //! and function uprobes of the interference analysis ([`probes`], with
 //! [`functions`] resolving `--function` names and [`hot`] choosing

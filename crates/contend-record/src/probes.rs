@@ -354,7 +354,7 @@ impl ProbeSession {
 
     /// Starts a session on the running process `pid` (`contend record -p
     /// PID`): its events are opened at once on every thread of it and of
-    /// its descendants ([`crate::attach::tree_tids`]), inherited by those
+    /// its descendants (`crate::attach::tree_tids`), inherited by those
     /// they start; no child hook. Errors: as [`ProbeSession::start`].
     pub fn attach(dir: &Path, kind: SessionKind, pid: u32) -> io::Result<ProbeSession> {
         Self::begin(dir, kind, Some(pid))

@@ -63,10 +63,11 @@ impl Drop for Interrupt {
 }
 
 /// How many stop signals (`SIGINT`, `SIGTERM`, `SIGHUP`) the launcher has
-/// received and forwarded to a target of [`record`] since it started. A
-/// caller running several recordings (`contend scale`) compares the count
-/// before and after a run to tell a user's Ctrl-C from the program's own
-/// ending, even when the program catches the signal and exits 0.
+/// received and forwarded to a target of [`record`](crate::record) since
+/// it started. A caller running several recordings (`contend scale`)
+/// compares the count before and after a run to tell a user's Ctrl-C from
+/// the program's own ending, even when the program catches the signal and
+/// exits 0.
 pub fn stop_signals_seen() -> u64 {
     forward::STOP_SIGNALS_SEEN.load(std::sync::atomic::Ordering::SeqCst)
 }

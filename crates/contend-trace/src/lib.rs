@@ -7,7 +7,7 @@
 //! writes them and the analyses (`contend`) read them; neither defines a
 //! file of its own. One definition of
 //! the on-disk layout lives in `collector/include/contend/trace_format.h`;
-//! [`format`] mirrors it and `docs/trace-format.md` explains it. The MPI
+//! [`mod@format`] mirrors it and `docs/trace-format.md` explains it. The MPI
 //! rank traces (`mpi/rank-<r>.cmpi`, one definition in
 //! `collector/include/contend/mpi_trace_format.h`) are mirrored by
 //! [`mpi_format`] and read into the model of [`mpi`] by [`mpi_reader`]

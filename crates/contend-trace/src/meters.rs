@@ -10,7 +10,7 @@
 //!
 //! | offset | type | header field |
 //! |---|---|---|
-//! | 0 | char[8] | magic `CNTDMTRS` |
+//! | 0 | char\[8\] | magic `CNTDMTRS` |
 //! | 8 | u32 | version (1) |
 //! | 12 | u32 | header size (32) |
 //! | 16 | u64 | start: CLOCK_MONOTONIC ns when metering began |

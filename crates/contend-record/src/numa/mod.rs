@@ -3,7 +3,7 @@
 //! Multiprocessors"): the machine's nodes ([`topology`]), the kernel's
 //! memory-policy calls ([`memory`]: `mbind`, `move_pages` query and
 //! apply), the latency micro-benchmark of `contend numa calibrate`
-//! ([`calibrate`], the seed's Section 2.2 and Figure 1), the data-address
+//! ([`mod@calibrate`], the seed's Section 2.2 and Figure 1), the data-address
 //! sampler of `contend record --numa` ([`sampler`], software or, where the
 //! PMU has it, hardware: [`pmu`]).
 //!

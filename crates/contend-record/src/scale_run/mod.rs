@@ -33,7 +33,7 @@
 //!
 //! Each run is a recording directory `m{m}-n{n}-r{repeat}` (`-stress` for
 //! the twin) inside the scale directory, listed in `scale.json`
-//! ([`crate::scale::ScaleManifest`]), which is rewritten after every run.
+//! ([`ScaleManifest`]), which is rewritten after every run.
 //! By default the program's standard output and error go to `stdout.txt`
 //! and `stderr.txt` in its run directory and its standard input is
 //! `/dev/null` (repeated runs must not fight over the terminal, and the
@@ -94,7 +94,7 @@ pub struct ScaleOptions {
     /// `None` = no stress runs.
     pub stress_threads: Option<u32>,
     /// Buffer per generator thread, bytes; `None` =
-    /// [`stress::default_buffer_bytes`].
+    /// [`stress::default_buffer_bytes`](crate::stress::default_buffer_bytes).
     pub stress_buffer_bytes: Option<u64>,
     /// Let the program write to the launcher's standard output and error
     /// (and read its standard input) instead of `stdout.txt`/`stderr.txt`

@@ -201,8 +201,8 @@ pub(crate) fn check_threads(threads: &[u32]) -> Result<(), ScaleRunError> {
     Ok(())
 }
 
-/// The runs of an experiment, in the order they are made (see the
-/// [module documentation](self)), and warnings about the whole plan.
+/// The runs of an experiment, in the order they are made (see the `plan`
+/// module's documentation), and warnings about the whole plan.
 pub fn plan(opts: &ScaleOptions, topo: &Topology) -> (Vec<PlannedRun>, Vec<String>) {
     let mut warnings = Vec::new();
     let avail = topo.order.len() as u32;

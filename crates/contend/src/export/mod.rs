@@ -8,9 +8,9 @@
 //! command line parses). Adding a format is one new file implementing
 //! [`Exporter`] plus its variant and arm in [`ExportFormat`].
 //!
-//! The formats: [`folded`] stacks and their flame graph ([`flamegraph`],
-//! SVG), the trace viewers' timelines ([`perfetto`] protobuf and
-//! [`chrome`] JSON, both drawn from one walk, [`timeline`]), [`pprof`]
+//! The formats: `folded` stacks and their flame graph (`flamegraph`,
+//! SVG), the trace viewers' timelines (`perfetto` protobuf and
+//! `chrome` JSON, both drawn from one walk, `timeline`), `pprof`
 //! profiles, and the OTF2 archive ([`otf2`]: its content here, written by
 //! a libotf2 backend outside this crate).
 

@@ -1,13 +1,13 @@
 //! OTF2 (the Open Trace Format 2 of Score-P, read by Vampir and Scalasca):
 //! what of a recording goes into an OTF2 archive, laid out here as plain
-//! definitions and per-location event records ([`write`]) and handed to an
+//! definitions and per-location event records ([`fn@write`]) and handed to an
 //! [`Otf2Sink`] that writes them.
 //!
 //! An OTF2 archive is a directory of files written through libotf2, a C
 //! library; this crate builds without a C compiler, so the sink that
 //! writes them lives in the `contend-otf2` crate (which the `contend`
 //! binary links). [`ExportFormat::Otf2`](super::ExportFormat::Otf2)'s
-//! stream exporter ([`NotAStream`]) only says so.
+//! stream exporter (`NotAStream`) only says so.
 //!
 //! The content (OTF2 3.0 definitions and records):
 //!
@@ -257,7 +257,7 @@ pub enum Event {
     ReleaseLock { lock: u32, order: u32 },
 }
 
-/// Where [`write`] hands the archive: the events of one location after
+/// Where [`fn@write`] hands the archive: the events of one location after
 /// another (each location once, its records in time order), then the
 /// definitions. Errors are the writer's messages.
 pub trait Otf2Sink {

@@ -141,7 +141,7 @@ const TIMELINE_SPANS: usize = 4000;
 
 /// A thread timeline of the waits and holds of the most waited-for locks
 /// (`lock-timeline`): a lane per thread, its events' wait and hold spans
-/// over the run, at most [`TIMELINE_SPANS`] spans (the longest; the
+/// over the run, at most `TIMELINE_SPANS` spans (the longest; the
 /// caption says how many were left out). `None` without lock events.
 pub fn timeline(ev: &LockEvents) -> Option<Figure> {
     let set = &ev.set;

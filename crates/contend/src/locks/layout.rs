@@ -307,7 +307,7 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
     )
 }
 
-/// Frames shown of a creation's call stack in [`creation_panel`].
+/// Frames shown of a creation's call stack in `creation_panel`.
 pub const CREATION_FRAMES: usize = 5;
 
 /// Functions where every thread's stack (or the program's) begins: a
@@ -323,7 +323,7 @@ const STACK_ROOTS: &[&str] = &[
 
 /// The frames of a creation stack worth showing: at most
 /// [`CREATION_FRAMES`], ending before the thread's or program's entry in
-/// the C library ([`STACK_ROOTS`]).
+/// the C library (`STACK_ROOTS`).
 pub fn creation_frames(stack: &[String]) -> Vec<&str> {
     stack
         .iter()

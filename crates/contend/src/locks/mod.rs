@@ -1,7 +1,7 @@
 //! Lock-contention analysis (the thesis's mutex tool, Venter 2016,
 //! Sections 3.2.2.2 and 4.3.1): pairing of operations into lock events
 //! ([`events`]), critical-path marking after Chen & Stenström
-//! ([`critical_path`]), aggregation into the report tables ([`aggregate`],
+//! ([`critical_path`]), aggregation into the report tables ([`mod@aggregate`],
 //! [`model`]) and their layout ([`layout`]). [`LockAnalyzer`] runs the
 //! three on a recording and keeps the events ([`LockEvents`]).
 

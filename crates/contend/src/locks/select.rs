@@ -1,5 +1,5 @@
 //! Which lock events a [`EventFilter`] keeps: the one definition used by
-//! the report tables ([`super::aggregate`]) and by every export, so that a
+//! the report tables ([`mod@super::aggregate`]) and by every export, so that a
 //! filtered export and a filtered report count the same events.
 
 use super::aggregate::{parse_address, EventFilter, Names};

@@ -1,7 +1,7 @@
 //! The critical path of a hybrid MPI + threads run (`contend record --mpi
-//! --locks`): the MPI critical path across ranks ([`super::critical_path`])
-//! joined with the lock critical path inside each rank's process
-//! (Chen & Stenström, [`crate::locks::critical_path`]).
+//! --locks`): the MPI critical path across ranks
+//! ([`mod@super::critical_path`]) joined with the lock critical path inside
+//! each rank's process (Chen & Stenström, [`crate::locks::critical_path`]).
 //!
 //! The MPI critical path says which rank determined the run's length at
 //! every moment, and which of its calls or computation intervals lay on
@@ -9,7 +9,7 @@
 //! of r's process may have waited for each other's locks: the lock
 //! critical path of the process is walked backward from the thread that
 //! made the stretch's MPI call, at `end`, to `start`
-//! ([`WindowWalker`](crate::locks::critical_path::WindowWalker)). The lock
+//! ([`WindowWalker`]). The lock
 //! events met lie on the run's critical path across both: their waiting is
 //! time the whole run lost to lock contention (Böhme et al. 2012 combine
 //! the MPI and OpenMP paths of hybrid programs the same way, Section

@@ -574,7 +574,7 @@ pub fn mpi_metrics(m: &MpiReport) -> Vec<Metric> {
 }
 
 /// The compared numbers of one MPI rank (keys are the
-/// [`MpiRankRow`](crate::mpi::MpiRankRow) field names).
+/// [`MpiRankRow`] field names).
 pub fn mpi_rank_metrics(row: &MpiRankRow) -> Vec<Metric> {
     use Unit::{Count, Ns};
     #[rustfmt::skip]
@@ -590,7 +590,7 @@ pub fn mpi_rank_metrics(row: &MpiRankRow) -> Vec<Metric> {
 }
 
 /// The compared numbers of one MPI call site (keys are the
-/// [`MpiSiteRow`](crate::mpi::MpiSiteRow) field names).
+/// [`MpiSiteRow`] field names).
 pub fn mpi_site_metrics(row: &MpiSiteRow) -> Vec<Metric> {
     use Unit::{Count, Ns};
     #[rustfmt::skip]

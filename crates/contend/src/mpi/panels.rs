@@ -1,5 +1,5 @@
 //! The panels of the root-cause, critical-path and mpiP-style tables of
-//! the MPI section ([`super::delay`], [`super::critical_path`],
+//! the MPI section ([`super::delay`], [`mod@super::critical_path`],
 //! [`super::statistics`]), drawn after the wait-state panels of
 //! [`super::layout`].
 

@@ -13,8 +13,8 @@
 //!   largest duration, wait, and the share of the rank's running time and
 //!   of its time in MPI.
 //!
-//! Call sites are the ids of [`SiteTable`] (the same line on every rank is
-//! one site).
+//! Call sites are the ids of [`SiteTable`](super::SiteTable) (the same line
+//! on every rank is one site).
 
 use std::collections::BTreeMap;
 

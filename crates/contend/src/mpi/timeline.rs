@@ -1,7 +1,7 @@
 //! Where each rank's time goes: its time line cut into **regions**, the
 //! MPI calls (outside their wait states) and the computation between
 //! them, shared by the delay analysis ([`super::delay`]) and the cross-rank
-//! critical path ([`super::critical_path`]).
+//! critical path ([`mod@super::critical_path`]).
 //!
 //! Scalasca's analyses compare the time ranks spend in each *call path*
 //! (Böhme et al., TOPC 2016, Section 3.2; IPDPS 2012, Section III). The
