@@ -117,6 +117,16 @@ pub struct OmpSyncBuilder {
     pub region_site: HashMap<(u32, u64), u64>,
 }
 
+/// Whether [`pair_thread`] can make an event of `op` (it makes at most
+/// one per record, and only of these).
+fn makes_event(op: &OmpOp) -> bool {
+    match op.event {
+        ev::MUTEX_ACQUIRED | ev::SYNC_WAIT_END => true,
+        ev::SYNC_WAIT_BEGIN => is_implicit(op.kind),
+        _ => false,
+    }
+}
+
 /// Pairs one thread's OpenMP records (in time order; `to_ns` converts
 /// ticks to ns) into mutex acquisitions and barrier waits. An implicit
 /// barrier's wait end is filled in by [`finish`]; an acquisition never
@@ -296,6 +306,16 @@ fn latest_by_other_thread(
 /// `recording`, paired and with their wakers.
 pub fn collect(recording: &Recording) -> Vec<OmpSyncEvent> {
     let mut b = OmpSyncBuilder::default();
+    // Room for every event at once: at most one per acquisition, implicit
+    // barrier arrival and wait end (a vector grown by doubling held up to
+    // twice that, 604 MB for a 5-million-pair recording).
+    let most: usize = recording
+        .processes
+        .iter()
+        .flat_map(|p| &p.trace.threads)
+        .map(|t| t.omp.iter().filter(|op| makes_event(op)).count())
+        .sum();
+    b.events.reserve_exact(most);
     for (pi, p) in recording.processes.iter().enumerate() {
         let trace = &p.trace;
         for t in &trace.threads {
