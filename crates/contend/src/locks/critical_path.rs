@@ -293,7 +293,8 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
 
 /// Each thread's events in acquisition order: a contiguous, sorted range of
 /// `set.events` (the common case, no memory), or an explicit index list.
-struct ThreadOrder {
+/// Used by the critical path and by [`super::ownership`].
+pub(super) struct ThreadOrder {
     threads: Vec<Order>,
 }
 
@@ -309,7 +310,7 @@ enum Order {
 }
 
 impl ThreadOrder {
-    fn build(set: &EventSet) -> ThreadOrder {
+    pub(super) fn build(set: &EventSet) -> ThreadOrder {
         let t = set.threads.len();
         let (mut first, mut last, mut count) =
             (vec![usize::MAX; t], vec![0usize; t], vec![0usize; t]);
@@ -347,7 +348,7 @@ impl ThreadOrder {
         ThreadOrder { threads }
     }
 
-    fn len(&self, thread: usize) -> usize {
+    pub(super) fn len(&self, thread: usize) -> usize {
         match &self.threads[thread] {
             Order::Range { len, .. } => *len,
             Order::List { list, .. } => list.len(),
@@ -356,7 +357,7 @@ impl ThreadOrder {
 
     /// Event index at position `k` of `thread`'s order.
     #[inline]
-    fn at(&self, thread: usize, k: usize) -> usize {
+    pub(super) fn at(&self, thread: usize, k: usize) -> usize {
         match &self.threads[thread] {
             Order::Range { start, .. } => start + k,
             Order::List { list, .. } => list[k] as usize,

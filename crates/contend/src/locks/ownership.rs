@@ -4,82 +4,65 @@
 //! and its protected data between cores on every hand-over, even when no
 //! acquisition waits; a lock taken by one thread again and again does not.
 
-use rayon::prelude::*;
+use std::cmp::Reverse;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
+use super::critical_path::ThreadOrder;
 use super::events::{EventSet, Outcome};
 
 /// Per object of `set` (`changes[i]` for `set.objects[i]`): the number of
 /// successful acquisitions whose thread differs from the thread of the
 /// previous successful acquisition of the same object, in acquisition-time
-/// order. Mutexes, rwlocks (readers and writers alike) and spinlocks only;
-/// condition, barrier and semaphore objects count 0. Counted over the
-/// whole recording, whatever the report's filters select (like the
-/// critical path). An object acquired by one thread only counts 0.
+/// order (at equal times, in thread-index order). Mutexes, rwlocks
+/// (readers and writers alike) and spinlocks only; condition, barrier and
+/// semaphore objects count 0. Counted over the whole recording, whatever
+/// the report's filters select (like the critical path). An object
+/// acquired by one thread only counts 0.
 ///
-/// O(n log n) in the acquisitions of objects used by more than one thread
-/// (sorted per object, in parallel over objects); 16 bytes of memory per
-/// such acquisition.
+/// One merge of the threads' acquisitions by (acquisition time, thread)
+/// (each thread's events are already in acquisition order, nearly always
+/// as they lie in `set.events`), remembering the last acquiring thread of
+/// every object: O(n log threads) time, one `u32` of memory per object and
+/// one heap entry per thread; no copy of the acquisitions and no sort.
 pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
     let objects = set.objects.len();
-    // First thread seen per object, and whether a second one appeared: only
-    // objects used by several threads need their acquisitions sorted.
-    let mut first_thread: Vec<u32> = vec![u32::MAX; objects];
-    let mut shared: Vec<bool> = vec![false; objects];
-    for e in &set.events {
-        if !e.is_lock() || e.outcome() != Outcome::Acquired {
-            continue;
-        }
-        let o = e.object as usize;
-        if first_thread[o] == u32::MAX {
-            first_thread[o] = e.thread();
-        } else if first_thread[o] != e.thread() {
-            shared[o] = true;
-        }
-    }
-    // The shared objects' acquisitions grouped by object (a counting sort
-    // of event indices, 4 bytes each); each object's (time, thread) pairs
-    // are then made at their exact number, sorted and counted on their
-    // own, one object after another, so only one object's acquisitions
-    // take 16 bytes each at a time.
-    let mut counts = vec![0usize; objects + 1];
-    for e in &set.events {
-        if e.is_lock() && e.outcome() == Outcome::Acquired && shared[e.object as usize] {
-            counts[e.object as usize + 1] += 1;
-        }
-    }
-    for o in 0..objects {
-        counts[o + 1] += counts[o];
-    }
-    let starts = counts.clone();
-    let mut order = vec![0u32; counts[objects]];
-    for (i, e) in set.events.iter().enumerate() {
-        if e.is_lock() && e.outcome() == Outcome::Acquired && shared[e.object as usize] {
-            let k = &mut counts[e.object as usize];
-            order[*k] = i as u32;
-            *k += 1;
-        }
-    }
-    (0..objects)
-        .map(|o| {
-            let indices = &order[starts[o]..starts[o + 1]];
-            let mut v: Vec<(u64, u32)> = indices
-                .iter()
-                .map(|&i| {
-                    let e = &set.events[i as usize];
-                    (e.acquired_ns(), e.thread())
-                })
-                .collect();
-            // Ties in time are ordered by thread: a change is counted at
-            // most once for a pair of simultaneous acquisitions. A large
-            // object is sorted by both cores in place.
-            if v.len() > 1 << 16 {
-                v.par_sort_unstable();
-            } else {
-                v.sort_unstable();
+    let mut changes = vec![0u64; objects];
+    let mut last_thread = vec![u32::MAX; objects];
+    let order = ThreadOrder::build(set);
+    let events = &set.events;
+    // The thread's next successful lock acquisition at or after position
+    // `k` of its order: (acquisition time, position).
+    let next = |t: usize, mut k: usize| -> Option<(u64, usize)> {
+        while k < order.len(t) {
+            let e = &events[order.at(t, k)];
+            if e.is_lock() && e.outcome() == Outcome::Acquired {
+                return Some((e.acquired_ns(), k));
             }
-            v.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64
-        })
-        .collect()
+            k += 1;
+        }
+        None
+    };
+    let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> =
+        BinaryHeap::with_capacity(set.threads.len());
+    for t in 0..set.threads.len() {
+        if let Some((time, k)) = next(t, 0) {
+            heads.push(Reverse((time, t as u32, k)));
+        }
+    }
+    while let Some(mut top) = heads.peek_mut() {
+        let Reverse((_, t, k)) = *top;
+        let o = events[order.at(t as usize, k)].object as usize;
+        let last = &mut last_thread[o];
+        changes[o] += u64::from(*last != u32::MAX && *last != t);
+        *last = t;
+        match next(t as usize, k + 1) {
+            Some((time, k)) => *top = Reverse((time, t, k)),
+            None => {
+                PeekMut::pop(top);
+            }
+        }
+    }
+    changes
 }
 
 #[cfg(test)]
@@ -170,5 +153,49 @@ mod tests {
             2,
         );
         assert_eq!(ownership_changes(&s), vec![0]);
+    }
+
+    /// Worked by hand: simultaneous acquisitions are ordered by thread
+    /// index. Lock 0: A@10, B@10, B@20, A@20 → (10 A) (10 B) (20 A) (20 B):
+    /// 3 changes, whatever order the events are stored in.
+    #[test]
+    fn equal_times_are_ordered_by_thread() {
+        let m = Primitive::Mutex;
+        let s = set(
+            vec![
+                event(1, 0, 10, m),
+                event(1, 0, 20, m),
+                event(0, 0, 10, m),
+                event(0, 0, 20, m),
+            ],
+            1,
+            2,
+        );
+        assert_eq!(ownership_changes(&s), vec![3]);
+    }
+
+    /// A thread whose events are not stored in acquisition order (A's at
+    /// 30 then 10) is merged by time: A@10, B@20, A@30 → 2 changes; with
+    /// B@40 added, A10 B20 A30 B40 → 3.
+    #[test]
+    fn threads_out_of_acquisition_order_are_merged_by_time() {
+        let m = Primitive::Mutex;
+        let s = set(
+            vec![event(0, 0, 30, m), event(0, 0, 10, m), event(1, 0, 20, m)],
+            1,
+            2,
+        );
+        assert_eq!(ownership_changes(&s), vec![2]);
+        let s = set(
+            vec![
+                event(0, 0, 30, m),
+                event(0, 0, 10, m),
+                event(1, 0, 20, m),
+                event(1, 0, 40, m),
+            ],
+            1,
+            2,
+        );
+        assert_eq!(ownership_changes(&s), vec![3]);
     }
 }
