@@ -49,13 +49,19 @@ const NONE: u32 = u32::MAX;
 /// did (stably: at equal times in event order): the release of a lock
 /// acquisition, a `sem_post`, a barrier arrival. One `u32` per such event
 /// in one flat array, `start[o]..start[o + 1]` for object `o`: built by a
-/// counting sort on the object (which keeps each thread's events in
-/// order) and a stable sort of each object's part by wake time, in
-/// parallel over objects.
+/// counting sort on the object (in chunks of the events side by side; it
+/// keeps each thread's events in order) and a stable sort of each
+/// object's part by wake time, in parallel over objects, skipped where
+/// the part is in order already.
 struct Wakes {
     start: Vec<u32>,
     events: Vec<u32>,
 }
+
+/// The wake-event array being filled by the chunks of [`Wakes::build`].
+struct SharedOut(*mut u32);
+// SAFETY: the chunks write disjoint positions (see `Wakes::build`).
+unsafe impl Sync for SharedOut {}
 
 /// The time at which event `e` can wake a waiter, if it can.
 #[inline]
@@ -71,25 +77,62 @@ fn wake_time_of(e: &LockEvent) -> Option<u64> {
 impl Wakes {
     fn build(set: &EventSet) -> Wakes {
         let objects = set.objects.len();
+        let n = set.events.len();
+        // The counting sort by object in `chunks` parts of the events side
+        // by side (a count array per part, then each part writes its own
+        // positions), which keeps each object's wake events in event
+        // order; one part when the objects are many for the events.
+        let chunks = if objects.saturating_mul(16) <= n {
+            rayon::current_num_threads().clamp(1, 8)
+        } else {
+            1
+        };
+        let bounds: Vec<usize> = (0..=chunks).map(|k| k * n / chunks).collect();
+        let counts: Vec<Vec<u32>> = (0..chunks)
+            .into_par_iter()
+            .map(|k| {
+                let mut c = vec![0u32; objects];
+                for e in &set.events[bounds[k]..bounds[k + 1]] {
+                    if wake_time_of(e).is_some() {
+                        c[e.object as usize] += 1;
+                    }
+                }
+                c
+            })
+            .collect();
         let mut start = vec![0u32; objects + 1];
-        for e in &set.events {
-            if wake_time_of(e).is_some() {
-                start[e.object as usize + 1] += 1;
-            }
-        }
+        // First position of each chunk's wake events of each object.
+        let mut firsts: Vec<Vec<u32>> = vec![vec![0u32; objects]; chunks];
         for o in 0..objects {
-            start[o + 1] += start[o];
+            let mut at = start[o];
+            for k in 0..chunks {
+                firsts[k][o] = at;
+                at += counts[k][o];
+            }
+            start[o + 1] = at;
         }
+        drop(counts);
         let total = start[objects] as usize;
         let mut events = vec![0u32; total];
-        let mut next: Vec<u32> = start[..objects].to_vec();
-        for (i, e) in set.events.iter().enumerate() {
-            if wake_time_of(e).is_some() {
-                let at = &mut next[e.object as usize];
-                events[*at as usize] = i as u32;
-                *at += 1;
-            }
-        }
+        let out = SharedOut(events.as_mut_ptr());
+        firsts
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(k, mut next)| {
+                let out = &out;
+                for i in bounds[k]..bounds[k + 1] {
+                    let e = &set.events[i];
+                    if wake_time_of(e).is_some() {
+                        let at = &mut next[e.object as usize];
+                        // SAFETY: chunk k writes only the positions counted
+                        // for it, firsts[k][o] .. firsts[k][o] + counts[k][o]
+                        // of each object o: in bounds (they sum to `total`)
+                        // and disjoint from every other chunk's.
+                        unsafe { out.0.add(*at as usize).write(i as u32) };
+                        *at += 1;
+                    }
+                }
+            });
         // Each object's part, sorted by wake time; stable, and the parts are
         // runs of per-thread ascending times, which the merge sort exploits.
         let mut parts: Vec<&mut [u32]> = Vec::with_capacity(objects);
@@ -203,11 +246,18 @@ const LARGE_PART: usize = 1 << 16;
 /// with sequential memory access; then the events are written back.
 fn sort_by_wake_time(set: &EventSet, part: &mut [u32]) {
     let key = |i: u32| wake_time(set, i as usize);
-    if part.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+    let large = part.len() > LARGE_PART;
+    // The keys are read once (by both cores for a large part: the reads
+    // wait on memory), then the order checked on the copy.
+    let mut keyed: Vec<(u64, u32)> = if large {
+        part.par_iter().map(|&i| (key(i), i)).collect()
+    } else {
+        part.iter().map(|&i| (key(i), i)).collect()
+    };
+    if keyed.is_sorted_by_key(|&(t, _)| t) {
         return;
     }
-    let mut keyed: Vec<(u64, u32)> = part.iter().map(|&i| (key(i), i)).collect();
-    if keyed.len() > LARGE_PART {
+    if large {
         keyed.par_sort_by_key(|&(t, _)| t);
     } else {
         keyed.sort_by_key(|&(t, _)| t);

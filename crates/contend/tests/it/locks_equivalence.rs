@@ -365,3 +365,91 @@ fn critical_path_across_without_futex_or_openmp_is_the_pthread_path() {
         assert_eq!(across.locks, alone, "case {case}");
     }
 }
+
+/// The waker of every event (`critical_path::lock_wakers`, built by a
+/// counting sort in chunks side by side and a sort of each lock's wake
+/// events) against the rule applied by brute force: among the events that
+/// can wake a waiter on the object waited for (a lock's release, a
+/// `sem_post`, a barrier arrival), by another thread, at or before the
+/// acquisition, the latest by (wake time, event index), if not before the
+/// wait's lower bound.
+#[test]
+fn lock_wakers_match_the_rule_by_brute_force() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for case in 0..300 {
+        let threads = random_threads(&mut rng);
+        let set = pair_operations(&inputs(&threads));
+        let wakers = contend::locks::critical_path::lock_wakers(&set);
+        let wakes: Vec<usize> = (0..set.events.len())
+            .filter(|&w| {
+                let e = &set.events[w];
+                match (e.primitive(), e.outcome()) {
+                    (p, Outcome::Acquired) if p.is_lock() => true,
+                    (Primitive::Semaphore, Outcome::Post) => true,
+                    (Primitive::Barrier, _) => true,
+                    _ => false,
+                }
+            })
+            .collect();
+        for (i, e) in set.events.iter().enumerate() {
+            let waited = e.contended()
+                && e.outcome() == Outcome::Acquired
+                && e.acquired_ns() > e.requested_ns();
+            let target = match e.primitive() {
+                _ if !waited => None,
+                Primitive::Cond => set.cond_mutex(i).map(|m| (m, e.requested_ns())),
+                Primitive::Barrier => Some((e.object, e.requested_ns())),
+                _ => Some((e.object, 0)),
+            };
+            let expected = target
+                .and_then(|(object, lo)| {
+                    wakes
+                        .iter()
+                        .copied()
+                        .filter(|&w| {
+                            let we = &set.events[w];
+                            we.object == object
+                                && we.thread() != e.thread()
+                                && contend::locks::critical_path::lock_wake_time(&set, w)
+                                    <= e.acquired_ns()
+                        })
+                        .max_by_key(|&w| {
+                            (contend::locks::critical_path::lock_wake_time(&set, w), w)
+                        })
+                        .filter(|&w| contend::locks::critical_path::lock_wake_time(&set, w) >= lo)
+                })
+                .map_or(u32::MAX, |w| w as u32);
+            assert_eq!(wakers[i], expected, "case {case}, event {i}");
+        }
+    }
+}
+
+/// Ownership changes (one merge of the threads by acquisition time)
+/// against the straightforward count: each lock's successful acquisitions
+/// sorted by (time, thread), hand-overs between neighbours counted.
+#[test]
+fn ownership_changes_match_a_sort_of_each_locks_acquisitions() {
+    let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+    for case in 0..300 {
+        let threads = random_threads(&mut rng);
+        let set = pair_operations(&inputs(&threads));
+        let mut by_object: Vec<Vec<(u64, u32)>> = vec![Vec::new(); set.objects.len()];
+        for e in &set.events {
+            if e.is_lock() && e.outcome() == Outcome::Acquired {
+                by_object[e.object as usize].push((e.acquired_ns(), e.thread()));
+            }
+        }
+        let expected: Vec<u64> = by_object
+            .into_iter()
+            .map(|mut v| {
+                v.sort_unstable();
+                v.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64
+            })
+            .collect();
+        assert_eq!(
+            contend::locks::ownership_changes(&set),
+            expected,
+            "case {case}"
+        );
+    }
+}
