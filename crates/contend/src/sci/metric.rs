@@ -460,6 +460,18 @@ pub fn score_executions_streamed(
     executions: Vec<Vec<Execution>>,
     streamed: Option<&StreamedLocks<'_>>,
 ) -> (Vec<SciBlock>, Vec<SciThread>) {
+    let cores = rayon::current_num_threads().clamp(1, 8);
+    score_in_groups(input, executions, streamed, cores)
+}
+
+/// [`score_executions_streamed`] with the threads' passes in at most
+/// `cores` groups side by side (the result does not depend on `cores`).
+fn score_in_groups(
+    input: &ScoreInput,
+    executions: Vec<Vec<Execution>>,
+    streamed: Option<&StreamedLocks<'_>>,
+    cores: usize,
+) -> (Vec<SciBlock>, Vec<SciThread>) {
     let nblocks = input.blocks.len();
     let mut streamed_range: Vec<Option<std::ops::Range<usize>>> = vec![None; executions.len()];
     if let Some(s) = streamed {
@@ -470,52 +482,52 @@ pub fn score_executions_streamed(
         }
     }
     let passes: Vec<ThreadPass> = executions.into_par_iter().map(thread_pass).collect();
-    // Group durations by block (counting sort), and accumulate per
-    // (block, thread).
+    // The threads in contiguous groups of about equal work, counted and
+    // grouped by block side by side (a group's own counts say where its
+    // durations go); one group when the blocks are many for the work.
+    let work: Vec<usize> = passes
+        .iter()
+        .zip(&streamed_range)
+        .map(|(p, r)| p.scored.len() + p.recursive.len() + r.as_ref().map_or(0, |r| r.len()))
+        .collect();
+    let groups = thread_groups(&work, nblocks, cores);
+    let tallies: Vec<Tally> = groups
+        .par_iter()
+        .map(|g| {
+            let mut t = Tally {
+                counts: vec![0usize; nblocks],
+                recursive: vec![0u64; nblocks],
+                longest: 0,
+            };
+            for k in g.clone() {
+                t.add_thread(&passes[k], streamed.zip(streamed_range[k].clone()));
+            }
+            t
+        })
+        .collect();
     let mut counts = vec![0usize; nblocks];
     let mut recursive = vec![0u64; nblocks];
     let mut longest = 0u64;
-    for p in &passes {
-        for e in &p.scored {
-            counts[e.block as usize] += 1;
-            longest = longest.max(e.start_ns);
+    for t in &tallies {
+        for b in 0..nblocks {
+            counts[b] += t.counts[b];
+            recursive[b] += t.recursive[b];
         }
-        for &b in &p.recursive {
-            recursive[b as usize] += 1;
-        }
+        longest = longest.max(t.longest);
     }
-    if let Some(s) = streamed {
-        for r in streamed_range.iter().flatten() {
-            for (b, d, again) in s.executions(r.clone()) {
-                if again {
-                    recursive[b as usize] += 1;
-                } else {
-                    counts[b as usize] += 1;
-                    longest = longest.max(d);
-                }
-            }
-        }
-    }
+    let group_counts: Vec<Vec<usize>> = tallies.into_iter().map(|t| t.counts).collect();
+    let grouping = Grouping {
+        groups: &groups,
+        group_counts: &group_counts,
+        counts: &counts,
+        recursive: &recursive,
+    };
     // The durations, grouped by block, take 4 bytes each when every one
     // fits (under 4.3 s), else 8.
     let mut blocks: Vec<SciBlock> = if u32::try_from(longest).is_ok() {
-        group_and_score::<u32>(
-            input,
-            passes,
-            streamed,
-            &streamed_range,
-            &counts,
-            &recursive,
-        )
+        group_and_score::<u32>(input, passes, streamed, &streamed_range, &grouping)
     } else {
-        group_and_score::<u64>(
-            input,
-            passes,
-            streamed,
-            &streamed_range,
-            &counts,
-            &recursive,
-        )
+        group_and_score::<u64>(input, passes, streamed, &streamed_range, &grouping)
     };
     blocks.sort_by(|a, b| {
         let key = |s: &SciBlock| s.sci.unwrap_or(-1.0);
@@ -555,6 +567,83 @@ pub fn score_executions_streamed(
     thread_rows.sort_by(|a, b| b.excess_ns.cmp(&a.excess_ns).then(a.tid.cmp(&b.tid)));
     (blocks, thread_rows)
 }
+
+/// Contiguous groups of threads (index ranges) of about equal `work`
+/// each, at most `cores`, for the passes of [`score_executions_streamed`];
+/// one group when `blocks` per group would outweigh the work (each group
+/// keeps a count per block).
+fn thread_groups(work: &[usize], blocks: usize, cores: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = work.iter().sum();
+    let groups = if blocks.saturating_mul(cores) <= total / 4 {
+        cores.min(work.len()).max(1)
+    } else {
+        1
+    };
+    let mut out = Vec::with_capacity(groups);
+    let (mut start, mut acc) = (0usize, 0usize);
+    for (k, &w) in work.iter().enumerate() {
+        acc += w;
+        // Close the group once it holds its share of the work.
+        if out.len() + 1 < groups && acc * groups >= total * (out.len() + 1) {
+            out.push(start..k + 1);
+            start = k + 1;
+        }
+    }
+    out.push(start..work.len());
+    out
+}
+
+/// One group's counts per block ([`score_executions_streamed`]'s first
+/// pass): scored executions, recursive ones, and the longest duration, ns.
+struct Tally {
+    counts: Vec<usize>,
+    recursive: Vec<u64>,
+    longest: u64,
+}
+
+impl Tally {
+    /// Counts one thread's scored and recursive executions: its nesting
+    /// pass's, and its lock calls left in the events when streamed.
+    fn add_thread(
+        &mut self,
+        p: &ThreadPass,
+        streamed: Option<(&StreamedLocks<'_>, std::ops::Range<usize>)>,
+    ) {
+        for e in &p.scored {
+            self.counts[e.block as usize] += 1;
+            self.longest = self.longest.max(e.start_ns);
+        }
+        for &b in &p.recursive {
+            self.recursive[b as usize] += 1;
+        }
+        if let Some((s, r)) = streamed {
+            for (b, d, again) in s.executions(r) {
+                if again {
+                    self.recursive[b as usize] += 1;
+                } else {
+                    self.counts[b as usize] += 1;
+                    self.longest = self.longest.max(d);
+                }
+            }
+        }
+    }
+}
+
+/// The thread groups and counts [`group_and_score`] places durations by.
+struct Grouping<'a> {
+    groups: &'a [std::ops::Range<usize>],
+    /// Per group, its scored executions per block.
+    group_counts: &'a [Vec<usize>],
+    /// Scored executions per block, all groups.
+    counts: &'a [usize],
+    /// Recursive executions per block, all groups.
+    recursive: &'a [u64],
+}
+
+/// The durations array being filled by the groups of [`group_and_score`].
+struct SharedDurations<D>(*mut D);
+// SAFETY: the groups write disjoint positions (see `group_and_score`).
+unsafe impl<D: Send> Sync for SharedDurations<D> {}
 
 /// The exclusive durations of one row, folded: their least and their sum,
 /// ns (all a row needs of them).
@@ -601,9 +690,9 @@ fn group_and_score<D: StoredDuration>(
     passes: Vec<ThreadPass>,
     streamed: Option<&StreamedLocks<'_>>,
     streamed_range: &[Option<std::ops::Range<usize>>],
-    counts: &[usize],
-    recursive: &[u64],
+    grouping: &Grouping<'_>,
 ) -> Vec<SciBlock> {
+    let (counts, recursive) = (grouping.counts, grouping.recursive);
     let nblocks = input.blocks.len();
     let mut offsets = vec![0usize; nblocks + 1];
     for b in 0..nblocks {
@@ -611,34 +700,75 @@ fn group_and_score<D: StoredDuration>(
     }
     let total = offsets[nblocks];
     let mut durations = vec![D::default(); total];
+    // Each group's first position per block: after the groups before it,
+    // so the durations lie in thread order as if placed by one pass.
+    let mut fills: Vec<Vec<usize>> = Vec::with_capacity(grouping.groups.len());
+    let mut at = offsets[..nblocks].to_vec();
+    for gc in grouping.group_counts {
+        fills.push(at.clone());
+        for b in 0..nblocks {
+            at[b] += gc[b];
+        }
+    }
+    // Each group's threads' passes, consumed (and freed) by that group.
+    let mut passes = passes.into_iter();
+    let group_passes: Vec<Vec<ThreadPass>> = grouping
+        .groups
+        .iter()
+        .map(|g| passes.by_ref().take(g.len()).collect())
+        .collect();
+    let out = SharedDurations(durations.as_mut_ptr());
     // The exclusive durations enter a row only through their least and
     // their sum, so they are folded as they come instead of kept.
+    type Folded = (Vec<Exclusive>, Vec<Vec<(u32, Acc)>>);
+    let folded: Vec<Folded> = group_passes
+        .into_par_iter()
+        .zip(fills)
+        .zip(grouping.groups.par_iter())
+        .map(|((group_passes, mut fill), g)| {
+            let out = &out;
+            let mut exclusive: Vec<Exclusive> = vec![Exclusive::default(); nblocks];
+            let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
+            for (t, p) in g.clone().zip(group_passes) {
+                let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
+                let scored = p.scored.iter().map(|e| (e.block, e.start_ns, e.end_ns));
+                let lock_calls = streamed
+                    .zip(streamed_range[t].clone())
+                    .into_iter()
+                    .flat_map(|(s, r)| {
+                        s.executions(r)
+                            .filter(|&(_, _, again)| !again)
+                            .map(|(b, d, _)| (b, d, d))
+                    });
+                for (b, d, x) in scored.chain(lock_calls) {
+                    let k = &mut fill[b as usize];
+                    // SAFETY: this group writes only the positions counted
+                    // for it, fills[g][b] .. fills[g][b] + group_counts[g][b]
+                    // of each block b (the same executions, counted by
+                    // Tally::add_thread): in bounds and disjoint from every
+                    // other group's.
+                    unsafe { out.0.add(*k).write(D::try_from(d).unwrap_or(D::MAX)) };
+                    *k += 1;
+                    exclusive[b as usize].add(x);
+                    let a = acc.entry(b).or_default();
+                    a.n += 1;
+                    a.sum += d;
+                    a.sum_excl += x;
+                }
+                for (b, a) in acc {
+                    per_thread[b as usize].push((t as u32, a));
+                }
+            }
+            (exclusive, per_thread)
+        })
+        .collect();
     let mut exclusive: Vec<Exclusive> = vec![Exclusive::default(); nblocks];
-    let mut fill = offsets.clone();
     let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
-    for (t, p) in passes.into_iter().enumerate() {
-        let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
-        let scored = p.scored.iter().map(|e| (e.block, e.start_ns, e.end_ns));
-        let lock_calls = streamed
-            .zip(streamed_range[t].clone())
-            .into_iter()
-            .flat_map(|(s, r)| {
-                s.executions(r)
-                    .filter(|&(_, _, again)| !again)
-                    .map(|(b, d, _)| (b, d, d))
-            });
-        for (b, d, x) in scored.chain(lock_calls) {
-            let k = &mut fill[b as usize];
-            durations[*k] = D::try_from(d).unwrap_or(D::MAX);
-            *k += 1;
-            exclusive[b as usize].add(x);
-            let a = acc.entry(b).or_default();
-            a.n += 1;
-            a.sum += d;
-            a.sum_excl += x;
-        }
-        for (b, a) in acc {
-            per_thread[b as usize].push((t as u32, a));
+    for (ex, pt) in folded {
+        for (b, (x, list)) in ex.into_iter().zip(pt).enumerate() {
+            exclusive[b].min = exclusive[b].min.min(x.min);
+            exclusive[b].sum += x.sum;
+            per_thread[b].extend(list);
         }
     }
     // Split the flat vector into one slice per block.
@@ -803,4 +933,92 @@ fn log2_buckets(sorted: impl Iterator<Item = u64>) -> Vec<DurationBucket> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Groups are contiguous, cover every thread once, and split the work
+    /// near its shares; many blocks for little work make one group.
+    #[test]
+    fn thread_groups_split_the_work_in_contiguous_shares() {
+        assert_eq!(thread_groups(&[10, 10, 10, 10], 1, 2), vec![0..2, 2..4]);
+        assert_eq!(thread_groups(&[30, 1, 1, 8], 1, 2), vec![0..1, 1..4]);
+        assert_eq!(thread_groups(&[5, 5, 5], 1, 3), vec![0..1, 1..2, 2..3]);
+        assert_eq!(thread_groups(&[10, 10], 100, 2), vec![0..2]);
+        assert_eq!(thread_groups(&[], 1, 2), vec![0..0]);
+        assert_eq!(thread_groups(&[0, 0, 7], 1, 2), vec![0..3]);
+    }
+
+    /// The passes in 1, 2, 3 or 5 groups give the same blocks and threads:
+    /// random nested, recursive and back-to-back executions of 6 threads
+    /// over 4 blocks.
+    #[test]
+    fn scores_do_not_depend_on_the_grouping() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let blocks: Vec<BlockDef> = (0..4)
+            .map(|b| BlockDef {
+                kind: BlockKind::Region,
+                name: format!("b{b}"),
+                key: None,
+                site: BlockSite::default(),
+                every: 1,
+                unfinished: 0,
+            })
+            .collect();
+        let threads: Vec<ThreadDef> = (0..6)
+            .map(|t| ThreadDef {
+                pid: 1,
+                tid: 100 + t,
+                duration_ns: 1_000_000,
+                source: DurationSource::TaskEvents,
+            })
+            .collect();
+        let executions: Vec<Vec<Execution>> = (0..6)
+            .map(|t| {
+                let mut v = Vec::new();
+                let mut at = 0u64;
+                for _ in 0..(20 + 40 * (t % 3)) {
+                    let start = at + rnd(50);
+                    let len = 1 + rnd(200);
+                    v.push(Execution {
+                        block: rnd(4) as u32,
+                        start_ns: start,
+                        end_ns: start + len,
+                    });
+                    // Sometimes one inside it, of any block.
+                    if rnd(3) == 0 {
+                        v.push(Execution {
+                            block: rnd(4) as u32,
+                            start_ns: start + len / 4,
+                            end_ns: start + len / 2,
+                        });
+                    }
+                    at = start + len;
+                }
+                v
+            })
+            .collect();
+        let input = ScoreInput {
+            blocks,
+            threads,
+            executions: executions.clone(),
+        };
+        let one = score_in_groups(&input, executions.clone(), None, 1);
+        assert!(one.0.iter().any(|b| b.sci.is_some()));
+        for cores in [2, 3, 5] {
+            assert_eq!(
+                score_in_groups(&input, executions.clone(), None, cores),
+                one,
+                "{cores} groups"
+            );
+        }
+    }
 }
