@@ -471,8 +471,20 @@ fn place_lock_executions<'s>(
             _ => copy[st] = true,
         }
     }
+    // The copied threads' events: their ranges when the events are
+    // grouped by thread (none to read when every thread is streamed), else
+    // all events.
+    let copied: Vec<&[crate::locks::LockEvent]> = match &blocks.ranges {
+        Some(r) => r
+            .iter()
+            .zip(&copy)
+            .filter(|&(_, &c)| c)
+            .map(|((range, _), _)| &set.events[range.clone()])
+            .collect(),
+        None => vec![&set.events[..]],
+    };
     let mut acquired = vec![0usize; b.executions.len()];
-    for e in &set.events {
+    for e in copied.iter().flat_map(|s| s.iter()) {
         if e.outcome() == Outcome::Acquired && copy[e.thread() as usize] {
             acquired[blocks.threads[e.thread() as usize] as usize] += 1;
         }
@@ -480,7 +492,7 @@ fn place_lock_executions<'s>(
     for (v, n) in b.executions.iter_mut().zip(acquired) {
         v.reserve_exact(n);
     }
-    for e in &set.events {
+    for e in copied.iter().flat_map(|s| s.iter()) {
         if e.outcome() != Outcome::Acquired || !copy[e.thread() as usize] {
             continue;
         }
@@ -979,4 +991,83 @@ pub fn gather_with<'s>(
         executions: b.executions,
     };
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locks::LockEventFields;
+
+    /// A thread with other executions (a region) has its lock calls
+    /// copied, read from its own range of the events; a lock-only thread
+    /// stays streamed and nothing of it is copied.
+    #[test]
+    fn only_the_copied_threads_lock_calls_are_copied() {
+        let event = |thread: u32, object: u32, at: u64, wait: u64| {
+            LockEventFields {
+                thread,
+                object,
+                site: 0,
+                primitive: Primitive::Mutex,
+                outcome: Outcome::Acquired,
+                requested_ns: at,
+                acquired_ns: at + wait,
+                released_ns: at + wait + 10,
+                contended: wait > 0,
+                unreleased: false,
+            }
+            .pack()
+        };
+        let set = EventSet {
+            events: vec![
+                event(0, 0, 100, 5),
+                event(0, 1, 200, 0),
+                event(0, 0, 300, 7),
+                event(1, 1, 150, 3),
+                event(1, 0, 250, 0),
+            ],
+            threads: (0..2)
+                .map(|t| crate::locks::events::ThreadInfo {
+                    pid: 1,
+                    tid: 10 + t,
+                    process: 0,
+                    first_ns: 100,
+                    last_ns: 400,
+                    name: None,
+                })
+                .collect(),
+            ..EventSet::default()
+        };
+        let mut b = Builder {
+            blocks: Vec::new(),
+            threads: vec![(1, 10), (1, 11)],
+            thread_index: FxHashMap::default(),
+            executions: vec![
+                Vec::new(),
+                vec![Execution {
+                    block: 2,
+                    start_ns: 140,
+                    end_ns: 400,
+                }],
+            ],
+            spans: vec![(u64::MAX, 0); 2],
+        };
+        let mut rows = FxHashMap::default();
+        rows.insert((Primitive::Mutex, 0u32, 0u32), 0u32);
+        rows.insert((Primitive::Mutex, 0u32, 1u32), 1u32);
+        let blocks = LockBlocks {
+            set: &set,
+            rows,
+            threads: vec![0, 1],
+            ranges: Some(vec![(0..3, true), (3..5, true)]),
+        };
+        let streamed = place_lock_executions(&mut b, &blocks, true).expect("streamed");
+        assert_eq!(streamed.threads, vec![(0, 0..3)]);
+        assert!(b.executions[0].is_empty());
+        let copied: Vec<(u32, u64, u64)> = b.executions[1]
+            .iter()
+            .map(|e| (e.block, e.start_ns, e.end_ns))
+            .collect();
+        assert_eq!(copied, vec![(2, 140, 400), (1, 150, 153), (0, 250, 250)]);
+    }
 }
