@@ -155,23 +155,22 @@ mod tests {
         assert_eq!(ownership_changes(&s), vec![0]);
     }
 
+    /// Ownership changes of one mutex acquired by two threads at
+    /// `(thread, time)`, stored in the order given.
+    fn one_lock(acquisitions: &[(u32, u64)]) -> u64 {
+        let events = acquisitions
+            .iter()
+            .map(|&(t, at)| event(t, 0, at, Primitive::Mutex))
+            .collect();
+        ownership_changes(&set(events, 1, 2))[0]
+    }
+
     /// Worked by hand: simultaneous acquisitions are ordered by thread
     /// index. Lock 0: A@10, B@10, B@20, A@20 → (10 A) (10 B) (20 A) (20 B):
     /// 3 changes, whatever order the events are stored in.
     #[test]
     fn equal_times_are_ordered_by_thread() {
-        let m = Primitive::Mutex;
-        let s = set(
-            vec![
-                event(1, 0, 10, m),
-                event(1, 0, 20, m),
-                event(0, 0, 10, m),
-                event(0, 0, 20, m),
-            ],
-            1,
-            2,
-        );
-        assert_eq!(ownership_changes(&s), vec![3]);
+        assert_eq!(one_lock(&[(1, 10), (1, 20), (0, 10), (0, 20)]), 3);
     }
 
     /// A thread whose events are not stored in acquisition order (A's at
@@ -179,23 +178,7 @@ mod tests {
     /// B@40 added, A10 B20 A30 B40 → 3.
     #[test]
     fn threads_out_of_acquisition_order_are_merged_by_time() {
-        let m = Primitive::Mutex;
-        let s = set(
-            vec![event(0, 0, 30, m), event(0, 0, 10, m), event(1, 0, 20, m)],
-            1,
-            2,
-        );
-        assert_eq!(ownership_changes(&s), vec![2]);
-        let s = set(
-            vec![
-                event(0, 0, 30, m),
-                event(0, 0, 10, m),
-                event(1, 0, 20, m),
-                event(1, 0, 40, m),
-            ],
-            1,
-            2,
-        );
-        assert_eq!(ownership_changes(&s), vec![3]);
+        assert_eq!(one_lock(&[(0, 30), (0, 10), (1, 20)]), 2);
+        assert_eq!(one_lock(&[(0, 30), (0, 10), (1, 20), (1, 40)]), 3);
     }
 }
