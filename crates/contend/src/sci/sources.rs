@@ -371,27 +371,29 @@ fn lock_blocks<'s>(
     // Each thread's events, if they are grouped by thread.
     let mut ranges: Vec<(std::ops::Range<usize>, bool)> = vec![(0..0, true); set.threads.len()];
     let mut grouped = true;
-    let mut i = 0;
-    while i < set.events.len() {
-        let st = set.events[i].thread() as usize;
-        let mut j = i + 1;
-        while j < set.events.len() && set.events[j].thread() as usize == st {
-            j += 1;
+    // The run of events of one thread being read: (thread, first event).
+    let mut run: Option<(usize, usize)> = None;
+    let mut end_run = |run: Option<(usize, usize)>, end: usize| {
+        if let Some((st, start)) = run {
+            match ranges.get_mut(st) {
+                Some((r, _)) if r.start == 0 && r.end == 0 => *r = start..end,
+                _ => grouped = false,
+            }
         }
-        match ranges.get_mut(st) {
-            Some((r, _)) if r.start == 0 && r.end == 0 => *r = i..j,
-            _ => grouped = false,
-        }
-        i = j;
-    }
+    };
     let mut last: Option<(usize, u64)> = None;
     let mut n = 0u64;
-    for e in &set.events {
+    let mut simple = vec![true; set.threads.len()];
+    for (i, e) in set.events.iter().enumerate() {
         let st = e.thread() as usize;
+        if run.is_none_or(|(t, _)| t != st) {
+            end_run(run, i);
+            run = Some((st, i));
+        }
         if e.outcome() != Outcome::Acquired {
             continue;
         }
-        if let Some((_, simple)) = ranges.get_mut(st) {
+        if let Some(simple) = simple.get_mut(st) {
             // (a call taking no time at the instant the one before
             // returned is allowed: StreamedLocks says why)
             let touching = e.requested_ns() == e.acquired_ns();
@@ -436,6 +438,10 @@ fn lock_blocks<'s>(
         b.saw(t, e.requested_ns());
         b.saw(t, e.acquired_ns());
         n += 1;
+    }
+    end_run(run, set.events.len());
+    for ((_, qualifies), s) in ranges.iter_mut().zip(simple) {
+        *qualifies = s;
     }
     let blocks = LockBlocks {
         set,
@@ -1069,5 +1075,89 @@ mod tests {
             .map(|e| (e.block, e.start_ns, e.end_ns))
             .collect();
         assert_eq!(copied, vec![(2, 140, 400), (1, 150, 153), (0, 250, 250)]);
+    }
+
+    /// The first pass finds each thread's range of events when they are
+    /// grouped by thread (none when a thread's events come in two runs),
+    /// and which threads' calls each begin after the one before returned
+    /// (thread 1's second call begins inside its first: it does not
+    /// qualify for streaming). Two blocks: (mutex, site 0, object 0) and
+    /// (mutex, site 0, object 1), numbered as first met.
+    #[test]
+    fn first_pass_finds_ranges_blocks_and_qualifying_threads() {
+        let event = |thread: u32, object: u32, at: u64, wait: u64| {
+            LockEventFields {
+                thread,
+                object,
+                site: 0,
+                primitive: Primitive::Mutex,
+                outcome: Outcome::Acquired,
+                requested_ns: at,
+                acquired_ns: at + wait,
+                released_ns: at + wait + 10,
+                contended: wait > 0,
+                unreleased: false,
+            }
+            .pack()
+        };
+        let set_of = |events: Vec<crate::locks::LockEvent>| EventSet {
+            events,
+            threads: (0..2)
+                .map(|t| crate::locks::events::ThreadInfo {
+                    pid: 1,
+                    tid: 10 + t,
+                    process: 0,
+                    first_ns: 0,
+                    last_ns: 0,
+                    name: None,
+                })
+                .collect(),
+            objects: (0..2)
+                .map(|o| crate::locks::events::ObjectKey {
+                    process: 0,
+                    address: 0x1000 + o,
+                })
+                .collect(),
+            sites: vec![crate::locks::events::SiteKey {
+                process: 0,
+                address: 0x40_0000,
+            }],
+            ..EventSet::default()
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/golden/recordings/sharequeue-two.data");
+        let recording = Recording::open(&dir).unwrap();
+        let symbols = Symbols::new();
+        let builder = || Builder {
+            blocks: Vec::new(),
+            threads: Vec::new(),
+            thread_index: FxHashMap::default(),
+            executions: Vec::new(),
+            spans: Vec::new(),
+        };
+        let grouped = set_of(vec![
+            event(0, 1, 100, 5),
+            event(0, 0, 200, 0),
+            event(1, 0, 150, 30),
+            event(1, 1, 160, 0),
+            event(1, 0, 300, 0),
+        ]);
+        let mut b = builder();
+        let mut resolver = ProcessResolver::new(&recording, &symbols);
+        let (blocks, n) = lock_blocks(&mut b, &mut resolver, &grouped);
+        assert_eq!(n, 5);
+        assert_eq!(blocks.ranges, Some(vec![(0..2, true), (2..5, false)]));
+        assert_eq!(blocks.rows[&(Primitive::Mutex, 0, 1)], 0);
+        assert_eq!(blocks.rows[&(Primitive::Mutex, 0, 0)], 1);
+        assert_eq!(b.spans, vec![(100, 200), (150, 300)]);
+        // Thread 0's events in two runs: no ranges.
+        let split = set_of(vec![
+            event(0, 1, 100, 5),
+            event(1, 0, 150, 0),
+            event(0, 0, 200, 0),
+        ]);
+        let mut b = builder();
+        let (blocks, _) = lock_blocks(&mut b, &mut resolver, &split);
+        assert_eq!(blocks.ranges, None);
     }
 }
