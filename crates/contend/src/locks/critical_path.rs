@@ -364,11 +364,21 @@ impl ThreadOrder {
         let t = set.threads.len();
         let (mut first, mut last, mut count) =
             (vec![usize::MAX; t], vec![0usize; t], vec![0usize; t]);
-        for (i, e) in set.events.iter().enumerate() {
-            let th = e.thread() as usize;
-            first[th] = first[th].min(i);
-            last[th] = i;
-            count[th] += 1;
+        let ranges = &set.thread_ranges;
+        if ranges.len() == t && ranges.iter().all(|r| r.end <= set.events.len()) {
+            // Pairing says where each thread's events are.
+            for (th, r) in ranges.iter().enumerate() {
+                if !r.is_empty() {
+                    (first[th], last[th], count[th]) = (r.start, r.end - 1, r.len());
+                }
+            }
+        } else {
+            for (i, e) in set.events.iter().enumerate() {
+                let th = e.thread() as usize;
+                first[th] = first[th].min(i);
+                last[th] = i;
+                count[th] += 1;
+            }
         }
         let acquired = |i: usize| set.events[i].acquired_ns();
         let threads = (0..t)

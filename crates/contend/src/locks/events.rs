@@ -338,6 +338,12 @@ pub struct EventSet {
     /// For events recorded with a call stack (`--stack-every`): (event
     /// index, index into its process trace's stacks), by event index.
     pub stacks: Vec<(u32, u32)>,
+    /// Where [`pair_operations`] put each thread's events:
+    /// `thread_ranges[t]` is the range of [`EventSet::events`] that holds
+    /// every event of thread `t` (empty when it has none). Empty when the
+    /// set was built otherwise; passes that need the threads' ranges then
+    /// find them by reading the events.
+    pub thread_ranges: Vec<std::ops::Range<usize>>,
 }
 
 impl EventSet {
@@ -576,6 +582,15 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
     // passes).
     unsafe { events.set_len(total) };
     let short = paired.iter().zip(&counts).any(|(p, &n)| p.written < n);
+    // Each thread's events, once the placeholders are dropped.
+    let mut at = 0usize;
+    set.thread_ranges = paired
+        .iter()
+        .map(|p| {
+            at += p.written;
+            at - p.written..at
+        })
+        .collect();
     // The side entries, by index in the flat vector (as it is once the
     // placeholders are dropped).
     let mut at = 0usize;

@@ -344,7 +344,26 @@ fn pairing_matches_the_reference() {
         let want = reference_pairing(&ordered);
         let got = pair_operations(&from_trace);
         assert_same_set(&got, &want, &format!("case {case}, from a trace"));
+        assert_thread_ranges(&got, case);
     }
+}
+
+/// Pairing's `thread_ranges`: one per thread, in order, together covering
+/// every event, each holding exactly its thread's events.
+fn assert_thread_ranges(set: &EventSet, case: usize) {
+    assert_eq!(set.thread_ranges.len(), set.threads.len(), "case {case}");
+    let mut at = 0;
+    for (t, r) in set.thread_ranges.iter().enumerate() {
+        assert_eq!(r.start, at, "case {case}, thread {t}");
+        assert!(
+            set.events[r.clone()]
+                .iter()
+                .all(|e| e.thread() as usize == t),
+            "case {case}, thread {t}"
+        );
+        at = r.end;
+    }
+    assert_eq!(at, set.events.len(), "case {case}");
 }
 
 // ------------------------------------------- critical path across recorders
