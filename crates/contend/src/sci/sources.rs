@@ -1002,28 +1002,31 @@ pub fn gather_with<'s>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::locks::LockEventFields;
+    use crate::locks::{LockEvent, LockEventFields};
+
+    /// A mutex acquisition at site 0 by `thread`: requested at `at`,
+    /// acquired `wait` ns later, held 10 ns.
+    fn event(thread: u32, object: u32, at: u64, wait: u64) -> LockEvent {
+        LockEventFields {
+            thread,
+            object,
+            site: 0,
+            primitive: Primitive::Mutex,
+            outcome: Outcome::Acquired,
+            requested_ns: at,
+            acquired_ns: at + wait,
+            released_ns: at + wait + 10,
+            contended: wait > 0,
+            unreleased: false,
+        }
+        .pack()
+    }
 
     /// A thread with other executions (a region) has its lock calls
     /// copied, read from its own range of the events; a lock-only thread
     /// stays streamed and nothing of it is copied.
     #[test]
     fn only_the_copied_threads_lock_calls_are_copied() {
-        let event = |thread: u32, object: u32, at: u64, wait: u64| {
-            LockEventFields {
-                thread,
-                object,
-                site: 0,
-                primitive: Primitive::Mutex,
-                outcome: Outcome::Acquired,
-                requested_ns: at,
-                acquired_ns: at + wait,
-                released_ns: at + wait + 10,
-                contended: wait > 0,
-                unreleased: false,
-            }
-            .pack()
-        };
         let set = EventSet {
             events: vec![
                 event(0, 0, 100, 5),
@@ -1085,22 +1088,7 @@ mod tests {
     /// (mutex, site 0, object 1), numbered as first met.
     #[test]
     fn first_pass_finds_ranges_blocks_and_qualifying_threads() {
-        let event = |thread: u32, object: u32, at: u64, wait: u64| {
-            LockEventFields {
-                thread,
-                object,
-                site: 0,
-                primitive: Primitive::Mutex,
-                outcome: Outcome::Acquired,
-                requested_ns: at,
-                acquired_ns: at + wait,
-                released_ns: at + wait + 10,
-                contended: wait > 0,
-                unreleased: false,
-            }
-            .pack()
-        };
-        let set_of = |events: Vec<crate::locks::LockEvent>| EventSet {
+        let set_of = |events: Vec<LockEvent>| EventSet {
             events,
             threads: (0..2)
                 .map(|t| crate::locks::events::ThreadInfo {

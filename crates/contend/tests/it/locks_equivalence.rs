@@ -368,16 +368,19 @@ fn assert_thread_ranges(set: &EventSet, case: usize) {
 
 // ------------------------------------------- critical path across recorders
 
+/// 300 random event sets (pairing of [`random_threads`]), numbered.
+fn random_sets(seed: u64) -> impl Iterator<Item = (usize, EventSet)> {
+    let mut rng = Rng(seed);
+    (0..300).map(move |case| (case, pair_operations(&inputs(&random_threads(&mut rng)))))
+}
+
 /// With no futex wait and no OpenMP event, the critical path across
 /// recorders (`locks::across`, docs/critical-path.md) is the pthread
 /// critical path: the same marks, jumps, hand-overs and start thread, on
 /// random operation sequences with every primitive.
 #[test]
 fn critical_path_across_without_futex_or_openmp_is_the_pthread_path() {
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    for case in 0..300 {
-        let threads = random_threads(&mut rng);
-        let set = pair_operations(&inputs(&threads));
+    for (case, set) in random_sets(0x2545_f491_4f6c_dd1d) {
         let alone = contend::locks::mark_critical_path(&set);
         let across =
             contend::locks::across::mark_across(&set, &contend::futex::FutexEvents::default(), &[]);
@@ -394,10 +397,7 @@ fn critical_path_across_without_futex_or_openmp_is_the_pthread_path() {
 /// wait's lower bound.
 #[test]
 fn lock_wakers_match_the_rule_by_brute_force() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    for case in 0..300 {
-        let threads = random_threads(&mut rng);
-        let set = pair_operations(&inputs(&threads));
+    for (case, set) in random_sets(0x9e37_79b9_7f4a_7c15) {
         let wakers = contend::locks::critical_path::lock_wakers(&set);
         let wakes: Vec<usize> = (0..set.events.len())
             .filter(|&w| {
@@ -448,10 +448,7 @@ fn lock_wakers_match_the_rule_by_brute_force() {
 /// sorted by (time, thread), hand-overs between neighbours counted.
 #[test]
 fn ownership_changes_match_a_sort_of_each_locks_acquisitions() {
-    let mut rng = Rng(0x3c6e_f372_fe94_f82b);
-    for case in 0..300 {
-        let threads = random_threads(&mut rng);
-        let set = pair_operations(&inputs(&threads));
+    for (case, set) in random_sets(0x3c6e_f372_fe94_f82b) {
         let mut by_object: Vec<Vec<(u64, u32)>> = vec![Vec::new(); set.objects.len()];
         for e in &set.events {
             if e.is_lock() && e.outcome() == Outcome::Acquired {
