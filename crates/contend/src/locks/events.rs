@@ -593,8 +593,8 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         .collect();
     // The side entries, by index in the flat vector (as it is once the
     // placeholders are dropped).
-    let mut at = 0usize;
-    for p in &paired {
+    for (p, range) in paired.iter().zip(&set.thread_ranges) {
+        let at = range.start;
         for &(i, v) in &p.cond_mutexes {
             if let Ok(i) = u32::try_from(at + i as usize) {
                 set.cond_mutexes.push((i, v));
@@ -605,7 +605,6 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
                 set.stacks.push((i, v));
             }
         }
-        at += p.written;
     }
     if short {
         // Drop the placeholders: keep each thread's first `written` events.
