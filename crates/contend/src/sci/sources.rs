@@ -341,7 +341,9 @@ struct LockBlocks<'s> {
     /// Per thread of the event set: the range of its events, and whether
     /// its acquisition calls qualify for streaming ([`StreamedLocks`]: each
     /// begins after the one before returned, or takes no time at that
-    /// instant). `None` when the events are not grouped by thread.
+    /// instant). `None` when the set does not say where each thread's
+    /// events are ([`EventSet::thread_ranges`]: a set not made by pairing);
+    /// every thread's calls are then copied.
     ranges: Option<Vec<(std::ops::Range<usize>, bool)>>,
 }
 
@@ -368,28 +370,11 @@ fn lock_blocks<'s>(
     let mut rows: FxHashMap<(Primitive, u32, u32), u32> = FxHashMap::default();
     let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
-    // Each thread's events, if they are grouped by thread.
-    let mut ranges: Vec<(std::ops::Range<usize>, bool)> = vec![(0..0, true); set.threads.len()];
-    let mut grouped = true;
-    // The run of events of one thread being read: (thread, first event).
-    let mut run: Option<(usize, usize)> = None;
-    let mut end_run = |run: Option<(usize, usize)>, end: usize| {
-        if let Some((st, start)) = run {
-            match ranges.get_mut(st) {
-                Some((r, _)) if r.start == 0 && r.end == 0 => *r = start..end,
-                _ => grouped = false,
-            }
-        }
-    };
     let mut last: Option<(usize, u64)> = None;
     let mut n = 0u64;
     let mut simple = vec![true; set.threads.len()];
-    for (i, e) in set.events.iter().enumerate() {
+    for e in &set.events {
         let st = e.thread() as usize;
-        if run.is_none_or(|(t, _)| t != st) {
-            end_run(run, i);
-            run = Some((st, i));
-        }
         if e.outcome() != Outcome::Acquired {
             continue;
         }
@@ -439,15 +424,13 @@ fn lock_blocks<'s>(
         b.saw(t, e.acquired_ns());
         n += 1;
     }
-    end_run(run, set.events.len());
-    for ((_, qualifies), s) in ranges.iter_mut().zip(simple) {
-        *qualifies = s;
-    }
+    // Each thread's range of events, where pairing grouped them.
+    let grouped = set.thread_ranges.len() == set.threads.len();
     let blocks = LockBlocks {
         set,
         rows,
         threads,
-        ranges: grouped.then_some(ranges),
+        ranges: grouped.then(|| set.thread_ranges.iter().cloned().zip(simple).collect()),
     };
     (blocks, n)
 }
@@ -1080,14 +1063,14 @@ mod tests {
         assert_eq!(copied, vec![(2, 140, 400), (1, 150, 153), (0, 250, 250)]);
     }
 
-    /// The first pass finds each thread's range of events when they are
-    /// grouped by thread (none when a thread's events come in two runs),
+    /// The first pass takes each thread's range of events from pairing's
+    /// `thread_ranges` (none for a set built without them),
     /// and which threads' calls each begin after the one before returned
     /// (thread 1's second call begins inside its first: it does not
     /// qualify for streaming). Two blocks: (mutex, site 0, object 0) and
     /// (mutex, site 0, object 1), numbered as first met.
     #[test]
-    fn first_pass_finds_ranges_blocks_and_qualifying_threads() {
+    fn first_pass_gives_ranges_blocks_and_qualifying_threads() {
         let set_of = |events: Vec<LockEvent>| EventSet {
             events,
             threads: (0..2)
@@ -1123,13 +1106,16 @@ mod tests {
             executions: Vec::new(),
             spans: Vec::new(),
         };
-        let grouped = set_of(vec![
-            event(0, 1, 100, 5),
-            event(0, 0, 200, 0),
-            event(1, 0, 150, 30),
-            event(1, 1, 160, 0),
-            event(1, 0, 300, 0),
-        ]);
+        let grouped = EventSet {
+            thread_ranges: vec![0..2, 2..5],
+            ..set_of(vec![
+                event(0, 1, 100, 5),
+                event(0, 0, 200, 0),
+                event(1, 0, 150, 30),
+                event(1, 1, 160, 0),
+                event(1, 0, 300, 0),
+            ])
+        };
         let mut b = builder();
         let mut resolver = ProcessResolver::new(&recording, &symbols);
         let (blocks, n) = lock_blocks(&mut b, &mut resolver, &grouped);
@@ -1138,7 +1124,7 @@ mod tests {
         assert_eq!(blocks.rows[&(Primitive::Mutex, 0, 1)], 0);
         assert_eq!(blocks.rows[&(Primitive::Mutex, 0, 0)], 1);
         assert_eq!(b.spans, vec![(100, 200), (150, 300)]);
-        // Thread 0's events in two runs: no ranges.
+        // A set that does not say where its threads' events are: no ranges.
         let split = set_of(vec![
             event(0, 1, 100, 5),
             event(1, 0, 150, 0),
