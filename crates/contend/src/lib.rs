@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+mod chunked_sort;
 pub mod compare;
 pub mod config;
 pub mod counters;

@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::events::{EventSet, LockEvent, Outcome};
+use crate::chunked_sort;
 
 /// Result of marking.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,11 +59,6 @@ struct Wakes {
     events: Vec<u32>,
 }
 
-/// The wake-event array being filled by the chunks of [`Wakes::build`].
-struct SharedOut(*mut u32);
-// SAFETY: the chunks write disjoint positions (see `Wakes::build`).
-unsafe impl Sync for SharedOut {}
-
 /// The time at which event `e` can wake a waiter, if it can.
 #[inline]
 fn wake_time_of(e: &LockEvent) -> Option<u64> {
@@ -88,10 +84,10 @@ impl Wakes {
             1
         };
         let bounds: Vec<usize> = (0..=chunks).map(|k| k * n / chunks).collect();
-        let counts: Vec<Vec<u32>> = (0..chunks)
+        let counts: Vec<Vec<usize>> = (0..chunks)
             .into_par_iter()
             .map(|k| {
-                let mut c = vec![0u32; objects];
+                let mut c = vec![0usize; objects];
                 for e in &set.events[bounds[k]..bounds[k + 1]] {
                     if wake_time_of(e).is_some() {
                         c[e.object as usize] += 1;
@@ -100,35 +96,23 @@ impl Wakes {
                 c
             })
             .collect();
-        let mut start = vec![0u32; objects + 1];
-        // First position of each chunk's wake events of each object.
-        let mut firsts: Vec<Vec<u32>> = vec![vec![0u32; objects]; chunks];
-        for o in 0..objects {
-            let mut at = start[o];
-            for k in 0..chunks {
-                firsts[k][o] = at;
-                at += counts[k][o];
-            }
-            start[o + 1] = at;
-        }
+        let (starts, firsts) = chunked_sort::chunk_starts(&counts, objects);
         drop(counts);
-        let total = start[objects] as usize;
-        let mut events = vec![0u32; total];
-        let out = SharedOut(events.as_mut_ptr());
+        let start: Vec<u32> = starts.iter().map(|&s| s as u32).collect();
+        let mut events = vec![0u32; starts[objects]];
+        let out = chunked_sort::DisjointWrites::new(&mut events);
         firsts
             .into_par_iter()
             .enumerate()
             .for_each(|(k, mut next)| {
-                let out = &out;
                 for i in bounds[k]..bounds[k + 1] {
                     let e = &set.events[i];
                     if wake_time_of(e).is_some() {
                         let at = &mut next[e.object as usize];
                         // SAFETY: chunk k writes only the positions counted
                         // for it, firsts[k][o] .. firsts[k][o] + counts[k][o]
-                        // of each object o: in bounds (they sum to `total`)
-                        // and disjoint from every other chunk's.
-                        unsafe { out.0.add(*at as usize).write(i as u32) };
+                        // of each object o, which no other chunk writes.
+                        unsafe { out.write(*at, i as u32) };
                         *at += 1;
                     }
                 }

@@ -31,6 +31,7 @@
 //!   the recorded calls is multiplied by N, an estimate of the excess of
 //!   all calls.
 
+use crate::chunked_sort;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -640,11 +641,6 @@ struct Grouping<'a> {
     recursive: &'a [u64],
 }
 
-/// The durations array being filled by the groups of [`group_and_score`].
-struct SharedDurations<D>(*mut D);
-// SAFETY: the groups write disjoint positions (see `group_and_score`).
-unsafe impl<D: Send> Sync for SharedDurations<D> {}
-
 /// The exclusive durations of one row, folded: their least and their sum,
 /// ns (all a row needs of them).
 #[derive(Debug, Clone, Copy)]
@@ -694,22 +690,10 @@ fn group_and_score<D: StoredDuration>(
 ) -> Vec<SciBlock> {
     let (counts, recursive) = (grouping.counts, grouping.recursive);
     let nblocks = input.blocks.len();
-    let mut offsets = vec![0usize; nblocks + 1];
-    for b in 0..nblocks {
-        offsets[b + 1] = offsets[b] + counts[b];
-    }
-    let total = offsets[nblocks];
-    let mut durations = vec![D::default(); total];
     // Each group's first position per block: after the groups before it,
     // so the durations lie in thread order as if placed by one pass.
-    let mut fills: Vec<Vec<usize>> = Vec::with_capacity(grouping.groups.len());
-    let mut at = offsets[..nblocks].to_vec();
-    for gc in grouping.group_counts {
-        fills.push(at.clone());
-        for b in 0..nblocks {
-            at[b] += gc[b];
-        }
-    }
+    let (offsets, fills) = chunked_sort::chunk_starts(grouping.group_counts, nblocks);
+    let mut durations = vec![D::default(); offsets[nblocks]];
     // Each group's threads' passes, consumed (and freed) by that group.
     let mut passes = passes.into_iter();
     let group_passes: Vec<Vec<ThreadPass>> = grouping
@@ -717,7 +701,7 @@ fn group_and_score<D: StoredDuration>(
         .iter()
         .map(|g| passes.by_ref().take(g.len()).collect())
         .collect();
-    let out = SharedDurations(durations.as_mut_ptr());
+    let out = chunked_sort::DisjointWrites::new(&mut durations);
     // The exclusive durations enter a row only through their least and
     // their sum, so they are folded as they come instead of kept.
     type Folded = (Vec<Exclusive>, Vec<Vec<(u32, Acc)>>);
@@ -726,7 +710,6 @@ fn group_and_score<D: StoredDuration>(
         .zip(fills)
         .zip(grouping.groups.par_iter())
         .map(|((group_passes, mut fill), g)| {
-            let out = &out;
             let mut exclusive: Vec<Exclusive> = vec![Exclusive::default(); nblocks];
             let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
             for (t, p) in g.clone().zip(group_passes) {
@@ -747,7 +730,7 @@ fn group_and_score<D: StoredDuration>(
                     // of each block b (the same executions, counted by
                     // Tally::add_thread): in bounds and disjoint from every
                     // other group's.
-                    unsafe { out.0.add(*k).write(D::try_from(d).unwrap_or(D::MAX)) };
+                    unsafe { out.write(*k, D::try_from(d).unwrap_or(D::MAX)) };
                     *k += 1;
                     exclusive[b as usize].add(x);
                     let a = acc.entry(b).or_default();

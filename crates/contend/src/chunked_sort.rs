@@ -1,0 +1,77 @@
+//! A counting sort made in chunks side by side, for the analyses that
+//! group a large array by a small key on both cores (the lock critical
+//! path's wake events by lock, the SCI's durations by block): each chunk
+//! counts its items per key, [`chunk_starts`] gives every chunk its first
+//! position per key after the chunks before it (so the items of one key
+//! keep the chunks' order, as one pass would give them), and each chunk
+//! writes its own positions of the one output array through
+//! [`DisjointWrites`].
+
+use std::marker::PhantomData;
+
+/// Each key's first position in the output (`keys + 1` entries, the last
+/// the total) and each chunk's first position per key, from each chunk's
+/// count per key (`counts[c][k]`, every list `keys` long).
+pub(crate) fn chunk_starts(counts: &[Vec<usize>], keys: usize) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut starts = vec![0usize; keys + 1];
+    let mut firsts = vec![vec![0usize; keys]; counts.len()];
+    for k in 0..keys {
+        let mut at = starts[k];
+        for (c, first) in counts.iter().zip(&mut firsts) {
+            first[k] = at;
+            at += c[k];
+        }
+        starts[k + 1] = at;
+    }
+    (starts, firsts)
+}
+
+/// Writes into one slice from several threads at positions no two of them
+/// share (each chunk its own, from [`chunk_starts`]).
+pub(crate) struct DisjointWrites<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _slice: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: the slice is borrowed mutably for 'a and written only through
+// `write`, whose callers keep to positions no other thread writes.
+unsafe impl<T: Send> Sync for DisjointWrites<'_, T> {}
+
+impl<'a, T> DisjointWrites<'a, T> {
+    /// Takes `out` for the writes.
+    pub(crate) fn new(out: &'a mut [T]) -> Self {
+        DisjointWrites {
+            ptr: out.as_mut_ptr(),
+            len: out.len(),
+            _slice: PhantomData,
+        }
+    }
+
+    /// Writes `value` at `i` (`i` below the slice's length; checked).
+    ///
+    /// # Safety
+    ///
+    /// No other thread writes position `i` while `self` lives.
+    pub(crate) unsafe fn write(&self, i: usize, value: T) {
+        assert!(i < self.len, "write at {i} past {}", self.len);
+        // SAFETY: in bounds (checked); the caller keeps `i` to itself.
+        unsafe { self.ptr.add(i).write(value) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Worked by hand: chunk 0 has 2 items of key 0 and 1 of key 1, chunk
+    /// 1 has 1 of key 0 and 3 of key 1: key 0 at 0..3 (chunk 0 at 0,
+    /// chunk 1 at 2), key 1 at 3..7 (chunk 0 at 3, chunk 1 at 4).
+    #[test]
+    fn chunks_follow_each_other_within_a_key() {
+        let (starts, firsts) = chunk_starts(&[vec![2, 1], vec![1, 3]], 2);
+        assert_eq!(starts, vec![0, 3, 7]);
+        assert_eq!(firsts, vec![vec![0, 3], vec![2, 4]]);
+        assert_eq!(chunk_starts(&[], 2), (vec![0, 0, 0], vec![]));
+    }
+}
