@@ -63,11 +63,9 @@ pub fn read_mpi_recording(dir: &Path) -> Result<Option<MpiRecording>, TraceError
 
     let mut rec = MpiRecording::default();
     let mut by_rank: BTreeMap<u32, MpiRankTrace> = BTreeMap::new();
-    // One rank at a time: decoding two in parallel was not measurably
-    // faster and raised the peak memory (two files and two growing event
-    // lists at once; docs/benchmarks.md, MPI wait-state analysis).
-    for (name_rank, path) in files {
-        match read_rank_trace(&path) {
+    let traces = read_in_parallel(&files);
+    for ((name_rank, path), read) in files.into_iter().zip(traces) {
+        match read {
             Ok(trace) => {
                 if trace.rank != name_rank {
                     rec.problems.push(format!(
@@ -122,6 +120,48 @@ pub fn read_mpi_recording(dir: &Path) -> Result<Option<MpiRecording>, TraceError
     Ok(Some(rec))
 }
 
+/// [`read_rank_trace`] of every file, in the order given, the files shared
+/// out among up to one thread per CPU. A reader holds one chunk of its
+/// file at a time and reserves its rank's calls at their final size, so
+/// reading ranks side by side costs no memory beyond one chunk per thread
+/// (docs/benchmarks.md, "MPI traces read chunk by chunk, ranks side by
+/// side").
+fn read_in_parallel(files: &[(u32, PathBuf)]) -> Vec<Result<MpiRankTrace, TraceError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(files.len());
+    if workers <= 1 {
+        return files.iter().map(|(_, p)| read_rank_trace(p)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut read: Vec<(usize, Result<MpiRankTrace, TraceError>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((_, path)) = files.get(i) else {
+                            break mine;
+                        };
+                        mine.push((i, read_rank_trace(path)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(mine) => mine,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    read.sort_by_key(|r| r.0);
+    read.into_iter().map(|r| r.1).collect()
+}
+
 /// `rank-<r>.cmpi` → r.
 fn rank_of_file_name(name: &str) -> Option<u32> {
     let digits = name.strip_prefix("rank-")?.strip_suffix(".cmpi")?;
@@ -131,18 +171,30 @@ fn rank_of_file_name(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Reads one rank trace file (see [`decode_rank_trace`]).
+/// Reads one rank trace file (see [`decode_rank_trace`]) piece by piece:
+/// the header, then each chunk twice (once to find its thread and count
+/// its calls, once to decode it in its thread's order) into one reused
+/// buffer of one chunk (64 KiB by default), so reading a rank costs no
+/// copy of the whole file and no mapping of it (a mapped file truncated
+/// under the reader would kill it with SIGBUS).
 ///
 /// # Errors
 ///
-/// [`TraceError::Io`] when the file cannot be opened or read;
-/// [`TraceError::Format`] as for [`decode_rank_trace`].
+/// [`TraceError::Io`] when the file cannot be opened or its header read;
+/// [`TraceError::Format`] as for [`decode_rank_trace`]. A chunk that cannot
+/// be read later is damage ([`MpiRankTrace::damage`]), not an error.
 pub fn read_rank_trace(path: &Path) -> Result<MpiRankTrace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
+    let io = |source| TraceError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    decode_rank_trace(path, &bytes)
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let src = FileBytes {
+        file,
+        len: usize::try_from(len).unwrap_or(usize::MAX),
+    };
+    decode(path, &src)
 }
 
 /// Decodes the bytes of one rank trace; `path` only names the file in
@@ -155,14 +207,96 @@ pub fn read_rank_trace(path: &Path) -> Result<MpiRankTrace, TraceError> {
 /// another version or byte order, or inconsistent. Damage after the header
 /// is not an error: it is described in [`MpiRankTrace::damage`].
 pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, TraceError> {
+    decode(path, bytes)
+}
+
+/// Where a rank trace's bytes come from: memory ([`decode_rank_trace`]) or
+/// a file read with `pread` ([`read_rank_trace`]).
+trait TraceBytes {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// Bytes `off..off + want`, fewer at the end of the data (none past
+    /// it); borrowed from the source or read into `buf`.
+    fn read<'a>(
+        &'a self,
+        off: usize,
+        want: usize,
+        buf: &'a mut Vec<u8>,
+    ) -> std::io::Result<&'a [u8]>;
+}
+
+impl TraceBytes for [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+
+    fn read<'a>(
+        &'a self,
+        off: usize,
+        want: usize,
+        _: &'a mut Vec<u8>,
+    ) -> std::io::Result<&'a [u8]> {
+        let start = off.min(self.len());
+        Ok(&self[start..off.saturating_add(want).min(self.len())])
+    }
+}
+
+/// A trace file read with positioned reads; `len` as found at open.
+struct FileBytes {
+    file: std::fs::File,
+    len: usize,
+}
+
+impl TraceBytes for FileBytes {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read<'a>(
+        &'a self,
+        off: usize,
+        want: usize,
+        buf: &'a mut Vec<u8>,
+    ) -> std::io::Result<&'a [u8]> {
+        use std::os::unix::fs::FileExt;
+        buf.resize(want, 0);
+        let mut got = 0;
+        while got < want {
+            match self.file.read_at(&mut buf[got..], (off + got) as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(&buf[..got])
+    }
+}
+
+/// [`decode_rank_trace`] over any [`TraceBytes`].
+fn decode<B: TraceBytes + ?Sized>(path: &Path, src: &B) -> Result<MpiRankTrace, TraceError> {
     let fail = |p: String| TraceError::format(path, p);
-    if bytes.len() < f::HEADER_SIZE {
+    if src.len() < f::HEADER_SIZE {
         return Err(fail(format!(
             "not an MPI trace: {} bytes, shorter than the {}-byte header",
-            bytes.len(),
+            src.len(),
             f::HEADER_SIZE
         )));
     }
+    let mut buf = Vec::new();
+    let io = |source| TraceError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let header = src.read(0, f::HEADER_SIZE, &mut buf).map_err(io)?.to_vec();
+    if header.len() < f::HEADER_SIZE {
+        return Err(fail(format!(
+            "not an MPI trace: {} bytes, shorter than the {}-byte header",
+            header.len(),
+            f::HEADER_SIZE
+        )));
+    }
+    let bytes = &header[..];
     if &bytes[..8] != f::MAGIC {
         if bytes[..8].iter().all(|&b| b == 0) {
             return Err(fail(
@@ -261,13 +395,14 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
 
     // Chunks, grouped by thread in sequence order.
     let claimed = u32_at(bytes, h::CHUNKS_CLAIMED) as usize;
-    let present = bytes.len().saturating_sub(data_offset).div_ceil(chunk_size);
+    let present = src.len().saturating_sub(data_offset).div_ceil(chunk_size);
     if claimed > present {
         trace.damage.push(format!(
             "the file ends after {present} of {claimed} chunks (truncated)"
         ));
     }
-    let mut threads: BTreeMap<u32, Vec<ChunkRef>> = BTreeMap::new();
+    // Per thread: (sequence, base time on the trace clock, chunk index).
+    let mut threads: BTreeMap<u32, Vec<(u32, u64, usize)>> = BTreeMap::new();
     let mut points = vec![CalibrationPoint {
         ticks: u64_at(bytes, h::START_TICKS),
         monotonic_ns: u64_at(bytes, h::START_MONOTONIC_NS),
@@ -279,10 +414,19 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         });
     }
     let mut garbage_chunks = 0usize;
+    // ENTER records of all chunks: the rank's calls, reserved once
+    let mut enters = 0usize;
+    let chunk_at = |i: usize| data_offset + i * chunk_size;
     for i in 0..claimed.min(present) {
-        let off = data_offset + i * chunk_size;
-        let end = (off + chunk_size).min(bytes.len());
-        let c = &bytes[off..end];
+        let c = match src.read(chunk_at(i), chunk_size, &mut buf) {
+            Ok(c) => c,
+            Err(e) => {
+                trace.damage.push(format!(
+                    "chunk {i} could not be read ({e}); the chunks from it on are left out"
+                ));
+                break;
+            }
+        };
         if c.len() < chunk_size {
             trace.damage.push(format!(
                 "chunk {i} is cut short by the end of the file (truncated)"
@@ -306,10 +450,8 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
             ticks: base,
             monotonic_ns: u64_at(c, f::chunk::MONOTONIC_NS),
         });
-        threads
-            .entry(tid)
-            .or_default()
-            .push((seq, base, &c[f::CHUNK_HEADER_SIZE..]));
+        enters += ThreadDecoder::count_enters(&c[f::CHUNK_HEADER_SIZE..]);
+        threads.entry(tid).or_default().push((seq, base, i));
     }
     if garbage_chunks > 0 {
         trace.damage.push(format!(
@@ -327,11 +469,6 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         None
     };
 
-    let enters: usize = threads
-        .values()
-        .flatten()
-        .map(|c| ThreadDecoder::count_enters(c.2))
-        .sum();
     let mut events = MpiEvents::with_capacity(enters);
     let mut open_calls: Vec<MpiEvent> = Vec::new();
     let mut comms: BTreeMap<u64, Vec<Option<u32>>> = BTreeMap::new();
@@ -339,13 +476,28 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
         chunks.sort_by_key(|c| c.0);
         let mut expected = 0u32;
         let mut dec = ThreadDecoder::new(tid, fit);
-        for (seq, base, words) in chunks {
+        for (seq, base, i) in chunks {
             if seq != expected {
                 trace.damage.push(format!(
                     "thread {tid}: chunk {expected} of its trace is missing (next is {seq})"
                 ));
             }
             expected = seq.wrapping_add(1);
+            let words = match src.read(chunk_at(i), chunk_size, &mut buf) {
+                Ok(c) if c.len() >= f::CHUNK_HEADER_SIZE => &c[f::CHUNK_HEADER_SIZE..],
+                Ok(_) => {
+                    trace.damage.push(format!(
+                        "chunk {i} of thread {tid} was shorter when read again (the file shrank)"
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    trace.damage.push(format!(
+                        "chunk {i} of thread {tid} could not be read again ({e})"
+                    ));
+                    continue;
+                }
+            };
             dec.chunk(base, words, &mut events, &mut comms, &mut trace.damage);
         }
         if let Some(ev) = dec.open.take() {
@@ -428,7 +580,7 @@ pub fn decode_rank_trace(path: &Path, bytes: &[u8]) -> Result<MpiRankTrace, Trac
 
 mod records;
 
-use records::{u32_at, ChunkRef, ClockCorrection, ThreadDecoder};
+use records::{u32_at, ClockCorrection, ThreadDecoder};
 #[cfg(test)]
 mod tests;
 

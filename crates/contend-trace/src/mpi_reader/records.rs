@@ -11,10 +11,6 @@ use crate::mpi_format::{self as f, Head};
 
 use std::collections::BTreeMap;
 
-/// One chunk of a thread: (sequence, base time on the trace clock, record
-/// bytes).
-pub(super) type ChunkRef<'a> = (u32, u64, &'a [u8]);
-
 /// Linear interpolation of the clock offset between the `MPI_Init` and
 /// `MPI_Finalize` measurements: `(offset ns, local time ns)` each.
 pub(super) struct ClockCorrection {

@@ -880,3 +880,77 @@ fn version_1_traces_still_read() {
     let e = decode_rank_trace(Path::new("rank-1.cmpi"), &bad).unwrap_err();
     assert!(e.to_string().contains("unknown trace clock 9"), "{e}");
 }
+
+/// A file read chunk by chunk with `pread` gives what its bytes in memory
+/// give: the same calls, damage and errors, for whole, truncated and
+/// corrupted traces.
+#[test]
+fn files_read_chunk_by_chunk_decode_as_their_bytes_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank-1.cmpi");
+    let mut traces = vec![
+        sample(f::FLAG_FINALIZED).bytes(),
+        sample(0).bytes(),
+        Vec::new(),
+    ];
+    let good = sample(f::FLAG_FINALIZED).bytes();
+    for len in (0..good.len()).step_by(509) {
+        traces.push(good[..len].to_vec());
+    }
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    for _ in 0..200 {
+        let mut b = good.clone();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let pos = (x % b.len() as u64) as usize;
+        b[pos] ^= (x >> 32) as u8 | 1;
+        traces.push(b);
+    }
+    let mut decoded = 0;
+    for bytes in traces {
+        std::fs::write(&path, &bytes).unwrap();
+        let from_file = read_rank_trace(&path);
+        let from_bytes = decode_rank_trace(&path, &bytes);
+        match (from_file, from_bytes) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b);
+                decoded += 1;
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("file {a:?} against bytes {b:?}"),
+        }
+    }
+    assert!(decoded > 100, "only {decoded} traces decoded");
+}
+
+/// Ranks read side by side come back in rank order, each as read alone.
+#[test]
+fn ranks_read_side_by_side_are_in_rank_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mpi = dir.path().join("mpi");
+    std::fs::create_dir(&mpi).unwrap();
+    for r in 0..9 {
+        let mut b = Builder::new(r, 9, f::FLAG_FINALIZED);
+        let mut c = Chunk::new(100 + r, 0, 1_000);
+        for i in 0..=u64::from(r) {
+            c.enter(
+                MpiOp::Iprobe,
+                1_000 + 100 * i,
+                0x400100,
+                &[WORLD_COMM, pt(0, 0)],
+            );
+            c.exit(MpiOp::Iprobe, 1_050 + 100 * i, 0, &[]);
+        }
+        b.add(c);
+        std::fs::write(mpi.join(format!("rank-{r}.cmpi")), b.bytes()).unwrap();
+    }
+    let rec = read_mpi_recording(dir.path()).unwrap().unwrap();
+    assert_eq!(rec.ranks.len(), 9);
+    for (r, t) in rec.ranks.iter().enumerate() {
+        assert_eq!(t.rank, r as u32);
+        assert_eq!(t.events.len(), r + 1);
+        assert_eq!(*t, read_rank_trace(&t.path).unwrap());
+    }
+    assert!(rec.problems.is_empty(), "{:?}", rec.problems);
+}
