@@ -30,7 +30,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::delay::MpiRegionName;
-use super::timeline::{Region, Timeline, NO_SITE};
+use super::timeline::{Region, RegionSums, Timeline, NO_SITE};
 
 /// One stretch of the critical path on one rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,53 +90,32 @@ impl CriticalPathAnalysis {
 /// Walks the critical path of `tl` (see the module docs).
 pub fn critical_path(tl: &Timeline<'_>) -> CriticalPathAnalysis {
     let ranks = &tl.rec.ranks;
-    // the per-rank profiles are independent: one rank per core at a time
-    let profiles = (0..ranks.len())
+    // the per-rank profiles, and where each rank's time line ends, are
+    // independent: one rank per core at a time
+    let (profiles, last_exits): (Vec<_>, Vec<_>) = (0..ranks.len())
         .into_par_iter()
         .map(|ri| {
-            // calls summed by site id in a dense table, computations (a
-            // pair of sites) in a map: one hash lookup per call, not two
-            let mut calls: Vec<u64> = Vec::new();
-            let mut p: FxHashMap<Region, u64> = FxHashMap::default();
+            // summed in dense tables: no hash lookup per call
+            let mut sums = RegionSums::default();
+            let mut last_exit = None;
             if tl.index.get(&ranks[ri].rank) == Some(&ri) {
-                tl.walk(
-                    ri,
-                    None,
-                    None,
-                    |r, ns| match r {
-                        Region::Call(site) if site != NO_SITE => {
-                            let i = site as usize;
-                            if calls.len() <= i {
-                                calls.resize(i + 1, 0);
-                            }
-                            calls[i] += ns;
-                        }
-                        _ => *p.entry(r).or_default() += ns,
-                    },
-                    |_, _| {},
-                );
+                tl.walk(ri, None, None, |r, ns| sums.add(r, ns), |_, _| {});
+                let evs = &ranks[ri].events;
+                last_exit = (0..evs.len())
+                    .map(|i| evs.exit_ns(i).max(evs.enter_ns(i)))
+                    .max();
             }
-            for (site, ns) in calls.into_iter().enumerate() {
-                if ns > 0 {
-                    *p.entry(Region::Call(site as u32)).or_default() += ns;
-                }
-            }
-            p
+            (sums.iter().collect::<FxHashMap<Region, u64>>(), last_exit)
         })
-        .collect();
+        .unzip();
     let mut out = CriticalPathAnalysis {
         profiles,
         ..CriticalPathAnalysis::default()
     };
-    let last_exit = |ri: usize| {
-        let evs = &ranks[ri].events;
-        (0..evs.len())
-            .map(|i| evs.exit_ns(i).max(evs.enter_ns(i)))
-            .max()
-    };
-    let Some(start) = (0..ranks.len())
-        .filter(|&ri| tl.index.get(&ranks[ri].rank) == Some(&ri))
-        .filter_map(|ri| last_exit(ri).map(|t| (ri, t)))
+    let Some(start) = last_exits
+        .iter()
+        .enumerate()
+        .filter_map(|(ri, t)| t.map(|t| (ri, t)))
         .max_by_key(|&(ri, t)| (t, std::cmp::Reverse(ranks[ri].rank)))
     else {
         return out;

@@ -45,7 +45,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::analysis::MpiAnalysis;
-use super::timeline::{Region, Timeline, NO_SITE};
+use super::timeline::{Region, RegionSums, Timeline, NO_SITE};
 
 /// The delay analysis of every counted wait state ([`delay_analysis`]).
 #[derive(Debug, Clone, Default)]
@@ -287,8 +287,8 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
     // waiting on to, when that is where most of it came from.
     let mut follow: Vec<Option<usize>> = vec![None; n];
     let mut costs: FxHashMap<(u32, Region), (f64, f64)> = FxHashMap::default();
-    let mut td: FxHashMap<Region, u64> = FxHashMap::default();
-    let mut tw: FxHashMap<Region, u64> = FxHashMap::default();
+    let mut td = RegionSums::default();
+    let mut tw = RegionSums::default();
     let mut waits_d: Vec<(usize, u64)> = Vec::new();
     while order.len() < n {
         let i = match ready.pop() {
@@ -333,7 +333,7 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
             di,
             a_d,
             Some(e_d),
-            |r, ns| *td.entry(r).or_default() += ns,
+            |r, ns| td.add(r, ns),
             |ev, ns| in_d.push((ev, ns)),
         );
         for (ev, ns) in in_d {
@@ -344,7 +344,7 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
                 }
                 // Already replayed (clocks out of order): its waiting
                 // counts as time in the call.
-                _ => *td.entry(Region::Call(tl.site(di, ev))).or_default() += ns,
+                _ => td.add(Region::Call(tl.site(di, ev)), ns),
             }
         }
         let mut omega_w = 0u64;
@@ -352,13 +352,13 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
             wi,
             a_w,
             Some(w.event),
-            |r, ns| *tw.entry(r).or_default() += ns,
+            |r, ns| tw.add(r, ns),
             |_, ns| omega_w += ns,
         );
         let mut delays: Vec<(Region, u64)> = td
             .iter()
-            .filter_map(|(&r, &t)| {
-                let d = t.saturating_sub(tw.get(&r).copied().unwrap_or(0));
+            .filter_map(|(r, t)| {
+                let d = t.saturating_sub(tw.get(r));
                 (d > 0).then_some((r, d))
             })
             .collect();

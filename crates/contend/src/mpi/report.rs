@@ -528,171 +528,203 @@ pub fn build_report_with(
         };
     }
 
-    // Classes, ranks and sites in one pass over the events.
-    let (mut p2p, mut coll) = (Acc::default(), Acc::default());
-    let (mut p2p_waits, mut coll_waits) = (Acc::default(), Acc::default());
-    let mut total_span = 0u64;
-    // site id → row, ranks seen
-    let mut site_rows: Vec<(MpiSiteRow, Vec<u32>)> = vec![Default::default(); sites.sites.len()];
-    let mut caused_p2p: HashMap<u32, u64> = HashMap::new();
-    let mut caused_coll: HashMap<u32, u64> = HashMap::new();
-    for (&(p, rank), &ns) in &caused_by {
-        if p.is_p2p() {
-            *caused_p2p.entry(rank).or_default() += ns;
-        } else {
-            *caused_coll.entry(rank).or_default() += ns;
-        }
-    }
-    let mut span_of: FxHashMap<u32, u64> = FxHashMap::default();
-    let mut mpi_of: FxHashMap<u32, u64> = FxHashMap::default();
-    for (ri, t) in rec.ranks.iter().enumerate() {
-        if index.get(&t.rank) != Some(&ri) {
-            continue;
-        }
-        let mut row = MpiRankRow {
-            rank: t.rank,
-            pid: t.pid,
-            host: t.host.clone(),
-            events: t.events.len() as u64,
-            finalized: t.finalized,
-            aborted_in: t.aborted_in.map(|i| {
-                t.events
-                    .get(i)
-                    .map(|e| e.op.name())
-                    .unwrap_or("?")
-                    .to_string()
-            }),
-            p2p_caused_ns: caused_p2p.get(&t.rank).copied().unwrap_or(0),
-            collective_caused_ns: caused_coll.get(&t.rank).copied().unwrap_or(0),
-            ..MpiRankRow::default()
-        };
-        row.caused_ns = row.p2p_caused_ns + row.collective_caused_ns;
-        let evs = &t.events;
-        let n = evs.len();
-        let first = (0..n).map(|i| evs.enter_ns(i)).min();
-        let last = (0..n).map(|i| evs.exit_ns(i).max(evs.enter_ns(i))).max();
-        if let (Some(a), Some(b)) = (first, last) {
-            row.span_ns = b.saturating_sub(a);
-        }
-        total_span += row.span_ns;
-        // The program's own running time: from the end of MPI_Init to the
-        // start of MPI_Finalize, where the rank has them.
-        let init_end = (0..n)
-            .filter(|&i| matches!(evs.op(i), MpiOp::Init | MpiOp::InitThread))
-            .map(|i| evs.exit_ns(i))
-            .max()
-            .or(first);
-        let fin_start = (0..n)
-            .filter(|&i| evs.op(i) == MpiOp::Finalize)
-            .map(|i| evs.enter_ns(i))
-            .min()
-            .or(last);
-        let app_ns = match (init_end, fin_start) {
-            (Some(a), Some(b)) if b > a => b - a,
-            _ => row.span_ns,
-        };
-        for c in tl.calls(ri, 0..n) {
-            let d = c.duration_ns();
-            row.duration_ns += d;
-            if matches!(c.op, MpiOp::Init | MpiOp::InitThread | MpiOp::Finalize) {
-                row.init_finalize_ns += d;
+    // Classes, ranks and sites in one pass over the events: ranks,
+    // classes and sites in a partial report, and each rank's running time
+    // and time in MPI (by world rank).
+    let rank_pass = || {
+        let mut part = MpiReport::default();
+        // Classes, ranks and sites in one pass over the events.
+        let (mut p2p, mut coll) = (Acc::default(), Acc::default());
+        let (mut p2p_waits, mut coll_waits) = (Acc::default(), Acc::default());
+        let mut total_span = 0u64;
+        // site id → row, ranks seen
+        let mut site_rows: Vec<(MpiSiteRow, Vec<u32>)> =
+            vec![Default::default(); sites.sites.len()];
+        let mut caused_p2p: HashMap<u32, u64> = HashMap::new();
+        let mut caused_coll: HashMap<u32, u64> = HashMap::new();
+        for (&(p, rank), &ns) in &caused_by {
+            if p.is_p2p() {
+                *caused_p2p.entry(rank).or_default() += ns;
             } else {
-                row.mpi_ns += d;
-            }
-            let waited = c.wait.map(|(k, _)| &tl.waits[k]);
-            let wait = waited.map(|w| w.wait_ns);
-            if is_p2p_op(c.op) {
-                p2p.add(d);
-            } else if c.op.is_collective() {
-                coll.add(d);
-            }
-            // by pattern: a nonblocking collective waits in a Wait* call
-            match waited {
-                Some(w) if w.pattern.is_p2p() => {
-                    p2p_waits.add(w.wait_ns);
-                    row.p2p_wait_ns += w.wait_ns;
-                }
-                Some(w) => {
-                    coll_waits.add(w.wait_ns);
-                    row.collective_wait_ns += w.wait_ns;
-                }
-                None => {}
-            }
-            let (srow, ranks) = &mut site_rows[c.site as usize];
-            srow.events += 1;
-            srow.duration_ns += d;
-            if let Some(w) = wait {
-                srow.wait_states += 1;
-                srow.wait_ns += w;
-                srow.max_wait_ns = srow.max_wait_ns.max(w);
-            }
-            if ranks.last() != Some(&t.rank) {
-                ranks.push(t.rank);
+                *caused_coll.entry(rank).or_default() += ns;
             }
         }
-        row.mpi_share = if app_ns > 0 {
-            row.mpi_ns as f64 / app_ns as f64
-        } else {
-            0.0
+        let mut span_of: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut mpi_of: FxHashMap<u32, u64> = FxHashMap::default();
+        for (ri, t) in rec.ranks.iter().enumerate() {
+            if index.get(&t.rank) != Some(&ri) {
+                continue;
+            }
+            let mut row = MpiRankRow {
+                rank: t.rank,
+                pid: t.pid,
+                host: t.host.clone(),
+                events: t.events.len() as u64,
+                finalized: t.finalized,
+                aborted_in: t.aborted_in.map(|i| {
+                    t.events
+                        .get(i)
+                        .map(|e| e.op.name())
+                        .unwrap_or("?")
+                        .to_string()
+                }),
+                p2p_caused_ns: caused_p2p.get(&t.rank).copied().unwrap_or(0),
+                collective_caused_ns: caused_coll.get(&t.rank).copied().unwrap_or(0),
+                ..MpiRankRow::default()
+            };
+            row.caused_ns = row.p2p_caused_ns + row.collective_caused_ns;
+            let n = t.events.len();
+            // span and the program's own running time (from the end of
+            // MPI_Init to the start of MPI_Finalize, where the rank has them),
+            // found in the same pass as the sums
+            let (mut first, mut last) = (None::<u64>, None::<u64>);
+            let (mut init_end, mut fin_start) = (None::<u64>, None::<u64>);
+            for c in tl.calls(ri, 0..n) {
+                first = Some(first.map_or(c.enter_ns, |f| f.min(c.enter_ns)));
+                let end = c.exit_ns.max(c.enter_ns);
+                last = Some(last.map_or(end, |l| l.max(end)));
+                match c.op {
+                    MpiOp::Init | MpiOp::InitThread => {
+                        init_end = Some(init_end.map_or(c.exit_ns, |e| e.max(c.exit_ns)));
+                    }
+                    MpiOp::Finalize => {
+                        fin_start = Some(fin_start.map_or(c.enter_ns, |f| f.min(c.enter_ns)));
+                    }
+                    _ => {}
+                }
+                let d = c.duration_ns();
+                row.duration_ns += d;
+                if matches!(c.op, MpiOp::Init | MpiOp::InitThread | MpiOp::Finalize) {
+                    row.init_finalize_ns += d;
+                } else {
+                    row.mpi_ns += d;
+                }
+                let waited = c.wait.map(|(k, _)| &tl.waits[k]);
+                let wait = waited.map(|w| w.wait_ns);
+                if is_p2p_op(c.op) {
+                    p2p.add(d);
+                } else if c.op.is_collective() {
+                    coll.add(d);
+                }
+                // by pattern: a nonblocking collective waits in a Wait* call
+                match waited {
+                    Some(w) if w.pattern.is_p2p() => {
+                        p2p_waits.add(w.wait_ns);
+                        row.p2p_wait_ns += w.wait_ns;
+                    }
+                    Some(w) => {
+                        coll_waits.add(w.wait_ns);
+                        row.collective_wait_ns += w.wait_ns;
+                    }
+                    None => {}
+                }
+                let (srow, ranks) = &mut site_rows[c.site as usize];
+                srow.events += 1;
+                srow.duration_ns += d;
+                if let Some(w) = wait {
+                    srow.wait_states += 1;
+                    srow.wait_ns += w;
+                    srow.max_wait_ns = srow.max_wait_ns.max(w);
+                }
+                if ranks.last() != Some(&t.rank) {
+                    ranks.push(t.rank);
+                }
+            }
+            if let (Some(a), Some(b)) = (first, last) {
+                row.span_ns = b.saturating_sub(a);
+            }
+            total_span += row.span_ns;
+            let app_ns = match (init_end.or(first), fin_start.or(last)) {
+                (Some(a), Some(b)) if b > a => b - a,
+                _ => row.span_ns,
+            };
+            row.mpi_share = if app_ns > 0 {
+                row.mpi_ns as f64 / app_ns as f64
+            } else {
+                0.0
+            };
+            row.wait_ns = row.p2p_wait_ns + row.collective_wait_ns;
+            span_of.insert(t.rank, app_ns);
+            mpi_of.insert(t.rank, row.mpi_ns);
+            part.by_rank.push(row);
+        }
+        part.by_rank.sort_by_key(|row| row.rank);
+        let class = |a: &Acc, w: &Acc| MpiClassSummary {
+            events: a.n,
+            duration_ns: a.sum,
+            avg_duration_ns: a.avg(),
+            min_duration_ns: a.min,
+            max_duration_ns: a.max,
+            wait_states: w.n,
+            wait_ns: w.sum,
+            share_of_runtime: if total_span == 0 {
+                0.0
+            } else {
+                a.sum as f64 / total_span as f64
+            },
         };
-        row.wait_ns = row.p2p_wait_ns + row.collective_wait_ns;
-        span_of.insert(t.rank, app_ns);
-        mpi_of.insert(t.rank, row.mpi_ns);
-        r.by_rank.push(row);
-    }
-    r.by_rank.sort_by_key(|row| row.rank);
-    let class = |a: &Acc, w: &Acc| MpiClassSummary {
-        events: a.n,
-        duration_ns: a.sum,
-        avg_duration_ns: a.avg(),
-        min_duration_ns: a.min,
-        max_duration_ns: a.max,
-        wait_states: w.n,
-        wait_ns: w.sum,
-        share_of_runtime: if total_span == 0 {
-            0.0
-        } else {
-            a.sum as f64 / total_span as f64
-        },
-    };
-    r.p2p = class(&p2p, &p2p_waits);
-    r.collective = class(&coll, &coll_waits);
+        part.p2p = class(&p2p, &p2p_waits);
+        part.collective = class(&coll, &coll_waits);
 
-    r.by_site = site_rows
-        .into_iter()
-        .enumerate()
-        .filter(|(id, (row, _))| row.events > 0 && tl.keeps_site(*id as u32))
-        .map(|(id, (mut row, mut ranks))| {
-            let (op, s) = &sites.sites[id];
-            row.function = s.function.clone();
-            row.file = s.file.clone();
-            row.line = s.line;
-            row.module = s.module.clone();
-            row.offset = format!("{:#x}", s.offset);
-            row.debug = s.debug.to_string();
-            row.display = s.display.clone();
-            row.operation = op.name().to_string();
-            ranks.sort_unstable();
-            ranks.dedup();
-            row.ranks = ranks.len() as u32;
-            row.avg_duration_ns = row.duration_ns.checked_div(row.events).unwrap_or(0);
-            row.avg_wait_ns = row.wait_ns.checked_div(row.events).unwrap_or(0);
-            row
-        })
-        .collect();
-    r.by_site.sort_by(|a, b| {
-        b.wait_ns
-            .cmp(&a.wait_ns)
-            .then(b.duration_ns.cmp(&a.duration_ns))
-            .then(a.display.cmp(&b.display))
-            .then(a.operation.cmp(&b.operation))
-    });
+        part.by_site = site_rows
+            .into_iter()
+            .enumerate()
+            .filter(|(id, (row, _))| row.events > 0 && tl.keeps_site(*id as u32))
+            .map(|(id, (mut row, mut ranks))| {
+                let (op, s) = &sites.sites[id];
+                row.function = s.function.clone();
+                row.file = s.file.clone();
+                row.line = s.line;
+                row.module = s.module.clone();
+                row.offset = format!("{:#x}", s.offset);
+                row.debug = s.debug.to_string();
+                row.display = s.display.clone();
+                row.operation = op.name().to_string();
+                ranks.sort_unstable();
+                ranks.dedup();
+                row.ranks = ranks.len() as u32;
+                row.avg_duration_ns = row.duration_ns.checked_div(row.events).unwrap_or(0);
+                row.avg_wait_ns = row.wait_ns.checked_div(row.events).unwrap_or(0);
+                row
+            })
+            .collect();
+        part.by_site.sort_by(|a, b| {
+            b.wait_ns
+                .cmp(&a.wait_ns)
+                .then(b.duration_ns.cmp(&a.duration_ns))
+                .then(a.display.cmp(&b.display))
+                .then(a.operation.cmp(&b.operation))
+        });
+
+        (part, span_of, mpi_of)
+    };
 
     // Root causes, critical path and the mpiP-style tables.
-    let delay = delay_analysis(&tl, analysis);
-    r.delay = delay_report_rows(&tl, &delay, opts.root_cause_rows.unwrap_or(ROOT_CAUSE_ROWS));
-    let cp = critical_path(&tl);
-    r.critical_path = critical_path_report(&tl, &cp);
+    // Two halves of about equal time side by side: the delay analysis, the
+    // rank pass and the per-site-and-rank table; the critical path and the
+    // message statistics.
+    let ((delay, delay_rows, part, site_rank), (cp, cp_report, wait_matrix_rows, messages)) =
+        rayon::join(
+            || {
+                let delay = delay_analysis(&tl, analysis);
+                let rows =
+                    delay_report_rows(&tl, &delay, opts.root_cause_rows.unwrap_or(ROOT_CAUSE_ROWS));
+                let (part, span_of, mpi_of) = rank_pass();
+                let site_rank = site_rank_statistics(&tl, &span_of, &mpi_of);
+                (delay, rows, part, site_rank)
+            },
+            || {
+                let cp = critical_path(&tl);
+                let report = critical_path_report(&tl, &cp);
+                (cp, report, wait_matrix(&tl), message_statistics(&tl))
+            },
+        );
+    r.by_rank = part.by_rank;
+    r.p2p = part.p2p;
+    r.collective = part.collective;
+    r.by_site = part.by_site;
+    r.delay = delay_rows;
+    r.critical_path = cp_report;
     for row in &mut r.by_rank {
         row.root_cause_ns = r
             .delay
@@ -707,11 +739,11 @@ pub fn build_report_with(
             .find(|x| x.rank == row.rank)
             .map_or(0, |x| x.ns);
     }
-    r.wait_matrix = wait_matrix(&tl);
-    let (by_site, sizes) = message_statistics(&tl);
+    r.wait_matrix = wait_matrix_rows;
+    let (by_site, sizes) = messages;
     r.messages_by_site = by_site;
     r.message_sizes = sizes;
-    r.by_site_rank = site_rank_statistics(&tl, &span_of, &mpi_of);
+    r.by_site_rank = site_rank;
     (
         r,
         MpiPasses {

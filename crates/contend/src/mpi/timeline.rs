@@ -49,6 +49,91 @@ pub enum Region {
     Compute(u32, u32),
 }
 
+/// Time per [`Region`], ns, summed in dense tables instead of a hash map
+/// (the delay analysis and the critical path add to one for every call
+/// they walk): calls by site id, computations by the site they follow and
+/// then a short list of the sites they precede. [`RegionSums::clear`] costs
+/// the regions touched, not the tables.
+#[derive(Debug, Clone, Default)]
+pub struct RegionSums {
+    /// By site id + 1 ([`NO_SITE`] at 0): ns inside calls there.
+    calls: Vec<u64>,
+    /// By the site id + 1 of the call before ([`NO_SITE`] at 0): (site id
+    /// of the call after, ns) per computation that follows it.
+    computes: Vec<Vec<(u32, u64)>>,
+    /// The regions with time, in the order they got it.
+    touched: Vec<Region>,
+}
+
+/// Index of site id `site` in [`RegionSums`]' tables ([`NO_SITE`] → 0).
+fn slot_of(site: u32) -> usize {
+    site.wrapping_add(1) as usize
+}
+
+impl RegionSums {
+    /// Adds `ns` to region `r` (nothing for 0 ns).
+    pub fn add(&mut self, r: Region, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        match r {
+            Region::Call(site) => {
+                let i = slot_of(site);
+                if self.calls.len() <= i {
+                    self.calls.resize(i + 1, 0);
+                }
+                if self.calls[i] == 0 {
+                    self.touched.push(r);
+                }
+                self.calls[i] += ns;
+            }
+            Region::Compute(before, after) => {
+                let i = slot_of(before);
+                if self.computes.len() <= i {
+                    self.computes.resize_with(i + 1, Vec::new);
+                }
+                let list = &mut self.computes[i];
+                match list.iter_mut().find(|e| e.0 == after) {
+                    Some(e) => e.1 += ns,
+                    None => {
+                        list.push((after, ns));
+                        self.touched.push(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The time of region `r`, ns (0 when it has none).
+    pub fn get(&self, r: Region) -> u64 {
+        match r {
+            Region::Call(site) => self.calls.get(slot_of(site)).copied().unwrap_or(0),
+            Region::Compute(before, after) => self
+                .computes
+                .get(slot_of(before))
+                .and_then(|l| l.iter().find(|e| e.0 == after))
+                .map_or(0, |e| e.1),
+        }
+    }
+
+    /// The regions with time and their time, ns, in the order they first
+    /// got time.
+    pub fn iter(&self) -> impl Iterator<Item = (Region, u64)> + '_ {
+        self.touched.iter().map(|&r| (r, self.get(r)))
+    }
+
+    /// Empties the sums (the tables keep their size).
+    pub fn clear(&mut self) {
+        for &r in &self.touched {
+            match r {
+                Region::Call(site) => self.calls[slot_of(site)] = 0,
+                Region::Compute(before, _) => self.computes[slot_of(before)].clear(),
+            }
+        }
+        self.touched.clear();
+    }
+}
+
 /// The call sites of a recording, identified across ranks: every event's
 /// site id and, per id, the MPI function and where it resolved.
 #[derive(Debug, Clone, Default)]
@@ -428,5 +513,80 @@ impl Iterator for Calls<'_, '_> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.range.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random sums, cleared now and then, against a hash map.
+    #[test]
+    fn region_sums_add_up_as_a_map_does() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let site = |v: u64| if v % 7 == 0 { NO_SITE } else { (v % 40) as u32 };
+        let mut sums = RegionSums::default();
+        let mut map: FxHashMap<Region, u64> = FxHashMap::default();
+        for round in 0..2_000 {
+            if round % 300 == 299 {
+                sums.clear();
+                map.clear();
+            }
+            let r = if next() % 2 == 0 {
+                Region::Call(site(next()))
+            } else {
+                Region::Compute(site(next()), site(next()))
+            };
+            let ns = next() % 5;
+            sums.add(r, ns);
+            if ns > 0 {
+                *map.entry(r).or_default() += ns;
+            }
+            let probe = Region::Compute(site(next()), site(next()));
+            assert_eq!(sums.get(probe), map.get(&probe).copied().unwrap_or(0));
+            assert_eq!(sums.get(r), map.get(&r).copied().unwrap_or(0));
+        }
+        let mut got: Vec<(Region, u64)> = sums.iter().collect();
+        let mut want: Vec<(Region, u64)> = map.into_iter().collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(got.iter().all(|&(_, ns)| ns > 0));
+    }
+
+    /// Worked by hand: the order of first time, NO_SITE as a site, and a
+    /// clear that leaves nothing behind.
+    #[test]
+    fn region_sums_by_hand() {
+        let mut s = RegionSums::default();
+        s.add(Region::Compute(NO_SITE, 3), 10);
+        s.add(Region::Call(3), 5);
+        s.add(Region::Compute(3, 3), 1);
+        s.add(Region::Call(3), 7);
+        s.add(Region::Compute(NO_SITE, 3), 2);
+        s.add(Region::Call(NO_SITE), 4);
+        s.add(Region::Call(9), 0);
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            [
+                (Region::Compute(NO_SITE, 3), 12),
+                (Region::Call(3), 12),
+                (Region::Compute(3, 3), 1),
+                (Region::Call(NO_SITE), 4),
+            ]
+        );
+        assert_eq!(s.get(Region::Call(9)), 0);
+        s.clear();
+        assert_eq!(s.iter().count(), 0);
+        assert_eq!(s.get(Region::Call(3)), 0);
+        assert_eq!(s.get(Region::Compute(NO_SITE, 3)), 0);
+        s.add(Region::Call(3), 1);
+        assert_eq!(s.iter().collect::<Vec<_>>(), [(Region::Call(3), 1)]);
     }
 }
