@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use contend::config::{parse_duration_ns, Config};
 use contend::export::{ExportFormat, ExportOptions, Weight};
 use contend::locks::EventFilter;
-use contend::render::{render, Document, OutputFormat};
+use contend::render::{Document, OutputFormat};
 use contend::report::{RenderOptions, Report};
 use contend::{AnalysisOptions, Progress, Recording};
 
@@ -341,10 +341,11 @@ pub fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     r.options.numa = a.numa.options()?;
     let bar = Bar::new();
     // A `contend scale` directory: the speed-up loss model (docs/model.md).
-    let text = if contend_trace::scale::ScaleManifest::is_scale_dir(&a.dir) {
+    let file = a.output.output_file.as_deref();
+    if contend_trace::scale::ScaleManifest::is_scale_dir(&a.dir) {
         let scale = contend::speedup::scale_report(&a.dir, &bar)?;
         bar.finish();
-        render_checked(&Document::Scale(&scale), &r)?
+        emit(&Document::Scale(&scale), &r, file)?;
     } else {
         bar.stage(&format!("reading {}", a.dir.display()), 1);
         let rec = Recording::open(&a.dir)?;
@@ -352,15 +353,14 @@ pub fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
         r.options = anchored(&r.options, &rec);
         let analysis = contend::analyze(&rec, &r.options, &bar);
         bar.finish();
-        render_checked(&Document::Analysis(&analysis), &r)?
-    };
-    emit(&text, a.output.output_file.as_deref())?;
+        emit(&Document::Analysis(&analysis), &r, file)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Renders `doc`, first checking that `--format svg` names one of its
-/// charts.
-fn render_checked(doc: &Document<'_>, r: &Resolved) -> Result<String> {
+/// Checks that `--format svg` names one of `doc`'s charts and writes the
+/// figures `--figures` asks for.
+fn render_checked(doc: &Document<'_>, r: &Resolved) -> Result<()> {
     if r.format == OutputFormat::Svg {
         contend::render::svg::select_chart(doc, r.render.chart.as_deref())?;
     } else if let Some(chart) = &r.render.chart {
@@ -377,16 +377,27 @@ fn render_checked(doc: &Document<'_>, r: &Resolved) -> Result<String> {
                 .with_context(|| format!("{}: cannot write", path.display()))?;
         }
     }
-    Ok(render(doc, r.format, &r.render))
+    Ok(())
 }
 
-/// Writes `text` to `file`, or to standard output.
-fn emit(text: &str, file: Option<&Path>) -> Result<()> {
+/// Renders `doc` (after [`render_checked`]) to `file`, or to standard
+/// output, through a buffer: formats that can write as they go (JSON)
+/// never hold the whole text.
+fn emit(doc: &Document<'_>, r: &Resolved, file: Option<&Path>) -> Result<()> {
+    render_checked(doc, r)?;
     match file {
-        None => write_out(text),
+        None => {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            contend::render::render_to(doc, r.format, &r.render, &mut out)?;
+            out.flush()?;
+            Ok(())
+        }
         Some(path) => {
-            std::fs::write(path, text)
-                .with_context(|| format!("{}: cannot write", path.display()))?;
+            let cannot = || format!("{}: cannot write", path.display());
+            let f = std::fs::File::create(path).with_context(cannot)?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+            contend::render::render_to(doc, r.format, &r.render, &mut out).with_context(cannot)?;
+            out.flush().with_context(cannot)?;
             eprintln!("contend: wrote {}", path.display());
             Ok(())
         }
@@ -404,8 +415,11 @@ pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
     }
     bar.finish();
     let cmp = contend::compare::Comparison::new(reports);
-    let text = render_checked(&Document::Comparison(&cmp), &r)?;
-    emit(&text, a.output.output_file.as_deref())?;
+    emit(
+        &Document::Comparison(&cmp),
+        &r,
+        a.output.output_file.as_deref(),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

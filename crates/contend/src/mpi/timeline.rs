@@ -530,7 +530,13 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let site = |v: u64| if v % 7 == 0 { NO_SITE } else { (v % 40) as u32 };
+        let site = |v: u64| {
+            if v.is_multiple_of(7) {
+                NO_SITE
+            } else {
+                (v % 40) as u32
+            }
+        };
         let mut sums = RegionSums::default();
         let mut map: FxHashMap<Region, u64> = FxHashMap::default();
         for round in 0..2_000 {

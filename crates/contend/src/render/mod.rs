@@ -74,20 +74,34 @@ impl Document<'_> {
     /// The document as JSON (docs/json.md), pretty-printed, ending with a
     /// newline.
     pub fn to_json(&self) -> String {
-        fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> String {
-            // Serialising these plain structs (string keys, finite or
-            // non-finite floats written as null) cannot fail.
-            let mut s =
-                serde_json::to_string_pretty(value).expect("report structs serialise to JSON");
-            s.push('\n');
-            s
+        let mut out = Vec::new();
+        // Serialising these plain structs (string keys, finite or
+        // non-finite floats written as null) into memory cannot fail.
+        self.write_json(&mut out)
+            .expect("report structs serialise to JSON");
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+
+    /// [`Document::to_json`] written to `out` as it is serialised, without
+    /// the whole text in memory.
+    ///
+    /// # Errors
+    ///
+    /// What writing to `out` returns.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        fn pretty<T: serde::Serialize + ?Sized>(
+            out: &mut dyn std::io::Write,
+            value: &T,
+        ) -> std::io::Result<()> {
+            serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
+            out.write_all(b"\n")
         }
         match self {
-            Document::Report(r) => pretty(r),
-            Document::Analysis(a) => pretty(&a.report),
-            Document::Comparison(c) => pretty(c),
-            Document::Scale(s) => pretty(s),
-            Document::Numa(n) => pretty(n),
+            Document::Report(r) => pretty(out, r),
+            Document::Analysis(a) => pretty(out, &a.report),
+            Document::Comparison(c) => pretty(out, c),
+            Document::Scale(s) => pretty(out, s),
+            Document::Numa(n) => pretty(out, n),
         }
     }
 }
@@ -239,6 +253,28 @@ impl FromStr for OutputFormat {
 pub trait Renderer {
     /// Renders `doc`; the result ends with a newline.
     fn render(&self, doc: &Document<'_>, opts: &RenderOptions) -> String;
+
+    /// Writes what [`Renderer::render`] gives to `out`, ending with a
+    /// newline. A renderer that can write as it goes (JSON) overrides this
+    /// and never holds the whole text in memory (a large report's JSON is
+    /// tens of MB, and a growing string twice that).
+    ///
+    /// # Errors
+    ///
+    /// What writing to `out` returns.
+    fn render_to(
+        &self,
+        doc: &Document<'_>,
+        opts: &RenderOptions,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let text = self.render(doc, opts);
+        out.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
 }
 
 /// The renderer of `format`.
@@ -257,6 +293,21 @@ pub fn renderer(format: OutputFormat) -> &'static dyn Renderer {
 /// Renders `doc` in `format`.
 pub fn render(doc: &Document<'_>, format: OutputFormat, opts: &RenderOptions) -> String {
     renderer(format).render(doc, opts)
+}
+
+/// Writes `doc` in `format` to `out` ([`Renderer::render_to`]); `out` is
+/// best buffered.
+///
+/// # Errors
+///
+/// What writing to `out` returns.
+pub fn render_to(
+    doc: &Document<'_>,
+    format: OutputFormat,
+    opts: &RenderOptions,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    renderer(format).render_to(doc, opts, out)
 }
 
 /// Renders the report `r` in `format`.
