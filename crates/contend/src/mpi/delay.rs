@@ -274,11 +274,16 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
             None => 0,
         }
     };
-    let key = |i: usize| (end(i), tl.waits[i].rank, tl.waits[i].event, i);
+    // each wait state's key read once (its call's entry lies in another
+    // part of memory for every wait state), not at every comparison
+    let keys: Vec<(u64, u32, usize, usize)> = (0..n)
+        .map(|i| (end(i), tl.waits[i].rank, tl.waits[i].event, i))
+        .collect();
+    let key = |i: usize| keys[i];
     let mut ready: std::collections::BinaryHeap<(u64, u32, usize, usize)> =
         (0..n).filter(|&i| indegree[i] == 0).map(key).collect();
     let mut by_end: Vec<usize> = (0..n).collect();
-    by_end.sort_by_key(|&i| std::cmp::Reverse(key(i)));
+    by_end.sort_unstable_by_key(|&i| std::cmp::Reverse(key(i)));
     let mut next_any = 0;
     let mut order: Vec<usize> = Vec::with_capacity(n);
     let mut done = vec![false; n];
