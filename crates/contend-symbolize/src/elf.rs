@@ -286,7 +286,11 @@ impl SymbolTable {
 
 /// The DWARF of a module (from the module itself or a separate debug file).
 pub(crate) struct Dwarf {
-    pub ctx: addr2line::Context<Reader>,
+    /// The module's addr2line context: built when the module is opened (so
+    /// that bad DWARF is found then), dropped by [`Dwarf::release`] and
+    /// built again by the next lookup ([`Dwarf::context`]; `None` inside
+    /// when that fails).
+    ctx: std::cell::OnceCell<Option<addr2line::Context<Reader>>>,
     /// The file the DWARF was read from.
     pub file: PathBuf,
     /// The opened DWARF file and its dwz supplementary file, kept to build
@@ -304,6 +308,24 @@ pub(crate) struct Dwarf {
 }
 
 impl Dwarf {
+    /// The module's context, built again if it was released; `None` when
+    /// the DWARF cannot be loaded again.
+    pub fn context(&self) -> Option<&addr2line::Context<Reader>> {
+        self.ctx
+            .get_or_init(|| load_context(&self.src, self.sup.as_ref()).ok())
+            .as_ref()
+    }
+
+    /// Drops the contexts and the type index, the bulk of a module's
+    /// memory (for glibc's debug information, tens of MB of parsed unit
+    /// headers, abbreviations and file tables); they are built again when
+    /// next needed.
+    pub fn release(&mut self) {
+        self.ctx.take();
+        self.skeleton_only.take();
+        self.types.take();
+    }
+
     /// The index of the module's variables and their types
     /// ([`super::datatype`]); `None` if the DWARF cannot be loaded again.
     pub fn type_index(&self) -> Option<&super::datatype::TypeIndex> {
@@ -696,7 +718,7 @@ pub(crate) fn build_module(
         Some(src) => match load_context(src, sup) {
             Ok(ctx) => (
                 Some(Dwarf {
-                    ctx,
+                    ctx: std::cell::OnceCell::from(Some(ctx)),
                     file: dwarf_path,
                     src: src.clone(),
                     sup: sup.cloned(),

@@ -212,6 +212,21 @@ impl Symbolizer {
         self.recorded = modules.into_iter().map(|m| (m.path.clone(), m)).collect();
     }
 
+    /// Drops every module's DWARF contexts and type index, the largest
+    /// part of a symbolizer's memory; symbol tables, module facts and every
+    /// address resolved so far stay. A later lookup of an address not
+    /// resolved before builds its module's context again (as long as the
+    /// first time, about 0.1 s for glibc's debug information).
+    pub fn release_debug_info(&mut self) {
+        for m in &mut self.modules {
+            if let Ok(d) = &mut m.data {
+                if let Some(dwarf) = &mut d.dwarf {
+                    dwarf.release();
+                }
+            }
+        }
+    }
+
     /// The size in bytes of the function (its symbol-table entry) that
     /// holds the call whose return address is `return_address`, `None`
     /// when the address is in no module, the module cannot be read, or the
@@ -551,13 +566,15 @@ fn lookup_code(data: &ModuleData, vaddr: u64) -> Resolved {
     let sym_name = sym.map(|s| demangle(&s.name));
     let function_offset = sym.map(|s| vaddr - s.addr);
     if let Some(dwarf) = &data.dwarf {
-        let frames = match dwarf_frames(&dwarf.ctx, probe, true) {
-            Ok(f) => f,
+        let frames = match dwarf.context().map(|ctx| dwarf_frames(ctx, probe, true)) {
+            Some(Ok(f)) => f,
             // A split-DWARF `.dwo` was loaded but could not be read: use the
             // skeleton units alone.
-            Err(DwoFailed) => dwarf
+            Some(Err(DwoFailed)) => dwarf
                 .skeleton_only()
                 .and_then(|ctx| dwarf_frames(ctx, probe, false).ok().flatten()),
+            // released, and the DWARF could not be loaded again
+            None => None,
         };
         if let Some(frames) = frames {
             let mut frames = frames.into_iter();

@@ -976,3 +976,37 @@ fn split_dwarf_dwo_files() {
         "{loc:?}"
     );
 }
+
+/// Released debug information is built again on demand: lookups after
+/// `release_debug_info` (a new code address, a data address with a member
+/// name, an address resolved before) give what a symbolizer that never
+/// released gives, and the module stays described.
+#[test]
+fn released_debug_info_is_built_again() {
+    require!("gcc");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let exe = compile("gcc", dir, "sites.c", "sites", &["-g", "-fPIE", "-pie"]);
+    let r = run(&exe);
+    let maps = recorded_maps(dir, &r, "100");
+    let mut kept = Symbolizer::with_options(isolated());
+    let mut released = Symbolizer::with_options(isolated());
+
+    let first = released.resolve_code(&maps, r.code["worker"]);
+    assert_dwarf_site(&first, "worker", "sites.c", "worker");
+    assert_eq!(kept.resolve_code(&maps, r.code["worker"]), first);
+    released.release_debug_info();
+    for name in ["worker_inl", "next_line", "worker"] {
+        let want = kept.resolve_code(&maps, r.code[name]);
+        let got = released.resolve_code(&maps, r.code[name]);
+        assert_eq!(got, want, "{name}");
+        assert_eq!(got.debug, DebugInfoSource::Dwarf, "{name}");
+        released.release_debug_info();
+    }
+    let far = r.data["bss_locks_8000"];
+    let want = kept.resolve_data(&maps, far).expect("bss_locks[8000]");
+    let got = released.resolve_data(&maps, far).expect("bss_locks[8000]");
+    assert_eq!(got, want);
+    assert_eq!(got.display_short(), "bss_locks[8000]");
+    assert_eq!(released.modules(), kept.modules());
+}

@@ -206,6 +206,8 @@ pub fn analyze_using<'r>(
             events.extend(o.events.take());
             outcomes.push(o);
         }
+        // The next analysis's peak without this one's debug information.
+        symbols.release_debug_info();
     }
     let span = outcomes
         .iter()

@@ -89,6 +89,27 @@ impl Symbols {
         }
     }
 
+    /// Drops the symbolizer's DWARF contexts
+    /// ([`Symbolizer::release_debug_info`]: what was resolved stays, a new
+    /// address builds its module's context again) and gives the C
+    /// library's free memory back to the system, so that the analyses
+    /// after the one that resolved do not carry debug information at
+    /// their peak (docs/benchmarks.md, "Debug information released between
+    /// analyses").
+    pub fn release_debug_info(&self) {
+        if let Some(s) = &self.symbolizer {
+            lock(s).release_debug_info();
+        }
+        // The contexts are thousands of small allocations: without a trim
+        // their memory stays in the allocator's free lists.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only returns free memory of the allocator to
+        // the system; it touches no live allocation.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+
     /// Resolves nothing: every site is its address and no object has a
     /// name. For analyses that need totals only (the speed-up model reads
     /// lock wait totals of many runs, not their call sites).
