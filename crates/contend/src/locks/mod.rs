@@ -129,11 +129,26 @@ impl Analyzer for LockAnalyzer {
             .collect();
         let mut set = pair_operations(&inputs);
         progress.advance(ops);
+        // Names first, then the critical path: the symbolizer's debug
+        // information is released in between, so the path's tables and the
+        // DWARF contexts of the resolving (tens of MB for a C library with
+        // debug information) are never in memory at once.
+        progress.stage("resolving call sites", 1);
         let mut resolver = ProcessResolver::new(recording, cx.symbols);
         let named = Wrappers::new(&cx.options.locks.wrappers);
         let thin = thin_wrappers(&set, recording, &mut resolver, &named);
         let wrappers = named.clone().with_functions(&thin);
         attribute_sites_outside(&mut set, recording, &mut resolver, &wrappers);
+        let mut names = resolve_names(&set, &mut resolver);
+        let created = creation::creation_sites(&set, recording, &mut resolver, &wrappers);
+        creation::name_by_creation(&set, &mut names.objects, &created);
+        for (name, kind) in names.objects.iter_mut().zip(&set.object_kinds) {
+            if let Some(known) = known::well_known_name(name, kind.object_kind()) {
+                *name = known;
+            }
+        }
+        cx.symbols.release_debug_info();
+        progress.advance(1);
         progress.stage("marking the critical path", 1);
         let futex_and_omp = across_inputs(recording);
         let across = futex_and_omp
@@ -144,20 +159,12 @@ impl Analyzer for LockAnalyzer {
             None => mark_critical_path(&set),
         };
         progress.advance(1);
-        progress.stage("resolving call sites", 1);
+        progress.stage("summing by lock, site and thread", 1);
         let span = event_span(&set);
         let program_ns = recording.wall_ns().unwrap_or(match span {
             Some((a, b)) if b > a => b - a,
             _ => 0,
         });
-        let mut names = resolve_names(&set, &mut resolver);
-        let created = creation::creation_sites(&set, recording, &mut resolver, &wrappers);
-        creation::name_by_creation(&set, &mut names.objects, &created);
-        for (name, kind) in names.objects.iter_mut().zip(&set.object_kinds) {
-            if let Some(known) = known::well_known_name(name, kind.object_kind()) {
-                *name = known;
-            }
-        }
         let mut locks = aggregate_named(&set, &path, &names, &cx.options.locks, program_ns);
         if !thin.is_empty() {
             locks.filters.push(format!(
