@@ -187,14 +187,20 @@ fn symbolizer_is_send() {
     assert_send::<ProcessMaps>();
 }
 
+/// `sites.c` built as a PIE with DWARF in `dir`, run, and its maps
+/// recorded as process 100.
+fn pie_sites(dir: &Path) -> (PathBuf, Run, ProcessMaps) {
+    let exe = compile("gcc", dir, "sites.c", "sites", &["-g", "-fPIE", "-pie"]);
+    let r = run(&exe);
+    let maps = recorded_maps(dir, &r, "100");
+    (exe, r, maps)
+}
+
 #[test]
 fn pie_executable_with_dwarf() {
     require!("gcc");
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let exe = compile("gcc", dir, "sites.c", "sites", &["-g", "-fPIE", "-pie"]);
-    let r = run(&exe);
-    let maps = recorded_maps(dir, &r, "100");
+    let (exe, r, maps) = pie_sites(tmp.path());
     let mut sym = Symbolizer::with_options(isolated());
 
     let ra = r.code["worker"];
@@ -985,10 +991,7 @@ fn split_dwarf_dwo_files() {
 fn released_debug_info_is_built_again() {
     require!("gcc");
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let exe = compile("gcc", dir, "sites.c", "sites", &["-g", "-fPIE", "-pie"]);
-    let r = run(&exe);
-    let maps = recorded_maps(dir, &r, "100");
+    let (_, r, maps) = pie_sites(tmp.path());
     let mut kept = Symbolizer::with_options(isolated());
     let mut released = Symbolizer::with_options(isolated());
 
