@@ -132,22 +132,33 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         .iter()
         .map(|t| thread_of(t.process, t.tid, t.pid))
         .collect();
-    let futex_threads: Vec<usize> = futex
+    // thread per event as u32 (one per OpenMP event: millions)
+    let mut thread_u32 = |process: u32, tid: u32, pid: u32| thread_of(process, tid, pid) as u32;
+    let futex_threads: Vec<u32> = futex
         .waits
         .iter()
-        .map(|w| thread_of(w.process, w.tid, w.pid))
+        .map(|w| thread_u32(w.process, w.tid, w.pid))
         .collect();
-    let wake_threads: Vec<usize> = futex
+    let wake_threads: Vec<u32> = futex
         .wakes
         .iter()
-        .map(|w| thread_of(w.process, w.tid, w.pid))
+        .map(|w| thread_u32(w.process, w.tid, w.pid))
         .collect();
-    let omp_threads: Vec<usize> = omp
+    let omp_threads: Vec<u32> = omp
         .iter()
-        .map(|e| thread_of(e.process, e.tid, e.pid))
+        .map(|e| thread_u32(e.process, e.tid, e.pid))
         .collect();
     let n_threads = ids.len();
-    let mut nodes: Vec<Vec<Node>> = vec![Vec::new(); n_threads];
+    // Each thread's nodes at their final size (grown by doubling they took
+    // up to twice it).
+    let mut counts = vec![0usize; n_threads];
+    for e in &set.events {
+        counts[lock_threads[e.thread() as usize]] += 1;
+    }
+    for &u in futex_threads.iter().chain(&omp_threads) {
+        counts[u as usize] += 1;
+    }
+    let mut nodes: Vec<Vec<Node>> = counts.into_iter().map(Vec::with_capacity).collect();
     let mut has_events = vec![false; n_threads];
     for (t, &u) in lock_threads.iter().enumerate() {
         pthread_index[u] = Some(t as u32);
@@ -167,7 +178,7 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         last[u] = last[u].max(info.last_ns);
     }
     for (i, w) in futex.waits.iter().enumerate() {
-        let u = futex_threads[i];
+        let u = futex_threads[i] as usize;
         nodes[u].push(Node {
             key: w.end_ns,
             start: w.start_ns,
@@ -178,11 +189,11 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         last[u] = last[u].max(w.end_ns);
     }
     for (i, w) in futex.wakes.iter().enumerate() {
-        let u = wake_threads[i];
+        let u = wake_threads[i] as usize;
         last[u] = last[u].max(w.end_ns);
     }
     for (i, e) in omp.iter().enumerate() {
-        let u = omp_threads[i];
+        let u = omp_threads[i] as usize;
         nodes[u].push(Node {
             key: e.acquired_ns,
             start: e.requested_ns,
@@ -192,8 +203,11 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         has_events[u] = true;
         last[u] = last[u].max(e.released_ns);
     }
+    // By key; at equal keys in the order pushed (sources in the order
+    // Lock, Futex, Openmp, each by index), the order a stable sort by key
+    // gives, without its buffer of half the list.
     for list in &mut nodes {
-        list.sort_by_key(|n| n.key); // stable: each source's own order kept
+        list.sort_unstable_by_key(|n| (n.key, n.source, n.index));
     }
     let lock_waker = lock_wakers(set);
 
@@ -233,10 +247,10 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
             }),
             Source::Futex => futex.waits[i]
                 .waker
-                .map(|k| (wake_threads[k], futex.wakes[k].start_ns, k as u32)),
+                .map(|k| (wake_threads[k] as usize, futex.wakes[k].start_ns, k as u32)),
             Source::Openmp => omp[i]
                 .waker
-                .map(|k| (omp_threads[k], omp[k].wake_ns(), k as u32)),
+                .map(|k| (omp_threads[k] as usize, omp[k].wake_ns(), k as u32)),
         };
         let Some((to_thread, at, w)) = waker else {
             path.begin_ns = path.begin_ns.min(node.start);
