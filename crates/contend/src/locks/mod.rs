@@ -97,8 +97,9 @@ impl Analyzer for LockAnalyzer {
     }
 
     /// Converts ticks to ns and pairs each thread's operations (in
-    /// parallel over threads), marks the critical path over all events,
-    /// resolves objects and sites, aggregates the selected events.
+    /// parallel over threads), resolves objects and sites (then releases
+    /// the debug information), marks the critical path over all events,
+    /// aggregates the selected events.
     fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
         let recording = cx.recording;
         let progress = cx.progress;
