@@ -60,3 +60,25 @@ pub mod symbols;
 
 pub use analysis::{analyze, Analysis, AnalysisOptions, NoProgress, Progress};
 pub use recording::Recording;
+
+/// xorshift64 (Marsaglia, "Xorshift RNGs", J. Stat. Softw. 2003, shifts
+/// 13, 7, 17) for the unit tests' random cases: the same cases on every
+/// run, no dependency.
+#[cfg(test)]
+pub(crate) struct TestRng(pub(crate) u64);
+
+#[cfg(test)]
+impl TestRng {
+    /// The next 64-bit value.
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// The next value modulo `n` (`n` > 0).
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

@@ -1288,13 +1288,8 @@ mod tests {
 
     #[test]
     fn wakers_agree_with_the_backward_search_on_random_runs() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = crate::TestRng(0x2545_f491_4f6c_dd1d);
+        let mut next = |m: u64| rng.below(m);
         let (mut matched, mut unmatched) = (0, 0);
         for round in 0..300 {
             let mut ev = FutexEvents::default();

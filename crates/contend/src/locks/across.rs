@@ -440,13 +440,8 @@ mod tests {
     /// keys: the in-place sort gives the stable sort's order.
     #[test]
     fn nodes_sort_as_a_stable_sort_by_key() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::TestRng(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next();
         for _ in 0..300 {
             let mut list = Vec::new();
             for source in [Source::Lock, Source::Futex, Source::Openmp] {

@@ -523,13 +523,8 @@ mod tests {
     /// Random sums, cleared now and then, against a hash map.
     #[test]
     fn region_sums_add_up_as_a_map_does() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::TestRng(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || rng.next();
         let site = |v: u64| {
             if v.is_multiple_of(7) {
                 NO_SITE

@@ -474,13 +474,8 @@ mod tests {
 
     #[test]
     fn wakers_agree_with_the_backward_search_on_random_runs() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = crate::TestRng(0x9e37_79b9_7f4a_7c15);
+        let mut next = |m: u64| rng.below(m);
         let (mut matched, mut unmatched) = (0, 0);
         for round in 0..200 {
             let threads = 1 + (round % 4) as u64;

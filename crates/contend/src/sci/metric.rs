@@ -939,13 +939,8 @@ mod tests {
     /// over 4 blocks.
     #[test]
     fn scores_do_not_depend_on_the_grouping() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = crate::TestRng(0x2545_f491_4f6c_dd1d);
+        let mut rnd = |n: u64| rng.below(n);
         let blocks: Vec<BlockDef> = (0..4)
             .map(|b| BlockDef {
                 kind: BlockKind::Region,
