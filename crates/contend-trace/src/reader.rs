@@ -69,6 +69,10 @@ pub struct FutexOp {
     pub stack: u32,
 }
 
+/// Length of [`ThreadTrace::omp_by_event`]: one more than the largest
+/// OpenMP event code ([`format::omp::PARALLEL_END`]).
+pub const OMP_EVENTS: usize = format::omp::PARALLEL_END as usize + 1;
+
 /// One OpenMP record (version 2, [`format::TAG_OMP`]), written by the
 /// collector's OMPT tool (trace_format.h, "OpenMP records").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,9 +177,15 @@ pub struct ThreadTrace {
     /// (Version 2) its futex records, in time order (decoded when the
     /// trace is opened: one per futex system call's start and end).
     pub futex: Vec<FutexOp>,
-    /// (Version 2) its OpenMP records, in time order (decoded when the
-    /// trace is opened).
-    pub omp: Vec<OmpOp>,
+    /// (Version 2) how many OpenMP records it has. They are not held in
+    /// memory (tens of bytes each, several per `critical` section entered:
+    /// they were half the memory of an OpenMP report); read them, in time
+    /// order, with [`LockTrace::omp_ops`].
+    pub omp_count: usize,
+    /// (Version 2) its OpenMP records by event: element `e` counts the
+    /// records of event `e` ([`format::omp`]`::*`, 1 to 9; element 0 is
+    /// unused). They add up to `omp_count`.
+    pub omp_by_event: [usize; OMP_EVENTS],
     /// Its name as the kernel had it (comm, at most 15 bytes, lossy
     /// UTF-8), from the last of its chunks that holds one
     /// ([`format::chunk::THREAD_NAME`]); `None` in traces written before
@@ -545,6 +555,26 @@ impl LockTrace {
         }
     }
 
+    /// The OpenMP records of `thread` (one of [`LockTrace::threads`]), in
+    /// program order: its chunks are read and decoded again, one at a
+    /// time, so that only one chunk's records are in memory. Records that
+    /// can no longer be read (the file was truncated or a read failed since
+    /// the trace was opened) are skipped; the damage was listed when it was
+    /// opened.
+    pub fn omp_ops<'a>(&'a self, thread: &'a ThreadTrace) -> OmpOps<'a> {
+        OmpOps {
+            trace: self,
+            chunks: if thread.omp_count > 0 {
+                &thread.chunks
+            } else {
+                &[]
+            },
+            buf: Vec::new(),
+            decoded: Vec::new(),
+            next: 0,
+        }
+    }
+
     /// Calls `f` with every operation of `thread` (one of
     /// [`LockTrace::threads`]) in program order, with the object and site
     /// table slots the record referred to: [`NO_SLOT`] for a record that
@@ -820,7 +850,7 @@ impl LockTrace {
             /// Ticks of its first and last record.
             ticks: Option<(u64, u64)>,
             futex: Vec<FutexOp>,
-            omp: Vec<OmpOp>,
+            omp: [usize; OMP_EVENTS],
             name: Option<String>,
         }
         /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
@@ -922,7 +952,7 @@ impl LockTrace {
             let mut ops = 0usize;
             let mut ticks: Option<(u64, u64)> = None;
             let mut futex = Vec::new();
-            let mut omp = Vec::new();
+            let mut omp = [0usize; OMP_EVENTS];
             // the stack recorded right before a futex record is that
             // record's (an operation record in between takes it)
             let last_stack = std::cell::Cell::new(NO_STACK);
@@ -947,7 +977,10 @@ impl LockTrace {
                     }
                     Step::Omp(op) => {
                         last_stack.set(NO_STACK);
-                        omp.push(op);
+                        // the decoder refuses events outside 1..=9
+                        if let Some(n) = omp.get_mut(usize::from(op.event)) {
+                            *n += 1;
+                        }
                     }
                     Step::Create(mut c) => {
                         c.stack = last_stack.replace(NO_STACK);
@@ -1033,7 +1066,8 @@ impl LockTrace {
                         count_samples: CostSamples::default(),
                         span_ticks: c.ticks.unwrap_or((0, 0)),
                         futex: c.futex,
-                        omp: c.omp,
+                        omp_count: c.omp.iter().sum(),
+                        omp_by_event: c.omp,
                         name: c.name,
                     };
                     current = Some((c.base_ticks, t, c.sequence));
@@ -1052,7 +1086,10 @@ impl LockTrace {
                         t.span_ticks.1 = last;
                     }
                     t.futex.extend(c.futex);
-                    t.omp.extend(c.omp);
+                    t.omp_count += c.omp.iter().sum::<usize>();
+                    for (n, k) in t.omp_by_event.iter_mut().zip(c.omp) {
+                        *n += k;
+                    }
                     if c.name.is_some() {
                         t.name = c.name;
                     }
@@ -1144,6 +1181,49 @@ impl Iterator for Ops<'_> {
                 .decode_span(span, &mut self.buf, &mut self.pending_stack, |op, _, _| {
                     decoded.push(*op)
                 });
+        }
+        let op = self.decoded[self.next];
+        self.next += 1;
+        Some(op)
+    }
+}
+
+/// Iterator over one thread's OpenMP records (see [`LockTrace::omp_ops`]).
+/// It decodes one chunk at a time and holds that chunk's records.
+pub struct OmpOps<'a> {
+    trace: &'a LockTrace,
+    /// Chunks not decoded yet.
+    chunks: &'a [Span],
+    /// The bytes of the chunk last read from the file.
+    buf: Vec<u8>,
+    /// The OpenMP records of the current chunk, and the next one to yield.
+    decoded: Vec<OmpOp>,
+    next: usize,
+}
+
+impl Iterator for OmpOps<'_> {
+    type Item = OmpOp;
+
+    #[inline]
+    fn next(&mut self) -> Option<OmpOp> {
+        while self.next == self.decoded.len() {
+            let (&span, rest) = self.chunks.split_first()?;
+            self.chunks = rest;
+            self.decoded.clear();
+            self.next = 0;
+            let decoded = &mut self.decoded;
+            let trace = self.trace;
+            let mut cursor = Cursor::new(trace.source.span(span, &mut self.buf), span.offset);
+            cursor.run(
+                &trace.objects,
+                &trace.sites,
+                |_, _, _| {},
+                |_, step| {
+                    if let Step::Omp(op) = step {
+                        decoded.push(op);
+                    }
+                },
+            );
         }
         let op = self.decoded[self.next];
         self.next += 1;
@@ -1455,13 +1535,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// `t` with its futex and OpenMP record lists at their exact size: they
-/// grew chunk by chunk, and a grown vector holds up to twice its length
-/// (541 MB instead of about 300 for a 5-million-pair OpenMP recording) for
-/// as long as the recording is open.
+/// `t` with its futex record list at its exact size: it grew chunk by
+/// chunk, and a grown vector holds up to twice its length for as long as
+/// the recording is open.
 fn exact_size(mut t: ThreadTrace) -> ThreadTrace {
     t.futex.shrink_to_fit();
-    t.omp.shrink_to_fit();
     t
 }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::format::{self, header as h};
-use crate::reader::{CostSamples, Counted, RawOp, NO_STACK};
+use crate::reader::{CostSamples, Counted, OmpOp, RawOp, NO_STACK};
 
 /// In-situ cost samples for a built trace ([`format::FLAG_SAMPLED_COST`]).
 #[derive(Debug, Clone, Default)]
@@ -56,6 +56,25 @@ pub struct TraceBuilder {
     pub cost: (u64, u32, u32),
     /// In-situ cost samples (version 2; `None`: the flag is not set).
     pub sampled: Option<BuiltSamples>,
+    /// OpenMP records per thread id (version 2), written in the thread's
+    /// chunks among its operations by time (an operation first at equal
+    /// ticks), in the narrow form.
+    pub omp: Vec<(u32, Vec<OmpOp>)>,
+}
+
+/// One record of a thread, in the order it is written.
+enum Record<'a> {
+    Op(&'a RawOp),
+    Omp(&'a OmpOp),
+}
+
+impl Record<'_> {
+    fn ticks(&self) -> u64 {
+        match self {
+            Record::Op(op) => op.ticks,
+            Record::Omp(op) => op.ticks,
+        }
+    }
 }
 
 impl Default for TraceBuilder {
@@ -73,6 +92,7 @@ impl Default for TraceBuilder {
             counted: Vec::new(),
             cost: (0, 0, 0),
             sampled: None,
+            omp: Vec::new(),
         }
     }
 }
@@ -100,18 +120,43 @@ impl TraceBuilder {
         let mut sites: HashMap<u64, u16> = HashMap::new();
         let mut chunks: Vec<Vec<u8>> = Vec::new();
         let cs = self.chunk_size as usize;
-        for (tid, ops) in &self.threads {
+        let mut tids: Vec<u32> = self.threads.iter().map(|t| t.0).collect();
+        for (tid, _) in &self.omp {
+            if !tids.contains(tid) {
+                tids.push(*tid);
+            }
+        }
+        for tid in &tids {
+            let ops = self
+                .threads
+                .iter()
+                .filter(|t| t.0 == *tid)
+                .flat_map(|t| &t.1);
+            let omp = self.omp.iter().filter(|t| t.0 == *tid).flat_map(|t| &t.1);
+            let mut records: Vec<Record<'_>> =
+                ops.map(Record::Op).chain(omp.map(Record::Omp)).collect();
+            // stable: an operation before an OpenMP record at equal ticks
+            records.sort_by_key(|r| r.ticks());
             let mut seq = 0u32;
             let mut chunk: Option<(Vec<u8>, usize, u64)> = None;
-            for op in ops {
-                assert_eq!(op.stack, NO_STACK, "the builder writes no stacks");
+            for rec in &records {
+                let (object, site, stack) = match rec {
+                    Record::Op(op) => (op.object, op.site, op.stack),
+                    Record::Omp(op) => (op.object, op.site, NO_STACK),
+                };
+                assert_eq!(stack, NO_STACK, "the builder writes no stacks");
                 let next_o = objects.len() as u16;
-                let oi = *objects.entry(op.object).or_insert(next_o);
+                let oi = *objects.entry(object).or_insert(next_o);
                 let next_s = sites.len() as u16;
-                let si = *sites.entry(op.site).or_insert(next_s);
-                let tag = format::op_tag(op.primitive, op.phase);
-                // Worst case: TIME (2 words) + op (1 word).
-                if chunk.as_ref().is_none_or(|(_, at, _)| at + 24 > cs) {
+                let si = *sites.entry(site).or_insert(next_s);
+                let ticks = rec.ticks();
+                // Worst case: TIME (2 words) + the record (1 word for an
+                // operation, 2 for an OpenMP record).
+                let need = match rec {
+                    Record::Op(_) => 24,
+                    Record::Omp(_) => 32,
+                };
+                if chunk.as_ref().is_none_or(|(_, at, _)| at + need > cs) {
                     if let Some((c, _, _)) = chunk.take() {
                         chunks.push(c);
                     }
@@ -119,29 +164,42 @@ impl TraceBuilder {
                     put32(&mut c, 0, format::CHUNK_MAGIC);
                     put32(&mut c, 4, *tid);
                     put32(&mut c, 8, seq);
-                    put64(&mut c, 16, op.ticks);
+                    put64(&mut c, 16, ticks);
                     if seq == 0 {
                         put64(&mut c, format::chunk::COST_SAMPLES, self.samples_of(*tid).0);
                     }
                     if self.clock == format::CLOCK_MONOTONIC {
-                        put64(&mut c, 24, op.ticks);
+                        put64(&mut c, 24, ticks);
                     }
                     seq += 1;
-                    chunk = Some((c, format::CHUNK_HEADER_SIZE, op.ticks));
+                    chunk = Some((c, format::CHUNK_HEADER_SIZE, ticks));
                 }
                 let (c, at, now) = chunk.as_mut().expect("chunk");
-                let dt = op.ticks.wrapping_sub(*now);
-                let dt = if op.ticks < *now || dt >> format::DT_BITS != 0 {
+                let dt = ticks.wrapping_sub(*now);
+                let dt = if ticks < *now || dt >> format::DT_BITS != 0 {
                     put64(c, *at, u64::from(format::TAG_TIME));
-                    put64(c, *at + 8, op.ticks);
+                    put64(c, *at + 8, ticks);
                     *at += 16;
                     0
                 } else {
                     dt as u32
                 };
-                put64(c, *at, format::make_head(tag, dt, oi, si));
-                *at += 8;
-                *now = op.ticks;
+                match rec {
+                    Record::Op(op) => {
+                        let tag = format::op_tag(op.primitive, op.phase);
+                        put64(c, *at, format::make_head(tag, dt, oi, si));
+                        *at += 8;
+                    }
+                    Record::Omp(op) => {
+                        put64(c, *at, format::make_head(format::TAG_OMP, dt, oi, si));
+                        let ext = u64::from(op.event)
+                            | u64::from(op.kind) << 8
+                            | u64::from(op.value) << 32;
+                        put64(c, *at + 8, ext);
+                        *at += 16;
+                    }
+                }
+                *now = ticks;
             }
             if let Some((c, _, _)) = chunk {
                 chunks.push(c);

@@ -8,7 +8,8 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use contend_trace::format::header as h;
-use contend_trace::{Damage, LockTrace, Phase, Primitive, RawOp, TraceBuilder, TraceError};
+use contend_trace::format::omp as ev;
+use contend_trace::{Damage, LockTrace, OmpOp, Phase, Primitive, RawOp, TraceBuilder, TraceError};
 
 /// Two threads, several 4 KiB chunks each.
 fn trace() -> TraceBuilder {
@@ -159,6 +160,124 @@ fn a_file_cut_short_after_it_was_opened_never_panics() {
                 assert!(cut < 4096, "cut at {cut}: {e}");
                 assert!(e.to_string().contains("shorter than"), "{e}");
             }
+        }
+    }
+}
+
+/// The trace of [`trace`] with OpenMP records among thread 31's operations
+/// (acquire, acquired, released of `critical` sections, every 50 ticks
+/// from tick 1,025: between its operations) and a thread 33 with OpenMP
+/// records only (barrier waits); several chunks each.
+fn trace_with_omp() -> (TraceBuilder, Vec<(u32, Vec<OmpOp>)>) {
+    let mut b = trace();
+    let critical = |i: u64| OmpOp {
+        ticks: 1_025 + i * 50,
+        object: 0x9000 + (i / 3 % 4) * 64,
+        site: 0x40_3000 + (i % 5) * 4,
+        event: [ev::MUTEX_ACQUIRE, ev::MUTEX_ACQUIRED, ev::MUTEX_RELEASED][(i % 3) as usize],
+        kind: 3,
+        value: 0,
+    };
+    let barrier = |i: u64| OmpOp {
+        ticks: 2_000 + i * 40,
+        object: 0xa000 + i / 2,
+        site: 0x40_4000,
+        event: if i.is_multiple_of(2) {
+            ev::SYNC_WAIT_BEGIN
+        } else {
+            ev::SYNC_WAIT_END
+        },
+        kind: 2,
+        value: (i % 7) as u32,
+    };
+    let omp = vec![
+        (31u32, (0..2_500).map(critical).collect::<Vec<_>>()),
+        (33u32, (0..1_200).map(barrier).collect()),
+    ];
+    b.omp = omp.clone();
+    (b, omp)
+}
+
+/// Each thread's OpenMP records as `omp_ops` reads them, by tid.
+fn all_omp(t: &LockTrace) -> Vec<(u32, Vec<OmpOp>)> {
+    t.threads
+        .iter()
+        .map(|th| (th.tid, t.omp_ops(th).collect()))
+        .collect()
+}
+
+#[test]
+fn openmp_records_are_read_again_from_the_file_in_program_order() {
+    let (b, omp) = trace_with_omp();
+    let bytes = b.to_bytes();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("1000.ctrace");
+    std::fs::write(&path, &bytes).unwrap();
+    let from_file = LockTrace::open(&path).unwrap();
+    let in_memory = LockTrace::decode(&path, &bytes).unwrap();
+    assert!(from_file.damage.is_empty(), "{:?}", from_file.damage);
+    // the operations are those of the trace without OpenMP records (thread
+    // 33 has none)
+    let plain = LockTrace::decode(&path, &trace().to_bytes()).unwrap();
+    let mut ops = all_ops(&from_file);
+    assert_eq!(ops.iter().filter(|o| o.is_empty()).count(), 1);
+    ops.retain(|o| !o.is_empty());
+    assert_eq!(ops, all_ops(&plain));
+    let mut got = all_omp(&from_file);
+    got.sort_by_key(|t| t.0);
+    let mut want = omp.clone();
+    want.push((32, Vec::new()));
+    want.sort_by_key(|t| t.0);
+    assert_eq!(got, want);
+    assert_eq!(all_omp(&from_file), all_omp(&in_memory));
+    for th in &from_file.threads {
+        assert_eq!(
+            th.omp_count,
+            from_file.omp_ops(th).count(),
+            "tid {}",
+            th.tid
+        );
+    }
+    let chunks_31 = from_file.threads.iter().find(|t| t.tid == 31).unwrap();
+    assert!(
+        chunks_31.record_bytes > 3 * 4096,
+        "thread 31 spans several chunks"
+    );
+}
+
+#[test]
+fn openmp_records_of_a_file_cut_short_after_it_was_opened_are_a_prefix() {
+    let (b, omp) = trace_with_omp();
+    let bytes = b.to_bytes();
+    let data = u64::from_le_bytes(bytes[h::DATA_OFFSET..][..8].try_into().unwrap());
+    let tmp = tempfile::tempdir().unwrap();
+    for cut in [
+        0,
+        data,
+        data + 4096 + 64 + 20,
+        bytes.len() as u64 - 4096 - 7,
+    ] {
+        let path = tmp.path().join(format!("omp-{cut}.ctrace"));
+        std::fs::write(&path, &bytes).unwrap();
+        let t = LockTrace::open(&path).unwrap();
+        let counts: Vec<usize> = t.threads.iter().map(|th| th.omp_count).collect();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        // the builder writes each thread's chunks one after another, so
+        // the cut takes the end of the last threads': each thread keeps a
+        // prefix of its records (what a chunk cut in the middle still
+        // holds included), never a panic
+        for ((tid, got), n) in all_omp(&t).into_iter().zip(counts) {
+            assert!(got.len() <= n, "cut at {cut}");
+            let all = omp
+                .iter()
+                .find(|o| o.0 == tid)
+                .map_or(&[][..], |o| &o.1[..]);
+            assert_eq!(got, all[..got.len()], "cut at {cut}, tid {tid}");
         }
     }
 }

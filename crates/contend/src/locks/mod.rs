@@ -240,7 +240,7 @@ fn across_inputs(
             p.trace
                 .threads
                 .iter()
-                .any(|t| !t.futex.is_empty() || !t.omp.is_empty())
+                .any(|t| !t.futex.is_empty() || t.omp_count > 0)
         });
     if !any {
         return None;

@@ -228,7 +228,7 @@ impl Analyzer for OpenMpAnalyzer {
         if !r
             .processes
             .iter()
-            .any(|p| p.trace.threads.iter().any(|t| !t.omp.is_empty()))
+            .any(|p| p.trace.threads.iter().any(|t| t.omp_count > 0))
         {
             return None;
         }
@@ -277,8 +277,8 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
             // pending acquisitions and holds of this thread, by object
             let mut acquiring: HashMap<u64, (u64, u64)> = HashMap::new();
             let mut held: HashMap<u64, u64> = HashMap::new();
-            let mut waiting: Option<&OmpOp> = None;
-            for op in &t.omp {
+            let mut waiting: Option<OmpOp> = None;
+            for op in trace.omp_ops(t) {
                 let now = ns(op.ticks);
                 match op.event {
                     ev::MUTEX_ACQUIRE => {

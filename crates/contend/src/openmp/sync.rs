@@ -117,16 +117,6 @@ pub struct OmpSyncBuilder {
     pub region_site: HashMap<(u32, u64), u64>,
 }
 
-/// Whether [`pair_thread`] can make an event of `op` (it makes at most
-/// one per record, and only of these).
-fn makes_event(op: &OmpOp) -> bool {
-    match op.event {
-        ev::MUTEX_ACQUIRED | ev::SYNC_WAIT_END => true,
-        ev::SYNC_WAIT_BEGIN => is_implicit(op.kind),
-        _ => false,
-    }
-}
-
 /// Pairs one thread's OpenMP records (in time order; `to_ns` converts
 /// ticks to ns) into mutex acquisitions and barrier waits. An implicit
 /// barrier's wait end is filled in by [`finish`]; an acquisition never
@@ -135,7 +125,7 @@ pub fn pair_thread(
     process: u32,
     pid: u32,
     tid: u32,
-    ops: &[OmpOp],
+    ops: impl IntoIterator<Item = OmpOp>,
     to_ns: impl Fn(u64) -> u64,
     out: &mut OmpSyncBuilder,
 ) {
@@ -182,7 +172,7 @@ pub fn pair_thread(
                 waiting = None;
                 out.events.push(new(true, 2, op.object, 0, now));
             }
-            ev::SYNC_WAIT_BEGIN => waiting = Some((*op, now)),
+            ev::SYNC_WAIT_BEGIN => waiting = Some((op, now)),
             ev::SYNC_WAIT_END => {
                 let Some((begin, start)) = waiting.take() else {
                     continue;
@@ -306,27 +296,36 @@ fn latest_by_other_thread(
 /// `recording`, paired and with their wakers.
 pub fn collect(recording: &Recording) -> Vec<OmpSyncEvent> {
     let mut b = OmpSyncBuilder::default();
-    // Room for every event at once: at most one per acquisition, implicit
-    // barrier arrival and wait end (a vector grown by doubling held up to
-    // twice that, 604 MB for a 5-million-pair recording).
+    // Room for every event at once (a vector grown by doubling held up to
+    // twice its length, 604 MB for a 5-million-pair recording): at most
+    // one per acquired record, implicit barrier arrival and explicit
+    // barrier's wait end ([`pair_thread`] makes no other), here bounded by
+    // the acquired, wait begin and wait end records the reader counted,
+    // which exceed the events by the explicit barriers' arrivals and the
+    // implicit barriers' wait ends. (Counting them exactly would read every
+    // record once more: the records are not kept in memory.)
     let most: usize = recording
         .processes
         .iter()
         .flat_map(|p| &p.trace.threads)
-        .map(|t| t.omp.iter().filter(|op| makes_event(op)).count())
+        .map(|t| {
+            t.omp_by_event[usize::from(ev::MUTEX_ACQUIRED)]
+                + t.omp_by_event[usize::from(ev::SYNC_WAIT_BEGIN)]
+                + t.omp_by_event[usize::from(ev::SYNC_WAIT_END)]
+        })
         .sum();
     b.events.reserve_exact(most);
     for (pi, p) in recording.processes.iter().enumerate() {
         let trace = &p.trace;
         for t in &trace.threads {
-            if t.omp.is_empty() {
+            if t.omp_count == 0 {
                 continue;
             }
             pair_thread(
                 pi as u32,
                 trace.pid,
                 t.tid,
-                &t.omp,
+                trace.omp_ops(t),
                 |ticks| recording.to_ns(trace, ticks),
                 &mut b,
             );

@@ -242,7 +242,7 @@ fn barrier_last_arriver_and_critical_release_on_the_path() {
     ];
     let mut b = OmpSyncBuilder::default();
     for (tid, ops) in [(1u32, &t1[..]), (2, &t2[..]), (3, &t3[..])] {
-        omp_pair(0, 7, tid, ops, |t| t, &mut b);
+        omp_pair(0, 7, tid, ops.iter().copied(), |t| t, &mut b);
     }
     let omp = finish(b);
     // events in thread order: T1 L, T1 barrier, T2 L, T2 barrier, T3
