@@ -774,6 +774,7 @@ static void release_count_chunk(struct contend_thread *ts)
     ts->count_chunk = NULL;
     ts->counts = ts->last_count = NULL;
     ts->count_slots = 0;
+    ts->count_used = 0;
 }
 
 /* Faults in more of the current chunk until `need` words fit.
@@ -1223,6 +1224,7 @@ static int claim_count_chunk(struct contend_thread *ts)
     ts->count_chunk = m;
     ts->counts = (contend_count *)((char *)m + CONTEND_CHUNK_HEADER_SIZE);
     ts->count_slots = (uint32_t)((used - CONTEND_CHUNK_HEADER_SIZE) / sizeof(contend_count));
+    ts->count_used = 0;
     if (!ts->key_set && C.key_ok) {
         if (pthread_setspecific(C.key, ts) == 0)
             ts->key_set = 1;
@@ -1233,8 +1235,18 @@ static int claim_count_chunk(struct contend_thread *ts)
 /* Probes at most this many entries from an entry's slot. */
 #define COUNT_PROBES 16
 
+/* The thread's count table fills the whole COUNTS chunk: the largest it
+ * can have. */
+static int count_table_is_largest(const struct contend_thread *ts)
+{
+    return (uint64_t)ts->count_slots * sizeof(contend_count) + CONTEND_CHUNK_HEADER_SIZE >=
+           contend_g.chunk_size;
+}
+
 /* The entry of (o, s) in the thread's count table, inserted if new; NULL
- * when the probes find no room. */
+ * when the probes find no room, or when (o, s) is new and the table is the
+ * largest one and three quarters full (past that, the probes of every
+ * acquisition that finds no entry would grow long). */
 static contend_count *count_entry(struct contend_thread *ts, uint32_t prim, uint64_t o,
                                   uint64_t s)
 {
@@ -1245,6 +1257,9 @@ static contend_count *count_entry(struct contend_thread *ts, uint32_t prim, uint
         if (e->object == o && e->site == s)
             return e;
         if (e->object == 0) {
+            if (ts->count_used >= n - n / 4 && count_table_is_largest(ts))
+                return NULL;
+            ts->count_used++;
             e->site = s;
             e->primitive = prim;
             e->count = 0;
@@ -1266,7 +1281,14 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
      * on every probe cost more than the probe, e.g. for a thread cycling
      * through thousands of locks) */
     contend_count *e = ts->counts ? count_entry(ts, prim, o, s) : NULL;
-    if (!e) {
+    /* A full table is replaced by a larger one, up to the whole chunk; a
+     * full table of the whole chunk is kept, and acquisitions it has no
+     * entry for are recorded (below). Replacing it by an empty one of the
+     * same size would not hold more: a thread cycling through more
+     * (lock, site) pairs than a chunk holds (4,094 in 128 KiB; a hash
+     * table's bucket locks) claimed, wrote and faulted in a COUNTS chunk
+     * every few thousand acquisitions, more than recording them costs. */
+    if (!e && !(ts->counts && count_table_is_largest(ts))) {
         int saved_errno = errno;
         uint64_t t0 = contend_cpu_ns();
         if (claim_count_chunk(ts))

@@ -173,6 +173,7 @@ struct contend_thread {
     void *count_chunk;       /* mapping of the COUNTS chunk                   */
     uint32_t count_slots;    /* entries in counts[]                           */
     uint32_t count_seq;      /* next COUNTS chunk sequence number             */
+    uint32_t count_used;     /* entries inserted into counts[]                */
     uint32_t held_n;         /* entries used in held[]                        */
     uint32_t count_claim_tried; /* contend_ready_to_acquire tried to claim
                                    the first COUNTS chunk ahead          */

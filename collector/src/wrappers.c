@@ -1052,6 +1052,7 @@ void contend_calibrate_cost(struct contend_thread *ts)
     ts->count_chunk = NULL;
     ts->counts = counts;
     ts->count_slots = (uint32_t)count_slots;
+    ts->count_used = 0;
     ts->last_count = NULL;
     ts->held_n = 0;
     const void *site = (const void *)(uintptr_t)&contend_calibrate_cost;

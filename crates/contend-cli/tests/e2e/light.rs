@@ -225,3 +225,49 @@ fn light_counts_stay_exact_past_one_count_table() {
     let chunks = u32::from_le_bytes(header[28..32].try_into().unwrap());
     assert!(chunks <= 6, "{chunks} chunks claimed");
 }
+
+/// tests/programs/light_many.c with 20,000 mutexes, more (object, site)
+/// pairs than the largest count table holds (the whole 128 KiB COUNTS
+/// chunk, 4,094 entries, filled to three quarters). The thread keeps its
+/// largest table and records the acquisitions it has no entry for, so every
+/// acquisition is still in the report exactly once (3 per lock, 60,000 in
+/// all, counted or recorded), and the thread claims 4 COUNTS chunks (16,
+/// 32, 64 and 128 KiB tables) instead of a new 128 KiB one whenever the
+/// last one filled up, which for 20,000 pairs in 3 rounds was at least
+/// (60,000 − 4,094) / 4,094, i.e. 13 more.
+#[test]
+fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
+    require_tool!("gcc");
+    let exe = build("light_many.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("light");
+    let out = record_as(true, &dir, &exe, &["20000", "3"]);
+    assert_eq!(u(&program_json(&out), "events"), 60_000);
+    let report = report_json(&dir);
+    assert_eq!(u(&report["locks"]["summary"], "events"), 60_000);
+    let counted = u(&report["locks"]["light"], "counted_events");
+    // at least the largest table's entries, 3 rounds each; not all
+    assert!((3 * 3_000..60_000).contains(&counted), "{counted} counted");
+    let locks = report["locks"]["by_lock"].as_array().unwrap();
+    assert_eq!(locks.len(), 20_000);
+    for l in locks {
+        assert_eq!(u(l, "events"), 3, "{l}");
+    }
+    // COUNTS chunks: chunk header flags bit 1 (docs/trace-format.md)
+    let trace = std::fs::read_dir(dir.join("locks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "ctrace"))
+        .unwrap();
+    let bytes = std::fs::read(&trace).unwrap();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let chunk = word(24) as u32 as usize;
+    let data = word(72) as usize;
+    let claimed = u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
+    let counts_chunks = (0..claimed)
+        .map(|i| data + i * chunk)
+        .filter(|&at| at + 16 <= bytes.len())
+        .filter(|&at| u32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap()) & 1 != 0)
+        .count();
+    assert_eq!(counts_chunks, 4, "{claimed} chunks claimed");
+}
