@@ -111,14 +111,28 @@ void contend_count_sampled(struct contend_thread *ts, uint32_t prim, const void 
 {
     uint32_t seq = ts->slow_seq;
     void *chunk = ts->count_chunk;
-    uint64_t *cur = ts->cur;
+    uint64_t *cur = ts->cur, *rchunk = ts->chunk, *rend = ts->end;
     uint64_t t0 = sample_clock();
     contend_count_op(ts, prim, obj, site);
     uint64_t t1 = sample_clock();
-    /* a new COUNTS chunk, the timed slow path, or no entry to be had (the
-     * acquisition was recorded instead) */
-    if (ts->slow_seq != seq || ts->count_chunk != chunk || ts->cur != cur ||
-        (!chunk && !cal_on)) {
+    if (ts->slow_seq != seq || ts->count_chunk != chunk) {
+        /* a new COUNTS chunk, or the timed slow path */
+        ts->sample_countdown = 0;
+        return;
+    }
+    if (ts->cur != cur) {
+        /* no entry to be had (a full table of the whole chunk): the
+         * acquisition was recorded instead, after the failed probes; one
+         * narrow record into the same chunk is a record window, so the
+         * estimate's records cost what these cost, not only what a
+         * contended acquisition's records cost */
+        if (ts->chunk == rchunk && ts->end == rend && ts->cur == cur + 1 && (rchunk || cal_on))
+            sample_keep(ts, rchunk, 0, t1 - t0);
+        else
+            ts->sample_countdown = 0;
+        return;
+    }
+    if (!chunk && !cal_on) {
         ts->sample_countdown = 0;
         return;
     }
