@@ -95,8 +95,6 @@ impl AcrossPath {
 struct Node {
     /// Time the thread went on after it.
     key: u64,
-    /// Its start (request, call).
-    start: u64,
     source: Source,
     index: u32,
 }
@@ -174,7 +172,6 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         let u = lock_threads[e.thread() as usize];
         nodes[u].push(Node {
             key: e.acquired_ns(),
-            start: e.requested_ns(),
             source: Source::Lock,
             index: i as u32,
         });
@@ -188,7 +185,6 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         let u = futex_threads[i] as usize;
         nodes[u].push(Node {
             key: w.end_ns,
-            start: w.start_ns,
             source: Source::Futex,
             index: i as u32,
         });
@@ -203,7 +199,6 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         let u = omp_threads[i] as usize;
         nodes[u].push(Node {
             key: e.acquired_ns,
-            start: e.requested_ns,
             source: Source::Openmp,
             index: i as u32,
         });
@@ -260,7 +255,14 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
                 .map(|k| (omp_threads[k] as usize, omp[k].wake_ns(), k as u32)),
         };
         let Some((to_thread, at, w)) = waker else {
-            path.begin_ns = path.begin_ns.min(node.start);
+            // its start (request, call), read from its source: a node is
+            // 16 bytes, one per event of every source (millions)
+            let start = match node.source {
+                Source::Lock => set.events[i].requested_ns(),
+                Source::Futex => futex.waits[i].start_ns,
+                Source::Openmp => omp[i].requested_ns,
+            };
+            path.begin_ns = path.begin_ns.min(start);
             continue;
         };
         path.begin_ns = path.begin_ns.min(at);
@@ -437,6 +439,13 @@ mod tests {
     use super::*;
 
     /// Random lists pushed as `mark_across` pushes them, with many equal
+    /// A node is 16 bytes: one per event of every source, millions for an
+    /// OpenMP recording (its start is read from the source when needed).
+    #[test]
+    fn a_node_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<Node>(), 16);
+    }
+
     /// keys: the in-place sort gives the stable sort's order.
     #[test]
     fn nodes_sort_as_a_stable_sort_by_key() {
@@ -448,7 +457,6 @@ mod tests {
                 for index in 0..next() % 20 {
                     list.push(Node {
                         key: next() % 8,
-                        start: next() % 8,
                         source,
                         index: index as u32 * 3,
                     });
