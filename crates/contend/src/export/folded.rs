@@ -224,8 +224,8 @@ fn fold_openmp(
             continue;
         }
         let prefix = prefixes.entry((e.process, e.site)).or_insert_with(|| {
-            let program = program_of(recording, e.pid)
-                .map_or_else(|| format!("pid {}", e.pid), |p| frame(&p));
+            let program = program_of(recording, e.pid(recording))
+                .map_or_else(|| format!("pid {}", e.pid(recording)), |p| frame(&p));
             let site = analysis
                 .symbols
                 .site(recording.process_maps(e.process), e.site);
@@ -236,7 +236,7 @@ fn fold_openmp(
             format!("{kind} [openmp]")
         } else {
             let name = names
-                .get(&(e.pid, kind, e.object))
+                .get(&(e.pid(recording), kind, e.object))
                 .map_or_else(|| format!("{:#x}", e.object), |n| n.to_string());
             format!("{} [openmp {kind}]", frame(&name))
         };

@@ -1100,7 +1100,7 @@ fn openmp_events(
     let mut flow_out: Vec<(u32, u64)> = Vec::new();
     let mut flow_in: Vec<(u32, u64)> = Vec::new();
     for (i, e) in ev.iter().enumerate() {
-        if let Some(k) = e.waker.filter(|&k| keep(i) && keep(k)) {
+        if let Some(k) = e.waker().filter(|&k| keep(i) && keep(k)) {
             let id = (1u64 << 60) + i as u64;
             flow_out.push((k as u32, id));
             flow_in.push((i as u32, id));
@@ -1112,18 +1112,18 @@ fn openmp_events(
     let mut order: Vec<u32> = (0..ev.len() as u32).collect();
     order.sort_by_key(|&i| {
         let e = &ev[i as usize];
-        (e.pid, e.tid, e.requested_ns, i)
+        (e.pid(recording), e.tid, e.requested_ns, i)
     });
     let mut sites: FxHashMap<(u32, u64), String> = FxHashMap::default();
     let mut names: FxHashMap<(u32, bool, u8, u64), (String, String)> = FxHashMap::default();
     let mut start = 0;
     while start < order.len() {
         let first = &ev[order[start] as usize];
-        let (pid, tid) = (first.pid, first.tid);
+        let (pid, tid) = (first.pid(recording), first.tid);
         let mut end = start;
         while end < order.len() && {
             let e = &ev[order[end] as usize];
-            e.pid == pid && e.tid == tid
+            e.pid(recording) == pid && e.tid == tid
         } {
             end += 1;
         }

@@ -108,8 +108,15 @@ fn sort_nodes(list: &mut [Node]) {
 
 /// Marks the critical path across pthread, futex and OpenMP events (module
 /// docs). `futex` must have its wakers matched
-/// ([`crate::futex::match_wakers`]), `omp` from [`crate::openmp::sync`].
-pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) -> AcrossPath {
+/// ([`crate::futex::match_wakers`]), `omp` from [`crate::openmp::sync`];
+/// `pids[p]` is the process id of process index `p` (an OpenMP event names
+/// its process by index; empty when `omp` is).
+pub fn mark_across(
+    set: &EventSet,
+    futex: &FutexEvents,
+    omp: &[OmpSyncEvent],
+    pids: &[u32],
+) -> AcrossPath {
     let mut path = AcrossPath {
         locks: CriticalPath {
             on_path: vec![false; set.events.len()],
@@ -151,7 +158,7 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
         .collect();
     let omp_threads: Vec<u32> = omp
         .iter()
-        .map(|e| thread_u32(e.process, e.tid, e.pid))
+        .map(|e| thread_u32(e.process, e.tid, pids[e.process as usize]))
         .collect();
     let n_threads = ids.len();
     // Each thread's nodes at their final size (grown by doubling they took
@@ -251,7 +258,7 @@ pub fn mark_across(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) ->
                 .waker
                 .map(|k| (wake_threads[k] as usize, futex.wakes[k].start_ns, k as u32)),
             Source::Openmp => omp[i]
-                .waker
+                .waker()
                 .map(|k| (omp_threads[k] as usize, omp[k].wake_ns(), k as u32)),
         };
         let Some((to_thread, at, w)) = waker else {

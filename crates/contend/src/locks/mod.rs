@@ -152,9 +152,10 @@ impl Analyzer for LockAnalyzer {
         progress.advance(1);
         progress.stage("marking the critical path", 1);
         let futex_and_omp = across_inputs(recording);
+        let pids: Vec<u32> = recording.processes.iter().map(|p| p.trace.pid).collect();
         let across = futex_and_omp
             .as_ref()
-            .map(|(futex, omp)| across::mark_across(&set, futex, omp));
+            .map(|(futex, omp)| across::mark_across(&set, futex, omp, &pids));
         let path = match &across {
             Some(a) => a.locks.clone(),
             None => mark_critical_path(&set),

@@ -34,13 +34,12 @@ use contend_trace::OmpOp;
 use crate::recording::Recording;
 
 /// One OpenMP synchronisation of one thread: an acquisition of an OpenMP
-/// mutex or a wait at a barrier.
+/// mutex or a wait at a barrier. 56 bytes (one per acquisition: millions);
+/// its process id is its process's ([`OmpSyncEvent::pid`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OmpSyncEvent {
     /// Index of the process in [`Recording::processes`].
     pub process: u32,
-    /// Process id.
-    pub pid: u32,
     /// Kernel thread id.
     pub tid: u32,
     /// True for a barrier (or task) wait, false for a mutex acquisition.
@@ -60,12 +59,59 @@ pub struct OmpSyncEvent {
     pub acquired_ns: u64,
     /// Released (mutex); `acquired_ns` for a barrier. ns.
     pub released_ns: u64,
-    /// Index into the events of the event that let this one go (module
-    /// docs), when found.
-    pub waker: Option<usize>,
+    /// [`OmpSyncEvent::waker`], [`NO_WAKER`] for none.
+    waker: u32,
 }
 
+/// [`OmpSyncEvent`]'s stored waker when it has none.
+const NO_WAKER: u32 = u32::MAX;
+
 impl OmpSyncEvent {
+    /// An event without a waker (a barrier's or mutex's times all `t`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        process: u32,
+        tid: u32,
+        barrier: bool,
+        kind: u8,
+        object: u64,
+        site: u64,
+        t: u64,
+    ) -> Self {
+        OmpSyncEvent {
+            process,
+            tid,
+            barrier,
+            kind,
+            object,
+            site,
+            requested_ns: t,
+            acquired_ns: t,
+            released_ns: t,
+            waker: NO_WAKER,
+        }
+    }
+
+    /// Index into the events of the event that let this one go (module
+    /// docs), when found.
+    pub fn waker(&self) -> Option<usize> {
+        (self.waker != NO_WAKER).then_some(self.waker as usize)
+    }
+
+    /// Sets [`OmpSyncEvent::waker`]; an index that does not fit below
+    /// `u32::MAX` (4 billion events) is no waker.
+    pub fn set_waker(&mut self, waker: Option<usize>) {
+        self.waker = waker
+            .and_then(|k| u32::try_from(k).ok())
+            .unwrap_or(NO_WAKER);
+    }
+
+    /// Its process id: that of process [`OmpSyncEvent::process`] of
+    /// `recording`.
+    pub fn pid(&self, recording: &Recording) -> u32 {
+        recording.processes[self.process as usize].trace.pid
+    }
+
     /// Wait, ns.
     pub fn wait_ns(&self) -> u64 {
         self.acquired_ns.saturating_sub(self.requested_ns)
@@ -123,7 +169,6 @@ pub struct OmpSyncBuilder {
 /// released keeps its acquired time as release.
 pub fn pair_thread(
     process: u32,
-    pid: u32,
     tid: u32,
     ops: impl IntoIterator<Item = OmpOp>,
     to_ns: impl Fn(u64) -> u64,
@@ -133,18 +178,8 @@ pub fn pair_thread(
     let mut acquiring: HashMap<u64, (u64, u64)> = HashMap::new();
     let mut held: HashMap<u64, usize> = HashMap::new();
     let mut waiting: Option<(OmpOp, u64)> = None;
-    let new = |barrier, kind, object, site, t: u64| OmpSyncEvent {
-        process,
-        pid,
-        tid,
-        barrier,
-        kind,
-        object,
-        site,
-        requested_ns: t,
-        acquired_ns: t,
-        released_ns: t,
-        waker: None,
+    let new = |barrier, kind, object, site, t: u64| {
+        OmpSyncEvent::new(process, tid, barrier, kind, object, site, t)
     };
     for op in ops {
         let now = to_ns(op.ticks);
@@ -235,7 +270,7 @@ pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
                 && last_arrival >= events[i].requested_ns
                 && events[i].acquired_ns > events[i].requested_ns
             {
-                events[i].waker = Some(last);
+                events[i].set_waker(Some(last));
             }
         }
     }
@@ -267,7 +302,7 @@ pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
             let n = list.partition_point(|&k| events[k].released_ns <= e.acquired_ns);
             let found = latest_by_other_thread(list, &run_start, n, e.tid, |k| events[k].tid);
             if let Some(k) = found.filter(|&k| events[k].released_ns >= e.requested_ns) {
-                events[i].waker = Some(k);
+                events[i].set_waker(Some(k));
             }
         }
     }
@@ -323,7 +358,6 @@ pub fn collect(recording: &Recording) -> Vec<OmpSyncEvent> {
             }
             pair_thread(
                 pi as u32,
-                trace.pid,
                 t.tid,
                 trace.omp_ops(t),
                 |ticks| recording.to_ns(trace, ticks),
@@ -386,7 +420,7 @@ pub fn mark_report(
                         .display
                 })
                 .clone();
-            let key = (e.pid, super::sync_kind(e.kind).to_string(), name);
+            let key = (e.pid(recording), super::sync_kind(e.kind).to_string(), name);
             if let Some(&k) = barrier_row.get(&key) {
                 let row = &mut report.barriers[k];
                 row.critical_events += 1;
@@ -394,7 +428,7 @@ pub fn mark_report(
             }
         } else {
             let key = (
-                e.pid,
+                e.pid(recording),
                 super::mutex_kind(e.kind).to_string(),
                 format!("{:#x}", e.object),
             );
@@ -413,19 +447,25 @@ mod tests {
     use super::*;
 
     fn mutex(tid: u32, object: u64, requested: u64, acquired: u64, released: u64) -> OmpSyncEvent {
-        OmpSyncEvent {
-            process: 0,
-            pid: 1,
-            tid,
-            barrier: false,
-            kind: 1,
-            object,
-            site: 0,
-            requested_ns: requested,
-            acquired_ns: acquired,
-            released_ns: released,
-            waker: None,
-        }
+        let mut e = OmpSyncEvent::new(0, tid, false, 1, object, 0, requested);
+        e.acquired_ns = acquired;
+        e.released_ns = released;
+        e
+    }
+
+    /// 56 bytes: one per acquisition and barrier wait, millions (the
+    /// process id comes from the process, the waker is a `u32`).
+    #[test]
+    fn an_event_is_56_bytes_and_keeps_its_waker() {
+        assert_eq!(std::mem::size_of::<OmpSyncEvent>(), 56);
+        let mut e = OmpSyncEvent::new(0, 1, false, 1, 0x10, 0x20, 5);
+        assert_eq!(e.waker(), None);
+        e.set_waker(Some(7));
+        assert_eq!(e.waker(), Some(7));
+        e.set_waker(Some(u32::MAX as usize));
+        assert_eq!(e.waker(), None, "an index past u32 is no waker");
+        e.set_waker(None);
+        assert_eq!(e.waker(), None);
     }
 
     /// The waker rule of the module docs, searched backwards as written.
@@ -466,7 +506,7 @@ mod tests {
             region_site: HashMap::new(),
         })
         .iter()
-        .map(|e| e.waker)
+        .map(|e| e.waker())
         .collect();
         assert_eq!(found, vec![None, None, None, Some(2), Some(3), Some(3)]);
     }
@@ -499,7 +539,7 @@ mod tests {
                 region_site: HashMap::new(),
             })
             .iter()
-            .map(|e| e.waker)
+            .map(|e| e.waker())
             .collect();
             assert_eq!(found, expected, "round {round}");
             matched += found.iter().filter(|w| w.is_some()).count();

@@ -133,7 +133,7 @@ fn futex_hand_over_chain_across_three_threads() {
     // wakes in thread order: T1 A, T2 B, T4 A
     assert_eq!(wakers, [Some(0), Some(1), None, None]);
 
-    let path = mark_across(&set, &fe, &[]);
+    let path = mark_across(&set, &fe, &[], &[]);
     assert_eq!(path.start, Some((7, 3)));
     assert_eq!(path.futex_on_path, [true, true, true, false]);
     // pthread events: T5 M, T1 M (thread order of pair_operations)
@@ -242,7 +242,7 @@ fn barrier_last_arriver_and_critical_release_on_the_path() {
     ];
     let mut b = OmpSyncBuilder::default();
     for (tid, ops) in [(1u32, &t1[..]), (2, &t2[..]), (3, &t3[..])] {
-        omp_pair(0, 7, tid, ops.iter().copied(), |t| t, &mut b);
+        omp_pair(0, tid, ops.iter().copied(), |t| t, &mut b);
     }
     let omp = finish(b);
     // events in thread order: T1 L, T1 barrier, T2 L, T2 barrier, T3
@@ -256,7 +256,7 @@ fn barrier_last_arriver_and_critical_release_on_the_path() {
                 e.requested_ns,
                 e.acquired_ns,
                 e.released_ns,
-                e.waker,
+                e.waker(),
             )
         })
         .collect();
@@ -275,7 +275,7 @@ fn barrier_last_arriver_and_critical_release_on_the_path() {
     assert!(omp.iter().filter(|e| e.barrier).all(|e| e.site == 0x600));
 
     let set = pthread_events(&[]);
-    let path = mark_across(&set, &FutexEvents::default(), &omp);
+    let path = mark_across(&set, &FutexEvents::default(), &omp, &[7]);
     assert_eq!(path.start, Some((7, 3)));
     assert_eq!(path.omp_on_path, [true, false, true, true, true, true]);
     let chain: Vec<(Source, u32, u32, u64)> = path
@@ -341,7 +341,7 @@ fn without_futex_or_openmp_it_is_the_pthread_path() {
         ),
     ]);
     let alone = mark_critical_path(&set);
-    let across = mark_across(&set, &FutexEvents::default(), &[]);
+    let across = mark_across(&set, &FutexEvents::default(), &[], &[]);
     assert_eq!(across.locks, alone);
     assert_eq!(alone.on_path, [true, true, true, true, false]);
     // begin: T1's M acquired at 0; end: T3's last operation at 220
@@ -381,7 +381,7 @@ fn a_broadcast_wake_lets_every_waiter_go_and_the_path_follows_one() {
     let wakers: Vec<Option<usize>> = fe.waits.iter().map(|w| w.waker).collect();
     assert_eq!(wakers, [Some(0), Some(0), None]);
     let set = pthread_events(&[]);
-    let path = mark_across(&set, &fe, &[]);
+    let path = mark_across(&set, &fe, &[], &[]);
     assert_eq!(path.start, Some((7, 3)));
     assert_eq!(path.futex_on_path, [false, true, true]);
     assert_eq!(path.hand_overs.len(), 1);

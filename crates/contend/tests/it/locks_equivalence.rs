@@ -382,8 +382,12 @@ fn random_sets(seed: u64) -> impl Iterator<Item = (usize, EventSet)> {
 fn critical_path_across_without_futex_or_openmp_is_the_pthread_path() {
     for (case, set) in random_sets(0x2545_f491_4f6c_dd1d) {
         let alone = contend::locks::mark_critical_path(&set);
-        let across =
-            contend::locks::across::mark_across(&set, &contend::futex::FutexEvents::default(), &[]);
+        let across = contend::locks::across::mark_across(
+            &set,
+            &contend::futex::FutexEvents::default(),
+            &[],
+            &[],
+        );
         assert_eq!(across.locks, alone, "case {case}");
     }
 }

@@ -432,9 +432,11 @@ fn openmp_samples(
         }
         n += 1;
         let maps = recording.process_maps(e.process);
-        let stack = vec![b.location(e.pid, e.site, || analysis.symbols.site(maps, e.site))];
+        let stack = vec![b.location(e.pid(recording), e.site, || {
+            analysis.symbols.site(maps, e.site)
+        })];
         let kind = e.kind_name();
-        let lock = match names.get(&(e.pid, kind, e.object)) {
+        let lock = match names.get(&(e.pid(recording), kind, e.object)) {
             Some(name) if !e.barrier => b.string(name),
             _ if e.barrier => b.string(kind),
             _ => b.string(&format!("{:#x}", e.object)),
