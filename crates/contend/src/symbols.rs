@@ -321,13 +321,44 @@ pub fn attribute_to_user_frame(loc: &mut CodeLocation) {
     }
 }
 
+/// The C, C++ and OpenMP runtime libraries, by file name before `.so` or
+/// a `-` version (`libc.so.6`, `libc-2.31.so`, `ld-linux-x86-64.so.2`):
+/// their code is never the user's, whatever debug information they have.
+const RUNTIME_LIBRARIES: [&str; 13] = [
+    "libc",
+    "libpthread",
+    "libstdc++",
+    "libgcc_s",
+    "libgomp",
+    "libomp",
+    "libiomp5",
+    "libm",
+    "libdl",
+    "librt",
+    "libatomic",
+    "ld-linux",
+    "ld-musl",
+];
+
+/// True when `module` (a path) is one of the [`RUNTIME_LIBRARIES`].
+pub fn is_runtime_library(module: &str) -> bool {
+    let name = module.rsplit('/').next().unwrap_or(module);
+    RUNTIME_LIBRARIES.iter().any(|stem| {
+        name.strip_prefix(stem)
+            .is_some_and(|rest| rest.starts_with(".so") || rest.starts_with('-'))
+    })
+}
+
 /// True when a resolved call site is not the user's code: a system header
-/// (code inlined or instantiated from libstdc++ or glibc headers), or a
-/// system library without line information (`libstdc++.so`'s
-/// `std::condition_variable::wait` calling `pthread_cond_wait`).
+/// (code inlined or instantiated from libstdc++ or glibc headers), a
+/// runtime library even with line information (glibc's
+/// `futex_wait (futex-internal.h:146)` where `libc6-dbg` is installed), or
+/// a system library without line information (`libstdc++.so`'s
+/// `std::condition_variable::wait` calling `pthread_cond_wait`). A program
+/// installed under `/usr/lib` with line information is the user's.
 pub fn is_system_site(site: &ResolvedSite) -> bool {
     match (&site.file, &site.module) {
-        (Some(f), _) => is_system_header(f),
+        (Some(f), m) => is_system_header(f) || m.as_deref().is_some_and(is_runtime_library),
         (None, Some(m)) => m.starts_with("/usr/lib/") || m.starts_with("/lib/"),
         (None, None) => false,
     }
@@ -345,6 +376,50 @@ mod tests {
             line: Some(line),
             column: None,
         }
+    }
+
+    fn resolved(file: Option<&str>, module: &str) -> ResolvedSite {
+        ResolvedSite {
+            function: Some("f".into()),
+            file: file.map(Into::into),
+            line: file.map(|_| 1),
+            module: Some(module.into()),
+            ..ResolvedSite::default()
+        }
+    }
+
+    /// glibc with its debug information (`libc6-dbg`) is still not the
+    /// user's code; a program under /usr/lib with line information is.
+    #[test]
+    fn runtime_libraries_are_system_code_with_or_without_lines() {
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+        assert!(is_system_site(&resolved(
+            Some("./nptl/../sysdeps/nptl/futex-internal.h"),
+            libc
+        )));
+        assert!(is_system_site(&resolved(None, libc)));
+        for m in [
+            "/lib/x86_64-linux-gnu/libc-2.31.so",
+            "/lib64/ld-linux-x86-64.so.2",
+            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+            "/usr/lib/llvm-14/lib/libomp.so.5",
+            "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+        ] {
+            assert!(is_system_site(&resolved(Some("/build/src/x.c"), m)), "{m}");
+        }
+        for m in [
+            "/usr/lib/postgresql/15/bin/postgres",
+            "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+            "/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+            "/home/u/libcache.so",
+        ] {
+            assert!(!is_system_site(&resolved(Some("/build/src/x.c"), m)), "{m}");
+        }
+        // without lines, anything under /usr/lib stays system code
+        assert!(is_system_site(&resolved(
+            None,
+            "/usr/lib/x86_64-linux-gnu/libcrypto.so.3"
+        )));
     }
 
     #[test]
