@@ -174,9 +174,12 @@ pub struct ThreadTrace {
     pub count_samples: CostSamples,
     /// Ticks of its first and last record (0, 0 without records).
     pub span_ticks: (u64, u64),
-    /// (Version 2) its futex records, in time order (decoded when the
-    /// trace is opened: one per futex system call's start and end).
-    pub futex: Vec<FutexOp>,
+    /// (Version 2) how many futex records it has (one per futex system
+    /// call's start and end). Like the OpenMP records they are not held in
+    /// memory; read them, in time order, with [`LockTrace::futex_ops`].
+    pub futex_count: usize,
+    /// Ticks of its last futex record, if it has any.
+    pub futex_last_ticks: Option<u64>,
     /// (Version 2) how many OpenMP records it has. They are not held in
     /// memory (tens of bytes each, several per `critical` section entered:
     /// they were half the memory of an OpenMP report); read them, in time
@@ -562,17 +565,15 @@ impl LockTrace {
     /// the trace was opened) are skipped; the damage was listed when it was
     /// opened.
     pub fn omp_ops<'a>(&'a self, thread: &'a ThreadTrace) -> OmpOps<'a> {
-        OmpOps {
-            trace: self,
-            chunks: if thread.omp_count > 0 {
-                &thread.chunks
-            } else {
-                &[]
-            },
-            buf: Vec::new(),
-            decoded: Vec::new(),
-            next: 0,
-        }
+        ExtensionRecords::new(self, thread, thread.omp_count, decode_omp)
+    }
+
+    /// The futex records of `thread` (one of [`LockTrace::threads`]), in
+    /// program order, each with the stack recorded right before it (when
+    /// `--stack-every` took one), read again from the file as
+    /// [`LockTrace::omp_ops`] reads the OpenMP records.
+    pub fn futex_ops<'a>(&'a self, thread: &'a ThreadTrace) -> FutexOps<'a> {
+        ExtensionRecords::new(self, thread, thread.futex_count, decode_futex)
     }
 
     /// Calls `f` with every operation of `thread` (one of
@@ -849,7 +850,8 @@ impl LockTrace {
             samples: CostSamples,
             /// Ticks of its first and last record.
             ticks: Option<(u64, u64)>,
-            futex: Vec<FutexOp>,
+            /// Its futex records, and the ticks of the last.
+            futex: (usize, Option<u64>),
             omp: [usize; OMP_EVENTS],
             name: Option<String>,
         }
@@ -951,7 +953,7 @@ impl LockTrace {
             let mut cursor = Cursor::new(c, begin);
             let mut ops = 0usize;
             let mut ticks: Option<(u64, u64)> = None;
-            let mut futex = Vec::new();
+            let mut futex = (0usize, None);
             let mut omp = [0usize; OMP_EVENTS];
             // the stack recorded right before a futex record is that
             // record's (an operation record in between takes it)
@@ -971,9 +973,11 @@ impl LockTrace {
                         trace.stack_at.insert(offset, last_stack.get());
                         trace.stacks.push(cursor.frames(frames));
                     }
-                    Step::Futex(mut op) => {
-                        op.stack = last_stack.replace(NO_STACK);
-                        futex.push(op);
+                    Step::Futex(op) => {
+                        // (the stack before it is its own: futex_ops)
+                        last_stack.set(NO_STACK);
+                        futex.0 += 1;
+                        futex.1 = Some(op.ticks);
                     }
                     Step::Omp(op) => {
                         last_stack.set(NO_STACK);
@@ -1052,7 +1056,7 @@ impl LockTrace {
                 let continues = matches!(&current, Some((_, _, last)) if c.sequence > *last);
                 if !continues {
                     if let Some((first, t, _)) = current.take() {
-                        threads.push((first, exact_size(t)));
+                        threads.push((first, t));
                     }
                     missing = missing.saturating_add(c.sequence);
                     let t = ThreadTrace {
@@ -1065,7 +1069,8 @@ impl LockTrace {
                         record_samples: c.samples,
                         count_samples: CostSamples::default(),
                         span_ticks: c.ticks.unwrap_or((0, 0)),
-                        futex: c.futex,
+                        futex_count: c.futex.0,
+                        futex_last_ticks: c.futex.1,
                         omp_count: c.omp.iter().sum(),
                         omp_by_event: c.omp,
                         name: c.name,
@@ -1085,7 +1090,8 @@ impl LockTrace {
                         }
                         t.span_ticks.1 = last;
                     }
-                    t.futex.extend(c.futex);
+                    t.futex_count += c.futex.0;
+                    t.futex_last_ticks = c.futex.1.or(t.futex_last_ticks);
                     t.omp_count += c.omp.iter().sum::<usize>();
                     for (n, k) in t.omp_by_event.iter_mut().zip(c.omp) {
                         *n += k;
@@ -1096,7 +1102,7 @@ impl LockTrace {
                 }
             }
             if let Some((first, t, _)) = current {
-                threads.push((first, exact_size(t)));
+                threads.push((first, t));
             }
             if missing > 0 {
                 trace.damage.push(Damage::SequenceGap { tid, missing });
@@ -1188,47 +1194,100 @@ impl Iterator for Ops<'_> {
     }
 }
 
-/// Iterator over one thread's OpenMP records (see [`LockTrace::omp_ops`]).
-/// It decodes one chunk at a time and holds that chunk's records.
-pub struct OmpOps<'a> {
+/// Iterator over one thread's records of one extension kind, OpenMP
+/// ([`LockTrace::omp_ops`]) or futex ([`LockTrace::futex_ops`]). It decodes
+/// one chunk at a time and holds that chunk's records.
+pub struct ExtensionRecords<'a, T> {
     trace: &'a LockTrace,
     /// Chunks not decoded yet.
     chunks: &'a [Span],
     /// The bytes of the chunk last read from the file.
     buf: Vec<u8>,
-    /// The OpenMP records of the current chunk, and the next one to yield.
-    decoded: Vec<OmpOp>,
+    /// The records of the current chunk, and the next one to yield.
+    decoded: Vec<T>,
     next: usize,
+    /// Decodes one chunk's records of this kind into the vector.
+    decode: fn(&LockTrace, &[u8], u64, &mut Vec<T>),
 }
 
-impl Iterator for OmpOps<'_> {
-    type Item = OmpOp;
+/// The OpenMP records of a thread ([`LockTrace::omp_ops`]).
+pub type OmpOps<'a> = ExtensionRecords<'a, OmpOp>;
+/// The futex records of a thread ([`LockTrace::futex_ops`]).
+pub type FutexOps<'a> = ExtensionRecords<'a, FutexOp>;
+
+impl<'a, T> ExtensionRecords<'a, T> {
+    fn new(
+        trace: &'a LockTrace,
+        thread: &'a ThreadTrace,
+        count: usize,
+        decode: fn(&LockTrace, &[u8], u64, &mut Vec<T>),
+    ) -> Self {
+        ExtensionRecords {
+            trace,
+            // a thread without records of the kind reads nothing
+            chunks: if count > 0 { &thread.chunks } else { &[] },
+            buf: Vec::new(),
+            decoded: Vec::new(),
+            next: 0,
+            decode,
+        }
+    }
+}
+
+impl<T: Copy> Iterator for ExtensionRecords<'_, T> {
+    type Item = T;
 
     #[inline]
-    fn next(&mut self) -> Option<OmpOp> {
+    fn next(&mut self) -> Option<T> {
         while self.next == self.decoded.len() {
             let (&span, rest) = self.chunks.split_first()?;
             self.chunks = rest;
             self.decoded.clear();
             self.next = 0;
-            let decoded = &mut self.decoded;
-            let trace = self.trace;
-            let mut cursor = Cursor::new(trace.source.span(span, &mut self.buf), span.offset);
-            cursor.run(
-                &trace.objects,
-                &trace.sites,
-                |_, _, _| {},
-                |_, step| {
-                    if let Step::Omp(op) = step {
-                        decoded.push(op);
-                    }
-                },
-            );
+            let bytes = self.trace.source.span(span, &mut self.buf);
+            (self.decode)(self.trace, bytes, span.offset, &mut self.decoded);
         }
         let op = self.decoded[self.next];
         self.next += 1;
         Some(op)
     }
+}
+
+/// The OpenMP records of one chunk's bytes (at file offset `offset`).
+fn decode_omp(trace: &LockTrace, chunk: &[u8], offset: u64, out: &mut Vec<OmpOp>) {
+    Cursor::new(chunk, offset).run(
+        &trace.objects,
+        &trace.sites,
+        |_, _, _| {},
+        |_, step| {
+            if let Step::Omp(op) = step {
+                out.push(op);
+            }
+        },
+    );
+}
+
+/// The futex records of one chunk's bytes (at file offset `offset`), each
+/// with the stack recorded right before it in the chunk, as the trace's
+/// opening scan numbered the stacks.
+fn decode_futex(trace: &LockTrace, chunk: &[u8], offset: u64, out: &mut Vec<FutexOp>) {
+    let pending = std::cell::Cell::new(NO_STACK);
+    Cursor::new(chunk, offset).run(
+        &trace.objects,
+        &trace.sites,
+        |_, _, _| pending.set(NO_STACK),
+        |_, step| match step {
+            Step::Stack { offset, .. } => {
+                pending.set(trace.stack_at.get(&offset).copied().unwrap_or(NO_STACK))
+            }
+            Step::Futex(mut op) => {
+                op.stack = pending.replace(NO_STACK);
+                out.push(op);
+            }
+            Step::Omp(_) | Step::Create(_) => pending.set(NO_STACK),
+            _ => {}
+        },
+    );
 }
 
 /// One step of decoding a chunk.
@@ -1533,14 +1592,6 @@ impl<'a> Cursor<'a> {
             }
         }
     }
-}
-
-/// `t` with its futex record list at its exact size: it grew chunk by
-/// chunk, and a grown vector holds up to twice its length for as long as
-/// the recording is open.
-fn exact_size(mut t: ThreadTrace) -> ThreadTrace {
-    t.futex.shrink_to_fit();
-    t
 }
 
 /// Bytes of records in a chunk span (the chunk header not counted).

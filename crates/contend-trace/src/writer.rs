@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::format::{self, header as h};
-use crate::reader::{CostSamples, Counted, OmpOp, RawOp, NO_STACK};
+use crate::reader::{CostSamples, Counted, FutexOp, OmpOp, RawOp, NO_STACK};
 
 /// In-situ cost samples for a built trace ([`format::FLAG_SAMPLED_COST`]).
 #[derive(Debug, Clone, Default)]
@@ -60,12 +60,16 @@ pub struct TraceBuilder {
     /// chunks among its operations by time (an operation first at equal
     /// ticks), in the narrow form.
     pub omp: Vec<(u32, Vec<OmpOp>)>,
+    /// Futex records per thread id (version 2), written like the OpenMP
+    /// records (their stacks are not written).
+    pub futex: Vec<(u32, Vec<FutexOp>)>,
 }
 
 /// One record of a thread, in the order it is written.
 enum Record<'a> {
     Op(&'a RawOp),
     Omp(&'a OmpOp),
+    Futex(&'a FutexOp),
 }
 
 impl Record<'_> {
@@ -73,6 +77,7 @@ impl Record<'_> {
         match self {
             Record::Op(op) => op.ticks,
             Record::Omp(op) => op.ticks,
+            Record::Futex(op) => op.ticks,
         }
     }
 }
@@ -93,6 +98,7 @@ impl Default for TraceBuilder {
             cost: (0, 0, 0),
             sampled: None,
             omp: Vec::new(),
+            futex: Vec::new(),
         }
     }
 }
@@ -121,9 +127,14 @@ impl TraceBuilder {
         let mut chunks: Vec<Vec<u8>> = Vec::new();
         let cs = self.chunk_size as usize;
         let mut tids: Vec<u32> = self.threads.iter().map(|t| t.0).collect();
-        for (tid, _) in &self.omp {
-            if !tids.contains(tid) {
-                tids.push(*tid);
+        for tid in self
+            .omp
+            .iter()
+            .map(|t| t.0)
+            .chain(self.futex.iter().map(|t| t.0))
+        {
+            if !tids.contains(&tid) {
+                tids.push(tid);
             }
         }
         for tid in &tids {
@@ -133,9 +144,14 @@ impl TraceBuilder {
                 .filter(|t| t.0 == *tid)
                 .flat_map(|t| &t.1);
             let omp = self.omp.iter().filter(|t| t.0 == *tid).flat_map(|t| &t.1);
-            let mut records: Vec<Record<'_>> =
-                ops.map(Record::Op).chain(omp.map(Record::Omp)).collect();
-            // stable: an operation before an OpenMP record at equal ticks
+            let futex = self.futex.iter().filter(|t| t.0 == *tid).flat_map(|t| &t.1);
+            let mut records: Vec<Record<'_>> = ops
+                .map(Record::Op)
+                .chain(omp.map(Record::Omp))
+                .chain(futex.map(Record::Futex))
+                .collect();
+            // stable: an operation before an OpenMP record before a futex
+            // record at equal ticks
             records.sort_by_key(|r| r.ticks());
             let mut seq = 0u32;
             let mut chunk: Option<(Vec<u8>, usize, u64)> = None;
@@ -143,6 +159,7 @@ impl TraceBuilder {
                 let (object, site, stack) = match rec {
                     Record::Op(op) => (op.object, op.site, op.stack),
                     Record::Omp(op) => (op.object, op.site, NO_STACK),
+                    Record::Futex(op) => (op.word, op.site, op.stack),
                 };
                 assert_eq!(stack, NO_STACK, "the builder writes no stacks");
                 let next_o = objects.len() as u16;
@@ -154,7 +171,7 @@ impl TraceBuilder {
                 // operation, 2 for an OpenMP record).
                 let need = match rec {
                     Record::Op(_) => 24,
-                    Record::Omp(_) => 32,
+                    Record::Omp(_) | Record::Futex(_) => 32,
                 };
                 if chunk.as_ref().is_none_or(|(_, at, _)| at + need > cs) {
                     if let Some((c, _, _)) = chunk.take() {
@@ -195,6 +212,19 @@ impl TraceBuilder {
                         let ext = u64::from(op.event)
                             | u64::from(op.kind) << 8
                             | u64::from(op.value) << 32;
+                        put64(c, *at + 8, ext);
+                        *at += 16;
+                    }
+                    Record::Futex(op) => {
+                        put64(c, *at, format::make_head(format::TAG_FUTEX, dt, oi, si));
+                        let ext = op.phase as u64
+                            | u64::from(op.cmd) << format::futex::CMD_SHIFT
+                            | if op.private {
+                                format::futex::PRIVATE
+                            } else {
+                                0
+                            }
+                            | u64::from(op.value as u32) << format::futex::VALUE_SHIFT;
                         put64(c, *at + 8, ext);
                         *at += 16;
                     }

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use contend_trace::format::header as h;
 use contend_trace::format::omp as ev;
-use contend_trace::{Damage, LockTrace, OmpOp, Phase, Primitive, RawOp, TraceBuilder, TraceError};
+use contend_trace::{
+    Damage, FutexOp, LockTrace, OmpOp, Phase, Primitive, RawOp, TraceBuilder, TraceError,
+};
 
 /// Two threads, several 4 KiB chunks each.
 fn trace() -> TraceBuilder {
@@ -280,6 +282,73 @@ fn openmp_records_of_a_file_cut_short_after_it_was_opened_are_a_prefix() {
             assert_eq!(got, all[..got.len()], "cut at {cut}, tid {tid}");
         }
     }
+}
+
+/// Futex records among thread 32's operations (waits and wakes on two
+/// words, every 50 ticks from tick 1,010: between its operations), several
+/// chunks.
+fn trace_with_futex() -> (TraceBuilder, Vec<FutexOp>) {
+    let mut b = trace();
+    let ops: Vec<FutexOp> = (0..2_400u64)
+        .map(|i| FutexOp {
+            ticks: 1_010 + i * 50,
+            word: 0xb000 + (i / 4 % 2) * 4,
+            site: 0x40_5000 + (i % 2) * 8,
+            phase: [
+                Phase::Request,
+                Phase::Acquired,
+                Phase::Release,
+                Phase::Released,
+            ][(i % 4) as usize],
+            cmd: if i % 4 < 2 { 0 } else { 1 },
+            private: i % 3 == 0,
+            value: if i % 4 == 3 {
+                (i % 5) as i32
+            } else {
+                -((i % 2) as i32)
+            },
+            stack: contend_trace::NO_STACK,
+        })
+        .collect();
+    b.futex = vec![(32, ops.clone())];
+    (b, ops)
+}
+
+#[test]
+fn futex_records_are_read_again_from_the_file_in_program_order() {
+    let (b, ops) = trace_with_futex();
+    let bytes = b.to_bytes();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("1000.ctrace");
+    std::fs::write(&path, &bytes).unwrap();
+    let t = LockTrace::open(&path).unwrap();
+    assert!(t.damage.is_empty(), "{:?}", t.damage);
+    let plain = LockTrace::decode(&path, &trace().to_bytes()).unwrap();
+    let by_tid = |t: &LockTrace| {
+        let mut v: Vec<(u32, Vec<RawOp>)> =
+            t.threads.iter().map(|th| th.tid).zip(all_ops(t)).collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    assert_eq!(by_tid(&t), by_tid(&plain));
+    let th = t.threads.iter().find(|th| th.tid == 32).unwrap();
+    assert_eq!(th.futex_count, ops.len());
+    assert_eq!(th.futex_last_ticks, ops.last().map(|o| o.ticks));
+    assert_eq!(t.futex_ops(th).collect::<Vec<_>>(), ops);
+    let other = t.threads.iter().find(|th| th.tid == 31).unwrap();
+    assert_eq!((other.futex_count, other.futex_last_ticks), (0, None));
+    assert_eq!(t.futex_ops(other).count(), 0);
+    // the file cut short while open, in the middle of thread 32's chunks
+    // (written after thread 31's): a prefix, never a panic
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(bytes.len() as u64 * 3 / 4 + 20)
+        .unwrap();
+    let got: Vec<FutexOp> = t.futex_ops(th).collect();
+    assert!(got.len() < ops.len());
+    assert_eq!(got, ops[..got.len()]);
 }
 
 #[test]

@@ -174,12 +174,12 @@ pub fn pair_thread(
     process: u32,
     pid: u32,
     tid: u32,
-    ops: &[FutexOp],
+    ops: impl IntoIterator<Item = FutexOp>,
     to_ns: impl Fn(u64) -> u64,
     trace_end_ns: u64,
     out: &mut FutexEvents,
 ) {
-    let mut open: Option<&FutexOp> = None;
+    let mut open: Option<FutexOp> = None;
     for op in ops {
         match op.phase {
             Phase::Request | Phase::Release => open = Some(op),
@@ -620,7 +620,7 @@ pub fn collect(recording: &Recording) -> FutexEvents {
         let end_ticks = trace
             .threads
             .iter()
-            .flat_map(|t| t.futex.last().map(|o| o.ticks))
+            .filter_map(|t| t.futex_last_ticks)
             .max()
             .unwrap_or(0);
         let end_ns = if trace.finished() {
@@ -632,14 +632,14 @@ pub fn collect(recording: &Recording) -> FutexEvents {
             recording.to_ns(trace, end_ticks)
         };
         for t in &trace.threads {
-            if t.futex.is_empty() {
+            if t.futex_count == 0 {
                 continue;
             }
             pair_thread(
                 pi as u32,
                 trace.pid,
                 t.tid,
-                &t.futex,
+                trace.futex_ops(t),
                 |ticks| recording.to_ns(trace, ticks),
                 end_ns,
                 &mut out,
@@ -1207,8 +1207,8 @@ mod tests {
             op(900, a, Phase::Release, fx::CMD_WAKE, 0),
             op(910, a, Phase::Released, fx::CMD_WAKE, 0),
         ];
-        pair_thread(0, 7, 1, &t1, |t| t, 1000, &mut ev);
-        pair_thread(0, 7, 2, &t2, |t| t, 1000, &mut ev);
+        pair_thread(0, 7, 1, t1.iter().copied(), |t| t, 1000, &mut ev);
+        pair_thread(0, 7, 2, t2.iter().copied(), |t| t, 1000, &mut ev);
         match_wakers(&mut ev);
         let outcomes: Vec<_> = ev.waits.iter().map(|w| w.outcome).collect();
         assert_eq!(
@@ -1242,18 +1242,18 @@ mod tests {
                 op(100, a, Phase::Request, fx::CMD_WAIT, 0),
                 op(end, a, Phase::Acquired, fx::CMD_WAIT, 0),
             ];
-            pair_thread(0, 7, tid, &ops, |t| t, 1000, &mut ev);
+            pair_thread(0, 7, tid, ops.iter().copied(), |t| t, 1000, &mut ev);
         }
         let wake = [
             op(200, a, Phase::Release, fx::CMD_WAKE, 0),
             op(205, a, Phase::Released, fx::CMD_WAKE, 2),
         ];
-        pair_thread(0, 7, 4, &wake, |t| t, 1000, &mut ev);
+        pair_thread(0, 7, 4, wake.iter().copied(), |t| t, 1000, &mut ev);
         let own = [
             op(800, a, Phase::Release, fx::CMD_WAKE, 0),
             op(805, a, Phase::Released, fx::CMD_WAKE, 1),
         ];
-        pair_thread(0, 7, 3, &own, |t| t, 1000, &mut ev);
+        pair_thread(0, 7, 3, own.iter().copied(), |t| t, 1000, &mut ev);
         match_wakers(&mut ev);
         let wakers: Vec<_> = ev.waits.iter().map(|w| w.waker).collect();
         assert_eq!(wakers, [Some(0), Some(0), None]);
@@ -1310,7 +1310,15 @@ mod tests {
                         ops.push(op(t, word, Phase::Released, fx::CMD_WAKE, next(3) as i32));
                     }
                 }
-                pair_thread(0, 7, tid as u32, &ops, |t| t, 10_000, &mut ev);
+                pair_thread(
+                    0,
+                    7,
+                    tid as u32,
+                    ops.iter().copied(),
+                    |t| t,
+                    10_000,
+                    &mut ev,
+                );
             }
             let expected = wakers_by_search(&ev);
             match_wakers(&mut ev);
@@ -1329,7 +1337,7 @@ mod tests {
     fn an_unfinished_wait_ends_with_the_trace() {
         let mut ev = FutexEvents::default();
         let ops = [op(100, 0x10, Phase::Request, fx::CMD_WAIT, 0)];
-        pair_thread(0, 7, 1, &ops, |t| t, 1000, &mut ev);
+        pair_thread(0, 7, 1, ops.iter().copied(), |t| t, 1000, &mut ev);
         assert_eq!(ev.waits[0].outcome, WaitOutcome::Unfinished);
         assert_eq!(ev.waits[0].wait_ns(), 900);
     }

@@ -241,7 +241,7 @@ fn across_inputs(
             p.trace
                 .threads
                 .iter()
-                .any(|t| !t.futex.is_empty() || t.omp_count > 0)
+                .any(|t| t.futex_count > 0 || t.omp_count > 0)
         });
     if !any {
         return None;
@@ -685,7 +685,7 @@ fn no_events_reason(recording: &Recording) -> String {
     if recording
         .processes
         .iter()
-        .any(|p| p.trace.threads.iter().any(|t| !t.futex.is_empty()))
+        .any(|p| p.trace.threads.iter().any(|t| t.futex_count > 0))
     {
         return "No pthread lock operation was recorded; the program's futex waits and wakes \
                 (syscall(SYS_futex): Rust's std::sync, hand-written locks) are in the futex section."

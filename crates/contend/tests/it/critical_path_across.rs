@@ -125,7 +125,7 @@ fn futex_hand_over_chain_across_three_threads() {
     .concat();
     let t4: Vec<FutexOp> = [wake(5, 8, A, 0), wait(30, 200, B, Phase::Busy, 110)].concat();
     for (tid, ops) in [(1u32, &t1), (2, &t2), (3, &t3), (4, &t4)] {
-        futex_pair(0, 7, tid, ops, |t| t, 1000, &mut fe);
+        futex_pair(0, 7, tid, ops.iter().copied(), |t| t, 1000, &mut fe);
     }
     match_wakers(&mut fe);
     // waits in thread order: T2 A, T3 B, T3 C, T4 B
@@ -375,7 +375,7 @@ fn a_broadcast_wake_lets_every_waiter_go_and_the_path_follows_one() {
     .concat();
     let t4: Vec<FutexOp> = wake(150, 151, A, 1).into();
     for (tid, ops) in [(1u32, &t1), (2, &t2), (3, &t3), (4, &t4)] {
-        futex_pair(0, 7, tid, ops, |t| t, 1000, &mut fe);
+        futex_pair(0, 7, tid, ops.iter().copied(), |t| t, 1000, &mut fe);
     }
     match_wakers(&mut fe);
     let wakers: Vec<Option<usize>> = fe.waits.iter().map(|w| w.waker).collect();
