@@ -11,3 +11,18 @@ machine() {
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+# A free loopback TCP port; waiting for a server to listen on one.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+# The pid of the memcached among process $1 and its descendants (the
+# started process itself, or the recorder's child or grandchild).
+server_of() {
+  local p c
+  for p in "$1" $(pgrep -P "$1"); do
+    if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = memcached ]; then echo "$p"; return; fi
+    for c in $(pgrep -P "$p"); do
+      if [ "$(cat /proc/"$c"/comm 2>/dev/null)" = memcached ]; then echo "$c"; return; fi
+    done
+  done
+}

@@ -26,17 +26,6 @@ HZ=4000
 for tool in memcached memcslap perf; do
   command -v "$tool" >/dev/null || { echo "needs $tool (apt-get install memcached libmemcached-tools linux-perf)"; exit 1; }
 done
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
-server_of() { # $1 = pid; memcached among it and its descendants
-  local p c
-  for p in "$1" $(pgrep -P "$1"); do
-    if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = memcached ]; then echo "$p"; return; fi
-    for c in $(pgrep -P "$p"); do
-      if [ "$(cat /proc/"$c"/comm 2>/dev/null)" = memcached ]; then echo "$c"; return; fi
-    done
-  done
-}
 one_round() { # $1 = mode; prints "user_samples,collector_samples,estimate_ms"
   local mode=$1 port pid srv perf_pid bin=$CONTEND flags="" est=-
   port=$(free_port)

@@ -26,18 +26,7 @@ OPS=${OPS:-20000}
 CONCURRENCY=${CONCURRENCY:-4}
 command -v memcached >/dev/null && command -v memcslap >/dev/null || {
   echo "needs memcached and memcslap (apt-get install memcached libmemcached-tools)"; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 MODES=${MODES:-"default light"}
-server_of() { # $1 = pid; prints the pid of memcached among it and its descendants
-  local p c
-  for p in "$1" $(pgrep -P "$1"); do
-    if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = memcached ]; then echo "$p"; return; fi
-    for c in $(pgrep -P "$p"); do
-      if [ "$(cat /proc/"$c"/comm 2>/dev/null)" = memcached ]; then echo "$c"; return; fi
-    done
-  done
-}
 one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,calibrated"
   local port pid t0 t1 cpu est=- cal=-
   port=$(free_port)

@@ -12,7 +12,12 @@
  *   3. ordered: a loop with schedule(static, 1): the even iterations
  *      (thread 0) sleep WORK_MS before their ordered block, so the odd
  *      ones (thread 1) wait at theirs; each wait (GOMP_ordered_start) is
- *      timed from before the construct to its first statement;
+ *      timed from before the construct to its first statement, and the
+ *      thread's time waiting for a CPU around it (the kernel's run-queue
+ *      delay, /proc/thread-self/schedstat) is summed too: on a loaded
+ *      machine a preemption between the program's clock reads and the
+ *      call's own start or end is in the program's wait and not in
+ *      contend's, and that sum bounds it;
  *   4. the barrier at the end of a `for schedule(dynamic)` inside a
  *      parallel region that goes on after it (GOMP_loop_end): iteration
  *      0 sleeps WORK_MS, iteration 1 4 WORK_MS, one per thread (each
@@ -23,7 +28,7 @@
  *      the two barriers (the loop's end and the region's end) and rounds.
  *
  * Prints: threads=2 rounds=<ROUNDS> taskwait_ns= taskgroup_ns=
- *         ordered=<ordered entries> ordered_ns= loop0_ns= loop1_ns=
+ *         ordered=<ordered entries> ordered_ns= ordered_rq_ns= loop0_ns= loop1_ns=
  *         loop_split=<rounds whose loop ran on both threads>
  */
 #define _GNU_SOURCE
@@ -42,6 +47,20 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The calling thread's run-queue delay so far (ns), 0 where schedstat
+ * cannot be read. */
+static int64_t run_delay_ns(void)
+{
+    long long run = 0, delay = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lld %lld", &run, &delay) != 2)
+        delay = 0;
+    fclose(f);
+    return (int64_t)delay;
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec d = {ms / 1000, (long)(ms % 1000) * 1000000};
@@ -55,7 +74,7 @@ static int64_t max2(int64_t a, int64_t b)
 
 int main(void)
 {
-    int64_t taskwait_ns = 0, taskgroup_ns = 0, ordered_ns = 0;
+    int64_t taskwait_ns = 0, taskgroup_ns = 0, ordered_ns = 0, ordered_rq_ns = 0;
     long ordered = 0;
     for (int r = 0; r < ROUNDS; r++) {
 #pragma omp parallel num_threads(2)
@@ -83,10 +102,12 @@ int main(void)
     for (int i = 0; i < 4 * ROUNDS; i++) {
         if (i % 2 == 0)
             sleep_ms(WORK_MS);
+        int64_t q0 = run_delay_ns();
         int64_t t0 = now_ns();
 #pragma omp ordered
         {
             ordered_ns += now_ns() - t0;
+            ordered_rq_ns += run_delay_ns() - q0;
             ordered++;
         }
     }
@@ -119,8 +140,9 @@ int main(void)
     }
 
     printf("threads=2 rounds=%d taskwait_ns=%lld taskgroup_ns=%lld ordered=%ld ordered_ns=%lld "
-           "loop0_ns=%lld loop1_ns=%lld loop_split=%d\n",
+           "ordered_rq_ns=%lld loop0_ns=%lld loop1_ns=%lld loop_split=%d\n",
            ROUNDS, (long long)taskwait_ns, (long long)taskgroup_ns, ordered,
-           (long long)ordered_ns, (long long)loop_wait[0], (long long)loop_wait[1], split);
+           (long long)ordered_ns, (long long)ordered_rq_ns, (long long)loop_wait[0],
+           (long long)loop_wait[1], split);
     return 0;
 }

@@ -68,13 +68,7 @@ fn sampled_estimate_is_near_the_cost_the_program_measures() {
     let r = &report["recording"];
     let cost = &r["cost"];
     assert_eq!(cost["method"], "sampled", "{r}");
-    let tid = u(&truth, "tid");
-    let thread = r["by_thread"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| u(t, "tid") == tid)
-        .unwrap_or_else(|| panic!("no thread {tid}: {r}"));
+    let thread = measuring_thread(r, &truth);
     // Every record of the measured thread is a lock or an unlock of a
     // pair through the interposed functions (its warm-up round included).
     let pairs = u(&truth, "pairs_interposed");
@@ -148,13 +142,7 @@ fn light_acquisitions_without_a_count_entry_are_recorded_once_and_sampled() {
     let report = report_json(&dir);
     let r = &report["recording"];
     assert_eq!(r["cost"]["method"], "sampled", "{r}");
-    let tid = u(&truth, "tid");
-    let thread = r["by_thread"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| u(t, "tid") == tid)
-        .unwrap_or_else(|| panic!("no thread {tid}: {r}"));
+    let thread = measuring_thread(r, &truth);
     let (records, counted) = (u(thread, "records"), u(thread, "counted"));
     // each pair is counted (one operation) or recorded (two records)
     let pairs = u(&truth, "pairs_interposed");
@@ -169,4 +157,16 @@ fn light_acquisitions_without_a_count_entry_are_recorded_once_and_sampled() {
         samples * 10 >= expected * 8 && samples <= expected + 2,
         "{samples} samples for {records} records and {counted} counted: {thread}"
     );
+}
+
+/// The row of `recording.by_thread` (in `r`, the report's `recording`) of
+/// the thread cost_truth measured on (its `tid` in `truth`).
+fn measuring_thread<'r>(r: &'r Value, truth: &Value) -> &'r Value {
+    let tid = u(truth, "tid");
+    r["by_thread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| u(t, "tid") == tid)
+        .unwrap_or_else(|| panic!("no thread {tid}: {r}"))
 }

@@ -208,16 +208,23 @@ fn all_omp(t: &LockTrace) -> Vec<(u32, Vec<OmpOp>)> {
         .collect()
 }
 
+/// `bytes` written to a file in a fresh directory (kept while the first
+/// value lives) and opened, without damage.
+fn written_and_opened(bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf, LockTrace) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("1000.ctrace");
+    std::fs::write(&path, bytes).unwrap();
+    let t = LockTrace::open(&path).unwrap();
+    assert!(t.damage.is_empty(), "{:?}", t.damage);
+    (tmp, path, t)
+}
+
 #[test]
 fn openmp_records_are_read_again_from_the_file_in_program_order() {
     let (b, omp) = trace_with_omp();
     let bytes = b.to_bytes();
-    let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("1000.ctrace");
-    std::fs::write(&path, &bytes).unwrap();
-    let from_file = LockTrace::open(&path).unwrap();
+    let (_tmp, path, from_file) = written_and_opened(&bytes);
     let in_memory = LockTrace::decode(&path, &bytes).unwrap();
-    assert!(from_file.damage.is_empty(), "{:?}", from_file.damage);
     // the operations are those of the trace without OpenMP records (thread
     // 33 has none)
     let plain = LockTrace::decode(&path, &trace().to_bytes()).unwrap();
@@ -318,11 +325,7 @@ fn trace_with_futex() -> (TraceBuilder, Vec<FutexOp>) {
 fn futex_records_are_read_again_from_the_file_in_program_order() {
     let (b, ops) = trace_with_futex();
     let bytes = b.to_bytes();
-    let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("1000.ctrace");
-    std::fs::write(&path, &bytes).unwrap();
-    let t = LockTrace::open(&path).unwrap();
-    assert!(t.damage.is_empty(), "{:?}", t.damage);
+    let (_tmp, path, t) = written_and_opened(&bytes);
     let plain = LockTrace::decode(&path, &trace().to_bytes()).unwrap();
     let by_tid = |t: &LockTrace| {
         let mut v: Vec<(u32, Vec<RawOp>)> =
