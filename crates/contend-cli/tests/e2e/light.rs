@@ -245,9 +245,20 @@ fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
     assert_eq!(u(&program_json(&out), "events"), 60_000);
     let report = report_json(&dir);
     assert_eq!(u(&report["locks"]["summary"], "events"), 60_000);
-    let counted = u(&report["locks"]["light"], "counted_events");
+    let light = &report["locks"]["light"];
+    let counted = u(light, "counted_events");
     // at least the largest table's entries, 3 rounds each; not all
     assert!((3 * 3_000..60_000).contains(&counted), "{counted} counted");
+    // the rest were recorded in full, and the report says so
+    assert_eq!(u(light, "recorded_uncontended_events"), 60_000 - counted, "{light}");
+    let text = report_raw(&dir, &["--format", "text"]).stdout;
+    assert!(
+        text.contains(&format!(
+            "{} more were recorded in full for want of a count entry",
+            60_000 - counted
+        )),
+        "{text}"
+    );
     let locks = report["locks"]["by_lock"].as_array().unwrap();
     assert_eq!(locks.len(), 20_000);
     for l in locks {

@@ -72,8 +72,18 @@ impl ReportSection for LockReport {
                     "light",
                     "Light recording",
                     &format!(
-                        "Recorded with --light: {} uncontended acquisitions were counted per lock, call site                          and thread without timestamps (HaLock: only contended acquisitions need full timing;                          Huang et al., PACT 2012). What that means for the figures:",
-                        light.counted_events
+                        "Recorded with --light: {} uncontended acquisitions were counted per lock, call site and \
+                         thread without timestamps{} (HaLock: only contended acquisitions need full timing; Huang \
+                         et al., PACT 2012). What that means for the figures:",
+                        light.counted_events,
+                        if light.recorded_uncontended_events > 0 {
+                            format!(
+                                ", {} more were recorded in full for want of a count entry",
+                                light.recorded_uncontended_events
+                            )
+                        } else {
+                            String::new()
+                        }
                     ),
                     Body::List(items),
                 ));

@@ -46,6 +46,12 @@ pub struct LightNote {
     /// Of the recorded events, counted holds whose release found waiters:
     /// recorded at that release, with hold 0 (the true hold is unknown).
     pub untimed_events: u64,
+    /// Of the recorded events, uncontended lock acquisitions recorded in
+    /// full all the same (request, acquisition and release times, as
+    /// without `--light`): their thread had no count entry for them (it
+    /// took more (lock, call site) pairs than its largest count table
+    /// holds, docs/trace-format.md) or no count table.
+    pub recorded_uncontended_events: u64,
     /// Figures that are exact, one phrase each.
     pub exact: Vec<String>,
     /// Figures that are not, and how they are approximated, one phrase each.
