@@ -49,7 +49,7 @@ pub struct AttachOptions {
 
 /// What an attach recording with the futex tracepoints cannot know
 /// (stored in `meta.json` instead of [`ATTACH_NO_LOCKS`]).
-pub const ATTACH_FUTEX_ONLY: &str = "Lock operations were not traced by the collector: contend      attached to a running process (`contend record -p PID`). Its futex waits and wakes were      recorded through the kernel's futex tracepoints (section futex): every contended wait of      its locks, pthread or not, from the attach on. An attach recording cannot know uncontended      acquisitions (they never enter the kernel) nor hold times, nor waits that began before the      attach.";
+pub const ATTACH_FUTEX_ONLY: &str = "Lock operations were not traced by the collector: contend attached to a running process (`contend record -p PID`). Its futex waits and wakes were recorded through the kernel's futex tracepoints (section futex): every contended wait of its locks, pthread or not, from the attach on. An attach recording cannot know uncontended acquisitions (they never enter the kernel) nor hold times, nor waits that began before the attach.";
 
 /// Why lock operations are missing from an attach recording (stored in
 /// `meta.json` and shown instead of the lock tables).

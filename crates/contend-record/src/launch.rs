@@ -1184,12 +1184,12 @@ fn hot_summary(
     let top = list(&mut p.functions.iter().take(5));
     if chosen.is_empty() {
         format!(
-            "--hot-functions {k}: the program ran twice, first under a CPU-clock profile ({} samples); no function              outside the C library reached 1% of them (hottest: {top}), so none is probed",
+            "--hot-functions {k}: the program ran twice, first under a CPU-clock profile ({} samples); no function outside the C library reached 1% of them (hottest: {top}), so none is probed",
             p.samples
         )
     } else {
         format!(
-            "--hot-functions {k}: the program ran twice, first under a CPU-clock profile ({} samples); probing              {} (functions at or above 1%, C library and loader left out; hottest overall: {top})",
+            "--hot-functions {k}: the program ran twice, first under a CPU-clock profile ({} samples); probing {} (functions at or above 1%, C library and loader left out; hottest overall: {top})",
             p.samples,
             list(&mut chosen.iter().copied())
         )

@@ -1265,7 +1265,7 @@ impl State {
                             })
                             .map_err(|e| {
                                 format!(
-                                    "futex waits are not traced: cannot attach the tracepoints to                                      the ring buffer: {e}"
+                                    "futex waits are not traced: cannot attach the tracepoints to the ring buffer: {e}"
                                 )
                             })?;
                         opened.push((fd, id, is_exit, waitv));

@@ -250,7 +250,11 @@ fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
     // at least the largest table's entries, 3 rounds each; not all
     assert!((3 * 3_000..60_000).contains(&counted), "{counted} counted");
     // the rest were recorded in full, and the report says so
-    assert_eq!(u(light, "recorded_uncontended_events"), 60_000 - counted, "{light}");
+    assert_eq!(
+        u(light, "recorded_uncontended_events"),
+        60_000 - counted,
+        "{light}"
+    );
     let text = report_raw(&dir, &["--format", "text"]).stdout;
     assert!(
         text.contains(&format!(

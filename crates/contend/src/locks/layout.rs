@@ -488,7 +488,7 @@ fn wake_panel(l: &LockReport, top: usize) -> Panel {
     Panel::new(
         "wake_cost",
         "Wake cost",
-        "Time inside the releases that found waiters, per lock, most first: waking a waiter is not free, and          this time is part of the releasing thread's hold of the program's critical path.",
+        "Time inside the releases that found waiters, per lock, most first: waking a waiter is not free, and this time is part of the releasing thread's hold of the program's critical path.",
         Body::Table(table),
     )
 }
