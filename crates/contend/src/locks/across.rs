@@ -445,7 +445,6 @@ pub fn summarize(
 mod tests {
     use super::*;
 
-    /// Random lists pushed as `mark_across` pushes them, with many equal
     /// A node is 16 bytes: one per event of every source, millions for an
     /// OpenMP recording (its start is read from the source when needed).
     #[test]
@@ -453,6 +452,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Node>(), 16);
     }
 
+    /// Random lists pushed as `mark_across` pushes them, with many equal
     /// keys: the in-place sort gives the stable sort's order.
     #[test]
     fn nodes_sort_as_a_stable_sort_by_key() {

@@ -67,8 +67,8 @@ pub struct OmpSyncEvent {
 const NO_WAKER: u32 = u32::MAX;
 
 impl OmpSyncEvent {
-    /// An event without a waker (a barrier's or mutex's times all `t`).
-    #[allow(clippy::too_many_arguments)]
+    /// An event without a waker, its request, acquisition and release at
+    /// `t` (ns).
     pub fn new(
         process: u32,
         tid: u32,
