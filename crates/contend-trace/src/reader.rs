@@ -180,20 +180,25 @@ pub struct ThreadTrace {
     pub futex_count: usize,
     /// Ticks of its last futex record, if it has any.
     pub futex_last_ticks: Option<u64>,
-    /// (Version 2) how many OpenMP records it has. They are not held in
-    /// memory (tens of bytes each, several per `critical` section entered:
-    /// they were half the memory of an OpenMP report); read them, in time
-    /// order, with [`LockTrace::omp_ops`].
-    pub omp_count: usize,
     /// (Version 2) its OpenMP records by event: element `e` counts the
     /// records of event `e` ([`format::omp`]`::*`, 1 to 9; element 0 is
-    /// unused). They add up to `omp_count`.
+    /// unused; all of them: [`ThreadTrace::omp_count`]). The records are
+    /// not held in memory (tens of bytes each, several per `critical`
+    /// section entered: they were half the memory of an OpenMP report);
+    /// read them, in time order, with [`LockTrace::omp_ops`].
     pub omp_by_event: [usize; OMP_EVENTS],
     /// Its name as the kernel had it (comm, at most 15 bytes, lossy
     /// UTF-8), from the last of its chunks that holds one
     /// ([`format::chunk::THREAD_NAME`]); `None` in traces written before
     /// the collector recorded names.
     pub name: Option<String>,
+}
+
+impl ThreadTrace {
+    /// (Version 2) how many OpenMP records it has, of every event.
+    pub fn omp_count(&self) -> usize {
+        self.omp_by_event.iter().sum()
+    }
 }
 
 /// The thread name stored in a chunk header, `None` when the field is
@@ -565,7 +570,7 @@ impl LockTrace {
     /// the trace was opened) are skipped; the damage was listed when it was
     /// opened.
     pub fn omp_ops<'a>(&'a self, thread: &'a ThreadTrace) -> OmpOps<'a> {
-        ExtensionRecords::new(self, thread, thread.omp_count, decode_omp)
+        ExtensionRecords::new(self, thread, thread.omp_count(), decode_omp)
     }
 
     /// The futex records of `thread` (one of [`LockTrace::threads`]), in
@@ -1071,7 +1076,6 @@ impl LockTrace {
                         span_ticks: c.ticks.unwrap_or((0, 0)),
                         futex_count: c.futex.0,
                         futex_last_ticks: c.futex.1,
-                        omp_count: c.omp.iter().sum(),
                         omp_by_event: c.omp,
                         name: c.name,
                     };
@@ -1092,7 +1096,6 @@ impl LockTrace {
                     }
                     t.futex_count += c.futex.0;
                     t.futex_last_ticks = c.futex.1.or(t.futex_last_ticks);
-                    t.omp_count += c.omp.iter().sum::<usize>();
                     for (n, k) in t.omp_by_event.iter_mut().zip(c.omp) {
                         *n += k;
                     }

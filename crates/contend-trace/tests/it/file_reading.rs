@@ -241,7 +241,7 @@ fn openmp_records_are_read_again_from_the_file_in_program_order() {
     assert_eq!(all_omp(&from_file), all_omp(&in_memory));
     for th in &from_file.threads {
         assert_eq!(
-            th.omp_count,
+            th.omp_count(),
             from_file.omp_ops(th).count(),
             "tid {}",
             th.tid
@@ -269,7 +269,7 @@ fn openmp_records_of_a_file_cut_short_after_it_was_opened_are_a_prefix() {
         let path = tmp.path().join(format!("omp-{cut}.ctrace"));
         std::fs::write(&path, &bytes).unwrap();
         let t = LockTrace::open(&path).unwrap();
-        let counts: Vec<usize> = t.threads.iter().map(|th| th.omp_count).collect();
+        let counts: Vec<usize> = t.threads.iter().map(|th| th.omp_count()).collect();
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)

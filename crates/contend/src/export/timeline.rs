@@ -458,7 +458,7 @@ pub(crate) fn walk(
     let has_omp = recording
         .processes
         .iter()
-        .any(|p| p.trace.threads.iter().any(|t| t.omp_count > 0));
+        .any(|p| p.trace.threads.iter().any(|t| t.omp_count() > 0));
     if locks.is_none() && futex.is_none() && !has_omp && mpi.is_none() && samples.is_none() {
         return Err(ExportError::Nothing(
             "the recording holds no lock events, no futex calls, no OpenMP events, no MPI traces and no service samples: nothing to draw on a timeline".into(),

@@ -241,7 +241,7 @@ fn across_inputs(
             p.trace
                 .threads
                 .iter()
-                .any(|t| t.futex_count > 0 || t.omp_count > 0)
+                .any(|t| t.futex_count > 0 || t.omp_count() > 0)
         });
     if !any {
         return None;

@@ -228,7 +228,7 @@ impl Analyzer for OpenMpAnalyzer {
         if !r
             .processes
             .iter()
-            .any(|p| p.trace.threads.iter().any(|t| t.omp_count > 0))
+            .any(|p| p.trace.threads.iter().any(|t| t.omp_count() > 0))
         {
             return None;
         }

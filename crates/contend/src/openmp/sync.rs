@@ -353,7 +353,7 @@ pub fn collect(recording: &Recording) -> Vec<OmpSyncEvent> {
     for (pi, p) in recording.processes.iter().enumerate() {
         let trace = &p.trace;
         for t in &trace.threads {
-            if t.omp_count == 0 {
+            if t.omp_count() == 0 {
                 continue;
             }
             pair_thread(

@@ -333,7 +333,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         let records = t.op_count() as u64
             + t.threads
                 .iter()
-                .map(|th| (th.futex_count + th.omp_count) as u64)
+                .map(|th| (th.futex_count + th.omp_count()) as u64)
                 .sum::<u64>();
         let counted = t.counted();
         r.cost.records += records;
@@ -373,7 +373,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             estimate += slow;
         }
         for th in &t.threads {
-            let records_t = (th.op_count + th.futex_count + th.omp_count) as u64;
+            let records_t = (th.op_count + th.futex_count + th.omp_count()) as u64;
             let slow_t = th.collector_ns;
             let counted_t: u64 = th.counted.iter().map(|x| x.count).sum();
             rec_samples.add(th.record_samples);
