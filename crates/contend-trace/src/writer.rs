@@ -65,19 +65,57 @@ pub struct TraceBuilder {
     pub futex: Vec<(u32, Vec<FutexOp>)>,
 }
 
-/// One record of a thread, in the order it is written.
-enum Record<'a> {
-    Op(&'a RawOp),
-    Omp(&'a OmpOp),
-    Futex(&'a FutexOp),
+/// One record of a thread as it is written: its tag, the object and site
+/// its head word indexes, and the extension word of an OpenMP or futex
+/// record.
+struct Record {
+    ticks: u64,
+    object: u64,
+    site: u64,
+    tag: u8,
+    ext: Option<u64>,
 }
 
-impl Record<'_> {
-    fn ticks(&self) -> u64 {
-        match self {
-            Record::Op(op) => op.ticks,
-            Record::Omp(op) => op.ticks,
-            Record::Futex(op) => op.ticks,
+impl Record {
+    fn op(op: &RawOp) -> Record {
+        assert_eq!(op.stack, NO_STACK, "the builder writes no stacks");
+        Record {
+            ticks: op.ticks,
+            object: op.object,
+            site: op.site,
+            tag: format::op_tag(op.primitive, op.phase),
+            ext: None,
+        }
+    }
+
+    fn omp(op: &OmpOp) -> Record {
+        Record {
+            ticks: op.ticks,
+            object: op.object,
+            site: op.site,
+            tag: format::TAG_OMP,
+            ext: Some(u64::from(op.event) | u64::from(op.kind) << 8 | u64::from(op.value) << 32),
+        }
+    }
+
+    fn futex(op: &FutexOp) -> Record {
+        assert_eq!(op.stack, NO_STACK, "the builder writes no stacks");
+        let private = if op.private {
+            format::futex::PRIVATE
+        } else {
+            0
+        };
+        Record {
+            ticks: op.ticks,
+            object: op.word,
+            site: op.site,
+            tag: format::TAG_FUTEX,
+            ext: Some(
+                op.phase as u64
+                    | u64::from(op.cmd) << format::futex::CMD_SHIFT
+                    | private
+                    | u64::from(op.value as u32) << format::futex::VALUE_SHIFT,
+            ),
         }
     }
 }
@@ -145,34 +183,25 @@ impl TraceBuilder {
                 .flat_map(|t| &t.1);
             let omp = self.omp.iter().filter(|t| t.0 == *tid).flat_map(|t| &t.1);
             let futex = self.futex.iter().filter(|t| t.0 == *tid).flat_map(|t| &t.1);
-            let mut records: Vec<Record<'_>> = ops
-                .map(Record::Op)
-                .chain(omp.map(Record::Omp))
-                .chain(futex.map(Record::Futex))
+            let mut records: Vec<Record> = ops
+                .map(Record::op)
+                .chain(omp.map(Record::omp))
+                .chain(futex.map(Record::futex))
                 .collect();
             // stable: an operation before an OpenMP record before a futex
             // record at equal ticks
-            records.sort_by_key(|r| r.ticks());
+            records.sort_by_key(|r| r.ticks);
             let mut seq = 0u32;
             let mut chunk: Option<(Vec<u8>, usize, u64)> = None;
             for rec in &records {
-                let (object, site, stack) = match rec {
-                    Record::Op(op) => (op.object, op.site, op.stack),
-                    Record::Omp(op) => (op.object, op.site, NO_STACK),
-                    Record::Futex(op) => (op.word, op.site, op.stack),
-                };
-                assert_eq!(stack, NO_STACK, "the builder writes no stacks");
                 let next_o = objects.len() as u16;
-                let oi = *objects.entry(object).or_insert(next_o);
+                let oi = *objects.entry(rec.object).or_insert(next_o);
                 let next_s = sites.len() as u16;
-                let si = *sites.entry(site).or_insert(next_s);
-                let ticks = rec.ticks();
-                // Worst case: TIME (2 words) + the record (1 word for an
-                // operation, 2 for an OpenMP record).
-                let need = match rec {
-                    Record::Op(_) => 24,
-                    Record::Omp(_) | Record::Futex(_) => 32,
-                };
+                let si = *sites.entry(rec.site).or_insert(next_s);
+                let ticks = rec.ticks;
+                // Worst case: TIME (2 words) + the record (the head word,
+                // and the extension word of an OpenMP or futex record).
+                let need = if rec.ext.is_some() { 32 } else { 24 };
                 if chunk.as_ref().is_none_or(|(_, at, _)| at + need > cs) {
                     if let Some((c, _, _)) = chunk.take() {
                         chunks.push(c);
@@ -201,33 +230,11 @@ impl TraceBuilder {
                 } else {
                     dt as u32
                 };
-                match rec {
-                    Record::Op(op) => {
-                        let tag = format::op_tag(op.primitive, op.phase);
-                        put64(c, *at, format::make_head(tag, dt, oi, si));
-                        *at += 8;
-                    }
-                    Record::Omp(op) => {
-                        put64(c, *at, format::make_head(format::TAG_OMP, dt, oi, si));
-                        let ext = u64::from(op.event)
-                            | u64::from(op.kind) << 8
-                            | u64::from(op.value) << 32;
-                        put64(c, *at + 8, ext);
-                        *at += 16;
-                    }
-                    Record::Futex(op) => {
-                        put64(c, *at, format::make_head(format::TAG_FUTEX, dt, oi, si));
-                        let ext = op.phase as u64
-                            | u64::from(op.cmd) << format::futex::CMD_SHIFT
-                            | if op.private {
-                                format::futex::PRIVATE
-                            } else {
-                                0
-                            }
-                            | u64::from(op.value as u32) << format::futex::VALUE_SHIFT;
-                        put64(c, *at + 8, ext);
-                        *at += 16;
-                    }
+                put64(c, *at, format::make_head(rec.tag, dt, oi, si));
+                *at += 8;
+                if let Some(ext) = rec.ext {
+                    put64(c, *at, ext);
+                    *at += 8;
                 }
                 *now = ticks;
             }
