@@ -385,23 +385,21 @@ fn render_checked(doc: &Document<'_>, r: &Resolved) -> Result<()> {
 /// never hold the whole text.
 fn emit(doc: &Document<'_>, r: &Resolved, file: Option<&Path>) -> Result<()> {
     render_checked(doc, r)?;
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        contend::render::render_to(doc, r.format, &r.render, &mut out)?;
+        out.flush()
+    };
     match file {
-        None => {
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            contend::render::render_to(doc, r.format, &r.render, &mut out)?;
-            out.flush()?;
-            Ok(())
-        }
+        None => write(&mut std::io::stdout().lock())?,
         Some(path) => {
             let cannot = || format!("{}: cannot write", path.display());
-            let f = std::fs::File::create(path).with_context(cannot)?;
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
-            contend::render::render_to(doc, r.format, &r.render, &mut out).with_context(cannot)?;
-            out.flush().with_context(cannot)?;
+            let mut f = std::fs::File::create(path).with_context(cannot)?;
+            write(&mut f).with_context(cannot)?;
             eprintln!("contend: wrote {}", path.display());
-            Ok(())
         }
     }
+    Ok(())
 }
 
 pub fn cmd_compare(a: CompareArgs) -> Result<ExitCode> {
