@@ -36,6 +36,17 @@ fn trace() -> TraceBuilder {
     b
 }
 
+/// Cuts the file at `path` to `len` bytes (while a reader may hold it open,
+/// as a full disk, a user or another program might).
+fn cut_short(path: &Path, len: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
 fn all_ops(t: &LockTrace) -> Vec<Vec<RawOp>> {
     t.threads
         .iter()
@@ -138,12 +149,7 @@ fn a_file_cut_short_after_it_was_opened_never_panics() {
         // Cut the file while it is open (as a full disk, a user or another
         // program might), then decode: each thread's operations are a
         // prefix of its chunks' operations, chunk by chunk, never a panic.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(cut)
-            .unwrap();
+        cut_short(&path, cut);
         let got = all_ops(&t);
         for (g, e) in got.iter().zip(&expected) {
             assert!(g.len() <= e.len());
@@ -270,12 +276,7 @@ fn openmp_records_of_a_file_cut_short_after_it_was_opened_are_a_prefix() {
         std::fs::write(&path, &bytes).unwrap();
         let t = LockTrace::open(&path).unwrap();
         let counts: Vec<usize> = t.threads.iter().map(|th| th.omp_count()).collect();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(cut)
-            .unwrap();
+        cut_short(&path, cut);
         // the builder writes each thread's chunks one after another, so
         // the cut takes the end of the last threads': each thread keeps a
         // prefix of its records (what a chunk cut in the middle still
@@ -343,12 +344,7 @@ fn futex_records_are_read_again_from_the_file_in_program_order() {
     assert_eq!(t.futex_ops(other).count(), 0);
     // the file cut short while open, in the middle of thread 32's chunks
     // (written after thread 31's): a prefix, never a panic
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(bytes.len() as u64 * 3 / 4 + 20)
-        .unwrap();
+    cut_short(&path, bytes.len() as u64 * 3 / 4 + 20);
     let got: Vec<FutexOp> = t.futex_ops(th).collect();
     assert!(got.len() < ops.len());
     assert_eq!(got, ops[..got.len()]);
