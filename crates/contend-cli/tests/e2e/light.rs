@@ -214,15 +214,7 @@ fn light_counts_stay_exact_past_one_count_table() {
     for l in locks {
         assert_eq!(u(l, "events"), 3, "{l}");
     }
-    // Chunks claimed: header field at byte 28 (docs/trace-format.md).
-    let traces: Vec<_> = std::fs::read_dir(dir.join("locks"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "ctrace"))
-        .collect();
-    assert_eq!(traces.len(), 1, "{traces:?}");
-    let header = std::fs::read(&traces[0]).unwrap();
-    let chunks = u32::from_le_bytes(header[28..32].try_into().unwrap());
+    let (chunks, _) = chunk_flags(&dir);
     assert!(chunks <= 6, "{chunks} chunks claimed");
 }
 
@@ -268,21 +260,30 @@ fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
     for l in locks {
         assert_eq!(u(l, "events"), 3, "{l}");
     }
-    // COUNTS chunks: chunk header flags bit 1 (docs/trace-format.md)
-    let trace = std::fs::read_dir(dir.join("locks"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "ctrace"))
-        .unwrap();
-    let bytes = std::fs::read(&trace).unwrap();
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-    let chunk = word(24) as u32 as usize;
-    let data = word(72) as usize;
-    let claimed = u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
-    let counts_chunks = (0..claimed)
-        .map(|i| data + i * chunk)
-        .filter(|&at| at + 16 <= bytes.len())
-        .filter(|&at| u32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap()) & 1 != 0)
+    let (claimed, flags) = chunk_flags(&dir);
+    let counts_chunks = flags
+        .iter()
+        .filter(|f| **f & contend_trace::format::CHUNK_COUNTS != 0)
         .count();
     assert_eq!(counts_chunks, 4, "{claimed} chunks claimed");
+}
+
+/// The chunks the one lock trace of recording `dir` claimed (its header's
+/// count), and the header flags of those in the file, in file order
+/// (docs/trace-format.md).
+fn chunk_flags(dir: &std::path::Path) -> (usize, Vec<u32>) {
+    use contend_trace::format::{chunk, header as h};
+    let traces = trace_files(dir);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let bytes = std::fs::read(&traces[0]).unwrap();
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let size = u32_at(h::CHUNK_SIZE) as usize;
+    let data = u64::from_le_bytes(bytes[h::DATA_OFFSET..][..8].try_into().unwrap()) as usize;
+    let claimed = u32_at(h::CHUNKS_CLAIMED) as usize;
+    let flags = (0..claimed)
+        .map(|i| data + i * size)
+        .filter(|&at| at + chunk::FLAGS + 4 <= bytes.len())
+        .map(|at| u32_at(at + chunk::FLAGS))
+        .collect();
+    (claimed, flags)
 }
