@@ -18,7 +18,12 @@ use crate::common::*;
 use serde_json::Value;
 
 /// `contend record [--light] -o DIR --force -- exe args`, which must succeed.
-fn record_as(light: bool, dir: &std::path::Path, exe: &std::path::Path, args: &[&str]) -> Output {
+pub(crate) fn record_as(
+    light: bool,
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+    args: &[&str],
+) -> Output {
     let mut cmd = Command::new(contend_bin());
     cmd.arg("record");
     if light {

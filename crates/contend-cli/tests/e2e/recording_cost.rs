@@ -126,17 +126,7 @@ fn light_acquisitions_without_a_count_entry_are_recorded_once_and_sampled() {
     let exe = build("cost_truth.c", &["-ldl"]);
     let tmp = tempdir();
     let dir = tmp.path().join("light");
-    let mut cmd = Command::new(contend_bin());
-    cmd.arg("record")
-        .arg("--light")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--force")
-        .arg("--")
-        .arg(&exe)
-        .args(["32768", PAIRS, ROUNDS]);
-    let out = run_timeout(cmd, RUN_TIMEOUT);
-    assert!(out.success(), "record failed:\n{}", out.describe());
+    let out = crate::light::record_as(true, &dir, &exe, &["32768", PAIRS, ROUNDS]);
     let line = out.stdout.lines().find(|l| l.starts_with('{')).unwrap();
     let truth: Value = serde_json::from_str(line).unwrap();
     let report = report_json(&dir);
