@@ -1,11 +1,12 @@
 //! What the launcher records through `perf_event_open(2)` ring buffers
 //! beside the target, into `probes/` (format: [`contend_trace::probes`]):
 //!
-//! * **thread lifetimes**, always: a software `dummy` event per CPU on the
-//!   target with `task` and `comm_exec` set and `inherit`, whose task
-//!   records give every thread's (and child process's) creation and exit
-//!   on CLOCK_MONOTONIC: the thread durations T_t of the interference
-//!   analysis (Mosli Bouksiaa et al., TPDS 2019, Section 2);
+//! * **thread lifetimes**, always: a software `dummy` event per CPU with
+//!   `task` and `comm_exec` set, whose task records give every thread's
+//!   (and child process's) creation and exit on CLOCK_MONOTONIC: the
+//!   thread durations T_t of the interference analysis (Mosli Bouksiaa et
+//!   al., TPDS 2019, Section 2). System-wide where the kernel allows it,
+//!   else on the target with `inherit` (below);
 //! * **function entries and returns** of `contend record --function`:
 //!   uprobes through the `uprobe` PMU (`/sys/bus/event_source/devices/
 //!   uprobe/type`, retprobe bit from its `format/retprobe`), with the user
@@ -28,10 +29,27 @@
 //! counted and dropped). Uprobes need `CAP_PERFMON` or `CAP_SYS_ADMIN`
 //! (root) whatever `kernel.perf_event_paranoid` says.
 //!
-//! The events are per task (the dummy, the profile) and per CPU, so they
-//! must exist before the target's `exec`: the launcher's `pre_exec` hook
-//! sends the child's pid to a helper thread of the launcher and waits; the
-//! helper opens the events on that pid (`enable_on_exec`), maps one ring
+//! **Thread lifetimes without a cost per context switch.** An event opened
+//! on a task with `inherit` is copied into every thread the task starts,
+//! and the kernel switches a thread's events in and out with the thread:
+//! on a program that switches often that costs it a share of its time
+//! (`bench/thread_events_cost.sh`: 12 % fewer round trips of two threads
+//! passing a byte over pipes on one CPU, 16 % fewer events of `sysbench
+//! threads`; system-wide: 2 % each, within the runs' spread). So
+//! the task event is opened once per CPU for the whole machine (`pid` −1),
+//! costing nothing at the target's context switches, and the records of
+//! other processes are dropped: a process belongs to the recorded tree
+//! when it is the launcher's child or a process of the tree forked it (its
+//! fork record, read in time order). That needs `CAP_PERFMON` (root) or
+//! `kernel.perf_event_paranoid` ≤ 0; otherwise, and with
+//! `CONTEND_THREAD_EVENTS=per-task`, the event is opened per task as
+//! before. `probes/probes.json` says which (`thread_events_scope`).
+//!
+//! The events must exist before the target's `exec` (the per-task ones
+//! are per task and per CPU, and a system-wide one must see the target's
+//! first fork): the launcher's `pre_exec` hook sends the child's pid to a
+//! helper thread of the launcher and waits; the helper opens the events
+//! (per-task ones on that pid with `enable_on_exec`), maps one ring
 //! buffer per CPU (the other events of that CPU write into it,
 //! `PERF_EVENT_IOC_SET_OUTPUT`), enables the uprobes and lets the child go
 //! on. It then drains the rings until the target has ended, decoding the
@@ -857,6 +875,41 @@ fn helper(
     outcome
 }
 
+/// How the kernel's task records (thread creations and exits: the thread
+/// lifetimes) are followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadEventsScope {
+    /// One event per CPU for the whole machine, the records of other
+    /// processes dropped: costs the program nothing at its context
+    /// switches. Needs `CAP_PERFMON` (or root) or
+    /// `kernel.perf_event_paranoid` ≤ 0.
+    SystemWide,
+    /// One event per CPU on the target, inherited by every thread it
+    /// starts: allowed to any user, but each context switch of a traced
+    /// thread then also switches its events (measured: 16 % fewer events
+    /// of `sysbench threads`, whose threads switch about 400,000 times a
+    /// second; docs/benchmarks.md).
+    PerTask,
+}
+
+impl ThreadEventsScope {
+    /// The name in `probes/probes.json` (and `per-task` in
+    /// `CONTEND_THREAD_EVENTS`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadEventsScope::SystemWide => "system-wide",
+            ThreadEventsScope::PerTask => "per-task",
+        }
+    }
+}
+
+/// `CONTEND_THREAD_EVENTS=per-task` asks for per-task events even where
+/// system-wide ones are allowed (to measure what they cost, and for the
+/// tests of that path).
+fn per_task_thread_events_requested() -> bool {
+    std::env::var("CONTEND_THREAD_EVENTS").is_ok_and(|v| v == ThreadEventsScope::PerTask.name())
+}
+
 /// The open events and the decoding state of a session.
 struct State {
     kind: SessionKind,
@@ -874,6 +927,9 @@ struct State {
     out_dir: PathBuf,
     /// The futex tracer's state, when futex calls are traced.
     futex: Option<FutexState>,
+    /// The task records come from system-wide events (every process of
+    /// the machine): only those of `tree` are kept.
+    system_wide: bool,
 }
 
 /// What the probe session keeps for the futex tracer
@@ -914,6 +970,7 @@ impl State {
             pending: Vec::new(),
             out_dir: out_dir.to_path_buf(),
             futex: None,
+            system_wide: false,
         };
         let cpus = crate::cpus::online_cpu_list();
         // The threads the per-task events are opened on: the child (before
@@ -996,8 +1053,20 @@ impl State {
         let mut task_error = None;
         // ring of each CPU (index into st.rings), once mapped
         let mut ring_of: Vec<Option<usize>> = vec![None; cpus.len()];
+        let system_wide = matches!(kind, SessionKind::Record { .. })
+            && !per_task_thread_events_requested()
+            && st.open_system_wide_task_events(&task_attr, &cpus, pages, &mut ring_of);
+        if system_wide {
+            st.system_wide = true;
+            if attach {
+                // the running tree's processes; their children join it by
+                // their fork records
+                st.tree.extend(targets.iter().filter_map(|&tid| tgid(tid)));
+            }
+        }
+        let per_task_targets: &[u32] = if system_wide { &[] } else { &targets };
         for (ci, &cpu) in cpus.iter().enumerate() {
-            for &tid in &targets {
+            for &tid in per_task_targets {
                 match perf_open(&task_attr, tid as i32, cpu as i32) {
                     Ok(fd) => {
                         let mut id = 0u64;
@@ -1066,6 +1135,13 @@ impl State {
                 st.manifest.hot = hot.clone();
                 st.manifest.hot_samples = *hot_samples;
                 st.manifest.thread_events = complete;
+                st.manifest.thread_events_scope = if !complete {
+                    String::new()
+                } else if system_wide {
+                    ThreadEventsScope::SystemWide.name().to_string()
+                } else {
+                    ThreadEventsScope::PerTask.name().to_string()
+                };
                 if let Some(e) = task_error {
                     st.manifest
                         .errors
@@ -1087,6 +1163,52 @@ impl State {
             }
         }
         st
+    }
+
+    /// Opens the task-record event once per CPU for every process of the
+    /// machine (`pid = -1`), each with its own ring, instead of per task:
+    /// see "Thread lifetimes without a cost per context switch" in the
+    /// module docs. All or nothing: `false` (and nothing kept open) when
+    /// the kernel refuses any CPU, e.g. without `CAP_PERFMON` under
+    /// `kernel.perf_event_paranoid` > 0.
+    fn open_system_wide_task_events(
+        &mut self,
+        task_attr: &Attr,
+        cpus: &[u32],
+        pages: usize,
+        ring_of: &mut [Option<usize>],
+    ) -> bool {
+        let mut attr = *task_attr;
+        attr.flags &= !(F_DISABLED | F_INHERIT | F_ENABLE_ON_EXEC);
+        let mut opened = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            let Ok(fd) = perf_open(&attr, -1, cpu as i32) else {
+                return false;
+            };
+            let mut id = 0u64;
+            if ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong).is_err() {
+                return false;
+            }
+            match Ring::map(fd, pages) {
+                Ok(r) => opened.push((r, id)),
+                Err(_) => return false,
+            }
+        }
+        for (ci, (ring, id)) in opened.into_iter().enumerate() {
+            self.sample_type_of.insert(id, attr.sample_type);
+            self.sources.insert(id, Source::Profile);
+            ring_of[ci] = Some(self.rings.len());
+            self.rings.push(ring);
+        }
+        true
+    }
+
+    /// Whether a task record of process `pid` (child of `ppid`, itself
+    /// for a thread) belongs to the recorded tree. Per-task events only
+    /// ever give the tree's; system-wide ones give every process's, and a
+    /// process joins the tree when a process of the tree forks it.
+    fn in_tree(&self, pid: u32, ppid: u32) -> bool {
+        !self.system_wide || self.tree.contains(&pid) || self.tree.contains(&ppid)
     }
 
     /// Opens every probe on every CPU (system-wide; see the module docs),
@@ -1444,7 +1566,9 @@ impl State {
                 ptid,
                 time,
             } => {
-                // Task records come from the per-task event: all ours.
+                if !self.in_tree(pid, ppid) {
+                    return;
+                }
                 self.tree.insert(pid);
                 self.write(ProbeEvent {
                     time_ns: time,
@@ -1455,6 +1579,7 @@ impl State {
                     probe: 0,
                 });
             }
+            Rec::Exit { pid, .. } | Rec::Exec { pid, .. } if !self.in_tree(pid, pid) => {}
             Rec::Exit { pid, tid, time } => self.write(ProbeEvent {
                 time_ns: time,
                 pid,
@@ -1471,6 +1596,7 @@ impl State {
                 kind: ProbeEventKind::Exec,
                 probe: 0,
             }),
+            Rec::Mmap { mapping, .. } if !self.in_tree(mapping.pid, mapping.pid) => {}
             Rec::Mmap { mapping, .. } => match &mut self.futex {
                 Some(fs) => fs.mappings.entry(mapping.pid).or_default().push(mapping),
                 None => outcome.mappings.push(mapping),

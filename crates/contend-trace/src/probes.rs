@@ -186,6 +186,13 @@ pub struct ProbeManifest {
     pub every: u32,
     /// Thread creations and exits were recorded (the kernel's task events).
     pub thread_events: bool,
+    /// How they were followed: `system-wide` (one event per CPU for the
+    /// machine, other processes' records dropped) or `per-task` (events
+    /// inherited by the target's threads, which cost it time at each
+    /// context switch); empty when they were not recorded or the recording
+    /// predates the field.
+    #[serde(default)]
+    pub thread_events_scope: String,
     /// Why thread lifetimes or probes could not be recorded, when they
     /// could not.
     pub errors: Vec<String>,

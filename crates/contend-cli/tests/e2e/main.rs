@@ -47,5 +47,6 @@ mod sci;
 mod service;
 mod service_sources;
 mod sites;
+mod thread_events;
 mod thread_names;
 mod viewer_exports;

@@ -909,6 +909,15 @@ pub fn gather_with<'s>(
             }
             if m.thread_events {
                 life = lifetimes(p, root_start);
+                if m.thread_events_scope == "per-task" {
+                    g.lifetime_note = Some(
+                        "thread lifetimes were followed by kernel events inherited by the program's threads (events \
+                         for the whole machine need root, CAP_PERFMON or kernel.perf_event_paranoid <= 0): they cost \
+                         the program time at each of its context switches, so one that switches often ran slower \
+                         while recorded (docs/sci.md)"
+                            .into(),
+                    );
+                }
             } else {
                 g.lifetime_note = Some(
                     "the kernel's task events were not recorded, so each thread's duration is taken from its first \
