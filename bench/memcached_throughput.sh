@@ -20,6 +20,10 @@
 # sched-events CONTEND_KEEP_TASK_CLOCK=1), as the recorder was before it
 # learnt to leave them (docs/benchmarks.md, "The sampler leaves the
 # scheduler events when they cost more").
+# Mode `per-task`: `contend record` with thread lifetimes followed by
+# events inherited by the server's threads (CONTEND_THREAD_EVENTS=per-task,
+# as before system-wide task events; docs/benchmarks.md, "Thread
+# lifetimes without a cost per context switch").
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 OPS=${OPS:-20000}
@@ -41,6 +45,7 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
     local flags=${RECORD_ARGS:-} envs=()
     [ "$1" = light ] && flags="$flags --light"
     [ "$1" = before-switch ] && envs=(CONTEND_SERVICE_SOURCE=sched-events CONTEND_KEEP_TASK_CLOCK=1)
+    [ "$1" = per-task ] && envs=(CONTEND_THREAD_EVENTS=per-task)
     # shellcheck disable=SC2086
     env "${envs[@]}" "$CONTEND" record --force -o "$OUT/memcached-$1.data" $flags -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
   fi
