@@ -1180,6 +1180,8 @@ impl State {
     ) -> bool {
         let mut attr = *task_attr;
         attr.flags &= !(F_DISABLED | F_INHERIT | F_ENABLE_ON_EXEC);
+        // room for the rest of the machine's forks and exits between drains
+        let pages = pages.max(64);
         let mut opened = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let Ok(fd) = perf_open(&attr, -1, cpu as i32) else {
@@ -1203,12 +1205,19 @@ impl State {
         true
     }
 
-    /// Whether a task record of process `pid` (child of `ppid`, itself
-    /// for a thread) belongs to the recorded tree. Per-task events only
-    /// ever give the tree's; system-wide ones give every process's, and a
-    /// process joins the tree when a process of the tree forks it.
-    fn in_tree(&self, pid: u32, ppid: u32) -> bool {
-        !self.system_wide || self.tree.contains(&pid) || self.tree.contains(&ppid)
+    /// Whether a record of process `pid` belongs to the recorded tree.
+    /// Per-task events only ever give the tree's; system-wide ones give
+    /// every process's.
+    fn in_tree(&self, pid: u32) -> bool {
+        !self.system_wide || self.tree.contains(&pid)
+    }
+
+    /// Whether a fork record of `pid` from process `ppid` belongs to the
+    /// tree: a new thread when its process does, a new process when the
+    /// process that forked it does (not by its pid alone, which may be
+    /// that of an ended process of the tree, reused).
+    fn fork_in_tree(&self, pid: u32, ppid: u32) -> bool {
+        self.in_tree(if pid == ppid { pid } else { ppid })
     }
 
     /// Opens every probe on every CPU (system-wide; see the module docs),
@@ -1566,7 +1575,7 @@ impl State {
                 ptid,
                 time,
             } => {
-                if !self.in_tree(pid, ppid) {
+                if !self.fork_in_tree(pid, ppid) {
                     return;
                 }
                 self.tree.insert(pid);
@@ -1579,7 +1588,7 @@ impl State {
                     probe: 0,
                 });
             }
-            Rec::Exit { pid, .. } | Rec::Exec { pid, .. } if !self.in_tree(pid, pid) => {}
+            Rec::Exit { pid, .. } | Rec::Exec { pid, .. } if !self.in_tree(pid) => {}
             Rec::Exit { pid, tid, time } => self.write(ProbeEvent {
                 time_ns: time,
                 pid,
@@ -1596,7 +1605,7 @@ impl State {
                 kind: ProbeEventKind::Exec,
                 probe: 0,
             }),
-            Rec::Mmap { mapping, .. } if !self.in_tree(mapping.pid, mapping.pid) => {}
+            Rec::Mmap { mapping, .. } if !self.in_tree(mapping.pid) => {}
             Rec::Mmap { mapping, .. } => match &mut self.futex {
                 Some(fs) => fs.mappings.entry(mapping.pid).or_default().push(mapping),
                 None => outcome.mappings.push(mapping),
@@ -1799,4 +1808,118 @@ pub(crate) fn try_tracepoint(config: u64) -> Result<(), i32> {
 /// Probes by id, for tests and tools.
 pub fn probes_by_id(probes: &[ProbeSpec]) -> BTreeMap<u16, &ProbeSpec> {
     probes.iter().map(|p| (p.id, p)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A system-wide session's state on the tree rooted at `root`, its
+    /// records written to a file in `dir`.
+    fn system_wide_state(dir: &Path, root: u32) -> State {
+        State {
+            kind: SessionKind::Record {
+                probes: Vec::new(),
+                refused: Vec::new(),
+                every: 1,
+                hot: Vec::new(),
+                hot_samples: 0,
+                futex: None,
+            },
+            rings: Vec::new(),
+            _events: Vec::new(),
+            sources: FxHashMap::default(),
+            sample_type_of: FxHashMap::default(),
+            tree: [root].into_iter().collect(),
+            writer: Some(ProbeWriter::create(&dir.join(EVENTS)).unwrap()),
+            manifest: ProbeManifest::default(),
+            sampling: FxHashMap::default(),
+            pending: Vec::new(),
+            out_dir: dir.to_path_buf(),
+            futex: None,
+            system_wide: true,
+        }
+    }
+
+    fn fork(pid: u32, ppid: u32, tid: u32, time: u64) -> Rec {
+        Rec::Fork {
+            pid,
+            ppid,
+            tid,
+            ptid: ppid,
+            time,
+        }
+    }
+
+    /// The machine's task records, worked out by hand: the program (100)
+    /// starts a thread (101) and forks a child (200) that starts a thread
+    /// (201); another program (300) starts a thread and forks 400; and,
+    /// after the child 200 ended, the kernel gives its pid to a process
+    /// forked by 300. Kept: exactly the first program's and its child's
+    /// records, in time order.
+    #[test]
+    fn system_wide_task_records_keep_the_tree_and_not_a_reused_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut st = system_wide_state(dir.path(), 100);
+        let mut recs = vec![
+            fork(100, 100, 101, 1),
+            fork(300, 300, 301, 2),
+            fork(200, 100, 200, 3),
+            fork(400, 300, 400, 4),
+            fork(200, 200, 201, 5),
+            Rec::Exit {
+                pid: 400,
+                tid: 400,
+                time: 6,
+            },
+            Rec::Exit {
+                pid: 200,
+                tid: 201,
+                time: 7,
+            },
+            Rec::Exit {
+                pid: 200,
+                tid: 200,
+                time: 8,
+            },
+            // pid 200 again, now a process of the other program
+            fork(200, 300, 200, 9),
+            Rec::Exec {
+                pid: 100,
+                tid: 100,
+                time: 10,
+            },
+            Rec::Exec {
+                pid: 300,
+                tid: 300,
+                time: 11,
+            },
+        ];
+        let mut outcome = SessionOutcome::default();
+        st.process(&mut recs, u64::MAX, &mut outcome);
+        drop(st);
+        let mut events = Vec::new();
+        let bytes = std::fs::read(dir.path().join(EVENTS)).unwrap();
+        for r in bytes[contend_trace::probes::HEADER_SIZE..]
+            .chunks_exact(contend_trace::probes::RECORD_SIZE)
+        {
+            events.push(ProbeEvent::decode(r.try_into().unwrap()).unwrap());
+        }
+        let kept: Vec<(u64, u32, u32, ProbeEventKind)> = events
+            .iter()
+            .map(|e| (e.time_ns, e.pid, e.tid, e.kind))
+            .collect();
+        use ProbeEventKind::{Exec, ThreadExit, ThreadStart};
+        assert_eq!(
+            kept,
+            vec![
+                (1, 100, 101, ThreadStart),
+                (3, 200, 200, ThreadStart),
+                (5, 200, 201, ThreadStart),
+                (7, 200, 201, ThreadExit),
+                (8, 200, 200, ThreadExit),
+                (10, 100, 100, Exec),
+            ]
+        );
+    }
 }
