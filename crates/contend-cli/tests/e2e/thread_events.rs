@@ -131,11 +131,12 @@ fn system_wide_thread_events_keep_only_the_recorded_tree() {
     let report = report_json(&tmp.path().join("fork.data"));
     let notes = report["sci"]["notes"].to_string();
     assert!(!notes.contains("inherited"), "{notes}");
+    assert_eq!(report["recording"]["thread_events"], "system-wide");
 }
 
 /// `CONTEND_THREAD_EVENTS=per-task`: the same lifetimes from events
-/// inherited by the program's threads; the manifest says which way, and
-/// the report's interference notes say what it cost.
+/// inherited by the program's threads; the manifest and the Recording
+/// cost section say which way, and the interference notes what it cost.
 #[test]
 fn per_task_thread_events_give_the_same_lifetimes() {
     let _serial = serial();
@@ -148,5 +149,12 @@ fn per_task_thread_events_give_the_same_lifetimes() {
     assert!(
         notes.contains("inherited by the program's threads"),
         "the SCI notes say the lifetimes cost context switches: {notes}"
+    );
+    assert_eq!(report["recording"]["thread_events"], "per-task");
+    let text = report_raw(&tmp.path().join("fork.data"), &[] as &[&str]);
+    assert!(
+        text.stdout.contains("Thread lifetimes") && text.stdout.contains("per task"),
+        "the Recording cost table says how the lifetimes were followed: {}",
+        text.stdout
     );
 }

@@ -112,6 +112,23 @@ impl ReportSection for RecordingReport {
                 ),
             ));
         }
+        match self.thread_events.as_deref() {
+            Some("per-task") => rows.push(row(
+                "thread_events",
+                "Thread lifetimes",
+                Cell::Text("per task".into()),
+                "kernel events inherited by every thread of the program: each of its context switches cost more, \
+                 which the estimate leaves out (system-wide events need root, CAP_PERFMON or \
+                 kernel.perf_event_paranoid <= 0)",
+            )),
+            Some("system-wide") => rows.push(row(
+                "thread_events",
+                "Thread lifetimes",
+                Cell::Text("system-wide".into()),
+                "one kernel event per CPU for the whole machine: nothing added to the program's context switches",
+            )),
+            _ => {}
+        }
         let table = Table {
             columns: vec![
                 Column::text("Measure", "measure"),

@@ -71,6 +71,12 @@ pub struct RecordingReport {
     pub warning: Option<String>,
     /// Why there is no estimate, when there is none.
     pub note: Option<String>,
+    /// How the thread lifetimes were followed (`probes/probes.json`):
+    /// `system-wide` (one perf event per CPU for the machine: nothing at
+    /// the program's context switches) or `per-task` (events inherited by
+    /// the program's threads: every context switch of theirs costs more,
+    /// which the estimate leaves out); `null` when they were not recorded.
+    pub thread_events: Option<String>,
 }
 
 /// Totals of the recording and the estimated time it added.
@@ -491,6 +497,12 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             )
         });
     }
+    r.thread_events = match &recording.probes {
+        Some(Ok(p)) if p.manifest.thread_events && !p.manifest.thread_events_scope.is_empty() => {
+            Some(p.manifest.thread_events_scope.clone())
+        }
+        _ => None,
+    };
     r.by_thread.sort_by(|a, b| {
         b.estimated_ns
             .cmp(&a.estimated_ns)
