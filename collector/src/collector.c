@@ -809,12 +809,40 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
     return 1;
 }
 
+/* Makes the file reach the end of chunk `idx`, whose last `tail` bytes
+ * (at `tail_off`) were not written (the reader wants whole chunks; the
+ * chunk's pages after its first zeros stay a hole). When the file is
+ * shorter, one fallocate of the last page of the chunk's window extends it
+ * over the whole window, so the later claims in that window find it long
+ * enough and make no system call but the fstat: a write of each chunk's
+ * last page cost every short-lived thread about 10 µs (docs/benchmarks.md,
+ * "One extension per window"). fallocate (without KEEP_SIZE) never
+ * shrinks the file and never changes data already in it, unlike ftruncate
+ * or a write of zeros, so any thread may do it at any time; it is called
+ * through syscall(), which is not a cancellation point. Where the file
+ * system cannot (EOPNOTSUPP) the chunk's last page is written with zeros
+ * instead. 0, or -1 when the file cannot be extended (disk full). The
+ * launcher cuts the file back to the last chunk claimed after the run
+ * (crates/contend-record/src/sparse.rs). */
+static int cover_chunk(int fd, uint32_t idx, uint64_t tail_off, uint64_t tail)
+{
+    if (tail == 0)
+        return 0;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= tail_off + tail)
+        return 0;
+    uint64_t window_end = contend_g.data_offset + (uint64_t)(idx / WINDOW_CHUNKS + 1) * window_bytes();
+    if (contend_syscall6(SYS_fallocate, fd, 0, (long)(window_end - 4096u), 4096, 0, 0) == 0)
+        return 0;
+    return contend_write_zeros(fd, tail_off, tail);
+}
+
 /* Claims the next chunk of the file, extends the file to cover it, maps it
  * and faults in its first `populate_len` bytes. Its first `zero_len` bytes
  * are written with zeros (the part that will be written soon: its pages
  * then only need mapping, see contend/zero_fill.h); when that is less than
- * the chunk, so is its last page (the file then covers the chunk, as the
- * reader wants whole chunks) and the rest stays a hole. NULL on failure. */
+ * the chunk, the file is extended over the rest by cover_chunk, and the
+ * rest stays a hole. NULL on failure. */
 static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index)
 {
     contend_trace_header *h = contend_g.hdr;
@@ -838,8 +866,7 @@ static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index
     void *m = NULL;
     uint64_t head = zero_len < size ? zero_len : size;
     uint64_t tail = size - head < 4096u ? size - head : 4096u;
-    if (contend_write_zeros(fd, off, head) == 0 &&
-        contend_write_zeros(fd, off + size - tail, tail) == 0)
+    if (contend_write_zeros(fd, off, head) == 0 && cover_chunk(fd, idx, off + size - tail, tail) == 0)
         m = window_map_chunk(fd, idx);
     else
         window_skip_chunk(idx);

@@ -10,7 +10,9 @@
 //! system (`fallocate(FALLOC_FL_PUNCH_HOLE)`): every table page that is all
 //! zeros and the unwritten tail of every chunk. Offsets do not move, so the
 //! file reads exactly as before (a hole reads as zeros); its size on disk
-//! (`du`) becomes what was written, its length (`ls -l`) stays the layout's.
+//! (`du`) becomes what was written, its length (`ls -l`) the layout's up
+//! to the last chunk claimed (the collector extends the file over a whole
+//! window of chunks at a time: what lies past that chunk is cut off).
 //! A file system without hole punching leaves the file as it was.
 
 use std::fs::{File, OpenOptions};
@@ -105,6 +107,13 @@ pub fn release_unwritten(
         }
     }
     punch.flush()?;
+    // The collector extends the file over a whole window of chunks when it
+    // maps one (collector/src/collector.c, "Mapping windows"): past the
+    // last chunk claimed it holds nothing.
+    let end = data_offset + chunks * chunk_size;
+    if len > end && chunks > 0 {
+        file.set_len(end)?;
+    }
     let after_bytes = file.metadata()?.blocks() * 512;
     Ok(Some(Released {
         before_bytes,
@@ -213,6 +222,46 @@ mod tests {
             r.after_bytes < r.before_bytes || r.before_bytes < 64 * 1024,
             "{r:?}"
         );
+    }
+
+    /// A file extended over a whole window of chunks (as the collector
+    /// extends it when it maps one) ends, once released, at its last
+    /// claimed chunk, and reads the same.
+    #[test]
+    fn the_window_past_the_last_claimed_chunk_is_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("1.ctrace");
+        let op = |ticks, phase| contend_trace::RawOp {
+            ticks,
+            object: 0x1000,
+            site: 0x40_0000,
+            primitive: contend_trace::Primitive::Mutex,
+            phase,
+            stack: contend_trace::NO_STACK,
+        };
+        let b = TraceBuilder {
+            chunk_size: 16384,
+            threads: vec![(
+                7,
+                vec![
+                    op(10, contend_trace::Phase::Immediate),
+                    op(30, contend_trace::Phase::Release),
+                ],
+            )],
+            ..TraceBuilder::default()
+        };
+        let bytes = b.to_bytes();
+        std::fs::write(&p, &bytes).unwrap();
+        let f = OpenOptions::new().write(true).open(&p).unwrap();
+        // the window's last page, 31 chunks further
+        f.write_all_at(&[0u8; 4096], bytes.len() as u64 + 31 * 16384 - 4096)
+            .unwrap();
+        let before = contend_trace::LockTrace::open(&p).unwrap();
+        release_unwritten(&p, |_| true).unwrap().unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), bytes.len() as u64);
+        let after = contend_trace::LockTrace::open(&p).unwrap();
+        assert_eq!(before.thread_ops(0), after.thread_ops(0));
+        assert_eq!(after.thread_ops(0).len(), 2);
     }
 
     #[test]
