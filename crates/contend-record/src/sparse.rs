@@ -182,10 +182,9 @@ mod tests {
     use super::*;
     use contend_trace::TraceBuilder;
 
-    #[test]
-    fn a_released_trace_reads_the_same_and_takes_less_room() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("1.ctrace");
+    /// A trace of 16 KiB chunks holding one thread's lock + unlock pair
+    /// (process 1000, the builder's).
+    fn one_pair_trace() -> Vec<u8> {
         let op = |ticks, phase| contend_trace::RawOp {
             ticks,
             object: 0x1000,
@@ -205,7 +204,14 @@ mod tests {
             )],
             ..TraceBuilder::default()
         };
-        std::fs::write(&p, b.to_bytes()).unwrap();
+        b.to_bytes()
+    }
+
+    #[test]
+    fn a_released_trace_reads_the_same_and_takes_less_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("1.ctrace");
+        std::fs::write(&p, one_pair_trace()).unwrap();
         // make the layout's pages real, as tmpfs and the chunk claims do
         let f = OpenOptions::new().write(true).open(&p).unwrap();
         let len = f.metadata().unwrap().len();
@@ -231,26 +237,7 @@ mod tests {
     fn the_window_past_the_last_claimed_chunk_is_cut_off() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("1.ctrace");
-        let op = |ticks, phase| contend_trace::RawOp {
-            ticks,
-            object: 0x1000,
-            site: 0x40_0000,
-            primitive: contend_trace::Primitive::Mutex,
-            phase,
-            stack: contend_trace::NO_STACK,
-        };
-        let b = TraceBuilder {
-            chunk_size: 16384,
-            threads: vec![(
-                7,
-                vec![
-                    op(10, contend_trace::Phase::Immediate),
-                    op(30, contend_trace::Phase::Release),
-                ],
-            )],
-            ..TraceBuilder::default()
-        };
-        let bytes = b.to_bytes();
+        let bytes = one_pair_trace();
         std::fs::write(&p, &bytes).unwrap();
         let f = OpenOptions::new().write(true).open(&p).unwrap();
         // the window's last page, 31 chunks further
