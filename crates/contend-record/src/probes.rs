@@ -897,8 +897,8 @@ impl ThreadEventsScope {
     /// `CONTEND_THREAD_EVENTS`).
     pub fn name(self) -> &'static str {
         match self {
-            ThreadEventsScope::SystemWide => "system-wide",
-            ThreadEventsScope::PerTask => "per-task",
+            ThreadEventsScope::SystemWide => contend_trace::probes::THREAD_EVENTS_SYSTEM_WIDE,
+            ThreadEventsScope::PerTask => contend_trace::probes::THREAD_EVENTS_PER_TASK,
         }
     }
 }

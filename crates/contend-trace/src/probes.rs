@@ -171,6 +171,13 @@ pub struct HotFunction {
     pub share: f64,
 }
 
+/// [`ProbeManifest::thread_events_scope`] of task events opened once per
+/// CPU for the whole machine, the other processes' records dropped.
+pub const THREAD_EVENTS_SYSTEM_WIDE: &str = "system-wide";
+/// [`ProbeManifest::thread_events_scope`] of task events opened on the
+/// target and inherited by every thread it starts.
+pub const THREAD_EVENTS_PER_TASK: &str = "per-task";
+
 /// `probes/probes.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeManifest {
@@ -186,8 +193,9 @@ pub struct ProbeManifest {
     pub every: u32,
     /// Thread creations and exits were recorded (the kernel's task events).
     pub thread_events: bool,
-    /// How they were followed: `system-wide` (one event per CPU for the
-    /// machine, other processes' records dropped) or `per-task` (events
+    /// How they were followed: [`THREAD_EVENTS_SYSTEM_WIDE`] (one event
+    /// per CPU for the machine, other processes' records dropped) or
+    /// [`THREAD_EVENTS_PER_TASK`] (events
     /// inherited by the target's threads, which cost it time at each
     /// context switch); empty when they were not recorded or the recording
     /// predates the field.

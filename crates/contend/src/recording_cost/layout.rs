@@ -112,8 +112,9 @@ impl ReportSection for RecordingReport {
                 ),
             ));
         }
+        use contend_trace::probes::{THREAD_EVENTS_PER_TASK, THREAD_EVENTS_SYSTEM_WIDE};
         match self.thread_events.as_deref() {
-            Some("per-task") => rows.push(row(
+            Some(THREAD_EVENTS_PER_TASK) => rows.push(row(
                 "thread_events",
                 "Thread lifetimes",
                 Cell::Text("per task".into()),
@@ -121,7 +122,7 @@ impl ReportSection for RecordingReport {
                  which the estimate leaves out (system-wide events need root, CAP_PERFMON or \
                  kernel.perf_event_paranoid <= 0)",
             )),
-            Some("system-wide") => rows.push(row(
+            Some(THREAD_EVENTS_SYSTEM_WIDE) => rows.push(row(
                 "thread_events",
                 "Thread lifetimes",
                 Cell::Text("system-wide".into()),

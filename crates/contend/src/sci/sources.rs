@@ -909,7 +909,7 @@ pub fn gather_with<'s>(
             }
             if m.thread_events {
                 life = lifetimes(p, root_start);
-                if m.thread_events_scope == "per-task" {
+                if m.thread_events_scope == contend_trace::probes::THREAD_EVENTS_PER_TASK {
                     g.lifetime_note = Some(
                         "thread lifetimes were followed by kernel events inherited by the program's threads (events \
                          for the whole machine need root, CAP_PERFMON or kernel.perf_event_paranoid <= 0): they cost \
