@@ -135,6 +135,24 @@ fn heap_locks_are_named_by_creation_and_paired_across_runs() {
         3,
         "no lock is left unpaired (named by its address): {items:#?}"
     );
+    // the text comparison titles every table in words, not by its key
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("compare").arg(&a).arg(&b);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    for title in ["Lock summary", "Interference (SCI)", "Recording cost"] {
+        assert!(
+            out.stdout.lines().any(|l| l == title),
+            "a table titled {title}: {}",
+            out.stdout
+        );
+    }
+    let keys: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .collect();
+    assert!(keys.is_empty(), "tables titled by their keys: {keys:?}");
 }
 
 #[test]

@@ -2,8 +2,10 @@
 //! the futex words (most wait first), their call sites and the threads.
 
 use super::FutexReport;
-use crate::report::compared::{metrics, Comparable, Metric, MetricGroup, Unit};
-use crate::report::layout::{take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::compared::{metrics, Comparable, ComparedPart, Metric, MetricGroup, Unit};
+use crate::report::layout::{
+    compared_metric_table, take_top, Body, Cell, Column, Panel, Row, Table,
+};
 use crate::report::{RenderOptions, ReportSection};
 
 /// Metric group of the futex totals.
@@ -185,6 +187,15 @@ impl ReportSection for FutexReport {
             missing_is_zero: true,
             lists: Vec::new(),
         })
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, _opts: &RenderOptions) -> Vec<Panel> {
+        vec![Panel::new(
+            "futex",
+            "Futex waits",
+            "Waits and wakes on futex words of each run and their change relative to the first run.",
+            Body::Table(compared_metric_table(part, FUTEX)),
+        )]
     }
 }
 

@@ -17,6 +17,23 @@ impl ReportSection for NumaReport {
         panels(self, opts)
     }
 
+    fn layout_comparison(
+        &self,
+        part: &crate::report::compared::ComparedPart<'_>,
+        _opts: &RenderOptions,
+    ) -> Vec<Panel> {
+        vec![Panel::new(
+            "numa",
+            "NUMA memory contention",
+            "Time lost to memory contention and local accesses of each run (docs/numa.md), and their change \
+             relative to the first run.",
+            Body::Table(crate::report::layout::compared_metric_table(
+                part,
+                MetricGroup("numa"),
+            )),
+        )]
+    }
+
     fn comparable(&self) -> Option<Comparable> {
         let mut rows = Vec::new();
         if let Some(o) = self.overhead_ns {

@@ -3,8 +3,10 @@
 //! added and its share) and the threads that paid most.
 
 use super::RecordingReport;
-use crate::report::compared::{metrics, Comparable, Metric, MetricGroup, Unit};
-use crate::report::layout::{take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::compared::{metrics, Comparable, ComparedPart, Metric, MetricGroup, Unit};
+use crate::report::layout::{
+    compared_metric_table, take_top, Body, Cell, Column, Panel, Row, Table,
+};
 use crate::report::{RenderOptions, ReportSection};
 
 /// Metric group of the recording cost.
@@ -202,6 +204,16 @@ impl ReportSection for RecordingReport {
 
     fn comparison_notes(&self) -> Vec<String> {
         self.warning.iter().cloned().collect()
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, _opts: &RenderOptions) -> Vec<Panel> {
+        vec![Panel::new(
+            "recording_cost",
+            "Recording cost",
+            "What recording added to each run, as the collector estimated it from its own timing \
+             (docs/metrics.md, \"Recording cost\"), and its change relative to the first run.",
+            Body::Table(compared_metric_table(part, COST)),
+        )]
     }
 }
 

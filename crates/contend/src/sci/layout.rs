@@ -5,8 +5,12 @@
 //! durations as in the paper's Figure 7, and log2 histograms).
 
 use super::{SciBlock, SciReport};
-use crate::report::compared::{metrics, Comparable, Item, ItemList, Metric, MetricGroup, Unit};
-use crate::report::layout::{take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::compared::{
+    metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
+};
+use crate::report::layout::{
+    compared_list_panel, compared_metric_table, take_top, Body, Cell, Column, Panel, Row, Table,
+};
 use crate::report::{RenderOptions, ReportSection};
 
 /// Metric group of the summary.
@@ -58,6 +62,22 @@ impl ReportSection for SciReport {
         {
             out.push(histogram_panel(b, i));
         }
+        out
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+        let mut out = vec![Panel::new(
+            "sci_summary",
+            "Interference (SCI)",
+            "Blocks executed and scored, executions scored and the largest SCI of each run (docs/sci.md), and \
+             their change relative to the first run.",
+            Body::Table(compared_metric_table(part, SCI_SUMMARY)),
+        )];
+        out.extend(
+            part.lists
+                .iter()
+                .map(|l| compared_list_panel(part, l, opts)),
+        );
         out
     }
 
