@@ -4,7 +4,7 @@
 use super::FutexReport;
 use crate::report::compared::{metrics, Comparable, ComparedPart, Metric, MetricGroup, Unit};
 use crate::report::layout::{
-    compared_metric_table, take_top, Body, Cell, Column, Panel, Row, Table,
+    take_top, titled_comparison_panels, Body, Cell, Column, Panel, Row, Table,
 };
 use crate::report::{RenderOptions, ReportSection};
 
@@ -189,13 +189,16 @@ impl ReportSection for FutexReport {
         })
     }
 
-    fn layout_comparison(&self, part: &ComparedPart<'_>, _opts: &RenderOptions) -> Vec<Panel> {
-        vec![Panel::new(
-            "futex",
-            "Futex waits",
-            "Waits and wakes on futex words of each run and their change relative to the first run.",
-            Body::Table(compared_metric_table(part, FUTEX)),
-        )]
+    fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+        titled_comparison_panels(
+            part,
+            opts,
+            &[(
+                FUTEX,
+                "Futex waits",
+                "Waits and wakes on futex words of each run and their change relative to the first run.",
+            )],
+        )
     }
 }
 

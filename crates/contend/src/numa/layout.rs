@@ -20,18 +20,18 @@ impl ReportSection for NumaReport {
     fn layout_comparison(
         &self,
         part: &crate::report::compared::ComparedPart<'_>,
-        _opts: &RenderOptions,
+        opts: &RenderOptions,
     ) -> Vec<Panel> {
-        vec![Panel::new(
-            "numa",
-            "NUMA memory contention",
-            "Time lost to memory contention and local accesses of each run (docs/numa.md), and their change \
-             relative to the first run.",
-            Body::Table(crate::report::layout::compared_metric_table(
-                part,
+        crate::report::layout::titled_comparison_panels(
+            part,
+            opts,
+            &[(
                 MetricGroup("numa"),
-            )),
-        )]
+                "NUMA memory contention",
+                "Time lost to memory contention, the local share of accesses, the samples and the pages the \
+                 migration plan moves, of each run (docs/numa.md), and their change relative to the first run.",
+            )],
+        )
     }
 
     fn comparable(&self) -> Option<Comparable> {

@@ -5,7 +5,7 @@
 use super::RecordingReport;
 use crate::report::compared::{metrics, Comparable, ComparedPart, Metric, MetricGroup, Unit};
 use crate::report::layout::{
-    compared_metric_table, take_top, Body, Cell, Column, Panel, Row, Table,
+    take_top, titled_comparison_panels, Body, Cell, Column, Panel, Row, Table,
 };
 use crate::report::{RenderOptions, ReportSection};
 
@@ -115,22 +115,26 @@ impl ReportSection for RecordingReport {
             ));
         }
         use contend_trace::probes::{THREAD_EVENTS_PER_TASK, THREAD_EVENTS_SYSTEM_WIDE};
-        match self.thread_events.as_deref() {
-            Some(THREAD_EVENTS_PER_TASK) => rows.push(row(
-                "thread_events",
-                "Thread lifetimes",
-                Cell::Text("per task".into()),
+        let scope = match self.thread_events.as_deref() {
+            Some(THREAD_EVENTS_PER_TASK) => Some((
+                "per task",
                 "kernel events inherited by every thread of the program: each of its context switches cost more, \
                  which the estimate leaves out (system-wide events need root, CAP_PERFMON or \
                  kernel.perf_event_paranoid <= 0)",
             )),
-            Some(THREAD_EVENTS_SYSTEM_WIDE) => rows.push(row(
-                "thread_events",
-                "Thread lifetimes",
-                Cell::Text("system-wide".into()),
+            Some(THREAD_EVENTS_SYSTEM_WIDE) => Some((
+                "system-wide",
                 "one kernel event per CPU for the whole machine: nothing added to the program's context switches",
             )),
-            _ => {}
+            _ => None,
+        };
+        if let Some((value, note)) = scope {
+            rows.push(row(
+                "thread_events",
+                "Thread lifetimes",
+                Cell::Text(value.into()),
+                note,
+            ));
         }
         let table = Table {
             columns: vec![
@@ -206,14 +210,17 @@ impl ReportSection for RecordingReport {
         self.warning.iter().cloned().collect()
     }
 
-    fn layout_comparison(&self, part: &ComparedPart<'_>, _opts: &RenderOptions) -> Vec<Panel> {
-        vec![Panel::new(
-            "recording_cost",
-            "Recording cost",
-            "What recording added to each run, as the collector estimated it from its own timing \
-             (docs/metrics.md, \"Recording cost\"), and its change relative to the first run.",
-            Body::Table(compared_metric_table(part, COST)),
-        )]
+    fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+        titled_comparison_panels(
+            part,
+            opts,
+            &[(
+                COST,
+                "Recording cost",
+                "What recording added to each run, as the collector estimated it from its own timing \
+                 (docs/metrics.md, \"Recording cost\"), and its change relative to the first run.",
+            )],
+        )
     }
 }
 

@@ -532,8 +532,21 @@ pub fn report_panels(r: &Report, opts: &RenderOptions) -> Vec<Panel> {
 }
 
 /// The default comparison layout of a section: one table per metric group
-/// (in order of first appearance), then one table per item list.
+/// (in order of first appearance), then one table per item list; each
+/// group's table titled by its key ([`titled_comparison_panels`] names
+/// them).
 pub fn default_comparison_panels(part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+    titled_comparison_panels(part, opts, &[])
+}
+
+/// The default comparison layout, with the (group, title, caption) of
+/// `titles` for the tables of those groups (a group not in it is titled
+/// by its key, with a generic caption).
+pub fn titled_comparison_panels(
+    part: &ComparedPart<'_>,
+    opts: &RenderOptions,
+    titles: &[(MetricGroup, &str, &str)],
+) -> Vec<Panel> {
     let mut groups: Vec<MetricGroup> = Vec::new();
     for m in part.metrics {
         if !groups.contains(&m.group) {
@@ -543,10 +556,14 @@ pub fn default_comparison_panels(part: &ComparedPart<'_>, opts: &RenderOptions) 
     let mut out: Vec<Panel> = groups
         .into_iter()
         .map(|g| {
+            let (title, caption) = titles.iter().find(|&&(group, ..)| group == g).map_or(
+                (g.0, "Each run and its change relative to the first."),
+                |&(_, t, c)| (t, c),
+            );
             Panel::new(
                 g.0,
-                g.0,
-                "Each run and its change relative to the first.",
+                title,
+                caption,
                 Body::Table(compared_metric_table(part, g)),
             )
         })

@@ -9,7 +9,7 @@ use crate::report::compared::{
     metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
 };
 use crate::report::layout::{
-    compared_list_panel, compared_metric_table, take_top, Body, Cell, Column, Panel, Row, Table,
+    take_top, titled_comparison_panels, Body, Cell, Column, Panel, Row, Table,
 };
 use crate::report::{RenderOptions, ReportSection};
 
@@ -66,19 +66,16 @@ impl ReportSection for SciReport {
     }
 
     fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
-        let mut out = vec![Panel::new(
-            "sci_summary",
-            "Interference (SCI)",
-            "Blocks executed and scored, executions scored and the largest SCI of each run (docs/sci.md), and \
-             their change relative to the first run.",
-            Body::Table(compared_metric_table(part, SCI_SUMMARY)),
-        )];
-        out.extend(
-            part.lists
-                .iter()
-                .map(|l| compared_list_panel(part, l, opts)),
-        );
-        out
+        titled_comparison_panels(
+            part,
+            opts,
+            &[(
+                SCI_SUMMARY,
+                "Interference (SCI)",
+                "Blocks executed and scored, executions scored and the largest SCI of each run (docs/sci.md), \
+                 and their change relative to the first run.",
+            )],
+        )
     }
 
     fn comparable(&self) -> Option<Comparable> {
