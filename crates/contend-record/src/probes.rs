@@ -1815,8 +1815,10 @@ mod tests {
     use super::*;
 
     /// A system-wide session's state on the tree rooted at `root`, its
-    /// records written to a file in `dir`.
+    /// records written to `dir/probes/` as a session writes them.
     fn system_wide_state(dir: &Path, root: u32) -> State {
+        let out_dir = dir.join(DIR);
+        std::fs::create_dir(&out_dir).unwrap();
         State {
             kind: SessionKind::Record {
                 probes: Vec::new(),
@@ -1831,11 +1833,11 @@ mod tests {
             sources: FxHashMap::default(),
             sample_type_of: FxHashMap::default(),
             tree: [root].into_iter().collect(),
-            writer: Some(ProbeWriter::create(&dir.join(EVENTS)).unwrap()),
+            writer: Some(ProbeWriter::create(&out_dir.join(EVENTS)).unwrap()),
             manifest: ProbeManifest::default(),
             sampling: FxHashMap::default(),
             pending: Vec::new(),
-            out_dir: dir.to_path_buf(),
+            out_dir,
             futex: None,
             system_wide: true,
         }
@@ -1897,15 +1899,13 @@ mod tests {
         ];
         let mut outcome = SessionOutcome::default();
         st.process(&mut recs, u64::MAX, &mut outcome);
+        st.manifest.write(dir.path()).unwrap();
         drop(st);
-        let mut events = Vec::new();
-        let bytes = std::fs::read(dir.path().join(EVENTS)).unwrap();
-        for r in bytes[contend_trace::probes::HEADER_SIZE..]
-            .chunks_exact(contend_trace::probes::RECORD_SIZE)
-        {
-            events.push(ProbeEvent::decode(r.try_into().unwrap()).unwrap());
-        }
-        let kept: Vec<(u64, u32, u32, ProbeEventKind)> = events
+        let read = contend_trace::probes::read_probe_recording(dir.path())
+            .unwrap()
+            .unwrap();
+        let kept: Vec<(u64, u32, u32, ProbeEventKind)> = read
+            .events
             .iter()
             .map(|e| (e.time_ns, e.pid, e.tid, e.kind))
             .collect();
