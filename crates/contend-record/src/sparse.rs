@@ -137,9 +137,12 @@ fn used_bytes(file: &File, start: u64, len: u64, buf: &mut [u8]) -> io::Result<u
         if data >= end {
             break;
         }
-        let hole = seek(file, data, libc::SEEK_HOLE)?.map_or(end, |h| h.min(end));
-        regions.push((data, hole.max(data + 1).min(end)));
-        at = hole.max(data + 1);
+        // (past `data` whatever the file system says: the loop moves on)
+        let to = seek(file, data, libc::SEEK_HOLE)?
+            .map_or(end, |h| h.min(end))
+            .max(data + 1);
+        regions.push((data, to));
+        at = to;
     }
     for &(from, to) in regions.iter().rev() {
         let part = &mut buf[..(to - from) as usize];
