@@ -223,9 +223,10 @@ fn fold_openmp(
         {
             continue;
         }
+        let pid = e.pid(recording);
         let prefix = prefixes.entry((e.process, e.site)).or_insert_with(|| {
-            let program = program_of(recording, e.pid(recording))
-                .map_or_else(|| format!("pid {}", e.pid(recording)), |p| frame(&p));
+            let program =
+                program_of(recording, pid).map_or_else(|| format!("pid {pid}"), |p| frame(&p));
             let site = analysis
                 .symbols
                 .site(recording.process_maps(e.process), e.site);
@@ -236,7 +237,7 @@ fn fold_openmp(
             format!("{kind} [openmp]")
         } else {
             let name = names
-                .get(&(e.pid(recording), kind, e.object))
+                .get(&(pid, kind, e.object))
                 .map_or_else(|| format!("{:#x}", e.object), |n| n.to_string());
             format!("{} [openmp {kind}]", frame(&name))
         };
