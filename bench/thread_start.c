@@ -1,6 +1,8 @@
 /* What recording adds per thread that takes one lock once (the per-thread
  * fixed cost of bench/thread_scaling.sh): N threads, started in batches of
- * 64, each locks and unlocks one shared mutex and exits. Run plainly and
+ * 64, each locks and unlocks one shared mutex (A times, default once: with
+ * a few hundred, each thread's records pass the first page of its chunk)
+ * and exits. Usage: thread_start [N [A]]. Run plainly and
  * with the collector preloaded by bench/thread_start.sh; the difference in
  * the process's CPU time divided by N is the cost per thread. */
 #include <pthread.h>
@@ -9,19 +11,24 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static long acquisitions;
+static int per_thread = 1;
 
 static void *body(void *arg)
 {
     (void)arg;
-    pthread_mutex_lock(&lock);
-    acquisitions++;
-    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < per_thread; i++) {
+        pthread_mutex_lock(&lock);
+        acquisitions++;
+        pthread_mutex_unlock(&lock);
+    }
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 2048;
+    if (argc > 2)
+        per_thread = atoi(argv[2]);
     enum { BATCH = 64 };
     pthread_t t[BATCH];
     for (int done = 0; done < n; done += BATCH) {

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The recording's fixed cost per thread: bench/thread_start.c (THREADS
-# threads, each taking one mutex once) run plainly and with the lock
-# collector preloaded as `contend record` would preload it (the collector
-# alone: no sampler, no counters), ROUNDS rounds each, the two back to back
-# in every round; the process's CPU time (user + system, /usr/bin/time,
-# 10 ms resolution: keep THREADS large). CONTEND_OLD=/path/to/an/older/
-# contend adds that binary's collector to every round, for a before/after.
+# threads, each taking one mutex ACQUISITIONS times, default once) run
+# plainly and with the lock collector preloaded as `contend record` would
+# preload it (the collector alone: no sampler, no counters), ROUNDS rounds
+# each, the two back to back in every round; the process's CPU time (user
+# + system, /usr/bin/time, 10 ms resolution: keep THREADS large).
+# CONTEND_OLD=/path/to/an/older/contend adds that binary's collector to
+# every round, for a before/after.
 # Prints median CPU ms per mode and the added µs per thread.
 source "$(dirname "$0")/common.sh"
 THREADS=${THREADS:-2048}
+ACQUISITIONS=${ACQUISITIONS:-1} # per thread
 ROUNDS=${ROUNDS:-9}
 gcc -std=c11 -Wall -Wextra -Werror -O2 -pthread -o "$OUT/thread_start" "$ROOT/bench/thread_start.c"
 # the collector and clock `contend record` gives a program ($1 = contend)
@@ -31,10 +33,10 @@ one() { # $1 = mode: prints CPU ms
   local d="$OUT/thread-start.data"
   rm -rf "$d" && mkdir -p "$d/locks"
   if [ "$1" = plain ]; then
-    /usr/bin/time -f "%U %S" -o "$OUT/time.txt" "$OUT/thread_start" "$THREADS" >/dev/null
+    /usr/bin/time -f "%U %S" -o "$OUT/time.txt" "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" >/dev/null
   else
     CONTEND_DIR="$d" CONTEND_CLOCK="${clock[$1]}" CONTEND_TSC_HZ="${hz[$1]}" CONTEND_STACK_EVERY=0 LD_PRELOAD="${so[$1]}" \
-      /usr/bin/time -f "%U %S" -o "$OUT/time.txt" "$OUT/thread_start" "$THREADS" >/dev/null
+      /usr/bin/time -f "%U %S" -o "$OUT/time.txt" "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" >/dev/null
   fi
   awk '{print ($1 + $2) * 1000}' "$OUT/time.txt"
 }

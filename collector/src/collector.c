@@ -557,22 +557,25 @@ static int create_trace(int forked)
 
 /* Our trace fd, if it still is ours (the program may have closed it or
  * reused the number: dup2, closefrom), else a fresh one by path (*tmp = 1:
- * the caller closes it). -1 if neither works. */
-static int trace_fd(int *tmp)
+ * the caller closes it). -1 if neither works. `file_size` (if not NULL)
+ * gets the file's size from the same fstat. */
+static int trace_fd(int *tmp, uint64_t *file_size)
 {
     struct stat st;
     *tmp = 0;
     int fd = C.fd;
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == C.dev && st.st_ino == C.ino)
-        return fd;
-    fd = open(C.trace_path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    if (fstat(fd, &st) != 0 || st.st_dev != C.dev || st.st_ino != C.ino) {
-        close(fd);
-        return -1;
+    if (!(fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == C.dev && st.st_ino == C.ino)) {
+        fd = open(C.trace_path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        if (fstat(fd, &st) != 0 || st.st_dev != C.dev || st.st_ino != C.ino) {
+            close(fd);
+            return -1;
+        }
+        *tmp = 1;
     }
-    *tmp = 1;
+    if (file_size)
+        *file_size = (uint64_t)st.st_size;
     return fd;
 }
 
@@ -790,7 +793,7 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
         if (ts->end >= ts->zeroed_end) {
             /* the rest of the chunk, in one write (see claim_chunk) */
             int tmp;
-            int fd = trace_fd(&tmp);
+            int fd = trace_fd(&tmp, NULL);
             if (fd < 0)
                 return -1;
             uint64_t off = contend_g.data_offset + ts->chunk_index * (uint64_t)contend_g.chunk_size +
@@ -812,25 +815,23 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
 /* Makes the file reach the end of chunk `idx`, whose last `tail` bytes
  * (at `tail_off`) were not written (the reader wants whole chunks; the
  * chunk's pages after its first zeros stay a hole). When the file is
- * shorter, one fallocate of the last page of the chunk's window extends it
- * over the whole window, so the later claims in that window find it long
- * enough and make no system call but the fstat (before, every claim wrote
- * zeros over its chunk's last page: about 5 µs on the guest of
- * docs/benchmarks.md, "One extension per window", where short threads
- * went from 48 to 42 µs). fallocate (without KEEP_SIZE) never
- * shrinks the file and never changes data already in it, unlike ftruncate
- * or a write of zeros, so any thread may do it at any time; it is called
- * through syscall(), which is not a cancellation point. Where the file
- * system cannot (EOPNOTSUPP) the chunk's last page is written with zeros
- * instead. 0, or -1 when the file cannot be extended (disk full). The
- * launcher cuts the file back to the last chunk claimed after the run
- * (crates/contend-record/src/sparse.rs). */
-static int cover_chunk(int fd, uint32_t idx, uint64_t tail_off, uint64_t tail)
+ * shorter than that (`file_size`, from trace_fd's fstat), one fallocate of
+ * the last page of the chunk's window extends it over the whole window, so
+ * the later claims in that window find it long enough and make no system
+ * call for it (before, every claim wrote zeros over its chunk's last page:
+ * about 5 µs on the guest of docs/benchmarks.md, "One extension per
+ * window", where short threads went from 48 to 42 µs). fallocate (without
+ * KEEP_SIZE) never shrinks the file and never changes data already in it,
+ * unlike ftruncate or a write of zeros, so any thread may do it at any
+ * time, and a `file_size` made stale by another claim costs no more than a
+ * needless fallocate; it is called through syscall(), which is not a
+ * cancellation point. Where the file system cannot (EOPNOTSUPP) the
+ * chunk's last page is written with zeros instead. 0, or -1 when the file
+ * cannot be extended (disk full). The launcher cuts the file back to the
+ * last chunk claimed after the run (crates/contend-record/src/sparse.rs). */
+static int cover_chunk(int fd, uint64_t file_size, uint32_t idx, uint64_t tail_off, uint64_t tail)
 {
-    if (tail == 0)
-        return 0;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= tail_off + tail)
+    if (tail == 0 || file_size >= tail_off + tail)
         return 0;
     uint64_t window_end = contend_g.data_offset + (uint64_t)(idx / WINDOW_CHUNKS + 1) * window_bytes();
     if (contend_syscall6(SYS_fallocate, fd, 0, (long)(window_end - 4096u), 4096, 0, 0) == 0)
@@ -855,7 +856,8 @@ static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index
     *index = idx;
 
     int tmp;
-    int fd = trace_fd(&tmp);
+    uint64_t file_size;
+    int fd = trace_fd(&tmp, &file_size);
     if (fd < 0) {
         window_skip_chunk(idx);
         return NULL;
@@ -867,7 +869,7 @@ static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index
     void *m = NULL;
     uint64_t head = zero_len < size ? zero_len : size;
     uint64_t tail = size - head < 4096u ? size - head : 4096u;
-    if (contend_write_zeros(fd, off, head) == 0 && cover_chunk(fd, idx, off + size - tail, tail) == 0)
+    if (contend_write_zeros(fd, off, head) == 0 && cover_chunk(fd, file_size, idx, off + size - tail, tail) == 0)
         m = window_map_chunk(fd, idx);
     else
         window_skip_chunk(idx);
@@ -920,9 +922,7 @@ static int claim_chunk(struct contend_thread *ts)
     ts->cur = (uint64_t *)m + CONTEND_CHUNK_HEADER_SIZE / 8;
     ts->chunk_end = (uint64_t *)m + size / 8;
     ts->zeroed_end = lazy ? (uint64_t *)m + first / 8 : ts->chunk_end;
-    ts->end = __atomic_load_n(&populate_supported, __ATOMIC_RELAXED)
-                  ? (uint64_t *)m + first / 8
-                  : ts->chunk_end;
+    ts->end = ts->zeroed_end;
     ts->last = ch->base_ticks;
     if (!ts->key_set && C.key_ok) {
         /* arms the destructor that unmaps the chunk at thread exit */
