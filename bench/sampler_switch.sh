@@ -13,16 +13,23 @@
 #   events     CONTEND_SERVICE_SOURCE=sched-events (the events kept all the
 #              run: the default before the switch existed) and
 #              CONTEND_KEEP_TASK_CLOCK=1 (the counter kept, as before);
+#              the events system-wide where allowed;
+#   events-per-task  the same with CONTEND_SCHED_EVENTS=per-task (the
+#              events inherited by every thread of the program, as before
+#              they were opened system-wide);
 #   schedstat  CONTEND_SERVICE_SOURCE=schedstat, task_clock kept;
 #   keepclock  the default with CONTEND_KEEP_TASK_CLOCK=1 (what the inherited
 #              task_clock counter costs);
 #   preload    the lock collector alone (LD_PRELOAD with the launcher's
 #              environment, no sampler, no counters).
 #
-# Prints per variant the median events and the loss against plain, and the
-# cost of one scheduler event record to the program: (CPU s per event with
-# events − with schedstat) / (records per event), medians over the rounds
-# (the program keeps both CPUs busy, so its CPU time per event is its cost).
+# VARIANTS chooses and orders them (default: all, in this order; plain and
+# schedstat are needed for the ratios and the record cost). Prints per
+# variant the median events and the loss against plain, and the cost of
+# one scheduler event record to the program, for each events variant:
+# (CPU s per event with events − with schedstat) / (records per event),
+# medians over the rounds (the program keeps both CPUs busy, so its CPU
+# time per event is its cost).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 SECONDS_RUN=${SECONDS_RUN:-3}
 ROUNDS=${ROUNDS:-5}
@@ -36,33 +43,59 @@ rm -rf "$D" && mkdir -p "$D"
 # the launcher's environment for the preload variant
 "$CONTEND" record --force -o "$D/env.data" -- true >/dev/null 2>&1
 read -r SO CLK HZ < <(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$D/env.data/meta.json")
-declare -A ev
-per_record=()
-for r in $(seq "$ROUNDS"); do
-  ev[plain]+=" $("${SB[@]}" 2>&1 | events_of)"
-  ev[default]+=" $("$CONTEND" record --force -o "$D/default.data" -- "${SB[@]}" 2>&1 | events_of)"
-  ev[events]+=" $(CONTEND_SERVICE_SOURCE=sched-events CONTEND_KEEP_TASK_CLOCK=1 "$CONTEND" record --force -o "$D/events.data" -- "${SB[@]}" 2>&1 | events_of)"
-  ev[schedstat]+=" $(CONTEND_SERVICE_SOURCE=schedstat CONTEND_KEEP_TASK_CLOCK=1 "$CONTEND" record --force -o "$D/schedstat.data" -- "${SB[@]}" 2>&1 | events_of)"
-  ev[keepclock]+=" $(CONTEND_KEEP_TASK_CLOCK=1 "$CONTEND" record --force -o "$D/keepclock.data" -- "${SB[@]}" 2>&1 | events_of)"
-  rm -rf "$D/pre.data" && mkdir -p "$D/pre.data"
-  ev[preload]+=" $(CONTEND_DIR="$D/pre.data" CONTEND_CLOCK="$CLK" CONTEND_TSC_HZ="$HZ" LD_PRELOAD="$SO" "${SB[@]}" 2>&1 | events_of)"
-  per_record+=("$(python3 - "$D" "$(echo ${ev[events]} | awk '{print $NF}')" "$(echo ${ev[schedstat]} | awk '{print $NF}')" <<'PY'
+VARIANTS=(${VARIANTS:-plain default events events-per-task schedstat keepclock preload})
+run_variant() { # $1 = variant: prints the events sysbench counted
+  case "$1" in
+    plain) "${SB[@]}" 2>&1 | events_of ;;
+    default) "$CONTEND" record --force -o "$D/default.data" -- "${SB[@]}" 2>&1 | events_of ;;
+    events) CONTEND_SERVICE_SOURCE=sched-events CONTEND_KEEP_TASK_CLOCK=1 "$CONTEND" record --force -o "$D/events.data" -- "${SB[@]}" 2>&1 | events_of ;;
+    events-per-task) CONTEND_SCHED_EVENTS=per-task CONTEND_SERVICE_SOURCE=sched-events CONTEND_KEEP_TASK_CLOCK=1 "$CONTEND" record --force -o "$D/events-per-task.data" -- "${SB[@]}" 2>&1 | events_of ;;
+    schedstat) CONTEND_SERVICE_SOURCE=schedstat CONTEND_KEEP_TASK_CLOCK=1 "$CONTEND" record --force -o "$D/schedstat.data" -- "${SB[@]}" 2>&1 | events_of ;;
+    keepclock) CONTEND_KEEP_TASK_CLOCK=1 "$CONTEND" record --force -o "$D/keepclock.data" -- "${SB[@]}" 2>&1 | events_of ;;
+    preload)
+      rm -rf "$D/pre.data" && mkdir -p "$D/pre.data"
+      CONTEND_DIR="$D/pre.data" CONTEND_CLOCK="$CLK" CONTEND_TSC_HZ="$HZ" LD_PRELOAD="$SO" "${SB[@]}" 2>&1 | events_of ;;
+  esac
+}
+# the cost of one record to the program: (CPU s per sysbench event with
+# the events kept − with schedstat) / (records per event), from the
+# variant's and schedstat's recordings of this round ($1 = variant)
+record_cost() {
+  python3 - "$D" "$1" "$(echo ${ev[$1]} | awk '{print $NF}')" "$(echo ${ev[schedstat]} | awk '{print $NF}')" <<'PY'
 import json, sys
-d, n_ev, n_st = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-m_ev = json.load(open(d + "/events.data/meta.json"))
+d, v, n_ev, n_st = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+m_ev = json.load(open(f"{d}/{v}.data/meta.json"))
 m_st = json.load(open(d + "/schedstat.data/meta.json"))
 cpu = lambda m: m["counters"]["cpu_time_ns"]
 records = m_ev["sampler"]["event_records"]
 extra = cpu(m_ev) / n_ev - cpu(m_st) / n_st
 print(f"{extra / (records / n_ev):.0f}")
 PY
-)")
-  sw=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); s=m.get("sampler",{}); print(s.get("switched_at_ns",0)-m["start_monotonic_ns"] if s.get("switched_at_ns") else "never", s.get("switched_records_per_s","-"))' "$D/default.data/meta.json")
-  echo "round $r: plain${ev[plain]##* } default${ev[default]##* } events${ev[events]##* } schedstat${ev[schedstat]##* } keepclock${ev[keepclock]##* } preload${ev[preload]##* }; record cost ${per_record[-1]} ns; default left the events at (ns after start, records/s): $sw"
+}
+declare -A ev cost
+for r in $(seq "$ROUNDS"); do
+  line="round $r:"
+  for v in "${VARIANTS[@]}"; do
+    ev[$v]+=" $(run_variant "$v")"
+    line+=" $v${ev[$v]##* }"
+  done
+  for v in events events-per-task; do
+    if [[ " ${VARIANTS[*]} " == *" $v "* && " ${VARIANTS[*]} " == *" schedstat "* ]]; then
+      cost[$v]+=" $(record_cost "$v")"
+      line+="; $v record cost${cost[$v]##* } ns"
+    fi
+  done
+  if [[ " ${VARIANTS[*]} " == *" default "* ]]; then
+    sw=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); s=m.get("sampler",{}); print(s.get("switched_at_ns",0)-m["start_monotonic_ns"] if s.get("switched_at_ns") else "never", s.get("switched_records_per_s","-"))' "$D/default.data/meta.json")
+    line+="; default left the events at (ns after start, records/s): $sw"
+  fi
+  echo "$line"
 done
 p=$(printf '%s\n' ${ev[plain]} | median)
-for v in plain default events schedstat keepclock preload; do
+for v in "${VARIANTS[@]}"; do
   m=$(printf '%s\n' ${ev[$v]} | median)
   echo "$v: median ${m} events in ${SECONDS_RUN} s (all:${ev[$v]}), ratio to plain $(awk -v a="$m" -v b="$p" 'BEGIN {printf "%.3f", a/b}')"
 done
-echo "cost of one scheduler event record to the program: median $(printf '%s\n' "${per_record[@]}" | median) ns (all: ${per_record[*]})"
+for v in events events-per-task; do
+  [ -n "${cost[$v]:-}" ] && echo "cost of one scheduler event record to the program, $v: median $(printf '%s\n' ${cost[$v]} | median) ns (all:${cost[$v]})"
+done

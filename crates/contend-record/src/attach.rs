@@ -323,7 +323,7 @@ fn tree_thread_names(pid: u32) -> std::collections::BTreeMap<(u32, u32), String>
 
 /// (pid, tid) of every thread of process `pid` and of all its descendant
 /// processes (from `/proc/<pid>/task/<tid>/children`), as they are now.
-fn tree_threads(pid: u32) -> Vec<(u32, u32)> {
+pub(crate) fn tree_threads(pid: u32) -> Vec<(u32, u32)> {
     let mut tids = Vec::new();
     let mut procs = vec![pid];
     let mut seen = std::collections::HashSet::new();

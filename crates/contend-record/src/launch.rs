@@ -891,6 +891,7 @@ pub fn record_observed(
         sampler_meta = Some(contend_trace::meta::SamplerMeta {
             source: stats.source.to_string(),
             source_note: stats.source_note.clone(),
+            event_scope: stats.event_scope.map(str::to_string),
             event_records: stats.event_records,
             event_records_lost: stats.event_records_lost,
             switched_at_ns: stats.switched.map(|s| s.at_ns),

@@ -116,6 +116,11 @@ const REC_SAMPLE: u32 = 9;
 const REC_MMAP2: u32 = 10;
 const MISC_COMM_EXEC: u16 = 1 << 13;
 pub(crate) const REC_SWITCH: u32 = 14;
+/// The switch record of an event for a whole CPU (`pid` −1): the thread
+/// switched to or from (`next_prev_pid`, `next_prev_tid`) before the
+/// sample id, whose pid and tid are the thread switched out (in a
+/// switch-out) or in (in a switch-in), as in [`REC_SWITCH`].
+const REC_SWITCH_CPU_WIDE: u32 = 15;
 const MISC_SWITCH_OUT: u16 = 1 << 13;
 const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 /// `context_switch` of `perf_event_attr` (PERF_RECORD_SWITCH records).
@@ -755,12 +760,16 @@ pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &m
                 });
             }
             REC_LOST => out.push(Rec::Lost(u64_at(r, 8))),
-            REC_SWITCH => out.push(Rec::Switch {
-                tid: u32_at(r, 4),
-                time: u64_at(r, 8),
-                out: misc & MISC_SWITCH_OUT != 0,
-                preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
-            }),
+            REC_SWITCH | REC_SWITCH_CPU_WIDE => {
+                // the sample id (pid, tid, time, id) after the body
+                let at = if kind == REC_SWITCH { 0 } else { 8 };
+                out.push(Rec::Switch {
+                    tid: u32_at(r, at + 4),
+                    time: u64_at(r, at + 8),
+                    out: misc & MISC_SWITCH_OUT != 0,
+                    preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+                })
+            }
             _ => {}
         }
         i += size;

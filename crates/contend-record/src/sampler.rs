@@ -115,6 +115,10 @@ pub struct SamplerStats {
     /// Why the scheduler events were not used, when they were not and
     /// were not refused by `CONTEND_SERVICE_SOURCE=schedstat`.
     pub source_note: Option<String>,
+    /// How the scheduler events were opened, when they were used:
+    /// `"system-wide"` (one of each per CPU, the machine's other records
+    /// dropped) or `"per-task"` (inherited by every thread of the target).
+    pub event_scope: Option<&'static str>,
     /// Threads followed by scheduler events.
     pub event_threads: u64,
     /// Scheduler event records processed.
@@ -268,11 +272,17 @@ fn run(
     let events = match source {
         ServiceSource::Schedstat => None,
         ServiceSource::Auto | ServiceSource::SchedEvents => {
-            let opened =
-                prepared.unwrap_or_else(|| SchedEvents::open(&crate::attach::tree_tids(pid)));
+            let opened = prepared.unwrap_or_else(|| {
+                let threads = crate::attach::tree_threads(pid);
+                let mut pids: Vec<u32> = threads.iter().map(|&(p, _)| p).collect();
+                pids.dedup();
+                let tids: Vec<u32> = threads.iter().map(|&(_, t)| t).collect();
+                SchedEvents::open_for(&pids, &tids)
+            });
             match opened {
                 Ok(ev) => {
                     stats.source = "sched-events";
+                    stats.event_scope = Some(ev.scope().name());
                     Some(ev)
                 }
                 Err(e) => {
@@ -689,7 +699,7 @@ impl State {
                         // Started before the events reached its creator:
                         // its own threads are to inherit them.
                         uncovered = true;
-                        let _ = ev.attach(tid);
+                        let _ = ev.attach(pid, tid);
                     }
                 }
                 if !self.tasks.contains_key(&(pid, tid)) {

@@ -5,14 +5,21 @@
 //! follows the context switches of the target, not its thread count
 //! (issue 15, "a sampler under 1% of a core").
 //!
-//! Events, opened with `perf_event_open(2)` on every thread of the target
-//! (and inherited by every thread and process they start), one of each per
-//! CPU, all written into one ring buffer per CPU (the ring reader of
+//! Events, opened with `perf_event_open(2)` once per CPU for the whole
+//! machine where the kernel allows it ([`SchedEvents::open_system_wide`]:
+//! the records of processes outside the target's tree are dropped, a
+//! process joining the tree when a process of it forks it), else on every
+//! thread of the target and inherited by every thread and process they
+//! start ([`SchedEvents::open`]; the kernel then also switches each
+//! thread's events with it, which costs about a fifth more per record:
+//! docs/benchmarks.md, "The sampler's scheduler events for the whole
+//! machine"), all written into one ring buffer per CPU (the ring reader of
 //! [`crate::probes`]), timestamps on CLOCK_MONOTONIC:
 //! - a software `dummy` event with `context_switch` and `task`: a
 //!   `PERF_RECORD_SWITCH` each time a thread of the target is switched in
 //!   or out (out flagged `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` when it was
-//!   still runnable), and `PERF_RECORD_FORK` / `PERF_RECORD_EXIT` for its
+//!   still runnable; `PERF_RECORD_SWITCH_CPU_WIDE` from system-wide
+//!   events), and `PERF_RECORD_FORK` / `PERF_RECORD_EXIT` for its
 //!   threads;
 //! - the tracepoints `sched:sched_wakeup` and `sched:sched_wakeup_new`
 //!   (raw data: the woken pid at offset 24 of
@@ -48,9 +55,10 @@ use contend_trace::service::{Entry, ENTRY_FROM_EVENTS, ENTRY_NEW};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::probes::{
-    decode, ioctl, perf_open, Attr, Rec, Ring, F_CONTEXT_SWITCH, F_EXCLUDE_HV, F_EXCLUDE_KERNEL,
-    F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID, IOC_SET_OUTPUT, SAMPLE_IDENTIFIER,
-    SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY, TYPE_SOFTWARE, TYPE_TRACEPOINT,
+    decode, ioctl, perf_open, Attr, Rec, Ring, ThreadEventsScope, F_CONTEXT_SWITCH, F_EXCLUDE_HV,
+    F_EXCLUDE_KERNEL, F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID, IOC_SET_OUTPUT,
+    SAMPLE_IDENTIFIER, SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY, TYPE_SOFTWARE,
+    TYPE_TRACEPOINT,
 };
 
 /// Records are processed up to this long before a tick, ns: a record
@@ -164,8 +172,17 @@ pub struct SchedEvents {
     pub new_processes: Vec<u32>,
     /// Threads seen starting (pid, tid), until the caller takes them.
     pub new_threads: Vec<(u32, u32)>,
-    /// Threads the events were opened on explicitly.
+    /// Threads the events were opened on explicitly (with system-wide
+    /// events: whose processes were added to `tree`).
     attached: FxHashSet<u32>,
+    /// Per-task events (inherited) or one of each per CPU for the whole
+    /// machine.
+    scope: ThreadEventsScope,
+    /// With system-wide events: the processes of the target, from the
+    /// start and from fork records (a new process joins when a process of
+    /// the tree forked it); the records of every other process are
+    /// dropped.
+    tree: FxHashSet<u32>,
     /// Records the kernel dropped (rings full).
     pub lost: u64,
     /// Records processed.
@@ -198,6 +215,20 @@ fn tracepoint_id(name: &str) -> Result<u64, String> {
     ))
 }
 
+/// The sentence for a `perf_event_open` of the scheduler events refused
+/// with `errno`.
+fn refused(errno: i32) -> String {
+    crate::futex_trace::not_allowed(
+        errno,
+        "perf_event_open of the scheduler events (context switches, sched:sched_wakeup)",
+    )
+    .replacen(
+        "futex waits are not traced",
+        "scheduler events are not used",
+        1,
+    )
+}
+
 impl SchedEvents {
     /// The state before any event is opened: the CPUs to open them on and
     /// the three event attributes (context switches, `sched_wakeup`,
@@ -218,6 +249,8 @@ impl SchedEvents {
             new_processes: Vec::new(),
             new_threads: Vec::new(),
             attached: FxHashSet::default(),
+            scope: ThreadEventsScope::PerTask,
+            tree: FxHashSet::default(),
             lost: 0,
             records: 0,
             threads_seen: 0,
@@ -229,6 +262,65 @@ impl SchedEvents {
     /// refused and why (tracefs not readable, `perf_event_open` refused
     /// with `kernel.perf_event_paranoid`, a ring that cannot be mapped).
     pub fn open(tids: &[u32]) -> Result<SchedEvents, String> {
+        let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), Self::attrs()?);
+        let mut opened = false;
+        for &tid in tids {
+            match s.attach(0, tid) {
+                Ok(()) => opened = true,
+                Err(libc::ESRCH) => {}
+                Err(e) => return Err(refused(e)),
+            }
+        }
+        if !opened {
+            return Err("scheduler events: the target has no thread left to open them on".into());
+        }
+        Ok(s)
+    }
+
+    /// Opens the events once per CPU for every process of the machine
+    /// (`pid` −1, not inherited), following the processes `pids` and
+    /// those they start: a thread's context switches then cost it only
+    /// the record, not a switch of its own perf events at each of them as
+    /// per-task events do (docs/benchmarks.md, "The sampler's scheduler
+    /// events for the whole machine"). Errors: as [`SchedEvents::open`];
+    /// the kernel refuses system-wide events without `CAP_PERFMON` (or
+    /// root) under `kernel.perf_event_paranoid` > 0.
+    pub fn open_system_wide(pids: &[u32]) -> Result<SchedEvents, String> {
+        let mut attrs = Self::attrs()?;
+        for a in &mut attrs {
+            a.flags &= !F_INHERIT;
+        }
+        let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), attrs);
+        s.scope = ThreadEventsScope::SystemWide;
+        s.open_on(-1).map_err(refused)?;
+        s.tree.extend(pids.iter().copied());
+        Ok(s)
+    }
+
+    /// System-wide events ([`SchedEvents::open_system_wide`]) where the
+    /// kernel allows them and `CONTEND_SCHED_EVENTS=per-task` does not ask
+    /// otherwise, else per-task ones on `tids`
+    /// ([`SchedEvents::open`]). `pids`: the target's processes; `tids`:
+    /// their threads.
+    pub fn open_for(pids: &[u32], tids: &[u32]) -> Result<SchedEvents, String> {
+        let per_task = std::env::var("CONTEND_SCHED_EVENTS")
+            .is_ok_and(|v| v == ThreadEventsScope::PerTask.name());
+        if !per_task {
+            if let Ok(s) = Self::open_system_wide(pids) {
+                return Ok(s);
+            }
+        }
+        Self::open(tids)
+    }
+
+    /// The scope the events were opened with.
+    pub fn scope(&self) -> ThreadEventsScope {
+        self.scope
+    }
+
+    /// The three event attributes (context switches, `sched_wakeup`,
+    /// `sched_wakeup_new`), inherited.
+    fn attrs() -> Result<[Attr; 3], String> {
         let wakeup = tracepoint_id("sched_wakeup")?;
         let wakeup_new = tracepoint_id("sched_wakeup_new")?;
         let sid = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME;
@@ -253,39 +345,33 @@ impl SchedEvents {
             clockid: libc::CLOCK_MONOTONIC,
             ..Attr::default()
         };
-        let mut s = SchedEvents::unopened(
-            crate::cpus::online_cpu_list(),
-            [switches, tp(wakeup), tp(wakeup_new)],
-        );
-        let mut opened = false;
-        for &tid in tids {
-            match s.attach(tid) {
-                Ok(()) => opened = true,
-                Err(libc::ESRCH) => {}
-                Err(e) => {
-                    return Err(crate::futex_trace::not_allowed(
-                        e,
-                        "perf_event_open of the scheduler events (context switches, sched:sched_wakeup)",
-                    )
-                    .replacen("futex waits are not traced", "scheduler events are not used", 1))
-                }
-            }
-        }
-        if !opened {
-            return Err("scheduler events: the target has no thread left to open them on".into());
-        }
-        Ok(s)
+        Ok([switches, tp(wakeup), tp(wakeup_new)])
     }
 
-    /// Opens the events on thread `tid` too (one of each per CPU, into
-    /// that CPU's ring). Errors: the errno of `perf_event_open` (ESRCH:
-    /// the thread has ended) or of mapping a ring.
-    pub fn attach(&mut self, tid: u32) -> Result<(), i32> {
+    /// Follows thread `tid` of process `pid` too: per-task events are
+    /// opened on it (one of each per CPU, into that CPU's ring);
+    /// system-wide ones follow its process from now on. Errors: the errno
+    /// of `perf_event_open` (ESRCH: the thread has ended) or of mapping a
+    /// ring.
+    pub fn attach(&mut self, pid: u32, tid: u32) -> Result<(), i32> {
+        if self.scope == ThreadEventsScope::SystemWide {
+            self.tree.insert(pid);
+        } else {
+            self.open_on(tid as i32)?;
+        }
+        self.attached.insert(tid);
+        Ok(())
+    }
+
+    /// Opens the three events for `pid` (a thread, or −1: every process)
+    /// on every CPU, each into that CPU's ring (the first opening makes
+    /// the rings).
+    fn open_on(&mut self, pid: i32) -> Result<(), i32> {
         let first = self.rings.is_empty();
         let mut fds = Vec::new();
         for (ci, &cpu) in self.cpus.iter().enumerate() {
             for attr in &self.attrs {
-                let fd = perf_open(attr, tid as i32, cpu as i32)?;
+                let fd = perf_open(attr, pid, cpu as i32)?;
                 let mut id = 0u64;
                 let _ = ioctl(fd.as_raw_fd(), IOC_ID, &mut id as *mut u64 as libc::c_ulong);
                 self.sample_type_of.insert(id, attr.sample_type);
@@ -308,7 +394,6 @@ impl SchedEvents {
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
             self.events.push(fd);
         }
-        self.attached.insert(tid);
         Ok(())
     }
 
@@ -359,11 +444,27 @@ impl SchedEvents {
         }
     }
 
-    /// One record.
+    /// Whether a fork record of `pid` from process `ppid` belongs to the
+    /// target: with per-task events every record does; with system-wide
+    /// ones a new thread when its process does, a new process when the
+    /// process that forked it does (not by its pid alone, which may be
+    /// that of an ended process of the tree, reused).
+    fn fork_in_tree(&self, pid: u32, ppid: u32) -> bool {
+        self.scope == ThreadEventsScope::PerTask
+            || self.tree.contains(&if pid == ppid { pid } else { ppid })
+    }
+
+    /// One record. `records` counts those of the target: with
+    /// system-wide events, the rest of the machine's are dropped here.
     fn apply(&mut self, r: Rec) {
-        self.records += 1;
+        let per_task = self.scope == ThreadEventsScope::PerTask;
         match r {
+            Rec::Fork { pid, ppid, tid, .. } if !self.fork_in_tree(pid, ppid) => {
+                self.pending_forks.remove(&tid);
+            }
             Rec::Fork { pid, tid, time, .. } => {
+                self.records += 1;
+                self.tree.insert(pid);
                 self.pending_forks.remove(&tid);
                 if pid == tid {
                     self.new_processes.push(pid);
@@ -381,7 +482,12 @@ impl SchedEvents {
                 preempt,
                 ..
             } => {
-                let Some(t) = self.threads.get_mut(&tid) else {
+                let followed = self.threads.get_mut(&tid).filter(|t| !t.exited);
+                if per_task || followed.is_some() {
+                    self.records += 1;
+                }
+                // (an ended thread's tid reused by another: not it)
+                let Some(t) = followed else {
                     return;
                 };
                 self.touched.insert(tid);
@@ -411,7 +517,11 @@ impl SchedEvents {
                     return;
                 };
                 let woken = u32::from_le_bytes(b.try_into().unwrap());
-                if let Some(t) = self.threads.get_mut(&woken) {
+                let followed = self.threads.get_mut(&woken).filter(|t| !t.exited);
+                if per_task || followed.is_some() {
+                    self.records += 1;
+                }
+                if let Some(t) = followed {
                     if t.state == Sched::Sleeping {
                         t.state = Sched::Ready;
                         t.since = time;
@@ -420,7 +530,11 @@ impl SchedEvents {
                 }
             }
             Rec::Exit { tid, time, .. } => {
-                if let Some(t) = self.threads.get_mut(&tid) {
+                let followed = self.threads.get_mut(&tid).filter(|t| !t.exited);
+                if per_task || followed.is_some() {
+                    self.records += 1;
+                }
+                if let Some(t) = followed {
                     self.touched.insert(tid);
                     if t.state == Sched::Running {
                         t.run_ns += time.saturating_sub(t.since);
@@ -430,8 +544,15 @@ impl SchedEvents {
                     t.exited = true;
                 }
             }
-            Rec::Lost(n) => self.lost += n,
-            Rec::Exec { .. } | Rec::Mmap { .. } => {}
+            Rec::Lost(n) => {
+                self.records += 1;
+                self.lost += n;
+            }
+            Rec::Exec { .. } | Rec::Mmap { .. } => {
+                if per_task {
+                    self.records += 1;
+                }
+            }
         }
     }
 
@@ -558,7 +679,8 @@ impl Prepared {
                 if n != 4 {
                     return Err("the program never reached exec".to_string());
                 }
-                let opened = SchedEvents::open(&[u32::from_le_bytes(buf)]);
+                let pid = u32::from_le_bytes(buf);
+                let opened = SchedEvents::open_for(&[pid], &[pid]);
                 // SAFETY: one byte from a static buffer.
                 unsafe {
                     libc::send(
@@ -678,6 +800,84 @@ mod tests {
         assert_eq!(out[0].flags, ENTRY_FROM_EVENTS);
         // The ended thread is dropped after its last entry.
         assert_eq!(s.followed(), 0);
+    }
+
+    fn fork(pid: u32, ppid: u32, tid: u32, time: u64) -> Rec {
+        Rec::Fork {
+            pid,
+            ppid,
+            tid,
+            ptid: ppid,
+            time,
+        }
+    }
+
+    /// System-wide events bring every process's records; only the
+    /// target's (process 10 and what it starts) are followed and counted.
+    /// Worked by hand: process 10 starts thread 11 and process 20;
+    /// process 30 (not the target's) starts thread 31 and process 40.
+    /// Thread 11 runs 100..150 and exits at 160; its tid is then reused by
+    /// a thread of process 30, whose switches 170..200 are not 11's.
+    /// Followed: 11 (run 50, 1 slice) and 20 (woken at 120, runs
+    /// 130..140: wait 10, run 10). Records counted: the forks of 11 and
+    /// 20, 11's two switches and its exit, 20's wake-up and two switches:
+    /// 8.
+    #[test]
+    fn system_wide_events_follow_only_the_target() {
+        let mut s = empty();
+        s.scope = ThreadEventsScope::SystemWide;
+        s.tree.insert(10);
+        s.pending = vec![
+            fork(10, 10, 11, 90),
+            fork(20, 10, 20, 95),
+            fork(30, 30, 31, 96),
+            fork(40, 30, 40, 97),
+            switch(11, 100, false, false),
+            switch(31, 105, false, false),
+            wakeup(20, 120),
+            wakeup(40, 121),
+            switch(20, 130, false, false),
+            switch(20, 140, true, false),
+            switch(11, 150, true, false),
+            Rec::Exit {
+                pid: 10,
+                tid: 11,
+                time: 160,
+            },
+            fork(30, 30, 11, 165),
+            switch(11, 170, false, false),
+            switch(11, 200, true, false),
+        ];
+        s.advance(u64::MAX);
+        assert!(s.covers(11) && s.covers(20));
+        assert!(!s.covers(31) && !s.covers(40));
+        assert_eq!(s.new_processes, vec![20]);
+        assert_eq!(s.new_threads, vec![(10, 11), (20, 20)]);
+        assert_eq!(s.records, 8);
+        let mut out = Vec::new();
+        s.entries(300, &mut out);
+        out.sort_by_key(|e| e.tid);
+        let got: Vec<_> = out
+            .iter()
+            .map(|e| (e.pid, e.tid, e.run_ns, e.wait_ns, e.slices))
+            .collect();
+        assert_eq!(got, vec![(10, 11, 50, 0, 1), (20, 20, 10, 10, 1)]);
+    }
+
+    /// Per-task events bring only the target's records: every one counts,
+    /// as the cost the leave rule weighs.
+    #[test]
+    fn per_task_events_count_every_record() {
+        let mut s = empty();
+        s.pending = vec![
+            fork(10, 10, 11, 90),
+            switch(11, 100, false, false),
+            wakeup(12, 110),
+            switch(11, 150, true, false),
+        ];
+        s.advance(u64::MAX);
+        assert_eq!(s.records, 4);
+        assert!(s.covers(11));
     }
 
     #[test]

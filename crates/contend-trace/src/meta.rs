@@ -145,6 +145,12 @@ pub struct SamplerMeta {
     /// Why the scheduler events were not used, when they were refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_note: Option<String>,
+    /// How the scheduler events were opened: `"system-wide"` (one of each
+    /// per CPU, other processes' records dropped) or `"per-task"`
+    /// (inherited by the target's threads, switched with each of them);
+    /// `None` without events and in older recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_scope: Option<String>,
     /// Scheduler event records processed.
     pub event_records: u64,
     /// Scheduler event records the kernel dropped.

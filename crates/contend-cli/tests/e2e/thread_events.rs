@@ -1,8 +1,10 @@
-//! Thread lifetimes (the kernel's task records, `probes/`): followed by one
-//! event per CPU for the whole machine where the kernel allows it, keeping
-//! only the recorded process tree's records, else (and with
-//! `CONTEND_THREAD_EVENTS=per-task`) by events inherited by the target's
-//! threads (`crates/contend-record/src/probes.rs`).
+//! Thread lifetimes (the kernel's task records, `probes/`) and the
+//! service-time sampler's scheduler events: followed by events for the
+//! whole machine where the kernel allows it, keeping only the recorded
+//! process tree's records, else (and with `CONTEND_THREAD_EVENTS=per-task`,
+//! `CONTEND_SCHED_EVENTS=per-task`) by events inherited by the target's
+//! threads (`crates/contend-record/src/probes.rs`,
+//! `crates/contend-record/src/sched_events.rs`).
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -33,10 +35,15 @@ fn record_fork(per_task: bool) -> (tempfile::TempDir, ProbeRecording, u32) {
     // let the loop run before the program starts
     std::thread::sleep(std::time::Duration::from_millis(50));
     let mut cmd = record_command(&dir, &prog, &[] as &[&str]);
-    if per_task {
-        cmd.env("CONTEND_THREAD_EVENTS", "per-task");
-    } else {
-        cmd.env_remove("CONTEND_THREAD_EVENTS");
+    // the scheduler events kept all the run (the program's threads switch
+    // often enough for the default to leave them)
+    cmd.env("CONTEND_SERVICE_SOURCE", "sched-events");
+    for var in ["CONTEND_THREAD_EVENTS", "CONTEND_SCHED_EVENTS"] {
+        if per_task {
+            cmd.env(var, "per-task");
+        } else {
+            cmd.env_remove(var);
+        }
     }
     let out = run_timeout(cmd, RUN_TIMEOUT);
     kill_group(noise_pid, libc::SIGKILL);
@@ -93,6 +100,37 @@ fn tree_of(rec: &ProbeRecording, noise: u32) -> BTreeSet<u32> {
     tree
 }
 
+/// Checks the service-time sampler's rows against the lifetimes' tree: the
+/// scheduler events were opened with `scope`, and every row is a thread of
+/// the tree (none of the process beside it), the child's threads among
+/// them.
+fn check_service_rows(dir: &std::path::Path, rec: &ProbeRecording, noise: u32, scope: &str) {
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
+    let sampler = &meta["sampler"];
+    assert_eq!(sampler["source"], "sched-events", "{sampler}");
+    assert_eq!(sampler["event_scope"], scope, "{sampler}");
+    let tree = tree_of(rec, noise);
+    let report = report_json(dir);
+    let rows = report["service"]["threads"].as_array().unwrap();
+    let pids: BTreeSet<u32> = rows
+        .iter()
+        .map(|t| t["pid"].as_u64().unwrap() as u32)
+        .collect();
+    assert!(
+        pids.is_subset(&tree),
+        "service rows outside the tree {tree:?}: {pids:?} (noise {noise})"
+    );
+    let child = *tree.iter().find(|&&p| p != rec.manifest.root_pid).unwrap();
+    assert!(
+        rows.iter()
+            .filter(|t| t["pid"].as_u64() == Some(child.into()))
+            .count()
+            >= 2,
+        "the child's two threads: {rows:?}"
+    );
+}
+
 /// A process's task records, counted: (its own start by a fork, its
 /// threads' starts, exits).
 fn lifetimes_of(rec: &ProbeRecording, pid: u32) -> (usize, usize, usize) {
@@ -113,8 +151,9 @@ fn lifetimes_of(rec: &ProbeRecording, pid: u32) -> (usize, usize, usize) {
 
 /// System-wide (the default where allowed, as for root here): the records
 /// kept are exactly those of the program and the child it forked, and
-/// none of the shell loop that ran beside it. Mutating the tree filter
-/// (keeping every process's records) fails `tree_of`.
+/// none of the shell loop that ran beside it; the sampler's rows too.
+/// Mutating the tree filter (keeping every process's records) fails
+/// `tree_of`, or `check_service_rows` for the sampler's.
 #[test]
 fn system_wide_thread_events_keep_only_the_recorded_tree() {
     let _serial = serial();
@@ -128,14 +167,16 @@ fn system_wide_thread_events_keep_only_the_recorded_tree() {
         return;
     }
     check_fork_lifetimes(&rec, noise);
+    check_service_rows(&tmp.path().join("fork.data"), &rec, noise, "system-wide");
     let report = report_json(&tmp.path().join("fork.data"));
     let notes = report["sci"]["notes"].to_string();
     assert!(!notes.contains("inherited"), "{notes}");
     assert_eq!(report["recording"]["thread_events"], "system-wide");
 }
 
-/// `CONTEND_THREAD_EVENTS=per-task`: the same lifetimes from events
-/// inherited by the program's threads; the manifest and the Recording
+/// `CONTEND_THREAD_EVENTS=per-task` (and `CONTEND_SCHED_EVENTS=per-task`):
+/// the same lifetimes and sampler rows from events inherited by the
+/// program's threads; the manifest and the Recording
 /// cost section say which way, and the interference notes what it cost.
 #[test]
 fn per_task_thread_events_give_the_same_lifetimes() {
@@ -144,6 +185,7 @@ fn per_task_thread_events_give_the_same_lifetimes() {
     assert!(rec.manifest.thread_events, "{:?}", rec.manifest);
     assert_eq!(rec.manifest.thread_events_scope, "per-task");
     check_fork_lifetimes(&rec, noise);
+    check_service_rows(&tmp.path().join("fork.data"), &rec, noise, "per-task");
     let report = report_json(&tmp.path().join("fork.data"));
     let notes = report["sci"]["notes"].to_string();
     assert!(
