@@ -615,9 +615,11 @@ pub(crate) enum Rec {
     },
     Lost(u64),
     /// A `PERF_RECORD_SWITCH` (the event's `context_switch`): thread `tid`
-    /// was switched in or out at `time`; `preempt`: switched out while
-    /// still runnable (`PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`).
+    /// of process `pid` was switched in or out at `time`; `preempt`:
+    /// switched out while still runnable
+    /// (`PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`).
     Switch {
+        pid: u32,
         tid: u32,
         time: u64,
         out: bool,
@@ -764,6 +766,7 @@ pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &m
                 // the sample id (pid, tid, time, id) after the body
                 let at = if kind == REC_SWITCH { 0 } else { 8 };
                 out.push(Rec::Switch {
+                    pid: u32_at(r, at),
                     tid: u32_at(r, at + 4),
                     time: u64_at(r, at + 8),
                     out: misc & MISC_SWITCH_OUT != 0,

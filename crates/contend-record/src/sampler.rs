@@ -82,7 +82,7 @@ use rustc_hash::FxHashMap;
 use crate::host::{clock_ns, monotonic_ns, thread_cpu_ns};
 pub use crate::sched_events::SchedEvents;
 pub use crate::sched_events::ServiceSource;
-use crate::sched_events::SLACK_NS;
+use crate::sched_events::{DRAIN_NS, SLACK_NS};
 
 /// Ticks are written to the file at least this often, ns (and at once
 /// when [`FLUSH_BYTES`] are buffered, and at the end): a killed launcher
@@ -322,11 +322,25 @@ fn run(
         if last {
             break;
         }
-        let now = monotonic_ns();
+        let mut now = monotonic_ns();
         let next = grid.next_after(now);
-        match rx.recv_timeout(Duration::from_nanos(next.saturating_sub(now))) {
-            Err(RecvTimeoutError::Timeout) => {}
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => last = true,
+        // the rings are drained between ticks too (DRAIN_NS)
+        loop {
+            let wake = next.min(now.saturating_add(DRAIN_NS));
+            match rx.recv_timeout(Duration::from_nanos(wake.saturating_sub(now))) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                    last = true;
+                    break;
+                }
+            }
+            now = monotonic_ns();
+            if now >= next {
+                break;
+            }
+            if let Some(ev) = &mut state.events {
+                ev.drain(now);
+            }
         }
     }
     stats.threads = state.threads_seen;

@@ -67,6 +67,14 @@ pub const SLACK_NS: u64 = 2_000_000;
 /// Ring buffer pages per CPU (512 KiB: about 25 ms of 512 threads each
 /// waking every millisecond).
 const RING_PAGES: usize = 128;
+/// Ring buffer pages per CPU of system-wide events (1 MiB): room for the
+/// rest of the machine's switches between two drains ([`DRAIN_NS`]; a
+/// CPU switching 200,000 times a second writes about 350 KiB in 10 ms).
+const SYSTEM_WIDE_RING_PAGES: usize = 256;
+/// The sampler drains the rings at least this often, ns, whatever its
+/// interval ([`SchedEvents::drain`]): system-wide events carry the whole
+/// machine's switches, which can fill a ring in a tick of 100 ms.
+pub const DRAIN_NS: u64 = 10_000_000;
 
 /// Where tracefs is found, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -380,7 +388,12 @@ impl SchedEvents {
         }
         for (ci, fd) in fds {
             if first && self.rings.len() == ci {
-                match Ring::map(fd, RING_PAGES) {
+                let pages = if self.scope == ThreadEventsScope::SystemWide {
+                    SYSTEM_WIDE_RING_PAGES
+                } else {
+                    RING_PAGES
+                };
+                match Ring::map(fd, pages) {
                     Ok(r) => self.rings.push(r),
                     Err((_, e)) => return Err(e),
                 }
@@ -452,6 +465,60 @@ impl SchedEvents {
     fn fork_in_tree(&self, pid: u32, ppid: u32) -> bool {
         self.scope == ThreadEventsScope::PerTask
             || self.tree.contains(&if pid == ppid { pid } else { ppid })
+    }
+
+    /// Reads every ring (as [`SchedEvents::refresh`]) and, with
+    /// system-wide events, drops the pending records that cannot concern
+    /// the target, so that neither the rings nor the pending records grow
+    /// with the rest of the machine's activity between two ticks: the
+    /// forks outside the tree (the tree grows here already, in time
+    /// order), and the switches, exits and wake-ups of processes and
+    /// threads not followed. `now_ns` (CLOCK_MONOTONIC, taken before the
+    /// call): a record later than `now_ns` − [`SLACK_NS`] is kept even so,
+    /// since the fork record that makes its thread known may still be in a
+    /// ring drained earlier in this call; it is looked at again at the
+    /// next drain.
+    pub fn drain(&mut self, now_ns: u64) {
+        self.refresh();
+        if self.scope != ThreadEventsScope::SystemWide {
+            return;
+        }
+        let settled = now_ns.saturating_sub(SLACK_NS);
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort_by_key(Rec::time);
+        pending.retain(|r| match *r {
+            Rec::Fork {
+                pid,
+                ppid,
+                tid,
+                time,
+                ..
+            } => {
+                if self.fork_in_tree(pid, ppid) {
+                    self.tree.insert(pid);
+                    true
+                } else if time >= settled {
+                    true
+                } else {
+                    self.pending_forks.remove(&tid);
+                    false
+                }
+            }
+            Rec::Switch { pid, time, .. } | Rec::Exit { pid, time, .. } => {
+                self.tree.contains(&pid) || time >= settled
+            }
+            Rec::Sample { ref raw, time, .. } => {
+                let woken = raw
+                    .get(24..28)
+                    .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
+                self.threads.contains_key(&woken)
+                    || self.pending_forks.contains(&woken)
+                    || time >= settled
+            }
+            Rec::Lost(_) => true,
+            Rec::Exec { .. } | Rec::Mmap { .. } => false,
+        });
+        self.pending = pending;
     }
 
     /// One record. `records` counts those of the target: with
@@ -725,6 +792,7 @@ mod tests {
 
     fn switch(tid: u32, time: u64, out: bool, preempt: bool) -> Rec {
         Rec::Switch {
+            pid: 0,
             tid,
             time,
             out,
@@ -862,6 +930,77 @@ mod tests {
             .map(|e| (e.pid, e.tid, e.run_ns, e.wait_ns, e.slices))
             .collect();
         assert_eq!(got, vec![(10, 11, 50, 0, 1), (20, 20, 10, 10, 1)]);
+    }
+
+    /// Draining system-wide events between ticks drops what cannot concern
+    /// the target and keeps what is recent (its thread's fork record may be
+    /// in a ring not yet read). Worked by hand, the drain at 10 ms (so
+    /// records before 8 ms are settled), tree {10}: kept are the target's
+    /// fork of 11 and the switch and wake-up of 11, the loss count, and
+    /// the recent fork of 51 and switch of 61; dropped are process 30's
+    /// fork of 31, 31's switch and wake-up and the exec record.
+    #[test]
+    fn draining_system_wide_events_drops_other_processes_records() {
+        let mut s = empty();
+        s.scope = ThreadEventsScope::SystemWide;
+        s.tree.insert(10);
+        let now = 10_000_000;
+        let recent = now - 1_000;
+        let switch_of = |pid, tid, time| Rec::Switch {
+            pid,
+            tid,
+            time,
+            out: false,
+            preempt: false,
+        };
+        s.pending = vec![
+            fork(10, 10, 11, 1_000),
+            fork(30, 30, 31, 1_000),
+            fork(50, 50, 51, recent),
+            switch_of(30, 31, 1_100),
+            switch_of(10, 11, 1_100),
+            wakeup(31, 1_200),
+            wakeup(11, 1_200),
+            Rec::Exec {
+                pid: 30,
+                tid: 31,
+                time: 1_300,
+            },
+            Rec::Lost(2),
+            switch_of(60, 61, recent + 1),
+        ];
+        s.pending_forks.extend([11, 31, 51]);
+        s.drain(now);
+        let kept: Vec<(u64, &'static str)> = s
+            .pending
+            .iter()
+            .map(|r| {
+                let kind = match r {
+                    Rec::Fork { .. } => "fork",
+                    Rec::Switch { .. } => "switch",
+                    Rec::Sample { .. } => "wakeup",
+                    Rec::Lost(_) => "lost",
+                    _ => "other",
+                };
+                (r.time(), kind)
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                (0, "lost"),
+                (1_000, "fork"),
+                (1_100, "switch"),
+                (1_200, "wakeup"),
+                (recent, "fork"),
+                (recent + 1, "switch"),
+            ]
+        );
+        assert!(s.pending_forks.contains(&11) && s.pending_forks.contains(&51));
+        assert!(!s.pending_forks.contains(&31));
+        // the kept records still pair up as the target's
+        s.advance(u64::MAX);
+        assert!(s.covers(11) && !s.covers(31));
     }
 
     /// Per-task events bring only the target's records: every one counts,

@@ -155,3 +155,48 @@ fn a_program_that_sleeps_keeps_the_scheduler_events() {
         r["service"]
     );
 }
+
+/// System-wide scheduler events bring the whole machine's switches, and
+/// with `--interval 1s` a tick is far apart: the sampler drains the rings
+/// between ticks (`contend_record::sched_events::DRAIN_NS`) and drops what
+/// is not the program's, so a busy process beside the program fills no
+/// ring. The process beside it is `service_pingpong` (tens of thousands of
+/// switches a second, about 15 MB of records a second); without the
+/// drains the kernel dropped hundreds of thousands of records here (1 MiB
+/// ring per CPU). The bound (10,000) leaves room for a sampler thread kept
+/// off the CPU for a while by other work on the machine.
+#[test]
+fn a_busy_process_beside_the_program_fills_no_ring() {
+    let sleeper = build("service_sleep.c", &[]);
+    let busy = build("service_pingpong.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("beside.data");
+    let mut neighbour = std::process::Command::new(&busy)
+        .arg("3000")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the busy process");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut cmd = std::process::Command::new(contend_bin());
+    cmd.args(["record", "--interval", "1s", "--force", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&sleeper)
+        .arg("1500")
+        .env("CONTEND_SERVICE_SOURCE", "sched-events")
+        .env_remove("CONTEND_SCHED_EVENTS");
+    let out = run_timeout(cmd, std::time::Duration::from_secs(300));
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    assert!(out.success(), "{}", out.describe());
+    let m = meta(&rec);
+    let sampler = &m["sampler"];
+    if sampler["event_scope"].as_str() != Some("system-wide") {
+        eprintln!("SKIP: system-wide scheduler events are not allowed here: {sampler}");
+        return;
+    }
+    let lost = sampler["event_records_lost"].as_u64().unwrap();
+    assert!(lost < 10_000, "records lost: {sampler}");
+    // the program's four sleepers were followed (their forks kept)
+    assert!(sampler["event_records"].as_u64().unwrap() >= 4, "{sampler}");
+}
