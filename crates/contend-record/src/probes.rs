@@ -765,6 +765,11 @@ pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &m
             REC_SWITCH | REC_SWITCH_CPU_WIDE => {
                 // the sample id (pid, tid, time, id) after the body
                 let at = if kind == REC_SWITCH { 0 } else { 8 };
+                if u32_at(r, at + 4) == 0 {
+                    // a CPU's idle task (system-wide events): never traced
+                    i += size;
+                    continue;
+                }
                 out.push(Rec::Switch {
                     pid: u32_at(r, at),
                     tid: u32_at(r, at + 4),
