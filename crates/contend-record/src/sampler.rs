@@ -326,7 +326,11 @@ fn run(
         let next = grid.next_after(now);
         // the rings are drained between ticks too (DRAIN_NS)
         loop {
-            let wake = next.min(now.saturating_add(DRAIN_NS));
+            let wake = if next.saturating_sub(now) > DRAIN_NS {
+                now + DRAIN_NS
+            } else {
+                next
+            };
             match rx.recv_timeout(Duration::from_nanos(wake.saturating_sub(now))) {
                 Err(RecvTimeoutError::Timeout) => {}
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => {

@@ -69,12 +69,13 @@ pub const SLACK_NS: u64 = 2_000_000;
 const RING_PAGES: usize = 128;
 /// Ring buffer pages per CPU of system-wide events (1 MiB): room for the
 /// rest of the machine's switches between two drains ([`DRAIN_NS`]; a
-/// CPU switching 200,000 times a second writes about 350 KiB in 10 ms).
+/// CPU switching 200,000 times a second writes about 700 KiB in 20 ms).
 const SYSTEM_WIDE_RING_PAGES: usize = 256;
 /// The sampler drains the rings at least this often, ns, whatever its
 /// interval ([`SchedEvents::drain`]): system-wide events carry the whole
-/// machine's switches, which can fill a ring in a tick of 100 ms.
-pub const DRAIN_NS: u64 = 10_000_000;
+/// machine's switches, which can fill a ring in a tick of 100 ms. (With
+/// the default interval of 10 ms the ticks come first.)
+pub const DRAIN_NS: u64 = 20_000_000;
 
 /// Where tracefs is found, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
