@@ -224,6 +224,30 @@ fn tracepoint_id(name: &str) -> Result<u64, String> {
     ))
 }
 
+/// The thread a `sched_wakeup` / `sched_wakeup_new` sample woke: the pid
+/// (a thread id) at offset 24 of its raw data.
+fn woken_tid(raw: &[u8]) -> Option<u32> {
+    raw.get(24..28)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+}
+
+/// Thread `tid` of `threads` if it is followed and has not ended (a tid
+/// reused after its exit is another thread's), counting the record in
+/// `records` when it is the target's: every record with per-task events,
+/// a followed thread's with system-wide ones.
+fn followed<'a>(
+    threads: &'a mut FxHashMap<u32, Thread>,
+    records: &mut u64,
+    per_task: bool,
+    tid: u32,
+) -> Option<&'a mut Thread> {
+    let t = threads.get_mut(&tid).filter(|t| !t.exited);
+    if per_task || t.is_some() {
+        *records += 1;
+    }
+    t
+}
+
 /// The sentence for a `perf_event_open` of the scheduler events refused
 /// with `errno`.
 fn refused(errno: i32) -> String {
@@ -509,12 +533,9 @@ impl SchedEvents {
                 self.tree.contains(&pid) || time >= settled
             }
             Rec::Sample { ref raw, time, .. } => {
-                let woken = raw
-                    .get(24..28)
-                    .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
-                self.threads.contains_key(&woken)
-                    || self.pending_forks.contains(&woken)
-                    || time >= settled
+                woken_tid(raw).is_some_and(|woken| {
+                    self.threads.contains_key(&woken) || self.pending_forks.contains(&woken)
+                }) || time >= settled
             }
             Rec::Lost(_) => true,
             Rec::Exec { .. } | Rec::Mmap { .. } => false,
@@ -550,12 +571,7 @@ impl SchedEvents {
                 preempt,
                 ..
             } => {
-                let followed = self.threads.get_mut(&tid).filter(|t| !t.exited);
-                if per_task || followed.is_some() {
-                    self.records += 1;
-                }
-                // (an ended thread's tid reused by another: not it)
-                let Some(t) = followed else {
+                let Some(t) = followed(&mut self.threads, &mut self.records, per_task, tid) else {
                     return;
                 };
                 self.touched.insert(tid);
@@ -580,16 +596,10 @@ impl SchedEvents {
                 t.since = time;
             }
             Rec::Sample { raw, time, .. } => {
-                // sched_wakeup / sched_wakeup_new: the woken pid at 24.
-                let Some(b) = raw.get(24..28) else {
+                let Some(woken) = woken_tid(&raw) else {
                     return;
                 };
-                let woken = u32::from_le_bytes(b.try_into().unwrap());
-                let followed = self.threads.get_mut(&woken).filter(|t| !t.exited);
-                if per_task || followed.is_some() {
-                    self.records += 1;
-                }
-                if let Some(t) = followed {
+                if let Some(t) = followed(&mut self.threads, &mut self.records, per_task, woken) {
                     if t.state == Sched::Sleeping {
                         t.state = Sched::Ready;
                         t.since = time;
@@ -598,11 +608,7 @@ impl SchedEvents {
                 }
             }
             Rec::Exit { tid, time, .. } => {
-                let followed = self.threads.get_mut(&tid).filter(|t| !t.exited);
-                if per_task || followed.is_some() {
-                    self.records += 1;
-                }
-                if let Some(t) = followed {
+                if let Some(t) = followed(&mut self.threads, &mut self.records, per_task, tid) {
                     self.touched.insert(tid);
                     if t.state == Sched::Running {
                         t.run_ns += time.saturating_sub(t.since);
