@@ -144,12 +144,7 @@ pub struct SourceSwitch {
     pub threads: u64,
 }
 
-/// What one scheduler event record costs the target, ns: the kernel writes
-/// it in the target's own context switch or wake-up, so it lands in the
-/// target's run time (measured with `bench/sampler_switch.sh`,
-/// docs/benchmarks.md, "The sampler leaves the scheduler events when they
-/// cost more").
-pub const EVENT_RECORD_COST_NS: u64 = 500;
+pub use contend_trace::meta::EVENT_RECORD_COST_NS;
 
 /// What reading one thread's `schedstat` costs the sampler per tick, ns
 /// (one `pread` of a file kept open; docs/benchmarks.md, "Service-time

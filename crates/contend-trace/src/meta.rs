@@ -135,6 +135,16 @@ pub struct RunMeta {
     pub sampler: Option<SamplerMeta>,
 }
 
+/// What one scheduler event record of [`SamplerMeta`] costs the target,
+/// ns: the kernel writes it in the target's own context switch or
+/// wake-up, so it lands in the target's run time (measured with
+/// `bench/sampler_switch.sh` and `bench/sched_events_cost.sh`: 250–960 ns
+/// on the KVM guest of docs/benchmarks.md, "The sampler leaves the
+/// scheduler events when they cost more" and "The sampler's scheduler
+/// events for the whole machine"). Used by the sampler's leave rule and
+/// for the modelled cost in the report.
+pub const EVENT_RECORD_COST_NS: u64 = 500;
+
 /// What the service-time sampler did (`contend-record`'s sampler).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default)]

@@ -112,6 +112,24 @@ fn check_service_rows(dir: &std::path::Path, rec: &ProbeRecording, noise: u32, s
     assert_eq!(sampler["event_scope"], scope, "{sampler}");
     let tree = tree_of(rec, noise);
     let report = report_json(dir);
+    let events = &report["recording"]["scheduler_events"];
+    assert_eq!(events["scope"], scope, "{events}");
+    assert!(events["records"].as_u64().unwrap() > 0, "{events}");
+    assert_eq!(
+        events["modelled_ns"].as_u64(),
+        Some(events["records"].as_u64().unwrap() * 500),
+        "{events}"
+    );
+    let text = report_raw(dir, &[] as &[&str]).stdout;
+    assert!(
+        text.lines().any(|l| l.contains("Service-time events")
+            && l.contains(if scope == "per-task" {
+                "(per task)"
+            } else {
+                "(system-wide)"
+            })),
+        "{text}"
+    );
     let rows = report["service"]["threads"].as_array().unwrap();
     let pids: BTreeSet<u32> = rows
         .iter()

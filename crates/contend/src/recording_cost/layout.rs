@@ -136,6 +136,33 @@ impl ReportSection for RecordingReport {
                 note,
             ));
         }
+        if let Some(ev) = &self.scheduler_events {
+            let scope = match ev.scope.as_deref() {
+                Some(THREAD_EVENTS_PER_TASK) => "per task",
+                Some(THREAD_EVENTS_SYSTEM_WIDE) => "system-wide",
+                _ => "scope not recorded",
+            };
+            let mut note = format!(
+                "modelled: {} of the program's records ({scope}) at {} ns each, written by the kernel in its \
+                 context switches and wake-ups; not in the estimate above",
+                ev.records,
+                contend_trace::meta::EVENT_RECORD_COST_NS
+            );
+            if let Some(at) = ev.left_at_s {
+                note.push_str(&format!(
+                    "; left for schedstat after {at:.3} s, where they cost more"
+                ));
+            }
+            if ev.lost > 0 {
+                note.push_str(&format!("; {} records lost", ev.lost));
+            }
+            rows.push(row(
+                "scheduler_events",
+                "Service-time events",
+                Cell::Ns(ev.modelled_ns),
+                &note,
+            ));
+        }
         let table = Table {
             columns: vec![
                 Column::text("Measure", "measure"),

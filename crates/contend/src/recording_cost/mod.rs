@@ -77,6 +77,33 @@ pub struct RecordingReport {
     /// the program's threads: every context switch of theirs costs more,
     /// which the estimate leaves out); `null` when they were not recorded.
     pub thread_events: Option<String>,
+    /// The service-time sampler's scheduler events, when it used them
+    /// (`meta.json` `sampler`); `null` otherwise and in older recordings.
+    pub scheduler_events: Option<SchedulerEvents>,
+}
+
+/// What the service-time sampler's scheduler events cost the program: the
+/// kernel writes their records in its context switches and wake-ups, which
+/// the collector's estimate leaves out.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct SchedulerEvents {
+    /// How they were opened: `system-wide` (one of each per CPU, the
+    /// other processes' records dropped) or `per-task` (inherited by the
+    /// program's threads, switched with each of them); `null` in
+    /// recordings that did not say.
+    pub scope: Option<String>,
+    /// The program's records the sampler processed.
+    pub records: u64,
+    /// Records the kernel dropped (a ring was full).
+    pub lost: u64,
+    /// Their modelled cost to the program, ns: `records` ×
+    /// [`contend_trace::meta::EVENT_RECORD_COST_NS`] (500 ns; 250–960 ns
+    /// measured, docs/benchmarks.md), not in `cost.estimated_ns`.
+    pub modelled_ns: u64,
+    /// When the sampler left them for `schedstat` because they cost the
+    /// program more than `schedstat` costs the sampler, s after the start;
+    /// `null` when it kept them.
+    pub left_at_s: Option<f64>,
 }
 
 /// Totals of the recording and the estimated time it added.
@@ -503,6 +530,20 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         }
         _ => None,
     };
+    r.scheduler_events = recording.meta.as_ref().and_then(|meta| {
+        let s = meta.sampler.as_ref()?;
+        (s.source == "sched-events").then(|| SchedulerEvents {
+            scope: s.event_scope.clone(),
+            records: s.event_records,
+            lost: s.event_records_lost,
+            modelled_ns: s
+                .event_records
+                .saturating_mul(contend_trace::meta::EVENT_RECORD_COST_NS),
+            left_at_s: s
+                .switched_at_ns
+                .map(|at| at.saturating_sub(meta.start_monotonic_ns) as f64 / 1e9),
+        })
+    });
     r.by_thread.sort_by(|a, b| {
         b.estimated_ns
             .cmp(&a.estimated_ns)
