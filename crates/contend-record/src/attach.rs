@@ -216,9 +216,12 @@ pub fn attach(opts: &AttachOptions) -> Result<RecordOutcome, RecordError> {
         }
     };
     let end_ns = monotonic_ns();
-    if let Some(error) = sampler.and_then(|s| s.stop().error) {
-        warnings.push(format!("service-time sampling stopped early: {error}"));
-    }
+    meta.sampler = sampler.map(Sampler::stop).map(|stats| {
+        stats.into_meta(
+            crate::sched_events::ServiceSource::from_env(),
+            &mut warnings,
+        )
+    });
     drop(interrupt);
     if let Some(s) = session {
         warnings.extend(s.finish().warnings);

@@ -886,35 +886,9 @@ pub fn record_observed(
     let end_ns = monotonic_ns();
     // The final sample is taken before reaping, while the target's main
     // thread can still be read.
-    let mut sampler_meta = None;
-    if let Some(stats) = sampler.map(Sampler::stop) {
-        sampler_meta = Some(contend_trace::meta::SamplerMeta {
-            source: stats.source.to_string(),
-            source_note: stats.source_note.clone(),
-            event_scope: stats.event_scope.map(str::to_string),
-            event_records: stats.event_records,
-            event_records_lost: stats.event_records_lost,
-            switched_at_ns: stats.switched.map(|s| s.at_ns),
-            switched_records_per_s: stats.switched.map(|s| s.records_per_s),
-            switched_threads: stats.switched.map(|s| s.threads),
-        });
-        if let Some(error) = stats.error {
-            warnings.push(format!("service-time sampling stopped early: {error}"));
-        }
-        // Asked for by name and refused: say why.
-        if let (crate::sched_events::ServiceSource::SchedEvents, Some(note)) =
-            (service_source, stats.source_note)
-        {
-            warnings.push(format!("service time read from schedstat: {note}"));
-        }
-        if stats.event_records_lost > 0 {
-            warnings.push(format!(
-                "the kernel dropped {} scheduler event records (a ring was full): the service time of \
-                 some threads is short",
-                stats.event_records_lost
-            ));
-        }
-    }
+    let sampler_meta = sampler
+        .map(Sampler::stop)
+        .map(|stats| stats.into_meta(service_source, &mut warnings));
     // Without a sampler the recording still says why (sampler.json).
     let numa_set = match (numa_sampler, numa_failure) {
         (Some(s), _) => Some(s.stop()),

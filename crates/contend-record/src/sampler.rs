@@ -132,6 +132,42 @@ pub struct SamplerStats {
     pub switched: Option<SourceSwitch>,
 }
 
+impl SamplerStats {
+    /// What `meta.json` keeps of them; the sentences for the recording's
+    /// warnings (sampling stopped early, the scheduler events refused
+    /// although `source` asked for them by name, records lost) are
+    /// appended to `warnings`.
+    pub fn into_meta(
+        self,
+        source: ServiceSource,
+        warnings: &mut Vec<String>,
+    ) -> contend_trace::meta::SamplerMeta {
+        if let Some(error) = &self.error {
+            warnings.push(format!("service-time sampling stopped early: {error}"));
+        }
+        if let (ServiceSource::SchedEvents, Some(note)) = (source, &self.source_note) {
+            warnings.push(format!("service time read from schedstat: {note}"));
+        }
+        if self.event_records_lost > 0 {
+            warnings.push(format!(
+                "the kernel dropped {} scheduler event records (a ring was full): the service time of \
+                 some threads is short",
+                self.event_records_lost
+            ));
+        }
+        contend_trace::meta::SamplerMeta {
+            source: self.source.to_string(),
+            source_note: self.source_note,
+            event_scope: self.event_scope.map(str::to_string),
+            event_records: self.event_records,
+            event_records_lost: self.event_records_lost,
+            switched_at_ns: self.switched.map(|s| s.at_ns),
+            switched_records_per_s: self.switched.map(|s| s.records_per_s),
+            switched_threads: self.switched.map(|s| s.threads),
+        }
+    }
+}
+
 /// The moment the sampler left the scheduler events for `schedstat`
 /// ([`leaves_events`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

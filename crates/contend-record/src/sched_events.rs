@@ -232,20 +232,9 @@ fn woken_tid(raw: &[u8]) -> Option<u32> {
 }
 
 /// Thread `tid` of `threads` if it is followed and has not ended (a tid
-/// reused after its exit is another thread's), counting the record in
-/// `records` when it is the target's: every record with per-task events,
-/// a followed thread's with system-wide ones.
-fn followed<'a>(
-    threads: &'a mut FxHashMap<u32, Thread>,
-    records: &mut u64,
-    per_task: bool,
-    tid: u32,
-) -> Option<&'a mut Thread> {
-    let t = threads.get_mut(&tid).filter(|t| !t.exited);
-    if per_task || t.is_some() {
-        *records += 1;
-    }
-    t
+/// reused after its exit is another thread's).
+fn followed(threads: &mut FxHashMap<u32, Thread>, tid: u32) -> Option<&mut Thread> {
+    threads.get_mut(&tid).filter(|t| !t.exited)
 }
 
 /// The sentence for a `perf_event_open` of the scheduler events refused
@@ -497,8 +486,9 @@ impl SchedEvents {
     /// the target, so that neither the rings nor the pending records grow
     /// with the rest of the machine's activity between two ticks: the
     /// forks outside the tree (the tree grows here already, in time
-    /// order), and the switches, exits and wake-ups of processes and
-    /// threads not followed. `now_ns` (CLOCK_MONOTONIC, taken before the
+    /// order), the switches and exits of other processes, and the
+    /// wake-ups that no process of the tree wrote and that woke no
+    /// followed thread. `now_ns` (CLOCK_MONOTONIC, taken before the
     /// call): a record later than `now_ns` − [`SLACK_NS`] is kept even so,
     /// since the fork record that makes its thread known may still be in a
     /// ring drained earlier in this call; it is looked at again at the
@@ -532,10 +522,14 @@ impl SchedEvents {
             Rec::Switch { pid, time, .. } | Rec::Exit { pid, time, .. } => {
                 self.tree.contains(&pid) || time >= settled
             }
-            Rec::Sample { ref raw, time, .. } => {
-                woken_tid(raw).is_some_and(|woken| {
-                    self.threads.contains_key(&woken) || self.pending_forks.contains(&woken)
-                }) || time >= settled
+            Rec::Sample {
+                pid, ref raw, time, ..
+            } => {
+                self.tree.contains(&pid)
+                    || woken_tid(raw).is_some_and(|woken| {
+                        self.threads.contains_key(&woken) || self.pending_forks.contains(&woken)
+                    })
+                    || time >= settled
             }
             Rec::Lost(_) => true,
             Rec::Exec { .. } | Rec::Mmap { .. } => false,
@@ -543,16 +537,37 @@ impl SchedEvents {
         self.pending = pending;
     }
 
-    /// One record. `records` counts those of the target: with
-    /// system-wide events, the rest of the machine's are dropped here.
+    /// Whether record `r` was written in the target's context, so that it
+    /// cost the target (what [`SchedEvents::records`] counts): every record
+    /// of per-task events; of system-wide ones, those whose writer (the
+    /// task the sample id names: the thread switched, the thread that
+    /// woke another, forked or exited) is a process of the tree, followed
+    /// thread or not; and the losses.
+    fn written_by_target(&self, r: &Rec) -> bool {
+        if self.scope == ThreadEventsScope::PerTask {
+            return true;
+        }
+        match *r {
+            Rec::Fork { pid, ppid, .. } => self.fork_in_tree(pid, ppid),
+            Rec::Switch { pid, .. } | Rec::Exit { pid, .. } | Rec::Sample { pid, .. } => {
+                self.tree.contains(&pid)
+            }
+            Rec::Lost(_) => true,
+            Rec::Exec { .. } | Rec::Mmap { .. } => false,
+        }
+    }
+
+    /// One record. With system-wide events, the rest of the machine's are
+    /// dropped here.
     fn apply(&mut self, r: Rec) {
-        let per_task = self.scope == ThreadEventsScope::PerTask;
+        if self.written_by_target(&r) {
+            self.records += 1;
+        }
         match r {
             Rec::Fork { pid, ppid, tid, .. } if !self.fork_in_tree(pid, ppid) => {
                 self.pending_forks.remove(&tid);
             }
             Rec::Fork { pid, tid, time, .. } => {
-                self.records += 1;
                 self.tree.insert(pid);
                 self.pending_forks.remove(&tid);
                 if pid == tid {
@@ -571,7 +586,7 @@ impl SchedEvents {
                 preempt,
                 ..
             } => {
-                let Some(t) = followed(&mut self.threads, &mut self.records, per_task, tid) else {
+                let Some(t) = followed(&mut self.threads, tid) else {
                     return;
                 };
                 self.touched.insert(tid);
@@ -599,7 +614,7 @@ impl SchedEvents {
                 let Some(woken) = woken_tid(&raw) else {
                     return;
                 };
-                if let Some(t) = followed(&mut self.threads, &mut self.records, per_task, woken) {
+                if let Some(t) = followed(&mut self.threads, woken) {
                     if t.state == Sched::Sleeping {
                         t.state = Sched::Ready;
                         t.since = time;
@@ -608,7 +623,7 @@ impl SchedEvents {
                 }
             }
             Rec::Exit { tid, time, .. } => {
-                if let Some(t) = followed(&mut self.threads, &mut self.records, per_task, tid) {
+                if let Some(t) = followed(&mut self.threads, tid) {
                     self.touched.insert(tid);
                     if t.state == Sched::Running {
                         t.run_ns += time.saturating_sub(t.since);
@@ -618,15 +633,8 @@ impl SchedEvents {
                     t.exited = true;
                 }
             }
-            Rec::Lost(n) => {
-                self.records += 1;
-                self.lost += n;
-            }
-            Rec::Exec { .. } | Rec::Mmap { .. } => {
-                if per_task {
-                    self.records += 1;
-                }
-            }
+            Rec::Lost(n) => self.lost += n,
+            Rec::Exec { .. } | Rec::Mmap { .. } => {}
         }
     }
 
@@ -807,14 +815,31 @@ mod tests {
         }
     }
 
+    /// A switch of thread `tid` of process `pid` (system-wide records
+    /// name the process).
+    fn switch_of(pid: u32, tid: u32, time: u64, out: bool) -> Rec {
+        Rec::Switch {
+            pid,
+            tid,
+            time,
+            out,
+            preempt: false,
+        }
+    }
+
     fn wakeup(woken: u32, time: u64) -> Rec {
+        wakeup_by(1, woken, time)
+    }
+
+    /// A wake-up of `woken` written in the context of process `waker`.
+    fn wakeup_by(waker: u32, woken: u32, time: u64) -> Rec {
         let mut raw = vec![0u8; 40];
         raw[24..28].copy_from_slice(&woken.to_le_bytes());
         Rec::Sample {
             id: 0,
             ip: 0,
-            pid: 1,
-            tid: 1,
+            pid: waker,
+            tid: waker,
             time,
             sp: 0,
             chain: Vec::new(),
@@ -889,14 +914,16 @@ mod tests {
 
     /// System-wide events bring every process's records; only the
     /// target's (process 10 and what it starts) are followed and counted.
-    /// Worked by hand: process 10 starts thread 11 and process 20;
-    /// process 30 (not the target's) starts thread 31 and process 40.
-    /// Thread 11 runs 100..150 and exits at 160; its tid is then reused by
-    /// a thread of process 30, whose switches 170..200 are not 11's.
-    /// Followed: 11 (run 50, 1 slice) and 20 (woken at 120, runs
-    /// 130..140: wait 10, run 10). Records counted: the forks of 11 and
-    /// 20, 11's two switches and its exit, 20's wake-up and two switches:
-    /// 8.
+    /// Worked by hand: process 10 (its main thread running before the
+    /// events, so not followed) starts thread 11 and process 20; process
+    /// 30 (not the target's) starts thread 31 and process 40. Thread 11
+    /// runs 100..150 and exits at 160; its tid is then reused by a thread
+    /// of process 30, whose switches 170..200 are not 11's. Followed: 11
+    /// (run 50, 1 slice) and 20 (woken by process 10 at 120, runs
+    /// 130..140: wait 10, run 10). Records counted (written by the
+    /// target's threads): the forks of 11 and 20, the main thread's
+    /// switch, 11's two switches and its exit, the wake-up of 20 and 20's
+    /// two switches: 9.
     #[test]
     fn system_wide_events_follow_only_the_target() {
         let mut s = empty();
@@ -907,28 +934,29 @@ mod tests {
             fork(20, 10, 20, 95),
             fork(30, 30, 31, 96),
             fork(40, 30, 40, 97),
-            switch(11, 100, false, false),
-            switch(31, 105, false, false),
-            wakeup(20, 120),
-            wakeup(40, 121),
-            switch(20, 130, false, false),
-            switch(20, 140, true, false),
-            switch(11, 150, true, false),
+            switch_of(10, 10, 98, true),
+            switch_of(10, 11, 100, false),
+            switch_of(30, 31, 105, false),
+            wakeup_by(10, 20, 120),
+            wakeup_by(30, 40, 121),
+            switch_of(20, 20, 130, false),
+            switch_of(20, 20, 140, true),
+            switch_of(10, 11, 150, true),
             Rec::Exit {
                 pid: 10,
                 tid: 11,
                 time: 160,
             },
             fork(30, 30, 11, 165),
-            switch(11, 170, false, false),
-            switch(11, 200, true, false),
+            switch_of(30, 11, 170, false),
+            switch_of(30, 11, 200, true),
         ];
         s.advance(u64::MAX);
         assert!(s.covers(11) && s.covers(20));
         assert!(!s.covers(31) && !s.covers(40));
         assert_eq!(s.new_processes, vec![20]);
         assert_eq!(s.new_threads, vec![(10, 11), (20, 20)]);
-        assert_eq!(s.records, 8);
+        assert_eq!(s.records, 9);
         let mut out = Vec::new();
         s.entries(300, &mut out);
         out.sort_by_key(|e| e.tid);
@@ -953,19 +981,12 @@ mod tests {
         s.tree.insert(10);
         let now = 10_000_000;
         let recent = now - 1_000;
-        let switch_of = |pid, tid, time| Rec::Switch {
-            pid,
-            tid,
-            time,
-            out: false,
-            preempt: false,
-        };
         s.pending = vec![
             fork(10, 10, 11, 1_000),
             fork(30, 30, 31, 1_000),
             fork(50, 50, 51, recent),
-            switch_of(30, 31, 1_100),
-            switch_of(10, 11, 1_100),
+            switch_of(30, 31, 1_100, false),
+            switch_of(10, 11, 1_100, false),
             wakeup(31, 1_200),
             wakeup(11, 1_200),
             Rec::Exec {
@@ -974,7 +995,7 @@ mod tests {
                 time: 1_300,
             },
             Rec::Lost(2),
-            switch_of(60, 61, recent + 1),
+            switch_of(60, 61, recent + 1, false),
         ];
         s.pending_forks.extend([11, 31, 51]);
         s.drain(now);

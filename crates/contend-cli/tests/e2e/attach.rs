@@ -65,6 +65,13 @@ fn attach_for_a_duration_samples_and_leaves_the_process_running() {
     assert_eq!(m["pid"], target.id(), "{m}");
     assert_eq!(m["attach"]["ended"], "duration ended", "{m}");
     assert!((f(&m, "wall_ns") / 1e9 - 1.0).abs() < 0.2, "{m}");
+    // the sampler says what it did, as for a launched program
+    let source = m["sampler"]["source"].as_str().unwrap_or_default();
+    assert!(
+        source == "sched-events" || source == "schedstat",
+        "{}",
+        m["sampler"]
+    );
 
     let r = report_json(&rec);
     let s = &r["service"];
