@@ -627,6 +627,21 @@ pub(crate) enum Rec {
     },
 }
 
+#[cfg(test)]
+impl Rec {
+    /// A fork record of thread `tid` of process `pid` by process `ppid`
+    /// (its thread `ppid`), at `time`: the tests' hand-made records.
+    pub(crate) fn fork(pid: u32, ppid: u32, tid: u32, time: u64) -> Rec {
+        Rec::Fork {
+            pid,
+            ppid,
+            tid,
+            ptid: ppid,
+            time,
+        }
+    }
+}
+
 impl Rec {
     pub(crate) fn time(&self) -> u64 {
         match self {
@@ -1860,16 +1875,6 @@ mod tests {
         }
     }
 
-    fn fork(pid: u32, ppid: u32, tid: u32, time: u64) -> Rec {
-        Rec::Fork {
-            pid,
-            ppid,
-            tid,
-            ptid: ppid,
-            time,
-        }
-    }
-
     /// The machine's task records, worked out by hand: the program (100)
     /// starts a thread (101) and forks a child (200) that starts a thread
     /// (201); another program (300) starts a thread and forks 400; and,
@@ -1881,11 +1886,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut st = system_wide_state(dir.path(), 100);
         let mut recs = vec![
-            fork(100, 100, 101, 1),
-            fork(300, 300, 301, 2),
-            fork(200, 100, 200, 3),
-            fork(400, 300, 400, 4),
-            fork(200, 200, 201, 5),
+            Rec::fork(100, 100, 101, 1),
+            Rec::fork(300, 300, 301, 2),
+            Rec::fork(200, 100, 200, 3),
+            Rec::fork(400, 300, 400, 4),
+            Rec::fork(200, 200, 201, 5),
             Rec::Exit {
                 pid: 400,
                 tid: 400,
@@ -1902,7 +1907,7 @@ mod tests {
                 time: 8,
             },
             // pid 200 again, now a process of the other program
-            fork(200, 300, 200, 9),
+            Rec::fork(200, 300, 200, 9),
             Rec::Exec {
                 pid: 100,
                 tid: 100,

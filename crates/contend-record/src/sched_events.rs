@@ -902,16 +902,6 @@ mod tests {
         assert_eq!(s.followed(), 0);
     }
 
-    fn fork(pid: u32, ppid: u32, tid: u32, time: u64) -> Rec {
-        Rec::Fork {
-            pid,
-            ppid,
-            tid,
-            ptid: ppid,
-            time,
-        }
-    }
-
     /// System-wide events bring every process's records; only the
     /// target's (process 10 and what it starts) are followed and counted.
     /// Worked by hand: process 10 (its main thread running before the
@@ -930,10 +920,10 @@ mod tests {
         s.scope = ThreadEventsScope::SystemWide;
         s.tree.insert(10);
         s.pending = vec![
-            fork(10, 10, 11, 90),
-            fork(20, 10, 20, 95),
-            fork(30, 30, 31, 96),
-            fork(40, 30, 40, 97),
+            Rec::fork(10, 10, 11, 90),
+            Rec::fork(20, 10, 20, 95),
+            Rec::fork(30, 30, 31, 96),
+            Rec::fork(40, 30, 40, 97),
             switch_of(10, 10, 98, true),
             switch_of(10, 11, 100, false),
             switch_of(30, 31, 105, false),
@@ -947,7 +937,7 @@ mod tests {
                 tid: 11,
                 time: 160,
             },
-            fork(30, 30, 11, 165),
+            Rec::fork(30, 30, 11, 165),
             switch_of(30, 11, 170, false),
             switch_of(30, 11, 200, true),
         ];
@@ -982,9 +972,9 @@ mod tests {
         let now = 10_000_000;
         let recent = now - 1_000;
         s.pending = vec![
-            fork(10, 10, 11, 1_000),
-            fork(30, 30, 31, 1_000),
-            fork(50, 50, 51, recent),
+            Rec::fork(10, 10, 11, 1_000),
+            Rec::fork(30, 30, 31, 1_000),
+            Rec::fork(50, 50, 51, recent),
             switch_of(30, 31, 1_100, false),
             switch_of(10, 11, 1_100, false),
             wakeup(31, 1_200),
@@ -1037,7 +1027,7 @@ mod tests {
     fn per_task_events_count_every_record() {
         let mut s = empty();
         s.pending = vec![
-            fork(10, 10, 11, 90),
+            Rec::fork(10, 10, 11, 90),
             switch(11, 100, false, false),
             wakeup(12, 110),
             switch(11, 150, true, false),
