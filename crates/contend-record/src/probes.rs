@@ -935,11 +935,56 @@ impl ThreadEventsScope {
     }
 }
 
-/// `CONTEND_THREAD_EVENTS=per-task` asks for per-task events even where
-/// system-wide ones are allowed (to measure what they cost, and for the
-/// tests of that path).
-fn per_task_thread_events_requested() -> bool {
-    std::env::var("CONTEND_THREAD_EVENTS").is_ok_and(|v| v == ThreadEventsScope::PerTask.name())
+impl ThreadEventsScope {
+    /// Whether the environment variable `var` (`CONTEND_THREAD_EVENTS` for
+    /// the thread lifetimes, `CONTEND_SCHED_EVENTS` for the sampler's
+    /// scheduler events) is `per-task`: per-task events asked for even
+    /// where system-wide ones are allowed (to measure what they cost, and
+    /// for the tests of that path).
+    pub(crate) fn per_task_requested(var: &str) -> bool {
+        std::env::var(var).is_ok_and(|v| v == ThreadEventsScope::PerTask.name())
+    }
+}
+
+/// The processes of the recorded tree, as system-wide events follow it
+/// from the kernel's fork records: the target's processes to begin with,
+/// and every process a process of the tree forks. Used by the probe
+/// session (thread lifetimes) and the sampler's scheduler events
+/// ([`crate::sched_events`]) alike.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ProcessTree(FxHashSet<u32>);
+
+impl ProcessTree {
+    /// Whether process `pid` is in the tree.
+    pub(crate) fn contains(&self, pid: u32) -> bool {
+        self.0.contains(&pid)
+    }
+
+    /// Whether a fork record of `pid` from process `ppid` belongs to the
+    /// tree: a new thread (`pid` = `ppid`) when its process does, a new
+    /// process when the process that forked it does (not by its pid alone,
+    /// which may be that of an ended process of the tree, reused).
+    pub(crate) fn has_fork(&self, pid: u32, ppid: u32) -> bool {
+        self.contains(if pid == ppid { pid } else { ppid })
+    }
+
+    /// Adds process `pid` (a fork record that [`ProcessTree::has_fork`]
+    /// accepted, or a process of the target found otherwise).
+    pub(crate) fn insert(&mut self, pid: u32) {
+        self.0.insert(pid);
+    }
+}
+
+impl FromIterator<u32> for ProcessTree {
+    fn from_iter<I: IntoIterator<Item = u32>>(pids: I) -> Self {
+        ProcessTree(pids.into_iter().collect())
+    }
+}
+
+impl Extend<u32> for ProcessTree {
+    fn extend<I: IntoIterator<Item = u32>>(&mut self, pids: I) {
+        self.0.extend(pids);
+    }
 }
 
 /// The open events and the decoding state of a session.
@@ -950,7 +995,7 @@ struct State {
     _events: Vec<OwnedFd>,
     sources: FxHashMap<u64, Source>,
     sample_type_of: FxHashMap<u64, u64>,
-    tree: FxHashSet<u32>,
+    tree: ProcessTree,
     writer: Option<ProbeWriter>,
     manifest: ProbeManifest,
     sampling: FxHashMap<u32, Sampling>,
@@ -1086,7 +1131,7 @@ impl State {
         // ring of each CPU (index into st.rings), once mapped
         let mut ring_of: Vec<Option<usize>> = vec![None; cpus.len()];
         let system_wide = matches!(kind, SessionKind::Record { .. })
-            && !per_task_thread_events_requested()
+            && !ThreadEventsScope::per_task_requested("CONTEND_THREAD_EVENTS")
             && st.open_system_wide_task_events(&task_attr, &cpus, pages, &mut ring_of);
         if system_wide {
             st.system_wide = true;
@@ -1241,15 +1286,14 @@ impl State {
     /// Per-task events only ever give the tree's; system-wide ones give
     /// every process's.
     fn in_tree(&self, pid: u32) -> bool {
-        !self.system_wide || self.tree.contains(&pid)
+        !self.system_wide || self.tree.contains(pid)
     }
 
     /// Whether a fork record of `pid` from process `ppid` belongs to the
-    /// tree: a new thread when its process does, a new process when the
-    /// process that forked it does (not by its pid alone, which may be
-    /// that of an ended process of the tree, reused).
+    /// tree ([`ProcessTree::has_fork`]); every one does with per-task
+    /// events.
     fn fork_in_tree(&self, pid: u32, ppid: u32) -> bool {
-        self.in_tree(if pid == ppid { pid } else { ppid })
+        !self.system_wide || self.tree.has_fork(pid, ppid)
     }
 
     /// Opens every probe on every CPU (system-wide; see the module docs),
@@ -1578,7 +1622,7 @@ impl State {
                     }
                 }
                 Some(Source::Probe { probe, ret }) => {
-                    if !self.tree.contains(&pid) {
+                    if !self.tree.contains(pid) {
                         self.manifest.foreign_hits += 1;
                         return;
                     }

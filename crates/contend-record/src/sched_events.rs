@@ -55,10 +55,10 @@ use contend_trace::service::{Entry, ENTRY_FROM_EVENTS, ENTRY_NEW};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::probes::{
-    decode, ioctl, perf_open, Attr, Rec, Ring, ThreadEventsScope, F_CONTEXT_SWITCH, F_EXCLUDE_HV,
-    F_EXCLUDE_KERNEL, F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID, IOC_SET_OUTPUT,
-    SAMPLE_IDENTIFIER, SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY, TYPE_SOFTWARE,
-    TYPE_TRACEPOINT,
+    decode, ioctl, perf_open, Attr, ProcessTree, Rec, Ring, ThreadEventsScope, F_CONTEXT_SWITCH,
+    F_EXCLUDE_HV, F_EXCLUDE_KERNEL, F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID,
+    IOC_SET_OUTPUT, SAMPLE_IDENTIFIER, SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY,
+    TYPE_SOFTWARE, TYPE_TRACEPOINT,
 };
 
 /// Records are processed up to this long before a tick, ns: a record
@@ -191,7 +191,7 @@ pub struct SchedEvents {
     /// start and from fork records (a new process joins when a process of
     /// the tree forked it); the records of every other process are
     /// dropped.
-    tree: FxHashSet<u32>,
+    tree: ProcessTree,
     /// Records the kernel dropped (rings full).
     pub lost: u64,
     /// Records processed.
@@ -272,7 +272,7 @@ impl SchedEvents {
             new_threads: Vec::new(),
             attached: FxHashSet::default(),
             scope: ThreadEventsScope::PerTask,
-            tree: FxHashSet::default(),
+            tree: ProcessTree::default(),
             lost: 0,
             records: 0,
             threads_seen: 0,
@@ -325,9 +325,7 @@ impl SchedEvents {
     /// ([`SchedEvents::open`]). `pids`: the target's processes; `tids`:
     /// their threads.
     pub fn open_for(pids: &[u32], tids: &[u32]) -> Result<SchedEvents, String> {
-        let per_task = std::env::var("CONTEND_SCHED_EVENTS")
-            .is_ok_and(|v| v == ThreadEventsScope::PerTask.name());
-        if !per_task {
+        if !ThreadEventsScope::per_task_requested("CONTEND_SCHED_EVENTS") {
             if let Ok(s) = Self::open_system_wide(pids) {
                 return Ok(s);
             }
@@ -473,12 +471,9 @@ impl SchedEvents {
 
     /// Whether a fork record of `pid` from process `ppid` belongs to the
     /// target: with per-task events every record does; with system-wide
-    /// ones a new thread when its process does, a new process when the
-    /// process that forked it does (not by its pid alone, which may be
-    /// that of an ended process of the tree, reused).
+    /// ones as [`ProcessTree::has_fork`] says.
     fn fork_in_tree(&self, pid: u32, ppid: u32) -> bool {
-        self.scope == ThreadEventsScope::PerTask
-            || self.tree.contains(&if pid == ppid { pid } else { ppid })
+        self.scope == ThreadEventsScope::PerTask || self.tree.has_fork(pid, ppid)
     }
 
     /// Reads every ring (as [`SchedEvents::refresh`]) and, with
@@ -520,12 +515,12 @@ impl SchedEvents {
                 }
             }
             Rec::Switch { pid, time, .. } | Rec::Exit { pid, time, .. } => {
-                self.tree.contains(&pid) || time >= settled
+                self.tree.contains(pid) || time >= settled
             }
             Rec::Sample {
                 pid, ref raw, time, ..
             } => {
-                self.tree.contains(&pid)
+                self.tree.contains(pid)
                     || woken_tid(raw).is_some_and(|woken| {
                         self.threads.contains_key(&woken) || self.pending_forks.contains(&woken)
                     })
@@ -550,7 +545,7 @@ impl SchedEvents {
         match *r {
             Rec::Fork { pid, ppid, .. } => self.fork_in_tree(pid, ppid),
             Rec::Switch { pid, .. } | Rec::Exit { pid, .. } | Rec::Sample { pid, .. } => {
-                self.tree.contains(&pid)
+                self.tree.contains(pid)
             }
             Rec::Lost(_) => true,
             Rec::Exec { .. } | Rec::Mmap { .. } => false,
