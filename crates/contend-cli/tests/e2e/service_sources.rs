@@ -12,56 +12,79 @@ use crate::service::{check_source, record_source};
 /// thread's run time from its switch-in and switch-out times up to its
 /// exit record, so its service time must be the thread's CPU time within
 /// 1% + 1 ms (the thread's own start and exit around its clock reads are
-/// µs). Other work on the machine preempts the threads, which changes
-/// neither figure: no disturbance to detect or repeat. (With `schedstat`
-/// the run time after the thread's last tick is missing: up to one
-/// interval, more when the sampler is delayed; not checked here.)
+/// µs). Other work on the machine preempts the threads, and each time
+/// slice then adds a few µs to the event source's figure that the
+/// thread's clock does not count (measured beside `service_pingpong`:
+/// 3–5 µs per slice, 14–24 ms over 300 ms, with either scope). So a run
+/// in which a thread waited in the run queue for more than 5% of its CPU
+/// time is disturbed: the bound holds for undisturbed runs, in one of up
+/// to five; when no run is undisturbed the test says so and does not fail.
 #[test]
 fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
+    let _serial = serial();
     let prog = build("service_cpu_threads.c", &[]);
-    let dir = tempdir();
-    let rec = dir.path().join("cpu.data");
-    let out = record_source(&rec, &prog, &["2", "300"], "sched-events");
-    assert!(out.success(), "{}", out.describe());
-    let r = report_json(&rec);
-    let s = &r["service"];
-    check_source(s, "sched-events");
-    if s["source"].as_str() != Some("sched-events") {
-        eprintln!("SKIP: the scheduler events are not allowed here");
+    let mut disturbed = Vec::new();
+    for _ in 0..5 {
+        let dir = tempdir();
+        let rec = dir.path().join("cpu.data");
+        let out = record_source(&rec, &prog, &["2", "300"], "sched-events");
+        assert!(out.success(), "{}", out.describe());
+        let r = report_json(&rec);
+        let s = &r["service"];
+        check_source(s, "sched-events");
+        if s["source"].as_str() != Some("sched-events") {
+            eprintln!("SKIP: the scheduler events are not allowed here");
+            return;
+        }
+        // (tid, own CPU ns, its row)
+        let mut threads = Vec::new();
+        for line in out.stdout.lines() {
+            let mut tid = None;
+            let mut cpu_ns = None;
+            for w in line.split_whitespace() {
+                if let Some(v) = w.strip_prefix("tid=") {
+                    tid = v.parse::<u64>().ok();
+                }
+                if let Some(v) = w.strip_prefix("cpu_ns=") {
+                    cpu_ns = v.parse::<f64>().ok();
+                }
+            }
+            let (Some(tid), Some(own)) = (tid, cpu_ns) else {
+                continue;
+            };
+            let row = s["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["tid"].as_u64() == Some(tid))
+                .unwrap_or_else(|| panic!("thread {tid} is not in the service rows: {s}"))
+                .clone();
+            assert!(row["slices"].as_u64().unwrap() >= 1, "{row}");
+            assert!(row["run_queue_wait_s"].as_f64().unwrap() >= 0.0, "{row}");
+            threads.push((tid, own, row));
+        }
+        assert_eq!(threads.len(), 2, "{}", out.stdout);
+        assert!(s["sched_event_threads"].as_u64().unwrap() >= 2, "{s}");
+        if let Some((tid, own, row)) = threads
+            .iter()
+            .find(|(_, own, row)| row["run_queue_wait_s"].as_f64().unwrap() * 1e9 > 0.05 * own)
+        {
+            disturbed.push(format!("thread {tid}, own CPU clock {own} ns: {row}"));
+            continue;
+        }
+        for (tid, own, row) in &threads {
+            let service_ns = row["cpu_s"].as_f64().unwrap() * 1e9;
+            assert!(
+                (service_ns - own).abs() <= 0.01 * own + 1e6,
+                "thread {tid}: service time {service_ns} ns, own CPU clock {own} ns: {row}"
+            );
+        }
         return;
     }
-    let mut checked = 0;
-    for line in out.stdout.lines() {
-        let mut tid = None;
-        let mut cpu_ns = None;
-        for w in line.split_whitespace() {
-            if let Some(v) = w.strip_prefix("tid=") {
-                tid = v.parse::<u64>().ok();
-            }
-            if let Some(v) = w.strip_prefix("cpu_ns=") {
-                cpu_ns = v.parse::<f64>().ok();
-            }
-        }
-        let (Some(tid), Some(own)) = (tid, cpu_ns) else {
-            continue;
-        };
-        let row = s["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["tid"].as_u64() == Some(tid))
-            .unwrap_or_else(|| panic!("thread {tid} is not in the service rows: {s}"));
-        let service_ns = row["cpu_s"].as_f64().unwrap() * 1e9;
-        assert!(
-            (service_ns - own).abs() <= 0.01 * own + 1e6,
-            "thread {tid}: service time {service_ns} ns, own CPU clock {own} ns: {row}"
-        );
-        assert!(row["slices"].as_u64().unwrap() >= 1, "{row}");
-        assert!(row["run_queue_wait_s"].as_f64().unwrap() >= 0.0, "{row}");
-        checked += 1;
-    }
-    assert_eq!(checked, 2, "{}", out.stdout);
-    assert!(s["sched_event_threads"].as_u64().unwrap() >= 2, "{s}");
+    eprintln!(
+        "NOTE: every run was disturbed by other work (a thread waited for a CPU more than 5% of \
+         its CPU time); the bound was not checked: {disturbed:?}"
+    );
 }
 
 fn meta(rec: &std::path::Path) -> serde_json::Value {
@@ -166,6 +189,8 @@ fn a_program_that_sleeps_keeps_the_scheduler_events() {
 /// off the CPU for a while by other work on the machine.
 #[test]
 fn a_busy_process_beside_the_program_fills_no_ring() {
+    // the busy process loads the machine: not beside the timing tests
+    let _serial = serial();
     let sleeper = build("service_sleep.c", &[]);
     let busy = build("service_pingpong.c", &[]);
     let dir = tempdir();
