@@ -138,7 +138,7 @@ pub struct RunMeta {
 /// What one scheduler event record of [`SamplerMeta`] costs the target,
 /// ns: the kernel writes it in the target's own context switch or
 /// wake-up, so it lands in the target's run time (measured with
-/// `bench/sampler_switch.sh` and `bench/sched_events_cost.sh`: 250–960 ns
+/// `bench/sampler_switch.sh` and `bench/sched_events_cost.sh`: 250–970 ns
 /// on the KVM guest of docs/benchmarks.md, "The sampler leaves the
 /// scheduler events when they cost more" and "The sampler's scheduler
 /// events for the whole machine"). Used by the sampler's leave rule and

@@ -114,20 +114,16 @@ impl ReportSection for RecordingReport {
                 ),
             ));
         }
-        use contend_trace::probes::{THREAD_EVENTS_PER_TASK, THREAD_EVENTS_SYSTEM_WIDE};
-        let scope = match self.thread_events.as_deref() {
-            Some(THREAD_EVENTS_PER_TASK) => Some((
-                "per task",
+        let scope = scope_label(self.thread_events.as_deref()).map(|label| {
+            let note = if label == SCOPE_PER_TASK {
                 "kernel events inherited by every thread of the program: each of its context switches cost more, \
                  which the estimate leaves out (system-wide events need root, CAP_PERFMON or \
-                 kernel.perf_event_paranoid <= 0)",
-            )),
-            Some(THREAD_EVENTS_SYSTEM_WIDE) => Some((
-                "system-wide",
-                "one kernel event per CPU for the whole machine: nothing added to the program's context switches",
-            )),
-            _ => None,
-        };
+                 kernel.perf_event_paranoid <= 0)"
+            } else {
+                "one kernel event per CPU for the whole machine: nothing added to the program's context switches"
+            };
+            (label, note)
+        });
         if let Some((value, note)) = scope {
             rows.push(row(
                 "thread_events",
@@ -137,11 +133,7 @@ impl ReportSection for RecordingReport {
             ));
         }
         if let Some(ev) = &self.scheduler_events {
-            let scope = match ev.scope.as_deref() {
-                Some(THREAD_EVENTS_PER_TASK) => "per task",
-                Some(THREAD_EVENTS_SYSTEM_WIDE) => "system-wide",
-                _ => "scope not recorded",
-            };
+            let scope = scope_label(ev.scope.as_deref()).unwrap_or("scope not recorded");
             let mut note = format!(
                 "modelled: {} of the program's records ({scope}) at {} ns each, written by the kernel in its \
                  context switches and wake-ups; not in the estimate above",
@@ -248,6 +240,20 @@ impl ReportSection for RecordingReport {
                  (docs/metrics.md, \"Recording cost\"), and its change relative to the first run.",
             )],
         )
+    }
+}
+
+/// The label of per-task kernel events in the table.
+const SCOPE_PER_TASK: &str = "per task";
+
+/// How kernel events were opened, as the table says it: `per task` or
+/// `system-wide` for the names of `contend_trace::probes` (which the
+/// thread lifetimes and the scheduler events share), `None` otherwise.
+fn scope_label(scope: Option<&str>) -> Option<&'static str> {
+    match scope? {
+        contend_trace::probes::THREAD_EVENTS_PER_TASK => Some(SCOPE_PER_TASK),
+        contend_trace::probes::THREAD_EVENTS_SYSTEM_WIDE => Some("system-wide"),
+        _ => None,
     }
 }
 

@@ -97,7 +97,7 @@ pub struct SchedulerEvents {
     /// Records the kernel dropped (a ring was full).
     pub lost: u64,
     /// Their modelled cost to the program, ns: `records` ×
-    /// [`contend_trace::meta::EVENT_RECORD_COST_NS`] (500 ns; 250–960 ns
+    /// [`contend_trace::meta::EVENT_RECORD_COST_NS`] (500 ns; 250–970 ns
     /// measured, docs/benchmarks.md), not in `cost.estimated_ns`.
     pub modelled_ns: u64,
     /// When the sampler left them for `schedstat` because they cost the
