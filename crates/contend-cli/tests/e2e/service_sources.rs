@@ -15,7 +15,8 @@ use crate::service::{check_source, record_source};
 /// µs). Other work on the machine preempts the threads, and each time
 /// slice then adds a few µs to the event source's figure that the
 /// thread's clock does not count (measured beside `service_pingpong`:
-/// 3–5 µs per slice, 14–24 ms over 300 ms, with either scope). So a run
+/// 2.8–4.8 µs per slice, 6–24 ms over 300 ms, with either scope;
+/// docs/benchmarks.md). So a run
 /// in which a thread waited in the run queue for more than 5% of its CPU
 /// time is disturbed: the bound holds for undisturbed runs, in one of up
 /// to five; when no run is undisturbed the test says so and does not fail.
