@@ -37,32 +37,10 @@ fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
             eprintln!("SKIP: the scheduler events are not allowed here");
             return;
         }
-        // (tid, own CPU ns, its row)
-        let mut threads = Vec::new();
-        for line in out.stdout.lines() {
-            let mut tid = None;
-            let mut cpu_ns = None;
-            for w in line.split_whitespace() {
-                if let Some(v) = w.strip_prefix("tid=") {
-                    tid = v.parse::<u64>().ok();
-                }
-                if let Some(v) = w.strip_prefix("cpu_ns=") {
-                    cpu_ns = v.parse::<f64>().ok();
-                }
-            }
-            let (Some(tid), Some(own)) = (tid, cpu_ns) else {
-                continue;
-            };
-            let row = s["threads"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|t| t["tid"].as_u64() == Some(tid))
-                .unwrap_or_else(|| panic!("thread {tid} is not in the service rows: {s}"))
-                .clone();
+        let threads = threads_with_own_cpu(&out.stdout, s);
+        for (_, _, row) in &threads {
             assert!(row["slices"].as_u64().unwrap() >= 1, "{row}");
             assert!(row["run_queue_wait_s"].as_f64().unwrap() >= 0.0, "{row}");
-            threads.push((tid, own, row));
         }
         assert_eq!(threads.len(), 2, "{}", out.stdout);
         assert!(s["sched_event_threads"].as_u64().unwrap() >= 2, "{s}");
@@ -86,6 +64,36 @@ fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
         "NOTE: every run was disturbed by other work (a thread waited for a CPU more than 5% of \
          its CPU time); the bound was not checked: {disturbed:?}"
     );
+}
+
+/// The threads a test program printed `tid=… cpu_ns=…` for (its own CPU
+/// clock, ns), each with its row of the service section `service`
+/// (panics when a thread has none).
+fn threads_with_own_cpu(
+    stdout: &str,
+    service: &serde_json::Value,
+) -> Vec<(u64, f64, serde_json::Value)> {
+    let mut threads = Vec::new();
+    for line in stdout.lines() {
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let (Some(tid), Some(own)) = (field("tid="), field("cpu_ns=")) else {
+            continue;
+        };
+        let tid = tid as u64;
+        let row = service["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tid"].as_u64() == Some(tid))
+            .unwrap_or_else(|| panic!("thread {tid} is not in the service rows: {service}"))
+            .clone();
+        threads.push((tid, own, row));
+    }
+    threads
 }
 
 fn meta(rec: &std::path::Path) -> serde_json::Value {
@@ -131,21 +139,7 @@ fn a_program_that_switches_often_is_left_to_schedstat() {
     let text = report_raw(&rec, &["--format", "text"]);
     assert!(text.stdout.contains("then schedstat"), "{}", text.stdout);
     let mut checked = 0;
-    for line in out.stdout.lines() {
-        let field = |key: &str| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(key))
-                .and_then(|v| v.parse::<f64>().ok())
-        };
-        let (Some(tid), Some(own)) = (field("tid="), field("cpu_ns=")) else {
-            continue;
-        };
-        let row = s["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["tid"].as_f64() == Some(tid))
-            .unwrap_or_else(|| panic!("thread {tid} is not in the service rows: {s}"));
+    for (tid, own, row) in threads_with_own_cpu(&out.stdout, s) {
         let service_ns = row["cpu_s"].as_f64().unwrap() * 1e9;
         assert!(
             service_ns <= 1.01 * own + 1e6 && service_ns > 0.5 * own,
