@@ -24,6 +24,8 @@
 use contend_trace::Primitive;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use super::events::{EventSet, LockEvent, Outcome};
 use crate::chunked_sort;
@@ -53,7 +55,8 @@ const NONE: u32 = u32::MAX;
 /// counting sort on the object (in chunks of the events side by side; it
 /// keeps each thread's events in order) and a stable sort of each
 /// object's part by wake time, in parallel over objects, skipped where
-/// the part is in order already.
+/// the part is in order already; a large part's runs (one per thread that
+/// woke waiters on it) are merged ([`merge_wake_runs`]).
 struct Wakes {
     start: Vec<u32>,
     events: Vec<u32>,
@@ -126,15 +129,20 @@ impl Wakes {
             parts.push(head);
             rest = tail;
         }
-        // Small parts side by side; a large one (a lock most of the run's
-        // events use) on its own, sorted by both cores, so that only one
-        // large part's keyed copy is held at a time.
+        // Small parts side by side. Large ones (a lock most of the run's
+        // events use) side by side too, their runs merged without a keyed
+        // copy; one of more runs is then sorted on its own, by both cores,
+        // so that only one large part's keyed copy is held at a time.
         let (large, small): (Vec<_>, Vec<_>) =
             parts.into_iter().partition(|part| part.len() > LARGE_PART);
         small
             .into_par_iter()
             .for_each(|part| sort_by_wake_time(set, part));
-        for part in large {
+        let unmerged: Vec<&mut [u32]> = large
+            .into_par_iter()
+            .filter_map(|part| (!merge_wake_runs(set, part)).then_some(part))
+            .collect();
+        for part in unmerged {
             sort_by_wake_time(set, part);
         }
         Wakes { start, events }
@@ -222,6 +230,64 @@ impl Wakes {
 /// Wake events of one object beyond which its part is sorted on its own
 /// by both cores ([`Wakes::build`]).
 const LARGE_PART: usize = 1 << 16;
+
+/// Runs of ascending wake times beyond which [`merge_wake_runs`] leaves a
+/// part to [`sort_by_wake_time`].
+const MERGE_RUNS_MAX: usize = 64;
+
+/// Sorts one object's wake events by wake time, stably, when they form at
+/// most [`MERGE_RUNS_MAX`] runs of ascending times (each thread's wakes on
+/// the object, in its event order, nearly always are one run): the runs
+/// are found in one pass over the keys, then merged with a heap of one
+/// (time, run) entry per run, reading each run's keys in order (no keyed
+/// copy; the output, 4 bytes per event, replaces the part). Equal times
+/// come out in run order, and a run's own in position order: the order of
+/// a stable sort. Returns false, with `part` untouched, when the runs are
+/// more. O(n log runs).
+fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
+    let key = |i: u32| wake_time(set, i as usize);
+    let n = part.len();
+    if n < 2 {
+        return true;
+    }
+    // (first position, end) of each run
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let (mut start, mut prev) = (0, key(part[0]));
+    for (k, &i) in part.iter().enumerate().skip(1) {
+        let t = key(i);
+        if t < prev {
+            if runs.len() + 1 >= MERGE_RUNS_MAX {
+                return false;
+            }
+            runs.push((start, k));
+            start = k;
+        }
+        prev = t;
+    }
+    if runs.is_empty() {
+        return true;
+    }
+    runs.push((start, n));
+    let mut heads: BinaryHeap<Reverse<(u64, u32)>> = runs
+        .iter()
+        .enumerate()
+        .map(|(r, &(first, _))| Reverse((key(part[first]), r as u32)))
+        .collect();
+    let mut merged: Vec<u32> = Vec::with_capacity(n);
+    while let Some(mut head) = heads.peek_mut() {
+        let r = head.0 .1 as usize;
+        let (at, end) = &mut runs[r];
+        merged.push(part[*at]);
+        *at += 1;
+        if *at < *end {
+            head.0 .0 = key(part[*at]);
+        } else {
+            PeekMut::pop(head);
+        }
+    }
+    part.copy_from_slice(&merged);
+    true
+}
 
 /// Sorts one object's wake events by wake time, stably. They come as runs
 /// already in order (each thread's wakes on the object, in the thread's
@@ -523,4 +589,80 @@ pub fn lock_wakers(set: &EventSet) -> Vec<u32> {
 /// waiter go: a release, a `sem_post`, a barrier arrival, ns.
 pub fn lock_wake_time(set: &EventSet, w: usize) -> u64 {
     wake_time(set, w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locks::events::LockEventFields;
+
+    /// A set of mutex acquisitions released at `released` (ns), one each.
+    fn released_at(released: &[u64]) -> EventSet {
+        let events = released
+            .iter()
+            .map(|&r| {
+                LockEventFields {
+                    thread: 0,
+                    object: 0,
+                    site: 0,
+                    primitive: Primitive::Mutex,
+                    outcome: Outcome::Acquired,
+                    requested_ns: 0,
+                    acquired_ns: 0,
+                    released_ns: r,
+                    contended: false,
+                    unreleased: false,
+                }
+                .pack()
+            })
+            .collect();
+        EventSet {
+            events,
+            ..EventSet::default()
+        }
+    }
+
+    /// Positions `0..n` cut into `runs` ascending runs of times drawn from
+    /// a few values (so that equal times meet inside and across runs).
+    fn runs_of(seed: u64, n: usize, runs: usize) -> Vec<u64> {
+        let mut x = seed | 1;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut times: Vec<u64> = (0..n).map(|_| next() % 20).collect();
+        let cut = n.div_ceil(runs.max(1));
+        for run in times.chunks_mut(cut.max(1)) {
+            run.sort_unstable();
+        }
+        times
+    }
+
+    /// Merging the runs gives the order of a stable sort by wake time,
+    /// equal times in position order, for every number of runs up to the
+    /// limit; beyond it the part is left as it was.
+    #[test]
+    fn merged_runs_are_in_the_order_of_a_stable_sort() {
+        for seed in 1..200u64 {
+            let n = (seed as usize * 7) % 300;
+            let runs = 1 + (seed as usize % (MERGE_RUNS_MAX - 1));
+            let set = released_at(&runs_of(seed, n, runs));
+            // the part in a shuffled position order is one run per thread
+            // of the set's layout: keep position order, as pairing does
+            let mut part: Vec<u32> = (0..n as u32).collect();
+            let mut expected = part.clone();
+            expected.sort_by_key(|&i| wake_time(&set, i as usize));
+            assert!(merge_wake_runs(&set, &mut part), "seed {seed}: {runs} runs");
+            assert_eq!(part, expected, "seed {seed}: {runs} runs of {n}");
+        }
+        // one more run than the limit: untouched
+        let n = 2 * MERGE_RUNS_MAX;
+        let times: Vec<u64> = (0..n as u64).map(|i| (n as u64 - i) / 2).collect();
+        let set = released_at(&times);
+        let mut part: Vec<u32> = (0..n as u32).collect();
+        assert!(!merge_wake_runs(&set, &mut part));
+        assert_eq!(part, (0..n as u32).collect::<Vec<_>>());
+    }
 }

@@ -473,3 +473,71 @@ fn ownership_changes_match_a_sort_of_each_locks_acquisitions() {
         );
     }
 }
+
+/// The wakers of a lock used by most of a large recording's events (more
+/// wake events than `critical_path`'s large-part threshold, 65,536): with
+/// 4 threads its wake events are 4 runs of ascending times, merged; with
+/// 100 threads, more runs than the merge takes, sorted instead. Against
+/// the rule as a stable sort of the lock's wake events by wake time gives
+/// it (latest by (wake time, event index) at or before the acquisition, by
+/// another thread), times drawn coarse so that equal times are common.
+#[test]
+fn lock_wakers_of_a_large_lock_match_a_stable_sort() {
+    for (threads, per_thread) in [(4u32, 20_000u64), (100, 700)] {
+        let mut rng = Rng(0x51_7cc1_b727_220a ^ u64::from(threads));
+        let ops: Vec<(u32, Vec<RawOp>)> = (0..threads)
+            .map(|t| {
+                let mut now = 1000 + rng.below(20);
+                let mut ops = Vec::new();
+                for _ in 0..per_thread {
+                    let op = |ticks, phase| RawOp {
+                        ticks,
+                        object: 0x1000,
+                        site: 0x40_0000,
+                        primitive: Primitive::Mutex,
+                        phase,
+                        stack: NO_STACK,
+                    };
+                    now += rng.below(3) * 8;
+                    if rng.below(3) == 0 {
+                        ops.push(op(now, Phase::Request));
+                        now += 1 + rng.below(3) * 8;
+                        ops.push(op(now, Phase::Acquired));
+                    } else {
+                        ops.push(op(now, Phase::Immediate));
+                    }
+                    now += rng.below(3) * 8;
+                    ops.push(op(now, Phase::Release));
+                }
+                (100 + t, ops)
+            })
+            .collect();
+        let set = pair_operations(&inputs(&ops));
+        let wake_time = |w: usize| contend::locks::critical_path::lock_wake_time(&set, w);
+        let mut wakes: Vec<usize> = (0..set.events.len())
+            .filter(|&w| set.events[w].outcome() == Outcome::Acquired)
+            .collect();
+        assert!(wakes.len() > 65_536, "{} wake events", wakes.len());
+        wakes.sort_by_key(|&w| wake_time(w));
+        let wakers = contend::locks::critical_path::lock_wakers(&set);
+        let mut contended = 0;
+        for (i, e) in set.events.iter().enumerate() {
+            let waited = e.contended()
+                && e.outcome() == Outcome::Acquired
+                && e.acquired_ns() > e.requested_ns();
+            let expected = if waited {
+                contended += 1;
+                let end = wakes.partition_point(|&w| wake_time(w) <= e.acquired_ns());
+                wakes[..end]
+                    .iter()
+                    .rev()
+                    .find(|&&w| set.events[w].thread() != e.thread())
+                    .map_or(u32::MAX, |&w| w as u32)
+            } else {
+                u32::MAX
+            };
+            assert_eq!(wakers[i], expected, "{threads} threads, event {i}");
+        }
+        assert!(contended > 1000, "{contended} contended acquisitions");
+    }
+}
