@@ -120,6 +120,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    contend::analysis::configure_allocator();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -95,6 +95,8 @@ use contend::locks::{
 use contend::recording::Recording;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // as `contend` does
+    contend::analysis::configure_allocator();
     let dir = std::env::args()
         .nth(1)
         .ok_or("usage: lock_stages RECORDING_DIR")?;
