@@ -497,6 +497,7 @@ fn score_in_groups(
         .map(|g| {
             let mut t = Tally {
                 counts: vec![0usize; nblocks],
+                zeros: vec![0u64; nblocks],
                 recursive: vec![0u64; nblocks],
                 longest: 0,
             };
@@ -507,11 +508,13 @@ fn score_in_groups(
         })
         .collect();
     let mut counts = vec![0usize; nblocks];
+    let mut zeros = vec![0u64; nblocks];
     let mut recursive = vec![0u64; nblocks];
     let mut longest = 0u64;
     for t in &tallies {
         for b in 0..nblocks {
             counts[b] += t.counts[b];
+            zeros[b] += t.zeros[b];
             recursive[b] += t.recursive[b];
         }
         longest = longest.max(t.longest);
@@ -521,10 +524,12 @@ fn score_in_groups(
         groups: &groups,
         group_counts: &group_counts,
         counts: &counts,
+        zeros: &zeros,
         recursive: &recursive,
     };
     // The durations, grouped by block, take 4 bytes each when every one
-    // fits (under 4.3 s), else 8.
+    // fits (under 4.3 s), else 8; those of 0 ns (an uncontended lock call,
+    // timed once: most of them) are only counted.
     let mut blocks: Vec<SciBlock> = if u32::try_from(longest).is_ok() {
         group_and_score::<u32>(input, passes, streamed, &streamed_range, &grouping)
     } else {
@@ -595,9 +600,11 @@ fn thread_groups(work: &[usize], blocks: usize, cores: usize) -> Vec<std::ops::R
 }
 
 /// One group's counts per block ([`score_executions_streamed`]'s first
-/// pass): scored executions, recursive ones, and the longest duration, ns.
+/// pass): scored executions of more than 0 ns, those of 0 ns, recursive
+/// ones, and the longest duration, ns.
 struct Tally {
     counts: Vec<usize>,
+    zeros: Vec<u64>,
     recursive: Vec<u64>,
     longest: u64,
 }
@@ -611,8 +618,7 @@ impl Tally {
         streamed: Option<(&StreamedLocks<'_>, std::ops::Range<usize>)>,
     ) {
         for e in &p.scored {
-            self.counts[e.block as usize] += 1;
-            self.longest = self.longest.max(e.start_ns);
+            self.scored(e.block, e.start_ns);
         }
         for &b in &p.recursive {
             self.recursive[b as usize] += 1;
@@ -622,10 +628,20 @@ impl Tally {
                 if again {
                     self.recursive[b as usize] += 1;
                 } else {
-                    self.counts[b as usize] += 1;
-                    self.longest = self.longest.max(d);
+                    self.scored(b, d);
                 }
             }
+        }
+    }
+
+    /// One scored execution of block `b` that took `d` ns.
+    #[inline]
+    fn scored(&mut self, b: u32, d: u64) {
+        if d == 0 {
+            self.zeros[b as usize] += 1;
+        } else {
+            self.counts[b as usize] += 1;
+            self.longest = self.longest.max(d);
         }
     }
 }
@@ -635,8 +651,11 @@ struct Grouping<'a> {
     groups: &'a [std::ops::Range<usize>],
     /// Per group, its scored executions per block.
     group_counts: &'a [Vec<usize>],
-    /// Scored executions per block, all groups.
+    /// Scored executions of more than 0 ns per block, all groups (the
+    /// durations kept).
     counts: &'a [usize],
+    /// Scored executions of 0 ns per block, all groups (only counted).
+    zeros: &'a [u64],
     /// Recursive executions per block, all groups.
     recursive: &'a [u64],
 }
@@ -688,7 +707,7 @@ fn group_and_score<D: StoredDuration>(
     streamed_range: &[Option<std::ops::Range<usize>>],
     grouping: &Grouping<'_>,
 ) -> Vec<SciBlock> {
-    let (counts, recursive) = (grouping.counts, grouping.recursive);
+    let (counts, zeros, recursive) = (grouping.counts, grouping.zeros, grouping.recursive);
     let nblocks = input.blocks.len();
     // Each group's first position per block: after the groups before it,
     // so the durations lie in thread order as if placed by one pass.
@@ -724,14 +743,17 @@ fn group_and_score<D: StoredDuration>(
                             .map(|(b, d, _)| (b, d, d))
                     });
                 for (b, d, x) in scored.chain(lock_calls) {
-                    let k = &mut fill[b as usize];
-                    // SAFETY: this group writes only the positions counted
-                    // for it, fills[g][b] .. fills[g][b] + group_counts[g][b]
-                    // of each block b (the same executions, counted by
-                    // Tally::add_thread): in bounds and disjoint from every
-                    // other group's.
-                    unsafe { out.write(*k, D::try_from(d).unwrap_or(D::MAX)) };
-                    *k += 1;
+                    if d > 0 {
+                        let k = &mut fill[b as usize];
+                        // SAFETY: this group writes only the positions
+                        // counted for it, fills[g][b] .. fills[g][b] +
+                        // group_counts[g][b] of each block b (the same
+                        // executions of more than 0 ns, counted by
+                        // Tally::scored): in bounds and disjoint from every
+                        // other group's.
+                        unsafe { out.write(*k, D::try_from(d).unwrap_or(D::MAX)) };
+                        *k += 1;
+                    }
                     exclusive[b as usize].add(x);
                     let a = acc.entry(b).or_default();
                     a.n += 1;
@@ -769,12 +791,13 @@ fn group_and_score<D: StoredDuration>(
         .enumerate()
         .filter_map(|(b, ((durs, excl), threads))| {
             let def = &input.blocks[b];
-            if durs.is_empty() && def.unfinished == 0 && recursive[b] == 0 {
+            if durs.is_empty() && zeros[b] == 0 && def.unfinished == 0 && recursive[b] == 0 {
                 return None;
             }
             Some(score_block(
                 def,
                 durs,
+                zeros[b],
                 excl,
                 threads,
                 &input.threads,
@@ -784,22 +807,35 @@ fn group_and_score<D: StoredDuration>(
         .collect()
 }
 
-/// One row's numbers from its durations (unsorted on entry), its
-/// exclusive durations folded, and its per-thread sums.
+/// One row's numbers from its durations of more than 0 ns (unsorted on
+/// entry) and its number of 0 ns ones (`zeros`: they come first in the
+/// sorted order), its exclusive durations folded, and its per-thread sums.
+#[allow(clippy::too_many_arguments)]
 fn score_block<D: StoredDuration>(
     def: &BlockDef,
     durs: &mut [D],
+    zeros: u64,
     excl: Exclusive,
     threads: &[(u32, Acc)],
     thread_defs: &[ThreadDef],
     recursive: u64,
 ) -> SciBlock {
     durs.sort_unstable();
-    let n = durs.len() as u64;
-    let every = u64::from(def.every.max(1));
     let ns = |d: D| -> u64 { d.into() };
-    let min = durs.first().copied().map_or(0, ns);
-    let xmin = if durs.is_empty() { 0 } else { excl.min };
+    let z = zeros as usize;
+    let len = z + durs.len();
+    // The k-th smallest duration, ns (k < len).
+    let at = |k: usize| -> u64 {
+        if k < z {
+            0
+        } else {
+            ns(durs[k - z])
+        }
+    };
+    let n = len as u64;
+    let every = u64::from(def.every.max(1));
+    let min = if len == 0 { 0 } else { at(0) };
+    let xmin = if len == 0 { 0 } else { excl.min };
     let total: u64 = durs.iter().map(|&d| ns(d)).sum();
     let xtotal: u64 = excl.sum;
     let scored = n >= MIN_OCCURRENCES;
@@ -831,18 +867,25 @@ fn score_block<D: StoredDuration>(
         .collect();
     per_thread.sort_by(|a, b| b.excess_ns.cmp(&a.excess_ns).then(a.tid.cmp(&b.tid)));
     let ratio = |x: u64| (scored && thread_ns > 0).then(|| x as f64 / thread_ns as f64);
-    let k = ((n as f64 * FASTEST_SHARE).ceil() as usize).clamp(2, durs.len().max(2));
-    let fastest = [min, durs.get(k - 1).or(durs.last()).copied().map_or(0, ns)];
+    let k = ((n as f64 * FASTEST_SHARE).ceil() as usize).clamp(2, len.max(2));
+    let fastest = [
+        min,
+        if len == 0 {
+            0
+        } else {
+            at((k - 1).min(len - 1))
+        },
+    ];
     let stable = !(fastest[1] as f64 > FASTEST_SPREAD_MAX * fastest[0] as f64
         && fastest[1] - fastest[0] >= FASTEST_SPREAD_FLOOR_NS);
-    let quantiles = if durs.is_empty() {
+    let quantiles = if len == 0 {
         Vec::new()
     } else {
         QUANTILES
             .iter()
             .map(|&q| Quantile {
                 q,
-                ns: ns(durs[((q * (durs.len() - 1) as f64).round() as usize).min(durs.len() - 1)]),
+                ns: at(((q * (len - 1) as f64).round() as usize).min(len - 1)),
             })
             .collect()
     };
@@ -867,7 +910,7 @@ fn score_block<D: StoredDuration>(
         site: def.site.clone(),
         occurrences: n,
         min_ns: min,
-        median_ns: durs.get((durs.len().max(1) - 1) / 2).copied().map_or(0, ns),
+        median_ns: if len == 0 { 0 } else { at((len - 1) / 2) },
         mean_ns: total.checked_div(n).unwrap_or(0),
         total_ns: total,
         excess_ns: excess,
@@ -885,7 +928,7 @@ fn score_block<D: StoredDuration>(
         fastest_1pct_ns: fastest,
         stable,
         quantiles,
-        histogram: log2_buckets(durs.iter().map(|&d| ns(d))),
+        histogram: log2_buckets(std::iter::repeat_n(0, z).chain(durs.iter().map(|&d| ns(d)))),
         per_thread,
         note,
     }
@@ -997,6 +1040,74 @@ mod tests {
                 one,
                 "{cores} groups"
             );
+        }
+    }
+
+    /// Durations of 0 ns are counted, not kept: a row whose executions
+    /// are mostly 0 ns (uncontended lock calls) has the order statistics,
+    /// histogram and totals of all its durations sorted in full, for a
+    /// share of zeros from none to all.
+    #[test]
+    fn zero_durations_are_counted_in_every_order_statistic() {
+        for zero_every in [0u64, 1, 2, 3, 7] {
+            let durations: Vec<u64> = (0..300u64)
+                .map(|k| {
+                    if zero_every > 0 && k % zero_every == 0 {
+                        0
+                    } else {
+                        1 + (k * 37) % 1000
+                    }
+                })
+                .collect();
+            let mut at = 0u64;
+            let executions: Vec<Execution> = durations
+                .iter()
+                .map(|&d| {
+                    at += 10_000;
+                    Execution {
+                        block: 0,
+                        start_ns: at,
+                        end_ns: at + d,
+                    }
+                })
+                .collect();
+            let input = ScoreInput {
+                blocks: vec![BlockDef {
+                    kind: BlockKind::Lock,
+                    name: "pthread_mutex_lock".into(),
+                    key: None,
+                    site: BlockSite::default(),
+                    every: 1,
+                    unfinished: 0,
+                }],
+                threads: vec![ThreadDef {
+                    pid: 1,
+                    tid: 1,
+                    duration_ns: 10_000_000,
+                    source: DurationSource::TaskEvents,
+                }],
+                executions: vec![executions.clone()],
+            };
+            let (rows, _) = score_in_groups(&input, vec![executions], None, 1);
+            let row = &rows[0];
+            let mut sorted = durations.clone();
+            sorted.sort_unstable();
+            let n = sorted.len();
+            let what = format!("a zero every {zero_every}");
+            assert_eq!(row.occurrences, n as u64, "{what}");
+            assert_eq!(row.min_ns, sorted[0], "{what}");
+            assert_eq!(row.median_ns, sorted[(n - 1) / 2], "{what}");
+            assert_eq!(row.total_ns, sorted.iter().sum::<u64>(), "{what}");
+            assert_eq!(row.excess_ns, row.total_ns - n as u64 * sorted[0], "{what}");
+            let k = ((n as f64 * FASTEST_SHARE).ceil() as usize).clamp(2, n);
+            assert_eq!(row.fastest_1pct_ns, [sorted[0], sorted[k - 1]], "{what}");
+            let quantiles: Vec<u64> = QUANTILES
+                .iter()
+                .map(|&q| sorted[((q * (n - 1) as f64).round() as usize).min(n - 1)])
+                .collect();
+            let got: Vec<u64> = row.quantiles.iter().map(|q| q.ns).collect();
+            assert_eq!(got, quantiles, "{what}");
+            assert_eq!(row.histogram, log2_histogram(&sorted), "{what}");
         }
     }
 }
