@@ -24,8 +24,6 @@
 use contend_trace::Primitive;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use super::events::{EventSet, LockEvent, Outcome};
 use crate::chunked_sort;
@@ -233,17 +231,21 @@ const LARGE_PART: usize = 1 << 16;
 
 /// Runs of ascending wake times beyond which [`merge_wake_runs`] leaves a
 /// part to [`sort_by_wake_time`].
-const MERGE_RUNS_MAX: usize = 64;
+const MERGE_RUNS_MAX: usize = 16;
 
 /// Sorts one object's wake events by wake time, stably, when they form at
-/// most [`MERGE_RUNS_MAX`] runs of ascending times (each thread's wakes on
-/// the object, in its event order, nearly always are one run): the runs
-/// are found in one pass over the keys, then merged with a heap of one
-/// (time, run) entry per run, reading each run's keys in order (no keyed
-/// copy; the output, 4 bytes per event, replaces the part). Equal times
-/// come out in run order, and a run's own in position order: the order of
-/// a stable sort. Returns false, with `part` untouched, when the runs are
-/// more. O(n log runs).
+/// most [`MERGE_RUNS_MAX`] runs of ascending times. A part lists its events
+/// in event order, so where pairing says where each thread's events are
+/// ([`EventSet::thread_ranges`]) the runs are taken to be the threads'
+/// (nearly always each thread's wakes on an object come in time order),
+/// found by a binary search of the part per thread, and checked as they
+/// are merged; otherwise they are found in a pass over the keys. The runs
+/// are merged by taking, at each step, the least (time, run) of their
+/// heads, reading each run's keys in order (no keyed copy; the output, 4
+/// bytes per event, replaces the part). Equal times come out in run order
+/// and a run's own in position order: the order of a stable sort. Returns
+/// false, with `part` untouched, when the runs are more (or a thread's
+/// wakes are not in time order). O(n · runs).
 fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
     let key = |i: u32| wake_time(set, i as usize);
     let n = part.len();
@@ -252,38 +254,72 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
     }
     // (first position, end) of each run
     let mut runs: Vec<(usize, usize)> = Vec::new();
-    let (mut start, mut prev) = (0, key(part[0]));
-    for (k, &i) in part.iter().enumerate().skip(1) {
-        let t = key(i);
-        if t < prev {
-            if runs.len() + 1 >= MERGE_RUNS_MAX {
-                return false;
+    let by_thread = !set.thread_ranges.is_empty()
+        && set.thread_ranges.len() == set.threads.len()
+        && part.is_sorted();
+    if by_thread {
+        let mut start = 0;
+        for r in &set.thread_ranges {
+            let end = start + part[start..].partition_point(|&w| (w as usize) < r.end);
+            if end > start {
+                if runs.len() == MERGE_RUNS_MAX {
+                    return false;
+                }
+                runs.push((start, end));
             }
-            runs.push((start, k));
-            start = k;
+            start = end;
         }
-        prev = t;
+        if start < n {
+            return false;
+        }
+    } else {
+        let (mut start, mut prev) = (0, key(part[0]));
+        for (k, &i) in part.iter().enumerate().skip(1) {
+            let t = key(i);
+            if t < prev {
+                if runs.len() + 1 >= MERGE_RUNS_MAX {
+                    return false;
+                }
+                runs.push((start, k));
+                start = k;
+            }
+            prev = t;
+        }
+        runs.push((start, n));
     }
-    if runs.is_empty() {
+    if runs.len() == 1 && !by_thread {
         return true;
     }
-    runs.push((start, n));
-    let mut heads: BinaryHeap<Reverse<(u64, u32)>> = runs
+    // Each run's head as (time << 32 | run); an exhausted run's is greater
+    // than any other.
+    let head = |r: usize, at: usize| (u128::from(key(part[at])) << 32) | r as u128;
+    let mut heads: Vec<u128> = runs
         .iter()
         .enumerate()
-        .map(|(r, &(first, _))| Reverse((key(part[first]), r as u32)))
+        .map(|(r, &(first, _))| head(r, first))
         .collect();
     let mut merged: Vec<u32> = Vec::with_capacity(n);
-    while let Some(mut head) = heads.peek_mut() {
-        let r = head.0 .1 as usize;
-        let (at, end) = &mut runs[r];
+    for _ in 0..n {
+        // the least head, without a branch per run
+        let (mut best, mut least) = (0, heads[0]);
+        for (r, &h) in heads.iter().enumerate().skip(1) {
+            let less = h < least;
+            best = if less { r } else { best };
+            least = if less { h } else { least };
+        }
+        let (at, end) = &mut runs[best];
         merged.push(part[*at]);
         *at += 1;
-        if *at < *end {
-            head.0 .0 = key(part[*at]);
+        heads[best] = if *at < *end {
+            let next = head(best, *at);
+            if next < least {
+                // a thread's wakes out of time order: sort instead
+                return false;
+            }
+            next
         } else {
-            PeekMut::pop(head);
-        }
+            u128::MAX
+        };
     }
     part.copy_from_slice(&merged);
     true
@@ -640,29 +676,80 @@ mod tests {
         times
     }
 
+    /// `set` with its events cut into threads of `cut` events each (the
+    /// last shorter), as pairing says where each thread's events are.
+    fn in_threads(mut set: EventSet, cut: usize) -> EventSet {
+        let n = set.events.len();
+        let cut = cut.max(1);
+        set.thread_ranges = (0..n.div_ceil(cut))
+            .map(|t| t * cut..((t + 1) * cut).min(n))
+            .collect();
+        set.threads = set
+            .thread_ranges
+            .iter()
+            .map(|_| crate::locks::events::ThreadInfo {
+                pid: 1,
+                tid: 1,
+                process: 0,
+                first_ns: 0,
+                last_ns: 0,
+                name: None,
+            })
+            .collect();
+        set
+    }
+
     /// Merging the runs gives the order of a stable sort by wake time,
     /// equal times in position order, for every number of runs up to the
-    /// limit; beyond it the part is left as it was.
+    /// limit, found from the keys or taken from the threads' ranges; beyond
+    /// the limit, or when a thread's wakes are out of time order, the part
+    /// is left as it was.
     #[test]
     fn merged_runs_are_in_the_order_of_a_stable_sort() {
         for seed in 1..200u64 {
             let n = (seed as usize * 7) % 300;
             let runs = 1 + (seed as usize % (MERGE_RUNS_MAX - 1));
-            let set = released_at(&runs_of(seed, n, runs));
-            // the part in a shuffled position order is one run per thread
-            // of the set's layout: keep position order, as pairing does
+            let times = runs_of(seed, n, runs);
+            let cut = n.div_ceil(runs.max(1));
+            for set in [released_at(&times), in_threads(released_at(&times), cut)] {
+                let threads = set.thread_ranges.len();
+                let mut part: Vec<u32> = (0..n as u32).collect();
+                let mut expected = part.clone();
+                expected.sort_by_key(|&i| wake_time(&set, i as usize));
+                assert!(
+                    merge_wake_runs(&set, &mut part),
+                    "seed {seed}: {runs} runs, {threads} threads"
+                );
+                assert_eq!(
+                    part, expected,
+                    "seed {seed}: {runs} runs of {n}, {threads} threads"
+                );
+            }
+            // threads that cut across the runs: some thread's wakes are
+            // out of time order (when the times are not all equal)
+            let set = in_threads(released_at(&times), cut + 1);
             let mut part: Vec<u32> = (0..n as u32).collect();
-            let mut expected = part.clone();
-            expected.sort_by_key(|&i| wake_time(&set, i as usize));
-            assert!(merge_wake_runs(&set, &mut part), "seed {seed}: {runs} runs");
-            assert_eq!(part, expected, "seed {seed}: {runs} runs of {n}");
+            if merge_wake_runs(&set, &mut part) {
+                let mut expected: Vec<u32> = (0..n as u32).collect();
+                expected.sort_by_key(|&i| wake_time(&set, i as usize));
+                assert_eq!(part, expected, "seed {seed}: threads across runs");
+            } else {
+                assert_eq!(part, (0..n as u32).collect::<Vec<_>>(), "seed {seed}");
+            }
         }
-        // one more run than the limit: untouched
+        // one more run than the limit, found from the keys or one per
+        // thread: untouched
         let n = 2 * MERGE_RUNS_MAX;
         let times: Vec<u64> = (0..n as u64).map(|i| (n as u64 - i) / 2).collect();
-        let set = released_at(&times);
-        let mut part: Vec<u32> = (0..n as u32).collect();
+        for set in [released_at(&times), in_threads(released_at(&times), 1)] {
+            let mut part: Vec<u32> = (0..n as u32).collect();
+            assert!(!merge_wake_runs(&set, &mut part));
+            assert_eq!(part, (0..n as u32).collect::<Vec<_>>());
+        }
+        // a thread whose wakes go back in time: untouched
+        let set = in_threads(released_at(&[1, 5, 3, 7, 2, 8]), 3);
+        let mut part: Vec<u32> = (0..6).collect();
         assert!(!merge_wake_runs(&set, &mut part));
-        assert_eq!(part, (0..n as u32).collect::<Vec<_>>());
+        assert_eq!(part, (0..6).collect::<Vec<_>>());
     }
 }

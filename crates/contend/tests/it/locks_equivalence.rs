@@ -477,13 +477,20 @@ fn ownership_changes_match_a_sort_of_each_locks_acquisitions() {
 /// The wakers of a lock used by most of a large recording's events (more
 /// wake events than `critical_path`'s large-part threshold, 65,536): with
 /// 4 threads its wake events are 4 runs of ascending times, merged; with
-/// 100 threads, more runs than the merge takes, sorted instead. Against
-/// the rule as a stable sort of the lock's wake events by wake time gives
-/// it (latest by (wake time, event index) at or before the acquisition, by
-/// another thread), times drawn coarse so that equal times are common.
+/// 100 threads, more runs than the merge takes, sorted instead; with 4
+/// threads of which one sometimes takes the lock again while holding it
+/// (its inner hold released first, so its wakes are out of time order),
+/// the merge finds that and sorts instead. Against the rule as a stable
+/// sort of the lock's wake events by wake time gives it (latest by (wake
+/// time, event index) at or before the acquisition, by another thread),
+/// times drawn coarse so that equal times are common.
 #[test]
 fn lock_wakers_of_a_large_lock_match_a_stable_sort() {
-    for (threads, per_thread) in [(4u32, 20_000u64), (100, 700)] {
+    for (threads, per_thread, nested) in [
+        (4u32, 20_000u64, false),
+        (100, 700, false),
+        (4, 20_000, true),
+    ] {
         let mut rng = Rng(0x51_7cc1_b727_220a ^ u64::from(threads));
         let ops: Vec<(u32, Vec<RawOp>)> = (0..threads)
             .map(|t| {
@@ -505,6 +512,12 @@ fn lock_wakers_of_a_large_lock_match_a_stable_sort() {
                         ops.push(op(now, Phase::Acquired));
                     } else {
                         ops.push(op(now, Phase::Immediate));
+                    }
+                    if nested && t == 0 && rng.below(50) == 0 {
+                        now += 8;
+                        ops.push(op(now, Phase::Immediate));
+                        now += 8;
+                        ops.push(op(now, Phase::Release));
                     }
                     now += rng.below(3) * 8;
                     ops.push(op(now, Phase::Release));
@@ -536,7 +549,10 @@ fn lock_wakers_of_a_large_lock_match_a_stable_sort() {
             } else {
                 u32::MAX
             };
-            assert_eq!(wakers[i], expected, "{threads} threads, event {i}");
+            assert_eq!(
+                wakers[i], expected,
+                "{threads} threads (nested: {nested}), event {i}"
+            );
         }
         assert!(contended > 1000, "{contended} contended acquisitions");
     }
