@@ -5,7 +5,8 @@
 //! position per key after the chunks before it (so the items of one key
 //! keep the chunks' order, as one pass would give them), and each chunk
 //! writes its own positions of the one output array through
-//! [`DisjointWrites`].
+//! [`DisjointWrites`]. Also the branch-free pick of the least head of a
+//! k-way merge over a few runs ([`least_head`]).
 
 use std::marker::PhantomData;
 
@@ -58,6 +59,24 @@ impl<'a, T> DisjointWrites<'a, T> {
         // SAFETY: in bounds (checked); the caller keeps `i` to itself.
         unsafe { self.ptr.add(i).write(value) }
     }
+}
+
+/// The least of a few merge heads and its position, without a branch per
+/// head (which head wins is as good as random in a merge of interleaved
+/// runs, so a compare-and-branch mispredicts about half the time): the
+/// k-way merges of the lock analysis over at most 16 runs (the critical
+/// path's wake lists, the ownership changes' threads) encode each head as
+/// `key << 32 | run`, so that equal keys go to the lower run, and an
+/// exhausted run as `u128::MAX`. `heads` is not empty.
+#[inline]
+pub(crate) fn least_head(heads: &[u128]) -> (usize, u128) {
+    let (mut best, mut least) = (0, heads[0]);
+    for (r, &h) in heads.iter().enumerate().skip(1) {
+        let less = h < least;
+        best = if less { r } else { best };
+        least = if less { h } else { least };
+    }
+    (best, least)
 }
 
 #[cfg(test)]

@@ -300,13 +300,7 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
         .collect();
     let mut merged: Vec<u32> = Vec::with_capacity(n);
     for _ in 0..n {
-        // the least head, without a branch per run
-        let (mut best, mut least) = (0, heads[0]);
-        for (r, &h) in heads.iter().enumerate().skip(1) {
-            let less = h < least;
-            best = if less { r } else { best };
-            least = if less { h } else { least };
-        }
+        let (best, least) = chunked_sort::least_head(&heads);
         let (at, end) = &mut runs[best];
         merged.push(part[*at]);
         *at += 1;

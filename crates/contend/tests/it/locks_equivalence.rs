@@ -27,10 +27,15 @@ impl Rng {
 
 const PRIMITIVES: [Primitive; 7] = Primitive::ALL;
 
-/// Random threads: mostly well-formed lock/unlock sequences over a few
-/// shared objects, mixed with arbitrary operations.
+/// Random threads (1 to 5): mostly well-formed lock/unlock sequences over
+/// a few shared objects, mixed with arbitrary operations.
 fn random_threads(rng: &mut Rng) -> Vec<(u32, Vec<RawOp>)> {
-    let threads = 1 + rng.below(5);
+    random_threads_up_to(rng, 5)
+}
+
+/// [`random_threads`], 1 to `max_threads` of them.
+fn random_threads_up_to(rng: &mut Rng, max_threads: u64) -> Vec<(u32, Vec<RawOp>)> {
+    let threads = 1 + rng.below(max_threads);
     let objects = 1 + rng.below(6);
     (0..threads)
         .map(|t| {
@@ -449,10 +454,17 @@ fn lock_wakers_match_the_rule_by_brute_force() {
 
 /// Ownership changes (one merge of the threads by acquisition time)
 /// against the straightforward count: each lock's successful acquisitions
-/// sorted by (time, thread), hand-overs between neighbours counted.
+/// sorted by (time, thread), hand-overs between neighbours counted; 300
+/// sets of up to 5 threads, 60 of up to 40.
 #[test]
 fn ownership_changes_match_a_sort_of_each_locks_acquisitions() {
-    for (case, set) in random_sets(0x3c6e_f372_fe94_f82b) {
+    // up to 5 threads (merged without a heap) and up to 40 (with one)
+    let mut rng = Rng(0x6a09_e667_f3bc_c908);
+    let many = (300..360).map(|case| {
+        let threads = random_threads_up_to(&mut rng, 40);
+        (case, pair_operations(&inputs(&threads)))
+    });
+    for (case, set) in random_sets(0x3c6e_f372_fe94_f82b).chain(many) {
         let mut by_object: Vec<Vec<(u64, u32)>> = vec![Vec::new(); set.objects.len()];
         for e in &set.events {
             if e.is_lock() && e.outcome() == Outcome::Acquired {
