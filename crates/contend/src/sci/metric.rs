@@ -421,7 +421,85 @@ pub struct StreamedLocks<'s> {
     /// range of its events in `set.events`.
     pub threads: Vec<(u32, std::ops::Range<usize>)>,
     /// The block of each (primitive, site, object) acquired.
-    pub rows: FxHashMap<(contend_trace::Primitive, u32, u32), u32>,
+    pub rows: LockRows,
+}
+
+/// The SCI block of each (primitive, call site, object) of the lock calls,
+/// looked up for every acquisition (three passes over the events): a
+/// dense table by (object, site) when objects × sites is small (at most
+/// the `dense_max` entries of 8 bytes [`LockRows::new`] is given), holding
+/// the block of the first primitive seen there (one load per lookup); a
+/// map for the rest (more objects and sites, and an object taken with a
+/// second primitive at the same site, as a rwlock's read and write).
+#[derive(Debug, Clone)]
+pub struct LockRows {
+    sites: usize,
+    /// `primitive << 32 | block` per `object * sites + site`, or `EMPTY`.
+    dense: Vec<u64>,
+    map: FxHashMap<(contend_trace::Primitive, u32, u32), u32>,
+}
+
+impl LockRows {
+    const EMPTY: u64 = u64::MAX;
+
+    /// No rows yet, for `objects` objects and `sites` call sites (the
+    /// lock analysis's tables); the dense table when it has at most
+    /// `dense_max` entries (the SCI's lock source allows one per 8 events,
+    /// at most 2^20: never more than a byte per event).
+    pub fn new(objects: usize, sites: usize, dense_max: usize) -> LockRows {
+        let dense = match objects.checked_mul(sites) {
+            Some(n) if n <= dense_max => vec![Self::EMPTY; n],
+            _ => Vec::new(),
+        };
+        LockRows {
+            sites,
+            dense,
+            map: FxHashMap::default(),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, site: u32, object: u32) -> Option<usize> {
+        if self.dense.is_empty() || site as usize >= self.sites {
+            return None;
+        }
+        let i = object as usize * self.sites + site as usize;
+        (i < self.dense.len()).then_some(i)
+    }
+
+    /// The block of `(primitive, site, object)`, if it has one.
+    #[inline]
+    pub fn get(&self, primitive: contend_trace::Primitive, site: u32, object: u32) -> Option<u32> {
+        if let Some(i) = self.slot(site, object) {
+            let v = self.dense[i];
+            if v != Self::EMPTY && (v >> 32) as u8 == primitive as u8 {
+                return Some(v as u32);
+            }
+        }
+        self.map.get(&(primitive, site, object)).copied()
+    }
+
+    /// Gives `(primitive, site, object)` its block (once: a key that has
+    /// one keeps it).
+    pub fn insert(
+        &mut self,
+        primitive: contend_trace::Primitive,
+        site: u32,
+        object: u32,
+        block: u32,
+    ) {
+        if self.get(primitive, site, object).is_some() {
+            return;
+        }
+        match self.slot(site, object) {
+            Some(i) if self.dense[i] == Self::EMPTY => {
+                self.dense[i] = (u64::from(primitive as u8) << 32) | u64::from(block);
+            }
+            _ => {
+                self.map.insert((primitive, site, object), block);
+            }
+        }
+    }
 }
 
 impl StreamedLocks<'_> {
@@ -438,7 +516,10 @@ impl StreamedLocks<'_> {
             .iter()
             .filter(|e| e.outcome() == crate::locks::Outcome::Acquired)
             .map(move |e| {
-                let block = self.rows[&(e.primitive(), e.site, e.object)];
+                let block = self
+                    .rows
+                    .get(e.primitive(), e.site, e.object)
+                    .expect("every acquisition's block was made by the first pass");
                 let (start, end) = (e.requested_ns(), e.acquired_ns());
                 let inside = last_end.is_some_and(|t| start == t && end == t);
                 if !inside {
@@ -1108,6 +1189,31 @@ mod tests {
             let got: Vec<u64> = row.quantiles.iter().map(|q| q.ns).collect();
             assert_eq!(got, quantiles, "{what}");
             assert_eq!(row.histogram, log2_histogram(&sorted), "{what}");
+        }
+    }
+
+    /// Lock rows give back the block each key was given, dense or mapped:
+    /// a second primitive at the same (site, object) (a rwlock's read and
+    /// write), a key outside the dense table's sites, a table too large to
+    /// be dense; a key given twice keeps its first block.
+    #[test]
+    fn lock_rows_give_each_key_its_block() {
+        use contend_trace::Primitive::{Mutex, RwlockRead, RwlockWrite};
+        for dense_max in [usize::MAX, 0] {
+            let mut rows = LockRows::new(3, 4, dense_max);
+            rows.insert(Mutex, 1, 2, 10);
+            rows.insert(RwlockRead, 3, 0, 11);
+            rows.insert(RwlockWrite, 3, 0, 12);
+            rows.insert(Mutex, 9, 1, 13); // site beyond the table
+            rows.insert(Mutex, 1, 2, 99); // given already
+            assert_eq!(rows.dense.is_empty(), dense_max == 0);
+            assert_eq!(rows.get(Mutex, 1, 2), Some(10), "dense_max {dense_max}");
+            assert_eq!(rows.get(RwlockRead, 3, 0), Some(11));
+            assert_eq!(rows.get(RwlockWrite, 3, 0), Some(12));
+            assert_eq!(rows.get(Mutex, 9, 1), Some(13));
+            assert_eq!(rows.get(Mutex, 3, 0), None);
+            assert_eq!(rows.get(RwlockRead, 1, 2), None);
+            assert_eq!(rows.get(Mutex, 0, 0), None);
         }
     }
 }

@@ -26,7 +26,8 @@ use contend_trace::Primitive;
 use rustc_hash::FxHashMap;
 
 use super::metric::{
-    BlockDef, BlockKind, BlockSite, DurationSource, Execution, ScoreInput, StreamedLocks, ThreadDef,
+    BlockDef, BlockKind, BlockSite, DurationSource, Execution, LockRows, ScoreInput, StreamedLocks,
+    ThreadDef,
 };
 use crate::locks::{
     attribute_sites_through_stacks, pair_operations, EventSet, OpSource, Outcome, ProcessResolver,
@@ -335,7 +336,7 @@ fn lock_executions<'s>(
 struct LockBlocks<'s> {
     set: &'s EventSet,
     /// The block of each (primitive, site, object) acquired.
-    rows: FxHashMap<(Primitive, u32, u32), u32>,
+    rows: LockRows,
     /// Per thread of the event set: the builder's thread.
     threads: Vec<u32>,
     /// Per thread of the event set: the range of its events, and whether
@@ -367,7 +368,11 @@ fn lock_blocks<'s>(
             i
         })
         .collect();
-    let mut rows: FxHashMap<(Primitive, u32, u32), u32> = FxHashMap::default();
+    let mut rows = LockRows::new(
+        set.objects.len(),
+        set.sites.len(),
+        (set.events.len() / 8).min(1 << 20),
+    );
     let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
     let mut last: Option<(usize, u64)> = None;
@@ -390,8 +395,7 @@ fn lock_blocks<'s>(
         }
         last = Some((st, e.acquired_ns()));
         // A rwlock's read and write acquisitions are different calls.
-        let key = (e.primitive(), e.site, e.object);
-        if let std::collections::hash_map::Entry::Vacant(slot) = rows.entry(key) {
+        if rows.get(e.primitive(), e.site, e.object).is_none() {
             let site = site_names[e.site as usize]
                 .get_or_insert_with(|| {
                     let s = set.sites[e.site as usize];
@@ -415,7 +419,7 @@ fn lock_blocks<'s>(
                 every: 1,
                 unfinished: 0,
             });
-            slot.insert(blk);
+            rows.insert(e.primitive(), e.site, e.object, blk);
         }
         let t = threads[st];
         // The call's duration: request to acquisition (0 for an
@@ -485,7 +489,10 @@ fn place_lock_executions<'s>(
         if e.outcome() != Outcome::Acquired || !copy[e.thread() as usize] {
             continue;
         }
-        let block = blocks.rows[&(e.primitive(), e.site, e.object)];
+        let block = blocks
+            .rows
+            .get(e.primitive(), e.site, e.object)
+            .expect("every acquisition's block was made by the first pass");
         let t = blocks.threads[e.thread() as usize];
         b.executions[t as usize].push(Execution {
             block,
@@ -1053,9 +1060,13 @@ mod tests {
             ],
             spans: vec![(u64::MAX, 0); 2],
         };
-        let mut rows = FxHashMap::default();
-        rows.insert((Primitive::Mutex, 0u32, 0u32), 0u32);
-        rows.insert((Primitive::Mutex, 0u32, 1u32), 1u32);
+        let mut rows = LockRows::new(
+            set.objects.len(),
+            set.sites.len(),
+            (set.events.len() / 8).min(1 << 20),
+        );
+        rows.insert(Primitive::Mutex, 0, 0, 0);
+        rows.insert(Primitive::Mutex, 0, 1, 1);
         let blocks = LockBlocks {
             set: &set,
             rows,
@@ -1130,8 +1141,8 @@ mod tests {
         let (blocks, n) = lock_blocks(&mut b, &mut resolver, &grouped);
         assert_eq!(n, 5);
         assert_eq!(blocks.ranges, Some(vec![(0..2, true), (2..5, false)]));
-        assert_eq!(blocks.rows[&(Primitive::Mutex, 0, 1)], 0);
-        assert_eq!(blocks.rows[&(Primitive::Mutex, 0, 0)], 1);
+        assert_eq!(blocks.rows.get(Primitive::Mutex, 0, 1), Some(0));
+        assert_eq!(blocks.rows.get(Primitive::Mutex, 0, 0), Some(1));
         assert_eq!(b.spans, vec![(100, 200), (150, 300)]);
         // A set that does not say where its threads' events are: no ranges.
         let split = set_of(vec![

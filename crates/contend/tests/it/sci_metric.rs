@@ -508,9 +508,9 @@ fn streamed_lock_executions_score_like_copied_ones() {
             Outcome::Acquired,
         );
     }
-    let mut rows = rustc_hash::FxHashMap::default();
-    rows.insert((Primitive::Mutex, 0u32, 0u32), 0u32);
-    rows.insert((Primitive::Mutex, 0u32, 1u32), 1u32);
+    let mut rows = contend::sci::metric::LockRows::new(2, 1, usize::MAX);
+    rows.insert(Primitive::Mutex, 0, 0, 0);
+    rows.insert(Primitive::Mutex, 0, 1, 1);
     let input = ScoreInput {
         blocks: vec![
             block(BlockKind::Lock, "pthread_mutex_lock", Some("A")),
@@ -618,9 +618,9 @@ fn zero_time_calls_at_a_return_instant_stream_like_copied_ones() {
         push(1, Primitive::Mutex, t + 100 + k, 0); // re-acquired as it returns
         push(1, Primitive::Mutex, t + 100 + k, 0); // the same call again: recursive
     }
-    let mut rows = rustc_hash::FxHashMap::default();
-    rows.insert((Primitive::Cond, 0u32, 0u32), 0u32);
-    rows.insert((Primitive::Mutex, 0u32, 1u32), 1u32);
+    let mut rows = contend::sci::metric::LockRows::new(2, 1, usize::MAX);
+    rows.insert(Primitive::Cond, 0, 0, 0);
+    rows.insert(Primitive::Mutex, 0, 1, 1);
     let input = ScoreInput {
         blocks: vec![
             block(BlockKind::Cond, "pthread_cond_wait", Some("c")),
