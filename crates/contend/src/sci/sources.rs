@@ -23,6 +23,7 @@ use contend_symbolize::ProcessMaps;
 use contend_trace::probes::{ProbeEventKind, ProbeRecording};
 use contend_trace::regions::{RegionEvent, RegionTrace};
 use contend_trace::Primitive;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::metric::{
@@ -368,49 +369,42 @@ fn lock_blocks<'s>(
             i
         })
         .collect();
-    let mut rows = LockRows::new(
-        set.objects.len(),
-        set.sites.len(),
-        (set.events.len() / 8).min(1 << 20),
-    );
+    let dense_max = (set.events.len() / 8).min(1 << 20);
+    // The acquisitions surveyed in two contiguous parts of the events side
+    // by side, cut between two threads' events when pairing says where
+    // they are (a thread's calls are then all in one part), else in one.
+    let parts = survey_parts(set);
+    let surveys: Vec<LockCallSurvey> = parts
+        .into_par_iter()
+        .map(|range| survey_lock_calls(set, range, dense_max))
+        .collect();
+    // Blocks in the order their keys were first seen in the events: the
+    // first part's first, then the second's keys not seen before.
+    let mut rows = LockRows::new(set.objects.len(), set.sites.len(), dense_max);
     let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
-    let mut last: Option<(usize, u64)> = None;
-    let mut n = 0u64;
     let mut simple = vec![true; set.threads.len()];
-    for e in &set.events {
-        let st = e.thread() as usize;
-        if e.outcome() != Outcome::Acquired {
-            continue;
-        }
-        if let Some(simple) = simple.get_mut(st) {
-            // (a call taking no time at the instant the one before
-            // returned is allowed: StreamedLocks says why)
-            let touching = e.requested_ns() == e.acquired_ns();
-            if last.is_some_and(|(lt, end)| {
-                lt == st && e.requested_ns() <= end && !(touching && e.requested_ns() == end)
-            }) {
-                *simple = false;
+    let mut n = 0u64;
+    for survey in &surveys {
+        for &(primitive, site_index, object_index) in &survey.first_seen {
+            if rows.get(primitive, site_index, object_index).is_some() {
+                continue;
             }
-        }
-        last = Some((st, e.acquired_ns()));
-        // A rwlock's read and write acquisitions are different calls.
-        if rows.get(e.primitive(), e.site, e.object).is_none() {
-            let site = site_names[e.site as usize]
+            let site = site_names[site_index as usize]
                 .get_or_insert_with(|| {
-                    let s = set.sites[e.site as usize];
+                    let s = set.sites[site_index as usize];
                     site_of(&resolver.site(s.process, s.address))
                 })
                 .clone();
-            let object = object_names[e.object as usize]
+            let object = object_names[object_index as usize]
                 .get_or_insert_with(|| {
-                    let o = set.objects[e.object as usize];
+                    let o = set.objects[object_index as usize];
                     resolver
                         .object(o.process, o.address)
                         .unwrap_or_else(|| format!("{:#x}", o.address))
                 })
                 .clone();
-            let (kind, name) = lock_block(e.primitive());
+            let (kind, name) = lock_block(primitive);
             let blk = b.block(BlockDef {
                 kind,
                 name: name.to_string(),
@@ -419,14 +413,18 @@ fn lock_blocks<'s>(
                 every: 1,
                 unfinished: 0,
             });
-            rows.insert(e.primitive(), e.site, e.object, blk);
+            rows.insert(primitive, site_index, object_index, blk);
         }
-        let t = threads[st];
-        // The call's duration: request to acquisition (0 for an
-        // acquisition that succeeded at once, timed once).
-        b.saw(t, e.requested_ns());
-        b.saw(t, e.acquired_ns());
-        n += 1;
+        for (st, (&(lo, hi), &ok)) in survey.spans.iter().zip(&survey.simple).enumerate() {
+            simple[st] &= ok;
+            // The calls' durations: request to acquisition (0 for an
+            // acquisition that succeeded at once, timed once).
+            if lo <= hi {
+                b.saw(threads[st], lo);
+                b.saw(threads[st], hi);
+            }
+        }
+        n += survey.calls;
     }
     // Each thread's range of events, where pairing grouped them.
     let grouped = set.thread_ranges.len() == set.threads.len();
@@ -437,6 +435,87 @@ fn lock_blocks<'s>(
         ranges: grouped.then(|| set.thread_ranges.iter().cloned().zip(simple).collect()),
     };
     (blocks, n)
+}
+
+/// What [`lock_blocks`] learns from one part of the events.
+struct LockCallSurvey {
+    /// The (primitive, site, object) of the acquisitions, each where it
+    /// is first seen in the part, in event order.
+    first_seen: Vec<(Primitive, u32, u32)>,
+    /// Per thread of the event set: whether its acquisitions in the part
+    /// qualify for streaming ([`StreamedLocks`]).
+    simple: Vec<bool>,
+    /// Per thread of the event set: the least and greatest request or
+    /// acquisition time of its acquisitions in the part, ns (`(MAX, 0)`
+    /// without any).
+    spans: Vec<(u64, u64)>,
+    /// Acquisitions in the part.
+    calls: u64,
+}
+
+/// The parts [`lock_blocks`] surveys side by side: two, cut at the end of
+/// a thread's events near the middle, when pairing says where each
+/// thread's events are ([`EventSet::thread_ranges`], in order and
+/// covering the events); otherwise all events in one.
+fn survey_parts(set: &EventSet) -> Vec<std::ops::Range<usize>> {
+    let n = set.events.len();
+    let ranges = &set.thread_ranges;
+    let grouped = ranges.len() == set.threads.len()
+        && ranges.first().is_some_and(|r| r.start == 0)
+        && ranges.last().is_some_and(|r| r.end == n)
+        && ranges.windows(2).all(|w| w[0].end == w[1].start);
+    if !grouped {
+        return vec![0..n];
+    }
+    match ranges.iter().map(|r| r.end).find(|&end| end >= n / 2) {
+        Some(mid) if mid > 0 && mid < n => vec![0..mid, mid..n],
+        _ => vec![0..n],
+    }
+}
+
+/// [`lock_blocks`]'s pass over the acquisitions in `range` of the events.
+fn survey_lock_calls(
+    set: &EventSet,
+    range: std::ops::Range<usize>,
+    dense_max: usize,
+) -> LockCallSurvey {
+    let mut seen = LockRows::new(set.objects.len(), set.sites.len(), dense_max);
+    let mut survey = LockCallSurvey {
+        first_seen: Vec::new(),
+        simple: vec![true; set.threads.len()],
+        spans: vec![(u64::MAX, 0); set.threads.len()],
+        calls: 0,
+    };
+    let mut last: Option<(usize, u64)> = None;
+    for e in &set.events[range] {
+        let st = e.thread() as usize;
+        if e.outcome() != Outcome::Acquired {
+            continue;
+        }
+        let (requested, acquired) = (e.requested_ns(), e.acquired_ns());
+        if let Some(simple) = survey.simple.get_mut(st) {
+            // (a call taking no time at the instant the one before
+            // returned is allowed: StreamedLocks says why)
+            let touching = requested == acquired;
+            if last.is_some_and(|(lt, end)| {
+                lt == st && requested <= end && !(touching && requested == end)
+            }) {
+                *simple = false;
+            }
+        }
+        last = Some((st, acquired));
+        // A rwlock's read and write acquisitions are different calls.
+        if seen.get(e.primitive(), e.site, e.object).is_none() {
+            seen.insert(e.primitive(), e.site, e.object, 0);
+            survey.first_seen.push((e.primitive(), e.site, e.object));
+        }
+        if let Some(span) = survey.spans.get_mut(st) {
+            span.0 = span.0.min(requested).min(acquired);
+            span.1 = span.1.max(requested).max(acquired);
+        }
+        survey.calls += 1;
+    }
+    survey
 }
 
 /// The second pass: the lock executions of each thread copied into the
@@ -1103,7 +1182,7 @@ mod tests {
                     name: None,
                 })
                 .collect(),
-            objects: (0..2)
+            objects: (0..3)
                 .map(|o| crate::locks::events::ObjectKey {
                     process: 0,
                     address: 0x1000 + o,
@@ -1153,5 +1232,38 @@ mod tests {
         let mut b = builder();
         let (blocks, _) = lock_blocks(&mut b, &mut resolver, &split);
         assert_eq!(blocks.ranges, None);
+        // Surveyed in two parts side by side (cut between the threads) or
+        // in one: the same blocks, numbered as first met in event order
+        // (object 2 first appears in the second part, object 0 in both),
+        // the same spans and qualifying threads.
+        let events = vec![
+            event(0, 1, 100, 5),
+            event(0, 0, 200, 0),
+            event(0, 1, 210, 0),
+            event(1, 2, 150, 30),
+            event(1, 0, 190, 0),
+            event(1, 2, 300, 0),
+        ];
+        let two = EventSet {
+            thread_ranges: vec![0..3, 3..6],
+            ..set_of(events.clone())
+        };
+        assert_eq!(survey_parts(&two), vec![0..3, 3..6]);
+        let one = set_of(events);
+        assert_eq!(survey_parts(&one), vec![0..6]);
+        let (mut b2, mut b1) = (builder(), builder());
+        let (blocks2, n2) = lock_blocks(&mut b2, &mut resolver, &two);
+        let (blocks1, n1) = lock_blocks(&mut b1, &mut resolver, &one);
+        assert_eq!((n2, n1), (6, 6));
+        for (object, block) in [(1, 0), (0, 1), (2, 2)] {
+            assert_eq!(blocks2.rows.get(Primitive::Mutex, 0, object), Some(block));
+            assert_eq!(blocks1.rows.get(Primitive::Mutex, 0, object), Some(block));
+        }
+        let keys = |b: &Builder| b.blocks.iter().map(|d| d.key.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(&b2), keys(&b1));
+        assert_eq!(b2.blocks.len(), 3);
+        assert_eq!(b2.spans, vec![(100, 210), (150, 300)]);
+        assert_eq!(b2.spans, b1.spans);
+        assert_eq!(blocks2.ranges, Some(vec![(0..3, true), (3..6, true)]));
     }
 }
