@@ -465,11 +465,11 @@ fn survey_parts(set: &EventSet) -> Vec<std::ops::Range<usize>> {
         && ranges.last().is_some_and(|r| r.end == n)
         && ranges.windows(2).all(|w| w[0].end == w[1].start);
     if !grouped {
-        return vec![0..n];
+        return std::iter::once(0..n).collect();
     }
     match ranges.iter().map(|r| r.end).find(|&end| end >= n / 2) {
         Some(mid) if mid > 0 && mid < n => vec![0..mid, mid..n],
-        _ => vec![0..n],
+        _ => std::iter::once(0..n).collect(),
     }
 }
 
@@ -1250,7 +1250,10 @@ mod tests {
         };
         assert_eq!(survey_parts(&two), vec![0..3, 3..6]);
         let one = set_of(events);
-        assert_eq!(survey_parts(&one), vec![0..6]);
+        assert_eq!(
+            survey_parts(&one),
+            std::iter::once(0..6).collect::<Vec<_>>()
+        );
         let (mut b2, mut b1) = (builder(), builder());
         let (blocks2, n2) = lock_blocks(&mut b2, &mut resolver, &two);
         let (blocks1, n1) = lock_blocks(&mut b1, &mut resolver, &one);
