@@ -239,8 +239,9 @@ pub fn analyze_using<'r>(
 /// transient arrays, once freed, stay resident in the free lists of the
 /// worker threads' arenas, in the peak of every stage after it: the report
 /// of the 10-million-event synthetic recording peaked at 397 MB instead of
-/// 382 MB, memcached's (3.1 million events) at 183 MB instead of 173 MB
-/// (docs/benchmarks.md, "Analysis memory: large blocks always mapped").
+/// 381 MB, memcached's (3.1 million events) at 183 MB instead of 173 MB
+/// (docs/benchmarks.md, "Merges without branches, large blocks unmapped,
+/// zero SCI durations counted").
 pub fn configure_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt changes a tunable of the allocator; a refusal
