@@ -61,13 +61,24 @@ impl<'a, T> DisjointWrites<'a, T> {
     }
 }
 
+/// An exhausted run's head for [`least_head`]: greater than every other.
+pub(crate) const EXHAUSTED: u128 = u128::MAX;
+
+/// The head of run `run` at key `key` for [`least_head`]: `key << 32 |
+/// run`, so that equal keys go to the lower run (the order of a stable
+/// merge).
+#[inline]
+pub(crate) fn merge_head(key: u64, run: usize) -> u128 {
+    (u128::from(key) << 32) | run as u128
+}
+
 /// The least of a few merge heads and its position, without a branch per
 /// head (which head wins is as good as random in a merge of interleaved
 /// runs, so a compare-and-branch mispredicts about half the time): the
 /// k-way merges of the lock analysis over at most 16 runs (the critical
-/// path's wake lists, the ownership changes' threads) encode each head as
-/// `key << 32 | run`, so that equal keys go to the lower run, and an
-/// exhausted run as `u128::MAX`. `heads` is not empty.
+/// path's wake lists, the ownership changes' threads), each head made by
+/// [`merge_head`], an exhausted run's [`EXHAUSTED`]. `heads` is not
+/// empty.
 #[inline]
 pub(crate) fn least_head(heads: &[u128]) -> (usize, u128) {
     let (mut best, mut least) = (0, heads[0]);

@@ -290,9 +290,7 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
     if runs.len() == 1 && !by_thread {
         return true;
     }
-    // Each run's head as (time << 32 | run); an exhausted run's is greater
-    // than any other.
-    let head = |r: usize, at: usize| (u128::from(key(part[at])) << 32) | r as u128;
+    let head = |r: usize, at: usize| chunked_sort::merge_head(key(part[at]), r);
     let mut heads: Vec<u128> = runs
         .iter()
         .enumerate()
@@ -312,7 +310,7 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
             }
             next
         } else {
-            u128::MAX
+            chunked_sort::EXHAUSTED
         };
     }
     part.copy_from_slice(&merged);

@@ -9,6 +9,7 @@ use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 use super::critical_path::ThreadOrder;
 use super::events::{EventSet, Outcome};
+use crate::chunked_sort::{least_head, merge_head, EXHAUSTED};
 
 /// Threads up to which [`ownership_changes`] merges without a heap.
 const FEW_THREADS: usize = 16;
@@ -52,54 +53,59 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
     // With few threads, the least head is taken without a branch per
     // thread (chunked_sort::least_head); otherwise from a heap.
     if threads <= FEW_THREADS {
-        let mut heads: Vec<u128> = vec![u128::MAX; threads.max(1)];
+        let mut heads: Vec<u128> = vec![EXHAUSTED; threads.max(1)];
         let mut at = vec![0usize; threads];
         for t in 0..threads {
             if let Some((time, k)) = next(t, 0) {
-                heads[t] = (u128::from(time) << 32) | t as u128;
+                heads[t] = merge_head(time, t);
                 at[t] = k;
             }
         }
         loop {
-            let (t, least) = crate::chunked_sort::least_head(&heads);
-            if least == u128::MAX {
+            let (t, least) = least_head(&heads);
+            if least == EXHAUSTED {
                 break;
             }
             let k = at[t];
             let o = events[order.at(t, k)].object as usize;
-            let last = &mut last_thread[o];
-            changes[o] += u64::from(*last != u32::MAX && *last != t as u32);
-            *last = t as u32;
+            acquired(&mut changes, &mut last_thread, o, t as u32);
             heads[t] = match next(t, k + 1) {
                 Some((time, k)) => {
                     at[t] = k;
-                    (u128::from(time) << 32) | t as u128
+                    merge_head(time, t)
                 }
-                None => u128::MAX,
+                None => EXHAUSTED,
             };
         }
-        return changes;
-    }
-    let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> = BinaryHeap::with_capacity(threads);
-    for t in 0..threads {
-        if let Some((time, k)) = next(t, 0) {
-            heads.push(Reverse((time, t as u32, k)));
+    } else {
+        let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> = BinaryHeap::with_capacity(threads);
+        for t in 0..threads {
+            if let Some((time, k)) = next(t, 0) {
+                heads.push(Reverse((time, t as u32, k)));
+            }
         }
-    }
-    while let Some(mut top) = heads.peek_mut() {
-        let Reverse((_, t, k)) = *top;
-        let o = events[order.at(t as usize, k)].object as usize;
-        let last = &mut last_thread[o];
-        changes[o] += u64::from(*last != u32::MAX && *last != t);
-        *last = t;
-        match next(t as usize, k + 1) {
-            Some((time, k)) => *top = Reverse((time, t, k)),
-            None => {
-                PeekMut::pop(top);
+        while let Some(mut top) = heads.peek_mut() {
+            let Reverse((_, t, k)) = *top;
+            let o = events[order.at(t as usize, k)].object as usize;
+            acquired(&mut changes, &mut last_thread, o, t);
+            match next(t as usize, k + 1) {
+                Some((time, k)) => *top = Reverse((time, t, k)),
+                None => {
+                    PeekMut::pop(top);
+                }
             }
         }
     }
     changes
+}
+
+/// A successful acquisition of object `o` by thread `t`, in time order: a
+/// hand-over when another thread acquired it last.
+#[inline]
+fn acquired(changes: &mut [u64], last_thread: &mut [u32], o: usize, t: u32) {
+    let last = &mut last_thread[o];
+    changes[o] += u64::from(*last != u32::MAX && *last != t);
+    *last = t;
 }
 
 #[cfg(test)]
