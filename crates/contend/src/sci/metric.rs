@@ -427,7 +427,8 @@ pub struct StreamedLocks<'s> {
 /// The SCI block of each (primitive, call site, object) of the lock calls,
 /// looked up for every acquisition (three passes over the events): a
 /// dense table by (object, site) when objects × sites is small (at most
-/// the `dense_max` entries of 8 bytes [`LockRows::new`] is given), holding
+/// the `dense_max` entries of 8 bytes [`LockRows::new`] is given; for an
+/// event set, [`LockRows::for_set`]), holding
 /// the block of the first primitive seen there (one load per lookup); a
 /// map for the rest (more objects and sites, and an object taken with a
 /// second primitive at the same site, as a rwlock's read and write).
@@ -442,10 +443,20 @@ pub struct LockRows {
 impl LockRows {
     const EMPTY: u64 = u64::MAX;
 
+    /// No rows yet, for the objects and call sites of `set`, dense when
+    /// that takes at most one entry per 8 events and at most 2^20 entries
+    /// (never more than a byte per event, 8 MiB at most).
+    pub fn for_set(set: &crate::locks::EventSet) -> LockRows {
+        Self::new(
+            set.objects.len(),
+            set.sites.len(),
+            (set.events.len() / 8).min(1 << 20),
+        )
+    }
+
     /// No rows yet, for `objects` objects and `sites` call sites (the
     /// lock analysis's tables); the dense table when it has at most
-    /// `dense_max` entries (the SCI's lock source allows one per 8 events,
-    /// at most 2^20: never more than a byte per event).
+    /// `dense_max` entries.
     pub fn new(objects: usize, sites: usize, dense_max: usize) -> LockRows {
         let dense = match objects.checked_mul(sites) {
             Some(n) if n <= dense_max => vec![Self::EMPTY; n],
@@ -479,17 +490,17 @@ impl LockRows {
         self.map.get(&(primitive, site, object)).copied()
     }
 
-    /// Gives `(primitive, site, object)` its block (once: a key that has
-    /// one keeps it).
+    /// Gives `(primitive, site, object)` its block, once: true when the
+    /// key had none (a key that has one keeps it, and false is returned).
     pub fn insert(
         &mut self,
         primitive: contend_trace::Primitive,
         site: u32,
         object: u32,
         block: u32,
-    ) {
+    ) -> bool {
         if self.get(primitive, site, object).is_some() {
-            return;
+            return false;
         }
         match self.slot(site, object) {
             Some(i) if self.dense[i] == Self::EMPTY => {
@@ -499,6 +510,7 @@ impl LockRows {
                 self.map.insert((primitive, site, object), block);
             }
         }
+        true
     }
 }
 
@@ -1201,11 +1213,11 @@ mod tests {
         use contend_trace::Primitive::{Mutex, RwlockRead, RwlockWrite};
         for dense_max in [usize::MAX, 0] {
             let mut rows = LockRows::new(3, 4, dense_max);
-            rows.insert(Mutex, 1, 2, 10);
-            rows.insert(RwlockRead, 3, 0, 11);
-            rows.insert(RwlockWrite, 3, 0, 12);
-            rows.insert(Mutex, 9, 1, 13); // site beyond the table
-            rows.insert(Mutex, 1, 2, 99); // given already
+            assert!(rows.insert(Mutex, 1, 2, 10));
+            assert!(rows.insert(RwlockRead, 3, 0, 11));
+            assert!(rows.insert(RwlockWrite, 3, 0, 12));
+            assert!(rows.insert(Mutex, 9, 1, 13)); // site beyond the table
+            assert!(!rows.insert(Mutex, 1, 2, 99)); // given already
             assert_eq!(rows.dense.is_empty(), dense_max == 0);
             assert_eq!(rows.get(Mutex, 1, 2), Some(10), "dense_max {dense_max}");
             assert_eq!(rows.get(RwlockRead, 3, 0), Some(11));

@@ -369,18 +369,17 @@ fn lock_blocks<'s>(
             i
         })
         .collect();
-    let dense_max = (set.events.len() / 8).min(1 << 20);
     // The acquisitions surveyed in two contiguous parts of the events side
     // by side, cut between two threads' events when pairing says where
     // they are (a thread's calls are then all in one part), else in one.
     let parts = survey_parts(set);
     let surveys: Vec<LockCallSurvey> = parts
         .into_par_iter()
-        .map(|range| survey_lock_calls(set, range, dense_max))
+        .map(|range| survey_lock_calls(set, range))
         .collect();
     // Blocks in the order their keys were first seen in the events: the
     // first part's first, then the second's keys not seen before.
-    let mut rows = LockRows::new(set.objects.len(), set.sites.len(), dense_max);
+    let mut rows = LockRows::for_set(set);
     let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
     let mut simple = vec![true; set.threads.len()];
@@ -474,12 +473,8 @@ fn survey_parts(set: &EventSet) -> Vec<std::ops::Range<usize>> {
 }
 
 /// [`lock_blocks`]'s pass over the acquisitions in `range` of the events.
-fn survey_lock_calls(
-    set: &EventSet,
-    range: std::ops::Range<usize>,
-    dense_max: usize,
-) -> LockCallSurvey {
-    let mut seen = LockRows::new(set.objects.len(), set.sites.len(), dense_max);
+fn survey_lock_calls(set: &EventSet, range: std::ops::Range<usize>) -> LockCallSurvey {
+    let mut seen = LockRows::for_set(set);
     let mut survey = LockCallSurvey {
         first_seen: Vec::new(),
         simple: vec![true; set.threads.len()],
@@ -505,8 +500,7 @@ fn survey_lock_calls(
         }
         last = Some((st, acquired));
         // A rwlock's read and write acquisitions are different calls.
-        if seen.get(e.primitive(), e.site, e.object).is_none() {
-            seen.insert(e.primitive(), e.site, e.object, 0);
+        if seen.insert(e.primitive(), e.site, e.object, 0) {
             survey.first_seen.push((e.primitive(), e.site, e.object));
         }
         if let Some(span) = survey.spans.get_mut(st) {
@@ -1139,11 +1133,7 @@ mod tests {
             ],
             spans: vec![(u64::MAX, 0); 2],
         };
-        let mut rows = LockRows::new(
-            set.objects.len(),
-            set.sites.len(),
-            (set.events.len() / 8).min(1 << 20),
-        );
+        let mut rows = LockRows::for_set(&set);
         rows.insert(Primitive::Mutex, 0, 0, 0);
         rows.insert(Primitive::Mutex, 0, 1, 1);
         let blocks = LockBlocks {
