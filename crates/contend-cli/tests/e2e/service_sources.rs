@@ -16,10 +16,17 @@ use crate::service::{check_source, record_source};
 /// slice then adds a few µs to the event source's figure that the
 /// thread's clock does not count (measured beside `service_pingpong`:
 /// 2.8–4.8 µs per slice, 6–24 ms over 300 ms, with either scope;
-/// docs/benchmarks.md). So a run
-/// in which a thread waited in the run queue for more than 5% of its CPU
-/// time is disturbed: the bound holds for undisturbed runs, in one of up
-/// to five; when no run is undisturbed the test says so and does not fail.
+/// docs/benchmarks.md). Under a hypervisor the host also takes the
+/// virtual CPU away between a thread's switch-in and switch-out (steal
+/// time), which the guest keeps out of the thread's CPU clock but not out
+/// of the events (a CI run saw 6 ms more than the clock with 1.6 ms of
+/// run-queue wait). Each thread prints that time itself (`steal_ns`: its
+/// wall-clock time over the spin less its CPU time and its run-queue wait
+/// from `/proc/thread-self/schedstat`). So a run in which a thread waited
+/// in the run queue for more than 5% of its CPU time, or lost more than
+/// 1 ms this way, is disturbed: the bound holds for undisturbed runs, in
+/// one of up to five; when no run is undisturbed the test says so and
+/// does not fail.
 #[test]
 fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
     let _serial = serial();
@@ -44,11 +51,15 @@ fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
         }
         assert_eq!(threads.len(), 2, "{}", out.stdout);
         assert!(s["sched_event_threads"].as_u64().unwrap() >= 2, "{s}");
-        if let Some((tid, own, row)) = threads
-            .iter()
-            .find(|(_, own, row)| row["run_queue_wait_s"].as_f64().unwrap() * 1e9 > 0.05 * own)
-        {
-            disturbed.push(format!("thread {tid}, own CPU clock {own} ns: {row}"));
+        if let Some((tid, own, row)) = threads.iter().find(|(tid, own, row)| {
+            row["run_queue_wait_s"].as_f64().unwrap() * 1e9 > 0.05 * own
+                || stolen_ns(&out.stdout, *tid) > 1e6
+        }) {
+            let stolen = stolen_ns(&out.stdout, *tid);
+            disturbed.push(format!(
+                "thread {tid}, own CPU clock {own} ns, {stolen} ns neither on its clock nor \
+                 in the run queue: {row}"
+            ));
             continue;
         }
         for (tid, own, row) in &threads {
@@ -64,6 +75,22 @@ fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
         "NOTE: every run was disturbed by other work (a thread waited for a CPU more than 5% of \
          its CPU time); the bound was not checked: {disturbed:?}"
     );
+}
+
+/// The time (ns) thread `tid` of `service_cpu_threads` printed as lost to
+/// neither its CPU clock nor its run-queue wait (`steal_ns=`), or 0 when
+/// it could not read its schedstat (printed -1).
+fn stolen_ns(stdout: &str, tid: u64) -> f64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == format!("tid={tid}")))
+        .unwrap_or_else(|| panic!("no line for thread {tid}: {stdout}"));
+    let stolen: f64 = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("steal_ns="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no steal_ns= for thread {tid}: {stdout}"));
+    stolen.max(0.0)
 }
 
 /// The threads a test program printed `tid=… cpu_ns=…` for (its own CPU
