@@ -25,8 +25,8 @@ use crate::analysis::{AnalysisOutput, Analyzer, Context};
 
 pub use metric::{
     score, score_executions, score_executions_streamed, BlockDef, BlockKind, BlockSite,
-    BlockThreadScore, DurationBucket, DurationSource, Execution, Quantile, SciBlock, SciThread,
-    ScoreInput, StreamedLocks, ThreadDef, MIN_OCCURRENCES,
+    BlockThreadScore, DurationBucket, DurationHistogram, DurationSource, Execution, Quantile,
+    Quantiles, SciBlock, SciThread, ScoreInput, StreamedLocks, ThreadDef, MIN_OCCURRENCES,
 };
 pub use sources::{gather, gather_with, FrameMatcher, Gathered, MatchCounts, NameMatcher};
 
