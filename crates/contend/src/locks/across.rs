@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::critical_path::{lock_wake_time, lock_wakers, CriticalPath};
+use super::critical_path::{lock_wake_time, lock_wakers, CriticalPath, EventMarks};
 use super::events::{EventSet, Outcome};
 use crate::futex::FutexEvents;
 use crate::openmp::sync::OmpSyncEvent;
@@ -119,7 +119,7 @@ pub fn mark_across(
 ) -> AcrossPath {
     let mut path = AcrossPath {
         locks: CriticalPath {
-            on_path: vec![false; set.events.len()],
+            on_path: EventMarks::new(set.events.len()),
             ..CriticalPath::default()
         },
         futex_on_path: vec![false; futex.waits.len()],
@@ -237,17 +237,21 @@ pub fn mark_across(
         let node = nodes[thread][pos];
         let i = node.index as usize;
         let seen = match node.source {
-            Source::Lock => &mut path.locks.on_path[i],
-            Source::Futex => &mut path.futex_on_path[i],
-            Source::Openmp => &mut path.omp_on_path[i],
+            Source::Lock => path.locks.on_path[i],
+            Source::Futex => path.futex_on_path[i],
+            Source::Openmp => path.omp_on_path[i],
         };
-        if *seen {
+        if seen {
             break;
         }
         if node.source == Source::Lock && set.events[i].outcome() == Outcome::Post {
             continue;
         }
-        *seen = true;
+        match node.source {
+            Source::Lock => path.locks.on_path.set(i),
+            Source::Futex => path.futex_on_path[i] = true,
+            Source::Openmp => path.omp_on_path[i] = true,
+        }
         // The waker: (its thread, the moment it let the waiter go, its index).
         let waker = match node.source {
             Source::Lock => Some(lock_waker[i]).filter(|&w| w != u32::MAX).map(|w| {
@@ -369,7 +373,7 @@ pub fn summarize(
         s.start_tid = tid;
     }
     s.length_ns = path.length_ns();
-    s.lock_events = path.locks.on_path.iter().filter(|&&b| b).count() as u64;
+    s.lock_events = path.locks.on_path.count() as u64;
     s.lock_jumps = path.locks.jumps;
     for (i, _) in path.futex_on_path.iter().enumerate().filter(|x| *x.1) {
         s.futex_events += 1;

@@ -28,11 +28,84 @@ use rustc_hash::FxHashMap;
 use super::events::{EventSet, LockEvent, Outcome};
 use crate::chunked_sort;
 
+/// One mark per event, a bit each: which events lie on the critical path
+/// (1 bit per event instead of a `bool`'s byte: 0.9 bytes less per event
+/// at the analysis's peak, 2.7 MB for memcached's 3.1 million events).
+/// Indexing gives the mark (`marks[i]`, panics past the end like a slice).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventMarks {
+    /// Bit `i % 64` of word `i / 64` is event `i`'s mark.
+    words: Vec<u64>,
+    /// Events marked or not.
+    len: usize,
+}
+
+impl EventMarks {
+    /// `len` events, none marked.
+    pub fn new(len: usize) -> EventMarks {
+        EventMarks {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
+    }
+
+    /// Events (marked or not).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no events.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Event `i`'s mark; `None` past the end.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<bool> {
+        (i < self.len).then(|| self.words[i / 64] >> (i % 64) & 1 == 1)
+    }
+
+    /// Marks event `i` (panics past the end).
+    #[inline]
+    pub fn set(&mut self, i: usize) {
+        assert!(i < self.len, "event {i} of {}", self.len);
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+
+    /// Marked events.
+    pub fn count(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Every event's mark, in order.
+    pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
+        (0..self.len).map(|i| self.words[i / 64] >> (i % 64) & 1 == 1)
+    }
+
+    /// The marks as one `bool` per event.
+    pub fn to_vec(&self) -> Vec<bool> {
+        self.iter().collect()
+    }
+}
+
+impl std::ops::Index<usize> for EventMarks {
+    type Output = bool;
+
+    #[inline]
+    fn index(&self, i: usize) -> &bool {
+        match self.get(i) {
+            Some(true) => &true,
+            Some(false) => &false,
+            None => panic!("event {i} of {}", self.len),
+        }
+    }
+}
+
 /// Result of marking.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CriticalPath {
     /// `on_path[i]` is true when `set.events[i]` is on the critical path.
-    pub on_path: Vec<bool>,
+    pub on_path: EventMarks,
     /// Jumps from a waiting thread to the thread that let it go.
     pub jumps: u64,
     /// Thread index where the walk started (the one that finished last).
@@ -359,7 +432,7 @@ fn wake_time(set: &EventSet, w: usize) -> u64 {
 pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     let n = set.events.len();
     let mut path = CriticalPath {
-        on_path: vec![false; n],
+        on_path: EventMarks::new(n),
         ..CriticalPath::default()
     };
     if n == 0 {
@@ -395,7 +468,7 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
         if set.events[i].outcome() == Outcome::Post {
             continue;
         }
-        path.on_path[i] = true;
+        path.on_path.set(i);
         let w = wakes.waker(set, i, &mut cursor);
         if w == NONE {
             continue;
@@ -623,6 +696,28 @@ pub fn lock_wake_time(set: &EventSet, w: usize) -> u64 {
 mod tests {
     use super::*;
     use crate::locks::events::LockEventFields;
+
+    /// Marks read back as a `bool` per event would, across word edges
+    /// (63, 64, 65 events), with nothing marked past the end.
+    #[test]
+    fn event_marks_match_a_bool_per_event() {
+        for n in [0usize, 1, 63, 64, 65, 130] {
+            let mut marks = EventMarks::new(n);
+            let mut want = vec![false; n];
+            for i in (0..n).filter(|i| i % 3 == 0 || i % 64 == 63) {
+                marks.set(i);
+                want[i] = true;
+            }
+            assert_eq!(marks.len(), n);
+            assert_eq!(marks.to_vec(), want, "{n} events");
+            assert_eq!(marks.count(), want.iter().filter(|&&b| b).count());
+            for (i, &b) in want.iter().enumerate() {
+                assert_eq!(marks[i], b, "event {i} of {n}");
+                assert_eq!(marks.get(i), Some(b));
+            }
+            assert_eq!(marks.get(n), None);
+        }
+    }
 
     /// A set of mutex acquisitions released at `released` (ns), one each.
     fn released_at(released: &[u64]) -> EventSet {

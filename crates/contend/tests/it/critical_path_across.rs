@@ -137,7 +137,7 @@ fn futex_hand_over_chain_across_three_threads() {
     assert_eq!(path.start, Some((7, 3)));
     assert_eq!(path.futex_on_path, [true, true, true, false]);
     // pthread events: T5 M, T1 M (thread order of pair_operations)
-    assert_eq!(path.locks.on_path, [true, true]);
+    assert_eq!(path.locks.on_path.to_vec(), [true, true]);
     assert_eq!(path.locks.jumps, 1);
     let chain: Vec<(Source, u32, u32)> = path
         .hand_overs
@@ -343,7 +343,7 @@ fn without_futex_or_openmp_it_is_the_pthread_path() {
     let alone = mark_critical_path(&set);
     let across = mark_across(&set, &FutexEvents::default(), &[], &[]);
     assert_eq!(across.locks, alone);
-    assert_eq!(alone.on_path, [true, true, true, true, false]);
+    assert_eq!(alone.on_path.to_vec(), [true, true, true, true, false]);
     // begin: T1's M acquired at 0; end: T3's last operation at 220
     assert_eq!(across.length_ns(), 220);
 }

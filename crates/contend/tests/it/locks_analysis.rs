@@ -154,7 +154,7 @@ fn read_locks_held_by_several_threads_and_a_waiting_writer() {
     // Thread 3 ends last; it waited for thread 1's release at 100 (thread
     // 2 released earlier, at 50): path = writer, then reader 1.
     let path = mark_critical_path(&set);
-    assert_eq!(path.on_path, vec![true, false, true]);
+    assert_eq!(path.on_path.to_vec(), vec![true, false, true]);
     assert_eq!(path.jumps, 1);
     let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 110);
     assert_eq!(r.critical_path.events, 2);
@@ -259,7 +259,7 @@ fn critical_path_follows_the_previous_owner() {
     let set = handoff_chain();
     let path = mark_critical_path(&set);
     // events: T1 M, T2 M, T3 M, T3 N, T4 K
-    assert_eq!(path.on_path, vec![true, true, true, true, false]);
+    assert_eq!(path.on_path.to_vec(), vec![true, true, true, true, false]);
     assert_eq!(path.jumps, 2);
     assert_eq!(path.start_thread, Some(2));
     let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 220);
@@ -353,7 +353,7 @@ fn critical_path_crosses_a_barrier_to_the_last_arrival() {
     ]);
     // events: T1 barrier, T1 A, T2 B, T2 barrier
     let path = mark_critical_path(&set);
-    assert_eq!(path.on_path, vec![true, true, true, false]);
+    assert_eq!(path.on_path.to_vec(), vec![true, true, true, false]);
     let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 210);
     assert_eq!(r.other_waits.len(), 1);
     assert_eq!(r.other_waits[0].kind, "barrier");
@@ -392,7 +392,7 @@ fn condition_wait_follows_the_signaller_unlocking_the_mutex() {
     ]);
     // events: T1 M(0..5), T1 cond, T1 M(300..310), T2 A, T2 M
     let path = mark_critical_path(&set);
-    assert_eq!(path.on_path, vec![false, true, true, true, true]);
+    assert_eq!(path.on_path.to_vec(), vec![false, true, true, true, true]);
 }
 
 #[test]
@@ -417,7 +417,7 @@ fn semaphore_wait_follows_the_post() {
     ]);
     let path = mark_critical_path(&set);
     // events: T1 sem wait, T2 A, T2 post
-    assert_eq!(path.on_path, vec![true, true, false]);
+    assert_eq!(path.on_path.to_vec(), vec![true, true, false]);
     let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 500);
     assert_eq!(r.other_waits[0].kind, "semaphore");
     assert_eq!(r.other_waits[0].events, 1, "posts are not waits");
