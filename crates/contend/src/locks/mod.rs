@@ -25,7 +25,7 @@ pub use aggregate::{
     aggregate, aggregate_named, filters_matching_nothing, resolve_names, EventFilter, Names,
     TimeWindow,
 };
-pub use critical_path::{mark_critical_path, CriticalPath};
+pub use critical_path::{mark_critical_path, CriticalPath, EventMarks};
 pub use events::{
     pair_operations, CountedAcquisitions, EventSet, LockEvent, LockEventFields, OpSource, Outcome,
     ThreadInput, TimeMap, WakeCost, MAX_EVENT_DURATION_NS, MAX_EVENT_THREAD,
@@ -91,6 +91,37 @@ impl Resolver for ProcessResolver<'_> {
     }
 }
 
+/// Resolves, ahead of pairing, every address the naming of locks and
+/// sites will look up that a recording lists before its events are read:
+/// each trace's call-site and object tables and its creation records'
+/// sites and stack frames. The symbolizer keeps what it resolved (its
+/// cache outlives [`Symbols::release_debug_info`]), so the naming after
+/// pairing finds them without reading debug information with the event
+/// array in memory. Addresses outside the tables (wide records, the
+/// events' call stacks) are resolved where they are met, as before.
+fn resolve_recorded_addresses(recording: &Recording, symbols: &Symbols) {
+    for (pi, p) in recording.processes.iter().enumerate() {
+        let Some(maps) = recording.process_maps(pi as u32) else {
+            continue;
+        };
+        let trace = &p.trace;
+        for &address in trace.site_table() {
+            symbols.site(Some(maps), address);
+        }
+        for &address in trace.object_table() {
+            symbols.object(Some(maps), address);
+        }
+        for c in &trace.creations {
+            symbols.site(Some(maps), c.site);
+            if let Some(frames) = trace.stacks.get(c.stack as usize) {
+                for &address in frames {
+                    symbols.site(Some(maps), address);
+                }
+            }
+        }
+    }
+}
+
 impl Analyzer for LockAnalyzer {
     fn name(&self) -> &'static str {
         "locks"
@@ -108,6 +139,13 @@ impl Analyzer for LockAnalyzer {
             .iter()
             .map(|p| p.trace.op_count() as u64)
             .sum();
+        // The debug information is read before the events exist: the
+        // DWARF contexts (memcached's: 40 MB while resolving) and the event
+        // array are then never in memory at once.
+        progress.stage("resolving call sites", 1);
+        resolve_recorded_addresses(recording, cx.symbols);
+        cx.symbols.release_debug_info();
+        progress.advance(1);
         progress.stage("pairing lock operations", ops);
         let inputs: Vec<ThreadInput<'_>> = recording
             .processes
@@ -130,11 +168,12 @@ impl Analyzer for LockAnalyzer {
             .collect();
         let mut set = pair_operations(&inputs);
         progress.advance(ops);
-        // Names first, then the critical path: the symbolizer's debug
-        // information is released in between, so the path's tables and the
-        // DWARF contexts of the resolving (tens of MB for a C library with
-        // debug information) are never in memory at once.
-        progress.stage("resolving call sites", 1);
+        // Names first, then the critical path: addresses that were not in
+        // the trace's tables (wide records, the events' call stacks) load
+        // debug information again, which is released before the path's
+        // tables are made (tens of MB for a C library with debug
+        // information).
+        progress.stage("naming locks and sites", 1);
         let mut resolver = ProcessResolver::new(recording, cx.symbols);
         let named = Wrappers::new(&cx.options.locks.wrappers);
         let thin = thin_wrappers(&set, recording, &mut resolver, &named);
