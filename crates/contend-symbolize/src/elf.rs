@@ -291,6 +291,9 @@ pub(crate) struct Dwarf {
     /// built again by the next lookup ([`Dwarf::context`]; `None` inside
     /// when that fails).
     ctx: std::cell::OnceCell<Option<addr2line::Context<Reader>>>,
+    /// Times `ctx` was built: 1 at opening, one more per rebuild after a
+    /// release.
+    pub context_builds: std::cell::Cell<u64>,
     /// The file the DWARF was read from.
     pub file: PathBuf,
     /// The opened DWARF file and its dwz supplementary file, kept to build
@@ -312,7 +315,10 @@ impl Dwarf {
     /// the DWARF cannot be loaded again.
     pub fn context(&self) -> Option<&addr2line::Context<Reader>> {
         self.ctx
-            .get_or_init(|| load_context(&self.src, self.sup.as_ref()).ok())
+            .get_or_init(|| {
+                self.context_builds.set(self.context_builds.get() + 1);
+                load_context(&self.src, self.sup.as_ref()).ok()
+            })
             .as_ref()
     }
 
@@ -741,6 +747,7 @@ pub(crate) fn build_module(
             Ok(ctx) => (
                 Some(Dwarf {
                     ctx: std::cell::OnceCell::from(Some(ctx)),
+                    context_builds: std::cell::Cell::new(1),
                     file: dwarf_path,
                     src: src.clone(),
                     sup: sup.cloned(),

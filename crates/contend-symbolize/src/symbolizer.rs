@@ -82,6 +82,12 @@ pub struct ModuleInfo {
     pub code_lookups: u64,
     /// Number of `resolve_data` calls that landed in this module.
     pub data_lookups: u64,
+    /// Times the module's DWARF context was built: 1 when it was opened
+    /// with DWARF, one more each time a lookup needed it again after
+    /// [`Symbolizer::release_debug_info`] (an address not resolved
+    /// before); 0 without DWARF.
+    #[serde(default)]
+    pub dwarf_context_builds: u64,
     /// Which file was read for the module, checked against what the
     /// recording says it was ([`Symbolizer::set_recorded_modules`]).
     pub file_state: ModuleFileState,
@@ -386,6 +392,10 @@ impl Symbolizer {
                     replaced: m.replaced,
                     code_lookups: m.code_lookups,
                     data_lookups: m.data_lookups,
+                    dwarf_context_builds: match &m.data {
+                        Ok(d) => d.dwarf.as_ref().map_or(0, |w| w.context_builds.get()),
+                        Err(_) => 0,
+                    },
                     file_state: m.file_state.clone(),
                 }
             })

@@ -294,6 +294,22 @@ fn pie_executable_with_dwarf() {
     assert_eq!(info[0].build_id, build_id(&exe).map(|b| build_id_hex(&b)));
     assert!(!info[0].replaced);
     assert_eq!(info[0].code_lookups, 3);
+    assert_eq!(info[0].dwarf_context_builds, 1);
+
+    // Released debug information is not read again for an address resolved
+    // before (the lock analysis resolves the trace's tables before pairing,
+    // releases, and names the sites after: docs/architecture.md); the same
+    // answer comes back. A new address builds the context again.
+    let before = sym.resolve_code(&maps, r.code["worker"]);
+    sym.release_debug_info();
+    let again = sym.resolve_code(&maps, r.code["worker"]);
+    assert_eq!(again, before);
+    assert_eq!(sym.modules()[0].dwarf_context_builds, 1);
+    // (One byte past a return address: the instruction after the call,
+    // still in the same function.)
+    let loc = sym.resolve_code(&maps, r.code["next_line"] + 1);
+    assert_eq!(loc.function.as_deref(), Some("worker_next_line"), "{loc:?}");
+    assert_eq!(sym.modules()[0].dwarf_context_builds, 2);
 }
 
 #[test]
