@@ -91,19 +91,90 @@ impl AcrossPath {
     }
 }
 
+/// One event of a thread on the path's time line: 12 bytes (its time in
+/// two halves, its source in the top 2 bits of its index), one per event of
+/// every source (5 million for an OpenMP recording of 5 million
+/// acquisitions: 60 MB, against 80 MB for a 16-byte node).
 #[derive(Clone, Copy)]
 struct Node {
-    /// Time the thread went on after it.
-    key: u64,
-    source: Source,
-    index: u32,
+    /// Time the thread went on after it, ns: low and high halves.
+    key: [u32; 2],
+    /// `source << 30 | index`.
+    tagged: u32,
+}
+
+/// Events of one source a [`Node`] can index: 2^30.
+pub const MAX_EVENTS_PER_SOURCE: usize = 1 << 30;
+
+impl Node {
+    #[inline]
+    fn new(key: u64, source: Source, index: usize) -> Node {
+        debug_assert!(index < MAX_EVENTS_PER_SOURCE);
+        Node {
+            key: [key as u32, (key >> 32) as u32],
+            tagged: ((source as u32) << 30) | index as u32,
+        }
+    }
+
+    /// Time the thread went on after it, ns.
+    #[inline]
+    fn key(&self) -> u64 {
+        (u64::from(self.key[1]) << 32) | u64::from(self.key[0])
+    }
+
+    #[inline]
+    fn source(&self) -> Source {
+        match self.tagged >> 30 {
+            0 => Source::Lock,
+            1 => Source::Futex,
+            _ => Source::Openmp,
+        }
+    }
+
+    /// Index of the event in its source's events.
+    #[inline]
+    fn index(&self) -> u32 {
+        self.tagged & ((1 << 30) - 1)
+    }
 }
 
 /// Sorts one thread's nodes, pushed source after source (Lock, Futex,
 /// Openmp) and each source's by index, by key; at equal keys in the order
-/// pushed, as a stable sort by key would, but in place.
+/// pushed, as a stable sort by key would, but in place (the tag orders
+/// by source, then index).
 fn sort_nodes(list: &mut [Node]) {
-    list.sort_unstable_by_key(|n| (n.key, n.source, n.index));
+    list.sort_unstable_by_key(|n| (n.key(), n.tagged));
+}
+
+/// Whether [`mark_across`] can take these events: fewer than
+/// [`MAX_EVENTS_PER_SOURCE`] of each source.
+pub fn fits(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) -> bool {
+    set.events.len() < MAX_EVENTS_PER_SOURCE
+        && futex.waits.len() < MAX_EVENTS_PER_SOURCE
+        && omp.len() < MAX_EVENTS_PER_SOURCE
+}
+
+/// The thread index of OpenMP events met in runs of one thread: the map
+/// is read once per run.
+#[derive(Default)]
+struct ThreadRun {
+    last: Option<((u32, u32), usize)>,
+}
+
+impl ThreadRun {
+    /// The index `index` gives `e`'s (process, thread).
+    #[inline]
+    fn thread(&mut self, index: &HashMap<(u32, u32), usize>, e: &OmpSyncEvent) -> usize {
+        let key = (e.process, e.tid);
+        match self.last {
+            Some((k, u)) if k == key => u,
+            _ => {
+                let u = index[&key];
+                self.last = Some((key, u));
+                u
+            }
+        }
+    }
 }
 
 /// Marks the critical path across pthread, futex and OpenMP events (module
@@ -111,12 +182,19 @@ fn sort_nodes(list: &mut [Node]) {
 /// ([`crate::futex::match_wakers`]), `omp` from [`crate::openmp::sync`];
 /// `pids[p]` is the process id of process index `p` (an OpenMP event names
 /// its process by index; empty when `omp` is).
+///
+/// Panics when a source has [`MAX_EVENTS_PER_SOURCE`] events or more
+/// (check with [`fits`]).
 pub fn mark_across(
     set: &EventSet,
     futex: &FutexEvents,
     omp: &[OmpSyncEvent],
     pids: &[u32],
 ) -> AcrossPath {
+    assert!(
+        fits(set, futex, omp),
+        "more than {MAX_EVENTS_PER_SOURCE} events of one source"
+    );
     let mut path = AcrossPath {
         locks: CriticalPath {
             on_path: EventMarks::new(set.events.len()),
@@ -156,19 +234,29 @@ pub fn mark_across(
         .iter()
         .map(|w| thread_u32(w.process, w.tid, w.pid))
         .collect();
-    let omp_threads: Vec<u32> = omp
-        .iter()
-        .map(|e| thread_u32(e.process, e.tid, pids[e.process as usize]))
-        .collect();
+    // OpenMP events come thread by thread (`openmp::sync::collect`), so a
+    // thread is looked up once per run of its events, and not stored per
+    // event (4 bytes each: 20 MB for 5 million acquisitions).
+    let mut run: Option<((u32, u32), u32)> = None;
+    for e in omp {
+        if run.is_none_or(|(key, _)| key != (e.process, e.tid)) {
+            let u = thread_u32(e.process, e.tid, pids[e.process as usize]);
+            run = Some(((e.process, e.tid), u));
+        }
+    }
     let n_threads = ids.len();
+    let mut omp_run = ThreadRun::default();
     // Each thread's nodes at their final size (grown by doubling they took
     // up to twice it).
     let mut counts = vec![0usize; n_threads];
     for e in &set.events {
         counts[lock_threads[e.thread() as usize]] += 1;
     }
-    for &u in futex_threads.iter().chain(&omp_threads) {
+    for &u in &futex_threads {
         counts[u as usize] += 1;
+    }
+    for e in omp {
+        counts[omp_run.thread(&index, e)] += 1;
     }
     let mut nodes: Vec<Vec<Node>> = counts.into_iter().map(Vec::with_capacity).collect();
     let mut has_events = vec![false; n_threads];
@@ -177,11 +265,7 @@ pub fn mark_across(
     }
     for (i, e) in set.events.iter().enumerate() {
         let u = lock_threads[e.thread() as usize];
-        nodes[u].push(Node {
-            key: e.acquired_ns(),
-            source: Source::Lock,
-            index: i as u32,
-        });
+        nodes[u].push(Node::new(e.acquired_ns(), Source::Lock, i));
         has_events[u] = true;
     }
     for (t, info) in set.threads.iter().enumerate() {
@@ -190,11 +274,7 @@ pub fn mark_across(
     }
     for (i, w) in futex.waits.iter().enumerate() {
         let u = futex_threads[i] as usize;
-        nodes[u].push(Node {
-            key: w.end_ns,
-            source: Source::Futex,
-            index: i as u32,
-        });
+        nodes[u].push(Node::new(w.end_ns, Source::Futex, i));
         has_events[u] = true;
         last[u] = last[u].max(w.end_ns);
     }
@@ -203,12 +283,8 @@ pub fn mark_across(
         last[u] = last[u].max(w.end_ns);
     }
     for (i, e) in omp.iter().enumerate() {
-        let u = omp_threads[i] as usize;
-        nodes[u].push(Node {
-            key: e.acquired_ns,
-            source: Source::Openmp,
-            index: i as u32,
-        });
+        let u = omp_run.thread(&index, e);
+        nodes[u].push(Node::new(e.acquired_ns, Source::Openmp, i));
         has_events[u] = true;
         last[u] = last[u].max(e.released_ns);
     }
@@ -231,12 +307,12 @@ pub fn mark_across(
     path.end_ns = last[start];
     path.begin_ns = path.end_ns;
     let mut thread = start;
-    let mut pos = nodes[thread].partition_point(|n| n.key <= path.end_ns);
+    let mut pos = nodes[thread].partition_point(|n| n.key() <= path.end_ns);
     while pos > 0 {
         pos -= 1;
         let node = nodes[thread][pos];
-        let i = node.index as usize;
-        let seen = match node.source {
+        let i = node.index() as usize;
+        let seen = match node.source() {
             Source::Lock => path.locks.on_path[i],
             Source::Futex => path.futex_on_path[i],
             Source::Openmp => path.omp_on_path[i],
@@ -244,16 +320,16 @@ pub fn mark_across(
         if seen {
             break;
         }
-        if node.source == Source::Lock && set.events[i].outcome() == Outcome::Post {
+        if node.source() == Source::Lock && set.events[i].outcome() == Outcome::Post {
             continue;
         }
-        match node.source {
+        match node.source() {
             Source::Lock => path.locks.on_path.set(i),
             Source::Futex => path.futex_on_path[i] = true,
             Source::Openmp => path.omp_on_path[i] = true,
         }
         // The waker: (its thread, the moment it let the waiter go, its index).
-        let waker = match node.source {
+        let waker = match node.source() {
             Source::Lock => Some(lock_waker[i]).filter(|&w| w != u32::MAX).map(|w| {
                 let t = lock_threads[set.events[w as usize].thread() as usize];
                 (t, lock_wake_time(set, w as usize), w)
@@ -261,14 +337,18 @@ pub fn mark_across(
             Source::Futex => futex.waits[i]
                 .waker
                 .map(|k| (wake_threads[k] as usize, futex.wakes[k].start_ns, k as u32)),
-            Source::Openmp => omp[i]
-                .waker()
-                .map(|k| (omp_threads[k] as usize, omp[k].wake_ns(), k as u32)),
+            Source::Openmp => omp[i].waker().map(|k| {
+                (
+                    index[&(omp[k].process, omp[k].tid)],
+                    omp[k].wake_ns(),
+                    k as u32,
+                )
+            }),
         };
         let Some((to_thread, at, w)) = waker else {
             // its start (request, call), read from its source: a node is
             // 16 bytes, one per event of every source (millions)
-            let start = match node.source {
+            let start = match node.source() {
                 Source::Lock => set.events[i].requested_ns(),
                 Source::Futex => futex.waits[i].start_ns,
                 Source::Openmp => omp[i].requested_ns,
@@ -277,12 +357,12 @@ pub fn mark_across(
             continue;
         };
         path.begin_ns = path.begin_ns.min(at);
-        if node.source == Source::Lock {
+        if node.source() == Source::Lock {
             path.locks.hand_overs.push((i as u32, w));
             path.locks.jumps += 1;
         }
         path.hand_overs.push(HandOver {
-            source: node.source,
+            source: node.source(),
             waiting: i as u32,
             waking: w,
             from: ids[to_thread],
@@ -290,7 +370,7 @@ pub fn mark_across(
             at_ns: at,
         });
         thread = to_thread;
-        pos = nodes[thread].partition_point(|n| n.key <= at);
+        pos = nodes[thread].partition_point(|n| n.key() <= at);
     }
     path
 }
@@ -449,11 +529,24 @@ pub fn summarize(
 mod tests {
     use super::*;
 
-    /// A node is 16 bytes: one per event of every source, millions for an
-    /// OpenMP recording (its start is read from the source when needed).
+    /// A node is 12 bytes: one per event of every source, millions for an
+    /// OpenMP recording (its start is read from the source when needed);
+    /// it gives back the time, source and index it was made from, at the
+    /// edges of its split key and its 30-bit index.
     #[test]
-    fn a_node_is_16_bytes() {
-        assert_eq!(std::mem::size_of::<Node>(), 16);
+    fn a_node_is_12_bytes_and_keeps_what_it_was_given() {
+        assert_eq!(std::mem::size_of::<Node>(), 12);
+        for key in [0, u64::from(u32::MAX), 1 << 32, u64::MAX] {
+            for source in [Source::Lock, Source::Futex, Source::Openmp] {
+                for index in [0, 1, MAX_EVENTS_PER_SOURCE - 1] {
+                    let n = Node::new(key, source, index);
+                    assert_eq!(
+                        (n.key(), n.source(), n.index() as usize),
+                        (key, source, index)
+                    );
+                }
+            }
+        }
     }
 
     /// Random lists pushed as `mark_across` pushes them, with many equal
@@ -466,19 +559,17 @@ mod tests {
             let mut list = Vec::new();
             for source in [Source::Lock, Source::Futex, Source::Openmp] {
                 for index in 0..next() % 20 {
-                    list.push(Node {
-                        key: next() % 8,
-                        source,
-                        index: index as u32 * 3,
-                    });
+                    // Keys in both halves of the node's split key, with ties.
+                    let key = ((next() % 3) << 32) | (next() % 3);
+                    list.push(Node::new(key, source, index as usize * 3));
                 }
             }
             let mut stable = list.clone();
-            stable.sort_by_key(|n| n.key);
+            stable.sort_by_key(|n| n.key());
             sort_nodes(&mut list);
             let order = |l: &[Node]| {
                 l.iter()
-                    .map(|n| (n.key, n.source, n.index))
+                    .map(|n| (n.key(), n.source(), n.index()))
                     .collect::<Vec<_>>()
             };
             assert_eq!(order(&list), order(&stable));

@@ -192,8 +192,12 @@ impl Analyzer for LockAnalyzer {
         progress.stage("marking the critical path", 1);
         let futex_and_omp = across_inputs(recording);
         let pids: Vec<u32> = recording.processes.iter().map(|p| p.trace.pid).collect();
+        let too_many = futex_and_omp
+            .as_ref()
+            .is_some_and(|(futex, omp)| !across::fits(&set, futex, omp));
         let across = futex_and_omp
             .as_ref()
+            .filter(|_| !too_many)
             .map(|(futex, omp)| across::mark_across(&set, futex, omp, &pids));
         let path = match &across {
             Some(a) => a.locks.clone(),
@@ -237,6 +241,12 @@ impl Analyzer for LockAnalyzer {
                 "--wrapper moves call sites through recorded call stacks, and this recording has none (only the creations' stacks, which name the locks): record with --stack-every N"
                     .into(),
             );
+        }
+        if too_many {
+            warnings.push(format!(
+                "the critical path across pthread, futex and OpenMP events takes fewer than {} events of each kind; this recording has more, so the path follows pthread locks only",
+                across::MAX_EVENTS_PER_SOURCE
+            ));
         }
         warnings.extend(system_header_sites_warning(&set, &names));
         if locks.summary.unmatched_releases > 0 {
