@@ -275,8 +275,9 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
         let ns = |t: u64| recording.to_ns(trace, t);
         for t in &trace.threads {
             // pending acquisitions and holds of this thread, by object
-            let mut acquiring: HashMap<u64, (u64, u64)> = HashMap::new();
-            let mut held: HashMap<u64, u64> = HashMap::new();
+            // (looked up twice per acquisition: FxHash, not SipHash)
+            let mut acquiring: rustc_hash::FxHashMap<u64, (u64, u64)> = Default::default();
+            let mut held: rustc_hash::FxHashMap<u64, u64> = Default::default();
             let mut waiting: Option<OmpOp> = None;
             for op in trace.omp_ops(t) {
                 let now = ns(op.ticks);
