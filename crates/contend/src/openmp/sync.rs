@@ -503,13 +503,8 @@ mod tests {
     /// (sorted lists with runs of equal values, empty and short ones).
     #[test]
     fn gallop_finds_the_partition_point() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::TestRng(0x2545_f491_4f6c_dd1d_u64);
+        let mut next = move || rng.next();
         for len in [0usize, 1, 2, 3, 7, 64, 200] {
             let mut list: Vec<u64> = (0..len).map(|_| next() % 50).collect();
             list.sort_unstable();

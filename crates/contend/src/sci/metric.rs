@@ -1394,13 +1394,8 @@ mod tests {
     /// (empty, one, all fixed, one long cycle, random with many ties).
     #[test]
     fn stable_sort_in_place_matches_sort_by() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = crate::TestRng(0x9e37_79b9_7f4a_7c15_u64);
+        let mut next = move || rng.next();
         let mut cases: Vec<Vec<(u64, usize)>> = vec![
             vec![],
             vec![(5, 0)],
