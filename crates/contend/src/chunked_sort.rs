@@ -6,7 +6,8 @@
 //! keep the chunks' order, as one pass would give them), and each chunk
 //! writes its own positions of the one output array through
 //! [`DisjointWrites`]. Also the branch-free pick of the least head of a
-//! k-way merge over a few runs ([`least_head`]).
+//! k-way merge over a few runs ([`least_head`]), and the search of a
+//! sorted list from a position near the answer ([`partition_point_near`]).
 
 use std::marker::PhantomData;
 
@@ -90,9 +91,68 @@ pub(crate) fn least_head(heads: &[u128]) -> (usize, u128) {
     (best, least)
 }
 
+/// `list.partition_point(pred)` (`pred` true on a prefix of `list`, false
+/// after it) searched from `guess`, a position near the answer (the
+/// answer of the previous of a series of lookups at nearby keys): steps of
+/// 1, 2, 4, … away from it in the direction `pred` gives there, then a
+/// binary search of the last step; O(log distance) reads instead of
+/// O(log len), and they are near one another. Any `guess` gives the same
+/// answer, past the end included.
+pub(crate) fn partition_point_near<T>(
+    list: &[T],
+    guess: usize,
+    pred: impl Fn(&T) -> bool,
+) -> usize {
+    let len = list.len();
+    let k = guess.min(len);
+    if k > 0 && !pred(&list[k - 1]) {
+        // The answer is below k: pred fails from lo - 1 up.
+        let (mut lo, mut step) = (k - 1, 1);
+        while lo > 0 && !pred(&list[lo - 1]) {
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+        lo + list[lo..k].partition_point(pred)
+    } else if k < len && pred(&list[k]) {
+        // The answer is above k: pred holds up to k.
+        let (mut hi, mut step) = (k + 1, 1);
+        while hi < len && pred(&list[hi]) {
+            hi = (hi + step).min(len);
+            step *= 2;
+        }
+        k + list[k..hi].partition_point(pred)
+    } else {
+        k
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// From every guess, below, at and past the answer and past the end,
+    /// the search gives the whole list's partition point, at every
+    /// threshold (sorted lists with runs of equal values, empty and short
+    /// ones).
+    #[test]
+    fn partition_point_near_finds_it_from_any_guess() {
+        let mut rng = crate::TestRng(0x2545_f491_4f6c_dd1d);
+        for len in [0usize, 1, 2, 3, 7, 64, 200] {
+            let mut list: Vec<u64> = (0..len).map(|_| rng.below(50)).collect();
+            list.sort_unstable();
+            for t in 0..52 {
+                let pred = |v: &u64| *v <= t;
+                let want = list.partition_point(pred);
+                for guess in 0..=len + 2 {
+                    assert_eq!(
+                        partition_point_near(&list, guess, pred),
+                        want,
+                        "{list:?} t {t} guess {guess}"
+                    );
+                }
+            }
+        }
+    }
 
     /// Worked by hand: chunk 0 has 2 items of key 0 and 1 of key 1, chunk
     /// 1 has 1 of key 0 and 3 of key 1: key 0 at 0..3 (chunk 0 at 0,

@@ -254,28 +254,11 @@ impl Wakes {
         };
         let wakes = self.of(object);
         let hi = e.acquired_ns();
-        let key = |k: usize| wake_time(set, wakes[k] as usize);
         // First position whose wake is after `hi`, galloping from the cursor.
         let c = &mut cursor[object as usize];
-        let mut k = (*c as usize).min(wakes.len());
-        if k > 0 && key(k - 1) > hi {
-            let mut step = 1;
-            let mut lo_k = k - 1;
-            while lo_k > 0 && key(lo_k - 1) > hi {
-                lo_k = lo_k.saturating_sub(step);
-                step *= 2;
-            }
-            // key(lo_k - 1) <= hi (or lo_k = 0); key(k - 1) > hi
-            k = lo_k + wakes[lo_k..k].partition_point(|&w| wake_time(set, w as usize) <= hi);
-        } else if k < wakes.len() && key(k) <= hi {
-            let mut step = 1;
-            let mut hi_k = k + 1;
-            while hi_k < wakes.len() && key(hi_k) <= hi {
-                hi_k = (hi_k + step).min(wakes.len());
-                step *= 2;
-            }
-            k += wakes[k..hi_k].partition_point(|&w| wake_time(set, w as usize) <= hi);
-        }
+        let mut k = chunked_sort::partition_point_near(wakes, *c as usize, |&w| {
+            wake_time(set, w as usize) <= hi
+        });
         *c = k as u32;
         while k > 0 {
             k -= 1;

@@ -31,6 +31,7 @@ use rustc_hash::FxHashMap;
 use contend_trace::format::omp as ev;
 use contend_trace::OmpOp;
 
+use crate::chunked_sort::partition_point_near;
 use crate::recording::Recording;
 
 /// One OpenMP synchronisation of one thread: an acquisition of an OpenMP
@@ -312,24 +313,20 @@ pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
         // The releases at or before each acquisition: the list is in
         // release order, and a mutex's acquisitions nearly always come in
         // that order too, so each search starts where the one before ended
-        // (galloping); an acquisition earlier than the one before (holds
-        // that overlap) searches the whole list. A binary search of the
-        // whole list for every acquisition was 16 % of the report's time
-        // for 5 million acquisitions of one lock.
-        let (mut before_ns, mut before_n) = (0u64, 0usize);
+        // (galloping, either way). A binary search of the whole list for
+        // every acquisition was 16 % of the report's time for 5 million
+        // acquisitions of one lock.
+        let mut before_n = 0usize;
         for &i in list.iter() {
             let i = i as usize;
             let e = events[i];
             if e.acquired_ns <= e.requested_ns {
                 continue;
             }
-            let released_by = |k: &u32| events[*k as usize].released_ns <= e.acquired_ns;
-            let n = if e.acquired_ns >= before_ns {
-                gallop(list, before_n, released_by)
-            } else {
-                list.partition_point(released_by)
-            };
-            (before_ns, before_n) = (e.acquired_ns, n);
+            let n = partition_point_near(list, before_n, |&k| {
+                events[k as usize].released_ns <= e.acquired_ns
+            });
+            before_n = n;
             let found = latest_by_other_thread(list, &run_start, n, e.tid, |k| events[k].tid);
             if let Some(k) = found.filter(|&k| events[k].released_ns >= e.requested_ns) {
                 events[i].set_waker(Some(k));
@@ -337,28 +334,6 @@ pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
         }
     }
     events
-}
-
-/// `list.partition_point(pred)` for a `pred` already known to hold on
-/// `list[..from]`: the first position from `from` on where it fails,
-/// found by steps of 1, 2, 4, … and a binary search in the last step
-/// (O(log distance) instead of O(log len)).
-fn gallop<T>(list: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
-    let mut lo = from.min(list.len());
-    let mut step = 1;
-    // Invariant: pred holds on list[..lo].
-    let hi = loop {
-        let probe = lo + step - 1;
-        if probe >= list.len() {
-            break list.len();
-        }
-        if !pred(&list[probe]) {
-            break probe;
-        }
-        lo = probe + 1;
-        step *= 2;
-    };
-    lo + list[lo..hi].partition_point(pred)
 }
 
 /// The last of `list[..n]` whose thread (`tid_of`) is not `tid`:
@@ -497,30 +472,6 @@ pub fn mark_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Galloping from any position where the predicate still holds gives
-    /// the whole list's partition point, at every threshold and start
-    /// (sorted lists with runs of equal values, empty and short ones).
-    #[test]
-    fn gallop_finds_the_partition_point() {
-        let mut rng = crate::TestRng(0x2545_f491_4f6c_dd1d_u64);
-        let mut next = move || rng.next();
-        for len in [0usize, 1, 2, 3, 7, 64, 200] {
-            let mut list: Vec<u64> = (0..len).map(|_| next() % 50).collect();
-            list.sort_unstable();
-            for t in 0..52 {
-                let pred = |v: &u64| *v <= t;
-                let want = list.partition_point(pred);
-                for from in 0..=want {
-                    assert_eq!(
-                        gallop(&list, from, pred),
-                        want,
-                        "{list:?} t {t} from {from}"
-                    );
-                }
-            }
-        }
-    }
 
     fn mutex(tid: u32, object: u64, requested: u64, acquired: u64, released: u64) -> OmpSyncEvent {
         let mut e = OmpSyncEvent::new(0, tid, false, 1, object, 0, requested);
