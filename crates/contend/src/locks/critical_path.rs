@@ -310,9 +310,7 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
     }
     // (first position, end) of each run
     let mut runs: Vec<(usize, usize)> = Vec::new();
-    let by_thread = !set.thread_ranges.is_empty()
-        && set.thread_ranges.len() == set.threads.len()
-        && part.is_sorted();
+    let by_thread = set.threads_in_ranges() && part.is_sorted();
     if by_thread {
         let mut start = 0;
         for r in &set.thread_ranges {
@@ -324,9 +322,6 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
                 runs.push((start, end));
             }
             start = end;
-        }
-        if start < n {
-            return false;
         }
     } else {
         let (mut start, mut prev) = (0, key(part[0]));
@@ -498,10 +493,9 @@ impl ThreadOrder {
         let t = set.threads.len();
         let (mut first, mut last, mut count) =
             (vec![usize::MAX; t], vec![0usize; t], vec![0usize; t]);
-        let ranges = &set.thread_ranges;
-        if ranges.len() == t && ranges.iter().all(|r| r.end <= set.events.len()) {
+        if set.threads_in_ranges() {
             // Pairing says where each thread's events are.
-            for (th, r) in ranges.iter().enumerate() {
+            for (th, r) in set.thread_ranges.iter().enumerate() {
                 if !r.is_empty() {
                     (first[th], last[th], count[th]) = (r.start, r.end - 1, r.len());
                 }

@@ -347,6 +347,25 @@ pub struct EventSet {
 }
 
 impl EventSet {
+    /// True when [`EventSet::thread_ranges`] says where every thread's
+    /// events are, as [`pair_operations`] leaves it: one range per
+    /// thread, in thread order, each starting where the one before ended,
+    /// together covering the events. Passes that take each thread's events
+    /// from their range check this first, and otherwise read the events.
+    pub fn threads_in_ranges(&self) -> bool {
+        if self.thread_ranges.len() != self.threads.len() {
+            return false;
+        }
+        let mut at = 0;
+        for r in &self.thread_ranges {
+            if r.start != at || r.end < r.start {
+                return false;
+            }
+            at = r.end;
+        }
+        at == self.events.len()
+    }
+
     /// The mutex that condition wait `event` (an index into
     /// [`EventSet::events`]) re-acquired on return, if known.
     pub fn cond_mutex(&self, event: usize) -> Option<u32> {
@@ -1231,6 +1250,34 @@ impl ThreadPairing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ranges say where the threads' events are only when there is one per
+    /// thread, each where the one before ended, covering every event.
+    #[test]
+    fn threads_in_ranges_needs_one_covering_range_per_thread() {
+        let thread = || ThreadInfo {
+            pid: 1,
+            tid: 1,
+            process: 0,
+            first_ns: 0,
+            last_ns: 0,
+            name: None,
+        };
+        let set = |ranges: Vec<std::ops::Range<usize>>, threads: usize, events: usize| EventSet {
+            events: vec![PLACEHOLDER; events],
+            threads: (0..threads).map(|_| thread()).collect(),
+            thread_ranges: ranges,
+            ..EventSet::default()
+        };
+        assert!(set(vec![0..2, 2..2, 2..5], 3, 5).threads_in_ranges());
+        assert!(set(vec![], 0, 0).threads_in_ranges());
+        // none given, one missing, a gap, an overlap, short of the end
+        assert!(!set(vec![], 2, 5).threads_in_ranges());
+        assert!(!set(std::iter::once(0..5).collect(), 2, 5).threads_in_ranges());
+        assert!(!set(vec![0..2, 3..5], 2, 5).threads_in_ranges());
+        assert!(!set(vec![0..3, 2..5], 2, 5).threads_in_ranges());
+        assert!(!set(vec![0..2, 2..4], 2, 5).threads_in_ranges());
+    }
 
     /// The packed event is 32 bytes and gives back what it was built from;
     /// durations past 48 bits and thread indices past 24 bits are kept at

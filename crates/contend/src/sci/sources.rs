@@ -426,7 +426,7 @@ fn lock_blocks<'s>(
         n += survey.calls;
     }
     // Each thread's range of events, where pairing grouped them.
-    let grouped = set.thread_ranges.len() == set.threads.len();
+    let grouped = set.threads_in_ranges();
     let blocks = LockBlocks {
         set,
         rows,
@@ -454,19 +454,19 @@ struct LockCallSurvey {
 
 /// The parts [`lock_blocks`] surveys side by side: two, cut at the end of
 /// a thread's events near the middle, when pairing says where each
-/// thread's events are ([`EventSet::thread_ranges`], in order and
-/// covering the events); otherwise all events in one.
+/// thread's events are ([`EventSet::threads_in_ranges`]); otherwise all
+/// events in one.
 fn survey_parts(set: &EventSet) -> Vec<std::ops::Range<usize>> {
     let n = set.events.len();
-    let ranges = &set.thread_ranges;
-    let grouped = ranges.len() == set.threads.len()
-        && ranges.first().is_some_and(|r| r.start == 0)
-        && ranges.last().is_some_and(|r| r.end == n)
-        && ranges.windows(2).all(|w| w[0].end == w[1].start);
-    if !grouped {
+    if !set.threads_in_ranges() {
         return std::iter::once(0..n).collect();
     }
-    match ranges.iter().map(|r| r.end).find(|&end| end >= n / 2) {
+    match set
+        .thread_ranges
+        .iter()
+        .map(|r| r.end)
+        .find(|&end| end >= n / 2)
+    {
         Some(mid) if mid > 0 && mid < n => vec![0..mid, mid..n],
         _ => std::iter::once(0..n).collect(),
     }
