@@ -154,22 +154,23 @@ pub fn fits(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) -> bool {
         && omp.len() < MAX_EVENTS_PER_SOURCE
 }
 
-/// The thread index of OpenMP events met in runs of one thread: the map
-/// is read once per run.
+/// The thread index of OpenMP events met in runs of one thread: it is
+/// looked up once per run.
 #[derive(Default)]
 struct ThreadRun {
     last: Option<((u32, u32), usize)>,
 }
 
 impl ThreadRun {
-    /// The index `index` gives `e`'s (process, thread).
+    /// `e`'s thread index: the last one's when `e` has the same (process,
+    /// thread), else what `look_up` gives for it.
     #[inline]
-    fn thread(&mut self, index: &HashMap<(u32, u32), usize>, e: &OmpSyncEvent) -> usize {
+    fn thread(&mut self, e: &OmpSyncEvent, look_up: impl FnOnce((u32, u32)) -> usize) -> usize {
         let key = (e.process, e.tid);
         match self.last {
             Some((k, u)) if k == key => u,
             _ => {
-                let u = index[&key];
+                let u = look_up(key);
                 self.last = Some((key, u));
                 u
             }
@@ -237,15 +238,15 @@ pub fn mark_across(
     // OpenMP events come thread by thread (`openmp::sync::collect`), so a
     // thread is looked up once per run of its events, and not stored per
     // event (4 bytes each: 20 MB for 5 million acquisitions).
-    let mut run: Option<((u32, u32), u32)> = None;
+    let mut registering = ThreadRun::default();
     for e in omp {
-        if run.is_none_or(|(key, _)| key != (e.process, e.tid)) {
-            let u = thread_u32(e.process, e.tid, pids[e.process as usize]);
-            run = Some(((e.process, e.tid), u));
-        }
+        registering.thread(e, |(process, tid)| {
+            thread_of(process, tid, pids[process as usize])
+        });
     }
     let n_threads = ids.len();
     let mut omp_run = ThreadRun::default();
+    let mut omp_thread = |e: &OmpSyncEvent| omp_run.thread(e, |key| index[&key]);
     // Each thread's nodes at their final size (grown by doubling they took
     // up to twice it).
     let mut counts = vec![0usize; n_threads];
@@ -256,7 +257,7 @@ pub fn mark_across(
         counts[u as usize] += 1;
     }
     for e in omp {
-        counts[omp_run.thread(&index, e)] += 1;
+        counts[omp_thread(e)] += 1;
     }
     let mut nodes: Vec<Vec<Node>> = counts.into_iter().map(Vec::with_capacity).collect();
     let mut has_events = vec![false; n_threads];
@@ -283,7 +284,7 @@ pub fn mark_across(
         last[u] = last[u].max(w.end_ns);
     }
     for (i, e) in omp.iter().enumerate() {
-        let u = omp_run.thread(&index, e);
+        let u = omp_thread(e);
         nodes[u].push(Node::new(e.acquired_ns, Source::Openmp, i));
         has_events[u] = true;
         last[u] = last[u].max(e.released_ns);
