@@ -62,7 +62,13 @@ impl EventMarks {
     /// Event `i`'s mark; `None` past the end.
     #[inline]
     pub fn get(&self, i: usize) -> Option<bool> {
-        (i < self.len).then(|| self.words[i / 64] >> (i % 64) & 1 == 1)
+        (i < self.len).then(|| self.bit(i))
+    }
+
+    /// Bit `i` (`i` < `len`).
+    #[inline]
+    fn bit(&self, i: usize) -> bool {
+        self.words[i / 64] >> (i % 64) & 1 == 1
     }
 
     /// Marks event `i` (panics past the end).
@@ -79,7 +85,7 @@ impl EventMarks {
 
     /// Every event's mark, in order.
     pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
-        (0..self.len).map(|i| self.words[i / 64] >> (i % 64) & 1 == 1)
+        (0..self.len).map(|i| self.bit(i))
     }
 
     /// The marks as one `bool` per event.
@@ -725,14 +731,8 @@ mod tests {
     /// Positions `0..n` cut into `runs` ascending runs of times drawn from
     /// a few values (so that equal times meet inside and across runs).
     fn runs_of(seed: u64, n: usize, runs: usize) -> Vec<u64> {
-        let mut x = seed | 1;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut times: Vec<u64> = (0..n).map(|_| next() % 20).collect();
+        let mut rng = crate::TestRng(seed | 1);
+        let mut times: Vec<u64> = (0..n).map(|_| rng.below(20)).collect();
         let cut = n.div_ceil(runs.max(1));
         for run in times.chunks_mut(cut.max(1)) {
             run.sort_unstable();

@@ -1207,33 +1207,33 @@ fn score_block<D: StoredDuration>(
     }
 }
 
-/// Log2 buckets of sorted durations: [0, 1), [1, 2), [2, 4), … (the
-/// non-empty ones, ascending; what [`DurationHistogram::iter`] gives, made
-/// the simple way, for tests).
-pub fn log2_histogram(sorted: &[u64]) -> Vec<DurationBucket> {
-    let mut out: Vec<DurationBucket> = Vec::new();
-    for &d in sorted {
-        let b = 64 - d.leading_zeros();
-        let (lower, upper) = if b == 0 {
-            (0, 1)
-        } else {
-            (1u64 << (b - 1), 1u64.checked_shl(b).unwrap_or(u64::MAX))
-        };
-        match out.last_mut() {
-            Some(last) if last.lower_ns == lower => last.count += 1,
-            _ => out.push(DurationBucket {
-                lower_ns: lower,
-                upper_ns: upper,
-                count: 1,
-            }),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Log2 buckets of sorted durations: [0, 1), [1, 2), [2, 4), … (the
+    /// non-empty ones, ascending; what [`DurationHistogram::iter`] gives, made
+    /// the simple way: the reference the scorer's histograms are tested against).
+    fn log2_histogram(sorted: &[u64]) -> Vec<DurationBucket> {
+        let mut out: Vec<DurationBucket> = Vec::new();
+        for &d in sorted {
+            let b = 64 - d.leading_zeros();
+            let (lower, upper) = if b == 0 {
+                (0, 1)
+            } else {
+                (1u64 << (b - 1), 1u64.checked_shl(b).unwrap_or(u64::MAX))
+            };
+            match out.last_mut() {
+                Some(last) if last.lower_ns == lower => last.count += 1,
+                _ => out.push(DurationBucket {
+                    lower_ns: lower,
+                    upper_ns: upper,
+                    count: 1,
+                }),
+            }
+        }
+        out
+    }
 
     /// Groups are contiguous, cover every thread once, and split the work
     /// near its shares; many blocks for little work make one group.
