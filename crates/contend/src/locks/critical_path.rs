@@ -751,14 +751,7 @@ mod tests {
         set.threads = set
             .thread_ranges
             .iter()
-            .map(|_| crate::locks::events::ThreadInfo {
-                pid: 1,
-                tid: 1,
-                process: 0,
-                first_ns: 0,
-                last_ns: 0,
-                name: None,
-            })
+            .map(|_| crate::locks::events::ThreadInfo::of_tid(1))
             .collect();
         set
     }

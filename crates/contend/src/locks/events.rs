@@ -287,6 +287,22 @@ pub struct ThreadInfo {
     pub name: Option<String>,
 }
 
+#[cfg(test)]
+impl ThreadInfo {
+    /// Thread `tid` of pid 1 (process 0), unnamed, with no recorded span:
+    /// for hand-built event sets.
+    pub(crate) fn of_tid(tid: u32) -> ThreadInfo {
+        ThreadInfo {
+            pid: 1,
+            tid,
+            process: 0,
+            first_ns: 0,
+            last_ns: 0,
+            name: None,
+        }
+    }
+}
+
 /// A synchronisation object (address within one process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
@@ -1255,17 +1271,9 @@ mod tests {
     /// thread, each where the one before ended, covering every event.
     #[test]
     fn threads_in_ranges_needs_one_covering_range_per_thread() {
-        let thread = || ThreadInfo {
-            pid: 1,
-            tid: 1,
-            process: 0,
-            first_ns: 0,
-            last_ns: 0,
-            name: None,
-        };
         let set = |ranges: Vec<std::ops::Range<usize>>, threads: usize, events: usize| EventSet {
             events: vec![PLACEHOLDER; events],
-            threads: (0..threads).map(|_| thread()).collect(),
+            threads: (0..threads).map(|_| ThreadInfo::of_tid(1)).collect(),
             thread_ranges: ranges,
             ..EventSet::default()
         };

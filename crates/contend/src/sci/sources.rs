@@ -1163,14 +1163,7 @@ mod tests {
         let set_of = |events: Vec<LockEvent>| EventSet {
             events,
             threads: (0..2)
-                .map(|t| crate::locks::events::ThreadInfo {
-                    pid: 1,
-                    tid: 10 + t,
-                    process: 0,
-                    first_ns: 0,
-                    last_ns: 0,
-                    name: None,
-                })
+                .map(|t| crate::locks::events::ThreadInfo::of_tid(10 + t))
                 .collect(),
             objects: (0..3)
                 .map(|o| crate::locks::events::ObjectKey {
