@@ -200,7 +200,7 @@ fn fold_notes(
 /// `openmp.mutexes`) or the barrier kind (`implicit barrier [openmp]`).
 fn fold_openmp(
     analysis: &Analysis<'_>,
-    ev: &[crate::openmp::sync::OmpSyncEvent],
+    ev: &crate::openmp::sync::OmpSyncEvents,
     options: &ExportOptions,
     folded: &mut BTreeMap<String, u64>,
 ) {

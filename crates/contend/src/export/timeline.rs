@@ -1081,7 +1081,7 @@ impl<'a> RecorderLanes<'a> {
 /// critical path did), 4 bytes per event for the order, names per object.
 fn openmp_events(
     analysis: &Analysis<'_>,
-    ev: &[crate::openmp::sync::OmpSyncEvent],
+    ev: &crate::openmp::sync::OmpSyncEvents,
     options: &ExportOptions,
     sink: &mut dyn TimelineSink,
     tracks: &mut Tracks,
@@ -1091,7 +1091,7 @@ fn openmp_events(
     let on_path = openmp_on_path(analysis, ev.len());
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
     let keep = |i: usize| {
-        let e = &ev[i];
+        let e = ev.get(i);
         let d = e.wait_ns() + e.hold_ns();
         keeps_sync(&options.filter, e.tid, d, critical(i))
     };
@@ -1099,8 +1099,8 @@ fn openmp_events(
     let mutex_names = openmp_mutex_names(analysis);
     let mut flow_out: Vec<(u32, u64)> = Vec::new();
     let mut flow_in: Vec<(u32, u64)> = Vec::new();
-    for (i, e) in ev.iter().enumerate() {
-        if let Some(k) = e.waker().filter(|&k| keep(i) && keep(k)) {
+    for (i, k) in ev.wakers() {
+        if keep(i) && keep(k) {
             let id = (1u64 << 60) + i as u64;
             flow_out.push((k as u32, id));
             flow_in.push((i as u32, id));
@@ -1111,18 +1111,18 @@ fn openmp_events(
     counts.flows += flow_in.ids.len() as u64;
     let mut order: Vec<u32> = (0..ev.len() as u32).collect();
     order.sort_by_key(|&i| {
-        let e = &ev[i as usize];
+        let e = ev.get(i as usize);
         (e.pid(recording), e.tid, e.requested_ns, i)
     });
     let mut sites: FxHashMap<(u32, u64), String> = FxHashMap::default();
     let mut names: FxHashMap<(u32, bool, u8, u64), (String, String)> = FxHashMap::default();
     let mut start = 0;
     while start < order.len() {
-        let first = &ev[order[start] as usize];
+        let first = ev.get(order[start] as usize);
         let (pid, tid) = (first.pid(recording), first.tid);
         let mut end = start;
         while end < order.len() && {
-            let e = &ev[order[end] as usize];
+            let e = ev.get(order[end] as usize);
             e.pid(recording) == pid && e.tid == tid
         } {
             end += 1;
@@ -1131,7 +1131,7 @@ fn openmp_events(
             RecorderLanes::open(analysis, sink, tracks, pid, tid, "openmp", OPENMP_LANE)?;
         for &i in &order[start..end] {
             let i = i as usize;
-            let e = &ev[i];
+            let e = ev.get(i);
             if !keep(i) {
                 continue;
             }

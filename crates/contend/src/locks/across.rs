@@ -29,7 +29,7 @@ use serde::Serialize;
 use super::critical_path::{lock_wake_time, lock_wakers, CriticalPath, EventMarks};
 use super::events::{EventSet, Outcome};
 use crate::futex::FutexEvents;
-use crate::openmp::sync::OmpSyncEvent;
+use crate::openmp::sync::OmpSyncEvents;
 
 /// Which recorder an event of the path comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -91,91 +91,163 @@ impl AcrossPath {
     }
 }
 
-/// One event of a thread on the path's time line: 12 bytes (its time in
-/// two halves, its source in the top 2 bits of its index), one per event of
-/// every source (5 million for an OpenMP recording of 5 million
-/// acquisitions: 60 MB, against 80 MB for a 16-byte node).
-#[derive(Clone, Copy)]
-struct Node {
-    /// Time the thread went on after it, ns: low and high halves.
-    key: [u32; 2],
-    /// `source << 30 | index`.
-    tagged: u32,
+/// One thread's events of one source on the path's time line, in the
+/// order (time the thread went on after the event, index): a range of the
+/// source's events that is in that order already (a thread's events are
+/// collected together, in time order, nearly always), which takes no
+/// memory, or else a list of their indices, 4 bytes each. The times are
+/// read from the events. (A node of 12 bytes per event, time and index,
+/// took 60 MB for an OpenMP recording of 5 million acquisitions.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Lane {
+    Range { start: u32, end: u32 },
+    List(Vec<u32>),
 }
 
-/// Events of one source a [`Node`] can index: 2^30.
-pub const MAX_EVENTS_PER_SOURCE: usize = 1 << 30;
-
-impl Node {
+impl Lane {
     #[inline]
-    fn new(key: u64, source: Source, index: usize) -> Node {
-        debug_assert!(index < MAX_EVENTS_PER_SOURCE);
-        Node {
-            key: [key as u32, (key >> 32) as u32],
-            tagged: ((source as u32) << 30) | index as u32,
+    fn len(&self) -> usize {
+        match self {
+            Lane::Range { start, end } => (end - start) as usize,
+            Lane::List(list) => list.len(),
         }
     }
 
-    /// Time the thread went on after it, ns.
+    /// The index of its `k`-th event.
     #[inline]
-    fn key(&self) -> u64 {
-        (u64::from(self.key[1]) << 32) | u64::from(self.key[0])
-    }
-
-    #[inline]
-    fn source(&self) -> Source {
-        match self.tagged >> 30 {
-            0 => Source::Lock,
-            1 => Source::Futex,
-            _ => Source::Openmp,
+    fn at(&self, k: usize) -> usize {
+        match self {
+            Lane::Range { start, .. } => *start as usize + k,
+            Lane::List(list) => list[k] as usize,
         }
     }
+}
 
-    /// Index of the event in its source's events.
-    #[inline]
-    fn index(&self) -> u32 {
-        self.tagged & ((1 << 30) - 1)
+/// The lanes of `n` events of one source over `threads` threads
+/// (`thread_of(i)` < `threads`), `key(i)` the time the thread went on
+/// after event `i`, ns: per thread, its events by (key, index). A thread
+/// whose events are contiguous and in key order gets a range; the others
+/// a list, sorted. Two passes over the events (three with lists).
+fn lanes_of(
+    threads: usize,
+    n: usize,
+    thread_of: impl Fn(usize) -> usize,
+    key: impl Fn(usize) -> u64,
+) -> Vec<Lane> {
+    let (mut first, mut last, mut count) = (
+        vec![usize::MAX; threads],
+        vec![0usize; threads],
+        vec![0usize; threads],
+    );
+    for i in 0..n {
+        let u = thread_of(i);
+        first[u] = first[u].min(i);
+        last[u] = i;
+        count[u] += 1;
     }
-}
-
-/// Sorts one thread's nodes, pushed source after source (Lock, Futex,
-/// Openmp) and each source's by index, by key; at equal keys in the order
-/// pushed, as a stable sort by key would, but in place (the tag orders
-/// by source, then index).
-fn sort_nodes(list: &mut [Node]) {
-    list.sort_unstable_by_key(|n| (n.key(), n.tagged));
-}
-
-/// Whether [`mark_across`] can take these events: fewer than
-/// [`MAX_EVENTS_PER_SOURCE`] of each source.
-pub fn fits(set: &EventSet, futex: &FutexEvents, omp: &[OmpSyncEvent]) -> bool {
-    set.events.len() < MAX_EVENTS_PER_SOURCE
-        && futex.waits.len() < MAX_EVENTS_PER_SOURCE
-        && omp.len() < MAX_EVENTS_PER_SOURCE
-}
-
-/// The thread index of OpenMP events met in runs of one thread: it is
-/// looked up once per run.
-#[derive(Default)]
-struct ThreadRun {
-    last: Option<((u32, u32), usize)>,
-}
-
-impl ThreadRun {
-    /// `e`'s thread index: the last one's when `e` has the same (process,
-    /// thread), else what `look_up` gives for it.
-    #[inline]
-    fn thread(&mut self, e: &OmpSyncEvent, look_up: impl FnOnce((u32, u32)) -> usize) -> usize {
-        let key = (e.process, e.tid);
-        match self.last {
-            Some((k, u)) if k == key => u,
-            _ => {
-                let u = look_up(key);
-                self.last = Some((key, u));
-                u
+    let mut lanes: Vec<Lane> = (0..threads)
+        .map(|u| {
+            if count[u] == 0 {
+                return Lane::Range { start: 0, end: 0 };
+            }
+            let range = first[u]..last[u] + 1;
+            if range.len() == count[u] && range.clone().is_sorted_by_key(&key) {
+                Lane::Range {
+                    start: range.start as u32,
+                    end: range.end as u32,
+                }
+            } else {
+                Lane::List(Vec::with_capacity(count[u]))
+            }
+        })
+        .collect();
+    if lanes.iter().any(|l| matches!(l, Lane::List(_))) {
+        for i in 0..n {
+            if let Lane::List(list) = &mut lanes[thread_of(i)] {
+                list.push(i as u32);
+            }
+        }
+        for lane in &mut lanes {
+            if let Lane::List(list) = lane {
+                list.sort_unstable_by_key(|&i| (key(i as usize), i));
             }
         }
     }
+    lanes
+}
+
+/// Each thread's events of every source on the path's time line, walked
+/// backward: a position is one count per source (how many of the
+/// thread's events of that source come before it), and the event before
+/// it is the latest by (key, source, index) of the sources' events there.
+struct Timelines<'a> {
+    /// `lanes[source][thread]`, sources in the order Lock, Futex, Openmp.
+    lanes: [Vec<Lane>; 3],
+    set: &'a EventSet,
+    futex: &'a FutexEvents,
+    omp: &'a OmpSyncEvents,
+}
+
+const SOURCES: [Source; 3] = [Source::Lock, Source::Futex, Source::Openmp];
+
+impl Timelines<'_> {
+    /// The time the thread went on after event `i` of `source`, ns.
+    #[inline]
+    fn key(&self, source: Source, i: usize) -> u64 {
+        match source {
+            Source::Lock => self.set.events[i].acquired_ns(),
+            Source::Futex => self.futex.waits[i].end_ns,
+            Source::Openmp => self.omp.acquired_ns(i),
+        }
+    }
+
+    /// The position on `thread` after its events with key ≤ `t`.
+    fn position(&self, thread: usize, t: u64) -> [usize; 3] {
+        let mut at = [0; 3];
+        for (s, source) in SOURCES.into_iter().enumerate() {
+            let lane = &self.lanes[s][thread];
+            // the lane's events are in key order: a binary search
+            let (mut lo, mut hi) = (0, lane.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if self.key(source, lane.at(mid)) <= t {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            at[s] = lo;
+        }
+        at
+    }
+
+    /// Steps `at` back over the event before it on `thread`: its source
+    /// and index; `None` at the thread's beginning.
+    #[inline]
+    fn previous(&self, thread: usize, at: &mut [usize; 3]) -> Option<(Source, usize)> {
+        let mut best: Option<(u64, usize, usize)> = None;
+        for (s, source) in SOURCES.into_iter().enumerate() {
+            if at[s] > 0 {
+                let i = self.lanes[s][thread].at(at[s] - 1);
+                best = best.max(Some((self.key(source, i), s, i)));
+            }
+        }
+        let (_, s, i) = best?;
+        at[s] -= 1;
+        Some((SOURCES[s], i))
+    }
+}
+
+/// Events of one source the walk across recorders takes: 2^30 (a
+/// recording with more gets the pthread path alone, and a warning).
+pub const MAX_EVENTS_PER_SOURCE: usize = 1 << 30;
+
+/// Whether [`mark_across`] can take these events: fewer than
+/// [`MAX_EVENTS_PER_SOURCE`] of each source.
+pub fn fits(set: &EventSet, futex: &FutexEvents, omp: &OmpSyncEvents) -> bool {
+    set.events.len() < MAX_EVENTS_PER_SOURCE
+        && futex.waits.len() < MAX_EVENTS_PER_SOURCE
+        && omp.len() < MAX_EVENTS_PER_SOURCE
 }
 
 /// Marks the critical path across pthread, futex and OpenMP events (module
@@ -189,7 +261,7 @@ impl ThreadRun {
 pub fn mark_across(
     set: &EventSet,
     futex: &FutexEvents,
-    omp: &[OmpSyncEvent],
+    omp: &OmpSyncEvents,
     pids: &[u32],
 ) -> AcrossPath {
     assert!(
@@ -235,39 +307,20 @@ pub fn mark_across(
         .iter()
         .map(|w| thread_u32(w.process, w.tid, w.pid))
         .collect();
-    // OpenMP events come thread by thread (`openmp::sync::collect`), so a
-    // thread is looked up once per run of its events, and not stored per
-    // event (4 bytes each: 20 MB for 5 million acquisitions).
-    let mut registering = ThreadRun::default();
-    for e in omp {
-        registering.thread(e, |(process, tid)| {
-            thread_of(process, tid, pids[process as usize])
-        });
-    }
+    // An OpenMP event names its thread by an index into the events'
+    // thread table, in the order of their first events.
+    let omp_threads: Vec<u32> = omp
+        .threads()
+        .iter()
+        .map(|&(process, tid)| thread_u32(process, tid, pids[process as usize]))
+        .collect();
     let n_threads = ids.len();
-    let mut omp_run = ThreadRun::default();
-    let mut omp_thread = |e: &OmpSyncEvent| omp_run.thread(e, |key| index[&key]);
-    // Each thread's nodes at their final size (grown by doubling they took
-    // up to twice it).
-    let mut counts = vec![0usize; n_threads];
-    for e in &set.events {
-        counts[lock_threads[e.thread() as usize]] += 1;
-    }
-    for &u in &futex_threads {
-        counts[u as usize] += 1;
-    }
-    for e in omp {
-        counts[omp_thread(e)] += 1;
-    }
-    let mut nodes: Vec<Vec<Node>> = counts.into_iter().map(Vec::with_capacity).collect();
     let mut has_events = vec![false; n_threads];
     for (t, &u) in lock_threads.iter().enumerate() {
         pthread_index[u] = Some(t as u32);
     }
-    for (i, e) in set.events.iter().enumerate() {
-        let u = lock_threads[e.thread() as usize];
-        nodes[u].push(Node::new(e.acquired_ns(), Source::Lock, i));
-        has_events[u] = true;
+    for e in &set.events {
+        has_events[lock_threads[e.thread() as usize]] = true;
     }
     for (t, info) in set.threads.iter().enumerate() {
         let u = lock_threads[t];
@@ -275,7 +328,6 @@ pub fn mark_across(
     }
     for (i, w) in futex.waits.iter().enumerate() {
         let u = futex_threads[i] as usize;
-        nodes[u].push(Node::new(w.end_ns, Source::Futex, i));
         has_events[u] = true;
         last[u] = last[u].max(w.end_ns);
     }
@@ -284,17 +336,35 @@ pub fn mark_across(
         last[u] = last[u].max(w.end_ns);
     }
     for (i, e) in omp.iter().enumerate() {
-        let u = omp_thread(e);
-        nodes[u].push(Node::new(e.acquired_ns, Source::Openmp, i));
+        let u = omp_threads[omp.thread_of(i)] as usize;
         has_events[u] = true;
         last[u] = last[u].max(e.released_ns);
     }
-    // By key; at equal keys in the order pushed (sources in the order
-    // Lock, Futex, Openmp, each by index), the order a stable sort by key
-    // gives, without its buffer of half the list.
-    for list in &mut nodes {
-        sort_nodes(list);
-    }
+    let timelines = Timelines {
+        lanes: [
+            lanes_of(
+                n_threads,
+                set.events.len(),
+                |i| lock_threads[set.events[i].thread() as usize],
+                |i| set.events[i].acquired_ns(),
+            ),
+            lanes_of(
+                n_threads,
+                futex.waits.len(),
+                |i| futex_threads[i] as usize,
+                |i| futex.waits[i].end_ns,
+            ),
+            lanes_of(
+                n_threads,
+                omp.len(),
+                |i| omp_threads[omp.thread_of(i)] as usize,
+                |i| omp.acquired_ns(i),
+            ),
+        ],
+        set,
+        futex,
+        omp,
+    };
     let lock_waker = lock_wakers(set);
 
     let Some(start) = (0..n_threads)
@@ -308,12 +378,9 @@ pub fn mark_across(
     path.end_ns = last[start];
     path.begin_ns = path.end_ns;
     let mut thread = start;
-    let mut pos = nodes[thread].partition_point(|n| n.key() <= path.end_ns);
-    while pos > 0 {
-        pos -= 1;
-        let node = nodes[thread][pos];
-        let i = node.index() as usize;
-        let seen = match node.source() {
+    let mut at = timelines.position(thread, path.end_ns);
+    while let Some((source, i)) = timelines.previous(thread, &mut at) {
+        let seen = match source {
             Source::Lock => path.locks.on_path[i],
             Source::Futex => path.futex_on_path[i],
             Source::Openmp => path.omp_on_path[i],
@@ -321,16 +388,16 @@ pub fn mark_across(
         if seen {
             break;
         }
-        if node.source() == Source::Lock && set.events[i].outcome() == Outcome::Post {
+        if source == Source::Lock && set.events[i].outcome() == Outcome::Post {
             continue;
         }
-        match node.source() {
+        match source {
             Source::Lock => path.locks.on_path.set(i),
             Source::Futex => path.futex_on_path[i] = true,
             Source::Openmp => path.omp_on_path[i] = true,
         }
         // The waker: (its thread, the moment it let the waiter go, its index).
-        let waker = match node.source() {
+        let waker = match source {
             Source::Lock => Some(lock_waker[i]).filter(|&w| w != u32::MAX).map(|w| {
                 let t = lock_threads[set.events[w as usize].thread() as usize];
                 (t, lock_wake_time(set, w as usize), w)
@@ -338,40 +405,36 @@ pub fn mark_across(
             Source::Futex => futex.waits[i]
                 .waker
                 .map(|k| (wake_threads[k] as usize, futex.wakes[k].start_ns, k as u32)),
-            Source::Openmp => omp[i].waker().map(|k| {
-                (
-                    index[&(omp[k].process, omp[k].tid)],
-                    omp[k].wake_ns(),
-                    k as u32,
-                )
+            Source::Openmp => omp.waker(i).map(|k| {
+                let u = omp_threads[omp.thread_of(k)] as usize;
+                (u, omp.get(k).wake_ns(), k as u32)
             }),
         };
-        let Some((to_thread, at, w)) = waker else {
-            // its start (request, call), read from its source: a node is
-            // 16 bytes, one per event of every source (millions)
-            let start = match node.source() {
+        let Some((to_thread, at_ns, w)) = waker else {
+            // its start (request, call), read from its source
+            let start = match source {
                 Source::Lock => set.events[i].requested_ns(),
                 Source::Futex => futex.waits[i].start_ns,
-                Source::Openmp => omp[i].requested_ns,
+                Source::Openmp => omp.get(i).requested_ns,
             };
             path.begin_ns = path.begin_ns.min(start);
             continue;
         };
-        path.begin_ns = path.begin_ns.min(at);
-        if node.source() == Source::Lock {
+        path.begin_ns = path.begin_ns.min(at_ns);
+        if source == Source::Lock {
             path.locks.hand_overs.push((i as u32, w));
             path.locks.jumps += 1;
         }
         path.hand_overs.push(HandOver {
-            source: node.source(),
+            source,
             waiting: i as u32,
             waking: w,
             from: ids[to_thread],
             to: ids[thread],
-            at_ns: at,
+            at_ns,
         });
         thread = to_thread;
-        pos = nodes[thread].partition_point(|n| n.key() <= at);
+        at = timelines.position(thread, at_ns);
     }
     path
 }
@@ -445,7 +508,7 @@ pub fn summarize(
     path: &AcrossPath,
     set: &EventSet,
     futex: &FutexEvents,
-    omp: &[OmpSyncEvent],
+    omp: &OmpSyncEvents,
     mut object: impl FnMut(Source, u32) -> String,
 ) -> AcrossSummary {
     let mut s = AcrossSummary::default();
@@ -462,7 +525,7 @@ pub fn summarize(
     }
     for (i, _) in path.omp_on_path.iter().enumerate().filter(|x| *x.1) {
         s.openmp_events += 1;
-        s.openmp_wait_ns += omp[i].wait_ns();
+        s.openmp_wait_ns += omp.get(i).wait_ns();
     }
     let mut rows: HashMap<HandOverKey, (u64, u64)> = HashMap::new();
     for h in &path.hand_overs {
@@ -477,7 +540,7 @@ pub fn summarize(
             }
             Source::Openmp => {
                 s.openmp_jumps += 1;
-                omp[h.waiting as usize].wait_ns()
+                omp.get(h.waiting as usize).wait_ns()
             }
         };
         let r = rows
@@ -530,50 +593,153 @@ pub fn summarize(
 mod tests {
     use super::*;
 
-    /// A node is 12 bytes: one per event of every source, millions for an
-    /// OpenMP recording (its start is read from the source when needed);
-    /// it gives back the time, source and index it was made from, at the
-    /// edges of its split key and its 30-bit index.
+    /// Random events of `threads` threads (keys from few values, so that
+    /// equal keys meet), either each thread's together and in key order
+    /// or shuffled: `(thread, key)` per event.
+    fn random_events(rng: &mut crate::TestRng, threads: u64, grouped: bool) -> Vec<(usize, u64)> {
+        let mut events: Vec<(usize, u64)> = (0..rng.below(30))
+            .map(|_| (rng.below(threads) as usize, rng.below(6)))
+            .collect();
+        if grouped {
+            events.sort();
+        }
+        events
+    }
+
+    /// Each thread's lane lists its events by (key, index): a range
+    /// where they are together and in order already, else a list.
     #[test]
-    fn a_node_is_12_bytes_and_keeps_what_it_was_given() {
-        assert_eq!(std::mem::size_of::<Node>(), 12);
-        for key in [0, u64::from(u32::MAX), 1 << 32, u64::MAX] {
-            for source in [Source::Lock, Source::Futex, Source::Openmp] {
-                for index in [0, 1, MAX_EVENTS_PER_SOURCE - 1] {
-                    let n = Node::new(key, source, index);
-                    assert_eq!(
-                        (n.key(), n.source(), n.index() as usize),
-                        (key, source, index)
-                    );
+    fn a_lane_lists_a_threads_events_by_key_and_index() {
+        let mut rng = crate::TestRng(0x9E37_79B9_7F4A_7C15);
+        let (mut ranges, mut lists) = (0, 0);
+        for round in 0..400 {
+            let threads = 1 + rng.below(4);
+            let events = random_events(&mut rng, threads, round % 2 == 0);
+            let lanes = lanes_of(
+                threads as usize,
+                events.len(),
+                |i| events[i].0,
+                |i| events[i].1,
+            );
+            for (u, lane) in lanes.iter().enumerate() {
+                let mut want: Vec<usize> =
+                    (0..events.len()).filter(|&i| events[i].0 == u).collect();
+                want.sort_by_key(|&i| events[i].1);
+                let got: Vec<usize> = (0..lane.len()).map(|k| lane.at(k)).collect();
+                assert_eq!(got, want, "round {round}, thread {u}: {events:?}");
+                match lane {
+                    Lane::Range { .. } => ranges += 1,
+                    Lane::List(_) => lists += 1,
                 }
             }
         }
+        assert!(
+            ranges > 200 && lists > 200,
+            "{ranges} ranges, {lists} lists"
+        );
     }
 
-    /// Random lists pushed as `mark_across` pushes them, with many equal
-    /// keys: the in-place sort gives the stable sort's order.
+    /// Walked backward from any time, a thread's time line gives its
+    /// events of the three sources by (key, source, index), latest first:
+    /// the order of one list of them all, sorted.
     #[test]
-    fn nodes_sort_as_a_stable_sort_by_key() {
-        let mut rng = crate::TestRng(0x9E37_79B9_7F4A_7C15);
-        let mut next = move || rng.next();
-        for _ in 0..300 {
-            let mut list = Vec::new();
-            for source in [Source::Lock, Source::Futex, Source::Openmp] {
-                for index in 0..next() % 20 {
-                    // Keys in both halves of the node's split key, with ties.
-                    let key = ((next() % 3) << 32) | (next() % 3);
-                    list.push(Node::new(key, source, index as usize * 3));
+    fn a_thread_is_walked_back_in_the_order_of_its_events_of_every_source() {
+        use crate::futex::{FutexWait, WaitOutcome};
+        use crate::locks::events::LockEventFields;
+        use crate::openmp::sync::{finish, OmpSyncBuilder, OmpSyncEvent};
+        use contend_trace::Primitive;
+        let mut rng = crate::TestRng(0x2545_F491_4F6C_DD1D);
+        for round in 0..300 {
+            let threads = 1 + rng.below(3);
+            let grouped = |rng: &mut crate::TestRng| rng.below(2) == 0;
+            let g = grouped(&mut rng);
+            let locks = random_events(&mut rng, threads, g);
+            let g = grouped(&mut rng);
+            let futexes = random_events(&mut rng, threads, g);
+            let g = grouped(&mut rng);
+            let omps = random_events(&mut rng, threads, g);
+            let set = EventSet {
+                events: locks
+                    .iter()
+                    .map(|&(t, key)| {
+                        LockEventFields {
+                            thread: t as u32,
+                            object: 0,
+                            site: 0,
+                            primitive: Primitive::Mutex,
+                            outcome: Outcome::Acquired,
+                            requested_ns: key,
+                            acquired_ns: key,
+                            released_ns: key,
+                            contended: false,
+                            unreleased: false,
+                        }
+                        .pack()
+                    })
+                    .collect(),
+                ..EventSet::default()
+            };
+            let futex = FutexEvents {
+                waits: futexes
+                    .iter()
+                    .map(|&(t, key)| FutexWait {
+                        process: 0,
+                        pid: 1,
+                        tid: t as u32,
+                        word: 0,
+                        site: 0,
+                        stack: 0,
+                        cmd: 0,
+                        start_ns: key,
+                        end_ns: key,
+                        outcome: WaitOutcome::Woken,
+                        waker: None,
+                    })
+                    .collect(),
+                ..FutexEvents::default()
+            };
+            let mut b = OmpSyncBuilder::default();
+            for &(t, key) in &omps {
+                b.push(OmpSyncEvent::new(0, t as u32, false, 1, 0, 0, key));
+            }
+            let omp = finish(b);
+            let omp_thread: Vec<usize> = omp.threads().iter().map(|&(_, t)| t as usize).collect();
+            let n = threads as usize;
+            let timelines = Timelines {
+                lanes: [
+                    lanes_of(n, locks.len(), |i| locks[i].0, |i| locks[i].1),
+                    lanes_of(n, futexes.len(), |i| futexes[i].0, |i| futexes[i].1),
+                    lanes_of(
+                        n,
+                        omps.len(),
+                        |i| omp_thread[omp.thread_of(i)],
+                        |i| omp.acquired_ns(i),
+                    ),
+                ],
+                set: &set,
+                futex: &futex,
+                omp: &omp,
+            };
+            for u in 0..n {
+                let mut all: Vec<(u64, usize, usize)> = Vec::new();
+                for (s, events) in [&locks, &futexes, &omps].into_iter().enumerate() {
+                    for (i, &(t, key)) in events.iter().enumerate() {
+                        if t == u {
+                            all.push((key, s, i));
+                        }
+                    }
+                }
+                all.sort();
+                for from in 0..7 {
+                    let mut at = timelines.position(u, from);
+                    let mut walked = Vec::new();
+                    while let Some((source, i)) = timelines.previous(u, &mut at) {
+                        walked.push((timelines.key(source, i), source as usize, i));
+                    }
+                    let want: Vec<_> = all.iter().rev().filter(|e| e.0 <= from).copied().collect();
+                    assert_eq!(walked, want, "round {round}, thread {u}, from {from}");
                 }
             }
-            let mut stable = list.clone();
-            stable.sort_by_key(|n| n.key());
-            sort_nodes(&mut list);
-            let order = |l: &[Node]| {
-                l.iter()
-                    .map(|n| (n.key(), n.source(), n.index()))
-                    .collect::<Vec<_>>()
-            };
-            assert_eq!(order(&list), order(&stable));
         }
     }
 }

@@ -282,7 +282,7 @@ fn across_inputs(
     recording: &Recording,
 ) -> Option<(
     crate::futex::FutexEvents,
-    Vec<crate::openmp::sync::OmpSyncEvent>,
+    crate::openmp::sync::OmpSyncEvents,
 )> {
     let traced = matches!(&recording.futex_trace, Some(Ok(t)) if !t.calls.is_empty());
     let any = traced
@@ -310,7 +310,7 @@ fn across_object(
     set: &EventSet,
     names: &Names,
     futex: &crate::futex::FutexEvents,
-    omp: &[crate::openmp::sync::OmpSyncEvent],
+    omp: &crate::openmp::sync::OmpSyncEvents,
     resolver: &mut ProcessResolver<'_>,
     source: across::Source,
     i: u32,
@@ -332,7 +332,7 @@ fn across_object(
                 .unwrap_or_else(|| format!("{:#x}", w.word))
         }
         across::Source::Openmp => {
-            let e = &omp[i];
+            let e = omp.get(i);
             if e.barrier {
                 e.kind_name().to_string()
             } else {

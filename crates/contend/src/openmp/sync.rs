@@ -34,9 +34,10 @@ use contend_trace::OmpOp;
 use crate::chunked_sort::partition_point_near;
 use crate::recording::Recording;
 
-/// One OpenMP synchronisation of one thread: an acquisition of an OpenMP
-/// mutex or a wait at a barrier. 56 bytes (one per acquisition: millions);
-/// its process id is its process's ([`OmpSyncEvent::pid`]).
+/// One OpenMP synchronisation of one thread, unpacked: an acquisition of
+/// an OpenMP mutex or a wait at a barrier, as [`OmpSyncEvents::get`] gives
+/// it (the events are held packed, 32 bytes each); its process id is its
+/// process's ([`OmpSyncEvent::pid`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OmpSyncEvent {
     /// Index of the process in [`Recording::processes`].
@@ -60,16 +61,10 @@ pub struct OmpSyncEvent {
     pub acquired_ns: u64,
     /// Released (mutex); `acquired_ns` for a barrier. ns.
     pub released_ns: u64,
-    /// [`OmpSyncEvent::waker`], [`NO_WAKER`] for none.
-    waker: u32,
 }
 
-/// [`OmpSyncEvent`]'s stored waker when it has none.
-const NO_WAKER: u32 = u32::MAX;
-
 impl OmpSyncEvent {
-    /// An event without a waker, its request, acquisition and release at
-    /// `t` (ns).
+    /// An event, its request, acquisition and release at `t` (ns).
     pub fn new(
         process: u32,
         tid: u32,
@@ -89,22 +84,7 @@ impl OmpSyncEvent {
             requested_ns: t,
             acquired_ns: t,
             released_ns: t,
-            waker: NO_WAKER,
         }
-    }
-
-    /// Index into the events of the event that let this one go (module
-    /// docs), when found.
-    pub fn waker(&self) -> Option<usize> {
-        (self.waker != NO_WAKER).then_some(self.waker as usize)
-    }
-
-    /// Sets [`OmpSyncEvent::waker`]; an index that does not fit below
-    /// `u32::MAX` (4 billion events) is no waker.
-    pub fn set_waker(&mut self, waker: Option<usize>) {
-        self.waker = waker
-            .and_then(|k| u32::try_from(k).ok())
-            .unwrap_or(NO_WAKER);
     }
 
     /// Its process id: that of process [`OmpSyncEvent::process`] of
@@ -145,6 +125,168 @@ impl OmpSyncEvent {
     }
 }
 
+/// The largest wait or hold time an OpenMP event keeps, ns (2^48 − 1,
+/// about 78 hours; a longer one is kept at that limit, as for a lock
+/// event: [`crate::locks::MAX_EVENT_DURATION_NS`]).
+pub const MAX_SYNC_DURATION_NS: u64 = (1 << 48) - 1;
+
+/// Threads an [`OmpSyncEvents`] can name (2^24); the events of threads
+/// beyond are left out.
+const MAX_SYNC_THREADS: usize = 1 << 24;
+
+/// The largest OMPT kind an event keeps: a kind above (no OMPT kind is)
+/// is kept as this one, which is no kind either and has the same name.
+const MAX_SYNC_KIND: u8 = 127;
+
+/// One event packed, 32 bytes (one per acquisition and barrier wait:
+/// millions): the request time in full, wait and hold as 48-bit
+/// durations, the thread, object and site as indices into the tables of
+/// its [`OmpSyncEvents`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+struct PackedSync {
+    requested_ns: u64,
+    wait_lo: u32,
+    hold_lo: u32,
+    /// Bits 0–15: wait bits 32–47; bits 16–31: hold bits 32–47.
+    high: u32,
+    /// Bits 0–23: thread index; 24–30: kind; 31: barrier.
+    thread_kind: u32,
+    object: u32,
+    site: u32,
+}
+
+impl PackedSync {
+    #[inline]
+    fn wait_ns(&self) -> u64 {
+        u64::from(self.wait_lo) | u64::from(self.high & 0xffff) << 32
+    }
+    #[inline]
+    fn hold_ns(&self) -> u64 {
+        u64::from(self.hold_lo) | u64::from(self.high >> 16) << 32
+    }
+    #[inline]
+    fn acquired_ns(&self) -> u64 {
+        self.requested_ns + self.wait_ns()
+    }
+    #[inline]
+    fn released_ns(&self) -> u64 {
+        self.acquired_ns() + self.hold_ns()
+    }
+    #[inline]
+    fn thread(&self) -> u32 {
+        self.thread_kind & 0x00ff_ffff
+    }
+    #[inline]
+    fn kind(&self) -> u8 {
+        ((self.thread_kind >> 24) & 0x7f) as u8
+    }
+    #[inline]
+    fn barrier(&self) -> bool {
+        self.thread_kind >> 31 == 1
+    }
+    /// Sets the acquisition and release times, ns (each kept at the one
+    /// before when earlier).
+    #[inline]
+    fn set_times(&mut self, acquired_ns: u64, released_ns: u64) {
+        let acquired = acquired_ns.max(self.requested_ns);
+        let wait = (acquired - self.requested_ns).min(MAX_SYNC_DURATION_NS);
+        let hold = released_ns
+            .saturating_sub(acquired)
+            .min(MAX_SYNC_DURATION_NS);
+        self.wait_lo = wait as u32;
+        self.hold_lo = hold as u32;
+        self.high = (wait >> 32) as u32 | ((hold >> 32) as u32) << 16;
+    }
+}
+
+/// The OpenMP synchronisation events of a recording ([`collect`]), packed:
+/// 32 bytes per event, its thread, object and site in tables, the wakers
+/// (few: most acquisitions do not wait) beside them. Indexed like the
+/// events were collected; [`OmpSyncEvents::get`] unpacks one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OmpSyncEvents {
+    packed: Vec<PackedSync>,
+    /// (process index, tid) by thread index.
+    threads: Vec<(u32, u32)>,
+    /// Wait ids and region instances by object index.
+    objects: Vec<u64>,
+    /// Sites by site index.
+    sites: Vec<u64>,
+    /// (event, its waker), by event: the event that let it go (module
+    /// docs), indices into the events.
+    wakers: Vec<(u32, u32)>,
+}
+
+impl OmpSyncEvents {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.packed.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.packed.is_empty()
+    }
+
+    /// Event `i`, unpacked (panics past the end, like a slice).
+    #[inline]
+    pub fn get(&self, i: usize) -> OmpSyncEvent {
+        self.unpack(&self.packed[i])
+    }
+
+    #[inline]
+    fn unpack(&self, p: &PackedSync) -> OmpSyncEvent {
+        let (process, tid) = self.threads[p.thread() as usize];
+        OmpSyncEvent {
+            process,
+            tid,
+            barrier: p.barrier(),
+            kind: p.kind(),
+            object: self.objects[p.object as usize],
+            site: self.sites[p.site as usize],
+            requested_ns: p.requested_ns,
+            acquired_ns: p.acquired_ns(),
+            released_ns: p.released_ns(),
+        }
+    }
+
+    /// Every event, unpacked, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = OmpSyncEvent> + '_ {
+        self.packed.iter().map(|p| self.unpack(p))
+    }
+
+    /// Event `i`'s thread: an index into [`OmpSyncEvents::threads`].
+    #[inline]
+    pub fn thread_of(&self, i: usize) -> usize {
+        self.packed[i].thread() as usize
+    }
+
+    /// The threads of the events, (process index, tid), in the order of
+    /// their first events.
+    pub fn threads(&self) -> &[(u32, u32)] {
+        &self.threads
+    }
+
+    /// Event `i`'s [`OmpSyncEvent::acquired_ns`], without unpacking the rest.
+    #[inline]
+    pub fn acquired_ns(&self, i: usize) -> u64 {
+        self.packed[i].acquired_ns()
+    }
+
+    /// Index of the event that let event `i` go (module docs), when found.
+    pub fn waker(&self, i: usize) -> Option<usize> {
+        let i = u32::try_from(i).ok()?;
+        let k = self.wakers.binary_search_by_key(&i, |&(e, _)| e).ok()?;
+        Some(self.wakers[k].1 as usize)
+    }
+
+    /// Every (event, waker) pair, by event.
+    pub fn wakers(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.wakers.iter().map(|&(e, w)| (e as usize, w as usize))
+    }
+}
+
 /// Barrier kinds whose waits end at the last arrival of the team.
 fn is_team_barrier(kind: u8) -> bool {
     matches!(kind, 1 | 2 | 3 | 4 | 8 | 9 | 10)
@@ -154,14 +296,65 @@ fn is_implicit(kind: u8) -> bool {
     matches!(kind, 2 | 8 | 9)
 }
 
-/// What [`pair_thread`] collects beside the events: the construct site
-/// of each parallel region instance, by (process, instance).
+/// The events [`pair_thread`] collects, with what it collects beside
+/// them: the construct site of each parallel region instance, by
+/// (process, instance). [`finish`] completes them.
 #[derive(Debug, Default)]
 pub struct OmpSyncBuilder {
-    /// The events paired so far.
-    pub events: Vec<OmpSyncEvent>,
+    events: OmpSyncEvents,
     /// (process, region instance) → construct site.
     pub region_site: HashMap<(u32, u64), u64>,
+    thread_index: FxHashMap<(u32, u32), u32>,
+    object_index: FxHashMap<u64, u32>,
+    site_index: FxHashMap<u64, u32>,
+}
+
+/// The index of `value` in `table`, added when new.
+fn intern(index: &mut FxHashMap<u64, u32>, table: &mut Vec<u64>, value: u64) -> u32 {
+    *index.entry(value).or_insert_with(|| {
+        table.push(value);
+        (table.len() - 1) as u32
+    })
+}
+
+impl OmpSyncBuilder {
+    /// Room for `n` more events, made at once (a vector grown by doubling
+    /// holds up to twice its length).
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.events.packed.reserve_exact(n);
+    }
+
+    /// Adds `e` (durations kept at [`MAX_SYNC_DURATION_NS`]); its index,
+    /// or `None` when its thread is beyond the 2^24 an event can name.
+    pub fn push(&mut self, e: OmpSyncEvent) -> Option<usize> {
+        let threads = &mut self.events.threads;
+        let thread = match self.thread_index.get(&(e.process, e.tid)) {
+            Some(&t) => t,
+            None if threads.len() < MAX_SYNC_THREADS => {
+                threads.push((e.process, e.tid));
+                let t = (threads.len() - 1) as u32;
+                self.thread_index.insert((e.process, e.tid), t);
+                t
+            }
+            None => return None,
+        };
+        let object = intern(&mut self.object_index, &mut self.events.objects, e.object);
+        let site = intern(&mut self.site_index, &mut self.events.sites, e.site);
+        let mut p = PackedSync {
+            requested_ns: e.requested_ns,
+            wait_lo: 0,
+            hold_lo: 0,
+            high: 0,
+            thread_kind: thread
+                | u32::from(e.kind.min(MAX_SYNC_KIND)) << 24
+                | u32::from(e.barrier) << 31,
+            object,
+            site,
+        };
+        p.set_times(e.acquired_ns, e.released_ns);
+        self.events.packed.push(p);
+        Some(self.events.packed.len() - 1)
+    }
 }
 
 /// Pairs one thread's OpenMP records (in time order; `to_ns` converts
@@ -195,18 +388,19 @@ pub fn pair_thread(
                 let mut e = new(false, op.kind, op.object, site, start);
                 e.acquired_ns = now.max(start);
                 e.released_ns = e.acquired_ns;
-                held.insert(op.object, out.events.len());
-                out.events.push(e);
+                if let Some(i) = out.push(e) {
+                    held.insert(op.object, i);
+                }
             }
             ev::MUTEX_RELEASED => {
                 if let Some(i) = held.remove(&op.object) {
-                    let e = &mut out.events[i];
-                    e.released_ns = now.max(e.acquired_ns);
+                    let e = &mut out.events.packed[i];
+                    e.set_times(e.acquired_ns(), now);
                 }
             }
             ev::SYNC_WAIT_BEGIN if is_implicit(op.kind) => {
                 waiting = None;
-                out.events.push(new(true, 2, op.object, 0, now));
+                out.push(new(true, 2, op.object, 0, now));
             }
             ev::SYNC_WAIT_BEGIN => waiting = Some((op, now)),
             ev::SYNC_WAIT_END => {
@@ -216,7 +410,7 @@ pub fn pair_thread(
                 let mut e = new(true, begin.kind, begin.object, begin.site, start);
                 e.acquired_ns = now.max(start);
                 e.released_ns = e.acquired_ns;
-                out.events.push(e);
+                out.push(e);
             }
             ev::PARALLEL_BEGIN => {
                 out.region_site.insert((process, op.object), op.site);
@@ -230,85 +424,124 @@ pub fn pair_thread(
 /// barrier of each thread of a region instance form one barrier; an
 /// implicit wait ends at its last arrival and carries the parallel
 /// construct's site) and finds every event's waker (module docs).
-pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
+pub fn finish(b: OmpSyncBuilder) -> OmpSyncEvents {
     let OmpSyncBuilder {
         mut events,
         region_site,
+        mut site_index,
+        ..
     } = b;
-    // Barriers: (process, region, implicit, k) → member events.
-    let mut seen: HashMap<(u32, u64, bool, u32), u32> = HashMap::new();
-    let mut instances: HashMap<(u32, u64, bool, u32), Vec<usize>> = HashMap::new();
-    for (i, e) in events.iter().enumerate() {
-        if !(e.barrier && is_team_barrier(e.kind)) {
+    let mut wakers: Vec<(u32, u32)> = Vec::new();
+    // (event, waker), for a waker index that fits in 4 bytes
+    let mut woken = |i: usize, waker: usize| {
+        if let (Ok(i), Ok(w)) = (u32::try_from(i), u32::try_from(waker)) {
+            if w != u32::MAX {
+                wakers.push((i, w));
+            }
+        }
+    };
+    // Barriers: (thread, region, implicit) → barriers met so far, and
+    // (process, region, implicit, k) → member events. A thread index names
+    // its process, and an object index its value.
+    let mut seen: HashMap<(u32, u32, bool), u32> = HashMap::new();
+    let mut instances: HashMap<(u32, u32, bool, u32), Vec<usize>> = HashMap::new();
+    for (i, p) in events.packed.iter().enumerate() {
+        if !(p.barrier() && is_team_barrier(p.kind())) {
             continue;
         }
-        let implicit = is_implicit(e.kind);
-        let k = seen
-            .entry((e.process, e.object, implicit, e.tid))
-            .or_insert(0);
+        let implicit = is_implicit(p.kind());
+        let k = seen.entry((p.thread(), p.object, implicit)).or_insert(0);
+        let process = events.threads[p.thread() as usize].0;
         instances
-            .entry((e.process, e.object, implicit, *k))
+            .entry((process, p.object, implicit, *k))
             .or_default()
             .push(i);
         *k += 1;
     }
     for ((process, region, implicit, _), members) in &instances {
+        let packed = &mut events.packed;
         let Some(&last) = members
             .iter()
-            .max_by_key(|&&i| (events[i].requested_ns, std::cmp::Reverse(i)))
+            .max_by_key(|&&i| (packed[i].requested_ns, std::cmp::Reverse(i)))
         else {
             continue;
         };
-        let last_arrival = events[last].requested_ns;
+        let last_arrival = packed[last].requested_ns;
+        let site = if *implicit {
+            let region = events.objects[*region as usize];
+            let site = region_site.get(&(*process, region)).copied().unwrap_or(0);
+            intern(&mut site_index, &mut events.sites, site)
+        } else {
+            0
+        };
         for &i in members {
-            let e = &mut events[i];
+            let e = &mut packed[i];
             if *implicit {
-                e.acquired_ns = e.acquired_ns.max(last_arrival);
-                e.released_ns = e.acquired_ns;
-                e.site = region_site.get(&(*process, *region)).copied().unwrap_or(0);
+                let acquired = e.acquired_ns().max(last_arrival);
+                e.set_times(acquired, acquired);
+                e.site = site;
             }
-            if events[last].tid != events[i].tid
-                && last_arrival >= events[i].requested_ns
-                && events[i].acquired_ns > events[i].requested_ns
+            let e = packed[i];
+            if packed[last].thread() != e.thread()
+                && last_arrival >= e.requested_ns
+                && e.acquired_ns() > e.requested_ns
             {
-                events[i].set_waker(Some(last));
+                woken(i, last);
             }
         }
     }
-    // Mutexes: per (process, object), its acquisitions, which are also the
-    // releases that can wake them, by release time.
-    // Positions are 4 bytes and each list is made at its size, counted
-    // first: grown by doubling, lists of 8-byte positions held 67 MB for
-    // 5 million acquisitions of one lock, at the peak of the analyses that
-    // collect these events. (A waker is stored in 4 bytes anyway: events
-    // past 2^32 − 1 get none.)
-    let mut sizes: FxHashMap<(u32, u64), u32> = FxHashMap::default();
-    for e in events.iter().filter(|e| !e.barrier) {
-        *sizes.entry((e.process, e.object)).or_default() += 1;
+    let packed = &events.packed;
+    // Mutexes: per object (an object index names its process's wait id
+    // only if the process is the same: per (process, object)), its
+    // acquisitions, which are also the releases that can wake them, by
+    // release time. Positions are 4 bytes and each list is made at its
+    // size, counted first: grown by doubling, lists of 8-byte positions
+    // held 67 MB for 5 million acquisitions of one lock, at the peak of
+    // the analyses that collect these events. (A waker is stored in 4
+    // bytes anyway: events past 2^32 − 1 get none.)
+    let process_of = |p: &PackedSync| events.threads[p.thread() as usize].0;
+    // Per (process, object): its acquisitions, and its thread, or NONE
+    // once a second thread took it (only another thread's release wakes
+    // an acquisition: an object one thread takes alone needs no list).
+    const SHARED: u32 = u32::MAX;
+    let mut sizes: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
+    for p in packed.iter().filter(|p| !p.barrier()) {
+        let (n, thread) = sizes
+            .entry((process_of(p), p.object))
+            .or_insert((0, p.thread()));
+        *n += 1;
+        if *thread != p.thread() {
+            *thread = SHARED;
+        }
     }
-    let mut releases: FxHashMap<(u32, u64), Vec<u32>> = sizes
+    let mut releases: FxHashMap<(u32, u32), Vec<u32>> = sizes
         .into_iter()
-        .map(|(key, n)| (key, Vec::with_capacity(n as usize)))
+        .filter(|&(_, (_, thread))| thread == SHARED)
+        .map(|(key, (n, _))| (key, Vec::with_capacity(n as usize)))
         .collect();
-    for (i, e) in events.iter().enumerate() {
-        if e.barrier {
+    for (i, p) in packed.iter().enumerate() {
+        if p.barrier() {
             continue;
         }
-        if let (Ok(i), Some(list)) = (u32::try_from(i), releases.get_mut(&(e.process, e.object))) {
+        if let (Ok(i), Some(list)) = (
+            u32::try_from(i),
+            releases.get_mut(&(process_of(p), p.object)),
+        ) {
             list.push(i);
         }
     }
     for list in releases.values_mut() {
-        list.sort_by_key(|&i| (events[i as usize].released_ns, i));
-        // Where the run of releases by one thread that ends at each
-        // position begins: the latest release by another thread before
-        // position p is then p itself or the one before p's run, found in
-        // constant time (a backward search is quadratic when one thread
-        // takes an uncontended lock millions of times).
-        let mut run_start: Vec<u32> = Vec::with_capacity(list.len());
+        list.sort_by_key(|&i| (packed[i as usize].released_ns(), i));
+        // Where each run of releases by one thread begins (positions, in
+        // order): the latest release by another thread before position p
+        // is then p itself or the one before p's run (a backward search is
+        // quadratic when one thread takes a lock millions of times). One
+        // entry per run, not per release.
+        let mut run_starts: Vec<u32> = Vec::new();
         for (p, &k) in list.iter().enumerate() {
-            let same = p > 0 && events[list[p - 1] as usize].tid == events[k as usize].tid;
-            run_start.push(if same { run_start[p - 1] } else { p as u32 });
+            if p == 0 || packed[list[p - 1] as usize].thread() != packed[k as usize].thread() {
+                run_starts.push(p as u32);
+            }
         }
         // The releases at or before each acquisition: the list is in
         // release order, and a mutex's acquisitions nearly always come in
@@ -316,47 +549,58 @@ pub fn finish(b: OmpSyncBuilder) -> Vec<OmpSyncEvent> {
         // (galloping, either way). A binary search of the whole list for
         // every acquisition was 16 % of the report's time for 5 million
         // acquisitions of one lock.
-        let mut before_n = 0usize;
+        let (mut before_n, mut run) = (0usize, 0usize);
         for &i in list.iter() {
             let i = i as usize;
-            let e = events[i];
-            if e.acquired_ns <= e.requested_ns {
+            let e = packed[i];
+            let (requested, acquired) = (e.requested_ns, e.acquired_ns());
+            if acquired <= requested {
                 continue;
             }
             let n = partition_point_near(list, before_n, |&k| {
-                events[k as usize].released_ns <= e.acquired_ns
+                packed[k as usize].released_ns() <= acquired
             });
             before_n = n;
-            let found = latest_by_other_thread(list, &run_start, n, e.tid, |k| events[k].tid);
-            if let Some(k) = found.filter(|&k| events[k].released_ns >= e.requested_ns) {
-                events[i].set_waker(Some(k));
+            let found = latest_by_other_thread(list, &run_starts, &mut run, n, e.thread(), |k| {
+                packed[k].thread()
+            });
+            if let Some(k) = found.filter(|&k| packed[k].released_ns() >= requested) {
+                woken(i, k);
             }
         }
     }
+    wakers.sort_unstable();
+    events.wakers = wakers;
     events
 }
 
-/// The last of `list[..n]` whose thread (`tid_of`) is not `tid`:
-/// `run_start[p]` is the first position of the run of entries by one thread
-/// that ends at `p`. O(1).
+/// The last of `list[..n]` whose thread (`thread_of`) is not `thread`:
+/// `run_starts` are the positions where a run of entries by one thread
+/// begins, in order; `run` a guess of the run of position `n − 1` (the
+/// previous call's, updated), from which the run is found by galloping.
+/// O(log distance of the guess).
 fn latest_by_other_thread(
     list: &[u32],
-    run_start: &[u32],
+    run_starts: &[u32],
+    run: &mut usize,
     n: usize,
-    tid: u32,
-    tid_of: impl Fn(usize) -> u32,
+    thread: u32,
+    thread_of: impl Fn(usize) -> u32,
 ) -> Option<usize> {
     let p = n.checked_sub(1)?;
-    if tid_of(list[p] as usize) != tid {
+    if thread_of(list[p] as usize) != thread {
         return Some(list[p] as usize);
     }
-    let before = (run_start[p] as usize).checked_sub(1)?;
+    // runs beginning at or before p: the last of them is p's
+    let r = partition_point_near(run_starts, *run + 1, |&start| start as usize <= p);
+    *run = r.saturating_sub(1);
+    let before = (run_starts[*run] as usize).checked_sub(1)?;
     Some(list[before] as usize)
 }
 
 /// The OpenMP synchronisation events of every traced thread of
 /// `recording`, paired and with their wakers.
-pub fn collect(recording: &Recording) -> Vec<OmpSyncEvent> {
+pub fn collect(recording: &Recording) -> OmpSyncEvents {
     let mut b = OmpSyncBuilder::default();
     // Room for every event at once (a vector grown by doubling held up to
     // twice its length, 604 MB for a 5-million-pair recording): at most
@@ -376,7 +620,7 @@ pub fn collect(recording: &Recording) -> Vec<OmpSyncEvent> {
                 + t.omp_by_event[usize::from(ev::SYNC_WAIT_END)]
         })
         .sum();
-    b.events.reserve_exact(most);
+    b.reserve_exact(most);
     for (pi, p) in recording.processes.iter().enumerate() {
         let trace = &p.trace;
         for t in &trace.threads {
@@ -404,7 +648,7 @@ pub fn mark_report(
     report: &mut super::OpenMpReport,
     recording: &Recording,
     symbols: &crate::symbols::Symbols,
-    events: &[OmpSyncEvent],
+    events: &OmpSyncEvents,
     path: &crate::locks::across::AcrossPath,
 ) {
     if path.omp_on_path.len() != events.len() {
@@ -474,25 +718,76 @@ mod tests {
     use super::*;
 
     fn mutex(tid: u32, object: u64, requested: u64, acquired: u64, released: u64) -> OmpSyncEvent {
-        let mut e = OmpSyncEvent::new(0, tid, false, 1, object, 0, requested);
-        e.acquired_ns = acquired;
-        e.released_ns = released;
-        e
+        OmpSyncEvent {
+            acquired_ns: acquired,
+            released_ns: released,
+            ..OmpSyncEvent::new(0, tid, false, 1, object, 0, requested)
+        }
     }
 
-    /// 56 bytes: one per acquisition and barrier wait, millions (the
-    /// process id comes from the process, the waker is a `u32`).
+    /// The events of `events`, completed by [`finish`].
+    fn finished(events: &[OmpSyncEvent]) -> OmpSyncEvents {
+        let mut b = OmpSyncBuilder::default();
+        for &e in events {
+            b.push(e);
+        }
+        finish(b)
+    }
+
+    /// The wakers of every event of `events`.
+    fn wakers_of(events: &OmpSyncEvents) -> Vec<Option<usize>> {
+        (0..events.len()).map(|i| events.waker(i)).collect()
+    }
+
+    /// 32 bytes each (one per acquisition and barrier wait: millions),
+    /// unpacked as they were given: threads, objects and sites from the
+    /// tables, kinds, durations up to 2^48 − 1 ns and the request time in
+    /// full; a longer duration is kept at that limit.
     #[test]
-    fn an_event_is_56_bytes_and_keeps_its_waker() {
-        assert_eq!(std::mem::size_of::<OmpSyncEvent>(), 56);
-        let mut e = OmpSyncEvent::new(0, 1, false, 1, 0x10, 0x20, 5);
-        assert_eq!(e.waker(), None);
-        e.set_waker(Some(7));
-        assert_eq!(e.waker(), Some(7));
-        e.set_waker(Some(u32::MAX as usize));
-        assert_eq!(e.waker(), None, "an index past u32 is no waker");
-        e.set_waker(None);
-        assert_eq!(e.waker(), None);
+    fn an_event_is_32_bytes_and_unpacks_as_given() {
+        assert_eq!(std::mem::size_of::<PackedSync>(), 32);
+        let long = MAX_SYNC_DURATION_NS;
+        let given = [
+            OmpSyncEvent::new(0, 11, false, 5, 0x10, 0x20, 5),
+            OmpSyncEvent {
+                acquired_ns: u64::MAX / 4 + 7,
+                released_ns: u64::MAX / 4 + 9,
+                ..OmpSyncEvent::new(1, 12, true, 10, u64::MAX, 0x30, u64::MAX / 4)
+            },
+            OmpSyncEvent {
+                acquired_ns: 100 + long,
+                released_ns: 100 + 2 * long,
+                ..OmpSyncEvent::new(0, 11, false, 1, 0x10, 0x20, 100)
+            },
+            OmpSyncEvent::new(2, 13, true, MAX_SYNC_KIND, 0, 0, 1),
+        ];
+        let mut b = OmpSyncBuilder::default();
+        for (i, &e) in given.iter().enumerate() {
+            assert_eq!(b.push(e), Some(i));
+        }
+        let events = b.events;
+        assert_eq!(events.len(), given.len());
+        assert_eq!(events.iter().collect::<Vec<_>>(), given);
+        // shared tables: the first and third event's thread, object, site
+        assert_eq!(
+            (
+                events.threads.len(),
+                events.objects.len(),
+                events.sites.len()
+            ),
+            (3, 3, 3)
+        );
+        let beyond = OmpSyncEvent {
+            acquired_ns: 5 + long + 1,
+            released_ns: 5 + 3 * long,
+            ..OmpSyncEvent::new(0, 11, false, 200, 0x10, 0x20, 5)
+        };
+        let mut b = OmpSyncBuilder::default();
+        b.push(beyond);
+        let kept = b.events.get(0);
+        assert_eq!((kept.wait_ns(), kept.hold_ns()), (long, long));
+        assert_eq!(kept.kind, MAX_SYNC_KIND, "a kind past any OMPT kind");
+        assert_eq!(kept.kind_name(), beyond.kind_name());
     }
 
     /// The waker rule of the module docs, searched backwards as written.
@@ -528,13 +823,7 @@ mod tests {
             mutex(1, 7, 41, 50, 52),
             mutex(1, 7, 50, 55, 60),
         ];
-        let found: Vec<Option<usize>> = finish(OmpSyncBuilder {
-            events,
-            region_site: HashMap::new(),
-        })
-        .iter()
-        .map(|e| e.waker())
-        .collect();
+        let found = wakers_of(&finished(&events));
         assert_eq!(found, vec![None, None, None, Some(2), Some(3), Some(3)]);
     }
 
@@ -561,13 +850,7 @@ mod tests {
                 ));
             }
             let expected = wakers_by_search(&events);
-            let found: Vec<Option<usize>> = finish(OmpSyncBuilder {
-                events,
-                region_site: HashMap::new(),
-            })
-            .iter()
-            .map(|e| e.waker())
-            .collect();
+            let found = wakers_of(&finished(&events));
             assert_eq!(found, expected, "round {round}");
             matched += found.iter().filter(|w| w.is_some()).count();
             unmatched += found.iter().filter(|w| w.is_none()).count();

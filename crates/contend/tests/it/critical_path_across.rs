@@ -10,7 +10,7 @@ use contend::locks::across::{mark_across, summarize, Source};
 use contend::locks::{
     mark_critical_path, pair_operations, EventSet, OpSource, ThreadInput, TimeMap,
 };
-use contend::openmp::sync::{finish, pair_thread as omp_pair, OmpSyncBuilder};
+use contend::openmp::sync::{finish, pair_thread as omp_pair, OmpSyncBuilder, OmpSyncEvents};
 use contend_trace::format::{futex as fx, omp as ev};
 use contend_trace::{FutexOp, OmpOp, Phase, Primitive, RawOp, NO_STACK};
 
@@ -133,7 +133,7 @@ fn futex_hand_over_chain_across_three_threads() {
     // wakes in thread order: T1 A, T2 B, T4 A
     assert_eq!(wakers, [Some(0), Some(1), None, None]);
 
-    let path = mark_across(&set, &fe, &[], &[]);
+    let path = mark_across(&set, &fe, &OmpSyncEvents::default(), &[]);
     assert_eq!(path.start, Some((7, 3)));
     assert_eq!(path.futex_on_path, [true, true, true, false]);
     // pthread events: T5 M, T1 M (thread order of pair_operations)
@@ -160,7 +160,9 @@ fn futex_hand_over_chain_across_three_threads() {
         (0, 420, 420)
     );
 
-    let s = summarize(&path, &set, &fe, &[], |src, i| format!("{src:?}{i}"));
+    let s = summarize(&path, &set, &fe, &OmpSyncEvents::default(), |src, i| {
+        format!("{src:?}{i}")
+    });
     assert_eq!((s.start_pid, s.start_tid), (7, 3));
     assert_eq!((s.events, s.jumps), (5, 3));
     assert_eq!((s.lock_events, s.lock_jumps), (2, 1));
@@ -249,14 +251,15 @@ fn barrier_last_arriver_and_critical_release_on_the_path() {
     // barrier, T3 L2
     let shape: Vec<(u32, bool, u64, u64, u64, Option<usize>)> = omp
         .iter()
-        .map(|e| {
+        .enumerate()
+        .map(|(i, e)| {
             (
                 e.tid,
                 e.barrier,
                 e.requested_ns,
                 e.acquired_ns,
                 e.released_ns,
-                e.waker(),
+                omp.waker(i),
             )
         })
         .collect();
@@ -341,7 +344,12 @@ fn without_futex_or_openmp_it_is_the_pthread_path() {
         ),
     ]);
     let alone = mark_critical_path(&set);
-    let across = mark_across(&set, &FutexEvents::default(), &[], &[]);
+    let across = mark_across(
+        &set,
+        &FutexEvents::default(),
+        &OmpSyncEvents::default(),
+        &[],
+    );
     assert_eq!(across.locks, alone);
     assert_eq!(alone.on_path.to_vec(), [true, true, true, true, false]);
     // begin: T1's M acquired at 0; end: T3's last operation at 220
@@ -381,13 +389,15 @@ fn a_broadcast_wake_lets_every_waiter_go_and_the_path_follows_one() {
     let wakers: Vec<Option<usize>> = fe.waits.iter().map(|w| w.waker).collect();
     assert_eq!(wakers, [Some(0), Some(0), None]);
     let set = pthread_events(&[]);
-    let path = mark_across(&set, &fe, &[], &[]);
+    let path = mark_across(&set, &fe, &OmpSyncEvents::default(), &[]);
     assert_eq!(path.start, Some((7, 3)));
     assert_eq!(path.futex_on_path, [false, true, true]);
     assert_eq!(path.hand_overs.len(), 1);
     assert_eq!((path.hand_overs[0].from.1, path.hand_overs[0].to.1), (1, 3));
     assert_eq!(path.length_ns(), 200);
-    let s = summarize(&path, &set, &fe, &[], |_, _| "A".into());
+    let s = summarize(&path, &set, &fe, &OmpSyncEvents::default(), |_, _| {
+        "A".into()
+    });
     assert_eq!(
         (s.futex_events, s.futex_wait_ns, s.futex_jumps),
         (2, 210, 1)

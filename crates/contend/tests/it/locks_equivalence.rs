@@ -390,7 +390,7 @@ fn critical_path_across_without_futex_or_openmp_is_the_pthread_path() {
         let across = contend::locks::across::mark_across(
             &set,
             &contend::futex::FutexEvents::default(),
-            &[],
+            &contend::openmp::sync::OmpSyncEvents::default(),
             &[],
         );
         assert_eq!(across.locks, alone, "case {case}");

@@ -402,7 +402,7 @@ fn futex_samples(
 fn openmp_samples(
     b: &mut Builder,
     analysis: &Analysis<'_>,
-    ev: &[crate::openmp::sync::OmpSyncEvent],
+    ev: &crate::openmp::sync::OmpSyncEvents,
     options: &ExportOptions,
 ) -> u64 {
     let recording = analysis.recording;
