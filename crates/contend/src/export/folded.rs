@@ -58,7 +58,7 @@ pub(crate) fn fold(
     let futex = analysis
         .events::<FutexEvents>()
         .filter(|f| !f.waits.is_empty() && options.weight == Weight::Wait);
-    let omp = crate::openmp::sync::collect(analysis.recording);
+    let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), analysis.recording);
     {
         let ev = match analysis.events::<LockEvents>() {
             Some(ev) if !ev.set.events.is_empty() => ev,

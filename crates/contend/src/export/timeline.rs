@@ -512,7 +512,7 @@ pub(crate) fn walk(
     if let Some(f) = futex {
         futex_events(analysis, f, options, sink, &mut tracks, &mut counts)?;
     }
-    let omp = crate::openmp::sync::collect(recording);
+    let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), recording);
     if !omp.is_empty() {
         openmp_events(analysis, &omp, options, sink, &mut tracks, &mut counts)?;
     }

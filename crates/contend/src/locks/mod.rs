@@ -58,6 +58,25 @@ pub struct LockEvents {
     /// ([`across`]), when futex or OpenMP events were recorded;
     /// `critical_path` is then its pthread part.
     pub across: Option<across::AcrossPath>,
+    /// The OpenMP events `across` indexes (`across.omp_on_path[i]` is
+    /// event `i`'s mark), collected once by the lock analysis for the
+    /// OpenMP section and the exports; `None` when `across` is.
+    pub across_omp: Option<crate::openmp::sync::OmpSyncEvents>,
+}
+
+impl LockEvents {
+    /// The recording's OpenMP events ([`crate::openmp::sync::collect`]):
+    /// those the critical path across recorders indexes when the lock
+    /// analysis kept them, else collected now.
+    pub fn openmp_events<'a>(
+        lock_events: Option<&'a LockEvents>,
+        recording: &Recording,
+    ) -> std::borrow::Cow<'a, crate::openmp::sync::OmpSyncEvents> {
+        match lock_events.and_then(|l| l.across_omp.as_ref()) {
+            Some(omp) => std::borrow::Cow::Borrowed(omp),
+            None => std::borrow::Cow::Owned(crate::openmp::sync::collect(recording)),
+        }
+    }
 }
 
 /// Resolves objects and sites of the lock-traced processes of a recording
@@ -268,6 +287,9 @@ impl Analyzer for LockAnalyzer {
                 set,
                 critical_path: path,
                 names,
+                across_omp: futex_and_omp
+                    .filter(|_| across.is_some())
+                    .map(|(_, omp)| omp),
                 across,
             })),
             span_ns: span,

@@ -234,11 +234,12 @@ impl Analyzer for OpenMpAnalyzer {
         }
         let mut report = analyze_openmp(r, cx.symbols);
         // the critical path across recorders, marked by the lock analysis
-        if let Some(path) = cx
+        // on the OpenMP events it collected
+        if let Some((path, events)) = cx
             .earlier::<crate::locks::LockEvents>()
-            .and_then(|l| l.across.as_ref())
+            .and_then(|l| Some((l.across.as_ref()?, l.across_omp.as_ref()?)))
         {
-            sync::mark_report(&mut report, r, cx.symbols, &sync::collect(r), path);
+            sync::mark_report(&mut report, r, cx.symbols, events, path);
         }
         Some(AnalysisOutput::new(report))
     }

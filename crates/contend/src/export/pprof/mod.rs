@@ -190,7 +190,7 @@ impl Exporter for Pprof {
         let futex = analysis
             .events::<FutexEvents>()
             .filter(|f| !f.waits.is_empty());
-        let omp = crate::openmp::sync::collect(recording);
+        let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), recording);
         if locks.is_none() && futex.is_none() && omp.is_empty() && mpi.is_none() {
             return Err(ExportError::Nothing(
                 "the recording holds no lock events, no futex waits, no OpenMP events and no MPI wait states: no profile to write"
