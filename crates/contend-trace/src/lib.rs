@@ -65,7 +65,7 @@ pub use reader::{
     CostSamples, Counted, Creation, CreationKind, Damage, ExtensionRecords, FutexOp, FutexOps,
     LockTrace, OmpOp, OmpOps, Ops, RawOp, ThreadTrace, NO_SLOT, NO_STACK, OMP_EVENTS,
 };
-pub use writer::{BuiltSamples, TraceBuilder};
+pub use writer::{BuiltSamples, BuiltStack, TraceBuilder};
 
 /// Errors reading a trace. Every message names the file.
 #[derive(Debug, thiserror::Error)]

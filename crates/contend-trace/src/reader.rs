@@ -235,7 +235,19 @@ struct Span {
     offset: u64,
     /// Bytes from the chunk start to the end of its last decoded record.
     len: usize,
+    /// Its lock operation records (saturating at `u32::MAX`).
+    ops: u32,
+    /// The thread's pending stack after the chunk, as [`LockTrace::for_each_op`]
+    /// tracks it (the stack a STACK record gives the next operation), for a
+    /// chunk without lock operations, which it then skips: the index of the
+    /// stack of its last STACK record when no futex, OpenMP or creation
+    /// record follows it, [`NO_STACK`] when one does, [`PENDING_KEPT`]
+    /// when it has none of these records.
+    pending_after: u32,
 }
+
+/// [`Span::pending_after`] of a chunk that leaves the pending stack as it was.
+const PENDING_KEPT: u32 = u32::MAX - 1;
 
 /// Where the bytes of a trace come from: the open file, read with
 /// positioned reads, or a copy in memory ([`LockTrace::decode`]).
@@ -590,11 +602,22 @@ impl LockTrace {
     /// [`LockTrace::ops`], decoded in one tight loop.
     ///
     /// Records that can no longer be read (the file was truncated or a read
-    /// failed since the trace was opened) are skipped.
+    /// failed since the trace was opened) are skipped. Chunks without lock
+    /// operations (an OpenMP or futex-heavy thread's) are not read at all:
+    /// the scan at open noted how each leaves the pending stack.
     pub fn for_each_op(&self, thread: &ThreadTrace, mut f: impl FnMut(&RawOp, u32, u32)) {
         let mut pending_stack = NO_STACK;
         let mut buf = Vec::new();
         for &span in &thread.chunks {
+            if span.ops == 0 {
+                // Nothing to give: only how it leaves the pending stack
+                // (an OpenMP program's chunks hold millions of OpenMP
+                // records and few or no lock operations).
+                if span.pending_after != PENDING_KEPT {
+                    pending_stack = span.pending_after;
+                }
+                continue;
+            }
             self.decode_span(span, &mut buf, &mut pending_stack, &mut f);
         }
     }
@@ -963,6 +986,9 @@ impl LockTrace {
             // the stack recorded right before a futex record is that
             // record's (an operation record in between takes it)
             let last_stack = std::cell::Cell::new(NO_STACK);
+            // the pending stack after the chunk, for a chunk without
+            // operations (Span::pending_after)
+            let pending_after = std::cell::Cell::new(PENDING_KEPT);
             cursor.run(
                 &trace.objects,
                 &trace.sites,
@@ -975,17 +1001,20 @@ impl LockTrace {
                 |cursor, step| match step {
                     Step::Stack { offset, frames } => {
                         last_stack.set(trace.stacks.len() as u32);
+                        pending_after.set(last_stack.get());
                         trace.stack_at.insert(offset, last_stack.get());
                         trace.stacks.push(cursor.frames(frames));
                     }
                     Step::Futex(op) => {
                         // (the stack before it is its own: futex_ops)
                         last_stack.set(NO_STACK);
+                        pending_after.set(NO_STACK);
                         futex.0 += 1;
                         futex.1 = Some(op.ticks);
                     }
                     Step::Omp(op) => {
                         last_stack.set(NO_STACK);
+                        pending_after.set(NO_STACK);
                         // the decoder refuses events outside 1..=9
                         if let Some(n) = omp.get_mut(usize::from(op.event)) {
                             *n += 1;
@@ -993,6 +1022,7 @@ impl LockTrace {
                     }
                     Step::Create(mut c) => {
                         c.stack = last_stack.replace(NO_STACK);
+                        pending_after.set(NO_STACK);
                         c.tid = tid;
                         trace.creations.push(c);
                     }
@@ -1008,6 +1038,8 @@ impl LockTrace {
                 span: Span {
                     offset: begin,
                     len: cursor.i * 8,
+                    ops: u32::try_from(ops).unwrap_or(u32::MAX),
+                    pending_after: pending_after.get(),
                 },
                 ops,
                 collector_ns,

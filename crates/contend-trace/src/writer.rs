@@ -26,6 +26,9 @@ fn sample_word(s: CostSamples) -> u64 {
     (s.count << format::SAMPLE_SUM_BITS) | s.ticks
 }
 
+/// A STACK record for [`TraceBuilder::stacks`]: (ticks, frames).
+pub type BuiltStack = (u64, Vec<u64>);
+
 /// Builds a lock trace file in memory.
 #[derive(Debug, Clone)]
 pub struct TraceBuilder {
@@ -41,7 +44,8 @@ pub struct TraceBuilder {
     pub finished: bool,
     /// Executable path for the header.
     pub exe_path: String,
-    /// Threads: (tid, operations in program order). Stacks are not written.
+    /// Threads: (tid, operations in program order; their `stack` must be
+    /// `NO_STACK`: stacks are written from [`TraceBuilder::stacks`]).
     pub threads: Vec<(u32, Vec<RawOp>)>,
     /// Format version to write: [`format::VERSION`], or 1 for a trace as
     /// collectors before version 2 wrote it (no cost fields, no counts).
@@ -63,6 +67,10 @@ pub struct TraceBuilder {
     /// Futex records per thread id (version 2), written like the OpenMP
     /// records (their stacks are not written).
     pub futex: Vec<(u32, Vec<FutexOp>)>,
+    /// STACK records per thread id: (ticks, frames), each written before
+    /// the thread's records at or after its ticks (a STACK record carries
+    /// no time; the reader gives it to the operation that follows).
+    pub stacks: Vec<(u32, Vec<BuiltStack>)>,
 }
 
 /// One record of a thread as it is written: its tag, the object and site
@@ -74,6 +82,8 @@ struct Record {
     site: u64,
     tag: u8,
     ext: Option<u64>,
+    /// A STACK record's frames.
+    frames: Vec<u64>,
 }
 
 impl Record {
@@ -85,6 +95,18 @@ impl Record {
             site: op.site,
             tag: format::op_tag(op.primitive, op.phase),
             ext: None,
+            frames: Vec::new(),
+        }
+    }
+
+    fn stack(ticks: u64, frames: &[u64]) -> Record {
+        Record {
+            ticks,
+            object: 0,
+            site: 0,
+            tag: format::TAG_STACK,
+            ext: None,
+            frames: frames.to_vec(),
         }
     }
 
@@ -95,6 +117,7 @@ impl Record {
             site: op.site,
             tag: format::TAG_OMP,
             ext: Some(u64::from(op.event) | u64::from(op.kind) << 8 | u64::from(op.value) << 32),
+            frames: Vec::new(),
         }
     }
 
@@ -116,6 +139,7 @@ impl Record {
                     | private
                     | u64::from(op.value as u32) << format::futex::VALUE_SHIFT,
             ),
+            frames: Vec::new(),
         }
     }
 }
@@ -137,6 +161,7 @@ impl Default for TraceBuilder {
             sampled: None,
             omp: Vec::new(),
             futex: Vec::new(),
+            stacks: Vec::new(),
         }
     }
 }
@@ -152,6 +177,23 @@ impl TraceBuilder {
             .filter(|_| self.version >= 2)
             .and_then(|s| s.threads.iter().find(|t| t.0 == tid))
             .map_or((0, 0), |t| (sample_word(t.1), sample_word(t.2)))
+    }
+
+    /// A fresh record chunk of thread `tid`: its header (sequence `seq`,
+    /// time base `ticks`), no records.
+    fn chunk_start(&self, tid: u32, seq: u32, ticks: u64) -> Vec<u8> {
+        let mut c = vec![0u8; self.chunk_size as usize];
+        put32(&mut c, 0, format::CHUNK_MAGIC);
+        put32(&mut c, 4, tid);
+        put32(&mut c, 8, seq);
+        put64(&mut c, 16, ticks);
+        if seq == 0 {
+            put64(&mut c, format::chunk::COST_SAMPLES, self.samples_of(tid).0);
+        }
+        if self.clock == format::CLOCK_MONOTONIC {
+            put64(&mut c, 24, ticks);
+        }
+        c
     }
 
     /// Serialises the trace; panics only on programmer error (more than
@@ -170,6 +212,7 @@ impl TraceBuilder {
             .iter()
             .map(|t| t.0)
             .chain(self.futex.iter().map(|t| t.0))
+            .chain(self.stacks.iter().map(|t| t.0))
         {
             if !tids.contains(&tid) {
                 tids.push(tid);
@@ -183,17 +226,52 @@ impl TraceBuilder {
                 .flat_map(|t| &t.1);
             let omp = self.omp.iter().filter(|t| t.0 == *tid).flat_map(|t| &t.1);
             let futex = self.futex.iter().filter(|t| t.0 == *tid).flat_map(|t| &t.1);
-            let mut records: Vec<Record> = ops
-                .map(Record::op)
+            let stacks = self
+                .stacks
+                .iter()
+                .filter(|t| t.0 == *tid)
+                .flat_map(|t| &t.1);
+            let mut records: Vec<Record> = stacks
+                .map(|(ticks, frames)| Record::stack(*ticks, frames))
+                .chain(ops.map(Record::op))
                 .chain(omp.map(Record::omp))
                 .chain(futex.map(Record::futex))
                 .collect();
-            // stable: an operation before an OpenMP record before a futex
-            // record at equal ticks
+            // stable: a STACK record before an operation before an OpenMP
+            // record before a futex record at equal ticks
             records.sort_by_key(|r| r.ticks);
             let mut seq = 0u32;
             let mut chunk: Option<(Vec<u8>, usize, u64)> = None;
             for rec in &records {
+                if rec.tag == format::TAG_STACK {
+                    let need = 8 * (1 + rec.frames.len());
+                    assert!(
+                        need + format::CHUNK_HEADER_SIZE <= cs,
+                        "a stack larger than a chunk"
+                    );
+                    if chunk.as_ref().is_none_or(|(_, at, _)| at + need > cs) {
+                        if let Some((c, _, _)) = chunk.take() {
+                            chunks.push(c);
+                        }
+                        chunk = Some((
+                            self.chunk_start(*tid, seq, rec.ticks),
+                            format::CHUNK_HEADER_SIZE,
+                            rec.ticks,
+                        ));
+                        seq += 1;
+                    }
+                    let (c, at, _) = chunk.as_mut().expect("chunk");
+                    put64(
+                        c,
+                        *at,
+                        format::make_head(rec.tag, rec.frames.len() as u32, 0, 0),
+                    );
+                    for (k, &f) in rec.frames.iter().enumerate() {
+                        put64(c, *at + 8 * (1 + k), f);
+                    }
+                    *at += need;
+                    continue;
+                }
                 let next_o = objects.len() as u16;
                 let oi = *objects.entry(rec.object).or_insert(next_o);
                 let next_s = sites.len() as u16;
@@ -206,19 +284,12 @@ impl TraceBuilder {
                     if let Some((c, _, _)) = chunk.take() {
                         chunks.push(c);
                     }
-                    let mut c = vec![0u8; cs];
-                    put32(&mut c, 0, format::CHUNK_MAGIC);
-                    put32(&mut c, 4, *tid);
-                    put32(&mut c, 8, seq);
-                    put64(&mut c, 16, ticks);
-                    if seq == 0 {
-                        put64(&mut c, format::chunk::COST_SAMPLES, self.samples_of(*tid).0);
-                    }
-                    if self.clock == format::CLOCK_MONOTONIC {
-                        put64(&mut c, 24, ticks);
-                    }
+                    chunk = Some((
+                        self.chunk_start(*tid, seq, ticks),
+                        format::CHUNK_HEADER_SIZE,
+                        ticks,
+                    ));
                     seq += 1;
-                    chunk = Some((c, format::CHUNK_HEADER_SIZE, ticks));
                 }
                 let (c, at, now) = chunk.as_mut().expect("chunk");
                 let dt = ticks.wrapping_sub(*now);

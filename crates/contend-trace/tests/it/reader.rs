@@ -285,3 +285,64 @@ fn creation_records_are_decoded_apart_from_operations() {
         t.damage
     );
 }
+
+/// `for_each_op` skips chunks without lock operations (an OpenMP
+/// program's chunks hold millions of OpenMP records): it still gives every
+/// operation the stack the full decode (`ops`) gives it, when the STACK
+/// record that precedes the operation ends a chunk with no operations,
+/// and when OpenMP records in such a chunk follow a pending STACK (the
+/// operation then has none). Chunks of 4096 bytes: a 64-byte header,
+/// 16 bytes per OpenMP record, 8 per operation, 16 per one-frame stack.
+#[test]
+fn chunks_without_operations_are_skipped_with_their_pending_stacks() {
+    use contend_trace::format::omp as ev;
+    use contend_trace::OmpOp;
+    let m = 0x5000;
+    let omp = |i: u64| OmpOp {
+        ticks: 100 + i,
+        object: 0x9000,
+        site: 0x40_3000,
+        event: [ev::MUTEX_ACQUIRE, ev::MUTEX_ACQUIRED, ev::MUTEX_RELEASED][(i % 3) as usize],
+        kind: 3,
+        value: 0,
+    };
+    // (OpenMP records before the STACK, after it, the expected stack of
+    // the last operation: Some = the STACK's)
+    for (before, after, has_stack) in [
+        // chunk 1: operation, 250 OpenMP records; chunk 2: 250 OpenMP
+        // records and the STACK, which ends it; chunk 3: the operation
+        (500u64, 0u64, true),
+        // chunk 1: operation, 249 OpenMP records, the STACK; chunk 2: 251
+        // OpenMP records; chunk 3: the operation, whose stack is none
+        (249, 251, false),
+    ] {
+        let mut b = TraceBuilder::default();
+        let last = 100 + before + after + 10;
+        b.threads.push((
+            11,
+            vec![
+                op(10, m, 0x401000, Primitive::Mutex, Phase::Immediate),
+                op(last, m, 0x401010, Primitive::Mutex, Phase::Release),
+            ],
+        ));
+        b.omp.push((11, (0..before + after).map(omp).collect()));
+        // the STACK right after the `before` records (ticks 100 + before - 1)
+        b.stacks.push((11, vec![(100 + before, vec![0x40_5000])]));
+        let bytes = b.to_bytes();
+        let trace = LockTrace::decode(Path::new("stacks.ctrace"), &bytes).unwrap();
+        assert!(trace.damage.is_empty(), "{:?}", trace.damage);
+        let thread = &trace.threads[0];
+        let decoded: Vec<RawOp> = trace.ops(thread).collect();
+        let mut skipped = Vec::new();
+        trace.for_each_op(thread, |op, _, _| skipped.push(*op));
+        assert_eq!(skipped, decoded, "{before} + {after} OpenMP records");
+        assert_eq!(decoded.len(), 2);
+        assert_eq!(
+            decoded[1].stack != NO_STACK,
+            has_stack,
+            "{before} + {after}: {:?}",
+            decoded[1]
+        );
+        assert_eq!(trace.threads[0].omp_count(), (before + after) as usize);
+    }
+}
