@@ -63,32 +63,37 @@ impl<'a, T> DisjointWrites<'a, T> {
 }
 
 /// An exhausted run's head for [`least_head`]: greater than every other.
-pub(crate) const EXHAUSTED: u128 = u128::MAX;
+pub(crate) const EXHAUSTED: u64 = u64::MAX;
 
-/// The head of run `run` at key `key` for [`least_head`]: `key << 32 |
-/// run`, so that equal keys go to the lower run (the order of a stable
-/// merge).
+/// Runs a merge head can name ([`merge_head`]): 16.
+pub(crate) const MERGE_HEAD_RUNS: usize = 16;
+
+/// The head of run `run` at key `key` for [`least_head`]: `key << 4 |
+/// run` in one word, so that equal keys go to the lower run (the order of
+/// a stable merge) and the least head names its run. `None` when the key
+/// is 2^60 − 1 or more (36 years of ns: a clock gone wrong) or the run
+/// [`MERGE_HEAD_RUNS`] or more: the caller merges another way.
 #[inline]
-pub(crate) fn merge_head(key: u64, run: usize) -> u128 {
-    (u128::from(key) << 32) | run as u128
+pub(crate) fn merge_head(key: u64, run: usize) -> Option<u64> {
+    (key < (1 << 60) - 1 && run < MERGE_HEAD_RUNS).then_some((key << 4) | run as u64)
 }
 
-/// The least of a few merge heads and its position, without a branch per
-/// head (which head wins is as good as random in a merge of interleaved
-/// runs, so a compare-and-branch mispredicts about half the time): the
-/// k-way merges of the lock analysis over at most 16 runs (the critical
-/// path's wake lists, the ownership changes' threads), each head made by
-/// [`merge_head`], an exhausted run's [`EXHAUSTED`]. `heads` is not
-/// empty.
+/// The least of a few merge heads and its run, without a branch per head
+/// (which head wins is as good as random in a merge of interleaved runs,
+/// so a compare-and-branch mispredicts about half the time): the k-way
+/// merges of the lock analysis over at most 16 runs (the critical path's
+/// wake lists, the ownership changes' threads), each head made by
+/// [`merge_head`], an exhausted run's [`EXHAUSTED`] (the run given with
+/// it is then meaningless). `heads` is not empty. One word per head: a
+/// compare and a conditional move each (a (key, run) pair of two words
+/// took three of each).
 #[inline]
-pub(crate) fn least_head(heads: &[u128]) -> (usize, u128) {
-    let (mut best, mut least) = (0, heads[0]);
-    for (r, &h) in heads.iter().enumerate().skip(1) {
-        let less = h < least;
-        best = if less { r } else { best };
-        least = if less { h } else { least };
+pub(crate) fn least_head(heads: &[u64]) -> (usize, u64) {
+    let mut least = heads[0];
+    for &h in &heads[1..] {
+        least = least.min(h);
     }
-    (best, least)
+    ((least & 15) as usize, least)
 }
 
 /// `list.partition_point(pred)` (`pred` true on a prefix of `list`, false
@@ -129,6 +134,24 @@ pub(crate) fn partition_point_near<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The least head is the least key, at equal keys the lower run, and
+    /// names its run; a key or run a head cannot hold gives none.
+    #[test]
+    fn the_least_merge_head_is_the_least_key_then_the_lower_run() {
+        let h = |key, run| merge_head(key, run).unwrap();
+        let heads = [h(7, 0), h(5, 1), EXHAUSTED, h(5, 3), h(9, 4)];
+        assert_eq!(least_head(&heads), (1, h(5, 1)));
+        // the run comes from the head, not from its place in the slice
+        assert_eq!(least_head(&heads[2..]), (3, h(5, 3)));
+        assert_eq!(least_head(&[EXHAUSTED]).1, EXHAUSTED);
+        let last = (1u64 << 60) - 2;
+        assert_eq!(least_head(&[h(last, 15), EXHAUSTED]), (15, h(last, 15)));
+        assert!(h(last, 15) < EXHAUSTED);
+        assert_eq!(merge_head(last + 1, 0), None);
+        assert_eq!(merge_head(u64::MAX, 0), None);
+        assert_eq!(merge_head(0, MERGE_HEAD_RUNS), None);
+    }
 
     /// From every guess, below, at and past the answer and past the end,
     /// the search gives the whole list's partition point, at every

@@ -348,11 +348,15 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
         return true;
     }
     let head = |r: usize, at: usize| chunked_sort::merge_head(key(part[at]), r);
-    let mut heads: Vec<u128> = runs
+    // (None: a time a merge head cannot hold; sorted instead)
+    let Some(mut heads) = runs
         .iter()
         .enumerate()
         .map(|(r, &(first, _))| head(r, first))
-        .collect();
+        .collect::<Option<Vec<u64>>>()
+    else {
+        return false;
+    };
     let mut merged: Vec<u32> = Vec::with_capacity(n);
     for _ in 0..n {
         let (best, least) = chunked_sort::least_head(&heads);
@@ -360,7 +364,9 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
         merged.push(part[*at]);
         *at += 1;
         heads[best] = if *at < *end {
-            let next = head(best, *at);
+            let Some(next) = head(best, *at) else {
+                return false;
+            };
             if next < least {
                 // a thread's wakes out of time order: sort instead
                 return false;
@@ -808,5 +814,25 @@ mod tests {
         let mut part: Vec<u32> = (0..6).collect();
         assert!(!merge_wake_runs(&set, &mut part));
         assert_eq!(part, (0..6).collect::<Vec<_>>());
+        // a time a merge head cannot hold (2^60 ns or more), first in its
+        // run or later: untouched (sorted instead)
+        for times in [[2u64, 3, 1 << 61, 1 << 62], [1, 1 << 61, 2, 3]] {
+            let mut set = released_at(&[0; 4]);
+            for (e, &t) in set.events.iter_mut().zip(&times) {
+                // requested, acquired and released at t (a lock event
+                // holds its request time in full, durations in 48 bits)
+                *e = LockEventFields {
+                    requested_ns: t,
+                    acquired_ns: t,
+                    released_ns: t,
+                    ..e.fields()
+                }
+                .pack();
+            }
+            let set = in_threads(set, 2);
+            let mut part: Vec<u32> = (0..4).collect();
+            assert!(!merge_wake_runs(&set, &mut part), "{times:?}");
+            assert_eq!(part, (0..4).collect::<Vec<_>>());
+        }
     }
 }

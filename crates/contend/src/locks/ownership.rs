@@ -51,17 +51,22 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
     };
     let threads = set.threads.len();
     // With few threads, the least head is taken without a branch per
-    // thread (chunked_sort::least_head); otherwise from a heap.
-    if threads <= FEW_THREADS {
-        let mut heads: Vec<u128> = vec![EXHAUSTED; threads.max(1)];
+    // thread (chunked_sort::least_head); otherwise (or should a time be
+    // too large for a merge head) from a heap.
+    let merged = threads <= FEW_THREADS && {
+        let mut heads: Vec<u64> = vec![EXHAUSTED; threads.max(1)];
         let mut at = vec![0usize; threads];
+        let mut fits = true;
         for t in 0..threads {
             if let Some((time, k)) = next(t, 0) {
-                heads[t] = merge_head(time, t);
+                match merge_head(time, t) {
+                    Some(h) => heads[t] = h,
+                    None => fits = false,
+                }
                 at[t] = k;
             }
         }
-        loop {
+        while fits {
             let (t, least) = least_head(&heads);
             if least == EXHAUSTED {
                 break;
@@ -72,12 +77,22 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
             heads[t] = match next(t, k + 1) {
                 Some((time, k)) => {
                     at[t] = k;
-                    merge_head(time, t)
+                    let Some(h) = merge_head(time, t) else {
+                        fits = false;
+                        break;
+                    };
+                    h
                 }
                 None => EXHAUSTED,
             };
         }
-    } else {
+        if !fits {
+            changes.iter_mut().for_each(|c| *c = 0);
+            last_thread.iter_mut().for_each(|t| *t = u32::MAX);
+        }
+        fits
+    };
+    if !merged {
         let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> = BinaryHeap::with_capacity(threads);
         for t in 0..threads {
             if let Some((time, k)) = next(t, 0) {
@@ -214,6 +229,27 @@ mod tests {
     #[test]
     fn equal_times_are_ordered_by_thread() {
         assert_eq!(one_lock(&[(1, 10), (1, 20), (0, 10), (0, 20)]), 3);
+    }
+
+    /// Times a merge head cannot hold (2^60 ns and more: a clock gone
+    /// wrong) are merged all the same, by the heap, from the start or
+    /// after the merge met the first of them: the cases above, shifted.
+    #[test]
+    fn times_past_a_merge_heads_reach_are_merged_by_the_heap() {
+        for shift in [1u64 << 61, u64::MAX / 2] {
+            let at = |t: u64| shift + t;
+            assert_eq!(
+                one_lock(&[(1, at(10)), (1, at(20)), (0, at(10)), (0, at(20))]),
+                3
+            );
+            assert_eq!(
+                one_lock(&[(0, at(30)), (0, at(10)), (1, at(20)), (1, at(40))]),
+                3
+            );
+        }
+        // the first acquisitions in reach, a later one not
+        assert_eq!(one_lock(&[(0, 10), (0, 1 << 62), (1, 20), (1, 30)]), 2);
+        assert_eq!(one_lock(&[(0, 10), (1, 20), (0, 30), (1, 1 << 62)]), 3);
     }
 
     /// A thread whose events are not stored in acquisition order (A's at
