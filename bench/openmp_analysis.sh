@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Time and peak memory of `contend report --format json` on an OpenMP
+# recording: bench/omp_overhead.c built with clang -fopenmp (libomp, the
+# OMPT tool), PAIRS uncontended omp_set_lock/omp_unset_lock pairs and
+# REGIONS 2-thread parallel regions, recorded once. ROUNDS rounds, medians;
+# peak memory per OpenMP event (the report's OpenMP mutex acquisitions and
+# barrier waits). BASELINE=/path/to/an/older/contend runs that binary too,
+# alternating with this one in every round. CONTEND_BIN=/path/to/contend
+# measures that binary instead (with BENCH_NO_BUILD=1: nothing is built).
+# KEEP_RECORDING=1 reuses $OUT/omp.data when it is there.
+source "$(dirname "$0")/common.sh"
+CONTEND=${CONTEND_BIN:-$CONTEND}
+ROUNDS=${ROUNDS:-3}
+PAIRS=${PAIRS:-5000000}
+REGIONS=${REGIONS:-20000}
+BASELINE=${BASELINE:-}
+if [ -z "${KEEP_RECORDING:-}" ] || [ ! -d "$OUT/omp.data" ]; then
+  clang -O2 -fopenmp -o "$OUT/omp_overhead" "$ROOT/bench/omp_overhead.c"
+  "$CONTEND" record -o "$OUT/omp.data" --force -- "$OUT/omp_overhead" "$PAIRS" "$REGIONS" >/dev/null
+fi
+machine
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+events=$("$CONTEND" report "$OUT/omp.data" --format json 2>/dev/null |
+  python3 -c 'import json,sys; s=json.load(sys.stdin)["openmp"]["summary"]; print(s["mutex_events"] + s["barrier_events"])')
+echo "OpenMP events (mutex acquisitions and barrier waits): $events"
+labels=("this build") bins=("$CONTEND")
+if [ -n "$BASELINE" ]; then labels+=("baseline"); bins+=("$BASELINE"); fi
+n=${#labels[@]}
+for i in $(seq 0 $((n - 1))); do : >"$OUT/omp_times.$i"; done
+for r in $(seq "$ROUNDS"); do
+  for i in $(seq 0 $((n - 1))); do
+    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "${bins[$i]}" report "$OUT/omp.data" --format json >/dev/null 2>&1
+    cat "$OUT/time.txt" >>"$OUT/omp_times.$i"
+  done
+  echo "round $r done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+done
+for i in $(seq 0 $((n - 1))); do
+  mw=$(awk '{print $1}' "$OUT/omp_times.$i" | median)
+  mc=$(awk '{print $2 + $3}' "$OUT/omp_times.$i" | median)
+  mm=$(awk '{print $4}' "$OUT/omp_times.$i" | median)
+  echo "${labels[$i]}: report of $events OpenMP events: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/omp_times.$i")), median CPU ${mc} s, peak RSS ${mm} KiB (runs: $(awk '{printf "%s ", $4}' "$OUT/omp_times.$i"))"
+  awk -v e="$events" -v w="$mw" -v m="$mm" 'BEGIN {printf "  %.1f million OpenMP events/s of wall time; peak memory: %.1f bytes/event\n", e/w/1e6, m*1024/e}'
+done
