@@ -23,19 +23,9 @@ machine
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 labels=("this build") bins=("$CONTEND")
 if [ -n "$BASELINE" ]; then labels+=("baseline"); bins+=("$BASELINE"); fi
-n=${#labels[@]}
-for i in $(seq 0 $((n - 1))); do : >"$OUT/times.$i"; done
-for r in $(seq "$ROUNDS"); do
-  for i in $(seq 0 $((n - 1))); do
-    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "${bins[$i]}" report "$OUT/synth.data" --format json >/dev/null
-    cat "$OUT/time.txt" >>"$OUT/times.$i"
-  done
-  echo "round $r done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-done
-for i in $(seq 0 $((n - 1))); do
-  mw=$(awk '{print $1}' "$OUT/times.$i" | median)
-  mc=$(awk '{print $2 + $3}' "$OUT/times.$i" | median)
-  mm=$(awk '{print $4}' "$OUT/times.$i" | median)
+report_rounds "$OUT/synth.data" times
+for i in "${!bins[@]}"; do
+  read -r mw mc mm < <(report_medians "$OUT/times.$i")
   echo "${labels[$i]}: report of $EVENTS lock events: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/times.$i")), median CPU ${mc} s (runs: $(awk '{printf "%.2f ", $2 + $3}' "$OUT/times.$i")), peak RSS ${mm} KiB"
   awk -v e="$EVENTS" -v w="$mw" -v c="$mc" -v m="$mm" 'BEGIN {printf "  throughput: %.1f million events/s of wall time, %.1f million events/s of CPU time; peak memory: %.1f bytes/event\n", e/w/1e6, e/c/1e6, m*1024/e}'
 done

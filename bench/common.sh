@@ -26,3 +26,23 @@ server_of() {
     done
   done
 }
+
+# `report DIR --format json` by each binary of bins[] (named by labels[]),
+# ROUNDS rounds, the binaries alternated in each; one line per run
+# (wall s, user s, sys s, peak KiB) into $OUT/PREFIX.<index>.
+# Usage: report_rounds DIR PREFIX
+report_rounds() {
+  local dir=$1 prefix=$2 r i
+  for i in "${!bins[@]}"; do : >"$OUT/$prefix.$i"; done
+  for r in $(seq "$ROUNDS"); do
+    for i in "${!bins[@]}"; do
+      /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "${bins[$i]}" report "$dir" --format json >/dev/null 2>&1
+      cat "$OUT/time.txt" >>"$OUT/$prefix.$i"
+    done
+    echo "round $r done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  done
+}
+# Medians of such a file: "wall CPU(user+sys) peak-KiB".
+report_medians() {
+  echo "$(awk '{print $1}' "$1" | median) $(awk '{print $2 + $3}' "$1" | median) $(awk '{print $4}' "$1" | median)"
+}

@@ -25,19 +25,9 @@ events=$("$CONTEND" report "$OUT/omp.data" --format json 2>/dev/null |
 echo "OpenMP events (mutex acquisitions and barrier waits): $events"
 labels=("this build") bins=("$CONTEND")
 if [ -n "$BASELINE" ]; then labels+=("baseline"); bins+=("$BASELINE"); fi
-n=${#labels[@]}
-for i in $(seq 0 $((n - 1))); do : >"$OUT/omp_times.$i"; done
-for r in $(seq "$ROUNDS"); do
-  for i in $(seq 0 $((n - 1))); do
-    /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "${bins[$i]}" report "$OUT/omp.data" --format json >/dev/null 2>&1
-    cat "$OUT/time.txt" >>"$OUT/omp_times.$i"
-  done
-  echo "round $r done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-done
-for i in $(seq 0 $((n - 1))); do
-  mw=$(awk '{print $1}' "$OUT/omp_times.$i" | median)
-  mc=$(awk '{print $2 + $3}' "$OUT/omp_times.$i" | median)
-  mm=$(awk '{print $4}' "$OUT/omp_times.$i" | median)
+report_rounds "$OUT/omp.data" omp_times
+for i in "${!bins[@]}"; do
+  read -r mw mc mm < <(report_medians "$OUT/omp_times.$i")
   echo "${labels[$i]}: report of $events OpenMP events: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/omp_times.$i")), median CPU ${mc} s, peak RSS ${mm} KiB (runs: $(awk '{printf "%s ", $4}' "$OUT/omp_times.$i"))"
   awk -v e="$events" -v w="$mw" -v m="$mm" 'BEGIN {printf "  %.1f million OpenMP events/s of wall time; peak memory: %.1f bytes/event\n", e/w/1e6, m*1024/e}'
 done
