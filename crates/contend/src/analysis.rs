@@ -252,32 +252,6 @@ pub fn configure_allocator() {
     }
 }
 
-/// Asks the kernel to back the whole 2 MiB pages inside `memory` (a large
-/// array about to be filled) with transparent huge pages, where the system
-/// lets a program ask (`/sys/kernel/mm/transparent_hugepage/enabled` set to
-/// `madvise` or `always`): one page fault per 2 MiB instead of one per
-/// 4 KiB when it is first written, and one TLB entry per 2 MiB for the
-/// analysis's reads all over it. A refusal, or another system, changes
-/// nothing but the speed. Arrays under 4 MiB are left alone.
-pub fn advise_huge_pages<T>(memory: &mut [T]) {
-    const HUGE: usize = 2 << 20;
-    let bytes = std::mem::size_of_val(memory);
-    if bytes < 2 * HUGE {
-        return;
-    }
-    let start = memory.as_mut_ptr() as usize;
-    let (first, end) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
-    if end <= first {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    // SAFETY: the range lies inside `memory`, which the caller owns;
-    // MADV_HUGEPAGE changes how its pages are backed, not their contents.
-    unsafe {
-        libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-    }
-}
-
 /// Facts about the run, from `meta.json` where present, else the traces;
 /// `span` (first and last event, ns) gives the wall time when `meta.json`
 /// does not.
