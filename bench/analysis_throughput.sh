@@ -21,8 +21,7 @@ if [ -z "${KEEP_RECORDING:-}" ] || [ ! -d "$OUT/synth.data" ]; then
 fi
 machine
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-labels=("this build") bins=("$CONTEND")
-if [ -n "$BASELINE" ]; then labels+=("baseline"); bins+=("$BASELINE"); fi
+report_binaries
 report_rounds "$OUT/synth.data" times
 for i in "${!bins[@]}"; do
   read -r mw mc mm < <(report_medians "$OUT/times.$i")

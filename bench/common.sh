@@ -27,6 +27,12 @@ server_of() {
   done
 }
 
+# The binaries report_rounds runs: this build ($CONTEND), and BASELINE
+# (an older contend) when it is set; labels[] names them.
+report_binaries() {
+  labels=("this build") bins=("$CONTEND")
+  if [ -n "${BASELINE:-}" ]; then labels+=("baseline"); bins+=("$BASELINE"); fi
+}
 # `report DIR --format json` by each binary of bins[] (named by labels[]),
 # ROUNDS rounds, the binaries alternated in each; one line per run
 # (wall s, user s, sys s, peak KiB) into $OUT/PREFIX.<index>.

@@ -23,8 +23,7 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 events=$("$CONTEND" report "$OUT/omp.data" --format json 2>/dev/null |
   python3 -c 'import json,sys; s=json.load(sys.stdin)["openmp"]["summary"]; print(s["mutex_events"] + s["barrier_events"])')
 echo "OpenMP events (mutex acquisitions and barrier waits): $events"
-labels=("this build") bins=("$CONTEND")
-if [ -n "$BASELINE" ]; then labels+=("baseline"); bins+=("$BASELINE"); fi
+report_binaries
 report_rounds "$OUT/omp.data" omp_times
 for i in "${!bins[@]}"; do
   read -r mw mc mm < <(report_medians "$OUT/omp_times.$i")
