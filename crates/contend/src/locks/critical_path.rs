@@ -482,22 +482,56 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     path
 }
 
-/// Each thread's events in acquisition order: a contiguous, sorted range of
-/// `set.events` (the common case, no memory), or an explicit index list.
-/// Used by the critical path and by [`super::ownership`].
-pub(super) struct ThreadOrder {
-    threads: Vec<Order>,
+/// One thread's events (of one source) in time order: a contiguous range
+/// of the events that is in that order already (the common case: no
+/// memory), or a list of their indices. Used by [`ThreadOrder`] and by the
+/// critical path across recorders ([`super::across`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Lane {
+    Range { start: usize, end: usize },
+    List(Vec<u32>),
 }
 
-enum Order {
-    Range {
-        start: usize,
-        len: usize,
-    },
-    List {
-        list: Vec<u32>,
-        position: FxHashMap<u32, u32>,
-    },
+impl Lane {
+    /// Its events.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Lane::Range { start, end } => end - start,
+            Lane::List(list) => list.len(),
+        }
+    }
+
+    /// The index of its `k`-th event.
+    #[inline]
+    pub(super) fn at(&self, k: usize) -> usize {
+        match self {
+            Lane::Range { start, .. } => start + k,
+            Lane::List(list) => list[k] as usize,
+        }
+    }
+
+    /// First position whose event does not satisfy `pred` (`pred` true
+    /// for a prefix of the lane): a binary search.
+    pub(super) fn partition_point(&self, pred: impl Fn(usize) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.at(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// Each thread's events in acquisition order ([`Lane`]), and for a thread
+/// listed, where each of its events is in the list. Used by the critical
+/// path and by [`super::ownership`].
+pub(super) struct ThreadOrder {
+    threads: Vec<(Lane, FxHashMap<u32, u32>)>,
 }
 
 impl ThreadOrder {
@@ -525,12 +559,13 @@ impl ThreadOrder {
             .into_par_iter()
             .map(|th| {
                 if count[th] == 0 {
-                    return Order::Range { start: 0, len: 0 };
+                    return (Lane::Range { start: 0, end: 0 }, FxHashMap::default());
                 }
                 let (start, len) = (first[th], count[th]);
                 let contiguous = last[th] + 1 - start == len;
                 if contiguous && (start..start + len).is_sorted_by_key(acquired) {
-                    return Order::Range { start, len };
+                    let end = start + len;
+                    return (Lane::Range { start, end }, FxHashMap::default());
                 }
                 let mut list: Vec<u32> = (first[th]..=last[th])
                     .filter(|&i| set.events[i].thread() as usize == th)
@@ -542,49 +577,34 @@ impl ThreadOrder {
                     .enumerate()
                     .map(|(k, &i)| (i, k as u32))
                     .collect();
-                Order::List { list, position }
+                (Lane::List(list), position)
             })
             .collect();
         ThreadOrder { threads }
     }
 
     pub(super) fn len(&self, thread: usize) -> usize {
-        match &self.threads[thread] {
-            Order::Range { len, .. } => *len,
-            Order::List { list, .. } => list.len(),
-        }
+        self.threads[thread].0.len()
     }
 
     /// Event index at position `k` of `thread`'s order.
     #[inline]
     pub(super) fn at(&self, thread: usize, k: usize) -> usize {
-        match &self.threads[thread] {
-            Order::Range { start, .. } => start + k,
-            Order::List { list, .. } => list[k] as usize,
-        }
+        self.threads[thread].0.at(k)
     }
 
     /// Position of event `i` (of `thread`) in `thread`'s order.
     fn position(&self, thread: usize, i: usize) -> usize {
         match &self.threads[thread] {
-            Order::Range { start, .. } => i - start,
-            Order::List { position, .. } => position[&(i as u32)] as usize,
+            (Lane::Range { start, .. }, _) => i - start,
+            (Lane::List(_), position) => position[&(i as u32)] as usize,
         }
     }
 
     /// First position whose event does not satisfy `pred` (`pred` true
     /// for a prefix of the order).
     fn partition_point(&self, thread: usize, pred: impl Fn(usize) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.len(thread));
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if pred(self.at(thread, mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.threads[thread].0.partition_point(pred)
     }
 }
 
