@@ -33,8 +33,6 @@ const FEW_THREADS: usize = 16;
 /// and no sort.
 pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
     let objects = set.objects.len();
-    let mut changes = vec![0u64; objects];
-    let mut last_thread = vec![u32::MAX; objects];
     let order = ThreadOrder::build(set);
     let events = &set.events;
     // The thread's next successful lock acquisition at or after position
@@ -49,78 +47,107 @@ pub fn ownership_changes(set: &EventSet) -> Vec<u64> {
         }
         None
     };
+    let object = |t: usize, k: usize| events[order.at(t, k)].object as usize;
     let threads = set.threads.len();
     // With few threads, the least head is taken without a branch per
     // thread (chunked_sort::least_head); otherwise (or should a time be
-    // too large for a merge head) from a heap.
-    let merged = threads <= FEW_THREADS && {
-        let mut heads: Vec<u64> = vec![EXHAUSTED; threads.max(1)];
-        let mut at = vec![0usize; threads];
-        let mut fits = true;
-        for t in 0..threads {
-            if let Some((time, k)) = next(t, 0) {
-                match merge_head(time, t) {
-                    Some(h) => heads[t] = h,
-                    None => fits = false,
-                }
-                at[t] = k;
-            }
-        }
-        while fits {
-            let (t, least) = least_head(&heads);
-            if least == EXHAUSTED {
-                break;
-            }
-            let k = at[t];
-            let o = events[order.at(t, k)].object as usize;
-            acquired(&mut changes, &mut last_thread, o, t as u32);
-            heads[t] = match next(t, k + 1) {
-                Some((time, k)) => {
-                    at[t] = k;
-                    let Some(h) = merge_head(time, t) else {
-                        fits = false;
-                        break;
-                    };
-                    h
-                }
-                None => EXHAUSTED,
-            };
-        }
-        if !fits {
-            changes.iter_mut().for_each(|c| *c = 0);
-            last_thread.iter_mut().for_each(|t| *t = u32::MAX);
-        }
-        fits
-    };
+    // too large for a merge head, counting again) from a heap.
+    let mut owners = Owners::new(objects);
+    let merged = threads <= FEW_THREADS
+        && merge_by_least_head(threads, next, |t, k| owners.acquired(object(t, k), t));
     if !merged {
-        let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> = BinaryHeap::with_capacity(threads);
-        for t in 0..threads {
-            if let Some((time, k)) = next(t, 0) {
-                heads.push(Reverse((time, t as u32, k)));
-            }
+        owners = Owners::new(objects);
+        merge_by_heap(threads, next, |t, k| owners.acquired(object(t, k), t));
+    }
+    owners.changes
+}
+
+/// Each object's ownership changes so far and its last acquiring thread.
+struct Owners {
+    changes: Vec<u64>,
+    last_thread: Vec<u32>,
+}
+
+impl Owners {
+    fn new(objects: usize) -> Owners {
+        Owners {
+            changes: vec![0; objects],
+            last_thread: vec![u32::MAX; objects],
         }
-        while let Some(mut top) = heads.peek_mut() {
-            let Reverse((_, t, k)) = *top;
-            let o = events[order.at(t as usize, k)].object as usize;
-            acquired(&mut changes, &mut last_thread, o, t);
-            match next(t as usize, k + 1) {
-                Some((time, k)) => *top = Reverse((time, t, k)),
-                None => {
-                    PeekMut::pop(top);
-                }
+    }
+
+    /// A successful acquisition of object `o` by thread `t`, in time
+    /// order: a hand-over when another thread acquired it last.
+    #[inline]
+    fn acquired(&mut self, o: usize, t: usize) {
+        let last = &mut self.last_thread[o];
+        self.changes[o] += u64::from(*last != u32::MAX && *last != t as u32);
+        *last = t as u32;
+    }
+}
+
+/// Calls `visit(thread, position)` for every acquisition `next` gives
+/// (`next(t, k)`: thread `t`'s next one at or after position `k`, with its
+/// time), in (time, thread) order, taking the least head without a branch
+/// per thread (at most [`FEW_THREADS`]). False, after visiting a prefix,
+/// when a time is too large for a merge head.
+fn merge_by_least_head(
+    threads: usize,
+    next: impl Fn(usize, usize) -> Option<(u64, usize)>,
+    mut visit: impl FnMut(usize, usize),
+) -> bool {
+    let mut heads: Vec<u64> = vec![EXHAUSTED; threads.max(1)];
+    let mut at = vec![0usize; threads];
+    for t in 0..threads {
+        if let Some((time, k)) = next(t, 0) {
+            let Some(h) = merge_head(time, t) else {
+                return false;
+            };
+            (heads[t], at[t]) = (h, k);
+        }
+    }
+    loop {
+        let (t, least) = least_head(&heads);
+        if least == EXHAUSTED {
+            return true;
+        }
+        visit(t, at[t]);
+        heads[t] = match next(t, at[t] + 1) {
+            Some((time, k)) => {
+                at[t] = k;
+                let Some(h) = merge_head(time, t) else {
+                    return false;
+                };
+                h
+            }
+            None => EXHAUSTED,
+        };
+    }
+}
+
+/// [`merge_by_least_head`]'s visits, in the same order, taking the least
+/// head from a heap (any number of threads, any time).
+fn merge_by_heap(
+    threads: usize,
+    next: impl Fn(usize, usize) -> Option<(u64, usize)>,
+    mut visit: impl FnMut(usize, usize),
+) {
+    let mut heads: BinaryHeap<Reverse<(u64, u32, usize)>> = BinaryHeap::with_capacity(threads);
+    for t in 0..threads {
+        if let Some((time, k)) = next(t, 0) {
+            heads.push(Reverse((time, t as u32, k)));
+        }
+    }
+    while let Some(mut top) = heads.peek_mut() {
+        let Reverse((_, t, k)) = *top;
+        visit(t as usize, k);
+        match next(t as usize, k + 1) {
+            Some((time, k)) => *top = Reverse((time, t, k)),
+            None => {
+                PeekMut::pop(top);
             }
         }
     }
-    changes
-}
-
-/// A successful acquisition of object `o` by thread `t`, in time order: a
-/// hand-over when another thread acquired it last.
-#[inline]
-fn acquired(changes: &mut [u64], last_thread: &mut [u32], o: usize, t: u32) {
-    let last = &mut last_thread[o];
-    changes[o] += u64::from(*last != u32::MAX && *last != t);
-    *last = t;
 }
 
 #[cfg(test)]
