@@ -179,6 +179,34 @@ impl TraceBuilder {
             .map_or((0, 0), |t| (sample_word(t.1), sample_word(t.2)))
     }
 
+    /// The chunk being written with room for `need` more bytes: `chunk`,
+    /// or, when it has not that room (or there is none yet), a fresh one
+    /// of thread `tid` started at `ticks`, the full one moved to `chunks`.
+    /// (bytes, write position, time base of the next record).
+    fn room<'c>(
+        &self,
+        chunk: &'c mut Option<(Vec<u8>, usize, u64)>,
+        chunks: &mut Vec<Vec<u8>>,
+        seq: &mut u32,
+        tid: u32,
+        need: usize,
+        ticks: u64,
+    ) -> &'c mut (Vec<u8>, usize, u64) {
+        let cs = self.chunk_size as usize;
+        if chunk.as_ref().is_none_or(|(_, at, _)| at + need > cs) {
+            if let Some((c, _, _)) = chunk.take() {
+                chunks.push(c);
+            }
+            *chunk = Some((
+                self.chunk_start(tid, *seq, ticks),
+                format::CHUNK_HEADER_SIZE,
+                ticks,
+            ));
+            *seq += 1;
+        }
+        chunk.as_mut().expect("a chunk was just made")
+    }
+
     /// A fresh record chunk of thread `tid`: its header (sequence `seq`,
     /// time base `ticks`), no records.
     fn chunk_start(&self, tid: u32, seq: u32, ticks: u64) -> Vec<u8> {
@@ -249,18 +277,8 @@ impl TraceBuilder {
                         need + format::CHUNK_HEADER_SIZE <= cs,
                         "a stack larger than a chunk"
                     );
-                    if chunk.as_ref().is_none_or(|(_, at, _)| at + need > cs) {
-                        if let Some((c, _, _)) = chunk.take() {
-                            chunks.push(c);
-                        }
-                        chunk = Some((
-                            self.chunk_start(*tid, seq, rec.ticks),
-                            format::CHUNK_HEADER_SIZE,
-                            rec.ticks,
-                        ));
-                        seq += 1;
-                    }
-                    let (c, at, _) = chunk.as_mut().expect("chunk");
+                    let (c, at, _) =
+                        self.room(&mut chunk, &mut chunks, &mut seq, *tid, need, rec.ticks);
                     put64(
                         c,
                         *at,
@@ -280,18 +298,7 @@ impl TraceBuilder {
                 // Worst case: TIME (2 words) + the record (the head word,
                 // and the extension word of an OpenMP or futex record).
                 let need = if rec.ext.is_some() { 32 } else { 24 };
-                if chunk.as_ref().is_none_or(|(_, at, _)| at + need > cs) {
-                    if let Some((c, _, _)) = chunk.take() {
-                        chunks.push(c);
-                    }
-                    chunk = Some((
-                        self.chunk_start(*tid, seq, ticks),
-                        format::CHUNK_HEADER_SIZE,
-                        ticks,
-                    ));
-                    seq += 1;
-                }
-                let (c, at, now) = chunk.as_mut().expect("chunk");
+                let (c, at, now) = self.room(&mut chunk, &mut chunks, &mut seq, *tid, need, ticks);
                 let dt = ticks.wrapping_sub(*now);
                 let dt = if ticks < *now || dt >> format::DT_BITS != 0 {
                     put64(c, *at, u64::from(format::TAG_TIME));
