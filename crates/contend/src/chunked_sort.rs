@@ -65,8 +65,11 @@ impl<'a, T> DisjointWrites<'a, T> {
 /// An exhausted run's head for [`least_head`]: greater than every other.
 pub(crate) const EXHAUSTED: u64 = u64::MAX;
 
+/// Low bits of a merge head that name its run ([`merge_head`]).
+const RUN_BITS: u32 = 4;
+
 /// Runs a merge head can name ([`merge_head`]): 16.
-pub(crate) const MERGE_HEAD_RUNS: usize = 16;
+pub(crate) const MERGE_HEAD_RUNS: usize = 1 << RUN_BITS;
 
 /// The head of run `run` at key `key` for [`least_head`]: `key << 4 |
 /// run` in one word, so that equal keys go to the lower run (the order of
@@ -75,7 +78,8 @@ pub(crate) const MERGE_HEAD_RUNS: usize = 16;
 /// [`MERGE_HEAD_RUNS`] or more: the caller merges another way.
 #[inline]
 pub(crate) fn merge_head(key: u64, run: usize) -> Option<u64> {
-    (key < (1 << 60) - 1 && run < MERGE_HEAD_RUNS).then_some((key << 4) | run as u64)
+    (key < (1 << (64 - RUN_BITS)) - 1 && run < MERGE_HEAD_RUNS)
+        .then_some((key << RUN_BITS) | run as u64)
 }
 
 /// The least of a few merge heads and its run, without a branch per head
@@ -93,7 +97,7 @@ pub(crate) fn least_head(heads: &[u64]) -> (usize, u64) {
     for &h in &heads[1..] {
         least = least.min(h);
     }
-    ((least & 15) as usize, least)
+    ((least & (MERGE_HEAD_RUNS as u64 - 1)) as usize, least)
 }
 
 /// `list.partition_point(pred)` (`pred` true on a prefix of `list`, false

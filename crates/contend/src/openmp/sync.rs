@@ -467,16 +467,15 @@ pub fn finish(b: OmpSyncBuilder) -> OmpSyncEvents {
             continue;
         };
         let last_arrival = packed[last].requested_ns;
-        let site = if *implicit {
+        // an implicit barrier's: the parallel construct's site
+        let implicit_site = implicit.then(|| {
             let region = events.objects[*region as usize];
             let site = region_site.get(&(*process, region)).copied().unwrap_or(0);
             intern(&mut site_index, &mut events.sites, site)
-        } else {
-            0
-        };
+        });
         for &i in members {
             let e = &mut packed[i];
-            if *implicit {
+            if let Some(site) = implicit_site {
                 let acquired = e.acquired_ns().max(last_arrival);
                 e.set_times(acquired, acquired);
                 e.site = site;
@@ -500,7 +499,7 @@ pub fn finish(b: OmpSyncBuilder) -> OmpSyncEvents {
     // the analyses that collect these events. (A waker is stored in 4
     // bytes anyway: events past 2^32 − 1 get none.)
     let process_of = |p: &PackedSync| events.threads[p.thread() as usize].0;
-    // Per (process, object): its acquisitions, and its thread, or NONE
+    // Per (process, object): its acquisitions, and its thread, or SHARED
     // once a second thread took it (only another thread's release wakes
     // an acquisition: an object one thread takes alone needs no list).
     const SHARED: u32 = u32::MAX;
