@@ -19,41 +19,74 @@ fn meta(dir: &std::path::Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
 }
 
+/// Time the machine's CPUs spent away from their tasks (steal by the
+/// hypervisor, hard and soft interrupts), ns, summed over the CPUs, from
+/// the `cpu` line of `/proc/stat`.
+fn cpus_lost_ns() -> u64 {
+    let text = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = text.lines().find(|l| l.starts_with("cpu ")).unwrap();
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    let lost = ticks[5] + ticks[6] + ticks[7];
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    lost * 1_000_000_000 / hz
+}
+
 /// The software counter `task_clock` proves the open / inherit / read path
 /// on any machine: a forked child with two spinning threads and its parent
 /// are all counted, and the total agrees with the CPU time `wait4`
 /// reports within 10%. (Without hardware counters the launcher closes it
 /// unless `CONTEND_KEEP_TASK_CLOCK=1`, as here:
 /// `task_clock_alone_is_not_kept`.)
+///
+/// task-clock runs on the perf clock and so counts time a CPU lost to
+/// steal and interrupts while the task was on it; rusage leaves that out.
+/// A run in which the machine lost such time and the two disagree is
+/// disturbed and made again, up to four runs; an undisturbed run must
+/// agree.
 #[test]
 fn task_clock_counts_threads_and_children() {
     let _serial = serial();
     let prog = build("service_fork.c", &[]);
-    let dir = tempdir();
-    let rec = dir.path().join("fork.data");
-    let mut cmd = record_command(&rec, &prog, &["300"]);
-    cmd.env("CONTEND_KEEP_TASK_CLOCK", "1");
-    let out = run_timeout(cmd, std::time::Duration::from_secs(300));
-    assert!(out.success(), "{}", out.describe());
-    let m = meta(&rec);
-    let c = &m["counters"];
-    let tc = f(c, "available.task_clock.value") / 1e9;
-    let ru = f(c, "cpu_time_ns") / 1e9;
-    // Two threads of the child spin 0.3 s each.
-    assert!(ru > 0.4, "{c}");
-    assert!(
-        (tc / ru - 1.0).abs() < 0.1,
-        "task_clock {tc} s, rusage {ru} s: {c}"
-    );
-    assert_eq!(
-        f(c, "available.task_clock.time_enabled_ns"),
-        f(c, "available.task_clock.time_running_ns"),
-        "a software counter is never multiplexed: {c}"
-    );
-
-    let r = report_json(&rec);
-    let rc = &r["counters"];
-    assert!((f(rc, "cpu_s") - tc).abs() < 1e-6, "{rc}");
+    let mut disturbed = Vec::new();
+    for _ in 0..4 {
+        let dir = tempdir();
+        let rec = dir.path().join("fork.data");
+        let mut cmd = record_command(&rec, &prog, &["300"]);
+        cmd.env("CONTEND_KEEP_TASK_CLOCK", "1");
+        let lost_before = cpus_lost_ns();
+        let out = run_timeout(cmd, std::time::Duration::from_secs(300));
+        let lost = cpus_lost_ns() - lost_before;
+        assert!(out.success(), "{}", out.describe());
+        let m = meta(&rec);
+        let c = &m["counters"];
+        let tc = f(c, "available.task_clock.value") / 1e9;
+        let ru = f(c, "cpu_time_ns") / 1e9;
+        // Two threads of the child spin 0.3 s each.
+        assert!(ru > 0.4, "{c}");
+        assert_eq!(
+            f(c, "available.task_clock.time_enabled_ns"),
+            f(c, "available.task_clock.time_running_ns"),
+            "a software counter is never multiplexed: {c}"
+        );
+        let r = report_json(&rec);
+        let rc = &r["counters"];
+        assert!((f(rc, "cpu_s") - tc).abs() < 1e-6, "{rc}");
+        if (tc / ru - 1.0).abs() < 0.1 {
+            return;
+        }
+        assert!(
+            lost > 0,
+            "task_clock {tc} s, rusage {ru} s in an undisturbed run: {c}"
+        );
+        eprintln!("disturbed run (task_clock {tc} s, rusage {ru} s, {lost} ns lost), again");
+        disturbed.push((tc, ru, lost));
+    }
+    panic!("four disturbed runs (task_clock s, rusage s, lost ns): {disturbed:?}");
 }
 
 /// Without hardware counters the inherited `task_clock` counter would only
