@@ -10,10 +10,13 @@
 //! trace written to a file system that filled up is a sparse file with
 //! holes, and touching a hole of a tmpfs file through a mapping must
 //! allocate a page, which fails there with `SIGBUS`; `pread` returns zeros
-//! for holes without allocating. Opening scans every chunk once; records
-//! are decoded again chunk by chunk, on demand, through one reusable
-//! buffer, so memory does not grow with the size of the trace.
+//! for holes without allocating. Opening scans every chunk once, on all
+//! CPUs (chunks are independent; their results are joined in file order,
+//! which numbers the call stacks); records are decoded again chunk by
+//! chunk, on demand, through one reusable buffer, so memory does not grow
+//! with the size of the trace.
 
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
@@ -868,30 +871,9 @@ impl LockTrace {
         }
 
         // Scan every chunk once: count records, collect stacks and damage.
-        struct Chunk {
-            tid: u32,
-            sequence: u32,
-            base_ticks: u64,
-            span: Span,
-            ops: usize,
-            collector_ns: u64,
-            samples: CostSamples,
-            /// Ticks of its first and last record.
-            ticks: Option<(u64, u64)>,
-            /// Its futex records, and the ticks of the last.
-            futex: (usize, Option<u64>),
-            omp: [usize; OMP_EVENTS],
-            name: Option<String>,
-        }
-        /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
-        struct CountChunk {
-            tid: u32,
-            base_ticks: u64,
-            collector_ns: u64,
-            samples: CostSamples,
-            entries: Vec<Counted>,
-            name: Option<String>,
-        }
+        // Chunks are independent: both cores scan them, each through its
+        // own buffer, and their results are joined in file order, which
+        // numbers the stacks as a scan in that order would.
         let mut chunks = Vec::new();
         let mut count_chunks: Vec<CountChunk> = Vec::new();
         let mut bad_counts = 0u64;
@@ -905,150 +887,78 @@ impl LockTrace {
         // Chunks that could not be read: how many, the first one's offset
         // and error.
         let mut unreadable: Option<(u32, u64, io::Error)> = None;
-        // One chunk at a time, through one buffer (present > 0 means the
-        // file holds at least one whole chunk of this size).
-        let mut buf = vec![0u8; if present > 0 { chunk_size as usize } else { 0 }];
-        for i in 0..present {
-            let begin = data_offset + i * chunk_size;
-            let c: &[u8] = match source.read_at(&mut buf, begin) {
-                Ok(n) if n == buf.len() => &buf,
-                // The file was cut shorter since it was opened.
-                Ok(_) => {
-                    lost += 1;
-                    continue;
-                }
-                Err(e) => {
-                    match &mut unreadable {
-                        Some((count, _, _)) => *count += 1,
-                        None => unreadable = Some((1, begin, e)),
-                    }
-                    continue;
-                }
+        let scanned: Vec<ChunkScan> = {
+            let context = ScanContext {
+                version,
+                flags,
+                objects: &trace.objects,
+                sites: &trace.sites,
             };
-            if u32_at(c, ch::MAGIC) != format::CHUNK_MAGIC {
-                unstarted += 1;
-                continue;
-            }
-            let base_ticks = u64_at(c, ch::BASE_TICKS);
-            let mono = u64_at(c, ch::MONOTONIC_NS);
-            if base_ticks != 0 && mono != 0 {
-                trace.calibration_points.push(CalibrationPoint {
-                    ticks: base_ticks,
-                    monotonic_ns: mono,
-                });
-            }
-            let collector_ns = if version >= 2 {
-                u64_at(c, ch::COLLECTOR_NS)
-            } else {
-                0
-            };
-            let samples = if flags & format::FLAG_SAMPLED_COST != 0 {
-                CostSamples::from_word(u64_at(c, ch::COST_SAMPLES))
-            } else {
-                CostSamples::default()
-            };
-            if version >= 2 && u32_at(c, ch::FLAGS) & format::CHUNK_COUNTS != 0 {
-                let entries = c[format::CHUNK_HEADER_SIZE..]
-                    .chunks_exact(format::count::SIZE)
-                    .filter(|e| u64_at(e, format::count::OBJECT) != 0)
-                    .filter_map(|e| {
-                        let primitive = u8::try_from(u32_at(e, format::count::PRIMITIVE))
-                            .ok()
-                            .and_then(Primitive::from_code);
-                        if primitive.is_none() {
-                            bad_counts += 1;
+            let source = &source;
+            (0..present as usize)
+                .into_par_iter()
+                .with_min_len(SCAN_BATCH)
+                .map_init(
+                    || vec![0u8; chunk_size as usize],
+                    |buf, i| {
+                        let begin = data_offset + i as u64 * chunk_size;
+                        match source.read_at(buf, begin) {
+                            Ok(n) if n == buf.len() => context.scan(buf, begin),
+                            // The file was cut shorter since it was opened.
+                            Ok(_) => ChunkScan::Lost,
+                            Err(e) => ChunkScan::Unreadable(begin, e),
                         }
-                        Some(Counted {
-                            object: u64_at(e, format::count::OBJECT),
-                            site: u64_at(e, format::count::SITE),
-                            primitive: primitive?,
-                            count: u64_at(e, format::count::COUNT),
-                        })
-                    })
-                    .filter(|e| e.count > 0)
-                    .collect();
-                count_chunks.push(CountChunk {
-                    tid: u32_at(c, ch::TID),
-                    base_ticks,
-                    collector_ns,
-                    samples,
-                    entries,
-                    name: chunk_thread_name(c),
-                });
-                continue;
+                    },
+                )
+                .collect()
+        };
+        for scan in scanned {
+            match scan {
+                ChunkScan::Lost => lost += 1,
+                ChunkScan::Unreadable(begin, e) => match &mut unreadable {
+                    Some((count, _, _)) => *count += 1,
+                    None => unreadable = Some((1, begin, e)),
+                },
+                ChunkScan::Unstarted => unstarted += 1,
+                ChunkScan::Counts {
+                    chunk,
+                    calibration,
+                    bad,
+                } => {
+                    trace.calibration_points.extend(calibration);
+                    bad_counts += bad;
+                    count_chunks.push(chunk);
+                }
+                ChunkScan::Records {
+                    mut chunk,
+                    calibration,
+                    stacks,
+                    mut creations,
+                    damage,
+                    dangling: d,
+                } => {
+                    trace.calibration_points.extend(calibration);
+                    // The chunk's stacks, numbered from 0 in it, follow
+                    // those of the chunks before it.
+                    let base = trace.stacks.len() as u32;
+                    let global = |local: u32| match local {
+                        NO_STACK | PENDING_KEPT => local,
+                        k => base + k,
+                    };
+                    chunk.span.pending_after = global(chunk.span.pending_after);
+                    for c in &mut creations {
+                        c.stack = global(c.stack);
+                    }
+                    for (k, (offset, frames)) in stacks.into_iter().enumerate() {
+                        trace.stack_at.insert(offset, base + k as u32);
+                        trace.stacks.push(frames);
+                    }
+                    trace.creations.extend(creations);
+                    trace.damage.extend(damage);
+                    dangling += d;
+                    chunks.push(*chunk);
+                }
             }
-            let tid = u32_at(c, ch::TID);
-            let mut cursor = Cursor::new(c, begin);
-            let mut ops = 0usize;
-            let mut ticks: Option<(u64, u64)> = None;
-            let mut futex = (0usize, None);
-            let mut omp = [0usize; OMP_EVENTS];
-            // the stack recorded right before a futex record is that
-            // record's (an operation record in between takes it)
-            let last_stack = std::cell::Cell::new(NO_STACK);
-            // the pending stack after the chunk, for a chunk without
-            // operations (Span::pending_after)
-            let pending_after = std::cell::Cell::new(PENDING_KEPT);
-            cursor.run(
-                &trace.objects,
-                &trace.sites,
-                |op, _, _| {
-                    ops += 1;
-                    let s = ticks.get_or_insert((op.ticks, op.ticks));
-                    s.1 = op.ticks;
-                    last_stack.set(NO_STACK);
-                },
-                |cursor, step| match step {
-                    Step::Stack { offset, frames } => {
-                        last_stack.set(trace.stacks.len() as u32);
-                        pending_after.set(last_stack.get());
-                        trace.stack_at.insert(offset, last_stack.get());
-                        trace.stacks.push(cursor.frames(frames));
-                    }
-                    Step::Futex(op) => {
-                        // (the stack before it is its own: futex_ops)
-                        last_stack.set(NO_STACK);
-                        pending_after.set(NO_STACK);
-                        futex.0 += 1;
-                        futex.1 = Some(op.ticks);
-                    }
-                    Step::Omp(op) => {
-                        last_stack.set(NO_STACK);
-                        pending_after.set(NO_STACK);
-                        // the decoder refuses events outside 1..=9
-                        if let Some(n) = omp.get_mut(usize::from(op.event)) {
-                            *n += 1;
-                        }
-                    }
-                    Step::Create(mut c) => {
-                        c.stack = last_stack.replace(NO_STACK);
-                        pending_after.set(NO_STACK);
-                        c.tid = tid;
-                        trace.creations.push(c);
-                    }
-                    Step::Bad(d) => trace.damage.push(d),
-                    Step::Op(..) | Step::End => {}
-                },
-            );
-            dangling += cursor.dangling;
-            chunks.push(Chunk {
-                tid: u32_at(c, ch::TID),
-                sequence: u32_at(c, ch::SEQUENCE),
-                base_ticks,
-                span: Span {
-                    offset: begin,
-                    len: cursor.i * 8,
-                    ops: u32::try_from(ops).unwrap_or(u32::MAX),
-                    pending_after: pending_after.get(),
-                },
-                ops,
-                collector_ns,
-                samples,
-                ticks,
-                futex,
-                omp,
-                name: chunk_thread_name(c),
-            });
         }
         if let Some((count, offset, error)) = unreadable {
             trace.damage.push(Damage::Unreadable {
@@ -1190,6 +1100,215 @@ impl LockTrace {
         trace.threads = threads.into_iter().map(|(_, t)| t).collect();
         trace.source = Arc::new(source);
         Ok(trace)
+    }
+}
+
+/// Chunks one core scans at a time at open (a chunk is 128 KiB by
+/// default: 8 of them are about 1 MB of records).
+const SCAN_BATCH: usize = 8;
+
+/// What the open scan keeps of a record chunk.
+struct Chunk {
+    tid: u32,
+    sequence: u32,
+    base_ticks: u64,
+    span: Span,
+    ops: usize,
+    collector_ns: u64,
+    samples: CostSamples,
+    /// Ticks of its first and last record.
+    ticks: Option<(u64, u64)>,
+    /// Its futex records, and the ticks of the last.
+    futex: (usize, Option<u64>),
+    omp: [usize; OMP_EVENTS],
+    name: Option<String>,
+}
+
+/// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
+struct CountChunk {
+    tid: u32,
+    base_ticks: u64,
+    collector_ns: u64,
+    samples: CostSamples,
+    entries: Vec<Counted>,
+    name: Option<String>,
+}
+
+/// One chunk as the open scan found it, before the chunks are joined in
+/// file order.
+enum ChunkScan {
+    /// The file ended inside it (cut shorter since it was opened).
+    Lost,
+    /// Reading it failed: its offset and the error.
+    Unreadable(u64, io::Error),
+    /// Claimed, never started (no chunk magic).
+    Unstarted,
+    /// A COUNTS chunk, its calibration point, and its entries with an
+    /// unknown primitive (left out).
+    Counts {
+        chunk: CountChunk,
+        calibration: Option<CalibrationPoint>,
+        bad: u64,
+    },
+    /// A record chunk. Stack indices in `chunk.span.pending_after` and in
+    /// `creations` count from 0 in this chunk (`stacks` in order, each
+    /// with its STACK record's file offset); the join adds the stacks of
+    /// the chunks before.
+    Records {
+        chunk: Box<Chunk>,
+        calibration: Option<CalibrationPoint>,
+        stacks: Vec<(u64, Vec<u64>)>,
+        creations: Vec<Creation>,
+        damage: Vec<Damage>,
+        dangling: u64,
+    },
+}
+
+/// What scanning a chunk needs of its trace's header.
+struct ScanContext<'a> {
+    version: u32,
+    flags: u64,
+    objects: &'a Table,
+    sites: &'a Table,
+}
+
+impl ScanContext<'_> {
+    /// Scans one whole chunk `c` that starts at file offset `begin`:
+    /// counts its records, collects its stacks, creations and damage.
+    fn scan(&self, c: &[u8], begin: u64) -> ChunkScan {
+        if u32_at(c, ch::MAGIC) != format::CHUNK_MAGIC {
+            return ChunkScan::Unstarted;
+        }
+        let base_ticks = u64_at(c, ch::BASE_TICKS);
+        let mono = u64_at(c, ch::MONOTONIC_NS);
+        let calibration = (base_ticks != 0 && mono != 0).then_some(CalibrationPoint {
+            ticks: base_ticks,
+            monotonic_ns: mono,
+        });
+        let collector_ns = if self.version >= 2 {
+            u64_at(c, ch::COLLECTOR_NS)
+        } else {
+            0
+        };
+        let samples = if self.flags & format::FLAG_SAMPLED_COST != 0 {
+            CostSamples::from_word(u64_at(c, ch::COST_SAMPLES))
+        } else {
+            CostSamples::default()
+        };
+        if self.version >= 2 && u32_at(c, ch::FLAGS) & format::CHUNK_COUNTS != 0 {
+            let mut bad = 0u64;
+            let entries = c[format::CHUNK_HEADER_SIZE..]
+                .chunks_exact(format::count::SIZE)
+                .filter(|e| u64_at(e, format::count::OBJECT) != 0)
+                .filter_map(|e| {
+                    let primitive = u8::try_from(u32_at(e, format::count::PRIMITIVE))
+                        .ok()
+                        .and_then(Primitive::from_code);
+                    if primitive.is_none() {
+                        bad += 1;
+                    }
+                    Some(Counted {
+                        object: u64_at(e, format::count::OBJECT),
+                        site: u64_at(e, format::count::SITE),
+                        primitive: primitive?,
+                        count: u64_at(e, format::count::COUNT),
+                    })
+                })
+                .filter(|e| e.count > 0)
+                .collect();
+            return ChunkScan::Counts {
+                chunk: CountChunk {
+                    tid: u32_at(c, ch::TID),
+                    base_ticks,
+                    collector_ns,
+                    samples,
+                    entries,
+                    name: chunk_thread_name(c),
+                },
+                calibration,
+                bad,
+            };
+        }
+        let tid = u32_at(c, ch::TID);
+        let mut cursor = Cursor::new(c, begin);
+        let mut ops = 0usize;
+        let mut ticks: Option<(u64, u64)> = None;
+        let mut futex = (0usize, None);
+        let mut omp = [0usize; OMP_EVENTS];
+        let mut stacks: Vec<(u64, Vec<u64>)> = Vec::new();
+        let mut creations = Vec::new();
+        let mut damage = Vec::new();
+        // the stack recorded right before a futex record is that
+        // record's (an operation record in between takes it)
+        let last_stack = std::cell::Cell::new(NO_STACK);
+        // the pending stack after the chunk, for a chunk without
+        // operations (Span::pending_after)
+        let pending_after = std::cell::Cell::new(PENDING_KEPT);
+        cursor.run(
+            self.objects,
+            self.sites,
+            |op, _, _| {
+                ops += 1;
+                let s = ticks.get_or_insert((op.ticks, op.ticks));
+                s.1 = op.ticks;
+                last_stack.set(NO_STACK);
+            },
+            |cursor, step| match step {
+                Step::Stack { offset, frames } => {
+                    last_stack.set(stacks.len() as u32);
+                    pending_after.set(last_stack.get());
+                    stacks.push((offset, cursor.frames(frames)));
+                }
+                Step::Futex(op) => {
+                    // (the stack before it is its own: futex_ops)
+                    last_stack.set(NO_STACK);
+                    pending_after.set(NO_STACK);
+                    futex.0 += 1;
+                    futex.1 = Some(op.ticks);
+                }
+                Step::Omp(op) => {
+                    last_stack.set(NO_STACK);
+                    pending_after.set(NO_STACK);
+                    // the decoder refuses events outside 1..=9
+                    if let Some(n) = omp.get_mut(usize::from(op.event)) {
+                        *n += 1;
+                    }
+                }
+                Step::Create(mut c) => {
+                    c.stack = last_stack.replace(NO_STACK);
+                    pending_after.set(NO_STACK);
+                    c.tid = tid;
+                    creations.push(c);
+                }
+                Step::Bad(d) => damage.push(d),
+                Step::Op(..) | Step::End => {}
+            },
+        );
+        ChunkScan::Records {
+            chunk: Box::new(Chunk {
+                tid,
+                sequence: u32_at(c, ch::SEQUENCE),
+                base_ticks,
+                span: Span {
+                    offset: begin,
+                    len: cursor.i * 8,
+                    ops: u32::try_from(ops).unwrap_or(u32::MAX),
+                    pending_after: pending_after.get(),
+                },
+                ops,
+                collector_ns,
+                samples,
+                ticks,
+                futex,
+                omp,
+                name: chunk_thread_name(c),
+            }),
+            calibration,
+            stacks,
+            creations,
+            damage,
+            dangling: cursor.dangling,
+        }
     }
 }
 

@@ -346,3 +346,109 @@ fn chunks_without_operations_are_skipped_with_their_pending_stacks() {
         assert_eq!(trace.threads[0].omp_count(), (before + after) as usize);
     }
 }
+
+/// The scan at open runs over chunks on both cores and joins them in file
+/// order: every operation still gets its own STACK record's frames, the
+/// stacks are numbered in file order, and a chunk that ends with a
+/// pending STACK and holds no operation (its pending stack carried in the
+/// scan's result) gives the operation in the next chunk that stack, also
+/// when many stacks of other chunks come before it. Three threads of
+/// hundreds of 4096-byte chunks; each stack's one frame names its thread
+/// and operation.
+#[test]
+fn stacks_keep_their_operations_across_chunks_scanned_apart() {
+    use contend_trace::format::omp as ev;
+    use contend_trace::OmpOp;
+    let frame = |tid: u64, i: u64| 0x7000_0000 + tid * 0x10_0000 + i;
+    let mut b = TraceBuilder::default();
+    let mut expected: Vec<(u32, Vec<Option<u64>>)> = Vec::new();
+    for tid in [11u32, 12, 13] {
+        let m = 0x5000 + u64::from(tid);
+        let mut ops = Vec::new();
+        let mut stacks = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..6_000u64 {
+            let t = 1_000 + 10 * i;
+            let phase = if i % 2 == 0 {
+                Phase::Immediate
+            } else {
+                Phase::Release
+            };
+            ops.push(op(t, m, 0x401000 + 16 * (i % 2), Primitive::Mutex, phase));
+            // a stack before every third operation
+            if i % 3 == 0 {
+                stacks.push((t, vec![frame(u64::from(tid), i)]));
+                want.push(Some(frame(u64::from(tid), i)));
+            } else {
+                want.push(None);
+            }
+        }
+        // Thread 13 begins as in the test above: chunk 1: an operation and
+        // 250 OpenMP records; chunk 2: 250 OpenMP records and a STACK,
+        // which ends it; chunk 3 begins with the operation of that STACK.
+        // Its chunks follow those of threads 11 and 12 in the file.
+        if tid == 13 {
+            let omp = (0..500u64)
+                .map(|k| OmpOp {
+                    ticks: 100 + k,
+                    object: 0x9000,
+                    site: 0x40_3000,
+                    event: [ev::MUTEX_ACQUIRE, ev::MUTEX_ACQUIRED, ev::MUTEX_RELEASED]
+                        [(k % 3) as usize],
+                    kind: 3,
+                    value: 0,
+                })
+                .collect();
+            b.omp.push((tid, omp));
+            ops.insert(0, op(10, m, 0x401020, Primitive::Mutex, Phase::Immediate));
+            ops.insert(1, op(610, m, 0x401030, Primitive::Mutex, Phase::Release));
+            stacks.insert(0, (600, vec![frame(13, 99_999)]));
+            want.insert(0, None);
+            want.insert(1, Some(frame(13, 99_999)));
+        }
+        b.threads.push((tid, ops));
+        b.stacks.push((tid, stacks));
+        expected.push((tid, want));
+    }
+    let bytes = b.to_bytes();
+    let trace = LockTrace::decode(Path::new("many-stacks.ctrace"), &bytes).unwrap();
+    assert!(trace.damage.is_empty(), "{:?}", trace.damage);
+    let chunks = (bytes.len() - 4096) / 4096;
+    assert!(chunks > 100, "only {chunks} chunks");
+    // 2,000 stacks per thread, and thread 13's first
+    assert_eq!(trace.stacks.len(), 3 * 2_000 + 1);
+    // numbered in file order: the builder writes thread after thread
+    let in_file_order: Vec<u64> = b
+        .stacks
+        .iter()
+        .flat_map(|(_, s)| s.iter().map(|(_, f)| f[0]))
+        .collect();
+    let numbered: Vec<u64> = trace.stacks.iter().map(|f| f[0]).collect();
+    assert_eq!(numbered, in_file_order);
+    for (tid, want) in &expected {
+        let thread = trace.threads.iter().find(|t| t.tid == *tid).unwrap();
+        let mut got = Vec::new();
+        trace.for_each_op(thread, |op, _, _| {
+            got.push((op.stack != NO_STACK).then(|| trace.stacks[op.stack as usize][0]))
+        });
+        let first_wrong = |got: &[Option<u64>]| {
+            (0..want.len().max(got.len()))
+                .find(|&i| got.get(i) != want.get(i))
+                .map(|i| (i, got.get(i).copied(), want.get(i).copied()))
+        };
+        assert_eq!(
+            first_wrong(&got),
+            None,
+            "thread {tid}: (operation, got, want)"
+        );
+        let decoded: Vec<Option<u64>> = trace
+            .ops(thread)
+            .map(|op| (op.stack != NO_STACK).then(|| trace.stacks[op.stack as usize][0]))
+            .collect();
+        assert_eq!(
+            first_wrong(&decoded),
+            None,
+            "thread {tid}, full decode: (operation, got, want)"
+        );
+    }
+}
