@@ -23,7 +23,9 @@
 //! global), per call site and per thread; the kind is inferred from the
 //! symbolized waiting function ([`infer_kind`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde::Serialize;
 
@@ -258,7 +260,7 @@ pub fn pair_thread(
 /// A wait whose wake was not recorded (made inline, by glibc or by the
 /// kernel for a robust or PI futex) keeps no waker.
 pub fn match_wakers(events: &mut FutexEvents) {
-    let mut by_word: HashMap<(u32, u64), Vec<usize>> = HashMap::new();
+    let mut by_word: FxHashMap<(u32, u64), Vec<usize>> = FxHashMap::default();
     for (i, w) in events.wakes.iter().enumerate() {
         if w.woken > 0 {
             by_word.entry((w.process, w.word)).or_default().push(i);
@@ -270,7 +272,7 @@ pub fn match_wakers(events: &mut FutexEvents) {
     // skipped in amortised constant time): the search stays near-linear
     // when a word has many wakes and many waits whose wake was not
     // recorded, which would otherwise each scan every earlier wake.
-    let mut words: HashMap<(u32, u64), WakesOfWord> = by_word
+    let mut words: FxHashMap<(u32, u64), WakesOfWord> = by_word
         .into_iter()
         .map(|(key, mut list)| {
             list.sort_by_key(|&i| events.wakes[i].start_ns);
@@ -704,7 +706,7 @@ pub fn add_traced_calls(
     end_ns: u64,
     out: &mut FutexEvents,
 ) {
-    let mut index_of: HashMap<u32, u32> = HashMap::new();
+    let mut index_of: FxHashMap<u32, u32> = FxHashMap::default();
     let mut next = first_free;
     let mut sorted: Vec<&contend_trace::futex_calls::FutexCall> = calls.iter().collect();
     sorted.sort_by_key(|c| (c.pid, c.tid, c.enter_ns));
@@ -860,7 +862,7 @@ pub(crate) struct ShownSites<'r> {
     recording: &'r Recording,
     symbols: &'r Symbols,
     ev: &'r FutexEvents,
-    cache: HashMap<(u32, u64, u32), (u64, ResolvedSite)>,
+    cache: FxHashMap<(u32, u64, u32), (u64, ResolvedSite)>,
 }
 
 impl<'r> ShownSites<'r> {
@@ -874,7 +876,7 @@ impl<'r> ShownSites<'r> {
             recording,
             symbols,
             ev,
-            cache: HashMap::new(),
+            cache: FxHashMap::default(),
         }
     }
 
@@ -928,14 +930,14 @@ pub fn aggregate_on_path(
     path: Option<&crate::locks::across::AcrossPath>,
 ) -> FutexReport {
     let on_path = |i: usize| path.is_some_and(|p| p.futex_on_path.get(i) == Some(&true));
-    let handed: std::collections::HashSet<u32> = path
+    let handed: FxHashSet<u32> = path
         .into_iter()
         .flat_map(|p| p.hand_overs.iter())
         .filter(|h| h.source == crate::locks::across::Source::Futex)
         .map(|h| h.waiting)
         .collect();
     // Sites: (process, site, stack) → shown site, its resolution and kind.
-    let mut site_cache: HashMap<(u32, u64, u32), (u64, usize)> = HashMap::new();
+    let mut site_cache: FxHashMap<(u32, u64, u32), (u64, usize)> = FxHashMap::default();
     let mut sites: Vec<(u32, u64, ResolvedSite, Vec<String>)> = Vec::new();
     let mut site_of = |process: u32, site: u64, stack: u32| -> usize {
         let (_, i) = *site_cache.entry((process, site, stack)).or_insert_with(|| {
@@ -951,10 +953,10 @@ pub fn aggregate_on_path(
 
     let mut summary = FutexSummary::default();
     let mut words: BTreeMap<(u32, u64), FutexWordRow> = BTreeMap::new();
-    let mut word_sites: HashMap<(u32, u64), BTreeMap<usize, u64>> = HashMap::new();
-    let mut word_kind: HashMap<(u32, u64), Vec<(usize, u8)>> = HashMap::new();
+    let mut word_sites: FxHashMap<(u32, u64), BTreeMap<usize, u64>> = FxHashMap::default();
+    let mut word_kind: FxHashMap<(u32, u64), Vec<(usize, u8)>> = FxHashMap::default();
     let mut site_rows: BTreeMap<usize, FutexSiteRow> = BTreeMap::new();
-    let mut site_cmd: HashMap<usize, u8> = HashMap::new();
+    let mut site_cmd: FxHashMap<usize, u8> = FxHashMap::default();
     let mut threads: BTreeMap<(u32, u32), FutexThreadRow> = BTreeMap::new();
 
     for (wi, w) in ev.waits.iter().enumerate() {

@@ -22,7 +22,7 @@
 //! With no futex or OpenMP event the walk is [`super::mark_critical_path`]
 //! exactly (the same wakers, the same order), and the analysis uses that.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
@@ -238,7 +238,7 @@ pub fn mark_across(
         ..AcrossPath::default()
     };
     // Threads: pthread threads first, in their order, then the others.
-    let mut index: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut index: FxHashMap<(u32, u32), usize> = FxHashMap::default();
     let mut ids: Vec<(u32, u32)> = Vec::new();
     let mut last: Vec<u64> = Vec::new();
     let mut pthread_index: Vec<Option<u32>> = Vec::new();
@@ -487,7 +487,7 @@ pub fn summarize(
         s.openmp_events += 1;
         s.openmp_wait_ns += omp.get(i).wait_ns();
     }
-    let mut rows: HashMap<HandOverKey, (u64, u64)> = HashMap::new();
+    let mut rows: FxHashMap<HandOverKey, (u64, u64)> = FxHashMap::default();
     for h in &path.hand_overs {
         let wait = match h.source {
             Source::Lock => {
