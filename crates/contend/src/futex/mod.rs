@@ -397,6 +397,25 @@ pub fn infer_kind<'a>(cmd: u8, functions: impl IntoIterator<Item = &'a str>) -> 
     "futex"
 }
 
+/// The kind of a futex word: the kind most of its waits name, counted
+/// over `calls` (waits per (call site index, futex command)), `kind_of`
+/// inferring the kind of each distinct pair once ([`infer_kind`]); on a
+/// tie a named kind wins over `futex`, then the last in name order;
+/// `futex` when there are none.
+fn most_named_kind(
+    calls: &FxHashMap<(usize, u8), u64>,
+    kind_of: impl Fn(usize, u8) -> &'static str,
+) -> &'static str {
+    let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for (&(site, cmd), &n) in calls {
+        *kinds.entry(kind_of(site, cmd)).or_default() += n;
+    }
+    kinds
+        .into_iter()
+        .max_by_key(|&(k, n)| (n, k != "futex"))
+        .map_or("futex", |(k, _)| k)
+}
+
 /// The `futex` section.
 #[derive(Debug, Clone, Serialize, Default, PartialEq)]
 pub struct FutexReport {
@@ -954,7 +973,9 @@ pub fn aggregate_on_path(
     let mut summary = FutexSummary::default();
     let mut words: BTreeMap<(u32, u64), FutexWordRow> = BTreeMap::new();
     let mut word_sites: FxHashMap<(u32, u64), BTreeMap<usize, u64>> = FxHashMap::default();
-    let mut word_kind: FxHashMap<(u32, u64), Vec<(usize, u8)>> = FxHashMap::default();
+    // Per word: how many of its waits and wakes went through each (site,
+    // command); a kind is inferred once per distinct pair, not per call.
+    let mut word_kind: FxHashMap<(u32, u64), FxHashMap<(usize, u8), u64>> = FxHashMap::default();
     let mut site_rows: BTreeMap<usize, FutexSiteRow> = BTreeMap::new();
     let mut site_cmd: FxHashMap<usize, u8> = FxHashMap::default();
     let mut threads: BTreeMap<(u32, u32), FutexThreadRow> = BTreeMap::new();
@@ -1008,7 +1029,11 @@ pub fn aggregate_on_path(
             row.wake_latency_ns += l;
         }
         *word_sites.entry(key).or_default().entry(si).or_default() += ns;
-        word_kind.entry(key).or_default().push((si, w.cmd));
+        *word_kind
+            .entry(key)
+            .or_default()
+            .entry((si, w.cmd))
+            .or_default() += 1;
         let s = site_rows.entry(si).or_default();
         s.events += 1;
         s.contended_events += slept;
@@ -1064,14 +1089,9 @@ pub fn aggregate_on_path(
                 row.name = known;
             }
             // the kind its waits name (most of them), else its wakes'
-            let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
-            for &(si, cmd) in word_kind.get(&key).into_iter().flatten() {
-                *kinds.entry(kind_of_site(si, cmd)).or_default() += 1;
-            }
-            row.kind = kinds
-                .into_iter()
-                .max_by_key(|&(k, n)| (n, k != "futex"))
-                .map_or("futex", |(k, _)| k)
+            row.kind = word_kind
+                .get(&key)
+                .map_or("futex", |calls| most_named_kind(calls, kind_of_site))
                 .to_string();
             let mut s: Vec<(usize, u64)> = word_sites
                 .get(&key)
@@ -1342,6 +1362,28 @@ mod tests {
         pair_thread(0, 7, 1, ops.iter().copied(), |t| t, 1000, &mut ev);
         assert_eq!(ev.waits[0].outcome, WaitOutcome::Unfinished);
         assert_eq!(ev.waits[0].wait_ns(), 900);
+    }
+
+    /// A word's kind is that of most of its waits, counted per call, not
+    /// per distinct (site, command): 5 waits at a mutex site beat 2 sites
+    /// of one condvar wait each.
+    #[test]
+    fn a_words_kind_counts_its_waits() {
+        let kind_of = |site: usize, _cmd: u8| if site == 0 { "mutex" } else { "condvar" };
+        let mut calls: FxHashMap<(usize, u8), u64> = FxHashMap::default();
+        calls.insert((0, fx::CMD_WAIT), 5);
+        calls.insert((1, fx::CMD_WAIT), 1);
+        calls.insert((2, fx::CMD_WAIT_BITSET), 1);
+        assert_eq!(most_named_kind(&calls, kind_of), "mutex");
+        calls.insert((3, fx::CMD_WAIT), 4);
+        assert_eq!(most_named_kind(&calls, kind_of), "condvar");
+        // a tie: the named kind wins over `futex`
+        let plain = |site: usize, _cmd: u8| if site == 0 { "futex" } else { "rwlock" };
+        let tie: FxHashMap<(usize, u8), u64> = [((0, fx::CMD_WAIT), 3), ((1, fx::CMD_WAIT), 3)]
+            .into_iter()
+            .collect();
+        assert_eq!(most_named_kind(&tie, plain), "rwlock");
+        assert_eq!(most_named_kind(&FxHashMap::default(), plain), "futex");
     }
 
     #[test]
