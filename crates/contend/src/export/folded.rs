@@ -55,8 +55,7 @@ pub(crate) fn fold(
     if options.weight == Weight::MpiWait {
         return fold_mpi(analysis, options);
     }
-    let futex = analysis
-        .events::<FutexEvents>()
+    let futex = crate::futex::events_of(analysis)
         .filter(|f| !f.waits.is_empty() && options.weight == Weight::Wait);
     let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), analysis.recording);
     {

@@ -452,9 +452,8 @@ pub(crate) fn walk(
         Some(Ok(s)) if !s.ticks.is_empty() => Some(s),
         _ => None,
     };
-    let futex = analysis
-        .events::<FutexEvents>()
-        .filter(|f| !f.waits.is_empty() || !f.wakes.is_empty());
+    let futex =
+        crate::futex::events_of(analysis).filter(|f| !f.waits.is_empty() || !f.wakes.is_empty());
     let has_omp = recording
         .processes
         .iter()

@@ -596,17 +596,28 @@ impl Analyzer for FutexAnalyzer {
 
     fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
         let recording = cx.recording;
-        let mut events = collect(recording);
+        // The events the lock analysis collected for the critical path
+        // across recorders (wakers matched, the path's marks indexing
+        // them), else collected here and kept for the exports.
+        let lock_events = cx.earlier::<crate::locks::LockEvents>();
+        let (kept, path) = match lock_events.and_then(|l| Some((l.across_futex.as_ref()?, l))) {
+            Some((events, l)) => (Some(events), l.across.as_ref()),
+            None => (None, None),
+        };
+        let own = match kept {
+            Some(_) => None,
+            None => {
+                let mut events = collect(recording);
+                match_wakers(&mut events);
+                Some(events)
+            }
+        };
+        let events = kept.or(own.as_ref())?;
         if events.waits.is_empty() && events.wakes.is_empty() {
             return None;
         }
-        match_wakers(&mut events);
-        // the critical path across recorders, marked by the lock analysis
-        let path = cx
-            .earlier::<crate::locks::LockEvents>()
-            .and_then(|l| l.across.as_ref())
-            .filter(|a| a.futex_on_path.len() == events.waits.len());
-        let report = aggregate_on_path(recording, cx.symbols, &events, path);
+        let path = path.filter(|a| a.futex_on_path.len() == events.waits.len());
+        let report = aggregate_on_path(recording, cx.symbols, events, path);
         let span = events
             .waits
             .iter()
@@ -616,10 +627,23 @@ impl Analyzer for FutexAnalyzer {
                 Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
             });
         let mut out = AnalysisOutput::new(report);
-        out.events = Some(Box::new(events));
+        if let Some(events) = own {
+            out.events = Some(Box::new(events));
+        }
         out.span_ns = span;
         Some(out)
     }
+}
+
+/// The futex events of an analysed recording, for the exports: those the
+/// lock analysis collected for the critical path across recorders
+/// ([`crate::locks::LockEvents::across_futex`]), else those the futex
+/// analysis collected; `None` when neither analysis kept any.
+pub fn events_of<'a>(analysis: &'a crate::analysis::Analysis<'_>) -> Option<&'a FutexEvents> {
+    analysis
+        .events::<crate::locks::LockEvents>()
+        .and_then(|l| l.across_futex.as_ref())
+        .or_else(|| analysis.events::<FutexEvents>())
 }
 
 /// Pairs the futex records of every thread of every traced process, and

@@ -62,6 +62,11 @@ pub struct LockEvents {
     /// event `i`'s mark), collected once by the lock analysis for the
     /// OpenMP section and the exports; `None` when `across` is.
     pub across_omp: Option<crate::openmp::sync::OmpSyncEvents>,
+    /// The futex events `across` indexes (`across.futex_on_path[i]` is
+    /// wait `i`'s mark), wakers matched, collected once by the lock
+    /// analysis for the futex section and the exports; `None` when
+    /// `across` is.
+    pub across_futex: Option<crate::futex::FutexEvents>,
 }
 
 impl LockEvents {
@@ -280,6 +285,10 @@ impl Analyzer for LockAnalyzer {
                 locks.summary.unreleased_events
             ));
         }
+        let (across_futex, across_omp) = match futex_and_omp.filter(|_| across.is_some()) {
+            Some((futex, omp)) => (Some(futex), Some(omp)),
+            None => (None, None),
+        };
         Some(AnalysisOutput {
             section: Some(Box::new(locks)),
             warnings,
@@ -287,9 +296,8 @@ impl Analyzer for LockAnalyzer {
                 set,
                 critical_path: path,
                 names,
-                across_omp: futex_and_omp
-                    .filter(|_| across.is_some())
-                    .map(|(_, omp)| omp),
+                across_futex,
+                across_omp,
                 across,
             })),
             span_ns: span,

@@ -277,3 +277,98 @@ fn every_figure_draws_and_the_page_holds_them() {
     // The JSON of the document is the report's.
     assert_eq!(doc.to_json(), Document::Report(&analysis.report).to_json());
 }
+
+/// A recording with pthread locks and futex calls: the lock analysis
+/// collects the futex events once, for the critical path across
+/// recorders, and the futex section and the exports read those (the
+/// futex analysis keeps no second copy). Thread 500 as in `recording`;
+/// thread 502 waits on futex word 0xf0 from 1,000 to 1,400 ns, woken by
+/// thread 501's FUTEX_WAKE at 1,300–1,310 (woke 1).
+#[test]
+fn futex_events_are_collected_once_and_exported() {
+    use contend_trace::format::futex as fx;
+    use contend_trace::FutexOp;
+    let fop = |ticks: u64, phase: Phase, cmd: u8, value: i32| FutexOp {
+        ticks,
+        word: 0xf0,
+        site: 0x40_2000,
+        phase,
+        cmd,
+        private: true,
+        value,
+        stack: NO_STACK,
+    };
+    let dir = recording();
+    let path = dir.path().join("locks/500.ctrace");
+    let mut b = TraceBuilder {
+        pid: 500,
+        threads: vec![
+            (
+                500,
+                vec![op(100, A, Phase::Immediate), op(300, A, Phase::Release)],
+            ),
+            (
+                501,
+                vec![op(450, A, Phase::Immediate), op(700, A, Phase::Release)],
+            ),
+            (
+                502,
+                vec![op(1_500, B, Phase::Immediate), op(1_600, B, Phase::Release)],
+            ),
+        ],
+        ..TraceBuilder::default()
+    };
+    b.futex.push((
+        501,
+        vec![
+            fop(1_300, Phase::Release, fx::CMD_WAKE, 0),
+            fop(1_310, Phase::Released, fx::CMD_WAKE, 1),
+        ],
+    ));
+    b.futex.push((
+        502,
+        vec![
+            fop(1_000, Phase::Request, fx::CMD_WAIT, 0),
+            fop(1_400, Phase::Acquired, fx::CMD_WAIT, 0),
+        ],
+    ));
+    std::fs::write(&path, b.to_bytes()).unwrap();
+    let rec = Recording::open(dir.path()).unwrap();
+    let analysis = contend::analyze(&rec, &AnalysisOptions::default(), &NoProgress);
+    let kept = analysis
+        .events::<LockEvents>()
+        .unwrap()
+        .across_futex
+        .as_ref()
+        .expect("the lock analysis keeps the futex events of its path");
+    assert!(
+        analysis.events::<contend::futex::FutexEvents>().is_none(),
+        "the futex analysis collected them again"
+    );
+    let events = contend::futex::events_of(&analysis).unwrap();
+    assert!(std::ptr::eq(events, kept));
+    assert_eq!(events.waits.len(), 1);
+    assert_eq!(events.waits[0].waker, Some(0));
+    // the futex section counts the wait and its hand-over
+    let v: Value = serde_json::from_str(&Document::Report(&analysis.report).to_json()).unwrap();
+    let s = &v["futex"]["summary"];
+    assert_eq!(
+        (s["events"].as_u64(), s["handovers"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(s["wait_ns"].as_u64(), Some(400));
+    // and the folded export weighs it: 400 ns at the futex wait
+    let mut out = Vec::new();
+    export(
+        &analysis,
+        ExportFormat::Folded,
+        &ExportOptions::default(),
+        &mut out,
+    )
+    .unwrap();
+    let folded = String::from_utf8(out).unwrap();
+    assert!(
+        folded.lines().any(|l| l.ends_with(" 400")),
+        "no 400 ns futex wait in:\n{folded}"
+    );
+}

@@ -187,9 +187,7 @@ impl Exporter for Pprof {
             (Some(Ok(m)), Some(ev)) if !ev.analysis.waits.is_empty() => Some((m, ev)),
             _ => None,
         };
-        let futex = analysis
-            .events::<FutexEvents>()
-            .filter(|f| !f.waits.is_empty());
+        let futex = crate::futex::events_of(analysis).filter(|f| !f.waits.is_empty());
         let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), recording);
         if locks.is_none() && futex.is_none() && omp.is_empty() && mpi.is_none() {
             return Err(ExportError::Nothing(
