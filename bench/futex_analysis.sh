@@ -23,8 +23,4 @@ events=$("$CONTEND" report "$OUT/futex.data" --format json 2>/dev/null |
 echo "futex calls (waits and wakes): $events"
 report_binaries
 report_rounds "$OUT/futex.data" futex_times
-for i in "${!bins[@]}"; do
-  read -r mw mc mm < <(report_medians "$OUT/futex_times.$i")
-  echo "${labels[$i]}: report of $events futex calls: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/futex_times.$i")), median CPU ${mc} s, peak RSS ${mm} KiB (runs: $(awk '{printf "%s ", $4}' "$OUT/futex_times.$i"))"
-  awk -v e="$events" -v w="$mw" -v m="$mm" 'BEGIN {printf "  %.1f million futex calls/s of wall time; peak memory: %.1f bytes/call\n", e/w/1e6, m*1024/e}'
-done
+report_summary futex_times "$events" "futex calls" call

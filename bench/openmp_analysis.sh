@@ -25,8 +25,4 @@ events=$("$CONTEND" report "$OUT/omp.data" --format json 2>/dev/null |
 echo "OpenMP events (mutex acquisitions and barrier waits): $events"
 report_binaries
 report_rounds "$OUT/omp.data" omp_times
-for i in "${!bins[@]}"; do
-  read -r mw mc mm < <(report_medians "$OUT/omp_times.$i")
-  echo "${labels[$i]}: report of $events OpenMP events: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/omp_times.$i")), median CPU ${mc} s, peak RSS ${mm} KiB (runs: $(awk '{printf "%s ", $4}' "$OUT/omp_times.$i"))"
-  awk -v e="$events" -v w="$mw" -v m="$mm" 'BEGIN {printf "  %.1f million OpenMP events/s of wall time; peak memory: %.1f bytes/event\n", e/w/1e6, m*1024/e}'
-done
+report_summary omp_times "$events" "OpenMP events" event

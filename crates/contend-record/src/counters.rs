@@ -681,36 +681,13 @@ mod tests {
         assert!(reason(libc::ENOSYS).contains("no perf_event_open"));
     }
 
-    /// Time a CPU spent away from its tasks (steal by the hypervisor, hard
-    /// and soft interrupts), ns, from its `/proc/stat` line. Task-clock
-    /// counts this time (it runs on the perf clock) while rusage does not
-    /// (the scheduler's task clock leaves it out), so a round in which it
-    /// grew is disturbed, not a fault of the counter.
-    fn lost_ns(cpu: usize) -> u64 {
-        let text = std::fs::read_to_string("/proc/stat").unwrap();
-        let name = format!("cpu{cpu}");
-        let line = text
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(name.as_str()))
-            .unwrap_or_else(|| panic!("no {name} in /proc/stat"));
-        let ticks: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .map(|f| f.parse().unwrap())
-            .collect();
-        // user nice system idle iowait irq softirq steal
-        let lost = ticks[5] + ticks[6] + ticks[7];
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-        lost * 1_000_000_000 / hz
-    }
-
     /// One round of [`task_clock_through_fork_and_socket`]: the child,
     /// pinned to `cpu`, execs a CPU burner. Returns (task-clock, rusage
     /// CPU time, time `cpu` lost to steal and interrupts), ns.
     fn task_clock_round(cpu: usize) -> (CounterValue, u64, u64) {
         let prepared = Prepared::new().unwrap();
         let child = prepared.child_part();
-        let lost_before = lost_ns(cpu);
+        let lost_before = crate::host::cpu_time_lost_ns(Some(cpu)).unwrap();
         // SAFETY: the child only makes system calls and spins, then _exits.
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
@@ -734,7 +711,7 @@ mod tests {
         let mut status = 0;
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        let lost = lost_ns(cpu) - lost_before;
+        let lost = crate::host::cpu_time_lost_ns(Some(cpu)).unwrap() - lost_before;
         // The message waits in the socket after the child has gone.
         let c = prepared.collect("none").read();
         let tc = c

@@ -30,6 +30,33 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Time CPU `cpu` (or, with `None`, all CPUs together) has spent away
+/// from its tasks since boot: steal by the hypervisor, hard and soft
+/// interrupts, ns, from its line of `/proc/stat` (`cpuN`, or `cpu`), in
+/// USER_HZ ticks (10 ms) converted. A task's perf task-clock counts such
+/// time while the task is on the CPU and its rusage CPU time does not:
+/// the timing tests read it before and after a round to tell a disturbed
+/// round from a fault. `None` when the line cannot be read.
+pub fn cpu_time_lost_ns(cpu: Option<usize>) -> Option<u64> {
+    let text = fs::read_to_string("/proc/stat").ok()?;
+    let name = cpu.map_or_else(|| "cpu".to_string(), |c| format!("cpu{c}"));
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal …
+    let lost = ticks.get(5)? + ticks.get(6)? + ticks.get(7)?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|&h| h > 0)?;
+    Some(lost * 1_000_000_000 / hz)
+}
+
 /// The CPU model (`model name` of `/proc/cpuinfo`; empty when it does
 /// not say), for files that record the machine they were measured on.
 pub fn cpu_model() -> String {
@@ -188,6 +215,19 @@ pub(crate) fn online_cpus() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The machine's line and CPU 0's read; neither goes back; CPU 0
+    /// lost no more than all CPUs together; a CPU that is not there has
+    /// no line.
+    #[test]
+    fn time_lost_to_steal_and_interrupts_reads_and_grows() {
+        let all = cpu_time_lost_ns(None).unwrap();
+        let first = cpu_time_lost_ns(Some(0)).unwrap();
+        assert!(first <= cpu_time_lost_ns(None).unwrap());
+        assert!(cpu_time_lost_ns(None).unwrap() >= all);
+        assert!(cpu_time_lost_ns(Some(0)).unwrap() >= first);
+        assert_eq!(cpu_time_lost_ns(Some(1 << 20)), None);
+    }
 
     #[test]
     pub(crate) fn cpuinfo_parsing() {

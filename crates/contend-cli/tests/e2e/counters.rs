@@ -19,23 +19,6 @@ fn meta(dir: &std::path::Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
 }
 
-/// Time the machine's CPUs spent away from their tasks (steal by the
-/// hypervisor, hard and soft interrupts), ns, summed over the CPUs, from
-/// the `cpu` line of `/proc/stat`.
-fn cpus_lost_ns() -> u64 {
-    let text = std::fs::read_to_string("/proc/stat").unwrap();
-    let line = text.lines().find(|l| l.starts_with("cpu ")).unwrap();
-    let ticks: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|f| f.parse().unwrap())
-        .collect();
-    // user nice system idle iowait irq softirq steal
-    let lost = ticks[5] + ticks[6] + ticks[7];
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    lost * 1_000_000_000 / hz
-}
-
 /// The software counter `task_clock` proves the open / inherit / read path
 /// on any machine: a forked child with two spinning threads and its parent
 /// are all counted, and the total agrees with the CPU time `wait4`
@@ -58,9 +41,9 @@ fn task_clock_counts_threads_and_children() {
         let rec = dir.path().join("fork.data");
         let mut cmd = record_command(&rec, &prog, &["300"]);
         cmd.env("CONTEND_KEEP_TASK_CLOCK", "1");
-        let lost_before = cpus_lost_ns();
+        let lost_before = contend_record::host::cpu_time_lost_ns(None).unwrap();
         let out = run_timeout(cmd, std::time::Duration::from_secs(300));
-        let lost = cpus_lost_ns() - lost_before;
+        let lost = contend_record::host::cpu_time_lost_ns(None).unwrap() - lost_before;
         assert!(out.success(), "{}", out.describe());
         let m = meta(&rec);
         let c = &m["counters"];
