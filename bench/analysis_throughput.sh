@@ -23,8 +23,4 @@ machine
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 report_binaries
 report_rounds "$OUT/synth.data" times
-for i in "${!bins[@]}"; do
-  read -r mw mc mm < <(report_medians "$OUT/times.$i")
-  echo "${labels[$i]}: report of $EVENTS lock events: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/times.$i")), median CPU ${mc} s (runs: $(awk '{printf "%.2f ", $2 + $3}' "$OUT/times.$i")), peak RSS ${mm} KiB"
-  awk -v e="$EVENTS" -v w="$mw" -v c="$mc" -v m="$mm" 'BEGIN {printf "  throughput: %.1f million events/s of wall time, %.1f million events/s of CPU time; peak memory: %.1f bytes/event\n", e/w/1e6, e/c/1e6, m*1024/e}'
-done
+report_summary times "$EVENTS" "lock events" event

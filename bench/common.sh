@@ -52,16 +52,18 @@ report_rounds() {
 report_medians() {
   echo "$(awk '{print $1}' "$1" | median) $(awk '{print $2 + $3}' "$1" | median) $(awk '{print $4}' "$1" | median)"
 }
-# For each binary of bins[]: the medians of report_rounds' PREFIX files,
-# the runs, and EVENTS (what they count: WHAT, e.g. "OpenMP events"; one
-# of them: ONE, e.g. "event") per second of wall time and peak bytes per
-# one of them.
+# For each binary of bins[]: the medians of report_rounds' PREFIX files
+# and their runs, and EVENTS (what they count: WHAT, e.g. "OpenMP events";
+# one of them: ONE, e.g. "event") per second of wall time and of CPU time
+# (user + sys, steadier while other work loads the machine), and peak
+# bytes per one of them.
 # Usage: report_summary PREFIX EVENTS WHAT ONE
 report_summary() {
-  local prefix=$1 events=$2 what=$3 one=$4 i mw mc mm
+  local prefix=$1 events=$2 what=$3 one=$4 i mw mc mm f
   for i in "${!bins[@]}"; do
-    read -r mw mc mm < <(report_medians "$OUT/$prefix.$i")
-    echo "${labels[$i]}: report of $events $what: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$OUT/$prefix.$i")), median CPU ${mc} s, peak RSS ${mm} KiB (runs: $(awk '{printf "%s ", $4}' "$OUT/$prefix.$i"))"
-    awk -v e="$events" -v w="$mw" -v m="$mm" -v what="$what" -v one="$one" 'BEGIN {printf "  %.1f million %s/s of wall time; peak memory: %.1f bytes/%s\n", e/w/1e6, what, m*1024/e, one}'
+    f="$OUT/$prefix.$i"
+    read -r mw mc mm < <(report_medians "$f")
+    echo "${labels[$i]}: report of $events $what: median wall ${mw} s (runs: $(awk '{printf "%s ", $1}' "$f")), median CPU ${mc} s (runs: $(awk '{printf "%.2f ", $2 + $3}' "$f")), peak RSS ${mm} KiB (runs: $(awk '{printf "%s ", $4}' "$f"))"
+    awk -v e="$events" -v w="$mw" -v c="$mc" -v m="$mm" -v what="$what" -v one="$one" 'BEGIN {printf "  throughput: %.1f million %s/s of wall time, %.1f million %s/s of CPU time; peak memory: %.1f bytes/%s\n", e/w/1e6, what, e/c/1e6, what, m*1024/e, one}'
   done
 }
