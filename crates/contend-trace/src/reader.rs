@@ -238,7 +238,7 @@ struct Span {
     offset: u64,
     /// Bytes from the chunk start to the end of its last decoded record.
     len: usize,
-    /// Its lock operation records (saturating at `u32::MAX`).
+    /// Its lock operation records.
     ops: u32,
     /// The thread's pending stack after the chunk, as [`LockTrace::for_each_op`]
     /// tracks it (the stack a STACK record gives the next operation), for a
@@ -1008,7 +1008,7 @@ impl LockTrace {
                     missing = missing.saturating_add(c.sequence);
                     let t = ThreadTrace {
                         tid,
-                        op_count: c.ops,
+                        op_count: c.span.ops as usize,
                         record_bytes: record_bytes(c.span),
                         chunks: vec![c.span],
                         collector_ns: c.collector_ns,
@@ -1025,13 +1025,13 @@ impl LockTrace {
                 } else if let Some((_, t, last)) = current.as_mut() {
                     missing = missing.saturating_add(c.sequence - *last - 1);
                     *last = c.sequence;
-                    t.op_count += c.ops;
+                    t.op_count += c.span.ops as usize;
                     t.record_bytes += record_bytes(c.span);
                     t.collector_ns += c.collector_ns;
                     t.record_samples.add(c.samples);
                     t.chunks.push(c.span);
                     if let Some((first, last)) = c.ticks {
-                        if t.op_count == c.ops {
+                        if t.op_count == c.span.ops as usize {
                             t.span_ticks.0 = first;
                         }
                         t.span_ticks.1 = last;
@@ -1112,8 +1112,8 @@ struct Chunk {
     tid: u32,
     sequence: u32,
     base_ticks: u64,
+    /// Where it is, and its lock operation records (`span.ops`).
     span: Span,
-    ops: usize,
     collector_ns: u64,
     samples: CostSamples,
     /// Ticks of its first and last record.
@@ -1231,7 +1231,9 @@ impl ScanContext<'_> {
         }
         let tid = u32_at(c, ch::TID);
         let mut cursor = Cursor::new(c, begin);
-        let mut ops = 0usize;
+        // (a chunk's size is a u32 of bytes and an operation record takes
+        // 8 of them: its count fits a u32)
+        let mut ops = 0u32;
         let mut ticks: Option<(u64, u64)> = None;
         let mut futex = (0usize, None);
         let mut omp = [0usize; OMP_EVENTS];
@@ -1292,10 +1294,9 @@ impl ScanContext<'_> {
                 span: Span {
                     offset: begin,
                     len: cursor.i * 8,
-                    ops: u32::try_from(ops).unwrap_or(u32::MAX),
+                    ops,
                     pending_after: pending_after.get(),
                 },
-                ops,
                 collector_ns,
                 samples,
                 ticks,

@@ -57,7 +57,7 @@ pub(crate) fn fold(
     }
     let futex = crate::futex::events_of(analysis)
         .filter(|f| !f.waits.is_empty() && options.weight == Weight::Wait);
-    let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), analysis.recording);
+    let omp = crate::openmp::sync::events_of(analysis);
     {
         let ev = match analysis.events::<LockEvents>() {
             Some(ev) if !ev.set.events.is_empty() => ev,

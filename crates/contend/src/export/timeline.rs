@@ -511,7 +511,7 @@ pub(crate) fn walk(
     if let Some(f) = futex {
         futex_events(analysis, f, options, sink, &mut tracks, &mut counts)?;
     }
-    let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), recording);
+    let omp = crate::openmp::sync::events_of(analysis);
     if !omp.is_empty() {
         openmp_events(analysis, &omp, options, sink, &mut tracks, &mut counts)?;
     }

@@ -23,6 +23,7 @@
 //! global), per call site and per thread; the kind is inferred from the
 //! symbolized waiting function ([`infer_kind`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -133,7 +134,7 @@ pub struct FutexWake {
 }
 
 /// What the futex analysis keeps per event, for exporters.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FutexEvents {
     /// Every wait, in process, thread and time order.
     pub waits: Vec<FutexWait>,
@@ -600,24 +601,22 @@ impl Analyzer for FutexAnalyzer {
         // across recorders (wakers matched, the path's marks indexing
         // them), else collected here and kept for the exports.
         let lock_events = cx.earlier::<crate::locks::LockEvents>();
-        let (kept, path) = match lock_events.and_then(|l| Some((l.across_futex.as_ref()?, l))) {
-            Some((events, l)) => (Some(events), l.across.as_ref()),
-            None => (None, None),
-        };
-        let own = match kept {
-            Some(_) => None,
+        let events = match lock_events.and_then(|l| l.across_futex.as_ref()) {
+            Some(kept) => Cow::Borrowed(kept),
             None => {
                 let mut events = collect(recording);
                 match_wakers(&mut events);
-                Some(events)
+                Cow::Owned(events)
             }
         };
-        let events = kept.or(own.as_ref())?;
         if events.waits.is_empty() && events.wakes.is_empty() {
             return None;
         }
-        let path = path.filter(|a| a.futex_on_path.len() == events.waits.len());
-        let report = aggregate_on_path(recording, cx.symbols, events, path);
+        // the critical path across recorders, marked by the lock analysis
+        let path = lock_events
+            .and_then(|l| l.across.as_ref())
+            .filter(|a| a.futex_on_path.len() == events.waits.len());
+        let report = aggregate_on_path(recording, cx.symbols, &events, path);
         let span = events
             .waits
             .iter()
@@ -627,7 +626,7 @@ impl Analyzer for FutexAnalyzer {
                 Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
             });
         let mut out = AnalysisOutput::new(report);
-        if let Some(events) = own {
+        if let Cow::Owned(events) = events {
             out.events = Some(Box::new(events));
         }
         out.span_ns = span;

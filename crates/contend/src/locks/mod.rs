@@ -69,21 +69,6 @@ pub struct LockEvents {
     pub across_futex: Option<crate::futex::FutexEvents>,
 }
 
-impl LockEvents {
-    /// The recording's OpenMP events ([`crate::openmp::sync::collect`]):
-    /// those the critical path across recorders indexes when the lock
-    /// analysis kept them, else collected now.
-    pub fn openmp_events<'a>(
-        lock_events: Option<&'a LockEvents>,
-        recording: &Recording,
-    ) -> std::borrow::Cow<'a, crate::openmp::sync::OmpSyncEvents> {
-        match lock_events.and_then(|l| l.across_omp.as_ref()) {
-            Some(omp) => std::borrow::Cow::Borrowed(omp),
-            None => std::borrow::Cow::Owned(crate::openmp::sync::collect(recording)),
-        }
-    }
-}
-
 /// Resolves objects and sites of the lock-traced processes of a recording
 /// (by process index) through the shared [`Symbols`].
 pub struct ProcessResolver<'a> {
@@ -285,10 +270,7 @@ impl Analyzer for LockAnalyzer {
                 locks.summary.unreleased_events
             ));
         }
-        let (across_futex, across_omp) = match futex_and_omp.filter(|_| across.is_some()) {
-            Some((futex, omp)) => (Some(futex), Some(omp)),
-            None => (None, None),
-        };
+        let (across_futex, across_omp) = futex_and_omp.filter(|_| across.is_some()).unzip();
         Some(AnalysisOutput {
             section: Some(Box::new(locks)),
             warnings,

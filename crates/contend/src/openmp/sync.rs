@@ -24,6 +24,7 @@
 //! Task waits and task groups wait for tasks, not for a thread's arrival:
 //! they are events without a waker.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
@@ -595,6 +596,20 @@ fn latest_by_other_thread(
     *run = r.saturating_sub(1);
     let before = (run_starts[*run] as usize).checked_sub(1)?;
     Some(list[before] as usize)
+}
+
+/// The OpenMP events of an analysed recording, for the exports: those
+/// the lock analysis collected for the critical path across recorders
+/// ([`crate::locks::LockEvents::across_omp`]), else collected now
+/// ([`collect`]; the OpenMP analysis keeps none of its own).
+pub fn events_of<'a>(analysis: &'a crate::analysis::Analysis<'_>) -> Cow<'a, OmpSyncEvents> {
+    match analysis
+        .events::<crate::locks::LockEvents>()
+        .and_then(|l| l.across_omp.as_ref())
+    {
+        Some(omp) => Cow::Borrowed(omp),
+        None => Cow::Owned(collect(analysis.recording)),
+    }
 }
 
 /// The OpenMP synchronisation events of every traced thread of

@@ -188,7 +188,7 @@ impl Exporter for Pprof {
             _ => None,
         };
         let futex = crate::futex::events_of(analysis).filter(|f| !f.waits.is_empty());
-        let omp = LockEvents::openmp_events(analysis.events::<LockEvents>(), recording);
+        let omp = crate::openmp::sync::events_of(analysis);
         if locks.is_none() && futex.is_none() && omp.is_empty() && mpi.is_none() {
             return Err(ExportError::Nothing(
                 "the recording holds no lock events, no futex waits, no OpenMP events and no MPI wait states: no profile to write"
