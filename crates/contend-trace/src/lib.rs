@@ -63,7 +63,7 @@ pub use format::{Phase, Primitive};
 pub use mpi_reader::{decode_rank_trace, read_mpi_recording, read_rank_trace};
 pub use reader::{
     CostSamples, Counted, Creation, CreationKind, Damage, ExtensionRecords, FutexOp, FutexOps,
-    LockTrace, OmpOp, OmpOps, Ops, RawOp, ThreadTrace, NO_SLOT, NO_STACK, OMP_EVENTS,
+    LockTrace, OmpOp, OmpOps, Ops, RawOp, RecordsAhead, ThreadTrace, NO_SLOT, NO_STACK, OMP_EVENTS,
 };
 pub use writer::{BuiltSamples, BuiltStack, TraceBuilder};
 

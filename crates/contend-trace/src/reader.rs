@@ -1408,6 +1408,127 @@ impl<T: Copy> Iterator for ExtensionRecords<'_, T> {
     }
 }
 
+/// Chunks of records a [`RecordsAhead`] reader decodes before the
+/// consumer takes them (each a chunk's records of one kind: at most a
+/// chunk's size / 16 bytes each, 64 K of 16-byte records for 1 MiB chunks).
+const AHEAD_CHUNKS: usize = 4;
+
+/// One thread's records of one extension kind, in program order, as
+/// [`ExtensionRecords`] gives them, either read here or read and decoded
+/// by a reader thread a few chunks ahead ([`LockTrace::omp_ops_ahead`]),
+/// so that a consumer on its own core does not wait for the reads and
+/// the decoding.
+pub enum RecordsAhead<'a, T> {
+    /// Read and decoded by the consumer as it goes.
+    Here(ExtensionRecords<'a, T>),
+    /// Decoded by the reader thread.
+    Ahead(Decoded<T>),
+}
+
+/// The consumer's end of a [`RecordsAhead`] reader thread: chunks' records
+/// come through `rx`, the emptied vectors go back through `back` to be
+/// filled again.
+pub struct Decoded<T> {
+    rx: std::sync::mpsc::Receiver<Vec<T>>,
+    back: std::sync::mpsc::SyncSender<Vec<T>>,
+    batch: Vec<T>,
+    next: usize,
+}
+
+impl<'a, T> From<ExtensionRecords<'a, T>> for RecordsAhead<'a, T> {
+    fn from(records: ExtensionRecords<'a, T>) -> Self {
+        RecordsAhead::Here(records)
+    }
+}
+
+impl<T: Copy> Iterator for RecordsAhead<'_, T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        match self {
+            RecordsAhead::Here(records) => records.next(),
+            RecordsAhead::Ahead(Decoded {
+                rx,
+                back,
+                batch,
+                next,
+            }) => {
+                while *next == batch.len() {
+                    // (the reader is done, or gone: the end)
+                    let full = rx.recv().ok()?;
+                    let mut used = std::mem::replace(batch, full);
+                    used.clear();
+                    // (when the reader has enough, the vector is dropped)
+                    let _ = back.try_send(used);
+                    *next = 0;
+                }
+                let op = batch[*next];
+                *next += 1;
+                Some(op)
+            }
+        }
+    }
+}
+
+impl LockTrace {
+    /// Calls `consume` with the OpenMP records of `thread`, as
+    /// [`LockTrace::omp_ops`] gives them, read and decoded by a thread of
+    /// their own up to [`AHEAD_CHUNKS`] chunks ahead of `consume` (which
+    /// then only takes them: reading and decoding took half of an OpenMP
+    /// report's time). Should the reader thread not start, `consume` reads
+    /// them itself; should `consume` stop early, the reader stops at its
+    /// next chunk. Memory: a chunk's bytes and at most `AHEAD_CHUNKS` + 2
+    /// chunks' records.
+    pub fn omp_ops_ahead<R>(
+        &self,
+        thread: &ThreadTrace,
+        consume: impl FnOnce(RecordsAhead<'_, OmpOp>) -> R,
+    ) -> R {
+        self.records_ahead(thread, thread.omp_count(), decode_omp, consume)
+    }
+
+    fn records_ahead<T: Copy + Send, R>(
+        &self,
+        thread: &ThreadTrace,
+        count: usize,
+        decode: fn(&LockTrace, &[u8], u64, &mut Vec<T>),
+        consume: impl FnOnce(RecordsAhead<'_, T>) -> R,
+    ) -> R {
+        if count == 0 {
+            return consume(ExtensionRecords::new(self, thread, count, decode).into());
+        }
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(AHEAD_CHUNKS);
+            let (back, emptied) = std::sync::mpsc::sync_channel::<Vec<T>>(AHEAD_CHUNKS + 2);
+            let chunks = &thread.chunks;
+            let reader = std::thread::Builder::new()
+                .name("contend-read".into())
+                .spawn_scoped(scope, move || {
+                    let mut buf = Vec::new();
+                    for &span in chunks {
+                        let mut out = emptied.try_recv().unwrap_or_default();
+                        let bytes = self.source.span(span, &mut buf);
+                        decode(self, bytes, span.offset, &mut out);
+                        if !out.is_empty() && tx.send(out).is_err() {
+                            // the consumer stopped
+                            return;
+                        }
+                    }
+                });
+            match reader {
+                Ok(_) => consume(RecordsAhead::Ahead(Decoded {
+                    rx,
+                    back,
+                    batch: Vec::new(),
+                    next: 0,
+                })),
+                Err(_) => consume(ExtensionRecords::new(self, thread, count, decode).into()),
+            }
+        })
+    }
+}
+
 /// The OpenMP records of one chunk's bytes (at file offset `offset`).
 fn decode_omp(trace: &LockTrace, chunk: &[u8], offset: u64, out: &mut Vec<OmpOp>) {
     Cursor::new(chunk, offset).run(

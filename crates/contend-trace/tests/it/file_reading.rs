@@ -260,6 +260,30 @@ fn openmp_records_are_read_again_from_the_file_in_program_order() {
     );
 }
 
+/// Read ahead by a thread of their own (`omp_ops_ahead`), a thread's
+/// OpenMP records are those `omp_ops` gives, in order, from the file and
+/// from memory; a consumer that stops early gets a prefix and returns (the
+/// reader thread stops at its next chunk instead of waiting for it); a
+/// thread without OpenMP records gives none.
+#[test]
+fn openmp_records_read_ahead_are_those_read_in_place() {
+    let (b, _) = trace_with_omp();
+    let bytes = b.to_bytes();
+    let (_tmp, path, from_file) = written_and_opened(&bytes);
+    let in_memory = LockTrace::decode(&path, &bytes).unwrap();
+    for t in [&from_file, &in_memory] {
+        for th in &t.threads {
+            let ahead: Vec<OmpOp> = t.omp_ops_ahead(th, |ops| ops.collect());
+            let here: Vec<OmpOp> = t.omp_ops(th).collect();
+            assert_eq!(ahead, here, "tid {}", th.tid);
+            let first: Vec<OmpOp> = t.omp_ops_ahead(th, |ops| ops.take(3).collect());
+            assert_eq!(first, here[..here.len().min(3)], "tid {}", th.tid);
+        }
+    }
+    let with_records = from_file.threads.iter().filter(|th| th.omp_count() > 0);
+    assert_eq!(with_records.count(), 2);
+}
+
 #[test]
 fn openmp_records_of_a_file_cut_short_after_it_was_opened_are_a_prefix() {
     let (b, omp) = trace_with_omp();
