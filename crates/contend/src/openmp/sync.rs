@@ -26,7 +26,9 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::mem::MaybeUninit;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use contend_trace::format::omp as ev;
@@ -158,6 +160,23 @@ struct PackedSync {
 }
 
 impl PackedSync {
+    /// `e` packed with thread, object and site indices, its acquisition
+    /// and release at its request (then set with [`PackedSync::set_times`]).
+    #[inline]
+    fn new(e: &OmpSyncEvent, thread: u32, object: u32, site: u32) -> PackedSync {
+        PackedSync {
+            requested_ns: e.requested_ns,
+            wait_lo: 0,
+            hold_lo: 0,
+            high: 0,
+            thread_kind: thread
+                | u32::from(e.kind.min(MAX_SYNC_KIND)) << 24
+                | u32::from(e.barrier) << 31,
+            object,
+            site,
+        }
+    }
+
     #[inline]
     fn wait_ns(&self) -> u64 {
         u64::from(self.wait_lo) | u64::from(self.high & 0xffff) << 32
@@ -319,42 +338,32 @@ fn intern(index: &mut FxHashMap<u64, u32>, table: &mut Vec<u64>, value: u64) -> 
 }
 
 impl OmpSyncBuilder {
-    /// Room for `n` more events, made at once (a vector grown by doubling
-    /// holds up to twice its length).
-    pub fn reserve_exact(&mut self, n: usize) {
-        self.events.packed.reserve_exact(n);
-    }
-
     /// Adds `e` (durations kept at [`MAX_SYNC_DURATION_NS`]); its index,
     /// or `None` when its thread is beyond the 2^24 an event can name.
     pub fn push(&mut self, e: OmpSyncEvent) -> Option<usize> {
-        let threads = &mut self.events.threads;
-        let thread = match self.thread_index.get(&(e.process, e.tid)) {
-            Some(&t) => t,
-            None if threads.len() < MAX_SYNC_THREADS => {
-                threads.push((e.process, e.tid));
-                let t = (threads.len() - 1) as u32;
-                self.thread_index.insert((e.process, e.tid), t);
-                t
-            }
-            None => return None,
-        };
+        let thread = self.thread(e.process, e.tid)?;
         let object = intern(&mut self.object_index, &mut self.events.objects, e.object);
         let site = intern(&mut self.site_index, &mut self.events.sites, e.site);
-        let mut p = PackedSync {
-            requested_ns: e.requested_ns,
-            wait_lo: 0,
-            hold_lo: 0,
-            high: 0,
-            thread_kind: thread
-                | u32::from(e.kind.min(MAX_SYNC_KIND)) << 24
-                | u32::from(e.barrier) << 31,
-            object,
-            site,
-        };
+        let mut p = PackedSync::new(&e, thread, object, site);
         p.set_times(e.acquired_ns, e.released_ns);
         self.events.packed.push(p);
         Some(self.events.packed.len() - 1)
+    }
+
+    /// The index of thread (`process`, `tid`), added when new; `None`
+    /// beyond the [`MAX_SYNC_THREADS`] an event can name.
+    fn thread(&mut self, process: u32, tid: u32) -> Option<u32> {
+        let threads = &mut self.events.threads;
+        match self.thread_index.get(&(process, tid)) {
+            Some(&t) => Some(t),
+            None if threads.len() < MAX_SYNC_THREADS => {
+                threads.push((process, tid));
+                let t = (threads.len() - 1) as u32;
+                self.thread_index.insert((process, tid), t);
+                Some(t)
+            }
+            None => None,
+        }
     }
 }
 
@@ -368,6 +377,46 @@ pub fn pair_thread(
     ops: impl IntoIterator<Item = OmpOp>,
     to_ns: impl Fn(u64) -> u64,
     out: &mut OmpSyncBuilder,
+) {
+    pair_thread_into(process, tid, ops, to_ns, out);
+}
+
+/// Where [`pair_thread_into`] puts one thread's events: the whole
+/// recording's [`OmpSyncBuilder`], or the thread's own part of the
+/// event vector ([`ThreadPart`], when the threads are paired side by
+/// side).
+trait SyncSink {
+    /// Adds `e`; its index, to give to [`SyncSink::release`], or `None`
+    /// when it was left out.
+    fn push(&mut self, e: OmpSyncEvent) -> Option<usize>;
+    /// Event `i` (an index `push` gave) was released at `released_ns`.
+    fn release(&mut self, i: usize, released_ns: u64);
+    /// The construct site of parallel region instance `instance`.
+    fn region_site(&mut self, process: u32, instance: u64, site: u64);
+}
+
+impl SyncSink for OmpSyncBuilder {
+    fn push(&mut self, e: OmpSyncEvent) -> Option<usize> {
+        OmpSyncBuilder::push(self, e)
+    }
+
+    fn release(&mut self, i: usize, released_ns: u64) {
+        let e = &mut self.events.packed[i];
+        e.set_times(e.acquired_ns(), released_ns);
+    }
+
+    fn region_site(&mut self, process: u32, instance: u64, site: u64) {
+        self.region_site.insert((process, instance), site);
+    }
+}
+
+/// [`pair_thread`] into any [`SyncSink`].
+fn pair_thread_into(
+    process: u32,
+    tid: u32,
+    ops: impl IntoIterator<Item = OmpOp>,
+    to_ns: impl Fn(u64) -> u64,
+    out: &mut impl SyncSink,
 ) {
     // object → (acquire ns, site), and object → index of the held event
     let mut acquiring: FxHashMap<u64, (u64, u64)> = FxHashMap::default();
@@ -395,8 +444,7 @@ pub fn pair_thread(
             }
             ev::MUTEX_RELEASED => {
                 if let Some(i) = held.remove(&op.object) {
-                    let e = &mut out.events.packed[i];
-                    e.set_times(e.acquired_ns(), now);
+                    out.release(i, now);
                 }
             }
             ev::SYNC_WAIT_BEGIN if is_implicit(op.kind) => {
@@ -413,9 +461,7 @@ pub fn pair_thread(
                 e.released_ns = e.acquired_ns;
                 out.push(e);
             }
-            ev::PARALLEL_BEGIN => {
-                out.region_site.insert((process, op.object), op.site);
-            }
+            ev::PARALLEL_BEGIN => out.region_site(process, op.object, op.site),
             _ => {}
         }
     }
@@ -615,42 +661,162 @@ pub fn events_of<'a>(analysis: &'a crate::analysis::Analysis<'_>) -> Cow<'a, Omp
 /// The OpenMP synchronisation events of every traced thread of
 /// `recording`, paired and with their wakers.
 pub fn collect(recording: &Recording) -> OmpSyncEvents {
-    let mut b = OmpSyncBuilder::default();
-    // Room for every event at once (a vector grown by doubling held up to
-    // twice its length, 604 MB for a 5-million-pair recording): at most
-    // one per acquired record, implicit barrier arrival and explicit
-    // barrier's wait end ([`pair_thread`] makes no other), here bounded by
-    // the acquired, wait begin and wait end records the reader counted,
-    // which exceed the events by the explicit barriers' arrivals and the
-    // implicit barriers' wait ends. (Counting them exactly would read every
-    // record once more: the records are not kept in memory.)
-    let most: usize = recording
+    // Each thread's events are at most one per acquired record, implicit
+    // barrier arrival and explicit barrier's wait end ([`pair_thread`]
+    // makes no other), here bounded by the acquired, wait begin and wait
+    // end records the reader counted, which exceed the events by the
+    // explicit barriers' arrivals and the implicit barriers' wait ends.
+    // (Counting them exactly would read every record once more: the
+    // records are not kept in memory.)
+    let threads: Vec<(
+        u32,
+        &contend_trace::LockTrace,
+        &contend_trace::ThreadTrace,
+        usize,
+    )> = recording
         .processes
         .iter()
-        .flat_map(|p| &p.trace.threads)
-        .map(|t| {
-            t.omp_by_event[usize::from(ev::MUTEX_ACQUIRED)]
-                + t.omp_by_event[usize::from(ev::SYNC_WAIT_BEGIN)]
-                + t.omp_by_event[usize::from(ev::SYNC_WAIT_END)]
+        .enumerate()
+        .flat_map(|(pi, p)| {
+            p.trace
+                .threads
+                .iter()
+                .map(move |t| (pi as u32, &p.trace, t))
         })
-        .sum();
-    b.reserve_exact(most);
-    for (pi, p) in recording.processes.iter().enumerate() {
-        let trace = &p.trace;
-        for t in &trace.threads {
-            if t.omp_count() == 0 {
-                continue;
+        .filter(|(_, _, t)| t.omp_count() > 0)
+        .map(|(pi, trace, t)| {
+            let most = t.omp_by_event[usize::from(ev::MUTEX_ACQUIRED)]
+                + t.omp_by_event[usize::from(ev::SYNC_WAIT_BEGIN)]
+                + t.omp_by_event[usize::from(ev::SYNC_WAIT_END)];
+            (pi, trace, t, most)
+        })
+        .collect();
+    // Room for every event at once (a vector grown by doubling held up to
+    // twice its length, 604 MB for a 5-million-pair recording), each
+    // thread paired into its own part of it on both cores, then the parts
+    // moved together, in thread order, with their threads, objects and
+    // sites numbered as one pass over the threads in that order would.
+    let total: usize = threads.iter().map(|t| t.3).sum();
+    let mut packed: Vec<PackedSync> = Vec::with_capacity(total);
+    let mut slices: Vec<&mut [MaybeUninit<PackedSync>]> = Vec::with_capacity(threads.len());
+    let mut rest = &mut packed.spare_capacity_mut()[..total];
+    for t in &threads {
+        let (head, tail) = rest.split_at_mut(t.3);
+        slices.push(head);
+        rest = tail;
+    }
+    let records: usize = threads.iter().map(|t| t.2.omp_count()).sum();
+    let parts: Vec<ThreadTables> = threads
+        .par_iter()
+        .zip(slices)
+        .map(|(&(pi, trace, t, _), out)| {
+            let mut part = ThreadPart {
+                out,
+                tables: ThreadTables::default(),
+            };
+            super::with_omp_records(trace, t, records, |ops| {
+                pair_thread_into(
+                    pi,
+                    t.tid,
+                    ops,
+                    |ticks| recording.to_ns(trace, ticks),
+                    &mut part,
+                )
+            });
+            part.tables
+        })
+        .collect();
+    let mut b = OmpSyncBuilder::default();
+    let base = packed.as_mut_ptr();
+    let (mut at, mut start) = (0usize, 0usize);
+    for (part, &(pi, _, t, most)) in parts.into_iter().zip(&threads) {
+        let thread = (part.written > 0).then(|| b.thread(pi, t.tid)).flatten();
+        if let Some(thread) = thread {
+            let objects: Vec<u32> = part
+                .objects
+                .iter()
+                .map(|&o| intern(&mut b.object_index, &mut b.events.objects, o))
+                .collect();
+            let sites: Vec<u32> = part
+                .sites
+                .iter()
+                .map(|&s| intern(&mut b.site_index, &mut b.events.sites, s))
+                .collect();
+            for k in start..start + part.written {
+                // SAFETY: the part wrote its first `written` places
+                // (start..start + written, inside the vector's capacity),
+                // and the events move down (at <= k): each is read before
+                // a later write can reach its place.
+                unsafe {
+                    let mut e = base.add(k).read();
+                    e.thread_kind |= thread;
+                    e.object = objects[e.object as usize];
+                    e.site = sites[e.site as usize];
+                    base.add(at).write(e);
+                }
+                at += 1;
             }
-            pair_thread(
-                pi as u32,
-                t.tid,
-                trace.omp_ops(t),
-                |ticks| recording.to_ns(trace, ticks),
-                &mut b,
-            );
+        }
+        for (key, site) in part.region_sites {
+            b.region_site.insert(key, site);
+        }
+        start += most;
+    }
+    // SAFETY: places 0..at were written above.
+    unsafe { packed.set_len(at) };
+    b.events.packed = packed;
+    finish(b)
+}
+
+/// One thread's part of the event vector while the threads are paired
+/// side by side ([`collect`]): its events are written with thread index 0
+/// and with object and site indices into the thread's own tables, which
+/// the move into place renumbers.
+struct ThreadPart<'a> {
+    out: &'a mut [MaybeUninit<PackedSync>],
+    tables: ThreadTables,
+}
+
+/// What a [`ThreadPart`] keeps beside its events.
+#[derive(Default)]
+struct ThreadTables {
+    /// Events written, the first places of its part.
+    written: usize,
+    /// Objects and sites by the thread's own indices, in first-seen order.
+    objects: Vec<u64>,
+    object_index: FxHashMap<u64, u32>,
+    sites: Vec<u64>,
+    site_index: FxHashMap<u64, u32>,
+    /// [`SyncSink::region_site`]s, in order.
+    region_sites: Vec<((u32, u64), u64)>,
+}
+
+impl SyncSink for ThreadPart<'_> {
+    fn push(&mut self, e: OmpSyncEvent) -> Option<usize> {
+        let t = &mut self.tables;
+        // (more events than the reader counted records: the file changed
+        // since; the rest is left out)
+        let slot = self.out.get_mut(t.written)?;
+        let object = intern(&mut t.object_index, &mut t.objects, e.object);
+        let site = intern(&mut t.site_index, &mut t.sites, e.site);
+        let mut p = PackedSync::new(&e, 0, object, site);
+        p.set_times(e.acquired_ns, e.released_ns);
+        slot.write(p);
+        t.written += 1;
+        Some(t.written - 1)
+    }
+
+    fn release(&mut self, i: usize, released_ns: u64) {
+        if i < self.tables.written {
+            // SAFETY: places below `written` were written by `push`.
+            let e = unsafe { self.out[i].assume_init_mut() };
+            e.set_times(e.acquired_ns(), released_ns);
         }
     }
-    finish(b)
+
+    fn region_site(&mut self, process: u32, instance: u64, site: u64) {
+        self.tables.region_sites.push(((process, instance), site));
+    }
 }
 
 /// Adds the events on the critical path across recorders to the rows of

@@ -403,3 +403,167 @@ fn a_broadcast_wake_lets_every_waiter_go_and_the_path_follows_one() {
         (2, 210, 1)
     );
 }
+
+/// A recording of three threads' OpenMP records, written in 4 KiB chunks:
+/// thread 10 takes lock L 40,000 times and critical section S (shared with
+/// thread 11) 40,000 times, every 7th acquisition waiting 5 ns; thread 11
+/// takes S and its own lock M 300 times each, spread over thread 10's run
+/// (also every 7th waiting 5 ns); all three meet the implicit
+/// barrier of region 9 and two explicit barriers. Thread 10 holds nearly
+/// all the records, so it is read ahead on a thread of its own on a
+/// machine of more than one core. Returns the recording's folder and the
+/// expected (acquisitions, wait ns, hold ns) of each of L, S and M.
+fn omp_recording() -> (tempfile::TempDir, [(u64, u64, u64); 3]) {
+    const L: u64 = 0x1000;
+    const S: u64 = 0x2000;
+    const M: u64 = 0x3000;
+    const R: u64 = 9;
+    let mut sums = [(0u64, 0u64, 0u64); 3];
+    // n acquisitions, `gap` ns apart
+    let mut pairs =
+        |ops: &mut Vec<OmpOp>, now: &mut u64, n: u64, gap: u64, mutexes: &[(usize, u64, u8)]| {
+            for i in 0..n {
+                let (row, object, kind) = mutexes[i as usize % mutexes.len()];
+                let wait = if i % 7 == 0 { 5 } else { 0 };
+                let hold = 3 + i % 4;
+                ops.push(oop(
+                    *now,
+                    ev::MUTEX_ACQUIRE,
+                    kind,
+                    object,
+                    0x700 + row as u64,
+                    0,
+                ));
+                ops.push(oop(*now + wait, ev::MUTEX_ACQUIRED, kind, object, 0, 0));
+                ops.push(oop(
+                    *now + wait + hold,
+                    ev::MUTEX_RELEASED,
+                    kind,
+                    object,
+                    0,
+                    0,
+                ));
+                *now += wait + hold + gap;
+                let s = &mut sums[row];
+                (s.0, s.1, s.2) = (s.0 + 1, s.1 + wait, s.2 + hold);
+            }
+        };
+    let barriers = |ops: &mut Vec<OmpOp>, now: &mut u64, number: u32| {
+        ops.push(oop(*now, ev::TASK_BEGIN, 0, R, 0x610, number));
+        for _ in 0..2 {
+            ops.push(oop(*now + 1, ev::SYNC_WAIT_BEGIN, 3, R, 0x650, 0));
+            ops.push(oop(*now + 4, ev::SYNC_WAIT_END, 3, R, 0x650, 0));
+            *now += 5;
+        }
+        ops.push(oop(*now, ev::SYNC_WAIT_BEGIN, 2, R, 0x630, 0));
+        *now += 1;
+    };
+    let (mut t10, mut t11, mut t12) = (Vec::new(), Vec::new(), Vec::new());
+    let mut now = 100;
+    t10.push(oop(now, ev::PARALLEL_BEGIN, 0, R, 0x600, 3));
+    now += 1;
+    pairs(&mut t10, &mut now, 80_000, 2, &[(0, L, 1), (1, S, 5)]);
+    barriers(&mut t10, &mut now, 0);
+    let mut now11 = 150;
+    // (spread over thread 10's run, so that some of its waits on S are
+    // ended by thread 10's releases)
+    pairs(&mut t11, &mut now11, 600, 957, &[(1, S, 5), (2, M, 1)]);
+    barriers(&mut t11, &mut now11, 1);
+    let mut now12 = 160;
+    barriers(&mut t12, &mut now12, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = contend_trace::TraceBuilder {
+        pid: 700,
+        chunk_size: 4096,
+        threads: vec![(10, vec![]), (11, vec![]), (12, vec![])],
+        ..contend_trace::TraceBuilder::default()
+    };
+    b.omp = vec![(10, t10), (11, t11), (12, t12)];
+    std::fs::create_dir_all(dir.path().join("locks")).unwrap();
+    std::fs::write(dir.path().join("locks/700.ctrace"), b.to_bytes()).unwrap();
+    (dir, sums)
+}
+
+/// The OpenMP events collected with the threads paired side by side, each
+/// into its own part of the event vector (and thread 10's records read
+/// ahead), are those one pass over the threads in order gives: the same
+/// events in the same order, the same thread, object and site tables, the
+/// same wakers.
+#[test]
+fn openmp_events_paired_side_by_side_are_those_of_one_pass() {
+    let (dir, _) = omp_recording();
+    let rec = contend::Recording::open(dir.path()).unwrap();
+    let trace = &rec.processes[0].trace;
+    assert_eq!(trace.threads.len(), 3);
+    // hundreds of chunks
+    let bytes = std::fs::metadata(dir.path().join("locks/700.ctrace"))
+        .unwrap()
+        .len();
+    assert!(bytes > 200 * 4096, "{bytes} bytes");
+    let mut b = OmpSyncBuilder::default();
+    for t in &trace.threads {
+        omp_pair(0, t.tid, trace.omp_ops(t), |x| rec.to_ns(trace, x), &mut b);
+    }
+    let one_pass = finish(b);
+    let side_by_side = contend::openmp::sync::collect(&rec);
+    assert_eq!(side_by_side.len(), 80_000 + 600 + 3 * 3);
+    let wakers = side_by_side.wakers().count();
+    assert!(wakers > 5, "{wakers} wakers");
+    assert_eq!(side_by_side, one_pass);
+}
+
+/// The OpenMP section, each thread's records summed on its own (thread
+/// 10's read ahead) and the threads added together: every mutex's
+/// acquisitions, wait and hold as written, and the barriers' waits.
+#[test]
+fn openmp_section_sums_the_threads_as_written() {
+    let (dir, sums) = omp_recording();
+    let rec = contend::Recording::open(dir.path()).unwrap();
+    let analysis = contend::analyze(
+        &rec,
+        &contend::AnalysisOptions::default(),
+        &contend::NoProgress,
+    );
+    let json = contend::render::Document::Report(&analysis.report).to_json();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let omp = &v["openmp"];
+    let total = |k: usize| sums.iter().map(|s| [s.0, s.1, s.2][k]).sum::<u64>();
+    let s = &omp["summary"];
+    assert_eq!(s["mutex_events"].as_u64(), Some(total(0)));
+    assert_eq!(s["mutex_wait_ns"].as_u64(), Some(total(1)));
+    assert_eq!(s["mutex_hold_ns"].as_u64(), Some(total(2)));
+    // two explicit barriers per thread (3 ns each) and one implicit
+    // barrier of three threads
+    assert_eq!(s["parallel_regions"].as_u64(), Some(1));
+    assert!(s["barrier_events"].as_u64().unwrap() >= 6 + 3);
+    let mut rows: Vec<(String, u64, u64, u64)> = omp["mutexes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["address"].as_str().unwrap().to_string(),
+                m["events"].as_u64().unwrap(),
+                m["wait_ns"].as_u64().unwrap(),
+                m["hold_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort();
+    let expected: Vec<(String, u64, u64, u64)> = ["0x1000", "0x2000", "0x3000"]
+        .iter()
+        .zip(sums)
+        .map(|(a, s)| (a.to_string(), s.0, s.1, s.2))
+        .collect();
+    assert_eq!(rows, expected);
+    let explicit = omp["barriers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["kind"] == "explicit barrier")
+        .expect("the explicit barrier row");
+    assert_eq!(
+        (explicit["events"].as_u64(), explicit["wait_ns"].as_u64()),
+        (Some(6), Some(18))
+    );
+}
