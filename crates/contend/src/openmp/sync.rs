@@ -834,7 +834,7 @@ pub fn mark_report(
     if path.omp_on_path.len() != events.len() {
         return;
     }
-    let handed: std::collections::HashSet<u32> = path
+    let handed: rustc_hash::FxHashSet<u32> = path
         .hand_overs
         .iter()
         .filter(|h| h.source == crate::locks::across::Source::Openmp)
@@ -853,42 +853,48 @@ pub fn mark_report(
         .enumerate()
         .map(|(k, r)| ((r.pid, r.kind.clone(), r.name.clone()), k))
         .collect();
-    let mut sites: HashMap<(u32, u64), String> = HashMap::new();
-    for (i, e) in events.iter().enumerate() {
-        if !path.omp_on_path[i] {
-            continue;
-        }
+    // Each event's row by (process, barrier, kind, object or site), the
+    // identity above looked up once per such key (not once per event: a
+    // name and an address made for each of millions of events on the path
+    // took a tenth of an OpenMP report's time).
+    let mut row_of: FxHashMap<(u32, bool, u8, u64), Option<usize>> = FxHashMap::default();
+    for (i, _) in path.omp_on_path.iter().enumerate().filter(|(_, &on)| on) {
+        let e = events.get(i);
         let (wait, hold) = (e.wait_ns(), e.hold_ns());
         report.summary.critical_events += 1;
         report.summary.critical_wait_ns += wait;
         report.summary.critical_handovers += u64::from(handed.contains(&(i as u32)));
-        if e.barrier {
-            let name = sites
-                .entry((e.process, e.site))
-                .or_insert_with(|| {
-                    symbols
+        let which = if e.barrier { e.site } else { e.object };
+        let row = *row_of
+            .entry((e.process, e.barrier, e.kind, which))
+            .or_insert_with(|| {
+                if e.barrier {
+                    let name = symbols
                         .site(recording.process_maps(e.process), e.site)
-                        .display
-                })
-                .clone();
-            let key = (e.pid(recording), super::sync_kind(e.kind).to_string(), name);
-            if let Some(&k) = barrier_row.get(&key) {
-                let row = &mut report.barriers[k];
-                row.critical_events += 1;
-                row.critical_wait_ns += wait;
-            }
+                        .display;
+                    let key = (e.pid(recording), super::sync_kind(e.kind).to_string(), name);
+                    barrier_row.get(&key).copied()
+                } else {
+                    let key = (
+                        e.pid(recording),
+                        super::mutex_kind(e.kind).to_string(),
+                        format!("{:#x}", e.object),
+                    );
+                    mutex_row.get(&key).copied()
+                }
+            });
+        let Some(k) = row else {
+            continue;
+        };
+        if e.barrier {
+            let row = &mut report.barriers[k];
+            row.critical_events += 1;
+            row.critical_wait_ns += wait;
         } else {
-            let key = (
-                e.pid(recording),
-                super::mutex_kind(e.kind).to_string(),
-                format!("{:#x}", e.object),
-            );
-            if let Some(&k) = mutex_row.get(&key) {
-                let row = &mut report.mutexes[k];
-                row.critical_events += 1;
-                row.critical_wait_ns += wait;
-                row.critical_hold_ns += hold;
-            }
+            let row = &mut report.mutexes[k];
+            row.critical_events += 1;
+            row.critical_wait_ns += wait;
+            row.critical_hold_ns += hold;
         }
     }
 }

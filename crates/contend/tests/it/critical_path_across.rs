@@ -566,4 +566,56 @@ fn openmp_section_sums_the_threads_as_written() {
         (explicit["events"].as_u64(), explicit["wait_ns"].as_u64()),
         (Some(6), Some(18))
     );
+    // each row's events on the critical path across recorders: those of
+    // its mutex (or barrier construct) that the path marks
+    let locks = analysis.events::<contend::locks::LockEvents>().unwrap();
+    let (path, events) = (
+        locks.across.as_ref().unwrap(),
+        locks.across_omp.as_ref().unwrap(),
+    );
+    let mut on_path: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+    for (i, e) in events.iter().enumerate() {
+        if path.omp_on_path[i] {
+            let key = if e.barrier {
+                format!("barrier {}", e.kind)
+            } else {
+                format!("{:#x}", e.object)
+            };
+            let r = on_path.entry(key).or_default();
+            (r.0, r.1, r.2) = (r.0 + 1, r.1 + e.wait_ns(), r.2 + e.hold_ns());
+        }
+    }
+    assert!(on_path.len() >= 3, "{on_path:?}");
+    for m in omp["mutexes"].as_array().unwrap() {
+        let want = on_path
+            .get(m["address"].as_str().unwrap())
+            .copied()
+            .unwrap_or_default();
+        let got = (
+            m["critical_events"].as_u64().unwrap(),
+            m["critical_wait_ns"].as_u64().unwrap(),
+            m["critical_hold_ns"].as_u64().unwrap(),
+        );
+        assert_eq!(got, want, "{m}");
+    }
+    for (kind, name) in [(3, "explicit barrier"), (2, "implicit barrier")] {
+        let row = omp["barriers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["kind"] == name)
+            .unwrap();
+        let want = on_path
+            .get(&format!("barrier {kind}"))
+            .copied()
+            .unwrap_or_default();
+        assert_eq!(
+            (
+                row["critical_events"].as_u64().unwrap(),
+                row["critical_wait_ns"].as_u64().unwrap()
+            ),
+            (want.0, want.1),
+            "{row}"
+        );
+    }
 }
