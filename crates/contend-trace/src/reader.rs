@@ -1488,6 +1488,16 @@ impl LockTrace {
         self.records_ahead(thread, thread.omp_count(), decode_omp, consume)
     }
 
+    /// [`LockTrace::futex_ops`] read and decoded ahead by a thread of their
+    /// own, as [`LockTrace::omp_ops_ahead`] reads the OpenMP records.
+    pub fn futex_ops_ahead<R>(
+        &self,
+        thread: &ThreadTrace,
+        consume: impl FnOnce(RecordsAhead<'_, FutexOp>) -> R,
+    ) -> R {
+        self.records_ahead(thread, thread.futex_count, decode_futex, consume)
+    }
+
     fn records_ahead<T: Copy + Send, R>(
         &self,
         thread: &ThreadTrace,

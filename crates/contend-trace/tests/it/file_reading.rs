@@ -366,12 +366,16 @@ fn futex_records_are_read_again_from_the_file_in_program_order() {
     let other = t.threads.iter().find(|th| th.tid == 31).unwrap();
     assert_eq!((other.futex_count, other.futex_last_ticks), (0, None));
     assert_eq!(t.futex_ops(other).count(), 0);
+    // read ahead by a thread of their own: the same, in order
+    assert_eq!(t.futex_ops_ahead(th, |ops| ops.collect::<Vec<_>>()), ops);
+    assert_eq!(t.futex_ops_ahead(other, |ops| ops.count()), 0);
     // the file cut short while open, in the middle of thread 32's chunks
-    // (written after thread 31's): a prefix, never a panic
+    // (written after thread 31's): a prefix, never a panic, read ahead too
     cut_short(&path, bytes.len() as u64 * 3 / 4 + 20);
     let got: Vec<FutexOp> = t.futex_ops(th).collect();
     assert!(got.len() < ops.len());
     assert_eq!(got, ops[..got.len()]);
+    assert_eq!(t.futex_ops_ahead(th, |ops| ops.collect::<Vec<_>>()), got);
 }
 
 #[test]

@@ -645,6 +645,11 @@ pub fn events_of<'a>(analysis: &'a crate::analysis::Analysis<'_>) -> Option<&'a 
         .or_else(|| analysis.events::<FutexEvents>())
 }
 
+/// Futex records of a thread beyond which [`collect`] has them read and
+/// decoded ahead by a thread of their own
+/// ([`contend_trace::LockTrace::futex_ops_ahead`]).
+const READ_AHEAD_MIN: usize = 1 << 16;
+
 /// Pairs the futex records of every thread of every traced process, and
 /// adds the calls of the futex tracepoints ([`add_traced_calls`]); a
 /// process with tracepoint calls keeps those only (its collector futex
@@ -679,15 +684,24 @@ pub fn collect(recording: &Recording) -> FutexEvents {
             if t.futex_count == 0 {
                 continue;
             }
-            pair_thread(
-                pi as u32,
-                trace.pid,
-                t.tid,
-                trace.futex_ops(t),
-                |ticks| recording.to_ns(trace, ticks),
-                end_ns,
-                &mut out,
-            );
+            let mut pair = |ops: contend_trace::RecordsAhead<'_, contend_trace::FutexOp>| {
+                pair_thread(
+                    pi as u32,
+                    trace.pid,
+                    t.tid,
+                    ops,
+                    |ticks| recording.to_ns(trace, ticks),
+                    end_ns,
+                    &mut out,
+                )
+            };
+            // The threads are paired one after the other (into one pair
+            // of vectors), so a core is free to read ahead.
+            if t.futex_count >= READ_AHEAD_MIN {
+                trace.futex_ops_ahead(t, pair);
+            } else {
+                pair(trace.futex_ops(t).into());
+            }
         }
     }
     if !calls.is_empty() {

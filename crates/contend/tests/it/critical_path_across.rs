@@ -619,3 +619,63 @@ fn openmp_section_sums_the_threads_as_written() {
         );
     }
 }
+
+/// The futex events of a thread with more records than `futex::collect`
+/// pairs in place (they are read ahead by a thread of their own) are
+/// those its records give read in place: 40,000 FUTEX_WAIT calls of
+/// thread 20 (every third timed out, the rest woken) and the FUTEX_WAKE
+/// calls of thread 21 that end them, in 4 KiB chunks.
+#[test]
+fn futex_events_of_records_read_ahead_are_those_read_in_place() {
+    let (mut waits, mut wakes) = (Vec::new(), Vec::new());
+    for i in 0..40_000u64 {
+        let t = 1_000 + i * 100;
+        let word = 0xf000 + (i % 3) * 8;
+        waits.push(fop(t, word, Phase::Request, fx::CMD_WAIT, 0));
+        // (a timeout ends in Busy, as the collector writes it)
+        let end = if i % 3 == 0 {
+            Phase::Busy
+        } else {
+            Phase::Acquired
+        };
+        waits.push(fop(t + 60, word, end, fx::CMD_WAIT, 0));
+        wakes.push(fop(t + 50, word, Phase::Release, fx::CMD_WAKE, 0));
+        wakes.push(fop(t + 55, word, Phase::Released, fx::CMD_WAKE, 1));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = contend_trace::TraceBuilder {
+        pid: 800,
+        chunk_size: 4096,
+        threads: vec![(20, vec![]), (21, vec![])],
+        ..contend_trace::TraceBuilder::default()
+    };
+    b.futex = vec![(20, waits), (21, wakes)];
+    std::fs::create_dir_all(dir.path().join("locks")).unwrap();
+    std::fs::write(dir.path().join("locks/800.ctrace"), b.to_bytes()).unwrap();
+    let rec = contend::Recording::open(dir.path()).unwrap();
+    let trace = &rec.processes[0].trace;
+    let collected = contend::futex::collect(&rec);
+    let end_ns = collected.waits.iter().map(|w| w.end_ns).max().unwrap();
+    let mut in_place = FutexEvents::default();
+    for t in &trace.threads {
+        futex_pair(
+            0,
+            800,
+            t.tid,
+            trace.futex_ops(t),
+            |x| rec.to_ns(trace, x),
+            end_ns,
+            &mut in_place,
+        );
+    }
+    assert_eq!(collected.waits.len(), 40_000);
+    assert_eq!(collected.wakes.len(), 40_000);
+    let timed_out = collected
+        .waits
+        .iter()
+        .filter(|w| w.outcome == contend::futex::WaitOutcome::TimedOut)
+        .count();
+    assert_eq!(timed_out, 13_334);
+    assert_eq!(collected.waits, in_place.waits);
+    assert_eq!(collected.wakes, in_place.wakes);
+}
