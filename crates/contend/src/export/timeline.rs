@@ -855,7 +855,7 @@ fn futex_events(
     for (i, w) in ev.waits.iter().enumerate() {
         if let Some(k) = w.waker.filter(|_| keep_wait(i)) {
             let id = (1u64 << 61) + i as u64;
-            flow_out.push((k as u32, id));
+            flow_out.push((k, id));
             flow_in.push((i as u32, id));
         }
     }
@@ -926,7 +926,7 @@ fn futex_events(
                     args: &[
                         ("word", Arg::Str(word_arg)),
                         ("site", Arg::Str(site)),
-                        ("woken", Arg::U64(w.woken)),
+                        ("woken", Arg::U64(u64::from(w.woken))),
                     ],
                     flows_out: out,
                     flows_in: &[],

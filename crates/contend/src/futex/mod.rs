@@ -88,8 +88,9 @@ pub struct FutexWait {
     pub end_ns: u64,
     /// How it ended.
     pub outcome: WaitOutcome,
-    /// Index into [`FutexEvents::wakes`] of the wake that ended it, when known.
-    pub waker: Option<usize>,
+    /// Index into [`FutexEvents::wakes`] of the wake that ended it, when
+    /// known (4 bytes: a wake past the 2^32nd is given to no wait).
+    pub waker: Option<u32>,
 }
 
 impl FutexWait {
@@ -128,7 +129,7 @@ pub struct FutexWake {
     pub end_ns: u64,
     /// Waiters woken (the call's return value; woken + requeued for
     /// `FUTEX_CMP_REQUEUE`); 0 when it failed.
-    pub woken: u64,
+    pub woken: u32,
     /// The call failed (its errno was recorded).
     pub failed: bool,
 }
@@ -228,7 +229,7 @@ pub fn pair_thread(
                         cmd: first.cmd,
                         start_ns,
                         end_ns: end_ns.max(start_ns),
-                        woken: if failed { 0 } else { op.value.max(0) as u64 },
+                        woken: if failed { 0 } else { op.value.max(0) as u32 },
                         failed,
                     });
                 }
@@ -297,7 +298,7 @@ pub fn match_wakers(events: &mut FutexEvents) {
             )
         })
         .collect();
-    let mut left: Vec<u64> = events.wakes.iter().map(|w| w.woken).collect();
+    let mut left: Vec<u32> = events.wakes.iter().map(|w| w.woken).collect();
     let mut order: Vec<usize> = (0..events.waits.len())
         .filter(|&i| events.waits[i].outcome == WaitOutcome::Woken)
         .collect();
@@ -330,7 +331,7 @@ pub fn match_wakers(events: &mut FutexEvents) {
             if left[k] == 0 {
                 word.alive_below[p] = (p - 1) as u32;
             }
-            events.waits[i].waker = Some(k);
+            events.waits[i].waker = u32::try_from(k).ok();
         }
     }
 }
@@ -831,7 +832,11 @@ pub fn add_traced_calls(
                 cmd,
                 start_ns,
                 end_ns: end,
-                woken: if failed { 0 } else { c.ret as u64 },
+                woken: if failed {
+                    0
+                } else {
+                    u32::try_from(c.ret).unwrap_or(u32::MAX)
+                },
                 failed,
             });
         }
@@ -1040,7 +1045,7 @@ pub fn aggregate_on_path(
         }
         let latency = w
             .waker
-            .map(|k| w.end_ns.saturating_sub(ev.wakes[k].start_ns));
+            .map(|k| w.end_ns.saturating_sub(ev.wakes[k as usize].start_ns));
         if let Some(l) = latency {
             summary.handovers += 1;
             summary.wake_latency_ns += l;
@@ -1086,7 +1091,7 @@ pub fn aggregate_on_path(
     }
     for w in &ev.wakes {
         summary.wakes += 1;
-        summary.waiters_woken += w.woken;
+        summary.waiters_woken += u64::from(w.woken);
         summary.wakes_without_waiters += u64::from(w.woken == 0);
         summary.wake_ns += w.end_ns - w.start_ns;
         let si = site_of(w.process, w.site, w.stack);
@@ -1094,14 +1099,14 @@ pub fn aggregate_on_path(
         let key = (w.process, w.word);
         let row = words.entry(key).or_insert_with(|| word_row(w.pid, w.word));
         row.wakes += 1;
-        row.waiters_woken += w.woken;
+        row.waiters_woken += u64::from(w.woken);
         word_sites.entry(key).or_default().entry(si).or_default();
         let s = site_rows.entry(si).or_default();
         s.wakes += 1;
-        s.waiters_woken += w.woken;
+        s.waiters_woken += u64::from(w.woken);
         let t = threads.entry((w.pid, w.tid)).or_default();
         t.wakes += 1;
-        t.waiters_woken += w.woken;
+        t.waiters_woken += u64::from(w.woken);
     }
     summary.words = words.len() as u64;
     summary.threads = threads.len() as u64;
@@ -1231,6 +1236,14 @@ fn word_row(pid: u32, word: u64) -> FutexWordRow {
 mod tests {
     use super::*;
 
+    /// A wait is 64 bytes and a wake 56 (one each per futex call: millions;
+    /// they were 72 and 64 with an 8-byte waker index and waiter count).
+    #[test]
+    fn a_wait_is_64_bytes_and_a_wake_56() {
+        assert_eq!(std::mem::size_of::<FutexWait>(), 64);
+        assert_eq!(std::mem::size_of::<FutexWake>(), 56);
+    }
+
     fn op(ticks: u64, word: u64, phase: Phase, cmd: u8, value: i32) -> FutexOp {
         FutexOp {
             ticks,
@@ -1320,8 +1333,8 @@ mod tests {
 
     /// The waker rule of [`match_wakers`]'s docs, as a backward search over
     /// every earlier wake of the word.
-    fn wakers_by_search(ev: &FutexEvents) -> Vec<Option<usize>> {
-        let mut left: Vec<u64> = ev.wakes.iter().map(|w| w.woken).collect();
+    fn wakers_by_search(ev: &FutexEvents) -> Vec<Option<u32>> {
+        let mut left: Vec<u32> = ev.wakes.iter().map(|w| w.woken).collect();
         let mut found = vec![None; ev.waits.len()];
         let mut order: Vec<usize> = (0..ev.waits.len())
             .filter(|&i| ev.waits[i].outcome == WaitOutcome::Woken)
@@ -1339,7 +1352,7 @@ mod tests {
             });
             if let Some(k) = k {
                 left[k] -= 1;
-                found[i] = Some(k);
+                found[i] = Some(k as u32);
             }
         }
         found

@@ -362,9 +362,10 @@ pub fn mark_across(
                 let t = lock_threads[set.events[w as usize].thread() as usize];
                 (t, lock_wake_time(set, w as usize), w)
             }),
-            Source::Futex => futex.waits[i]
-                .waker
-                .map(|k| (wake_threads[k] as usize, futex.wakes[k].start_ns, k as u32)),
+            Source::Futex => futex.waits[i].waker.map(|k| {
+                let w = k as usize;
+                (wake_threads[w] as usize, futex.wakes[w].start_ns, k)
+            }),
             Source::Openmp => omp.waker(i).map(|k| {
                 let u = omp_threads[omp.thread_of(k)] as usize;
                 (u, omp.get(k).wake_ns(), k as u32)
