@@ -402,6 +402,32 @@ fn scan_thread(
     s
 }
 
+/// A thread with OpenMP records: its process's index in
+/// [`Recording::processes`], that process's trace, and the thread.
+pub(crate) type OmpThread<'r> = (
+    u32,
+    &'r contend_trace::LockTrace,
+    &'r contend_trace::ThreadTrace,
+);
+
+/// The threads of `recording` that have OpenMP records, process by
+/// process, each process's in trace order: the order in which the OpenMP
+/// analyses take and number them.
+pub(crate) fn threads_with_records(recording: &Recording) -> Vec<OmpThread<'_>> {
+    recording
+        .processes
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, p)| {
+            p.trace
+                .threads
+                .iter()
+                .map(move |t| (pi as u32, &p.trace, t))
+        })
+        .filter(|(_, _, t)| t.omp_count() > 0)
+        .collect()
+}
+
 /// Threads' OpenMP records beyond which [`with_omp_records`] may read them
 /// ahead on a thread of their own.
 const READ_AHEAD_MIN: usize = 1 << 16;
@@ -450,18 +476,7 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
     // Each thread's records summed on its own, the threads side by side;
     // then added together in thread order (what one pass over the threads
     // in that order gives).
-    let threads: Vec<(u32, &contend_trace::LockTrace, &contend_trace::ThreadTrace)> = recording
-        .processes
-        .iter()
-        .enumerate()
-        .flat_map(|(pi, p)| {
-            p.trace
-                .threads
-                .iter()
-                .map(move |t| (pi as u32, &p.trace, t))
-        })
-        .filter(|(_, _, t)| t.omp_count() > 0)
-        .collect();
+    let threads = threads_with_records(recording);
     let total: usize = threads.iter().map(|(_, _, t)| t.omp_count()).sum();
     let scans: Vec<ThreadScan> = threads
         .par_iter()

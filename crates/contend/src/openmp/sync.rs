@@ -668,27 +668,13 @@ pub fn collect(recording: &Recording) -> OmpSyncEvents {
     // explicit barriers' arrivals and the implicit barriers' wait ends.
     // (Counting them exactly would read every record once more: the
     // records are not kept in memory.)
-    let threads: Vec<(
-        u32,
-        &contend_trace::LockTrace,
-        &contend_trace::ThreadTrace,
-        usize,
-    )> = recording
-        .processes
+    let threads = super::threads_with_records(recording);
+    let bounds: Vec<usize> = threads
         .iter()
-        .enumerate()
-        .flat_map(|(pi, p)| {
-            p.trace
-                .threads
-                .iter()
-                .map(move |t| (pi as u32, &p.trace, t))
-        })
-        .filter(|(_, _, t)| t.omp_count() > 0)
-        .map(|(pi, trace, t)| {
-            let most = t.omp_by_event[usize::from(ev::MUTEX_ACQUIRED)]
+        .map(|(_, _, t)| {
+            t.omp_by_event[usize::from(ev::MUTEX_ACQUIRED)]
                 + t.omp_by_event[usize::from(ev::SYNC_WAIT_BEGIN)]
-                + t.omp_by_event[usize::from(ev::SYNC_WAIT_END)];
-            (pi, trace, t, most)
+                + t.omp_by_event[usize::from(ev::SYNC_WAIT_END)]
         })
         .collect();
     // Room for every event at once (a vector grown by doubling held up to
@@ -696,12 +682,12 @@ pub fn collect(recording: &Recording) -> OmpSyncEvents {
     // thread paired into its own part of it on both cores, then the parts
     // moved together, in thread order, with their threads, objects and
     // sites numbered as one pass over the threads in that order would.
-    let total: usize = threads.iter().map(|t| t.3).sum();
+    let total: usize = bounds.iter().sum();
     let mut packed: Vec<PackedSync> = Vec::with_capacity(total);
     let mut slices: Vec<&mut [MaybeUninit<PackedSync>]> = Vec::with_capacity(threads.len());
     let mut rest = &mut packed.spare_capacity_mut()[..total];
-    for t in &threads {
-        let (head, tail) = rest.split_at_mut(t.3);
+    for &bound in &bounds {
+        let (head, tail) = rest.split_at_mut(bound);
         slices.push(head);
         rest = tail;
     }
@@ -709,7 +695,7 @@ pub fn collect(recording: &Recording) -> OmpSyncEvents {
     let parts: Vec<ThreadTables> = threads
         .par_iter()
         .zip(slices)
-        .map(|(&(pi, trace, t, _), out)| {
+        .map(|(&(pi, trace, t), out)| {
             let mut part = ThreadPart {
                 out,
                 tables: ThreadTables::default(),
@@ -729,7 +715,7 @@ pub fn collect(recording: &Recording) -> OmpSyncEvents {
     let mut b = OmpSyncBuilder::default();
     let base = packed.as_mut_ptr();
     let (mut at, mut start) = (0usize, 0usize);
-    for (part, &(pi, _, t, most)) in parts.into_iter().zip(&threads) {
+    for ((part, &(pi, _, t)), bound) in parts.into_iter().zip(&threads).zip(bounds) {
         let thread = (part.written > 0).then(|| b.thread(pi, t.tid)).flatten();
         if let Some(thread) = thread {
             let objects: Vec<u32> = part
@@ -760,7 +746,7 @@ pub fn collect(recording: &Recording) -> OmpSyncEvents {
         for (key, site) in part.region_sites {
             b.region_site.insert(key, site);
         }
-        start += most;
+        start += bound;
     }
     // SAFETY: places 0..at were written above.
     unsafe { packed.set_len(at) };
