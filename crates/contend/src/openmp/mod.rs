@@ -21,7 +21,6 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use contend_trace::format::omp as ev;
 use contend_trace::OmpOp;
 
 use crate::analysis::{AnalysisOutput, Analyzer, Context};
@@ -203,10 +202,6 @@ fn sync_kind(k: u8) -> &'static str {
     }
 }
 
-fn is_implicit_barrier(k: u8) -> bool {
-    matches!(k, 2 | 8 | 9)
-}
-
 /// The name of a critical section from its lock variable's symbol
 /// (clang and GCC: `.gomp_critical_user_<name>.var`), `None` otherwise.
 pub fn critical_name(symbol: &str) -> Option<String> {
@@ -279,10 +274,10 @@ struct ThreadMutex {
 /// are added together in thread order by [`analyze_openmp`].
 #[derive(Default)]
 struct ThreadScan {
-    /// (wait id, kind) → the mutex as this thread used it, and the order
-    /// in which the thread first acquired each.
-    mutexes: FxHashMap<(u64, u8), ThreadMutex>,
-    mutex_order: Vec<(u64, u8)>,
+    /// ((wait id, kind), the mutex as this thread used it), in the order
+    /// the thread first acquired each, and the index of each there.
+    mutexes: Vec<((u64, u8), ThreadMutex)>,
+    mutex_index: FxHashMap<(u64, u8), usize>,
     /// (kind, site) → (events, wait, max wait), explicit barriers.
     barriers: FxHashMap<(u8, u64), (u64, u64, u64)>,
     barrier_order: Vec<(u8, u64)>,
@@ -309,96 +304,80 @@ impl ThreadScan {
     }
 }
 
-/// Sums one thread's OpenMP records: its mutex acquisitions (wait from
+/// The section's sums of one thread: its mutex acquisitions (wait from
 /// acquire to acquired, hold from acquired to released, charged to the
 /// mutex and kind it was acquired with), its explicit barrier waits, and
 /// its part of each parallel region instance (task begin, explicit waits,
 /// implicit-barrier arrivals).
+impl sync::OmpVisitor for ThreadScan {
+    fn acquired(&mut self, op: &OmpOp, site: u64, start: u64, acquired: u64) -> Option<usize> {
+        let wait = acquired.saturating_sub(start);
+        let key = (op.object, op.kind);
+        let mutexes = &mut self.mutexes;
+        let k = *self.mutex_index.entry(key).or_insert_with(|| {
+            let m = ThreadMutex {
+                first_site: site,
+                ..ThreadMutex::default()
+            };
+            mutexes.push((key, m));
+            mutexes.len() - 1
+        });
+        let m = &mut self.mutexes[k].1;
+        m.events += 1;
+        m.wait_ns += wait;
+        m.max_wait_ns = m.max_wait_ns.max(wait);
+        *m.sites.entry(site).or_default() += wait;
+        self.mutex_events += 1;
+        self.mutex_wait_ns += wait;
+        Some(k)
+    }
+
+    fn released(&mut self, token: usize, acquired: u64, now: u64) {
+        let hold = now.saturating_sub(acquired);
+        self.mutexes[token].1.hold_ns += hold;
+        self.mutex_hold_ns += hold;
+    }
+
+    fn arrival(&mut self, op: &OmpOp, now: u64) {
+        // the wait follows from the team's arrivals
+        self.team(op.object).arrivals.push(now);
+    }
+
+    fn wait(&mut self, begin: &OmpOp, start: u64, end: u64) {
+        let wait = end.saturating_sub(start);
+        self.barrier_events += 1;
+        self.barrier_wait_ns += wait;
+        let key = (begin.kind, begin.site);
+        let order = &mut self.barrier_order;
+        let b = self.barriers.entry(key).or_insert_with(|| {
+            order.push(key);
+            (0, 0, 0)
+        });
+        b.0 += 1;
+        b.1 += wait;
+        b.2 = b.2.max(wait);
+        self.team(begin.object).explicit_wait += wait;
+    }
+
+    fn task_begin(&mut self, op: &OmpOp, now: u64) {
+        let part = self.team(op.object);
+        part.number = op.value;
+        part.task_begin = Some(now);
+    }
+
+    fn parallel_begin(&mut self, op: &OmpOp) {
+        self.region_sites.push((op.object, op.site));
+    }
+}
+
+/// Sums one thread's OpenMP records ([`ThreadScan`]).
 fn scan_thread(
     recording: &Recording,
     trace: &contend_trace::LockTrace,
     ops: impl Iterator<Item = OmpOp>,
 ) -> ThreadScan {
-    let ns = |ticks: u64| recording.to_ns(trace, ticks);
     let mut s = ThreadScan::default();
-    // pending acquisitions and holds of this thread, by object
-    let mut acquiring: FxHashMap<u64, (u64, u64)> = FxHashMap::default();
-    let mut held: FxHashMap<u64, (u64, u8)> = FxHashMap::default();
-    let mut waiting: Option<OmpOp> = None;
-    for op in ops {
-        let now = ns(op.ticks);
-        match op.event {
-            ev::MUTEX_ACQUIRE => {
-                acquiring.insert(op.object, (now, op.site));
-            }
-            ev::MUTEX_ACQUIRED => {
-                let Some((start, site)) = acquiring.remove(&op.object) else {
-                    continue;
-                };
-                let wait = now.saturating_sub(start);
-                let key = (op.object, op.kind);
-                let order = &mut s.mutex_order;
-                let m = s.mutexes.entry(key).or_insert_with(|| {
-                    order.push(key);
-                    ThreadMutex {
-                        first_site: site,
-                        ..ThreadMutex::default()
-                    }
-                });
-                m.events += 1;
-                m.wait_ns += wait;
-                m.max_wait_ns = m.max_wait_ns.max(wait);
-                *m.sites.entry(site).or_default() += wait;
-                s.mutex_events += 1;
-                s.mutex_wait_ns += wait;
-                held.insert(op.object, (now, op.kind));
-            }
-            ev::MUTEX_RELEASED => {
-                let Some((start, kind)) = held.remove(&op.object) else {
-                    continue;
-                };
-                let hold = now.saturating_sub(start);
-                let key = (op.object, kind);
-                if let Some(m) = s.mutexes.get_mut(&key) {
-                    m.hold_ns += hold;
-                }
-                s.mutex_hold_ns += hold;
-            }
-            ev::SYNC_WAIT_BEGIN if is_implicit_barrier(op.kind) => {
-                // the arrival; the wait follows from the team's arrivals
-                // (a worker's recorded end comes only when the next region
-                // starts)
-                waiting = None;
-                s.team(op.object).arrivals.push(now);
-            }
-            ev::SYNC_WAIT_BEGIN => waiting = Some(op),
-            ev::SYNC_WAIT_END => {
-                let Some(begin) = waiting.take() else {
-                    continue;
-                };
-                let wait = now.saturating_sub(ns(begin.ticks));
-                s.barrier_events += 1;
-                s.barrier_wait_ns += wait;
-                let key = (begin.kind, begin.site);
-                let order = &mut s.barrier_order;
-                let b = s.barriers.entry(key).or_insert_with(|| {
-                    order.push(key);
-                    (0, 0, 0)
-                });
-                b.0 += 1;
-                b.1 += wait;
-                b.2 = b.2.max(wait);
-                s.team(begin.object).explicit_wait += wait;
-            }
-            ev::TASK_BEGIN => {
-                let part = s.team(op.object);
-                part.number = op.value;
-                part.task_begin = Some(now);
-            }
-            ev::PARALLEL_BEGIN => s.region_sites.push((op.object, op.site)),
-            _ => {}
-        }
-    }
+    sync::visit_thread(ops, |ticks| recording.to_ns(trace, ticks), &mut s);
     s
 }
 
@@ -490,11 +469,7 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
         summary.mutex_hold_ns += s.mutex_hold_ns;
         summary.barrier_events += s.barrier_events;
         summary.barrier_wait_ns += s.barrier_wait_ns;
-        for key in s.mutex_order {
-            let Some(m) = s.mutexes.remove(&key) else {
-                continue;
-            };
-            let (object, kind_code) = key;
+        for ((object, kind_code), m) in s.mutexes {
             let (row, sites) = mutexes.entry((pi, object, kind_code)).or_insert_with(|| {
                 let kind = mutex_kind(kind_code);
                 let symbol = symbols.object(recording.process_maps(pi), object);

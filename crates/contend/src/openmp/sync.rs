@@ -410,21 +410,43 @@ impl SyncSink for OmpSyncBuilder {
     }
 }
 
-/// [`pair_thread`] into any [`SyncSink`].
-fn pair_thread_into(
-    process: u32,
-    tid: u32,
+/// What one thread's OpenMP records say, as [`visit_thread`] pairs them
+/// for the OpenMP analyses (this module's events, the section's sums).
+/// Times are ns.
+pub(crate) trait OmpVisitor {
+    /// A mutex acquisition of `op.object`, kind `op.kind`: requested at
+    /// `start` at `site`, acquired at `acquired`. Returns a token for its
+    /// release, or `None` when it was left out.
+    fn acquired(&mut self, op: &OmpOp, site: u64, start: u64, acquired: u64) -> Option<usize>;
+    /// The acquisition `token` gave was released at `now` (acquired at
+    /// `acquired`).
+    fn released(&mut self, token: usize, acquired: u64, now: u64);
+    /// An arrival at an implicit barrier of region instance `op.object`.
+    fn arrival(&mut self, op: &OmpOp, now: u64);
+    /// A wait of another kind (explicit barrier, taskwait, …), begun by
+    /// `begin`, from `start` to `end`.
+    fn wait(&mut self, begin: &OmpOp, start: u64, end: u64);
+    /// The thread's implicit task in region instance `op.object` began
+    /// (`op.value` its number in the team).
+    fn task_begin(&mut self, op: &OmpOp, now: u64);
+    /// Region instance `op.object` began, at construct `op.site`.
+    fn parallel_begin(&mut self, op: &OmpOp);
+}
+
+/// Pairs one thread's OpenMP records (in time order; `to_ns` converts
+/// ticks to ns) for `v`: a mutex's acquire, acquired and released records
+/// by wait id; an implicit barrier's wait begin is the arrival (its end
+/// is recorded only when the next region starts); another wait's begin
+/// and end; a record without its partner is dropped.
+pub(crate) fn visit_thread(
     ops: impl IntoIterator<Item = OmpOp>,
     to_ns: impl Fn(u64) -> u64,
-    out: &mut impl SyncSink,
+    v: &mut impl OmpVisitor,
 ) {
-    // object → (acquire ns, site), and object → index of the held event
+    // object → (acquire ns, site), and object → (token, acquired ns)
     let mut acquiring: FxHashMap<u64, (u64, u64)> = FxHashMap::default();
-    let mut held: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut held: FxHashMap<u64, (usize, u64)> = FxHashMap::default();
     let mut waiting: Option<(OmpOp, u64)> = None;
-    let new = |barrier, kind, object, site, t: u64| {
-        OmpSyncEvent::new(process, tid, barrier, kind, object, site, t)
-    };
     for op in ops {
         let now = to_ns(op.ticks);
         match op.event {
@@ -435,35 +457,86 @@ fn pair_thread_into(
                 let Some((start, site)) = acquiring.remove(&op.object) else {
                     continue;
                 };
-                let mut e = new(false, op.kind, op.object, site, start);
-                e.acquired_ns = now.max(start);
-                e.released_ns = e.acquired_ns;
-                if let Some(i) = out.push(e) {
-                    held.insert(op.object, i);
+                if let Some(token) = v.acquired(&op, site, start, now) {
+                    held.insert(op.object, (token, now));
                 }
             }
             ev::MUTEX_RELEASED => {
-                if let Some(i) = held.remove(&op.object) {
-                    out.release(i, now);
+                if let Some((token, acquired)) = held.remove(&op.object) {
+                    v.released(token, acquired, now);
                 }
             }
             ev::SYNC_WAIT_BEGIN if is_implicit(op.kind) => {
                 waiting = None;
-                out.push(new(true, 2, op.object, 0, now));
+                v.arrival(&op, now);
             }
             ev::SYNC_WAIT_BEGIN => waiting = Some((op, now)),
             ev::SYNC_WAIT_END => {
-                let Some((begin, start)) = waiting.take() else {
-                    continue;
-                };
-                let mut e = new(true, begin.kind, begin.object, begin.site, start);
-                e.acquired_ns = now.max(start);
-                e.released_ns = e.acquired_ns;
-                out.push(e);
+                if let Some((begin, start)) = waiting.take() {
+                    v.wait(&begin, start, now);
+                }
             }
-            ev::PARALLEL_BEGIN => out.region_site(process, op.object, op.site),
+            ev::TASK_BEGIN => v.task_begin(&op, now),
+            ev::PARALLEL_BEGIN => v.parallel_begin(&op),
             _ => {}
         }
+    }
+}
+
+/// [`pair_thread`] into any [`SyncSink`].
+fn pair_thread_into(
+    process: u32,
+    tid: u32,
+    ops: impl IntoIterator<Item = OmpOp>,
+    to_ns: impl Fn(u64) -> u64,
+    out: &mut impl SyncSink,
+) {
+    visit_thread(ops, to_ns, &mut Pairing { process, tid, out });
+}
+
+/// [`pair_thread`]'s [`OmpVisitor`]: one event per acquisition, implicit
+/// barrier arrival and other wait, into `out`.
+struct Pairing<'s, S> {
+    process: u32,
+    tid: u32,
+    out: &'s mut S,
+}
+
+impl<S: SyncSink> Pairing<'_, S> {
+    /// A barrier or mutex event of this thread, requested at `t`.
+    fn event(&self, barrier: bool, kind: u8, object: u64, site: u64, t: u64) -> OmpSyncEvent {
+        OmpSyncEvent::new(self.process, self.tid, barrier, kind, object, site, t)
+    }
+}
+
+impl<S: SyncSink> OmpVisitor for Pairing<'_, S> {
+    fn acquired(&mut self, op: &OmpOp, site: u64, start: u64, acquired: u64) -> Option<usize> {
+        let mut e = self.event(false, op.kind, op.object, site, start);
+        e.acquired_ns = acquired.max(start);
+        e.released_ns = e.acquired_ns;
+        self.out.push(e)
+    }
+
+    fn released(&mut self, token: usize, _acquired: u64, now: u64) {
+        self.out.release(token, now);
+    }
+
+    fn arrival(&mut self, op: &OmpOp, now: u64) {
+        let e = self.event(true, 2, op.object, 0, now);
+        self.out.push(e);
+    }
+
+    fn wait(&mut self, begin: &OmpOp, start: u64, end: u64) {
+        let mut e = self.event(true, begin.kind, begin.object, begin.site, start);
+        e.acquired_ns = end.max(start);
+        e.released_ns = e.acquired_ns;
+        self.out.push(e);
+    }
+
+    fn task_begin(&mut self, _op: &OmpOp, _now: u64) {}
+
+    fn parallel_begin(&mut self, op: &OmpOp) {
+        self.out.region_site(self.process, op.object, op.site);
     }
 }
 
