@@ -1408,10 +1408,17 @@ impl<T: Copy> Iterator for ExtensionRecords<'_, T> {
     }
 }
 
-/// Chunks of records a [`RecordsAhead`] reader decodes before the
-/// consumer takes them (each a chunk's records of one kind: at most a
-/// chunk's size / 16 bytes each, 64 K of 16-byte records for 1 MiB chunks).
-const AHEAD_CHUNKS: usize = 4;
+/// Batches of records a [`RecordsAhead`] reader thread decodes before the
+/// consumer takes them.
+const AHEAD_BATCHES: usize = 2;
+
+/// Records a reader thread hands over at once: whole chunks' records, at
+/// least this many (1 MiB of 32-byte OpenMP records). One hand-over per
+/// 128 KiB chunk (about 2,700 OpenMP records) made a third of the runs of
+/// a 5-million-record report slower than reading in place, with more CPU
+/// time, on the 2-CPU guest of docs/benchmarks.md; batches of this size
+/// made that rare.
+const AHEAD_BATCH: usize = 1 << 15;
 
 /// One thread's records of one extension kind, in program order, as
 /// [`ExtensionRecords`] gives them, either read here or read and decoded
@@ -1474,12 +1481,15 @@ impl<T: Copy> Iterator for RecordsAhead<'_, T> {
 impl LockTrace {
     /// Calls `consume` with the OpenMP records of `thread`, as
     /// [`LockTrace::omp_ops`] gives them, read and decoded by a thread of
-    /// their own up to [`AHEAD_CHUNKS`] chunks ahead of `consume` (which
+    /// their own, in batches of whole chunks of at least [`AHEAD_BATCH`]
+    /// records, up to [`AHEAD_BATCHES`] batches ahead of `consume` (which
     /// then only takes them: reading and decoding took half of an OpenMP
     /// report's time). Should the reader thread not start, `consume` reads
     /// them itself; should `consume` stop early, the reader stops at its
-    /// next chunk. Memory: a chunk's bytes and at most `AHEAD_CHUNKS` + 2
-    /// chunks' records.
+    /// next batch. Memory: a chunk's bytes and at most `AHEAD_BATCHES` + 2
+    /// batches' records (those handed over, the one being filled and the
+    /// one being taken; an emptied batch goes back to be filled again, and
+    /// a new one is made only when none came back).
     pub fn omp_ops_ahead<R>(
         &self,
         thread: &ThreadTrace,
@@ -1509,21 +1519,27 @@ impl LockTrace {
             return consume(ExtensionRecords::new(self, thread, count, decode).into());
         }
         std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(AHEAD_CHUNKS);
-            let (back, emptied) = std::sync::mpsc::sync_channel::<Vec<T>>(AHEAD_CHUNKS + 2);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(AHEAD_BATCHES);
+            let (back, emptied) = std::sync::mpsc::sync_channel::<Vec<T>>(AHEAD_BATCHES + 2);
             let chunks = &thread.chunks;
             let reader = std::thread::Builder::new()
                 .name("contend-read".into())
                 .spawn_scoped(scope, move || {
                     let mut buf = Vec::new();
+                    let mut out = emptied.try_recv().unwrap_or_default();
                     for &span in chunks {
-                        let mut out = emptied.try_recv().unwrap_or_default();
                         let bytes = self.source.span(span, &mut buf);
                         decode(self, bytes, span.offset, &mut out);
-                        if !out.is_empty() && tx.send(out).is_err() {
-                            // the consumer stopped
-                            return;
+                        if out.len() >= AHEAD_BATCH {
+                            if tx.send(out).is_err() {
+                                // the consumer stopped
+                                return;
+                            }
+                            out = emptied.try_recv().unwrap_or_default();
                         }
+                    }
+                    if !out.is_empty() {
+                        let _ = tx.send(out);
                     }
                 });
             match reader {
