@@ -1420,9 +1420,14 @@ const AHEAD_BATCHES: usize = 2;
 /// made that rare.
 const AHEAD_BATCH: usize = 1 << 15;
 
+/// Records of a thread below which [`LockTrace::omp_ops_ahead`] and
+/// [`LockTrace::futex_ops_ahead`] read them in place: fewer than two
+/// batches leave the reader thread nothing to overlap.
+const READ_AHEAD_MIN: usize = 2 * AHEAD_BATCH;
+
 /// One thread's records of one extension kind, in program order, as
 /// [`ExtensionRecords`] gives them, either read here or read and decoded
-/// by a reader thread a few chunks ahead ([`LockTrace::omp_ops_ahead`]),
+/// by a reader thread a few batches ahead ([`LockTrace::omp_ops_ahead`]),
 /// so that a consumer on its own core does not wait for the reads and
 /// the decoding.
 pub enum RecordsAhead<'a, T> {
@@ -1432,9 +1437,9 @@ pub enum RecordsAhead<'a, T> {
     Ahead(Decoded<T>),
 }
 
-/// The consumer's end of a [`RecordsAhead`] reader thread: chunks' records
-/// come through `rx`, the emptied vectors go back through `back` to be
-/// filled again.
+/// The consumer's end of a [`RecordsAhead`] reader thread: batches of
+/// records come through `rx`, the emptied vectors go back through `back`
+/// to be filled again.
 pub struct Decoded<T> {
     rx: std::sync::mpsc::Receiver<Vec<T>>,
     back: std::sync::mpsc::SyncSender<Vec<T>>,
@@ -1485,8 +1490,9 @@ impl LockTrace {
     /// records, up to [`AHEAD_BATCHES`] batches ahead of `consume` (which
     /// then only takes them: reading and decoding took half of an OpenMP
     /// report's time). Should the reader thread not start, `consume` reads
-    /// them itself; should `consume` stop early, the reader stops at its
-    /// next batch. Memory: a chunk's bytes and at most `AHEAD_BATCHES` + 2
+    /// them itself, as it does a thread of fewer than `READ_AHEAD_MIN`
+    /// (65,536) records; should `consume` stop early, the reader stops at
+    /// its next batch. Memory: a chunk's bytes and at most `AHEAD_BATCHES` + 2
     /// batches' records (those handed over, the one being filled and the
     /// one being taken; an emptied batch goes back to be filled again, and
     /// a new one is made only when none came back).
@@ -1515,7 +1521,7 @@ impl LockTrace {
         decode: fn(&LockTrace, &[u8], u64, &mut Vec<T>),
         consume: impl FnOnce(RecordsAhead<'_, T>) -> R,
     ) -> R {
-        if count == 0 {
+        if count < READ_AHEAD_MIN {
             return consume(ExtensionRecords::new(self, thread, count, decode).into());
         }
         std::thread::scope(|scope| {
@@ -1526,7 +1532,7 @@ impl LockTrace {
                 .name("contend-read".into())
                 .spawn_scoped(scope, move || {
                     let mut buf = Vec::new();
-                    let mut out = emptied.try_recv().unwrap_or_default();
+                    let mut out = Vec::new();
                     for &span in chunks {
                         let bytes = self.source.span(span, &mut buf);
                         decode(self, bytes, span.offset, &mut out);

@@ -260,28 +260,77 @@ fn openmp_records_are_read_again_from_the_file_in_program_order() {
     );
 }
 
-/// Read ahead by a thread of their own (`omp_ops_ahead`), a thread's
-/// OpenMP records are those `omp_ops` gives, in order, from the file and
-/// from memory; a consumer that stops early gets a prefix and returns (the
-/// reader thread stops at its next chunk instead of waiting for it); a
-/// thread without OpenMP records gives none.
+/// Read ahead by a thread of their own (`omp_ops_ahead`,
+/// `futex_ops_ahead`), a thread's records are those `omp_ops` and
+/// `futex_ops` give, in order, from the file and from memory: thread 34's
+/// 70,000 OpenMP records and thread 35's 70,000 futex records come from
+/// the reader thread, in several batches; the other threads' (fewer than
+/// 65,536) are read in place. A consumer that stops early gets a prefix
+/// and returns (the reader thread stops at its next batch instead of
+/// waiting for it); a file cut short after it was opened gives the same
+/// prefix either way.
 #[test]
-fn openmp_records_read_ahead_are_those_read_in_place() {
-    let (b, _) = trace_with_omp();
+fn records_read_ahead_are_those_read_in_place() {
+    let (mut b, _) = trace_with_omp();
+    let omp = |i: u64| OmpOp {
+        ticks: 5_000 + i * 10,
+        object: 0x9000 + (i / 3 % 4) * 64,
+        site: 0x40_3000,
+        event: [ev::MUTEX_ACQUIRE, ev::MUTEX_ACQUIRED, ev::MUTEX_RELEASED][(i % 3) as usize],
+        kind: 3,
+        value: 0,
+    };
+    let futex = |i: u64| FutexOp {
+        ticks: 5_001 + i * 10,
+        word: 0xb000 + (i / 2 % 3) * 4,
+        site: 0x40_5000,
+        phase: if i.is_multiple_of(2) {
+            Phase::Request
+        } else {
+            Phase::Acquired
+        },
+        cmd: 0,
+        private: true,
+        value: 0,
+        stack: contend_trace::NO_STACK,
+    };
+    b.omp.push((34, (0..70_000).map(omp).collect()));
+    b.futex.push((35, (0..70_000).map(futex).collect()));
     let bytes = b.to_bytes();
     let (_tmp, path, from_file) = written_and_opened(&bytes);
     let in_memory = LockTrace::decode(&path, &bytes).unwrap();
+    fn ahead<T>(ops: &contend_trace::RecordsAhead<'_, T>) -> bool {
+        matches!(ops, contend_trace::RecordsAhead::Ahead(_))
+    }
     for t in [&from_file, &in_memory] {
         for th in &t.threads {
-            let ahead: Vec<OmpOp> = t.omp_ops_ahead(th, |ops| ops.collect());
             let here: Vec<OmpOp> = t.omp_ops(th).collect();
-            assert_eq!(ahead, here, "tid {}", th.tid);
+            let (by_reader, got) =
+                t.omp_ops_ahead(th, |ops| (ahead(&ops), ops.collect::<Vec<_>>()));
+            assert_eq!(got, here, "tid {}", th.tid);
+            assert_eq!(by_reader, th.tid == 34, "tid {}", th.tid);
             let first: Vec<OmpOp> = t.omp_ops_ahead(th, |ops| ops.take(3).collect());
             assert_eq!(first, here[..here.len().min(3)], "tid {}", th.tid);
+            let here: Vec<FutexOp> = t.futex_ops(th).collect();
+            let (by_reader, got) =
+                t.futex_ops_ahead(th, |ops| (ahead(&ops), ops.collect::<Vec<_>>()));
+            assert_eq!(got, here, "tid {}", th.tid);
+            assert_eq!(by_reader, th.tid == 35, "tid {}", th.tid);
         }
     }
-    let with_records = from_file.threads.iter().filter(|th| th.omp_count() > 0);
-    assert_eq!(with_records.count(), 2);
+    // the file cut short while open: the same prefix either way
+    cut_short(&path, bytes.len() as u64 * 3 / 4 + 20);
+    for th in &from_file.threads {
+        let here: Vec<OmpOp> = from_file.omp_ops(th).collect();
+        let got: Vec<OmpOp> = from_file.omp_ops_ahead(th, |ops| ops.collect());
+        assert_eq!(got, here, "tid {}", th.tid);
+        let here: Vec<FutexOp> = from_file.futex_ops(th).collect();
+        let got: Vec<FutexOp> = from_file.futex_ops_ahead(th, |ops| ops.collect());
+        assert_eq!(got, here, "tid {}", th.tid);
+    }
+    let tid = |tid| from_file.threads.iter().find(|th| th.tid == tid).unwrap();
+    let left = from_file.omp_ops(tid(34)).count() + from_file.futex_ops(tid(35)).count();
+    assert!(left < 140_000, "the cut takes records of the large threads");
 }
 
 #[test]
@@ -366,11 +415,12 @@ fn futex_records_are_read_again_from_the_file_in_program_order() {
     let other = t.threads.iter().find(|th| th.tid == 31).unwrap();
     assert_eq!((other.futex_count, other.futex_last_ticks), (0, None));
     assert_eq!(t.futex_ops(other).count(), 0);
-    // read ahead by a thread of their own: the same, in order
+    // through the read-ahead call (in place: too few to read ahead)
     assert_eq!(t.futex_ops_ahead(th, |ops| ops.collect::<Vec<_>>()), ops);
     assert_eq!(t.futex_ops_ahead(other, |ops| ops.count()), 0);
     // the file cut short while open, in the middle of thread 32's chunks
-    // (written after thread 31's): a prefix, never a panic, read ahead too
+    // (written after thread 31's): a prefix, never a panic, through the
+    // read-ahead call too
     cut_short(&path, bytes.len() as u64 * 3 / 4 + 20);
     let got: Vec<FutexOp> = t.futex_ops(th).collect();
     assert!(got.len() < ops.len());

@@ -646,11 +646,6 @@ pub fn events_of<'a>(analysis: &'a crate::analysis::Analysis<'_>) -> Option<&'a 
         .or_else(|| analysis.events::<FutexEvents>())
 }
 
-/// Futex records of a thread beyond which [`collect`] has them read and
-/// decoded ahead by a thread of their own
-/// ([`contend_trace::LockTrace::futex_ops_ahead`]).
-const READ_AHEAD_MIN: usize = 1 << 16;
-
 /// Pairs the futex records of every thread of every traced process, and
 /// adds the calls of the futex tracepoints ([`add_traced_calls`]); a
 /// process with tracepoint calls keeps those only (its collector futex
@@ -685,7 +680,9 @@ pub fn collect(recording: &Recording) -> FutexEvents {
             if t.futex_count == 0 {
                 continue;
             }
-            let mut pair = |ops: contend_trace::RecordsAhead<'_, contend_trace::FutexOp>| {
+            // The threads are paired one after the other (into one pair
+            // of vectors), so a core is free to read ahead.
+            trace.futex_ops_ahead(t, |ops| {
                 pair_thread(
                     pi as u32,
                     trace.pid,
@@ -695,14 +692,7 @@ pub fn collect(recording: &Recording) -> FutexEvents {
                     end_ns,
                     &mut out,
                 )
-            };
-            // The threads are paired one after the other (into one pair
-            // of vectors), so a core is free to read ahead.
-            if t.futex_count >= READ_AHEAD_MIN {
-                trace.futex_ops_ahead(t, pair);
-            } else {
-                pair(trace.futex_ops(t).into());
-            }
+            });
         }
     }
     if !calls.is_empty() {

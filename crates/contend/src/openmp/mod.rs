@@ -274,16 +274,16 @@ struct ThreadMutex {
 /// are added together in thread order by [`analyze_openmp`].
 #[derive(Default)]
 struct ThreadScan {
-    /// ((wait id, kind), the mutex as this thread used it), in the order
-    /// the thread first acquired each, and the index of each there.
+    /// ((wait id, kind), the mutex as this thread used it), and the index
+    /// of each there (the token of its acquisitions' releases). Like the
+    /// barriers and teams, added into the section's ordered maps, so the
+    /// order here does not matter.
     mutexes: Vec<((u64, u8), ThreadMutex)>,
     mutex_index: FxHashMap<(u64, u8), usize>,
     /// (kind, site) → (events, wait, max wait), explicit barriers.
     barriers: FxHashMap<(u8, u64), (u64, u64, u64)>,
-    barrier_order: Vec<(u8, u64)>,
-    /// Region instance → the thread's part, in first-met order.
+    /// Region instance → the thread's part.
     teams: FxHashMap<u64, TeamThread>,
-    team_order: Vec<u64>,
     /// (region instance, construct site) of each PARALLEL_BEGIN, in order.
     region_sites: Vec<(u64, u64)>,
     mutex_events: u64,
@@ -296,11 +296,7 @@ struct ThreadScan {
 impl ThreadScan {
     /// The thread's part of region instance `instance`.
     fn team(&mut self, instance: u64) -> &mut TeamThread {
-        let order = &mut self.team_order;
-        self.teams.entry(instance).or_insert_with(|| {
-            order.push(instance);
-            TeamThread::default()
-        })
+        self.teams.entry(instance).or_default()
     }
 }
 
@@ -347,12 +343,7 @@ impl sync::OmpVisitor for ThreadScan {
         let wait = end.saturating_sub(start);
         self.barrier_events += 1;
         self.barrier_wait_ns += wait;
-        let key = (begin.kind, begin.site);
-        let order = &mut self.barrier_order;
-        let b = self.barriers.entry(key).or_insert_with(|| {
-            order.push(key);
-            (0, 0, 0)
-        });
+        let b = self.barriers.entry((begin.kind, begin.site)).or_default();
         b.0 += 1;
         b.1 += wait;
         b.2 = b.2.max(wait);
@@ -407,21 +398,16 @@ pub(crate) fn threads_with_records(recording: &Recording) -> Vec<OmpThread<'_>> 
         .collect()
 }
 
-/// Threads' OpenMP records beyond which [`with_omp_records`] may read them
-/// ahead on a thread of their own.
-const READ_AHEAD_MIN: usize = 1 << 16;
-
 /// Calls `consume` with the OpenMP records of thread `t` of `trace`, one
 /// of the threads whose records are paired side by side, `total` records
 /// in all: read and decoded ahead by a thread of their own
-/// ([`contend_trace::LockTrace::omp_ops_ahead`]) when this thread has more
-/// than 5/4 of the cores' fair share of them (and at least
-/// [`READ_AHEAD_MIN`]),
-/// so that it does not keep one core busy while the others wait for it
-/// (a program whose locks one thread takes); else as they are taken
-/// (threads of equal shares keep the cores busy as they are: an extra
-/// reader thread each only adds switches, 10 % more time measured on two
-/// threads of 2.5 million lock pairs each).
+/// ([`contend_trace::LockTrace::omp_ops_ahead`], which reads a thread of
+/// few records in place anyway) when this thread has more than 5/4 of the
+/// cores' fair share of them, so that it does not keep one core busy
+/// while the others wait for it (a program whose locks one thread takes);
+/// else as they are taken (threads of equal shares keep the cores busy as
+/// they are: an extra reader thread each only adds switches, 10 % more
+/// time measured on two threads of 2.5 million lock pairs each).
 pub(crate) fn with_omp_records<R>(
     trace: &contend_trace::LockTrace,
     t: &contend_trace::ThreadTrace,
@@ -434,7 +420,7 @@ pub(crate) fn with_omp_records<R>(
     let share = n
         .saturating_mul(rayon::current_num_threads())
         .saturating_mul(4);
-    if n >= READ_AHEAD_MIN && share > total.saturating_mul(5) {
+    if share > total.saturating_mul(5) {
         trace.omp_ops_ahead(t, consume)
     } else {
         consume(trace.omp_ops(t).into())
@@ -463,7 +449,7 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
             with_omp_records(trace, t, total, |ops| scan_thread(recording, trace, ops))
         })
         .collect();
-    for (mut s, &(pi, trace, t)) in scans.into_iter().zip(&threads) {
+    for (s, &(pi, trace, t)) in scans.into_iter().zip(&threads) {
         summary.mutex_events += s.mutex_events;
         summary.mutex_wait_ns += s.mutex_wait_ns;
         summary.mutex_hold_ns += s.mutex_hold_ns;
@@ -506,11 +492,7 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
                 *sites.entry(site).or_default() += wait;
             }
         }
-        for key in s.barrier_order {
-            let Some((events, wait, max_wait)) = s.barriers.remove(&key) else {
-                continue;
-            };
-            let (kind, site) = key;
+        for ((kind, site), (events, wait, max_wait)) in s.barriers {
             let row = barriers
                 .entry((pi, kind, site))
                 .or_insert_with(|| OmpBarrierRow {
@@ -523,10 +505,7 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
             row.wait_ns += wait;
             row.max_wait_ns = row.max_wait_ns.max(max_wait);
         }
-        for instance in s.team_order {
-            let Some(part) = s.teams.remove(&instance) else {
-                continue;
-            };
+        for (instance, part) in s.teams {
             let merged = teams
                 .entry((pi, instance))
                 .or_default()
