@@ -264,17 +264,18 @@ fn fold_futex(
     let mut with_stack = 0;
     for (i, w) in ev.waits.iter().enumerate() {
         let ns = w.wait_ns();
-        if ns == 0 || !keeps_sync(&options.filter, w.tid, ns, on_path.get(i) == Some(&true)) {
+        let c = ev.wait_info(w);
+        if ns == 0 || !keeps_sync(&options.filter, c.tid, ns, on_path.get(i) == Some(&true)) {
             continue;
         }
-        let (address, site) = sites.site(w.process, w.site, w.stack).clone();
-        let frames = sites.stack(w.process, w.stack);
-        let maps = sites.maps(w.process);
+        let (address, site) = sites.site(c.process, c.site, c.stack).clone();
+        let frames = sites.stack(c.process, c.stack);
+        let maps = sites.maps(c.process);
         let prefix = prefixes
-            .entry((w.pid, address, w.stack))
+            .entry((c.pid, address, c.stack))
             .or_insert_with(|| {
-                let program = program_of(analysis.recording, w.pid)
-                    .map_or_else(|| format!("pid {}", w.pid), |p| frame(&p));
+                let program = program_of(analysis.recording, c.pid)
+                    .map_or_else(|| format!("pid {}", c.pid), |p| frame(&p));
                 let mut line = program;
                 let from = frames.and_then(|f| f.iter().position(|&a| a == address));
                 if let (Some(f), Some(from)) = (frames, from) {
@@ -289,8 +290,8 @@ fn fold_futex(
             });
         with_stack += u64::from(frames.is_some());
         let word = words
-            .get(&(w.pid, w.word))
-            .map_or_else(|| format!("{:#x}", w.word), |row| frame(&row.name));
+            .get(&(c.pid, c.word))
+            .map_or_else(|| format!("{:#x}", c.word), |row| frame(&row.name));
         *folded
             .entry(format!("{prefix};{word} [futex]"))
             .or_insert(0) += ns;

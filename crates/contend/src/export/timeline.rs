@@ -845,7 +845,8 @@ fn futex_events(
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
     let keep_wait = |i: usize| {
         let w = &ev.waits[i];
-        keeps_sync(&options.filter, w.tid, w.wait_ns(), critical(i))
+        let tid = ev.threads[w.thread() as usize].tid;
+        keeps_sync(&options.filter, tid, w.wait_ns(), critical(i))
     };
     // Words' names and kinds as the report gives them, by (pid, address).
     let words = futex_word_rows(analysis);
@@ -853,7 +854,7 @@ fn futex_events(
     let mut flow_out: Vec<(u32, u64)> = Vec::new();
     let mut flow_in: Vec<(u32, u64)> = Vec::new();
     for (i, w) in ev.waits.iter().enumerate() {
-        if let Some(k) = w.waker.filter(|_| keep_wait(i)) {
+        if let Some(k) = w.waker().filter(|_| keep_wait(i)) {
             let id = (1u64 << 61) + i as u64;
             flow_out.push((k, id));
             flow_in.push((i as u32, id));
@@ -868,10 +869,12 @@ fn futex_events(
     let key = |c: u32| {
         if c & WAKE == 0 {
             let w = &ev.waits[c as usize];
-            (w.pid, w.tid, w.start_ns)
+            let t = &ev.threads[w.thread() as usize];
+            (t.pid, t.tid, w.start_ns)
         } else {
             let w = &ev.wakes[(c & !WAKE) as usize];
-            (w.pid, w.tid, w.start_ns)
+            let t = &ev.threads[w.thread() as usize];
+            (t.pid, t.tid, w.start_ns)
         }
     };
     let mut order: Vec<u32> = (0..ev.waits.len() as u32)
@@ -891,13 +894,14 @@ fn futex_events(
         for &c in &order[start..end] {
             let wake = c & WAKE != 0;
             let i = (c & !WAKE) as usize;
-            let (process, word, site, stack, s_ns, e_ns) = if wake {
+            let (c, s_ns, e_ns) = if wake {
                 let w = &ev.wakes[i];
-                (w.process, w.word, w.site, w.stack, w.start_ns, w.end_ns)
+                (ev.wake_info(w), w.start_ns, w.end_ns)
             } else {
                 let w = &ev.waits[i];
-                (w.process, w.word, w.site, w.stack, w.start_ns, w.end_ns)
+                (ev.wait_info(w), w.start_ns, w.end_ns)
             };
+            let (process, word, site, stack) = (c.process, c.word, c.site, c.stack);
             let out = if wake { flow_out.get(i as u32) } else { &[] };
             if wake && out.is_empty() && !keeps_sync(&options.filter, tid, 0, false) {
                 continue;
@@ -944,7 +948,7 @@ fn futex_events(
                         ("word", Arg::Str(word_arg)),
                         ("kind", Arg::Str(kind)),
                         ("site", Arg::Str(site)),
-                        ("result", Arg::Str(futex_result(w.outcome))),
+                        ("result", Arg::Str(futex_result(w.outcome()))),
                         ("critical_path", Arg::Bool(critical(i))),
                     ],
                     flows_out: &[],

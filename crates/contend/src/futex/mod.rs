@@ -65,35 +65,87 @@ pub enum WaitOutcome {
     Unfinished,
 }
 
-/// One futex wait of one thread, paired from its two records.
+/// One futex wait of one thread, paired from its two records: 32 bytes
+/// (its thread, word and call site are indices into the tables of
+/// [`FutexEvents`]; millions of these are kept for the exports and the
+/// critical path, and were 64 bytes with the addresses and ids inline).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FutexWait {
-    /// Index of the process in [`Recording::processes`].
-    pub process: u32,
-    /// Process id.
-    pub pid: u32,
-    /// Kernel thread id.
-    pub tid: u32,
-    /// Futex word address (the waiter array for `futex_waitv`).
-    pub word: u64,
-    /// Call site (return address of `syscall()`).
-    pub site: u64,
-    /// Index into the trace's stacks, or [`NO_STACK`].
-    pub stack: u32,
-    /// Futex command (`contend_trace::format::futex::CMD_*`).
-    pub cmd: u8,
     /// Call, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
     /// Return, CLOCK_MONOTONIC ns (the trace's end for an unfinished wait).
     pub end_ns: u64,
-    /// How it ended.
-    pub outcome: WaitOutcome,
-    /// Index into [`FutexEvents::wakes`] of the wake that ended it, when
-    /// known (4 bytes: a wake past the 2^32nd is given to no wait).
-    pub waker: Option<u32>,
+    /// Index into [`FutexEvents::threads`] (bits 0–28) and the outcome
+    /// (bits 29–31, [`WaitOutcome`] in declaration order).
+    thread_outcome: u32,
+    /// Index into [`FutexEvents::words`].
+    pub word: u32,
+    /// Index into [`FutexEvents::calls`]: call site, stack and command.
+    pub call: u32,
+    /// Index into [`FutexEvents::wakes`] of the wake that ended it, or
+    /// [`NO_WAKER`] (a wake past the 2^32 − 1st is given to no wait).
+    waker: u32,
 }
 
+/// [`FutexWait::waker`] of a wait without a known waker.
+const NO_WAKER: u32 = u32::MAX;
+
+/// Thread indices fit in 29 bits (the rest of a wait's `thread_outcome`
+/// holds its outcome, of a wake's `thread_failed` its failure): 2^29
+/// threads, far more than a recording holds (Linux's `pid_max` is at
+/// most 2^22).
+const THREAD_BITS: u32 = 29;
+const THREAD_MASK: u32 = (1 << THREAD_BITS) - 1;
+
+const OUTCOMES: [WaitOutcome; 6] = [
+    WaitOutcome::Woken,
+    WaitOutcome::TimedOut,
+    WaitOutcome::ValueChanged,
+    WaitOutcome::Interrupted,
+    WaitOutcome::Error,
+    WaitOutcome::Unfinished,
+];
+
 impl FutexWait {
+    /// A wait of thread `thread` (index into [`FutexEvents::threads`]) on
+    /// word `word` made at call `call`, from `start_ns` to `end_ns`, that
+    /// ended as `outcome`, woken by wake `waker` (index into
+    /// [`FutexEvents::wakes`]) when known.
+    pub fn new(
+        thread: u32,
+        word: u32,
+        call: u32,
+        start_ns: u64,
+        end_ns: u64,
+        outcome: WaitOutcome,
+        waker: Option<u32>,
+    ) -> FutexWait {
+        FutexWait {
+            start_ns,
+            end_ns,
+            thread_outcome: (thread & THREAD_MASK) | (outcome as u32) << THREAD_BITS,
+            word,
+            call,
+            waker: waker.unwrap_or(NO_WAKER),
+        }
+    }
+
+    /// Index into [`FutexEvents::threads`].
+    pub fn thread(&self) -> u32 {
+        self.thread_outcome & THREAD_MASK
+    }
+
+    /// How it ended.
+    pub fn outcome(&self) -> WaitOutcome {
+        OUTCOMES[(self.thread_outcome >> THREAD_BITS) as usize]
+    }
+
+    /// Index into [`FutexEvents::wakes`] of the wake that ended it, when
+    /// known ([`match_wakers`]).
+    pub fn waker(&self) -> Option<u32> {
+        (self.waker != NO_WAKER).then_some(self.waker)
+    }
+
     /// Wait time, ns.
     pub fn wait_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
@@ -102,14 +154,136 @@ impl FutexWait {
     /// True when the wait slept (woken or timed out), not returned at once
     /// because the word had changed or failed.
     pub fn slept(&self) -> bool {
-        matches!(self.outcome, WaitOutcome::Woken | WaitOutcome::TimedOut)
+        matches!(self.outcome(), WaitOutcome::Woken | WaitOutcome::TimedOut)
     }
 }
 
-/// One futex wake call of one thread.
+/// One futex wake call of one thread: 32 bytes, as [`FutexWait`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FutexWake {
-    /// Index of the process in [`Recording::processes`].
+    /// Call, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// Return, CLOCK_MONOTONIC ns.
+    pub end_ns: u64,
+    /// Index into [`FutexEvents::threads`] (bits 0–28); bit 31: the call
+    /// failed.
+    thread_failed: u32,
+    /// Index into [`FutexEvents::words`].
+    pub word: u32,
+    /// Index into [`FutexEvents::calls`].
+    pub call: u32,
+    /// Waiters woken (the call's return value; woken + requeued for
+    /// `FUTEX_CMP_REQUEUE`); 0 when it failed.
+    pub woken: u32,
+}
+
+impl FutexWake {
+    /// A wake call of thread `thread` on word `word` made at call `call`,
+    /// from `start_ns` to `end_ns`, that woke `woken` waiters (0 when it
+    /// `failed`).
+    pub fn new(
+        thread: u32,
+        word: u32,
+        call: u32,
+        start_ns: u64,
+        end_ns: u64,
+        woken: u32,
+        failed: bool,
+    ) -> FutexWake {
+        FutexWake {
+            start_ns,
+            end_ns,
+            thread_failed: (thread & THREAD_MASK) | u32::from(failed) << 31,
+            word,
+            call,
+            woken,
+        }
+    }
+
+    /// Index into [`FutexEvents::threads`].
+    pub fn thread(&self) -> u32 {
+        self.thread_failed & THREAD_MASK
+    }
+
+    /// The call failed (its errno was recorded).
+    pub fn failed(&self) -> bool {
+        self.thread_failed >> 31 != 0
+    }
+}
+
+/// A thread that made futex calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FutexThread {
+    /// Index of the process in [`Recording::processes`] (or, for a process
+    /// seen only by the futex tracepoints, one past them; see
+    /// [`FutexEvents::traced`]).
+    pub process: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Kernel thread id.
+    pub tid: u32,
+}
+
+/// A futex word of one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FutexWord {
+    /// Process index, as [`FutexThread::process`].
+    pub process: u32,
+    /// Futex word address (the waiter array for `futex_waitv`).
+    pub address: u64,
+}
+
+/// Where a futex call was made, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FutexCallSite {
+    /// Process index, as [`FutexThread::process`].
+    pub process: u32,
+    /// Call site (return address of `syscall()`, or the innermost user
+    /// frame of a tracepoint call).
+    pub site: u64,
+    /// Index into the process's stacks, or [`NO_STACK`].
+    pub stack: u32,
+    /// Futex command (`contend_trace::format::futex::CMD_*`).
+    pub cmd: u8,
+}
+
+/// What the futex analysis keeps per event, for exporters: the waits and
+/// wakes, and the tables their indices name.
+#[derive(Debug, Default, Clone)]
+pub struct FutexEvents {
+    /// Every wait, in process, thread and time order.
+    pub waits: Vec<FutexWait>,
+    /// Every wake, in process, thread and time order.
+    pub wakes: Vec<FutexWake>,
+    /// The threads the events name ([`FutexWait::thread`]), each
+    /// (process, pid, tid) once, in the order they were added.
+    pub threads: Vec<FutexThread>,
+    /// The words the events name, each (process, address) once.
+    pub words: Vec<FutexWord>,
+    /// The call sites the events name, each (process, site, stack,
+    /// command) once.
+    pub calls: Vec<FutexCallSite>,
+    /// The processes whose calls come from the futex tracepoints, by
+    /// process index (a collector process's index in
+    /// [`Recording::processes`], or one past them for a process without a
+    /// lock trace); their events' `stack` indexes [`TracedProcess::stacks`].
+    pub traced: BTreeMap<u32, TracedProcess>,
+    /// Table indices by key, while events are added.
+    index: TableIndex,
+}
+
+/// The keys of [`FutexEvents`]' tables, for numbering them.
+#[derive(Debug, Default, Clone)]
+struct TableIndex {
+    threads: FxHashMap<FutexThread, u32>,
+    words: FxHashMap<FutexWord, u32>,
+    calls: FxHashMap<FutexCallSite, u32>,
+}
+
+/// What a wait's or wake's indices name, looked up in the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FutexCallInfo {
+    /// Process index ([`FutexThread::process`]).
     pub process: u32,
     /// Process id.
     pub pid: u32,
@@ -119,33 +293,73 @@ pub struct FutexWake {
     pub word: u64,
     /// Call site.
     pub site: u64,
-    /// Index into the trace's stacks, or [`NO_STACK`].
+    /// Index into the process's stacks, or [`NO_STACK`].
     pub stack: u32,
     /// Futex command.
     pub cmd: u8,
-    /// Call, CLOCK_MONOTONIC ns.
-    pub start_ns: u64,
-    /// Return, CLOCK_MONOTONIC ns.
-    pub end_ns: u64,
-    /// Waiters woken (the call's return value; woken + requeued for
-    /// `FUTEX_CMP_REQUEUE`); 0 when it failed.
-    pub woken: u32,
-    /// The call failed (its errno was recorded).
-    pub failed: bool,
 }
 
-/// What the futex analysis keeps per event, for exporters.
-#[derive(Debug, Default, Clone)]
-pub struct FutexEvents {
-    /// Every wait, in process, thread and time order.
-    pub waits: Vec<FutexWait>,
-    /// Every wake, in process, thread and time order.
-    pub wakes: Vec<FutexWake>,
-    /// The processes whose calls come from the futex tracepoints, by
-    /// process index (a collector process's index in
-    /// [`Recording::processes`], or one past them for a process without a
-    /// lock trace); their events' `stack` indexes [`TracedProcess::stacks`].
-    pub traced: BTreeMap<u32, TracedProcess>,
+impl FutexEvents {
+    /// The index of thread (`process`, `pid`, `tid`), added when new.
+    pub fn thread_index(&mut self, process: u32, pid: u32, tid: u32) -> u32 {
+        let key = FutexThread { process, pid, tid };
+        let threads = &mut self.threads;
+        *self.index.threads.entry(key).or_insert_with(|| {
+            threads.push(key);
+            (threads.len() - 1) as u32
+        })
+    }
+
+    /// The index of word `address` of `process`, added when new.
+    pub fn word_index(&mut self, process: u32, address: u64) -> u32 {
+        let key = FutexWord { process, address };
+        let words = &mut self.words;
+        *self.index.words.entry(key).or_insert_with(|| {
+            words.push(key);
+            (words.len() - 1) as u32
+        })
+    }
+
+    /// The index of call site (`process`, `site`, `stack`, `cmd`), added
+    /// when new.
+    pub fn call_index(&mut self, process: u32, site: u64, stack: u32, cmd: u8) -> u32 {
+        let key = FutexCallSite {
+            process,
+            site,
+            stack,
+            cmd,
+        };
+        let calls = &mut self.calls;
+        *self.index.calls.entry(key).or_insert_with(|| {
+            calls.push(key);
+            (calls.len() - 1) as u32
+        })
+    }
+
+    /// Thread, word and call of a wait or wake by their indices.
+    fn info(&self, thread: u32, word: u32, call: u32) -> FutexCallInfo {
+        let t = self.threads[thread as usize];
+        let c = self.calls[call as usize];
+        FutexCallInfo {
+            process: t.process,
+            pid: t.pid,
+            tid: t.tid,
+            word: self.words[word as usize].address,
+            site: c.site,
+            stack: c.stack,
+            cmd: c.cmd,
+        }
+    }
+
+    /// What wait `w`'s indices name (panics on a wait of other events).
+    pub fn wait_info(&self, w: &FutexWait) -> FutexCallInfo {
+        self.info(w.thread(), w.word, w.call)
+    }
+
+    /// What wake `w`'s indices name (panics on a wake of other events).
+    pub fn wake_info(&self, w: &FutexWake) -> FutexCallInfo {
+        self.info(w.thread(), w.word, w.call)
+    }
 }
 
 /// A process whose futex calls come from the futex tracepoints.
@@ -183,6 +397,33 @@ pub fn pair_thread(
     trace_end_ns: u64,
     out: &mut FutexEvents,
 ) {
+    // The thread (added with its first event), and the word and call of
+    // its last call: a thread mostly calls on one word from one place, so
+    // the tables are rarely searched.
+    let mut thread_index: Option<u32> = None;
+    let mut last_word: Option<(u64, u32)> = None;
+    let mut last_call: Option<((u64, u32, u8), u32)> = None;
+    let mut indices = |out: &mut FutexEvents, first: &FutexOp| {
+        let thread = *thread_index.get_or_insert_with(|| out.thread_index(process, pid, tid));
+        let word = match last_word {
+            Some((address, i)) if address == first.word => i,
+            _ => {
+                let i = out.word_index(process, first.word);
+                last_word = Some((first.word, i));
+                i
+            }
+        };
+        let key = (first.site, first.stack, first.cmd);
+        let call = match last_call {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let i = out.call_index(process, first.site, first.stack, first.cmd);
+                last_call = Some((key, i));
+                i
+            }
+        };
+        (thread, word, call)
+    };
     let mut open: Option<FutexOp> = None;
     for op in ops {
         match op.phase {
@@ -193,6 +434,7 @@ pub fn pair_thread(
                     continue;
                 }
                 let (start_ns, end_ns) = (to_ns(first.ticks), to_ns(op.ticks));
+                let (thread, word, call) = indices(out, &first);
                 if first.phase == Phase::Request {
                     let outcome = match op.phase {
                         Phase::Acquired => WaitOutcome::Woken,
@@ -204,53 +446,43 @@ pub fn pair_thread(
                             _ => WaitOutcome::Error,
                         },
                     };
-                    out.waits.push(FutexWait {
-                        process,
-                        pid,
-                        tid,
-                        word: first.word,
-                        site: first.site,
-                        stack: first.stack,
-                        cmd: first.cmd,
+                    out.waits.push(FutexWait::new(
+                        thread,
+                        word,
+                        call,
                         start_ns,
-                        end_ns: end_ns.max(start_ns),
+                        end_ns.max(start_ns),
                         outcome,
-                        waker: None,
-                    });
+                        None,
+                    ));
                 } else {
                     let failed = op.phase != Phase::Released;
-                    out.wakes.push(FutexWake {
-                        process,
-                        pid,
-                        tid,
-                        word: first.word,
-                        site: first.site,
-                        stack: first.stack,
-                        cmd: first.cmd,
+                    let woken = if failed { 0 } else { op.value.max(0) as u32 };
+                    out.wakes.push(FutexWake::new(
+                        thread,
+                        word,
+                        call,
                         start_ns,
-                        end_ns: end_ns.max(start_ns),
-                        woken: if failed { 0 } else { op.value.max(0) as u32 },
+                        end_ns.max(start_ns),
+                        woken,
                         failed,
-                    });
+                    ));
                 }
             }
         }
     }
     if let Some(first) = open.filter(|o| o.phase == Phase::Request) {
         let start_ns = to_ns(first.ticks);
-        out.waits.push(FutexWait {
-            process,
-            pid,
-            tid,
-            word: first.word,
-            site: first.site,
-            stack: first.stack,
-            cmd: first.cmd,
+        let (thread, word, call) = indices(out, &first);
+        out.waits.push(FutexWait::new(
+            thread,
+            word,
+            call,
             start_ns,
-            end_ns: trace_end_ns.max(start_ns),
-            outcome: WaitOutcome::Unfinished,
-            waker: None,
-        });
+            trace_end_ns.max(start_ns),
+            WaitOutcome::Unfinished,
+            None,
+        ));
     }
 }
 
@@ -262,10 +494,11 @@ pub fn pair_thread(
 /// A wait whose wake was not recorded (made inline, by glibc or by the
 /// kernel for a robust or PI futex) keeps no waker.
 pub fn match_wakers(events: &mut FutexEvents) {
-    let mut by_word: FxHashMap<(u32, u64), Vec<usize>> = FxHashMap::default();
+    // by word index: a word is one address of one process
+    let mut by_word: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
     for (i, w) in events.wakes.iter().enumerate() {
         if w.woken > 0 {
-            by_word.entry((w.process, w.word)).or_default().push(i);
+            by_word.entry(w.word).or_default().push(i);
         }
     }
     // Per word: its wakes by start, the longest of them (no wake that
@@ -274,7 +507,7 @@ pub fn match_wakers(events: &mut FutexEvents) {
     // skipped in amortised constant time): the search stays near-linear
     // when a word has many wakes and many waits whose wake was not
     // recorded, which would otherwise each scan every earlier wake.
-    let mut words: FxHashMap<(u32, u64), WakesOfWord> = by_word
+    let mut words: FxHashMap<u32, WakesOfWord> = by_word
         .into_iter()
         .map(|(key, mut list)| {
             list.sort_by_key(|&i| events.wakes[i].start_ns);
@@ -300,12 +533,12 @@ pub fn match_wakers(events: &mut FutexEvents) {
         .collect();
     let mut left: Vec<u32> = events.wakes.iter().map(|w| w.woken).collect();
     let mut order: Vec<usize> = (0..events.waits.len())
-        .filter(|&i| events.waits[i].outcome == WaitOutcome::Woken)
+        .filter(|&i| events.waits[i].outcome() == WaitOutcome::Woken)
         .collect();
     order.sort_by_key(|&i| events.waits[i].end_ns);
     for i in order {
         let w = events.waits[i];
-        let Some(word) = words.get_mut(&(w.process, w.word)) else {
+        let Some(word) = words.get_mut(&w.word) else {
             continue;
         };
         // wakes that began before the wait returned, latest first
@@ -320,7 +553,8 @@ pub fn match_wakers(events: &mut FutexEvents) {
             if wake.start_ns.saturating_add(word.longest_ns) < w.start_ns {
                 break; // this and every earlier wake ended before the wait began
             }
-            if wake.tid != w.tid && wake.end_ns >= w.start_ns {
+            // another thread's (the same word: the same process)
+            if wake.thread() != w.thread() && wake.end_ns >= w.start_ns {
                 found = Some((p, k));
                 break;
             }
@@ -331,7 +565,7 @@ pub fn match_wakers(events: &mut FutexEvents) {
             if left[k] == 0 {
                 word.alive_below[p] = (p - 1) as u32;
             }
-            events.waits[i].waker = u32::try_from(k).ok();
+            events.waits[i].waker = u32::try_from(k).unwrap_or(NO_WAKER);
         }
     }
 }
@@ -787,6 +1021,9 @@ pub fn add_traced_calls(
         let site = c.frames.first().copied().unwrap_or(0);
         let start_ns = c.enter_ns;
         let end = c.exit_ns.unwrap_or(end_ns).max(start_ns);
+        let thread = out.thread_index(process, c.pid, c.tid);
+        let word = out.word_index(process, c.uaddr);
+        let call = out.call_index(process, site, stack, cmd);
         if kind == 1 {
             let outcome = match (c.exit_ns, c.ret) {
                 (None, _) => WaitOutcome::Unfinished,
@@ -797,38 +1034,19 @@ pub fn add_traced_calls(
                 (_, -4 | -512 | -514 | -516) => WaitOutcome::Interrupted,
                 _ => WaitOutcome::Error,
             };
-            out.waits.push(FutexWait {
-                process,
-                pid: c.pid,
-                tid: c.tid,
-                word: c.uaddr,
-                site,
-                stack,
-                cmd,
-                start_ns,
-                end_ns: end,
-                outcome,
-                waker: None,
-            });
+            out.waits.push(FutexWait::new(
+                thread, word, call, start_ns, end, outcome, None,
+            ));
         } else {
             let failed = c.exit_ns.is_none() || c.ret < 0;
-            out.wakes.push(FutexWake {
-                process,
-                pid: c.pid,
-                tid: c.tid,
-                word: c.uaddr,
-                site,
-                stack,
-                cmd,
-                start_ns,
-                end_ns: end,
-                woken: if failed {
-                    0
-                } else {
-                    u32::try_from(c.ret).unwrap_or(u32::MAX)
-                },
-                failed,
-            });
+            let woken = if failed {
+                0
+            } else {
+                u32::try_from(c.ret).unwrap_or(u32::MAX)
+            };
+            out.wakes.push(FutexWake::new(
+                thread, word, call, start_ns, end, woken, failed,
+            ));
         }
     }
 }
@@ -1022,11 +1240,13 @@ pub fn aggregate_on_path(
             summary.critical_handovers += handover;
         }
         let slept = u64::from(w.slept());
+        let outcome = w.outcome();
+        let c = ev.wait_info(w);
         summary.events += 1;
         summary.contended_events += slept;
         summary.wait_ns += ns;
         summary.max_wait_ns = summary.max_wait_ns.max(ns);
-        match w.outcome {
+        match outcome {
             WaitOutcome::Woken => summary.woken += 1,
             WaitOutcome::TimedOut => summary.timed_out += 1,
             WaitOutcome::ValueChanged => summary.value_changed += 1,
@@ -1034,23 +1254,23 @@ pub fn aggregate_on_path(
             WaitOutcome::Error | WaitOutcome::Unfinished => summary.other += 1,
         }
         let latency = w
-            .waker
+            .waker()
             .map(|k| w.end_ns.saturating_sub(ev.wakes[k as usize].start_ns));
         if let Some(l) = latency {
             summary.handovers += 1;
             summary.wake_latency_ns += l;
         }
-        let si = site_of(w.process, w.site, w.stack);
-        site_cmd.entry(si).or_insert(w.cmd);
-        let key = (w.process, w.word);
-        let row = words.entry(key).or_insert_with(|| word_row(w.pid, w.word));
+        let si = site_of(c.process, c.site, c.stack);
+        site_cmd.entry(si).or_insert(c.cmd);
+        let key = (c.process, c.word);
+        let row = words.entry(key).or_insert_with(|| word_row(c.pid, c.word));
         row.events += 1;
         row.contended_events += slept;
         row.wait_ns += ns;
         row.max_wait_ns = row.max_wait_ns.max(ns);
-        row.woken += u64::from(w.outcome == WaitOutcome::Woken);
-        row.timed_out += u64::from(w.outcome == WaitOutcome::TimedOut);
-        row.value_changed += u64::from(w.outcome == WaitOutcome::ValueChanged);
+        row.woken += u64::from(outcome == WaitOutcome::Woken);
+        row.timed_out += u64::from(outcome == WaitOutcome::TimedOut);
+        row.value_changed += u64::from(outcome == WaitOutcome::ValueChanged);
         if critical {
             row.critical_events += 1;
             row.critical_wait_ns += ns;
@@ -1064,7 +1284,7 @@ pub fn aggregate_on_path(
         *word_kind
             .entry(key)
             .or_default()
-            .entry((si, w.cmd))
+            .entry((si, c.cmd))
             .or_default() += 1;
         let s = site_rows.entry(si).or_default();
         s.events += 1;
@@ -1075,26 +1295,27 @@ pub fn aggregate_on_path(
             s.critical_events += 1;
             s.critical_wait_ns += ns;
         }
-        let t = threads.entry((w.pid, w.tid)).or_default();
+        let t = threads.entry((c.pid, c.tid)).or_default();
         t.events += 1;
         t.wait_ns += ns;
     }
     for w in &ev.wakes {
+        let c = ev.wake_info(w);
         summary.wakes += 1;
         summary.waiters_woken += u64::from(w.woken);
         summary.wakes_without_waiters += u64::from(w.woken == 0);
         summary.wake_ns += w.end_ns - w.start_ns;
-        let si = site_of(w.process, w.site, w.stack);
-        site_cmd.entry(si).or_insert(w.cmd);
-        let key = (w.process, w.word);
-        let row = words.entry(key).or_insert_with(|| word_row(w.pid, w.word));
+        let si = site_of(c.process, c.site, c.stack);
+        site_cmd.entry(si).or_insert(c.cmd);
+        let key = (c.process, c.word);
+        let row = words.entry(key).or_insert_with(|| word_row(c.pid, c.word));
         row.wakes += 1;
         row.waiters_woken += u64::from(w.woken);
         word_sites.entry(key).or_default().entry(si).or_default();
         let s = site_rows.entry(si).or_default();
         s.wakes += 1;
         s.waiters_woken += u64::from(w.woken);
-        let t = threads.entry((w.pid, w.tid)).or_default();
+        let t = threads.entry((c.pid, c.tid)).or_default();
         t.wakes += 1;
         t.waiters_woken += u64::from(w.woken);
     }
@@ -1179,11 +1400,8 @@ pub fn aggregate_on_path(
     let mut sources = Vec::new();
     if !ev.traced.is_empty() {
         let mut pids: BTreeMap<u32, &'static str> = BTreeMap::new();
-        for w in &ev.waits {
-            pids.entry(w.pid).or_insert("collector");
-        }
-        for w in &ev.wakes {
-            pids.entry(w.pid).or_insert("collector");
+        for t in &ev.threads {
+            pids.entry(t.pid).or_insert("collector");
         }
         for tp in ev.traced.values() {
             pids.insert(tp.pid, "tracepoints");
@@ -1226,12 +1444,55 @@ fn word_row(pid: u32, word: u64) -> FutexWordRow {
 mod tests {
     use super::*;
 
-    /// A wait is 64 bytes and a wake 56 (one each per futex call: millions;
-    /// they were 72 and 64 with an 8-byte waker index and waiter count).
+    /// A wait and a wake are 32 bytes each (one per futex call: millions;
+    /// they were 64 and 56 with the thread, word and site inline).
     #[test]
-    fn a_wait_is_64_bytes_and_a_wake_56() {
-        assert_eq!(std::mem::size_of::<FutexWait>(), 64);
-        assert_eq!(std::mem::size_of::<FutexWake>(), 56);
+    fn a_wait_and_a_wake_are_32_bytes() {
+        assert_eq!(std::mem::size_of::<FutexWait>(), 32);
+        assert_eq!(std::mem::size_of::<FutexWake>(), 32);
+    }
+
+    /// Every outcome and the failure bit survive packing beside the
+    /// largest thread index; the tables number each key once.
+    #[test]
+    fn packed_fields_read_back() {
+        let top = THREAD_MASK;
+        for (k, &o) in OUTCOMES.iter().enumerate() {
+            let w = FutexWait::new(top - k as u32, 7, 9, 10, 20, o, Some(3));
+            assert_eq!(
+                (w.thread(), w.outcome(), w.waker(), w.word, w.call),
+                (top - k as u32, o, Some(3), 7, 9)
+            );
+        }
+        assert_eq!(
+            FutexWait::new(0, 0, 0, 0, 0, WaitOutcome::Woken, None).waker(),
+            None
+        );
+        for failed in [false, true] {
+            let w = FutexWake::new(top, 1, 2, 3, 4, 5, failed);
+            assert_eq!((w.thread(), w.failed(), w.woken), (top, failed, 5));
+        }
+        let mut ev = FutexEvents::default();
+        assert_eq!(ev.thread_index(0, 7, 1), 0);
+        assert_eq!(ev.thread_index(0, 7, 2), 1);
+        assert_eq!(ev.thread_index(0, 7, 1), 0);
+        assert_eq!(ev.word_index(0, 0x10), 0);
+        assert_eq!(ev.word_index(1, 0x10), 1, "a word is per process");
+        assert_eq!(ev.call_index(0, 0x40, NO_STACK, fx::CMD_WAIT), 0);
+        assert_eq!(ev.call_index(0, 0x40, NO_STACK, fx::CMD_WAKE), 1);
+        assert_eq!(ev.call_index(0, 0x40, NO_STACK, fx::CMD_WAIT), 0);
+        let info = ev.wait_info(&FutexWait::new(1, 1, 1, 0, 0, WaitOutcome::Woken, None));
+        assert_eq!(
+            (
+                info.process,
+                info.pid,
+                info.tid,
+                info.word,
+                info.site,
+                info.cmd
+            ),
+            (0, 7, 2, 0x10, 0x40, fx::CMD_WAKE)
+        );
     }
 
     fn op(ticks: u64, word: u64, phase: Phase, cmd: u8, value: i32) -> FutexOp {
@@ -1272,7 +1533,7 @@ mod tests {
         pair_thread(0, 7, 1, t1.iter().copied(), |t| t, 1000, &mut ev);
         pair_thread(0, 7, 2, t2.iter().copied(), |t| t, 1000, &mut ev);
         match_wakers(&mut ev);
-        let outcomes: Vec<_> = ev.waits.iter().map(|w| w.outcome).collect();
+        let outcomes: Vec<_> = ev.waits.iter().map(|w| w.outcome()).collect();
         assert_eq!(
             outcomes,
             [
@@ -1281,9 +1542,9 @@ mod tests {
                 WaitOutcome::TimedOut
             ]
         );
-        assert_eq!(ev.waits[0].waker, Some(0));
-        assert_eq!(ev.waits[1].waker, None);
-        assert_eq!(ev.waits[2].waker, None);
+        assert_eq!(ev.waits[0].waker(), Some(0));
+        assert_eq!(ev.waits[1].waker(), None);
+        assert_eq!(ev.waits[2].waker(), None);
         assert_eq!(ev.wakes[0].woken, 1);
         assert_eq!(ev.wakes[1].woken, 0);
         // Σ wait = 400 + 5 + 100 = 505 ns; slept: 2 (woken, timed out).
@@ -1317,7 +1578,7 @@ mod tests {
         ];
         pair_thread(0, 7, 3, own.iter().copied(), |t| t, 1000, &mut ev);
         match_wakers(&mut ev);
-        let wakers: Vec<_> = ev.waits.iter().map(|w| w.waker).collect();
+        let wakers: Vec<_> = ev.waits.iter().map(|w| w.waker()).collect();
         assert_eq!(wakers, [Some(0), Some(0), None]);
     }
 
@@ -1327,19 +1588,25 @@ mod tests {
         let mut left: Vec<u32> = ev.wakes.iter().map(|w| w.woken).collect();
         let mut found = vec![None; ev.waits.len()];
         let mut order: Vec<usize> = (0..ev.waits.len())
-            .filter(|&i| ev.waits[i].outcome == WaitOutcome::Woken)
+            .filter(|&i| ev.waits[i].outcome() == WaitOutcome::Woken)
             .collect();
         order.sort_by_key(|&i| ev.waits[i].end_ns);
         for i in order {
             let w = ev.waits[i];
+            let (wi, tid) = (ev.wait_info(&w), |k: usize| ev.wake_info(&ev.wakes[k]).tid);
             let mut list: Vec<usize> = (0..ev.wakes.len())
-                .filter(|&k| ev.wakes[k].woken > 0 && ev.wakes[k].word == w.word)
+                .filter(|&k| {
+                    let c = ev.wake_info(&ev.wakes[k]);
+                    ev.wakes[k].woken > 0 && (c.process, c.word) == (wi.process, wi.word)
+                })
                 .collect();
             list.sort_by_key(|&k| ev.wakes[k].start_ns);
             let n = list.partition_point(|&k| ev.wakes[k].start_ns <= w.end_ns);
-            let k = list[..n].iter().rev().copied().find(|&k| {
-                left[k] > 0 && ev.wakes[k].tid != w.tid && ev.wakes[k].end_ns >= w.start_ns
-            });
+            let k = list[..n]
+                .iter()
+                .rev()
+                .copied()
+                .find(|&k| left[k] > 0 && tid(k) != wi.tid && ev.wakes[k].end_ns >= w.start_ns);
             if let Some(k) = k {
                 left[k] -= 1;
                 found[i] = Some(k as u32);
@@ -1384,7 +1651,7 @@ mod tests {
             }
             let expected = wakers_by_search(&ev);
             match_wakers(&mut ev);
-            let found: Vec<_> = ev.waits.iter().map(|w| w.waker).collect();
+            let found: Vec<_> = ev.waits.iter().map(|w| w.waker()).collect();
             assert_eq!(found, expected, "round {round}");
             matched += found.iter().filter(|w| w.is_some()).count();
             unmatched += found.iter().filter(|w| w.is_none()).count();
@@ -1400,7 +1667,7 @@ mod tests {
         let mut ev = FutexEvents::default();
         let ops = [op(100, 0x10, Phase::Request, fx::CMD_WAIT, 0)];
         pair_thread(0, 7, 1, ops.iter().copied(), |t| t, 1000, &mut ev);
-        assert_eq!(ev.waits[0].outcome, WaitOutcome::Unfinished);
+        assert_eq!(ev.waits[0].outcome(), WaitOutcome::Unfinished);
         assert_eq!(ev.waits[0].wait_ns(), 900);
     }
 
@@ -1491,8 +1758,11 @@ mod tests {
         match_wakers(&mut ev);
         assert_eq!(ev.waits.len(), 3);
         assert_eq!(ev.wakes.len(), 1);
-        let w: Vec<(u64, WaitOutcome)> =
-            ev.waits.iter().map(|w| (w.wait_ns(), w.outcome)).collect();
+        let w: Vec<(u64, WaitOutcome)> = ev
+            .waits
+            .iter()
+            .map(|w| (w.wait_ns(), w.outcome()))
+            .collect();
         assert_eq!(
             w,
             vec![
@@ -1501,20 +1771,24 @@ mod tests {
                 (300, WaitOutcome::Unfinished)
             ]
         );
-        assert!(ev.waits.iter().all(|w| w.process == 2 && w.pid == 10));
+        assert!(ev
+            .waits
+            .iter()
+            .all(|w| ev.wait_info(w).process == 2 && ev.wait_info(w).pid == 10));
         assert_eq!(ev.wakes[0].woken, 1);
-        assert_eq!(ev.waits[0].waker, Some(0));
+        assert_eq!(ev.waits[0].waker(), Some(0));
         assert_eq!(ev.waits[0].end_ns - ev.wakes[0].start_ns, 50);
         // site = innermost frame, the chain kept as the process's stack
-        assert_eq!(ev.waits[0].site, 0x401000);
+        let first = ev.wait_info(&ev.waits[0]);
+        assert_eq!(first.site, 0x401000);
         assert_eq!(
-            ev.traced[&2].stacks[ev.waits[0].stack as usize],
+            ev.traced[&2].stacks[first.stack as usize],
             vec![0x401000, 0x401100]
         );
         // a process with a lock trace keeps its index
         let mut ev = FutexEvents::default();
         add_traced_calls(&calls, 2, |pid| (pid == 10).then_some(0), 1000, &mut ev);
-        assert!(ev.waits.iter().all(|w| w.process == 0));
+        assert!(ev.waits.iter().all(|w| ev.wait_info(w).process == 0));
     }
 
     /// futex_waitv through its own tracepoints (op = CMD_WAITV, uaddr the
@@ -1535,7 +1809,7 @@ mod tests {
         let w: Vec<(u8, u64, WaitOutcome)> = ev
             .waits
             .iter()
-            .map(|w| (w.cmd, w.wait_ns(), w.outcome))
+            .map(|w| (ev.wait_info(w).cmd, w.wait_ns(), w.outcome()))
             .collect();
         assert_eq!(
             w,

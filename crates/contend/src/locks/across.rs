@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::critical_path::{lock_wake_time, lock_wakers, CriticalPath, EventMarks, Lane};
 use super::events::{EventSet, Outcome};
-use crate::futex::FutexEvents;
+use crate::futex::{FutexEvents, FutexWait, FutexWake};
 use crate::openmp::sync::OmpSyncEvents;
 
 /// Which recorder an event of the path comes from.
@@ -257,16 +257,23 @@ pub fn mark_across(
         .collect();
     // thread per event as u32 (one per OpenMP event: millions)
     let mut thread_u32 = |process: u32, tid: u32, pid: u32| thread_of(process, tid, pid) as u32;
-    let futex_threads: Vec<u32> = futex
+    // A futex event names its thread by an index into the events' thread
+    // table; numbered here in the order of their first waits, then wakes.
+    let mut futex_ids: Vec<u32> = vec![u32::MAX; futex.threads.len()];
+    for k in futex
         .waits
         .iter()
-        .map(|w| thread_u32(w.process, w.tid, w.pid))
-        .collect();
-    let wake_threads: Vec<u32> = futex
-        .wakes
-        .iter()
-        .map(|w| thread_u32(w.process, w.tid, w.pid))
-        .collect();
+        .map(FutexWait::thread)
+        .chain(futex.wakes.iter().map(FutexWake::thread))
+    {
+        let slot = &mut futex_ids[k as usize];
+        if *slot == u32::MAX {
+            let t = &futex.threads[k as usize];
+            *slot = thread_u32(t.process, t.tid, t.pid);
+        }
+    }
+    let futex_thread = |i: usize| futex_ids[futex.waits[i].thread() as usize];
+    let wake_thread = |i: usize| futex_ids[futex.wakes[i].thread() as usize];
     // An OpenMP event names its thread by an index into the events'
     // thread table, in the order of their first events.
     let omp_threads: Vec<u32> = omp
@@ -287,12 +294,12 @@ pub fn mark_across(
         last[u] = last[u].max(info.last_ns);
     }
     for (i, w) in futex.waits.iter().enumerate() {
-        let u = futex_threads[i] as usize;
+        let u = futex_thread(i) as usize;
         has_events[u] = true;
         last[u] = last[u].max(w.end_ns);
     }
     for (i, w) in futex.wakes.iter().enumerate() {
-        let u = wake_threads[i] as usize;
+        let u = wake_thread(i) as usize;
         last[u] = last[u].max(w.end_ns);
     }
     for (i, e) in omp.iter().enumerate() {
@@ -311,7 +318,7 @@ pub fn mark_across(
             lanes_of(
                 n_threads,
                 futex.waits.len(),
-                |i| futex_threads[i] as usize,
+                |i| futex_thread(i) as usize,
                 |i| futex.waits[i].end_ns,
             ),
             lanes_of(
@@ -362,9 +369,9 @@ pub fn mark_across(
                 let t = lock_threads[set.events[w as usize].thread() as usize];
                 (t, lock_wake_time(set, w as usize), w)
             }),
-            Source::Futex => futex.waits[i].waker.map(|k| {
+            Source::Futex => futex.waits[i].waker().map(|k| {
                 let w = k as usize;
-                (wake_threads[w] as usize, futex.wakes[w].start_ns, k)
+                (wake_thread(w) as usize, futex.wakes[w].start_ns, k)
             }),
             Source::Openmp => omp.waker(i).map(|k| {
                 let u = omp_threads[omp.thread_of(k)] as usize;
@@ -605,7 +612,7 @@ mod tests {
     /// the order of one list of them all, sorted.
     #[test]
     fn a_thread_is_walked_back_in_the_order_of_its_events_of_every_source() {
-        use crate::futex::{FutexWait, WaitOutcome};
+        use crate::futex::WaitOutcome;
         use crate::locks::events::LockEventFields;
         use crate::openmp::sync::{finish, OmpSyncBuilder, OmpSyncEvent};
         use contend_trace::Primitive;
@@ -640,25 +647,11 @@ mod tests {
                     .collect(),
                 ..EventSet::default()
             };
-            let futex = FutexEvents {
-                waits: futexes
-                    .iter()
-                    .map(|&(t, key)| FutexWait {
-                        process: 0,
-                        pid: 1,
-                        tid: t as u32,
-                        word: 0,
-                        site: 0,
-                        stack: 0,
-                        cmd: 0,
-                        start_ns: key,
-                        end_ns: key,
-                        outcome: WaitOutcome::Woken,
-                        waker: None,
-                    })
-                    .collect(),
-                ..FutexEvents::default()
-            };
+            let mut futex = FutexEvents::default();
+            futex.waits = futexes
+                .iter()
+                .map(|&(t, key)| FutexWait::new(t as u32, 0, 0, key, key, WaitOutcome::Woken, None))
+                .collect();
             let mut b = OmpSyncBuilder::default();
             for &(t, key) in &omps {
                 b.push(OmpSyncEvent::new(0, t as u32, false, 1, 0, 0, key));

@@ -338,7 +338,7 @@ fn across_object(
                 .unwrap_or_else(|| format!("{:#x}", set.objects[o].address))
         }
         across::Source::Futex => {
-            let w = &futex.waits[i];
+            let w = futex.wait_info(&futex.waits[i]);
             resolver
                 .object(w.process, w.word)
                 .unwrap_or_else(|| format!("{:#x}", w.word))

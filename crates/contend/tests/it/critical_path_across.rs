@@ -129,7 +129,7 @@ fn futex_hand_over_chain_across_three_threads() {
     }
     match_wakers(&mut fe);
     // waits in thread order: T2 A, T3 B, T3 C, T4 B
-    let wakers: Vec<Option<u32>> = fe.waits.iter().map(|w| w.waker).collect();
+    let wakers: Vec<Option<u32>> = fe.waits.iter().map(|w| w.waker()).collect();
     // wakes in thread order: T1 A, T2 B, T4 A
     assert_eq!(wakers, [Some(0), Some(1), None, None]);
 
@@ -386,7 +386,7 @@ fn a_broadcast_wake_lets_every_waiter_go_and_the_path_follows_one() {
         futex_pair(0, 7, tid, ops.iter().copied(), |t| t, 1000, &mut fe);
     }
     match_wakers(&mut fe);
-    let wakers: Vec<Option<u32>> = fe.waits.iter().map(|w| w.waker).collect();
+    let wakers: Vec<Option<u32>> = fe.waits.iter().map(|w| w.waker()).collect();
     assert_eq!(wakers, [Some(0), Some(0), None]);
     let set = pthread_events(&[]);
     let path = mark_across(&set, &fe, &OmpSyncEvents::default(), &[]);
@@ -673,7 +673,7 @@ fn futex_events_of_records_read_ahead_are_those_read_in_place() {
     let timed_out = collected
         .waits
         .iter()
-        .filter(|w| w.outcome == contend::futex::WaitOutcome::TimedOut)
+        .filter(|w| w.outcome() == contend::futex::WaitOutcome::TimedOut)
         .count();
     assert_eq!(timed_out, 13_334);
     assert_eq!(collected.waits, in_place.waits);

@@ -348,7 +348,7 @@ fn futex_events_are_collected_once_and_exported() {
     let events = contend::futex::events_of(&analysis).unwrap();
     assert!(std::ptr::eq(events, kept));
     assert_eq!(events.waits.len(), 1);
-    assert_eq!(events.waits[0].waker, Some(0));
+    assert_eq!(events.waits[0].waker(), Some(0));
     // the futex section counts the wait and its hand-over
     let v: Value = serde_json::from_str(&Document::Report(&analysis.report).to_json()).unwrap();
     let s = &v["futex"]["summary"];

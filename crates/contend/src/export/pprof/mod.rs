@@ -354,7 +354,8 @@ fn futex_samples(
     let mut n = 0;
     for (i, w) in ev.waits.iter().enumerate() {
         let ns = w.wait_ns();
-        if !keeps_sync(&options.filter, w.tid, ns, on_path.get(i) == Some(&true)) {
+        let c = ev.wait_info(w);
+        if !keeps_sync(&options.filter, c.tid, ns, on_path.get(i) == Some(&true)) {
             continue;
         }
         let values = [i64::from(w.slept()), ns.min(i64::MAX as u64) as i64, 0];
@@ -362,21 +363,21 @@ fn futex_samples(
             continue;
         }
         n += 1;
-        let (address, site) = sites.site(w.process, w.site, w.stack).clone();
-        let maps = sites.maps(w.process);
-        let mut stack = vec![b.location(w.pid, address, || site)];
-        if let Some(frames) = sites.stack(w.process, w.stack) {
+        let (address, site) = sites.site(c.process, c.site, c.stack).clone();
+        let maps = sites.maps(c.process);
+        let mut stack = vec![b.location(c.pid, address, || site)];
+        if let Some(frames) = sites.stack(c.process, c.stack) {
             if let Some(from) = frames.iter().position(|&a| a == address) {
                 for &a in &frames[from + 1..] {
-                    stack.push(b.location(w.pid, a, || analysis.symbols.site(maps, a)));
+                    stack.push(b.location(c.pid, a, || analysis.symbols.site(maps, a)));
                 }
             }
         }
-        let (word, fkind) = match words.get(&(w.pid, w.word)) {
+        let (word, fkind) = match words.get(&(c.pid, c.word)) {
             Some(row) => (b.string(&row.name), b.string(&row.kind)),
-            None => (b.string(&format!("{:#x}", w.word)), futex),
+            None => (b.string(&format!("{:#x}", c.word)), futex),
         };
-        let tid = b.string(&w.tid.to_string());
+        let tid = b.string(&c.tid.to_string());
         let labels = vec![
             (lock_key, word, 0),
             (kind_key, futex, 0),
