@@ -10,6 +10,14 @@ the end the Pearson correlation per benchmark (Table 1's rho).
              [--bench mutex,spin,false_sharing,io] [--json FILE]
 
 The binaries in --bin are lock, false_sharing and io (run.sh builds them).
+For io each point also records one thread alone at the same delay: its
+fastest 1% of reads is the uncontended read time at that request rate
+(column "alone"), which is what the fastest reads of the contended run
+should stay near (the paper's Figure 7). On a virtual disk the device's
+own latency can depend on the rate: reads after a 2 ms sleep took about
+twice those without one on the KVM guest of docs/benchmarks.md, with one
+thread and no contention at all, so for io the fastest reads are compared
+with this reference at the same delay rather than across delays.
 --quick runs a handful of delays at small sizes (the lock benchmarks keep
 their 100,000 acquisitions per thread; the test suite's reduced
 sweep); the full sweep has at least 12 delays per benchmark. The I/O
@@ -55,12 +63,12 @@ X_MEANING = {
 }
 
 
-def command(bench, delay, bindir, quick, io_dir):
+def command(bench, delay, bindir, quick, io_dir, threads=2):
     if bench in ("mutex", "spin"):
         return [os.path.join(bindir, "lock"), bench, str(delay), "100000"]
     if bench == "false_sharing":
         return [os.path.join(bindir, "false_sharing"), str(delay), "200000" if quick else "4000000"]
-    return [os.path.join(bindir, "io"), io_dir, str(delay), "300" if quick else "2000", "2"]
+    return [os.path.join(bindir, "io"), io_dir, str(delay), "300" if quick else "2000", str(threads)]
 
 
 def pearson(xs, ys):
@@ -98,7 +106,30 @@ def point(args, bench, delay):
         if r["disturbed"] <= args.disturbed:
             break
     best["undisturbed"] = best["disturbed"] <= args.disturbed
+    if bench == "io":
+        best["alone_fastest_1pct_ns"] = alone_fastest(args, delay)
     return best
+
+
+def alone_fastest(args, delay):
+    """The fastest 1% of reads (contend's block statistics, as for the
+    points) of one io thread alone at `delay`: the uncontended read time
+    at that request rate."""
+    data = os.path.join(args.out, f"io-{delay}-alone.data")
+    cmd = [args.contend, "record", "-o", data, "--force", "--"] + command(
+        "io", delay, args.bin, args.quick, args.io_dir, threads=1
+    )
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({run.returncode}):\n{run.stderr}")
+    rep = subprocess.run(
+        [args.contend, "report", data, "--format", "json"], capture_output=True, text=True, check=True
+    )
+    kind, name, key = BLOCK["io"]
+    b = find_block(json.loads(rep.stdout), kind, name, key)
+    if b is None:
+        sys.exit(f"io delay {delay}, one thread: no block {kind} {name} in {data}")
+    return b["fastest_1pct_ns"]
 
 
 def one_run(args, bench, delay, k):
@@ -160,7 +191,7 @@ def main():
               f"{BLOCK[bench][1]}{' [' + BLOCK[bench][2] + ']' if BLOCK[bench][2] else ''} (contend); "
               f"delay in {DELAY_UNIT[bench]}")
         print(f"{'delay':>8} {'X (ns)':>12} {'SCI':>8} {'execs':>9} {'fastest':>9} {'1% slowest':>11} {'median':>9} "
-              f"{'disturbed':>10}")
+              f"{'disturbed':>10}" + (f" {'alone: 1% slowest':>18}" if bench == "io" else ""))
         rows = []
         skipped = None
         for d in delays[bench]:
@@ -171,7 +202,8 @@ def main():
             rows.append(p)
             print(f"{d:>8} {p['x_ns']:>12.1f} {p['sci']:>8.4f} {p['occurrences']:>9} {p['min_ns']:>9} "
                   f"{p['fastest_1pct_ns'][1]:>11} {p['median_ns']:>9} {p['disturbed'] * 100:>9.1f}%"
-                  f"{'' if p['undisturbed'] else ' (still disturbed)'}", flush=True)
+                  f"{'' if p['undisturbed'] else ' (still disturbed)'}"
+                  + (f" {p['alone_fastest_1pct_ns'][1]:>18}" if bench == "io" else ""), flush=True)
         if skipped:
             print(f"   skipped: {skipped}")
             summary[bench] = {"skipped": skipped}

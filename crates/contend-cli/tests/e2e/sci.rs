@@ -599,7 +599,11 @@ fn hot_functions_are_chosen_by_a_profile() {
 /// how long its threads waited for a CPU: time other programs took from
 /// it). Every benchmark must yield a scored block at every point, and the
 /// fastest 1% of the block's executions must stay about the same whatever
-/// the contention (within 2×, the paper's Figure 7). For the two lock
+/// the contention (within 2×, the paper's Figure 7; for the O_DIRECT reads
+/// within 2× of one thread reading alone at the same delay, since this
+/// VM's virtio disk reads more slowly at a lower request rate with no
+/// contention at all: 30 µs at delay 0 and 75 µs at 2 ms in one CI run,
+/// and one thread alone 42 and 78 µs on average). For the two lock
 /// benchmarks (1 µs critical section, delays of 0–8 µs: contended at the
 /// short delays, uncontended at the long ones, lock.c) Pearson's ρ(X, SCI)
 /// over the undisturbed points must be at least 0.9 (the paper's Table 1:
@@ -668,12 +672,29 @@ fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put(
         assert!(points.len() >= 4, "{bench}: {points:?}");
         // Figure 7: the fastest executions stay put.
         let fastest: Vec<u64> = points.iter().map(|p| u(p, "fastest_1pct_ns.1")).collect();
-        let lo = *fastest.iter().min().unwrap();
-        let hi = *fastest.iter().max().unwrap();
-        assert!(
-            hi <= 2 * lo.max(50),
-            "{bench}: the fastest 1% moved from {lo} to {hi} ns across the sweep"
-        );
+        if bench == "io" {
+            // The virtual disk's own read time depends on the request
+            // rate (one thread alone: about twice as long after a 2 ms
+            // sleep as without one, on some runs of the KVM guest), so
+            // each point's fastest reads are compared with one thread
+            // reading alone at the same delay, recorded the same way.
+            for (p, &f) in points.iter().zip(&fastest) {
+                let alone = u(p, "alone_fastest_1pct_ns.1");
+                assert!(
+                    f <= 2 * alone.max(50) && alone <= 2 * f.max(50),
+                    "io, delay {} us: the fastest 1% of reads took up to {f} ns with two threads \
+                     and {alone} ns with one thread alone at the same delay",
+                    u(p, "delay")
+                );
+            }
+        } else {
+            let lo = *fastest.iter().min().unwrap();
+            let hi = *fastest.iter().max().unwrap();
+            assert!(
+                hi <= 2 * lo.max(50),
+                "{bench}: the fastest 1% moved from {lo} to {hi} ns across the sweep"
+            );
+        }
         let undisturbed = u(b, "undisturbed");
         if bench == "mutex" || bench == "spin" {
             if undisturbed >= 3 {
