@@ -1018,7 +1018,12 @@ impl OpenHolds {
         match self {
             OpenHolds::Stack(v) => {
                 let k = v.iter().rposition(|&(o, _)| o == object)?;
-                Some(v.remove(k).1)
+                // nearly always the innermost: a pop, not a shift
+                if k + 1 == v.len() {
+                    v.pop().map(|(_, e)| e)
+                } else {
+                    Some(v.remove(k).1)
+                }
             }
             OpenHolds::Map(m) => m.get_mut(&object)?.pop(),
         }
