@@ -93,8 +93,16 @@ impl Document<'_> {
             out: &mut dyn std::io::Write,
             value: &T,
         ) -> std::io::Result<()> {
-            serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
-            out.write_all(b"\n")
+            // The serialiser writes every token (a key, a number, a line's
+            // indentation) on its own: into a buffer of a concrete type
+            // those writes are inlined copies, where through `dyn Write`
+            // each was a call (a quarter of the report's time for
+            // memcached's 71 MB of JSON); `out` gets 64 KiB at a time.
+            use std::io::Write as _;
+            let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+            serde_json::to_writer_pretty(&mut buffered, value).map_err(std::io::Error::from)?;
+            buffered.write_all(b"\n")?;
+            buffered.flush()
         }
         match self {
             Document::Report(r) => pretty(out, r),
