@@ -266,7 +266,7 @@ pub struct FutexEvents {
     /// The processes whose calls come from the futex tracepoints, by
     /// process index (a collector process's index in
     /// [`Recording::processes`], or one past them for a process without a
-    /// lock trace); their events' `stack` indexes [`TracedProcess::stacks`].
+    /// lock trace); their calls' `stack` ([`FutexCallSite::stack`]) indexes [`TracedProcess::stacks`].
     pub traced: BTreeMap<u32, TracedProcess>,
     /// Table indices by key, while events are added.
     index: TableIndex,
@@ -1155,7 +1155,7 @@ impl<'r> ShownSites<'r> {
     }
 
     /// The call stack recorded with a call of futex process `process`
-    /// (`stack` as in [`FutexWait::stack`]), innermost frame first; `None`
+    /// (`stack` as in [`FutexCallSite::stack`]), innermost frame first; `None`
     /// without one.
     pub(crate) fn stack(&self, process: u32, stack: u32) -> Option<&'r [u64]> {
         if stack == NO_STACK {
