@@ -589,6 +589,8 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
     drop(surveys);
     let total: usize = counts.iter().sum();
     let mut events: Vec<LockEvent> = Vec::with_capacity(total);
+    // every event is written: the pages faulted in at once, on both cores
+    crate::analysis::populate_for_write(&mut events.spare_capacity_mut()[..total]);
     // Disjoint, uninitialised slices of the flat vector, one per thread,
     // in thread order.
     let mut slices: Vec<&mut [MaybeUninit<LockEvent>]> = Vec::with_capacity(threads.len());
