@@ -115,6 +115,18 @@ impl ClockFit {
                     .unwrap_or(if offset < 0 { 0 } else { u64::MAX });
             }
         }
+        self.to_ns_wide(ticks)
+    }
+
+    /// [`ClockFit::to_ns`] in i128, for offsets beyond an i64. A function
+    /// of its own, never inlined: inlined, the compiler computed it for
+    /// every tick value, `round` and the f64-to-i128 conversion being
+    /// library calls it may run ahead of the test that needs them, and
+    /// threw it away after the fast path's test (1.7 % of the futex
+    /// report's CPU time, 2026-11-29).
+    #[cold]
+    #[inline(never)]
+    fn to_ns_wide(&self, ticks: u64) -> u64 {
         let d = ticks as i64 as i128 - self.origin_ticks as i64 as i128;
         let offset = (d as f64 * self.ns_per_tick).round() as i128;
         (self.origin_ns as i128 + offset).clamp(0, u64::MAX as i128) as u64
