@@ -115,7 +115,7 @@ impl ClockFit {
                     .unwrap_or(if offset < 0 { 0 } else { u64::MAX });
             }
         }
-        self.to_ns_wide(ticks)
+        self.wide_ns(ticks)
     }
 
     /// [`ClockFit::to_ns`] in i128, for offsets beyond an i64. A function
@@ -126,7 +126,7 @@ impl ClockFit {
     /// report's CPU time, 2026-11-29).
     #[cold]
     #[inline(never)]
-    fn to_ns_wide(&self, ticks: u64) -> u64 {
+    fn wide_ns(&self, ticks: u64) -> u64 {
         let d = ticks as i64 as i128 - self.origin_ticks as i64 as i128;
         let offset = (d as f64 * self.ns_per_tick).round() as i128;
         (self.origin_ns as i128 + offset).clamp(0, u64::MAX as i128) as u64

@@ -107,25 +107,15 @@ const OUTCOMES: [WaitOutcome; 6] = [
 ];
 
 impl FutexWait {
-    /// A wait of thread `thread` (index into [`FutexEvents::threads`]) on
-    /// word `word` made at call `call`, from `start_ns` to `end_ns`, that
-    /// ended as `outcome`, woken by wake `waker` (index into
-    /// [`FutexEvents::wakes`]) when known.
-    pub fn new(
-        thread: u32,
-        word: u32,
-        call: u32,
-        start_ns: u64,
-        end_ns: u64,
-        outcome: WaitOutcome,
-        waker: Option<u32>,
-    ) -> FutexWait {
+    /// The wait made `at`, that ended as `outcome`, woken by wake `waker`
+    /// (index into [`FutexEvents::wakes`]) when known.
+    pub fn new(at: FutexCallAt, outcome: WaitOutcome, waker: Option<u32>) -> FutexWait {
         FutexWait {
-            start_ns,
-            end_ns,
-            thread_outcome: (thread & THREAD_MASK) | (outcome as u32) << THREAD_BITS,
-            word,
-            call,
+            start_ns: at.start_ns,
+            end_ns: at.end_ns,
+            thread_outcome: (at.thread & THREAD_MASK) | (outcome as u32) << THREAD_BITS,
+            word: at.word,
+            call: at.call,
             waker: waker.unwrap_or(NO_WAKER),
         }
     }
@@ -178,24 +168,15 @@ pub struct FutexWake {
 }
 
 impl FutexWake {
-    /// A wake call of thread `thread` on word `word` made at call `call`,
-    /// from `start_ns` to `end_ns`, that woke `woken` waiters (0 when it
+    /// The wake call made `at`, that woke `woken` waiters (0 when it
     /// `failed`).
-    pub fn new(
-        thread: u32,
-        word: u32,
-        call: u32,
-        start_ns: u64,
-        end_ns: u64,
-        woken: u32,
-        failed: bool,
-    ) -> FutexWake {
+    pub fn new(at: FutexCallAt, woken: u32, failed: bool) -> FutexWake {
         FutexWake {
-            start_ns,
-            end_ns,
-            thread_failed: (thread & THREAD_MASK) | u32::from(failed) << 31,
-            word,
-            call,
+            start_ns: at.start_ns,
+            end_ns: at.end_ns,
+            thread_failed: (at.thread & THREAD_MASK) | u32::from(failed) << 31,
+            word: at.word,
+            call: at.call,
             woken,
         }
     }
@@ -209,6 +190,22 @@ impl FutexWake {
     pub fn failed(&self) -> bool {
         self.thread_failed >> 31 != 0
     }
+}
+
+/// Who made a futex call, on what, where and when: what a wait and a wake
+/// both hold (their constructors' first argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FutexCallAt {
+    /// Index into [`FutexEvents::threads`] (below 2^29).
+    pub thread: u32,
+    /// Index into [`FutexEvents::words`].
+    pub word: u32,
+    /// Index into [`FutexEvents::calls`].
+    pub call: u32,
+    /// Call, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// Return, CLOCK_MONOTONIC ns.
+    pub end_ns: u64,
 }
 
 /// A thread that made futex calls.
@@ -403,7 +400,7 @@ pub fn pair_thread(
     let mut thread_index: Option<u32> = None;
     let mut last_word: Option<(u64, u32)> = None;
     let mut last_call: Option<((u64, u32, u8), u32)> = None;
-    let mut indices = |out: &mut FutexEvents, first: &FutexOp| {
+    let mut call_at = |out: &mut FutexEvents, first: &FutexOp, start_ns: u64, end_ns: u64| {
         let thread = *thread_index.get_or_insert_with(|| out.thread_index(process, pid, tid));
         let word = match last_word {
             Some((address, i)) if address == first.word => i,
@@ -422,7 +419,13 @@ pub fn pair_thread(
                 i
             }
         };
-        (thread, word, call)
+        FutexCallAt {
+            thread,
+            word,
+            call,
+            start_ns,
+            end_ns: end_ns.max(start_ns),
+        }
     };
     let mut open: Option<FutexOp> = None;
     for op in ops {
@@ -433,8 +436,7 @@ pub fn pair_thread(
                 if first.word != op.word {
                     continue;
                 }
-                let (start_ns, end_ns) = (to_ns(first.ticks), to_ns(op.ticks));
-                let (thread, word, call) = indices(out, &first);
+                let at = call_at(out, &first, to_ns(first.ticks), to_ns(op.ticks));
                 if first.phase == Phase::Request {
                     let outcome = match op.phase {
                         Phase::Acquired => WaitOutcome::Woken,
@@ -446,43 +448,19 @@ pub fn pair_thread(
                             _ => WaitOutcome::Error,
                         },
                     };
-                    out.waits.push(FutexWait::new(
-                        thread,
-                        word,
-                        call,
-                        start_ns,
-                        end_ns.max(start_ns),
-                        outcome,
-                        None,
-                    ));
+                    out.waits.push(FutexWait::new(at, outcome, None));
                 } else {
                     let failed = op.phase != Phase::Released;
                     let woken = if failed { 0 } else { op.value.max(0) as u32 };
-                    out.wakes.push(FutexWake::new(
-                        thread,
-                        word,
-                        call,
-                        start_ns,
-                        end_ns.max(start_ns),
-                        woken,
-                        failed,
-                    ));
+                    out.wakes.push(FutexWake::new(at, woken, failed));
                 }
             }
         }
     }
     if let Some(first) = open.filter(|o| o.phase == Phase::Request) {
-        let start_ns = to_ns(first.ticks);
-        let (thread, word, call) = indices(out, &first);
-        out.waits.push(FutexWait::new(
-            thread,
-            word,
-            call,
-            start_ns,
-            trace_end_ns.max(start_ns),
-            WaitOutcome::Unfinished,
-            None,
-        ));
+        let at = call_at(out, &first, to_ns(first.ticks), trace_end_ns);
+        out.waits
+            .push(FutexWait::new(at, WaitOutcome::Unfinished, None));
     }
 }
 
@@ -1021,9 +999,13 @@ pub fn add_traced_calls(
         let site = c.frames.first().copied().unwrap_or(0);
         let start_ns = c.enter_ns;
         let end = c.exit_ns.unwrap_or(end_ns).max(start_ns);
-        let thread = out.thread_index(process, c.pid, c.tid);
-        let word = out.word_index(process, c.uaddr);
-        let call = out.call_index(process, site, stack, cmd);
+        let at = FutexCallAt {
+            thread: out.thread_index(process, c.pid, c.tid),
+            word: out.word_index(process, c.uaddr),
+            call: out.call_index(process, site, stack, cmd),
+            start_ns,
+            end_ns: end,
+        };
         if kind == 1 {
             let outcome = match (c.exit_ns, c.ret) {
                 (None, _) => WaitOutcome::Unfinished,
@@ -1034,9 +1016,7 @@ pub fn add_traced_calls(
                 (_, -4 | -512 | -514 | -516) => WaitOutcome::Interrupted,
                 _ => WaitOutcome::Error,
             };
-            out.waits.push(FutexWait::new(
-                thread, word, call, start_ns, end, outcome, None,
-            ));
+            out.waits.push(FutexWait::new(at, outcome, None));
         } else {
             let failed = c.exit_ns.is_none() || c.ret < 0;
             let woken = if failed {
@@ -1044,9 +1024,7 @@ pub fn add_traced_calls(
             } else {
                 u32::try_from(c.ret).unwrap_or(u32::MAX)
             };
-            out.wakes.push(FutexWake::new(
-                thread, word, call, start_ns, end, woken, failed,
-            ));
+            out.wakes.push(FutexWake::new(at, woken, failed));
         }
     }
 }
@@ -1452,25 +1430,46 @@ mod tests {
         assert_eq!(std::mem::size_of::<FutexWake>(), 32);
     }
 
+    /// Thread `thread`'s call on word and call site `index`.
+    fn call_at(thread: u32, index: u32) -> FutexCallAt {
+        FutexCallAt {
+            thread,
+            word: index,
+            call: index,
+            start_ns: 0,
+            end_ns: 0,
+        }
+    }
+
     /// Every outcome and the failure bit survive packing beside the
     /// largest thread index; the tables number each key once.
     #[test]
     fn packed_fields_read_back() {
         let top = THREAD_MASK;
         for (k, &o) in OUTCOMES.iter().enumerate() {
-            let w = FutexWait::new(top - k as u32, 7, 9, 10, 20, o, Some(3));
+            let at = |thread| FutexCallAt {
+                thread,
+                word: 7,
+                call: 9,
+                start_ns: 10,
+                end_ns: 20,
+            };
+            let w = FutexWait::new(at(top - k as u32), o, Some(3));
             assert_eq!(
                 (w.thread(), w.outcome(), w.waker(), w.word, w.call),
                 (top - k as u32, o, Some(3), 7, 9)
             );
         }
         assert_eq!(
-            FutexWait::new(0, 0, 0, 0, 0, WaitOutcome::Woken, None).waker(),
+            FutexWait::new(call_at(0, 0), WaitOutcome::Woken, None).waker(),
             None
         );
         for failed in [false, true] {
-            let w = FutexWake::new(top, 1, 2, 3, 4, 5, failed);
-            assert_eq!((w.thread(), w.failed(), w.woken), (top, failed, 5));
+            let w = FutexWake::new(call_at(top, 1), 5, failed);
+            assert_eq!(
+                (w.thread(), w.failed(), w.woken, w.word),
+                (top, failed, 5, 1)
+            );
         }
         let mut ev = FutexEvents::default();
         assert_eq!(ev.thread_index(0, 7, 1), 0);
@@ -1481,7 +1480,7 @@ mod tests {
         assert_eq!(ev.call_index(0, 0x40, NO_STACK, fx::CMD_WAIT), 0);
         assert_eq!(ev.call_index(0, 0x40, NO_STACK, fx::CMD_WAKE), 1);
         assert_eq!(ev.call_index(0, 0x40, NO_STACK, fx::CMD_WAIT), 0);
-        let info = ev.wait_info(&FutexWait::new(1, 1, 1, 0, 0, WaitOutcome::Woken, None));
+        let info = ev.wait_info(&FutexWait::new(call_at(1, 1), WaitOutcome::Woken, None));
         assert_eq!(
             (
                 info.process,

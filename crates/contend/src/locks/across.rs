@@ -612,7 +612,7 @@ mod tests {
     /// the order of one list of them all, sorted.
     #[test]
     fn a_thread_is_walked_back_in_the_order_of_its_events_of_every_source() {
-        use crate::futex::WaitOutcome;
+        use crate::futex::{FutexCallAt, WaitOutcome};
         use crate::locks::events::LockEventFields;
         use crate::openmp::sync::{finish, OmpSyncBuilder, OmpSyncEvent};
         use contend_trace::Primitive;
@@ -650,7 +650,16 @@ mod tests {
             let mut futex = FutexEvents::default();
             futex.waits = futexes
                 .iter()
-                .map(|&(t, key)| FutexWait::new(t as u32, 0, 0, key, key, WaitOutcome::Woken, None))
+                .map(|&(t, key)| {
+                    let at = FutexCallAt {
+                        thread: t as u32,
+                        word: 0,
+                        call: 0,
+                        start_ns: key,
+                        end_ns: key,
+                    };
+                    FutexWait::new(at, WaitOutcome::Woken, None)
+                })
                 .collect();
             let mut b = OmpSyncBuilder::default();
             for &(t, key) in &omps {
