@@ -245,7 +245,12 @@ pub struct FutexCallSite {
 }
 
 /// What the futex analysis keeps per event, for exporters: the waits and
-/// wakes, and the tables their indices name.
+/// wakes, and the tables their indices name. Every wait's and wake's
+/// thread, word and call index these tables (events added through
+/// [`pair_thread`] and [`add_traced_calls`], which number the tables with
+/// [`FutexEvents::thread_index`], [`FutexEvents::word_index`] and
+/// [`FutexEvents::call_index`], are; the lookups panic on events that
+/// are not).
 #[derive(Debug, Default, Clone)]
 pub struct FutexEvents {
     /// Every wait, in process, thread and time order.
