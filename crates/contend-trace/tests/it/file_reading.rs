@@ -178,14 +178,7 @@ fn a_file_cut_short_after_it_was_opened_never_panics() {
 /// records only (barrier waits); several chunks each.
 fn trace_with_omp() -> (TraceBuilder, Vec<(u32, Vec<OmpOp>)>) {
     let mut b = trace();
-    let critical = |i: u64| OmpOp {
-        ticks: 1_025 + i * 50,
-        object: 0x9000 + (i / 3 % 4) * 64,
-        site: 0x40_3000 + (i % 5) * 4,
-        event: [ev::MUTEX_ACQUIRE, ev::MUTEX_ACQUIRED, ev::MUTEX_RELEASED][(i % 3) as usize],
-        kind: 3,
-        value: 0,
-    };
+    let critical = |i: u64| mutex_record(i, 1_025 + i * 50, 0x40_3000 + (i % 5) * 4);
     let barrier = |i: u64| OmpOp {
         ticks: 2_000 + i * 40,
         object: 0xa000 + i / 2,
@@ -204,6 +197,19 @@ fn trace_with_omp() -> (TraceBuilder, Vec<(u32, Vec<OmpOp>)>) {
     ];
     b.omp = omp.clone();
     (b, omp)
+}
+
+/// The `i`-th record of a thread taking 4 critical sections (kind 3) in
+/// turn: acquire, acquired, released, at `ticks` and `site`.
+fn mutex_record(i: u64, ticks: u64, site: u64) -> OmpOp {
+    OmpOp {
+        ticks,
+        object: 0x9000 + (i / 3 % 4) * 64,
+        site,
+        event: [ev::MUTEX_ACQUIRE, ev::MUTEX_ACQUIRED, ev::MUTEX_RELEASED][(i % 3) as usize],
+        kind: 3,
+        value: 0,
+    }
 }
 
 /// Each thread's OpenMP records as `omp_ops` reads them, by tid.
@@ -272,14 +278,7 @@ fn openmp_records_are_read_again_from_the_file_in_program_order() {
 #[test]
 fn records_read_ahead_are_those_read_in_place() {
     let (mut b, _) = trace_with_omp();
-    let omp = |i: u64| OmpOp {
-        ticks: 5_000 + i * 10,
-        object: 0x9000 + (i / 3 % 4) * 64,
-        site: 0x40_3000,
-        event: [ev::MUTEX_ACQUIRE, ev::MUTEX_ACQUIRED, ev::MUTEX_RELEASED][(i % 3) as usize],
-        kind: 3,
-        value: 0,
-    };
+    let omp = |i: u64| mutex_record(i, 5_000 + i * 10, 0x40_3000);
     let futex = |i: u64| FutexOp {
         ticks: 5_001 + i * 10,
         word: 0xb000 + (i / 2 % 3) * 4,

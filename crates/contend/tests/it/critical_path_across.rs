@@ -678,4 +678,8 @@ fn futex_events_of_records_read_ahead_are_those_read_in_place() {
     assert_eq!(timed_out, 13_334);
     assert_eq!(collected.waits, in_place.waits);
     assert_eq!(collected.wakes, in_place.wakes);
+    // and the tables their indices name
+    assert_eq!(collected.threads, in_place.threads);
+    assert_eq!(collected.words, in_place.words);
+    assert_eq!(collected.calls, in_place.calls);
 }
