@@ -1202,6 +1202,12 @@ pub fn aggregate_on_path(
         });
         i
     };
+    // ... and per call site of the tables (a call names its process, site
+    // and stack): the shown site of each, found at its first event
+    let mut call_site: Vec<Option<usize>> = vec![None; ev.calls.len()];
+    let mut shown_site = |call: u32, c: &FutexCallInfo| -> usize {
+        *call_site[call as usize].get_or_insert_with(|| site_of(c.process, c.site, c.stack))
+    };
 
     let mut summary = FutexSummary::default();
     let mut words: BTreeMap<(u32, u64), FutexWordRow> = BTreeMap::new();
@@ -1243,7 +1249,7 @@ pub fn aggregate_on_path(
             summary.handovers += 1;
             summary.wake_latency_ns += l;
         }
-        let si = site_of(c.process, c.site, c.stack);
+        let si = shown_site(w.call, &c);
         site_cmd.entry(si).or_insert(c.cmd);
         let key = (c.process, c.word);
         let row = words.entry(key).or_insert_with(|| word_row(c.pid, c.word));
@@ -1288,7 +1294,7 @@ pub fn aggregate_on_path(
         summary.waiters_woken += u64::from(w.woken);
         summary.wakes_without_waiters += u64::from(w.woken == 0);
         summary.wake_ns += w.end_ns - w.start_ns;
-        let si = site_of(c.process, c.site, c.stack);
+        let si = shown_site(w.call, &c);
         site_cmd.entry(si).or_insert(c.cmd);
         let key = (c.process, c.word);
         let row = words.entry(key).or_insert_with(|| word_row(c.pid, c.word));
