@@ -28,11 +28,14 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[command(
     name = "contend",
     version,
-    about = "Find and measure lock contention in unmodified Linux programs",
-    long_about = "contend records the lock operations of an unmodified, dynamically linked \
-program (pthread mutexes, rwlocks, spinlocks, condition variables, barriers, semaphores; \
-C++ std::mutex through them) and reports how long threads waited, for which locks, at which \
-lines of source, and how much of it lay on the critical path.",
+    about = "Find and measure resource contention (locks, futexes, OpenMP, MPI, memory) in unmodified Linux programs",
+    long_about = "contend records the synchronisation of an unmodified, dynamically linked \
+program: pthread mutexes, rwlocks, spinlocks, condition variables, barriers and semaphores \
+(C++ std::mutex through them), futex waits and wakes (Rust and custom locks), OpenMP regions \
+and, with --mpi, every rank's MPI calls; beside them it samples the threads' service time and \
+counters. It reports how long threads and ranks waited, for what, at which lines of source, \
+how much of it lay on the critical path, and what the recording itself cost. `contend scale` \
+models the speed-up lost to memory contention, `contend numa` the time lost to remote memory.",
     after_help = "Examples:\n  contend record -- ./server --threads 8\n  contend report\n  contend report contend.data --format json\n  contend compare before.data after.data\n  contend export --format folded -o waits.folded"
 )]
 struct Cli {
@@ -42,13 +45,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a program with the lock collector preloaded and record its lock operations
+    /// Run a program with the collectors preloaded and record its lock, futex, OpenMP (and MPI) operations
     #[command(
         after_help = "Examples:\n  contend record -- ./app arg1 arg2\n  contend record -o run1.data --force -- ./app\n  contend record --cores 1 -o one.data -- ./app --threads 4\n  contend record --cpus 0,2-3 -- ./app\n  contend record -p 4242 --duration 10s -o attach.data\n  contend record --stack-every 100 -- ./app\n  contend record --mpi -o mpi.data -- mpirun -np 4 ./mpi_app\n\nThe exit status is the program's (128+N if a signal N ended it)."
     )]
     #[cfg(feature = "record")]
     Record(record_cmd::RecordArgs),
-    /// Analyse a recording and print the lock-contention report
+    /// Analyse a recording and print its contention report (locks, futexes, OpenMP, MPI, service time)
     #[command(
         after_help = "Examples:\n  contend report\n  contend report run1.data --format markdown\n  contend report --critical-only --top 5\n  contend report --lock queue_lock --min-duration 10us\n  contend report --site 'dequeue|enqueue' --thread 4242\n  contend report --format json | jq .locks.summary\n\nFilters can also be kept in contend.toml (in the recording or the current directory); see docs/usage.md."
     )]
@@ -58,7 +61,7 @@ enum Command {
         after_help = "Examples:\n  contend compare single.data two.data\n  contend compare a.data b.data c.data --format markdown\n  contend compare before.data after.data --format json"
     )]
     Compare(report_cmd::CompareArgs),
-    /// Write a recording in another tool's format (folded stacks for flame graphs, …)
+    /// Write a recording in another tool's format (Perfetto, Chrome, pprof, folded stacks, flame graph, OTF2)
     #[command(
         after_help = "Examples:\n  contend export --format folded                  # contend.data -> contend.folded\n  contend export run.data --format folded -o - | inferno-flamegraph > waits.svg\n  contend export --format folded --weight hold --critical-only -o cp-hold.folded"
     )]
