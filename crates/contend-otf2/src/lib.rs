@@ -130,6 +130,15 @@ mod backend {
     use super::*;
     use contend::export::otf2::{GroupKind, Paradigm, RegionRole};
 
+    /// The shim's code of a paradigm (`cotf2_region`, `cotf2_lock`).
+    fn paradigm_code(p: Paradigm) -> c_int {
+        match p {
+            Paradigm::Mpi => 0,
+            Paradigm::Pthread => 1,
+            Paradigm::OpenMp => 2,
+        }
+    }
+
     #[repr(C)]
     struct Cotf2 {
         _opaque: [u8; 0],
@@ -174,7 +183,14 @@ mod backend {
             sent: u64,
             received: u64,
         ) -> c_int;
-        fn cotf2_lock(c: *mut Cotf2, t: u64, acquire: c_int, lock: u32, order: u32) -> c_int;
+        fn cotf2_lock(
+            c: *mut Cotf2,
+            t: u64,
+            acquire: c_int,
+            paradigm: c_int,
+            lock: u32,
+            order: u32,
+        ) -> c_int;
         fn cotf2_begin_definitions(
             c: *mut Cotf2,
             locations: *const u64,
@@ -293,8 +309,16 @@ mod backend {
                         sent,
                         received,
                     ),
-                    Event::AcquireLock { lock, order } => cotf2_lock(h, t, 1, lock, order),
-                    Event::ReleaseLock { lock, order } => cotf2_lock(h, t, 0, lock, order),
+                    Event::AcquireLock {
+                        paradigm,
+                        lock,
+                        order,
+                    } => cotf2_lock(h, t, 1, paradigm_code(paradigm), lock, order),
+                    Event::ReleaseLock {
+                        paradigm,
+                        lock,
+                        order,
+                    } => cotf2_lock(h, t, 0, paradigm_code(paradigm), lock, order),
                 }
             };
             check(code, "writing an event")
@@ -362,11 +386,13 @@ mod backend {
                         RegionRole::AllToOne => 4,
                         RegionRole::AllToAll => 5,
                         RegionRole::OtherCollective => 6,
+                        RegionRole::Critical => 7,
+                        RegionRole::Atomic => 8,
+                        RegionRole::Ordered => 9,
+                        RegionRole::ImplicitBarrier => 10,
+                        RegionRole::TaskWait => 11,
                     };
-                    let paradigm = match r.paradigm {
-                        Paradigm::Mpi => 0,
-                        Paradigm::Pthread => 1,
-                    };
+                    let paradigm = paradigm_code(r.paradigm);
                     check(cotf2_region(h, i as u32, r.name, role, paradigm), "region")?;
                 }
                 for (i, g) in d.groups.iter().enumerate() {

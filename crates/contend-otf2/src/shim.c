@@ -175,11 +175,27 @@ int cotf2_collective_end(cotf2 *c, uint64_t t, uint16_t op_code, uint32_t comm, 
                                            sent, received);
 }
 
-int cotf2_lock(cotf2 *c, uint64_t t, int acquire, uint32_t lock, uint32_t order)
+/* paradigm codes of cotf2_region and cotf2_lock: 0 MPI, 1 pthread,
+ * 2 OpenMP. */
+static int paradigm_of(int code, OTF2_Paradigm *p)
 {
+    switch (code) {
+    case 0: *p = OTF2_PARADIGM_MPI; return 1;
+    case 1: *p = OTF2_PARADIGM_PTHREAD; return 1;
+    case 2: *p = OTF2_PARADIGM_OPENMP; return 1;
+    default: return 0;
+    }
+}
+
+/* paradigm: the lock's model (1 pthread, 2 OpenMP) */
+int cotf2_lock(cotf2 *c, uint64_t t, int acquire, int paradigm, uint32_t lock, uint32_t order)
+{
+    OTF2_Paradigm p;
+    if (!paradigm_of(paradigm, &p))
+        return OTF2_ERROR_INVALID_ARGUMENT;
     if (acquire)
-        return OTF2_EvtWriter_ThreadAcquireLock(c->evt, NULL, t, OTF2_PARADIGM_PTHREAD, lock, order);
-    return OTF2_EvtWriter_ThreadReleaseLock(c->evt, NULL, t, OTF2_PARADIGM_PTHREAD, lock, order);
+        return OTF2_EvtWriter_ThreadAcquireLock(c->evt, NULL, t, p, lock, order);
+    return OTF2_EvtWriter_ThreadReleaseLock(c->evt, NULL, t, p, lock, order);
 }
 
 /* The events are written: close them, write the (empty) local
@@ -214,20 +230,22 @@ int cotf2_string(cotf2 *c, uint32_t id, const char *s)
 }
 
 /* role: 0 function, 1 point to point, 2 barrier, 3 one to all,
- * 4 all to one, 5 all to all, 6 other collective;
- * paradigm: 0 MPI, 1 pthread. */
+ * 4 all to one, 5 all to all, 6 other collective, 7 critical, 8 atomic,
+ * 9 ordered, 10 implicit barrier, 11 task wait;
+ * paradigm: 0 MPI, 1 pthread, 2 OpenMP. */
 int cotf2_region(cotf2 *c, uint32_t id, uint32_t name, int role, int paradigm)
 {
     static const OTF2_RegionRole roles[] = {
         OTF2_REGION_ROLE_FUNCTION,     OTF2_REGION_ROLE_POINT2POINT,  OTF2_REGION_ROLE_BARRIER,
         OTF2_REGION_ROLE_COLL_ONE2ALL, OTF2_REGION_ROLE_COLL_ALL2ONE, OTF2_REGION_ROLE_COLL_ALL2ALL,
-        OTF2_REGION_ROLE_COLL_OTHER,
+        OTF2_REGION_ROLE_COLL_OTHER,   OTF2_REGION_ROLE_CRITICAL,     OTF2_REGION_ROLE_ATOMIC,
+        OTF2_REGION_ROLE_ORDERED,      OTF2_REGION_ROLE_IMPLICIT_BARRIER,
+        OTF2_REGION_ROLE_TASK_WAIT,
     };
-    if (role < 0 || role > 6)
+    OTF2_Paradigm p;
+    if (role < 0 || role >= (int)(sizeof roles / sizeof roles[0]) || !paradigm_of(paradigm, &p))
         return OTF2_ERROR_INVALID_ARGUMENT;
-    return OTF2_GlobalDefWriter_WriteRegion(c->defs, id, name, name, 0, roles[role],
-                                            paradigm == 0 ? OTF2_PARADIGM_MPI
-                                                          : OTF2_PARADIGM_PTHREAD,
+    return OTF2_GlobalDefWriter_WriteRegion(c->defs, id, name, name, 0, roles[role], p,
                                             OTF2_REGION_FLAG_NONE, 0, 0, 0);
 }
 

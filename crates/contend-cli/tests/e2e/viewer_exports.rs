@@ -14,7 +14,7 @@ use contend::mpi::MpiEvents;
 use contend::{AnalysisOptions, NoProgress, Recording};
 use serde_json::Value;
 
-use crate::common::{contend_bin, report_json_with, which};
+use crate::common::{build, contend_bin, record, report_json_with, tempdir, u, which};
 use crate::golden::fixtures;
 
 fn contend(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -713,6 +713,115 @@ fn otf2_keeps_every_mpi_record() {
     );
     assert_eq!(other.status.code(), Some(2));
     assert!(tmp.path().join("mpi-waits.data/meta.json").exists());
+}
+
+/// OpenMP constructs and locks beside pthread locks on the same threads
+/// (tests/programs/omp_pthread_mix.c, `gcc -fopenmp`): one location per
+/// thread; on each, every region entered is left, innermost first, and
+/// every lock acquired is released by the same (model, lock, order);
+/// OpenMP regions and locks carry the OPENMP paradigm, with the critical
+/// construct's role; the counts are the report's.
+#[test]
+fn otf2_nests_openmp_constructs_and_pthread_locks_per_thread() {
+    require_tool!("gcc");
+    if which("otf2-print").is_none() {
+        eprintln!("SKIP: otf2-print is not installed (Debian: otf2-tools)");
+        return;
+    }
+    let tmp = tempdir();
+    let exe = build("omp_pthread_mix.c", &["-fopenmp"]);
+    let rec = tmp.path().join("mix.data");
+    let out = record(&rec, &exe, &[] as &[&str]);
+    assert!(out.success(), "{}", out.describe());
+    export(
+        tmp.path(),
+        &["mix.data", "--format", "otf2", "-o", "mix.otf2"],
+    );
+    let anchor = tmp.path().join("mix.otf2/traces.otf2");
+    let print = Command::new("otf2-print").arg(&anchor).output().unwrap();
+    assert!(
+        print.status.success(),
+        "otf2-print: {}",
+        String::from_utf8_lossy(&print.stderr)
+    );
+    let text = String::from_utf8(print.stdout).unwrap();
+    // Per location: the open regions and the held locks.
+    let mut open: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut held: HashMap<u64, Vec<String>> = HashMap::new();
+    let (mut omp_enters, mut omp_acquires, mut pthread_acquires) = (0u64, 0u64, 0u64);
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 {
+            continue;
+        }
+        let Ok(location) = f[1].parse::<u64>() else {
+            continue;
+        };
+        let rest = f[3..].join(" ");
+        match f[0] {
+            "ENTER" => {
+                omp_enters += u64::from(rest.contains("Region: \"omp"));
+                open.entry(location).or_default().push(rest);
+            }
+            "LEAVE" => {
+                let top = open.get_mut(&location).and_then(|v| v.pop());
+                assert_eq!(top.as_deref(), Some(rest.as_str()), "{line}");
+            }
+            "THREAD_ACQUIRE_LOCK" => {
+                omp_acquires += u64::from(rest.contains("Model: OPENMP"));
+                pthread_acquires += u64::from(rest.contains("Model: PTHREAD"));
+                held.entry(location).or_default().push(rest);
+            }
+            "THREAD_RELEASE_LOCK" => {
+                let h = held.entry(location).or_default();
+                let at = h.iter().rposition(|l| *l == rest);
+                assert!(at.is_some(), "released, not held: {line}");
+                h.remove(at.unwrap());
+            }
+            _ => {}
+        }
+    }
+    assert!(open.values().all(|v| v.is_empty()), "left open: {open:?}");
+    assert!(held.values().all(|v| v.is_empty()), "still held: {held:?}");
+    assert_eq!(open.len(), 2, "a location per thread of the team");
+    let r = report_json_with(&rec, &[] as &[&str]);
+    let rows = |table: &str| r["openmp"][table].as_array().unwrap().clone();
+    let sum = |rows: &[Value]| {
+        rows.iter()
+            .map(|m| m["events"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    let mutex_events = sum(&rows("mutexes"));
+    let barrier_events = sum(&rows("barriers"));
+    // 200 rounds × 2 threads of the critical section and of the lock
+    assert!(mutex_events >= 800, "{}", r["openmp"]["mutexes"]);
+    assert_eq!(omp_acquires, mutex_events);
+    assert_eq!(omp_enters, mutex_events + barrier_events);
+    let locks = &r["locks"]["summary"];
+    assert_eq!(
+        pthread_acquires,
+        u(locks, "events") - u(locks, "failed_events")
+    );
+    assert!(pthread_acquires >= 800, "{locks}");
+    // Definitions: the critical section's region and its paradigm.
+    let defs = Command::new("otf2-print")
+        .args(["-G"])
+        .arg(&anchor)
+        .output()
+        .unwrap();
+    let defs = String::from_utf8(defs.stdout).unwrap();
+    assert!(
+        defs.lines().any(|l| l.starts_with("REGION ")
+            && l.contains("\"omp critical @ ")
+            && l.contains("Role: CRITICAL, Paradigm: OPENMP")),
+        "{defs}"
+    );
+    assert!(
+        defs.lines().any(|l| l.starts_with("REGION ")
+            && l.contains("\"omp_set_lock @ ")
+            && l.contains("Paradigm: OPENMP")),
+        "{defs}"
+    );
 }
 
 #[test]

@@ -37,6 +37,13 @@
 //!   rwlocks and spinlocks, with the lock's index as its id and its
 //!   acquisition order. Failed attempts are a call without an acquisition;
 //!   condition, barrier and semaphore waits are calls.
+//! * **OpenMP synchronisation** (paradigm `OPENMP`, on the same locations
+//!   as the thread's lock events, in time order with them): critical,
+//!   atomic and ordered constructs as regions of that role from the
+//!   acquire to the release with `ThreadAcquireLock`/`ThreadReleaseLock`
+//!   inside; `omp_set_lock` as a call (acquire → acquisition) plus the
+//!   lock records; barrier and task waits as regions with the barrier,
+//!   implicit-barrier or task-wait role (`thread_part`).
 //!
 //! Timestamps: ns of CLOCK_MONOTONIC (timer resolution 10⁹ per second),
 //! the global offset the first event.
@@ -86,6 +93,17 @@ pub enum RegionRole {
     AllToAll,
     /// `OTF2_REGION_ROLE_COLL_OTHER`.
     OtherCollective,
+    /// `OTF2_REGION_ROLE_CRITICAL`: an OpenMP critical construct.
+    Critical,
+    /// `OTF2_REGION_ROLE_ATOMIC`: an OpenMP atomic construct.
+    Atomic,
+    /// `OTF2_REGION_ROLE_ORDERED`: an OpenMP ordered construct.
+    Ordered,
+    /// `OTF2_REGION_ROLE_IMPLICIT_BARRIER`: the implicit barrier of an
+    /// OpenMP parallel region or worksharing construct.
+    ImplicitBarrier,
+    /// `OTF2_REGION_ROLE_TASK_WAIT`: an OpenMP `taskwait` or `taskgroup`.
+    TaskWait,
 }
 
 /// The paradigm of a region (OTF2's `OTF2_Paradigm`, the ones used here).
@@ -95,6 +113,8 @@ pub enum Paradigm {
     Mpi,
     /// `OTF2_PARADIGM_PTHREAD`.
     Pthread,
+    /// `OTF2_PARADIGM_OPENMP`.
+    OpenMp,
 }
 
 /// A region (a function whose calls are entered and left).
@@ -251,10 +271,18 @@ pub enum Event {
         sent: u64,
         received: u64,
     },
-    /// `ThreadAcquireLock` (paradigm `PTHREAD`).
-    AcquireLock { lock: u32, order: u32 },
-    /// `ThreadReleaseLock` (paradigm `PTHREAD`).
-    ReleaseLock { lock: u32, order: u32 },
+    /// `ThreadAcquireLock` (`paradigm`: `PTHREAD` or `OPENMP`).
+    AcquireLock {
+        paradigm: Paradigm,
+        lock: u32,
+        order: u32,
+    },
+    /// `ThreadReleaseLock` (`paradigm`: `PTHREAD` or `OPENMP`).
+    ReleaseLock {
+        paradigm: Paradigm,
+        lock: u32,
+        order: u32,
+    },
 }
 
 /// Where [`fn@write`] hands the archive: the events of one location after
@@ -364,8 +392,8 @@ struct Written {
 /// Lays out `analysis` as an OTF2 archive and hands it to `sink` (module
 /// docs). Lock events are those the filter of `options` keeps.
 ///
-/// Errors: the recording holds neither MPI traces nor lock events
-/// ([`ExportError::Nothing`]); the sink failed ([`ExportError::Writer`]).
+/// Errors: the recording holds no MPI traces, no lock events and no
+/// OpenMP synchronisation ([`ExportError::Nothing`]); the sink failed ([`ExportError::Writer`]).
 pub fn write(
     analysis: &Analysis<'_>,
     options: &ExportOptions,
@@ -379,9 +407,10 @@ pub fn write(
     let locks = analysis
         .events::<LockEvents>()
         .filter(|l| !l.set.events.is_empty());
-    if mpi.is_none() && locks.is_none() {
+    let omp = crate::openmp::sync::events_of(analysis);
+    if mpi.is_none() && locks.is_none() && omp.is_empty() {
         return Err(ExportError::Nothing(
-            "the recording holds no MPI traces and no lock events: nothing to write as OTF2".into(),
+            "the recording holds no MPI traces, no lock events and no OpenMP synchronisation: nothing to write as OTF2".into(),
         ));
     }
     let mut defs = Defs {
@@ -429,10 +458,11 @@ pub fn write(
             &mut notes,
         )?;
     }
-    if let Some(ev) = locks {
-        lock_part(
+    if locks.is_some() || !omp.is_empty() {
+        thread_part(
             analysis,
-            ev,
+            locks,
+            &omp,
             options,
             sink,
             &mut defs,
@@ -731,22 +761,90 @@ fn mpi_part(
     Ok(())
 }
 
-/// A lock record waiting for its time: (time, order of creation, event).
+/// A record waiting for its time: (time, order of creation, event).
 type Pending = std::cmp::Reverse<(u64, u64, EventKey)>;
 
-/// An [`Event`] as an ordered key (for the pending heap).
+/// An [`Event`] as an ordered key (for the pending heap); a lock is
+/// (OpenMP or not, id, acquisition order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum EventKey {
     Leave(u32),
-    Acquire(u32, u32),
-    Release(u32, u32),
+    Acquire(bool, u32, u32),
+    Release(bool, u32, u32),
 }
 
-/// The lock events: one location per thread.
+/// One synchronisation of a thread: a lock event (an index into the lock
+/// analysis's events) or an OpenMP synchronisation event (an index into
+/// [`crate::openmp::sync::OmpSyncEvents`]).
+#[derive(Debug, Clone, Copy)]
+enum ThreadSync {
+    Lock(u32),
+    Omp(u32),
+}
+
+/// A thread with synchronisation events to write: its process (index in
+/// the recording), pid, tid, name, the ranges of its lock events and its
+/// OpenMP events.
+struct SyncThread {
+    process: u32,
+    pid: u32,
+    tid: u32,
+    name: Option<String>,
+    lock_ranges: Vec<std::ops::Range<usize>>,
+    omp: Vec<u32>,
+}
+
+/// The region of an OpenMP synchronisation event and its role: named for
+/// its construct (`omp critical`, `omp_set_lock`, `omp implicit barrier`,
+/// …) and its site.
+fn omp_region(e: &crate::openmp::sync::OmpSyncEvent, site: &str) -> (String, RegionRole) {
+    let kind = e.kind_name();
+    let (construct, role) = if e.barrier {
+        let role = match kind {
+            "implicit barrier" => RegionRole::ImplicitBarrier,
+            "taskwait" | "taskgroup" => RegionRole::TaskWait,
+            _ => RegionRole::Barrier,
+        };
+        (format!("omp {kind}"), role)
+    } else {
+        match kind {
+            "critical" => ("omp critical".to_string(), RegionRole::Critical),
+            "atomic" => ("omp atomic".to_string(), RegionRole::Atomic),
+            "ordered" => ("omp ordered".to_string(), RegionRole::Ordered),
+            "lock" => ("omp_set_lock".to_string(), RegionRole::Function),
+            "nest_lock" => ("omp_set_nest_lock".to_string(), RegionRole::Function),
+            other => (format!("omp {other}"), RegionRole::Function),
+        }
+    };
+    (format!("{construct} @ {site}"), role)
+}
+
+/// The pthread lock events and the OpenMP synchronisation events: one
+/// location per thread, its records in time order.
+///
+/// * A pthread lock event: `Enter`/`Leave` of its blocking call (request
+///   → acquisition), `ThreadAcquireLock`/`ThreadReleaseLock` (paradigm
+///   `PTHREAD`, the lock's index as its id) at the acquisition and the
+///   release of mutexes, rwlocks and spinlocks.
+/// * An OpenMP critical, atomic or ordered construct: `Enter` at the
+///   acquire, `ThreadAcquireLock` (paradigm `OPENMP`) at the acquisition,
+///   `ThreadReleaseLock` and `Leave` at the release. An OpenMP lock:
+///   `Enter`/`Leave` of `omp_set_lock` (acquire → acquisition) and the
+///   lock records at the acquisition and the release. OpenMP lock ids
+///   follow the pthread ones, one per (process, kind, wait id).
+/// * An OpenMP barrier or task wait: `Enter`/`Leave` of a region whose
+///   role says which (barrier, implicit barrier, task wait), from the
+///   arrival to the end of the wait.
+///
+/// A lock's acquisition order is the rank of the acquisition by time
+/// among the kept acquisitions of the lock. The filters apply as in the
+/// timeline exports (an OpenMP event by thread, duration and critical
+/// path across recorders).
 #[allow(clippy::too_many_arguments)]
-fn lock_part(
+fn thread_part(
     analysis: &Analysis<'_>,
-    ev: &LockEvents,
+    locks: Option<&LockEvents>,
+    omp: &crate::openmp::sync::OmpSyncEvents,
     options: &ExportOptions,
     sink: &mut dyn Otf2Sink,
     defs: &mut Defs,
@@ -756,14 +854,30 @@ fn lock_part(
 ) -> Result<(), ExportError> {
     let w = |e: String| ExportError::Writer(e);
     let recording = analysis.recording;
-    let set = &ev.set;
-    let selection = Selection::new(&options.filter, set, &ev.critical_path, &ev.names);
+    let empty = crate::locks::EventSet::default();
+    let set = locks.map_or(&empty, |l| &l.set);
+    let selection = locks.map(|l| Selection::new(&options.filter, set, &l.critical_path, &l.names));
+    let keeps_lock = |i: usize| {
+        selection
+            .as_ref()
+            .is_some_and(|s| s.keeps(i, &set.events[i]))
+    };
+    let omp_path = super::timeline::openmp_on_path(analysis, omp.len());
+    let keeps_omp = |j: usize| {
+        let e = omp.get(j);
+        super::timeline::keeps_sync(
+            &options.filter,
+            e.tid,
+            e.wait_ns() + e.hold_ns(),
+            omp_path.get(j).copied().unwrap_or(false),
+        )
+    };
     // Acquisition order per lock: the rank of each acquisition by time.
     let mut order: Vec<u32> = vec![0; set.events.len()];
     {
         let mut by_object: FxHashMap<u32, Vec<(u64, u32)>> = FxHashMap::default();
         for (i, e) in set.events.iter().enumerate() {
-            if e.is_lock() && e.outcome() == Outcome::Acquired && selection.keeps(i, e) {
+            if e.is_lock() && e.outcome() == Outcome::Acquired && keeps_lock(i) {
                 by_object
                     .entry(e.object)
                     .or_default()
@@ -777,14 +891,31 @@ fn lock_part(
             }
         }
     }
-    let host = recording
-        .meta
-        .as_ref()
-        .map(|m| m.host.clone())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
-    let node = defs.node(&host, hosts);
-    let mut groups: FxHashMap<u32, u32> = FxHashMap::default();
+    // OpenMP mutexes: an id after the pthread locks' per (process, kind,
+    // wait id), and the acquisition order.
+    let mut omp_lock: Vec<(u32, u32)> = vec![(0, 0); omp.len()];
+    {
+        let mut by_object: BTreeMap<(u32, u8, u64), Vec<(u64, u32)>> = BTreeMap::new();
+        for (j, e) in omp.iter().enumerate() {
+            if !e.barrier && keeps_omp(j) {
+                by_object
+                    .entry((e.process, e.kind, e.object))
+                    .or_default()
+                    .push((e.acquired_ns, j as u32));
+            }
+        }
+        let first_id = set.objects.len() as u32;
+        for (k, v) in by_object.values_mut().enumerate() {
+            v.sort_unstable();
+            for (n, &(_, j)) in v.iter().enumerate() {
+                omp_lock[j as usize] = (first_id + k as u32, n as u32 + 1);
+            }
+        }
+    }
+    // The threads: those with lock events in the order of their events,
+    // then those with OpenMP events only.
+    let mut threads: Vec<SyncThread> = Vec::new();
+    let mut index: FxHashMap<(u32, u32), usize> = FxHashMap::default();
     let mut start = 0usize;
     while start < set.events.len() {
         let thread = set.events[start].thread();
@@ -793,25 +924,81 @@ fn lock_part(
             end += 1;
         }
         let info = &set.threads[thread as usize];
-        let group = *groups.entry(info.pid).or_insert_with(|| {
+        let k = *index.entry((info.pid, info.tid)).or_insert_with(|| {
+            threads.push(SyncThread {
+                process: info.process,
+                pid: info.pid,
+                tid: info.tid,
+                name: info.name.clone(),
+                lock_ranges: Vec::new(),
+                omp: Vec::new(),
+            });
+            threads.len() - 1
+        });
+        threads[k].lock_ranges.push(start..end);
+        start = end;
+    }
+    for (j, e) in omp.iter().enumerate() {
+        let pid = e.pid(recording);
+        let k = *index.entry((pid, e.tid)).or_insert_with(|| {
+            let name = recording
+                .processes
+                .get(e.process as usize)
+                .and_then(|p| p.trace.threads.iter().find(|t| t.tid == e.tid))
+                .and_then(|t| t.name.clone());
+            threads.push(SyncThread {
+                process: e.process,
+                pid,
+                tid: e.tid,
+                name,
+                lock_ranges: Vec::new(),
+                omp: Vec::new(),
+            });
+            threads.len() - 1
+        });
+        threads[k].omp.push(j as u32);
+    }
+    let host = recording
+        .meta
+        .as_ref()
+        .map(|m| m.host.clone())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let node = defs.node(&host, hosts);
+    let mut groups: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut sites: FxHashMap<(u32, u64), String> = FxHashMap::default();
+    for th in &threads {
+        let group = *groups.entry(th.pid).or_insert_with(|| {
             let pname = recording
                 .processes
-                .get(info.process as usize)
+                .get(th.process as usize)
                 .and_then(|p| p.trace.cmdline.first().cloned())
                 .unwrap_or_default();
-            let name = defs.string(&format!("{pname} (pid {})", info.pid));
+            let name = defs.string(&format!("{pname} (pid {})", th.pid));
             defs.d.location_groups.push(LocationGroup { name, node });
             (defs.d.location_groups.len() - 1) as u32
         });
         let id = *next_location;
         *next_location += 1;
-        let name = defs.string(&match &info.name {
-            Some(comm) => format!("{comm} (tid {})", info.tid),
-            None => format!("tid {}", info.tid),
+        let name = defs.string(&match &th.name {
+            Some(comm) => format!("{comm} (tid {})", th.tid),
+            None => format!("tid {}", th.tid),
         });
         sink.begin_location(id).map_err(w)?;
-        let mut idx: Vec<usize> = (start..end).collect();
-        idx.sort_by_key(|&i| set.events[i].requested_ns());
+        // Locks first at equal request times (a stable sort), as they are
+        // listed.
+        let mut items: Vec<(u64, ThreadSync)> = th
+            .lock_ranges
+            .iter()
+            .flat_map(|r| r.clone())
+            .map(|i| (set.events[i].requested_ns(), ThreadSync::Lock(i as u32)))
+            .chain(
+                th.omp
+                    .iter()
+                    .map(|&j| (omp.get(j as usize).requested_ns, ThreadSync::Omp(j))),
+            )
+            .collect();
+        items.sort_by_key(|&(t, _)| t);
         let mut pending: std::collections::BinaryHeap<Pending> = Default::default();
         let mut seq = 0u64;
         let mut count = 0u64;
@@ -826,10 +1013,25 @@ fn lock_part(
                     break;
                 }
                 pending.pop();
+                let paradigm = |openmp: bool| {
+                    if openmp {
+                        Paradigm::OpenMp
+                    } else {
+                        Paradigm::Pthread
+                    }
+                };
                 let e = match k {
                     EventKey::Leave(region) => Event::Leave { region },
-                    EventKey::Acquire(lock, order) => Event::AcquireLock { lock, order },
-                    EventKey::Release(lock, order) => Event::ReleaseLock { lock, order },
+                    EventKey::Acquire(openmp, lock, order) => Event::AcquireLock {
+                        paradigm: paradigm(openmp),
+                        lock,
+                        order,
+                    },
+                    EventKey::Release(openmp, lock, order) => Event::ReleaseLock {
+                        paradigm: paradigm(openmp),
+                        lock,
+                        order,
+                    },
                 };
                 defs.see(t);
                 *count += 1;
@@ -837,37 +1039,89 @@ fn lock_part(
             }
             Ok(())
         };
-        for i in idx {
-            let e = &set.events[i];
-            if !selection.keeps(i, e) {
-                continue;
-            }
-            flush(sink, defs, &mut pending, Some(e.requested_ns()), &mut count).map_err(w)?;
-            let region = defs.region(
-                lock_call(e.primitive()),
-                if e.primitive() == Primitive::Barrier {
-                    RegionRole::Barrier
-                } else {
-                    RegionRole::Function
-                },
-                Paradigm::Pthread,
-            );
-            defs.see(e.requested_ns());
+        for (requested, item) in items {
+            // (region, leave, lock: (OpenMP, id, order, acquired, released),
+            // left after the release: a construct)
+            let (region, leave_ns, lock, construct) = match item {
+                ThreadSync::Lock(i) => {
+                    let i = i as usize;
+                    let e = &set.events[i];
+                    if !keeps_lock(i) {
+                        continue;
+                    }
+                    let region = defs.region(
+                        lock_call(e.primitive()),
+                        if e.primitive() == Primitive::Barrier {
+                            RegionRole::Barrier
+                        } else {
+                            RegionRole::Function
+                        },
+                        Paradigm::Pthread,
+                    );
+                    let lock = (e.is_lock() && e.outcome() == Outcome::Acquired).then(|| {
+                        (
+                            false,
+                            e.object,
+                            order[i],
+                            e.acquired_ns(),
+                            e.released_ns().max(e.acquired_ns()),
+                        )
+                    });
+                    (region, e.acquired_ns(), lock, false)
+                }
+                ThreadSync::Omp(j) => {
+                    let j = j as usize;
+                    if !keeps_omp(j) {
+                        continue;
+                    }
+                    let e = omp.get(j);
+                    let site = sites.entry((e.process, e.site)).or_insert_with(|| {
+                        analysis
+                            .symbols
+                            .site(recording.process_maps(e.process), e.site)
+                            .display
+                    });
+                    let (region_name, role) = omp_region(&e, site);
+                    let region = defs.region(&region_name, role, Paradigm::OpenMp);
+                    let acquired = e.acquired_ns.max(e.requested_ns);
+                    if e.barrier {
+                        (region, acquired, None, false)
+                    } else {
+                        let released = e.released_ns.max(acquired);
+                        let (id, order) = omp_lock[j];
+                        // a construct is left at its release, an OpenMP
+                        // lock's set call at the acquisition
+                        let construct = role != RegionRole::Function;
+                        let leave = if construct { released } else { acquired };
+                        (
+                            region,
+                            leave,
+                            Some((true, id, order, acquired, released)),
+                            construct,
+                        )
+                    }
+                }
+            };
+            flush(sink, defs, &mut pending, Some(requested), &mut count).map_err(w)?;
+            defs.see(requested);
             count += 1;
-            sink.event(e.requested_ns(), &Event::Enter { region })
-                .map_err(w)?;
+            sink.event(requested, &Event::Enter { region }).map_err(w)?;
             let mut push = |t: u64, k: EventKey| {
                 seq += 1;
                 pending.push(std::cmp::Reverse((t, seq, k)));
             };
-            push(e.acquired_ns(), EventKey::Leave(region));
-            if e.is_lock() && e.outcome() == Outcome::Acquired {
-                let o = order[i];
-                push(e.acquired_ns(), EventKey::Acquire(e.object, o));
-                push(
-                    e.released_ns().max(e.acquired_ns()),
-                    EventKey::Release(e.object, o),
-                );
+            match lock {
+                Some((openmp, id, order, acquired, released)) if construct => {
+                    push(acquired, EventKey::Acquire(openmp, id, order));
+                    push(released, EventKey::Release(openmp, id, order));
+                    push(leave_ns, EventKey::Leave(region));
+                }
+                Some((openmp, id, order, acquired, released)) => {
+                    push(leave_ns, EventKey::Leave(region));
+                    push(acquired, EventKey::Acquire(openmp, id, order));
+                    push(released, EventKey::Release(openmp, id, order));
+                }
+                None => push(leave_ns, EventKey::Leave(region)),
             }
         }
         flush(sink, defs, &mut pending, None, &mut count).map_err(w)?;
@@ -880,7 +1134,6 @@ fn lock_part(
         });
         written.events += count;
         written.locations += 1;
-        start = end;
     }
     Ok(())
 }
