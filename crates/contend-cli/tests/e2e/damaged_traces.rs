@@ -3,7 +3,8 @@
 //! the table), and a trace written to a file system that filled up (SIGBUS
 //! reading the holes of the sparse file through a mapping). Either way the
 //! report must succeed, say what is wrong with the trace, and never panic
-//! or die by a signal.
+//! or die by a signal. And seeded random damage to any file of the golden
+//! recordings, under `report` and every export.
 
 use std::path::{Path, PathBuf};
 
@@ -213,4 +214,125 @@ fn report_of_a_recording_on_a_file_system_that_filled_up() {
         text.describe()
     );
     assert!(u(&json, "locks.summary.events") > 0);
+}
+
+/// A small xorshift generator: the damage below is the same on every run.
+struct Damage(u64);
+
+impl Damage {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// Damages one file of `dir` (any: traces, samples, probes, metadata,
+    /// maps): bits flipped, cut short, a run zeroed or overwritten with
+    /// noise. Returns what was done, for the messages.
+    fn apply(&mut self, dir: &Path) -> String {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    files.push(e.path());
+                }
+            }
+        }
+        files.sort();
+        let file = files[self.below(files.len())].clone();
+        let mut data = std::fs::read(&file).unwrap();
+        let what = if data.is_empty() {
+            "left empty"
+        } else {
+            let len = data.len();
+            match self.below(4) {
+                0 => {
+                    for _ in 0..1 + self.below(20) {
+                        let i = self.below(len);
+                        data[i] ^= 1 << self.below(8);
+                    }
+                    "bits flipped"
+                }
+                1 => {
+                    data.truncate(self.below(len));
+                    "cut short"
+                }
+                2 => {
+                    let a = self.below(len);
+                    let b = (a + 1 + self.below(4096)).min(len);
+                    data[a..b].fill(0);
+                    "a run zeroed"
+                }
+                _ => {
+                    let a = self.below(len);
+                    let b = (a + 1 + self.below(64)).min(len);
+                    for x in &mut data[a..b] {
+                        *x = self.next() as u8;
+                    }
+                    "noise written"
+                }
+            }
+        };
+        std::fs::write(&file, &data).unwrap();
+        format!("{}: {what}", file.display())
+    }
+}
+
+/// Seeded random damage to any file of a recording (lock traces with
+/// stacks, MPI traces, service samples, probes, metadata, maps): `contend
+/// report` and every export either succeed or refuse with exit status 2
+/// and a message; never a panic, a signal or a hang (robustness rule:
+/// bad input gets a clear error, never a panic).
+#[test]
+fn seeded_random_damage_to_any_file_never_panics() {
+    let tmp = tempdir();
+    let mut rng = Damage(0x9e37_79b9_7f4a_7c15);
+    let exports = ["perfetto", "chrome", "pprof", "folded", "otf2"];
+    let mut n = 0;
+    for name in [
+        "sharequeue-stacks.data",
+        "mpi-waits.data",
+        "sharequeue-two.data",
+    ] {
+        for _ in 0..12 {
+            n += 1;
+            let dir = tmp.path().join(format!("damaged-{n}.data"));
+            copy_tree(&golden_recording(name), &dir);
+            let what = rng.apply(&dir);
+            let out_file = tmp.path().join(format!("out-{n}"));
+            let format = exports[n % exports.len()];
+            let report = report_raw(&dir, &["--format", "json"]);
+            let mut export = std::process::Command::new(contend_bin());
+            export
+                .arg("export")
+                .arg(&dir)
+                .args(["--format", format, "-o"])
+                .arg(&out_file);
+            let export = run_timeout(export, std::time::Duration::from_secs(120));
+            for (command, out) in [("report", &report), ("export", &export)] {
+                let context = format!(
+                    "{name}, {what}; contend {command} ({format}):\n{}",
+                    out.describe()
+                );
+                assert!(out.signal().is_none(), "died by a signal: {context}");
+                assert!(
+                    !out.stderr.contains("panicked") && out.code() != Some(101),
+                    "panicked: {context}"
+                );
+                match out.code() {
+                    Some(0) => {}
+                    Some(2) => assert!(out.stderr.contains("contend: error"), "{context}"),
+                    _ => panic!("unexpected exit status: {context}"),
+                }
+            }
+        }
+    }
 }
