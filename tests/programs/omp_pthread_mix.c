@@ -1,8 +1,8 @@
 /* OpenMP and pthread synchronisation on the same threads, for the OTF2
  * export: two threads of one parallel region each take, ROUNDS times, a
  * named critical section with a pthread mutex nested inside it, the mutex
- * alone, and an OpenMP lock; then an explicit barrier. Prints the counter
- * (4 increments per thread and round). */
+ * alone, and an OpenMP lock; then an explicit barrier. Prints the counts
+ * (per thread and round: 2 under the mutex, 1 under the OpenMP lock). */
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static omp_lock_t lock;
-static long counter;
+static long under_mutex, under_lock;
 
 int main(void)
 {
@@ -22,19 +22,19 @@ int main(void)
 #pragma omp critical(update)
             {
                 pthread_mutex_lock(&mutex);
-                counter++;
+                under_mutex++;
                 pthread_mutex_unlock(&mutex);
             }
             pthread_mutex_lock(&mutex);
-            counter++;
+            under_mutex++;
             pthread_mutex_unlock(&mutex);
             omp_set_lock(&lock);
-            counter += 2;
+            under_lock++;
             omp_unset_lock(&lock);
         }
 #pragma omp barrier
     }
     omp_destroy_lock(&lock);
-    printf("counter=%ld\n", counter);
-    return counter == 2L * ROUNDS * 4 ? 0 : 1;
+    printf("under_mutex=%ld under_lock=%ld\n", under_mutex, under_lock);
+    return under_mutex == 2L * 2 * ROUNDS && under_lock == 2L * ROUNDS ? 0 : 1;
 }

@@ -13,7 +13,9 @@
 //!   run did not record) or no value (a run without MPI traces: `null`).
 //! * **item lists**: per-item rows matched by name (`by_lock` by lock
 //!   name, `by_site` by the site's display string, `mpi_by_rank` by rank,
-//!   `mpi_by_site` by operation and site); an item missing from a run has
+//!   `mpi_by_site` by operation and site, `openmp_by_mutex` by name,
+//!   `openmp_by_barrier` and `openmp_by_region` by construct); an
+//!   item missing from a run has
 //!   no values there (blank, JSON `null`). When a run has several items of
 //!   the same name (the same static object in several processes), the n-th
 //!   of them is matched with the n-th of that name in the other runs.
@@ -249,21 +251,22 @@ impl Comparison {
             "The compared runs; every change is relative to the first (cf. Venter 2016, Section 3.2.3).",
             Body::Table(runs),
         )];
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = Vec::new();
         for run in &self.runs {
-            for s in run.report.sections() {
-                warnings.extend(
-                    s.comparison_notes()
-                        .into_iter()
-                        .map(|note| format!("{}: {note}", run.label)),
-                );
+            // A section's note that is also among the run's warnings (the
+            // recording cost's) is listed once.
+            let notes = run
+                .report
+                .sections()
+                .iter()
+                .flat_map(|s| s.comparison_notes())
+                .chain(run.report.warnings.iter().cloned());
+            for note in notes {
+                let line = format!("{}: {note}", run.label);
+                if !warnings.contains(&line) {
+                    warnings.push(line);
+                }
             }
-            warnings.extend(
-                run.report
-                    .warnings
-                    .iter()
-                    .map(|w| format!("{}: {w}", run.label)),
-            );
         }
         if !warnings.is_empty() {
             out.push(Panel::new(

@@ -346,3 +346,87 @@ fn openmp_libgomp_tasks_ordered_and_loop_end() {
         eprintln!("disturbed run ({failed:?}), again");
     }
 }
+
+/// `contend compare` of two OpenMP runs (tests/programs/omp_pthread_mix.c,
+/// `gcc -fopenmp`): the OpenMP summary lined up run by run with each
+/// run's own report, the critical section matched by name across
+/// runs, the OpenMP tables in the text, and no warning listed twice.
+#[test]
+fn compare_lines_up_the_openmp_section() {
+    require_tool!("gcc");
+    let exe = build("omp_pthread_mix.c", &["-fopenmp"]);
+    let tmp = tempdir();
+    let runs: Vec<_> = ["a.data", "b.data"]
+        .iter()
+        .map(|name| {
+            let dir = tmp.path().join(name);
+            let out = record(&dir, &exe, &[] as &[&str]);
+            assert!(out.success(), "{}", out.describe());
+            dir
+        })
+        .collect();
+    let compare = |format: &str| {
+        let mut cmd = std::process::Command::new(contend_bin());
+        cmd.arg("compare").args(&runs).args(["--format", format]);
+        let out = run_timeout(cmd, std::time::Duration::from_secs(120));
+        assert!(out.success(), "{}", out.describe());
+        out.stdout
+    };
+    let json: Value = serde_json::from_str(&compare("json")).unwrap();
+    let reports: Vec<Value> = runs.iter().map(|d| report_json(d)).collect();
+    let metric = |key: &str| -> Vec<u64> {
+        json["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["key"] == key)
+            .unwrap_or_else(|| panic!("{key} in {}", json["metrics"]))["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as u64)
+            .collect()
+    };
+    for field in [
+        "mutex_events",
+        "mutex_wait_ns",
+        "barrier_events",
+        "parallel_regions",
+    ] {
+        let want: Vec<u64> = reports
+            .iter()
+            .map(|r| u(r, &format!("openmp.summary.{field}")))
+            .collect();
+        assert_eq!(metric(&format!("openmp.summary.{field}")), want, "{field}");
+    }
+    let update = json["openmp_by_mutex"]
+        .as_array()
+        .unwrap_or_else(|| panic!("openmp_by_mutex in {}", json))
+        .iter()
+        .find(|m| m["name"] == "update" && m["kind"] == "critical")
+        .unwrap_or_else(|| panic!("the critical section `update`: {}", json["openmp_by_mutex"]));
+    let acquisitions = update["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "events")
+        .unwrap();
+    // 200 rounds in each of the 2 threads, in both runs
+    assert_eq!(acquisitions["values"], serde_json::json!([400.0, 400.0]));
+    let text = compare("text");
+    for title in [
+        "OpenMP",
+        "OpenMP critical sections and locks",
+        "OpenMP barriers",
+        "OpenMP parallel regions",
+    ] {
+        assert!(text.lines().any(|l| l == title), "{title} in:\n{text}");
+    }
+    let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("  ! ")).collect();
+    let unique: std::collections::HashSet<&str> = warnings.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        warnings.len(),
+        "a warning listed twice:\n{text}"
+    );
+}

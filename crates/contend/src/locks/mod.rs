@@ -752,6 +752,15 @@ fn no_events_reason(recording: &Recording) -> String {
                 (syscall(SYS_futex): Rust's std::sync, hand-written locks) are in the futex section."
             .to_string();
     }
+    if recording
+        .processes
+        .iter()
+        .any(|p| p.trace.threads.iter().any(|t| t.omp_count() > 0))
+    {
+        return "No pthread lock operation was recorded; the program's OpenMP critical sections, \
+                locks and barriers are in the OpenMP section."
+            .to_string();
+    }
     "No lock operation was recorded although the collector was loaded. \
      The program may not use pthread locks: it may use raw futexes, its own spinlocks or atomics, \
      or a runtime with its own mutexes (Go, some JVM and OpenMP runtimes), or it ran single-threaded \

@@ -3,8 +3,16 @@
 //! waits and load imbalance.
 
 use super::OpenMpReport;
-use crate::report::layout::{take_top, Body, Cell, Column, Panel, Row, Table};
+use crate::report::compared::{
+    metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
+};
+use crate::report::layout::{
+    take_top, titled_comparison_panels, Body, Cell, Column, Panel, Row, Table,
+};
 use crate::report::{RenderOptions, ReportSection};
+
+/// The table of the OpenMP section's run-wide metrics in a comparison.
+pub const OPENMP: MetricGroup = MetricGroup("openmp");
 
 impl ReportSection for OpenMpReport {
     fn key(&self) -> &'static str {
@@ -136,4 +144,172 @@ impl ReportSection for OpenMpReport {
         ));
         out
     }
+
+    /// The summary ([`openmp_metrics`]; a run without OpenMP events has no
+    /// values there), the critical sections and locks matched by name,
+    /// the barriers and the parallel regions by construct.
+    fn comparable(&self) -> Option<Comparable> {
+        use Unit::{Count, Ns};
+        let list = |key, title, caption, item_heading, items| ItemList {
+            key,
+            title,
+            caption,
+            item_heading,
+            kind_heading: "Kind",
+            always: false,
+            items,
+        };
+        Some(Comparable {
+            metrics: openmp_metrics(self),
+            missing_is_zero: false,
+            lists: vec![
+                list(
+                    "openmp_by_mutex",
+                    "OpenMP critical sections and locks",
+                    "Per critical section, OpenMP lock, atomic or ordered region, matched by name; blank where a run has no such one.",
+                    "Name",
+                    self.mutexes
+                        .iter()
+                        .map(|m| Item {
+                            name: m.name.clone(),
+                            kind: m.kind.clone(),
+                            metrics: metrics(
+                                OPENMP,
+                                "",
+                                vec![
+                                    ("events", "Acquisitions", Count, m.events as f64),
+                                    ("wait_ns", "Wait", Ns, m.wait_ns as f64),
+                                    ("max_wait_ns", "Max wait", Ns, m.max_wait_ns as f64),
+                                    ("hold_ns", "Hold", Ns, m.hold_ns as f64),
+                                    ("critical_wait_ns", "CP wait", Ns, m.critical_wait_ns as f64),
+                                ],
+                            ),
+                        })
+                        .collect(),
+                ),
+                list(
+                    "openmp_by_barrier",
+                    "OpenMP barriers",
+                    "Per barrier or task-wait construct, matched by construct; blank where a run has no such one.",
+                    "Construct",
+                    self.barriers
+                        .iter()
+                        .map(|b| Item {
+                            name: b.name.clone(),
+                            kind: b.kind.clone(),
+                            metrics: metrics(
+                                OPENMP,
+                                "",
+                                vec![
+                                    ("events", "Waits", Count, b.events as f64),
+                                    ("wait_ns", "Wait", Ns, b.wait_ns as f64),
+                                    ("max_wait_ns", "Max wait", Ns, b.max_wait_ns as f64),
+                                    ("critical_wait_ns", "CP wait", Ns, b.critical_wait_ns as f64),
+                                ],
+                            ),
+                        })
+                        .collect(),
+                ),
+                list(
+                    "openmp_by_region",
+                    "OpenMP parallel regions",
+                    "Per parallel construct, matched by construct: instances, implicit-barrier wait and load imbalance; blank where a run has no such one.",
+                    "Construct",
+                    self.regions
+                        .iter()
+                        .map(|r| Item {
+                            name: r.name.clone(),
+                            kind: r.kind.clone(),
+                            metrics: metrics(
+                                OPENMP,
+                                "",
+                                vec![
+                                    ("events", "Instances", Count, r.events as f64),
+                                    ("wait_ns", "Barrier wait", Ns, r.wait_ns as f64),
+                                    ("imbalance_ns", "Imbalance", Ns, r.imbalance_ns as f64),
+                                ],
+                            ),
+                        })
+                        .collect(),
+                ),
+            ],
+        })
+    }
+
+    fn layout_comparison(&self, part: &ComparedPart<'_>, opts: &RenderOptions) -> Vec<Panel> {
+        titled_comparison_panels(
+            part,
+            opts,
+            &[(
+                OPENMP,
+                "OpenMP",
+                "OpenMP critical sections and locks, barrier waits and parallel regions of each run and their change relative to the first run.",
+            )],
+        )
+    }
+}
+
+/// The numbers of the OpenMP summary that `contend compare` lines up
+/// (keys are JSON paths, `openmp.summary.…`): acquisitions, waits and
+/// holds of critical sections and locks (ns), barrier waits (ns), parallel
+/// region instances and their load imbalance (ns), and the critical path
+/// across recorders through OpenMP events.
+pub fn openmp_metrics(r: &OpenMpReport) -> Vec<Metric> {
+    use Unit::{Count, Ns};
+    let s = &r.summary;
+    metrics(
+        OPENMP,
+        "openmp.summary.",
+        vec![
+            (
+                "mutex_events",
+                "Critical and lock acquisitions",
+                Count,
+                s.mutex_events as f64,
+            ),
+            (
+                "mutex_wait_ns",
+                "Critical and lock wait",
+                Ns,
+                s.mutex_wait_ns as f64,
+            ),
+            (
+                "mutex_hold_ns",
+                "Critical and lock hold",
+                Ns,
+                s.mutex_hold_ns as f64,
+            ),
+            (
+                "barrier_events",
+                "Barrier and task waits",
+                Count,
+                s.barrier_events as f64,
+            ),
+            (
+                "barrier_wait_ns",
+                "Barrier and task wait time",
+                Ns,
+                s.barrier_wait_ns as f64,
+            ),
+            (
+                "parallel_regions",
+                "Parallel region instances",
+                Count,
+                s.parallel_regions as f64,
+            ),
+            ("imbalance_ns", "Load imbalance", Ns, s.imbalance_ns as f64),
+            (
+                "critical_events",
+                "Events on the critical path",
+                Count,
+                s.critical_events as f64,
+            ),
+            (
+                "critical_wait_ns",
+                "Their wait",
+                Ns,
+                s.critical_wait_ns as f64,
+            ),
+        ],
+    )
 }
