@@ -648,3 +648,62 @@ pub fn line_of(src: &str, marker: &str) -> u32 {
         .map(|i| i as u32 + 1)
         .unwrap_or_else(|| panic!("{marker} not found in {src}"))
 }
+
+/// The event records of the OTF2 archive `anchor` (`DIR/traces.otf2`) as
+/// `otf2-print` lists them, per location id in order: (record name, the
+/// line after the timestamp: `Region: "…" <id>`, `Model: …, Lock: …`).
+/// Asserts that `otf2-print` reads the archive and that on every location
+/// each region entered is left innermost first and each lock acquired is
+/// released (the same model, lock and acquisition order), nothing left
+/// open.
+pub fn otf2_events_nested(anchor: &Path) -> std::collections::BTreeMap<u64, Vec<(String, String)>> {
+    let print = Command::new("otf2-print").arg(anchor).output().unwrap();
+    assert!(
+        print.status.success(),
+        "otf2-print {}: {}",
+        anchor.display(),
+        String::from_utf8_lossy(&print.stderr)
+    );
+    let text = String::from_utf8(print.stdout).unwrap();
+    let mut per_location: std::collections::BTreeMap<u64, Vec<(String, String)>> =
+        Default::default();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 || !f[0].chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+            continue;
+        }
+        let Ok(location) = f[1].parse::<u64>() else {
+            continue;
+        };
+        per_location
+            .entry(location)
+            .or_default()
+            .push((f[0].to_string(), f[3..].join(" ")));
+    }
+    for (location, events) in &per_location {
+        let (mut open, mut held): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+        for (record, rest) in events {
+            match record.as_str() {
+                "ENTER" => open.push(rest),
+                "LEAVE" => assert_eq!(
+                    open.pop(),
+                    Some(rest.as_str()),
+                    "location {location}: left, not the innermost open region"
+                ),
+                "THREAD_ACQUIRE_LOCK" => held.push(rest),
+                "THREAD_RELEASE_LOCK" => {
+                    let at = held.iter().rposition(|l| *l == rest);
+                    assert!(
+                        at.is_some(),
+                        "location {location}: released, not held: {rest}"
+                    );
+                    held.remove(at.unwrap());
+                }
+                _ => {}
+            }
+        }
+        assert!(open.is_empty(), "location {location}: left open {open:?}");
+        assert!(held.is_empty(), "location {location}: still held {held:?}");
+    }
+    per_location
+}

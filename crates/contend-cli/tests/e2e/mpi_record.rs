@@ -16,7 +16,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{
-    contend_bin, program_source, report_json, run_timeout, serial, tempdir, which, Output,
+    contend_bin, otf2_events_nested, program_source, report_json, run_timeout, serial, tempdir,
+    which, Output,
 };
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiEventRef, MpiOp, MpiRankTrace, MpiRecording, Peer,
@@ -1425,6 +1426,68 @@ fn hybrid_program_has_lock_and_mpi_waits_in_one_report() {
     assert!(
         dir.join("maps").read_dir().unwrap().count() > 0,
         "maps snapshots written"
+    );
+    // OTF2: a rank's main thread is one location holding its MPI calls and
+    // its lock events, properly nested; the process's other threads are in
+    // the rank's location group; no thread has two locations.
+    if which("otf2-print").is_none() {
+        eprintln!("SKIP (OTF2 part): otf2-print is not installed (Debian: otf2-tools)");
+        return;
+    }
+    let archive = t.path().join("hybrid.otf2");
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("export")
+        .arg(&dir)
+        .args(["--format", "otf2", "-o"])
+        .arg(&archive);
+    let export = run_timeout(cmd, MPI_TIMEOUT);
+    assert!(export.success(), "{}", export.describe());
+    let events = otf2_events_nested(&archive.join("traces.otf2"));
+    let defs = Command::new("otf2-print")
+        .arg("-G")
+        .arg(archive.join("traces.otf2"))
+        .output()
+        .unwrap();
+    let defs = String::from_utf8(defs.stdout).unwrap();
+    let locations: Vec<&str> = defs
+        .lines()
+        .filter(|l| l.starts_with("LOCATION "))
+        .collect();
+    let mut tids: Vec<&str> = locations
+        .iter()
+        .filter_map(|l| l.split("(tid ").nth(1)?.split(')').next())
+        .collect();
+    let n = tids.len();
+    tids.sort_unstable();
+    tids.dedup();
+    assert_eq!(tids.len(), n, "a thread with two locations:\n{defs}");
+    for rank in 0..2 {
+        let line = locations
+            .iter()
+            .find(|l| l.contains(&format!("Name: \"rank {rank} ")))
+            .unwrap_or_else(|| panic!("rank {rank}'s location:\n{defs}"));
+        let id: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let regions: Vec<&str> = events[&id]
+            .iter()
+            .filter(|(r, _)| r == "ENTER")
+            .map(|(_, rest)| rest.as_str())
+            .collect();
+        assert!(
+            regions.iter().any(|r| r.contains("\"MPI_Barrier\""))
+                && regions.iter().any(|r| r.contains("\"pthread_mutex_lock\"")),
+            "rank {rank}'s main thread holds its MPI calls and its lock waits: {regions:?}"
+        );
+    }
+    let groups: Vec<&str> = defs
+        .lines()
+        .filter(|l| l.starts_with("LOCATION_GROUP "))
+        .collect();
+    let exe_name = exe.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        !groups
+            .iter()
+            .any(|g| g.contains(&format!("{exe_name} (pid"))),
+        "a rank process in a location group of its own: {groups:?}"
     );
 }
 

@@ -14,7 +14,9 @@ use contend::mpi::MpiEvents;
 use contend::{AnalysisOptions, NoProgress, Recording};
 use serde_json::Value;
 
-use crate::common::{build, contend_bin, record, report_json_with, tempdir, u, which};
+use crate::common::{
+    build, contend_bin, otf2_events_nested, record, report_json_with, tempdir, u, which,
+};
 use crate::golden::fixtures;
 
 fn contend(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -738,52 +740,18 @@ fn otf2_nests_openmp_constructs_and_pthread_locks_per_thread() {
         &["mix.data", "--format", "otf2", "-o", "mix.otf2"],
     );
     let anchor = tmp.path().join("mix.otf2/traces.otf2");
-    let print = Command::new("otf2-print").arg(&anchor).output().unwrap();
-    assert!(
-        print.status.success(),
-        "otf2-print: {}",
-        String::from_utf8_lossy(&print.stderr)
-    );
-    let text = String::from_utf8(print.stdout).unwrap();
-    // Per location: the open regions and the held locks.
-    let mut open: HashMap<u64, Vec<String>> = HashMap::new();
-    let mut held: HashMap<u64, Vec<String>> = HashMap::new();
-    let (mut omp_enters, mut omp_acquires, mut pthread_acquires) = (0u64, 0u64, 0u64);
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 4 {
-            continue;
-        }
-        let Ok(location) = f[1].parse::<u64>() else {
-            continue;
-        };
-        let rest = f[3..].join(" ");
-        match f[0] {
-            "ENTER" => {
-                omp_enters += u64::from(rest.contains("Region: \"omp"));
-                open.entry(location).or_default().push(rest);
-            }
-            "LEAVE" => {
-                let top = open.get_mut(&location).and_then(|v| v.pop());
-                assert_eq!(top.as_deref(), Some(rest.as_str()), "{line}");
-            }
-            "THREAD_ACQUIRE_LOCK" => {
-                omp_acquires += u64::from(rest.contains("Model: OPENMP"));
-                pthread_acquires += u64::from(rest.contains("Model: PTHREAD"));
-                held.entry(location).or_default().push(rest);
-            }
-            "THREAD_RELEASE_LOCK" => {
-                let h = held.entry(location).or_default();
-                let at = h.iter().rposition(|l| *l == rest);
-                assert!(at.is_some(), "released, not held: {line}");
-                h.remove(at.unwrap());
-            }
-            _ => {}
-        }
-    }
-    assert!(open.values().all(|v| v.is_empty()), "left open: {open:?}");
-    assert!(held.values().all(|v| v.is_empty()), "still held: {held:?}");
-    assert_eq!(open.len(), 2, "a location per thread of the team");
+    let events = otf2_events_nested(&anchor);
+    let all = || events.values().flatten();
+    let omp_enters = all()
+        .filter(|(r, rest)| r == "ENTER" && rest.contains("Region: \"omp"))
+        .count() as u64;
+    let acquires = |model: &str| {
+        all()
+            .filter(|(r, rest)| r == "THREAD_ACQUIRE_LOCK" && rest.contains(model))
+            .count() as u64
+    };
+    let (omp_acquires, pthread_acquires) = (acquires("Model: OPENMP"), acquires("Model: PTHREAD"));
+    assert_eq!(events.len(), 2, "a location per thread of the team");
     let r = report_json_with(&rec, &[] as &[&str]);
     let rows = |table: &str| r["openmp"][table].as_array().unwrap().clone();
     let sum = |rows: &[Value]| {

@@ -12,10 +12,13 @@
 //! The content (OTF2 3.0 definitions and records):
 //!
 //! * **System tree, locations.** A node per host; a location group
-//!   (process) per MPI rank and per lock-traced process; a location (CPU
-//!   thread) per thread. Ranks come first, in world-rank order (a rank
-//!   without a trace still gets an empty location, so that communicator
-//!   ranks stay right).
+//!   (process) per MPI rank and per other lock-traced process; a location
+//!   (CPU thread) per thread. Ranks come first, in world-rank order (a
+//!   rank without a trace still gets an empty location, so that
+//!   communicator ranks stay right). A hybrid recording (`--mpi --locks`)
+//!   writes a rank thread's lock and OpenMP events on its MPI location, in
+//!   time order with its calls, and the rank process's other threads in
+//!   the rank's group.
 //! * **Communicators.** A `COMM_LOCATIONS` group (each rank's first
 //!   thread), a `COMM_GROUP` per communicator (its members' world ranks,
 //!   in local-rank order), `MPI_COMM_SELF` as `COMM_SELF`; peers and roots
@@ -43,7 +46,7 @@
 //!   acquire to the release with `ThreadAcquireLock`/`ThreadReleaseLock`
 //!   inside; `omp_set_lock` as a call (acquire → acquisition) plus the
 //!   lock records; barrier and task waits as regions with the barrier,
-//!   implicit-barrier or task-wait role (`thread_part`).
+//!   implicit-barrier or task-wait role (`SyncPart`).
 //!
 //! Timestamps: ns of CLOCK_MONOTONIC (timer resolution 10⁹ per second),
 //! the global offset the first event.
@@ -446,31 +449,30 @@ pub fn write(
                 .filter_map(move |t| Some(((p.trace.pid, t.tid), t.name.as_deref()?)))
         })
         .collect();
+    let mut sync = SyncPart::new(analysis, locks, &omp, options);
+    let mut rank_groups: FxHashMap<u32, u32> = FxHashMap::default();
     if let Some(m) = mpi {
         mpi_part(
             m,
             &thread_names,
+            &mut sync,
             sink,
             &mut defs,
             &mut hosts,
             &mut next_location,
             &mut written,
             &mut notes,
+            &mut rank_groups,
         )?;
     }
-    if locks.is_some() || !omp.is_empty() {
-        thread_part(
-            analysis,
-            locks,
-            &omp,
-            options,
-            sink,
-            &mut defs,
-            &mut hosts,
-            &mut next_location,
-            &mut written,
-        )?;
-    }
+    sync.write_rest(
+        sink,
+        &mut defs,
+        &mut hosts,
+        &rank_groups,
+        &mut next_location,
+        &mut written,
+    )?;
     if defs.d.first_ns == u64::MAX {
         defs.d.first_ns = 0;
     }
@@ -487,19 +489,26 @@ pub fn write(
 }
 
 /// The MPI ranks: definitions of communicators and one location per
-/// rank thread with its calls.
+/// rank thread with its calls, and on it the thread's lock and OpenMP
+/// events when its process was lock-traced too (`--mpi --locks`), merged
+/// in time order (those inside a call between its `Enter` and `Leave`).
+/// `rank_groups` gets each traced rank's pid → location group, for the
+/// process's other threads.
 #[allow(clippy::too_many_arguments)]
 fn mpi_part(
     m: &MpiRecording,
     thread_names: &FxHashMap<(u32, u32), &str>,
+    sync: &mut SyncPart<'_>,
     sink: &mut dyn Otf2Sink,
     defs: &mut Defs,
     hosts: &mut BTreeMap<String, u32>,
     next_location: &mut u64,
     written: &mut Written,
     notes: &mut Vec<String>,
+    rank_groups: &mut FxHashMap<u32, u32>,
 ) -> Result<(), ExportError> {
     let w = |e: String| ExportError::Writer(e);
+    let (sync_sources, sync_threads) = sync.split();
     // Communicators: id → members (world ranks, local order).
     let mut comms: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
     let world = m
@@ -524,6 +533,9 @@ fn mpi_part(
         let name = defs.string(&format!("MPI Rank {rank}"));
         defs.d.location_groups.push(LocationGroup { name, node });
         let group = (defs.d.location_groups.len() - 1) as u32;
+        if let Some(t) = trace {
+            rank_groups.entry(t.pid).or_insert(group);
+        }
         let mut tids: Vec<u32> = Vec::new();
         if let Some(t) = trace {
             for e in &t.events {
@@ -607,7 +619,24 @@ fn mpi_part(
         for &(tid, location) in &per_rank[rank as usize] {
             sink.begin_location(location).map_err(w)?;
             let mut count = 0u64;
+            // The thread's lock and OpenMP events, if its process was
+            // lock-traced: written up to each MPI record's time first
+            // (records at a call's exit after those at that instant, so
+            // that what the call did inside it is left before it).
+            let pid = trace.map_or(0, |t| t.pid);
+            let mut merged = trace.and_then(|_| sync_threads.claim(sync_sources, pid, tid));
             let mut emit = |sink: &mut dyn Otf2Sink, defs: &mut Defs, t: u64, e: Event| {
+                if let Some(thread) = merged.as_mut() {
+                    let at_exit = !matches!(
+                        e,
+                        Event::Enter { .. }
+                            | Event::MpiSend { .. }
+                            | Event::MpiIsend { .. }
+                            | Event::MpiIrecvRequest { .. }
+                            | Event::CollectiveBegin
+                    );
+                    count += thread.write_until(sync_sources, defs, sink, Some((t, at_exit)))?;
+                }
                 defs.see(t);
                 count += 1;
                 sink.event(t, &e)
@@ -739,6 +768,11 @@ fn mpi_part(
                 }
                 emit(sink, defs, exit, Event::Leave { region }).map_err(w)?;
             }
+            if let Some(thread) = merged.as_mut() {
+                count += thread
+                    .write_until(sync_sources, defs, sink, None)
+                    .map_err(w)?;
+            }
             sink.end_location().map_err(w)?;
             if let Some(l) = defs.d.locations.iter_mut().find(|l| l.id == location) {
                 l.events = count;
@@ -819,8 +853,9 @@ fn omp_region(e: &crate::openmp::sync::OmpSyncEvent, site: &str) -> (String, Reg
     (format!("{construct} @ {site}"), role)
 }
 
-/// The pthread lock events and the OpenMP synchronisation events: one
-/// location per thread, its records in time order.
+/// The pthread lock events and the OpenMP synchronisation events, one
+/// location per thread, its records in time order; a rank thread's
+/// location when the thread is an MPI rank's (`mpi_part` claims those).
 ///
 /// * A pthread lock event: `Enter`/`Leave` of its blocking call (request
 ///   → acquisition), `ThreadAcquireLock`/`ThreadReleaseLock` (paradigm
@@ -840,179 +875,194 @@ fn omp_region(e: &crate::openmp::sync::OmpSyncEvent, site: &str) -> (String, Reg
 /// among the kept acquisitions of the lock. The filters apply as in the
 /// timeline exports (an OpenMP event by thread, duration and critical
 /// path across recorders).
-#[allow(clippy::too_many_arguments)]
-fn thread_part(
-    analysis: &Analysis<'_>,
-    locks: Option<&LockEvents>,
-    omp: &crate::openmp::sync::OmpSyncEvents,
-    options: &ExportOptions,
-    sink: &mut dyn Otf2Sink,
-    defs: &mut Defs,
-    hosts: &mut BTreeMap<String, u32>,
-    next_location: &mut u64,
-    written: &mut Written,
-) -> Result<(), ExportError> {
-    let w = |e: String| ExportError::Writer(e);
-    let recording = analysis.recording;
-    let empty = crate::locks::EventSet::default();
-    let set = locks.map_or(&empty, |l| &l.set);
-    let selection = locks.map(|l| Selection::new(&options.filter, set, &l.critical_path, &l.names));
-    let keeps_lock = |i: usize| {
-        selection
+struct SyncPart<'a> {
+    sources: SyncSources<'a>,
+    threads: SyncThreads,
+}
+
+/// What [`SyncPart`] writes from: the events, which of them the filter
+/// keeps, the locks' ids and acquisition orders, the sites' names.
+struct SyncSources<'a> {
+    analysis: &'a Analysis<'a>,
+    filter: &'a crate::locks::EventFilter,
+    set: &'a crate::locks::EventSet,
+    omp: &'a crate::openmp::sync::OmpSyncEvents,
+    selection: Option<Selection<'a>>,
+    omp_path: &'a [bool],
+    /// Acquisition order of each lock event (0: not an acquisition kept).
+    order: Vec<u32>,
+    /// (lock id, acquisition order) of each OpenMP mutex event.
+    omp_lock: Vec<(u32, u32)>,
+    sites: FxHashMap<(u32, u64), String>,
+}
+
+/// The threads of a [`SyncPart`], those a rank's location took.
+struct SyncThreads {
+    threads: Vec<SyncThread>,
+    index: FxHashMap<(u32, u32), usize>,
+    claimed: Vec<bool>,
+}
+
+/// (region, leave time, lock: (OpenMP, id, order, acquired, released),
+/// left after the release: a construct) of one kept event.
+type SyncRecords = (u32, u64, Option<(bool, u32, u32, u64, u64)>, bool);
+
+impl<'a> SyncSources<'a> {
+    fn keeps_lock(&self, i: usize) -> bool {
+        self.selection
             .as_ref()
-            .is_some_and(|s| s.keeps(i, &set.events[i]))
-    };
-    let omp_path = super::timeline::openmp_on_path(analysis, omp.len());
-    let keeps_omp = |j: usize| {
-        let e = omp.get(j);
+            .is_some_and(|s| s.keeps(i, &self.set.events[i]))
+    }
+
+    fn keeps_omp(&self, j: usize) -> bool {
+        let e = self.omp.get(j);
         super::timeline::keeps_sync(
-            &options.filter,
+            self.filter,
             e.tid,
             e.wait_ns() + e.hold_ns(),
-            omp_path.get(j).copied().unwrap_or(false),
+            self.omp_path.get(j).copied().unwrap_or(false),
         )
-    };
-    // Acquisition order per lock: the rank of each acquisition by time.
-    let mut order: Vec<u32> = vec![0; set.events.len()];
-    {
-        let mut by_object: FxHashMap<u32, Vec<(u64, u32)>> = FxHashMap::default();
-        for (i, e) in set.events.iter().enumerate() {
-            if e.is_lock() && e.outcome() == Outcome::Acquired && keeps_lock(i) {
-                by_object
-                    .entry(e.object)
-                    .or_default()
-                    .push((e.acquired_ns(), i as u32));
+    }
+
+    /// The records of `item` when the filter keeps it, its region defined.
+    fn records(&mut self, item: ThreadSync, defs: &mut Defs) -> Option<SyncRecords> {
+        match item {
+            ThreadSync::Lock(i) => {
+                let i = i as usize;
+                if !self.keeps_lock(i) {
+                    return None;
+                }
+                let e = &self.set.events[i];
+                let region = defs.region(
+                    lock_call(e.primitive()),
+                    if e.primitive() == Primitive::Barrier {
+                        RegionRole::Barrier
+                    } else {
+                        RegionRole::Function
+                    },
+                    Paradigm::Pthread,
+                );
+                let lock = (e.is_lock() && e.outcome() == Outcome::Acquired).then(|| {
+                    (
+                        false,
+                        e.object,
+                        self.order[i],
+                        e.acquired_ns(),
+                        e.released_ns().max(e.acquired_ns()),
+                    )
+                });
+                Some((region, e.acquired_ns(), lock, false))
             }
-        }
-        for v in by_object.values_mut() {
-            v.sort_unstable();
-            for (k, &(_, i)) in v.iter().enumerate() {
-                order[i as usize] = k as u32 + 1;
+            ThreadSync::Omp(j) => {
+                let j = j as usize;
+                if !self.keeps_omp(j) {
+                    return None;
+                }
+                let e = self.omp.get(j);
+                let (analysis, recording) = (self.analysis, self.analysis.recording);
+                let site = self.sites.entry((e.process, e.site)).or_insert_with(|| {
+                    analysis
+                        .symbols
+                        .site(recording.process_maps(e.process), e.site)
+                        .display
+                });
+                let (region_name, role) = omp_region(&e, site);
+                let region = defs.region(&region_name, role, Paradigm::OpenMp);
+                let acquired = e.acquired_ns.max(e.requested_ns);
+                if e.barrier {
+                    return Some((region, acquired, None, false));
+                }
+                let released = e.released_ns.max(acquired);
+                let (id, order) = self.omp_lock[j];
+                // a construct is left at its release, an OpenMP lock's set
+                // call at the acquisition
+                let construct = role != RegionRole::Function;
+                let leave = if construct { released } else { acquired };
+                Some((
+                    region,
+                    leave,
+                    Some((true, id, order, acquired, released)),
+                    construct,
+                ))
             }
         }
     }
-    // OpenMP mutexes: an id after the pthread locks' per (process, kind,
-    // wait id), and the acquisition order.
-    let mut omp_lock: Vec<(u32, u32)> = vec![(0, 0); omp.len()];
-    {
-        let mut by_object: BTreeMap<(u32, u8, u64), Vec<(u64, u32)>> = BTreeMap::new();
-        for (j, e) in omp.iter().enumerate() {
-            if !e.barrier && keeps_omp(j) {
-                by_object
-                    .entry((e.process, e.kind, e.object))
-                    .or_default()
-                    .push((e.acquired_ns, j as u32));
-            }
+}
+
+impl SyncThreads {
+    /// The writer of thread (`pid`, `tid`)'s events, if it has any and
+    /// no location took them yet.
+    fn claim(&mut self, src: &SyncSources<'_>, pid: u32, tid: u32) -> Option<ThreadWriter> {
+        let k = *self.index.get(&(pid, tid))?;
+        if std::mem::replace(&mut self.claimed[k], true) {
+            return None;
         }
-        let first_id = set.objects.len() as u32;
-        for (k, v) in by_object.values_mut().enumerate() {
-            v.sort_unstable();
-            for (n, &(_, j)) in v.iter().enumerate() {
-                omp_lock[j as usize] = (first_id + k as u32, n as u32 + 1);
-            }
-        }
+        Some(ThreadWriter::new(src, &self.threads[k]))
     }
-    // The threads: those with lock events in the order of their events,
-    // then those with OpenMP events only.
-    let mut threads: Vec<SyncThread> = Vec::new();
-    let mut index: FxHashMap<(u32, u32), usize> = FxHashMap::default();
-    let mut start = 0usize;
-    while start < set.events.len() {
-        let thread = set.events[start].thread();
-        let mut end = start;
-        while end < set.events.len() && set.events[end].thread() == thread {
-            end += 1;
-        }
-        let info = &set.threads[thread as usize];
-        let k = *index.entry((info.pid, info.tid)).or_insert_with(|| {
-            threads.push(SyncThread {
-                process: info.process,
-                pid: info.pid,
-                tid: info.tid,
-                name: info.name.clone(),
-                lock_ranges: Vec::new(),
-                omp: Vec::new(),
-            });
-            threads.len() - 1
-        });
-        threads[k].lock_ranges.push(start..end);
-        start = end;
-    }
-    for (j, e) in omp.iter().enumerate() {
-        let pid = e.pid(recording);
-        let k = *index.entry((pid, e.tid)).or_insert_with(|| {
-            let name = recording
-                .processes
-                .get(e.process as usize)
-                .and_then(|p| p.trace.threads.iter().find(|t| t.tid == e.tid))
-                .and_then(|t| t.name.clone());
-            threads.push(SyncThread {
-                process: e.process,
-                pid,
-                tid: e.tid,
-                name,
-                lock_ranges: Vec::new(),
-                omp: Vec::new(),
-            });
-            threads.len() - 1
-        });
-        threads[k].omp.push(j as u32);
-    }
-    let host = recording
-        .meta
-        .as_ref()
-        .map(|m| m.host.clone())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into());
-    let node = defs.node(&host, hosts);
-    let mut groups: FxHashMap<u32, u32> = FxHashMap::default();
-    let mut sites: FxHashMap<(u32, u64), String> = FxHashMap::default();
-    for th in &threads {
-        let group = *groups.entry(th.pid).or_insert_with(|| {
-            let pname = recording
-                .processes
-                .get(th.process as usize)
-                .and_then(|p| p.trace.cmdline.first().cloned())
-                .unwrap_or_default();
-            let name = defs.string(&format!("{pname} (pid {})", th.pid));
-            defs.d.location_groups.push(LocationGroup { name, node });
-            (defs.d.location_groups.len() - 1) as u32
-        });
-        let id = *next_location;
-        *next_location += 1;
-        let name = defs.string(&match &th.name {
-            Some(comm) => format!("{comm} (tid {})", th.tid),
-            None => format!("tid {}", th.tid),
-        });
-        sink.begin_location(id).map_err(w)?;
-        // Locks first at equal request times (a stable sort), as they are
-        // listed.
+}
+
+/// One thread's records, written in time order as far as asked
+/// ([`ThreadWriter::write_until`]): its events by request time (lock
+/// events first at equal times), and the records each leaves for later
+/// (its `Leave`, the lock's acquisition and release) in a heap by time.
+struct ThreadWriter {
+    items: Vec<(u64, ThreadSync)>,
+    next: usize,
+    pending: std::collections::BinaryHeap<Pending>,
+    seq: u64,
+}
+
+impl ThreadWriter {
+    fn new(src: &SyncSources<'_>, th: &SyncThread) -> ThreadWriter {
         let mut items: Vec<(u64, ThreadSync)> = th
             .lock_ranges
             .iter()
             .flat_map(|r| r.clone())
-            .map(|i| (set.events[i].requested_ns(), ThreadSync::Lock(i as u32)))
+            .map(|i| (src.set.events[i].requested_ns(), ThreadSync::Lock(i as u32)))
             .chain(
                 th.omp
                     .iter()
-                    .map(|&j| (omp.get(j as usize).requested_ns, ThreadSync::Omp(j))),
+                    .map(|&j| (src.omp.get(j as usize).requested_ns, ThreadSync::Omp(j))),
             )
             .collect();
         items.sort_by_key(|&(t, _)| t);
-        let mut pending: std::collections::BinaryHeap<Pending> = Default::default();
-        let mut seq = 0u64;
+        ThreadWriter {
+            items,
+            next: 0,
+            pending: Default::default(),
+            seq: 0,
+        }
+    }
+
+    /// Writes the records up to `limit` (time, and whether records at
+    /// that very time go too), or all of them; returns how many.
+    fn write_until(
+        &mut self,
+        src: &mut SyncSources<'_>,
+        defs: &mut Defs,
+        sink: &mut dyn Otf2Sink,
+        limit: Option<(u64, bool)>,
+    ) -> Result<u64, String> {
         let mut count = 0u64;
-        let flush = |sink: &mut dyn Otf2Sink,
-                     defs: &mut Defs,
-                     pending: &mut std::collections::BinaryHeap<Pending>,
-                     until: Option<u64>,
-                     count: &mut u64|
-         -> Result<(), String> {
-            while let Some(std::cmp::Reverse((t, _, k))) = pending.peek().copied() {
-                if until.is_some_and(|u| t > u) {
-                    break;
+        loop {
+            let item = self.items.get(self.next).map(|&(t, _)| t);
+            let pending = self.pending.peek().map(|r| r.0 .0);
+            // what waits goes first at an event's request time
+            let (t, from_pending) = match (pending, item) {
+                (Some(p), Some(r)) if p <= r => (p, true),
+                (_, Some(r)) => (r, false),
+                (Some(p), None) => (p, true),
+                (None, None) => return Ok(count),
+            };
+            if let Some((until, inclusive)) = limit {
+                if t > until || (t == until && !inclusive) {
+                    return Ok(count);
                 }
-                pending.pop();
+            }
+            if from_pending {
+                let Some(std::cmp::Reverse((t, _, k))) = self.pending.pop() else {
+                    return Ok(count);
+                };
                 let paradigm = |openmp: bool| {
                     if openmp {
                         Paradigm::OpenMp
@@ -1034,81 +1084,21 @@ fn thread_part(
                     },
                 };
                 defs.see(t);
-                *count += 1;
+                count += 1;
                 sink.event(t, &e)?;
+                continue;
             }
-            Ok(())
-        };
-        for (requested, item) in items {
-            // (region, leave, lock: (OpenMP, id, order, acquired, released),
-            // left after the release: a construct)
-            let (region, leave_ns, lock, construct) = match item {
-                ThreadSync::Lock(i) => {
-                    let i = i as usize;
-                    let e = &set.events[i];
-                    if !keeps_lock(i) {
-                        continue;
-                    }
-                    let region = defs.region(
-                        lock_call(e.primitive()),
-                        if e.primitive() == Primitive::Barrier {
-                            RegionRole::Barrier
-                        } else {
-                            RegionRole::Function
-                        },
-                        Paradigm::Pthread,
-                    );
-                    let lock = (e.is_lock() && e.outcome() == Outcome::Acquired).then(|| {
-                        (
-                            false,
-                            e.object,
-                            order[i],
-                            e.acquired_ns(),
-                            e.released_ns().max(e.acquired_ns()),
-                        )
-                    });
-                    (region, e.acquired_ns(), lock, false)
-                }
-                ThreadSync::Omp(j) => {
-                    let j = j as usize;
-                    if !keeps_omp(j) {
-                        continue;
-                    }
-                    let e = omp.get(j);
-                    let site = sites.entry((e.process, e.site)).or_insert_with(|| {
-                        analysis
-                            .symbols
-                            .site(recording.process_maps(e.process), e.site)
-                            .display
-                    });
-                    let (region_name, role) = omp_region(&e, site);
-                    let region = defs.region(&region_name, role, Paradigm::OpenMp);
-                    let acquired = e.acquired_ns.max(e.requested_ns);
-                    if e.barrier {
-                        (region, acquired, None, false)
-                    } else {
-                        let released = e.released_ns.max(acquired);
-                        let (id, order) = omp_lock[j];
-                        // a construct is left at its release, an OpenMP
-                        // lock's set call at the acquisition
-                        let construct = role != RegionRole::Function;
-                        let leave = if construct { released } else { acquired };
-                        (
-                            region,
-                            leave,
-                            Some((true, id, order, acquired, released)),
-                            construct,
-                        )
-                    }
-                }
+            let (requested, item) = self.items[self.next];
+            self.next += 1;
+            let Some((region, leave_ns, lock, construct)) = src.records(item, defs) else {
+                continue;
             };
-            flush(sink, defs, &mut pending, Some(requested), &mut count).map_err(w)?;
             defs.see(requested);
             count += 1;
-            sink.event(requested, &Event::Enter { region }).map_err(w)?;
+            sink.event(requested, &Event::Enter { region })?;
             let mut push = |t: u64, k: EventKey| {
-                seq += 1;
-                pending.push(std::cmp::Reverse((t, seq, k)));
+                self.seq += 1;
+                self.pending.push(std::cmp::Reverse((t, self.seq, k)));
             };
             match lock {
                 Some((openmp, id, order, acquired, released)) if construct => {
@@ -1124,16 +1114,193 @@ fn thread_part(
                 None => push(leave_ns, EventKey::Leave(region)),
             }
         }
-        flush(sink, defs, &mut pending, None, &mut count).map_err(w)?;
-        sink.end_location().map_err(w)?;
-        defs.d.locations.push(Location {
-            id,
-            name,
-            group,
-            events: count,
-        });
-        written.events += count;
-        written.locations += 1;
     }
-    Ok(())
+}
+
+impl<'a> SyncPart<'a> {
+    /// The lock events of `locks` and the OpenMP events `omp` of
+    /// `analysis`, as `options` filters them.
+    fn new(
+        analysis: &'a Analysis<'a>,
+        locks: Option<&'a LockEvents>,
+        omp: &'a crate::openmp::sync::OmpSyncEvents,
+        options: &'a ExportOptions,
+    ) -> SyncPart<'a> {
+        static EMPTY: std::sync::OnceLock<crate::locks::EventSet> = std::sync::OnceLock::new();
+        let set = locks.map_or_else(|| EMPTY.get_or_init(Default::default), |l| &l.set);
+        let recording = analysis.recording;
+        let mut sources = SyncSources {
+            analysis,
+            filter: &options.filter,
+            set,
+            omp,
+            selection: locks
+                .map(|l| Selection::new(&options.filter, set, &l.critical_path, &l.names)),
+            omp_path: super::timeline::openmp_on_path(analysis, omp.len()),
+            order: vec![0; set.events.len()],
+            omp_lock: vec![(0, 0); omp.len()],
+            sites: FxHashMap::default(),
+        };
+        // Acquisition order per lock: the rank of each acquisition by time.
+        let mut by_object: FxHashMap<u32, Vec<(u64, u32)>> = FxHashMap::default();
+        for (i, e) in set.events.iter().enumerate() {
+            if e.is_lock() && e.outcome() == Outcome::Acquired && sources.keeps_lock(i) {
+                by_object
+                    .entry(e.object)
+                    .or_default()
+                    .push((e.acquired_ns(), i as u32));
+            }
+        }
+        for v in by_object.values_mut() {
+            v.sort_unstable();
+            for (k, &(_, i)) in v.iter().enumerate() {
+                sources.order[i as usize] = k as u32 + 1;
+            }
+        }
+        // OpenMP mutexes: an id after the pthread locks' per (process,
+        // kind, wait id), and the acquisition order.
+        let mut by_object: BTreeMap<(u32, u8, u64), Vec<(u64, u32)>> = BTreeMap::new();
+        for (j, e) in omp.iter().enumerate() {
+            if !e.barrier && sources.keeps_omp(j) {
+                by_object
+                    .entry((e.process, e.kind, e.object))
+                    .or_default()
+                    .push((e.acquired_ns, j as u32));
+            }
+        }
+        let first_id = set.objects.len() as u32;
+        for (k, v) in by_object.values_mut().enumerate() {
+            v.sort_unstable();
+            for (n, &(_, j)) in v.iter().enumerate() {
+                sources.omp_lock[j as usize] = (first_id + k as u32, n as u32 + 1);
+            }
+        }
+        // The threads: those with lock events in the order of their
+        // events, then those with OpenMP events only.
+        let mut threads: Vec<SyncThread> = Vec::new();
+        let mut index: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+        let mut start = 0usize;
+        while start < set.events.len() {
+            let thread = set.events[start].thread();
+            let mut end = start;
+            while end < set.events.len() && set.events[end].thread() == thread {
+                end += 1;
+            }
+            let info = &set.threads[thread as usize];
+            let k = *index.entry((info.pid, info.tid)).or_insert_with(|| {
+                threads.push(SyncThread {
+                    process: info.process,
+                    pid: info.pid,
+                    tid: info.tid,
+                    name: info.name.clone(),
+                    lock_ranges: Vec::new(),
+                    omp: Vec::new(),
+                });
+                threads.len() - 1
+            });
+            threads[k].lock_ranges.push(start..end);
+            start = end;
+        }
+        for (j, e) in omp.iter().enumerate() {
+            let pid = e.pid(recording);
+            let k = *index.entry((pid, e.tid)).or_insert_with(|| {
+                let name = recording
+                    .processes
+                    .get(e.process as usize)
+                    .and_then(|p| p.trace.threads.iter().find(|t| t.tid == e.tid))
+                    .and_then(|t| t.name.clone());
+                threads.push(SyncThread {
+                    process: e.process,
+                    pid,
+                    tid: e.tid,
+                    name,
+                    lock_ranges: Vec::new(),
+                    omp: Vec::new(),
+                });
+                threads.len() - 1
+            });
+            threads[k].omp.push(j as u32);
+        }
+        let claimed = vec![false; threads.len()];
+        SyncPart {
+            sources,
+            threads: SyncThreads {
+                threads,
+                index,
+                claimed,
+            },
+        }
+    }
+
+    /// Its sources and its threads, borrowed apart.
+    fn split(&mut self) -> (&mut SyncSources<'a>, &mut SyncThreads) {
+        (&mut self.sources, &mut self.threads)
+    }
+
+    /// A location per thread no rank's location took, in the location
+    /// group of its process: a rank's (`rank_groups`, pid → group) or one
+    /// of its own.
+    fn write_rest(
+        &mut self,
+        sink: &mut dyn Otf2Sink,
+        defs: &mut Defs,
+        hosts: &mut BTreeMap<String, u32>,
+        rank_groups: &FxHashMap<u32, u32>,
+        next_location: &mut u64,
+        written: &mut Written,
+    ) -> Result<(), ExportError> {
+        let w = |e: String| ExportError::Writer(e);
+        if self.threads.threads.is_empty() {
+            return Ok(());
+        }
+        let recording = self.sources.analysis.recording;
+        let host = recording
+            .meta
+            .as_ref()
+            .map(|m| m.host.clone())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        let node = defs.node(&host, hosts);
+        let mut groups: FxHashMap<u32, u32> = rank_groups.clone();
+        for k in 0..self.threads.threads.len() {
+            let (pid, tid) = {
+                let th = &self.threads.threads[k];
+                (th.pid, th.tid)
+            };
+            let Some(mut writer) = self.threads.claim(&self.sources, pid, tid) else {
+                continue;
+            };
+            let th = &self.threads.threads[k];
+            let group = *groups.entry(pid).or_insert_with(|| {
+                let pname = recording
+                    .processes
+                    .get(th.process as usize)
+                    .and_then(|p| p.trace.cmdline.first().cloned())
+                    .unwrap_or_default();
+                let name = defs.string(&format!("{pname} (pid {pid})"));
+                defs.d.location_groups.push(LocationGroup { name, node });
+                (defs.d.location_groups.len() - 1) as u32
+            });
+            let id = *next_location;
+            *next_location += 1;
+            let name = defs.string(&match &th.name {
+                Some(comm) => format!("{comm} (tid {tid})"),
+                None => format!("tid {tid}"),
+            });
+            sink.begin_location(id).map_err(w)?;
+            let count = writer
+                .write_until(&mut self.sources, defs, sink, None)
+                .map_err(w)?;
+            sink.end_location().map_err(w)?;
+            defs.d.locations.push(Location {
+                id,
+                name,
+                group,
+                events: count,
+            });
+            written.events += count;
+            written.locations += 1;
+        }
+        Ok(())
+    }
 }
