@@ -707,3 +707,20 @@ pub fn otf2_events_nested(anchor: &Path) -> std::collections::BTreeMap<u64, Vec<
     }
     per_location
 }
+
+/// The global definitions of the OTF2 archive `anchor` as `otf2-print -G`
+/// lists them (`LOCATION_GROUP …`, `LOCATION …`, `REGION …` lines).
+pub fn otf2_definitions(anchor: &Path) -> String {
+    let print = Command::new("otf2-print")
+        .arg("-G")
+        .arg(anchor)
+        .output()
+        .unwrap();
+    assert!(
+        print.status.success(),
+        "otf2-print -G {}: {}",
+        anchor.display(),
+        String::from_utf8_lossy(&print.stderr)
+    );
+    String::from_utf8(print.stdout).unwrap()
+}

@@ -16,8 +16,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{
-    contend_bin, otf2_events_nested, program_source, report_json, run_timeout, serial, tempdir,
-    which, Output,
+    contend_bin, otf2_definitions, otf2_events_nested, program_source, report_json, run_timeout,
+    serial, tempdir, which, Output,
 };
 use contend_trace::mpi::{
     Completion, CompletionKind, MpiEventRef, MpiOp, MpiRankTrace, MpiRecording, Peer,
@@ -1443,12 +1443,7 @@ fn hybrid_program_has_lock_and_mpi_waits_in_one_report() {
     let export = run_timeout(cmd, MPI_TIMEOUT);
     assert!(export.success(), "{}", export.describe());
     let events = otf2_events_nested(&archive.join("traces.otf2"));
-    let defs = Command::new("otf2-print")
-        .arg("-G")
-        .arg(archive.join("traces.otf2"))
-        .output()
-        .unwrap();
-    let defs = String::from_utf8(defs.stdout).unwrap();
+    let defs = otf2_definitions(&archive.join("traces.otf2"));
     let locations: Vec<&str> = defs
         .lines()
         .filter(|l| l.starts_with("LOCATION "))

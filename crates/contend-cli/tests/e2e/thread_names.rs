@@ -146,12 +146,7 @@ fn thread_names_reach_the_report_and_every_export() {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .find(|p| p.extension().is_some_and(|e| e == "otf2"))
                 .expect("anchor file");
-            let p = std::process::Command::new("otf2-print")
-                .args(["-G"])
-                .arg(&anchor)
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&p.stdout);
+            let text = otf2_definitions(&anchor);
             for name in SELF_NAMED {
                 assert!(text.contains(name), "OTF2 locations lack {name}:\n{text}");
             }

@@ -15,7 +15,8 @@ use contend::{AnalysisOptions, NoProgress, Recording};
 use serde_json::Value;
 
 use crate::common::{
-    build, contend_bin, otf2_events_nested, record, report_json_with, tempdir, u, which,
+    build, contend_bin, otf2_definitions, otf2_events_nested, record, report_json_with, tempdir, u,
+    which,
 };
 use crate::golden::fixtures;
 
@@ -640,12 +641,7 @@ fn otf2_keeps_every_mpi_record() {
     assert_eq!(n("ENTER"), calls);
     assert_eq!(n("LEAVE"), calls);
     // Definitions: the communicator and a location per rank.
-    let defs = Command::new("otf2-print")
-        .args(["-G"])
-        .arg(&anchor)
-        .output()
-        .unwrap();
-    let defs = String::from_utf8(defs.stdout).unwrap();
+    let defs = otf2_definitions(&anchor);
     assert!(
         defs.contains("COMM ") && defs.contains("\"MPI_COMM_WORLD\""),
         "{defs}"
@@ -772,12 +768,7 @@ fn otf2_nests_openmp_constructs_and_pthread_locks_per_thread() {
     );
     assert!(pthread_acquires >= 800, "{locks}");
     // Definitions: the critical section's region and its paradigm.
-    let defs = Command::new("otf2-print")
-        .args(["-G"])
-        .arg(&anchor)
-        .output()
-        .unwrap();
-    let defs = String::from_utf8(defs.stdout).unwrap();
+    let defs = otf2_definitions(&anchor);
     assert!(
         defs.lines().any(|l| l.starts_with("REGION ")
             && l.contains("\"omp critical @ ")

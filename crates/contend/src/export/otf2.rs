@@ -1179,13 +1179,7 @@ impl<'a> SyncPart<'a> {
         // events, then those with OpenMP events only.
         let mut threads: Vec<SyncThread> = Vec::new();
         let mut index: FxHashMap<(u32, u32), usize> = FxHashMap::default();
-        let mut start = 0usize;
-        while start < set.events.len() {
-            let thread = set.events[start].thread();
-            let mut end = start;
-            while end < set.events.len() && set.events[end].thread() == thread {
-                end += 1;
-            }
+        for (thread, run) in set.runs_by_thread() {
             let info = &set.threads[thread as usize];
             let k = *index.entry((info.pid, info.tid)).or_insert_with(|| {
                 threads.push(SyncThread {
@@ -1198,8 +1192,7 @@ impl<'a> SyncPart<'a> {
                 });
                 threads.len() - 1
             });
-            threads[k].lock_ranges.push(start..end);
-            start = end;
+            threads[k].lock_ranges.push(run);
         }
         for (j, e) in omp.iter().enumerate() {
             let pid = e.pid(recording);

@@ -577,17 +577,12 @@ fn lock_events(
     let mut flow_out = FlowIds::new(flow_out);
     let mut flow_in = FlowIds::new(flow_in);
     counts.flows += flow_in.ids.len() as u64;
-    // Per thread: its events' index range, in start order.
-    let mut start = 0usize;
     // Slice names per (object, primitive), made on first use.
     let mut names: Vec<Option<(String, String)>> = vec![None; set.objects.len() * 8];
     let kinds: Vec<&'static str> = set.object_kinds.iter().map(|k| k.object_kind()).collect();
-    while start < set.events.len() {
-        let thread = set.events[start].thread();
-        let mut end = start;
-        while end < set.events.len() && set.events[end].thread() == thread {
-            end += 1;
-        }
+    // Per thread: its events' index range, in start order.
+    for (thread, range) in set.runs_by_thread() {
+        let start = range.start;
         let info = &set.threads[thread as usize];
         let pname = recording
             .processes
@@ -600,7 +595,6 @@ fn lock_events(
             format!("{pname} {}", info.tid)
         };
         let track = tracks.thread(sink, info.pid, info.tid, &name)?;
-        let range = start..end;
         let sorted = set.events[range.clone()].is_sorted_by_key(|e| e.requested_ns());
         let order: Vec<u32> = if sorted {
             Vec::new()
@@ -726,7 +720,6 @@ fn lock_events(
         for l in tracks.lanes_of(track) {
             sink.end_track(l)?;
         }
-        start = end;
     }
     Ok(())
 }

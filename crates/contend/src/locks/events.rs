@@ -363,6 +363,25 @@ pub struct EventSet {
 }
 
 impl EventSet {
+    /// The runs of consecutive events of one thread, in event order: (the
+    /// thread's index in [`EventSet::threads`], the range of its events in
+    /// [`EventSet::events`]). After [`pair_operations`] each thread is one
+    /// run; a set built otherwise may give a thread several.
+    pub fn runs_by_thread(&self) -> impl Iterator<Item = (u32, std::ops::Range<usize>)> + '_ {
+        let mut start = 0usize;
+        std::iter::from_fn(move || {
+            let thread = self.events.get(start)?.thread();
+            let end = start
+                + self.events[start..]
+                    .iter()
+                    .take_while(|e| e.thread() == thread)
+                    .count();
+            let run = start..end;
+            start = end;
+            Some((thread, run))
+        })
+    }
+
     /// True when [`EventSet::thread_ranges`] says where every thread's
     /// events are, as [`pair_operations`] leaves it: one range per
     /// thread, in thread order, each starting where the one before ended,
@@ -1273,6 +1292,26 @@ impl ThreadPairing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The runs of one thread's consecutive events, in event order; a
+    /// thread whose events come apart gives a run for each part.
+    #[test]
+    fn runs_by_thread_follow_the_events() {
+        let on = |thread: u32| {
+            LockEventFields {
+                thread,
+                ..PLACEHOLDER.fields()
+            }
+            .pack()
+        };
+        let set = EventSet {
+            events: [0, 0, 1, 1, 1, 0, 2].into_iter().map(on).collect(),
+            ..EventSet::default()
+        };
+        let runs: Vec<_> = set.runs_by_thread().collect();
+        assert_eq!(runs, vec![(0, 0..2), (1, 2..5), (0, 5..6), (2, 6..7)]);
+        assert_eq!(EventSet::default().runs_by_thread().count(), 0);
+    }
 
     /// Ranges say where the threads' events are only when there is one per
     /// thread, each where the one before ended, covering every event.
