@@ -136,6 +136,7 @@ mod backend {
             Paradigm::Mpi => 0,
             Paradigm::Pthread => 1,
             Paradigm::OpenMp => 2,
+            Paradigm::Unknown => 3,
         }
     }
 

@@ -176,13 +176,14 @@ int cotf2_collective_end(cotf2 *c, uint64_t t, uint16_t op_code, uint32_t comm, 
 }
 
 /* paradigm codes of cotf2_region and cotf2_lock: 0 MPI, 1 pthread,
- * 2 OpenMP. */
+ * 2 OpenMP, 3 unknown (futex calls). */
 static int paradigm_of(int code, OTF2_Paradigm *p)
 {
     switch (code) {
     case 0: *p = OTF2_PARADIGM_MPI; return 1;
     case 1: *p = OTF2_PARADIGM_PTHREAD; return 1;
     case 2: *p = OTF2_PARADIGM_OPENMP; return 1;
+    case 3: *p = OTF2_PARADIGM_UNKNOWN; return 1;
     default: return 0;
     }
 }
@@ -232,7 +233,7 @@ int cotf2_string(cotf2 *c, uint32_t id, const char *s)
 /* role: 0 function, 1 point to point, 2 barrier, 3 one to all,
  * 4 all to one, 5 all to all, 6 other collective, 7 critical, 8 atomic,
  * 9 ordered, 10 implicit barrier, 11 task wait;
- * paradigm: 0 MPI, 1 pthread, 2 OpenMP. */
+ * paradigm: 0 MPI, 1 pthread, 2 OpenMP, 3 unknown. */
 int cotf2_region(cotf2 *c, uint32_t id, uint32_t name, int role, int paradigm)
 {
     static const OTF2_RegionRole roles[] = {

@@ -14,7 +14,9 @@
 //! * pprof (`go tool pprof -raw`): the delay per leaf `function file:line`
 //!   equals `futex.by_site[].wait_ns`, and every sample has `kind: futex`;
 //! * Chrome's JSON: one complete event per futex wait;
-//! * folded stacks: the `… [futex]` lines sum to `futex.summary.wait_ns`.
+//! * folded stacks: the `… [futex]` lines sum to `futex.summary.wait_ns`;
+//! * OTF2 (`otf2-print`): a `futex_wait` region per wait and a
+//!   `futex_wake` region per wake, properly nested on every location.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -163,6 +165,31 @@ fn futex_waits_in_perfetto_pprof_and_folded_stacks() {
         .sum();
     assert_eq!(total, u(s, "wait_ns"), "{text}");
     assert!(text.contains(";lock_word [futex] "), "{text}");
+
+    // OTF2: a futex_wait region per wait and a futex_wake region per wake
+    // (paradigm unknown), properly nested on each thread's location
+    if which("otf2-print").is_some() {
+        let archive = dir.path().join("f.otf2");
+        export(&rec, &["--format", "otf2", "-o", archive.to_str().unwrap()]);
+        let events = otf2_events_nested(&archive.join("traces.otf2"));
+        let enters = |what: &str| {
+            events
+                .values()
+                .flatten()
+                .filter(|(r, rest)| r == "ENTER" && rest.contains(&format!("Region: \"{what} @ ")))
+                .count() as u64
+        };
+        assert_eq!(enters("futex_wait"), u(s, "events"));
+        assert_eq!(enters("futex_wake"), u(s, "wakes"));
+        let defs = otf2_definitions(&archive.join("traces.otf2"));
+        assert!(
+            defs.lines()
+                .any(|l| l.contains("\"futex_wait @ ") && l.contains("Paradigm: UNKNOWN")),
+            "{defs}"
+        );
+    } else {
+        eprintln!("SKIP (OTF2 part): otf2-print is not installed (Debian: otf2-tools)");
+    }
 
     // pprof: delay per site = futex.by_site wait_ns
     let Some(go) = go() else {

@@ -47,6 +47,10 @@
 //!   inside; `omp_set_lock` as a call (acquire → acquisition) plus the
 //!   lock records; barrier and task waits as regions with the barrier,
 //!   implicit-barrier or task-wait role (`SyncPart`).
+//! * **Futex calls** (paradigm `UNKNOWN`: OTF2 has none for them), on the
+//!   same locations: `Enter`/`Leave` of `futex_wait @ <site>` over each
+//!   wait and of `futex_wake @ <site>` over each wake, the site as the
+//!   futex section shows it.
 //!
 //! Timestamps: ns of CLOCK_MONOTONIC (timer resolution 10⁹ per second),
 //! the global offset the first event.
@@ -118,6 +122,8 @@ pub enum Paradigm {
     Pthread,
     /// `OTF2_PARADIGM_OPENMP`.
     OpenMp,
+    /// `OTF2_PARADIGM_UNKNOWN`: futex calls (no OTF2 paradigm is theirs).
+    Unknown,
 }
 
 /// A region (a function whose calls are entered and left).
@@ -395,8 +401,8 @@ struct Written {
 /// Lays out `analysis` as an OTF2 archive and hands it to `sink` (module
 /// docs). Lock events are those the filter of `options` keeps.
 ///
-/// Errors: the recording holds no MPI traces, no lock events and no
-/// OpenMP synchronisation ([`ExportError::Nothing`]); the sink failed ([`ExportError::Writer`]).
+/// Errors: the recording holds no MPI traces, no lock events, no OpenMP
+/// synchronisation and no futex calls ([`ExportError::Nothing`]); the sink failed ([`ExportError::Writer`]).
 pub fn write(
     analysis: &Analysis<'_>,
     options: &ExportOptions,
@@ -411,9 +417,11 @@ pub fn write(
         .events::<LockEvents>()
         .filter(|l| !l.set.events.is_empty());
     let omp = crate::openmp::sync::events_of(analysis);
-    if mpi.is_none() && locks.is_none() && omp.is_empty() {
+    let futex =
+        crate::futex::events_of(analysis).filter(|f| !f.waits.is_empty() || !f.wakes.is_empty());
+    if mpi.is_none() && locks.is_none() && omp.is_empty() && futex.is_none() {
         return Err(ExportError::Nothing(
-            "the recording holds no MPI traces, no lock events and no OpenMP synchronisation: nothing to write as OTF2".into(),
+            "the recording holds no MPI traces, no lock events, no OpenMP synchronisation and no futex calls: nothing to write as OTF2".into(),
         ));
     }
     let mut defs = Defs {
@@ -449,7 +457,7 @@ pub fn write(
                 .filter_map(move |t| Some(((p.trace.pid, t.tid), t.name.as_deref()?)))
         })
         .collect();
-    let mut sync = SyncPart::new(analysis, locks, &omp, options);
+    let mut sync = SyncPart::new(analysis, locks, &omp, futex, options);
     let mut rank_groups: FxHashMap<u32, u32> = FxHashMap::default();
     if let Some(m) = mpi {
         mpi_part(
@@ -808,12 +816,15 @@ enum EventKey {
 }
 
 /// One synchronisation of a thread: a lock event (an index into the lock
-/// analysis's events) or an OpenMP synchronisation event (an index into
-/// [`crate::openmp::sync::OmpSyncEvents`]).
+/// analysis's events), an OpenMP synchronisation event (an index into
+/// [`crate::openmp::sync::OmpSyncEvents`]), a futex wait or wake (an
+/// index into [`crate::futex::FutexEvents`]'s waits or wakes).
 #[derive(Debug, Clone, Copy)]
 enum ThreadSync {
     Lock(u32),
     Omp(u32),
+    FutexWait(u32),
+    FutexWake(u32),
 }
 
 /// A thread with synchronisation events to write: its process (index in
@@ -826,6 +837,7 @@ struct SyncThread {
     name: Option<String>,
     lock_ranges: Vec<std::ops::Range<usize>>,
     omp: Vec<u32>,
+    futex: Vec<ThreadSync>,
 }
 
 /// The region of an OpenMP synchronisation event and its role: named for
@@ -870,6 +882,9 @@ fn omp_region(e: &crate::openmp::sync::OmpSyncEvent, site: &str) -> (String, Reg
 /// * An OpenMP barrier or task wait: `Enter`/`Leave` of a region whose
 ///   role says which (barrier, implicit barrier, task wait), from the
 ///   arrival to the end of the wait.
+/// * A futex wait or wake: `Enter`/`Leave` of `futex_wait @ <site>` or
+///   `futex_wake @ <site>` (paradigm `UNKNOWN`) over the call, the site
+///   as the futex section shows it.
 ///
 /// A lock's acquisition order is the rank of the acquisition by time
 /// among the kept acquisitions of the lock. The filters apply as in the
@@ -894,6 +909,17 @@ struct SyncSources<'a> {
     /// (lock id, acquisition order) of each OpenMP mutex event.
     omp_lock: Vec<(u32, u32)>,
     sites: FxHashMap<(u32, u64), String>,
+    /// The futex calls, where they are shown, which waits lie on the
+    /// critical path and which wakes ended a kept wait.
+    futex: Option<FutexSources<'a>>,
+}
+
+/// The futex part of [`SyncSources`].
+struct FutexSources<'a> {
+    ev: &'a crate::futex::FutexEvents,
+    shown: crate::futex::ShownSites<'a>,
+    on_path: &'a [bool],
+    woke_kept: Vec<bool>,
 }
 
 /// The threads of a [`SyncPart`], those a rank's location took.
@@ -924,9 +950,62 @@ impl<'a> SyncSources<'a> {
         )
     }
 
+    /// A futex wait passes the filter as in the timeline exports (by
+    /// thread, wait and critical path across recorders).
+    fn keeps_futex_wait(&self, i: usize) -> bool {
+        self.futex.as_ref().is_some_and(|f| {
+            let w = &f.ev.waits[i];
+            let tid = f.ev.threads[w.thread() as usize].tid;
+            super::timeline::keeps_sync(
+                self.filter,
+                tid,
+                w.wait_ns(),
+                f.on_path.get(i).copied().unwrap_or(false),
+            )
+        })
+    }
+
+    /// A futex wake is kept when it ended a kept wait or passes the filter
+    /// as an event of no duration.
+    fn keeps_futex_wake(&self, i: usize) -> bool {
+        self.futex.as_ref().is_some_and(|f| {
+            let w = &f.ev.wakes[i];
+            let tid = f.ev.threads[w.thread() as usize].tid;
+            f.woke_kept[i] || super::timeline::keeps_sync(self.filter, tid, 0, false)
+        })
+    }
+
     /// The records of `item` when the filter keeps it, its region defined.
     fn records(&mut self, item: ThreadSync, defs: &mut Defs) -> Option<SyncRecords> {
         match item {
+            ThreadSync::FutexWait(i) | ThreadSync::FutexWake(i) => {
+                let i = i as usize;
+                let wait = matches!(item, ThreadSync::FutexWait(_));
+                let kept = if wait {
+                    self.keeps_futex_wait(i)
+                } else {
+                    self.keeps_futex_wake(i)
+                };
+                if !kept {
+                    return None;
+                }
+                let f = self.futex.as_mut()?;
+                let (call, start, end) = if wait {
+                    let w = &f.ev.waits[i];
+                    (f.ev.wait_info(w), w.start_ns, w.end_ns)
+                } else {
+                    let w = &f.ev.wakes[i];
+                    (f.ev.wake_info(w), w.start_ns, w.end_ns)
+                };
+                let site = &f.shown.site(call.process, call.site, call.stack).1.display;
+                let what = if wait { "futex_wait" } else { "futex_wake" };
+                let region = defs.region(
+                    &format!("{what} @ {site}"),
+                    RegionRole::Function,
+                    Paradigm::Unknown,
+                );
+                Some((region, end.max(start), None, false))
+            }
             ThreadSync::Lock(i) => {
                 let i = i as usize;
                 if !self.keeps_lock(i) {
@@ -1024,6 +1103,15 @@ impl ThreadWriter {
                     .iter()
                     .map(|&j| (src.omp.get(j as usize).requested_ns, ThreadSync::Omp(j))),
             )
+            .chain(th.futex.iter().filter_map(|&c| {
+                let ev = src.futex.as_ref()?.ev;
+                let start = match c {
+                    ThreadSync::FutexWait(i) => ev.waits[i as usize].start_ns,
+                    ThreadSync::FutexWake(i) => ev.wakes[i as usize].start_ns,
+                    _ => return None,
+                };
+                Some((start, c))
+            }))
             .collect();
         items.sort_by_key(|&(t, _)| t);
         ThreadWriter {
@@ -1124,6 +1212,7 @@ impl<'a> SyncPart<'a> {
         analysis: &'a Analysis<'a>,
         locks: Option<&'a LockEvents>,
         omp: &'a crate::openmp::sync::OmpSyncEvents,
+        futex: Option<&'a crate::futex::FutexEvents>,
         options: &'a ExportOptions,
     ) -> SyncPart<'a> {
         static EMPTY: std::sync::OnceLock<crate::locks::EventSet> = std::sync::OnceLock::new();
@@ -1140,7 +1229,29 @@ impl<'a> SyncPart<'a> {
             order: vec![0; set.events.len()],
             omp_lock: vec![(0, 0); omp.len()],
             sites: FxHashMap::default(),
+            futex: futex.map(|ev| FutexSources {
+                ev,
+                shown: crate::futex::ShownSites::new(recording, &analysis.symbols, ev),
+                on_path: super::timeline::futex_on_path(analysis, ev.waits.len()),
+                woke_kept: vec![false; ev.wakes.len()],
+            }),
         };
+        let woke_kept: Vec<usize> = futex
+            .map(|ev| {
+                (0..ev.waits.len())
+                    .filter(|&i| sources.keeps_futex_wait(i))
+                    .filter_map(|i| ev.waits[i].waker())
+                    .map(|k| k as usize)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(f) = sources.futex.as_mut() {
+            for k in woke_kept {
+                if let Some(b) = f.woke_kept.get_mut(k) {
+                    *b = true;
+                }
+            }
+        }
         // Acquisition order per lock: the rank of each acquisition by time.
         let mut by_object: FxHashMap<u32, Vec<(u64, u32)>> = FxHashMap::default();
         for (i, e) in set.events.iter().enumerate() {
@@ -1189,6 +1300,7 @@ impl<'a> SyncPart<'a> {
                     name: info.name.clone(),
                     lock_ranges: Vec::new(),
                     omp: Vec::new(),
+                    futex: Vec::new(),
                 });
                 threads.len() - 1
             });
@@ -1209,10 +1321,40 @@ impl<'a> SyncPart<'a> {
                     name,
                     lock_ranges: Vec::new(),
                     omp: Vec::new(),
+                    futex: Vec::new(),
                 });
                 threads.len() - 1
             });
             threads[k].omp.push(j as u32);
+        }
+        if let Some(ev) = futex {
+            let calls = (0..ev.waits.len() as u32)
+                .map(|i| (ev.waits[i as usize].thread(), ThreadSync::FutexWait(i)))
+                .chain(
+                    (0..ev.wakes.len() as u32)
+                        .map(|i| (ev.wakes[i as usize].thread(), ThreadSync::FutexWake(i))),
+                );
+            for (thread, call) in calls {
+                let t = ev.threads[thread as usize];
+                let k = *index.entry((t.pid, t.tid)).or_insert_with(|| {
+                    let name = recording
+                        .processes
+                        .get(t.process as usize)
+                        .and_then(|p| p.trace.threads.iter().find(|x| x.tid == t.tid))
+                        .and_then(|x| x.name.clone());
+                    threads.push(SyncThread {
+                        process: t.process,
+                        pid: t.pid,
+                        tid: t.tid,
+                        name,
+                        lock_ranges: Vec::new(),
+                        omp: Vec::new(),
+                        futex: Vec::new(),
+                    });
+                    threads.len() - 1
+                });
+                threads[k].futex.push(call);
+            }
         }
         let claimed = vec![false; threads.len()];
         SyncPart {
