@@ -1205,6 +1205,30 @@ impl ThreadWriter {
     }
 }
 
+/// The index of thread (`pid`, `tid`) in `threads`, added (of process
+/// index `process`, named by `name`) when new.
+fn sync_thread(
+    threads: &mut Vec<SyncThread>,
+    index: &mut FxHashMap<(u32, u32), usize>,
+    process: u32,
+    pid: u32,
+    tid: u32,
+    name: impl FnOnce() -> Option<String>,
+) -> usize {
+    *index.entry((pid, tid)).or_insert_with(|| {
+        threads.push(SyncThread {
+            process,
+            pid,
+            tid,
+            name: name(),
+            lock_ranges: Vec::new(),
+            omp: Vec::new(),
+            futex: Vec::new(),
+        });
+        threads.len() - 1
+    })
+}
+
 impl<'a> SyncPart<'a> {
     /// The lock events of `locks` and the OpenMP events `omp` of
     /// `analysis`, as `options` filters them.
@@ -1292,38 +1316,28 @@ impl<'a> SyncPart<'a> {
         let mut index: FxHashMap<(u32, u32), usize> = FxHashMap::default();
         for (thread, run) in set.runs_by_thread() {
             let info = &set.threads[thread as usize];
-            let k = *index.entry((info.pid, info.tid)).or_insert_with(|| {
-                threads.push(SyncThread {
-                    process: info.process,
-                    pid: info.pid,
-                    tid: info.tid,
-                    name: info.name.clone(),
-                    lock_ranges: Vec::new(),
-                    omp: Vec::new(),
-                    futex: Vec::new(),
-                });
-                threads.len() - 1
-            });
+            let k = sync_thread(
+                &mut threads,
+                &mut index,
+                info.process,
+                info.pid,
+                info.tid,
+                || info.name.clone(),
+            );
             threads[k].lock_ranges.push(run);
         }
+        // a thread's name as its lock trace has it
+        let name_of = |process: u32, tid: u32| {
+            recording
+                .processes
+                .get(process as usize)
+                .and_then(|p| p.trace.threads.iter().find(|t| t.tid == tid))
+                .and_then(|t| t.name.clone())
+        };
         for (j, e) in omp.iter().enumerate() {
             let pid = e.pid(recording);
-            let k = *index.entry((pid, e.tid)).or_insert_with(|| {
-                let name = recording
-                    .processes
-                    .get(e.process as usize)
-                    .and_then(|p| p.trace.threads.iter().find(|t| t.tid == e.tid))
-                    .and_then(|t| t.name.clone());
-                threads.push(SyncThread {
-                    process: e.process,
-                    pid,
-                    tid: e.tid,
-                    name,
-                    lock_ranges: Vec::new(),
-                    omp: Vec::new(),
-                    futex: Vec::new(),
-                });
-                threads.len() - 1
+            let k = sync_thread(&mut threads, &mut index, e.process, pid, e.tid, || {
+                name_of(e.process, e.tid)
             });
             threads[k].omp.push(j as u32);
         }
@@ -1336,22 +1350,8 @@ impl<'a> SyncPart<'a> {
                 );
             for (thread, call) in calls {
                 let t = ev.threads[thread as usize];
-                let k = *index.entry((t.pid, t.tid)).or_insert_with(|| {
-                    let name = recording
-                        .processes
-                        .get(t.process as usize)
-                        .and_then(|p| p.trace.threads.iter().find(|x| x.tid == t.tid))
-                        .and_then(|x| x.name.clone());
-                    threads.push(SyncThread {
-                        process: t.process,
-                        pid: t.pid,
-                        tid: t.tid,
-                        name,
-                        lock_ranges: Vec::new(),
-                        omp: Vec::new(),
-                        futex: Vec::new(),
-                    });
-                    threads.len() - 1
+                let k = sync_thread(&mut threads, &mut index, t.process, t.pid, t.tid, || {
+                    name_of(t.process, t.tid)
                 });
                 threads[k].futex.push(call);
             }
