@@ -23,7 +23,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::timeline::{
-    futex_on_path, futex_word_rows, keeps_sync, openmp_mutex_names, openmp_on_path, program_of,
+    futex_on_path, futex_word_rows, keeps_futex_wait, keeps_omp_event, openmp_mutex_names,
+    openmp_on_path, program_of,
 };
 use super::{ExportError, ExportOptions, ExportSummary, Exporter, Weight};
 use crate::analysis::Analysis;
@@ -212,14 +213,7 @@ fn fold_openmp(
             Weight::Hold => e.hold_ns(),
             _ => e.wait_ns(),
         };
-        if weight == 0
-            || !keeps_sync(
-                &options.filter,
-                e.tid,
-                e.wait_ns() + e.hold_ns(),
-                on_path.get(i) == Some(&true),
-            )
-        {
+        if weight == 0 || !keeps_omp_event(&options.filter, &e, on_path, i) {
             continue;
         }
         let pid = e.pid(recording);
@@ -265,7 +259,7 @@ fn fold_futex(
     for (i, w) in ev.waits.iter().enumerate() {
         let ns = w.wait_ns();
         let c = ev.wait_info(w);
-        if ns == 0 || !keeps_sync(&options.filter, c.tid, ns, on_path.get(i) == Some(&true)) {
+        if ns == 0 || !keeps_futex_wait(&options.filter, ev, on_path, i) {
             continue;
         }
         let (address, site) = sites.site(c.process, c.site, c.stack).clone();

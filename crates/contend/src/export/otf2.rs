@@ -114,7 +114,7 @@ pub enum RegionRole {
 }
 
 /// The paradigm of a region (OTF2's `OTF2_Paradigm`, the ones used here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Paradigm {
     /// `OTF2_PARADIGM_MPI`.
     Mpi,
@@ -445,7 +445,7 @@ pub fn write(
     let mut next_location = 0u64;
     // Thread names as the kernel had them (comm), by (pid, tid), from the
     // lock traces: a rank whose process was lock-traced too names its
-    // locations with them.
+    // locations with them, as do threads of OpenMP events and futex calls.
     let thread_names: FxHashMap<(u32, u32), &str> = analysis
         .recording
         .processes
@@ -457,7 +457,7 @@ pub fn write(
                 .filter_map(move |t| Some(((p.trace.pid, t.tid), t.name.as_deref()?)))
         })
         .collect();
-    let mut sync = SyncPart::new(analysis, locks, &omp, futex, options);
+    let mut sync = SyncPart::new(analysis, locks, &omp, futex, &thread_names, options);
     let mut rank_groups: FxHashMap<u32, u32> = FxHashMap::default();
     if let Some(m) = mpi {
         mpi_part(
@@ -807,12 +807,12 @@ fn mpi_part(
 type Pending = std::cmp::Reverse<(u64, u64, EventKey)>;
 
 /// An [`Event`] as an ordered key (for the pending heap); a lock is
-/// (OpenMP or not, id, acquisition order).
+/// (its model, id, acquisition order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum EventKey {
     Leave(u32),
-    Acquire(bool, u32, u32),
-    Release(bool, u32, u32),
+    Acquire(Paradigm, u32, u32),
+    Release(Paradigm, u32, u32),
 }
 
 /// One synchronisation of a thread: a lock event (an index into the lock
@@ -828,16 +828,15 @@ enum ThreadSync {
 }
 
 /// A thread with synchronisation events to write: its process (index in
-/// the recording), pid, tid, name, the ranges of its lock events and its
-/// OpenMP events.
+/// the recording), pid, tid, name, the ranges of its lock events, and its
+/// OpenMP events and futex calls.
 struct SyncThread {
     process: u32,
     pid: u32,
     tid: u32,
     name: Option<String>,
     lock_ranges: Vec<std::ops::Range<usize>>,
-    omp: Vec<u32>,
-    futex: Vec<ThreadSync>,
+    calls: Vec<ThreadSync>,
 }
 
 /// The region of an OpenMP synchronisation event and its role: named for
@@ -929,9 +928,27 @@ struct SyncThreads {
     claimed: Vec<bool>,
 }
 
-/// (region, leave time, lock: (OpenMP, id, order, acquired, released),
-/// left after the release: a construct) of one kept event.
-type SyncRecords = (u32, u64, Option<(bool, u32, u32, u64, u64)>, bool);
+/// The records of one kept event: `Enter` of `region` at its request,
+/// `Leave` at `leave_ns`, and for a lock acquisition the lock's records.
+/// A construct (critical, atomic, ordered) is left after the lock's
+/// release; a call (a pthread lock, `omp_set_lock`) before the lock's
+/// acquisition record.
+struct SyncRecords {
+    region: u32,
+    leave_ns: u64,
+    lock: Option<LockHold>,
+    leave_after_release: bool,
+}
+
+/// A lock acquisition's records: the lock's model, id and acquisition
+/// order, acquired and released, ns.
+struct LockHold {
+    paradigm: Paradigm,
+    id: u32,
+    order: u32,
+    acquired_ns: u64,
+    released_ns: u64,
+}
 
 impl<'a> SyncSources<'a> {
     fn keeps_lock(&self, i: usize) -> bool {
@@ -941,28 +958,13 @@ impl<'a> SyncSources<'a> {
     }
 
     fn keeps_omp(&self, j: usize) -> bool {
-        let e = self.omp.get(j);
-        super::timeline::keeps_sync(
-            self.filter,
-            e.tid,
-            e.wait_ns() + e.hold_ns(),
-            self.omp_path.get(j).copied().unwrap_or(false),
-        )
+        super::timeline::keeps_omp_event(self.filter, &self.omp.get(j), self.omp_path, j)
     }
 
-    /// A futex wait passes the filter as in the timeline exports (by
-    /// thread, wait and critical path across recorders).
     fn keeps_futex_wait(&self, i: usize) -> bool {
-        self.futex.as_ref().is_some_and(|f| {
-            let w = &f.ev.waits[i];
-            let tid = f.ev.threads[w.thread() as usize].tid;
-            super::timeline::keeps_sync(
-                self.filter,
-                tid,
-                w.wait_ns(),
-                f.on_path.get(i).copied().unwrap_or(false),
-            )
-        })
+        self.futex
+            .as_ref()
+            .is_some_and(|f| super::timeline::keeps_futex_wait(self.filter, f.ev, f.on_path, i))
     }
 
     /// A futex wake is kept when it ended a kept wait or passes the filter
@@ -973,6 +975,18 @@ impl<'a> SyncSources<'a> {
             let tid = f.ev.threads[w.thread() as usize].tid;
             f.woke_kept[i] || super::timeline::keeps_sync(self.filter, tid, 0, false)
         })
+    }
+
+    /// When `item` (not a lock event) began: its request, arrival or
+    /// call, ns.
+    fn start_ns(&self, item: ThreadSync) -> u64 {
+        let futex = || self.futex.as_ref().map(|f| f.ev);
+        match item {
+            ThreadSync::Lock(i) => self.set.events[i as usize].requested_ns(),
+            ThreadSync::Omp(j) => self.omp.get(j as usize).requested_ns,
+            ThreadSync::FutexWait(i) => futex().map_or(0, |ev| ev.waits[i as usize].start_ns),
+            ThreadSync::FutexWake(i) => futex().map_or(0, |ev| ev.wakes[i as usize].start_ns),
+        }
     }
 
     /// The records of `item` when the filter keeps it, its region defined.
@@ -1004,7 +1018,12 @@ impl<'a> SyncSources<'a> {
                     RegionRole::Function,
                     Paradigm::Unknown,
                 );
-                Some((region, end.max(start), None, false))
+                Some(SyncRecords {
+                    region,
+                    leave_ns: end.max(start),
+                    lock: None,
+                    leave_after_release: false,
+                })
             }
             ThreadSync::Lock(i) => {
                 let i = i as usize;
@@ -1021,16 +1040,19 @@ impl<'a> SyncSources<'a> {
                     },
                     Paradigm::Pthread,
                 );
-                let lock = (e.is_lock() && e.outcome() == Outcome::Acquired).then(|| {
-                    (
-                        false,
-                        e.object,
-                        self.order[i],
-                        e.acquired_ns(),
-                        e.released_ns().max(e.acquired_ns()),
-                    )
+                let lock = (e.is_lock() && e.outcome() == Outcome::Acquired).then(|| LockHold {
+                    paradigm: Paradigm::Pthread,
+                    id: e.object,
+                    order: self.order[i],
+                    acquired_ns: e.acquired_ns(),
+                    released_ns: e.released_ns().max(e.acquired_ns()),
                 });
-                Some((region, e.acquired_ns(), lock, false))
+                Some(SyncRecords {
+                    region,
+                    leave_ns: e.acquired_ns(),
+                    lock,
+                    leave_after_release: false,
+                })
             }
             ThreadSync::Omp(j) => {
                 let j = j as usize;
@@ -1049,20 +1071,30 @@ impl<'a> SyncSources<'a> {
                 let region = defs.region(&region_name, role, Paradigm::OpenMp);
                 let acquired = e.acquired_ns.max(e.requested_ns);
                 if e.barrier {
-                    return Some((region, acquired, None, false));
+                    return Some(SyncRecords {
+                        region,
+                        leave_ns: acquired,
+                        lock: None,
+                        leave_after_release: false,
+                    });
                 }
                 let released = e.released_ns.max(acquired);
                 let (id, order) = self.omp_lock[j];
                 // a construct is left at its release, an OpenMP lock's set
                 // call at the acquisition
                 let construct = role != RegionRole::Function;
-                let leave = if construct { released } else { acquired };
-                Some((
+                Some(SyncRecords {
                     region,
-                    leave,
-                    Some((true, id, order, acquired, released)),
-                    construct,
-                ))
+                    leave_ns: if construct { released } else { acquired },
+                    lock: Some(LockHold {
+                        paradigm: Paradigm::OpenMp,
+                        id,
+                        order,
+                        acquired_ns: acquired,
+                        released_ns: released,
+                    }),
+                    leave_after_release: construct,
+                })
             }
         }
     }
@@ -1073,6 +1105,11 @@ impl SyncThreads {
     /// no location took them yet.
     fn claim(&mut self, src: &SyncSources<'_>, pid: u32, tid: u32) -> Option<ThreadWriter> {
         let k = *self.index.get(&(pid, tid))?;
+        self.take(src, k)
+    }
+
+    /// The writer of thread `k`'s events, unless a location took them.
+    fn take(&mut self, src: &SyncSources<'_>, k: usize) -> Option<ThreadWriter> {
         if std::mem::replace(&mut self.claimed[k], true) {
             return None;
         }
@@ -1097,21 +1134,9 @@ impl ThreadWriter {
             .lock_ranges
             .iter()
             .flat_map(|r| r.clone())
-            .map(|i| (src.set.events[i].requested_ns(), ThreadSync::Lock(i as u32)))
-            .chain(
-                th.omp
-                    .iter()
-                    .map(|&j| (src.omp.get(j as usize).requested_ns, ThreadSync::Omp(j))),
-            )
-            .chain(th.futex.iter().filter_map(|&c| {
-                let ev = src.futex.as_ref()?.ev;
-                let start = match c {
-                    ThreadSync::FutexWait(i) => ev.waits[i as usize].start_ns,
-                    ThreadSync::FutexWake(i) => ev.wakes[i as usize].start_ns,
-                    _ => return None,
-                };
-                Some((start, c))
-            }))
+            .map(|i| ThreadSync::Lock(i as u32))
+            .chain(th.calls.iter().copied())
+            .map(|item| (src.start_ns(item), item))
             .collect();
         items.sort_by_key(|&(t, _)| t);
         ThreadWriter {
@@ -1151,22 +1176,15 @@ impl ThreadWriter {
                 let Some(std::cmp::Reverse((t, _, k))) = self.pending.pop() else {
                     return Ok(count);
                 };
-                let paradigm = |openmp: bool| {
-                    if openmp {
-                        Paradigm::OpenMp
-                    } else {
-                        Paradigm::Pthread
-                    }
-                };
                 let e = match k {
                     EventKey::Leave(region) => Event::Leave { region },
-                    EventKey::Acquire(openmp, lock, order) => Event::AcquireLock {
-                        paradigm: paradigm(openmp),
+                    EventKey::Acquire(paradigm, lock, order) => Event::AcquireLock {
+                        paradigm,
                         lock,
                         order,
                     },
-                    EventKey::Release(openmp, lock, order) => Event::ReleaseLock {
-                        paradigm: paradigm(openmp),
+                    EventKey::Release(paradigm, lock, order) => Event::ReleaseLock {
+                        paradigm,
                         lock,
                         order,
                     },
@@ -1178,9 +1196,10 @@ impl ThreadWriter {
             }
             let (requested, item) = self.items[self.next];
             self.next += 1;
-            let Some((region, leave_ns, lock, construct)) = src.records(item, defs) else {
+            let Some(r) = src.records(item, defs) else {
                 continue;
             };
+            let region = r.region;
             defs.see(requested);
             count += 1;
             sink.event(requested, &Event::Enter { region })?;
@@ -1188,18 +1207,16 @@ impl ThreadWriter {
                 self.seq += 1;
                 self.pending.push(std::cmp::Reverse((t, self.seq, k)));
             };
-            match lock {
-                Some((openmp, id, order, acquired, released)) if construct => {
-                    push(acquired, EventKey::Acquire(openmp, id, order));
-                    push(released, EventKey::Release(openmp, id, order));
-                    push(leave_ns, EventKey::Leave(region));
-                }
-                Some((openmp, id, order, acquired, released)) => {
-                    push(leave_ns, EventKey::Leave(region));
-                    push(acquired, EventKey::Acquire(openmp, id, order));
-                    push(released, EventKey::Release(openmp, id, order));
-                }
-                None => push(leave_ns, EventKey::Leave(region)),
+            // (records at one instant go in the order pushed)
+            if !r.leave_after_release {
+                push(r.leave_ns, EventKey::Leave(region));
+            }
+            if let Some(l) = &r.lock {
+                push(l.acquired_ns, EventKey::Acquire(l.paradigm, l.id, l.order));
+                push(l.released_ns, EventKey::Release(l.paradigm, l.id, l.order));
+            }
+            if r.leave_after_release {
+                push(r.leave_ns, EventKey::Leave(region));
             }
         }
     }
@@ -1222,8 +1239,7 @@ fn sync_thread(
             tid,
             name: name(),
             lock_ranges: Vec::new(),
-            omp: Vec::new(),
-            futex: Vec::new(),
+            calls: Vec::new(),
         });
         threads.len() - 1
     })
@@ -1237,6 +1253,7 @@ impl<'a> SyncPart<'a> {
         locks: Option<&'a LockEvents>,
         omp: &'a crate::openmp::sync::OmpSyncEvents,
         futex: Option<&'a crate::futex::FutexEvents>,
+        thread_names: &FxHashMap<(u32, u32), &str>,
         options: &'a ExportOptions,
     ) -> SyncPart<'a> {
         static EMPTY: std::sync::OnceLock<crate::locks::EventSet> = std::sync::OnceLock::new();
@@ -1253,29 +1270,26 @@ impl<'a> SyncPart<'a> {
             order: vec![0; set.events.len()],
             omp_lock: vec![(0, 0); omp.len()],
             sites: FxHashMap::default(),
-            futex: futex.map(|ev| FutexSources {
-                ev,
-                shown: crate::futex::ShownSites::new(recording, &analysis.symbols, ev),
-                on_path: super::timeline::futex_on_path(analysis, ev.waits.len()),
-                woke_kept: vec![false; ev.wakes.len()],
+            futex: futex.map(|ev| {
+                let on_path = super::timeline::futex_on_path(analysis, ev.waits.len());
+                let mut woke_kept = vec![false; ev.wakes.len()];
+                for i in 0..ev.waits.len() {
+                    if let Some(k) = ev.waits[i].waker() {
+                        if super::timeline::keeps_futex_wait(&options.filter, ev, on_path, i) {
+                            if let Some(b) = woke_kept.get_mut(k as usize) {
+                                *b = true;
+                            }
+                        }
+                    }
+                }
+                FutexSources {
+                    ev,
+                    shown: crate::futex::ShownSites::new(recording, &analysis.symbols, ev),
+                    on_path,
+                    woke_kept,
+                }
             }),
         };
-        let woke_kept: Vec<usize> = futex
-            .map(|ev| {
-                (0..ev.waits.len())
-                    .filter(|&i| sources.keeps_futex_wait(i))
-                    .filter_map(|i| ev.waits[i].waker())
-                    .map(|k| k as usize)
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(f) = sources.futex.as_mut() {
-            for k in woke_kept {
-                if let Some(b) = f.woke_kept.get_mut(k) {
-                    *b = true;
-                }
-            }
-        }
         // Acquisition order per lock: the rank of each acquisition by time.
         let mut by_object: FxHashMap<u32, Vec<(u64, u32)>> = FxHashMap::default();
         for (i, e) in set.events.iter().enumerate() {
@@ -1327,19 +1341,13 @@ impl<'a> SyncPart<'a> {
             threads[k].lock_ranges.push(run);
         }
         // a thread's name as its lock trace has it
-        let name_of = |process: u32, tid: u32| {
-            recording
-                .processes
-                .get(process as usize)
-                .and_then(|p| p.trace.threads.iter().find(|t| t.tid == tid))
-                .and_then(|t| t.name.clone())
-        };
+        let name_of = |pid: u32, tid: u32| thread_names.get(&(pid, tid)).map(|n| n.to_string());
         for (j, e) in omp.iter().enumerate() {
             let pid = e.pid(recording);
             let k = sync_thread(&mut threads, &mut index, e.process, pid, e.tid, || {
-                name_of(e.process, e.tid)
+                name_of(pid, e.tid)
             });
-            threads[k].omp.push(j as u32);
+            threads[k].calls.push(ThreadSync::Omp(j as u32));
         }
         if let Some(ev) = futex {
             let calls = (0..ev.waits.len() as u32)
@@ -1351,9 +1359,9 @@ impl<'a> SyncPart<'a> {
             for (thread, call) in calls {
                 let t = ev.threads[thread as usize];
                 let k = sync_thread(&mut threads, &mut index, t.process, t.pid, t.tid, || {
-                    name_of(t.process, t.tid)
+                    name_of(t.pid, t.tid)
                 });
-                threads[k].futex.push(call);
+                threads[k].calls.push(call);
             }
         }
         let claimed = vec![false; threads.len()];
@@ -1398,14 +1406,11 @@ impl<'a> SyncPart<'a> {
         let node = defs.node(&host, hosts);
         let mut groups: FxHashMap<u32, u32> = rank_groups.clone();
         for k in 0..self.threads.threads.len() {
-            let (pid, tid) = {
-                let th = &self.threads.threads[k];
-                (th.pid, th.tid)
-            };
-            let Some(mut writer) = self.threads.claim(&self.sources, pid, tid) else {
+            let Some(mut writer) = self.threads.take(&self.sources, k) else {
                 continue;
             };
             let th = &self.threads.threads[k];
+            let (pid, tid) = (th.pid, th.tid);
             let group = *groups.entry(pid).or_insert_with(|| {
                 let pname = recording
                     .processes

@@ -743,6 +743,38 @@ pub(crate) fn keeps_sync(
         && (!filter.critical_only || on_path)
 }
 
+/// [`keeps_sync`] for futex wait `i` of `ev`: its thread, its wait, and
+/// whether it lies on the critical path across recorders (`on_path`, as
+/// [`futex_on_path`] gives it).
+pub(crate) fn keeps_futex_wait(
+    filter: &crate::locks::EventFilter,
+    ev: &FutexEvents,
+    on_path: &[bool],
+    i: usize,
+) -> bool {
+    let w = &ev.waits[i];
+    let tid = ev.threads[w.thread() as usize].tid;
+    keeps_sync(filter, tid, w.wait_ns(), on_path.get(i) == Some(&true))
+}
+
+/// [`keeps_sync`] for OpenMP synchronisation event `e`, index `i` of its
+/// events: its thread, its wait + hold, and whether it lies on the
+/// critical path across recorders (`on_path`, as [`openmp_on_path`] gives
+/// it).
+pub(crate) fn keeps_omp_event(
+    filter: &crate::locks::EventFilter,
+    e: &crate::openmp::sync::OmpSyncEvent,
+    on_path: &[bool],
+    i: usize,
+) -> bool {
+    keeps_sync(
+        filter,
+        e.tid,
+        e.wait_ns() + e.hold_ns(),
+        on_path.get(i) == Some(&true),
+    )
+}
+
 /// Per futex wait of the futex analysis (`waits` of them), whether it lies
 /// on the critical path across recorders (`locks.critical_path.across`,
 /// [`crate::locks::across`]); empty when that path was not computed for
@@ -836,11 +868,7 @@ fn futex_events(
 ) -> Result<(), ExportError> {
     let on_path = futex_on_path(analysis, ev.waits.len());
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
-    let keep_wait = |i: usize| {
-        let w = &ev.waits[i];
-        let tid = ev.threads[w.thread() as usize].tid;
-        keeps_sync(&options.filter, tid, w.wait_ns(), critical(i))
-    };
+    let keep_wait = |i: usize| keeps_futex_wait(&options.filter, ev, on_path, i);
     // Words' names and kinds as the report gives them, by (pid, address).
     let words = futex_word_rows(analysis);
     // Flows: id = 2^61 + wait index, from the waking call to the wait.
@@ -1086,11 +1114,7 @@ fn openmp_events(
     let recording = analysis.recording;
     let on_path = openmp_on_path(analysis, ev.len());
     let critical = |i: usize| on_path.get(i).copied().unwrap_or(false);
-    let keep = |i: usize| {
-        let e = ev.get(i);
-        let d = e.wait_ns() + e.hold_ns();
-        keeps_sync(&options.filter, e.tid, d, critical(i))
-    };
+    let keep = |i: usize| keeps_omp_event(&options.filter, &ev.get(i), on_path, i);
     // Mutex names as the report gives them, by (pid, kind, address).
     let mutex_names = openmp_mutex_names(analysis);
     let mut flow_out: Vec<(u32, u64)> = Vec::new();

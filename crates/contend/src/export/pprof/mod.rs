@@ -31,7 +31,8 @@ use prost::Message;
 use rustc_hash::FxHashMap;
 
 use super::timeline::{
-    futex_on_path, futex_word_rows, keeps_sync, openmp_mutex_names, openmp_on_path,
+    futex_on_path, futex_word_rows, keeps_futex_wait, keeps_omp_event, openmp_mutex_names,
+    openmp_on_path,
 };
 use super::{ExportError, ExportOptions, ExportSummary, Exporter};
 use crate::analysis::Analysis;
@@ -355,7 +356,7 @@ fn futex_samples(
     for (i, w) in ev.waits.iter().enumerate() {
         let ns = w.wait_ns();
         let c = ev.wait_info(w);
-        if !keeps_sync(&options.filter, c.tid, ns, on_path.get(i) == Some(&true)) {
+        if !keeps_futex_wait(&options.filter, ev, on_path, i) {
             continue;
         }
         let values = [i64::from(w.slept()), ns.min(i64::MAX as u64) as i64, 0];
@@ -417,8 +418,7 @@ fn openmp_samples(
     let mut n = 0;
     for (i, e) in ev.iter().enumerate() {
         let wait = e.wait_ns();
-        let d = wait + e.hold_ns();
-        if !keeps_sync(&options.filter, e.tid, d, on_path.get(i) == Some(&true)) {
+        if !keeps_omp_event(&options.filter, &e, on_path, i) {
             continue;
         }
         let values = [
