@@ -133,10 +133,100 @@ const NONE: u32 = u32::MAX;
 /// keeps each thread's events in order) and a stable sort of each
 /// object's part by wake time, in parallel over objects, skipped where
 /// the part is in order already; a large part's runs (one per thread that
-/// woke waiters on it) are merged ([`merge_wake_runs`]).
+/// woke waiters on it) are merged ([`merge_wake_runs`]), or, for the walk
+/// of [`mark_critical_path`], left as they are ([`WakeRun`]): its lookups
+/// come backward in time, so a cursor per run moving backward finds the
+/// waker without the merge.
 struct Wakes {
     start: Vec<u32>,
     events: Vec<u32>,
+    /// Per object, `NONE` or the index in `runs` of its part's runs.
+    run_slot: Vec<u32>,
+    /// The large parts left unmerged: each a list of runs, one per thread,
+    /// each in wake-time order (checked as the parts were placed).
+    runs: Vec<Vec<WakeRun>>,
+}
+
+/// One thread's wake events on one object, in time order: positions
+/// `start..end` of [`Wakes::events`].
+#[derive(Debug, Clone, Copy)]
+struct WakeRun {
+    start: u32,
+    end: u32,
+    thread: u32,
+}
+
+/// Where successive waker lookups left off ([`Wakes::waker`]): a position
+/// per object for the galloping search of a merged part, and for a part
+/// left as runs, each run's position.
+struct WakeCursor {
+    near: Vec<u32>,
+    runs: Vec<RunCursor>,
+}
+
+/// The positions of one unmerged part's runs for lookups at or before
+/// time `hi`: in run `r`, `at[r]` is the end of its wakes at or before
+/// `hi`, and `head[r]` the time of the wake before `at[r]` (meaningless
+/// when `at[r]` is the run's start).
+struct RunCursor {
+    hi: u64,
+    at: Vec<u32>,
+    head: Vec<u64>,
+}
+
+/// Per chunk of the events and per object, the first and last wake event
+/// (thread, time) the chunk places and whether each thread's wakes in it
+/// came in time order ([`Wakes::build`]).
+#[derive(Debug, Clone, Copy)]
+struct PlacedOrder {
+    first: (u32, u64),
+    last: (u32, u64),
+    ordered: bool,
+}
+
+impl PlacedOrder {
+    /// Notes the next wake event on the object in the chunk: by `thread`,
+    /// at `time` (ns).
+    #[inline]
+    fn note(&mut self, thread: u32, time: u64) {
+        self.ordered &= self.last.0 != thread || time >= self.last.1;
+        if self.first.0 == NONE {
+            self.first = (thread, time);
+        }
+        self.last = (thread, time);
+    }
+
+    /// Per object (`objects` of them), whether every thread's wakes on it
+    /// came in time order, from each chunk's notes (`chunks[c][o]`, the
+    /// chunks in event order): each chunk's did, and no thread's go back in
+    /// time from one chunk to the next that has wakes on the object.
+    fn objects_in_order(chunks: &[Vec<PlacedOrder>], objects: usize) -> Vec<bool> {
+        (0..objects)
+            .map(|o| {
+                let mut last = (NONE, 0u64);
+                let mut ordered = true;
+                for chunk in chunks {
+                    let p = &chunk[o];
+                    if p.first.0 == NONE {
+                        continue;
+                    }
+                    ordered &= p.ordered && (p.first.0 != last.0 || p.first.1 >= last.1);
+                    last = p.last;
+                }
+                ordered
+            })
+            .collect()
+    }
+}
+
+impl Default for PlacedOrder {
+    fn default() -> PlacedOrder {
+        PlacedOrder {
+            first: (NONE, 0),
+            last: (NONE, 0),
+            ordered: true,
+        }
+    }
 }
 
 /// The time at which event `e` can wake a waiter, if it can.
@@ -151,7 +241,12 @@ fn wake_time_of(e: &LockEvent) -> Option<u64> {
 }
 
 impl Wakes {
-    fn build(set: &EventSet) -> Wakes {
+    /// The wake lists of `set`. With `keep_runs`, a large part whose
+    /// per-thread runs are each in time order (at most
+    /// [`MERGE_RUNS_MAX`]) is left as its runs, for lookups that come
+    /// backward in time (the walk of [`mark_critical_path`]); any other
+    /// lookups are answered too, by a binary search per run.
+    fn build(set: &EventSet, keep_runs: bool) -> Wakes {
         let objects = set.objects.len();
         let n = set.events.len();
         // The counting sort by object in `chunks` parts of the events side
@@ -181,29 +276,57 @@ impl Wakes {
         let start: Vec<u32> = starts.iter().map(|&s| s as u32).collect();
         let mut events = vec![0u32; starts[objects]];
         let out = chunked_sort::DisjointWrites::new(&mut events);
-        firsts
+        // With `keep_runs`, each chunk also notes whether each thread's
+        // wakes on each object come in time order (the event is read for
+        // its object anyway; its wake time is in the same cache line).
+        let orders: Vec<Vec<PlacedOrder>> = firsts
             .into_par_iter()
             .enumerate()
-            .for_each(|(k, mut next)| {
+            .map(|(k, mut next)| {
+                let mut order = vec![PlacedOrder::default(); if keep_runs { objects } else { 0 }];
                 for i in bounds[k]..bounds[k + 1] {
                     let e = &set.events[i];
-                    if wake_time_of(e).is_some() {
+                    if let Some(t) = wake_time_of(e) {
                         let at = &mut next[e.object as usize];
                         // SAFETY: chunk k writes only the positions counted
                         // for it, firsts[k][o] .. firsts[k][o] + counts[k][o]
                         // of each object o, which no other chunk writes.
                         unsafe { out.write(*at, i as u32) };
                         *at += 1;
+                        if keep_runs {
+                            order[e.object as usize].note(e.thread(), t);
+                        }
                     }
                 }
-            });
+                order
+            })
+            .collect();
+        let ordered = PlacedOrder::objects_in_order(&orders, if keep_runs { objects } else { 0 });
+        drop(orders);
         // Each object's part, sorted by wake time; stable, and the parts are
         // runs of per-thread ascending times, which the merge sort exploits.
+        // Large parts in order by thread are left as their runs.
+        let mut run_slot = vec![NONE; objects];
+        let mut runs: Vec<Vec<WakeRun>> = Vec::new();
+        if keep_runs && set.threads_in_ranges() {
+            for o in 0..objects {
+                let (a, b) = (start[o] as usize, start[o + 1] as usize);
+                if b - a <= LARGE_PART || !ordered[o] {
+                    continue;
+                }
+                if let Some(list) = thread_runs(set, &events[a..b], a) {
+                    run_slot[o] = runs.len() as u32;
+                    runs.push(list);
+                }
+            }
+        }
         let mut parts: Vec<&mut [u32]> = Vec::with_capacity(objects);
         let mut rest = events.as_mut_slice();
         for o in 0..objects {
             let (head, tail) = rest.split_at_mut((start[o + 1] - start[o]) as usize);
-            parts.push(head);
+            if run_slot[o] == NONE {
+                parts.push(head);
+            }
             rest = tail;
         }
         // Small parts side by side. Large ones (a lock most of the run's
@@ -222,7 +345,12 @@ impl Wakes {
         for part in unmerged {
             sort_by_wake_time(set, part);
         }
-        Wakes { start, events }
+        Wakes {
+            start,
+            events,
+            run_slot,
+            runs,
+        }
     }
 
     /// The events that can wake a waiter on `object`, by wake time.
@@ -241,7 +369,7 @@ impl Wakes {
     /// a position per object from the previous lookups: successive
     /// lookups at nearby times (a walk backward in time, a thread's events
     /// forward) gallop from there instead of searching the whole list.
-    fn waker(&self, set: &EventSet, i: usize, cursor: &mut [u32]) -> u32 {
+    fn waker(&self, set: &EventSet, i: usize, cursor: &mut WakeCursor) -> u32 {
         let e = &set.events[i];
         if !(e.contended()
             && e.outcome() == Outcome::Acquired
@@ -258,10 +386,15 @@ impl Wakes {
             Primitive::Barrier => (e.object, e.requested_ns()),
             _ => (e.object, 0),
         };
-        let wakes = self.of(object);
         let hi = e.acquired_ns();
+        if let Some(&slot) = self.run_slot.get(object as usize).filter(|&&s| s != NONE) {
+            let runs = &self.runs[slot as usize];
+            let at = &mut cursor.runs[slot as usize];
+            return self.waker_in_runs(set, runs, at, e.thread(), lo, hi);
+        }
+        let wakes = self.of(object);
         // First position whose wake is after `hi`, galloping from the cursor.
-        let c = &mut cursor[object as usize];
+        let c = &mut cursor.near[object as usize];
         let mut k = chunked_sort::partition_point_near(wakes, *c as usize, |&w| {
             wake_time(set, w as usize) <= hi
         });
@@ -281,15 +414,120 @@ impl Wakes {
         NONE
     }
 
-    /// A fresh cursor for [`Wakes::waker`].
-    fn cursor(&self) -> Vec<u32> {
-        self.start.windows(2).map(|w| w[1] - w[0]).collect()
+    /// [`Wakes::waker`] on a part left as runs: each run's position moves
+    /// to its last wake at or before `hi` (a step per wake passed when `hi`
+    /// is at or before the previous lookup's and the wakes passed are few,
+    /// as in the backward walk; a galloping search otherwise), and the
+    /// latest of the runs' wakes there by a thread other than `thread` is
+    /// the waker, at equal times the later run's (the order of a stable
+    /// merge). In a walk backward over the whole run each wake is read
+    /// about once.
+    fn waker_in_runs(
+        &self,
+        set: &EventSet,
+        runs: &[WakeRun],
+        cursor: &mut RunCursor,
+        thread: u32,
+        lo: u64,
+        hi: u64,
+    ) -> u32 {
+        let time = |k: u32| wake_time(set, self.events[k as usize] as usize);
+        let later = hi > cursor.hi;
+        for (r, run) in runs.iter().enumerate() {
+            let (at, head) = (&mut cursor.at[r], &mut cursor.head[r]);
+            // Back a wake at a time (with the head's time kept, one read
+            // per wake passed), a few at most; further, or forward, by a
+            // galloping search from the run's position.
+            let mut steps = if later { 0 } else { BACK_STEPS };
+            while steps > 0 && *at > run.start && *head > hi {
+                *at -= 1;
+                steps -= 1;
+                if *at > run.start {
+                    *head = time(*at - 1);
+                }
+            }
+            if later || (*at > run.start && *head > hi) {
+                let list = &self.events[run.start as usize..run.end as usize];
+                let k =
+                    chunked_sort::partition_point_near(list, (*at - run.start) as usize, |&w| {
+                        wake_time(set, w as usize) <= hi
+                    });
+                *at = run.start + k as u32;
+                if *at > run.start {
+                    *head = time(*at - 1);
+                }
+            }
+        }
+        cursor.hi = hi;
+        let mut best: Option<(u64, u32)> = None;
+        for (r, run) in runs.iter().enumerate() {
+            let at = cursor.at[r];
+            if run.thread == thread || at == run.start {
+                continue;
+            }
+            let t = cursor.head[r];
+            if best.is_none_or(|(bt, _)| t >= bt) {
+                best = Some((t, at - 1));
+            }
+        }
+        match best {
+            Some((t, k)) if t >= lo => self.events[k as usize],
+            _ => NONE,
+        }
     }
+
+    /// A fresh cursor for [`Wakes::waker`].
+    fn cursor(&self, set: &EventSet) -> WakeCursor {
+        WakeCursor {
+            near: self.start.windows(2).map(|w| w[1] - w[0]).collect(),
+            runs: self
+                .runs
+                .iter()
+                .map(|runs| RunCursor {
+                    hi: u64::MAX,
+                    at: runs.iter().map(|r| r.end).collect(),
+                    head: runs
+                        .iter()
+                        .map(|r| wake_time(set, self.events[r.end as usize - 1] as usize))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The runs of one object's wake events (`part`, at position `offset` of
+/// [`Wakes::events`], in event order), one per thread with wakes on it,
+/// found by a binary search per thread's range of the events; `None` when
+/// they are more than [`MERGE_RUNS_MAX`] (the part is merged or sorted).
+fn thread_runs(set: &EventSet, part: &[u32], offset: usize) -> Option<Vec<WakeRun>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for (th, r) in set.thread_ranges.iter().enumerate() {
+        let end = start + part[start..].partition_point(|&w| (w as usize) < r.end);
+        if end > start {
+            if runs.len() == MERGE_RUNS_MAX {
+                return None;
+            }
+            runs.push(WakeRun {
+                start: (offset + start) as u32,
+                end: (offset + end) as u32,
+                thread: th as u32,
+            });
+        }
+        start = end;
+    }
+    Some(runs)
 }
 
 /// Wake events of one object beyond which its part is sorted on its own
 /// by both cores ([`Wakes::build`]).
 const LARGE_PART: usize = 1 << 16;
+
+/// Wakes a run's position steps back one at a time in a lookup before it
+/// searches ([`Wakes::waker_in_runs`]): in the backward walk a lookup
+/// passes about one wake per run.
+const BACK_STEPS: u32 = 8;
 
 /// Runs of ascending wake times beyond which [`merge_wake_runs`] leaves a
 /// part to [`sort_by_wake_time`].
@@ -420,6 +658,13 @@ fn wake_time(set: &EventSet, w: usize) -> u64 {
 
 /// Marks the lock events on the critical path (module docs give the rules).
 pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
+    mark_with(set, true)
+}
+
+/// [`mark_critical_path`], with a large lock's wake events left as the
+/// threads' runs (`keep_runs`, as the analysis does) or merged (the same
+/// path: tested).
+fn mark_with(set: &EventSet, keep_runs: bool) -> CriticalPath {
     let n = set.events.len();
     let mut path = CriticalPath {
         on_path: EventMarks::new(n),
@@ -435,8 +680,8 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
     let acquired = |i: usize| set.events[i].acquired_ns();
     // Wakers are looked up only for the events the walk meets, with one
     // cursor: the walk goes backward in time.
-    let wakes = Wakes::build(set);
-    let mut cursor = wakes.cursor();
+    let wakes = Wakes::build(set, keep_runs);
+    let mut cursor = wakes.cursor(set);
 
     let Some(start) = (0..set.threads.len())
         .filter(|&t| by_thread.len(t) > 0)
@@ -620,14 +865,14 @@ pub struct WindowWalker<'s> {
     set: &'s EventSet,
     by_thread: ThreadOrder,
     wakes: Wakes,
-    cursor: std::sync::Mutex<Vec<u32>>,
+    cursor: std::sync::Mutex<WakeCursor>,
 }
 
 impl<'s> WindowWalker<'s> {
     /// Prepares walks over `set`.
     pub fn new(set: &'s EventSet) -> WindowWalker<'s> {
-        let wakes = Wakes::build(set);
-        let cursor = std::sync::Mutex::new(wakes.cursor());
+        let wakes = Wakes::build(set, false);
+        let cursor = std::sync::Mutex::new(wakes.cursor(set));
         WindowWalker {
             set,
             by_thread: ThreadOrder::build(set),
@@ -688,8 +933,8 @@ impl<'s> WindowWalker<'s> {
 /// was not recorded. For walks that combine the lock hand-overs with
 /// those of other recorders ([`crate::locks::across`]). O(n log n).
 pub fn lock_wakers(set: &EventSet) -> Vec<u32> {
-    let wakes = Wakes::build(set);
-    let mut cursor = wakes.cursor();
+    let wakes = Wakes::build(set, false);
+    let mut cursor = wakes.cursor(set);
     (0..set.events.len())
         .map(|i| wakes.waker(set, i, &mut cursor))
         .collect()
@@ -780,6 +1025,168 @@ mod tests {
             .map(|_| crate::locks::events::ThreadInfo::of_tid(1))
             .collect();
         set
+    }
+
+    /// A large lock's wake events left as the threads' runs give the same
+    /// wakers as the merged list, for lookups backward in time (as the walk
+    /// makes them: each run's position steps back), forward and in random
+    /// order (a search per run), and the same critical path; with 4 and 12
+    /// threads (runs kept), 20 (more runs than kept: merged or sorted) and
+    /// 4 of which one takes the lock again inside its hold (its wakes out
+    /// of time order: merged or sorted). Times are coarse, so that equal
+    /// wake times are common within and across threads.
+    #[test]
+    fn wake_runs_give_the_wakers_and_path_of_the_merged_list() {
+        use crate::locks::events::{pair_operations, OpSource, ThreadInput, TimeMap};
+        use contend_trace::{Phase, RawOp, NO_STACK};
+        for (threads, per_thread, nested, kept, ties) in [
+            (4u32, 20_000u64, false, true, false),
+            (4, 20_000, false, true, true),
+            (12, 7_000, false, true, false),
+            (12, 7_000, false, true, true),
+            (20, 4_000, false, false, false),
+            (4, 20_000, true, false, false),
+        ] {
+            // Two locks taken in turn: the thread whose next request is
+            // earliest gets the lock it asks for when that is free
+            // (waiting until then: contended) and holds it 8 to 24 ns, or,
+            // with `ties`, 0 to 16 ns (equal wake times, which cut the
+            // walk short: the path is compared, its length not asserted).
+            let mut rng = crate::TestRng(0x2545_f491_4f6c_dd1d ^ u64::from(threads));
+            let mut next_request: Vec<u64> =
+                (0..threads).map(|_| 1000 + rng.below(20) * 8).collect();
+            let mut thread_ops: Vec<Vec<RawOp>> = vec![Vec::new(); threads as usize];
+            let mut free_at = [0u64; 2];
+            for _ in 0..u64::from(threads) * per_thread {
+                let t = (0..threads as usize)
+                    .min_by_key(|&t| next_request[t])
+                    .unwrap();
+                let k = usize::from(rng.below(7) == 3);
+                let op = |ticks, phase| RawOp {
+                    ticks,
+                    object: 0x1000 + 0x1000 * k as u64,
+                    site: 0x40_0000,
+                    primitive: Primitive::Mutex,
+                    phase,
+                    stack: NO_STACK,
+                };
+                let ops = &mut thread_ops[t];
+                let request = next_request[t];
+                let acquired = request.max(free_at[k]);
+                if acquired > request {
+                    ops.push(op(request, Phase::Request));
+                    ops.push(op(acquired, Phase::Acquired));
+                } else {
+                    ops.push(op(request, Phase::Immediate));
+                }
+                let mut released = acquired + 8 * (rng.below(3) + u64::from(!ties));
+                if nested && t == 0 && rng.below(50) == 0 {
+                    // the lock again inside the hold, released first
+                    ops.push(op(released, Phase::Immediate));
+                    released += 8;
+                    ops.push(op(released, Phase::Release));
+                    released += 8;
+                }
+                ops.push(op(released, Phase::Release));
+                free_at[k] = released;
+                next_request[t] = released + 8 * (rng.below(4) + u64::from(!ties));
+            }
+            let ops: Vec<(u32, Vec<RawOp>)> = (100..).zip(thread_ops).collect();
+            let inputs: Vec<ThreadInput<'_>> = ops
+                .iter()
+                .map(|(tid, ops)| ThreadInput {
+                    process: 0,
+                    pid: 1,
+                    tid: *tid,
+                    ops: OpSource::Slice(ops),
+                    clock: TimeMap::Identity,
+                })
+                .collect();
+            let set = pair_operations(&inputs);
+            let case = format!("{threads} threads, nested {nested}, ties {ties}");
+            let runs = Wakes::build(&set, true);
+            let merged = Wakes::build(&set, false);
+            assert!(merged.runs.is_empty(), "{case}");
+            assert_eq!(!runs.runs.is_empty(), kept, "{case}: runs kept");
+            let n = set.events.len();
+            let mut backward: Vec<usize> = (0..n).collect();
+            backward.sort_by_key(|&i| std::cmp::Reverse(set.events[i].acquired_ns()));
+            let forward: Vec<usize> = backward.iter().rev().copied().collect();
+            let mut shuffled: Vec<usize> = (0..n).collect();
+            for k in (1..n).rev() {
+                shuffled.swap(k, rng.below(k as u64 + 1) as usize);
+            }
+            for (order, list) in [
+                ("backward", &backward),
+                ("forward", &forward),
+                ("random", &shuffled),
+            ] {
+                let (mut a, mut b) = (runs.cursor(&set), merged.cursor(&set));
+                let mut found = 0;
+                for &i in list {
+                    let w = runs.waker(&set, i, &mut a);
+                    assert_eq!(
+                        w,
+                        merged.waker(&set, i, &mut b),
+                        "{case}, {order}, event {i}"
+                    );
+                    found += usize::from(w != NONE);
+                }
+                assert!(found > 1000, "{case}: {found} wakers");
+            }
+            let path = mark_with(&set, true);
+            assert_eq!(path, mark_with(&set, false), "{case}");
+            assert!(ties || path.jumps > 1000, "{case}: {} jumps", path.jumps);
+        }
+    }
+
+    /// The order check of [`Wakes::build`] on one object's wake events
+    /// (each thread's together, as pairing places them) cut into chunks at
+    /// every place (and into three): in order exactly when no thread's wake
+    /// time goes back from one of its wakes to its next, in a chunk or
+    /// across chunks, chunks without a wake between them included.
+    #[test]
+    fn wakes_in_order_by_thread_across_chunks() {
+        let cases: [&[(u32, u64)]; 6] = [
+            &[(0, 1), (0, 1), (0, 5), (1, 2), (1, 3), (2, 0)],
+            &[(0, 1), (0, 5), (0, 4), (1, 2)],
+            &[(0, 1), (0, 5), (1, 2), (1, 1)],
+            &[(0, 5), (1, 1), (1, 0)],
+            &[(0, 5), (1, 1), (1, 1), (2, 5)],
+            &[],
+        ];
+        for wakes in cases {
+            let expected = (0..wakes.len()).all(|k| {
+                wakes[..k]
+                    .iter()
+                    .rev()
+                    .find(|w| w.0 == wakes[k].0)
+                    .is_none_or(|w| w.1 <= wakes[k].1)
+            });
+            let chunk = |part: &[(u32, u64)]| {
+                let mut p = PlacedOrder::default();
+                for &(thread, time) in part {
+                    p.note(thread, time);
+                }
+                // object 0 only; object 1 never woken
+                vec![p, PlacedOrder::default()]
+            };
+            for cut in 0..=wakes.len() {
+                for cut2 in cut..=wakes.len() {
+                    let chunks = [
+                        chunk(&wakes[..cut]),
+                        chunk(&[]),
+                        chunk(&wakes[cut..cut2]),
+                        chunk(&wakes[cut2..]),
+                    ];
+                    assert_eq!(
+                        PlacedOrder::objects_in_order(&chunks, 2),
+                        vec![expected, true],
+                        "{wakes:?} cut at {cut}, {cut2}"
+                    );
+                }
+            }
+        }
     }
 
     /// Merging the runs gives the order of a stable sort by wake time,
