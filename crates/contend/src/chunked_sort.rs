@@ -135,6 +135,36 @@ pub(crate) fn partition_point_near<T>(
     }
 }
 
+/// Contiguous groups of threads (index ranges) of about equal `work`
+/// each (events, executions), at most `cores`, for passes that go over
+/// groups of whole threads side by side (the SCI's counting passes, the
+/// lock tables' sums); one group when `per_group` (the entries of a table
+/// each group keeps: blocks, locks × sites) would outweigh the work.
+pub(crate) fn thread_groups(
+    work: &[usize],
+    per_group: usize,
+    cores: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let total: usize = work.iter().sum();
+    let groups = if per_group.saturating_mul(cores) <= total / 4 {
+        cores.min(work.len()).max(1)
+    } else {
+        1
+    };
+    let mut out = Vec::with_capacity(groups);
+    let (mut start, mut acc) = (0usize, 0usize);
+    for (k, &w) in work.iter().enumerate() {
+        acc += w;
+        // Close the group once it holds its share of the work.
+        if out.len() + 1 < groups && acc * groups >= total * (out.len() + 1) {
+            out.push(start..k + 1);
+            start = k + 1;
+        }
+    }
+    out.push(start..work.len());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +220,17 @@ mod tests {
         assert_eq!(starts, vec![0, 3, 7]);
         assert_eq!(firsts, vec![vec![0, 3], vec![2, 4]]);
         assert_eq!(chunk_starts(&[], 2), (vec![0, 0, 0], vec![]));
+    }
+
+    /// Groups are contiguous, cover every thread once, and split the work
+    /// near its shares; a large table per group for little work makes one group.
+    #[test]
+    fn thread_groups_split_the_work_in_contiguous_shares() {
+        assert_eq!(thread_groups(&[10, 10, 10, 10], 1, 2), vec![0..2, 2..4]);
+        assert_eq!(thread_groups(&[30, 1, 1, 8], 1, 2), vec![0..1, 1..4]);
+        assert_eq!(thread_groups(&[5, 5, 5], 1, 3), vec![0..1, 1..2, 2..3]);
+        assert_eq!(thread_groups(&[10, 10], 100, 2), vec![0..2]);
+        assert_eq!(thread_groups(&[], 1, 2), vec![0..0]);
+        assert_eq!(thread_groups(&[0, 0, 7], 1, 2), vec![0..3]);
     }
 }

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use contend_trace::Primitive;
+use rayon::prelude::*;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
@@ -179,133 +180,84 @@ pub fn aggregate_named(
     filter: &EventFilter,
     program_ns: u64,
 ) -> LockReport {
+    aggregate_counted(set, path, names, filter, program_ns, None)
+}
+
+/// [`aggregate_named`], with each object's ownership changes
+/// ([`super::ownership::ownership_changes`]) already counted when
+/// `changes` is given (the analysis counts them beside the critical path's
+/// serial walk), else counted here beside the sums.
+pub(crate) fn aggregate_counted(
+    set: &EventSet,
+    path: &CriticalPath,
+    names: &Names,
+    filter: &EventFilter,
+    program_ns: u64,
+    changes: Option<Vec<u64>>,
+) -> LockReport {
     let object_names = &names.objects;
     let sites = &names.sites;
     let selection = super::select::Selection::new(filter, set, path, names);
     let selected = |i: usize, e: &LockEvent| -> bool { selection.keeps(i, e) };
 
+    // The selected events summed in groups of whole threads side by side
+    // (one group when pairing did not say where each thread's events
+    // are), the ownership changes (a pass of their own over every event)
+    // beside them unless counted already.
+    let sum_events = || EventSums::of(set, path, &selected);
+    let (changes, sums) = match changes {
+        Some(changes) => (changes, sum_events()),
+        None => rayon::join(|| super::ownership::ownership_changes(set), sum_events),
+    };
+    let EventSums {
+        summary: sums_summary,
+        critical: sums_critical,
+        mut other,
+        mut locks,
+        mut site_wait,
+        mut site_acc,
+        threads: thread_sums,
+        hist: hist_sums,
+        duration_once_ns,
+        critical_once_ns,
+    } = sums;
     let mut summary = LockSummary {
         program_ns,
         unmatched_releases: set.unmatched_releases,
-        ..LockSummary::default()
+        duration_once_ns,
+        ..sums_summary
     };
     let mut critical = CriticalPathSummary {
         jumps: path.jumps,
-        ..CriticalPathSummary::default()
+        duration_once_ns: critical_once_ns,
+        ..sums_critical
     };
-    let mut other: HashMap<&'static str, WaitKindRow> = HashMap::new();
-    let mut locks: Vec<LockAcc> = vec![LockAcc::default(); set.objects.len()];
-    // Σ (wait + 1) per (object, site): a lock's sites ordered by waiting, then use.
-    let mut site_wait = SiteWait::new(set.objects.len(), set.sites.len());
-    let mut site_acc: Vec<SiteAcc> = vec![SiteAcc::default(); set.sites.len()];
     let mut threads: Vec<ThreadRow> = set
         .threads
         .iter()
-        .map(|t| ThreadRow {
+        .zip(&thread_sums)
+        .map(|(t, s)| ThreadRow {
             pid: t.pid,
             tid: t.tid,
             span_ns: t.last_ns.saturating_sub(t.first_ns),
             name: t.name.clone(),
+            events: s.events,
+            contended_events: s.contended_events,
+            wait_ns: s.wait_ns,
+            hold_ns: s.hold_ns,
+            critical_events: s.critical_events,
             ..ThreadRow::default()
         })
         .collect();
-    let mut hist: Vec<HistogramBucket> = (0..=64)
-        .map(|b| HistogramBucket {
+    let mut hist: Vec<HistogramBucket> = hist_sums
+        .into_iter()
+        .enumerate()
+        .map(|(b, h)| HistogramBucket {
             lower_ns: if b == 0 { 0 } else { 1u64 << (b - 1) },
             upper_ns: if b == 64 { u64::MAX } else { 1u64 << b },
-            ..HistogramBucket::default()
+            ..h
         })
         .collect();
-    // Intervals per thread for the "counted once" durations: each thread's
-    // events come in request order (calls do not nest within a thread), so
-    // their union is summed as they come; a thread whose events do not
-    // (damaged input) has them kept and sorted.
-    let in_order = requests_in_order(set);
-    let mut intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
-    let mut critical_intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
-
-    // The ownership changes (a pass of their own over every event) on the
-    // other core while this one sums the selected events.
-    let mut changes: Vec<u64> = Vec::new();
-    let sum_events = || {
-        for (i, e) in set.events.iter().enumerate() {
-            if !selected(i, e) {
-                continue;
-            }
-            let on_path = path.on_path[i];
-            let (wait, hold, dur) = (e.wait_ns(), e.hold_ns(), e.duration_ns());
-            let th = &mut threads[e.thread() as usize];
-            th.wait_ns += wait;
-            let l = &mut locks[e.object as usize];
-            l.events += 1;
-            l.contended += u64::from(e.contended());
-            l.wait += wait;
-            l.hold += hold;
-            l.max_wait = l.max_wait.max(wait);
-            if on_path {
-                l.critical_events += 1;
-                l.critical_wait += wait;
-                l.critical_hold += hold;
-            }
-            site_wait.add(e.object, e.site, wait + 1);
-            let s = &mut site_acc[e.site as usize];
-            s.events += 1;
-            s.contended += u64::from(e.contended());
-            s.wait += wait;
-            s.hold += hold;
-            if on_path {
-                s.critical_wait += wait;
-            }
-            s.kinds |= 1 << (e.primitive() as u8);
-            if !e.is_lock() {
-                let row = other
-                    .entry(e.primitive().object_kind())
-                    .or_insert_with(|| WaitKindRow {
-                        kind: e.primitive().object_kind().to_string(),
-                        ..WaitKindRow::default()
-                    });
-                row.events += 1;
-                row.contended_events += u64::from(e.contended());
-                row.wait_ns += wait;
-                row.timeouts += u64::from(e.outcome() == Outcome::TimedOut);
-                if on_path {
-                    row.critical_wait_ns += wait;
-                    critical.other_wait_ns += wait;
-                }
-                continue;
-            }
-            th.events += 1;
-            th.contended_events += u64::from(e.contended());
-            th.hold_ns += hold;
-            summary.events += 1;
-            summary.contended_events += u64::from(e.contended());
-            summary.failed_events += u64::from(e.outcome() != Outcome::Acquired);
-            summary.unreleased_events += u64::from(e.unreleased());
-            summary.wait_ns += wait;
-            summary.hold_ns += hold;
-            summary.duration_ns += dur;
-            summary.max_wait_ns = summary.max_wait_ns.max(wait);
-            intervals[e.thread() as usize].push((e.requested_ns(), e.released_ns()));
-            let b = &mut hist[bucket(wait)];
-            b.events += 1;
-            b.wait_ns += wait;
-            if on_path {
-                th.critical_events += 1;
-                critical.events += 1;
-                critical.contended_events += u64::from(e.contended());
-                critical.wait_ns += wait;
-                critical.hold_ns += hold;
-                critical.duration_ns += dur;
-                critical_intervals[e.thread() as usize].push((e.requested_ns(), e.released_ns()));
-                b.critical_events += 1;
-                b.critical_wait_ns += wait;
-            }
-        }
-    };
-    rayon::join(
-        || changes = super::ownership::ownership_changes(set),
-        sum_events,
-    );
     // Light recordings: the uncontended acquisitions counted without times
     // (wait 0 by definition, hold unknown), selected by lock, site and
     // thread like events of duration 0; a critical-path selection cannot
@@ -363,8 +315,6 @@ pub fn aggregate_named(
         summary.wake_ns += w.total_ns;
     }
     site_wait.for_each(|object, site, w| locks[object as usize].site_wait.push((site, w)));
-    summary.duration_once_ns = intervals.into_iter().map(Union::total).sum();
-    critical.duration_once_ns = critical_intervals.into_iter().map(Union::total).sum();
     summary.wait_share = ratio(summary.wait_ns, summary.duration_ns);
     summary.mean_event_ns = summary
         .duration_once_ns
@@ -545,6 +495,268 @@ fn light_note(set: &EventSet, counted_events: u64) -> LightNote {
     }
 }
 
+/// The sums of the selected events that the tables are made of, over a
+/// group of whole threads or over all events ([`EventSums::of`]). Groups
+/// summed side by side add up ([`EventSums::add`]) to what one pass over
+/// all events gives, exactly: every field is a sum, a maximum or a union of
+/// bits, and each thread's intervals (for the durations counted once) are
+/// in one group.
+struct EventSums {
+    /// Events, contended, failed and unreleased events, wait, hold and
+    /// duration, ns, and the longest wait; the rest is filled in later.
+    summary: LockSummary,
+    /// Events, contended events, wait, hold and duration on the critical
+    /// path, ns, and its waits for other objects than locks.
+    critical: CriticalPathSummary,
+    /// Per kind of object that is not a lock (condition, barrier,
+    /// semaphore).
+    other: HashMap<&'static str, WaitKindRow>,
+    /// Per object.
+    locks: Vec<LockAcc>,
+    /// Σ (wait + 1), ns, per (object, site).
+    site_wait: SiteWait,
+    /// Per site.
+    site_acc: Vec<SiteAcc>,
+    /// Per thread.
+    threads: Vec<ThreadSums>,
+    /// Per log2 bucket of the wait (65), events and wait, ns, all and on
+    /// the critical path (bounds filled in later).
+    hist: Vec<HistogramBucket>,
+    /// Σ over threads of the length of the union of their lock events'
+    /// (request, release) intervals, ns: all, and on the critical path.
+    duration_once_ns: u64,
+    critical_once_ns: u64,
+}
+
+/// One thread's sums in [`EventSums`].
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadSums {
+    events: u64,
+    contended_events: u64,
+    wait_ns: u64,
+    hold_ns: u64,
+    critical_events: u64,
+}
+
+impl EventSums {
+    /// Nothing summed yet, for `set`'s objects, sites and threads.
+    fn new(set: &EventSet) -> EventSums {
+        EventSums {
+            summary: LockSummary::default(),
+            critical: CriticalPathSummary::default(),
+            other: HashMap::new(),
+            locks: vec![LockAcc::default(); set.objects.len()],
+            site_wait: SiteWait::new(set.objects.len(), set.sites.len()),
+            site_acc: vec![SiteAcc::default(); set.sites.len()],
+            threads: vec![ThreadSums::default(); set.threads.len()],
+            hist: vec![HistogramBucket::default(); 65],
+            duration_once_ns: 0,
+            critical_once_ns: 0,
+        }
+    }
+
+    /// The sums of the events of `set` that `selected` keeps: in groups of
+    /// whole threads of about equal events side by side when pairing said
+    /// where each thread's events are ([`EventSet::thread_ranges`]) and
+    /// the events are many for the tables each group keeps, else in one
+    /// pass.
+    fn of(
+        set: &EventSet,
+        path: &CriticalPath,
+        selected: &(impl Fn(usize, &LockEvent) -> bool + Sync),
+    ) -> EventSums {
+        let ranges: Vec<std::ops::Range<usize>> = if set.threads_in_ranges() {
+            let work: Vec<usize> = set.thread_ranges.iter().map(|r| r.len()).collect();
+            let table = set.objects.len() + set.sites.len() + set.threads.len();
+            crate::chunked_sort::thread_groups(&work, table, rayon::current_num_threads())
+                .into_iter()
+                .map(|g| {
+                    let first = set.thread_ranges[g.clone()].first().map_or(0, |r| r.start);
+                    let last = set.thread_ranges[g].last().map_or(first, |r| r.end);
+                    first..last
+                })
+                .collect()
+        } else {
+            let all = 0..set.events.len();
+            vec![all]
+        };
+        ranges
+            .into_par_iter()
+            .map(|range| {
+                let mut sums = EventSums::new(set);
+                sums.sum_range(set, path, selected, range);
+                sums
+            })
+            .reduce_with(EventSums::add)
+            .unwrap_or_else(|| EventSums::new(set))
+    }
+
+    /// Sums the selected events of `range` of `set.events`, which holds
+    /// every event of the threads it has events of.
+    fn sum_range(
+        &mut self,
+        set: &EventSet,
+        path: &CriticalPath,
+        selected: &impl Fn(usize, &LockEvent) -> bool,
+        range: std::ops::Range<usize>,
+    ) {
+        // Intervals per thread for the "counted once" durations: each
+        // thread's events come in request order (calls do not nest within
+        // a thread), so their union is summed as they come; a thread whose
+        // events do not (damaged input) has them kept and sorted.
+        let in_order = requests_in_order(set, range.clone());
+        let mut intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
+        let mut critical_intervals: Vec<Union> = in_order.iter().map(|&o| Union::new(o)).collect();
+        let (summary, critical) = (&mut self.summary, &mut self.critical);
+        for i in range {
+            let e = &set.events[i];
+            if !selected(i, e) {
+                continue;
+            }
+            let on_path = path.on_path[i];
+            let (wait, hold, dur) = (e.wait_ns(), e.hold_ns(), e.duration_ns());
+            let th = &mut self.threads[e.thread() as usize];
+            th.wait_ns += wait;
+            let l = &mut self.locks[e.object as usize];
+            l.events += 1;
+            l.contended += u64::from(e.contended());
+            l.wait += wait;
+            l.hold += hold;
+            l.max_wait = l.max_wait.max(wait);
+            if on_path {
+                l.critical_events += 1;
+                l.critical_wait += wait;
+                l.critical_hold += hold;
+            }
+            self.site_wait.add(e.object, e.site, wait + 1);
+            let s = &mut self.site_acc[e.site as usize];
+            s.events += 1;
+            s.contended += u64::from(e.contended());
+            s.wait += wait;
+            s.hold += hold;
+            if on_path {
+                s.critical_wait += wait;
+            }
+            s.kinds |= 1 << (e.primitive() as u8);
+            if !e.is_lock() {
+                let row = self
+                    .other
+                    .entry(e.primitive().object_kind())
+                    .or_insert_with(|| WaitKindRow {
+                        kind: e.primitive().object_kind().to_string(),
+                        ..WaitKindRow::default()
+                    });
+                row.events += 1;
+                row.contended_events += u64::from(e.contended());
+                row.wait_ns += wait;
+                row.timeouts += u64::from(e.outcome() == Outcome::TimedOut);
+                if on_path {
+                    row.critical_wait_ns += wait;
+                    critical.other_wait_ns += wait;
+                }
+                continue;
+            }
+            th.events += 1;
+            th.contended_events += u64::from(e.contended());
+            th.hold_ns += hold;
+            summary.events += 1;
+            summary.contended_events += u64::from(e.contended());
+            summary.failed_events += u64::from(e.outcome() != Outcome::Acquired);
+            summary.unreleased_events += u64::from(e.unreleased());
+            summary.wait_ns += wait;
+            summary.hold_ns += hold;
+            summary.duration_ns += dur;
+            summary.max_wait_ns = summary.max_wait_ns.max(wait);
+            intervals[e.thread() as usize].push((e.requested_ns(), e.released_ns()));
+            let b = &mut self.hist[bucket(wait)];
+            b.events += 1;
+            b.wait_ns += wait;
+            if on_path {
+                th.critical_events += 1;
+                critical.events += 1;
+                critical.contended_events += u64::from(e.contended());
+                critical.wait_ns += wait;
+                critical.hold_ns += hold;
+                critical.duration_ns += dur;
+                critical_intervals[e.thread() as usize].push((e.requested_ns(), e.released_ns()));
+                b.critical_events += 1;
+                b.critical_wait_ns += wait;
+            }
+        }
+        self.duration_once_ns += intervals.into_iter().map(Union::total).sum::<u64>();
+        self.critical_once_ns += critical_intervals
+            .into_iter()
+            .map(Union::total)
+            .sum::<u64>();
+    }
+
+    /// The sums of two groups of threads.
+    fn add(mut self, other: EventSums) -> EventSums {
+        let (a, b) = (&mut self.summary, &other.summary);
+        a.events += b.events;
+        a.contended_events += b.contended_events;
+        a.failed_events += b.failed_events;
+        a.unreleased_events += b.unreleased_events;
+        a.wait_ns += b.wait_ns;
+        a.hold_ns += b.hold_ns;
+        a.duration_ns += b.duration_ns;
+        a.max_wait_ns = a.max_wait_ns.max(b.max_wait_ns);
+        let (a, b) = (&mut self.critical, &other.critical);
+        a.events += b.events;
+        a.contended_events += b.contended_events;
+        a.wait_ns += b.wait_ns;
+        a.hold_ns += b.hold_ns;
+        a.duration_ns += b.duration_ns;
+        a.other_wait_ns += b.other_wait_ns;
+        for (kind, b) in other.other {
+            let a = self.other.entry(kind).or_insert_with(|| WaitKindRow {
+                kind: b.kind.clone(),
+                ..WaitKindRow::default()
+            });
+            a.events += b.events;
+            a.contended_events += b.contended_events;
+            a.wait_ns += b.wait_ns;
+            a.timeouts += b.timeouts;
+            a.critical_wait_ns += b.critical_wait_ns;
+        }
+        for (a, b) in self.locks.iter_mut().zip(&other.locks) {
+            a.events += b.events;
+            a.contended += b.contended;
+            a.wait += b.wait;
+            a.hold += b.hold;
+            a.max_wait = a.max_wait.max(b.max_wait);
+            a.critical_events += b.critical_events;
+            a.critical_wait += b.critical_wait;
+            a.critical_hold += b.critical_hold;
+        }
+        self.site_wait.add_all(other.site_wait);
+        for (a, b) in self.site_acc.iter_mut().zip(&other.site_acc) {
+            a.events += b.events;
+            a.contended += b.contended;
+            a.wait += b.wait;
+            a.hold += b.hold;
+            a.critical_wait += b.critical_wait;
+            a.kinds |= b.kinds;
+        }
+        for (a, b) in self.threads.iter_mut().zip(&other.threads) {
+            a.events += b.events;
+            a.contended_events += b.contended_events;
+            a.wait_ns += b.wait_ns;
+            a.hold_ns += b.hold_ns;
+            a.critical_events += b.critical_events;
+        }
+        for (a, b) in self.hist.iter_mut().zip(&other.hist) {
+            a.events += b.events;
+            a.wait_ns += b.wait_ns;
+            a.critical_events += b.critical_events;
+            a.critical_wait_ns += b.critical_wait_ns;
+        }
+        self.duration_once_ns += other.duration_once_ns;
+        self.critical_once_ns += other.critical_once_ns;
+        self
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct LockAcc {
     events: u64,
@@ -603,6 +815,23 @@ impl SiteWait {
         }
     }
 
+    /// Adds another table's sums (made for the same objects and sites).
+    fn add_all(&mut self, other: SiteWait) {
+        match (self, other) {
+            (SiteWait::Dense { v, .. }, SiteWait::Dense { v: w, .. }) => {
+                for (a, b) in v.iter_mut().zip(w) {
+                    *a += b;
+                }
+            }
+            (SiteWait::Hashed(m), SiteWait::Hashed(n)) => {
+                for (key, w) in n {
+                    *m.entry(key).or_default() += w;
+                }
+            }
+            (me, other) => other.for_each(|object, site, w| me.add(object, site, w)),
+        }
+    }
+
     /// Calls `f(object, site, Σ)` for every pair with a non-zero sum.
     fn for_each(self, mut f: impl FnMut(u32, u32, u64)) {
         match self {
@@ -620,11 +849,12 @@ impl SiteWait {
     }
 }
 
-/// Per thread: whether its events come in order of request time.
-fn requests_in_order(set: &EventSet) -> Vec<bool> {
+/// Per thread: whether its events in `range` of `set.events` come in
+/// order of request time.
+fn requests_in_order(set: &EventSet, range: std::ops::Range<usize>) -> Vec<bool> {
     let mut ok = vec![true; set.threads.len()];
     let mut last = vec![0u64; set.threads.len()];
-    for e in &set.events {
+    for e in &set.events[range] {
         let t = e.thread() as usize;
         ok[t] &= e.requested_ns() >= last[t];
         last[t] = e.requested_ns();
@@ -786,5 +1016,45 @@ pub fn parse_address(s: &str) -> Option<u64> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The (object, site, Σ) entries of a table, sorted.
+    fn entries(t: SiteWait) -> Vec<(u32, u32, u64)> {
+        let mut v = Vec::new();
+        t.for_each(|o, s, w| v.push((o, s, w)));
+        v.sort_unstable();
+        v
+    }
+
+    /// Two tables added, dense or hashed in any combination, hold the sums
+    /// of both sets of additions.
+    #[test]
+    fn site_wait_tables_add_up_dense_or_hashed() {
+        let first = [(0u32, 1u32, 5u64), (2, 0, 7), (0, 1, 1)];
+        let second = [(0u32, 1u32, 2u64), (1, 2, 3)];
+        let table = |dense: bool, adds: &[(u32, u32, u64)]| {
+            let mut t = if dense {
+                SiteWait::new(3, 3)
+            } else {
+                SiteWait::Hashed(FxHashMap::default())
+            };
+            for &(o, s, w) in adds {
+                t.add(o, s, w);
+            }
+            t
+        };
+        let expected = vec![(0, 1, 8), (1, 2, 3), (2, 0, 7)];
+        for a in [true, false] {
+            for b in [true, false] {
+                let mut t = table(a, &first);
+                t.add_all(table(b, &second));
+                assert_eq!(entries(t), expected, "dense {a} + dense {b}");
+            }
+        }
     }
 }

@@ -208,10 +208,15 @@ impl Analyzer for LockAnalyzer {
             .as_ref()
             .filter(|_| !too_many)
             .map(|(futex, omp)| across::mark_across(&set, futex, omp, &pids));
-        let path = match &across {
-            Some(a) => a.locks.clone(),
-            None => mark_critical_path(&set),
-        };
+        // The ownership changes (a pass of their own over every event) on
+        // the other core while this one walks the path backward.
+        let (path, changes) = rayon::join(
+            || match &across {
+                Some(a) => a.locks.clone(),
+                None => mark_critical_path(&set),
+            },
+            || ownership::ownership_changes(&set),
+        );
         progress.advance(1);
         progress.stage("summing by lock, site and thread", 1);
         let span = event_span(&set);
@@ -219,7 +224,14 @@ impl Analyzer for LockAnalyzer {
             Some((a, b)) if b > a => b - a,
             _ => 0,
         });
-        let mut locks = aggregate_named(&set, &path, &names, &cx.options.locks, program_ns);
+        let mut locks = aggregate::aggregate_counted(
+            &set,
+            &path,
+            &names,
+            &cx.options.locks,
+            program_ns,
+            Some(changes),
+        );
         if !thin.is_empty() {
             locks.filters.push(format!(
                 "call sites in thin lock wrappers recognised automatically [{}] attributed to their callers \

@@ -738,7 +738,7 @@ fn score_in_groups(
         .zip(&streamed_range)
         .map(|(p, r)| p.scored.len() + p.recursive.len() + r.as_ref().map_or(0, |r| r.len()))
         .collect();
-    let groups = thread_groups(&work, nblocks, cores);
+    let groups = crate::chunked_sort::thread_groups(&work, nblocks, cores);
     let tallies: Vec<Tally> = groups
         .par_iter()
         .map(|g| {
@@ -819,31 +819,6 @@ fn score_in_groups(
     }
     thread_rows.sort_by(|a, b| b.excess_ns.cmp(&a.excess_ns).then(a.tid.cmp(&b.tid)));
     (blocks, thread_rows)
-}
-
-/// Contiguous groups of threads (index ranges) of about equal `work`
-/// each, at most `cores`, for the passes of [`score_executions_streamed`];
-/// one group when `blocks` per group would outweigh the work (each group
-/// keeps a count per block).
-fn thread_groups(work: &[usize], blocks: usize, cores: usize) -> Vec<std::ops::Range<usize>> {
-    let total: usize = work.iter().sum();
-    let groups = if blocks.saturating_mul(cores) <= total / 4 {
-        cores.min(work.len()).max(1)
-    } else {
-        1
-    };
-    let mut out = Vec::with_capacity(groups);
-    let (mut start, mut acc) = (0usize, 0usize);
-    for (k, &w) in work.iter().enumerate() {
-        acc += w;
-        // Close the group once it holds its share of the work.
-        if out.len() + 1 < groups && acc * groups >= total * (out.len() + 1) {
-            out.push(start..k + 1);
-            start = k + 1;
-        }
-    }
-    out.push(start..work.len());
-    out
 }
 
 /// One group's counts per block ([`score_executions_streamed`]'s first
@@ -1233,18 +1208,6 @@ mod tests {
             }
         }
         out
-    }
-
-    /// Groups are contiguous, cover every thread once, and split the work
-    /// near its shares; many blocks for little work make one group.
-    #[test]
-    fn thread_groups_split_the_work_in_contiguous_shares() {
-        assert_eq!(thread_groups(&[10, 10, 10, 10], 1, 2), vec![0..2, 2..4]);
-        assert_eq!(thread_groups(&[30, 1, 1, 8], 1, 2), vec![0..1, 1..4]);
-        assert_eq!(thread_groups(&[5, 5, 5], 1, 3), vec![0..1, 1..2, 2..3]);
-        assert_eq!(thread_groups(&[10, 10], 100, 2), vec![0..2]);
-        assert_eq!(thread_groups(&[], 1, 2), vec![0..0]);
-        assert_eq!(thread_groups(&[0, 0, 7], 1, 2), vec![0..3]);
     }
 
     /// The passes in 1, 2, 3 or 5 groups give the same blocks and threads:

@@ -569,3 +569,67 @@ fn lock_wakers_of_a_large_lock_match_a_stable_sort() {
         assert!(contended > 1000, "{contended} contended acquisitions");
     }
 }
+
+/// The tables summed in groups of whole threads side by side (what the
+/// analysis does when pairing says where each thread's events are) equal
+/// the tables of one pass over all events (the same set with its thread
+/// ranges removed): the whole report, with no filter, with the critical
+/// path only, and with one thread, on 300 random sets of up to 5 threads
+/// and 60 of up to 40, summed in up to 4 groups.
+#[test]
+fn tables_summed_in_groups_of_threads_equal_one_pass() {
+    use contend::locks::{aggregate, EventFilter};
+    use contend::symbols::{ResolvedSite, Resolver};
+    struct Names;
+    impl Resolver for Names {
+        fn site(&mut self, _p: u32, address: u64) -> ResolvedSite {
+            ResolvedSite {
+                display: format!("site{address:x}"),
+                debug: "dwarf",
+                ..ResolvedSite::default()
+            }
+        }
+        fn object(&mut self, _p: u32, _address: u64) -> Option<String> {
+            None
+        }
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .expect("a pool of 4 threads");
+    let mut rng = Rng(0xbb67_ae85_84ca_a73b);
+    let many = (300..360).map(|case| {
+        let threads = random_threads_up_to(&mut rng, 40);
+        (case, pair_operations(&inputs(&threads)))
+    });
+    let mut grouped = 0;
+    for (case, set) in random_sets(0x3c6e_f372_fe94_f82b).chain(many) {
+        let path = contend::locks::mark_critical_path(&set);
+        let mut one_pass = set.clone();
+        one_pass.thread_ranges.clear();
+        let filters = [
+            EventFilter::default(),
+            EventFilter {
+                critical_only: true,
+                ..EventFilter::default()
+            },
+            EventFilter {
+                threads: set.threads.first().map(|t| t.tid).into_iter().collect(),
+                ..EventFilter::default()
+            },
+        ];
+        for filter in &filters {
+            let report = |set: &EventSet| {
+                let r = pool.install(|| aggregate(set, &path, filter, &mut Names, 1_000_000));
+                serde_json::to_string(&r).expect("a report serialises")
+            };
+            assert_eq!(report(&set), report(&one_pass), "case {case}, {filter:?}");
+        }
+        grouped +=
+            usize::from(set.threads_in_ranges() && set.threads.len() > 1 && set.events.len() > 200);
+    }
+    assert!(
+        grouped > 50,
+        "{grouped} sets of several threads and over 200 events"
+    );
+}
