@@ -244,8 +244,9 @@ impl Wakes {
     /// The wake lists of `set`. With `keep_runs`, a large part whose
     /// per-thread runs are each in time order (at most
     /// [`MERGE_RUNS_MAX`]) is left as its runs, for lookups that come
-    /// backward in time (the walk of [`mark_critical_path`]); any other
-    /// lookups are answered too, by a binary search per run.
+    /// backward in time (the walk of [`mark_critical_path`]); other
+    /// lookups are answered too, by a galloping search per run
+    /// ([`Wakes::waker_in_runs`]).
     fn build(set: &EventSet, keep_runs: bool) -> Wakes {
         let objects = set.objects.len();
         let n = set.events.len();
