@@ -32,7 +32,9 @@ fn op(ticks: u64, primitive: Primitive, phase: Phase, object: u64, site: u64) ->
     }
 }
 
-struct Names;
+/// Names every site `site<address>` (with debug information) and every
+/// object `obj<address>`; also used by `locks_equivalence`.
+pub(crate) struct Names;
 impl Resolver for Names {
     fn site(&mut self, _p: u32, address: u64) -> ResolvedSite {
         ResolvedSite {

@@ -578,21 +578,8 @@ fn lock_wakers_of_a_large_lock_match_a_stable_sort() {
 /// and 60 of up to 40, summed in up to 4 groups.
 #[test]
 fn tables_summed_in_groups_of_threads_equal_one_pass() {
+    use crate::light_and_wake::Names;
     use contend::locks::{aggregate, EventFilter};
-    use contend::symbols::{ResolvedSite, Resolver};
-    struct Names;
-    impl Resolver for Names {
-        fn site(&mut self, _p: u32, address: u64) -> ResolvedSite {
-            ResolvedSite {
-                display: format!("site{address:x}"),
-                debug: "dwarf",
-                ..ResolvedSite::default()
-            }
-        }
-        fn object(&mut self, _p: u32, _address: u64) -> Option<String> {
-            None
-        }
-    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(4)
         .build()
