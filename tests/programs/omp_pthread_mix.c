@@ -1,8 +1,10 @@
 /* OpenMP and pthread synchronisation on the same threads, for the OTF2
  * export: two threads of one parallel region each take, ROUNDS times, a
  * named critical section with a pthread mutex nested inside it, the mutex
- * alone, and an OpenMP lock; then an explicit barrier. Prints the counts
- * (per thread and round: 2 under the mutex, 1 under the OpenMP lock). */
+ * alone, and an OpenMP lock (on the stack: it has no symbol, so reports
+ * name it by where it is taken); then an explicit barrier. Prints the
+ * counts (per thread and round: 2 under the mutex, 1 under the OpenMP
+ * lock). */
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,11 +12,11 @@
 #define ROUNDS 200
 
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
-static omp_lock_t lock;
 static long under_mutex, under_lock;
 
 int main(void)
 {
+    omp_lock_t lock;
     omp_init_lock(&lock);
 #pragma omp parallel num_threads(2)
     {

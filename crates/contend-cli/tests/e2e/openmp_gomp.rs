@@ -350,7 +350,8 @@ fn openmp_libgomp_tasks_ordered_and_loop_end() {
 /// `contend compare` of two OpenMP runs (tests/programs/omp_pthread_mix.c,
 /// `gcc -fopenmp`): the OpenMP summary lined up run by run with each
 /// run's own report, the critical section matched by name across
-/// runs, the OpenMP tables in the text, and no warning listed twice.
+/// runs and the OpenMP lock (on the stack) by where it is taken, the
+/// OpenMP tables in the text, and no warning listed twice.
 #[test]
 fn compare_lines_up_the_openmp_section() {
     require_tool!("gcc");
@@ -413,6 +414,28 @@ fn compare_lines_up_the_openmp_section() {
         .unwrap();
     // 200 rounds in each of the 2 threads, in both runs
     assert_eq!(acquisitions["values"], serde_json::json!([400.0, 400.0]));
+    // The OpenMP lock lives on the stack (no symbol; its address differs
+    // from run to run): named by where it is taken, and so matched too.
+    let lock = json["openmp_by_mutex"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "lock")
+        .unwrap_or_else(|| panic!("the OpenMP lock: {}", json["openmp_by_mutex"]));
+    assert!(
+        lock["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("lock at main._omp_fn.0 (omp_pthread_mix.c:"),
+        "{lock}"
+    );
+    let lock_events = lock["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "events")
+        .unwrap();
+    assert_eq!(lock_events["values"], serde_json::json!([400.0, 400.0]));
     let text = compare("text");
     for title in [
         "OpenMP",

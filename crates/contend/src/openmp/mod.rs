@@ -87,8 +87,9 @@ pub struct OmpMutexRow {
     /// `(unnamed)`) when its wait id is the name's variable
     /// (`.gomp_critical_user_<name>.var`: libgomp, whose atomic lock is
     /// `libgomp_atomic`); with libomp, whose wait id is
-    /// the runtime's lock, `critical at <site>`; a lock's symbol or
-    /// address.
+    /// the runtime's lock, `critical at <site>`; a lock's symbol, else
+    /// `lock at <site>` (`nest_lock`, …: its kind; the site of its first
+    /// acquisition).
     pub name: String,
     /// `critical`, `lock`, `nest_lock`, `atomic` or `ordered`.
     pub kind: String,
@@ -432,6 +433,10 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
     let mut summary = OpenMpSummary::default();
     // (process, object, kind) → row, with per-site wait
     let mut mutexes: BTreeMap<(u32, u64, u8), MutexAcc> = BTreeMap::new();
+    // Each (process, wait id, kind name)'s name, made once: rows of one
+    // object taken with two kind codes of one kind name (a nest lock set
+    // and tested) get the same name, as the exports' name map has it.
+    let mut mutex_names: HashMap<(u32, u64, &'static str), String> = HashMap::new();
     let mut barriers: BTreeMap<(u32, u8, u64), OmpBarrierRow> = BTreeMap::new();
     // (process, region instance) → construct site
     let mut region_site: HashMap<(u32, u64), u64> = HashMap::new();
@@ -459,20 +464,25 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
             let (row, sites) = mutexes.entry((pi, object, kind_code)).or_insert_with(|| {
                 let kind = mutex_kind(kind_code);
                 let symbol = symbols.object(recording.process_maps(pi), object);
-                let name = match (kind, symbol) {
-                    ("critical", Some(s)) => critical_name(&s).unwrap_or(s),
-                    (_, Some(s)) => s,
-                    // libomp's wait id of a critical section is its
-                    // runtime lock, not the name's variable: named by
-                    // where it is
-                    ("critical", None) => format!(
-                        "critical at {}",
-                        symbols
-                            .site(recording.process_maps(pi), m.first_site)
-                            .display
-                    ),
-                    (_, None) => format!("{object:#x}"),
-                };
+                // libomp's wait id of a critical section is its runtime
+                // lock, not the name's variable, and a lock on the stack
+                // or the heap has no symbol: both are named by where they
+                // were first taken, which stays the same from run to run
+                // (an address does not, so `compare` could not pair them);
+                // the address stays in `address`.
+                let name = mutex_names
+                    .entry((pi, object, kind))
+                    .or_insert_with(|| match symbol {
+                        Some(s) if kind == "critical" => critical_name(&s).unwrap_or(s),
+                        Some(s) => s,
+                        None => format!(
+                            "{kind} at {}",
+                            symbols
+                                .site(recording.process_maps(pi), m.first_site)
+                                .display
+                        ),
+                    })
+                    .clone();
                 (
                     OmpMutexRow {
                         name,
