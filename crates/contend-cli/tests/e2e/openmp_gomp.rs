@@ -400,28 +400,32 @@ fn compare_lines_up_the_openmp_section() {
             .collect();
         assert_eq!(metric(&format!("openmp.summary.{field}")), want, "{field}");
     }
-    let update = json["openmp_by_mutex"]
-        .as_array()
-        .unwrap_or_else(|| panic!("openmp_by_mutex in {}", json))
-        .iter()
-        .find(|m| m["name"] == "update" && m["kind"] == "critical")
-        .unwrap_or_else(|| panic!("the critical section `update`: {}", json["openmp_by_mutex"]));
-    let acquisitions = update["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == "events")
-        .unwrap();
+    // The OpenMP mutex row that `pick` finds, and its acquisitions per run.
+    let mutex_row = |what: &str, pick: &dyn Fn(&Value) -> bool| -> (Value, Value) {
+        let row = json["openmp_by_mutex"]
+            .as_array()
+            .unwrap_or_else(|| panic!("openmp_by_mutex in {}", json))
+            .iter()
+            .find(|m| pick(m))
+            .unwrap_or_else(|| panic!("{what}: {}", json["openmp_by_mutex"]))
+            .clone();
+        let events = row["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["key"] == "events")
+            .unwrap_or_else(|| panic!("events of {row}"))["values"]
+            .clone();
+        (row, events)
+    };
     // 200 rounds in each of the 2 threads, in both runs
-    assert_eq!(acquisitions["values"], serde_json::json!([400.0, 400.0]));
+    let (_, update) = mutex_row("the critical section `update`", &|m| {
+        m["name"] == "update" && m["kind"] == "critical"
+    });
+    assert_eq!(update, serde_json::json!([400.0, 400.0]));
     // The OpenMP lock lives on the stack (no symbol; its address differs
     // from run to run): named by where it is taken, and so matched too.
-    let lock = json["openmp_by_mutex"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["kind"] == "lock")
-        .unwrap_or_else(|| panic!("the OpenMP lock: {}", json["openmp_by_mutex"]));
+    let (lock, lock_events) = mutex_row("the OpenMP lock", &|m| m["kind"] == "lock");
     assert!(
         lock["name"]
             .as_str()
@@ -429,13 +433,7 @@ fn compare_lines_up_the_openmp_section() {
             .starts_with("lock at main._omp_fn.0 (omp_pthread_mix.c:"),
         "{lock}"
     );
-    let lock_events = lock["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["key"] == "events")
-        .unwrap();
-    assert_eq!(lock_events["values"], serde_json::json!([400.0, 400.0]));
+    assert_eq!(lock_events, serde_json::json!([400.0, 400.0]));
     let text = compare("text");
     for title in [
         "OpenMP",
