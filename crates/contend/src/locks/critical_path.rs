@@ -248,6 +248,9 @@ impl Wakes {
     /// lookups are answered too, by a galloping search per run
     /// ([`Wakes::waker_in_runs`]).
     fn build(set: &EventSet, keep_runs: bool) -> Wakes {
+        // The runs are the threads' ranges of the events: without them
+        // every part is merged or sorted.
+        let keep_runs = keep_runs && set.threads_in_ranges();
         let objects = set.objects.len();
         let n = set.events.len();
         // The counting sort by object in `chunks` parts of the events side
@@ -309,7 +312,7 @@ impl Wakes {
         // Large parts in order by thread are left as their runs.
         let mut run_slot = vec![NONE; objects];
         let mut runs: Vec<Vec<WakeRun>> = Vec::new();
-        if keep_runs && set.threads_in_ranges() {
+        if keep_runs {
             for o in 0..objects {
                 let (a, b) = (start[o] as usize, start[o + 1] as usize);
                 if b - a <= LARGE_PART || !ordered[o] {
@@ -499,8 +502,10 @@ impl Wakes {
 
 /// The runs of one object's wake events (`part`, at position `offset` of
 /// [`Wakes::events`], in event order), one per thread with wakes on it,
-/// found by a binary search per thread's range of the events; `None` when
-/// they are more than [`MERGE_RUNS_MAX`] (the part is merged or sorted).
+/// found by a binary search per thread's range of the events
+/// ([`EventSet::thread_ranges`]); `None` when they are more than
+/// [`MERGE_RUNS_MAX`] (the part is then sorted). For the walk's runs and
+/// for [`merge_wake_runs`].
 fn thread_runs(set: &EventSet, part: &[u32], offset: usize) -> Option<Vec<WakeRun>> {
     let mut runs = Vec::new();
     let mut start = 0;
@@ -557,17 +562,10 @@ fn merge_wake_runs(set: &EventSet, part: &mut [u32]) -> bool {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let by_thread = set.threads_in_ranges() && part.is_sorted();
     if by_thread {
-        let mut start = 0;
-        for r in &set.thread_ranges {
-            let end = start + part[start..].partition_point(|&w| (w as usize) < r.end);
-            if end > start {
-                if runs.len() == MERGE_RUNS_MAX {
-                    return false;
-                }
-                runs.push((start, end));
-            }
-            start = end;
-        }
+        let Some(list) = thread_runs(set, part, 0) else {
+            return false;
+        };
+        runs.extend(list.iter().map(|r| (r.start as usize, r.end as usize)));
     } else {
         let (mut start, mut prev) = (0, key(part[0]));
         for (k, &i) in part.iter().enumerate().skip(1) {
