@@ -625,7 +625,7 @@ fn calibration_text(t: &LatencyTable) -> String {
         );
         let _ = writeln!(
             s,
-            "{:>6} {:>6} {:>11} {:>12} {:>15} {:>12} {:>16} {:>16} {:>18}",
+            "{:>6} {:>6} {:>11} {:>12} {:>15} {:>12} {:>16} {:>16} {:>14} {:>18}",
             "memory",
             "master",
             "contenders",
@@ -634,12 +634,13 @@ fn calibration_text(t: &LatencyTable) -> String {
             "contention",
             "back-to-back MB/s",
             "with work MB/s",
+            "work alone ns",
             "contenders MB/s"
         );
         for p in &c.points {
             let _ = writeln!(
                 s,
-                "{:>6} {:>6} {:>11} {:>12.1} {:>15} {:>12} {:>16.1} {:>16} {:>18.1}",
+                "{:>6} {:>6} {:>11} {:>12.1} {:>15} {:>12} {:>16.1} {:>16} {:>14} {:>18.1}",
                 p.memory_node,
                 p.master_node,
                 p.contenders,
@@ -654,6 +655,7 @@ fn calibration_text(t: &LatencyTable) -> String {
                 p.back_to_back_bytes_per_s / 1e6,
                 p.throughput_bytes_per_s
                     .map_or("—".into(), |t| format!("{:.1}", t / 1e6)),
+                p.work_alone_ns.map_or("—".into(), |w| format!("{w:.1}")),
                 p.contender_bytes_per_s / 1e6
             );
         }

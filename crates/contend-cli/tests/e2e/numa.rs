@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use contend_trace::numa::CurvePoint;
 use serde_json::Value;
 
 use crate::common::{
@@ -33,10 +34,10 @@ const TWO_NODES: &str = r#"{"nodes":2,"l_nocont_ns":[100,100],"l_cont_ns":[[150,
 
 /// The calibration on this machine at small size: the rounds' spread and
 /// the "resolved" verdict of every point agree with each other, the note
-/// says whether any contention was measurable, where contention is
-/// resolved and large the master's throughput (with work between its
-/// loads) falls, and on a machine with one node the remote tables are null
-/// and the text says so.
+/// says whether any contention was measurable, the memory's share of the
+/// throughput loop is positive everywhere and a note says exactly when it
+/// fell beside contenders that lengthened the loads, and on a machine with
+/// one node the remote tables are null and the text says so.
 ///
 /// The ordering is a fact only of an undisturbed calibration: when other
 /// programs took the CPUs of the master or a contender in some rounds even
@@ -110,7 +111,6 @@ fn calibrate_on_this_machine() {
         .filter(|p| p["master_node"] == 0 && p["memory_node"] == 0)
         .collect();
     assert_eq!(points.len(), 3, "{}", out.describe());
-    let thr = |m: usize| points[m]["throughput_bytes_per_s"].as_f64().unwrap();
     let range = |m: usize| {
         let r = &points[m]["latency_range_ns"];
         [r[0].as_f64().unwrap(), r[1].as_f64().unwrap()]
@@ -138,35 +138,46 @@ fn calibrate_on_this_machine() {
         "the note says whether any contention was resolved\n{}",
         out.describe()
     );
-    // Where contention is resolved and large (a load 20 % longer makes
-    // the loop with about one latency of work ≈ 10 % slower, beyond the
-    // rounds' spread of the throughput), the master's throughput falls.
-    // On a machine whose memory does not respond to the contenders (this
-    // development guest: +0–2 % with two contenders on its one other CPU
-    // streaming 7–19 GB/s) there is no such point, and the calibration
-    // says so in the note checked above.
-    let l0 = points[0]["latency_ns"].as_f64().unwrap();
-    let mut checked = 0;
-    for &m in &resolved {
-        let lm = points[m]["latency_ns"].as_f64().unwrap();
-        if lm >= 1.2 * l0 {
-            checked += 1;
-            assert!(
-                thr(m) < thr(0),
-                "latency with {m} contender(s) {lm:.1} ns ≥ 1.2 × {l0:.1} ns, yet throughput {} ≥ without {}\n{}",
-                thr(m),
-                thr(0),
-                out.describe()
-            );
-        }
-    }
-    if checked == 0 {
-        eprintln!(
-            "{}: memory contention on this machine is not resolved or below 20 % (latencies {:?}): the fall of the master's throughput was not checked",
-            module_path!(),
-            (0..3).map(|m| points[m]["latency_ns"].as_f64().unwrap()).collect::<Vec<_>>()
+    // The throughput loop's memory share (its time per iteration less the
+    // same loop's with the load cached, timed beside the same contenders)
+    // is positive at every point: a load from memory costs more than one
+    // from L1, whatever the CPU's speed. Whether it grows with contention
+    // is a fact of the machine, not of the calibration: this guest's loop
+    // with work ran *faster* beside contenders in a CI run (194 → 219 MB/s
+    // while the loads lengthened 154 → 175 ns back to back) and again at
+    // the desk (share 185 → 174 ns, the work alone steady at 130 ns). The
+    // calibration says so in a note exactly when a resolved, longer
+    // latency comes with a smaller share.
+    let line = v["calibration"]["line_bytes"].as_u64().unwrap();
+    let point = |m: usize| -> CurvePoint { serde_json::from_value(points[m].clone()).unwrap() };
+    for m in 0..3 {
+        let alone = point(m).work_alone_ns.unwrap();
+        let share = point(m).memory_share_ns(line).unwrap();
+        assert!(
+            alone > 0.0 && share > 0.0,
+            "m = {m}: work alone {alone} ns, memory's share {share} ns\n{}",
+            out.describe()
         );
     }
+    let faster = resolved.iter().any(|&m| {
+        point(m).latency_ns > point(0).latency_ns
+            && point(m).memory_share_ns(line) < point(0).memory_share_ns(line)
+    });
+    assert_eq!(
+        out.stdout
+            .contains("yet the memory's share of an iteration"),
+        faster,
+        "the note on a loop faster beside contenders\n{}",
+        out.describe()
+    );
+    eprintln!(
+        "{}: latencies {:?} ns, memory's shares of the throughput loop {:?} ns",
+        module_path!(),
+        (0..3).map(|m| point(m).latency_ns).collect::<Vec<_>>(),
+        (0..3)
+            .map(|m| point(m).memory_share_ns(line).unwrap())
+            .collect::<Vec<_>>()
+    );
     assert!(points[1]["contender_bytes_per_s"].as_f64().unwrap() > 0.0);
     // The table is what `numa estimate` takes.
     let acc = t.path().join("a.csv");

@@ -15,7 +15,10 @@
 //! - `r_ki,nocont` and `r_ki,cont(m)` (k ≠ i);
 //! - the master's throughput as m grows, with dependent work between its
 //!   loads (the seed's `num_iters` loop, set so the work lasts about one
-//!   uncontended latency) and back to back (the seed's Figure 2);
+//!   uncontended latency) and back to back (the seed's Figure 2), with
+//!   the same loop's time when its load hits L1 (`work_alone_ns`, timed
+//!   beside the same contenders right after), so that a CPU running
+//!   faster or slower between points is told apart from the memory;
 //! - the restart latency of each node, the window of Eq. 2: the most
 //!   *independent* work the core can do between two dependent loads
 //!   without lengthening the loop (Hristea's method, Section 2.3 of the
@@ -240,6 +243,11 @@ fn chase_independent_work(buf: &[usize], start: usize, loads: u64, iters: u64) -
     (p, x)
 }
 
+/// Largest ratio between the slowest and fastest median time of the work
+/// alone (`work_alone_ns`) over one throughput curve before the
+/// calibration notes that the CPU's speed changed under it.
+const WORK_DRIFT: f64 = 1.10;
+
 /// A contender's published progress.
 #[derive(Default)]
 struct Progress {
@@ -330,8 +338,24 @@ const MAX_RETRIES: u32 = 4;
 struct Measured {
     latency_ns: Vec<f64>,
     throughput: Vec<f64>,
+    work_alone_ns: Vec<f64>,
     contender_bytes_per_s: Vec<f64>,
     disturbed_rounds: u32,
+    still_disturbed: bool,
+}
+
+/// What the master measured in one round.
+struct MasterRound {
+    /// Back to back, ns per load.
+    latency_ns: f64,
+    /// With work between loads: (bytes/s, ns per iteration with the load
+    /// cached); `None` where not measured.
+    throughput: Option<(f64, f64)>,
+    /// The contenders' reading together, bytes/s.
+    contender_bytes_per_s: f64,
+    /// Tries measured again.
+    disturbed: u32,
+    /// Still disturbed after every retry.
     still_disturbed: bool,
 }
 
@@ -442,46 +466,60 @@ fn round(
             }));
         }
         let (ours, progress) = (&ours, &progress);
-        let master = s.spawn(
-            move || -> Result<(f64, Option<f64>, f64, u32, bool), String> {
-                pin(master_cpu)?;
-                let t0 = Instant::now();
-                while !progress.iter().all(|p| p.ready.load(Ordering::Acquire)) {
-                    if t0.elapsed() > Duration::from_secs(30) {
-                        return Err("the contender threads did not start within 30 s".into());
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
+        let master = s.spawn(move || -> Result<MasterRound, String> {
+            pin(master_cpu)?;
+            let t0 = Instant::now();
+            while !progress.iter().all(|p| p.ready.load(Ordering::Acquire)) {
+                if t0.elapsed() > Duration::from_secs(30) {
+                    return Err("the contender threads did not start within 30 s".into());
                 }
-                // Warm up: the contenders reach full speed.
-                std::hint::black_box(chase(chain, start, loads / 8 + 1));
-                let (wall, cbps, mut disturbed, mut still) = undisturbed(progress, ours, || {
-                    let t = Instant::now();
-                    std::hint::black_box(chase(chain, start, loads));
-                    t.elapsed().as_nanos() as u64
-                });
-                let throughput = match work_iters {
-                    Some(iters) => {
-                        let n = (loads / 2).max(1000);
-                        let (w, _, d, st) = undisturbed(progress, ours, || {
-                            let t = Instant::now();
-                            std::hint::black_box(chase_dependent_work(chain, start, n, iters));
-                            t.elapsed().as_nanos() as u64
-                        });
-                        disturbed += d;
-                        still |= st;
-                        Some((n * line) as f64 * 1e9 / w as f64)
-                    }
-                    None => None,
-                };
-                Ok((
-                    wall as f64 / loads as f64,
-                    throughput,
-                    cbps,
-                    disturbed,
-                    still,
-                ))
-            },
-        );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Warm up: the contenders reach full speed.
+            std::hint::black_box(chase(chain, start, loads / 8 + 1));
+            let (wall, cbps, mut disturbed, mut still) = undisturbed(progress, ours, || {
+                let t = Instant::now();
+                std::hint::black_box(chase(chain, start, loads));
+                t.elapsed().as_nanos() as u64
+            });
+            let throughput = match work_iters {
+                Some(iters) => {
+                    let n = (loads / 2).max(1000);
+                    let (w, _, d, st) = undisturbed(progress, ours, || {
+                        let t = Instant::now();
+                        std::hint::black_box(chase_dependent_work(chain, start, n, iters));
+                        t.elapsed().as_nanos() as u64
+                    });
+                    disturbed += d;
+                    still |= st;
+                    // The same loop with its load hitting L1, right
+                    // after: the CPU's side of an iteration at this
+                    // moment, beside these contenders (a guest's CPU
+                    // may run faster or slower from round to round).
+                    let cached = [0usize; 8];
+                    let n_alone = (n / 2).max(1000);
+                    let (a, _, d, st) = undisturbed(progress, ours, || {
+                        let t = Instant::now();
+                        std::hint::black_box(chase_dependent_work(&cached, 0, n_alone, iters));
+                        t.elapsed().as_nanos() as u64
+                    });
+                    disturbed += d;
+                    still |= st;
+                    Some((
+                        (n * line) as f64 * 1e9 / w as f64,
+                        a as f64 / n_alone as f64,
+                    ))
+                }
+                None => None,
+            };
+            Ok(MasterRound {
+                latency_ns: wall as f64 / loads as f64,
+                throughput,
+                contender_bytes_per_s: cbps,
+                disturbed,
+                still_disturbed: still,
+            })
+        });
         let result = master
             .join()
             .map_err(|_| "the master thread panicked".to_string());
@@ -493,13 +531,15 @@ fn round(
                 Err(_) => return Err(CalibrateError::Thread("a contender thread panicked".into())),
             }
         }
-        let (lat, thr, cbps, disturbed, still) =
-            result.and_then(|r| r).map_err(CalibrateError::Thread)?;
-        into.latency_ns.push(lat);
-        into.throughput.extend(thr);
-        into.contender_bytes_per_s.push(cbps);
-        into.disturbed_rounds += disturbed;
-        into.still_disturbed |= still;
+        let got = result.and_then(|r| r).map_err(CalibrateError::Thread)?;
+        into.latency_ns.push(got.latency_ns);
+        if let Some((thr, alone)) = got.throughput {
+            into.throughput.push(thr);
+            into.work_alone_ns.push(alone);
+        }
+        into.contender_bytes_per_s.push(got.contender_bytes_per_s);
+        into.disturbed_rounds += got.disturbed;
+        into.still_disturbed |= got.still_disturbed;
         Ok(())
     })
 }
@@ -666,6 +706,7 @@ pub fn calibrate(
             let uncontended_range = range(&measured[0].latency_ns);
             let mut resolved_any = false;
             let mut largest_stream = 0.0f64;
+            let (mut work_alone_lo, mut work_alone_hi) = (f64::INFINITY, 0.0f64);
             for (m, (cpus, got)) in configs.iter().zip(measured).enumerate() {
                 let latency = median(got.latency_ns.clone());
                 let latency_range = range(&got.latency_ns);
@@ -677,6 +718,12 @@ pub fn calibrate(
                 resolved_any |= resolved == Some(true);
                 let throughput =
                     (!got.throughput.is_empty()).then(|| median(got.throughput.clone()));
+                let work_alone =
+                    (!got.work_alone_ns.is_empty()).then(|| median(got.work_alone_ns.clone()));
+                if let Some(w) = work_alone {
+                    work_alone_lo = work_alone_lo.min(w);
+                    work_alone_hi = work_alone_hi.max(w);
+                }
                 disturbed_rounds += got.disturbed_rounds;
                 disturbed_points += u32::from(got.still_disturbed);
                 if m <= n {
@@ -694,6 +741,7 @@ pub fn calibrate(
                     contender_bytes_per_s: median(got.contender_bytes_per_s.clone()),
                     latency_range_ns: latency_range,
                     throughput_range_bytes_per_s: range(&got.throughput),
+                    work_alone_ns: work_alone,
                     contention_resolved: resolved,
                 });
                 largest_stream = largest_stream.max(median(got.contender_bytes_per_s));
@@ -701,6 +749,20 @@ pub fn calibrate(
                     "memory node {i}, master on node {k} (CPU {master_cpu}), {m} contender(s){}: {latency:.1} ns per load{}",
                     if cpus.is_empty() { String::new() } else { format!(" on CPU {cpus:?}") },
                     throughput.map_or(String::new(), |t| format!(", {:.1} MB/s with work", t / 1e6))
+                ));
+            }
+            let curve = &points[points.len() - configs.len()..];
+            if let Some(note) = faster_with_contenders_note(curve, line) {
+                notes.push(note);
+            }
+            if work_alone_hi > WORK_DRIFT * work_alone_lo {
+                notes.push(format!(
+                    "memory node {i}, master on node {k}: the CPU's speed changed during the calibration: the \
+                     throughput loop with its load cached took {work_alone_lo:.1}–{work_alone_hi:.1} ns per \
+                     iteration at different contention degrees, so its throughputs with work mix memory \
+                     contention with CPU speed (a throttled, boosted or shared core; the latencies, one \
+                     dependent load after another, hardly depend on it); subtract `work_alone_ns` from the \
+                     loop's time per iteration to compare the memory's share"
                 ));
             }
             if m_max > 0 && !resolved_any {
@@ -832,6 +894,38 @@ pub fn calibrate(
     Ok(table)
 }
 
+/// The note for a throughput curve (`curve[0]` without contenders, then
+/// m = 1, 2, …) on which contention resolvably lengthened the loads back
+/// to back, yet the memory's share of the throughput loop
+/// ([`CurvePoint::memory_share_ns`]) fell below its share without
+/// contenders: the loop with work between its loads ran faster beside
+/// contenders, which the seed's model (Nikolopoulos, Figure 2) does not
+/// foresee. `None` when no point does so.
+fn faster_with_contenders_note(curve: &[CurvePoint], line_bytes: u64) -> Option<String> {
+    let (first, rest) = curve.split_first()?;
+    let alone = first.memory_share_ns(line_bytes)?;
+    let (p, share) = rest
+        .iter()
+        .filter(|p| p.contention_resolved == Some(true) && p.latency_ns > first.latency_ns)
+        .filter_map(|p| Some((p, p.memory_share_ns(line_bytes)?)))
+        .find(|&(_, share)| share < alone)?;
+    Some(format!(
+        "memory node {}, master on node {}: with {} contender(s) a load took {:.0} % longer back to back \
+         ({:.1} → {:.1} ns), yet the memory's share of an iteration of the throughput loop (its time per \
+         iteration less `work_alone_ns`) fell {alone:.1} → {share:.1} ns: this memory answers a load that \
+         follows a gap of work more slowly when nothing else keeps it busy (a memory controller or \
+         fabric entering a low-power state between loads can do this, as can a hypervisor), so the \
+         throughputs with work understate the contenders' effect; the latency tables, measured back to \
+         back, are not affected",
+        p.memory_node,
+        p.master_node,
+        p.contenders,
+        (p.latency_ns / first.latency_ns - 1.0) * 100.0,
+        first.latency_ns,
+        p.latency_ns
+    ))
+}
+
 /// Time per dependent load on `cpu`, ns, from 50 000 loads (after 10 000
 /// to warm up).
 fn probe_latency(chain: &[usize], start: usize, cpu: u32) -> Result<f64, CalibrateError> {
@@ -939,6 +1033,75 @@ fn restart_latency(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A throughput-curve point: `latency` ns back to back, `mb_s` with
+    /// work (10⁶ bytes/s), `alone` ns per iteration with the load cached.
+    fn point(m: u32, latency: f64, mb_s: f64, alone: f64, resolved: Option<bool>) -> CurvePoint {
+        CurvePoint {
+            contenders: m,
+            latency_ns: latency,
+            throughput_bytes_per_s: Some(mb_s * 1e6),
+            work_alone_ns: Some(alone),
+            contention_resolved: resolved,
+            ..CurvePoint::default()
+        }
+    }
+
+    /// Worked by hand with 64-byte lines: 200 MB/s is 320 ns per
+    /// iteration, so with 130 ns of work alone the memory's share is 190
+    /// ns; 256 MB/s is 250 ns, share 120 ns (or 150 ns with 100 ns alone).
+    #[test]
+    fn the_note_on_a_loop_faster_beside_contenders() {
+        let base = point(0, 150.0, 200.0, 130.0, None);
+        assert_eq!(base.memory_share_ns(64), Some(190.0));
+        // Loads 20 % longer, the loop faster: share 190 → 120 ns.
+        let faster = point(1, 180.0, 256.0, 130.0, Some(true));
+        let note = faster_with_contenders_note(&[base.clone(), faster.clone()], 64).unwrap();
+        assert!(
+            note.contains("with 1 contender(s) a load took 20 % longer"),
+            "{note}"
+        );
+        assert!(note.contains("fell 190.0 → 120.0 ns"), "{note}");
+        // Not resolved, or not longer: no note.
+        let unresolved = point(1, 180.0, 256.0, 130.0, Some(false));
+        assert_eq!(
+            faster_with_contenders_note(&[base.clone(), unresolved], 64),
+            None
+        );
+        let shorter = point(1, 140.0, 256.0, 130.0, Some(true));
+        assert_eq!(
+            faster_with_contenders_note(&[base.clone(), shorter], 64),
+            None
+        );
+        // The loop slower (320 → 400 ns per iteration, 160 MB/s): no note.
+        let slower = point(1, 180.0, 160.0, 130.0, Some(true));
+        assert_eq!(
+            faster_with_contenders_note(&[base.clone(), slower.clone()], 64),
+            None
+        );
+        // The throughput rose only because the CPU ran the work faster
+        // (130 → 60 ns alone): share 190 → 190 ns, not smaller, no note.
+        let cpu_faster = point(1, 180.0, 256.0, 60.0, Some(true));
+        assert_eq!(cpu_faster.memory_share_ns(64), Some(190.0));
+        assert_eq!(
+            faster_with_contenders_note(&[base.clone(), cpu_faster], 64),
+            None
+        );
+        // The second degree gives the note when the first does not.
+        let two = point(2, 200.0, 256.0, 100.0, Some(true));
+        let note = faster_with_contenders_note(&[base.clone(), slower, two], 64).unwrap();
+        assert!(
+            note.contains("with 2 contender(s)") && note.contains("→ 150.0 ns"),
+            "{note}"
+        );
+        // Without the work alone (an older file): no share, no note.
+        let old = CurvePoint {
+            work_alone_ns: None,
+            ..faster
+        };
+        assert_eq!(old.memory_share_ns(64), None);
+        assert_eq!(faster_with_contenders_note(&[base, old], 64), None);
+    }
 
     #[test]
     fn the_chain_is_one_cycle_over_every_line() {

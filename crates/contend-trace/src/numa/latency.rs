@@ -131,11 +131,32 @@ pub struct CurvePoint {
     /// Lowest and highest throughput with work of the rounds, `[min,
     /// max]` bytes/s; `null` where the throughput was not measured.
     pub throughput_range_bytes_per_s: Option<[f64; 2]>,
+    /// Time per iteration of the throughput loop with its load hitting L1
+    /// (the work between loads and one cached load), ns, median of the
+    /// rounds, each timed right after the round's throughput beside the
+    /// same contenders: the CPU's side of an iteration. The memory's share
+    /// of an iteration is `line_bytes × 1e9 / throughput_bytes_per_s −
+    /// work_alone_ns`, which a change of the CPU's speed between points
+    /// does not move. `null` where the throughput was not measured and in
+    /// files written before it was recorded.
+    pub work_alone_ns: Option<f64>,
     /// For m ≥ 1: whether the contention is *resolved*, i.e. every round's
     /// latency with these contenders exceeds every round's latency of the
     /// same master and memory without them ([`contention_resolved`]);
     /// `null` for m = 0 and in older files.
     pub contention_resolved: Option<bool>,
+}
+
+impl CurvePoint {
+    /// The memory's share of one iteration of the throughput loop, ns:
+    /// its time per iteration (`line_bytes` × 1e9 / `throughput_bytes_per_s`)
+    /// less the same loop's with its load cached (`work_alone_ns`), so
+    /// that a CPU running faster or slower between points does not move
+    /// it. `None` where either was not measured.
+    pub fn memory_share_ns(&self, line_bytes: u64) -> Option<f64> {
+        let throughput = self.throughput_bytes_per_s.filter(|&t| t > 0.0)?;
+        Some(line_bytes as f64 * 1e9 / throughput - self.work_alone_ns?)
+    }
 }
 
 /// Whether contended rounds are resolvably slower than uncontended ones:
