@@ -1395,6 +1395,102 @@ mod tests {
         }
     }
 
+    /// Objects and sites get their global indices thread after thread, each
+    /// thread's in the order it first used them, objects only counted
+    /// last; the events, condition waits' mutexes and wake costs carry
+    /// the global indices. Thread 0 (process 0) uses objects B then A,
+    /// thread 1 (process 0) C then A, thread 2 (process 1) A: the objects
+    /// are B, A, C of process 0 and A of process 1.
+    #[test]
+    fn objects_and_sites_are_numbered_thread_after_thread() {
+        use contend_trace::Phase::{Acquired, Release, Released, Request};
+        let (a, b, c) = (0x1000, 0x2000, 0x3000);
+        let on = |object: u64, site: u64, ticks: u64, phase: Phase| RawOp {
+            object,
+            site,
+            ..op(ticks, phase)
+        };
+        let cond = |ticks: u64, phase: Phase| RawOp {
+            primitive: Primitive::Cond,
+            ..on(c, 0x30, ticks, phase)
+        };
+        let t0 = [
+            on(b, 0x20, 1, Request),
+            on(b, 0x20, 2, Acquired),
+            on(b, 0x20, 3, Release),
+            on(b, 0x20, 4, Released),
+            on(a, 0x10, 5, Request),
+            on(a, 0x10, 6, Acquired),
+            on(a, 0x10, 7, Release),
+        ];
+        // A condition wait on C with mutex A.
+        let t1 = [
+            on(a, 0x10, 1, Request),
+            on(a, 0x10, 2, Acquired),
+            on(a, 0x10, 3, Release),
+            cond(3, Request),
+            cond(9, Acquired),
+        ];
+        let t2 = [
+            on(a, 0x10, 1, Request),
+            on(a, 0x10, 2, Acquired),
+            on(a, 0x10, 3, Release),
+            on(a, 0x10, 5, Released),
+        ];
+        let input = |process: u32, ops: &'static [RawOp]| ThreadInput {
+            process,
+            pid: 1 + process,
+            tid: 1,
+            ops: OpSource::Slice(ops),
+            clock: TimeMap::Identity,
+        };
+        let (t0, t1, t2): (&'static [RawOp], &'static [RawOp], &'static [RawOp]) = (
+            Box::leak(Box::new(t0)),
+            Box::leak(Box::new(t1)),
+            Box::leak(Box::new(t2)),
+        );
+        let set = pair_operations(&[input(0, t0), input(0, t1), input(1, t2)]);
+        let key = |process, address| ObjectKey { process, address };
+        assert_eq!(
+            set.objects,
+            vec![key(0, b), key(0, a), key(0, c), key(1, a)]
+        );
+        assert_eq!(
+            set.object_kinds,
+            vec![
+                Primitive::Mutex,
+                Primitive::Mutex,
+                Primitive::Cond,
+                Primitive::Mutex
+            ]
+        );
+        let site = |process, address| SiteKey { process, address };
+        assert_eq!(
+            set.sites,
+            vec![site(0, 0x20), site(0, 0x10), site(0, 0x30), site(1, 0x10)]
+        );
+        let got: Vec<(u32, u32, u32)> = set
+            .events
+            .iter()
+            .map(|e| (e.thread(), e.object, e.site))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0, 0, 0), (0, 1, 1), (1, 1, 1), (1, 2, 2), (2, 3, 3)]
+        );
+        assert_eq!(set.thread_ranges, vec![0..2, 2..4, 4..5]);
+        // The condition wait (event 3) names its mutex A of process 0.
+        assert_eq!(set.cond_mutexes, vec![(3, 1)]);
+        // One wake each on B (1 ns after its release) and on A of process
+        // 1 (2 ns), each its thread's first object.
+        let wakes: Vec<(u32, u64, u64)> = set
+            .wake_costs
+            .iter()
+            .map(|w| (w.object, w.releases, w.total_ns))
+            .collect();
+        assert_eq!(wakes, vec![(0, 1, 1), (3, 1, 2)]);
+    }
+
     /// A second pass over a trace that gives fewer events than the survey
     /// (a file cut short between the passes) or more (a file that grew)
     /// is damage, not a panic: the missing slots are placeholders the

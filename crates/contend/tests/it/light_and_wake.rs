@@ -300,3 +300,77 @@ fn recording_cost_is_records_counts_and_slow_path() {
     let cal = r.calibration.unwrap();
     assert_eq!((cal.record_ns, cal.counted_pair_ns), (7.5, Some(1.6)));
 }
+
+/// Objects and sites are numbered thread after thread, each thread's
+/// recorded ones in the order first used and then those it only counted,
+/// in the order the trace lists its counts. T1 records M at SITE_LOCK and
+/// counts X at 0x50 and Y at 0x60; T2 counts Y at 0x60 and M at
+/// SITE_LOCK (the reader lists T2 first: Y, M, X); every count names its
+/// own object and site.
+#[test]
+fn counted_objects_are_numbered_after_the_recorded_ones() {
+    const X: u64 = 0xc000;
+    const Y: u64 = 0xd000;
+    let counted = |object, site, count| Counted {
+        object,
+        site,
+        primitive: Mutex,
+        count,
+    };
+    let trace = decode(TraceBuilder {
+        clock: CLOCK_MONOTONIC,
+        light: true,
+        threads: vec![(
+            1,
+            vec![
+                op(1000, Mutex, Request, M, SITE_LOCK),
+                op(1400, Mutex, Acquired, M, SITE_LOCK),
+                op(1500, Mutex, Release, M, SITE_UNLOCK),
+            ],
+        )],
+        counted: vec![
+            (1, vec![counted(X, 0x50, 7), counted(Y, 0x60, 8)]),
+            (2, vec![counted(Y, 0x60, 9), counted(M, SITE_LOCK, 10)]),
+        ],
+        ..TraceBuilder::default()
+    });
+    let set = pair_trace(&trace);
+    // Thread after thread in the order the reader lists them, each
+    // thread's counts in the order it lists them.
+    let (mut objects, mut sites) = (Vec::new(), Vec::new());
+    let mut add = |object: u64, site: u64| {
+        if !objects.contains(&object) {
+            objects.push(object);
+        }
+        if !sites.contains(&site) {
+            sites.push(site);
+        }
+    };
+    for t in &trace.threads {
+        if t.tid == 1 {
+            add(M, SITE_LOCK);
+            add(M, SITE_UNLOCK);
+        }
+        for c in &t.counted {
+            add(c.object, c.site);
+        }
+    }
+    assert_eq!(objects.len(), 3);
+    let got: Vec<u64> = set.objects.iter().map(|k| k.address).collect();
+    assert_eq!(got, objects);
+    let got: Vec<u64> = set.sites.iter().map(|k| k.address).collect();
+    assert_eq!(got, sites);
+    for c in &set.counted {
+        let want = match c.count {
+            7 => (X, 0x50),
+            8 | 9 => (Y, 0x60),
+            10 => (M, SITE_LOCK),
+            n => panic!("unexpected count {n}"),
+        };
+        let have = (
+            set.objects[c.object as usize].address,
+            set.sites[c.site as usize].address,
+        );
+        assert_eq!(have, want, "count {}", c.count);
+    }
+}
