@@ -222,6 +222,8 @@ pub fn analyze_using<'r>(
         }
     }
     report.warnings.extend(symbols.module_warnings());
+    // One name per OpenMP lock across the sections.
+    crate::locks::name_openmp_hand_overs(&mut report);
     Analysis {
         recording,
         report,

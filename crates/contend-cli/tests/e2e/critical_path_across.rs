@@ -176,6 +176,44 @@ fn openmp_hand_overs_on_the_critical_path_with_libomp() {
         .filter(|r| r["source"] == "openmp")
         .collect();
     assert_eq!(rows.iter().map(|r| u(r, "count")).sum::<u64>(), jumps);
+    // Each object is named as the OpenMP section names it: a mutex as
+    // `<kind> <name>` of its row (the program's lock lives on the stack:
+    // `lock lock at …`, not an address), a barrier by its kind.
+    let openmp = &report["openmp"];
+    let mut known: Vec<(u64, String)> = openmp["mutexes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                u(m, "pid"),
+                format!(
+                    "{} {}",
+                    m["kind"].as_str().unwrap(),
+                    m["name"].as_str().unwrap()
+                ),
+            )
+        })
+        .collect();
+    known.extend(
+        openmp["barriers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (u(b, "pid"), b["kind"].as_str().unwrap().to_string())),
+    );
+    for r in &rows {
+        let named = (u(r, "pid"), r["object"].as_str().unwrap().to_string());
+        assert!(
+            known.contains(&named),
+            "{r} is not named as the OpenMP section names it: {known:?}"
+        );
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r["object"].as_str().unwrap().starts_with("lock lock at ")),
+        "no hand-over of the stack lock on the path: {rows:?}"
+    );
     let pid = u(across, "start_pid");
     for r in &rows {
         assert_ne!(u(r, "from_tid"), u(r, "to_tid"), "{r}");

@@ -822,15 +822,11 @@ pub(crate) fn futex_word_rows<'a>(
 pub(crate) fn openmp_mutex_names<'a>(
     analysis: &'a Analysis<'_>,
 ) -> FxHashMap<(u32, &'a str, u64), &'a str> {
-    let mut names = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<crate::openmp::OpenMpReport>() {
-        for row in &r.mutexes {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                names.insert((row.pid, row.kind.as_str(), a), row.name.as_str());
-            }
-        }
-    }
-    names
+    analysis
+        .report
+        .section::<crate::openmp::OpenMpReport>()
+        .map(|r| r.mutex_names())
+        .unwrap_or_default()
 }
 
 /// How a futex wait ended, as its `result` argument reads.

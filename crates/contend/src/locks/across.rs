@@ -452,8 +452,10 @@ pub struct HandOverRow {
     /// `lock`, `futex` or `openmp`.
     pub source: String,
     /// The object: lock or futex word (symbol, else address), OpenMP
-    /// mutex (kind and symbol or wait id: `critical 0x…`), OpenMP barrier
-    /// (its kind: `implicit barrier`).
+    /// mutex (kind and its name in the OpenMP section, `critical update`,
+    /// `lock lock at main._omp_fn.0 (app.c:31)`, see
+    /// [`name_openmp_mutexes`]; kind and symbol or address without one),
+    /// OpenMP barrier (its kind: `implicit barrier`).
     pub object: String,
     /// Process id.
     pub pid: u32,
@@ -465,10 +467,19 @@ pub struct HandOverRow {
     pub count: u64,
     /// Σ wait of the waiting events, ns.
     pub wait_ns: u64,
+    /// An OpenMP mutex's kind name and address (wait id), by which
+    /// [`name_openmp_mutexes`] gives it the OpenMP section's name; `None`
+    /// for other objects. Not in JSON.
+    #[serde(skip)]
+    pub openmp_mutex: Option<(&'static str, u64)>,
 }
 
-/// (source, object name, pid, from tid, to tid) of a hand-over row.
-type HandOverKey = (Source, String, u32, u32, u32);
+/// What a hand-over row says of its object: its name and, for an OpenMP
+/// mutex, its kind name and address ([`HandOverRow::openmp_mutex`]).
+pub type HandOverObject = (String, Option<(&'static str, u64)>);
+
+/// (source, object, pid, from tid, to tid) of a hand-over row.
+type HandOverKey = (Source, HandOverObject, u32, u32, u32);
 
 /// Sums a marked path into its report form; `object` names the object of
 /// a hand-over (its source and the waiting event's index).
@@ -477,7 +488,7 @@ pub fn summarize(
     set: &EventSet,
     futex: &FutexEvents,
     omp: &OmpSyncEvents,
-    mut object: impl FnMut(Source, u32) -> String,
+    mut object: impl FnMut(Source, u32) -> HandOverObject,
 ) -> AcrossSummary {
     let mut s = AcrossSummary::default();
     if let Some((pid, tid)) = path.start {
@@ -528,22 +539,33 @@ pub fn summarize(
     let mut rows: Vec<HandOverRow> = rows
         .into_iter()
         .map(
-            |((source, object, pid, from_tid, to_tid), (count, wait_ns))| HandOverRow {
-                source: match source {
-                    Source::Lock => "lock",
-                    Source::Futex => "futex",
-                    Source::Openmp => "openmp",
+            |((source, (object, openmp_mutex), pid, from_tid, to_tid), (count, wait_ns))| {
+                HandOverRow {
+                    source: match source {
+                        Source::Lock => "lock",
+                        Source::Futex => "futex",
+                        Source::Openmp => "openmp",
+                    }
+                    .to_string(),
+                    object,
+                    pid,
+                    from_tid,
+                    to_tid,
+                    count,
+                    wait_ns,
+                    openmp_mutex,
                 }
-                .to_string(),
-                object,
-                pid,
-                from_tid,
-                to_tid,
-                count,
-                wait_ns,
             },
         )
         .collect();
+    sort_hand_overs(&mut rows);
+    s.hand_overs = rows;
+    s
+}
+
+/// Most hand-overs first, then most wait; ties by source, object and
+/// threads.
+fn sort_hand_overs(rows: &mut [HandOverRow]) {
     rows.sort_by(|a, b| {
         b.count
             .cmp(&a.count)
@@ -553,13 +575,118 @@ pub fn summarize(
             .then(a.from_tid.cmp(&b.from_tid))
             .then(a.to_tid.cmp(&b.to_tid))
     });
+}
+
+/// Names the OpenMP mutexes of the hand-over rows as the OpenMP section
+/// does (`names`: (pid, kind name, address) → name, the section's
+/// `openmp.mutexes`), `<kind> <name>` as the exports' slices have it, so
+/// that one lock has one name in the report: a lock without a symbol is
+/// `lock lock at <site>` instead of its address, which changes from run
+/// to run. Rows that come to name the same object (two locks first taken
+/// at one site) are added together; the order is made again.
+pub fn name_openmp_mutexes(s: &mut AcrossSummary, names: &FxHashMap<(u32, &str, u64), &str>) {
+    let mut renamed = false;
+    for row in &mut s.hand_overs {
+        if let Some((kind, address)) = row.openmp_mutex {
+            if let Some(name) = names.get(&(row.pid, kind, address)) {
+                row.object = format!("{kind} {name}");
+                renamed = true;
+            }
+        }
+    }
+    if !renamed {
+        return;
+    }
+    let mut at: FxHashMap<(String, String, u32, u32, u32), usize> = FxHashMap::default();
+    let mut rows: Vec<HandOverRow> = Vec::with_capacity(s.hand_overs.len());
+    for row in std::mem::take(&mut s.hand_overs) {
+        let key = (
+            row.source.clone(),
+            row.object.clone(),
+            row.pid,
+            row.from_tid,
+            row.to_tid,
+        );
+        match at.get(&key) {
+            Some(&i) => {
+                rows[i].count += row.count;
+                rows[i].wait_ns += row.wait_ns;
+            }
+            None => {
+                at.insert(key, rows.len());
+                rows.push(row);
+            }
+        }
+    }
+    sort_hand_overs(&mut rows);
     s.hand_overs = rows;
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two stack locks first taken at one site (addresses 0x10, 0x20)
+    /// get the section's one name and their rows between the same threads
+    /// add up (2 + 3 hand-overs, 5 + 7 ns); a lock the section has no
+    /// row for keeps its name, as do a pthread lock and a barrier; the
+    /// rows are in order again (most hand-overs first).
+    #[test]
+    fn openmp_mutexes_take_the_sections_names() {
+        let row = |source: &str, object: &str, mutex, from_tid, count, wait_ns| HandOverRow {
+            source: source.into(),
+            object: object.into(),
+            pid: 7,
+            from_tid,
+            to_tid: 9,
+            count,
+            wait_ns,
+            openmp_mutex: mutex,
+        };
+        let mut s = AcrossSummary {
+            hand_overs: vec![
+                row("lock", "queue", None, 1, 4, 40),
+                row("openmp", "lock 0x10", Some(("lock", 0x10)), 1, 3, 7),
+                row("openmp", "lock 0x20", Some(("lock", 0x20)), 1, 2, 5),
+                row("openmp", "lock 0x20", Some(("lock", 0x20)), 2, 2, 1),
+                row("openmp", "implicit barrier", None, 1, 1, 9),
+                row("openmp", "critical 0x30", Some(("critical", 0x30)), 1, 1, 2),
+            ],
+            ..AcrossSummary::default()
+        };
+        let names: FxHashMap<(u32, &str, u64), &str> = [
+            ((7, "lock", 0x10), "lock at f (a.c:3)"),
+            ((7, "lock", 0x20), "lock at f (a.c:3)"),
+            // another process's lock at the same address
+            ((8, "critical", 0x30), "update"),
+        ]
+        .into_iter()
+        .collect();
+        name_openmp_mutexes(&mut s, &names);
+        let got: Vec<(&str, &str, u32, u64, u64)> = s
+            .hand_overs
+            .iter()
+            .map(|r| {
+                (
+                    r.source.as_str(),
+                    r.object.as_str(),
+                    r.from_tid,
+                    r.count,
+                    r.wait_ns,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("openmp", "lock lock at f (a.c:3)", 1, 5, 12),
+                ("lock", "queue", 1, 4, 40),
+                ("openmp", "lock lock at f (a.c:3)", 2, 2, 1),
+                ("openmp", "implicit barrier", 1, 1, 9),
+                ("openmp", "critical 0x30", 1, 1, 2),
+            ]
+        );
+    }
 
     /// Random events of `threads` threads (keys from few values, so that
     /// equal keys meet), either each thread's together and in key order

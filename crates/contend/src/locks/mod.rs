@@ -338,34 +338,71 @@ fn across_object(
     resolver: &mut ProcessResolver<'_>,
     source: across::Source,
     i: u32,
-) -> String {
+) -> across::HandOverObject {
     let i = i as usize;
     match source {
         across::Source::Lock => {
             let o = set.events[i].object as usize;
-            names
+            let name = names
                 .objects
                 .get(o)
                 .cloned()
-                .unwrap_or_else(|| format!("{:#x}", set.objects[o].address))
+                .unwrap_or_else(|| format!("{:#x}", set.objects[o].address));
+            (name, None)
         }
         across::Source::Futex => {
             let w = futex.wait_info(&futex.waits[i]);
-            resolver
+            let name = resolver
                 .object(w.process, w.word)
-                .unwrap_or_else(|| format!("{:#x}", w.word))
+                .unwrap_or_else(|| format!("{:#x}", w.word));
+            (name, None)
         }
         across::Source::Openmp => {
             let e = omp.get(i);
             if e.barrier {
-                e.kind_name().to_string()
+                (e.kind_name().to_string(), None)
             } else {
+                // the symbol or address until the OpenMP section names it
+                // (`name_openmp_hand_overs`)
                 let name = resolver
                     .object(e.process, e.object)
                     .unwrap_or_else(|| format!("{:#x}", e.object));
-                format!("{} {name}", e.kind_name())
+                (
+                    format!("{} {name}", e.kind_name()),
+                    Some((e.kind_name(), e.object)),
+                )
             }
         }
+    }
+}
+
+/// Gives the OpenMP mutexes among the critical path's hand-overs across
+/// recorders (`locks.critical_path.across.hand_overs`) the names of the
+/// OpenMP section (`openmp.mutexes`), once both sections are made
+/// ([`across::name_openmp_mutexes`]). Does nothing when either is absent.
+pub(crate) fn name_openmp_hand_overs(report: &mut crate::report::Report) {
+    // owned: the lock section is changed below
+    let names: Vec<((u32, String, u64), String)> = report
+        .section::<crate::openmp::OpenMpReport>()
+        .map(|r| {
+            r.mutex_names()
+                .into_iter()
+                .map(|((pid, kind, a), name)| ((pid, kind.to_string(), a), name.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if names.is_empty() {
+        return;
+    }
+    let names: rustc_hash::FxHashMap<(u32, &str, u64), &str> = names
+        .iter()
+        .map(|((pid, kind, a), name)| ((*pid, kind.as_str(), *a), name.as_str()))
+        .collect();
+    if let Some(across) = report
+        .section_mut::<LockReport>()
+        .and_then(|l| l.critical_path.across.as_mut())
+    {
+        across::name_openmp_mutexes(across, &names);
     }
 }
 

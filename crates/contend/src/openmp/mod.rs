@@ -428,6 +428,21 @@ pub(crate) fn with_omp_records<R>(
     }
 }
 
+impl OpenMpReport {
+    /// Each mutex row's name by (pid, kind, address): how the exports and
+    /// the critical path's hand-overs name a critical section or lock as
+    /// this section does. Rows whose address does not parse are left out.
+    pub fn mutex_names(&self) -> rustc_hash::FxHashMap<(u32, &str, u64), &str> {
+        self.mutexes
+            .iter()
+            .filter_map(|row| {
+                let a = u64::from_str_radix(row.address.trim_start_matches("0x"), 16).ok()?;
+                Some(((row.pid, row.kind.as_str(), a), row.name.as_str()))
+            })
+            .collect()
+    }
+}
+
 /// Builds the section.
 pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport {
     let mut summary = OpenMpSummary::default();

@@ -161,7 +161,7 @@ fn futex_hand_over_chain_across_three_threads() {
     );
 
     let s = summarize(&path, &set, &fe, &OmpSyncEvents::default(), |src, i| {
-        format!("{src:?}{i}")
+        (format!("{src:?}{i}"), None)
     });
     assert_eq!((s.start_pid, s.start_tid), (7, 3));
     assert_eq!((s.events, s.jumps), (5, 3));
@@ -292,7 +292,7 @@ fn barrier_last_arriver_and_critical_release_on_the_path() {
     );
     assert_eq!(path.length_ns(), 250);
     let s = summarize(&path, &set, &FutexEvents::default(), &omp, |_, _| {
-        "x".into()
+        ("x".into(), None)
     });
     assert_eq!(
         (s.openmp_events, s.openmp_jumps, s.openmp_wait_ns),
@@ -396,7 +396,7 @@ fn a_broadcast_wake_lets_every_waiter_go_and_the_path_follows_one() {
     assert_eq!((path.hand_overs[0].from.1, path.hand_overs[0].to.1), (1, 3));
     assert_eq!(path.length_ns(), 200);
     let s = summarize(&path, &set, &fe, &OmpSyncEvents::default(), |_, _| {
-        "A".into()
+        ("A".into(), None)
     });
     assert_eq!(
         (s.futex_events, s.futex_wait_ns, s.futex_jumps),
