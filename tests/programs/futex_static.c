@@ -14,6 +14,8 @@
  * With GO_FILE the program prints "ready pid=<pid>" and waits until that
  * file exists before its rounds (for `contend record -p`).
  *
+ * The holder thread names itself `fx-holder` (pthread_setname_np).
+ *
  * Prints: lock=<address> rounds=<n> waits=<futex wait calls on g_lock>
  *         wait_ns=<their summed duration> wakes=<wake calls>
  */
@@ -71,6 +73,9 @@ static void unlock_wake(void)
 static void *holder(void *arg)
 {
     (void)arg;
+    /* named as a user would see it in the exports (no collector names it:
+       the kernel's comm records do) */
+    pthread_setname_np(pthread_self(), "fx-holder");
     for (int r = 0; r < g_rounds; r++) {
         lock_wait();
         atomic_store(&g_turn, 1);

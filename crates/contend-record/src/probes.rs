@@ -1,9 +1,11 @@
 //! What the launcher records through `perf_event_open(2)` ring buffers
 //! beside the target, into `probes/` (format: [`contend_trace::probes`]):
 //!
-//! * **thread lifetimes**, always: a software `dummy` event per CPU with
-//!   `task` and `comm_exec` set, whose task records give every thread's
-//!   (and child process's) creation and exit on CLOCK_MONOTONIC: the
+//! * **thread lifetimes and names**, always: a software `dummy` event per
+//!   CPU with `task`, `comm` and `comm_exec` set, whose task records give
+//!   every thread's (and child process's) creation and exit, and whose
+//!   comm records every name a thread takes (at `exec`, or set by the
+//!   thread: `ThreadName` records), on CLOCK_MONOTONIC: the
 //!   thread durations T_t of the interference analysis (Mosli Bouksiaa et
 //!   al., TPDS 2019, Section 2). System-wide where the kernel allows it,
 //!   else on the target with `inherit` (below);
@@ -609,6 +611,13 @@ pub(crate) enum Rec {
         tid: u32,
         time: u64,
     },
+    /// A thread's name (comm) set at `exec` or by the thread itself.
+    Comm {
+        pid: u32,
+        tid: u32,
+        time: u64,
+        name: Vec<u8>,
+    },
     Mmap {
         mapping: ExecMapping,
         time: u64,
@@ -649,6 +658,7 @@ impl Rec {
             | Rec::Fork { time, .. }
             | Rec::Exit { time, .. }
             | Rec::Exec { time, .. }
+            | Rec::Comm { time, .. }
             | Rec::Mmap { time, .. }
             | Rec::Switch { time, .. } => *time,
             Rec::Lost(_) => 0,
@@ -744,11 +754,19 @@ pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &m
                     Rec::Exit { pid, tid, time }
                 });
             }
-            REC_COMM if misc & MISC_COMM_EXEC != 0 => {
-                out.push(Rec::Exec {
-                    pid: u32_at(r, 0),
-                    tid: u32_at(r, 4),
-                    time: trailer_time(),
+            REC_COMM => {
+                let (pid, tid, time) = (u32_at(r, 0), u32_at(r, 4), trailer_time());
+                if misc & MISC_COMM_EXEC != 0 {
+                    out.push(Rec::Exec { pid, tid, time });
+                }
+                // the name, NUL-terminated and padded, before the sample id
+                let name = r.get(8..r.len().saturating_sub(24)).unwrap_or(&[]);
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                out.push(Rec::Comm {
+                    pid,
+                    tid,
+                    time,
+                    name: name[..end].to_vec(),
                 });
             }
             REC_MMAP | REC_MMAP2 => {
@@ -1681,6 +1699,17 @@ impl State {
                 kind: ProbeEventKind::Exec,
                 probe: 0,
             }),
+            Rec::Comm { pid, .. } if !self.in_tree(pid) => {}
+            Rec::Comm {
+                pid,
+                tid,
+                time,
+                name,
+            } => {
+                for e in ProbeEvent::name_parts(time, pid, tid, &name) {
+                    self.write(e);
+                }
+            }
             Rec::Mmap { mapping, .. } if !self.in_tree(mapping.pid) => {}
             Rec::Mmap { mapping, .. } => match &mut self.futex {
                 Some(fs) => fs.mappings.entry(mapping.pid).or_default().push(mapping),
@@ -1962,6 +1991,18 @@ mod tests {
                 tid: 300,
                 time: 11,
             },
+            Rec::Comm {
+                pid: 100,
+                tid: 101,
+                time: 12,
+                name: b"worker".to_vec(),
+            },
+            Rec::Comm {
+                pid: 300,
+                tid: 301,
+                time: 13,
+                name: b"other".to_vec(),
+            },
         ];
         let mut outcome = SessionOutcome::default();
         st.process(&mut recs, u64::MAX, &mut outcome);
@@ -1975,7 +2016,7 @@ mod tests {
             .iter()
             .map(|e| (e.time_ns, e.pid, e.tid, e.kind))
             .collect();
-        use ProbeEventKind::{Exec, ThreadExit, ThreadStart};
+        use ProbeEventKind::{Exec, ThreadExit, ThreadName, ThreadStart};
         assert_eq!(
             kept,
             vec![
@@ -1985,7 +2026,12 @@ mod tests {
                 (7, 200, 201, ThreadExit),
                 (8, 200, 200, ThreadExit),
                 (10, 100, 100, Exec),
+                (12, 100, 101, ThreadName),
+                (12, 100, 101, ThreadName),
             ]
         );
+        // the tree's thread named itself; the other program's is not kept
+        let names: Vec<((u32, u32), String)> = read.thread_names().into_iter().collect();
+        assert_eq!(names, vec![((100, 101), "worker".to_string())]);
     }
 }

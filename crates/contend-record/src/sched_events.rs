@@ -527,7 +527,7 @@ impl SchedEvents {
                     || time >= settled
             }
             Rec::Lost(_) => true,
-            Rec::Exec { .. } | Rec::Mmap { .. } => false,
+            Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => false,
         });
         self.pending = pending;
     }
@@ -548,7 +548,7 @@ impl SchedEvents {
                 self.tree.contains(pid)
             }
             Rec::Lost(_) => true,
-            Rec::Exec { .. } | Rec::Mmap { .. } => false,
+            Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => false,
         }
     }
 
@@ -629,7 +629,7 @@ impl SchedEvents {
                 }
             }
             Rec::Lost(n) => self.lost += n,
-            Rec::Exec { .. } | Rec::Mmap { .. } => {}
+            Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => {}
         }
     }
 

@@ -25,8 +25,10 @@
 //! `arg` is the user stack pointer for [`ProbeEventKind::Entry`] and
 //! [`ProbeEventKind::Return`] (at the function's first instruction, and
 //! right after its return), and `parent pid | parent tid << 32` for
-//! [`ProbeEventKind::ThreadStart`]. The writer appends whole records in
-//! batches, one `write(2)` each, so a launcher killed at any moment leaves
+//! [`ProbeEventKind::ThreadStart`], and 8 bytes of a thread's name for
+//! [`ProbeEventKind::ThreadName`] (two records, `probe` 0 and 1). The
+//! writer appends whole records in batches, one `write(2)` each, so a
+//! launcher killed at any moment leaves
 //! a file whose every complete record is readable; the reader keeps those
 //! and reports a cut-off tail. Records of different CPUs are not in time
 //! order; readers sort.
@@ -69,6 +71,12 @@ pub enum ProbeEventKind {
     ThreadExit = 4,
     /// A process replaced its program (`exec`): its main thread starts anew.
     Exec = 5,
+    /// A thread's name (comm) as the kernel set it, at `exec` or when the
+    /// thread named itself (`prctl(PR_SET_NAME)`, `pthread_setname_np`):
+    /// two records at the same time, `probe` 0 and 1, whose `arg`s hold
+    /// bytes 0–7 and 8–15 of the name, NUL-padded ([`ProbeEvent::name_parts`]).
+    /// A thread created without one has its creator's name.
+    ThreadName = 6,
 }
 
 impl ProbeEventKind {
@@ -80,6 +88,7 @@ impl ProbeEventKind {
             3 => ProbeEventKind::ThreadStart,
             4 => ProbeEventKind::ThreadExit,
             5 => ProbeEventKind::Exec,
+            6 => ProbeEventKind::ThreadName,
             _ => return None,
         })
     }
@@ -113,6 +122,24 @@ impl ProbeEvent {
         b[24..26].copy_from_slice(&(self.kind as u16).to_le_bytes());
         b[26..28].copy_from_slice(&self.probe.to_le_bytes());
         b
+    }
+
+    /// The two [`ProbeEventKind::ThreadName`] records of thread `tid` of
+    /// process `pid` named `name` at `time_ns` (its first 16 bytes; the
+    /// kernel's names have at most 15).
+    pub fn name_parts(time_ns: u64, pid: u32, tid: u32, name: &[u8]) -> [ProbeEvent; 2] {
+        let mut bytes = [0u8; 16];
+        let n = name.len().min(16);
+        bytes[..n].copy_from_slice(&name[..n]);
+        let part = |k: usize| ProbeEvent {
+            time_ns,
+            pid,
+            tid,
+            arg: u64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().unwrap()),
+            kind: ProbeEventKind::ThreadName,
+            probe: k as u16,
+        };
+        [part(0), part(1)]
     }
 
     /// Decodes a record; `None` for an unknown kind.
@@ -262,6 +289,71 @@ pub struct ProbeRecording {
     pub unknown_records: u64,
 }
 
+impl ProbeRecording {
+    /// The last name of every thread the records name, by (pid, tid): its
+    /// own ([`ProbeEventKind::ThreadName`], at `exec` or set by the thread)
+    /// or else the name its creator had when it created it (a new thread
+    /// inherits its creator's; `ThreadStart`'s `arg` names the creator).
+    /// Records are taken in time order, a thread's two name parts by part;
+    /// a name whose part is missing (a cut-off file) is left out, and
+    /// names are read as lossy UTF-8 up to the first NUL.
+    pub fn thread_names(&self) -> std::collections::BTreeMap<(u32, u32), String> {
+        use std::collections::BTreeMap;
+        let mut order: Vec<&ProbeEvent> = self
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    ProbeEventKind::ThreadStart | ProbeEventKind::ThreadName
+                )
+            })
+            .collect();
+        // creations before names at one instant: a thread created and
+        // named at once keeps its own name
+        order.sort_by_key(|e| {
+            (
+                e.time_ns,
+                e.kind == ProbeEventKind::ThreadName,
+                e.pid,
+                e.tid,
+                e.probe,
+            )
+        });
+        let mut names: BTreeMap<(u32, u32), String> = BTreeMap::new();
+        let mut i = 0;
+        while i < order.len() {
+            let e = order[i];
+            match e.kind {
+                ProbeEventKind::ThreadStart => {
+                    let creator = (e.arg as u32, (e.arg >> 32) as u32);
+                    if let Some(name) = names.get(&creator).cloned() {
+                        names.insert((e.pid, e.tid), name);
+                    }
+                }
+                _ => {
+                    let second = order.get(i + 1).filter(|n| {
+                        n.kind == ProbeEventKind::ThreadName
+                            && (n.time_ns, n.pid, n.tid, n.probe) == (e.time_ns, e.pid, e.tid, 1)
+                    });
+                    if let (0, Some(second)) = (e.probe, second) {
+                        let mut bytes = e.arg.to_le_bytes().to_vec();
+                        bytes.extend_from_slice(&second.arg.to_le_bytes());
+                        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                        names.insert(
+                            (e.pid, e.tid),
+                            String::from_utf8_lossy(&bytes[..end]).into_owned(),
+                        );
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+        }
+        names
+    }
+}
+
 impl ProbeManifest {
     /// Writes `dir/probes/probes.json` (dir = the recording).
     pub fn write(&self, dir: &Path) -> Result<(), TraceError> {
@@ -321,6 +413,49 @@ fn read_files(manifest: &Path, events: &Path) -> Result<ProbeRecording, TraceErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Process 10 exec's as `server` (t 1); its thread 11 is created at t
+    /// 2 (inherits `server`) and names itself `worker-1` at t 3; thread 12
+    /// is created by 11 at t 4 (inherits `worker-1`); thread 13 is created
+    /// by 10 at t 5 and named at the same instant (keeps its own, a
+    /// 15-byte name); a name cut to one part (t 6, thread 14) is left out,
+    /// and thread 15's creator is unknown (no name).
+    #[test]
+    fn thread_names_follow_creators_and_own_names() {
+        let start = |time_ns, tid, creator: u32| ProbeEvent {
+            time_ns,
+            pid: 10,
+            tid,
+            arg: 10 | (u64::from(creator) << 32),
+            kind: ProbeEventKind::ThreadStart,
+            probe: 0,
+        };
+        let mut events = Vec::new();
+        events.extend(ProbeEvent::name_parts(1, 10, 10, b"server"));
+        events.push(start(2, 11, 10));
+        events.extend(ProbeEvent::name_parts(3, 10, 11, b"worker-1"));
+        events.push(start(4, 12, 11));
+        events.extend(ProbeEvent::name_parts(5, 10, 13, b"fifteen-bytes!!"));
+        events.push(start(5, 13, 10));
+        events.push(ProbeEvent::name_parts(6, 10, 14, b"half")[0]);
+        events.push(start(7, 15, 99));
+        // file order is not time order
+        events.reverse();
+        let rec = ProbeRecording {
+            events,
+            ..ProbeRecording::default()
+        };
+        let names: Vec<((u32, u32), String)> = rec.thread_names().into_iter().collect();
+        let want = [
+            ((10, 10), "server"),
+            ((10, 11), "worker-1"),
+            ((10, 12), "worker-1"),
+            ((10, 13), "fifteen-bytes!!"),
+        ];
+        let want: Vec<((u32, u32), String)> =
+            want.into_iter().map(|(k, v)| (k, v.to_string())).collect();
+        assert_eq!(names, want);
+    }
 
     #[test]
     fn write_and_read_back_with_a_cut_tail() {

@@ -115,8 +115,10 @@ pub struct Recording {
     pub futex_trace: Option<Result<contend_trace::futex_calls::FutexTraceRecording, TraceError>>,
     /// Thread names by (pid, tid) from `threads.json` (recordings of a
     /// running process, `contend record -p`, whose threads no collector
-    /// names; [`contend_trace::thread_names`]); empty when there is none
-    /// or it cannot be read (then named in `warnings`). The lock traces'
+    /// names; [`contend_trace::thread_names`]), and for threads it does
+    /// not name, the kernel's names the launcher recorded in `probes/`
+    /// ([`ProbeRecording::thread_names`]); empty when there are none or
+    /// they cannot be read (then named in `warnings`). The lock traces'
     /// own names ([`contend_trace::reader::ThreadTrace::name`]) come first
     /// wherever both exist.
     pub thread_names: BTreeMap<(u32, u32), String>,
@@ -297,13 +299,22 @@ impl Recording {
                 None
             }
         };
-        let thread_names = match contend_trace::thread_names::ThreadNamesFile::read(dir) {
+        let mut thread_names = match contend_trace::thread_names::ThreadNamesFile::read(dir) {
             Ok(f) => f.map(|f| f.by_thread()).unwrap_or_default(),
             Err(e) => {
                 warnings.push(format!("{e}; threads are named by their ids"));
                 BTreeMap::new()
             }
         };
+        // The kernel's names of the threads the launcher saw start
+        // (`probes/`): every thread of a launched program, including
+        // those no collector names (a statically linked program recorded
+        // with `--futex-trace`).
+        if let Some(Ok(p)) = &probes {
+            for (key, name) in p.thread_names() {
+                thread_names.entry(key).or_insert(name);
+            }
+        }
         Ok(Recording {
             dir: dir.to_path_buf(),
             meta,

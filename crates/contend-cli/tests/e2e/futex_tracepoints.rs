@@ -139,11 +139,52 @@ fn a_static_program_s_futex_waits_come_from_the_tracepoints() {
         );
         let report = report_json(&rec);
         match check(&report, &out.stdout) {
-            Ok(()) => return,
+            Ok(()) => {
+                threads_are_named(&rec, &exe);
+                return;
+            }
             Err(e) => last = e,
         }
     }
     panic!("three disturbed runs: {last}");
+}
+
+/// No collector runs in a static program, so its threads' names come from
+/// the kernel's comm records the launcher keeps (`probes/`): the Chrome
+/// export names the holder thread `fx-holder` (it named itself) and the
+/// main thread after the program (its name at `exec`).
+fn threads_are_named(rec: &Path, exe: &Path) {
+    let chrome = rec.with_extension("json");
+    let out = run_timeout(
+        {
+            let mut c = Command::new(contend_bin());
+            c.arg("export")
+                .arg(rec)
+                .args(["--format", "chrome", "--force", "-o"])
+                .arg(&chrome);
+            c
+        },
+        std::time::Duration::from_secs(120),
+    );
+    assert!(out.success(), "export chrome: {}", out.describe());
+    let c: Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
+    let events = c["traceEvents"].as_array().or(c.as_array()).unwrap();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    let program = exe.file_name().unwrap().to_str().unwrap();
+    let program = &program[..program.len().min(15)];
+    // (a thread without a recorded name would be `<program> <tid>`)
+    assert!(
+        names.contains(&"fx-holder"),
+        "no thread named fx-holder: {names:?}"
+    );
+    assert!(
+        names.contains(&program),
+        "no thread named {program}: {names:?}"
+    );
 }
 
 #[test]

@@ -472,7 +472,8 @@ pub(crate) fn walk(
             }
         }
     }
-    // threads no lock trace names (`contend record -p`): threads.json
+    // threads no lock trace names: threads.json (`contend record -p`), the
+    // launcher's records of thread names (`probes/`)
     for (&key, name) in &recording.thread_names {
         tracks.comms.entry(key).or_insert_with(|| name.clone());
     }

@@ -868,7 +868,12 @@ fn lifetimes(
 ) -> FxHashMap<(u32, u32), (Option<u64>, Option<u64>)> {
     let mut life: FxHashMap<(u32, u32), (Option<u64>, Option<u64>)> = FxHashMap::default();
     let root = probes.manifest.root_pid;
-    for e in &probes.events {
+    // (a thread's name says nothing of its lifetime)
+    for e in probes
+        .events
+        .iter()
+        .filter(|e| e.kind != ProbeEventKind::ThreadName)
+    {
         let slot = life.entry((e.pid, e.tid)).or_insert((None, None));
         match e.kind {
             ProbeEventKind::ThreadStart => {
