@@ -177,8 +177,9 @@ fn openmp_hand_overs_on_the_critical_path_with_libomp() {
         .collect();
     assert_eq!(rows.iter().map(|r| u(r, "count")).sum::<u64>(), jumps);
     // Each object is named as the OpenMP section names it: a mutex as
-    // `<kind> <name>` of its row (the program's lock lives on the stack:
-    // `lock lock at …`, not an address), a barrier by its kind.
+    // `<kind> <name>` of its row, the kind not repeated (the program's
+    // lock lives on the stack: `lock at …`, not an address), a barrier by
+    // its kind.
     let openmp = &report["openmp"];
     let mut known: Vec<(u64, String)> = openmp["mutexes"]
         .as_array()
@@ -187,10 +188,9 @@ fn openmp_hand_overs_on_the_critical_path_with_libomp() {
         .map(|m| {
             (
                 u(m, "pid"),
-                format!(
-                    "{} {}",
+                contend::openmp::mutex_label(
                     m["kind"].as_str().unwrap(),
-                    m["name"].as_str().unwrap()
+                    m["name"].as_str().unwrap(),
                 ),
             )
         })
@@ -211,7 +211,7 @@ fn openmp_hand_overs_on_the_critical_path_with_libomp() {
     }
     assert!(
         rows.iter()
-            .any(|r| r["object"].as_str().unwrap().starts_with("lock lock at ")),
+            .any(|r| r["object"].as_str().unwrap().starts_with("lock at ")),
         "no hand-over of the stack lock on the path: {rows:?}"
     );
     let pid = u(across, "start_pid");

@@ -287,9 +287,11 @@ fn openmp_waits_in_perfetto_pprof_and_folded_stacks() {
         let mut want: BTreeMap<String, u64> = BTreeMap::new();
         for m in report["openmp"]["mutexes"].as_array().unwrap() {
             let name = format!(
-                "hold {} {}",
-                m["kind"].as_str().unwrap(),
-                m["name"].as_str().unwrap()
+                "hold {}",
+                contend::openmp::mutex_label(
+                    m["kind"].as_str().unwrap(),
+                    m["name"].as_str().unwrap()
+                )
             );
             *want.entry(name).or_insert(0) += u(m, "events");
         }

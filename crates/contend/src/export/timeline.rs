@@ -1175,10 +1175,11 @@ fn openmp_events(
                     if e.barrier {
                         (format!("wait {kind} at {site}"), String::new())
                     } else {
-                        let name = mutex_names
-                            .get(&(pid, kind, e.object))
-                            .map_or_else(|| format!("{:#x}", e.object), |n| n.to_string());
-                        (format!("wait {kind} {name}"), format!("hold {kind} {name}"))
+                        let label = mutex_names.get(&(pid, kind, e.object)).map_or_else(
+                            || format!("{kind} {:#x}", e.object),
+                            |n| crate::openmp::mutex_label(kind, n),
+                        );
+                        (format!("wait {label}"), format!("hold {label}"))
                     }
                 });
             let args = [

@@ -453,8 +453,8 @@ pub struct HandOverRow {
     pub source: String,
     /// The object: lock or futex word (symbol, else address), OpenMP
     /// mutex (kind and its name in the OpenMP section, `critical update`,
-    /// `lock lock at main._omp_fn.0 (app.c:31)`, see
-    /// [`name_openmp_mutexes`]; kind and symbol or address without one),
+    /// `lock at main._omp_fn.0 (app.c:31)`, see [`name_openmp_mutexes`];
+    /// kind and symbol or address without one),
     /// OpenMP barrier (its kind: `implicit barrier`).
     pub object: String,
     /// Process id.
@@ -579,17 +579,17 @@ fn sort_hand_overs(rows: &mut [HandOverRow]) {
 
 /// Names the OpenMP mutexes of the hand-over rows as the OpenMP section
 /// does (`names`: (pid, kind name, address) → name, the section's
-/// `openmp.mutexes`), `<kind> <name>` as the exports' slices have it, so
-/// that one lock has one name in the report: a lock without a symbol is
-/// `lock lock at <site>` instead of its address, which changes from run
-/// to run. Rows that come to name the same object (two locks first taken
+/// `openmp.mutexes`), labelled as the exports' slices are
+/// ([`crate::openmp::mutex_label`]), so that one lock has one name in the
+/// report: a lock without a symbol is `lock at <site>` instead of its
+/// address, which changes from run to run. Rows that come to name the same object (two locks first taken
 /// at one site) are added together; the order is made again.
 pub fn name_openmp_mutexes(s: &mut AcrossSummary, names: &FxHashMap<(u32, &str, u64), &str>) {
     let mut renamed = false;
     for row in &mut s.hand_overs {
         if let Some((kind, address)) = row.openmp_mutex {
             if let Some(name) = names.get(&(row.pid, kind, address)) {
-                row.object = format!("{kind} {name}");
+                row.object = crate::openmp::mutex_label(kind, name);
                 renamed = true;
             }
         }
@@ -679,9 +679,9 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("openmp", "lock lock at f (a.c:3)", 1, 5, 12),
+                ("openmp", "lock at f (a.c:3)", 1, 5, 12),
                 ("lock", "queue", 1, 4, 40),
-                ("openmp", "lock lock at f (a.c:3)", 2, 2, 1),
+                ("openmp", "lock at f (a.c:3)", 2, 2, 1),
                 ("openmp", "implicit barrier", 1, 1, 9),
                 ("openmp", "critical 0x30", 1, 1, 2),
             ]

@@ -428,6 +428,17 @@ pub(crate) fn with_omp_records<R>(
     }
 }
 
+/// A mutex's kind and name as one label, for the exports' slices and the
+/// critical path's hand-overs: `critical update`, `lock queue_lock`; a
+/// name that begins with its kind (a lock named by where it was first
+/// taken, `lock at main._omp_fn.0 (app.c:31)`) is the label as it is.
+pub fn mutex_label(kind: &str, name: &str) -> String {
+    match name.strip_prefix(kind) {
+        Some(rest) if rest.starts_with(" at ") => name.to_string(),
+        _ => format!("{kind} {name}"),
+    }
+}
+
 impl OpenMpReport {
     /// Each mutex row's name by (pid, kind, address): how the exports and
     /// the critical path's hand-overs name a critical section or lock as
@@ -675,6 +686,26 @@ pub fn analyze_openmp(recording: &Recording, symbols: &Symbols) -> OpenMpReport 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_label_names_the_kind_once() {
+        assert_eq!(mutex_label("critical", "update"), "critical update");
+        assert_eq!(mutex_label("lock", "lock"), "lock lock");
+        assert_eq!(mutex_label("lock", "lockless_queue"), "lock lockless_queue");
+        assert_eq!(
+            mutex_label("lock", "lock at f (a.c:3)"),
+            "lock at f (a.c:3)"
+        );
+        assert_eq!(
+            mutex_label("nest lock", "nest lock at f (a.c:3)"),
+            "nest lock at f (a.c:3)"
+        );
+        // another kind's name is not taken for this one's
+        assert_eq!(
+            mutex_label("critical", "lock at f (a.c:3)"),
+            "critical lock at f (a.c:3)"
+        );
+    }
 
     #[test]
     fn critical_names_from_their_lock_symbols() {
