@@ -119,6 +119,16 @@ fn wake_cost_is_the_time_from_release_to_released() {
     assert!(r.light.is_none());
 }
 
+/// One contended acquisition of M at SITE_LOCK: requested at 1000,
+/// acquired at 1400, released at 1500 (at SITE_UNLOCK).
+fn contended_m() -> Vec<RawOp> {
+    vec![
+        op(1000, Mutex, Request, M, SITE_LOCK),
+        op(1400, Mutex, Acquired, M, SITE_LOCK),
+        op(1500, Mutex, Release, M, SITE_UNLOCK),
+    ]
+}
+
 /// A light recording: T1 was counted 1000 uncontended acquisitions of M at
 /// SITE_LOCK and recorded one contended acquisition (request 1000,
 /// acquired 1400, released 1500) and one counted hold whose release at 2000
@@ -135,14 +145,15 @@ fn light_recording_counts_and_says_what_is_exact() {
         light: true,
         threads: vec![(
             1,
-            vec![
-                op(1000, Mutex, Request, M, SITE_LOCK),
-                op(1400, Mutex, Acquired, M, SITE_LOCK),
-                op(1500, Mutex, Release, M, SITE_UNLOCK),
-                op(2000, Mutex, Untimed, M, SITE_LOCK),
-                op(2000, Mutex, Release, M, SITE_UNLOCK),
-                op(2050, Mutex, Released, M, SITE_UNLOCK),
-            ],
+            [
+                contended_m(),
+                vec![
+                    op(2000, Mutex, Untimed, M, SITE_LOCK),
+                    op(2000, Mutex, Release, M, SITE_UNLOCK),
+                    op(2050, Mutex, Released, M, SITE_UNLOCK),
+                ],
+            ]
+            .concat(),
         )],
         counted: vec![
             (
@@ -320,14 +331,7 @@ fn counted_objects_are_numbered_after_the_recorded_ones() {
     let trace = decode(TraceBuilder {
         clock: CLOCK_MONOTONIC,
         light: true,
-        threads: vec![(
-            1,
-            vec![
-                op(1000, Mutex, Request, M, SITE_LOCK),
-                op(1400, Mutex, Acquired, M, SITE_LOCK),
-                op(1500, Mutex, Release, M, SITE_UNLOCK),
-            ],
-        )],
+        threads: vec![(1, contended_m())],
         counted: vec![
             (1, vec![counted(X, 0x50, 7), counted(Y, 0x60, 8)]),
             (2, vec![counted(Y, 0x60, 9), counted(M, SITE_LOCK, 10)]),
