@@ -352,6 +352,20 @@ impl Recording {
         }
     }
 
+    /// The kernel's name (comm) of thread `tid` of process `pid`: from its
+    /// lock trace's chunk headers where it has one, else from
+    /// [`Recording::thread_names`] (`threads.json`, `probes/`); `None` when
+    /// neither names it.
+    pub fn thread_name(&self, pid: u32, tid: u32) -> Option<&str> {
+        self.processes
+            .iter()
+            .filter(|p| p.trace.pid == pid)
+            .flat_map(|p| &p.trace.threads)
+            .filter(|t| t.tid == tid)
+            .find_map(|t| t.name.as_deref())
+            .or_else(|| self.thread_names.get(&(pid, tid)).map(String::as_str))
+    }
+
     /// The memory maps of lock-traced process `process` (index in
     /// [`Recording::processes`]), when they could be read.
     pub fn process_maps(&self, process: u32) -> Option<&ProcessMaps> {

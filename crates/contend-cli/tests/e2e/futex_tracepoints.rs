@@ -140,7 +140,7 @@ fn a_static_program_s_futex_waits_come_from_the_tracepoints() {
         let report = report_json(&rec);
         match check(&report, &out.stdout) {
             Ok(()) => {
-                threads_are_named(&rec, &exe);
+                threads_are_named(&rec, &exe, &report);
                 return;
             }
             Err(e) => last = e,
@@ -152,8 +152,19 @@ fn a_static_program_s_futex_waits_come_from_the_tracepoints() {
 /// No collector runs in a static program, so its threads' names come from
 /// the kernel's comm records the launcher keeps (`probes/`): the Chrome
 /// export names the holder thread `fx-holder` (it named itself) and the
-/// main thread after the program (its name at `exec`).
-fn threads_are_named(rec: &Path, exe: &Path) {
+/// main thread after the program (its name at `exec`), and so do the
+/// futex section's thread rows.
+fn threads_are_named(rec: &Path, exe: &Path, report: &Value) {
+    let rows: Vec<&str> = report["futex"]["by_thread"]
+        .as_array()
+        .expect("futex.by_thread")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        rows.contains(&"fx-holder"),
+        "futex.by_thread names: {rows:?}"
+    );
     let chrome = rec.with_extension("json");
     let out = run_timeout(
         {

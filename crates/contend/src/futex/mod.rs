@@ -791,6 +791,9 @@ pub struct FutexThreadRow {
     pub pid: u32,
     /// Kernel thread id.
     pub tid: u32,
+    /// Its name as the kernel had it ([`Recording::thread_name`]); `None`
+    /// when the recording does not name it.
+    pub name: Option<String>,
     /// Wait calls.
     pub events: u64,
     /// Σ wait, ns.
@@ -1381,6 +1384,7 @@ pub fn aggregate_on_path(
         .map(|((pid, tid), mut row)| {
             row.pid = pid;
             row.tid = tid;
+            row.name = recording.thread_name(pid, tid).map(str::to_string);
             row
         })
         .collect();
