@@ -337,8 +337,9 @@ impl ProbeRecording {
                             && (n.time_ns, n.pid, n.tid, n.probe) == (e.time_ns, e.pid, e.tid, 1)
                     });
                     if let (0, Some(second)) = (e.probe, second) {
-                        let mut bytes = e.arg.to_le_bytes().to_vec();
-                        bytes.extend_from_slice(&second.arg.to_le_bytes());
+                        let mut bytes = [0u8; 16];
+                        bytes[..8].copy_from_slice(&e.arg.to_le_bytes());
+                        bytes[8..].copy_from_slice(&second.arg.to_le_bytes());
                         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
                         names.insert(
                             (e.pid, e.tid),

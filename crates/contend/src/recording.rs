@@ -352,18 +352,26 @@ impl Recording {
         }
     }
 
-    /// The kernel's name (comm) of thread `tid` of process `pid`: from its
-    /// lock trace's chunk headers where it has one, else from
-    /// [`Recording::thread_names`] (`threads.json`, `probes/`); `None` when
-    /// neither names it.
-    pub fn thread_name(&self, pid: u32, tid: u32) -> Option<&str> {
-        self.processes
+    /// The kernel's name (comm) of every thread the recording names, by
+    /// (pid, tid): its lock trace's, from the chunk headers (of two traces
+    /// of one pid, an `exec`'s, the later), else [`Recording::thread_names`]
+    /// (`threads.json`, `probes/`). For the exports' tracks and locations
+    /// and the futex section's thread rows.
+    pub fn named_threads(&self) -> rustc_hash::FxHashMap<(u32, u32), &str> {
+        let mut names: rustc_hash::FxHashMap<(u32, u32), &str> = self
+            .processes
             .iter()
-            .filter(|p| p.trace.pid == pid)
-            .flat_map(|p| &p.trace.threads)
-            .filter(|t| t.tid == tid)
-            .find_map(|t| t.name.as_deref())
-            .or_else(|| self.thread_names.get(&(pid, tid)).map(String::as_str))
+            .flat_map(|p| {
+                p.trace
+                    .threads
+                    .iter()
+                    .filter_map(move |t| Some(((p.trace.pid, t.tid), t.name.as_deref()?)))
+            })
+            .collect();
+        for (&key, name) in &self.thread_names {
+            names.entry(key).or_insert(name.as_str());
+        }
+        names
     }
 
     /// The memory maps of lock-traced process `process` (index in

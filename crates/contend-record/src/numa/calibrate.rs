@@ -706,7 +706,6 @@ pub fn calibrate(
             let uncontended_range = range(&measured[0].latency_ns);
             let mut resolved_any = false;
             let mut largest_stream = 0.0f64;
-            let (mut work_alone_lo, mut work_alone_hi) = (f64::INFINITY, 0.0f64);
             for (m, (cpus, got)) in configs.iter().zip(measured).enumerate() {
                 let latency = median(got.latency_ns.clone());
                 let latency_range = range(&got.latency_ns);
@@ -720,10 +719,6 @@ pub fn calibrate(
                     (!got.throughput.is_empty()).then(|| median(got.throughput.clone()));
                 let work_alone =
                     (!got.work_alone_ns.is_empty()).then(|| median(got.work_alone_ns.clone()));
-                if let Some(w) = work_alone {
-                    work_alone_lo = work_alone_lo.min(w);
-                    work_alone_hi = work_alone_hi.max(w);
-                }
                 disturbed_rounds += got.disturbed_rounds;
                 disturbed_points += u32::from(got.still_disturbed);
                 if m <= n {
@@ -755,6 +750,9 @@ pub fn calibrate(
             if let Some(note) = faster_with_contenders_note(curve, line) {
                 notes.push(note);
             }
+            let alone = curve.iter().filter_map(|p| p.work_alone_ns);
+            let work_alone_lo = alone.clone().fold(f64::INFINITY, f64::min);
+            let work_alone_hi = alone.fold(0.0, f64::max);
             if work_alone_hi > WORK_DRIFT * work_alone_lo {
                 notes.push(format!(
                     "memory node {i}, master on node {k}: the CPU's speed changed during the calibration: the \

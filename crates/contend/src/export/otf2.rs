@@ -443,25 +443,10 @@ pub fn write(
     let mut written = Written::default();
     let mut notes = Vec::new();
     let mut next_location = 0u64;
-    // Thread names as the kernel had them (comm), by (pid, tid), from the
-    // lock traces, else from `threads.json` and the launcher's records
-    // (`Recording::thread_names`): a rank whose process was lock-traced
-    // too names its locations with them, as do threads of OpenMP events
-    // and futex calls.
-    let mut thread_names: FxHashMap<(u32, u32), &str> = analysis
-        .recording
-        .processes
-        .iter()
-        .flat_map(|p| {
-            p.trace
-                .threads
-                .iter()
-                .filter_map(move |t| Some(((p.trace.pid, t.tid), t.name.as_deref()?)))
-        })
-        .collect();
-    for (&key, name) in &analysis.recording.thread_names {
-        thread_names.entry(key).or_insert(name.as_str());
-    }
+    // Thread names as the kernel had them (comm), by (pid, tid): a rank
+    // whose process was lock-traced too names its locations with them, as
+    // do threads of OpenMP events and futex calls.
+    let thread_names = analysis.recording.named_threads();
     let mut sync = SyncPart::new(analysis, locks, &omp, futex, &thread_names, options);
     let mut rank_groups: FxHashMap<u32, u32> = FxHashMap::default();
     if let Some(m) = mpi {

@@ -465,18 +465,12 @@ pub(crate) fn walk(
     }
     let mut notes = Vec::new();
     let mut tracks = Tracks::new();
-    for p in &recording.processes {
-        for t in &p.trace.threads {
-            if let Some(name) = &t.name {
-                tracks.comms.insert((p.trace.pid, t.tid), name.clone());
-            }
-        }
-    }
-    // threads no lock trace names: threads.json (`contend record -p`), the
-    // launcher's records of thread names (`probes/`)
-    for (&key, name) in &recording.thread_names {
-        tracks.comms.entry(key).or_insert_with(|| name.clone());
-    }
+    tracks.comms.extend(
+        recording
+            .named_threads()
+            .into_iter()
+            .map(|(key, name)| (key, name.to_string())),
+    );
     let mut counts = Counts::default();
     // Processes first: MPI ranks by rank, pid and program; the others
     // named after their command.

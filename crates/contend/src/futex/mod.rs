@@ -791,8 +791,8 @@ pub struct FutexThreadRow {
     pub pid: u32,
     /// Kernel thread id.
     pub tid: u32,
-    /// Its name as the kernel had it ([`Recording::thread_name`]); `None`
-    /// when the recording does not name it.
+    /// Its name as the kernel had it ([`Recording::named_threads`]);
+    /// `None` when the recording does not name it.
     pub name: Option<String>,
     /// Wait calls.
     pub events: u64,
@@ -1379,12 +1379,13 @@ pub fn aggregate_on_path(
             .then(b.wakes.cmp(&a.wakes))
             .then(a.display.cmp(&b.display))
     });
+    let thread_names = recording.named_threads();
     let mut by_thread: Vec<FutexThreadRow> = threads
         .into_iter()
         .map(|((pid, tid), mut row)| {
             row.pid = pid;
             row.tid = tid;
-            row.name = recording.thread_name(pid, tid).map(str::to_string);
+            row.name = thread_names.get(&(pid, tid)).map(|n| n.to_string());
             row
         })
         .collect();

@@ -582,8 +582,9 @@ fn sort_hand_overs(rows: &mut [HandOverRow]) {
 /// `openmp.mutexes`), labelled as the exports' slices are
 /// ([`crate::openmp::mutex_label`]), so that one lock has one name in the
 /// report: a lock without a symbol is `lock at <site>` instead of its
-/// address, which changes from run to run. Rows that come to name the same object (two locks first taken
-/// at one site) are added together; the order is made again.
+/// address, which changes from run to run. Rows that come to name the
+/// same object (two locks first taken at one site) are added together;
+/// the order is made again.
 pub fn name_openmp_mutexes(s: &mut AcrossSummary, names: &FxHashMap<(u32, &str, u64), &str>) {
     let mut renamed = false;
     for row in &mut s.hand_overs {

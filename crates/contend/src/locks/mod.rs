@@ -368,7 +368,7 @@ fn across_object(
                     .object(e.process, e.object)
                     .unwrap_or_else(|| format!("{:#x}", e.object));
                 (
-                    format!("{} {name}", e.kind_name()),
+                    crate::openmp::mutex_label(e.kind_name(), &name),
                     Some((e.kind_name(), e.object)),
                 )
             }
@@ -381,28 +381,18 @@ fn across_object(
 /// OpenMP section (`openmp.mutexes`), once both sections are made
 /// ([`across::name_openmp_mutexes`]). Does nothing when either is absent.
 pub(crate) fn name_openmp_hand_overs(report: &mut crate::report::Report) {
-    // owned: the lock section is changed below
-    let names: Vec<((u32, String, u64), String)> = report
-        .section::<crate::openmp::OpenMpReport>()
-        .map(|r| {
-            r.mutex_names()
-                .into_iter()
-                .map(|((pid, kind, a), name)| ((pid, kind.to_string(), a), name.to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    if names.is_empty() {
-        return;
-    }
-    let names: rustc_hash::FxHashMap<(u32, &str, u64), &str> = names
-        .iter()
-        .map(|((pid, kind, a), name)| ((*pid, kind.as_str(), *a), name.as_str()))
-        .collect();
-    if let Some(across) = report
+    // taken out while the OpenMP section is read, then put back
+    let Some(mut across) = report
         .section_mut::<LockReport>()
-        .and_then(|l| l.critical_path.across.as_mut())
-    {
-        across::name_openmp_mutexes(across, &names);
+        .and_then(|l| l.critical_path.across.take())
+    else {
+        return;
+    };
+    if let Some(openmp) = report.section::<crate::openmp::OpenMpReport>() {
+        across::name_openmp_mutexes(&mut across, &openmp.mutex_names());
+    }
+    if let Some(locks) = report.section_mut::<LockReport>() {
+        locks.critical_path.across = Some(across);
     }
 }
 
