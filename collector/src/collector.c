@@ -778,6 +778,9 @@ static void release_count_chunk(struct contend_thread *ts)
     ts->counts = ts->last_count = NULL;
     ts->count_slots = 0;
     ts->count_used = 0;
+    ts->count_locks = 0;
+    for (int k = 0; k < CONTEND_BY_SITE_RECENT; k++)
+        ts->by_site_entry[k] = NULL;
 }
 
 /* Faults in more of the current chunk until `need` words fit.
@@ -1253,6 +1256,9 @@ static int claim_count_chunk(struct contend_thread *ts)
     ts->counts = (contend_count *)((char *)m + CONTEND_CHUNK_HEADER_SIZE);
     ts->count_slots = (uint32_t)((used - CONTEND_CHUNK_HEADER_SIZE) / sizeof(contend_count));
     ts->count_used = 0;
+    ts->count_locks = 0;
+    for (int k = 0; k < CONTEND_BY_SITE_RECENT; k++)
+        ts->by_site_entry[k] = NULL;
     if (!ts->key_set && C.key_ok) {
         if (pthread_setspecific(C.key, ts) == 0)
             ts->key_set = 1;
@@ -1272,9 +1278,10 @@ static int count_table_is_largest(const struct contend_thread *ts)
 }
 
 /* The entry of (o, s) in the thread's count table, inserted if new; NULL
- * when the probes find no room, or when (o, s) is new and the table is the
+ * when the probes find no room, when (o, s) is new and the table is the
  * largest one and three quarters full (past that, the probes of every
- * acquisition that finds no entry would grow long). */
+ * acquisition that finds no entry would grow long), or when o is a lock
+ * and the table holds CONTEND_COUNT_LOCK_ENTRIES lock entries already. */
 static contend_count *count_entry(struct contend_thread *ts, uint32_t prim, uint64_t o,
                                   uint64_t s)
 {
@@ -1285,9 +1292,13 @@ static contend_count *count_entry(struct contend_thread *ts, uint32_t prim, uint
         if (e->object == o && e->site == s)
             return e;
         if (e->object == 0) {
+            int lock = o != CONTEND_COUNT_BY_SITE;
+            if (lock && ts->count_locks >= CONTEND_COUNT_LOCK_ENTRIES)
+                return NULL;
             if (ts->count_used >= n - n / 4 && count_table_is_largest(ts))
                 return NULL;
             ts->count_used++;
+            ts->count_locks += (uint32_t)lock;
             e->site = s;
             e->primitive = prim;
             e->count = 0;
@@ -1296,6 +1307,27 @@ static contend_count *count_entry(struct contend_thread *ts, uint32_t prim, uint
         }
     }
     return NULL;
+}
+
+/* The entry that counts the acquisition of lock o at site s: its own, or
+ * when the table has none for it (it holds CONTEND_COUNT_LOCK_ENTRIES
+ * locks already, or the lock's probes found no room), its site's by-site
+ * entry (the lock is then remembered in by_site_lock[]). NULL when the
+ * table has no room for that either: only call sites fill a table. */
+static contend_count *count_entry_of_lock(struct contend_thread *ts, uint32_t prim,
+                                          uint64_t o, uint64_t s)
+{
+    contend_count *e = count_entry(ts, prim, o, s);
+    if (e)
+        return e;
+    e = count_entry(ts, prim, CONTEND_COUNT_BY_SITE, s);
+    if (e) {
+        uint32_t k = ts->by_site_next;
+        ts->by_site_next = k + 1 == CONTEND_BY_SITE_RECENT ? 0 : k + 1;
+        ts->by_site_lock[k] = (const void *)(uintptr_t)o;
+        ts->by_site_entry[k] = e;
+    }
+    return e;
 }
 
 void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *obj,
@@ -1308,19 +1340,20 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
      * claim is timed (reading the thread CPU clock is a system call, which
      * on every probe cost more than the probe, e.g. for a thread cycling
      * through thousands of locks) */
-    contend_count *e = ts->counts ? count_entry(ts, prim, o, s) : NULL;
+    contend_count *e = ts->counts ? count_entry_of_lock(ts, prim, o, s) : NULL;
     /* A full table is replaced by a larger one, up to the whole chunk; a
      * full table of the whole chunk is kept, and acquisitions it has no
      * entry for are recorded (below). Replacing it by an empty one of the
-     * same size would not hold more: a thread cycling through more
-     * (lock, site) pairs than a chunk holds (4,094 in 128 KiB; a hash
-     * table's bucket locks) claimed, wrote and faulted in a COUNTS chunk
-     * every few thousand acquisitions, more than recording them costs. */
+     * same size would not hold more. Only by-site entries (a thread's call
+     * sites) fill a table: lock entries stop at CONTEND_COUNT_LOCK_ENTRIES,
+     * so that a thread cycling through thousands of locks (a hash table's
+     * bucket locks, sysbench mutex) keeps a table that stays in the cache
+     * (its probes were the light mode's main cost on memcached). */
     if (!e && !(ts->counts && count_table_is_largest(ts))) {
         int saved_errno = errno;
         uint64_t t0 = contend_cpu_ns();
         if (claim_count_chunk(ts))
-            e = count_entry(ts, prim, o, s);
+            e = count_entry_of_lock(ts, prim, o, s);
         contend_cost_since(ts, t0);
         errno = saved_errno;
     }
@@ -1329,7 +1362,7 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
         __atomic_store_n(&e->count, count, __ATOMIC_RELAXED);
         ts->last_count = e;
         /* a new entry may be the object's first use in the process */
-        if (count == 1)
+        if (count == 1 && e->object == o)
             contend_index(contend_g.objects, o, 0);
         int created = ts->created;
         CONTEND_SIGNAL_FENCE();
@@ -1362,19 +1395,33 @@ void contend_claim_counts_ahead(struct contend_thread *ts)
     ts->guard = 0;
 }
 
-uint32_t contend_untimed(struct contend_thread *ts, const void *lock, uint64_t t)
+/* The count entry of the latest counted acquisition of `lock` (its own
+ * entry, or the by-site entry it was counted in), NULL if none. */
+static contend_count *counted_hold(struct contend_thread *ts, const void *lock)
 {
     uint64_t o = (uint64_t)(uintptr_t)lock;
     contend_count *e = ts->last_count;
-    if (!(e && e->object == o && e->count > 0)) {
-        e = NULL;
-        for (uint32_t i = 0; ts->counts && i < ts->count_slots; i++) {
-            if (ts->counts[i].object == o && ts->counts[i].count > 0) {
-                e = &ts->counts[i];
-                break;
-            }
+    if (e && e->object == o && e->count > 0)
+        return e;
+    /* by-site entries, newest first */
+    for (uint32_t k = 0, i = ts->by_site_next; k < CONTEND_BY_SITE_RECENT; k++) {
+        i = i == 0 ? CONTEND_BY_SITE_RECENT - 1 : i - 1;
+        e = ts->by_site_entry[i];
+        if (e && ts->by_site_lock[i] == lock && e->count > 0) {
+            ts->by_site_entry[i] = NULL; /* its hold ends here */
+            return e;
         }
     }
+    for (uint32_t i = 0; ts->counts && i < ts->count_slots; i++) {
+        if (ts->counts[i].object == o && ts->counts[i].count > 0)
+            return &ts->counts[i];
+    }
+    return NULL;
+}
+
+uint32_t contend_untimed(struct contend_thread *ts, const void *lock, uint64_t t)
+{
+    contend_count *e = counted_hold(ts, lock);
     if (!e)
         return 0;
     __atomic_store_n(&e->count, e->count - 1, __ATOMIC_RELAXED);

@@ -142,6 +142,9 @@ int contend_libc_rwlock_unlock(pthread_rwlock_t *);
 /* Light mode: locks whose current hold was recorded (contended, or a
  * condition wait's re-acquisition), so that their release is recorded. */
 #define CONTEND_HELD_MAX 16
+/* Light mode: acquisitions counted by site whose lock is remembered, so
+ * that a release finding waiters can take one back out of its count. */
+#define CONTEND_BY_SITE_RECENT 8
 
 struct contend_rw_held {
     const void *lock;
@@ -178,6 +181,12 @@ struct contend_thread {
     uint32_t count_claim_tried; /* contend_ready_to_acquire tried to claim
                                    the first COUNTS chunk ahead          */
     const void *held[CONTEND_HELD_MAX];
+    uint32_t count_locks;    /* entries of (lock, site) pairs in counts[]    */
+    uint32_t by_site_next;   /* next slot of by_site_lock[] to overwrite      */
+    /* the latest acquisitions counted in a by-site entry: their lock and
+     * entry (contend_untimed finds a counted hold by its lock) */
+    const void *by_site_lock[CONTEND_BY_SITE_RECENT];
+    contend_count *by_site_entry[CONTEND_BY_SITE_RECENT];
     /* in-situ cost sampling (sampling.c) */
     uint32_t slow_seq;         /* bumped by contend_cost_since: a sample
                                   that ran into the timed slow path is

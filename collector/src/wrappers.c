@@ -1053,7 +1053,10 @@ void contend_calibrate_cost(struct contend_thread *ts)
     ts->counts = counts;
     ts->count_slots = (uint32_t)count_slots;
     ts->count_used = 0;
+    ts->count_locks = 0;
     ts->last_count = NULL;
+    for (int k = 0; k < CONTEND_BY_SITE_RECENT; k++)
+        ts->by_site_entry[k] = NULL;
     ts->held_n = 0;
     const void *site = (const void *)(uintptr_t)&contend_calibrate_cost;
 

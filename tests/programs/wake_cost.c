@@ -5,7 +5,12 @@
  * Huang et al. 2012, Section 4.3: unlock time, which includes waking
  * waiters, is not negligible).
  *
- *   wake_cost [WAITERS]
+ *   wake_cost [WAITERS [FILL]]
+ *
+ * With FILL, main first locks and unlocks FILL other mutexes once each, so
+ * that under `contend record --light` its count table holds its 256 lock
+ * entries before it takes `m`: `m` is then counted by call site, and the
+ * unlock that finds waiters must still find that counted hold.
  *
  * main locks `m` and starts WAITERS threads that each lock and unlock `m`;
  * once all of them are asleep in the kernel (state S in
@@ -85,10 +90,20 @@ static int wait_asleep(int n)
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 3;
-    if (n < 1 || n > 64) {
-        fprintf(stderr, "usage: %s [WAITERS (1-64)]\n", argv[0]);
+    int fill = argc > 2 ? atoi(argv[2]) : 0;
+    if (n < 1 || n > 64 || fill < 0) {
+        fprintf(stderr, "usage: %s [WAITERS (1-64) [FILL]]\n", argv[0]);
         return 2;
     }
+    pthread_mutex_t *others = calloc((size_t)fill + 1, sizeof *others);
+    if (!others)
+        return 1;
+    for (int i = 0; i < fill; i++) {
+        pthread_mutex_init(&others[i], NULL);
+        pthread_mutex_lock(&others[i]);
+        pthread_mutex_unlock(&others[i]);
+    }
+    free(others);
     pthread_t t[64];
     pthread_mutex_lock(&m);
     for (long i = 0; i < n; i++)

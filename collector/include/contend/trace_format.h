@@ -197,8 +197,14 @@ typedef struct contend_chunk_header {
  * CONTEND_CHUNK_HEADER_SIZE + i * sizeof(contend_count). An entry is used
  * when its object is non-zero (stored last, with release order); its
  * count grows by plain stores of the owning thread. Open addressing: the
- * reader just takes every used entry.
+ * reader just takes every used entry. An entry whose object is
+ * CONTEND_COUNT_BY_SITE counts the thread's acquisitions at its call site
+ * of locks the table keeps no entry of their own for (more than
+ * CONTEND_COUNT_LOCK_ENTRIES (lock, call site) pairs): their call site,
+ * primitive and number are exact, the locks are not known.
  */
+#define CONTEND_COUNT_BY_SITE 1u
+#define CONTEND_COUNT_LOCK_ENTRIES 256u
 typedef struct contend_count {
     uint64_t object;    /*  0 object address (0 = unused entry)         */
     uint64_t site;      /*  8 call site of the acquisitions            */

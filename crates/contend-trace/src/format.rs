@@ -220,8 +220,18 @@ pub mod chunk {
 /// (object, call site) of one thread in a COUNTS chunk; entry `i` starts at
 /// `CHUNK_HEADER_SIZE + i * count::SIZE`. Unused entries have object 0.
 pub mod count {
-    /// `u64` object address (0 = unused entry).
+    /// `u64` object address (0 = unused entry, [`BY_SITE`]: the entry
+    /// counts acquisitions of locks not counted one by one).
     pub const OBJECT: usize = 0;
+    /// The object of an entry that counts a thread's acquisitions at its
+    /// call site of locks its table keeps no entry of their own for (past
+    /// [`LOCK_ENTRIES`] (lock, call site) pairs): site, primitive and
+    /// number exact, the locks unknown (trace_format.h,
+    /// `CONTEND_COUNT_BY_SITE`).
+    pub const BY_SITE: u64 = 1;
+    /// (lock, call site) pairs a thread's count table keeps entries of
+    /// their own for (`CONTEND_COUNT_LOCK_ENTRIES`).
+    pub const LOCK_ENTRIES: u32 = 256;
     /// `u64` call site of the acquisitions.
     pub const SITE: usize = 8;
     /// `u64` uncontended acquisitions counted.

@@ -217,7 +217,9 @@ fn chunk_thread_name(c: &[u8]) -> Option<String> {
 /// once, without their times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counted {
-    /// Address of the synchronisation object.
+    /// Address of the synchronisation object; [`format::count::BY_SITE`]
+    /// for acquisitions of locks counted by their call site alone (see
+    /// [`Counted::by_site`]).
     pub object: u64,
     /// Return address of the acquiring call.
     pub site: u64,
@@ -225,6 +227,15 @@ pub struct Counted {
     pub primitive: Primitive,
     /// Number of acquisitions.
     pub count: u64,
+}
+
+impl Counted {
+    /// True when these acquisitions were counted by call site without
+    /// their locks: the thread's count table already kept
+    /// [`format::count::LOCK_ENTRIES`] (lock, call site) entries.
+    pub fn by_site(&self) -> bool {
+        self.object == format::count::BY_SITE
+    }
 }
 
 /// The part of one chunk that holds records: the chunk header and the

@@ -151,6 +151,37 @@ fn wake_cost_of_releases_with_waiters_is_reported() {
     }
 }
 
+/// tests/programs/wake_cost.c with FILL = 300: under `--light` main's
+/// count table holds its 256 lock entries (300 other mutexes taken once)
+/// before main takes `m`, so `m` is counted by call site; the unlock that
+/// finds the 3 waiters must still find that counted hold and record it
+/// (UNTIMED), taking it back out of the site's count: `m`'s row is as
+/// without the fill (main's hold plus the 3 waiters' acquisitions, wakes
+/// reported), no release is unmatched, and at least 300 − 256 of the
+/// fill's acquisitions are counted by site (all of them in the summary).
+#[test]
+fn a_hold_counted_by_call_site_is_found_by_the_release_that_wakes() {
+    require_tool!("gcc");
+    let exe = build("wake_cost.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("light");
+    let out = record_as(true, &dir, &exe, &["3", "300"]);
+    let got = program_json(&out);
+    assert_eq!(u(&got, "asleep_m"), 3, "the waiters were asleep: {got}");
+    let report = report_json(&dir);
+    let light = &report["locks"]["light"];
+    let by_site = u(light, "counted_by_site_events");
+    assert!((44..300).contains(&by_site), "{light}");
+    assert!(u(light, "untimed_events") >= 1, "{light}");
+    let summary = &report["locks"]["summary"];
+    assert_eq!(u(summary, "unmatched_releases"), 0, "{summary}");
+    let m = lock_row(&report, "m");
+    assert_eq!(u(m, "events"), 4, "{m}");
+    assert_eq!(u(m, "contended_events"), 3, "{m}");
+    assert!(u(m, "releases_with_waiters") >= 3, "{m}");
+    assert_eq!(u(summary, "events"), 300 + 4, "{summary}");
+}
+
 #[test]
 fn recording_cost_is_estimated_and_warns_when_high() {
     require_tool!("gcc");
@@ -192,17 +223,15 @@ fn recording_cost_is_estimated_and_warns_when_high() {
 }
 
 /// tests/programs/light_many.c: one thread takes 3000 distinct mutexes
-/// three times over, more than its first count table holds (510 entries).
-/// Every acquisition is counted exactly (3 per lock, 9000 in all) across
-/// the thread's COUNTS chunks, and the tables grow instead of multiplying:
-/// with tables of 16, 32, 64 and 128 KiB (510 + 1022 + 2046 + 4094
-/// entries) 3000 (object, site) pairs fit by the fourth chunk, while
-/// fixed 510-entry tables would take a new chunk every ≤ 510 new pairs:
-/// of the 9000 acquisitions at most 510 find their pair in the current
-/// table when a round starts again, so at least (9000 − 510) / 510, i.e.
-/// 17 chunks.
+/// three times over at one call site, more (lock, site) pairs than its
+/// count table keeps one by one (256). Every acquisition is counted
+/// exactly (9000 in all): the first locks (up to 256; fewer only if a
+/// lock's probes found no room) in entries of their own, 3 per lock, the
+/// others by call site, in one COUNTS chunk (the table does not grow for
+/// locks); the site's row has all 9000, the lock rows only their own, and
+/// the report says how many were counted without their lock.
 #[test]
-fn light_counts_stay_exact_past_one_count_table() {
+fn light_counts_locks_past_its_table_by_call_site() {
     require_tool!("gcc");
     let exe = build("light_many.c", &[]);
     let tmp = tempdir();
@@ -213,57 +242,81 @@ fn light_counts_stay_exact_past_one_count_table() {
     let report = report_json(&dir);
     let summary = &report["locks"]["summary"];
     assert_eq!(u(summary, "events"), 9000, "{summary}");
-    assert_eq!(u(&report["locks"]["light"], "counted_events"), 9000);
+    let light = &report["locks"]["light"];
+    assert_eq!(u(light, "counted_events"), 9000);
+    assert_eq!(u(light, "recorded_uncontended_events"), 0, "{light}");
     let locks = report["locks"]["by_lock"].as_array().unwrap();
-    assert_eq!(locks.len(), 3000);
+    assert!(
+        (200..=256).contains(&locks.len()),
+        "{} lock rows",
+        locks.len()
+    );
     for l in locks {
         assert_eq!(u(l, "events"), 3, "{l}");
     }
-    let (chunks, _) = chunk_flags(&dir);
-    assert!(chunks <= 6, "{chunks} chunks claimed");
+    let by_site = 9000 - 3 * locks.len() as u64;
+    assert_eq!(u(light, "counted_by_site_events"), by_site, "{light}");
+    let sites = report["locks"]["by_site"].as_array().unwrap();
+    assert_eq!(sites.len(), 1, "{sites:?}");
+    assert_eq!(u(&sites[0], "events"), 9000);
+    let text = report_raw(&dir, &["--format", "text"]).stdout;
+    assert!(
+        text.contains(&format!(
+            "counted per call site and thread, and per lock except {by_site} of them"
+        )),
+        "{text}"
+    );
+    // every acquisition was counted, none recorded: still lock events
+    assert!(!text.contains("No lock events"), "{text}");
+    let (_, flags) = chunk_flags(&dir);
+    let counts_chunks = flags
+        .iter()
+        .filter(|f| **f & contend_trace::format::CHUNK_COUNTS != 0)
+        .count();
+    assert_eq!(counts_chunks, 1);
 }
 
-/// tests/programs/light_many.c with 20,000 mutexes, more (object, site)
-/// pairs than the largest count table holds (the whole 128 KiB COUNTS
-/// chunk, 4,094 entries, filled to three quarters). The thread keeps its
+/// tests/programs/light_many.c with 4,000 mutexes, each taken at a call
+/// site of its own (4,000 sites), three rounds: more call sites than the
+/// largest count table holds (the whole 128 KiB COUNTS chunk, 4,094
+/// entries, filled to three quarters). The table grows for call sites
+/// (16, 32, 64 and 128 KiB: 4 COUNTS chunks), then the thread keeps its
 /// largest table and records the acquisitions it has no entry for, so every
-/// acquisition is still in the report exactly once (3 per lock, 60,000 in
-/// all, counted or recorded), and the thread claims 4 COUNTS chunks (16,
-/// 32, 64 and 128 KiB tables) instead of a new 128 KiB one whenever the
-/// last one filled up, which for 20,000 pairs in 3 rounds was at least
-/// (60,000 − 4,094) / 4,094, i.e. 13 more.
+/// acquisition is still in the report exactly once (3 per site, 12,000 in
+/// all, counted or recorded) instead of a new 128 KiB chunk whenever the
+/// last one filled up.
 #[test]
 fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
     require_tool!("gcc");
     let exe = build("light_many.c", &[]);
     let tmp = tempdir();
     let dir = tmp.path().join("light");
-    let out = record_as(true, &dir, &exe, &["20000", "3"]);
-    assert_eq!(u(&program_json(&out), "events"), 60_000);
+    let out = record_as(true, &dir, &exe, &["4000", "3", "4000"]);
+    assert_eq!(u(&program_json(&out), "events"), 12_000);
     let report = report_json(&dir);
-    assert_eq!(u(&report["locks"]["summary"], "events"), 60_000);
+    assert_eq!(u(&report["locks"]["summary"], "events"), 12_000);
     let light = &report["locks"]["light"];
     let counted = u(light, "counted_events");
     // at least the largest table's entries, 3 rounds each; not all
-    assert!((3 * 3_000..60_000).contains(&counted), "{counted} counted");
+    assert!((3 * 3_000..12_000).contains(&counted), "{counted} counted");
     // the rest were recorded in full, and the report says so
     assert_eq!(
         u(light, "recorded_uncontended_events"),
-        60_000 - counted,
+        12_000 - counted,
         "{light}"
     );
     let text = report_raw(&dir, &["--format", "text"]).stdout;
     assert!(
         text.contains(&format!(
             "{} more were recorded in full for want of a count entry",
-            60_000 - counted
+            12_000 - counted
         )),
         "{text}"
     );
-    let locks = report["locks"]["by_lock"].as_array().unwrap();
-    assert_eq!(locks.len(), 20_000);
-    for l in locks {
-        assert_eq!(u(l, "events"), 3, "{l}");
+    let sites = report["locks"]["by_site"].as_array().unwrap();
+    assert_eq!(sites.len(), 4_000);
+    for s in sites {
+        assert_eq!(u(s, "events"), 3, "{s}");
     }
     let (claimed, flags) = chunk_flags(&dir);
     let counts_chunks = flags

@@ -263,10 +263,11 @@ pub(crate) fn aggregate_counted(
     // thread like events of duration 0; a critical-path selection cannot
     // hold them (their place on the path is unknown).
     let mut counted_total = 0u64;
+    let mut counted_by_site = 0u64;
     for c in &set.counted {
         let probe = LockEventFields {
             thread: c.thread,
-            object: c.object,
+            object: c.object.unwrap_or(0),
             site: c.site,
             primitive: c.primitive,
             outcome: Outcome::Acquired,
@@ -277,15 +278,24 @@ pub(crate) fn aggregate_counted(
             unreleased: false,
         }
         .pack();
-        if filter.critical_only || !selected(0, &probe) {
+        let kept = match c.object {
+            Some(_) => selected(0, &probe),
+            None => selection.keeps_lock_unknown(0, &probe),
+        };
+        if filter.critical_only || !kept {
             continue;
         }
         let n = c.count;
         counted_total += n;
-        let l = &mut locks[c.object as usize];
-        l.events += n;
-        l.counted += n;
-        site_wait.add(c.object, c.site, n);
+        match c.object {
+            Some(object) => {
+                let l = &mut locks[object as usize];
+                l.events += n;
+                l.counted += n;
+                site_wait.add(object, c.site, n);
+            }
+            None => counted_by_site += n,
+        }
         let s = &mut site_acc[c.site as usize];
         s.events += n;
         s.counted += n;
@@ -448,12 +458,14 @@ pub(crate) fn aggregate_counted(
         filters: filter.describe(),
         no_events_reason: None,
         sites_without_debug_info: without_debug,
-        light: set.light.then(|| light_note(set, counted_total)),
+        light: set
+            .light
+            .then(|| light_note(set, counted_total, counted_by_site)),
     }
 }
 
 /// What a light recording measured exactly and what it approximates.
-fn light_note(set: &EventSet, counted_events: u64) -> LightNote {
+fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) -> LightNote {
     let untimed_events = set.untimed_events;
     // Recorded lock acquisitions that did not wait, less the UNTIMED ones
     // (counted holds recorded at a release that found waiters): one pass
@@ -465,9 +477,18 @@ fn light_note(set: &EventSet, counted_events: u64) -> LightNote {
         .filter(|e| e.is_lock() && !e.contended() && e.outcome() == Outcome::Acquired)
         .count() as u64)
         .saturating_sub(untimed_events);
+    let counts = if counted_by_site_events == 0 {
+        "the number of acquisitions per lock, call site and thread (uncontended ones counted)"
+            .to_string()
+    } else {
+        format!(
+            "the number of acquisitions per call site and thread (uncontended ones counted); per lock except \
+             {counted_by_site_events} uncontended acquisition(s) counted by call site without their lock"
+        )
+    };
     let mut exact: Vec<String> = vec![
             "every contended acquisition: its request, acquisition and release, so its wait and hold time".into(),
-            "the number of acquisitions per lock, call site and thread (uncontended ones counted)".into(),
+            counts,
             "wait time (an uncontended acquisition waits 0 by definition)".into(),
             "condition, barrier and blocking semaphore waits".into(),
             "the wake cost of every release that found waiters".into(),
@@ -475,23 +496,38 @@ fn light_note(set: &EventSet, counted_events: u64) -> LightNote {
     if recorded_uncontended_events > 0 {
         exact.push(format!(
             "the wait and hold time of {recorded_uncontended_events} uncontended acquisition(s) recorded in full, \
-             as a full recording would and at its cost: their thread took more (lock, call site) pairs than its \
-             count table holds (one COUNTS chunk filled to three quarters: 3,070 pairs at the default chunk \
-             size), or had no count table"
+             as a full recording would and at its cost: their thread's count table was full (one COUNTS chunk \
+             filled to three quarters: 3,070 entries at the default chunk size, at most {} of them locks, the \
+             rest call sites), or it had no count table",
+            contend_trace::format::count::LOCK_ENTRIES
         ));
     }
+    let mut approximate: Vec<String> = vec![
+        "hold time and event duration cover the recorded (contended) acquisitions only; the holds of counted acquisitions were not timed".into(),
+        format!("{untimed_events} counted hold(s) whose release woke a waiter are recorded at that release with hold 0"),
+    ];
+    if counted_by_site_events > 0 {
+        approximate.push(format!(
+            "{counted_by_site_events} uncontended acquisition(s) were counted by call site without their lock: a \
+             thread's count table keeps {} (lock, call site) pairs one by one, and counts the acquisitions of \
+             further locks per call site, so that it stays small enough for the cache; they are in the summary \
+             and the call-site and thread tables, not in the lock table's rows (whose acquisitions are lower \
+             bounds), and a lock filter leaves them out",
+            contend_trace::format::count::LOCK_ENTRIES
+        ));
+    }
+    approximate.extend([
+        "the critical path passes through recorded events only: it jumps at contended acquisitions to the release that let them go, as in a full recording, but the uncontended acquisitions on it are not seen (its event counts and hold time are lower bounds)".to_string(),
+        "the release of a spinlock whose acquisition was counted is not recorded (a spinning waiter cannot be seen), so the path does not jump at a spinlock acquired after spinning on such a hold".into(),
+        "duration filters and --critical-only leave the counted acquisitions out".into(),
+    ]);
     LightNote {
         counted_events,
+        counted_by_site_events,
         untimed_events,
         recorded_uncontended_events,
         exact,
-        approximate: vec![
-            "hold time and event duration cover the recorded (contended) acquisitions only; the holds of counted acquisitions were not timed".into(),
-            format!("{untimed_events} counted hold(s) whose release woke a waiter are recorded at that release with hold 0"),
-            "the critical path passes through recorded events only: it jumps at contended acquisitions to the release that let them go, as in a full recording, but the uncontended acquisitions on it are not seen (its event counts and hold time are lower bounds)".into(),
-            "the release of a spinlock whose acquisition was counted is not recorded (a spinning waiter cannot be seen), so the path does not jump at a spinlock acquired after spinning on such a hold".into(),
-            "duration filters and --critical-only leave the counted acquisitions out".into(),
-        ],
+        approximate,
     }
 }
 

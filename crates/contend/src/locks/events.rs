@@ -441,8 +441,11 @@ fn side_lookup(table: &[(u32, u32)], event: usize) -> Option<u32> {
 pub struct CountedAcquisitions {
     /// Index in [`EventSet::threads`].
     pub thread: u32,
-    /// Index in [`EventSet::objects`].
-    pub object: u32,
+    /// Index in [`EventSet::objects`]; `None` for acquisitions counted by
+    /// call site without their locks ([`contend_trace::Counted::by_site`]:
+    /// the thread took more (lock, call site) pairs than its count table
+    /// keeps one by one).
+    pub object: Option<u32>,
     /// Index in [`EventSet::sites`] (the acquiring call).
     pub site: u32,
     /// Primitive acquired.
@@ -685,10 +688,12 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         for c in threads[k].counted() {
             set.counted.push(CountedAcquisitions {
                 thread: k as u32,
-                object: object_index[&ObjectKey {
-                    process,
-                    address: c.object,
-                }],
+                object: (!c.by_site()).then(|| {
+                    object_index[&ObjectKey {
+                        process,
+                        address: c.object,
+                    }]
+                }),
                 site: site_index[&SiteKey {
                     process,
                     address: c.site,
@@ -867,7 +872,7 @@ fn survey(input: &ThreadInput<'_>) -> Survey {
     }
     events += usize::from(pending.is_some());
     for c in input.counted() {
-        if seen_objects.first(c.object, NONE) {
+        if !c.by_site() && seen_objects.first(c.object, NONE) {
             objects.push((c.object, c.primitive));
         }
         if seen_sites.first(c.site, NONE) {

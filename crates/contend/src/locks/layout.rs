@@ -72,10 +72,18 @@ impl ReportSection for LockReport {
                     "light",
                     "Light recording",
                     &format!(
-                        "Recorded with --light: {} uncontended acquisitions were counted per lock, call site and \
-                         thread without timestamps{} (HaLock: only contended acquisitions need full timing; Huang \
-                         et al., PACT 2012). What that means for the figures:",
+                        "Recorded with --light: {} uncontended acquisitions were counted per {} without \
+                         timestamps{} (HaLock: only contended acquisitions need full timing; Huang et al., PACT \
+                         2012). What that means for the figures:",
                         light.counted_events,
+                        if light.counted_by_site_events > 0 {
+                            format!(
+                                "call site and thread, and per lock except {} of them",
+                                light.counted_by_site_events
+                            )
+                        } else {
+                            "lock, call site and thread".to_string()
+                        },
                         if light.recorded_uncontended_events > 0 {
                             format!(
                                 ", {} more were recorded in full for want of a count entry",

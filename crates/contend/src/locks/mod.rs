@@ -246,7 +246,7 @@ impl Analyzer for LockAnalyzer {
                 }));
         }
         progress.advance(1);
-        if set.events.is_empty() {
+        if set.events.is_empty() && set.counted.is_empty() {
             locks.no_events_reason = Some(no_events_reason(recording));
         }
         creation::set_created_at(&mut locks.by_lock, &set, recording, created);

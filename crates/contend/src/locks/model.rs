@@ -43,6 +43,12 @@ pub struct LightNote {
     /// Uncontended acquisitions counted, not recorded (included in
     /// `summary.events` and the per-lock, per-site and per-thread events).
     pub counted_events: u64,
+    /// Of `counted_events`, those counted by call site without their lock
+    /// (the thread's count table already kept
+    /// `contend_trace::format::count::LOCK_ENTRIES` (lock, call site)
+    /// pairs): in `summary.events`, the per-site and per-thread events, not
+    /// in any lock's row.
+    pub counted_by_site_events: u64,
     /// Of the recorded events, counted holds whose release found waiters:
     /// recorded at that release, with hold 0 (the true hold is unknown).
     pub untimed_events: u64,

@@ -77,6 +77,17 @@ impl<'a> Selection<'a> {
     /// acquired within the time window if one is given.
     /// `sem_post` records are never kept (they are not events).
     pub fn keeps(&self, i: usize, e: &LockEvent) -> bool {
+        self.keeps_on(i, e, true)
+    }
+
+    /// [`Selection::keeps`] for acquisitions counted by call site without
+    /// their lock (`e.object` is not read): kept when the filter names no
+    /// lock and the rest passes.
+    pub fn keeps_lock_unknown(&self, i: usize, e: &LockEvent) -> bool {
+        self.filter.locks.is_empty() && self.keeps_on(i, e, false)
+    }
+
+    fn keeps_on(&self, i: usize, e: &LockEvent, lock_known: bool) -> bool {
         if e.outcome() == Outcome::Post {
             return false;
         }
@@ -84,7 +95,7 @@ impl<'a> Selection<'a> {
         let d = e.duration_ns();
         f.min_duration_ns.is_none_or(|m| d >= m)
             && f.max_duration_ns.is_none_or(|m| d <= m)
-            && (self.locks.is_empty() || self.locks[e.object as usize])
+            && (!lock_known || self.locks.is_empty() || self.locks[e.object as usize])
             && (self.sites.is_empty() || self.sites[e.site as usize])
             && (f.threads.is_empty()
                 || f.threads

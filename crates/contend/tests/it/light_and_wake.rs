@@ -11,7 +11,7 @@ use contend::locks::{
     mark_critical_path, pair_operations, EventSet, OpSource, ThreadInput, TimeMap,
 };
 use contend::symbols::{ResolvedSite, Resolver};
-use contend_trace::format::CLOCK_MONOTONIC;
+use contend_trace::format::{count::BY_SITE, CLOCK_MONOTONIC};
 use contend_trace::Phase::{Acquired, Immediate, Release, Released, Request, Untimed};
 use contend_trace::Primitive::{self, Mutex, Semaphore};
 use contend_trace::{Counted, LockTrace, Phase, RawOp, TraceBuilder, NO_STACK};
@@ -121,6 +121,16 @@ fn wake_cost_is_the_time_from_release_to_released() {
 
 /// One contended acquisition of M at SITE_LOCK: requested at 1000,
 /// acquired at 1400, released at 1500 (at SITE_UNLOCK).
+/// `count` uncontended acquisitions of mutex `object` at `site`.
+fn counted(object: u64, site: u64, count: u64) -> Counted {
+    Counted {
+        object,
+        site,
+        primitive: Mutex,
+        count,
+    }
+}
+
 fn contended_m() -> Vec<RawOp> {
     vec![
         op(1000, Mutex, Request, M, SITE_LOCK),
@@ -234,6 +244,76 @@ fn light_recording_counts_and_says_what_is_exact() {
     assert!(rc.summary.events <= 2, "{:?}", rc.summary);
 }
 
+/// A light recording whose T2 took more (lock, call site) pairs than its
+/// count table keeps one by one: besides the contended acquisition of M by
+/// T1 (above) and 300 counted of M at SITE_LOCK by T2, T2 was counted 700
+/// acquisitions at SITE_LOCK and 50 at SITE_LOCK + 0x20 of locks it kept
+/// no entry for (`BY_SITE`).
+///   lock events = 1 + 300 + 700 + 50 = 1051, counted 1050, 750 by site;
+///   M's row: 1 + 300 = 301 (the by-site acquisitions in no lock's row);
+///   SITE_LOCK: 1 + 300 + 700 = 1001; SITE_LOCK + 0x20: 50; T2: 1050;
+///   with a lock filter naming M: 301 (the by-site ones left out);
+///   with a site filter on SITE_LOCK + 0x20: 50.
+#[test]
+fn acquisitions_counted_by_site_are_in_the_site_and_thread_tables_not_the_lock_rows() {
+    let trace = decode(TraceBuilder {
+        clock: CLOCK_MONOTONIC,
+        light: true,
+        threads: vec![(1, contended_m())],
+        counted: vec![(
+            2,
+            vec![
+                counted(M, SITE_LOCK, 300),
+                counted(BY_SITE, SITE_LOCK, 700),
+                counted(BY_SITE, SITE_LOCK + 0x20, 50),
+            ],
+        )],
+        ..TraceBuilder::default()
+    });
+    let set = pair_trace(&trace);
+    assert_eq!(set.objects.len(), 1, "a by-site count names no object");
+    let path = mark_critical_path(&set);
+    let r = aggregate(&set, &path, &EventFilter::default(), &mut Names, 3000);
+    assert_eq!((r.summary.events, r.summary.contended_events), (1051, 1));
+    assert_eq!(r.by_lock.len(), 1);
+    assert_eq!(
+        (r.by_lock[0].events, r.by_lock[0].counted_events),
+        (301, 300)
+    );
+    let site = |r: &contend::locks::LockReport, address: u64| {
+        r.by_site
+            .iter()
+            .find(|x| x.display == format!("site{address:x}"))
+            .map(|x| (x.events, x.counted_events))
+    };
+    assert_eq!(site(&r, SITE_LOCK), Some((1001, 1000)));
+    assert_eq!(site(&r, SITE_LOCK + 0x20), Some((50, 50)));
+    let t2 = r.by_thread.iter().find(|t| t.tid == 2).unwrap();
+    assert_eq!((t2.events, t2.counted_events), (1050, 1050));
+    let note = r.light.as_ref().unwrap();
+    assert_eq!(
+        (note.counted_events, note.counted_by_site_events),
+        (1050, 750)
+    );
+    assert!(note
+        .approximate
+        .iter()
+        .any(|a| a.starts_with("750 uncontended acquisition(s) were counted by call site")));
+    let only_m = EventFilter {
+        locks: vec!["obja000".into()],
+        ..EventFilter::default()
+    };
+    let rm = aggregate(&set, &path, &only_m, &mut Names, 3000);
+    assert_eq!(rm.summary.events, 301);
+    assert_eq!(rm.light.as_ref().unwrap().counted_by_site_events, 0);
+    let second_site = EventFilter {
+        site_pattern: Some(regex::Regex::new(&format!("^site{:x}$", SITE_LOCK + 0x20)).unwrap()),
+        ..EventFilter::default()
+    };
+    let rs = aggregate(&set, &path, &second_site, &mut Names, 3000);
+    assert_eq!(rs.summary.events, 50);
+}
+
 /// The recording-cost estimate, worked out by hand: a light trace with
 /// 6 records (see above) and 1520 counted acquisitions, calibrated at
 /// 7.5 ns per record and 1.6 ns per counted pair, whose slow path took
@@ -322,19 +402,20 @@ fn recording_cost_is_records_counts_and_slow_path() {
 fn counted_objects_are_numbered_after_the_recorded_ones() {
     const X: u64 = 0xc000;
     const Y: u64 = 0xd000;
-    let counted = |object, site, count| Counted {
-        object,
-        site,
-        primitive: Mutex,
-        count,
-    };
     let trace = decode(TraceBuilder {
         clock: CLOCK_MONOTONIC,
         light: true,
         threads: vec![(1, contended_m())],
         counted: vec![
             (1, vec![counted(X, 0x50, 7), counted(Y, 0x60, 8)]),
-            (2, vec![counted(Y, 0x60, 9), counted(M, SITE_LOCK, 10)]),
+            (
+                2,
+                vec![
+                    counted(Y, 0x60, 9),
+                    counted(BY_SITE, 0x70, 11),
+                    counted(M, SITE_LOCK, 10),
+                ],
+            ),
         ],
         ..TraceBuilder::default()
     });
@@ -343,7 +424,8 @@ fn counted_objects_are_numbered_after_the_recorded_ones() {
     // thread's counts in the order it lists them.
     let (mut objects, mut sites) = (Vec::new(), Vec::new());
     let mut add = |object: u64, site: u64| {
-        if !objects.contains(&object) {
+        // a by-site count has no object
+        if object != BY_SITE && !objects.contains(&object) {
             objects.push(object);
         }
         if !sites.contains(&site) {
@@ -369,10 +451,12 @@ fn counted_objects_are_numbered_after_the_recorded_ones() {
             7 => (X, 0x50),
             8 | 9 => (Y, 0x60),
             10 => (M, SITE_LOCK),
+            11 => (BY_SITE, 0x70),
             n => panic!("unexpected count {n}"),
         };
         let have = (
-            set.objects[c.object as usize].address,
+            c.object
+                .map_or(BY_SITE, |o| set.objects[o as usize].address),
             set.sites[c.site as usize].address,
         );
         assert_eq!(have, want, "count {}", c.count);
