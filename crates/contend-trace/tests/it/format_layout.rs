@@ -106,6 +106,8 @@ fn table() -> Vec<Line> {
         int!("CONTEND_PHASE_RELEASED", Phase::Released),
         int!("CONTEND_PHASE_UNTIMED", Phase::Untimed),
         int!("sizeof(contend_count)", format::count::SIZE),
+        int!("CONTEND_COUNT_BY_SITE", format::count::BY_SITE),
+        int!("CONTEND_COUNT_LOCK_ENTRIES", format::count::LOCK_ENTRIES),
         int!("CONTEND_OBJECT_SLOTS", format::OBJECT_SLOTS),
         int!("CONTEND_SITE_SLOTS", format::SITE_SLOTS),
         int!("CONTEND_DEFAULT_CHUNK_SIZE", format::DEFAULT_CHUNK_SIZE),
