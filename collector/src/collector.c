@@ -343,13 +343,16 @@ static int table_page_ready(uint64_t *table, uint32_t slot)
     uint64_t bit = 1ull << (unit % 64);
     if (__atomic_load_n(&table_ready[which][unit / 64], __ATOMIC_RELAXED) & bit)
         return 1;
+    /* faulting the page in is slow-path work, timed as such */
+    uint64_t t0 = contend_cpu_ns();
     long page = sysconf(_SC_PAGESIZE);
     uintptr_t pg = page > 0 ? (uintptr_t)page : 4096u;
     uintptr_t a = (uintptr_t)&table[slot] & ~(pg - 1);
-    if (populate((void *)a, pg) != 0)
-        return 0;
-    __atomic_fetch_or(&table_ready[which][unit / 64], bit, __ATOMIC_RELAXED);
-    return 1;
+    int ok = populate((void *)a, pg) == 0;
+    if (ok)
+        __atomic_fetch_or(&table_ready[which][unit / 64], bit, __ATOMIC_RELAXED);
+    contend_cost_since(&contend_tls, t0);
+    return ok;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -969,25 +972,28 @@ int32_t contend_table_insert(uint64_t *table, uint64_t addr, uint32_t slot, int 
             return (int32_t)slot;
         if (v != 0)
             continue;
-        uint64_t t0 = contend_cpu_ns();
-        if (!table_page_ready(table, slot)) {
-            contend_cost_since(&contend_tls, t0);
+        /* Only what costs is timed (a page of the table faulted in, a
+         * maps snapshot): the insertion itself is a few loads and one
+         * compare-and-swap, and reading the thread CPU clock around it
+         * (a system call, 0.5-1 us in a KVM guest) cost more than the
+         * insertion, for every new lock and call site. */
+        if (!table_page_ready(table, slot))
             return -1; /* cannot write there: wide form */
-        }
         uint64_t expected = 0;
         if (__atomic_compare_exchange_n(&table[slot], &expected, addr, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
             /* a new call site in code the last snapshot did not know
              * (dlopen): take a new snapshot so it can be symbolised */
-            if (is_site && !contend_maps_covers(addr))
+            if (is_site && !contend_maps_covers(addr)) {
+                uint64_t t0 = contend_cpu_ns();
                 contend_maps_snapshot();
+                contend_cost_since(&contend_tls, t0);
+            }
             /* a new object: its first-use creation record is due */
             if (!is_site)
                 contend_tls.created = 1;
-            contend_cost_since(&contend_tls, t0);
             return (int32_t)slot;
         }
-        contend_cost_since(&contend_tls, t0);
         if (expected == addr)
             return (int32_t)slot;
     }
@@ -1027,6 +1033,21 @@ static int create_depth(void)
     return contend_g.stack_every != 0 ? STACK_MAX : CREATE_STACK_MAX;
 }
 
+/* Wall time for timing the slow path's records (emit_record), ns: the TSC
+ * when it is the trace clock and its rate is known (about 10 ns a read),
+ * else CLOCK_MONOTONIC (the vDSO's, tens of ns). */
+static uint64_t slow_clock_ns(void)
+{
+    if (contend_g.clock_tsc && C.tsc_hz)
+        return (uint64_t)((unsigned __int128)contend_now() * 1000000000u / C.tsc_hz);
+    return contend_monotonic_ns();
+}
+
+/* A record's slow path longer than this in wall time was descheduled or
+ * blocked: it is not counted (a stack capture of 64 frames takes tens of
+ * us). */
+#define SLOW_WALL_MAX_NS 200000u
+
 /* contend_emit_slow, and with `ext` a record with one extension word
  * after its addresses (futex records). `want_stack` is the number of
  * frames of the call stack to keep (0 = none, at most STACK_MAX). */
@@ -1053,7 +1074,15 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
     }
     int saved_errno = errno;
     uint8_t guard_after = 0;
-    uint64_t t0 = contend_cpu_ns();
+    /* Timed in wall time (slow_clock_ns), not with the thread CPU clock:
+     * reading that clock (a system call: 0.5-1 us in a KVM guest, and the
+     * code after it runs on cold caches) twice per call cost as much as a
+     * creation's stack capture (sysbench mutex creating 4,096 mutexes: 11
+     * of the 18 ms the collector added were those reads). This part makes
+     * no system call; chunk work (make_room) and table pages are timed on
+     * their own with the CPU clock, and their time is subtracted here. */
+    uint64_t inner0 = ts->slow_ns;
+    uint64_t t0 = slow_clock_ns();
 
     /* Capture the stack first (backtrace() may take libgcc's mutex: the
      * guard makes that call pass through). Frames before the wrapper's
@@ -1090,9 +1119,14 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
 
     /* room for TIME + STACK + the record, all in one chunk */
     size_t need = 2 + (n ? 1 + (size_t)n : 0) + (wide ? 3 : 1) + (ext ? 1 : 0);
-    if (!make_room(ts, need)) {
-        guard_after = CONTEND_GUARD_DISABLED;
-        goto out;
+    if (!ts->cur || (size_t)(ts->end - ts->cur) < need) {
+        uint64_t m0 = contend_cpu_ns();
+        int ok = make_room(ts, need);
+        contend_cost_since(ts, m0);
+        if (!ok) {
+            guard_after = CONTEND_GUARD_DISABLED;
+            goto out;
+        }
     }
 
     uint64_t *p = ts->cur;
@@ -1132,7 +1166,14 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
     ts->last = t;
 
 out:
-    contend_cost_since(ts, t0);
+    ts->slow_seq++; /* a cost sample around this is not kept */
+    {
+        uint64_t dt = slow_clock_ns() - t0, inner = ts->slow_ns - inner0;
+        /* longer than SLOW_WALL_MAX_NS: the thread was descheduled (or a
+         * chunk claim blocked); its wall time is not the collector's */
+        if ((int64_t)dt > (int64_t)inner && dt - inner <= SLOW_WALL_MAX_NS)
+            contend_add_cost(ts, dt - inner);
+    }
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
     ts->guard = guard_after;
@@ -1203,8 +1244,13 @@ void contend_cost_since(struct contend_thread *ts, uint64_t t0)
 {
     uint64_t dt = contend_cpu_ns() - t0;
     ts->slow_seq++; /* a cost sample around this is not kept */
-    if ((int64_t)dt <= 0)
-        return;
+    if ((int64_t)dt > 0)
+        contend_add_cost(ts, dt);
+}
+
+void contend_add_cost(struct contend_thread *ts, uint64_t dt)
+{
+    ts->slow_ns += dt;
     contend_trace_header *h = __atomic_load_n(&contend_g.hdr, __ATOMIC_ACQUIRE);
     if (h)
         __atomic_fetch_add(&h->collector_ns, dt, __ATOMIC_RELAXED);

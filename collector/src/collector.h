@@ -187,6 +187,8 @@ struct contend_thread {
      * entry (contend_untimed finds a counted hold by its lock) */
     const void *by_site_lock[CONTEND_BY_SITE_RECENT];
     contend_count *by_site_entry[CONTEND_BY_SITE_RECENT];
+    /* the slow path's own time (collector.c, contend_add_cost) */
+    uint64_t slow_ns;          /* slow-path time counted so far (ns)      */
     /* in-situ cost sampling (sampling.c) */
     uint32_t slow_seq;         /* bumped by contend_cost_since: a sample
                                   that ran into the timed slow path is
@@ -451,6 +453,10 @@ CONTEND_HIDDEN uint64_t contend_cpu_ns(void);
  * slow-path total: the header's and, when the thread has a chunk, that
  * chunk's (docs/trace-format.md, "Recording cost"). */
 CONTEND_HIDDEN void contend_cost_since(struct contend_thread *ts, uint64_t t0);
+
+/* Adds `dt` ns to the collector's slow-path total (as contend_cost_since;
+ * also to the thread's running total slow_ns). */
+CONTEND_HIDDEN void contend_add_cost(struct contend_thread *ts, uint64_t dt);
 
 /* Measures the time the fast path adds per record and, in light mode, per
  * counted pair (wrappers.c), into the header. Run once, by the
