@@ -782,8 +782,7 @@ static void release_count_chunk(struct contend_thread *ts)
     ts->count_slots = 0;
     ts->count_used = 0;
     ts->count_locks = 0;
-    for (int k = 0; k < CONTEND_BY_SITE_RECENT; k++)
-        ts->by_site_entry[k] = NULL;
+    ts->by_site_n = 0;
 }
 
 /* Faults in more of the current chunk until `need` words fit.
@@ -1265,11 +1264,12 @@ void contend_add_cost(struct contend_thread *ts, uint64_t dt)
 
 /* Maps a fresh COUNTS chunk with the part its table uses faulted in
  * (entries are hashed all over it; a first store to an unfaulted page could
- * raise SIGBUS on a full disk). 0 on failure. Called with the BUSY guard
- * set. */
-static int claim_count_chunk(struct contend_thread *ts)
+ * raise SIGBUS on a full disk) and makes its table the thread's, empty;
+ * the table before it, if any, is left mapped for claim_count_table to
+ * move. 0 on failure (the thread's table unchanged). Called with the BUSY
+ * guard set. */
+static int map_count_chunk(struct contend_thread *ts)
 {
-    release_count_chunk(ts);
     if (ts->exit_rounds >= PTHREAD_DESTRUCTOR_ITERATIONS)
         return 0;
     /* the thread's first table takes the first POPULATE_STEP bytes of the
@@ -1303,8 +1303,7 @@ static int claim_count_chunk(struct contend_thread *ts)
     ts->count_slots = (uint32_t)((used - CONTEND_CHUNK_HEADER_SIZE) / sizeof(contend_count));
     ts->count_used = 0;
     ts->count_locks = 0;
-    for (int k = 0; k < CONTEND_BY_SITE_RECENT; k++)
-        ts->by_site_entry[k] = NULL;
+    ts->last_count = NULL;
     if (!ts->key_set && C.key_ok) {
         if (pthread_setspecific(C.key, ts) == 0)
             ts->key_set = 1;
@@ -1358,8 +1357,9 @@ static contend_count *count_entry(struct contend_thread *ts, uint32_t prim, uint
 /* The entry that counts the acquisition of lock o at site s: its own, or
  * when the table has none for it (it holds CONTEND_COUNT_LOCK_ENTRIES
  * locks already, or the lock's probes found no room), its site's by-site
- * entry (the lock is then remembered in by_site_lock[]). NULL when the
- * table has no room for that either: only call sites fill a table. */
+ * entry (a mutex's or rwlock's hold is then remembered in by_site_lock[]
+ * until its release). NULL when the table has no room for that either:
+ * only call sites fill a table. */
 static contend_count *count_entry_of_lock(struct contend_thread *ts, uint32_t prim,
                                           uint64_t o, uint64_t s)
 {
@@ -1367,13 +1367,65 @@ static contend_count *count_entry_of_lock(struct contend_thread *ts, uint32_t pr
     if (e)
         return e;
     e = count_entry(ts, prim, CONTEND_COUNT_BY_SITE, s);
-    if (e) {
-        uint32_t k = ts->by_site_next;
-        ts->by_site_next = k + 1 == CONTEND_BY_SITE_RECENT ? 0 : k + 1;
-        ts->by_site_lock[k] = (const void *)(uintptr_t)o;
-        ts->by_site_entry[k] = e;
+    /* spinlock and semaphore releases never take a count back */
+    if (e && (prim == CONTEND_PRIM_MUTEX || prim == CONTEND_PRIM_RWLOCK_READ ||
+              prim == CONTEND_PRIM_RWLOCK_WRITE)) {
+        uint32_t n = ts->by_site_n;
+        if (n == CONTEND_BY_SITE_HELD_MAX) { /* the oldest is forgotten */
+            for (uint32_t i = 1; i < n; i++) {
+                ts->by_site_lock[i - 1] = ts->by_site_lock[i];
+                ts->by_site_entry[i - 1] = ts->by_site_entry[i];
+            }
+            n--;
+        }
+        ts->by_site_lock[n] = (const void *)(uintptr_t)o;
+        ts->by_site_entry[n] = e;
+        ts->by_site_n = n + 1;
     }
     return e;
+}
+
+/* The thread's next count table (its first, or one twice as large as
+ * the full one): the old table's entries move into it (their counts set
+ * there, then zeroed in the old chunk, which a reader skips), so that the
+ * locks a thread holds stay findable (contend_untimed, for a release that
+ * finds waiters) and a thread keeps CONTEND_COUNT_LOCK_ENTRIES lock
+ * entries in all, not per table. An entry that finds no room keeps its
+ * count where it is. 0 when no chunk could be had (the table unchanged).
+ * Called with the BUSY guard set. */
+static int claim_count_table(struct contend_thread *ts)
+{
+    contend_count *old = ts->counts, *old_last = ts->last_count;
+    uint32_t old_slots = ts->count_slots;
+    void *old_chunk = ts->count_chunk;
+    if (!map_count_chunk(ts))
+        return 0;
+    for (uint32_t i = 0; old && i < old_slots; i++) {
+        contend_count *e = &old[i];
+        uint64_t o = __atomic_load_n(&e->object, __ATOMIC_RELAXED);
+        if (o == 0 || e->count == 0)
+            continue;
+        contend_count *n = count_entry(ts, e->primitive, o, e->site);
+        if (!n)
+            continue;
+        __atomic_store_n(&n->count, n->count + e->count, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->count, 0, __ATOMIC_RELAXED);
+        if (e == old_last)
+            ts->last_count = n;
+        for (uint32_t k = 0; k < ts->by_site_n; k++) {
+            if (ts->by_site_entry[k] == e)
+                ts->by_site_entry[k] = n;
+        }
+    }
+    /* open by-site holds whose entry did not move are not found again */
+    for (uint32_t k = 0; k < ts->by_site_n; k++) {
+        contend_count *e = ts->by_site_entry[k];
+        if (e && old && e >= old && e < old + old_slots)
+            ts->by_site_entry[k] = NULL;
+    }
+    if (old_chunk)
+        window_release_chunk(old_chunk);
+    return 1;
 }
 
 void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *obj,
@@ -1398,7 +1450,7 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
     if (!e && !(ts->counts && count_table_is_largest(ts))) {
         int saved_errno = errno;
         uint64_t t0 = contend_cpu_ns();
-        if (claim_count_chunk(ts))
+        if (claim_count_table(ts))
             e = count_entry_of_lock(ts, prim, o, s);
         contend_cost_since(ts, t0);
         errno = saved_errno;
@@ -1434,7 +1486,7 @@ void contend_claim_counts_ahead(struct contend_thread *ts)
     ts->count_claim_tried = 1;
     int saved_errno = errno;
     uint64_t t0 = contend_cpu_ns();
-    claim_count_chunk(ts); /* on failure the first count records instead */
+    claim_count_table(ts); /* on failure the first count records instead */
     contend_cost_since(ts, t0);
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
@@ -1449,14 +1501,17 @@ static contend_count *counted_hold(struct contend_thread *ts, const void *lock)
     contend_count *e = ts->last_count;
     if (e && e->object == o && e->count > 0)
         return e;
-    /* by-site entries, newest first */
-    for (uint32_t k = 0, i = ts->by_site_next; k < CONTEND_BY_SITE_RECENT; k++) {
-        i = i == 0 ? CONTEND_BY_SITE_RECENT - 1 : i - 1;
+    /* open holds counted by site, newest first; the hold ends here */
+    for (uint32_t i = ts->by_site_n; i-- > 0;) {
+        if (ts->by_site_lock[i] != lock)
+            continue;
         e = ts->by_site_entry[i];
-        if (e && ts->by_site_lock[i] == lock && e->count > 0) {
-            ts->by_site_entry[i] = NULL; /* its hold ends here */
+        uint32_t last = --ts->by_site_n;
+        ts->by_site_lock[i] = ts->by_site_lock[last];
+        ts->by_site_entry[i] = ts->by_site_entry[last];
+        if (e && e->count > 0)
             return e;
-        }
+        break;
     }
     for (uint32_t i = 0; ts->counts && i < ts->count_slots; i++) {
         if (ts->counts[i].object == o && ts->counts[i].count > 0)

@@ -142,9 +142,11 @@ int contend_libc_rwlock_unlock(pthread_rwlock_t *);
 /* Light mode: locks whose current hold was recorded (contended, or a
  * condition wait's re-acquisition), so that their release is recorded. */
 #define CONTEND_HELD_MAX 16
-/* Light mode: acquisitions counted by site whose lock is remembered, so
- * that a release finding waiters can take one back out of its count. */
-#define CONTEND_BY_SITE_RECENT 8
+/* Light mode: open holds of mutexes and rwlocks counted by call site
+ * (their lock has no count entry of its own) that a thread remembers, so
+ * that a release that finds waiters can take the acquisition back out of
+ * its site's count; past this many at once the oldest is forgotten. */
+#define CONTEND_BY_SITE_HELD_MAX 16
 
 struct contend_rw_held {
     const void *lock;
@@ -182,11 +184,11 @@ struct contend_thread {
                                    the first COUNTS chunk ahead          */
     const void *held[CONTEND_HELD_MAX];
     uint32_t count_locks;    /* entries of (lock, site) pairs in counts[]    */
-    uint32_t by_site_next;   /* next slot of by_site_lock[] to overwrite      */
-    /* the latest acquisitions counted in a by-site entry: their lock and
-     * entry (contend_untimed finds a counted hold by its lock) */
-    const void *by_site_lock[CONTEND_BY_SITE_RECENT];
-    contend_count *by_site_entry[CONTEND_BY_SITE_RECENT];
+    uint32_t by_site_n;      /* entries used in by_site_lock[]                */
+    /* the open holds counted in a by-site entry: their lock and entry
+     * (contend_untimed finds a counted hold by its lock) */
+    const void *by_site_lock[CONTEND_BY_SITE_HELD_MAX];
+    contend_count *by_site_entry[CONTEND_BY_SITE_HELD_MAX];
     /* the slow path's own time (collector.c, contend_add_cost) */
     uint64_t slow_ns;          /* slow-path time counted so far (ns)      */
     /* in-situ cost sampling (sampling.c) */
@@ -537,6 +539,20 @@ CONTEND_INLINE int contend_held_forget(struct contend_thread *ts, const void *lo
         }
     }
     return 0;
+}
+
+/* Light mode: the release of `lock` found no waiters: forgets its hold if
+ * it was counted by call site. */
+CONTEND_INLINE void contend_by_site_forget(struct contend_thread *ts, const void *lock)
+{
+    for (uint32_t i = ts->by_site_n; i-- > 0;) {
+        if (ts->by_site_lock[i] == lock) {
+            uint32_t last = --ts->by_site_n;
+            ts->by_site_lock[i] = ts->by_site_lock[last];
+            ts->by_site_entry[i] = ts->by_site_entry[last];
+            return;
+        }
+    }
 }
 
 /* Light mode: the release of `lock`, whose acquisition was counted, not

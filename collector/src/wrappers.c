@@ -261,8 +261,11 @@ CONTEND_INLINE int mutex_unlock_recording(struct contend_thread *ts, pthread_mut
     int waiters = mutex_has_waiters(m);
     if (light) {
         int recorded = ts->held_n != 0 && contend_held_forget(ts, m);
-        if (CONTEND_LIKELY(!recorded && !waiters))
+        if (CONTEND_LIKELY(!recorded && !waiters)) {
+            if (CONTEND_UNLIKELY(ts->by_site_n != 0))
+                contend_by_site_forget(ts, m);
             return CONTEND_REAL(mutex_unlock)(m);
+        }
         return mutex_unlock_light_slow(ts, m, site, recorded, waiters);
     }
     contend_op(ts, TAG(MUTEX, RELEASE), m, site, contend_now());
@@ -562,8 +565,11 @@ CONTEND_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
         uint64_t t;
         if (contend_g.light) {
             int recorded = ts->held_n != 0 && contend_held_forget(ts, rw);
-            if (CONTEND_LIKELY(!recorded && !waiters))
+            if (CONTEND_LIKELY(!recorded && !waiters)) {
+                if (CONTEND_UNLIKELY(ts->by_site_n != 0))
+                    contend_by_site_forget(ts, rw);
                 return CONTEND_REAL(rwlock_unlock)(rw);
+            }
             t = contend_now();
             prim = recorded ? rw_forget(ts, rw) : contend_untimed(ts, rw, t);
             if (!prim)
@@ -1055,8 +1061,7 @@ void contend_calibrate_cost(struct contend_thread *ts)
     ts->count_used = 0;
     ts->count_locks = 0;
     ts->last_count = NULL;
-    for (int k = 0; k < CONTEND_BY_SITE_RECENT; k++)
-        ts->by_site_entry[k] = NULL;
+    ts->by_site_n = 0;
     ts->held_n = 0;
     const void *site = (const void *)(uintptr_t)&contend_calibrate_cost;
 

@@ -10,7 +10,9 @@
  * With FILL, main first locks and unlocks FILL other mutexes once each, so
  * that under `contend record --light` its count table holds its 256 lock
  * entries before it takes `m`: `m` is then counted by call site, and the
- * unlock that finds waiters must still find that counted hold.
+ * unlock that finds waiters must still find that counted hold, although
+ * main takes the last min(64, FILL) of the others again while it holds
+ * `m` (more acquisitions counted by site in between).
  *
  * main locks `m` and starts WAITERS threads that each lock and unlock `m`;
  * once all of them are asleep in the kernel (state S in
@@ -103,13 +105,17 @@ int main(int argc, char **argv)
         pthread_mutex_lock(&others[i]);
         pthread_mutex_unlock(&others[i]);
     }
-    free(others);
     pthread_t t[64];
     pthread_mutex_lock(&m);
+    for (int i = fill > 64 ? fill - 64 : 0; i < fill; i++) {
+        pthread_mutex_lock(&others[i]);
+        pthread_mutex_unlock(&others[i]);
+    }
     for (long i = 0; i < n; i++)
         pthread_create(&t[i], NULL, mutex_waiter, (void *)i);
     int asleep_m = wait_asleep(n);
     pthread_mutex_unlock(&m);
+    free(others);
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
 
