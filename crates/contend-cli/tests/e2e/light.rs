@@ -265,7 +265,7 @@ fn light_counts_locks_past_its_table_by_call_site() {
     let text = report_raw(&dir, &["--format", "text"]).stdout;
     assert!(
         text.contains(&format!(
-            "counted per call site and thread, and per lock except {by_site} of them"
+            "per call site and thread (and per lock, except {by_site} of them)"
         )),
         "{text}"
     );

@@ -23,7 +23,9 @@
 //! time, which includes waking waiters, is not negligible), summed per
 //! object ([`WakeCost`]); and light recordings, whose uncontended
 //! acquisitions were counted per object, site and thread instead of
-//! recorded ([`CountedAcquisitions`]; they are not events), and whose
+//! recorded ([`CountedAcquisitions`]; they are not events; past a thread's
+//! 256th (object, site) pair per site and thread, without the object), and
+//! whose
 //! UNTIMED records (a counted hold whose release woke a waiter) become
 //! events acquired at their release (hold 0, its true hold unknown).
 

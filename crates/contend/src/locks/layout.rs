@@ -72,13 +72,13 @@ impl ReportSection for LockReport {
                     "light",
                     "Light recording",
                     &format!(
-                        "Recorded with --light: {} uncontended acquisitions were counted per {} without \
-                         timestamps{} (HaLock: only contended acquisitions need full timing; Huang et al., PACT \
-                         2012). What that means for the figures:",
+                        "Recorded with --light: {} uncontended acquisitions were counted without timestamps, per \
+                         {}{} (HaLock: only contended acquisitions need full timing; Huang et al., PACT 2012). \
+                         What that means for the figures:",
                         light.counted_events,
                         if light.counted_by_site_events > 0 {
                             format!(
-                                "call site and thread, and per lock except {} of them",
+                                "call site and thread (and per lock, except {} of them)",
                                 light.counted_by_site_events
                             )
                         } else {
@@ -86,7 +86,7 @@ impl ReportSection for LockReport {
                         },
                         if light.recorded_uncontended_events > 0 {
                             format!(
-                                ", {} more were recorded in full for want of a count entry",
+                                "; {} more were recorded in full for want of a count entry",
                                 light.recorded_uncontended_events
                             )
                         } else {

@@ -37,7 +37,8 @@ pub struct LockReport {
 /// What a light recording (`contend record --light`) measured exactly and
 /// what not (JSON `locks.light`). Uncontended acquisitions were counted per
 /// object, call site and thread, without times (HaLock's point that only
-/// contended acquisitions need full timing: Huang et al., PACT 2012).
+/// contended acquisitions need full timing: Huang et al., PACT 2012); past
+/// a thread's 256th (object, call site) pair, per call site and thread.
 #[derive(Debug, Clone, Serialize, Default, PartialEq)]
 pub struct LightNote {
     /// Uncontended acquisitions counted, not recorded (included in
