@@ -468,15 +468,16 @@ pub(crate) fn aggregate_counted(
 fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) -> LightNote {
     let untimed_events = set.untimed_events;
     // Recorded lock acquisitions that did not wait, less the UNTIMED ones
-    // (counted holds recorded at a release that found waiters): one pass
-    // over the recorded events, few in a light recording unless many of
-    // them are these.
+    // (counted holds recorded at a release that found waiters) and the
+    // mutexes taken back at once after condition waits (recorded by
+    // design): one pass over the recorded events, few in a light
+    // recording unless many of them are these.
     let recorded_uncontended_events = (set
         .events
         .iter()
         .filter(|e| e.is_lock() && !e.contended() && e.outcome() == Outcome::Acquired)
         .count() as u64)
-        .saturating_sub(untimed_events);
+        .saturating_sub(untimed_events + set.cond_reacquisitions);
     let counts = if counted_by_site_events == 0 {
         "the number of acquisitions per lock, call site and thread (uncontended ones counted)"
             .to_string()

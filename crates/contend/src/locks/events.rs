@@ -347,6 +347,10 @@ pub struct EventSet {
     /// Events made from UNTIMED records (light mode): counted holds whose
     /// release woke a waiter, acquired at that release (hold unknown, 0).
     pub untimed_events: u64,
+    /// Mutex re-acquisitions at the end of condition waits that took the
+    /// mutex at once (IMMEDIATE right after the wait, at its call site):
+    /// recorded, not counted, in light recordings too.
+    pub cond_reacquisitions: u64,
     /// True when some thread's trace is a light recording (`--light`):
     /// uncontended acquisitions were counted ([`EventSet::counted`]).
     pub light: bool,
@@ -685,6 +689,7 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
     for (k, p) in paired.into_iter().enumerate() {
         set.unmatched_releases += p.unmatched;
         set.untimed_events += p.untimed;
+        set.cond_reacquisitions += p.cond_reacquisitions;
         set.threads.push(p.info);
         let process = threads[k].process;
         for c in threads[k].counted() {
@@ -730,6 +735,8 @@ struct Paired {
     wakes: Vec<WakeCost>,
     /// Events made from UNTIMED records.
     untimed: u64,
+    /// Mutexes re-acquired at once at the end of a condition wait.
+    cond_reacquisitions: u64,
     /// Condition waits' mutexes, by index in the thread's slice.
     cond_mutexes: Vec<(u32, u32)>,
     /// Recorded stacks, by index in the thread's slice.
@@ -920,6 +927,7 @@ fn pair_thread(
         last_release: None,
         wakes: Vec::new(),
         untimed: 0,
+        cond_reacquisitions: 0,
     };
     let mut info = ThreadInfo {
         pid: input.pid,
@@ -959,6 +967,7 @@ fn pair_thread(
         written,
         wakes: p.wakes,
         untimed: p.untimed,
+        cond_reacquisitions: p.cond_reacquisitions,
         cond_mutexes: out.cond_mutexes,
         stacks: out.stacks,
     }
@@ -1102,6 +1111,8 @@ struct ThreadPairing {
     wakes: Vec<WakeCost>,
     /// Events made from UNTIMED records.
     untimed: u64,
+    /// Mutexes re-acquired at once at the end of a condition wait.
+    cond_reacquisitions: u64,
 }
 
 impl ThreadPairing {
@@ -1233,11 +1244,12 @@ impl ThreadPairing {
                 }
             }
             Phase::Immediate => {
-                if here.stack == contend_trace::NO_STACK {
-                    if let Some((cond_site, stack)) = last_cond {
-                        if cond_site == site {
-                            here.stack = stack;
-                        }
+                // the mutex taken back at once at the end of a condition
+                // wait (recorded at the wait's call site)
+                if let Some((_, stack)) = last_cond.filter(|&(cond_site, _)| cond_site == site) {
+                    self.cond_reacquisitions += 1;
+                    if here.stack == contend_trace::NO_STACK {
+                        here.stack = stack;
                     }
                 }
                 self.push(set, here, t, Outcome::Acquired, false, u32::MAX);

@@ -314,6 +314,46 @@ fn acquisitions_counted_by_site_are_in_the_site_and_thread_tables_not_the_lock_r
     assert_eq!(rs.summary.events, 50);
 }
 
+/// A light trace's recorded uncontended acquisitions are split by why
+/// they were recorded. T1 waits on condition C with M counted (UNTIMED +
+/// RELEASE of M at the wait, the wait 100..500), takes M back at once at
+/// the wait's call site (IMMEDIATE: the re-acquisition, recorded by
+/// design) and releases it; then takes X at once, recorded in full (as
+/// for want of a count entry), and releases it.
+///   untimed 1; condition re-acquisitions 1; recorded uncontended
+///   acquisitions for want of an entry: 3 uncontended recorded − 1 − 1 = 1.
+#[test]
+fn mutexes_taken_back_after_condition_waits_are_not_records_for_want_of_an_entry() {
+    const C: u64 = 0xe000;
+    const X: u64 = 0xf000;
+    const SITE_WAIT: u64 = 0x40_2000;
+    let trace = decode(TraceBuilder {
+        clock: CLOCK_MONOTONIC,
+        light: true,
+        threads: vec![(
+            1,
+            vec![
+                op(100, Mutex, Untimed, M, SITE_LOCK),
+                op(100, Mutex, Release, M, SITE_WAIT),
+                op(100, Primitive::Cond, Request, C, SITE_WAIT),
+                op(500, Primitive::Cond, Acquired, C, SITE_WAIT),
+                op(510, Mutex, Immediate, M, SITE_WAIT),
+                op(600, Mutex, Release, M, SITE_UNLOCK),
+                op(700, Mutex, Immediate, X, SITE_LOCK),
+                op(800, Mutex, Release, X, SITE_UNLOCK),
+            ],
+        )],
+        counted: vec![(1, vec![counted(M, SITE_LOCK, 5)])],
+        ..TraceBuilder::default()
+    });
+    let set = pair_trace(&trace);
+    assert_eq!((set.untimed_events, set.cond_reacquisitions), (1, 1));
+    let path = mark_critical_path(&set);
+    let r = aggregate(&set, &path, &EventFilter::default(), &mut Names, 1000);
+    let note = r.light.as_ref().unwrap();
+    assert_eq!(note.recorded_uncontended_events, 1, "{note:?}");
+}
+
 /// The recording-cost estimate, worked out by hand: a light trace with
 /// 6 records (see above) and 1520 counted acquisitions, calibrated at
 /// 7.5 ns per record and 1.6 ns per counted pair, whose slow path took
