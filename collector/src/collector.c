@@ -1501,18 +1501,10 @@ static contend_count *counted_hold(struct contend_thread *ts, const void *lock)
     contend_count *e = ts->last_count;
     if (e && e->object == o && e->count > 0)
         return e;
-    /* open holds counted by site, newest first; the hold ends here */
-    for (uint32_t i = ts->by_site_n; i-- > 0;) {
-        if (ts->by_site_lock[i] != lock)
-            continue;
-        e = ts->by_site_entry[i];
-        uint32_t last = --ts->by_site_n;
-        ts->by_site_lock[i] = ts->by_site_lock[last];
-        ts->by_site_entry[i] = ts->by_site_entry[last];
-        if (e && e->count > 0)
-            return e;
-        break;
-    }
+    /* an open hold counted by site; the hold ends here */
+    e = ts->by_site_n != 0 ? contend_by_site_forget(ts, lock) : NULL;
+    if (e && e->count > 0)
+        return e;
     for (uint32_t i = 0; ts->counts && i < ts->count_slots; i++) {
         if (ts->counts[i].object == o && ts->counts[i].count > 0)
             return &ts->counts[i];

@@ -541,18 +541,23 @@ CONTEND_INLINE int contend_held_forget(struct contend_thread *ts, const void *lo
     return 0;
 }
 
-/* Light mode: the release of `lock` found no waiters: forgets its hold if
- * it was counted by call site. */
-CONTEND_INLINE void contend_by_site_forget(struct contend_thread *ts, const void *lock)
+/* Light mode: the hold of `lock` ends (its release): forgets it if it was
+ * counted by call site, newest first, and returns the by-site entry it was
+ * counted in (NULL if none, or if that entry did not move with a growing
+ * table). */
+CONTEND_INLINE contend_count *contend_by_site_forget(struct contend_thread *ts,
+                                                     const void *lock)
 {
     for (uint32_t i = ts->by_site_n; i-- > 0;) {
         if (ts->by_site_lock[i] == lock) {
+            contend_count *e = ts->by_site_entry[i];
             uint32_t last = --ts->by_site_n;
             ts->by_site_lock[i] = ts->by_site_lock[last];
             ts->by_site_entry[i] = ts->by_site_entry[last];
-            return;
+            return e;
         }
     }
+    return NULL;
 }
 
 /* Light mode: the release of `lock`, whose acquisition was counted, not

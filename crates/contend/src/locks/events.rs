@@ -25,9 +25,9 @@
 //! acquisitions were counted per object, site and thread instead of
 //! recorded ([`CountedAcquisitions`]; they are not events; past a thread's
 //! 256th (object, site) pair per site and thread, without the object), and
-//! whose
-//! UNTIMED records (a counted hold whose release woke a waiter) become
-//! events acquired at their release (hold 0, its true hold unknown).
+//! whose UNTIMED records (a counted hold whose release woke a waiter)
+//! become events acquired at their release (hold 0, its true hold
+//! unknown).
 
 use contend_trace::{ClockFit, Counted, LockTrace, Phase, Primitive, RawOp, ThreadTrace};
 use rayon::prelude::*;
