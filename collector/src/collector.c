@@ -32,6 +32,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -626,7 +627,7 @@ void contend_thread_renamed(void)
  * chunks mapped until its last chunk is released: at most WINDOW_SLOTS
  * windows of WINDOW_CHUNKS chunks each are kept (4 MiB each with the
  * default chunk size); a claim that finds no free slot maps its chunk by
- * itself, as before windows. The slot table is guarded by a spin lock
+ * itself, as before windows. The slot table is guarded by a lock
  * taken only on claims and releases (with the BUSY guard set, so a signal
  * handler on the same thread never re-enters it) and around nothing but
  * mmap/munmap, which are not cancellation points.
@@ -644,15 +645,35 @@ static struct {
     } slot[WINDOW_SLOTS];
 } W;
 
+/* The windows' lock: a futex lock (0 free, 1 held, 2 held and maybe
+ * waited for; Drepper, "Futexes Are Tricky", mutex2). A claim that finds it
+ * taken sleeps in the kernel. It used to spin with sched_yield: when 512
+ * threads claimed their chunks at once (bench/thread_scaling.sh), the
+ * waiters took the CPU from the holder, which sat in mmap or munmap, and
+ * thousands of yields per run followed (docs/benchmarks.md, "The windows'
+ * lock sleeps instead of yielding"). errno is kept. */
 static void lock_windows(void)
 {
-    while (__atomic_exchange_n(&W.lock, 1u, __ATOMIC_ACQUIRE))
-        sched_yield();
+    uint32_t c = 0;
+    if (__atomic_compare_exchange_n(&W.lock, &c, 1u, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    int saved_errno = errno;
+    if (c != 2u)
+        c = __atomic_exchange_n(&W.lock, 2u, __ATOMIC_ACQUIRE);
+    while (c != 0u) {
+        contend_syscall6(SYS_futex, (long)&W.lock, FUTEX_WAIT_PRIVATE, 2, 0, 0, 0);
+        c = __atomic_exchange_n(&W.lock, 2u, __ATOMIC_ACQUIRE);
+    }
+    errno = saved_errno;
 }
 
 static void unlock_windows(void)
 {
-    __atomic_store_n(&W.lock, 0u, __ATOMIC_RELEASE);
+    if (__atomic_exchange_n(&W.lock, 0u, __ATOMIC_RELEASE) == 2u) {
+        int saved_errno = errno;
+        contend_syscall6(SYS_futex, (long)&W.lock, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+        errno = saved_errno;
+    }
 }
 
 static uint64_t window_bytes(void)
