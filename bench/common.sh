@@ -11,6 +11,21 @@ machine() {
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# Runs $2... and writes its CPU time (user + system of it and its waited-
+# for descendants, from wait4, in µs; /usr/bin/time prints 10 ms steps)
+# in seconds to file $1. Signals reach the program as they would reach
+# /usr/bin/time's.
+cpu_of() {
+  python3 -c 'import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, _, ru = os.wait4(pid, 0)
+open(sys.argv[1], "w").write("%.6f\n" % (ru.ru_utime + ru.ru_stime))' "$@"
+}
+# The lower quartile (the ceil(n/4)-th smallest value): the runs that
+# other work on a shared machine did not slow down.
+lower_quartile() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+3)/4)]}'; }
 
 # A free loopback TCP port; waiting for a server to listen on one.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -6,7 +6,7 @@
 # is stopped with SIGTERM. Rounds alternate the two modes so drift affects
 # both. Throughput = operations / load time. MODES (default: "default
 # light") are the recording modes compared with the plain runs. Also the
-# server's CPU time (plain: /usr/bin/time; recorded: the report's
+# server's CPU time (plain: wait4, in µs, by cpu_of; recorded: the report's
 # recording.cost.share_of_ns, the target's CPU time from wait4), which
 # leaves out time the server was descheduled for other work on the
 # machine, and the recording-cost estimate beside the CPU time added.
@@ -14,7 +14,7 @@
 # the environment the launcher gives it (LD_PRELOAD, CONTEND_DIR, the
 # clock) but without `contend record` (no service-time sampler, no
 # counters): what the collector costs against what the whole recorder
-# costs; its CPU time from /usr/bin/time, its estimate from the report.
+# costs; its CPU time from cpu_of, its estimate from the report.
 # Mode `before-switch`: `contend record` with the scheduler events kept all
 # the run and the lone task_clock counter kept (CONTEND_SERVICE_SOURCE=
 # sched-events CONTEND_KEEP_TASK_CLOCK=1), as the recorder was before it
@@ -35,12 +35,12 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
   local port pid t0 t1 cpu est=- cal=-
   port=$(free_port)
   if [ "$1" = plain ]; then
-    /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
+    cpu_of "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   elif [ "$1" = preload ]; then
     rm -rf "$OUT/memcached-preload.data"
     mkdir -p "$OUT/memcached-preload.data/locks"
     CONTEND_DIR="$OUT/memcached-preload.data" CONTEND_CLOCK="$PRELOAD_CLOCK" CONTEND_TSC_HZ="$PRELOAD_HZ" LD_PRELOAD="$PRELOAD_SO" \
-      /usr/bin/time -f "%U %S" -o "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
+      cpu_of "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   else
     local flags=${RECORD_ARGS:-} envs=()
     [ "$1" = light ] && flags="$flags --light"
@@ -58,9 +58,9 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
   kill -TERM "$(server_of "$pid")" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   if [ "$1" = plain ]; then
-    cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
+    cpu=$(cat "$OUT/memcached-time.txt")
   elif [ "$1" = preload ]; then
-    cpu=$(awk '{print $1 + $2}' "$OUT/memcached-time.txt")
+    cpu=$(cat "$OUT/memcached-time.txt")
     read -r est cal < <("$CONTEND" report "$OUT/memcached-preload.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; cpu=float(sys.argv[1])*1e9; print(c["estimated_ns"]/cpu, c["calibrated_ns"]/cpu)' "$cpu")
   else
     read -r cpu est cal < <("$CONTEND" report "$OUT/memcached-$1.data" --format json | python3 -c 'import json,sys; c=json.load(sys.stdin)["recording"]["cost"]; print(c["share_of_ns"]/1e9 if c["share_of"]=="cpu_time" else "nan", c["estimated_share"], c.get("calibrated_share", c["estimated_share"]))')
@@ -110,6 +110,11 @@ for m in $MODES; do
   awk -v c="$pc" -v e="$est" -v k="$cal" 'BEGIN {printf "  paired by round: recording cost median %.1f %% of the recorded CPU time; estimate/measured %.2f, calibrated/measured %.2f\n", c*100, e/c, k/c}'
   echo "  per round (share of recorded CPU): ${paired[*]}"
   awk -v p="$cp" -v r="$cr" -v e="$est" -v k="$cal" 'BEGIN {printf "  server CPU per operation: +%.1f %% recorded; recording cost %.1f %% of the recorded CPU time, estimate %.1f %% (ratio estimate/measured %.2f), calibrated estimate %.1f %% (ratio %.2f)\n", (r/p-1)*100, (1-p/r)*100, e*100, e/(1-p/r), k*100, k/(1-p/r)}'
+  # The fastest quarter of each mode's runs (lower quartiles): the figures
+  # that exclude the rounds other work on the machine slowed down.
+  awk -v p="$(printf '%s\n' "${plain[@]}" | col 1 | lower_quartile)" -v r="$(printf '%s\n' "${r[@]}" | col 1 | lower_quartile)" \
+    -v pc="$(printf '%s\n' "${plain[@]}" | col 2 | lower_quartile)" -v rc="$(printf '%s\n' "${r[@]}" | col 2 | lower_quartile)" -v e="$est" -v n="$ops" \
+    'BEGIN {printf "  fastest quarter (lower quartiles): %.0f ops/s without, %.0f ops/s with recording, loss %.1f %%; server CPU %.3f s without, %.3f s with, recording cost %.1f %% of the recorded CPU time, estimate/measured %.2f\n", n/p, n/r, (1-p/r)*100, pc, rc, (1-pc/rc)*100, e/(1-pc/rc)}'
   "$CONTEND" report "$OUT/memcached-$m.data" --format json | python3 -c 'import json,sys; s=json.load(sys.stdin)["locks"]["summary"]; print("  last recorded run: %d lock events, %d contended" % (s["events"], s["contended_events"]))'
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -18,7 +18,9 @@
 # recorded run (the in-situ sampled one), printed beside
 # `recording.cost.calibrated_share` (the start-up calibration alone; a
 # contend without it printed its estimate, which was the calibrated one);
-# medians over the rounds. Wall-time figures are printed too.
+# medians over the rounds, and the same from each mode's lower quartile
+# (its fastest quarter of runs, those other work did not disturb). Wall-
+# time figures are printed too.
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 MODES=${MODES:-"default light"}
@@ -34,8 +36,9 @@ run() {
   local args out cpu est cal dir="$OUT/sysbench-$2-$1.data"
   if [ "$2" = mutex ]; then args=("${MUTEX_ARGS[@]}"); else args=("${THREADS_ARGS[@]}"); fi
   if [ "$1" = plain ]; then
-    out=$(/usr/bin/time -f "%U %S" -o "$OUT/time.txt" sysbench "${args[@]}" run)
-    cpu=$(awk '{print $1 + $2}' "$OUT/time.txt")
+    cpu_of "$OUT/plain-cpu.txt" sh -c 'exec sysbench "$@" run >"$0"' "$OUT/plain-out.txt" "${args[@]}"
+    cpu=$(cat "$OUT/plain-cpu.txt")
+    out=$(cat "$OUT/plain-out.txt")
     est=-
     cal=-
   else
@@ -57,7 +60,9 @@ for bench in ${BENCHES:-mutex threads}; do
   if [ "$bench" = mutex ]; then echo "sysbench ${MUTEX_ARGS[*]}:"; else echo "sysbench ${THREADS_ARGS[*]}:"; fi
   # CPU seconds per unit of work, and wall figures (run time or events).
   per_work() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | awk -F, '{print $2 / $1}' | median; }
+  per_work_q1() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | awk -F, '{print $2 / $1}' | lower_quartile; }
   pp=$(per_work "${runs[plain]}")
+  pq=$(per_work_q1 "${runs[plain]}")
   echo "  plain: median CPU ${pp} s per $([ "$bench" = mutex ] && echo run || echo event); runs (work,cpu_s,wall_s): ${runs[plain]}"
   for m in $MODES; do
     pr=$(per_work "${runs[$m]}")
@@ -65,6 +70,12 @@ for bench in ${BENCHES:-mutex threads}; do
     cal=$(tr ' ' '\n' <<<"${runs[$m]}" | sed '/^$/d' | cut -d, -f5 | median)
     awk -v p="$pp" -v r="$pr" -v e="$est" -v c="$cal" -v m="$m" 'BEGIN {
       printf "  %s: median CPU %.6g per unit; measured cost %.1f %% of the recorded CPU time (slowdown %.1f %%); estimate %.1f %% (ratio estimate/measured %.2f); calibrated estimate %.1f %% (ratio %.2f)\n", m, r, (1-p/r)*100, (r/p-1)*100, e*100, e/(1-p/r), c*100, c/(1-p/r) }'
+    # The fastest quarter of each mode's runs: the figure that excludes
+    # the disturbed runs (this guest's slower speed, other work), whose
+    # share of a mode's runs varies from run to run of the script.
+    rq=$(per_work_q1 "${runs[$m]}")
+    awk -v p="$pq" -v r="$rq" -v e="$est" -v c="$cal" 'BEGIN {
+      printf "    fastest quarter (lower quartiles): plain %.6g, recorded %.6g per unit; measured cost %.1f %%; estimate/measured %.2f, calibrated/measured %.2f\n", p, r, (1-p/r)*100, e/(1-p/r), c/(1-p/r) }'
     echo "    runs (work,cpu_s,wall_s,estimate,calibrated): ${runs[$m]}"
     # Round by round: each recorded run beside the plain run of its round
     # (this guest runs at two speeds, minutes apart; a round's runs are
