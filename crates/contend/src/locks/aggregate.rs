@@ -495,12 +495,17 @@ fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) 
             "the wake cost of every release that found waiters".into(),
         ];
     if recorded_uncontended_events > 0 {
+        // the collector's limit (collector.c, count_entry): a table of the
+        // whole chunk takes no new entry once three quarters are used
+        use contend_trace::format::{count, CHUNK_HEADER_SIZE, DEFAULT_CHUNK_SIZE};
+        let slots = (DEFAULT_CHUNK_SIZE as usize - CHUNK_HEADER_SIZE) / count::SIZE;
         exact.push(format!(
             "the wait and hold time of {recorded_uncontended_events} uncontended acquisition(s) recorded in full, \
              as a full recording would and at its cost: their thread's count table was full (one COUNTS chunk \
-             filled to three quarters: 3,070 entries at the default chunk size, at most {} of them locks, the \
+             filled to three quarters: {} entries at the default chunk size, at most {} of them locks, the \
              rest call sites), or it had no count table",
-            contend_trace::format::count::LOCK_ENTRIES
+            slots - slots / 4,
+            count::LOCK_ENTRIES
         ));
     }
     let mut approximate: Vec<String> = vec![
