@@ -59,10 +59,10 @@ for bench in ${BENCHES:-mutex threads}; do
   done
   if [ "$bench" = mutex ]; then echo "sysbench ${MUTEX_ARGS[*]}:"; else echo "sysbench ${THREADS_ARGS[*]}:"; fi
   # CPU seconds per unit of work, and wall figures (run time or events).
-  per_work() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | awk -F, '{print $2 / $1}' | median; }
-  per_work_q1() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | awk -F, '{print $2 / $1}' | lower_quartile; }
+  # ($2: the statistic, median unless given)
+  per_work() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | awk -F, '{print $2 / $1}' | "${2:-median}"; }
   pp=$(per_work "${runs[plain]}")
-  pq=$(per_work_q1 "${runs[plain]}")
+  pq=$(per_work "${runs[plain]}" lower_quartile)
   echo "  plain: median CPU ${pp} s per $([ "$bench" = mutex ] && echo run || echo event); runs (work,cpu_s,wall_s): ${runs[plain]}"
   for m in $MODES; do
     pr=$(per_work "${runs[$m]}")
@@ -73,7 +73,7 @@ for bench in ${BENCHES:-mutex threads}; do
     # The fastest quarter of each mode's runs: the figure that excludes
     # the disturbed runs (this guest's slower speed, other work), whose
     # share of a mode's runs varies from run to run of the script.
-    rq=$(per_work_q1 "${runs[$m]}")
+    rq=$(per_work "${runs[$m]}" lower_quartile)
     awk -v p="$pq" -v r="$rq" -v e="$est" -v c="$cal" 'BEGIN {
       printf "    fastest quarter (lower quartiles): plain %.6g, recorded %.6g per unit; measured cost %.1f %%; estimate/measured %.2f, calibrated/measured %.2f\n", p, r, (1-p/r)*100, e/(1-p/r), c/(1-p/r) }'
     echo "    runs (work,cpu_s,wall_s,estimate,calibrated): ${runs[$m]}"
