@@ -285,6 +285,24 @@ fn check_memcached_sci(report: &Value, text: &str, memcached: &Path) {
         if let Some(f) = b["site"]["function"].as_str() {
             assert!(!f.is_empty(), "empty site function: {b}");
         }
+        // Without debug information a lock block's site is its module and
+        // offset, as the lock section's sites are.
+        if b["kind"] == "lock" && b["site"]["function"].is_null() {
+            let module = b["site"]["module"].as_str().unwrap_or("");
+            let offset = b["site"]["offset"].as_str().unwrap_or("");
+            assert!(
+                !module.is_empty() && offset.starts_with("0x"),
+                "a lock block's site without a function is named by its module and offset: {b}"
+            );
+            assert!(
+                report["locks"]["by_site"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["module"] == module && s["offset"] == offset),
+                "the site is one of locks.by_site: {b}"
+            );
+        }
     }
     if named_module {
         assert!(

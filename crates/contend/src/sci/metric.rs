@@ -90,10 +90,19 @@ pub struct BlockSite {
     pub file: Option<String>,
     /// Source line.
     pub line: Option<u32>,
+    /// Path of the module the site is in (`/usr/bin/memcached`), when
+    /// known: what names a site without debug information. As in
+    /// `locks.by_site`.
+    pub module: Option<String>,
+    /// Offset of the site in the module, hexadecimal (`0x13062`), with
+    /// `module`. As in `locks.by_site`.
+    pub offset: Option<String>,
 }
 
 impl BlockSite {
-    /// `function (file:line)`, or what is known of it.
+    /// `function (file:line)`, or what is known of it: `module+0x…` (the
+    /// form the lock section gives a site without debug information), `?`
+    /// when nothing is.
     pub fn display(&self) -> String {
         let place = match (&self.file, self.line) {
             (Some(f), Some(l)) => Some(format!(
@@ -110,7 +119,18 @@ impl BlockSite {
             (Some(func), Some(p)) => format!("{func} ({p})"),
             (Some(func), None) => func.clone(),
             (None, Some(p)) => p,
-            (None, None) => "?".into(),
+            (None, None) => match &self.module {
+                Some(m) => {
+                    let m = std::path::Path::new(m)
+                        .file_name()
+                        .map_or_else(|| m.clone(), |n| n.to_string_lossy().into_owned());
+                    match &self.offset {
+                        Some(off) => format!("{m}+{off}"),
+                        None => m,
+                    }
+                }
+                None => "?".into(),
+            },
         }
     }
 }
@@ -1185,6 +1205,35 @@ fn score_block<D: StoredDuration>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A site is named by what is known of it, in the forms the lock
+    /// section uses: function and line, function, line, module+offset
+    /// (no debug information), `?` (nothing).
+    #[test]
+    fn block_sites_are_named_by_what_is_known() {
+        let full = BlockSite {
+            function: Some("dequeue".into()),
+            file: Some("/src/q.c".into()),
+            line: Some(90),
+            module: Some("/usr/bin/q".into()),
+            offset: Some("0x1a2b".into()),
+        };
+        assert_eq!(full.display(), "dequeue (q.c:90)");
+        let function_only = BlockSite {
+            file: None,
+            line: None,
+            ..full.clone()
+        };
+        assert_eq!(function_only.display(), "dequeue");
+        let module_only = BlockSite {
+            function: None,
+            file: None,
+            line: None,
+            ..full.clone()
+        };
+        assert_eq!(module_only.display(), "q+0x1a2b");
+        assert_eq!(BlockSite::default().display(), "?");
+    }
 
     /// Log2 buckets of sorted durations: [0, 1), [1, 2), [2, 4), … (the
     /// non-empty ones, ascending; what [`DurationHistogram::iter`] gives, made

@@ -253,6 +253,8 @@ fn site_of(r: &ResolvedSite) -> BlockSite {
         function: r.function.clone(),
         file: r.file.clone(),
         line: r.line,
+        module: r.module.clone(),
+        offset: r.module.as_ref().map(|_| format!("{:#x}", r.offset)),
     }
 }
 
@@ -725,6 +727,7 @@ fn region_row(
                 function: Some(s.function.clone()).filter(|f| !f.is_empty()),
                 file: Some(s.file.clone()).filter(|f| !f.is_empty()),
                 line: Some(s.line),
+                ..BlockSite::default()
             })
             .unwrap_or_default(),
         every: 1,
@@ -855,8 +858,7 @@ fn probe_site(p: &contend_trace::probes::ProbeSpec, symbols: &Symbols) -> BlockS
     let r = symbols.site(Some(&maps), BASE + (p.file_offset - page) + 1);
     BlockSite {
         function: Some(p.function.clone()),
-        file: r.file,
-        line: r.line,
+        ..site_of(&r)
     }
 }
 
