@@ -280,20 +280,33 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         .collect();
     let natural = drawn.clone();
     if let Some(limit) = opts.width {
-        // Too wide for the terminal: narrow the widest text column, again
-        // and again, never below MIN_TEXT (a name wraps, but not into a
-        // sliver); numbers keep their width. What cannot be saved makes the
-        // table wider than the terminal.
+        // Too wide for the terminal: narrow the widest text column, but
+        // not below the next widest, again and again (so a long note and a
+        // long name share what is left instead of one becoming a sliver),
+        // never below MIN_TEXT (a name wraps, but not into a sliver);
+        // numbers keep their width. What cannot be saved makes the table
+        // wider than the terminal.
         loop {
             let total: usize = drawn.iter().map(|w| w + 2).sum();
             if total <= limit {
                 break;
             }
-            let widest = (0..drawn.len())
+            let text: Vec<usize> = (0..drawn.len())
                 .filter(|&j| !numeric[j] && drawn[j] > MIN_TEXT)
-                .max_by_key(|&j| drawn[j]);
-            let Some(j) = widest else { break };
-            drawn[j] -= (total - limit).min(drawn[j] - MIN_TEXT);
+                .collect();
+            let Some(&j) = text.iter().max_by_key(|&&j| drawn[j]) else {
+                break;
+            };
+            let next = text
+                .iter()
+                .filter(|&&k| k != j)
+                .map(|&k| drawn[k])
+                .max()
+                .unwrap_or(MIN_TEXT)
+                .max(MIN_TEXT);
+            // down to the next widest; by one where they are as wide
+            let step = if drawn[j] > next { drawn[j] - next } else { 1 };
+            drawn[j] -= (total - limit).min(step).min(drawn[j] - MIN_TEXT);
         }
     }
     let mut ct = comfy_table::Table::new();
@@ -343,5 +356,62 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
                 t.omitted, opts.top
             ))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::layout::Column;
+
+    /// A table with a long name column and a longer note column, fitted
+    /// to 100 columns: the two share what the numbers leave, so neither
+    /// becomes a sliver (before, the widest was cut to the minimum of 20
+    /// while the other kept its full width), and no line is wider than
+    /// the terminal.
+    #[test]
+    fn long_text_columns_share_the_terminal_width() {
+        let name = "Active threads A, modelled on n CPUs (Venter 2016, Listing 3.4)";
+        let note = "scheduler events (9 threads) until 1.081 s, then schedstat: 184134 records \
+                    per second cost the program more than reading schedstat";
+        let t = Table {
+            columns: vec![
+                Column::label("Metric", "metric"),
+                Column::num("Value", "value"),
+                Column::wrapped("Note", "note"),
+            ],
+            rows: vec![Row {
+                key: "source".into(),
+                cells: vec![
+                    Cell::Text(name.into()),
+                    Cell::Text("events → schedstat".into()),
+                    Cell::Text(note.into()),
+                ],
+            }],
+            ..Table::default()
+        };
+        let opts = RenderOptions {
+            width: Some(100),
+            ..RenderOptions::default()
+        };
+        let mut out = String::new();
+        table(&mut out, &t, &opts, &Paint(false));
+        let lines: Vec<&str> = out.lines().collect();
+        for line in &lines {
+            assert!(line.chars().count() <= 100, "wider than 100: {line}\n{out}");
+        }
+        // The note starts after the value on the first row, and both text
+        // columns keep more than the minimum: the name's first line and the
+        // note's first line each hold at least 30 characters.
+        let first = lines[2];
+        let value_end = first.find("schedstat").unwrap() + "schedstat".len();
+        let name_part = first[..first.find("events →").unwrap()].trim();
+        let note_part = first[value_end..].trim();
+        assert!(name_part.chars().count() >= 30, "{out}");
+        assert!(note_part.chars().count() >= 30, "{out}");
+        // Nothing is cut: every word of both texts is there.
+        for word in name.split_whitespace().chain(note.split_whitespace()) {
+            assert!(out.contains(word), "{word} missing:\n{out}");
+        }
     }
 }

@@ -107,28 +107,43 @@ fn service_panel(s: &ServiceReport) -> Panel {
         .into_iter()
         .map(|(key, label, cell)| Row {
             key: key.to_string(),
-            cells: vec![Cell::Text(label.to_string()), cell],
+            cells: vec![Cell::Text(label.to_string()), cell, Cell::Empty],
         })
         .collect();
+    // The source in a word or two as the value; why it changed, in the
+    // note (a text column, which a terminal's width wraps: a number column
+    // does not wrap, and a sentence in it made the whole table as wide).
+    let (source, why) = if let Some(at) = s.left_events_at_s {
+        (
+            "sched events → schedstat".to_string(),
+            format!(
+                "scheduler events ({} threads) until {at:.3} s, then schedstat: {} records per second \
+                 cost the program more than reading schedstat",
+                s.sched_event_threads,
+                s.left_events_records_per_s.unwrap_or(0)
+            ),
+        )
+    } else if s.sched_event_threads > 0 {
+        (
+            "sched events".to_string(),
+            format!(
+                "scheduler events for {} threads, schedstat for the rest",
+                s.sched_event_threads
+            ),
+        )
+    } else {
+        ("schedstat".to_string(), String::new())
+    };
     rows.push(Row {
         key: "source".into(),
         cells: vec![
             Cell::Text("Source".into()),
-            Cell::Text(if let Some(at) = s.left_events_at_s {
-                format!(
-                    "scheduler events ({} threads) until {at:.3} s, then schedstat: {} records \
-                     per second cost the program more than reading schedstat",
-                    s.sched_event_threads,
-                    s.left_events_records_per_s.unwrap_or(0)
-                )
-            } else if s.sched_event_threads > 0 {
-                format!(
-                    "scheduler events ({} threads), schedstat for the rest",
-                    s.sched_event_threads
-                )
+            Cell::Text(source),
+            if why.is_empty() {
+                Cell::Empty
             } else {
-                "schedstat".into()
-            }),
+                Cell::Text(why)
+            },
         ],
     });
     if s.stat_fallback_threads > 0 {
@@ -137,6 +152,7 @@ fn service_panel(s: &ServiceReport) -> Panel {
             cells: vec![
                 Cell::Text("Threads read from stat (tick resolution)".into()),
                 Cell::Count(s.stat_fallback_threads.into()),
+                Cell::Empty,
             ],
         });
     }
@@ -144,6 +160,7 @@ fn service_panel(s: &ServiceReport) -> Panel {
         columns: vec![
             Column::label("Metric", "metric"),
             Column::num("Value", "value"),
+            Column::wrapped("Note", "note"),
         ],
         rows,
         ..Table::default()
