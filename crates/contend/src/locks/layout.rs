@@ -356,8 +356,11 @@ pub fn creation_frames(stack: &[String]) -> Vec<&str> {
 
 /// Where the top locks of the per-lock table were created or first used,
 /// with a few frames of the creation's call stack (mutrace's "where the
-/// lock was created" view; innermost first, `←` = called from). `None`
-/// when no shown lock has a recorded creation stack.
+/// lock was created" view; innermost first, `←` = called from). Locks of
+/// one line (created by the same thread through the same frames, like
+/// memcached's item locks, made in one loop) are one item, which says how
+/// many of the shown locks it stands for. `None` when no shown lock has a
+/// recorded creation stack.
 fn creation_panel(l: &LockReport, top: usize) -> Option<Panel> {
     let all: Vec<&LockRow> = l.by_lock.iter().filter(|k| is_lock_kind(&k.kind)).collect();
     let (locks, _) = take_top(&all, top);
@@ -382,6 +385,7 @@ fn creation_panel(l: &LockReport, top: usize) -> Option<Panel> {
             ))
         })
         .collect();
+    let items = group_equal_lines(items, "of the locks above");
     if items.is_empty() {
         return None;
     }
@@ -394,6 +398,28 @@ fn creation_panel(l: &LockReport, top: usize) -> Option<Panel> {
         ),
         Body::List(items),
     ))
+}
+
+/// `lines` with each repeated line given once, where it first appears,
+/// followed by `(N <what>)` when it came N > 1 times.
+fn group_equal_lines(lines: Vec<String>, what: &str) -> Vec<String> {
+    let mut grouped: Vec<(String, usize)> = Vec::new();
+    for line in lines {
+        match grouped.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, n)) => *n += 1,
+            None => grouped.push((line, 1)),
+        }
+    }
+    grouped
+        .into_iter()
+        .map(|(line, n)| {
+            if n > 1 {
+                format!("{line} ({n} {what})")
+            } else {
+                line
+            }
+        })
+        .collect()
 }
 
 /// Per condition variable, barrier and semaphore: waits, not holds (a
@@ -855,4 +881,24 @@ fn across_panel(a: &super::across::AcrossSummary) -> Panel {
             ..Table::default()
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_equal_lines;
+
+    /// Repeated lines are given once, where they first appear, with how
+    /// many times they came; single lines stay as they were, in order.
+    #[test]
+    fn equal_lines_are_grouped_in_first_seen_order() {
+        let lines = ["a", "b", "a", "c", "a", "b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            group_equal_lines(lines, "times"),
+            ["a (3 times)", "b (2 times)", "c"]
+        );
+        assert!(group_equal_lines(Vec::new(), "times").is_empty());
+    }
 }
