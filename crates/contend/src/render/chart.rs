@@ -99,6 +99,29 @@ fn font(size: u32) -> TextStyle<'static> {
 }
 
 /// A value axis's upper end: a little above the largest value.
+/// An axis tick's label: whole numbers without decimals (`30`, not
+/// `30.0`), large ones in thousands or millions (`3.5 M`, `20 k`), others
+/// with at most two decimals, trailing zeros dropped (`0.25`, `1.5`).
+fn tick_label(v: f64) -> String {
+    fn trimmed(s: String) -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    }
+    let a = v.abs();
+    if !v.is_finite() {
+        String::new()
+    } else if a >= 1e6 {
+        format!("{} M", trimmed(format!("{:.2}", v / 1e6)))
+    } else if a >= 1e4 {
+        format!("{} k", trimmed(format!("{:.1}", v / 1e3)))
+    } else {
+        trimmed(format!("{v:.2}"))
+    }
+}
+
 fn top(max: f64) -> f64 {
     if max > 0.0 && max.is_finite() {
         max * 1.08
@@ -140,7 +163,23 @@ fn bars(
             max = max.max(l.values.get(i).copied().unwrap_or(0.0));
         }
     }
-    let label_chars = ((SIZE.0 as usize - 90) / n / 7).clamp(4, 40);
+    // Characters of label room under each category. Short labels that do
+    // not fit (a histogram's buckets, `1.024 µs`) are drawn under every
+    // second or third category, whole, rather than cut under each (`1.0 …`);
+    // longer ones (lock names) under each, cut.
+    let room = ((SIZE.0 as usize - 90) / n / 7).max(1);
+    let longest = b
+        .categories
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0);
+    let every = if longest > room && longest <= 3 * room {
+        longest.div_ceil(room)
+    } else {
+        1
+    };
+    let label_chars = (room * every).clamp(4, 40);
     // Category i spans [i, i + 1] on the x axis; its label is drawn
     // under i + ½.
     let mut chart = ChartBuilder::on(root)
@@ -161,8 +200,9 @@ fn bars(
         .x_desc(b.x.title())
         .y_desc(b.y.title())
         .x_labels(0)
+        .y_label_formatter(&|v| tick_label(*v))
         .draw()?;
-    for (i, c) in categories.iter().enumerate() {
+    for (i, c) in categories.iter().enumerate().step_by(every) {
         let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
         root.draw(&Text::new(
             cut(c, label_chars),
@@ -264,6 +304,8 @@ fn lines(
         .axis_desc_style(font(13))
         .x_desc(l.x.title())
         .y_desc(l.y.title())
+        .x_label_formatter(&|v| tick_label(*v))
+        .y_label_formatter(&|v| tick_label(*v))
         .draw()?;
     for (k, (label, points)) in l.series.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
@@ -312,6 +354,7 @@ fn timeline(
         .label_style(font(11))
         .axis_desc_style(font(13))
         .x_desc(t.x.title())
+        .x_label_formatter(&|v| tick_label(*v))
         .y_labels(0)
         .draw()?;
     for (i, name) in names.iter().enumerate() {
@@ -351,4 +394,70 @@ fn timeline(
         .background_style(LEGEND.mix(0.85))
         .draw()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{svg, tick_label};
+    use crate::report::figure::{Axis, Bars, Figure, Plot, Series};
+
+    /// A wait-time histogram's 19 bucket labels do not fit under each bar:
+    /// they are drawn whole under every second one (`1.024 µs`), not cut
+    /// under each (`1.0 …`), the first bucket's always.
+    #[test]
+    fn short_labels_that_do_not_fit_are_drawn_whole_under_every_other_bar() {
+        let mut categories = vec!["0".to_string()];
+        categories.extend((3..21).map(|k| {
+            let ns = 1u64 << k;
+            if ns < 1000 {
+                format!("{ns} ns")
+            } else if ns < 1_000_000 {
+                format!("{:.3} µs", ns as f64 / 1e3)
+            } else {
+                format!("{:.3} ms", ns as f64 / 1e6)
+            }
+        }));
+        let n = categories.len();
+        let fig = Figure {
+            name: "h".into(),
+            title: "Histogram".into(),
+            caption: String::new(),
+            plot: Plot::Bars(Bars {
+                categories: categories.clone(),
+                series: vec![Series {
+                    label: "Events".into(),
+                    values: (0..n).map(|i| (i + 1) as f64).collect(),
+                }],
+                stacked: false,
+                lines: Vec::new(),
+                x: Axis::new("Wait time, bucket from", ""),
+                y: Axis::new("Lock events", "events"),
+            }),
+        };
+        let out = svg(&fig, true);
+        assert!(!out.contains('…'), "a label was cut:\n{out}");
+        let label = |c: &str| format!(">\n{c}\n</text>");
+        assert!(out.contains(&label("0")), "{out}");
+        assert!(out.contains(&label("1.024 µs")), "{out}");
+        let drawn = categories
+            .iter()
+            .filter(|c| out.contains(&label(c)))
+            .count();
+        assert!(drawn >= n / 3 && drawn < n, "{drawn} of {n} labels drawn");
+    }
+
+    #[test]
+    fn tick_labels_are_short_and_without_needless_decimals() {
+        assert_eq!(tick_label(0.0), "0");
+        assert_eq!(tick_label(30.0), "30");
+        assert_eq!(tick_label(2.5), "2.5");
+        assert_eq!(tick_label(0.25), "0.25");
+        assert_eq!(tick_label(1.0 / 3.0), "0.33");
+        assert_eq!(tick_label(9_999.0), "9999");
+        assert_eq!(tick_label(20_000.0), "20 k");
+        assert_eq!(tick_label(150_500.0), "150.5 k");
+        assert_eq!(tick_label(3_500_000.0), "3.5 M");
+        assert_eq!(tick_label(-2_000_000.0), "-2 M");
+        assert_eq!(tick_label(f64::NAN), "");
+    }
 }

@@ -65,9 +65,10 @@ nav { margin: .6em 0 1em; font-size: .92em; } nav a { margin-right: .9em; white-
 figure { margin: 0; flex: 1 1 560px; max-width: 780px; }
 figure svg { width: 100%; height: auto; display: block; }
 figcaption { font-size: .9em; margin-top: .2em; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .4em 0 .2em; font-variant-numeric: tabular-nums; }
 th, td { padding: .25em .7em; border-bottom: 1px solid var(--rule); vertical-align: top; }
-th { background: var(--head); text-align: left; position: sticky; top: 0; }
+th { background: var(--head); text-align: left; }
 table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[aria-sort="ascending"]::after { content: " ▲"; }
 table.sortable th[aria-sort="descending"]::after { content: " ▼"; }
@@ -194,9 +195,11 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions) {
         return;
     }
     let sortable = !t.fields && t.rows.len() > 1;
+    // A table wider than the page (many number columns, names that do not
+    // break) scrolls by itself instead of widening the whole page.
     let _ = writeln!(
         out,
-        "<table{}>",
+        "<div class=\"scroll\"><table{}>",
         if sortable { " class=\"sortable\"" } else { "" }
     );
     if !t.fields {
@@ -226,7 +229,7 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions) {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
     if t.omitted > 0 {
         let _ = writeln!(
             out,
