@@ -69,6 +69,7 @@ pub fn report_figures(r: &LockReport) -> Vec<Figure> {
                 lines: Vec::new(),
                 x: Axis::new("Wait time, bucket from", ""),
                 y: Axis::new("Lock events", "events"),
+                ordered: true,
             }),
         });
     }
@@ -112,6 +113,7 @@ pub fn report_figures(r: &LockReport) -> Vec<Figure> {
                     "",
                 ),
                 y: Axis::new("Time", unit),
+                ordered: false,
             }),
         })
     };

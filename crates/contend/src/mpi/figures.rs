@@ -45,6 +45,7 @@ pub fn report_figures(r: &MpiReport) -> Vec<Figure> {
                 }],
                 x: Axis::new("Rank", ""),
                 y: Axis::new("Wait time", unit),
+                ordered: true,
             }),
         });
     }
@@ -74,6 +75,7 @@ pub fn report_figures(r: &MpiReport) -> Vec<Figure> {
                 lines: Vec::new(),
                 x: Axis::new("Pattern", ""),
                 y: Axis::new("Wait time", unit),
+                ordered: false,
             }),
         });
     }
@@ -105,6 +107,7 @@ pub fn report_figures(r: &MpiReport) -> Vec<Figure> {
                 lines: Vec::new(),
                 x: Axis::new("Event class", ""),
                 y: Axis::new("Time", unit),
+                ordered: false,
             }),
         });
     }

@@ -98,7 +98,6 @@ fn font(size: u32) -> TextStyle<'static> {
     ("sans-serif", size).into_font().color(&INK)
 }
 
-/// A value axis's upper end: a little above the largest value.
 /// An axis tick's label: whole numbers without decimals (`30`, not
 /// `30.0`), large ones in thousands or millions (`3.5 M`, `20 k`), others
 /// with at most two decimals, trailing zeros dropped (`0.25`, `1.5`).
@@ -122,6 +121,7 @@ fn tick_label(v: f64) -> String {
     }
 }
 
+/// A value axis's upper end: a little above the largest value.
 fn top(max: f64) -> f64 {
     if max > 0.0 && max.is_finite() {
         max * 1.08
@@ -163,10 +163,10 @@ fn bars(
             max = max.max(l.values.get(i).copied().unwrap_or(0.0));
         }
     }
-    // Characters of label room under each category. Short labels that do
-    // not fit (a histogram's buckets, `1.024 µs`) are drawn under every
-    // second or third category, whole, rather than cut under each (`1.0 …`);
-    // longer ones (lock names) under each, cut.
+    // Characters of label room under each category. Labels of an ordered
+    // axis that do not fit (a histogram's buckets, `1.024 µs`) are drawn
+    // under every second or third category, whole, rather than cut under
+    // each (`1.0 …`); names that do not fit put the bars on their side.
     let room = ((SIZE.0 as usize - 90) / n / 7).max(1);
     let longest = b
         .categories
@@ -174,7 +174,12 @@ fn bars(
         .map(|c| c.chars().count())
         .max()
         .unwrap_or(0);
-    let every = if longest > room && longest <= 3 * room {
+    if longest > room && !b.ordered && b.lines.is_empty() {
+        // Names (locks, call sites) that would be cut under each bar: the
+        // bars lie on their side, names beside them.
+        return bars_beside_names(root, fig, b, max);
+    }
+    let every = if b.ordered && longest > room && longest <= 3 * room {
         longest.div_ceil(room)
     } else {
         1
@@ -264,6 +269,98 @@ fn bars(
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
+            .label_font(font(11))
+            .border_style(INK)
+            .background_style(LEGEND.mix(0.85))
+            .draw()?;
+    }
+    Ok(())
+}
+
+/// Characters of a category name shown beside horizontal bars.
+const NAME_CHARS: usize = 48;
+
+/// [`bars`] lying on their side: one row per category, the first on top,
+/// its name to the left of its bars (cut at [`NAME_CHARS`]), the values
+/// along the bottom. For names too long to go under vertical bars.
+fn bars_beside_names(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    fig: &Figure,
+    b: &Bars,
+    max: f64,
+) -> DrawResult<()> {
+    let n = b.categories.len().max(1);
+    let longest = b
+        .categories
+        .iter()
+        .map(|c| c.chars().count().min(NAME_CHARS))
+        .max()
+        .unwrap_or(0);
+    // about 6 pixels per character of an 11-pixel sans-serif font
+    let name_area = (longest as u32 * 6 + 16).clamp(80, 320);
+    let mut chart = ChartBuilder::on(root)
+        .margin(12)
+        .caption(&fig.title, font(16))
+        .x_label_area_size(44)
+        .y_label_area_size(name_area)
+        .build_cartesian_2d(0f64..headroom(max, b), 0f64..n as f64)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .axis_style(INK)
+        .label_style(font(11))
+        .axis_desc_style(font(13))
+        .x_desc(b.y.title())
+        .x_label_formatter(&|v| tick_label(*v))
+        .y_labels(0)
+        .draw()?;
+    // Category i spans [n − i − 1, n − i] (the first on top).
+    for (i, c) in b.categories.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(0.0, (n - 1 - i) as f64 + 0.5));
+        root.draw(&Text::new(
+            cut(c, NAME_CHARS),
+            (px - 6, py),
+            font(11).pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+    }
+    let groups = if b.stacked { 1 } else { b.series.len().max(1) };
+    let slot_height = 0.8 / groups as f64;
+    for (k, s) in b.series.iter().enumerate() {
+        let colour = PALETTE[k % PALETTE.len()];
+        let slot = if b.stacked { 0 } else { k };
+        let rects: Vec<Rectangle<(f64, f64)>> = (0..n)
+            .filter_map(|i| {
+                let v = s.values.get(i).copied().unwrap_or(0.0);
+                if v <= 0.0 || !v.is_finite() {
+                    return None;
+                }
+                let before: f64 = if b.stacked {
+                    b.series[..k]
+                        .iter()
+                        .map(|p| p.values.get(i).copied().unwrap_or(0.0).max(0.0))
+                        .sum()
+                } else {
+                    0.0
+                };
+                // the first series on top within its row
+                let y1 = (n - i) as f64 - 0.1 - slot as f64 * slot_height;
+                Some(Rectangle::new(
+                    [(before, y1 - slot_height), (before + v, y1)],
+                    colour.filled(),
+                ))
+            })
+            .collect();
+        chart
+            .draw_series(rects)?
+            .label(s.label.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
+    }
+    if b.series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
             .label_font(font(11))
             .border_style(INK)
             .background_style(LEGEND.mix(0.85))
@@ -432,6 +529,7 @@ mod tests {
                 lines: Vec::new(),
                 x: Axis::new("Wait time, bucket from", ""),
                 y: Axis::new("Lock events", "events"),
+                ordered: true,
             }),
         };
         let out = svg(&fig, true);
@@ -444,6 +542,49 @@ mod tests {
             .filter(|c| out.contains(&label(c)))
             .count();
         assert!(drawn >= n / 3 && drawn < n, "{drawn} of {n} labels drawn");
+    }
+
+    /// Lock names too long to go under 10 bars are drawn whole beside
+    /// bars lying on their side, each once, in order from the top.
+    #[test]
+    fn long_names_are_drawn_whole_beside_bars_on_their_side() {
+        let names: Vec<String> = (0..10)
+            .map(|i| format!("mutex created in memcached+0x1a{i:03x} [mutex]"))
+            .collect();
+        let fig = Figure {
+            name: "lock-wait-hold".into(),
+            title: "Wait and hold per lock".into(),
+            caption: String::new(),
+            plot: Plot::Bars(Bars {
+                categories: names.clone(),
+                series: vec![
+                    Series {
+                        label: "Wait".into(),
+                        values: (0..10).map(|i| (10 - i) as f64).collect(),
+                    },
+                    Series {
+                        label: "Hold".into(),
+                        values: (0..10).map(|i| (20 - i) as f64).collect(),
+                    },
+                ],
+                stacked: false,
+                lines: Vec::new(),
+                x: Axis::new("Lock", ""),
+                y: Axis::new("Time", "ms"),
+                ordered: false,
+            }),
+        };
+        let out = svg(&fig, true);
+        assert!(!out.contains('…'), "a name was cut:\n{out}");
+        let at: Vec<usize> = names
+            .iter()
+            .map(|n| {
+                let label = format!(">\n{n}\n</text>");
+                assert_eq!(out.matches(&label).count(), 1, "{n}:\n{out}");
+                out.find(&label).unwrap()
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "names in order: {at:?}");
     }
 
     #[test]

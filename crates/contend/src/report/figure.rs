@@ -74,6 +74,12 @@ pub struct Bars {
     pub x: Axis,
     /// The value axis.
     pub y: Axis,
+    /// The categories are steps along an ordered axis (a histogram's
+    /// buckets, ranks, thread counts): labels that do not fit under each
+    /// bar are drawn under every second or third, whole. Otherwise (lock
+    /// names, call sites) every bar keeps its label: names too long to go
+    /// under the bars put the bars on their side, names beside them.
+    pub ordered: bool,
 }
 
 /// Lines over a numeric x axis.
@@ -192,6 +198,7 @@ pub fn comparison_bars(
             lines: Vec::new(),
             x: Axis::new("Metric", ""),
             y: Axis::new("Time", unit),
+            ordered: false,
         }),
     })
 }

@@ -45,6 +45,7 @@ pub fn figures(s: &ScaleReport) -> Vec<Figure> {
             ],
             x: Axis::new("Threads", ""),
             y: Axis::new("Speed-up and its loss", "threads"),
+            ordered: true,
         }),
     }]
 }
