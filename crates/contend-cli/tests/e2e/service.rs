@@ -52,17 +52,28 @@ fn printed(stdout: &str, key: &str) -> f64 {
 
 /// One thread busy 100% of the run, one 50%, one 25%, never more than two
 /// at once: on an otherwise idle two-core machine the always-busy thread
-/// is never preempted, so A measured (Listing 3.3) must equal the
-/// program's own CPU time / wall time (ideally 1.75) within 0.05 threads.
+/// is never preempted, so A measured (Listing 3.3, Σ τ / Σ max_j τ_j over
+/// the sampled intervals) must equal what the program's own clocks give
+/// within 0.05 threads. The sampler's two sums differ from the program's
+/// clocks in two ways that are not errors of A: it sees the process's
+/// start-up before `main` and its exit, in which one thread runs (each of
+/// their intervals adds its CPU time to both sums), and it misses the CPU
+/// time a thread ran after its last sample when it exits between ticks
+/// (B at half the run, C at three quarters: in Σ τ only). So the truth is
+/// A = sampled CPU / (own wall + CPU outside the run), the CPU outside the
+/// run being the sampled CPU less the run's own (its getrusage at the end
+/// less at the start of `main`), none when the sampler missed more than
+/// it saw outside. Against the program's CPU/wall alone, 8 of 12 runs on a
+/// quiet machine were more than 0.05 below it (−0.017 to −0.112), and a
+/// suite run failed with all five attempts 0.06–0.09 below; against this
+/// truth 3 of the same 12 (−0.105 to +0.003; schedstat's reads still pull
+/// A down by about 0.04 on average, the upward bias of ΔT_cp that the
+/// sampler's kernel-tick grid reduces).
 ///
 /// Other load on the machine preempts the busy thread and makes the two
-/// differ, as it should (A then exceeds CPU/wall). Load also slows the
-/// process's start-up and exit, which the sampler sees and the program's
-/// own clock does not, and in which at most one thread runs: that pulls A
-/// below the program's CPU/wall (seen: 1.652 against 1.702 in a loaded
-/// suite). So: every run must satisfy what holds under any load
-/// (A ≥ CPU/wall − 0.1, A ≤ 3); a run
-/// in which the program got at least 94% of its demand (CPU/wall ≥ 1.65)
+/// differ, as it should (A then exceeds the truth). So: every run must
+/// satisfy what holds under any load (A ≥ CPU/wall − 0.1, A ≤ 3); a run in
+/// which the program got at least 94% of its demand (its CPU/wall ≥ 1.65)
 /// is undisturbed and must meet the 0.05 bound, in one of up to five runs.
 /// When no run is undisturbed the test says so and does not fail.
 #[test]
@@ -86,14 +97,19 @@ fn known_shape(source: &str) {
         let rec = dir.path().join("shape.data");
         let out = record_source(&rec, &prog, &["1000"], source);
         assert!(out.success(), "{}", out.describe());
-        let own = printed(&out.stdout, "cpu_s") / printed(&out.stdout, "wall_s");
+        let run_cpu = printed(&out.stdout, "cpu_s") - printed(&out.stdout, "cpu0_s");
+        let own_wall = printed(&out.stdout, "wall_s");
+        let own = run_cpu / own_wall;
         let r = report_json(&rec);
         let s = &r["service"];
         check_source(s, source);
         let a = f(s, "active_threads");
+        // Start-up and exit: one thread, its CPU time in both sums.
+        let outside = (f(s, "cpu_s") - run_cpu).max(0.0);
+        let truth = f(s, "cpu_s") / (own_wall + outside);
         attempts.push(format!(
-            "run {attempt}: A = {a:.3}, own CPU/wall = {own:.3}, sampled CPU/wall = {:.3}, \
-             run queue {:.2}",
+            "run {attempt}: A = {a:.3}, truth = {truth:.3} (own CPU/wall = {own:.3}, \
+             CPU outside the run {outside:.3} s), sampled CPU/wall = {:.3}, run queue {:.2}",
             f(s, "cpu_per_wall"),
             f(s, "run_queue_mean")
         ));
@@ -114,7 +130,7 @@ fn known_shape(source: &str) {
             // A starved sampler (seen with a run queue of 28 on two CPUs:
             // 50 ticks in 1.07 s) takes fewer ticks: checked only here.
             assert!(f(s, "samples") > 50.0, "{s}");
-            if (a - own).abs() < 0.05 {
+            if (a - truth).abs() < 0.05 {
                 eprintln!("{log}");
                 return;
             }
@@ -123,7 +139,7 @@ fn known_shape(source: &str) {
     let log = attempts.join("\n");
     assert!(
         undisturbed == 0,
-        "A measured was not within 0.05 threads of CPU/wall in any undisturbed run:\n{log}"
+        "A measured was not within 0.05 threads of the truth in any undisturbed run:\n{log}"
     );
     eprintln!("SKIP the 0.05-thread check: the machine was too busy in every run:\n{log}");
 }
