@@ -215,32 +215,15 @@ fn bars(
             font(11).pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
-    // Grouped bars share a category: a tenth of it margin on each side,
-    // the rest split into one slot per series.
-    let groups = if b.stacked { 1 } else { b.series.len().max(1) };
-    let slot_width = 0.8 / groups as f64;
     for (k, s) in b.series.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
-        let slot = if b.stacked { 0 } else { k };
-        let rects: Vec<Rectangle<(f64, f64)>> = (0..n)
-            .filter_map(|i| {
-                let v = s.values.get(i).copied().unwrap_or(0.0);
-                if v <= 0.0 || !v.is_finite() {
-                    return None;
-                }
-                let below: f64 = if b.stacked {
-                    b.series[..k]
-                        .iter()
-                        .map(|p| p.values.get(i).copied().unwrap_or(0.0).max(0.0))
-                        .sum()
-                } else {
-                    0.0
-                };
-                let x0 = i as f64 + 0.1 + slot as f64 * slot_width;
-                Some(Rectangle::new(
-                    [(x0, below), (x0 + slot_width, below + v)],
+        let rects: Vec<Rectangle<(f64, f64)>> = bar_spans(b, n, k)
+            .map(|r| {
+                let x = r.category as f64;
+                Rectangle::new(
+                    [(x + r.slot.0, r.from), (x + r.slot.1, r.to)],
                     colour.filled(),
-                ))
+                )
             })
             .collect();
         chart
@@ -275,6 +258,47 @@ fn bars(
             .draw()?;
     }
     Ok(())
+}
+
+/// One bar of a [`Bars`] chart, in the chart's own units.
+struct BarSpan {
+    /// Its category's index.
+    category: usize,
+    /// Where it starts and ends along the value axis (a stacked bar starts
+    /// where the series before it ended).
+    from: f64,
+    to: f64,
+    /// Its slot across the category, as fractions of the category's width:
+    /// a tenth margin on each side, the rest split into one slot per
+    /// series (one for stacked bars).
+    slot: (f64, f64),
+}
+
+/// The bars of series `k` of `b` over its `n` categories: positive, finite
+/// values only.
+fn bar_spans(b: &Bars, n: usize, k: usize) -> impl Iterator<Item = BarSpan> + '_ {
+    let groups = if b.stacked { 1 } else { b.series.len().max(1) };
+    let width = 0.8 / groups as f64;
+    let slot = if b.stacked { 0 } else { k } as f64;
+    let value =
+        |s: &crate::report::figure::Series, i: usize| s.values.get(i).copied().unwrap_or(0.0);
+    (0..n).filter_map(move |i| {
+        let v = value(&b.series[k], i);
+        if v <= 0.0 || !v.is_finite() {
+            return None;
+        }
+        let from: f64 = if b.stacked {
+            b.series[..k].iter().map(|p| value(p, i).max(0.0)).sum()
+        } else {
+            0.0
+        };
+        Some(BarSpan {
+            category: i,
+            from,
+            to: from + v,
+            slot: (0.1 + slot * width, 0.1 + (slot + 1.0) * width),
+        })
+    })
 }
 
 /// Characters of a category name shown beside horizontal bars.
@@ -325,31 +349,16 @@ fn bars_beside_names(
             font(11).pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
     }
-    let groups = if b.stacked { 1 } else { b.series.len().max(1) };
-    let slot_height = 0.8 / groups as f64;
     for (k, s) in b.series.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
-        let slot = if b.stacked { 0 } else { k };
-        let rects: Vec<Rectangle<(f64, f64)>> = (0..n)
-            .filter_map(|i| {
-                let v = s.values.get(i).copied().unwrap_or(0.0);
-                if v <= 0.0 || !v.is_finite() {
-                    return None;
-                }
-                let before: f64 = if b.stacked {
-                    b.series[..k]
-                        .iter()
-                        .map(|p| p.values.get(i).copied().unwrap_or(0.0).max(0.0))
-                        .sum()
-                } else {
-                    0.0
-                };
-                // the first series on top within its row
-                let y1 = (n - i) as f64 - 0.1 - slot as f64 * slot_height;
-                Some(Rectangle::new(
-                    [(before, y1 - slot_height), (before + v, y1)],
+        // across its row from the top: the first series on top
+        let rects: Vec<Rectangle<(f64, f64)>> = bar_spans(b, n, k)
+            .map(|r| {
+                let top = (n - r.category) as f64;
+                Rectangle::new(
+                    [(r.from, top - r.slot.1), (r.to, top - r.slot.0)],
                     colour.filled(),
-                ))
+                )
             })
             .collect();
         chart
