@@ -7,6 +7,7 @@
 //! mode (`[fill="#1F1F1F"]`, `[stroke="#1F1F1F"]`). A chart alone
 //! (`--format svg`) gets a white background.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -249,13 +250,57 @@ fn bars(
         )?;
     }
     if b.series.len() + b.lines.len() > 1 {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(font(11))
-            .border_style(INK)
-            .background_style(LEGEND.mix(0.85))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    }
+    Ok(())
+}
+
+/// The chart's legend (its series' labels) at `position`, boxed.
+fn legend<'a, 'b: 'a>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    position: SeriesLabelPosition,
+) -> DrawResult<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font(font(11))
+        .border_style(INK)
+        .background_style(LEGEND.mix(0.85))
+        .draw()?;
+    Ok(())
+}
+
+/// The axes of a chart of lanes (sideways bars, a timeline): values along
+/// the bottom under `x_title`, no labels up the side; and each lane's name
+/// (cut at `chars`) to the left of it, lane i spanning [n − i − 1, n − i]
+/// of the y axis (the first on top).
+fn lanes_with_names(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    x_title: &str,
+    names: &[String],
+    chars: usize,
+) -> DrawResult<()> {
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .axis_style(INK)
+        .label_style(font(11))
+        .axis_desc_style(font(13))
+        .x_desc(x_title)
+        .x_label_formatter(&|v| tick_label(*v))
+        .y_labels(0)
+        .draw()?;
+    let n = names.len().max(1);
+    for (i, name) in names.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(0.0, (n - 1 - i) as f64 + 0.5));
+        root.draw(&Text::new(
+            cut(name, chars),
+            (px - 6, py),
+            font(11).pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
     }
     Ok(())
 }
@@ -328,27 +373,7 @@ fn bars_beside_names(
         .x_label_area_size(44)
         .y_label_area_size(name_area)
         .build_cartesian_2d(0f64..headroom(max, b), 0f64..n as f64)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(GRID)
-        .axis_style(INK)
-        .label_style(font(11))
-        .axis_desc_style(font(13))
-        .x_desc(b.y.title())
-        .x_label_formatter(&|v| tick_label(*v))
-        .y_labels(0)
-        .draw()?;
-    // Category i spans [n − i − 1, n − i] (the first on top).
-    for (i, c) in b.categories.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(0.0, (n - 1 - i) as f64 + 0.5));
-        root.draw(&Text::new(
-            cut(c, NAME_CHARS),
-            (px - 6, py),
-            font(11).pos(Pos::new(HPos::Right, VPos::Center)),
-        ))?;
-    }
+    lanes_with_names(root, &mut chart, &b.y.title(), &b.categories, NAME_CHARS)?;
     for (k, s) in b.series.iter().enumerate() {
         let colour = PALETTE[k % PALETTE.len()];
         // across its row from the top: the first series on top
@@ -367,13 +392,7 @@ fn bars_beside_names(
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
     }
     if b.series.len() > 1 {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(font(11))
-            .border_style(INK)
-            .background_style(LEGEND.mix(0.85))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     Ok(())
 }
@@ -425,13 +444,7 @@ fn lines(
                 PathElement::new(vec![(x, y), (x + 12, y)], colour.stroke_width(2))
             });
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(font(11))
-        .border_style(INK)
-        .background_style(LEGEND.mix(0.85))
-        .draw()?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -450,27 +463,7 @@ fn timeline(
         .x_label_area_size(40)
         .y_label_area_size(90)
         .build_cartesian_2d(0f64..end, 0f64..lanes as f64)?;
-    let names = &t.lanes;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .light_line_style(TRANSPARENT)
-        .bold_line_style(GRID)
-        .axis_style(INK)
-        .label_style(font(11))
-        .axis_desc_style(font(13))
-        .x_desc(t.x.title())
-        .x_label_formatter(&|v| tick_label(*v))
-        .y_labels(0)
-        .draw()?;
-    for (i, name) in names.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(0.0, (lanes - 1 - i) as f64 + 0.5));
-        root.draw(&Text::new(
-            cut(name, 14),
-            (px - 6, py),
-            font(11).pos(Pos::new(HPos::Right, VPos::Center)),
-        ))?;
-    }
+    lanes_with_names(root, &mut chart, &t.x.title(), &t.lanes, 14)?;
     // A span at least one pixel wide.
     let min_width = end / f64::from(SIZE.0);
     for (kind, label) in t.kinds.iter().enumerate() {
@@ -492,13 +485,7 @@ fn timeline(
             .label(label.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(font(11))
-        .border_style(INK)
-        .background_style(LEGEND.mix(0.85))
-        .draw()?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 
@@ -506,6 +493,24 @@ fn timeline(
 mod tests {
     use super::{svg, tick_label};
     use crate::report::figure::{Axis, Bars, Figure, Plot, Series};
+
+    /// A bar chart of `series` over `categories`, side by side.
+    fn bars_figure(categories: Vec<String>, series: Vec<Series>, ordered: bool) -> Figure {
+        Figure {
+            name: "bars".into(),
+            title: "Bars".into(),
+            caption: String::new(),
+            plot: Plot::Bars(Bars {
+                categories,
+                series,
+                stacked: false,
+                lines: Vec::new(),
+                x: Axis::new("Category", ""),
+                y: Axis::new("Value", "ms"),
+                ordered,
+            }),
+        }
+    }
 
     /// A wait-time histogram's 19 bucket labels do not fit under each bar:
     /// they are drawn whole under every second one (`1.024 µs`), not cut
@@ -524,23 +529,14 @@ mod tests {
             }
         }));
         let n = categories.len();
-        let fig = Figure {
-            name: "h".into(),
-            title: "Histogram".into(),
-            caption: String::new(),
-            plot: Plot::Bars(Bars {
-                categories: categories.clone(),
-                series: vec![Series {
-                    label: "Events".into(),
-                    values: (0..n).map(|i| (i + 1) as f64).collect(),
-                }],
-                stacked: false,
-                lines: Vec::new(),
-                x: Axis::new("Wait time, bucket from", ""),
-                y: Axis::new("Lock events", "events"),
-                ordered: true,
-            }),
-        };
+        let fig = bars_figure(
+            categories.clone(),
+            vec![Series {
+                label: "Events".into(),
+                values: (0..n).map(|i| (i + 1) as f64).collect(),
+            }],
+            true,
+        );
         let out = svg(&fig, true);
         assert!(!out.contains('…'), "a label was cut:\n{out}");
         let label = |c: &str| format!(">\n{c}\n</text>");
@@ -560,29 +556,20 @@ mod tests {
         let names: Vec<String> = (0..10)
             .map(|i| format!("mutex created in memcached+0x1a{i:03x} [mutex]"))
             .collect();
-        let fig = Figure {
-            name: "lock-wait-hold".into(),
-            title: "Wait and hold per lock".into(),
-            caption: String::new(),
-            plot: Plot::Bars(Bars {
-                categories: names.clone(),
-                series: vec![
-                    Series {
-                        label: "Wait".into(),
-                        values: (0..10).map(|i| (10 - i) as f64).collect(),
-                    },
-                    Series {
-                        label: "Hold".into(),
-                        values: (0..10).map(|i| (20 - i) as f64).collect(),
-                    },
-                ],
-                stacked: false,
-                lines: Vec::new(),
-                x: Axis::new("Lock", ""),
-                y: Axis::new("Time", "ms"),
-                ordered: false,
-            }),
-        };
+        let fig = bars_figure(
+            names.clone(),
+            vec![
+                Series {
+                    label: "Wait".into(),
+                    values: (0..10).map(|i| (10 - i) as f64).collect(),
+                },
+                Series {
+                    label: "Hold".into(),
+                    values: (0..10).map(|i| (20 - i) as f64).collect(),
+                },
+            ],
+            false,
+        );
         let out = svg(&fig, true);
         assert!(!out.contains('…'), "a name was cut:\n{out}");
         let at: Vec<usize> = names
