@@ -104,33 +104,26 @@ impl BlockSite {
     /// form the lock section gives a site without debug information), `?`
     /// when nothing is.
     pub fn display(&self) -> String {
+        // the last component of a path, as a table shows it
+        let file_name = |path: &String| {
+            std::path::Path::new(path)
+                .file_name()
+                .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned())
+        };
         let place = match (&self.file, self.line) {
-            (Some(f), Some(l)) => Some(format!(
-                "{}:{l}",
-                std::path::Path::new(f)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| f.clone())
-            )),
+            (Some(f), Some(l)) => Some(format!("{}:{l}", file_name(f))),
             (Some(f), None) => Some(f.clone()),
             _ => None,
         };
-        match (&self.function, place) {
-            (Some(func), Some(p)) => format!("{func} ({p})"),
-            (Some(func), None) => func.clone(),
-            (None, Some(p)) => p,
-            (None, None) => match &self.module {
-                Some(m) => {
-                    let m = std::path::Path::new(m)
-                        .file_name()
-                        .map_or_else(|| m.clone(), |n| n.to_string_lossy().into_owned());
-                    match &self.offset {
-                        Some(off) => format!("{m}+{off}"),
-                        None => m,
-                    }
-                }
-                None => "?".into(),
+        match (&self.function, place, &self.module) {
+            (Some(func), Some(p), _) => format!("{func} ({p})"),
+            (Some(func), None, _) => func.clone(),
+            (None, Some(p), _) => p,
+            (None, None, Some(m)) => match &self.offset {
+                Some(off) => format!("{}+{off}", file_name(m)),
+                None => file_name(m),
             },
+            (None, None, None) => "?".into(),
         }
     }
 }

@@ -116,34 +116,30 @@ fn service_panel(s: &ServiceReport) -> Panel {
     let (source, why) = if let Some(at) = s.left_events_at_s {
         (
             "sched events → schedstat".to_string(),
-            format!(
+            Some(format!(
                 "scheduler events ({} threads) until {at:.3} s, then schedstat: {} records per second \
                  cost the program more than reading schedstat",
                 s.sched_event_threads,
                 s.left_events_records_per_s.unwrap_or(0)
-            ),
+            )),
         )
     } else if s.sched_event_threads > 0 {
         (
             "sched events".to_string(),
-            format!(
+            Some(format!(
                 "scheduler events for {} threads, schedstat for the rest",
                 s.sched_event_threads
-            ),
+            )),
         )
     } else {
-        ("schedstat".to_string(), String::new())
+        ("schedstat".to_string(), None)
     };
     rows.push(Row {
         key: "source".into(),
         cells: vec![
             Cell::Text("Source".into()),
             Cell::Text(source),
-            if why.is_empty() {
-                Cell::Empty
-            } else {
-                Cell::Text(why)
-            },
+            why.map_or(Cell::Empty, Cell::Text),
         ],
     });
     if s.stat_fallback_threads > 0 {
