@@ -142,6 +142,16 @@ fn html_reports_render_in_chromium() {
                 "{kind}: {line}"
             );
         }
+        // On a narrow window the page does not scroll sideways (a wide
+        // table scrolls in its own box) and every navigation link is on
+        // screen: a copy of the page with a script that measures the
+        // layout and writes what it found into the DOM.
+        let (width, outside) = narrow_layout(&browser, tmp.path(), kind, &html);
+        assert!(
+            width <= 900,
+            "{kind}: the page is {width} px wide in a 900 px window"
+        );
+        assert_eq!(outside, "[]", "{kind}: navigation links off screen");
         let shot = tmp.path().join(format!("{kind}.png"));
         let profile = tmp.path().join(format!("profile-{kind}-shot"));
         browse(
@@ -163,6 +173,38 @@ fn html_reports_render_in_chromium() {
             png.len()
         );
     }
+}
+
+/// The page `html` laid out by Chromium in a window 900 px wide: the
+/// document's width (px) and the texts of the navigation links whose right
+/// edge lies past the window (a JSON list, `[]` when none).
+fn narrow_layout(browser: &Path, dir: &Path, kind: &str, html: &str) -> (u64, String) {
+    const PROBE: &str = r#"<script>
+var w = window.innerWidth, outside = [];
+document.querySelectorAll("nav a").forEach(function (a) {
+  if (a.getBoundingClientRect().right > w + 0.5) outside.push(a.textContent);
+});
+var pre = document.createElement("pre");
+pre.textContent = "layout width=" + document.documentElement.scrollWidth + " outside=" + JSON.stringify(outside) + " end";
+document.body.appendChild(pre);
+</script>"#;
+    let probe = dir.join(format!("{kind}-layout.html"));
+    std::fs::write(&probe, format!("{html}{PROBE}")).unwrap();
+    let profile = dir.join(format!("profile-{kind}-layout"));
+    let (dom, _) = browse(
+        browser,
+        &profile,
+        &probe,
+        &["--window-size=900,700", "--dump-dom"],
+    );
+    let found = dom
+        .rsplit("layout width=")
+        .next()
+        .filter(|s| s.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or_else(|| panic!("{kind}: the layout probe did not run"));
+    let (width, rest) = found.split_once(" outside=").unwrap();
+    let outside = rest.split(" end").next().unwrap();
+    (width.parse().unwrap(), outside.to_string())
 }
 
 #[test]

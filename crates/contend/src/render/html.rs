@@ -60,7 +60,7 @@ body { background: var(--bg); color: var(--fg); font: 14px/1.45 system-ui, -appl
 h1 { font-size: 1.6em; margin: .2em 0; } h2 { font-size: 1.2em; margin: 1.6em 0 .3em; border-bottom: 1px solid var(--rule); padding-bottom: .2em; }
 .sub, .caption, figcaption { color: var(--muted); }
 a { color: var(--link); }
-nav { margin: .6em 0 1em; font-size: .92em; } nav a { margin-right: .9em; white-space: nowrap; }
+nav { margin: .6em 0 1em; font-size: .92em; display: flex; flex-wrap: wrap; gap: .15em .9em; } nav a { white-space: nowrap; }
 .figures { display: flex; flex-wrap: wrap; gap: 1.2em; }
 figure { margin: 0; flex: 1 1 560px; max-width: 780px; }
 figure svg { width: 100%; height: auto; display: block; }
