@@ -824,6 +824,32 @@ fn debian_hpcc_is_recorded_and_reported() {
         "{mpi}"
     );
     crate::mpi_real_apps::check_causes(&report);
+    // The service time per thread names each thread and the rank of its
+    // process: every thread of a rank's pid carries that rank, the
+    // launcher's threads none, and the ranks' main threads are hpcc.
+    let rank_of: std::collections::BTreeMap<u64, u64> = mpi["by_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["pid"].as_u64().unwrap(), r["rank"].as_u64().unwrap()))
+        .collect();
+    let threads = report["service"]["threads"]
+        .as_array()
+        .expect("service threads");
+    let mut ranks_seen = std::collections::BTreeSet::new();
+    for t in threads {
+        let (pid, tid) = (t["pid"].as_u64().unwrap(), t["tid"].as_u64().unwrap());
+        assert_eq!(t["rank"].as_u64(), rank_of.get(&pid).copied(), "{t}");
+        if pid == tid && rank_of.contains_key(&pid) {
+            assert_eq!(t["name"], "hpcc", "{t}");
+            ranks_seen.insert(pid);
+        }
+    }
+    assert_eq!(
+        ranks_seen.len(),
+        4,
+        "every rank's main thread sampled: {threads:?}"
+    );
 }
 
 #[test]

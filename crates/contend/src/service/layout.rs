@@ -172,12 +172,19 @@ fn service_panel(s: &ServiceReport) -> Panel {
 
 fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
     let (threads, omitted) = take_top(&s.threads, top);
+    // The rank column only in MPI runs.
+    let ranks = s.threads.iter().any(|t| t.rank.is_some());
     let rows = threads
         .iter()
         .map(|t| Row {
             key: format!("{}:{}", t.pid, t.tid),
-            cells: vec![
+            cells: [
                 Cell::Text(format!("{}/{}", t.pid, t.tid)),
+                Cell::Text(t.name.clone().unwrap_or_default()),
+            ]
+            .into_iter()
+            .chain(ranks.then(|| t.rank.map_or(Cell::Empty, |r| Cell::Count(r.into()))))
+            .chain([
                 seconds(t.cpu_s),
                 Cell::Fraction(if s.cpu_s > 0.0 {
                     t.cpu_s / s.cpu_s
@@ -186,22 +193,33 @@ fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
                 }),
                 seconds(t.run_queue_wait_s),
                 Cell::Count(t.slices),
-            ],
+            ])
+            .collect(),
         })
         .collect();
     let table = Table {
-        columns: vec![
+        columns: [
             Column::text("pid/tid", "thread"),
+            Column::text("Name", "name").explained(
+                "the thread's name as the kernel had it (comm); empty when the recording has none",
+            ),
+        ]
+        .into_iter()
+        .chain(ranks.then(|| {
+            Column::num("Rank", "rank").explained("the MPI world rank of the thread's process")
+        }))
+        .chain([
             Column::num("CPU time", "cpu_ns"),
             Column::num("Share", "cpu_share")
                 .explained("the thread's share of all sampled CPU time"),
             Column::num("Run-queue wait", "run_queue_wait_ns")
                 .explained("time runnable but waiting for a CPU (schedstat)"),
             Column::num("Slices", "slices").explained("time slices the thread ran (schedstat)"),
-        ],
+        ])
+        .collect(),
         rows,
         omitted,
-        bars: vec![1],
+        bars: vec![if ranks { 3 } else { 2 }],
         ..Table::default()
     };
     Panel::new(

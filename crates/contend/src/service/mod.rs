@@ -99,6 +99,14 @@ pub struct ServiceThreadRow {
     pub run_queue_wait_s: f64,
     /// Time slices run (`schedstat`; 0 with the `stat` fallback).
     pub slices: u64,
+    /// The thread's name as the kernel had it (comm), from its lock
+    /// trace, `threads.json` or `probes/` ([`crate::Recording::named_threads`]);
+    /// `None` when the recording has none.
+    pub name: Option<String>,
+    /// The MPI world rank of the thread's process, when that process
+    /// recorded an MPI trace on the host the sampler ran on; `None`
+    /// otherwise.
+    pub rank: Option<u32>,
 }
 
 /// The average number of active threads measured from per-interval
@@ -245,6 +253,8 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
             cpu_s: s(run),
             run_queue_wait_s: s(wait),
             slices,
+            name: None,
+            rank: None,
         })
         .collect();
     threads.sort_by(|a, b| {
@@ -306,6 +316,30 @@ pub fn section_of(path: &Path, file: &SampleFile) -> (Option<ServiceReport>, Vec
     (report, warnings)
 }
 
+/// Fills in each thread's name (`names`, by (pid, tid):
+/// [`crate::Recording::named_threads`]) and its process's MPI rank (from
+/// `ranks`, the recording's MPI rank traces). A rank is taken only from a
+/// trace made on `host`, the host the sampler ran on (`meta.json`'s;
+/// without it, only when every rank ran on one host), since process ids of
+/// other nodes are other processes.
+fn name_threads(
+    report: &mut ServiceReport,
+    names: &rustc_hash::FxHashMap<(u32, u32), &str>,
+    ranks: &[contend_trace::mpi::MpiRankTrace],
+    host: Option<&str>,
+) {
+    let one_host = ranks.windows(2).all(|w| w[0].host == w[1].host);
+    let rank_of: rustc_hash::FxHashMap<u32, u32> = ranks
+        .iter()
+        .filter(|r| host.map_or(one_host, |h| r.host == h))
+        .map(|r| (r.pid, r.rank))
+        .collect();
+    for t in &mut report.threads {
+        t.name = names.get(&(t.pid, t.tid)).map(|n| n.to_string());
+        t.rank = rank_of.get(&t.pid).copied();
+    }
+}
+
 /// The service-time analysis of a recording (registered in
 /// [`crate::analysis::ANALYZERS`]): absent when the recording has no
 /// sample file; an unreadable one is a warning.
@@ -321,6 +355,14 @@ impl Analyzer for ServiceAnalyzer {
             Err(e) => (None, vec![e.to_string()]),
             Ok(file) => section_of(&cx.recording.dir.join(FILE_NAME), file),
         };
+        if let Some(report) = section.as_mut() {
+            let ranks = match cx.recording.mpi.as_ref() {
+                Some(Ok(mpi)) => &mpi.ranks[..],
+                _ => &[],
+            };
+            let host = cx.recording.meta.as_ref().map(|m| m.host.as_str());
+            name_threads(report, &cx.recording.named_threads(), ranks, host);
+        }
         if let (Some(report), Some(meta)) = (section.as_mut(), cx.recording.meta.as_ref()) {
             if let Some(at) = meta.sampler.as_ref().and_then(|s| s.switched_at_ns) {
                 report.left_events_at_s =
@@ -394,6 +436,59 @@ mod tests {
         assert!(close(modelled_active_threads(iv.clone(), 8), 2.5));
         assert!(close(measured_active_threads(iv), 2.5));
         assert_eq!(modelled_active_threads([[0u64]], 4), 0.0);
+    }
+
+    /// Names by (pid, tid); ranks only from traces of the sampled host,
+    /// or, without a host, only when all ranks ran on one.
+    #[test]
+    fn threads_are_named_and_given_the_rank_of_their_process() {
+        let row = |pid, tid| ServiceThreadRow {
+            pid,
+            tid,
+            ..ServiceThreadRow::default()
+        };
+        let rank = |rank, pid, host: &str| contend_trace::mpi::MpiRankTrace {
+            rank,
+            pid,
+            host: host.into(),
+            ..Default::default()
+        };
+        let mut report = ServiceReport {
+            threads: vec![row(10, 10), row(10, 11), row(20, 20), row(30, 30)],
+            ..ServiceReport::default()
+        };
+        let names: rustc_hash::FxHashMap<(u32, u32), &str> = [
+            ((10, 10), "app"),
+            ((10, 11), "progress"),
+            ((30, 30), "mpirun"),
+        ]
+        .into_iter()
+        .collect();
+        // pid 20 is rank 1 on another node: another process.
+        let ranks = [rank(0, 10, "a"), rank(1, 20, "b")];
+        name_threads(&mut report, &names, &ranks, Some("a"));
+        let got: Vec<(Option<&str>, Option<u32>)> = report
+            .threads
+            .iter()
+            .map(|t| (t.name.as_deref(), t.rank))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some("app"), Some(0)),
+                (Some("progress"), Some(0)),
+                (None, None),
+                (Some("mpirun"), None)
+            ]
+        );
+        // No host known: two hosts, so no rank is trusted ...
+        name_threads(&mut report, &names, &ranks, None);
+        assert!(report.threads.iter().all(|t| t.rank.is_none()));
+        // ... one host, every rank is.
+        let ranks = [rank(0, 10, "a"), rank(1, 20, "a")];
+        name_threads(&mut report, &names, &ranks, None);
+        let got: Vec<Option<u32>> = report.threads.iter().map(|t| t.rank).collect();
+        assert_eq!(got, [Some(0), Some(0), Some(1), None]);
     }
 
     fn entry(pid: u32, tid: u32, run_ns: u64, new: bool) -> Entry {
