@@ -181,7 +181,8 @@ fn resolve(output: &OutputArgs, filter: &FilterArgs, recording_dir: &Path) -> Re
                 && std::io::stdout().is_terminal()
         }
     };
-    // On a terminal, tables fit its width by wrapping long names; into a
+    // On a terminal, tables fit its width by wrapping long names (a table
+    // of many numbers in blocks of columns: render::text); into a
     // file or pipe every name is written in full on one line.
     let width = std::io::stdout()
         .is_terminal()

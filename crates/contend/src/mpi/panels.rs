@@ -137,10 +137,7 @@ fn root_causes(d: &MpiDelayReport, top: usize) -> Panel {
                 Column::num("Indirect", "indirect_ns"),
                 Column::num("Propagated", "propagated_ns"),
                 Column::num("Root rank", "root_rank"),
-                Column {
-                    detail: true,
-                    ..Column::text("Root region", "root")
-                },
+                Column::wrapped("Root region", "root"),
             ],
             rows: rows
                 .iter()

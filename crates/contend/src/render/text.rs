@@ -236,12 +236,15 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
     // column in `t.bars`; detail columns are listed below the table.
     let mut header: Vec<&str> = Vec::new();
     let mut numeric: Vec<bool> = Vec::new();
+    let mut is_bar: Vec<bool> = Vec::new();
     for (i, col) in t.columns.iter().enumerate().filter(|(_, c)| !c.detail) {
         header.push(&col.title);
         numeric.push(col.numeric);
+        is_bar.push(false);
         if t.bars.contains(&i) {
             header.push("");
             numeric.push(false);
+            is_bar.push(true);
         }
     }
     let rows: Vec<Vec<String>> = t
@@ -279,18 +282,18 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         .map(|(h, w)| h.lines().map(chars).max().unwrap_or(0).max(*w))
         .collect();
     let natural = drawn.clone();
-    if let Some(limit) = opts.width {
-        // Too wide for the terminal: narrow the widest text column, but
-        // not below the next widest, again and again (so a long note and a
-        // long name share what is left instead of one becoming a sliver),
-        // never below MIN_TEXT (a name wraps, but not into a sliver);
-        // numbers keep their width. What cannot be saved makes the table
-        // wider than the terminal.
-        loop {
-            let total: usize = drawn.iter().map(|w| w + 2).sum();
-            if total <= limit {
-                break;
-            }
+    'drawn: {
+        let Some(limit) = opts.width else {
+            draw(out, &headings, &rows, &drawn, &numeric, false, opts.color);
+            break 'drawn;
+        };
+        // Too wide for the terminal: narrow the widest text column, but not
+        // below the next widest, again and again (so a long note and a long
+        // name share what is left instead of one becoming a sliver), never
+        // below MIN_TEXT (a name wraps, but not into a sliver); numbers keep
+        // their width.
+        let total = |drawn: &[usize]| drawn.iter().map(|w| w + 2).sum::<usize>();
+        while total(&drawn) > limit {
             let text: Vec<usize> = (0..drawn.len())
                 .filter(|&j| !numeric[j] && drawn[j] > MIN_TEXT)
                 .collect();
@@ -306,21 +309,92 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
                 .max(MIN_TEXT);
             // down to the next widest; by one where they are as wide
             let step = if drawn[j] > next { drawn[j] - next } else { 1 };
-            drawn[j] -= (total - limit).min(step).min(drawn[j] - MIN_TEXT);
+            drawn[j] -= (total(&drawn) - limit).min(step).min(drawn[j] - MIN_TEXT);
+        }
+        let narrowed = drawn != natural;
+        if total(&drawn) <= limit {
+            draw(
+                out, &headings, &rows, &drawn, &numeric, narrowed, opts.color,
+            );
+            break 'drawn;
+        }
+        // Still too wide (many number columns: the terminal would break every
+        // line in two): the bars go first, then the columns are drawn in
+        // blocks one under the other, each no wider than the terminal and each
+        // beginning with the table's first column, which names the row.
+        let keep: Vec<usize> = (0..header.len()).filter(|&j| !is_bar[j]).collect();
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        let first = drawn[keep[0]] + 2;
+        for &j in &keep[1..] {
+            match blocks.last_mut() {
+                Some(block)
+                    if first
+                        + block.iter().map(|&k| drawn[k] + 2).sum::<usize>()
+                        + drawn[j]
+                        + 2
+                        <= limit =>
+                {
+                    block.push(j)
+                }
+                _ => blocks.push(vec![j]),
+            }
+        }
+        if blocks.is_empty() {
+            blocks.push(Vec::new()); // one column alone
+        }
+        for (b, block) in blocks.iter().enumerate() {
+            if b > 0 {
+                out.push('\n');
+            }
+            let cols: Vec<usize> = std::iter::once(keep[0])
+                .chain(block.iter().copied())
+                .collect();
+            let pick = |v: &[usize]| cols.iter().map(|&j| v[j]).collect::<Vec<usize>>();
+            draw(
+                out,
+                &cols
+                    .iter()
+                    .map(|&j| headings[j].clone())
+                    .collect::<Vec<_>>(),
+                &rows
+                    .iter()
+                    .map(|r| cols.iter().map(|&j| r[j].clone()).collect())
+                    .collect::<Vec<_>>(),
+                &pick(&drawn),
+                &cols.iter().map(|&j| numeric[j]).collect::<Vec<_>>(),
+                narrowed,
+                opts.color,
+            );
         }
     }
+    details_and_omitted(out, t, opts, paint);
+}
+
+/// One table drawn with comfy-table: `headings` and `rows` of the columns
+/// to draw, each column exactly `drawn[j]` characters wide plus a space on
+/// either side (text wraps where `narrowed` made it narrower than its
+/// values), numbers right-aligned.
+fn draw(
+    out: &mut String,
+    headings: &[String],
+    rows: &[Vec<String>],
+    drawn: &[usize],
+    numeric: &[bool],
+    narrowed: bool,
+    color: bool,
+) {
     let mut ct = comfy_table::Table::new();
     ct.load_preset(STYLE).force_no_tty();
-    if opts.color {
+    if color {
         ct.enforce_styling();
     }
     ct.set_header(
         headings
-            .into_iter()
+            .iter()
             .map(|h| comfy_table::Cell::new(h).add_attribute(Attribute::Bold)),
     );
-    ct.add_rows(rows);
-    if drawn != natural {
+    ct.add_rows(rows.iter().cloned());
+    if narrowed {
         ct.set_content_arrangement(ContentArrangement::Dynamic)
             .set_width(
                 u16::try_from(drawn.iter().map(|w| w + 2).sum::<usize>()).unwrap_or(u16::MAX),
@@ -331,13 +405,18 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         if *right {
             c.set_cell_alignment(CellAlignment::Right);
         }
-        // Exactly the width chosen above: wrapped text where narrowed.
+        // Exactly the width chosen: wrapped text where narrowed.
         let w = u16::try_from(drawn[j] + 2).unwrap_or(u16::MAX);
         c.set_constraint(ColumnConstraint::Absolute(Width::Fixed(w)));
     }
     for line in ct.lines() {
         let _ = writeln!(out, "{}", line.trim_end());
     }
+}
+
+/// Under a table: its detail columns as lists keyed by the row's first
+/// cell, and how many rows were left out.
+fn details_and_omitted(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
     for (i, col) in t.columns.iter().enumerate().filter(|(_, c)| c.detail) {
         let _ = writeln!(out, "  {}:", col.title);
         for row in &t.rows {
@@ -369,6 +448,63 @@ mod tests {
     /// becomes a sliver (before, the widest was cut to the minimum of 20
     /// while the other kept its full width), and no line is wider than
     /// the terminal.
+    /// A table of twelve number columns and a bar, too wide for 60
+    /// columns even with no text to wrap: the bar is left out and the
+    /// columns are drawn in blocks one under the other, each no wider than
+    /// the terminal and each beginning with the first column; every value
+    /// is there once per block it belongs to. Without a width it is one
+    /// table with its bar.
+    #[test]
+    fn number_columns_too_wide_for_the_terminal_are_drawn_in_blocks() {
+        let columns: Vec<Column> = std::iter::once(Column::num("Rank", "rank"))
+            .chain((1..12).map(|k| Column::num(&format!("Col{k:02}"), &format!("c{k}"))))
+            .collect();
+        let rows: Vec<Row> = (0..3u64)
+            .map(|r| Row {
+                key: r.to_string(),
+                cells: std::iter::once(Cell::Count(r))
+                    .chain((1..12u64).map(|k| Cell::Ns(1_000_000 * k + 100_000 * r)))
+                    .collect(),
+            })
+            .collect();
+        let t = Table {
+            columns,
+            rows,
+            bars: vec![1],
+            ..Table::default()
+        };
+        let mut wide = String::new();
+        table(&mut wide, &t, &RenderOptions::default(), &Paint(false));
+        assert!(wide.contains('█'), "{wide}");
+        assert_eq!(wide.lines().filter(|l| l.contains("Rank")).count(), 1);
+        let opts = RenderOptions {
+            width: Some(60),
+            ..RenderOptions::default()
+        };
+        let mut out = String::new();
+        table(&mut out, &t, &opts, &Paint(false));
+        for line in out.lines() {
+            assert!(line.chars().count() <= 60, "wider than 60: {line}\n{out}");
+        }
+        assert!(!out.contains('█'), "the bar is left out:\n{out}");
+        let blocks = out.lines().filter(|l| l.contains("Rank")).count();
+        assert!(blocks >= 2, "{out}");
+        for k in 1..12u64 {
+            let heading = format!("Col{k:02}");
+            assert_eq!(out.matches(&heading).count(), 1, "{heading}:\n{out}");
+            for r in 0..3u64 {
+                let value = cell_text(&Cell::Ns(1_000_000 * k + 100_000 * r), &opts);
+                assert_eq!(out.matches(&value).count(), 1, "{value}:\n{out}");
+            }
+        }
+        // each block's rows begin with the rank
+        let rank_rows = out
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+        assert_eq!(rank_rows, 3 * blocks, "{out}");
+    }
+
     #[test]
     fn long_text_columns_share_the_terminal_width() {
         let name = "Active threads A, modelled on n CPUs (Venter 2016, Listing 3.4)";
