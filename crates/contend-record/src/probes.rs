@@ -130,6 +130,7 @@ pub(crate) const F_CONTEXT_SWITCH: u64 = 1 << 26;
 
 // ioctls
 pub(crate) const IOC_ENABLE: libc::c_ulong = 0x2400;
+pub(crate) const IOC_DISABLE: libc::c_ulong = 0x2401;
 pub(crate) const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 pub(crate) const IOC_ID: libc::c_ulong = 0x8008_2407;
 

@@ -678,7 +678,8 @@ impl State {
             .unwrap_or(u64::MAX),
             threads,
         });
-        drop(ev);
+        // closing takes the kernel tens of ms: not on the ticks' time
+        ev.close_aside();
         // list the task directories at the next tick: threads the events
         // followed without an entry yet are read from their start
         self.settled = false;
