@@ -340,6 +340,35 @@ fn name_threads(
     }
 }
 
+/// The warning for a service section that saw much less CPU time than
+/// the kernel counted for the program (`kernel_cpu_ns`: `wait4`'s user +
+/// system time of the program and the children it waited for, ns): more
+/// than 10% and 20 ms less. The sampler reads each thread at its ticks, so
+/// a thread's run time after its last tick is lost when it ends (all of it
+/// for a thread that lived between two ticks) unless the scheduler events
+/// followed it to its exit; missed ticks lose more. `None` when the two
+/// agree that well.
+fn undercount_warning(report: &ServiceReport, kernel_cpu_ns: u64) -> Option<String> {
+    let kernel = kernel_cpu_ns as f64 / 1e9;
+    let missing = kernel - report.cpu_s;
+    if missing <= 0.1 * kernel || missing <= 0.020 {
+        return None;
+    }
+    let d = |s: f64| crate::report::fmt::duration_plain((s * 1e9).round() as u64);
+    Some(format!(
+        "service time: the sampler saw {} of the {} of CPU time the kernel counted for the program \
+         (wait4), {:.0} % less: threads that end between two of its ticks ({} apart) lose their run \
+         time since the last one, or ticks were missed ({} samples in {}); the service section's \
+         times and active threads are low by about as much",
+        d(report.cpu_s),
+        d(kernel),
+        100.0 * missing / kernel,
+        d(report.interval_ms / 1e3),
+        report.samples,
+        d(report.wall_s),
+    ))
+}
+
 /// The service-time analysis of a recording (registered in
 /// [`crate::analysis::ANALYZERS`]): absent when the recording has no
 /// sample file; an unreadable one is a warning.
@@ -351,7 +380,7 @@ impl Analyzer for ServiceAnalyzer {
     }
 
     fn analyze(&self, cx: &Context<'_>) -> Option<AnalysisOutput> {
-        let (mut section, warnings) = match cx.recording.service.as_ref()? {
+        let (mut section, mut warnings) = match cx.recording.service.as_ref()? {
             Err(e) => (None, vec![e.to_string()]),
             Ok(file) => section_of(&cx.recording.dir.join(FILE_NAME), file),
         };
@@ -369,6 +398,10 @@ impl Analyzer for ServiceAnalyzer {
                     Some(at.saturating_sub(meta.start_monotonic_ns) as f64 / 1e9);
                 report.left_events_records_per_s =
                     meta.sampler.as_ref().and_then(|s| s.switched_records_per_s);
+            }
+            let kernel_cpu_ns = meta.counters.as_ref().and_then(|c| c.cpu_time_ns);
+            if let Some(w) = kernel_cpu_ns.and_then(|ns| undercount_warning(report, ns)) {
+                warnings.push(w);
             }
         }
         Some(AnalysisOutput {
@@ -489,6 +522,28 @@ mod tests {
         name_threads(&mut report, &names, &ranks, None);
         let got: Vec<Option<u32>> = report.threads.iter().map(|t| t.rank).collect();
         assert_eq!(got, [Some(0), Some(0), Some(1), None]);
+    }
+
+    /// The warning comes when the sampler saw more than 10 % and 20 ms
+    /// less CPU time than the kernel counted, and names both.
+    #[test]
+    fn sampled_cpu_far_below_the_kernels_is_a_warning() {
+        let report = |cpu_s| ServiceReport {
+            cpu_s,
+            wall_s: 0.164,
+            samples: 7,
+            interval_ms: 10.0,
+            ..ServiceReport::default()
+        };
+        let w = undercount_warning(&report(0.0988), 312_400_000).expect("a warning");
+        assert!(w.contains("98.80 ms of the 312.4 ms"), "{w}");
+        assert!(w.contains("68 % less"), "{w}");
+        assert!(w.contains("7 samples in 164.0 ms"), "{w}");
+        // within 10 %, or within 20 ms: none
+        assert_eq!(undercount_warning(&report(0.290), 312_400_000), None);
+        assert_eq!(undercount_warning(&report(0.010), 25_000_000), None);
+        // more seen than counted (children not waited for): none
+        assert_eq!(undercount_warning(&report(0.5), 312_400_000), None);
     }
 
     fn entry(pid: u32, tid: u32, run_ns: u64, new: bool) -> Entry {
