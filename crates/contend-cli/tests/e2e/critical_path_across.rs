@@ -86,6 +86,13 @@ fn futex_token_chain_is_the_critical_path() {
             passes,
             "no other hand-over: {rows:?}"
         );
+        // each thread named as the kernel names it: the program's name
+        let comm = exe.file_name().unwrap().to_str().unwrap();
+        let comm = &comm[..comm.len().min(15)];
+        for r in rows {
+            assert_eq!(r["from_name"], comm, "{r}");
+            assert_eq!(r["to_name"], comm, "{r}");
+        }
         // the futex section counts the same waits on the path
         let fs = &report["futex"]["summary"];
         assert_eq!(u(fs, "critical_events"), passes, "{fs}");

@@ -463,6 +463,11 @@ pub struct HandOverRow {
     pub from_tid: u32,
     /// The waiting thread.
     pub to_tid: u32,
+    /// The waking thread's name as the kernel had it (comm), when the
+    /// recording has it ([`crate::Recording::named_threads`]).
+    pub from_name: Option<String>,
+    /// The waiting thread's name, the same way.
+    pub to_name: Option<String>,
     /// Hand-overs.
     pub count: u64,
     /// Σ wait of the waiting events, ns.
@@ -551,6 +556,8 @@ pub fn summarize(
                     pid,
                     from_tid,
                     to_tid,
+                    from_name: None,
+                    to_name: None,
                     count,
                     wait_ns,
                     openmp_mutex,
@@ -640,6 +647,8 @@ mod tests {
             pid: 7,
             from_tid,
             to_tid: 9,
+            from_name: None,
+            to_name: None,
             count,
             wait_ns,
             openmp_mutex: mutex,

@@ -855,8 +855,8 @@ fn across_panel(a: &super::across::AcrossSummary) -> Panel {
             cells: vec![
                 Cell::Text(h.source.clone()),
                 Cell::Text(h.object.clone()),
-                Cell::Text(format!("{}/{}", h.pid, h.from_tid)),
-                Cell::Text(format!("{}/{}", h.pid, h.to_tid)),
+                Cell::Text(thread_label(h.pid, h.from_tid, h.from_name.as_deref())),
+                Cell::Text(thread_label(h.pid, h.to_tid, h.to_name.as_deref())),
                 Cell::Count(h.count),
                 Cell::Ns(h.wait_ns),
             ],
@@ -871,8 +871,9 @@ fn across_panel(a: &super::across::AcrossSummary) -> Panel {
                 Column::text("Source", "source"),
                 Column::text("Object", "object"),
                 Column::text("From", "from_tid")
-                    .explained("the thread that let the waiter go (pid/tid)"),
-                Column::text("To", "to_tid").explained("the thread that waited (pid/tid)"),
+                    .explained("the thread that let the waiter go (pid/tid and its name)"),
+                Column::text("To", "to_tid")
+                    .explained("the thread that waited (pid/tid and its name)"),
                 Column::num("Hand-overs", "count"),
                 Column::num("Wait", "wait_ns")
                     .explained("wait of the waiting events of these hand-overs, summed"),
@@ -881,6 +882,15 @@ fn across_panel(a: &super::across::AcrossSummary) -> Panel {
             ..Table::default()
         }),
     )
+}
+
+/// A thread as `pid/tid`, with its name after it when it has one
+/// (`4711/4713 worker`).
+fn thread_label(pid: u32, tid: u32, name: Option<&str>) -> String {
+    match name {
+        Some(n) if !n.is_empty() => format!("{pid}/{tid} {n}"),
+        _ => format!("{pid}/{tid}"),
+    }
 }
 
 #[cfg(test)]

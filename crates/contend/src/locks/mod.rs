@@ -240,10 +240,16 @@ impl Analyzer for LockAnalyzer {
             ));
         }
         if let (Some(a), Some((futex, omp))) = (&across, &futex_and_omp) {
-            locks.critical_path.across =
-                Some(across::summarize(a, &set, futex, omp, |source, i| {
-                    across_object(&set, &names, futex, omp, &mut resolver, source, i)
-                }));
+            let mut summary = across::summarize(a, &set, futex, omp, |source, i| {
+                across_object(&set, &names, futex, omp, &mut resolver, source, i)
+            });
+            let thread_names = recording.named_threads();
+            let name = |pid, tid| thread_names.get(&(pid, tid)).map(|n| n.to_string());
+            for h in &mut summary.hand_overs {
+                h.from_name = name(h.pid, h.from_tid);
+                h.to_name = name(h.pid, h.to_tid);
+            }
+            locks.critical_path.across = Some(summary);
         }
         progress.advance(1);
         if set.events.is_empty() && set.counted.is_empty() {
