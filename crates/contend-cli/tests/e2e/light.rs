@@ -86,6 +86,20 @@ fn light_counts_per_site_and_thread_are_exact() {
             } else {
                 assert_eq!(counted, 0, "{function}: a full recording counts nothing");
             }
+            // The SCI's lock blocks at the site execute as often in both
+            // modes: counted acquisitions are executions of 0 ns.
+            let sci_executions: u64 = report["sci"]["blocks"]
+                .as_array()
+                .expect("sci.blocks")
+                .iter()
+                .filter(|b| b["kind"] == "lock" && b["site"]["function"] == function)
+                .map(|b| u(b, "occurrences"))
+                .sum();
+            assert_eq!(
+                sci_executions,
+                u(&want, key),
+                "SCI of {function}, light {light}"
+            );
         }
         let sem = report["locks"]["other_waits"]
             .as_array()

@@ -493,6 +493,7 @@ fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) 
             "wait time (an uncontended acquisition waits 0 by definition)".into(),
             "condition, barrier and blocking semaphore waits".into(),
             "the wake cost of every release that found waiters".into(),
+            "the SCI of lock blocks (the interference section): a counted acquisition is an execution of 0 ns, as a full recording times it".into(),
         ];
     if recorded_uncontended_events > 0 {
         // the collector's limit (collector.c, count_entry): a table of the

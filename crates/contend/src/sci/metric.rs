@@ -191,6 +191,25 @@ pub struct ScoreInput {
     pub threads: Vec<ThreadDef>,
     /// Per thread (same order as `threads`), its executions in any order.
     pub executions: Vec<Vec<Execution>>,
+    /// Executions known only by their number, each of 0 ns: the
+    /// uncontended acquisitions a light recording counted without
+    /// timestamps (`contend record --light`), which a full recording times
+    /// once (request = acquisition). They enter their rows as the 0 ns
+    /// executions of a full recording do (the fastest, the quantiles, the
+    /// per-thread counts) and add no excess.
+    pub counted: Vec<CountedExecutions>,
+}
+
+/// Executions of one block by one thread known only by their number, 0 ns
+/// each ([`ScoreInput::counted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountedExecutions {
+    /// Index into the input's threads.
+    pub thread: u32,
+    /// Index into the input's blocks.
+    pub block: u32,
+    /// Executions.
+    pub count: u64,
 }
 
 /// A point of the sorted durations (the paper's Figure 7).
@@ -779,6 +798,9 @@ fn score_in_groups(
         }
         longest = longest.max(t.longest);
     }
+    for c in &input.counted {
+        zeros[c.block as usize] += c.count;
+    }
     let group_counts: Vec<Vec<usize>> = tallies.into_iter().map(|t| t.counts).collect();
     let grouping = Grouping {
         groups: &groups,
@@ -1009,6 +1031,23 @@ fn group_and_score<D: StoredDuration>(
             exclusive[b].min = exclusive[b].min.min(x.min);
             exclusive[b].sum += x.sum;
             per_thread[b].extend(list);
+        }
+    }
+    // The executions known only by their number: 0 ns each, inclusive and
+    // exclusive, added to their thread's sums in the row.
+    for c in input.counted.iter().filter(|c| c.count > 0) {
+        let b = c.block as usize;
+        exclusive[b].add(0);
+        let list = &mut per_thread[b];
+        match list.iter_mut().find(|(t, _)| *t == c.thread) {
+            Some((_, a)) => a.n += c.count,
+            None => list.push((
+                c.thread,
+                Acc {
+                    n: c.count,
+                    ..Acc::default()
+                },
+            )),
         }
     }
     // Split the flat vector into one slice per block.
@@ -1306,6 +1345,7 @@ mod tests {
             blocks,
             threads,
             executions: executions.clone(),
+            counted: Vec::new(),
         };
         let one = score_in_groups(&input, executions.clone(), None, 1);
         assert!(one.0.iter().any(|b| b.sci.is_some()));
@@ -1316,6 +1356,77 @@ mod tests {
                 "{cores} groups"
             );
         }
+    }
+
+    /// Executions known only by their number (a light recording's counted
+    /// acquisitions) score as the same executions timed at 0 ns would:
+    /// the rows and threads are equal, with two threads, a block each
+    /// thread also ran timed, and a block known only by counts.
+    #[test]
+    fn counted_executions_score_as_timed_zeros() {
+        let block = |name: &str| BlockDef {
+            kind: BlockKind::Lock,
+            name: name.into(),
+            key: None,
+            site: BlockSite::default(),
+            every: 1,
+            unfinished: 0,
+        };
+        let thread = |tid| ThreadDef {
+            pid: 1,
+            tid,
+            duration_ns: 1_000_000,
+            source: DurationSource::TaskEvents,
+        };
+        let at = |block, t: u64, d: u64| Execution {
+            block,
+            start_ns: t,
+            end_ns: t + d,
+        };
+        // timed: block 0 by both threads, some of 0 ns
+        let timed: Vec<Vec<Execution>> = vec![
+            (0..40)
+                .map(|k| at(0, 1_000 * k, [0, 30, 0, 250][k as usize % 4]))
+                .collect(),
+            (0..25)
+                .map(|k| at(0, 1_000 * k + 500, 40 + 7 * k))
+                .collect(),
+        ];
+        // the counted ones: 30 of block 0 by thread 1, 12 of block 1 by
+        // thread 0, 5 of block 1 by thread 1
+        let counted = [(1u32, 0u32, 30u64), (0, 1, 12), (1, 1, 5)];
+        let mut full = timed.clone();
+        for &(t, b, n) in &counted {
+            full[t as usize].extend((0..n).map(|k| at(b, 100_000 + 1_000 * k, 0)));
+        }
+        let input = |executions: Vec<Vec<Execution>>, counted: Vec<CountedExecutions>| ScoreInput {
+            blocks: vec![block("a"), block("b")],
+            threads: vec![thread(10), thread(11)],
+            executions,
+            counted,
+        };
+        let with_counts = input(
+            timed.clone(),
+            counted
+                .iter()
+                .map(|&(thread, block, count)| CountedExecutions {
+                    thread,
+                    block,
+                    count,
+                })
+                .collect(),
+        );
+        let timed_zeros = input(full.clone(), Vec::new());
+        for cores in [1, 2] {
+            let a = score_in_groups(&with_counts, timed.clone(), None, cores);
+            let b = score_in_groups(&timed_zeros, full.clone(), None, cores);
+            assert_eq!(a, b, "{cores} group(s)");
+        }
+        let (rows, _) = score_in_groups(&with_counts, timed, None, 1);
+        let b = rows.iter().find(|r| r.name == "b").unwrap();
+        assert_eq!((b.occurrences, b.excess_ns, b.min_ns), (17, 0, 0));
+        let a = rows.iter().find(|r| r.name == "a").unwrap();
+        assert_eq!(a.occurrences, 40 + 25 + 30);
     }
 
     /// Durations of 0 ns are counted, not kept: a row whose executions
@@ -1362,6 +1473,7 @@ mod tests {
                     source: DurationSource::TaskEvents,
                 }],
                 executions: vec![executions.clone()],
+                counted: Vec::new(),
             };
             let (rows, _) = score_in_groups(&input, vec![executions], None, 1);
             let row = &rows[0];

@@ -87,6 +87,22 @@ impl SciReport {
         if let Some(n) = &g.lifetime_note {
             notes.push(n.clone());
         }
+        let (counted, without_lock) = g.counted;
+        if counted > 0 {
+            notes.push(format!(
+                "light recording: {counted} uncontended acquisition(s) counted without times are scored as \
+                 executions of 0 ns of their lock blocks, as a full recording times them (request = \
+                 acquisition): they add no excess, and the executions, the fastest and the quantiles are \
+                 those of a full recording"
+            ));
+        }
+        if without_lock > 0 {
+            notes.push(format!(
+                "light recording: {without_lock} uncontended acquisition(s) counted by call site without \
+                 their lock are in no block (a block is a lock at a call site): the executions of the lock \
+                 blocks at those sites are lower bounds, their excess is exact"
+            ));
+        }
         let c = g.counts;
         if c.unmatched_ends > 0 {
             notes.push(format!(

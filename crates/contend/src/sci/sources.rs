@@ -27,8 +27,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::metric::{
-    BlockDef, BlockKind, BlockSite, DurationSource, Execution, LockRows, ScoreInput, StreamedLocks,
-    ThreadDef,
+    BlockDef, BlockKind, BlockSite, CountedExecutions, DurationSource, Execution, LockRows,
+    ScoreInput, StreamedLocks, ThreadDef,
 };
 use crate::locks::{
     attribute_sites_through_stacks, pair_operations, EventSet, OpSource, Outcome, ProcessResolver,
@@ -203,9 +203,14 @@ pub struct Gathered<'s> {
     /// Lock executions scored from the lock analysis's events instead of
     /// [`ScoreInput::executions`] ([`StreamedLocks`]).
     pub streamed: Option<StreamedLocks<'s>>,
+    /// A light recording's uncontended acquisitions counted without times:
+    /// (scored as executions of 0 ns, [`ScoreInput::counted`]; counted by
+    /// call site without their lock, so not scored).
+    pub counted: (u64, u64),
 }
 
 /// Builds the rows and threads as executions arrive.
+#[derive(Default)]
 struct Builder {
     blocks: Vec<BlockDef>,
     threads: Vec<(u32, u32)>,
@@ -213,6 +218,11 @@ struct Builder {
     executions: Vec<Vec<Execution>>,
     /// First and last recorded instant per thread, ns.
     spans: Vec<(u64, u64)>,
+    /// A light recording's counted acquisitions, by thread and block.
+    counted: Vec<CountedExecutions>,
+    /// A light recording's acquisitions counted by call site without
+    /// their lock (no block to put them in).
+    counted_without_lock: u64,
 }
 
 impl Builder {
@@ -386,10 +396,11 @@ fn lock_blocks<'s>(
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
     let mut simple = vec![true; set.threads.len()];
     let mut n = 0u64;
-    for survey in &surveys {
-        for &(primitive, site_index, object_index) in &survey.first_seen {
-            if rows.get(primitive, site_index, object_index).is_some() {
-                continue;
+    // The block of (primitive, site, object), made when first asked for.
+    let mut block_of =
+        |b: &mut Builder, primitive: Primitive, site_index: u32, object_index: u32| {
+            if let Some(blk) = rows.get(primitive, site_index, object_index) {
+                return blk;
             }
             let site = site_names[site_index as usize]
                 .get_or_insert_with(|| {
@@ -415,6 +426,11 @@ fn lock_blocks<'s>(
                 unfinished: 0,
             });
             rows.insert(primitive, site_index, object_index, blk);
+            blk
+        };
+    for survey in &surveys {
+        for &(primitive, site_index, object_index) in &survey.first_seen {
+            block_of(b, primitive, site_index, object_index);
         }
         for (st, (&(lo, hi), &ok)) in survey.spans.iter().zip(&survey.simple).enumerate() {
             simple[st] &= ok;
@@ -426,6 +442,23 @@ fn lock_blocks<'s>(
             }
         }
         n += survey.calls;
+    }
+    // A light recording's counted acquisitions: executions of 0 ns by
+    // number, in their blocks (made here for a lock and site acquired only
+    // uncontended); those counted by call site alone have no block.
+    for c in &set.counted {
+        match c.object {
+            Some(object) => {
+                let block = block_of(b, c.primitive, c.site, object);
+                b.counted.push(CountedExecutions {
+                    thread: threads[c.thread as usize],
+                    block,
+                    count: c.count,
+                });
+                n += c.count;
+            }
+            None => b.counted_without_lock += c.count,
+        }
     }
     // Each thread's range of events, where pairing grouped them.
     let grouped = set.threads_in_ranges();
@@ -915,13 +948,7 @@ pub fn gather_with<'s>(
     paired: Option<&'s EventSet>,
 ) -> Gathered<'s> {
     let mut g = Gathered::default();
-    let mut b = Builder {
-        blocks: Vec::new(),
-        threads: Vec::new(),
-        thread_index: FxHashMap::default(),
-        executions: Vec::new(),
-        spans: Vec::new(),
-    };
+    let mut b = Builder::default();
     let (lock_n, lock_blocks) = lock_executions(&mut b, recording, symbols, paired);
     g.executions[0] = lock_n;
     match &recording.regions {
@@ -1070,10 +1097,15 @@ pub fn gather_with<'s>(
             threads.len()
         ));
     }
+    g.counted = (
+        b.counted.iter().map(|c| c.count).sum(),
+        b.counted_without_lock,
+    );
     g.input = ScoreInput {
         blocks: b.blocks,
         threads,
         executions: b.executions,
+        counted: b.counted,
     };
     g
 }
@@ -1139,6 +1171,7 @@ mod tests {
                 }],
             ],
             spans: vec![(u64::MAX, 0); 2],
+            ..Builder::default()
         };
         let mut rows = LockRows::for_set(&set);
         rows.insert(Primitive::Mutex, 0, 0, 0);
@@ -1188,13 +1221,7 @@ mod tests {
             .join("../../tests/golden/recordings/sharequeue-two.data");
         let recording = Recording::open(&dir).unwrap();
         let symbols = Symbols::new();
-        let builder = || Builder {
-            blocks: Vec::new(),
-            threads: Vec::new(),
-            thread_index: FxHashMap::default(),
-            executions: Vec::new(),
-            spans: Vec::new(),
-        };
+        let builder = Builder::default;
         let grouped = EventSet {
             thread_ranges: vec![0..2, 2..5],
             ..set_of(vec![

@@ -72,6 +72,7 @@ fn per_thread_and_aggregated_scores_and_the_ten_execution_rule() {
     //   SCI(A) = (30 + 20) / (1000 + 2000) = 1/60; max per thread 0.03.
     // Block B, t1 only, 9 executions: no score.
     let input = ScoreInput {
+        counted: Vec::new(),
         blocks: vec![
             block(BlockKind::Region, "A", None),
             block(BlockKind::Region, "B", None),
@@ -126,6 +127,7 @@ fn keys_compare_executions_only_with_themselves() {
     // Unkeyed: d_min = 100, excess = 10 · (1000 − 100) = 9000,
     //   SCI = 9000 / 100 000 = 0.09: a false positive (Section 3.4).
     let keyed = ScoreInput {
+        counted: Vec::new(),
         blocks: vec![
             block(BlockKind::Region, "lookup", Some("1")),
             block(BlockKind::Region, "lookup", Some("2")),
@@ -140,6 +142,7 @@ fn keys_compare_executions_only_with_themselves() {
         assert_eq!(b.sci, Some(0.0));
     }
     let unkeyed = ScoreInput {
+        counted: Vec::new(),
         blocks: vec![block(BlockKind::Region, "lookup", None)],
         threads: vec![thread(1, 100_000)],
         executions: vec![[run(0, 0, &[100; 10]), run(0, 10_000, &[1000; 10])].concat()],
@@ -198,6 +201,7 @@ fn nested_blocks_inclusive_and_exclusive_excess_and_recursion() {
         });
     }
     let input = ScoreInput {
+        counted: Vec::new(),
         blocks: vec![
             block(BlockKind::Function, "O", None),
             block(BlockKind::Function, "I", None),
@@ -232,6 +236,7 @@ fn the_fastest_executions_must_be_stable() {
         let mut d = vec![10, second];
         d.extend(std::iter::repeat_n(1000, 198));
         let input = ScoreInput {
+            counted: Vec::new(),
             blocks: vec![block(BlockKind::Region, "x", None)],
             threads: vec![thread(1, 1_000_000)],
             executions: vec![run(0, 0, &d)],
@@ -252,6 +257,7 @@ fn sampled_blocks_scale_their_excess() {
     let mut d = vec![10u64; 9];
     d.push(50);
     let input = ScoreInput {
+        counted: Vec::new(),
         blocks: vec![b],
         threads: vec![thread(1, 1600)],
         executions: vec![run(0, 0, &d)],
@@ -512,6 +518,7 @@ fn streamed_lock_executions_score_like_copied_ones() {
     rows.insert(Primitive::Mutex, 0, 0, 0);
     rows.insert(Primitive::Mutex, 0, 1, 1);
     let input = ScoreInput {
+        counted: Vec::new(),
         blocks: vec![
             block(BlockKind::Lock, "pthread_mutex_lock", Some("A")),
             block(BlockKind::Lock, "pthread_mutex_lock", Some("B")),
@@ -566,6 +573,7 @@ fn a_duration_past_four_seconds_is_kept_whole() {
         (long, 450 + 5_000_000_000, 5_000_000_000),
     ] {
         let input = ScoreInput {
+            counted: Vec::new(),
             blocks: vec![block(BlockKind::Region, "work", None)],
             threads: vec![thread(1, 10_000_000_000)],
             executions: vec![run(0, 1_000, &durations)],
@@ -622,6 +630,7 @@ fn zero_time_calls_at_a_return_instant_stream_like_copied_ones() {
     rows.insert(Primitive::Cond, 0, 0, 0);
     rows.insert(Primitive::Mutex, 0, 1, 1);
     let input = ScoreInput {
+        counted: Vec::new(),
         blocks: vec![
             block(BlockKind::Cond, "pthread_cond_wait", Some("c")),
             block(BlockKind::Lock, "pthread_mutex_lock", Some("m")),
