@@ -1776,25 +1776,33 @@ fn real_mpirun_waits(imp: contend_collector::MpiImplementation) {
     let lib = contend_collector::install_mpi_recorder(imp)
         .expect("install the MPI recorder")
         .unwrap_or_else(|| panic!("contend was built without {} headers", imp.name()));
-    let rec_dir = dir.path().join("rec");
-    std::fs::create_dir(&rec_dir).unwrap();
     let preload = lib.display().to_string();
-    let out_dir = rec_dir.display().to_string();
-    let mut cmd = std::process::Command::new("timeout");
-    cmd.args(["-k", "5", "60", mpirun]);
-    match imp {
-        MpiImplementation::OpenMpi => cmd
-            .args(["--allow-run-as-root", "--oversubscribe"])
-            .args(["--mca", "mpi_yield_when_idle", "1", "-np", "4"])
-            .args(["-x", &format!("LD_PRELOAD={preload}")])
-            .args(["-x", &format!("CONTEND_DIR={out_dir}")]),
-        MpiImplementation::Mpich => cmd
-            .args(["-np", "4"])
-            .args(["-genv", "LD_PRELOAD", &preload])
-            .args(["-genv", "CONTEND_DIR", &out_dir]),
+    // The program's own clocks are the truth; the injected delays only make
+    // the waits large. On a loaded machine a rank that should arrive on
+    // time can be descheduled and arrive late itself, so the wait it was to
+    // cause is shorter than the injected delay: such a run is disturbed and
+    // made again (up to three runs).
+    let run = |attempt: u32| -> (std::path::PathBuf, String) {
+        let rec_dir = dir.path().join(format!("rec{attempt}"));
+        std::fs::create_dir(&rec_dir).unwrap();
+        let out_dir = rec_dir.display().to_string();
+        let mut cmd = std::process::Command::new("timeout");
+        cmd.args(["-k", "5", "60", mpirun]);
+        match imp {
+            MpiImplementation::OpenMpi => cmd
+                .args(["--allow-run-as-root", "--oversubscribe"])
+                .args(["--mca", "mpi_yield_when_idle", "1", "-np", "4"])
+                .args(["-x", &format!("LD_PRELOAD={preload}")])
+                .args(["-x", &format!("CONTEND_DIR={out_dir}")]),
+            MpiImplementation::Mpich => cmd
+                .args(["-np", "4"])
+                .args(["-genv", "LD_PRELOAD", &preload])
+                .args(["-genv", "CONTEND_DIR", &out_dir]),
+        };
+        let stdout = run_checked(cmd.arg(&exe));
+        (rec_dir, stdout)
     };
-    let stdout = run_checked(cmd.arg(&exe));
-    let measured = |key: &str| -> u64 {
+    let value = |stdout: &str, key: &str| -> u64 {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(&format!("{key} ")))
@@ -1802,6 +1810,22 @@ fn real_mpirun_waits(imp: contend_collector::MpiImplementation) {
         let s: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
         (s * 1e9).round() as u64
     };
+    let mut attempt = 0;
+    let (rec_dir, stdout) = loop {
+        attempt += 1;
+        let (rec_dir, stdout) = run(attempt);
+        let (ls, lr) = (value(&stdout, "LS"), value(&stdout, "LR"));
+        // the injected 200 ms late sender and 150 ms late receiver
+        if ls > 150_000_000 && lr > 100_000_000 {
+            break (rec_dir, stdout);
+        }
+        assert!(
+            attempt < 3,
+            "three disturbed runs; the last: late sender {ls} ns, late receiver {lr} ns\n{stdout}"
+        );
+        eprintln!("disturbed run (late sender {ls} ns, late receiver {lr} ns): again");
+    };
+    let measured = |key: &str| value(&stdout, key);
     let rec = contend_trace::read_mpi_recording(&rec_dir)
         .expect("readable MPI recording")
         .expect("an mpi/ directory");
@@ -1831,15 +1855,8 @@ fn real_mpirun_waits(imp: contend_collector::MpiImplementation) {
             "{what}: analysis {got} ns, program measured {want} ns (tolerance {tol} ns)\n{stdout}"
         );
     };
-    let ls = measured("LS");
-    assert!(ls > 150_000_000, "the injected 200 ms late sender: {ls} ns");
-    close("late sender", found(1, MpiOp::Recv, 0), ls);
-    let lr = measured("LR");
-    assert!(
-        lr > 100_000_000,
-        "the injected 150 ms late receiver: {lr} ns"
-    );
-    close("late receiver", found(2, MpiOp::Ssend, 0), lr);
+    close("late sender", found(1, MpiOp::Recv, 0), measured("LS"));
+    close("late receiver", found(2, MpiOp::Ssend, 0), measured("LR"));
     for r in 0..4u32 {
         let want = measured(&format!("BARRIER {r}"));
         if want >= 30_000_000 {
