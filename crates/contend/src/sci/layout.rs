@@ -213,13 +213,13 @@ fn blocks_panel(r: &SciReport, top: usize) -> Panel {
                 Cell::Text(b.name.clone()),
                 Cell::Text(b.key.clone().unwrap_or_default()),
                 Cell::Text(b.site.display()),
+                sci_cell(b.sci),
+                Cell::Ns(b.excess_ns),
                 Cell::Count(b.occurrences),
                 Cell::Ns(b.min_ns),
                 Cell::Ns(b.median_ns),
                 Cell::Ns(b.mean_ns),
                 Cell::Ns(b.total_ns),
-                Cell::Ns(b.excess_ns),
-                sci_cell(b.sci),
                 sci_cell(b.sci_max_thread),
                 sci_cell(b.sci_exclusive),
                 Cell::Text(flags(b)),
@@ -235,6 +235,12 @@ fn blocks_panel(r: &SciReport, top: usize) -> Panel {
                 "what executions are compared under: the lock object, the region's key (compared only with themselves)",
             ),
             Column::text("Site", "site"),
+            // what the table ranks by first, beside the block's name
+            Column::num("SCI", "sci").explained(
+                "excess / Σ duration of the threads that ran the block (Mosli Bouksiaa et al. 2019, Section 2)",
+            ),
+            Column::num("Excess", "excess_ns")
+                .explained("Σ (duration − fastest): the time lost to slower executions"),
             Column::num("Execs", "occurrences")
                 .explained("executions scored (recursive ones, nested in the same block, are not)"),
             Column::num("Fastest", "min_ns")
@@ -242,11 +248,6 @@ fn blocks_panel(r: &SciReport, top: usize) -> Panel {
             Column::num("Median", "median_ns"),
             Column::num("Mean", "mean_ns"),
             Column::num("Total", "total_ns"),
-            Column::num("Excess", "excess_ns")
-                .explained("Σ (duration − fastest): the time lost to slower executions"),
-            Column::num("SCI", "sci").explained(
-                "excess / Σ duration of the threads that ran the block (Mosli Bouksiaa et al. 2019, Section 2)",
-            ),
             Column::num("Max/thread", "sci_max_thread")
                 .explained("the largest SCI of one thread: excess in it / its duration"),
             Column::num("Excl. SCI", "sci_exclusive").explained(
