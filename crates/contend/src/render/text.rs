@@ -175,8 +175,11 @@ fn fields(out: &mut String, t: &Table, opts: &RenderOptions) {
         .map(|(l, _)| l.chars().count())
         .max()
         .unwrap_or(0);
+    // A long value (a command line) wraps under itself, past the labels.
+    let indent = w + 4;
     for (label, value) in texts {
-        let _ = writeln!(out, "  {label:<w$}  {value}");
+        let value = wrap(&value, opts.width, indent);
+        let _ = writeln!(out, "  {label:<w$}  {}", &value[indent..]);
     }
 }
 
@@ -448,6 +451,56 @@ mod tests {
     /// becomes a sliver (before, the widest was cut to the minimum of 20
     /// while the other kept its full width), and no line is wider than
     /// the terminal.
+    /// A field list's long value (the command line) wraps under itself on
+    /// a terminal, aligned past the labels, every word kept; into a pipe it
+    /// stays on one line.
+    #[test]
+    fn a_long_field_value_wraps_under_itself() {
+        let command = "mpirun.openmpi --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np 4 hpcc";
+        let t = Table {
+            columns: vec![
+                Column::label("Field", "field"),
+                Column::text("Value", "value"),
+            ],
+            rows: vec![
+                Row {
+                    key: "command".into(),
+                    cells: vec![Cell::Text("Command".into()), Cell::Text(command.into())],
+                },
+                Row {
+                    key: "exit".into(),
+                    cells: vec![Cell::Text("Exit status".into()), Cell::Text("0".into())],
+                },
+            ],
+            fields: true,
+            ..Table::default()
+        };
+        let opts = RenderOptions {
+            width: Some(60),
+            ..RenderOptions::default()
+        };
+        let mut out = String::new();
+        fields(&mut out, &t, &opts);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.len() > 2, "{out}");
+        let at = lines[0].find("mpirun").unwrap();
+        for line in &lines {
+            assert!(line.chars().count() <= 60, "wider than 60: {line}\n{out}");
+        }
+        for line in &lines[1..lines.len() - 1] {
+            assert_eq!(line.find(|c: char| c != ' '), Some(at), "{out}");
+        }
+        // nothing cut: the value's lines joined are the command
+        let value: Vec<&str> = lines[..lines.len() - 1]
+            .iter()
+            .map(|l| l[at..].trim_end())
+            .collect();
+        assert_eq!(value.join(" "), command, "{out}");
+        let mut one = String::new();
+        fields(&mut one, &t, &RenderOptions::default());
+        assert_eq!(one.lines().count(), 2, "{one}");
+    }
+
     /// A table of twelve number columns and a bar, too wide for 60
     /// columns even with no text to wrap: the bar is left out and the
     /// columns are drawn in blocks one under the other, each no wider than
