@@ -152,9 +152,11 @@ fn legend(
         .map(|(t, _)| t.chars().count())
         .max()
         .unwrap_or(0);
+    // the meaning wraps under itself, past the headings
+    let indent = w + 4;
     for (title, meaning) in new {
-        let text = wrap(&format!("{title:<w$}  {meaning}"), opts.width, 2);
-        let text = text.replace('\n', &format!("\n{}", " ".repeat(w + 2)));
+        let text = wrap(meaning, opts.width, indent);
+        let text = format!("  {title:<w$}  {}", &text[indent..]);
         let _ = writeln!(out, "{}", paint.dim(&text));
     }
 }
@@ -325,7 +327,20 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
         // line in two): the bars go first, then the columns are drawn in
         // blocks one under the other, each no wider than the terminal and each
         // beginning with the table's first column, which names the row.
+        // In blocks, text columns keep their natural width (one line a
+        // row) unless a column beside the first cannot fit so: then it
+        // wraps to what is left.
         let keep: Vec<usize> = (0..header.len()).filter(|&j| !is_bar[j]).collect();
+        let mut drawn = natural.clone();
+        if !numeric[keep[0]] {
+            drawn[keep[0]] = drawn[keep[0]].min((limit / 3).max(MIN_TEXT));
+        }
+        let room = limit.saturating_sub(drawn[keep[0]] + 4).max(MIN_TEXT);
+        for &j in &keep[1..] {
+            if !numeric[j] {
+                drawn[j] = drawn[j].min(room);
+            }
+        }
         let mut blocks: Vec<Vec<usize>> = Vec::new();
         let first = drawn[keep[0]] + 2;
         for &j in &keep[1..] {
@@ -353,6 +368,7 @@ fn table(out: &mut String, t: &Table, opts: &RenderOptions, paint: &Paint) {
                 .chain(block.iter().copied())
                 .collect();
             let pick = |v: &[usize]| cols.iter().map(|&j| v[j]).collect::<Vec<usize>>();
+            let narrowed = pick(&drawn) != pick(&natural);
             draw(
                 out,
                 &cols
@@ -425,7 +441,9 @@ fn details_and_omitted(out: &mut String, t: &Table, opts: &RenderOptions, paint:
         for row in &t.rows {
             let detail = cell_text(&row.cells[i], opts);
             if !detail.is_empty() {
-                let _ = writeln!(out, "    {}: {detail}", cell_text(&row.cells[0], opts));
+                // wrapped under the row's name, indented
+                let line = format!("{}: {detail}", cell_text(&row.cells[0], opts));
+                let _ = writeln!(out, "    {}", &wrap(&line, opts.width, 6)[6..]);
             }
         }
     }
@@ -451,6 +469,62 @@ mod tests {
     /// becomes a sliver (before, the widest was cut to the minimum of 20
     /// while the other kept its full width), and no line is wider than
     /// the terminal.
+    /// A long legend wraps under its meaning, past the headings, and a
+    /// detail list under its row's name: no line wider than the terminal
+    /// (the continuation lines of a legend were indented past the width).
+    #[test]
+    fn legends_and_details_fit_the_terminal() {
+        let meaning = "few = fewer than 10 executions, no score; unstable = the fastest 1% spread \
+                       more than 2×; sampled 1/N = one execution in N recorded";
+        let mut details = Column::text("Call sites", "sites");
+        details.detail = true;
+        let t = Table {
+            columns: vec![
+                Column::text("Lock", "lock"),
+                Column::text("Notes", "notes").explained(meaning),
+                Column::num("Max/thread", "m").explained("the largest SCI of one thread"),
+                details,
+            ],
+            rows: vec![Row {
+                key: "a".into(),
+                cells: vec![
+                    Cell::Text("mutex created in memcached+0x1a486".into()),
+                    Cell::Text("few".into()),
+                    Cell::Count(1),
+                    Cell::Text(
+                        (0..12)
+                            .map(|k| format!("memcached+0x1{k:04x}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ),
+                ],
+            }],
+            ..Table::default()
+        };
+        let opts = RenderOptions {
+            width: Some(60),
+            ..RenderOptions::default()
+        };
+        let mut out = String::new();
+        table(&mut out, &t, &opts, &Paint(false));
+        legend(&mut out, &t, &opts, &Paint(false), &mut Default::default());
+        for line in out.lines() {
+            assert!(line.chars().count() <= 60, "wider than 60: {line}\n{out}");
+        }
+        // the meaning's words all there, its lines starting under its first
+        let lines: Vec<&str> = out.lines().collect();
+        let first = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("Notes"))
+            .unwrap();
+        let at = lines[first].find("few =").unwrap();
+        assert_eq!(lines[first + 1].find(|c: char| c != ' '), Some(at), "{out}");
+        for word in meaning.split_whitespace() {
+            assert!(out.contains(word), "{word}:\n{out}");
+        }
+        assert!(out.contains("memcached+0x1000b"), "{out}");
+    }
+
     /// A field list's long value (the command line) wraps under itself on
     /// a terminal, aligned past the labels, every word kept; into a pipe it
     /// stays on one line.
