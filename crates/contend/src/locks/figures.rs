@@ -117,10 +117,17 @@ pub fn report_figures(r: &LockReport) -> Vec<Figure> {
             }),
         })
     };
+    let shown = super::model::ShownNames::of(r);
     let mut locks: Vec<(String, u64, u64)> = r
         .by_lock
         .iter()
-        .map(|l| (format!("{} [{}]", l.name, l.kind), l.wait_ns, l.hold_ns))
+        .map(|l| {
+            (
+                format!("{} [{}]", shown.name(l), l.kind),
+                l.wait_ns,
+                l.hold_ns,
+            )
+        })
         .collect();
     locks.sort_by_key(|l| std::cmp::Reverse(l.1 + l.2));
     locks.truncate(TOP);

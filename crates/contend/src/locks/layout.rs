@@ -4,7 +4,7 @@
 //! (Figures 4.1/4.2), and the lock numbers `contend compare` lines up
 //! (Tables 4.16–4.18 for locks).
 
-use super::model::{LockReport, LockRow, SiteRow};
+use super::model::{LockReport, LockRow, ShownNames, SiteRow};
 use crate::report::compared::{
     fraction, metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
 };
@@ -275,6 +275,7 @@ fn is_lock_kind(kind: &str) -> bool {
 /// ([`wait_object_panel`]): an idle thread's condition wait as long as the
 /// run is no lock contention and must not push the hottest mutex down.
 fn lock_panel(l: &LockReport, top: usize) -> Panel {
+    let shown = ShownNames::of(l);
     let all: Vec<&LockRow> = l.by_lock.iter().filter(|k| is_lock_kind(&k.kind)).collect();
     let (locks, omitted) = take_top(&all, top);
     let rows = locks
@@ -282,7 +283,7 @@ fn lock_panel(l: &LockReport, top: usize) -> Panel {
         .map(|k| Row {
             key: format!("{}:{}", k.pid, k.address),
             cells: vec![
-                Cell::Text(k.name.clone()),
+                Cell::Text(shown.name(k)),
                 Cell::Text(k.kind.clone()),
                 Cell::Count(k.events),
                 Cell::Count(k.contended_events),
@@ -425,6 +426,7 @@ fn group_equal_lines(lines: Vec<String>, what: &str) -> Vec<String> {
 /// Per condition variable, barrier and semaphore: waits, not holds (a
 /// thread that waits at a condition variable is not contending for it).
 fn wait_object_panel(l: &LockReport, top: usize) -> Option<Panel> {
+    let shown = ShownNames::of(l);
     let all: Vec<&LockRow> = l
         .by_lock
         .iter()
@@ -439,7 +441,7 @@ fn wait_object_panel(l: &LockReport, top: usize) -> Option<Panel> {
         .map(|k| Row {
             key: format!("{}:{}", k.pid, k.address),
             cells: vec![
-                Cell::Text(k.name.clone()),
+                Cell::Text(shown.name(k)),
                 Cell::Text(k.kind.clone()),
                 Cell::Count(k.events),
                 Cell::Count(k.contended_events),
@@ -479,6 +481,7 @@ fn wait_object_panel(l: &LockReport, top: usize) -> Option<Panel> {
 
 /// The wake cost per lock: the time inside unlocks that found waiters.
 fn wake_panel(l: &LockReport, top: usize) -> Panel {
+    let shown = ShownNames::of(l);
     let mut locks: Vec<&LockRow> = l
         .by_lock
         .iter()
@@ -497,7 +500,7 @@ fn wake_panel(l: &LockReport, top: usize) -> Panel {
         .map(|k| Row {
             key: format!("{}:{}", k.pid, k.address),
             cells: vec![
-                Cell::Text(k.name.clone()),
+                Cell::Text(shown.name(k)),
                 Cell::Text(k.kind.clone()),
                 Cell::Count(k.releases_with_waiters),
                 Cell::Ns(k.wake_ns),
@@ -896,6 +899,36 @@ fn thread_label(pid: u32, tid: u32, name: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::group_equal_lines;
+
+    /// Locks of one name are shown with their addresses; a lock whose
+    /// name is its own keeps it alone.
+    #[test]
+    fn locks_sharing_a_name_are_told_apart_by_address() {
+        use crate::locks::model::{LockReport, LockRow, ShownNames};
+        let row = |name: &str, address: &str| LockRow {
+            name: name.into(),
+            address: address.into(),
+            ..LockRow::default()
+        };
+        let l = LockReport {
+            by_lock: vec![
+                row("mutex created in app+0x1a486", "0x10"),
+                row("queue_lock", "0x20"),
+                row("mutex created in app+0x1a486", "0x30"),
+            ],
+            ..LockReport::default()
+        };
+        let shown = ShownNames::of(&l);
+        let names: Vec<String> = l.by_lock.iter().map(|k| shown.name(k)).collect();
+        assert_eq!(
+            names,
+            [
+                "mutex created in app+0x1a486 @ 0x10",
+                "queue_lock",
+                "mutex created in app+0x1a486 @ 0x30"
+            ]
+        );
+    }
 
     /// Repeated lines are given once, where they first appear, with how
     /// many times they came; single lines stay as they were, in order.

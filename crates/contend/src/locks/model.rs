@@ -280,3 +280,32 @@ pub struct HistogramBucket {
     /// Σ wait of those, ns.
     pub critical_wait_ns: u64,
 }
+
+/// Locks as the tables and charts name them: by name, and, where other locks of the
+/// report have the same name (heap locks created at one call site: `mutex
+/// created in memcached+0x1a486`), with the address after it, so that
+/// their rows (and the call-site lists keyed by them) can be told apart.
+pub(crate) struct ShownNames<'a> {
+    shared: rustc_hash::FxHashSet<&'a str>,
+}
+
+impl<'a> ShownNames<'a> {
+    pub(crate) fn of(l: &'a LockReport) -> ShownNames<'a> {
+        let mut seen = rustc_hash::FxHashSet::default();
+        let shared = l
+            .by_lock
+            .iter()
+            .filter(|k| !seen.insert(k.name.as_str()))
+            .map(|k| k.name.as_str())
+            .collect();
+        ShownNames { shared }
+    }
+
+    pub(crate) fn name(&self, k: &LockRow) -> String {
+        if self.shared.contains(k.name.as_str()) {
+            format!("{} @ {}", k.name, k.address)
+        } else {
+            k.name.clone()
+        }
+    }
+}
