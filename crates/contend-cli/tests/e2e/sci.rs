@@ -561,34 +561,45 @@ fn functions_that_cannot_be_probed_are_named_and_the_recording_goes_on() {
 }
 
 /// `--hot-functions 2`: the program is profiled first, and its two hottest
-/// functions (the spinning ones) are probed.
+/// functions (the spinning ones) are probed. The functions spin until their
+/// wall clock says 1 ms, so a run whose profiling round other work
+/// descheduled gives them few CPU-clock samples (a CI run beside other
+/// tests: 2 of 282 for `exe_work`, under the 1 % a hot function needs,
+/// against 15 of 281 alone): such a round is disturbed and made again, up
+/// to three runs.
 #[test]
 fn hot_functions_are_chosen_by_a_profile() {
     let _serial = serial();
     let tmp = tempdir();
     let exe = build_probe_program(tmp.path(), &[]);
-    let dir = tmp.path().join("hot.data");
-    let out = record_with(&dir, &["--hot-functions", "2"], &exe, &["all"]);
-    assert!(out.success(), "{}", out.describe());
-    assert!(
-        out.stderr
-            .contains("--hot-functions 2: the program ran twice"),
-        "{}",
-        out.stderr
-    );
-    let probes: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("probes/probes.json")).unwrap())
-            .unwrap();
-    let names: Vec<&str> = probes["probes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["function"].as_str().unwrap())
-        .collect();
-    eprintln!("chosen: {names:?}; profile: {}", probes["hot"]);
-    assert!(names.contains(&"exe_work"), "{names:?}");
-    let report = report_json(&dir);
-    assert_eq!(u(block(&report, "exe_work"), "occurrences"), 40);
+    for attempt in 1..=3 {
+        let dir = tmp.path().join(format!("hot{attempt}.data"));
+        let out = record_with(&dir, &["--hot-functions", "2"], &exe, &["all"]);
+        assert!(out.success(), "{}", out.describe());
+        assert!(
+            out.stderr
+                .contains("--hot-functions 2: the program ran twice"),
+            "{}",
+            out.stderr
+        );
+        let probes: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("probes/probes.json")).unwrap())
+                .unwrap();
+        let names: Vec<&str> = probes["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["function"].as_str().unwrap())
+            .collect();
+        eprintln!("chosen: {names:?}; profile: {}", probes["hot"]);
+        if !names.contains(&"exe_work") {
+            assert!(attempt < 3, "three disturbed profiles: {names:?}");
+            continue;
+        }
+        let report = report_json(&dir);
+        assert_eq!(u(block(&report, "exe_work"), "occurrences"), 40);
+        return;
+    }
 }
 
 /// The interference micro-benchmarks of the paper (examples/interference:
