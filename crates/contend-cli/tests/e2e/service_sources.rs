@@ -123,6 +123,29 @@ fn threads_with_own_cpu(
     threads
 }
 
+/// Records `service_pingpong` (`prog`) for `ms` ms into `rec` with the
+/// default source, which leaves the scheduler events: the run's output,
+/// its `meta.json` and when the sampler left the events (CLOCK_MONOTONIC,
+/// ns); `None`, said, where the events are not allowed.
+fn record_leaving_events(
+    prog: &std::path::Path,
+    rec: &std::path::Path,
+    ms: &str,
+) -> Option<(Output, serde_json::Value, u64)> {
+    let out = record_source(rec, prog, &[ms], "auto");
+    assert!(out.success(), "{}", out.describe());
+    let m = meta(rec);
+    let sampler = &m["sampler"];
+    if sampler["source"].as_str() != Some("sched-events") {
+        eprintln!("SKIP: the scheduler events are not allowed here: {sampler}");
+        return None;
+    }
+    let at = sampler["switched_at_ns"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the sampler kept the events: {sampler}"));
+    Some((out, m, at))
+}
+
 fn meta(rec: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(rec.join("meta.json")).unwrap()).unwrap()
 }
@@ -142,17 +165,10 @@ fn a_program_that_switches_often_is_left_to_schedstat() {
     let prog = build("service_pingpong.c", &[]);
     let dir = tempdir();
     let rec = dir.path().join("pp.data");
-    let out = record_source(&rec, &prog, &["600"], "auto");
-    assert!(out.success(), "{}", out.describe());
-    let m = meta(&rec);
-    let sampler = &m["sampler"];
-    if sampler["source"].as_str() != Some("sched-events") {
-        eprintln!("SKIP: the scheduler events are not allowed here: {sampler}");
+    let Some((out, m, at)) = record_leaving_events(&prog, &rec, "600") else {
         return;
-    }
-    let at = sampler["switched_at_ns"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("the sampler kept the events: {sampler}"));
+    };
+    let sampler = &m["sampler"];
     assert!(
         sampler["switched_records_per_s"].as_u64().unwrap() > 0,
         "{sampler}"
@@ -266,16 +282,9 @@ fn leaving_the_events_keeps_the_ticks() {
     let mut gaps = Vec::new();
     for attempt in 0..3 {
         let rec = dir.path().join(format!("pp{attempt}.data"));
-        let out = record_source(&rec, &prog, &["300"], "auto");
-        assert!(out.success(), "{}", out.describe());
-        let sampler = &meta(&rec)["sampler"];
-        if sampler["source"].as_str() != Some("sched-events") {
-            eprintln!("SKIP: the scheduler events are not allowed here: {sampler}");
+        let Some((_, _, at)) = record_leaving_events(&prog, &rec, "300") else {
             return;
-        }
-        let at = sampler["switched_at_ns"]
-            .as_u64()
-            .unwrap_or_else(|| panic!("the sampler kept the events: {sampler}"));
+        };
         let samples = contend_trace::service::SampleFile::read(&rec.join("service.csamp")).unwrap();
         let times: Vec<u64> = samples
             .ticks
