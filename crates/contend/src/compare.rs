@@ -17,8 +17,9 @@
 //!   `openmp_by_barrier` and `openmp_by_region` by construct); an
 //!   item missing from a run has
 //!   no values there (blank, JSON `null`). When a run has several items of
-//!   the same name (the same static object in several processes), the n-th
-//!   of them is matched with the n-th of that name in the other runs.
+//!   the same name (the same static object in several processes, heap
+//!   locks made at one line), the n-th of them is matched with the n-th of
+//!   that name in the other runs, and named with its place (`name #2`).
 //!
 //! Change is `(value − first) / first × 100` per cent, relative to the first
 //! run; it is undefined (`None`, shown as `n/a`) when the first value is 0,
@@ -343,7 +344,7 @@ where
     let mut index: HashMap<String, usize> = HashMap::new();
     for (run, metrics) in runs.enumerate() {
         for (key, m) in metrics {
-            let i = *index.entry(key).or_insert_with(|| {
+            let i = *index.entry(key.clone()).or_insert_with(|| {
                 out.push(ComparedMetric {
                     key: m.key.clone(),
                     label: m.label.clone(),
@@ -362,7 +363,9 @@ where
 }
 
 /// Lines up per-item rows of `n` runs by name; the k-th item of a name in
-/// one run matches the k-th of that name elsewhere.
+/// one run matches the k-th of that name elsewhere, and such items are
+/// named with their place after the name (`mutex created at pool.c:12
+/// #2`), so that their rows can be told apart.
 fn align_items<'a, R, I>(n: usize, runs: R, section: &'static str) -> Vec<ComparedItem>
 where
     R: Iterator<Item = I>,
@@ -370,6 +373,7 @@ where
 {
     struct Slot<'a> {
         name: String,
+        occurrence: usize,
         kind: String,
         best_rank: usize,
         metrics: Vec<Option<&'a [Metric]>>,
@@ -380,11 +384,12 @@ where
         let mut seen: HashMap<String, usize> = HashMap::new();
         for (rank, item) in items.enumerate() {
             let occurrence = seen.entry(item.name.clone()).or_insert(0);
-            let key = (item.name.clone(), *occurrence);
+            let nth = *occurrence;
             *occurrence += 1;
-            let i = *index.entry(key).or_insert_with(|| {
+            let i = *index.entry((item.name.clone(), nth)).or_insert_with(|| {
                 slots.push(Slot {
                     name: item.name.clone(),
+                    occurrence: nth,
                     kind: item.kind.clone(),
                     best_rank: rank,
                     metrics: vec![None; n],
@@ -396,9 +401,25 @@ where
             slot.metrics[run] = Some(&item.metrics);
         }
     }
+    let repeated: std::collections::HashSet<&str> = slots
+        .iter()
+        .filter(|s| s.occurrence > 0)
+        .map(|s| s.name.as_str())
+        .collect();
+    let shown: Vec<String> = slots
+        .iter()
+        .map(|s| {
+            if repeated.contains(s.name.as_str()) {
+                format!("{} #{}", s.name, s.occurrence + 1)
+            } else {
+                s.name.clone()
+            }
+        })
+        .collect();
     slots
         .into_iter()
-        .map(|slot| {
+        .zip(shown)
+        .map(|(slot, name)| {
             let per_run = slot.metrics.iter().map(|ms| {
                 ms.iter()
                     .flat_map(|ms| ms.iter())
@@ -410,7 +431,7 @@ where
                 cm.section = section;
             }
             ComparedItem {
-                name: slot.name,
+                name,
                 kind: slot.kind,
                 best_rank: slot.best_rank,
                 metrics,

@@ -884,6 +884,41 @@ fn comparison_pairs_heap_locks_by_site() {
         .all(|m| m.values.iter().all(Option::is_some)));
 }
 
+/// Locks of one name in a run (heap locks made at one line) are matched
+/// the n-th with the n-th of that name in the other run, and each row is
+/// named with its place, so the rows can be told apart; a name of its own
+/// keeps it alone.
+#[test]
+fn comparison_numbers_locks_that_share_a_name() {
+    let same = |r: &mut Report| {
+        for k in [0, 2] {
+            locks(r).by_lock[k].name = "mutex created at pool.c:12 (make_lock)".into();
+        }
+    };
+    let (mut a, mut b) = (sample(), sample());
+    same(&mut a);
+    same(&mut b);
+    let c = Comparison::new(vec![("a".into(), a), ("b".into(), b)]);
+    let names: Vec<&str> = c.items("by_lock").iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "mutex created at pool.c:12 (make_lock) #1",
+            "heap rwlock used at libfoo.so+0x1a2b",
+            "mutex created at pool.c:12 (make_lock) #2"
+        ]
+    );
+    for item in c.items("by_lock") {
+        assert!(
+            item.metrics
+                .iter()
+                .all(|m| m.values.iter().all(Option::is_some)),
+            "{} is matched in both runs",
+            item.name
+        );
+    }
+}
+
 /// `compare` shows the service time, the counters and the wait histogram
 /// as well as the lock tables.
 #[test]
