@@ -89,16 +89,15 @@ fn render(title: &str, sections: &[Panel], opts: &RenderOptions) -> String {
                     paint.warning(&format!("WARNINGS ({})", ws.len()))
                 );
                 for w in ws {
-                    let text = wrap(w, opts.width, 4);
-                    let _ = writeln!(out, "  {} {}", paint.warning("!"), &text[4..]);
+                    let text = hanging(w, opts.width, 4);
+                    let _ = writeln!(out, "  {} {text}", paint.warning("!"));
                 }
             }
             Body::List(items) => {
                 let _ = writeln!(out, "{}", paint.heading(&s.title));
                 let _ = writeln!(out, "{}", paint.dim(&wrap(&s.caption, opts.width, 0)));
                 for item in items {
-                    let text = wrap(item, opts.width, 4);
-                    let _ = writeln!(out, "  - {}", &text[4..]);
+                    let _ = writeln!(out, "  - {}", hanging(item, opts.width, 4));
                 }
             }
             Body::Paragraph(p) => {
@@ -131,6 +130,14 @@ fn wrap(text: &str, width: Option<usize>, indent: usize) -> String {
     lines.join("\n")
 }
 
+/// `text` broken as [`wrap`] breaks it, its lines after the first
+/// indented by `indent` spaces and the first not: text that follows a
+/// prefix `indent` characters wide (`  - `, a label) and wraps under
+/// itself.
+fn hanging(text: &str, width: Option<usize>, indent: usize) -> String {
+    wrap(text, width, indent)[indent..].to_string()
+}
+
 /// Under a table, what its headings mean, each heading the first time it
 /// appears in the document (`explained` holds those already said).
 fn legend(
@@ -155,8 +162,7 @@ fn legend(
     // the meaning wraps under itself, past the headings
     let indent = w + 4;
     for (title, meaning) in new {
-        let text = wrap(meaning, opts.width, indent);
-        let text = format!("  {title:<w$}  {}", &text[indent..]);
+        let text = format!("  {title:<w$}  {}", hanging(meaning, opts.width, indent));
         let _ = writeln!(out, "{}", paint.dim(&text));
     }
 }
@@ -180,8 +186,8 @@ fn fields(out: &mut String, t: &Table, opts: &RenderOptions) {
     // A long value (a command line) wraps under itself, past the labels.
     let indent = w + 4;
     for (label, value) in texts {
-        let value = wrap(&value, opts.width, indent);
-        let _ = writeln!(out, "  {label:<w$}  {}", &value[indent..]);
+        let value = hanging(&value, opts.width, indent);
+        let _ = writeln!(out, "  {label:<w$}  {value}");
     }
 }
 
@@ -443,7 +449,7 @@ fn details_and_omitted(out: &mut String, t: &Table, opts: &RenderOptions, paint:
             if !detail.is_empty() {
                 // wrapped under the row's name, indented
                 let line = format!("{}: {detail}", cell_text(&row.cells[0], opts));
-                let _ = writeln!(out, "    {}", &wrap(&line, opts.width, 6)[6..]);
+                let _ = writeln!(out, "    {}", hanging(&line, opts.width, 6));
             }
         }
     }
