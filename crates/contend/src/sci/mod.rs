@@ -87,7 +87,8 @@ impl SciReport {
         if let Some(n) = &g.lifetime_note {
             notes.push(n.clone());
         }
-        let (counted, without_lock) = g.counted;
+        let counted: u64 = g.input.counted.iter().map(|c| c.count).sum();
+        let without_lock = g.counted_without_lock;
         if counted > 0 {
             notes.push(format!(
                 "light recording: {counted} uncontended acquisition(s) counted without times are scored as \

@@ -203,10 +203,10 @@ pub struct Gathered<'s> {
     /// Lock executions scored from the lock analysis's events instead of
     /// [`ScoreInput::executions`] ([`StreamedLocks`]).
     pub streamed: Option<StreamedLocks<'s>>,
-    /// A light recording's uncontended acquisitions counted without times:
-    /// (scored as executions of 0 ns, [`ScoreInput::counted`]; counted by
-    /// call site without their lock, so not scored).
-    pub counted: (u64, u64),
+    /// A light recording's uncontended acquisitions counted by call site
+    /// without their lock: in no block, not scored (those counted with
+    /// their lock are in [`ScoreInput::counted`]).
+    pub counted_without_lock: u64,
 }
 
 /// Builds the rows and threads as executions arrive.
@@ -1097,10 +1097,7 @@ pub fn gather_with<'s>(
             threads.len()
         ));
     }
-    g.counted = (
-        b.counted.iter().map(|c| c.count).sum(),
-        b.counted_without_lock,
-    );
+    g.counted_without_lock = b.counted_without_lock;
     g.input = ScoreInput {
         blocks: b.blocks,
         threads,
