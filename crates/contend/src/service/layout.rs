@@ -197,29 +197,35 @@ fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
             .collect(),
         })
         .collect();
-    let table = Table {
-        columns: [
-            Column::text("pid/tid", "thread"),
-            Column::text("Name", "name").explained(
-                "the thread's name as the kernel had it (comm); empty when the recording has none",
-            ),
-        ]
+    let columns: Vec<Column> = [
+        Column::text("pid/tid", "thread"),
+        Column::text("Name", "name").explained(
+            "the thread's name as the kernel had it (comm); empty when the recording has none",
+        ),
+    ]
+    .into_iter()
+    .chain(ranks.then(|| {
+        Column::num("Rank", "rank").explained("the MPI world rank of the thread's process")
+    }))
+    .chain([
+        Column::num("CPU time", "cpu_ns"),
+        Column::num("Share", "cpu_share").explained("the thread's share of all sampled CPU time"),
+        Column::num("Run-queue wait", "run_queue_wait_ns")
+            .explained("time runnable but waiting for a CPU (schedstat)"),
+        Column::num("Slices", "slices").explained("time slices the thread ran (schedstat)"),
+    ])
+    .collect();
+    // the CPU time drawn as bars, wherever the rank column put it
+    let bars = columns
+        .iter()
+        .position(|c| c.key == "cpu_ns")
         .into_iter()
-        .chain(ranks.then(|| {
-            Column::num("Rank", "rank").explained("the MPI world rank of the thread's process")
-        }))
-        .chain([
-            Column::num("CPU time", "cpu_ns"),
-            Column::num("Share", "cpu_share")
-                .explained("the thread's share of all sampled CPU time"),
-            Column::num("Run-queue wait", "run_queue_wait_ns")
-                .explained("time runnable but waiting for a CPU (schedstat)"),
-            Column::num("Slices", "slices").explained("time slices the thread ran (schedstat)"),
-        ])
-        .collect(),
+        .collect();
+    let table = Table {
+        columns,
         rows,
         omitted,
-        bars: vec![if ranks { 3 } else { 2 }],
+        bars,
         ..Table::default()
     };
     Panel::new(
