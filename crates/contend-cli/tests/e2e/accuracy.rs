@@ -147,6 +147,7 @@ fn run_once_as(
     let report = report_json(&dir);
     let row = lock_row(&report, lock);
     eprintln!("{src}: program {}, contend {}", m.json, row);
+    let glance_ok = check_at_a_glance(&dir, src, lock, threads, &m);
 
     assert_eq!(row["kind"], kind, "kind of {lock}");
     assert_eq!(
@@ -190,7 +191,7 @@ fn run_once_as(
         );
         let wait_ok = compare(&format!("{src} light wait"), cw, m.wait_ns, &m);
         assert_eq!(report["recording"]["mode"], "light");
-        return (report, m, wait_ok);
+        return (report, m, wait_ok && glance_ok);
     }
     assert!(
         ch as f64 >= m.hold_ns as f64 * 0.995 - 1000.0,
@@ -212,7 +213,74 @@ fn run_once_as(
         "locks.summary.duration_ns = wait + hold"
     );
     assert_eq!(report["run"]["exit_code"], 0);
-    (report, m, wait_ok && hold_ok)
+    (report, m, wait_ok && hold_ok && glance_ok)
+}
+
+/// What the text report's "At a glance" says of the one lock of an
+/// accuracy program: the events the program made, and (with 2 threads or
+/// more) the lock wait and the lock waited for most, whose figures are
+/// compared with the program's own wait as the JSON's are
+/// ([`compare`]; the printed figures are rounded to 4 significant digits,
+/// 0.05 %, well inside the tolerance). Returns whether the tight tolerance
+/// held.
+fn check_at_a_glance(
+    dir: &std::path::Path,
+    src: &str,
+    lock: &str,
+    threads: u64,
+    m: &Measured,
+) -> bool {
+    let glance = at_a_glance(dir);
+    let events = m.events.to_string();
+    let grouped: String = {
+        let digits: Vec<char> = events.chars().collect();
+        let mut out = String::new();
+        for (i, c) in digits.iter().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(*c);
+        }
+        out
+    };
+    let first = &glance[0];
+    if threads < 2 {
+        // one thread cannot contend
+        assert_eq!(
+            first,
+            &format!("Locks: {grouped} acquisitions, none contended."),
+            "{src}: {glance:#?}"
+        );
+        return true;
+    }
+    assert!(first.starts_with("Lock wait: "), "{src}: {glance:#?}");
+    assert!(
+        first.contains(&format!(" of {grouped} (")),
+        "{src}: the program's {grouped} events in {first}"
+    );
+    let total = first_duration_ns(first).unwrap_or_else(|| panic!("{src}: no duration in {first}"));
+    let most = glance
+        .iter()
+        .find(|l| l.starts_with("Waited for most: "))
+        .unwrap_or_else(|| panic!("{src}: no lock waited for most in {glance:#?}"));
+    assert!(
+        most.starts_with(&format!("Waited for most: {lock}, ")),
+        "{src}: {most}"
+    );
+    let at_lock = first_duration_ns(most).unwrap_or_else(|| panic!("{src}: no duration in {most}"));
+    let total_ok = compare(
+        &format!("{src} wait, At a glance"),
+        total.round() as u64,
+        m.wait_ns,
+        m,
+    );
+    let lock_ok = compare(
+        &format!("{src} wait of {lock}, At a glance"),
+        at_lock.round() as u64,
+        m.wait_ns,
+        m,
+    );
+    total_ok && lock_ok
 }
 
 /// Up to three runs; every run must pass [`run_once`], one must also meet

@@ -724,3 +724,49 @@ pub fn otf2_definitions(anchor: &Path) -> String {
     );
     String::from_utf8(print.stdout).unwrap()
 }
+
+/// The items of the text report's "At a glance" list (`contend report
+/// <dir>`, which must succeed), each joined onto one line.
+pub fn at_a_glance(dir: &Path) -> Vec<String> {
+    let out = report_raw(dir, &[] as &[&str]);
+    assert!(out.success(), "contend report failed:\n{}", out.describe());
+    let mut items: Vec<String> = Vec::new();
+    let mut inside = false;
+    for line in out.stdout.lines() {
+        if line == "At a glance" {
+            inside = true;
+        } else if inside && line.is_empty() {
+            break;
+        } else if let (true, Some(item)) = (inside, line.strip_prefix("  - ")) {
+            items.push(item.to_string());
+        } else if let (true, Some(more), Some(last)) =
+            (inside, line.strip_prefix("    "), items.last_mut())
+        {
+            last.push(' ');
+            last.push_str(more);
+        }
+    }
+    assert!(
+        !items.is_empty(),
+        "no \"At a glance\" list in the report:\n{}",
+        out.stdout
+    );
+    items
+}
+
+/// The first duration in `text` as the reports print it (`1.234 ms`,
+/// `12.50 s`, `523 ns`, `1,024 s`), in ns; `None` when there is none.
+pub fn first_duration_ns(text: &str) -> Option<f64> {
+    let words: Vec<&str> = text.split(' ').collect();
+    words.windows(2).find_map(|pair| {
+        let scale = match pair[1].trim_end_matches([',', '.', ';', ')', ':']) {
+            "ns" => 1.0,
+            "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            _ => return None,
+        };
+        let number = pair[0].trim_start_matches('(').replace(',', "");
+        number.parse::<f64>().ok().map(|v| v * scale)
+    })
+}

@@ -16,6 +16,10 @@ impl ReportSection for FutexReport {
         "futex"
     }
 
+    fn headlines(&self) -> Vec<String> {
+        headlines(self)
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let s = &self.summary;
         let field = |key: &str, label: &str, value: Cell, notes: String| Row {
@@ -221,4 +225,43 @@ pub fn futex_metrics(r: &FutexReport) -> Vec<Metric> {
             ),
         ],
     )
+}
+
+/// The futex section's lines of "At a glance": the time futex waits
+/// slept, the futex word waited on most, and the wait on the critical path
+/// across recorders (docs/critical-path.md).
+fn headlines(r: &FutexReport) -> Vec<String> {
+    use crate::report::fmt::{duration_plain as time, int, percent, PLAIN};
+    let s = &r.summary;
+    if s.events == 0 {
+        return Vec::new();
+    }
+    let mut out = vec![format!(
+        "Futex wait: {} in {} futex waits, {} of which slept; the longest wait {}.",
+        time(s.wait_ns),
+        int(s.events, &PLAIN),
+        int(s.contended_events, &PLAIN),
+        time(s.max_wait_ns)
+    )];
+    if let Some(w) = r
+        .by_word
+        .iter()
+        .max_by_key(|w| w.wait_ns)
+        .filter(|w| w.wait_ns > 0)
+    {
+        out.push(format!(
+            "Futex word waited on most: {}, {} ({} of the futex wait).",
+            w.name,
+            time(w.wait_ns),
+            percent(w.wait_ns as f64 / s.wait_ns.max(1) as f64, &PLAIN)
+        ));
+    }
+    if s.critical_wait_ns > 0 {
+        out.push(format!(
+            "Futex waits on the critical path: {} in {} waits.",
+            time(s.critical_wait_ns),
+            int(s.critical_events, &PLAIN)
+        ));
+    }
+    out
 }

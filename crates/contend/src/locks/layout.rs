@@ -168,6 +168,10 @@ impl ReportSection for LockReport {
         true
     }
 
+    fn headlines(&self) -> Vec<String> {
+        headlines(self)
+    }
+
     fn filters(&self) -> Vec<String> {
         self.filters.clone()
     }
@@ -266,6 +270,109 @@ impl ReportSection for LockReport {
 
 /// True for the objects that are locks (held), not waits (cond, barrier,
 /// semaphore).
+/// The lock section's lines of "At a glance": the lock wait and its
+/// contended acquisitions, the lock waited for most and where, how much of
+/// the wait lay on the critical path, and the condition, barrier and
+/// semaphore waits on it. None without lock events.
+fn headlines(l: &LockReport) -> Vec<String> {
+    use crate::report::fmt::{duration_plain as time, int, percent, PLAIN};
+    let s = &l.summary;
+    let shown = ShownNames::of(l);
+    let mut out = Vec::new();
+    if l.no_events_reason.is_none() && s.events > 0 {
+        out.push(if s.contended_events == 0 {
+            format!(
+                "Locks: {} acquisitions, none contended.",
+                int(s.events, &PLAIN)
+            )
+        } else {
+            format!(
+                "Lock wait: {} in {} contended acquisitions of {} ({}); the longest wait {}.",
+                time(s.wait_ns),
+                int(s.contended_events, &PLAIN),
+                int(s.events, &PLAIN),
+                percent(s.contended_events as f64 / s.events as f64, &PLAIN),
+                time(s.max_wait_ns)
+            )
+        });
+        let locks: Vec<&LockRow> = l.by_lock.iter().filter(|k| is_lock_kind(&k.kind)).collect();
+        if let Some(top) = locks
+            .iter()
+            .max_by_key(|k| k.wait_ns)
+            .filter(|k| k.wait_ns > 0)
+        {
+            let mut line = format!(
+                "Waited for most: {}, {} ({} of the lock wait)",
+                shown.name(top),
+                time(top.wait_ns),
+                percent(top.wait_ns as f64 / s.wait_ns.max(1) as f64, &PLAIN)
+            );
+            if let Some(site) = top.sites.first() {
+                line.push_str(&format!(", most of it at {site}"));
+            }
+            line.push('.');
+            out.push(line);
+        }
+        if s.wait_ns > 0 {
+            let cp = &l.critical_path;
+            let mut line = format!(
+                "Critical path: {} of the lock wait lies on it ({})",
+                time(cp.wait_ns),
+                percent(cp.wait_ns as f64 / s.wait_ns as f64, &PLAIN)
+            );
+            match locks.iter().max_by_key(|k| k.critical_wait_ns) {
+                Some(k) if k.critical_wait_ns > 0 => line.push_str(&format!(
+                    ", {} of it at {}",
+                    time(k.critical_wait_ns),
+                    shown.name(k)
+                )),
+                _ if cp.wait_ns == 0 => {
+                    line.push_str(": shortening these waits would not shorten the run")
+                }
+                _ => {}
+            }
+            line.push('.');
+            out.push(line);
+        }
+    }
+    let other: Vec<String> = l
+        .other_waits
+        .iter()
+        .filter(|w| w.critical_wait_ns > 0)
+        .map(|w| {
+            let top = l
+                .by_lock
+                .iter()
+                .filter(|k| k.kind == w.kind)
+                .max_by_key(|k| k.critical_wait_ns)
+                .filter(|k| k.critical_wait_ns > 0);
+            match top {
+                Some(k) if k.critical_wait_ns < w.critical_wait_ns => format!(
+                    "{} {} (most at {}, {})",
+                    w.kind,
+                    time(w.critical_wait_ns),
+                    shown.name(k),
+                    time(k.critical_wait_ns)
+                ),
+                Some(k) => format!(
+                    "{} {} (at {})",
+                    w.kind,
+                    time(w.critical_wait_ns),
+                    shown.name(k)
+                ),
+                None => format!("{} {}", w.kind, time(w.critical_wait_ns)),
+            }
+        })
+        .collect();
+    if !other.is_empty() {
+        out.push(format!(
+            "Waits on the critical path for condition variables, barriers and semaphores: {}.",
+            other.join(", ")
+        ));
+    }
+    out
+}
+
 fn is_lock_kind(kind: &str) -> bool {
     matches!(kind, "mutex" | "rwlock" | "spinlock")
 }

@@ -61,6 +61,10 @@ impl ReportSection for MpiReport {
         "mpi"
     }
 
+    fn headlines(&self) -> Vec<String> {
+        headlines(self)
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let mut out = vec![
             overview(self),
@@ -601,4 +605,105 @@ pub fn mpi_site_metrics(row: &MpiSiteRow) -> Vec<Metric> {
         ("wait_ns", "Total wait", Ns, n(row.wait_ns)),
     ];
     metrics(MPI_SITE, "", rows)
+}
+
+/// The MPI section's lines of "At a glance": the ranks' time in MPI
+/// (mpiP's MPI%), the wait states and the pattern with the most wait
+/// (Geimer et al. 2009), who waited and who caused it, the rank whose
+/// delays cost the most waiting (Böhme et al., TOPC 2016) and the critical
+/// path's imbalance (Böhme et al., IPDPS 2012).
+fn headlines(m: &MpiReport) -> Vec<String> {
+    use crate::report::fmt::{duration_plain as time, int, percent, PLAIN};
+    if m.by_rank.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let shares: Vec<f64> = m.by_rank.iter().map(|r| r.mpi_share).collect();
+    let mean = shares.iter().sum::<f64>() / shares.len() as f64;
+    let (lo, hi) = shares.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+        (lo.min(x), hi.max(x))
+    });
+    let wait: u64 = Pattern::ALL.iter().map(|&p| m.pattern(p).wait_ns).sum();
+    let mut line = format!(
+        "MPI: {} ranks spent {} of their time in MPI calls on average (from {} to {})",
+        m.by_rank.len(),
+        percent(mean, &PLAIN),
+        percent(lo, &PLAIN),
+        percent(hi, &PLAIN)
+    );
+    let top = Pattern::ALL
+        .iter()
+        .map(|&p| (p, m.pattern(p)))
+        .max_by_key(|(_, s)| s.wait_ns)
+        .filter(|(_, s)| s.wait_ns > 0);
+    match top {
+        Some((p, s)) => {
+            line.push_str(&format!(
+                "; wait states {}, the largest pattern {}: {} in {} wait{}.",
+                time(wait),
+                p.label(),
+                time(s.wait_ns),
+                int(s.count, &PLAIN),
+                if s.count == 1 { "" } else { "s" }
+            ));
+            out.push(line);
+            if let (Some(d), Some(l)) = (&s.most_delayed, &s.most_late) {
+                out.push(format!(
+                    "{}: rank {} waited the most ({}), rank {} caused the most ({}).",
+                    p.label(),
+                    d.rank,
+                    time(d.ns),
+                    l.rank,
+                    time(l.ns)
+                ));
+            }
+        }
+        None => {
+            line.push_str("; no wait states.");
+            out.push(line);
+        }
+    }
+    if let Some(r) = m
+        .delay
+        .by_rank
+        .iter()
+        .max_by_key(|r| r.cost_ns)
+        .filter(|r| r.cost_ns > 0)
+    {
+        let mut line = format!(
+            "Root cause: delays on rank {} cost {} of waiting ({} of the waiting attributed)",
+            r.rank,
+            time(r.cost_ns),
+            percent(r.share, &PLAIN)
+        );
+        if let Some(g) = m
+            .delay
+            .by_region
+            .iter()
+            .max_by_key(|g| g.cost_ns)
+            .filter(|g| g.cost_ns > 0)
+        {
+            line.push_str(&format!(
+                "; the costliest region over all ranks: {} ({})",
+                g.name.region,
+                time(g.cost_ns)
+            ));
+        }
+        line.push('.');
+        out.push(line);
+    }
+    let cp = &m.critical_path;
+    if cp.length_ns > 0 {
+        let mut line = format!("Critical path: {}", time(cp.length_ns));
+        if let Some(r) = cp.end_rank {
+            line.push_str(&format!(", ending on rank {r}"));
+        }
+        line.push_str(&format!(
+            "; its imbalance {} ({} of it).",
+            time(cp.imbalance_ns),
+            percent(cp.imbalance_share, &PLAIN)
+        ));
+        out.push(line);
+    }
+    out
 }

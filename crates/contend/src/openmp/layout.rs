@@ -19,6 +19,10 @@ impl ReportSection for OpenMpReport {
         "openmp"
     }
 
+    fn headlines(&self) -> Vec<String> {
+        headlines(self)
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let mut out = Vec::new();
         let (rows, omitted) = take_top(&self.mutexes, opts.top);
@@ -312,4 +316,49 @@ pub fn openmp_metrics(r: &OpenMpReport) -> Vec<Metric> {
             ),
         ],
     )
+}
+
+/// The OpenMP section's line of "At a glance": the wait at barriers and
+/// for critical sections and locks, the parallel regions' load imbalance,
+/// and what of the wait lies on the critical path.
+fn headlines(r: &OpenMpReport) -> Vec<String> {
+    use crate::report::fmt::duration_plain as time;
+    let s = &r.summary;
+    if s.barrier_events == 0 && s.mutex_events == 0 && s.parallel_regions == 0 {
+        return Vec::new();
+    }
+    let mut line = format!(
+        "OpenMP: {} waiting at barriers, {} for critical sections and locks",
+        time(s.barrier_wait_ns),
+        time(s.mutex_wait_ns)
+    );
+    if s.parallel_regions > 0 {
+        line.push_str(&format!(
+            "; load imbalance of the parallel regions {}",
+            time(s.imbalance_ns)
+        ));
+    }
+    if s.critical_wait_ns > 0 {
+        line.push_str(&format!(
+            "; {} of the wait on the critical path",
+            time(s.critical_wait_ns)
+        ));
+    }
+    if let Some(b) = r
+        .barriers
+        .iter()
+        .max_by_key(|b| b.wait_ns)
+        .filter(|b| b.wait_ns > 0 && b.wait_ns >= s.mutex_wait_ns)
+    {
+        line.push_str(&format!("; the most at {} ({})", b.name, time(b.wait_ns)));
+    } else if let Some(m) = r
+        .mutexes
+        .iter()
+        .max_by_key(|m| m.wait_ns)
+        .filter(|m| m.wait_ns > 0)
+    {
+        line.push_str(&format!("; the most at {} ({})", m.name, time(m.wait_ns)));
+    }
+    line.push('.');
+    vec![line]
 }

@@ -17,6 +17,10 @@ impl ReportSection for RecordingReport {
         "recording"
     }
 
+    fn headlines(&self) -> Vec<String> {
+        headlines(self)
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let c = &self.cost;
         let mut rows = vec![
@@ -297,4 +301,24 @@ pub fn cost_metrics(r: &RecordingReport) -> Vec<Metric> {
         ));
     }
     metrics(COST, "recording.cost.", rows)
+}
+
+/// The recording cost's line of "At a glance": the estimated time the
+/// recording added, as a share (issue 15's "Recording cost" line).
+fn headlines(r: &RecordingReport) -> Vec<String> {
+    use crate::report::fmt::{duration_plain as time, percent, PLAIN};
+    let c = &r.cost;
+    match (c.estimated_ns, c.estimated_share) {
+        (Some(ns), Some(share)) => vec![format!(
+            "Recording cost: an estimated {} added, {} of the {}.",
+            time(ns),
+            percent(share, &PLAIN),
+            if c.share_of == "cpu_time" {
+                "program's CPU time"
+            } else {
+                "traced threads' time"
+            }
+        )],
+        _ => Vec::new(),
+    }
 }

@@ -81,11 +81,12 @@ impl Renderer for Csv {
 }
 
 /// The long format of a report: one line per table cell, list item and
-/// paragraph.
+/// paragraph. "At a glance" is left out: its sentences repeat the tables'
+/// numbers formatted for reading, where this format keeps them raw.
 fn panels(panels: &[Panel]) -> String {
     let mut out = String::new();
     line(&mut out, &["section", "key", "column", "value"]);
-    for s in panels {
+    for s in panels.iter().filter(|s| s.id != "at_a_glance") {
         match &s.body {
             Body::Table(t) => {
                 for row in &t.rows {

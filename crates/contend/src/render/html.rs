@@ -118,6 +118,16 @@ fn page(
         esc(title),
         esc(what)
     );
+    // The run header, the warnings and "At a glance" open the page, before
+    // the figures: what a reader needs first.
+    let leading = panels
+        .iter()
+        .take_while(|p| matches!(p.id, "run" | "warnings" | "at_a_glance"))
+        .count();
+    let (leading, panels) = panels.split_at(leading);
+    for p in leading {
+        let _ = write!(out, "<a href=\"#{}\">{}</a>", anchor(p), esc(&p.title));
+    }
     if !figures.is_empty() {
         out.push_str("<a href=\"#figures\">Figures</a>");
     }
@@ -125,6 +135,9 @@ fn page(
         let _ = write!(out, "<a href=\"#{}\">{}</a>", anchor(p), esc(&p.title));
     }
     out.push_str("</nav>\n<main>\n");
+    for p in leading {
+        panel(&mut out, p, opts);
+    }
     if !figures.is_empty() {
         out.push_str("<section id=\"figures\"><h2>Figures</h2>\n<div class=\"figures\">\n");
         for f in figures {
@@ -140,38 +153,7 @@ fn page(
         out.push_str("</div>\n</section>\n");
     }
     for p in panels {
-        let _ = writeln!(
-            out,
-            "<section id=\"{}\"><h2>{}</h2>",
-            anchor(p),
-            esc(&p.title)
-        );
-        match &p.body {
-            Body::Table(t) => {
-                if !t.fields && !p.caption.is_empty() {
-                    let _ = writeln!(out, "<p class=\"caption\">{}</p>", esc(&p.caption));
-                }
-                table(&mut out, t, opts);
-            }
-            Body::Warnings(ws) => {
-                out.push_str("<div class=\"warnings\"><ul>\n");
-                for w in ws {
-                    let _ = writeln!(out, "<li>{}</li>", esc(w));
-                }
-                out.push_str("</ul></div>\n");
-            }
-            Body::List(items) => {
-                let _ = writeln!(out, "<p class=\"caption\">{}</p>\n<ul>", esc(&p.caption));
-                for i in items {
-                    let _ = writeln!(out, "<li>{}</li>", esc(i));
-                }
-                out.push_str("</ul>\n");
-            }
-            Body::Paragraph(text) => {
-                let _ = writeln!(out, "<p>{}</p>", esc(text));
-            }
-        }
-        out.push_str("</section>\n");
+        panel(&mut out, p, opts);
     }
     let _ = write!(
         out,
@@ -179,6 +161,43 @@ fn page(
         env!("CARGO_PKG_VERSION")
     );
     out
+}
+
+/// One panel as a `<section>`: its heading, then its table, warnings, list
+/// or paragraph.
+fn panel(out: &mut String, p: &Panel, opts: &RenderOptions) {
+    let _ = writeln!(
+        out,
+        "<section id=\"{}\"><h2>{}</h2>",
+        anchor(p),
+        esc(&p.title)
+    );
+    match &p.body {
+        Body::Table(t) => {
+            if !t.fields && !p.caption.is_empty() {
+                let _ = writeln!(out, "<p class=\"caption\">{}</p>", esc(&p.caption));
+            }
+            table(out, t, opts);
+        }
+        Body::Warnings(ws) => {
+            out.push_str("<div class=\"warnings\"><ul>\n");
+            for w in ws {
+                let _ = writeln!(out, "<li>{}</li>", esc(w));
+            }
+            out.push_str("</ul></div>\n");
+        }
+        Body::List(items) => {
+            let _ = writeln!(out, "<p class=\"caption\">{}</p>\n<ul>", esc(&p.caption));
+            for i in items {
+                let _ = writeln!(out, "<li>{}</li>", esc(i));
+            }
+            out.push_str("</ul>\n");
+        }
+        Body::Paragraph(text) => {
+            let _ = writeln!(out, "<p>{}</p>", esc(text));
+        }
+    }
+    out.push_str("</section>\n");
 }
 
 /// The element id of a panel.

@@ -510,8 +510,10 @@ pub fn compared_item_table(
 }
 
 /// The panels of a report, in display order: the run header, the
-/// warnings, then each section's panels in registration order, those that
-/// close a report ([`super::ReportSection::closes_report`]) last.
+/// warnings, "At a glance" (every section's
+/// [`super::ReportSection::headlines`], when any has some), then each
+/// section's panels in registration order, those that close a report
+/// ([`super::ReportSection::closes_report`]) last.
 pub fn report_panels(r: &Report, opts: &RenderOptions) -> Vec<Panel> {
     let filters: Vec<String> = r.sections().iter().flat_map(|s| s.filters()).collect();
     let mut out = vec![run_panel(&r.run, &filters)];
@@ -521,6 +523,15 @@ pub fn report_panels(r: &Report, opts: &RenderOptions) -> Vec<Panel> {
             "Warnings",
             "Problems found while reading the recording.",
             Body::Warnings(r.warnings.clone()),
+        ));
+    }
+    let headlines: Vec<String> = r.sections().iter().flat_map(|s| s.headlines()).collect();
+    if !headlines.is_empty() {
+        out.push(Panel::new(
+            "at_a_glance",
+            "At a glance",
+            "The largest waits and losses of each analysis; the sections below give the detail.",
+            Body::List(headlines),
         ));
     }
     for closing in [false, true] {

@@ -50,6 +50,17 @@ pub trait ReportSection: erased_serde::Serialize + stdfmt::Debug + Send + Sync +
         false
     }
 
+    /// What a reader should see first of this section: its largest waits
+    /// and losses, one sentence each (at most about three), each giving
+    /// the figure and where it was, in the units the section's tables use.
+    /// The table formats list every section's headlines, in registration
+    /// order, in the report's "At a glance" panel under the run header
+    /// ([`layout::report_panels`]); JSON does not carry them (its
+    /// sections hold the same numbers). Default: none.
+    fn headlines(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Filters that selected what this section counts, one phrase each,
     /// for the run header (`event duration >= 10000 ns`). Default: none.
     fn filters(&self) -> Vec<String> {

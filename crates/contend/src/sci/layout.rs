@@ -26,6 +26,10 @@ impl ReportSection for SciReport {
         "sci"
     }
 
+    fn headlines(&self) -> Vec<String> {
+        headlines(self)
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let mut out = vec![summary_panel(self)];
         if !self.notes.is_empty() {
@@ -480,4 +484,26 @@ fn histogram_panel(b: &SciBlock, i: usize) -> Panel {
             ..Table::default()
         }),
     )
+}
+
+/// The SCI section's line of "At a glance": the block with the largest SCI
+/// (Mosli Bouksiaa et al. 2019, Section 2) and the time its slower
+/// executions lost.
+fn headlines(r: &SciReport) -> Vec<String> {
+    use crate::report::fmt::duration_plain as time;
+    let top = r
+        .blocks
+        .iter()
+        .filter_map(|b| b.sci.map(|sci| (sci, b)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match top {
+        Some((sci, b)) if b.excess_ns > 0 => vec![format!(
+            "Interference: the largest SCI, {sci:.3}, is {} {}: {} lost to executions slower than its fastest ({}).",
+            b.kind.name(),
+            block_label(b),
+            time(b.excess_ns),
+            time(b.min_ns)
+        )],
+        _ => Vec::new(),
+    }
 }

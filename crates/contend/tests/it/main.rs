@@ -5,6 +5,7 @@
 //! binary, so the suite links once.
 
 mod architecture;
+mod at_a_glance;
 mod critical_path_across;
 mod damaged_trace;
 mod exports;

@@ -117,6 +117,17 @@ fn per_thread_and_aggregated_scores_and_the_ten_execution_rule() {
     // Threads: t1 ran A (excess 30) and B (excess 45).
     let th1 = threads.iter().find(|t| t.tid == 11).unwrap();
     assert_eq!((th1.occurrences, th1.excess_ns), (19, 75));
+    // "At a glance" names the scored block with the largest SCI (A, not B,
+    // whose larger excess has no score), its excess and its fastest run.
+    let report = SciReport {
+        blocks,
+        threads,
+        ..SciReport::default()
+    };
+    assert_eq!(
+        contend::report::ReportSection::headlines(&report),
+        ["Interference: the largest SCI, 0.017, is region A @ ?: 50 ns lost to executions slower than its fastest (10 ns)."]
+    );
 }
 
 #[test]
