@@ -203,3 +203,52 @@ fn slow_path_counts_what_creation_records_cost() {
     }
     panic!("slow path against the program's own times: {ratios:?}");
 }
+
+/// A shell that starts six short processes before it execs a lock
+/// program: each process's collector start-up (the calibration, the
+/// memory-map snapshot) is in no thread's row, so `process_slow_path_ns`
+/// holds it, and the per-thread rows plus it add up to the estimate, to
+/// the ns. The text report gives it a row of its own.
+#[test]
+fn start_up_outside_the_threads_completes_the_per_thread_rows() {
+    require_tool!("gcc");
+    let exe = build("accuracy_mutex.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("sh.data");
+    let script = format!(
+        "for i in 1 2 3 4 5 6; do /bin/true; done; exec {} 2 200 5 5",
+        exe.display()
+    );
+    let out = record(&dir, std::path::Path::new("/bin/sh"), &["-c", &script]);
+    assert!(out.success(), "record failed:\n{}", out.describe());
+    let report = report_json(&dir);
+    let r = &report["recording"];
+    assert_eq!(r["cost"]["method"], "sampled", "{r}");
+    let threads: u64 = r["by_thread"]
+        .as_array()
+        .expect("by_thread")
+        .iter()
+        .map(|t| u(t, "estimated_ns"))
+        .sum();
+    let outside = u(r, "cost.process_slow_path_ns");
+    assert_eq!(
+        threads + outside,
+        u(r, "cost.estimated_ns"),
+        "the per-thread rows and the start-up outside them make the estimate: {r}"
+    );
+    assert!(outside <= u(r, "cost.slow_path_ns"), "{r}");
+    // the shell and its six children recorded no lock operation: their
+    // collectors' start-up is all outside the threads
+    assert!(
+        u(r, "cost.processes_with_slow_path") >= 7,
+        "the shell and the six /bin/true processes: {r}"
+    );
+    let text = report_raw(&dir, &[] as &[&str]);
+    assert!(
+        text.stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("Outside the threads")),
+        "{}",
+        text.stdout
+    );
+}

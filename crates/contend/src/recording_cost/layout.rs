@@ -53,6 +53,19 @@ impl ReportSection for RecordingReport {
                         c.slow_path_ns as f64 / 1e6
                     ),
                 ));
+                if c.process_slow_path_ns > 0 {
+                    rows.push(row(
+                        "process_slow_path_ns",
+                        "Outside the threads",
+                        Cell::Ns(c.process_slow_path_ns),
+                        &format!(
+                            "of the slow path, in no thread's row below: the collector's start-up (the \
+                             calibration, memory-map snapshots) in {} process{}",
+                            c.processes_with_slow_path,
+                            if c.processes_with_slow_path == 1 { "" } else { "es" }
+                        ),
+                    ));
+                }
                 let basis = if c.share_of == "cpu_time" {
                     "of the program's CPU time"
                 } else {

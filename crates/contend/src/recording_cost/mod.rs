@@ -134,6 +134,15 @@ pub struct RecordingCost {
     /// (chunk claims, faulting in trace pages, maps snapshots, stacks,
     /// calibration), ns.
     pub slow_path_ns: u64,
+    /// Of `slow_path_ns`, the part that is in no thread's row of
+    /// `by_thread`: what each process's collector did outside its threads'
+    /// chunks (opening the trace, the calibration, memory-map snapshots)
+    /// and the slow path of threads that wrote no chunk, ns. A program that
+    /// starts many short processes (a shell script, a launcher shim) adds
+    /// most of its cost here.
+    pub process_slow_path_ns: u64,
+    /// Processes whose collector spent any of `process_slow_path_ns`.
+    pub processes_with_slow_path: u64,
     /// How `estimated_ns` was made: `sampled` (the collector's in-situ
     /// samples, at least in one process) or `calibrated` (the start-up
     /// calibration only: recordings made before the sampling); `null`
@@ -376,6 +385,10 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             + entries * contend_trace::format::count::SIZE as u64;
         let slow = t.collector_ns;
         r.cost.slow_path_ns += slow;
+        let in_threads: u64 = t.threads.iter().map(|th| th.collector_ns).sum();
+        let outside = slow.saturating_sub(in_threads);
+        r.cost.process_slow_path_ns += outside;
+        r.cost.processes_with_slow_path += u64::from(outside > 0);
         let c = t.cost_record_ps != 0;
         if c {
             calibrated += 1;
