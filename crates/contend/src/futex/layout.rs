@@ -20,6 +20,10 @@ impl ReportSection for FutexReport {
         headlines(self)
     }
 
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("futex.summary.wait_ns", "Futex wait")]
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let s = &self.summary;
         let field = |key: &str, label: &str, value: Cell, notes: String| Row {

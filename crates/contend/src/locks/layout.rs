@@ -172,6 +172,17 @@ impl ReportSection for LockReport {
         headlines(self)
     }
 
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("locks.summary.wait_ns", "Lock wait"),
+            ("locks.summary.contended_events", "Contended acquisitions"),
+            (
+                "locks.critical_path.wait_ns",
+                "Lock wait on the critical path",
+            ),
+        ]
+    }
+
     fn filters(&self) -> Vec<String> {
         self.filters.clone()
     }

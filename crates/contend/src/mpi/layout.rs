@@ -65,6 +65,13 @@ impl ReportSection for MpiReport {
         headlines(self)
     }
 
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("mpi.p2p.wait_ns", "MPI point-to-point wait"),
+            ("mpi.collective.wait_ns", "MPI collective wait"),
+        ]
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let mut out = vec![
             overview(self),

@@ -23,6 +23,16 @@ impl ReportSection for OpenMpReport {
         headlines(self)
     }
 
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("openmp.summary.barrier_wait_ns", "OpenMP barrier wait"),
+            (
+                "openmp.summary.mutex_wait_ns",
+                "OpenMP critical and lock wait",
+            ),
+        ]
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let mut out = Vec::new();
         let (rows, omitted) = take_top(&self.mutexes, opts.top);

@@ -21,6 +21,13 @@ impl ReportSection for RecordingReport {
         headlines(self)
     }
 
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![(
+            "recording.cost.estimated_share",
+            "Recording cost (share of the program's time)",
+        )]
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let c = &self.cost;
         let mut rows = vec![

@@ -122,7 +122,7 @@ fn page(
     // the figures: what a reader needs first.
     let leading = panels
         .iter()
-        .take_while(|p| matches!(p.id, "run" | "warnings" | "at_a_glance"))
+        .take_while(|p| matches!(p.id, "run" | "runs" | "warnings" | "at_a_glance"))
         .count();
     let (leading, panels) = panels.split_at(leading);
     for p in leading {

@@ -61,6 +61,14 @@ pub trait ReportSection: erased_serde::Serialize + stdfmt::Debug + Send + Sync +
         Vec::new()
     }
 
+    /// The metrics of [`ReportSection::comparable`] that a comparison's
+    /// "At a glance" lines up, most telling first: (metric key, the name
+    /// its line gives it, e.g. `("locks.summary.wait_ns", "Lock wait")`).
+    /// Default: none.
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+
     /// Filters that selected what this section counts, one phrase each,
     /// for the run header (`event duration >= 10000 ns`). Default: none.
     fn filters(&self) -> Vec<String> {

@@ -30,6 +30,10 @@ impl ReportSection for SciReport {
         headlines(self)
     }
 
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("sci.summary.max_sci", "Largest SCI (as a share)")]
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         let mut out = vec![summary_panel(self)];
         if !self.notes.is_empty() {

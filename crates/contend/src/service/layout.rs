@@ -17,6 +17,13 @@ impl ReportSection for ServiceReport {
         headlines(self)
     }
 
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("service.cpu_ns", "CPU time (service time)"),
+            ("service.active_threads", "Active threads"),
+        ]
+    }
+
     fn layout(&self, opts: &RenderOptions) -> Vec<Panel> {
         vec![service_panel(self), service_thread_panel(self, opts.top)]
     }

@@ -254,3 +254,61 @@ fn the_panel_follows_the_warnings_and_opens_the_html_page() {
     let md = render_report(&report(), OutputFormat::Markdown, &opts);
     assert!(md.contains("Lock wait: 80.00 ms"), "{md}");
 }
+
+/// A comparison's "At a glance": the wall time and each section's
+/// glance metrics, a value per run with its change relative to the first;
+/// `–` where a run lacks the section, a metric 0 in every run left out.
+#[test]
+fn comparison_lines_up_the_main_figures_of_every_run() {
+    use contend::compare::Comparison;
+    let run = |wall_ns: u64, wait_ns: u64, service: Option<f64>| {
+        let mut l = locks();
+        l.summary.wait_ns = wait_ns;
+        l.critical_path.wait_ns = 0;
+        let mut r = Report::new(RunInfo {
+            wall_ns,
+            ..RunInfo::default()
+        })
+        .with(l);
+        if let Some(cpu_s) = service {
+            r.push(Box::new(ServiceReport {
+                wall_s: 2.0,
+                cpu_s,
+                active_threads: 1.5,
+                cpus: 2,
+                samples: 10,
+                ..ServiceReport::default()
+            }));
+        }
+        r
+    };
+    let c = Comparison::new(vec![
+        ("a".into(), run(2_000_000_000, 80_000_000, Some(3.0))),
+        ("b".into(), run(1_500_000_000, 20_000_000, None)),
+        ("c".into(), run(1_000_000_000, 40_000_000, Some(1.5))),
+    ]);
+    let text =
+        contend::render::render_comparison(&c, OutputFormat::Text, &RenderOptions::default());
+    let glance: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "At a glance")
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        glance,
+        [
+            "  - Wall time: 2.000 s → 1.500 s (-25.0 %) → 1.000 s (-50.0 %)",
+            "  - Lock wait: 80.00 ms → 20.00 ms (-75.0 %) → 40.00 ms (-50.0 %)",
+            "  - Contended acquisitions: 250 → 250 (+0.0 %) → 250 (+0.0 %)",
+            "  - CPU time (service time): 3.000 s → – → 1.500 s (-50.0 %)",
+            "  - Active threads: 1.50 → – → 1.50 (+0.0 %)",
+        ],
+        "the critical path's wait, 0 in every run, is left out:\n{text}"
+    );
+    // in HTML before the figures, as in a report
+    let html =
+        contend::render::render_comparison(&c, OutputFormat::Html, &RenderOptions::default());
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} in the HTML"));
+    assert!(at("<section id=\"t-at-a-glance\">") < at("<section id=\"figures\">"));
+}
