@@ -262,9 +262,10 @@ fn headlines(r: &FutexReport) -> Vec<String> {
     }
     if s.critical_wait_ns > 0 {
         out.push(format!(
-            "Futex waits on the critical path: {} in {} waits.",
+            "Futex waits on the critical path: {} in {} wait{}.",
             time(s.critical_wait_ns),
-            int(s.critical_events, &PLAIN)
+            int(s.critical_events, &PLAIN),
+            if s.critical_events == 1 { "" } else { "s" }
         ));
     }
     out

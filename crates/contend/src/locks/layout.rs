@@ -298,9 +298,10 @@ fn headlines(l: &LockReport) -> Vec<String> {
             )
         } else {
             format!(
-                "Lock wait: {} in {} contended acquisitions of {} ({}); the longest wait {}.",
+                "Lock wait: {} in {} contended acquisition{} of {} ({}); the longest wait {}.",
                 time(s.wait_ns),
                 int(s.contended_events, &PLAIN),
+                if s.contended_events == 1 { "" } else { "s" },
                 int(s.events, &PLAIN),
                 percent(s.contended_events as f64 / s.events as f64, &PLAIN),
                 time(s.max_wait_ns)
