@@ -719,7 +719,7 @@ fn thread_panel(l: &LockReport, top: usize) -> Panel {
             key: format!("{}:{}", t.pid, t.tid),
             cells: vec![
                 Cell::Text(format!("{}/{}", t.pid, t.tid)),
-                Cell::Text(t.name.clone().unwrap_or_default()),
+                t.name.clone().map_or(Cell::Empty, Cell::Text),
                 Cell::Count(t.events),
                 Cell::Count(t.contended_events),
                 Cell::Ns(t.wait_ns),
@@ -733,7 +733,7 @@ fn thread_panel(l: &LockReport, top: usize) -> Panel {
     let table = Table {
         columns: vec![
             Column::text("pid/tid", "thread"),
-            Column::text("Name", "name").explained("the thread's name as the kernel had it (comm: pthread_setname_np, prctl PR_SET_NAME); empty when the recording has none"),
+            Column::text("Name", "name").explained("the thread's name as the kernel had it (comm: pthread_setname_np, prctl PR_SET_NAME); the column is left out when the recording has none"),
             Column::num("Events", "events"),
             Column::num("Contended", "contended_events").explained("acquisitions that did not succeed at once (a contended acquisition)"),
             Column::num("Wait", "wait_ns").explained("time from the request to the acquisition (or wake-up), summed"),

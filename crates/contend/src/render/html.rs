@@ -177,7 +177,7 @@ fn panel(out: &mut String, p: &Panel, opts: &RenderOptions) {
             if !t.fields && !p.caption.is_empty() {
                 let _ = writeln!(out, "<p class=\"caption\">{}</p>", esc(&p.caption));
             }
-            table(out, t, opts);
+            table(out, &t.without_empty_columns(), opts);
         }
         Body::Warnings(ws) => {
             out.push_str("<div class=\"warnings\"><ul>\n");

@@ -183,19 +183,17 @@ fn service_panel(s: &ServiceReport) -> Panel {
 
 fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
     let (threads, omitted) = take_top(&s.threads, top);
-    // The rank column only in MPI runs.
-    let ranks = s.threads.iter().any(|t| t.rank.is_some());
+    // A thread without a name (a recording without names) or rank (not an
+    // MPI run) has an empty cell; the human formats leave out a column
+    // that is empty throughout (`Table::without_empty_columns`).
     let rows = threads
         .iter()
         .map(|t| Row {
             key: format!("{}:{}", t.pid, t.tid),
-            cells: [
+            cells: vec![
                 Cell::Text(format!("{}/{}", t.pid, t.tid)),
-                Cell::Text(t.name.clone().unwrap_or_default()),
-            ]
-            .into_iter()
-            .chain(ranks.then(|| t.rank.map_or(Cell::Empty, |r| Cell::Count(r.into()))))
-            .chain([
+                t.name.clone().map_or(Cell::Empty, Cell::Text),
+                t.rank.map_or(Cell::Empty, |r| Cell::Count(r.into())),
                 seconds(t.cpu_s),
                 Cell::Fraction(if s.cpu_s > 0.0 {
                     t.cpu_s / s.cpu_s
@@ -204,29 +202,22 @@ fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
                 }),
                 seconds(t.run_queue_wait_s),
                 Cell::Count(t.slices),
-            ])
-            .collect(),
+            ],
         })
         .collect();
-    let columns: Vec<Column> = [
+    let columns: Vec<Column> = vec![
         Column::text("pid/tid", "thread"),
         Column::text("Name", "name").explained(
-            "the thread's name as the kernel had it (comm); empty when the recording has none",
+            "the thread's name as the kernel had it (comm); left out when the recording has none",
         ),
-    ]
-    .into_iter()
-    .chain(ranks.then(|| {
-        Column::num("Rank", "rank").explained("the MPI world rank of the thread's process")
-    }))
-    .chain([
+        Column::num("Rank", "rank").explained("the MPI world rank of the thread's process"),
         Column::num("CPU time", "cpu_ns"),
         Column::num("Share", "cpu_share").explained("the thread's share of all sampled CPU time"),
         Column::num("Run-queue wait", "run_queue_wait_ns")
             .explained("time runnable but waiting for a CPU (schedstat)"),
         Column::num("Slices", "slices").explained("time slices the thread ran (schedstat)"),
-    ])
-    .collect();
-    // the CPU time drawn as bars, wherever the rank column put it
+    ];
+    // the CPU time drawn as bars
     let bars = columns
         .iter()
         .position(|c| c.key == "cpu_ns")

@@ -998,3 +998,59 @@ fn limited_recording_says_what_it_covers() {
     assert_eq!(json["run"]["limits"]["capped_at_ns"], 812_000_000);
     assert_eq!(json["run"]["limits"]["window_start_ns"], 500_100_000);
 }
+
+/// A column empty in every row (threads without names in a recording that
+/// has none, ranks outside an MPI run) is left out by every human format,
+/// HTML included; one named thread or one rank brings the column back.
+#[test]
+fn columns_empty_in_every_row_are_left_out_in_every_human_format() {
+    use contend::service::{ServiceReport, ServiceThreadRow};
+    let report = |name: Option<&str>, rank: Option<u32>| {
+        let thread = |tid: u32| ServiceThreadRow {
+            pid: 7,
+            tid,
+            cpu_s: 0.5,
+            ..ServiceThreadRow::default()
+        };
+        let mut first = thread(7);
+        first.name = name.map(str::to_string);
+        first.rank = rank;
+        Report::new(RunInfo::default()).with(ServiceReport {
+            wall_s: 1.0,
+            cpu_s: 1.0,
+            samples: 10,
+            threads: vec![first, thread(8)],
+            ..ServiceReport::default()
+        })
+    };
+    let section = |r: &Report, format: OutputFormat| {
+        let out = render_report(r, format, &opts());
+        let start = out
+            .find("Service time per thread")
+            .expect("the per-thread table");
+        out[start..].to_string()
+    };
+    for format in [
+        OutputFormat::Text,
+        OutputFormat::Markdown,
+        OutputFormat::Latex,
+        OutputFormat::Html,
+    ] {
+        let bare = section(&report(None, None), format);
+        assert!(
+            !bare.contains("Name") && !bare.contains("Rank"),
+            "{format:?}: {bare}"
+        );
+        let named = section(&report(Some("worker"), None), format);
+        assert!(
+            named.contains("Name") && named.contains("worker"),
+            "{format:?}: {named}"
+        );
+        assert!(!named.contains("Rank"), "{format:?}: {named}");
+        let ranked = section(&report(None, Some(3)), format);
+        assert!(
+            ranked.contains("Rank") && !ranked.contains("Name"),
+            "{format:?}: {ranked}"
+        );
+    }
+}
