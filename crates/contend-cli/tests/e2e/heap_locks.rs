@@ -103,6 +103,21 @@ fn heap_locks_are_named_by_creation_and_paired_across_runs() {
     check_rows(&report_a, &addr_a);
     check_rows(&report_b, &addr_b);
     assert_ne!(addr_a, addr_b, "the padding moves the heap locks");
+    // the SCI's lock blocks are keyed by the names the lock tables give
+    // the locks (their creation), not by their heap addresses
+    for (name, ..) in expected() {
+        let keyed = report_a["sci"]["blocks"]
+            .as_array()
+            .expect("sci.blocks")
+            .iter()
+            .filter(|b| b["key"] == name.as_str())
+            .count();
+        assert!(
+            keyed > 0,
+            "an SCI block keyed {name}: {}",
+            report_a["sci"]["blocks"]
+        );
+    }
 
     // compare pairs the three by their creation: one row each, with the
     // events of both runs

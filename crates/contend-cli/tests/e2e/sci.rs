@@ -858,3 +858,32 @@ fn pigz_deflate_probed_ranked_and_explained() {
         scores.len()
     );
 }
+
+/// Two calls on one source line (tests/programs/one_line_two_calls.c, a
+/// macro built at -O0: two return addresses, one file:line) are one call
+/// site in the lock tables and one block in the SCI, with every execution
+/// of both; before, the SCI listed two rows that read the same.
+#[test]
+fn calls_on_one_line_are_one_block() {
+    require_tool!("gcc");
+    let exe = build("one_line_two_calls.c", &["-O0"]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("rec");
+    let out = record(&dir, &exe, &[] as &[&str]);
+    assert!(out.success(), "{}", out.describe());
+    let report = report_json(&dir);
+    let line = line_of("one_line_two_calls.c", "THE_LINE");
+    let sites: Vec<&Value> = report["locks"]["by_site"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["line"] == line)
+        .collect();
+    assert_eq!(sites.len(), 1, "one call site row: {sites:#?}");
+    assert_eq!(u(sites[0], "events"), 4000);
+    let lock_blocks = blocks(&report, "pthread_mutex_lock");
+    assert_eq!(lock_blocks.len(), 1, "one block: {lock_blocks:#?}");
+    assert_eq!(lock_blocks[0]["key"], "one_line_lock");
+    assert_eq!(lock_blocks[0]["site"]["line"], line);
+    assert_eq!(u(lock_blocks[0], "occurrences"), 4000);
+}

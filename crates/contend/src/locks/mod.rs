@@ -69,6 +69,33 @@ pub struct LockEvents {
     pub across_futex: Option<crate::futex::FutexEvents>,
 }
 
+impl LockEvents {
+    /// Every object's name as the lock tables show it, by (process index,
+    /// address): its symbol, well-known name or creation (`names`), with
+    /// ` @ address` after it where other objects share the name (heap
+    /// locks made at one line), as [`model::ShownNames`] shows rows. For
+    /// other analyses that name the same locks (the SCI's lock blocks).
+    pub fn shown_object_names(&self) -> crate::sci::sources::ObjectNames {
+        let mut count: rustc_hash::FxHashMap<&str, u32> = Default::default();
+        for n in &self.names.objects {
+            *count.entry(n.as_str()).or_default() += 1;
+        }
+        self.set
+            .objects
+            .iter()
+            .zip(&self.names.objects)
+            .map(|(o, n)| {
+                let shown = if count[n.as_str()] > 1 {
+                    format!("{n} @ {:#x}", o.address)
+                } else {
+                    n.clone()
+                };
+                ((o.process, o.address), shown)
+            })
+            .collect()
+    }
+}
+
 /// Resolves objects and sites of the lock-traced processes of a recording
 /// (by process index) through the shared [`Symbols`].
 pub struct ProcessResolver<'a> {

@@ -168,11 +168,13 @@ impl Analyzer for SciAnalyzer {
         cx.progress.stage("scoring blocks (SCI)", 1);
         // The lock analysis's events, unless `--wrapper` moved their call
         // sites (this analysis attributes sites through stacks alone).
-        let paired = cx
-            .earlier::<crate::locks::LockEvents>()
+        let locks = cx.earlier::<crate::locks::LockEvents>();
+        let paired = locks
             .filter(|_| cx.options.locks.wrappers.is_empty())
             .map(|l| &l.set);
-        let g = gather_with(rec, cx.symbols, paired);
+        // lock blocks keyed by the names the lock tables give their locks
+        let names = locks.map(crate::locks::LockEvents::shown_object_names);
+        let g = gather_with(rec, cx.symbols, paired, names.as_ref());
         let warnings = g.warnings.clone();
         let report = SciReport::from_gathered(g);
         cx.progress.advance(1);

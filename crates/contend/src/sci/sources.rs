@@ -326,18 +326,19 @@ fn lock_executions<'s>(
     recording: &Recording,
     symbols: &Symbols,
     paired: Option<&'s EventSet>,
+    names: Option<&ObjectNames>,
 ) -> (u64, Option<LockBlocks<'s>>) {
     let mut resolver = ProcessResolver::new(recording, symbols);
     match paired {
         Some(set) => {
-            let (blocks, n) = lock_blocks(b, &mut resolver, set);
+            let (blocks, n) = lock_blocks(b, &mut resolver, set, names);
             (n, Some(blocks))
         }
         None => {
             let Some(set) = pair_again(recording, &mut resolver) else {
                 return (0, None);
             };
-            let (blocks, n) = lock_blocks(b, &mut resolver, &set);
+            let (blocks, n) = lock_blocks(b, &mut resolver, &set, names);
             place_lock_executions(b, &blocks, false);
             (n, None)
         }
@@ -368,6 +369,7 @@ fn lock_blocks<'s>(
     b: &mut Builder,
     resolver: &mut ProcessResolver<'_>,
     set: &'s EventSet,
+    names: Option<&ObjectNames>,
 ) -> (LockBlocks<'s>, u64) {
     let threads: Vec<u32> = set
         .threads
@@ -396,6 +398,11 @@ fn lock_blocks<'s>(
     let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
     let mut simple = vec![true; set.threads.len()];
     let mut n = 0u64;
+    // Call sites that resolve to one place (two calls inlined into one
+    // line, `function (file:line)`) are one block, as the lock tables
+    // show them as one call site: the block of each (call, site as shown,
+    // object).
+    let mut by_place: FxHashMap<(&'static str, String, u32), u32> = FxHashMap::default();
     // The block of (primitive, site, object), made when first asked for.
     let mut block_of =
         |b: &mut Builder, primitive: Primitive, site_index: u32, object_index: u32| {
@@ -411,20 +418,29 @@ fn lock_blocks<'s>(
             let object = object_names[object_index as usize]
                 .get_or_insert_with(|| {
                     let o = set.objects[object_index as usize];
-                    resolver
-                        .object(o.process, o.address)
+                    names
+                        .and_then(|n| n.get(&(o.process, o.address)).cloned())
+                        .or_else(|| resolver.object(o.process, o.address))
                         .unwrap_or_else(|| format!("{:#x}", o.address))
                 })
                 .clone();
             let (kind, name) = lock_block(primitive);
-            let blk = b.block(BlockDef {
-                kind,
-                name: name.to_string(),
-                key: Some(object),
-                site,
-                every: 1,
-                unfinished: 0,
-            });
+            let place = (name, site.display(), object_index);
+            let blk = match by_place.get(&place) {
+                Some(&blk) => blk,
+                None => {
+                    let blk = b.block(BlockDef {
+                        kind,
+                        name: name.to_string(),
+                        key: Some(object),
+                        site,
+                        every: 1,
+                        unfinished: 0,
+                    });
+                    by_place.insert(place, blk);
+                    blk
+                }
+            };
             rows.insert(primitive, site_index, object_index, blk);
             blk
         };
@@ -935,8 +951,15 @@ fn lifetimes(
 
 /// Every execution of the recording, with the threads and their T_t.
 pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered<'static> {
-    gather_with(recording, symbols, None)
+    gather_with(recording, symbols, None, None)
 }
+
+/// The lock section's name of each lock object, by (process index in the
+/// recording, address) ([`crate::locks::LockEvents::shown_object_names`]):
+/// a lock block's key is named as the lock's rows name it (`mutex created
+/// at cache.c:41 (cache_new)`, `CPython GIL mutex (…)`) instead of by its
+/// symbol or address alone.
+pub type ObjectNames = FxHashMap<(u32, u64), String>;
 
 /// [`gather`] taking the lock executions from `paired`, the lock
 /// analysis's events (paired, call sites moved through recorded stacks and
@@ -946,10 +969,11 @@ pub fn gather_with<'s>(
     recording: &Recording,
     symbols: &Symbols,
     paired: Option<&'s EventSet>,
+    names: Option<&ObjectNames>,
 ) -> Gathered<'s> {
     let mut g = Gathered::default();
     let mut b = Builder::default();
-    let (lock_n, lock_blocks) = lock_executions(&mut b, recording, symbols, paired);
+    let (lock_n, lock_blocks) = lock_executions(&mut b, recording, symbols, paired, names);
     g.executions[0] = lock_n;
     match &recording.regions {
         Some(Ok(r)) => {
@@ -1231,7 +1255,7 @@ mod tests {
         };
         let mut b = builder();
         let mut resolver = ProcessResolver::new(&recording, &symbols);
-        let (blocks, n) = lock_blocks(&mut b, &mut resolver, &grouped);
+        let (blocks, n) = lock_blocks(&mut b, &mut resolver, &grouped, None);
         assert_eq!(n, 5);
         assert_eq!(blocks.ranges, Some(vec![(0..2, true), (2..5, false)]));
         assert_eq!(blocks.rows.get(Primitive::Mutex, 0, 1), Some(0));
@@ -1244,7 +1268,7 @@ mod tests {
             event(0, 0, 200, 0),
         ]);
         let mut b = builder();
-        let (blocks, _) = lock_blocks(&mut b, &mut resolver, &split);
+        let (blocks, _) = lock_blocks(&mut b, &mut resolver, &split, None);
         assert_eq!(blocks.ranges, None);
         // Surveyed in two parts side by side (cut between the threads) or
         // in one: the same blocks, numbered as first met in event order
@@ -1269,8 +1293,8 @@ mod tests {
             std::iter::once(0..6).collect::<Vec<_>>()
         );
         let (mut b2, mut b1) = (builder(), builder());
-        let (blocks2, n2) = lock_blocks(&mut b2, &mut resolver, &two);
-        let (blocks1, n1) = lock_blocks(&mut b1, &mut resolver, &one);
+        let (blocks2, n2) = lock_blocks(&mut b2, &mut resolver, &two, None);
+        let (blocks1, n1) = lock_blocks(&mut b1, &mut resolver, &one, None);
         assert_eq!((n2, n1), (6, 6));
         for (object, block) in [(1, 0), (0, 1), (2, 2)] {
             assert_eq!(blocks2.rows.get(Primitive::Mutex, 0, object), Some(block));

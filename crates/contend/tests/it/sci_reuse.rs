@@ -26,7 +26,7 @@ fn sci_from_the_lock_analysis_events_equals_sci_from_pairing_again() {
         let locks = analysis.events::<LockEvents>().expect("lock events");
         assert!(!locks.set.events.is_empty(), "{name}: no lock events");
         let symbols = Symbols::new();
-        let reused = gather_with(&rec, &symbols, Some(&locks.set));
+        let reused = gather_with(&rec, &symbols, Some(&locks.set), None);
         let again = gather(&rec, &symbols);
         assert_eq!(reused.executions, again.executions, "{name}");
         assert!(reused.executions[0] > 0, "{name}: no lock executions");
