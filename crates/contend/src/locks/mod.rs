@@ -69,13 +69,17 @@ pub struct LockEvents {
     pub across_futex: Option<crate::futex::FutexEvents>,
 }
 
+/// Lock objects' names as the lock tables show them, by (process index in
+/// the recording, address) ([`LockEvents::shown_object_names`]).
+pub type ObjectNames = rustc_hash::FxHashMap<(u32, u64), String>;
+
 impl LockEvents {
     /// Every object's name as the lock tables show it, by (process index,
     /// address): its symbol, well-known name or creation (`names`), with
     /// ` @ address` after it where other objects share the name (heap
     /// locks made at one line), as [`model::ShownNames`] shows rows. For
     /// other analyses that name the same locks (the SCI's lock blocks).
-    pub fn shown_object_names(&self) -> crate::sci::sources::ObjectNames {
+    pub fn shown_object_names(&self) -> ObjectNames {
         let mut count: rustc_hash::FxHashMap<&str, u32> = Default::default();
         for n in &self.names.objects {
             *count.entry(n.as_str()).or_default() += 1;

@@ -954,12 +954,11 @@ pub fn gather(recording: &Recording, symbols: &Symbols) -> Gathered<'static> {
     gather_with(recording, symbols, None, None)
 }
 
-/// The lock section's name of each lock object, by (process index in the
-/// recording, address) ([`crate::locks::LockEvents::shown_object_names`]):
-/// a lock block's key is named as the lock's rows name it (`mutex created
-/// at cache.c:41 (cache_new)`, `CPython GIL mutex (…)`) instead of by its
-/// symbol or address alone.
-pub type ObjectNames = FxHashMap<(u32, u64), String>;
+/// The lock section's name of each lock object
+/// ([`crate::locks::ObjectNames`]): a lock block's key is named as the
+/// lock's rows name it (`mutex created at cache.c:41 (cache_new)`,
+/// `CPython GIL mutex (…)`) instead of by its symbol or address alone.
+pub use crate::locks::ObjectNames;
 
 /// [`gather`] taking the lock executions from `paired`, the lock
 /// analysis's events (paired, call sites moved through recorded stacks and
