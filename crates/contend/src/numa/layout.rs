@@ -17,6 +17,17 @@ impl ReportSection for NumaReport {
         panels(self, opts)
     }
 
+    fn headlines(&self) -> Vec<String> {
+        headlines(self)
+    }
+
+    fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
+        vec![(
+            "numa.overhead_ns",
+            "Time lost to memory contention (NUMA model)",
+        )]
+    }
+
     fn layout_comparison(
         &self,
         part: &crate::report::compared::ComparedPart<'_>,
@@ -518,4 +529,38 @@ fn what_if_panel(w: &[WhatIfRow]) -> Panel {
             ..Table::default()
         }),
     )
+}
+
+/// The NUMA section's lines of "At a glance": the time Eq. 13 estimates
+/// was lost to memory contention and where (the bottleneck node), and what
+/// the migration plan (Section 3) moves and gains.
+fn headlines(r: &NumaReport) -> Vec<String> {
+    use crate::report::fmt::{duration_plain as time, int, percent, PLAIN};
+    let mut out = Vec::new();
+    if let Some(ns) = r.overhead_ns {
+        let mut line = format!(
+            "Memory contention (NUMA model, Eq. 13): an estimated {} lost",
+            time(ns.max(0) as u64)
+        );
+        if let Some(share) = r.overhead_share {
+            line.push_str(&format!(", {} of the run's time", percent(share, &PLAIN)));
+        }
+        match (r.single_node, r.bottleneck_node) {
+            (true, _) => line.push_str(" (one node: no remote memory)"),
+            (false, Some(n)) if ns > 0 => line.push_str(&format!(", the most at node {n}")),
+            _ => {}
+        }
+        line.push('.');
+        out.push(line);
+    }
+    if let Some(p) = r.plan.as_ref().filter(|p| p.pages_moved > 0) {
+        out.push(format!(
+            "Page migration plan: {} page{} to move; the largest remote load {} → {}.",
+            int(p.pages_moved as u64, &PLAIN),
+            if p.pages_moved == 1 { "" } else { "s" },
+            time(p.max_remote_load_before_ns.max(0) as u64),
+            time(p.max_remote_load_after_ns.max(0) as u64)
+        ));
+    }
+    out
 }

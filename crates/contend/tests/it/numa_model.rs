@@ -560,4 +560,42 @@ fn one_node_report_has_no_remote_figures() {
         r.overhead_ns,
         Some((1000.0 * 0.1 * (-0.1f64).exp() * 50.0f64).round() as i64)
     );
+    // 4524 ns of t_ex = 1 ms
+    assert_eq!(
+        contend::report::ReportSection::headlines(&r),
+        ["Memory contention (NUMA model, Eq. 13): an estimated 4.524 µs lost, 0.45 % of the run's time (one node: no remote memory)."]
+    );
+}
+
+/// "At a glance" of the NUMA section: Eq. 13's estimate with its share and
+/// bottleneck node, and the plan of [`migration_plan_two_nodes`] (page A
+/// moved, the largest remote load 60 → 40 µs), on constant latencies.
+#[test]
+fn at_a_glance_gives_the_time_lost_and_the_plan() {
+    let rows = [
+        page(0x1000, 0, 0, 100.0),
+        page(0x1000, 1, 0, 100.0),
+        page(0x2000, 0, 0, 500.0),
+        page(0x2000, 1, 0, 200.0),
+        page(0x3000, 0, 0, 300.0),
+        page(0x4000, 1, 1, 1000.0),
+    ];
+    let input = NumaInput::from_csv(None, Some(("pages.csv", &rows)), Some(2), Some(MS)).unwrap();
+    let (r, _) = analyse(
+        &input,
+        &NumaRequest {
+            latency: Some(("latency.json", &flat(2))),
+            plan: true,
+            ..NumaRequest::default()
+        },
+    )
+    .unwrap();
+    // constant latencies: no contention, so no bottleneck to name
+    assert_eq!(
+        contend::report::ReportSection::headlines(&r),
+        [
+            "Memory contention (NUMA model, Eq. 13): an estimated 0 ns lost, 0.00 % of the run's time.",
+            "Page migration plan: 1 page to move; the largest remote load 60.00 µs → 40.00 µs.",
+        ]
+    );
 }
