@@ -303,6 +303,18 @@ fn page(page: u64, from: u32, to: u32, accesses: f64) -> PageAccesses {
     }
 }
 
+/// The pages of [`migration_plan_two_nodes`].
+fn migration_pages() -> [PageAccesses; 6] {
+    [
+        page(0x1000, 0, 0, 100.0),
+        page(0x1000, 1, 0, 100.0),
+        page(0x2000, 0, 0, 500.0),
+        page(0x2000, 1, 0, 200.0),
+        page(0x3000, 0, 0, 300.0),
+        page(0x4000, 1, 1, 1000.0),
+    ]
+}
+
 /// Two nodes, constant latencies (l = 100, r = 200). On node 0: page A
 /// with 100 accesses from node 0 and 100 from node 1, B with 500 from 0
 /// and 200 from 1, C with 300 from 0; on node 1: D with 1000 from 1.
@@ -316,14 +328,7 @@ fn page(page: u64, from: u32, to: u32, accesses: f64) -> PageAccesses {
 /// 100 · 100 local), max is 60000 again: undone, stop. Plan: A 0 → 1.
 #[test]
 fn migration_plan_two_nodes() {
-    let rows = [
-        page(0x1000, 0, 0, 100.0),
-        page(0x1000, 1, 0, 100.0),
-        page(0x2000, 0, 0, 500.0),
-        page(0x2000, 1, 0, 200.0),
-        page(0x3000, 0, 0, 300.0),
-        page(0x4000, 1, 1, 1000.0),
-    ];
+    let rows = migration_pages();
     let pages = PageHistogram::from_rows(2, &rows, "pages.csv").unwrap();
     let plan = balance(&pages, &flat(2), MS, Variant::Printed).unwrap();
     assert_eq!(plan.migrations.len(), 1, "{:?}", plan.migrations);
@@ -572,14 +577,7 @@ fn one_node_report_has_no_remote_figures() {
 /// moved, the largest remote load 60 → 40 µs), on constant latencies.
 #[test]
 fn at_a_glance_gives_the_time_lost_and_the_plan() {
-    let rows = [
-        page(0x1000, 0, 0, 100.0),
-        page(0x1000, 1, 0, 100.0),
-        page(0x2000, 0, 0, 500.0),
-        page(0x2000, 1, 0, 200.0),
-        page(0x3000, 0, 0, 300.0),
-        page(0x4000, 1, 1, 1000.0),
-    ];
+    let rows = migration_pages();
     let input = NumaInput::from_csv(None, Some(("pages.csv", &rows)), Some(2), Some(MS)).unwrap();
     let (r, _) = analyse(
         &input,
