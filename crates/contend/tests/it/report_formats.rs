@@ -1054,3 +1054,17 @@ fn columns_empty_in_every_row_are_left_out_in_every_human_format() {
         );
     }
 }
+
+/// LaTeX output is ASCII: every other character (µ, Σ, ×, the arrows and
+/// dashes of a comparison's "At a glance") is written as a LaTeX command,
+/// so that pdflatex without Unicode set-up takes it.
+#[test]
+fn latex_is_ascii_in_reports_and_comparisons() {
+    let tex = render_report(&sample(), OutputFormat::Latex, &opts());
+    let odd: String = tex.chars().filter(|c| !c.is_ascii()).collect();
+    assert!(odd.is_empty(), "not escaped: {odd:?}");
+    let tex = render_comparison(&two_runs(), OutputFormat::Latex, &opts());
+    assert!(tex.contains("$\\to$"), "{tex}");
+    let odd: String = tex.chars().filter(|c| !c.is_ascii()).collect();
+    assert!(odd.is_empty(), "not escaped: {odd:?}");
+}
