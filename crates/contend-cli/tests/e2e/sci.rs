@@ -695,8 +695,10 @@ fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put(
             // reading alone at the same delay, recorded the same way.
             // The disk's speed also moves between the two runs (the
             // host's other I/O): a sweep whose comparison fails is
-            // repeated once (alone 72.8 us against 35.8 us with two
-            // threads in one CI run, a factor of 2.03).
+            // repeated once. Only a slower fastest read with two threads
+            // fails it ([`io_reads_stay_put`]); one thread alone was found
+            // slower several times (72.8 us against 35.8 us with two
+            // threads in one CI run), the disk's, not interference.
             if let Err(first) = io_reads_stay_put(points) {
                 eprintln!("io sweep repeated: {first}");
                 let again = sweep("io", "io-again");
@@ -742,13 +744,19 @@ fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put(
 }
 
 /// The io sweep's points (`points` of its summary): every point's fastest
-/// 1% of reads with two threads within a factor of 2 of one thread's
-/// alone at the same delay (either way, below 50 ns counted as 50).
+/// 1% of reads with two threads at most twice one thread's alone at the
+/// same delay (below 50 ns counted as 50). That is Figure 7's claim, on
+/// which the SCI rests: interference does not slow the fastest executions.
+/// The other direction is not asserted: one thread alone issues half the
+/// reads, and this guest's virtual disk answers a lower request rate
+/// slower (a CI run on a quiet machine, 2026-11-29: 78.0 µs alone against
+/// 35.6 µs with two threads at 500 µs, and 81.7 against 39.0 µs at 2 ms in
+/// the repeated sweep), which says nothing about interference.
 fn io_reads_stay_put(points: &[Value]) -> Result<(), String> {
     for p in points {
         let f = u(p, "fastest_1pct_ns.1");
         let alone = u(p, "alone_fastest_1pct_ns.1");
-        if !(f <= 2 * alone.max(50) && alone <= 2 * f.max(50)) {
+        if f > 2 * alone.max(50) {
             return Err(format!(
                 "io, delay {} us: the fastest 1% of reads took up to {f} ns with two threads \
                  and {alone} ns with one thread alone at the same delay",
