@@ -279,8 +279,6 @@ impl ReportSection for LockReport {
     }
 }
 
-/// True for the objects that are locks (held), not waits (cond, barrier,
-/// semaphore).
 /// The lock section's lines of "At a glance": the lock wait and its
 /// contended acquisitions, the lock waited for most and where, how much of
 /// the wait lay on the critical path, and the condition, barrier and
@@ -385,6 +383,8 @@ fn headlines(l: &LockReport) -> Vec<String> {
     out
 }
 
+/// True for the objects that are locks (held), not waits (cond, barrier,
+/// semaphore).
 fn is_lock_kind(kind: &str) -> bool {
     matches!(kind, "mutex" | "rwlock" | "spinlock")
 }

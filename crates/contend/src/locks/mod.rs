@@ -80,21 +80,14 @@ impl LockEvents {
     /// locks made at one line), as [`model::ShownNames`] shows rows. For
     /// other analyses that name the same locks (the SCI's lock blocks).
     pub fn shown_object_names(&self) -> ObjectNames {
-        let mut count: rustc_hash::FxHashMap<&str, u32> = Default::default();
-        for n in &self.names.objects {
-            *count.entry(n.as_str()).or_default() += 1;
-        }
+        let shown = model::ShownNames::among(self.names.objects.iter().map(String::as_str));
         self.set
             .objects
             .iter()
             .zip(&self.names.objects)
             .map(|(o, n)| {
-                let shown = if count[n.as_str()] > 1 {
-                    format!("{n} @ {:#x}", o.address)
-                } else {
-                    n.clone()
-                };
-                ((o.process, o.address), shown)
+                let address = format!("{:#x}", o.address);
+                ((o.process, o.address), shown.shown(n, &address))
             })
             .collect()
     }

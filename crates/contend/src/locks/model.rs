@@ -290,22 +290,30 @@ pub(crate) struct ShownNames<'a> {
 }
 
 impl<'a> ShownNames<'a> {
-    pub(crate) fn of(l: &'a LockReport) -> ShownNames<'a> {
+    /// The rule over `names`: those that come more than once are shown
+    /// with their addresses.
+    pub(crate) fn among(names: impl IntoIterator<Item = &'a str>) -> ShownNames<'a> {
         let mut seen = rustc_hash::FxHashSet::default();
-        let shared = l
-            .by_lock
-            .iter()
-            .filter(|k| !seen.insert(k.name.as_str()))
-            .map(|k| k.name.as_str())
-            .collect();
+        let shared = names.into_iter().filter(|n| !seen.insert(*n)).collect();
         ShownNames { shared }
     }
 
-    pub(crate) fn name(&self, k: &LockRow) -> String {
-        if self.shared.contains(k.name.as_str()) {
-            format!("{} @ {}", k.name, k.address)
+    /// The rule over the report's lock rows.
+    pub(crate) fn of(l: &'a LockReport) -> ShownNames<'a> {
+        ShownNames::among(l.by_lock.iter().map(|k| k.name.as_str()))
+    }
+
+    /// `name`, or `name @ address` where other locks share the name.
+    pub(crate) fn shown(&self, name: &str, address: &str) -> String {
+        if self.shared.contains(name) {
+            format!("{name} @ {address}")
         } else {
-            k.name.clone()
+            name.to_string()
         }
+    }
+
+    /// The name of row `k`.
+    pub(crate) fn name(&self, k: &LockRow) -> String {
+        self.shown(&k.name, &k.address)
     }
 }
