@@ -277,16 +277,11 @@ impl Comparison {
                 Body::Warnings(warnings),
             ));
         }
-        let glance = self.glance();
-        if !glance.is_empty() {
-            out.push(Panel::new(
-                "at_a_glance",
-                "At a glance",
-                "The run's wall time and each analysis's main figures in every run, each change relative to the \
-                 first run; the tables below give the detail.",
-                Body::List(glance),
-            ));
-        }
+        out.extend(crate::report::layout::at_a_glance(
+            "The run's wall time and each analysis's main figures in every run, each change relative to the \
+             first run; the tables below give the detail.",
+            self.glance(),
+        ));
         let labels = self.labels();
         for key in section_keys(&self.runs) {
             let Some(section) = self
@@ -323,22 +318,18 @@ impl Comparison {
     /// (`–` where a run lacks it) with its change relative to the first.
     fn glance(&self) -> Vec<String> {
         use crate::report::compared::Unit;
-        use crate::report::fmt::{change, duration_plain, int, percent, PLAIN};
-        let value = |unit: Unit, v: f64| match unit {
-            Unit::Ns => duration_plain(v.max(0.0).round() as u64),
-            Unit::Count => int(v.max(0.0).round() as u64, &PLAIN),
-            Unit::Fraction => percent(v, &PLAIN),
-            _ => format!("{v:.2}"),
-        };
         let line = |name: &str, unit: Unit, values: &[Option<f64>], changes: &[Option<f64>]| {
             let parts: Vec<String> = values
                 .iter()
                 .zip(changes)
                 .enumerate()
-                .map(|(i, (v, c))| match (i, v) {
-                    (_, None) => "–".to_string(),
-                    (0, Some(v)) => value(unit, *v),
-                    (_, Some(v)) => format!("{} ({})", value(unit, *v), change(*c, &PLAIN)),
+                .map(|(i, (v, c))| {
+                    let value = Cell::metric(*v, unit).plain();
+                    match (i, v) {
+                        (_, None) => "–".to_string(),
+                        (0, Some(_)) => value,
+                        (_, Some(_)) => format!("{value} ({})", Cell::Change(*c).plain()),
+                    }
                 })
                 .collect();
             format!("{name}: {}", parts.join(" → "))

@@ -86,7 +86,10 @@ impl Renderer for Csv {
 fn panels(panels: &[Panel]) -> String {
     let mut out = String::new();
     line(&mut out, &["section", "key", "column", "value"]);
-    for s in panels.iter().filter(|s| s.id != "at_a_glance") {
+    for s in panels
+        .iter()
+        .filter(|s| s.id != crate::report::layout::AT_A_GLANCE)
+    {
         match &s.body {
             Body::Table(t) => {
                 for row in &t.rows {

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::{chart, Document, Renderer};
 use crate::report::fmt::PLAIN;
-use crate::report::layout::{Body, Panel, Table};
+use crate::report::layout::{Body, Panel, Table, AT_A_GLANCE};
 use crate::report::{Figure, RenderOptions};
 
 /// The HTML renderer.
@@ -122,7 +122,7 @@ fn page(
     // the figures: what a reader needs first.
     let leading = panels
         .iter()
-        .take_while(|p| matches!(p.id, "run" | "runs" | "warnings" | "at_a_glance"))
+        .take_while(|p| matches!(p.id, "run" | "runs" | "warnings") || p.id == AT_A_GLANCE)
         .count();
     let (leading, panels) = panels.split_at(leading);
     for p in leading {

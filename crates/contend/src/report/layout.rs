@@ -73,6 +73,12 @@ impl Cell {
         }
     }
 
+    /// Human form in plain typography and automatic time units, as a
+    /// sentence quotes it (`1.499 ms`, `3,228,304`, `0.01 %`).
+    pub(crate) fn plain(&self) -> String {
+        self.display(TimeUnit::Auto, &fmt::PLAIN, str::to_string)
+    }
+
     /// Machine form: integers, raw nanoseconds, fractions; empty for
     /// nothing and for an undefined change.
     pub fn raw(&self) -> String {
@@ -509,6 +515,16 @@ pub fn compared_item_table(
     }
 }
 
+/// The id of the "At a glance" panel of reports and comparisons, which
+/// HTML shows before the figures and CSV leaves out.
+pub const AT_A_GLANCE: &str = "at_a_glance";
+
+/// The "At a glance" panel listing `lines` under `caption`; none without
+/// lines.
+pub fn at_a_glance(caption: &str, lines: Vec<String>) -> Option<Panel> {
+    (!lines.is_empty()).then(|| Panel::new(AT_A_GLANCE, "At a glance", caption, Body::List(lines)))
+}
+
 /// The panels of a report, in display order: the run header, the
 /// warnings, "At a glance" (every section's
 /// [`super::ReportSection::headlines`], when any has some), then each
@@ -525,15 +541,10 @@ pub fn report_panels(r: &Report, opts: &RenderOptions) -> Vec<Panel> {
             Body::Warnings(r.warnings.clone()),
         ));
     }
-    let headlines: Vec<String> = r.sections().iter().flat_map(|s| s.headlines()).collect();
-    if !headlines.is_empty() {
-        out.push(Panel::new(
-            "at_a_glance",
-            "At a glance",
-            "The largest waits and losses of each analysis; the sections below give the detail.",
-            Body::List(headlines),
-        ));
-    }
+    out.extend(at_a_glance(
+        "The largest waits and losses of each analysis; the sections below give the detail.",
+        r.sections().iter().flat_map(|s| s.headlines()).collect(),
+    ));
     for closing in [false, true] {
         for s in r.sections().iter().filter(|s| s.closes_report() == closing) {
             out.extend(s.layout(opts));

@@ -243,16 +243,14 @@ fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
 /// time, the average active threads measured (Venter 2016, Listing 3.3)
 /// against the CPUs, and the time the threads waited runnable for a CPU.
 fn headlines(s: &ServiceReport) -> Vec<String> {
-    use crate::report::fmt::duration_plain as time;
     if s.samples == 0 || s.wall_s <= 0.0 {
         return Vec::new();
     }
-    let ns = |seconds: f64| (seconds * 1e9).round() as u64;
     let run_queue_s: f64 = s.threads.iter().map(|t| t.run_queue_wait_s).sum();
     let mut line = format!(
         "Service time: {} of CPU in {} of wall time, {:.2} threads active on average on {} CPU{}",
-        time(ns(s.cpu_s)),
-        time(ns(s.wall_s)),
+        seconds(s.cpu_s).plain(),
+        seconds(s.wall_s).plain(),
         s.active_threads,
         s.cpus,
         if s.cpus == 1 { "" } else { "s" }
@@ -260,7 +258,7 @@ fn headlines(s: &ServiceReport) -> Vec<String> {
     if run_queue_s > 0.0 {
         line.push_str(&format!(
             "; the threads waited {} runnable for a CPU",
-            time(ns(run_queue_s))
+            seconds(run_queue_s).plain()
         ));
     }
     line.push('.');
