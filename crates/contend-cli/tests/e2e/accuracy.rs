@@ -231,18 +231,7 @@ fn check_at_a_glance(
     m: &Measured,
 ) -> bool {
     let glance = at_a_glance(dir);
-    let events = m.events.to_string();
-    let grouped: String = {
-        let digits: Vec<char> = events.chars().collect();
-        let mut out = String::new();
-        for (i, c) in digits.iter().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(*c);
-        }
-        out
-    };
+    let grouped = with_commas(m.events);
     let first = &glance[0];
     if threads < 2 {
         // one thread cannot contend

@@ -725,6 +725,20 @@ pub fn otf2_definitions(anchor: &Path) -> String {
     String::from_utf8(print.stdout).unwrap()
 }
 
+/// `n` with its digits grouped by commas, as the text reports print
+/// counts (`1234567` → `1,234,567`).
+pub fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The items of the text report's "At a glance" list (`contend report
 /// <dir>`, which must succeed), each joined onto one line.
 pub fn at_a_glance(dir: &Path) -> Vec<String> {

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::common::{
     build, contend_bin, otf2_definitions, otf2_events_nested, record, report_json_with, tempdir, u,
-    which,
+    which, with_commas,
 };
 use crate::golden::fixtures;
 
@@ -846,20 +846,10 @@ fn flame_graph_svg_holds_the_folded_stacks() {
                 );
             }
         }
-        let with_commas = {
-            let s = total.to_string();
-            let mut out = String::new();
-            for (i, c) in s.chars().enumerate() {
-                if i > 0 && (s.len() - i).is_multiple_of(3) {
-                    out.push(',');
-                }
-                out.push(c);
-            }
-            out
-        };
+        let total = with_commas(total);
         assert!(
-            svg.contains(&format!("<title>all ({with_commas} ns")),
-            "{name}: total {with_commas}"
+            svg.contains(&format!("<title>all ({total} ns")),
+            "{name}: total {total}"
         );
     }
 }
