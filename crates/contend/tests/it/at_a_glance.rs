@@ -104,14 +104,21 @@ fn locks_off_the_critical_path_or_uncontended_say_so() {
     assert!(none.headlines().is_empty());
 }
 
+/// A service section of a 2 s run on 2 CPUs, sampled.
+fn service(cpu_s: f64, active_threads: f64) -> ServiceReport {
+    ServiceReport {
+        wall_s: 2.0,
+        cpu_s,
+        active_threads,
+        cpus: 2,
+        samples: 200,
+        ..ServiceReport::default()
+    }
+}
+
 #[test]
 fn service_futex_openmp_and_recording_cost() {
     let service = ServiceReport {
-        wall_s: 2.0,
-        cpu_s: 3.0,
-        active_threads: 1.75,
-        cpus: 2,
-        samples: 200,
         threads: vec![
             ServiceThreadRow {
                 run_queue_wait_s: 0.25,
@@ -122,7 +129,7 @@ fn service_futex_openmp_and_recording_cost() {
                 ..ServiceThreadRow::default()
             },
         ],
-        ..ServiceReport::default()
+        ..service(3.0, 1.75)
     };
     assert_eq!(
         service.headlines(),
@@ -217,14 +224,7 @@ fn report() -> Report {
         ..RunInfo::default()
     })
     .with(locks())
-    .with(ServiceReport {
-        wall_s: 2.0,
-        cpu_s: 3.0,
-        active_threads: 1.75,
-        cpus: 2,
-        samples: 200,
-        ..ServiceReport::default()
-    });
+    .with(service(3.0, 1.75));
     r.warnings = vec!["a warning".into()];
     r
 }
@@ -261,7 +261,7 @@ fn the_panel_follows_the_warnings_and_opens_the_html_page() {
 #[test]
 fn comparison_lines_up_the_main_figures_of_every_run() {
     use contend::compare::Comparison;
-    let run = |wall_ns: u64, wait_ns: u64, service: Option<f64>| {
+    let run = |wall_ns: u64, wait_ns: u64, cpu_s: Option<f64>| {
         let mut l = locks();
         l.summary.wait_ns = wait_ns;
         l.critical_path.wait_ns = 0;
@@ -270,15 +270,8 @@ fn comparison_lines_up_the_main_figures_of_every_run() {
             ..RunInfo::default()
         })
         .with(l);
-        if let Some(cpu_s) = service {
-            r.push(Box::new(ServiceReport {
-                wall_s: 2.0,
-                cpu_s,
-                active_threads: 1.5,
-                cpus: 2,
-                samples: 10,
-                ..ServiceReport::default()
-            }));
+        if let Some(cpu_s) = cpu_s {
+            r.push(Box::new(service(cpu_s, 1.5)));
         }
         r
     };
