@@ -122,7 +122,7 @@ impl ReportSection for SciReport {
 
 /// `name [key] @ site`: how a block is named in tables and comparisons.
 pub fn block_label(b: &SciBlock) -> String {
-    let mut s = b.name.clone();
+    let mut s = b.name.to_string();
     if let Some(k) = &b.key {
         s.push_str(&format!(" [{k}]"));
     }
@@ -218,8 +218,8 @@ fn blocks_panel(r: &SciReport, top: usize) -> Panel {
             cells: vec![
                 Cell::Count(i as u64 + 1),
                 Cell::Text(b.kind.name().into()),
-                Cell::Text(b.name.clone()),
-                Cell::Text(b.key.clone().unwrap_or_default()),
+                Cell::Text(b.name.to_string()),
+                Cell::Text(b.key.as_deref().unwrap_or_default().to_string()),
                 Cell::Text(b.site.display()),
                 sci_cell(b.sci),
                 Cell::Ns(b.excess_ns),

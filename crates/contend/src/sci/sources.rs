@@ -18,6 +18,7 @@
 //! recorded event.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use contend_symbolize::ProcessMaps;
 use contend_trace::probes::{ProbeEventKind, ProbeRecording};
@@ -394,50 +395,61 @@ fn lock_blocks<'s>(
     // Blocks in the order their keys were first seen in the events: the
     // first part's first, then the second's keys not seen before.
     let mut rows = LockRows::for_set(set);
-    let mut site_names: Vec<Option<BlockSite>> = vec![None; set.sites.len()];
-    let mut object_names: Vec<Option<String>> = vec![None; set.objects.len()];
+    // Each call site's text once (shared by its blocks) and the number of
+    // the place it shows (`function (file:line)`): call sites that resolve
+    // to one place (two calls inlined into one line) are one block, as the
+    // lock tables show them as one call site.
+    let mut site_names: Vec<Option<(Arc<BlockSite>, u32)>> = vec![None; set.sites.len()];
+    let mut places: FxHashMap<String, u32> = FxHashMap::default();
+    // Each lock's name once, shared by its blocks.
+    let mut object_names: Vec<Option<Arc<str>>> = vec![None; set.objects.len()];
+    // The lock functions' names, one text each.
+    let mut call_names: FxHashMap<&'static str, Arc<str>> = FxHashMap::default();
     let mut simple = vec![true; set.threads.len()];
     let mut n = 0u64;
-    // Call sites that resolve to one place (two calls inlined into one
-    // line, `function (file:line)`) are one block, as the lock tables
-    // show them as one call site: the block of each (call, site as shown,
-    // object).
-    let mut by_place: FxHashMap<(&'static str, String, u32), u32> = FxHashMap::default();
+    // The block of each (call, place, object).
+    let mut by_place: FxHashMap<(&'static str, u32, u32), u32> = FxHashMap::default();
     // The block of (primitive, site, object), made when first asked for.
     let mut block_of =
         |b: &mut Builder, primitive: Primitive, site_index: u32, object_index: u32| {
             if let Some(blk) = rows.get(primitive, site_index, object_index) {
                 return blk;
             }
-            let site = site_names[site_index as usize]
+            let (site, place) = site_names[site_index as usize]
                 .get_or_insert_with(|| {
                     let s = set.sites[site_index as usize];
-                    site_of(&resolver.site(s.process, s.address))
+                    let site = site_of(&resolver.site(s.process, s.address));
+                    let next = places.len() as u32;
+                    let place = *places.entry(site.display()).or_insert(next);
+                    (Arc::new(site), place)
                 })
                 .clone();
             let object = object_names[object_index as usize]
                 .get_or_insert_with(|| {
                     let o = set.objects[object_index as usize];
-                    names
+                    let name = names
                         .and_then(|n| n.get(&(o.process, o.address)).cloned())
                         .or_else(|| resolver.object(o.process, o.address))
-                        .unwrap_or_else(|| format!("{:#x}", o.address))
+                        .unwrap_or_else(|| format!("{:#x}", o.address));
+                    Arc::from(name)
                 })
                 .clone();
             let (kind, name) = lock_block(primitive);
-            let place = (name, site.display(), object_index);
-            let blk = match by_place.get(&place) {
+            let blk = match by_place.get(&(name, place, object_index)) {
                 Some(&blk) => blk,
                 None => {
                     let blk = b.block(BlockDef {
                         kind,
-                        name: name.to_string(),
+                        name: call_names
+                            .entry(name)
+                            .or_insert_with(|| Arc::from(name))
+                            .clone(),
                         key: Some(object),
                         site,
                         every: 1,
                         unfinished: 0,
                     });
-                    by_place.insert(place, blk);
+                    by_place.insert((name, place, object_index), blk);
                     blk
                 }
             };
@@ -769,16 +781,17 @@ fn region_row(
     }
     let blk = b.block(BlockDef {
         kind: BlockKind::Region,
-        name: name.clone(),
-        key: key.map(|k| k.to_string()),
-        site: site
-            .map(|s| BlockSite {
+        name: Arc::from(name.as_str()),
+        key: key.map(|k| Arc::from(k.to_string())),
+        site: Arc::new(
+            site.map(|s| BlockSite {
                 function: Some(s.function.clone()).filter(|f| !f.is_empty()),
                 file: Some(s.file.clone()).filter(|f| !f.is_empty()),
                 line: Some(s.line),
                 ..BlockSite::default()
             })
             .unwrap_or_default(),
+        ),
         every: 1,
         unfinished: 0,
     });
@@ -812,9 +825,9 @@ fn function_row(
         None => {
             let blk = b.block(BlockDef {
                 kind: BlockKind::Function,
-                name,
+                name: Arc::from(name),
                 key: None,
-                site: site_of(&r),
+                site: Arc::new(site_of(&r)),
                 every,
                 unfinished: 0,
             });
@@ -851,9 +864,9 @@ fn probe_executions(
             let site = probe_site(p, symbols);
             b.block(BlockDef {
                 kind: BlockKind::Function,
-                name: p.function.clone(),
+                name: Arc::from(p.function.as_str()),
                 key: None,
-                site,
+                site: Arc::new(site),
                 every,
                 unfinished: 0,
             })
@@ -1121,6 +1134,9 @@ pub fn gather_with<'s>(
         ));
     }
     g.counted_without_lock = b.counted_without_lock;
+    // The blocks stay until the rows are scored, at the analysis's peak:
+    // without the room their vector grew into (up to half of it).
+    b.blocks.shrink_to_fit();
     g.input = ScoreInput {
         blocks: b.blocks,
         threads,

@@ -24,8 +24,8 @@ fn block(kind: BlockKind, name: &str, key: Option<&str>) -> BlockDef {
     BlockDef {
         kind,
         name: name.into(),
-        key: key.map(str::to_string),
-        site: BlockSite::default(),
+        key: key.map(Into::into),
+        site: BlockSite::default().into(),
         every: 1,
         unfinished: 0,
     }
@@ -88,7 +88,7 @@ fn per_thread_and_aggregated_scores_and_the_ten_execution_rule() {
         ],
     };
     let (blocks, threads) = score(&input);
-    let a = blocks.iter().find(|b| b.name == "A").unwrap();
+    let a = blocks.iter().find(|b| &*b.name == "A").unwrap();
     assert_eq!(a.occurrences, 20);
     assert_eq!(a.min_ns, 10);
     assert_eq!(a.total_ns, 250);
@@ -106,14 +106,14 @@ fn per_thread_and_aggregated_scores_and_the_ten_execution_rule() {
     assert_eq!((t2.occurrences, t2.excess_ns), (10, 20));
     assert!(close(t2.sci.unwrap(), 0.01));
     // B: 9 executions, d_min 5, excess 45, but no score and a note.
-    let b = blocks.iter().find(|b| b.name == "B").unwrap();
+    let b = blocks.iter().find(|b| &*b.name == "B").unwrap();
     assert_eq!(b.occurrences, 9);
     assert_eq!(b.excess_ns, 45);
     assert_eq!(b.sci, None);
     assert_eq!(b.sci_max_thread, None);
     assert!(b.note.as_deref().unwrap().contains("fewer than 10"));
     // Ranked: the scored block first.
-    assert_eq!(blocks[0].name, "A");
+    assert_eq!(&*blocks[0].name, "A");
     // Threads: t1 ran A (excess 30) and B (excess 45).
     let th1 = threads.iter().find(|t| t.tid == 11).unwrap();
     assert_eq!((th1.occurrences, th1.excess_ns), (19, 75));
@@ -222,7 +222,7 @@ fn nested_blocks_inclusive_and_exclusive_excess_and_recursion() {
         executions: vec![execs],
     };
     let (blocks, _) = score(&input);
-    let get = |n: &str| blocks.iter().find(|b| b.name == n).unwrap();
+    let get = |n: &str| blocks.iter().find(|b| &*b.name == n).unwrap();
     let o = get("O");
     assert_eq!((o.min_ns, o.excess_ns), (100, 100));
     assert!(close(o.sci.unwrap(), 0.01));
@@ -433,7 +433,7 @@ fn region_traces_and_thread_lifetimes_on_disk_reach_the_report() {
     // "work": 20 executions, d_min 100; excess 500 (thread 101) + 0.
     // T = 100 000 + 50 000 → SCI = 500 / 150 000; max per thread
     // 500 / 100 000 = 0.005.
-    let work = r.blocks.iter().find(|b| b.name == "work").unwrap();
+    let work = r.blocks.iter().find(|b| &*b.name == "work").unwrap();
     assert_eq!(
         (work.occurrences, work.min_ns, work.excess_ns),
         (20, 100, 500)
@@ -446,7 +446,7 @@ fn region_traces_and_thread_lifetimes_on_disk_reach_the_report() {
     let keys: Vec<(Option<&str>, u64, u64)> = r
         .blocks
         .iter()
-        .filter(|b| b.name == "lookup")
+        .filter(|b| &*b.name == "lookup")
         .map(|b| (b.key.as_deref(), b.min_ns, b.excess_ns))
         .collect();
     assert_eq!(keys.len(), 2);
