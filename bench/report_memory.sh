@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Analysis throughput and peak memory per lock event of `contend report
+# --format json` on recordings already made (real programs: the ones the
+# other scripts leave in bench/out, e.g. memcached_throughput.sh's
+# memcached-default.data, recording_cost.sh's sysbench-mutex-default.data).
+#
+# RECORDINGS: the recording directories, space-separated (default: those of
+# the two scripts above that exist). ROUNDS rounds per recording, medians;
+# BASELINE=/path/to/an/older/contend runs that binary too, alternating with
+# this one in every round, for a before/after in one run. The events
+# counted are the report's own (`locks.summary.events`).
+source "$(dirname "$0")/common.sh"
+ROUNDS=${ROUNDS:-5}
+RECORDINGS=${RECORDINGS:-"$OUT/memcached-default.data $OUT/sysbench-mutex-default.data"}
+machine
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+report_binaries
+for dir in $RECORDINGS; do
+  if [ ! -d "$dir" ]; then
+    echo "$dir: no such recording (make it with the script named at the top), skipped" >&2
+    continue
+  fi
+  events=$("$CONTEND" report "$dir" --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["locks"]["summary"]["events"])')
+  echo "== $dir ($events lock events)"
+  report_rounds "$dir" report-memory
+  report_summary report-memory "$events" "lock events" event
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
