@@ -23,7 +23,10 @@ use super::maps::Mapping;
 #[derive(Clone)]
 enum Backing {
     Map(Arc<Mmap>),
-    Heap(Arc<[u8]>),
+    /// A `Vec` kept as it was made: `Arc<[u8]>` from a `Vec` would copy it
+    /// (an inflated `.debug_info` twice in memory for a moment: libc's is
+    /// 5.8 MB).
+    Heap(Arc<Vec<u8>>),
 }
 
 impl Deref for Backing {
@@ -31,7 +34,7 @@ impl Deref for Backing {
     fn deref(&self) -> &[u8] {
         match self {
             Backing::Map(m) => m,
-            Backing::Heap(h) => h,
+            Backing::Heap(h) => h.as_slice(),
         }
     }
 }
@@ -47,7 +50,7 @@ pub(crate) struct SectionBytes {
 impl SectionBytes {
     fn empty() -> SectionBytes {
         SectionBytes {
-            backing: Backing::Heap(Arc::from(&[][..])),
+            backing: Backing::Heap(Arc::new(Vec::new())),
             start: 0,
             len: 0,
         }
@@ -202,7 +205,7 @@ fn open_backing(path: &Path) -> Result<Backing, OpenError> {
     match unsafe { Mmap::map(&file) } {
         Ok(m) => Ok(Backing::Map(Arc::new(m))),
         Err(_) => std::fs::read(path)
-            .map(|v| Backing::Heap(Arc::from(v)))
+            .map(|v| Backing::Heap(Arc::new(v)))
             .map_err(|error| OpenError::Read {
                 path: path.to_path_buf(),
                 error,
@@ -620,7 +623,7 @@ impl Opened {
             })?;
         let len = data.len();
         Ok(SectionBytes {
-            backing: Backing::Heap(Arc::from(data.into_owned())),
+            backing: Backing::Heap(Arc::new(data.into_owned())),
             start: 0,
             len,
         })
@@ -657,7 +660,10 @@ impl Opened {
         let f = self.parse()?;
         let endian = Self::endian(&f);
         gimli::Dwarf::load(|id| -> Result<Reader, DwarfError> {
-            let location = matches!(id, gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists);
+            let location = matches!(
+                id,
+                gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
+            );
             let name = if dwo { id.dwo_name() } else { Some(id.name()) };
             let bytes = match name {
                 Some(n) if locations || !location => self.section(&f, n)?,
@@ -678,7 +684,10 @@ impl Opened {
         let f = self.parse()?;
         let endian = Self::endian(&f);
         dwarf.load_sup(|id| -> Result<Reader, DwarfError> {
-            let location = matches!(id, gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists);
+            let location = matches!(
+                id,
+                gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
+            );
             let bytes = if locations || !location {
                 self.section(&f, id.name())?
             } else {
