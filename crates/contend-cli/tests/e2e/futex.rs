@@ -163,6 +163,62 @@ fn build_rust(name: &str, dir: &std::path::Path) -> std::path::PathBuf {
     exe
 }
 
+/// The report's warning that futex waits are shown inside Rust's standard
+/// library, if it has one.
+fn std_sites_warning(report: &Value) -> Option<String> {
+    report["warnings"]
+        .as_array()?
+        .iter()
+        .filter_map(|w| w.as_str())
+        .find(|w| w.contains("futex wait(s) have their call site in Rust's standard library"))
+        .map(str::to_string)
+}
+
+/// Without recorded stacks, Rust's `Mutex` and `Condvar` waits are all
+/// shown at the standard library's one `syscall()`: the tables cannot
+/// tell the program's locks apart there, and the report says so, with
+/// how many waits, the site and the option that moves them (the run with
+/// `--stack-every 1` below has no such warning).
+#[test]
+fn rust_waits_in_std_without_stacks_are_explained() {
+    require_tool!("rustc");
+    let _serial = serial();
+    let build_dir = tempdir();
+    let exe = build_rust("rust_mutex.rs", build_dir.path());
+    let dir = tempdir();
+    let rec = dir.path().join("rec");
+    let mut cmd = std::process::Command::new(contend_bin());
+    cmd.args(["record", "-o"]).arg(&rec).arg("--").arg(&exe);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "record failed:\n{}", out.describe());
+    let report = report_json(&rec);
+    let waits = u(&report["futex"]["summary"], "events");
+    assert!(waits > 0, "{}", report["futex"]["summary"]);
+    let sites = report["futex"]["by_site"]
+        .as_array()
+        .expect("futex.by_site");
+    let in_std: u64 = sites
+        .iter()
+        .filter(|s| {
+            s["function"]
+                .as_str()
+                .is_some_and(|f| f.starts_with("std::"))
+        })
+        .map(|s| u(s, "events"))
+        .sum();
+    assert!(in_std > 0, "without stacks the waits are in std: {sites:?}");
+    let warning = std_sites_warning(&report)
+        .unwrap_or_else(|| panic!("no warning about std's sites: {}", report["warnings"]));
+    assert!(
+        warning.starts_with(&format!("{in_std} of {waits} futex wait(s)")),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("std::") && warning.contains("record with --stack-every 1"),
+        "{warning}"
+    );
+}
+
 /// Rust's `std::sync::Mutex` and `Condvar` wait on futexes through
 /// `syscall()`: the lock's futex word shows the worker's waits as a
 /// `mutex` at the worker's line, within 2 % + 1 µs per wait of the time
@@ -192,6 +248,12 @@ fn rust_std_mutex_and_condvar() {
         let p = program_values(&out);
         assert_eq!(p["consumed"], p["items"]);
         let report = report_json(&rec);
+        // with stacks, every wait is shown in the program's own code
+        assert!(
+            std_sites_warning(&report).is_none(),
+            "{}",
+            report["warnings"]
+        );
         let sites = report["futex"]["by_site"]
             .as_array()
             .expect("futex.by_site");

@@ -600,7 +600,12 @@ pub fn infer_kind<'a>(cmd: u8, functions: impl IntoIterator<Item = &'a str>) -> 
         if l.contains("rwlock") {
             return "rwlock";
         }
-        if l.contains("srw_") || l.contains("ssux_lock") || l.contains("latch") {
+        // MariaDB's InnoDB latches (srw_lock, ssux_lock, page_hash_latch);
+        // not rayon's latches (LockLatch is a mutex and a condvar)
+        if l.contains("srw_")
+            || l.contains("ssux_lock")
+            || (l.contains("latch") && !l.contains("rayon_core"))
+        {
             return "innodb latch";
         }
         if l.contains("mutex") || l.contains("lock_contended") {
@@ -847,6 +852,8 @@ impl Analyzer for FutexAnalyzer {
                 Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
             });
         let mut out = AnalysisOutput::new(report);
+        out.warnings
+            .extend(library_sites_warning(recording, cx.symbols, &events));
         if let Cow::Owned(events) = events {
             out.events = Some(Box::new(events));
         }
@@ -1095,6 +1102,72 @@ fn maps_of<'r>(
             .into_iter()
             .find_map(Result::ok)
     })
+}
+
+/// A warning when futex waits are shown at a site inside Rust's standard
+/// library or a system library: the `syscall()` of std's `Mutex` and
+/// `Condvar` (`std::sys::pal::unix::futex::futex_wait`) is one site for
+/// every lock of a Rust program, so the tables cannot say which lock of
+/// the user's code waited. Says how many waits (of all) and at which sites
+/// (at most three), and that `contend record --stack-every 1` moves them to
+/// the first frame of the program's own code; `None` when no wait is shown
+/// in a library. Waits seen by the futex tracepoints (which come with
+/// their call chains) are not counted.
+pub fn library_sites_warning(
+    recording: &Recording,
+    symbols: &Symbols,
+    ev: &FutexEvents,
+) -> Option<String> {
+    // (process, site, stack) → the shown site's text when it is a library's
+    let mut in_library: FxHashMap<(u32, u64, u32), Option<String>> = FxHashMap::default();
+    let mut per_site: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut n, mut with_stack) = (0u64, 0u64);
+    for w in &ev.waits {
+        let c = ev.wait_info(w);
+        if ev.traced.contains_key(&c.process) {
+            continue;
+        }
+        let shown = in_library
+            .entry((c.process, c.site, c.stack))
+            .or_insert_with(|| {
+                let (_, r, _) = user_site(recording, symbols, ev, c.process, c.site, c.stack);
+                (is_system_site(&r) || is_std(&r)).then(|| r.display.clone())
+            });
+        if let Some(d) = shown {
+            *per_site.entry(d.clone()).or_default() += 1;
+            n += 1;
+            with_stack += u64::from(c.stack != NO_STACK);
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    let mut sites: Vec<(u64, &str)> = per_site.iter().map(|(d, &k)| (k, d.as_str())).collect();
+    sites.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let shown: Vec<&str> = sites.iter().take(3).map(|s| s.1).collect();
+    let more = if sites.len() > 3 {
+        format!(" and {} more", sites.len() - 3)
+    } else {
+        String::new()
+    };
+    let mut why = Vec::new();
+    if with_stack < n {
+        why.push(format!(
+            "{} of them carry no recorded stack: record with --stack-every 1 to show each at the first line of your code on its stack (Rust's std::sync::Mutex and Condvar wait in one function of the standard library, so every lock shares such a site)",
+            n - with_stack
+        ));
+    }
+    if with_stack > 0 {
+        why.push(format!(
+            "the recorded stacks of {with_stack} of them reach no frame in your code that resolves (the walk ends in a library built without frame pointers, or your code lacks debug information)"
+        ));
+    }
+    Some(format!(
+        "{n} of {} futex wait(s) have their call site in Rust's standard library or a system library ({}{more}), not in your code; {}",
+        ev.waits.len(),
+        shown.join(", "),
+        why.join("; ")
+    ))
 }
 
 /// Rust's standard library (its sources are outside the user's tree).
@@ -1729,6 +1802,18 @@ mod tests {
         assert_eq!(
             infer_kind(fx::CMD_WAIT, ["srw_mutex_impl<true>::wait_and_lock"]),
             "innodb latch"
+        );
+        assert_eq!(
+            infer_kind(fx::CMD_WAKE, ["ssux_lock_impl<false>::wake"]),
+            "innodb latch"
+        );
+        // a "latch" that is not InnoDB's
+        assert_eq!(
+            infer_kind(
+                fx::CMD_WAKE,
+                ["<rayon_core::latch::LockLatch as rayon_core::latch::Latch>::set"]
+            ),
+            "futex"
         );
     }
 
