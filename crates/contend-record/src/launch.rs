@@ -700,12 +700,7 @@ pub fn record_observed(
             &crate::functions::program_modules(&program),
         )
     };
-    for r in &refused {
-        warnings.push(format!(
-            "function {} is not probed: {}",
-            r.function, r.reason
-        ));
-    }
+    warnings.extend(contend_trace::probes::refusal_warnings(&refused, false));
     let mut probe_session = match crate::probes::ProbeSession::start(
         dir,
         crate::probes::SessionKind::Record {

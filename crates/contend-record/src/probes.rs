@@ -1246,12 +1246,12 @@ impl State {
                 if !probes.is_empty() {
                     st.open_probes(probes, &cpus);
                 }
-                for r in &st.manifest.refused[refused.len()..] {
-                    outcome.warnings.push(format!(
-                        "function {} is not probed: {}",
-                        r.function, r.reason
+                outcome
+                    .warnings
+                    .extend(contend_trace::probes::refusal_warnings(
+                        &st.manifest.refused[refused.len()..],
+                        false,
                     ));
-                }
                 match ProbeWriter::create(&st.out_dir.join(EVENTS)) {
                     Ok(w) => st.writer = Some(w),
                     Err(e) => st.manifest.errors.push(format!("{e}")),

@@ -185,6 +185,29 @@ pub struct RefusedProbe {
     pub reason: String,
 }
 
+/// The warnings that say which requested functions were refused, one per
+/// reason (in the order of their first refusal): "function F is not
+/// probed: R", or "functions F, G are not probed: R" when several share
+/// it (a Go program refuses every function alike); `past` says "was" and
+/// "were" (a report) instead of "is" and "are" (the recorder).
+pub fn refusal_warnings(refused: &[RefusedProbe], past: bool) -> Vec<String> {
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in refused {
+        match reasons.iter_mut().find(|(reason, _)| *reason == r.reason) {
+            Some((_, functions)) => functions.push(&r.function),
+            None => reasons.push((&r.reason, vec![&r.function])),
+        }
+    }
+    let (one, many) = if past { ("was", "were") } else { ("is", "are") };
+    reasons
+        .into_iter()
+        .map(|(reason, functions)| match functions.as_slice() {
+            [f] => format!("function {f} {one} not probed: {reason}"),
+            fs => format!("functions {} {many} not probed: {reason}", fs.join(", ")),
+        })
+        .collect()
+}
+
 /// One function of the profile that chose `--hot-functions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HotFunction {
@@ -414,6 +437,27 @@ fn read_files(manifest: &Path, events: &Path) -> Result<ProbeRecording, TraceErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_are_one_warning_per_reason() {
+        let r = |f: &str, why: &str| RefusedProbe {
+            function: f.into(),
+            reason: why.into(),
+        };
+        let refused = [r("a", "Go"), r("x", "stripped"), r("b", "Go"), r("c", "Go")];
+        assert_eq!(
+            refusal_warnings(&refused, false),
+            [
+                "functions a, b, c are not probed: Go",
+                "function x is not probed: stripped"
+            ]
+        );
+        assert_eq!(
+            refusal_warnings(&refused[1..2], true),
+            ["function x was not probed: stripped"]
+        );
+        assert!(refusal_warnings(&[], true).is_empty());
+    }
 
     /// Process 10 exec's as `server` (t 1); its thread 11 is created at t
     /// 2 (inherits `server`) and names itself `worker-1` at t 3; thread 12

@@ -20,6 +20,7 @@ mod futex;
 mod futex_exports;
 mod futex_tracepoints;
 mod glibc_locks;
+mod go_programs;
 mod golden;
 mod heap_locks;
 mod html_report;

@@ -854,6 +854,8 @@ impl Analyzer for FutexAnalyzer {
         let mut out = AnalysisOutput::new(report);
         out.warnings
             .extend(library_sites_warning(recording, cx.symbols, &events));
+        out.warnings
+            .extend(go_runtime_warning(recording, cx.symbols, &events));
         if let Cow::Owned(events) = events {
             out.events = Some(Box::new(events));
         }
@@ -1168,6 +1170,51 @@ pub fn library_sites_warning(
         shown.join(", "),
         why.join("; ")
     ))
+}
+
+/// A warning when futex waits are the Go runtime's own (shown at a
+/// function `runtime.…` of Go's runtime sources, e.g. `runtime.futex`
+/// in `sys_linux_amd64.s`): a Go program's threads sleep on futexes when
+/// they have no goroutine to run and in the runtime's internal locks, while
+/// `sync.Mutex`, `sync.WaitGroup` and channel waits park goroutines inside
+/// Go's scheduler without a futex call, so the program's own lock waits
+/// are not among them. Says how many waits (of all) and where Go's own
+/// profiles are; `None` when no wait is the Go runtime's.
+pub fn go_runtime_warning(
+    recording: &Recording,
+    symbols: &Symbols,
+    ev: &FutexEvents,
+) -> Option<String> {
+    let mut in_runtime: FxHashMap<(u32, u64, u32), bool> = FxHashMap::default();
+    let mut n = 0u64;
+    for w in &ev.waits {
+        let c = ev.wait_info(w);
+        let go = *in_runtime
+            .entry((c.process, c.site, c.stack))
+            .or_insert_with(|| {
+                let (_, r, _) = user_site(recording, symbols, ev, c.process, c.site, c.stack);
+                is_go_runtime(&r)
+            });
+        n += u64::from(go);
+    }
+    (n > 0).then(|| {
+        format!(
+            "{n} of {} futex wait(s) are the Go runtime's own (its threads sleeping without a goroutine to run, its internal locks), not the program's lock waits: sync.Mutex, sync.WaitGroup and channel waits park goroutines inside Go's scheduler without a futex call and are not seen here; Go's mutex and block profiles show them (runtime.SetMutexProfileFraction, runtime.SetBlockProfileRate, go tool pprof)",
+            ev.waits.len()
+        )
+    })
+}
+
+/// A site in Go's runtime: a `runtime.` function of its sources (a `.go`
+/// or `.s` file under `runtime/`).
+fn is_go_runtime(site: &ResolvedSite) -> bool {
+    site.function
+        .as_deref()
+        .is_some_and(|f| f.starts_with("runtime."))
+        && site
+            .file
+            .as_deref()
+            .is_some_and(|f| f.contains("/runtime/") && (f.ends_with(".go") || f.ends_with(".s")))
 }
 
 /// Rust's standard library (its sources are outside the user's tree).
@@ -1779,6 +1826,28 @@ mod tests {
             .collect();
         assert_eq!(most_named_kind(&tie, plain), "rwlock");
         assert_eq!(most_named_kind(&FxHashMap::default(), plain), "futex");
+    }
+
+    #[test]
+    fn go_runtime_sites_are_its_runtime_sources() {
+        let site = |f: &str, file: &str| ResolvedSite {
+            function: Some(f.into()),
+            file: Some(file.into()),
+            ..ResolvedSite::default()
+        };
+        assert!(is_go_runtime(&site(
+            "runtime.futex",
+            "/usr/local/go/src/runtime/sys_linux_amd64.s"
+        )));
+        assert!(is_go_runtime(&site(
+            "runtime.notesleep",
+            "/usr/lib/go-1.21/src/runtime/lock_futex.go"
+        )));
+        // a program's own package named runtime in C, or a Go function
+        // outside the runtime
+        assert!(!is_go_runtime(&site("runtime_lock", "/src/runtime/lock.c")));
+        assert!(!is_go_runtime(&site("main.work", "/home/me/main.go")));
+        assert!(!is_go_runtime(&ResolvedSite::default()));
     }
 
     #[test]

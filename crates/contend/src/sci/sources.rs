@@ -1031,12 +1031,8 @@ pub fn gather_with<'s>(
         Some(Ok(p)) => {
             g.executions[2] += probe_executions(&mut b, p, symbols, &mut g.counts);
             let m = &p.manifest;
-            for r in &m.refused {
-                g.warnings.push(format!(
-                    "function {} was not probed: {}",
-                    r.function, r.reason
-                ));
-            }
+            g.warnings
+                .extend(contend_trace::probes::refusal_warnings(&m.refused, true));
             for e in &m.errors {
                 g.warnings.push(e.clone());
             }
