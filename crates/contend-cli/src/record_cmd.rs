@@ -141,7 +141,7 @@ pub struct RecordArgs {
     /// Light recording: count uncontended acquisitions per call site and thread instead of recording them (contended ones are recorded in full); far less overhead, hold times only for contended events
     #[arg(long, conflicts_with = "pid")]
     light: bool,
-    /// Probe these functions with uprobes for the interference (SCI) analysis: NAME, LIB:NAME or MODULE:0xOFFSET, comma-separated (needs root or CAP_PERFMON)
+    /// Probe these functions with uprobes for the interference (SCI) analysis: NAME (C++ and Rust as in the source, e.g. ns::f or ns::f(double)), LIB:NAME or MODULE:0xOFFSET, comma-separated (needs root or CAP_PERFMON)
     #[arg(long, value_name = "NAME[,NAME...]", conflicts_with = "pid")]
     function: Vec<String>,
     /// Record one call in N per thread of the probed and instrumented functions (sampling mode)
@@ -153,6 +153,9 @@ pub struct RecordArgs {
     /// Run the program once under a CPU profile first, then probe its K hottest functions (those above 1%)
     #[arg(long, value_name = "K", conflicts_with = "pid")]
     hot_functions: Option<u32>,
+    /// Probe functions of modules that use C++ exceptions too (refused by default: an exception that passes through a function whose return is probed ends the program in std::terminate)
+    #[arg(long, conflicts_with = "pid")]
+    probe_exception_code: bool,
     /// Also record the contention meters (memory latency, run queue, CPU utilisation, …; docs/meters.md) beside the program into meters.cmts; the report splits lock waits and service time by meter state
     #[arg(long, conflicts_with = "pid")]
     meters: bool,
@@ -302,6 +305,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         function_every: a.function_every,
         instrumented_functions: a.instrumented_functions,
         hot_functions: a.hot_functions,
+        probe_exception_code: a.probe_exception_code,
         futex_trace: futex_trace_mode(&a.futex_trace),
     };
     let opts_mpi = opts.mpi;

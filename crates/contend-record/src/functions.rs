@@ -195,8 +195,27 @@ pub struct ModuleSymbols {
     /// The file is a Go program (a `.go.buildinfo` section or Go's build-ID
     /// note, `.note.go.buildid`): see [`GO_RETURN_PROBES`].
     pub go: bool,
+    /// The file has C++ exception tables (a non-empty `.gcc_except_table`):
+    /// see [`EXCEPTION_RETURN_PROBES`].
+    pub exceptions: bool,
     /// Why the file could not be read, if it could not.
     pub error: Option<String>,
+}
+
+/// A demangled C++ name without its parameter list and what follows it
+/// (`ns::f(int) const` → `ns::f`, `f<int>(int)` → `f<int>`): the name
+/// up to its first `(` outside template brackets.
+fn without_parameters(demangled: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in demangled.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 && i > 0 => return &demangled[..i],
+            _ => {}
+        }
+    }
+    demangled
 }
 
 /// Why no function of a Go program is probed. A function's return is seen
@@ -211,7 +230,54 @@ pub struct ModuleSymbols {
 /// change the program's behaviour, so a Go program is not probed at all.
 pub const GO_RETURN_PROBES: &str = "is a Go program, whose goroutines can return on another thread than they entered on and whose stack walks do not know the kernel's return trampoline: return probes (uretprobes) make it crash, so none of its functions is probed (Go's own profiles, runtime/pprof, show where it spends its time and blocks)";
 
+/// Why no function of a module with C++ exception tables is probed unless
+/// asked (`--probe-exception-code`): an exception thrown below a function
+/// whose return is probed meets the kernel's trampoline in place of the
+/// return address, for which the unwinder has no unwind information, and
+/// the program ends in `std::terminate` (a C++ program whose exceptions
+/// pass through a probed function: exit 134, "terminate called after
+/// throwing", every run; Linux 6.18, GCC 12). A thread's cancellation or
+/// `pthread_exit` unwinds through such a frame unharmed (glibc's forced
+/// unwinding stops there), so C code is probed.
+pub const EXCEPTION_RETURN_PROBES: &str = "uses C++ exceptions: an exception that passes through a function whose return is probed (a uretprobe: the kernel's trampoline stands in for the return address, and the unwinder finds no unwind information for it) ends the program in std::terminate, so its functions are probed only with --probe-exception-code (when no exception passes through them)";
+
 impl ModuleSymbols {
+    /// The function a C++ or Rust program's source calls `name`: its
+    /// demangled name whole (`ns::f(int)`, `crate::module::f`), or without
+    /// its parameters (`ns::f`) when that names one function only (an
+    /// overloaded name gives `Err` with the candidates' demangled names).
+    /// Compiler-made copies (`f(int) [clone .cold]`) are never chosen: a
+    /// probe belongs on the function's entry. `Ok(None)` when no function
+    /// has that name.
+    pub fn by_source_name(&self, name: &str) -> Result<Option<&FunctionSymbol>, Vec<String>> {
+        let mut whole = None;
+        let mut bare: Vec<(&FunctionSymbol, String)> = Vec::new();
+        for f in &self.functions {
+            if !(f.name.starts_with("_Z") || f.name.starts_with("_R")) {
+                continue;
+            }
+            let d = contend_symbolize::demangle(&f.name);
+            if d.contains(" [clone ") {
+                continue;
+            }
+            if d == name {
+                whole = Some(f);
+                break;
+            }
+            if without_parameters(&d) == name && !bare.iter().any(|(g, _)| g.vaddr == f.vaddr) {
+                bare.push((f, d));
+            }
+        }
+        if whole.is_some() {
+            return Ok(whole);
+        }
+        match bare.len() {
+            0 => Ok(None),
+            1 => Ok(Some(bare[0].0)),
+            _ => Err(bare.into_iter().map(|(_, d)| d).collect()),
+        }
+    }
+
     /// Reads the function symbols of the ELF file at `path`.
     pub fn read(path: &Path) -> ModuleSymbols {
         let mut m = ModuleSymbols {
@@ -232,10 +298,13 @@ impl ModuleSymbols {
                 return m;
             }
         };
-        use object::{Object, ObjectSegment, ObjectSymbol};
+        use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
         m.stripped = file.section_by_name(".symtab").is_none();
         m.go = file.section_by_name(".go.buildinfo").is_some()
             || file.section_by_name(".note.go.buildid").is_some();
+        m.exceptions = file
+            .section_by_name(".gcc_except_table")
+            .is_some_and(|t| t.size() > 0);
         let segments: Vec<(u64, u64, u64)> = file
             .segments()
             .map(|s| {
@@ -314,9 +383,14 @@ fn names_module(module: &str, path: &Path) -> bool {
 
 /// Resolves the requests against `modules` (the program first): the
 /// probes, and the requests refused with the reason.
+/// `exception_code`: probe functions of modules with C++ exception tables
+/// too (`--probe-exception-code`; else they are refused,
+/// [`EXCEPTION_RETURN_PROBES`]). A Go program's are always refused
+/// ([`GO_RETURN_PROBES`]).
 pub fn resolve_functions(
     requests: &[FunctionRequest],
     modules: &[PathBuf],
+    exception_code: bool,
 ) -> (Vec<ProbeSpec>, Vec<RefusedProbe>) {
     let mut cache: Vec<ModuleSymbols> = Vec::new();
     fn symbols(cache: &mut Vec<ModuleSymbols>, p: &Path) -> usize {
@@ -375,6 +449,8 @@ pub fn resolve_functions(
         let mut found = None;
         let mut problems = Vec::new();
         let mut stripped = Vec::new();
+        // a source name that names several functions (C++ overloads)
+        let mut ambiguous: Option<String> = None;
         for path in &candidates {
             let i = symbols(&mut cache, path);
             let ms = &cache[i];
@@ -383,7 +459,22 @@ pub fn resolve_functions(
                 continue;
             }
             let hit = match &req.target {
-                FunctionTarget::Symbol(name) => ms.functions.iter().find(|f| &f.name == name),
+                FunctionTarget::Symbol(name) => match ms.functions.iter().find(|f| &f.name == name)
+                {
+                    Some(f) => Some(f),
+                    None => match ms.by_source_name(name) {
+                        Ok(f) => f,
+                        Err(overloads) => {
+                            ambiguous.get_or_insert(format!(
+                                "`{name}` names {} functions of {}: {}; give one with its parameters",
+                                overloads.len(),
+                                path.display(),
+                                overloads.join(", ")
+                            ));
+                            None
+                        }
+                    },
+                },
                 FunctionTarget::Offset(off) => ms.at_offset(*off),
             };
             if let Some(f) = hit {
@@ -411,6 +502,10 @@ pub fn resolve_functions(
                 stripped[n - 1]
             )),
         }
+        if let (None, Some(why)) = (&found, ambiguous) {
+            refused.push(refuse(why));
+            continue;
+        }
         let Some((path, f)) = found else {
             let what = match &req.target {
                 FunctionTarget::Symbol(name) => format!("no function symbol `{name}`"),
@@ -431,6 +526,14 @@ pub fn resolve_functions(
             refused.push(refuse(reason));
             continue;
         };
+        let m = symbols(&mut cache, &path);
+        if !exception_code && cache[m].exceptions {
+            refused.push(refuse(format!(
+                "{} {EXCEPTION_RETURN_PROBES}",
+                path.display()
+            )));
+            continue;
+        }
         let module = path.to_string_lossy().into_owned();
         if probes
             .iter()
@@ -454,6 +557,52 @@ pub fn resolve_functions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_are_cut_outside_template_brackets() {
+        assert_eq!(without_parameters("ns::f(int) const"), "ns::f");
+        assert_eq!(
+            without_parameters("f<int (*)(int)>(int)"),
+            "f<int (*)(int)>"
+        );
+        assert_eq!(without_parameters("crate::module::f"), "crate::module::f");
+        assert_eq!(
+            without_parameters("(anonymous namespace)::g()"),
+            "(anonymous namespace)::g"
+        );
+    }
+
+    #[test]
+    fn source_names_find_one_function_or_name_the_overloads() {
+        let f = |name: &str, vaddr: u64| FunctionSymbol {
+            name: name.into(),
+            vaddr,
+            size: 16,
+            file_offset: vaddr,
+        };
+        let m = ModuleSymbols {
+            functions: vec![
+                f("_Z6middlei", 0x10),
+                f("_ZN4work4stepEi", 0x20),
+                f("_ZN4work4stepEd", 0x30),
+                f("_Z5inneri.cold", 0x40),
+                f("plain_c", 0x50),
+            ],
+            ..ModuleSymbols::default()
+        };
+        let at = |name: &str| m.by_source_name(name).map(|o| o.map(|s| s.vaddr));
+        assert_eq!(at("middle"), Ok(Some(0x10)));
+        assert_eq!(at("middle(int)"), Ok(Some(0x10)));
+        assert_eq!(at("work::step(double)"), Ok(Some(0x30)));
+        assert_eq!(
+            at("work::step"),
+            Err(vec!["work::step(int)".into(), "work::step(double)".into()])
+        );
+        // a compiler-made copy is never chosen; C names are matched as
+        // symbols (by the caller), not here
+        assert_eq!(at("inner"), Ok(None));
+        assert_eq!(at("plain_c"), Ok(None));
+    }
 
     #[test]
     fn lists_split_into_requests() {

@@ -183,6 +183,10 @@ pub struct RecordOptions {
     /// Profile the program first and probe its K hottest functions
     /// (`--hot-functions K`; [`crate::hot`]): the program runs twice.
     pub hot_functions: Option<u32>,
+    /// Probe functions of modules that use C++ exceptions too
+    /// (`--probe-exception-code`; see
+    /// [`crate::functions::EXCEPTION_RETURN_PROBES`]).
+    pub probe_exception_code: bool,
     /// `--futex-trace`: when futex calls are traced through the kernel's
     /// tracepoints ([`crate::futex_trace`]); by default for a statically
     /// linked target, which is then run instead of refused.
@@ -214,6 +218,7 @@ impl Default for RecordOptions {
             functions: Vec::new(),
             function_every: 1,
             instrumented_functions: false,
+            probe_exception_code: false,
             hot_functions: None,
             futex_trace: crate::futex_trace::FutexTraceMode::Auto,
         }
@@ -698,6 +703,7 @@ pub fn record_observed(
         crate::functions::resolve_functions(
             &function_requests,
             &crate::functions::program_modules(&program),
+            opts.probe_exception_code,
         )
     };
     warnings.extend(contend_trace::probes::refusal_warnings(&refused, false));

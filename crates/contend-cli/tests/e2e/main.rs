@@ -14,6 +14,7 @@ mod cli_messages;
 mod counters;
 mod creation_stacks;
 mod critical_path_across;
+mod cxx_functions;
 mod damaged_traces;
 mod export;
 mod futex;

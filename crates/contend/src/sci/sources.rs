@@ -864,7 +864,7 @@ fn probe_executions(
             let site = probe_site(p, symbols);
             b.block(BlockDef {
                 kind: BlockKind::Function,
-                name: Arc::from(p.function.as_str()),
+                name: Arc::from(contend_symbolize::demangle(&p.function)),
                 key: None,
                 site: Arc::new(site),
                 every,
@@ -919,7 +919,7 @@ fn probe_site(p: &contend_trace::probes::ProbeSpec, symbols: &Symbols) -> BlockS
     let maps = ProcessMaps::parse(&text);
     let r = symbols.site(Some(&maps), BASE + (p.file_offset - page) + 1);
     BlockSite {
-        function: Some(p.function.clone()),
+        function: Some(contend_symbolize::demangle(&p.function)),
         ..site_of(&r)
     }
 }
