@@ -856,6 +856,7 @@ impl Analyzer for FutexAnalyzer {
             .extend(library_sites_warning(recording, cx.symbols, &events));
         out.warnings
             .extend(go_runtime_warning(recording, cx.symbols, &events));
+        out.warnings.extend(unfinished_waits_warning(&events));
         if let Cow::Owned(events) = events {
             out.events = Some(Box::new(events));
         }
@@ -1121,9 +1122,10 @@ pub fn library_sites_warning(
     ev: &FutexEvents,
 ) -> Option<String> {
     // (process, site, stack) → the shown site's text when it is a library's
-    let mut in_library: FxHashMap<(u32, u64, u32), Option<String>> = FxHashMap::default();
+    // the shown site's text when it is a library's, and whether Rust's std
+    let mut in_library: FxHashMap<(u32, u64, u32), Option<(String, bool)>> = FxHashMap::default();
     let mut per_site: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut n, mut with_stack) = (0u64, 0u64);
+    let (mut n, mut with_stack, mut rust) = (0u64, 0u64, false);
     for w in &ev.waits {
         let c = ev.wait_info(w);
         if ev.traced.contains_key(&c.process) {
@@ -1133,12 +1135,13 @@ pub fn library_sites_warning(
             .entry((c.process, c.site, c.stack))
             .or_insert_with(|| {
                 let (_, r, _) = user_site(recording, symbols, ev, c.process, c.site, c.stack);
-                (is_system_site(&r) || is_std(&r)).then(|| r.display.clone())
+                (is_system_site(&r) || is_std(&r)).then(|| (r.display.clone(), is_std(&r)))
             });
-        if let Some(d) = shown {
+        if let Some((d, std)) = shown {
             *per_site.entry(d.clone()).or_default() += 1;
             n += 1;
             with_stack += u64::from(c.stack != NO_STACK);
+            rust |= *std;
         }
     }
     if n == 0 {
@@ -1154,8 +1157,13 @@ pub fn library_sites_warning(
     };
     let mut why = Vec::new();
     if with_stack < n {
+        let because = if rust {
+            "Rust's std::sync::Mutex and Condvar wait in one function of the standard library, so every lock shares such a site"
+        } else {
+            "a library's locks wait in its own code, so every lock of that library shares such a site"
+        };
         why.push(format!(
-            "{} of them carry no recorded stack: record with --stack-every 1 to show each at the first line of your code on its stack (Rust's std::sync::Mutex and Condvar wait in one function of the standard library, so every lock shares such a site)",
+            "{} of them carry no recorded stack: record with --stack-every 1 to show each at the first line of your code on its stack ({because})",
             n - with_stack
         ));
     }
@@ -1165,11 +1173,36 @@ pub fn library_sites_warning(
         ));
     }
     Some(format!(
-        "{n} of {} futex wait(s) have their call site in Rust's standard library or a system library ({}{more}), not in your code; {}",
+        "{n} of {} futex wait(s) have their call site in {} ({}{more}), not in your code; {}",
         ev.waits.len(),
+        if rust {
+            "Rust's standard library or a system library"
+        } else {
+            "a system library"
+        },
         shown.join(", "),
         why.join("; ")
     ))
+}
+
+/// A warning when futex waits had not returned when their thread's trace
+/// ended (the program exited, or the recording stopped, while they
+/// waited: a runtime's idle threads at exit): their wait is counted to the
+/// trace's end and may lie on the critical path, so the report says how
+/// many and how much (the lock analysis says the same of locks still
+/// held). `None` when every wait returned.
+pub fn unfinished_waits_warning(ev: &FutexEvents) -> Option<String> {
+    let (n, ns) = ev
+        .waits
+        .iter()
+        .filter(|w| w.outcome() == WaitOutcome::Unfinished)
+        .fold((0u64, 0u64), |(n, ns), w| (n + 1, ns + w.wait_ns()));
+    (n > 0).then(|| {
+        format!(
+            "{n} futex wait(s) had not returned when their thread's trace ended (the program exited or the recording stopped while they waited): their {} of wait run to the trace's end and count among the 'other' outcomes",
+            crate::report::layout::Cell::Ns(ns).plain()
+        )
+    })
 }
 
 /// A warning when futex waits are the Go runtime's own (shown at a
@@ -1958,6 +1991,29 @@ mod tests {
         let mut ev = FutexEvents::default();
         add_traced_calls(&calls, 2, |pid| (pid == 10).then_some(0), 1000, &mut ev);
         assert!(ev.waits.iter().all(|w| ev.wait_info(w).process == 0));
+    }
+
+    /// The same calls: one wait (thread 13's, 300 ns) never returned, and
+    /// the warning says so; without it, no warning.
+    #[test]
+    fn unfinished_waits_are_warned_of() {
+        let calls = [
+            call(11, 100, Some(500), fx::CMD_WAIT as u32, 0),
+            call(13, 700, None, fx::CMD_WAIT as u32, 0),
+        ];
+        let mut ev = FutexEvents::default();
+        add_traced_calls(&calls, 2, |_| None, 1000, &mut ev);
+        assert_eq!(
+            unfinished_waits_warning(&ev).as_deref(),
+            Some(
+                "1 futex wait(s) had not returned when their thread's trace ended (the program exited or the \
+                 recording stopped while they waited): their 300 ns of wait run to the trace's end and count \
+                 among the 'other' outcomes"
+            )
+        );
+        let mut ev = FutexEvents::default();
+        add_traced_calls(&calls[..1], 2, |_| None, 1000, &mut ev);
+        assert_eq!(unfinished_waits_warning(&ev), None);
     }
 
     /// futex_waitv through its own tracepoints (op = CMD_WAITV, uaddr the
