@@ -256,7 +256,8 @@ impl ModuleSymbols {
             if !(f.name.starts_with("_Z") || f.name.starts_with("_R")) {
                 continue;
             }
-            let d = contend_symbolize::demangle(&f.name);
+            let d =
+                addr2line::demangle_auto(std::borrow::Cow::Borrowed(&f.name), None).into_owned();
             if d.contains(" [clone ") {
                 continue;
             }
