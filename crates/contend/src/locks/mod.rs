@@ -300,6 +300,9 @@ impl Analyzer for LockAnalyzer {
             ));
         }
         warnings.extend(system_header_sites_warning(&set, &names));
+        if recording.processes.iter().all(|p| p.trace.stack_every == 0) {
+            warnings.extend(wrapper_sites_hint(&locks.by_lock, &locks.by_site));
+        }
         if locks.summary.unmatched_releases > 0 {
             warnings.push(format!(
                 "{} release(s) had no acquisition in the same thread (locks taken before recording began, or a mutex unlocked by another thread)",
@@ -790,6 +793,74 @@ pub fn system_header_sites_warning(set: &EventSet, names: &Names) -> Option<Stri
     ))
 }
 
+/// A hint for a recording without call stacks whose lock operations sit
+/// inside functions that several locks go through: lock wrappers (libuv's
+/// `uv_mutex_lock`, OpenSSL's `CRYPTO_THREAD_write_lock`, a program's own
+/// `my_lock()`), whose one call site every lock taken through them shares,
+/// so the tables cannot say where in the program each was taken. A
+/// function counts when it holds exactly one call site of the site table
+/// (`by_site`), at least two locks of the lock table (`by_lock`) list that
+/// site, and it is not in a system header (libstdc++'s `gthr-posix.h`:
+/// [`system_header_sites_warning`]). Says how many operations (of all)
+/// are at such sites, the three busiest with their numbers of locks, and
+/// the two ways out: recorded stacks, from which thin wrappers are
+/// recognised and looked through ([`thin_wrappers`]), and `report
+/// --wrapper`. `None` when no function counts.
+pub fn wrapper_sites_hint(by_lock: &[LockRow], by_site: &[SiteRow]) -> Option<String> {
+    use std::collections::HashMap;
+    let mut locks_at: HashMap<&str, usize> = HashMap::new();
+    for l in by_lock {
+        for s in &l.sites {
+            *locks_at.entry(s.as_str()).or_default() += 1;
+        }
+    }
+    let mut sites_in: HashMap<(Option<&str>, &str), usize> = HashMap::new();
+    for s in by_site.iter().filter(|s| s.events > 0) {
+        if let Some(f) = &s.function {
+            *sites_in
+                .entry((s.module.as_deref(), f.as_str()))
+                .or_default() += 1;
+        }
+    }
+    let mut wrappers: Vec<(&SiteRow, usize)> = by_site
+        .iter()
+        .filter(|s| s.events > 0 && !s.file.as_deref().is_some_and(is_system_header))
+        .filter(|s| {
+            s.function
+                .as_deref()
+                .is_some_and(|f| sites_in.get(&(s.module.as_deref(), f)) == Some(&1))
+        })
+        .filter_map(|s| {
+            let n = locks_at.get(s.display.as_str()).copied().unwrap_or(0);
+            (n >= 2).then_some((s, n))
+        })
+        .collect();
+    if wrappers.is_empty() {
+        return None;
+    }
+    wrappers.sort_by(|a, b| {
+        b.0.events
+            .cmp(&a.0.events)
+            .then(a.0.display.cmp(&b.0.display))
+    });
+    let n: u64 = wrappers.iter().map(|(s, _)| s.events).sum();
+    let total: u64 = by_site.iter().map(|s| s.events).sum();
+    let shown: Vec<String> = wrappers
+        .iter()
+        .take(3)
+        .map(|(s, k)| format!("{}: {k} locks", s.display))
+        .collect();
+    let more = if wrappers.len() > 3 {
+        format!(" and {} more", wrappers.len() - 3)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{n} of {total} lock operation(s) were recorded inside a function that several locks go through, probably a lock wrapper ({}{more}): every lock taken through it shows that one call site; record with --stack-every 1 to see their callers (contend then recognises thin wrappers and looks through them), or name a wrapper with report --wrapper NAME",
+        shown.join("; ")
+    ))
+}
+
 /// Explains an empty recording instead of reporting zero contention.
 fn no_events_reason(recording: &Recording) -> String {
     if recording.processes.is_empty() {
@@ -835,4 +906,69 @@ fn no_events_reason(recording: &Recording) -> String {
      or a runtime with its own mutexes (Go, some JVM and OpenMP runtimes), or it ran single-threaded \
      without taking locks. This is not evidence of zero contention."
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(function: &str, display: &str, events: u64) -> SiteRow {
+        SiteRow {
+            function: Some(function.into()),
+            file: Some("/src/app/thread.c".into()),
+            module: Some("/usr/bin/app".into()),
+            display: display.into(),
+            events,
+            ..SiteRow::default()
+        }
+    }
+
+    fn lock(name: &str, sites: &[&str]) -> LockRow {
+        LockRow {
+            name: name.into(),
+            sites: sites.iter().map(|s| s.to_string()).collect(),
+            ..LockRow::default()
+        }
+    }
+
+    /// `uv_mutex_lock` holds one site that three locks go through: a
+    /// wrapper (700 of 1,000 operations). `worker` holds two sites (not a
+    /// wrapper), `one_lock` one site of one lock, and the system header's
+    /// site is the other warning's.
+    #[test]
+    fn wrapper_sites_worked_by_hand() {
+        let by_site = [
+            site("uv_mutex_lock", "uv_mutex_lock (thread.c:344)", 700),
+            site("worker", "worker (app.c:10)", 100),
+            site("worker", "worker (app.c:20)", 100),
+            site("one_lock", "one_lock (app.c:30)", 50),
+            SiteRow {
+                file: Some("/usr/include/x86_64-linux-gnu/c++/12/bits/gthr-posix.h".into()),
+                ..site(
+                    "__gthread_mutex_lock",
+                    "__gthread_mutex_lock (gthr-posix.h:749)",
+                    50,
+                )
+            },
+        ];
+        let wrapped = "uv_mutex_lock (thread.c:344)";
+        let gthr = "__gthread_mutex_lock (gthr-posix.h:749)";
+        let by_lock = [
+            lock("a", &[wrapped, "worker (app.c:10)"]),
+            lock("b", &[wrapped, "worker (app.c:20)"]),
+            lock("c", &[wrapped, "worker (app.c:10)", gthr]),
+            lock("d", &["one_lock (app.c:30)", gthr]),
+        ];
+        assert_eq!(
+            wrapper_sites_hint(&by_lock, &by_site).as_deref(),
+            Some(
+                "700 of 1000 lock operation(s) were recorded inside a function that several locks go through, \
+                 probably a lock wrapper (uv_mutex_lock (thread.c:344): 3 locks): every lock taken through it \
+                 shows that one call site; record with --stack-every 1 to see their callers (contend then \
+                 recognises thin wrappers and looks through them), or name a wrapper with report --wrapper NAME"
+            )
+        );
+        // one lock through it: no wrapper to speak of
+        assert_eq!(wrapper_sites_hint(&by_lock[..1], &by_site), None);
+    }
 }
