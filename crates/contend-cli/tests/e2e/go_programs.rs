@@ -28,6 +28,25 @@ fn build_go(dir: &Path) -> PathBuf {
 
 const EXPECTED_TOTAL: &str = "total=3960000000";
 
+/// `contend record FLAGS -o REC -- EXE`, which must succeed with the
+/// program's own result printed (it ran to its end).
+fn record_to_its_end(exe: &Path, rec: &Path, flags: &[&str]) -> Output {
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("record")
+        .args(flags)
+        .arg("-o")
+        .arg(rec)
+        .arg("--")
+        .arg(exe);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(
+        out.success() && out.stdout.contains(EXPECTED_TOTAL),
+        "the Go program must run to its end:\n{}",
+        out.describe()
+    );
+    out
+}
+
 /// A return probe on a Go function killed the program (SIGILL at the
 /// kernel's trampoline, or Go's "unknown pc", 5 runs of 5): now no
 /// function of a Go program is probed, the program runs to its end, and
@@ -40,18 +59,7 @@ fn go_functions_are_refused_and_the_program_runs() {
     let exe = build_go(build_dir.path());
     let dir = tempdir();
     let rec = dir.path().join("rec");
-    let mut cmd = Command::new(contend_bin());
-    cmd.args(["record", "--function", "main.work,main.main", "-o"])
-        .arg(&rec)
-        .arg("--")
-        .arg(&exe);
-    let out = run_timeout(cmd, RUN_TIMEOUT);
-    assert!(
-        out.success(),
-        "the Go program must run to its end:\n{}",
-        out.describe()
-    );
-    assert!(out.stdout.contains(EXPECTED_TOTAL), "{}", out.describe());
+    let out = record_to_its_end(&exe, &rec, &["--function", "main.work,main.main"]);
     let refusal = "functions main.work, main.main are not probed";
     assert!(
         out.stderr.contains(refusal) && out.stderr.contains("is a Go program"),
@@ -90,11 +98,7 @@ fn go_runtime_futex_waits_are_explained() {
     let exe = build_go(build_dir.path());
     let dir = tempdir();
     let rec = dir.path().join("rec");
-    let mut cmd = Command::new(contend_bin());
-    cmd.args(["record", "-o"]).arg(&rec).arg("--").arg(&exe);
-    let out = run_timeout(cmd, RUN_TIMEOUT);
-    assert!(out.success(), "{}", out.describe());
-    assert!(out.stdout.contains(EXPECTED_TOTAL), "{}", out.describe());
+    record_to_its_end(&exe, &rec, &[]);
     let report = report_json(&rec);
     let waits = report["futex"]["summary"]["events"].as_u64().unwrap_or(0);
     if waits == 0 {

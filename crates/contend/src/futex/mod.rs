@@ -1147,14 +1147,11 @@ pub fn library_sites_warning(
     if n == 0 {
         return None;
     }
-    let mut sites: Vec<(u64, &str)> = per_site.iter().map(|(d, &k)| (k, d.as_str())).collect();
-    sites.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let shown: Vec<&str> = sites.iter().take(3).map(|s| s.1).collect();
-    let more = if sites.len() > 3 {
-        format!(" and {} more", sites.len() - 3)
-    } else {
-        String::new()
-    };
+    let sites = crate::report::layout::busiest(
+        per_site.into_iter().map(|(d, k)| (k, d)).collect(),
+        3,
+        ", ",
+    );
     let mut why = Vec::new();
     if with_stack < n {
         let because = if rust {
@@ -1173,14 +1170,13 @@ pub fn library_sites_warning(
         ));
     }
     Some(format!(
-        "{n} of {} futex wait(s) have their call site in {} ({}{more}), not in your code; {}",
+        "{n} of {} futex wait(s) have their call site in {} ({sites}), not in your code; {}",
         ev.waits.len(),
         if rust {
             "Rust's standard library or a system library"
         } else {
             "a system library"
         },
-        shown.join(", "),
         why.join("; ")
     ))
 }

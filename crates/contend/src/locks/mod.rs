@@ -760,19 +760,16 @@ pub fn system_header_sites_warning(set: &EventSet, names: &Names) -> Option<Stri
     if n == 0 {
         return None;
     }
-    let mut sites: Vec<(u64, &str)> = per_site
-        .iter()
-        .zip(&names.sites)
-        .filter(|(&c, _)| c > 0)
-        .map(|(&c, s)| (c, s.display.as_str()))
-        .collect();
-    sites.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    let shown: Vec<&str> = sites.iter().take(3).map(|s| s.1).collect();
-    let more = if sites.len() > 3 {
-        format!(" and {} more", sites.len() - 3)
-    } else {
-        String::new()
-    };
+    let sites = crate::report::layout::busiest(
+        per_site
+            .iter()
+            .zip(&names.sites)
+            .filter(|(&c, _)| c > 0)
+            .map(|(&c, s)| (c, s.display.clone()))
+            .collect(),
+        3,
+        ", ",
+    );
     let mut why = Vec::new();
     if with_stack < n {
         why.push(format!(
@@ -786,9 +783,8 @@ pub fn system_header_sites_warning(set: &EventSet, names: &Names) -> Option<Stri
         ));
     }
     Some(format!(
-        "{n} of {} lock operation(s) have their call site in a system header ({}{more}), not in your code; {}",
+        "{n} of {} lock operation(s) have their call site in a system header ({sites}), not in your code; {}",
         set.events.len(),
-        shown.join(", "),
         why.join("; ")
     ))
 }
@@ -822,7 +818,7 @@ pub fn wrapper_sites_hint(by_lock: &[LockRow], by_site: &[SiteRow]) -> Option<St
                 .or_default() += 1;
         }
     }
-    let mut wrappers: Vec<(&SiteRow, usize)> = by_site
+    let wrappers: Vec<(&SiteRow, usize)> = by_site
         .iter()
         .filter(|s| s.events > 0 && !s.file.as_deref().is_some_and(is_system_header))
         .filter(|s| {
@@ -838,26 +834,18 @@ pub fn wrapper_sites_hint(by_lock: &[LockRow], by_site: &[SiteRow]) -> Option<St
     if wrappers.is_empty() {
         return None;
     }
-    wrappers.sort_by(|a, b| {
-        b.0.events
-            .cmp(&a.0.events)
-            .then(a.0.display.cmp(&b.0.display))
-    });
     let n: u64 = wrappers.iter().map(|(s, _)| s.events).sum();
     let total: u64 = by_site.iter().map(|s| s.events).sum();
-    let shown: Vec<String> = wrappers
-        .iter()
-        .take(3)
-        .map(|(s, k)| format!("{}: {k} locks", s.display))
-        .collect();
-    let more = if wrappers.len() > 3 {
-        format!(" and {} more", wrappers.len() - 3)
-    } else {
-        String::new()
-    };
+    let shown = crate::report::layout::busiest(
+        wrappers
+            .iter()
+            .map(|(s, k)| (s.events, format!("{}: {k} locks", s.display)))
+            .collect(),
+        3,
+        "; ",
+    );
     Some(format!(
-        "{n} of {total} lock operation(s) were recorded inside a function that several locks go through, probably a lock wrapper ({}{more}): every lock taken through it shows that one call site; record with --stack-every 1 to see their callers (contend then recognises thin wrappers and looks through them), or name a wrapper with report --wrapper NAME",
-        shown.join("; ")
+        "{n} of {total} lock operation(s) were recorded inside a function that several locks go through, probably a lock wrapper ({shown}): every lock taken through it shows that one call site; record with --stack-every 1 to see their callers (contend then recognises thin wrappers and looks through them), or name a wrapper with report --wrapper NAME"
     ))
 }
 

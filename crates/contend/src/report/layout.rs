@@ -618,3 +618,23 @@ pub fn compared_list_panel(
         )),
     )
 }
+
+/// The busiest of `counted` (count, text) as one phrase for a warning:
+/// the `shown` texts with the largest counts (ties in text order), joined
+/// by `sep`, then " and N more" for the rest. Every warning that names
+/// the sites it counts (system headers, library futex sites, lock
+/// wrappers) names them so.
+pub(crate) fn busiest(mut counted: Vec<(u64, String)>, shown: usize, sep: &str) -> String {
+    counted.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let more = counted.len().saturating_sub(shown);
+    let mut phrase = counted
+        .into_iter()
+        .take(shown)
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(sep);
+    if more > 0 {
+        phrase.push_str(&format!(" and {more} more"));
+    }
+    phrase
+}
