@@ -796,19 +796,28 @@ pub fn system_header_sites_warning(set: &EventSet, names: &Names) -> Option<Stri
 /// so the tables cannot say where in the program each was taken. A
 /// function counts when it holds exactly one call site of the site table
 /// (`by_site`), at least two locks of the lock table (`by_lock`) list that
-/// site, and it is not in a system header (libstdc++'s `gthr-posix.h`:
-/// [`system_header_sites_warning`]). Says how many operations (of all)
+/// site in one process, and it is not in a system header (libstdc++'s
+/// `gthr-posix.h`: [`system_header_sites_warning`]); and such functions
+/// hold at least 5 % of the operations. Says how many operations (of all)
 /// are at such sites, the three busiest with their numbers of locks, and
 /// the two ways out: recorded stacks, from which thin wrappers are
 /// recognised and looked through ([`thin_wrappers`]), and `report
 /// --wrapper`. `None` when no function counts.
 pub fn wrapper_sites_hint(by_lock: &[LockRow], by_site: &[SiteRow]) -> Option<String> {
     use std::collections::HashMap;
-    let mut locks_at: HashMap<&str, usize> = HashMap::new();
+    // locks per (process, site), then the most of any one process: the
+    // same lock in each of several processes (a CPython GIL per process)
+    // is one lock at its site, not several
+    let mut in_process: HashMap<(u32, &str), usize> = HashMap::new();
     for l in by_lock {
         for s in &l.sites {
-            *locks_at.entry(s.as_str()).or_default() += 1;
+            *in_process.entry((l.pid, s.as_str())).or_default() += 1;
         }
+    }
+    let mut locks_at: HashMap<&str, usize> = HashMap::new();
+    for ((_, site), n) in in_process {
+        let most = locks_at.entry(site).or_default();
+        *most = (*most).max(n);
     }
     let mut sites_in: HashMap<(Option<&str>, &str), usize> = HashMap::new();
     for s in by_site.iter().filter(|s| s.events > 0) {
@@ -836,6 +845,10 @@ pub fn wrapper_sites_hint(by_lock: &[LockRow], by_site: &[SiteRow]) -> Option<St
     }
     let n: u64 = wrappers.iter().map(|(s, _)| s.events).sum();
     let total: u64 = by_site.iter().map(|s| s.events).sum();
+    // a few operations through a wrapper do not hide the program's sites
+    if n * 20 < total {
+        return None;
+    }
     let shown = crate::report::layout::busiest(
         wrappers
             .iter()
@@ -919,10 +932,11 @@ mod tests {
         }
     }
 
-    /// `uv_mutex_lock` holds one site that three locks go through: a
-    /// wrapper (700 of 1,000 operations). `worker` holds two sites (not a
-    /// wrapper), `one_lock` one site of one lock, and the system header's
-    /// site is the other warning's.
+    /// `uv_mutex_lock` holds one site that three locks of one process go
+    /// through: a wrapper (700 of 1,000 operations). `worker` holds two
+    /// sites (not a wrapper), `one_lock` one site of one lock, and the
+    /// system header's site is the other warning's. The same lock in three
+    /// processes is one lock.
     #[test]
     fn wrapper_sites_worked_by_hand() {
         let by_site = [
@@ -958,5 +972,20 @@ mod tests {
         );
         // one lock through it: no wrapper to speak of
         assert_eq!(wrapper_sites_hint(&by_lock[..1], &by_site), None);
+        // nor a wrapper with under 5 % of the operations
+        let quiet = [
+            site("uv_mutex_lock", wrapped, 49),
+            site("worker", "worker (app.c:10)", 500),
+            site("worker", "worker (app.c:20)", 451),
+        ];
+        assert_eq!(wrapper_sites_hint(&by_lock, &quiet), None);
+        // nor one lock in each of three processes (a GIL per process)
+        let per_process: Vec<LockRow> = (0..3)
+            .map(|pid| LockRow {
+                pid,
+                ..lock("gil", &[wrapped])
+            })
+            .collect();
+        assert_eq!(wrapper_sites_hint(&per_process, &by_site), None);
     }
 }
