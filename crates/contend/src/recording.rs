@@ -229,14 +229,20 @@ impl Recording {
             .filter_map(|p| Some(p.file_stem()?.to_string_lossy().into_owned()))
             .collect();
         let mut processes = Vec::new();
+        // processes that did not finish normally: one warning for all
+        // (a pool of forked workers that leave through _exit() is many)
+        let mut not_finished: Vec<(PathBuf, u32)> = Vec::new();
         for path in trace_paths {
             match LockTrace::open(&path) {
                 Ok(trace) => {
                     let execed = replaced_by_exec(&path, &stems);
                     for d in &trace.damage {
-                        // An image replaced by exec never runs its exit
-                        // path: that is the normal end of it.
-                        if execed && *d == contend_trace::Damage::NotFinished {
+                        if *d == contend_trace::Damage::NotFinished {
+                            // An image replaced by exec never runs its
+                            // exit path: that is the normal end of it.
+                            if !execed {
+                                not_finished.push((path.clone(), trace.pid));
+                            }
                             continue;
                         }
                         warnings.push(format!("{} (pid {}): {d}", path.display(), trace.pid));
@@ -268,6 +274,7 @@ impl Recording {
                 Err(e) => warnings.push(format!("{e}; this process is left out")),
             }
         }
+        warnings.extend(not_finished_warning(&not_finished));
         processes.sort_by_key(|p| (p.trace.start.monotonic_ns, p.trace.pid));
         let regions = contend_trace::regions::read_region_recording(dir);
         let region_points: Vec<CalibrationPoint> = match &regions {
@@ -504,5 +511,64 @@ fn fit_clock(
                 points: 0,
             }
         }
+    }
+}
+
+/// The warning for the lock traces of processes that did not finish
+/// normally ([`contend_trace::Damage::NotFinished`]): as the damage says it
+/// for one trace, naming its file; for several, one sentence with their
+/// number, pids (the first ten) and directory, so that a pool of forked
+/// workers that leave through `_exit()` makes one warning, not one each.
+/// `None` for none.
+fn not_finished_warning(traces: &[(PathBuf, u32)]) -> Option<String> {
+    match traces {
+        [] => None,
+        [(path, pid)] => Some(format!(
+            "{} (pid {pid}): {}",
+            path.display(),
+            contend_trace::Damage::NotFinished
+        )),
+        many => {
+            let mut pids: Vec<String> = many.iter().take(10).map(|(_, p)| p.to_string()).collect();
+            if many.len() > 10 {
+                pids.push(format!("and {} more", many.len() - 10));
+            }
+            let dir = many[0]
+                .0
+                .parent()
+                .map_or_else(String::new, |d| format!(" in {}", d.display()));
+            Some(format!(
+                "{} processes did not finish normally (killed, crashed or left through _exit(), as forked workers often do): pids {}; their traces{dir} end at their last complete record",
+                many.len(),
+                pids.join(", ")
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_that_did_not_finish_make_one_warning() {
+        let trace = |pid: u32| (PathBuf::from(format!("rec/locks/{pid}.ctrace")), pid);
+        assert_eq!(not_finished_warning(&[]), None);
+        assert_eq!(
+            not_finished_warning(&[trace(7)]).as_deref(),
+            Some(
+                "rec/locks/7.ctrace (pid 7): the process did not finish normally (killed, crashed or left \
+                 through _exit()); the trace ends at its last complete record"
+            )
+        );
+        let many: Vec<_> = (1..=12).map(trace).collect();
+        assert_eq!(
+            not_finished_warning(&many).as_deref(),
+            Some(
+                "12 processes did not finish normally (killed, crashed or left through _exit(), as forked \
+                 workers often do): pids 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, and 2 more; their traces in rec/locks \
+                 end at their last complete record"
+            )
+        );
     }
 }
