@@ -153,7 +153,7 @@ pub struct RecordArgs {
     /// Run the program once under a CPU profile first, then probe its K hottest functions (those above 1%)
     #[arg(long, value_name = "K", conflicts_with = "pid")]
     hot_functions: Option<u32>,
-    /// Probe functions of modules that use C++ exceptions too (refused by default: an exception that passes through a function whose return is probed ends the program in std::terminate)
+    /// Probe functions of modules with exception-handling tables too (C++, Rust that unwinds on panic; refused by default: an exception or panic that passes through a function whose return is probed ends the program)
     #[arg(long, conflicts_with = "pid")]
     probe_exception_code: bool,
     /// Also record the contention meters (memory latency, run queue, CPU utilisation, …; docs/meters.md) beside the program into meters.cmts; the report splits lock waits and service time by meter state

@@ -230,16 +230,18 @@ fn without_parameters(demangled: &str) -> &str {
 /// change the program's behaviour, so a Go program is not probed at all.
 pub const GO_RETURN_PROBES: &str = "is a Go program, whose goroutines can return on another thread than they entered on and whose stack walks do not know the kernel's return trampoline: return probes (uretprobes) make it crash, so none of its functions is probed (Go's own profiles, runtime/pprof, show where it spends its time and blocks)";
 
-/// Why no function of a module with C++ exception tables is probed unless
-/// asked (`--probe-exception-code`): an exception thrown below a function
+/// Why no function of a module with exception-handling tables (C++, and
+/// Rust built to unwind on panic) is probed unless asked
+/// (`--probe-exception-code`): an exception thrown below a function
 /// whose return is probed meets the kernel's trampoline in place of the
 /// return address, for which the unwinder has no unwind information, and
 /// the program ends in `std::terminate` (a C++ program whose exceptions
 /// pass through a probed function: exit 134, "terminate called after
-/// throwing", every run; Linux 6.18, GCC 12). A thread's cancellation or
+/// throwing", every run; a Rust panic caught above a probed function:
+/// "failed to initiate panic", exit 134; Linux 6.18, GCC 12, rustc 1.9x). A thread's cancellation or
 /// `pthread_exit` unwinds through such a frame unharmed (glibc's forced
 /// unwinding stops there), so C code is probed.
-pub const EXCEPTION_RETURN_PROBES: &str = "uses C++ exceptions: an exception that passes through a function whose return is probed (a uretprobe: the kernel's trampoline stands in for the return address, and the unwinder finds no unwind information for it) ends the program in std::terminate, so its functions are probed only with --probe-exception-code (when no exception passes through them)";
+pub const EXCEPTION_RETURN_PROBES: &str = "has exception-handling tables (C++ exceptions, Rust panics that unwind): an exception or panic that passes through a function whose return is probed (a uretprobe: the kernel's trampoline stands in for the return address, and the unwinder finds no unwind information for it) ends the program (std::terminate, or an abort), so its functions are probed only with --probe-exception-code (when nothing unwinds through them)";
 
 impl ModuleSymbols {
     /// The function a C++ or Rust program's source calls `name`: its

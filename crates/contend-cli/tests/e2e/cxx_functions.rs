@@ -84,7 +84,7 @@ fn functions_that_exceptions_pass_through_are_not_probed() {
     assert_eq!(r["sum"], 16_500_500, "{}", out.describe());
     assert!(
         out.stderr.contains("function middle is not probed")
-            && out.stderr.contains("uses C++ exceptions")
+            && out.stderr.contains("has exception-handling tables")
             && out.stderr.contains("--probe-exception-code"),
         "{}",
         out.describe()
