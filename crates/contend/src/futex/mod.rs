@@ -853,9 +853,7 @@ impl Analyzer for FutexAnalyzer {
             });
         let mut out = AnalysisOutput::new(report);
         out.warnings
-            .extend(library_sites_warning(recording, cx.symbols, &events));
-        out.warnings
-            .extend(go_runtime_warning(recording, cx.symbols, &events));
+            .extend(site_warnings(recording, cx.symbols, &events));
         out.warnings.extend(unfinished_waits_warning(&events));
         if let Cow::Owned(events) = events {
             out.events = Some(Box::new(events));
@@ -1107,72 +1105,90 @@ fn maps_of<'r>(
     })
 }
 
+/// The warnings about the sites futex waits are shown at ([`ShownSites`],
+/// as the `by_site` rows show them), from one pass over the waits:
+/// [`library_sites_warning`] for the waits shown inside Rust's standard
+/// library or a system library (waits seen by the futex tracepoints,
+/// which come with their call chains, are not counted), and
+/// [`go_runtime_warning`] for those in Go's runtime.
+pub fn site_warnings(recording: &Recording, symbols: &Symbols, ev: &FutexEvents) -> Vec<String> {
+    let mut shown = ShownSites::new(recording, symbols, ev);
+    let mut library = LibraryWaits::default();
+    let mut go = 0u64;
+    for w in &ev.waits {
+        let c = ev.wait_info(w);
+        let (_, r) = shown.site(c.process, c.site, c.stack);
+        go += u64::from(is_go_runtime(r));
+        if ev.traced.contains_key(&c.process) || !(is_system_site(r) || is_std(r)) {
+            continue;
+        }
+        *library.per_site.entry(r.display.clone()).or_default() += 1;
+        library.waits += 1;
+        library.with_stack += u64::from(c.stack != NO_STACK);
+        library.rust |= is_std(r);
+    }
+    let total = ev.waits.len();
+    [
+        library_sites_warning(library, total),
+        go_runtime_warning(go, total),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The futex waits shown inside a library ([`site_warnings`]).
+#[derive(Default)]
+struct LibraryWaits {
+    /// Waits per shown site's text.
+    per_site: BTreeMap<String, u64>,
+    /// Waits in all.
+    waits: u64,
+    /// Of them, those recorded with a call stack.
+    with_stack: u64,
+    /// Some site is in Rust's standard library.
+    rust: bool,
+}
+
 /// A warning when futex waits are shown at a site inside Rust's standard
 /// library or a system library: the `syscall()` of std's `Mutex` and
 /// `Condvar` (`std::sys::pal::unix::futex::futex_wait`) is one site for
 /// every lock of a Rust program, so the tables cannot say which lock of
-/// the user's code waited. Says how many waits (of all) and at which sites
-/// (at most three), and that `contend record --stack-every 1` moves them to
-/// the first frame of the program's own code; `None` when no wait is shown
-/// in a library. Waits seen by the futex tracepoints (which come with
-/// their call chains) are not counted.
-pub fn library_sites_warning(
-    recording: &Recording,
-    symbols: &Symbols,
-    ev: &FutexEvents,
-) -> Option<String> {
-    // (process, site, stack) → the shown site's text when it is a library's
-    // the shown site's text when it is a library's, and whether Rust's std
-    let mut in_library: FxHashMap<(u32, u64, u32), Option<(String, bool)>> = FxHashMap::default();
-    let mut per_site: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut n, mut with_stack, mut rust) = (0u64, 0u64, false);
-    for w in &ev.waits {
-        let c = ev.wait_info(w);
-        if ev.traced.contains_key(&c.process) {
-            continue;
-        }
-        let shown = in_library
-            .entry((c.process, c.site, c.stack))
-            .or_insert_with(|| {
-                let (_, r, _) = user_site(recording, symbols, ev, c.process, c.site, c.stack);
-                (is_system_site(&r) || is_std(&r)).then(|| (r.display.clone(), is_std(&r)))
-            });
-        if let Some((d, std)) = shown {
-            *per_site.entry(d.clone()).or_default() += 1;
-            n += 1;
-            with_stack += u64::from(c.stack != NO_STACK);
-            rust |= *std;
-        }
-    }
+/// the user's code waited. Says how many waits (of `total`) and at which
+/// sites (at most three), and that `contend record --stack-every 1` moves
+/// them to the first frame of the program's own code; `None` when no wait
+/// is shown in a library.
+fn library_sites_warning(l: LibraryWaits, total: usize) -> Option<String> {
+    let n = l.waits;
     if n == 0 {
         return None;
     }
     let sites = crate::report::layout::busiest(
-        per_site.into_iter().map(|(d, k)| (k, d)).collect(),
+        l.per_site.into_iter().map(|(d, k)| (k, d)).collect(),
         3,
         ", ",
     );
     let mut why = Vec::new();
-    if with_stack < n {
-        let because = if rust {
+    if l.with_stack < n {
+        let because = if l.rust {
             "Rust's std::sync::Mutex and Condvar wait in one function of the standard library, so every lock shares such a site"
         } else {
             "a library's locks wait in its own code, so every lock of that library shares such a site"
         };
         why.push(format!(
             "{} of them carry no recorded stack: record with --stack-every 1 to show each at the first line of your code on its stack ({because})",
-            n - with_stack
+            n - l.with_stack
         ));
     }
-    if with_stack > 0 {
+    if l.with_stack > 0 {
         why.push(format!(
-            "the recorded stacks of {with_stack} of them reach no frame in your code that resolves (the walk ends in a library built without frame pointers, or your code lacks debug information)"
+            "the recorded stacks of {} of them reach no frame in your code that resolves (the walk ends in a library built without frame pointers, or your code lacks debug information)",
+            l.with_stack
         ));
     }
     Some(format!(
-        "{n} of {} futex wait(s) have their call site in {} ({sites}), not in your code; {}",
-        ev.waits.len(),
-        if rust {
+        "{n} of {total} futex wait(s) have their call site in {} ({sites}), not in your code; {}",
+        if l.rust {
             "Rust's standard library or a system library"
         } else {
             "a system library"
@@ -1201,35 +1217,18 @@ pub fn unfinished_waits_warning(ev: &FutexEvents) -> Option<String> {
     })
 }
 
-/// A warning when futex waits are the Go runtime's own (shown at a
-/// function `runtime.…` of Go's runtime sources, e.g. `runtime.futex`
-/// in `sys_linux_amd64.s`): a Go program's threads sleep on futexes when
-/// they have no goroutine to run and in the runtime's internal locks, while
-/// `sync.Mutex`, `sync.WaitGroup` and channel waits park goroutines inside
-/// Go's scheduler without a futex call, so the program's own lock waits
-/// are not among them. Says how many waits (of all) and where Go's own
-/// profiles are; `None` when no wait is the Go runtime's.
-pub fn go_runtime_warning(
-    recording: &Recording,
-    symbols: &Symbols,
-    ev: &FutexEvents,
-) -> Option<String> {
-    let mut in_runtime: FxHashMap<(u32, u64, u32), bool> = FxHashMap::default();
-    let mut n = 0u64;
-    for w in &ev.waits {
-        let c = ev.wait_info(w);
-        let go = *in_runtime
-            .entry((c.process, c.site, c.stack))
-            .or_insert_with(|| {
-                let (_, r, _) = user_site(recording, symbols, ev, c.process, c.site, c.stack);
-                is_go_runtime(&r)
-            });
-        n += u64::from(go);
-    }
+/// A warning when futex waits are the Go runtime's own (`n` of `total`,
+/// shown at a function `runtime.…` of Go's runtime sources, e.g.
+/// `runtime.futex` in `sys_linux_amd64.s`): a Go program's threads sleep
+/// on futexes when they have no goroutine to run and in the runtime's
+/// internal locks, while `sync.Mutex`, `sync.WaitGroup` and channel waits
+/// park goroutines inside Go's scheduler without a futex call, so the
+/// program's own lock waits are not among them. Says how many waits and
+/// where Go's own profiles are; `None` when no wait is the Go runtime's.
+fn go_runtime_warning(n: u64, total: usize) -> Option<String> {
     (n > 0).then(|| {
         format!(
-            "{n} of {} futex wait(s) are the Go runtime's own (its threads sleeping without a goroutine to run, its internal locks), not the program's lock waits: sync.Mutex, sync.WaitGroup and channel waits park goroutines inside Go's scheduler without a futex call and are not seen here; Go's mutex and block profiles show them (runtime.SetMutexProfileFraction, runtime.SetBlockProfileRate, go tool pprof)",
-            ev.waits.len()
+            "{n} of {total} futex wait(s) are the Go runtime's own (its threads sleeping without a goroutine to run, its internal locks), not the program's lock waits: sync.Mutex, sync.WaitGroup and channel waits park goroutines inside Go's scheduler without a futex call and are not seen here; Go's mutex and block profiles show them (runtime.SetMutexProfileFraction, runtime.SetBlockProfileRate, go tool pprof)"
         )
     })
 }
