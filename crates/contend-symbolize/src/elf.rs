@@ -660,13 +660,9 @@ impl Opened {
         let f = self.parse()?;
         let endian = Self::endian(&f);
         gimli::Dwarf::load(|id| -> Result<Reader, DwarfError> {
-            let location = matches!(
-                id,
-                gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
-            );
             let name = if dwo { id.dwo_name() } else { Some(id.name()) };
             let bytes = match name {
-                Some(n) if locations || !location => self.section(&f, n)?,
+                Some(n) if locations || !is_location_list(id) => self.section(&f, n)?,
                 _ => SectionBytes::empty(),
             };
             Ok(gimli::EndianReader::new(bytes, endian))
@@ -684,11 +680,7 @@ impl Opened {
         let f = self.parse()?;
         let endian = Self::endian(&f);
         dwarf.load_sup(|id| -> Result<Reader, DwarfError> {
-            let location = matches!(
-                id,
-                gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
-            );
-            let bytes = if locations || !location {
+            let bytes = if locations || !is_location_list(id) {
                 self.section(&f, id.name())?
             } else {
                 SectionBytes::empty()
@@ -810,6 +802,16 @@ pub(crate) fn build_module(
         dwarf,
         dwarf_problem,
     }
+}
+
+/// `.debug_loc` and `.debug_loclists`: where variables live, read by the
+/// type index, never by an address-to-line lookup
+/// ([`Opened::load_code_dwarf`]).
+fn is_location_list(id: gimli::SectionId) -> bool {
+    matches!(
+        id,
+        gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
+    )
 }
 
 fn load_context(
