@@ -195,8 +195,9 @@ pub struct ModuleSymbols {
     /// The file is a Go program (a `.go.buildinfo` section or Go's build-ID
     /// note, `.note.go.buildid`): see [`GO_RETURN_PROBES`].
     pub go: bool,
-    /// The file has C++ exception tables (a non-empty `.gcc_except_table`):
-    /// see [`EXCEPTION_RETURN_PROBES`].
+    /// The file has exception-handling tables (a non-empty
+    /// `.gcc_except_table`: C++ with exceptions, Rust that unwinds on
+    /// panic): see [`EXCEPTION_RETURN_PROBES`].
     pub exceptions: bool,
     /// Why the file could not be read, if it could not.
     pub error: Option<String>,
@@ -235,10 +236,10 @@ pub const GO_RETURN_PROBES: &str = "is a Go program, whose goroutines can return
 /// (`--probe-exception-code`): an exception thrown below a function
 /// whose return is probed meets the kernel's trampoline in place of the
 /// return address, for which the unwinder has no unwind information, and
-/// the program ends in `std::terminate` (a C++ program whose exceptions
-/// pass through a probed function: exit 134, "terminate called after
-/// throwing", every run; a Rust panic caught above a probed function:
-/// "failed to initiate panic", exit 134; Linux 6.18, GCC 12, rustc 1.9x). A thread's cancellation or
+/// the program ends (a C++ program whose exceptions pass through a probed
+/// function: exit 134, "terminate called after throwing", every run; a
+/// Rust panic caught above a probed function: "failed to initiate panic",
+/// exit 134; Linux 6.18, GCC 12, rustc 1.9x). A thread's cancellation or
 /// `pthread_exit` unwinds through such a frame unharmed (glibc's forced
 /// unwinding stops there), so C code is probed.
 pub const EXCEPTION_RETURN_PROBES: &str = "has exception-handling tables (C++ exceptions, Rust panics that unwind): an exception or panic that passes through a function whose return is probed (a uretprobe: the kernel's trampoline stands in for the return address, and the unwinder finds no unwind information for it) ends the program (std::terminate, or an abort), so its functions are probed only with --probe-exception-code (when nothing unwinds through them)";
@@ -252,7 +253,6 @@ impl ModuleSymbols {
     /// probe belongs on the function's entry. `Ok(None)` when no function
     /// has that name.
     pub fn by_source_name(&self, name: &str) -> Result<Option<&FunctionSymbol>, Vec<String>> {
-        let mut whole = None;
         let mut bare: Vec<(&FunctionSymbol, String)> = Vec::new();
         for f in &self.functions {
             if !(f.name.starts_with("_Z") || f.name.starts_with("_R")) {
@@ -264,15 +264,11 @@ impl ModuleSymbols {
                 continue;
             }
             if d == name {
-                whole = Some(f);
-                break;
+                return Ok(Some(f));
             }
             if without_parameters(&d) == name && !bare.iter().any(|(g, _)| g.vaddr == f.vaddr) {
                 bare.push((f, d));
             }
-        }
-        if whole.is_some() {
-            return Ok(whole);
         }
         match bare.len() {
             0 => Ok(None),
@@ -386,8 +382,8 @@ fn names_module(module: &str, path: &Path) -> bool {
 
 /// Resolves the requests against `modules` (the program first): the
 /// probes, and the requests refused with the reason.
-/// `exception_code`: probe functions of modules with C++ exception tables
-/// too (`--probe-exception-code`; else they are refused,
+/// `exception_code`: probe functions of modules with exception-handling
+/// tables too (`--probe-exception-code`; else they are refused,
 /// [`EXCEPTION_RETURN_PROBES`]). A Go program's are always refused
 /// ([`GO_RETURN_PROBES`]).
 pub fn resolve_functions(

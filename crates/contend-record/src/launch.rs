@@ -183,7 +183,7 @@ pub struct RecordOptions {
     /// Profile the program first and probe its K hottest functions
     /// (`--hot-functions K`; [`crate::hot`]): the program runs twice.
     pub hot_functions: Option<u32>,
-    /// Probe functions of modules that use C++ exceptions too
+    /// Probe functions of modules with exception-handling tables too
     /// (`--probe-exception-code`; see
     /// [`crate::functions::EXCEPTION_RETURN_PROBES`]).
     pub probe_exception_code: bool,
