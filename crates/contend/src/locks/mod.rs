@@ -287,7 +287,8 @@ impl Analyzer for LockAnalyzer {
             .sites_without_debug_info
             .retain(|m| !mismatched.contains(m));
         let mut warnings = filters_matching_nothing(&set, &names, &cx.options.locks);
-        if !named.is_empty() && recording.processes.iter().all(|p| p.trace.stack_every == 0) {
+        let no_stacks = recording.processes.iter().all(|p| p.trace.stack_every == 0);
+        if !named.is_empty() && no_stacks {
             warnings.push(
                 "--wrapper moves call sites through recorded call stacks, and this recording has none (only the creations' stacks, which name the locks): record with --stack-every N"
                     .into(),
@@ -300,7 +301,7 @@ impl Analyzer for LockAnalyzer {
             ));
         }
         warnings.extend(system_header_sites_warning(&set, &names));
-        if recording.processes.iter().all(|p| p.trace.stack_every == 0) {
+        if no_stacks {
             warnings.extend(wrapper_sites_hint(&locks.by_lock, &locks.by_site));
         }
         if locks.summary.unmatched_releases > 0 {
