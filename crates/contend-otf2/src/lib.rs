@@ -17,7 +17,6 @@
 
 use std::path::{Path, PathBuf};
 
-use contend::export::otf2::{Definitions, Event, Otf2Sink};
 use contend::export::{ExportError, ExportOptions, ExportSummary};
 use contend::Analysis;
 
@@ -126,6 +125,8 @@ mod backend {
     //! The sink over the C shim.
 
     use std::ffi::{c_char, c_int, CStr, CString};
+
+    use contend::export::otf2::{Definitions, Event, Otf2Sink};
 
     use super::*;
     use contend::export::otf2::{GroupKind, Paradigm, RegionRole};

@@ -262,7 +262,8 @@ fn blocks_panel(r: &SciReport, top: usize) -> Panel {
                 "SCI of the exclusive durations (blocks nested inside subtracted)",
             ),
             Column::text("Notes", "flags").explained(
-                "few = fewer than 10 executions, no score; unstable = the fastest 1% spread more than 2×; \
+                "idle = a wait for another thread (condition variable, barrier, semaphore): its excess is \
+                 mostly idle time, not interference; few = fewer than 10 executions, no score; unstable = the fastest 1% spread more than 2×; \
                  sampled 1/N = one execution in N recorded, excess × N; rec = recursive executions not scored; \
                  unf = executions that never ended",
             ),
@@ -284,6 +285,9 @@ fn blocks_panel(r: &SciReport, top: usize) -> Panel {
 /// The short notes of a block row.
 fn flags(b: &SciBlock) -> String {
     let mut f = Vec::new();
+    if b.kind.waits_for_another_thread() {
+        f.push("idle".to_string());
+    }
     if b.sci.is_none() {
         f.push("few".to_string());
     } else if !b.stable {
@@ -492,22 +496,52 @@ fn histogram_panel(b: &SciBlock, i: usize) -> Panel {
 
 /// The SCI section's line of "At a glance": the block with the largest SCI
 /// (Mosli Bouksiaa et al. 2019, Section 2) and the time its slower
-/// executions lost.
+/// executions lost. When waits for another thread (condition variables,
+/// barriers, semaphores: [`super::BlockKind::waits_for_another_thread`]) score
+/// highest, their excess is mostly idle time, so the line names the largest
+/// lock, region or function block and the wait beside it; with no such
+/// block it names the wait and says what its excess is.
 fn headlines(r: &SciReport) -> Vec<String> {
     use crate::report::fmt::duration_plain as time;
-    let top = r
-        .blocks
-        .iter()
-        .filter_map(|b| b.sci.map(|sci| (sci, b)))
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    match top {
-        Some((sci, b)) if b.excess_ns > 0 => vec![format!(
-            "Interference: the largest SCI, {sci:.3}, is {} {}: {} lost to executions slower than its fastest ({}).",
+    let largest = |keep: &dyn Fn(&SciBlock) -> bool| {
+        r.blocks
+            .iter()
+            .filter(|b| keep(b))
+            .filter_map(|b| b.sci.map(|sci| (sci, b)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .filter(|(_, b)| b.excess_ns > 0)
+    };
+    let lost = |b: &SciBlock| {
+        format!(
+            "{} {}: {} lost to executions slower than its fastest ({})",
             b.kind.name(),
             block_label(b),
             time(b.excess_ns),
             time(b.min_ns)
+        )
+    };
+    let Some((sci, top)) = largest(&|_| true) else {
+        return Vec::new();
+    };
+    if !top.kind.waits_for_another_thread() {
+        return vec![format!(
+            "Interference: the largest SCI, {sci:.3}, is {}.",
+            lost(top)
+        )];
+    }
+    match largest(&|b| !b.kind.waits_for_another_thread()) {
+        Some((work_sci, work)) => vec![format!(
+            "Interference: the largest SCI of lock, region and function blocks, {work_sci:.3}, is {}. \
+             Waits for another thread score higher ({} {}, {sci:.3}), but their excess is time idle \
+             until that thread signals or arrives, not interference.",
+            lost(work),
+            top.kind.name(),
+            block_label(top)
         )],
-        _ => Vec::new(),
+        None => vec![format!(
+            "Interference: the largest SCI, {sci:.3}, is {}; a wait for another thread, so its excess is \
+             mostly time idle until that thread signals or arrives, not interference.",
+            lost(top)
+        )],
     }
 }

@@ -80,6 +80,21 @@ impl BlockKind {
             BlockKind::Function => "function",
         }
     }
+
+    /// Whether executions of the block wait for another thread to act: a
+    /// condition variable for its signal, a barrier for the last arrival,
+    /// a semaphore for a post (`cond`, `barrier`, `semaphore`). Such a
+    /// block's excess is mostly time idle until that thread acts (a worker
+    /// waiting for work, a fast thread waiting for the slowest), which
+    /// differential execution cannot tell from interference (Mosli
+    /// Bouksiaa et al. 2019 score code that computes or contends: Section
+    /// 2); lock, region and function blocks are not such waits.
+    pub fn waits_for_another_thread(self) -> bool {
+        matches!(
+            self,
+            BlockKind::Cond | BlockKind::Barrier | BlockKind::Semaphore
+        )
+    }
 }
 
 /// Where a block is in the source.

@@ -131,6 +131,58 @@ fn per_thread_and_aggregated_scores_and_the_ten_execution_rule() {
 }
 
 #[test]
+fn at_a_glance_does_not_call_a_wait_for_another_thread_interference() {
+    // One thread, T = 10 000 ns. Worked out by hand:
+    //   cond W: 10 × 100, 10 × 600 → d_min 100, excess 10 · 500 = 5000,
+    //     SCI 0.5 (a worker idle until signalled);
+    //   lock L: 9 × 0, one 200 → d_min 0, excess 200, SCI 0.02.
+    let input = |with_lock: bool| {
+        let mut w = vec![100; 10];
+        w.extend([600; 10]);
+        let mut executions = run(0, 0, &w);
+        let mut blocks = vec![block(BlockKind::Cond, "pthread_cond_wait", Some("cv"))];
+        if with_lock {
+            blocks.push(block(BlockKind::Lock, "pthread_mutex_lock", Some("m")));
+            executions.extend(run(1, 8000, &[0, 0, 0, 0, 0, 0, 0, 0, 0, 200]));
+        }
+        ScoreInput {
+            counted: Vec::new(),
+            blocks,
+            threads: vec![thread(7, 10_000)],
+            executions: vec![executions],
+        }
+    };
+    let glance = |with_lock| {
+        let (blocks, threads) = score(&input(with_lock));
+        assert!(close(blocks[0].sci.unwrap(), 0.5), "{:?}", blocks[0].sci);
+        contend::report::ReportSection::headlines(&SciReport {
+            blocks,
+            threads,
+            ..SciReport::default()
+        })
+    };
+    // The lock is named as the interference, the higher-scoring wait beside it.
+    assert_eq!(
+        glance(true),
+        ["Interference: the largest SCI of lock, region and function blocks, 0.020, is lock \
+          pthread_mutex_lock [m] @ ?: 200 ns lost to executions slower than its fastest (0 ns). \
+          Waits for another thread score higher (cond pthread_cond_wait [cv] @ ?, 0.500), but their \
+          excess is time idle until that thread signals or arrives, not interference."]
+    );
+    // Only the wait: named, and said what its excess is.
+    assert_eq!(
+        glance(false),
+        ["Interference: the largest SCI, 0.500, is cond pthread_cond_wait [cv] @ ?: 5.000 µs lost to \
+          executions slower than its fastest (100 ns); a wait for another thread, so its excess is \
+          mostly time idle until that thread signals or arrives, not interference."]
+    );
+    assert!(BlockKind::Barrier.waits_for_another_thread());
+    assert!(BlockKind::Semaphore.waits_for_another_thread());
+    assert!(!BlockKind::Function.waits_for_another_thread());
+    assert!(!BlockKind::Region.waits_for_another_thread());
+}
+
+#[test]
 fn keys_compare_executions_only_with_themselves() {
     // A parameter-dependent block: key 1 always takes 100 ns, key 2 always
     // 1000 ns (10 executions each, one thread of 100 000 ns).
