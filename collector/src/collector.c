@@ -964,6 +964,9 @@ static void thread_exit(void *value)
 {
     (void)value;
     struct contend_thread *ts = &contend_tls;
+    /* the thread's end, for a thread joining this one (join.c) */
+    if (ts->chunk)
+        contend_join_exit(ts, __builtin_return_address(0));
     uint8_t saved = ts->guard;
     ts->guard |= CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();

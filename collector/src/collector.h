@@ -102,6 +102,10 @@ struct contend_real {
     int (*cond_init_old)(pthread_cond_t *, const pthread_condattr_t *); /* GLIBC_2.2.5 */
     int (*barrier_init)(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
     int (*sem_init)(sem_t *, int, unsigned);
+    /* thread joins (join.c) */
+    int (*join)(pthread_t, void **);
+    int (*timedjoin)(pthread_t, void **, const struct timespec *);
+    int (*clockjoin)(pthread_t, void **, clockid_t, const struct timespec *);
 };
 
 CONTEND_HIDDEN extern struct contend_real contend_real;
@@ -406,6 +410,12 @@ CONTEND_INLINE void contend_emit_ext(struct contend_thread *ts, uint32_t tag, ui
     }
     contend_emit_ext_slow(ts, tag, ext, obj, site, t, first);
 }
+
+/* The end of a thread that recorded something: a join RELEASE naming its
+ * own pthread_t (join.c; trace_format.h, "Join records"), written when the
+ * thread may record and does not hold the BUSY guard; `site` is the
+ * return address into the C library's thread exit. */
+CONTEND_HIDDEN void contend_join_exit(struct contend_thread *ts, const void *site);
 
 /* In-situ cost sampling (sampling.c, docs/trace-format.md "Recording
  * cost"): one in CONTEND_SAMPLE_EVERY operations of a thread (a per-thread

@@ -72,6 +72,10 @@ void contend_resolve_reals(void)
     STORE(cond_init_old, dlvsym(RTLD_NEXT, "pthread_cond_init", COND_OLD));
     STORE(barrier_init, dlsym(RTLD_NEXT, "pthread_barrier_init"));
     STORE(sem_init, dlsym(RTLD_NEXT, "sem_init"));
+    /* thread joins (join.c) */
+    STORE(join, dlsym(RTLD_NEXT, "pthread_join"));
+    STORE(timedjoin, dlsym(RTLD_NEXT, "pthread_timedjoin_np"));
+    STORE(clockjoin, dlsym(RTLD_NEXT, "pthread_clockjoin_np"));
 
     /* The recording fast path calls these without a NULL check; it is
      * enabled only when they exist (they always do in glibc). */

@@ -70,9 +70,9 @@ def main():
                 i += 1 + dt
                 continue
             wide = tag & 0x80
-            if tag & 0x7F in (3, 4, 5):
-                # FUTEX, OMP and CREATE records: head, addresses when wide,
-                # one extension word; not lock operations
+            if tag & 0x7F in (3, 4, 5, 6):
+                # FUTEX, OMP, CREATE and JOIN records: head, addresses when
+                # wide, one extension word; not lock operations
                 now += dt
                 i += 4 if wide else 2
                 stack = None

@@ -25,6 +25,7 @@ const SOURCES: &[&str] = &[
     "gomp.c",
     "names.c",
     "sampling.c",
+    "join.c",
 ];
 /// Headers and the linker version script (rebuild triggers only).
 const OTHER_INPUTS: &[&str] = &[

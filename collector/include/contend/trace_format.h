@@ -364,6 +364,31 @@ typedef struct contend_count {
 #define CONTEND_CREATE_HOW_MASK 0xffu
 #define CONTEND_CREATE_PRIM_SHIFT 8
 
+/*
+ * Join records (added in version 2; a reader that does not know tag 0x06
+ * stops at it as at a bad record): a thread waiting in pthread_join (or
+ * pthread_timedjoin_np, pthread_clockjoin_np) for another thread's end,
+ * and that other thread's end, so that the critical path can follow a
+ * joining thread to the thread it waited for (docs/critical-path.md).
+ * Same layout as a futex record: head word with tag CONTEND_TAG_JOIN,
+ * object index, site index; wide: | CONTEND_TAG_WIDE, two address words;
+ * then one extension word: bits 0..7 the phase (CONTEND_PHASE_*), bits
+ * 32..63 a 32-bit value. The object is the joined thread's pthread_t (an
+ * address; a pthread_t is reused only after its thread was joined).
+ *   - the joining thread: REQUEST before the call; after it ACQUIRED
+ *     (it returned 0), BUSY (ETIMEDOUT, EBUSY) or ERROR (another error;
+ *     value = the error number, ECANCELED when the joining thread was
+ *     cancelled in the call); site = the call site;
+ *   - the ending thread: RELEASE in its exit (the collector's
+ *     thread-specific destructor, after the thread's own code returned or
+ *     called pthread_exit), object = its own pthread_self(), site = the
+ *     return address into the C library's thread exit; only threads that
+ *     recorded something write it.
+ */
+#define CONTEND_TAG_JOIN 0x06u
+#define CONTEND_JOIN_PHASE_MASK 0xffu
+#define CONTEND_JOIN_VALUE_SHIFT 32
+
 _Static_assert(sizeof(contend_calibration) == 32, "calibration is 32 bytes");
 _Static_assert(sizeof(contend_trace_header) == CONTEND_HEADER_SIZE, "header is 4096 bytes");
 _Static_assert(sizeof(contend_chunk_header) == CONTEND_CHUNK_HEADER_SIZE, "chunk header is 64 bytes");

@@ -80,6 +80,10 @@ pub const TAG_OMP: u8 = 0x04;
 /// (object = the lock, site = the init call or first operation), its
 /// extension word described in [`create`].
 pub const TAG_CREATE: u8 = 0x05;
+/// Tag of a join record (version 2): laid out as a futex record (object =
+/// the joined thread's `pthread_t`), its extension word described in
+/// [`join`]; read as operations of [`Primitive::Join`].
+pub const TAG_JOIN: u8 = 0x06;
 /// Flag bit of a wide operation record (object and site addresses follow).
 pub const TAG_WIDE: u8 = 0x80;
 /// Number of bits of the `dt` field.
@@ -265,10 +269,16 @@ pub enum Primitive {
     Barrier = 6,
     /// POSIX `sem_t`.
     Semaphore = 7,
+    /// A thread joined by `pthread_join` (the object is its `pthread_t`):
+    /// the joining thread's wait and the joined thread's end. Not encoded
+    /// in an operation tag (bits 4..6 hold 1..=7): read from join records
+    /// ([`TAG_JOIN`]).
+    Join = 8,
 }
 
 impl Primitive {
-    /// Every primitive, in the order of their codes (1..=7).
+    /// Every primitive an operation tag encodes, in the order of their
+    /// codes (1..=7); [`Primitive::Join`] is not one of them.
     pub const ALL: [Primitive; 7] = [
         Primitive::Mutex,
         Primitive::RwlockRead,
@@ -294,7 +304,8 @@ impl Primitive {
     }
 
     /// The kind of object this primitive operates on, as reported
-    /// (`mutex`, `rwlock`, `spinlock`, `cond`, `barrier`, `semaphore`).
+    /// (`mutex`, `rwlock`, `spinlock`, `cond`, `barrier`, `semaphore`; `join`
+    /// for a joined thread).
     pub fn object_kind(self) -> &'static str {
         match self {
             Primitive::Mutex => "mutex",
@@ -303,7 +314,14 @@ impl Primitive {
             Primitive::Cond => "cond",
             Primitive::Barrier => "barrier",
             Primitive::Semaphore => "semaphore",
+            Primitive::Join => "join",
         }
+    }
+
+    /// True for primitives whose release record is a post that wakes
+    /// waiters without a hold before it: `sem_post`, a joined thread's end.
+    pub fn is_post(self) -> bool {
+        matches!(self, Primitive::Semaphore | Primitive::Join)
     }
 
     /// True for primitives whose acquisition is a mutual-exclusion lock that
@@ -384,6 +402,17 @@ pub fn make_head(tag: u8, dt: u32, object: u16, site: u16) -> u64 {
         | (u64::from(dt & 0x00ff_ffff) << 8)
         | (u64::from(object) << 32)
         | (u64::from(site) << 48)
+}
+
+/// The extension word of a join record ([`TAG_JOIN`]; trace_format.h,
+/// "Join records").
+pub mod join {
+    /// Bits 0..7: the phase ([`super::Phase`] code): `Request`, `Acquired`,
+    /// `Busy`, `Error` (the joining thread), `Release` (the joined
+    /// thread's end).
+    pub const PHASE_MASK: u64 = 0xff;
+    /// Bits 32..63: the join's error number with `Error` and `Busy`, else 0.
+    pub const VALUE_SHIFT: u32 = 32;
 }
 
 /// The extension word of a futex record ([`TAG_FUTEX`]; trace_format.h,

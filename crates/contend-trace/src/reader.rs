@@ -1847,6 +1847,49 @@ impl<'a> Cursor<'a> {
                         stack: NO_STACK,
                     });
                 }
+                _ if tag & !format::TAG_WIDE == format::TAG_JOIN => {
+                    let Some((len, object, site, ext, dangling)) =
+                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    else {
+                        return bad("join record cut off at the chunk end".into());
+                    };
+                    self.dangling += u64::from(dangling);
+                    let phase = u8::try_from(ext & format::join::PHASE_MASK)
+                        .ok()
+                        .and_then(Phase::from_code)
+                        .filter(|p| {
+                            matches!(
+                                p,
+                                Phase::Request
+                                    | Phase::Acquired
+                                    | Phase::Busy
+                                    | Phase::Error
+                                    | Phase::Release
+                            )
+                        });
+                    let Some(phase) = phase else {
+                        return bad(format!("join record with an unknown phase ({ext:#x})"));
+                    };
+                    let slots = if tag & format::TAG_WIDE != 0 {
+                        (NO_SLOT, NO_SLOT)
+                    } else {
+                        (resolve(objects, oi).1, resolve(sites, si).1)
+                    };
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += len;
+                    return Step::Op(
+                        RawOp {
+                            ticks: self.now,
+                            object,
+                            site,
+                            primitive: Primitive::Join,
+                            phase,
+                            stack: NO_STACK,
+                        },
+                        slots.0,
+                        slots.1,
+                    );
+                }
                 _ if tag & !format::TAG_WIDE == format::TAG_FUTEX => {
                     let Some((len, word, site, ext, dangling)) =
                         self.extension_record(i, words, tag, oi, si, objects, sites)

@@ -74,6 +74,8 @@ fn sites_in(r: &Value, exe: &Path) -> Vec<(String, u64)> {
         .unwrap()
         .iter()
         .filter(|s| s["module"].as_str() == exe.to_str())
+        // lock sites, not main's pthread_join
+        .filter(|s| !s["kinds"].as_array().unwrap().iter().any(|k| k == "join"))
         .map(|s| {
             (
                 s["function"].as_str().unwrap_or("?").to_string(),

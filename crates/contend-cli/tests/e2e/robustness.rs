@@ -794,6 +794,64 @@ fn condvar_barrier_semaphore() {
     }
 }
 
+#[test]
+fn the_critical_path_goes_through_pthread_join_to_the_joined_threads() {
+    // join_after_work.c: 3 workers contend on work_lock, worker 2 ends
+    // last (30 ms after its work); main joins them all, then takes
+    // late_lock. Before joins were recorded the path started at main's
+    // late_lock and never reached the workers (0 ns of the lock wait on
+    // it); now it follows main's join of worker 2 to that worker's end.
+    // The wrappers keep every return value (the program prints them:
+    // ETIMEDOUT from a timed join, EDEADLK from joining itself).
+    require_tool!("gcc");
+    let exe = build("join_after_work.c", &[]);
+    let tmp = tempdir();
+    let (_, rec, report) = same_with_and_without(tmp.path(), &exe, &[]);
+    assert!(
+        rec.stdout
+            .contains("timed=ETIMEDOUT self=EDEADLK failed=0 sum=6"),
+        "{}",
+        rec.describe()
+    );
+    let locks = &report["locks"];
+    let joins = locks["other_waits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "join")
+        .unwrap_or_else(|| panic!("no join row in other_waits: {}", locks["other_waits"]));
+    // timed join (timed out), join of itself (error), 3 joins
+    assert_eq!(u(joins, "events"), 5, "{joins}");
+    assert_eq!(u(joins, "timeouts"), 1, "{joins}");
+    assert!(u(joins, "critical_wait_ns") > 0, "{joins}");
+    let work = locks["by_lock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "work_lock")
+        .unwrap_or_else(|| panic!("no work_lock: {}", locks["by_lock"]));
+    assert_eq!(u(work, "events"), 120, "{work}");
+    assert!(
+        u(work, "critical_events") > 0,
+        "the path does not reach the workers: {}",
+        locks["critical_path"]
+    );
+    // the joined threads are named by their thread ids
+    let named: Vec<&str> = locks["by_lock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "join")
+        .filter_map(|r| r["name"].as_str())
+        .filter(|n| {
+            n.strip_prefix("thread ")
+                .is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .collect();
+    // the join of itself names no recorded end: `thread joined at …`
+    assert_eq!(named.len(), 3, "{}", locks["by_lock"]);
+}
+
 /// Records stdmutex.cpp (built -O1 -g) and returns the report.
 fn record_stdmutex(tmp: &Path) -> Value {
     let exe = build("stdmutex.cpp", &[]);

@@ -388,6 +388,7 @@ fn lock_call(p: Primitive) -> &'static str {
         Primitive::Cond => "pthread_cond_wait",
         Primitive::Barrier => "pthread_barrier_wait",
         Primitive::Semaphore => "sem_wait",
+        Primitive::Join => "pthread_join",
     }
 }
 

@@ -421,6 +421,7 @@ fn primitive_name(p: Primitive) -> &'static str {
         Primitive::Cond => "condition wait",
         Primitive::Barrier => "barrier",
         Primitive::Semaphore => "semaphore",
+        Primitive::Join => "thread join",
     }
 }
 

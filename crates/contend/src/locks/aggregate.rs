@@ -408,13 +408,11 @@ pub(crate) fn aggregate_counted(
         row.hold_ns += acc.hold;
         row.critical_wait_ns += acc.critical_wait;
         row.counted_events += acc.counted;
-        for p in 1..=7u8 {
-            if acc.kinds & (1 << p) != 0 {
-                if let Some(k) = Primitive::from_code(p) {
-                    let k = k.object_kind().to_string();
-                    if !row.kinds.contains(&k) {
-                        row.kinds.push(k);
-                    }
+        for p in Primitive::ALL.into_iter().chain([Primitive::Join]) {
+            if acc.kinds & (1 << p as u8) != 0 {
+                let k = p.object_kind().to_string();
+                if !row.kinds.contains(&k) {
+                    row.kinds.push(k);
                 }
             }
         }
@@ -491,7 +489,7 @@ fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) 
             "every contended acquisition: its request, acquisition and release, so its wait and hold time".into(),
             counts,
             "wait time (an uncontended acquisition waits 0 by definition)".into(),
-            "condition, barrier and blocking semaphore waits".into(),
+            "condition, barrier, blocking semaphore and thread join waits".into(),
             "the wake cost of every release that found waiters".into(),
             "the SCI of lock blocks (the interference section): a counted acquisition is an execution of 0 ns, as a full recording times it".into(),
         ];

@@ -123,13 +123,16 @@ pub fn creation_sites(
 
 /// The name of a lock of kind `kind` (`mutex`, `rwlock`, …) known only by
 /// its creation: `mutex created at cache.c:41 (cache_new)` for an init
-/// call, `mutex first used at worker.c:17 (worker)` otherwise; without
+/// call, `mutex first used at worker.c:17 (worker)` otherwise (a joined thread
+/// whose end was not recorded: `thread joined at main.c:30 (main)`); without
 /// debug information `mutex created in cache_new` or `… in ?? prog+0x1234`.
 pub fn creation_name(kind: &str, c: &CreatedAt) -> String {
-    let verb = if c.how == "init" {
-        "created"
-    } else {
-        "first used"
+    // a joined thread whose end was not recorded ([`name_joined_threads`]):
+    // named after the first join of it
+    let (kind, verb) = match (kind, c.how == "init") {
+        ("join", _) => ("thread", "joined"),
+        (kind, true) => (kind, "created"),
+        (kind, false) => (kind, "first used"),
     };
     match (&c.file, c.line) {
         (Some(file), Some(line)) => {
@@ -156,6 +159,45 @@ pub fn name_by_creation(set: &EventSet, names: &mut [String], created: &[Option<
         if *name == format!("{:#x}", o.address) {
             *name = creation_name(set.object_kinds[i].object_kind(), c);
         }
+    }
+}
+
+/// Names the joined threads of `set` (objects of [`Primitive::Join`], whose
+/// address is a `pthread_t`) by the kernel thread ids whose ends posted
+/// them: `thread 4242 (worker)`, with the thread's name when the recording
+/// has it; `thread 4242, 4250` when the `pthread_t` was reused by a later
+/// thread after a join. A joined thread whose end was not recorded (it
+/// recorded nothing) keeps its other name. One pass over the events, made
+/// only when the set has joins.
+///
+/// [`Primitive::Join`]: contend_trace::Primitive::Join
+pub fn name_joined_threads(set: &EventSet, names: &mut [String]) {
+    use contend_trace::Primitive;
+    if !set.object_kinds.contains(&Primitive::Join) {
+        return;
+    }
+    let mut ends: Vec<Vec<u32>> = vec![Vec::new(); set.objects.len()];
+    for e in &set.events {
+        if e.primitive() == Primitive::Join && e.outcome() == super::events::Outcome::Post {
+            let threads = &mut ends[e.object as usize];
+            if !threads.contains(&e.thread()) {
+                threads.push(e.thread());
+            }
+        }
+    }
+    for (threads, name) in ends.iter().zip(names.iter_mut()) {
+        let Some(&first) = threads.first() else {
+            continue;
+        };
+        let info = &set.threads[first as usize];
+        let tids: Vec<String> = threads
+            .iter()
+            .map(|&t| set.threads[t as usize].tid.to_string())
+            .collect();
+        *name = match (&info.name, threads.len()) {
+            (Some(comm), 1) => format!("thread {} ({comm})", info.tid),
+            _ => format!("thread {}", tids.join(", ")),
+        };
     }
 }
 

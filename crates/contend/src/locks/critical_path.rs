@@ -234,7 +234,7 @@ impl Default for PlacedOrder {
 fn wake_time_of(e: &LockEvent) -> Option<u64> {
     match (e.primitive(), e.outcome()) {
         (p, Outcome::Acquired) if p.is_lock() => Some(e.released_ns()),
-        (Primitive::Semaphore, Outcome::Post) => Some(e.released_ns()),
+        (p, Outcome::Post) if p.is_post() => Some(e.released_ns()),
         (Primitive::Barrier, _) => Some(e.requested_ns()),
         _ => None,
     }
@@ -386,8 +386,10 @@ impl Wakes {
                 Some(mutex) => (mutex, e.requested_ns()),
                 None => return NONE,
             },
-            // Only a thread arriving after this one can have held it up.
-            Primitive::Barrier => (e.object, e.requested_ns()),
+            // Only a thread arriving after this one can have held it up;
+            // only a thread ending during the join can have held up the
+            // joining one (one that ended before it was joined did not).
+            Primitive::Barrier | Primitive::Join => (e.object, e.requested_ns()),
             _ => (e.object, 0),
         };
         let hi = e.acquired_ns();

@@ -111,7 +111,19 @@ pub struct LockEventFields {
     pub unreleased: bool,
 }
 
-const PRIMITIVES: [Primitive; 7] = Primitive::ALL;
+/// The primitives by their 3-bit code in an event: the trace format's
+/// operation codes 1..=7, then [`Primitive::Join`] (code 8, from join
+/// records).
+const PRIMITIVES: [Primitive; 8] = [
+    Primitive::Mutex,
+    Primitive::RwlockRead,
+    Primitive::RwlockWrite,
+    Primitive::Spin,
+    Primitive::Cond,
+    Primitive::Barrier,
+    Primitive::Semaphore,
+    Primitive::Join,
+];
 const OUTCOMES: [Outcome; 5] = [
     Outcome::Acquired,
     Outcome::Busy,
@@ -122,7 +134,7 @@ const OUTCOMES: [Outcome; 5] = [
 
 #[inline]
 fn primitive_code(p: Primitive) -> u32 {
-    // the trace format's codes 1..=7, in the order of PRIMITIVES
+    // the trace format's codes 1..=7 and Join's 8, in the order of PRIMITIVES
     p as u32 - 1
 }
 
@@ -871,7 +883,7 @@ fn survey(input: &ThreadInput<'_>) -> Survey {
                 events += 1;
             }
             Phase::Immediate | Phase::Untimed => events += 1,
-            Phase::Release => events += usize::from(op.primitive == Primitive::Semaphore),
+            Phase::Release => events += usize::from(op.primitive.is_post()),
             Phase::Released => {}
         }
     };
@@ -1265,9 +1277,10 @@ impl ThreadPairing {
             }
             Phase::Release => {
                 self.last_release = Some((object, t));
-                if op.primitive == Primitive::Semaphore {
-                    // sem_post: a semaphore is not owned; the post is kept
-                    // so the critical path can find who woke a waiter.
+                if op.primitive.is_post() {
+                    // sem_post, a thread's end: a semaphore is not owned;
+                    // the post is kept so the critical path can find who
+                    // woke a waiter (a joining thread: the joined one).
                     self.push(set, here, t, Outcome::Post, false, u32::MAX);
                     return;
                 }

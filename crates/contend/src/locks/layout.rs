@@ -138,7 +138,7 @@ impl ReportSection for LockReport {
             out.push(Panel::new(
                 "other_waits",
                 "Other waits",
-                "Condition variable, barrier and semaphore waits; CP = on the critical path.",
+                "Condition variable, barrier, semaphore and thread join waits; CP = on the critical path.",
                 Body::Table(table),
             ));
         }
@@ -201,13 +201,17 @@ impl ReportSection for LockReport {
                     key: "by_lock",
                     title: "Per lock",
                     caption:
-                        "Per-lock numbers matched by lock name; blank where a run has no such lock.",
+                        "Per-lock numbers matched by lock name; blank where a run has no such lock. \
+                         Joined threads, named by thread id, are compared in Other waits.",
                     item_heading: "Lock",
                     kind_heading: "Kind",
                     always: true,
+                    // a joined thread's id differs from run to run: its
+                    // joins are summed in the other waits' join row
                     items: self
                         .by_lock
                         .iter()
+                        .filter(|l| l.kind != "join")
                         .map(|l| Item {
                             name: compared_name(l),
                             kind: l.kind.clone(),
@@ -249,7 +253,7 @@ impl ReportSection for LockReport {
         let groups = [
             (SUMMARY, "summary", "Lock summary", "Lock events of each run and their change (cf. Venter 2016, Tables 4.9 and 4.16)."),
             (CRITICAL_PATH, "critical_path", "Critical path", "Lock events on the critical path of each run and their change (cf. Venter 2016, Table 4.10)."),
-            (OTHER_WAITS, "other_waits", "Other waits", "Condition variable, barrier and semaphore waits of each run and their change."),
+            (OTHER_WAITS, "other_waits", "Other waits", "Condition variable, barrier, semaphore and thread join waits of each run and their change."),
             (WAIT_HISTOGRAM, "wait_histogram", "Wait-time histogram", "Lock events and their wait per log2 bucket of the single wait, each run and its change (cf. Venter 2016, Figures 4.1 and 4.2)."),
         ];
         // Histogram buckets in ascending order, whichever run has them.
@@ -375,8 +379,24 @@ fn headlines(l: &LockReport) -> Vec<String> {
         })
         .collect();
     if !other.is_empty() {
+        let kinds: Vec<&str> = l
+            .other_waits
+            .iter()
+            .filter(|w| w.critical_wait_ns > 0)
+            .map(|w| match w.kind.as_str() {
+                "cond" => "condition variables",
+                "barrier" => "barriers",
+                "semaphore" => "semaphores",
+                "join" => "joined threads",
+                other => other,
+            })
+            .collect();
+        let kinds = match kinds.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => kinds.concat(),
+        };
         out.push(format!(
-            "Waits on the critical path for condition variables, barriers and semaphores: {}.",
+            "Waits on the critical path for {kinds}: {}.",
             other.join(", ")
         ));
     }
@@ -576,9 +596,9 @@ fn wait_object_panel(l: &LockReport, top: usize) -> Option<Panel> {
     sites.detail = true;
     Some(Panel::new(
         "by_wait_object",
-        "Per condition variable, barrier and semaphore",
-        "Waits per condition variable, barrier and semaphore, most waiting first: threads waiting for \
-         work or for each other, not contending for a lock; CP = on the critical path.",
+        "Per condition variable, barrier, semaphore and joined thread",
+        "Waits per condition variable, barrier, semaphore and joined thread (pthread_join), most waiting \
+         first: threads waiting for work or for each other, not contending for a lock; CP = on the critical path.",
         Body::Table(Table {
             columns: vec![
                 Column::text("Object", "name"),

@@ -215,6 +215,7 @@ impl Analyzer for LockAnalyzer {
         let mut names = resolve_names(&set, &mut resolver);
         let created = creation::creation_sites(&set, recording, &mut resolver, &wrappers);
         creation::name_by_creation(&set, &mut names.objects, &created);
+        creation::name_joined_threads(&set, &mut names.objects);
         for (name, kind) in names.objects.iter_mut().zip(&set.object_kinds) {
             if let Some(known) = known::well_known_name(name, kind.object_kind()) {
                 *name = known;
@@ -810,7 +811,9 @@ pub fn wrapper_sites_hint(by_lock: &[LockRow], by_site: &[SiteRow]) -> Option<St
     // same lock in each of several processes (a CPython GIL per process)
     // is one lock at its site, not several
     let mut in_process: HashMap<(u32, &str), usize> = HashMap::new();
-    for l in by_lock {
+    // joined threads are not locks: a function joining several threads
+    // at one call site (a pool's join loop) is no lock wrapper
+    for l in by_lock.iter().filter(|l| l.kind != "join") {
         for s in &l.sites {
             *in_process.entry((l.pid, s.as_str())).or_default() += 1;
         }

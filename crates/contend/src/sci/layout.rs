@@ -262,7 +262,7 @@ fn blocks_panel(r: &SciReport, top: usize) -> Panel {
                 "SCI of the exclusive durations (blocks nested inside subtracted)",
             ),
             Column::text("Notes", "flags").explained(
-                "idle = a wait for another thread (condition variable, barrier, semaphore): its excess is \
+                "idle = a wait for another thread (condition variable, barrier, semaphore, join): its excess is \
                  mostly idle time, not interference; few = fewer than 10 executions, no score; unstable = the fastest 1% spread more than 2×; \
                  sampled 1/N = one execution in N recorded, excess × N; rec = recursive executions not scored; \
                  unf = executions that never ended",
@@ -533,14 +533,14 @@ fn headlines(r: &SciReport) -> Vec<String> {
         Some((work_sci, work)) => vec![format!(
             "Interference: the largest SCI of lock, region and function blocks, {work_sci:.3}, is {}. \
              Waits for another thread score higher ({} {}, {sci:.3}), but their excess is time idle \
-             until that thread signals or arrives, not interference.",
+             until that thread signals, arrives or ends, not interference.",
             lost(work),
             top.kind.name(),
             block_label(top)
         )],
         None => vec![format!(
             "Interference: the largest SCI, {sci:.3}, is {}; a wait for another thread, so its excess is \
-             mostly time idle until that thread signals or arrives, not interference.",
+             mostly time idle until that thread signals, arrives or ends, not interference.",
             lost(top)
         )],
     }

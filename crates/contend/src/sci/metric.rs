@@ -62,6 +62,8 @@ pub enum BlockKind {
     Barrier,
     /// A semaphore wait, keyed by the semaphore.
     Semaphore,
+    /// A `pthread_join` wait, keyed by the joined thread.
+    Join,
     /// A region of `contend/region.h`.
     Region,
     /// A function (uprobe or `-finstrument-functions`).
@@ -69,13 +71,14 @@ pub enum BlockKind {
 }
 
 impl BlockKind {
-    /// `lock`, `cond`, `barrier`, `semaphore`, `region`, `function`.
+    /// `lock`, `cond`, `barrier`, `semaphore`, `join`, `region`, `function`.
     pub fn name(self) -> &'static str {
         match self {
             BlockKind::Lock => "lock",
             BlockKind::Cond => "cond",
             BlockKind::Barrier => "barrier",
             BlockKind::Semaphore => "semaphore",
+            BlockKind::Join => "join",
             BlockKind::Region => "region",
             BlockKind::Function => "function",
         }
@@ -83,7 +86,8 @@ impl BlockKind {
 
     /// Whether executions of the block wait for another thread to act: a
     /// condition variable for its signal, a barrier for the last arrival,
-    /// a semaphore for a post (`cond`, `barrier`, `semaphore`). Such a
+    /// a semaphore for a post, a join for the joined thread's end (`cond`,
+    /// `barrier`, `semaphore`, `join`). Such a
     /// block's excess is mostly time idle until that thread acts (a worker
     /// waiting for work, a fast thread waiting for the slowest), which
     /// differential execution cannot tell from interference (Mosli
@@ -92,7 +96,7 @@ impl BlockKind {
     pub fn waits_for_another_thread(self) -> bool {
         matches!(
             self,
-            BlockKind::Cond | BlockKind::Barrier | BlockKind::Semaphore
+            BlockKind::Cond | BlockKind::Barrier | BlockKind::Semaphore | BlockKind::Join
         )
     }
 }

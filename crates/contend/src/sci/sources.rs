@@ -280,6 +280,7 @@ fn lock_block(p: Primitive) -> (BlockKind, &'static str) {
         Primitive::Cond => (BlockKind::Cond, "pthread_cond_wait"),
         Primitive::Barrier => (BlockKind::Barrier, "pthread_barrier_wait"),
         Primitive::Semaphore => (BlockKind::Semaphore, "sem_wait"),
+        Primitive::Join => (BlockKind::Join, "pthread_join"),
     }
 }
 

@@ -495,7 +495,10 @@ fn load_run(dir: &Path, run: &ScaleRun, with_locks: bool) -> Result<RunData, Str
 fn run_waits(set: &EventSet, workers: Option<&std::collections::HashSet<(u32, u32)>>) -> Waits {
     let mut w = Waits::default();
     for e in &set.events {
-        if e.outcome() == EventOutcome::Post {
+        // a thread's end is no wait; a join is the main thread idle until
+        // the workers end, which the model counts as their time, not as a
+        // synchronisation wait of the run
+        if e.outcome() == EventOutcome::Post || e.primitive() == Primitive::Join {
             continue;
         }
         let wait = e.wait_ns() as f64 / 1e9;

@@ -69,7 +69,7 @@ fn locks_name_the_wait_the_lock_waited_for_most_and_the_critical_path() {
             "Lock wait: 80.00 ms in 250 contended acquisitions of 10,000 (2.50 %); the longest wait 1.500 ms.",
             "Waited for most: hot, 60.00 ms (75.00 % of the lock wait), most of it at push (q.c:20).",
             "Critical path: 20.00 ms of the lock wait lies on it (25.00 %), 15.00 ms of it at cold.",
-            "Waits on the critical path for condition variables, barriers and semaphores: cond 5.000 ms (at ready).",
+            "Waits on the critical path for condition variables: cond 5.000 ms (at ready).",
         ]
     );
 }

@@ -424,6 +424,70 @@ fn semaphore_wait_follows_the_post() {
 }
 
 #[test]
+fn join_follows_the_joined_thread_from_its_end_and_not_one_that_ended_before() {
+    // T1 (main) joins X, then Y, then takes L; X ended during the join of
+    // X, Y ended (300) before its join began (905).
+    //   T1: L 0–10; join X requested 20, returned 900; join Y 905–910; L 950–960
+    //   T2 (X): M 100–800; its end (post of X) at 850
+    //   T3 (Y): N 50–200; its end (post of Y) at 300
+    // Worked out by hand: the walk starts at T1 (last operation 960): L@950
+    // on the path; join Y waited 5 ns but nothing ended during it (Y's end
+    // at 300 < 905): no hand-over; join X: X's end at 850 lies in 20..900,
+    // so the walk jumps to T2 at 850: M on the path, then T2's beginning
+    // ends the walk. T1's L@0 and T3's N are off the path; posts are never
+    // on it. 1 jump; critical wait = join X 880 + join Y 5.
+    const X: u64 = 0x7f00_0000_1000;
+    const Y: u64 = 0x7f00_0000_2000;
+    const L: u64 = 0xd000;
+    const N: u64 = 0xe000;
+    let set = pair(&[
+        (
+            1,
+            vec![
+                op(0, Mutex, Immediate, L),
+                op(10, Mutex, Release, L),
+                op(20, Join, Request, X),
+                op(900, Join, Acquired, X),
+                op(905, Join, Request, Y),
+                op(910, Join, Acquired, Y),
+                op(950, Mutex, Immediate, L),
+                op(960, Mutex, Release, L),
+            ],
+        ),
+        (
+            2,
+            vec![
+                op(100, Mutex, Immediate, M),
+                op(800, Mutex, Release, M),
+                op(850, Join, Release, X),
+            ],
+        ),
+        (
+            3,
+            vec![
+                op(50, Mutex, Immediate, N),
+                op(200, Mutex, Release, N),
+                op(300, Join, Release, Y),
+            ],
+        ),
+    ]);
+    // events: T1 L, join X, join Y, L; T2 M, end X; T3 N, end Y
+    let path = mark_critical_path(&set);
+    assert_eq!(
+        path.on_path.to_vec(),
+        vec![false, true, true, true, true, false, false, false]
+    );
+    assert_eq!(path.jumps, 1);
+    let r = aggregate(&set, &path, &EventFilter::default(), &mut Fake, 960);
+    assert_eq!(r.other_waits.len(), 1);
+    let joins = &r.other_waits[0];
+    assert_eq!(joins.kind, "join");
+    assert_eq!(joins.events, 2, "a thread's end is not a wait");
+    assert_eq!(joins.wait_ns, 880 + 5);
+    assert_eq!(joins.critical_wait_ns, 880 + 5);
+}
+
+#[test]
 fn union_length_by_hand() {
     let mut v = vec![(10, 20), (0, 5), (15, 30), (40, 41)];
     assert_eq!(union_length(&mut v), 5 + 20 + 1);

@@ -167,14 +167,14 @@ fn at_a_glance_does_not_call_a_wait_for_another_thread_interference() {
         ["Interference: the largest SCI of lock, region and function blocks, 0.020, is lock \
           pthread_mutex_lock [m] @ ?: 200 ns lost to executions slower than its fastest (0 ns). \
           Waits for another thread score higher (cond pthread_cond_wait [cv] @ ?, 0.500), but their \
-          excess is time idle until that thread signals or arrives, not interference."]
+          excess is time idle until that thread signals, arrives or ends, not interference."]
     );
     // Only the wait: named, and said what its excess is.
     assert_eq!(
         glance(false),
         ["Interference: the largest SCI, 0.500, is cond pthread_cond_wait [cv] @ ?: 5.000 µs lost to \
           executions slower than its fastest (100 ns); a wait for another thread, so its excess is \
-          mostly time idle until that thread signals or arrives, not interference."]
+          mostly time idle until that thread signals, arrives or ends, not interference."]
     );
     assert!(BlockKind::Barrier.waits_for_another_thread());
     assert!(BlockKind::Semaphore.waits_for_another_thread());
