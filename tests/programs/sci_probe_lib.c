@@ -13,10 +13,12 @@ static uint64_t lib_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Spins for `us` µs. */
+/* Spins for `us` µs, computing between clock reads (as exe_work in
+ * sci_probe.c: the profile's time is then this function's own). */
 __attribute__((noinline)) void lib_work(unsigned us)
 {
     uint64_t end = lib_now_ns() + (uint64_t)us * 1000u;
     while (lib_now_ns() < end)
-        __asm__ volatile("" ::: "memory");
+        for (unsigned i = 0; i < 256; i++)
+            __asm__ volatile("" ::: "memory");
 }

@@ -174,7 +174,9 @@ pub struct FunctionSymbol {
     pub name: String,
     /// Its ELF virtual address.
     pub vaddr: u64,
-    /// Its size, bytes (0 = unknown).
+    /// Its size, bytes: the symbol's, or for a symbol without one
+    /// (`_init`, hand-written assembly) up to the end of its section; 0 =
+    /// unknown (the nearest function below covers an address).
     pub size: u64,
     /// Offset of its first instruction in the file.
     pub file_offset: u64,
@@ -329,10 +331,22 @@ impl ModuleSymbols {
             let Some(file_offset) = offset_of(sym.address()) else {
                 continue;
             };
+            // A symbol without a size (`_init`, hand-written assembly)
+            // ends with its section at the latest: `_init` then no longer
+            // covers the PLT stubs after `.init`, whose samples (a call
+            // through `clock_gettime@plt`) were attributed to it.
+            let size = match sym.size() {
+                0 => sym
+                    .section_index()
+                    .and_then(|i| file.section_by_index(i).ok())
+                    .map(|s| (s.address() + s.size()).saturating_sub(sym.address()))
+                    .unwrap_or(0),
+                n => n,
+            };
             m.functions.push(FunctionSymbol {
                 name: name.to_string(),
                 vaddr: sym.address(),
-                size: sym.size(),
+                size,
                 file_offset,
             });
         }
@@ -556,6 +570,37 @@ pub fn resolve_functions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `_init` has no size; it covered the PLT stubs after `.init` (up to
+    /// the first symbol of `.text`), so a CPU profile put the samples of
+    /// calls through the PLT in `_init`. It now ends with `.init`. Read
+    /// from this test's own executable (linked with crti's `_init` and a
+    /// PLT); a build without either checks nothing and says so.
+    #[test]
+    fn a_symbol_without_a_size_ends_with_its_section() {
+        use object::{Object, ObjectSection};
+        let exe = std::env::current_exe().unwrap();
+        let m = ModuleSymbols::read(&exe);
+        let data = std::fs::read(&exe).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let (Some(init), Some(plt)) = (
+            m.functions.iter().find(|f| f.name == "_init"),
+            file.section_by_name(".plt"),
+        ) else {
+            eprintln!("no _init or no .plt in {}: not checked", exe.display());
+            return;
+        };
+        let init_section = file.section_by_name(".init").unwrap();
+        assert_eq!(
+            init.vaddr + init.size,
+            init_section.address() + init_section.size(),
+            "{init:?}"
+        );
+        assert_ne!(
+            m.covering(plt.address()).map(|f| f.name.as_str()),
+            Some("_init")
+        );
+    }
 
     #[test]
     fn parameters_are_cut_outside_template_brackets() {
