@@ -679,7 +679,17 @@ pub fn record_observed(
     // --hot-functions: profile a first, unrecorded run to choose them.
     let mut hot = Vec::new();
     let mut hot_samples = 0;
-    if let Some(k) = opts.hot_functions {
+    // A Go program's functions are never probed (GO_RETURN_PROBES): it is
+    // not run a first time for a choice that would be refused.
+    let go_program =
+        opts.hot_functions.is_some() && crate::functions::ModuleSymbols::read(&program).go;
+    if let (Some(k), true) = (opts.hot_functions, go_program) {
+        warnings.push(format!(
+            "--hot-functions {k}: {} {}; it was not profiled and runs once",
+            program.display(),
+            crate::functions::GO_RETURN_PROBES
+        ));
+    } else if let Some(k) = opts.hot_functions {
         match profile_run(&program, name, &opts.command[1..], cpu_set.as_ref()) {
             Ok(profile) => {
                 let chosen = profile.choose(k as usize);

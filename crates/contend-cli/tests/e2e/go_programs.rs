@@ -75,6 +75,33 @@ fn go_functions_are_refused_and_the_program_runs() {
     );
 }
 
+/// `--hot-functions` on a Go program: nothing of it would be probed, so
+/// it is not run a first time under a profile (it was, and then every
+/// chosen function was refused): it runs once, and the recorder says why.
+#[test]
+fn go_programs_are_not_profiled_for_hot_functions() {
+    require_tool!("go");
+    let _serial = serial();
+    let build_dir = tempdir();
+    let exe = build_go(build_dir.path());
+    let dir = tempdir();
+    let rec = dir.path().join("rec");
+    let out = record_to_its_end(&exe, &rec, &["--hot-functions", "3"]);
+    assert_eq!(
+        out.stdout.matches(EXPECTED_TOTAL).count(),
+        1,
+        "the program ran once:\n{}",
+        out.describe()
+    );
+    assert!(
+        out.stderr.contains("--hot-functions 3:")
+            && out.stderr.contains("is a Go program")
+            && out.stderr.contains("it was not profiled and runs once"),
+        "{}",
+        out.describe()
+    );
+}
+
 /// The futex tracepoints see a Go program's threads sleep in
 /// `runtime.futex`, never its `sync.Mutex` waits: the report warns that
 /// these waits are the runtime's and where Go's own profiles are.
