@@ -340,9 +340,15 @@ fn headlines(l: &LockReport) -> Vec<String> {
                     time(k.critical_wait_ns),
                     shown.name(k)
                 )),
-                _ if cp.wait_ns == 0 => {
-                    line.push_str(": shortening these waits would not shorten the run")
-                }
+                _ if cp.wait_ns == 0 => match waits_beside_the_path(l) {
+                    Some((path_pid, pid, wait)) => line.push_str(&format!(
+                        ": the path stays in pid {path_pid}, which finished last, and does not follow a \
+                         process's wait for its children (not recorded), so pid {pid}'s {} of lock wait \
+                         may still lie on the run's critical path",
+                        time(wait)
+                    )),
+                    None => line.push_str(": shortening these waits would not shorten the run"),
+                },
                 _ => {}
             }
             line.push('.');
@@ -401,6 +407,37 @@ fn headlines(l: &LockReport) -> Vec<String> {
         ));
     }
     out
+}
+
+/// When the critical path lies in one process and lock wait in another:
+/// (the path's pid, the pid with the most lock wait off the path's
+/// process, that wait in ns). The walk does not cross processes (a
+/// parent's `waitpid` is not recorded, docs/critical-path.md), so waits of
+/// a child process the parent waited for are off the path without being
+/// off the run's critical path. `None` with one process, or when the
+/// path's events are in several processes or none.
+fn waits_beside_the_path(l: &LockReport) -> Option<(u32, u32, u64)> {
+    let mut path_pids = l
+        .by_lock
+        .iter()
+        .filter(|k| k.critical_events > 0)
+        .map(|k| k.pid);
+    let path_pid = path_pids.next()?;
+    if path_pids.any(|p| p != path_pid) {
+        return None;
+    }
+    let mut elsewhere: std::collections::BTreeMap<u32, u64> = Default::default();
+    for k in l
+        .by_lock
+        .iter()
+        .filter(|k| is_lock_kind(&k.kind) && k.pid != path_pid && k.wait_ns > 0)
+    {
+        *elsewhere.entry(k.pid).or_default() += k.wait_ns;
+    }
+    let (pid, wait) = elsewhere
+        .into_iter()
+        .max_by_key(|&(pid, w)| (w, std::cmp::Reverse(pid)))?;
+    Some((path_pid, pid, wait))
 }
 
 /// True for the objects that are locks (held), not waits (cond, barrier,

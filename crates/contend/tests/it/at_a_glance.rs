@@ -61,6 +61,45 @@ fn locks() -> LockReport {
     }
 }
 
+/// A parent (pid 10) that waited for its child (pid 20): the path lies in
+/// the parent, which finished last (its one lock event on it), all the
+/// lock wait (30 ms) in the child. The walk cannot cross the parent's
+/// waitpid, so the headline must not say that shortening the child's
+/// waits would not shorten the run; with the path in the waiting process
+/// itself it still does.
+#[test]
+fn a_path_in_another_process_than_the_waits_says_so() {
+    let report = |child_pid: u32| {
+        let mut parent = lock("log_lock", "mutex", 0, 0, "main (git.c:10)");
+        parent.pid = 10;
+        parent.critical_events = 1;
+        let mut child = lock("pack_lock", "mutex", 30_000_000, 0, "work (pack.c:5)");
+        child.pid = child_pid;
+        LockReport {
+            summary: LockSummary {
+                events: 101,
+                contended_events: 7,
+                wait_ns: 30_000_000,
+                max_wait_ns: 9_000_000,
+                ..LockSummary::default()
+            },
+            by_lock: vec![child, parent],
+            ..LockReport::default()
+        }
+    };
+    assert_eq!(
+        report(20).headlines()[2],
+        "Critical path: 0 ns of the lock wait lies on it (0.00 %): the path stays in pid 10, which \
+         finished last, and does not follow a process's wait for its children (not recorded), so pid \
+         20's 30.00 ms of lock wait may still lie on the run's critical path."
+    );
+    assert_eq!(
+        report(10).headlines()[2],
+        "Critical path: 0 ns of the lock wait lies on it (0.00 %): shortening these waits would not \
+         shorten the run."
+    );
+}
+
 #[test]
 fn locks_name_the_wait_the_lock_waited_for_most_and_the_critical_path() {
     assert_eq!(
