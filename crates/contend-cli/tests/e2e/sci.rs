@@ -611,7 +611,9 @@ fn hot_functions_are_chosen_by_a_profile() {
 /// it). Every benchmark must yield a scored block at every point, and the
 /// fastest 1% of the block's executions must stay about the same whatever
 /// the contention (within 2× over the undisturbed points, the paper's
-/// Figure 7; for the O_DIRECT reads
+/// Figure 7; for false sharing, whose fastest batches are slowed by the
+/// sharing itself on some machines, contend's fastest 1% is compared
+/// with the program's own timing of every batch instead; for the O_DIRECT reads
 /// within 2× of one thread reading alone at the same delay, since this
 /// VM's virtio disk reads more slowly at a lower request rate with no
 /// contention at all: 30 µs at delay 0 and 75 µs at 2 ms in one CI run,
@@ -711,12 +713,44 @@ fn micro_benchmark_sweep_scores_every_point_and_the_fastest_executions_stay_put(
                     panic!("{first}; repeated: {second}");
                 }
             }
+        } else if bench == "false_sharing" {
+            // The program times every batch itself around the region
+            // (program_fastest_1pct_ns): contend's durations lie inside
+            // the program's, so its fastest 1% is at most the program's (5
+            // ns for the two clocks' calibrations). How much less depends
+            // on the sharing: 24–29 ns at the quiet points on the Intel
+            // guest, but 89 ns at delay 0 in one run (the region's own
+            // record stores wait behind the contended line), so the lower
+            // side is printed, not asserted.
+            // Whether the fastest batches stay put across the sweep (the
+            // paper's Figure 7) is the machine's: on the Intel guest even
+            // the fastest 1% of batches took 109–114 ns at delays 0 and 10
+            // against 41–53 ns at 1000 and 5000, in the program's clock as
+            // in contend's; printed, not asserted.
+            for p in points
+                .iter()
+                .filter(|p| p["undisturbed"].as_bool() == Some(true))
+            {
+                let truth = p["program_fastest_1pct_ns"][1]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("no program_fastest_1pct_ns: {p}"));
+                let got = u(p, "fastest_1pct_ns.1") as f64;
+                assert!(
+                    got <= truth + 5.0,
+                    "false_sharing at delay {}: contend's fastest 1% {got} ns is longer than the \
+                     program's own {truth} ns around the same batches",
+                    p["delay"]
+                );
+                eprintln!(
+                    "false_sharing at delay {}: fastest 1% {got} ns (contend), {truth} ns (program)",
+                    p["delay"]
+                );
+            }
+            eprintln!("false_sharing: fastest 1% across the sweep {fastest:?} (not asserted)");
         } else {
             // over the undisturbed points: a point whose threads still
             // waited for a CPU more than 5 % of their time after three runs
-            // had its fastest executions slowed by other programs (false
-            // sharing at delay 10, 6.2 % disturbed: 139 ns against 26–45 ns
-            // at the others, in one run on an Intel guest)
+            // had its fastest executions slowed by other programs
             let calm: Vec<u64> = points
                 .iter()
                 .zip(&fastest)
