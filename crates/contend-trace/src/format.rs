@@ -289,6 +289,19 @@ impl Primitive {
         Primitive::Semaphore,
     ];
 
+    /// Every primitive, [`Primitive::ALL`] then [`Primitive::Join`] (codes
+    /// 1..=8): what an analysed event can be.
+    pub const EVERY: [Primitive; 8] = [
+        Primitive::Mutex,
+        Primitive::RwlockRead,
+        Primitive::RwlockWrite,
+        Primitive::Spin,
+        Primitive::Cond,
+        Primitive::Barrier,
+        Primitive::Semaphore,
+        Primitive::Join,
+    ];
+
     /// Decodes bits 4..6 of a tag; `None` for an unknown primitive.
     pub fn from_code(code: u8) -> Option<Primitive> {
         Some(match code {

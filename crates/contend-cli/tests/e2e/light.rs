@@ -60,6 +60,16 @@ fn site_events(report: &Value, function: &str) -> (u64, u64) {
     (u(site, "events"), u(site, "counted_events"))
 }
 
+/// The report's call-site rows of locks, not main's `pthread_join`.
+fn lock_sites(report: &Value) -> Vec<&Value> {
+    report["locks"]["by_site"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| !s["kinds"].as_array().unwrap().iter().any(|k| k == "join"))
+        .collect()
+}
+
 #[test]
 fn light_counts_per_site_and_thread_are_exact() {
     require_tool!("gcc");
@@ -279,13 +289,7 @@ fn light_counts_locks_past_its_table_by_call_site() {
     }
     let by_site = 9000 - 3 * locks.len() as u64;
     assert_eq!(u(light, "counted_by_site_events"), by_site, "{light}");
-    // the lock site, not main's pthread_join
-    let sites: Vec<_> = report["locks"]["by_site"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| !s["kinds"].as_array().unwrap().iter().any(|k| k == "join"))
-        .collect();
+    let sites = lock_sites(&report);
     assert_eq!(sites.len(), 1, "{sites:?}");
     assert_eq!(u(sites[0], "events"), 9000);
     let text = report_raw(&dir, &["--format", "text"]).stdout;
@@ -342,13 +346,7 @@ fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
         )),
         "{text}"
     );
-    // the lock sites, not main's pthread_join
-    let sites: Vec<_> = report["locks"]["by_site"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| !s["kinds"].as_array().unwrap().iter().any(|k| k == "join"))
-        .collect();
+    let sites = lock_sites(&report);
     assert_eq!(sites.len(), 4_000);
     for s in sites {
         assert_eq!(u(s, "events"), 3, "{s}");

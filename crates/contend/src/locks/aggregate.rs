@@ -408,7 +408,7 @@ pub(crate) fn aggregate_counted(
         row.hold_ns += acc.hold;
         row.critical_wait_ns += acc.critical_wait;
         row.counted_events += acc.counted;
-        for p in Primitive::ALL.into_iter().chain([Primitive::Join]) {
+        for p in Primitive::EVERY {
             if acc.kinds & (1 << p as u8) != 0 {
                 let k = p.object_kind().to_string();
                 if !row.kinds.contains(&k) {

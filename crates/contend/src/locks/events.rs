@@ -114,16 +114,7 @@ pub struct LockEventFields {
 /// The primitives by their 3-bit code in an event: the trace format's
 /// operation codes 1..=7, then [`Primitive::Join`] (code 8, from join
 /// records).
-const PRIMITIVES: [Primitive; 8] = [
-    Primitive::Mutex,
-    Primitive::RwlockRead,
-    Primitive::RwlockWrite,
-    Primitive::Spin,
-    Primitive::Cond,
-    Primitive::Barrier,
-    Primitive::Semaphore,
-    Primitive::Join,
-];
+const PRIMITIVES: [Primitive; 8] = Primitive::EVERY;
 const OUTCOMES: [Outcome; 5] = [
     Outcome::Acquired,
     Outcome::Busy,
