@@ -112,6 +112,25 @@ CONTEND_HIDDEN extern struct contend_real contend_real;
 
 #define CONTEND_REAL(field) __atomic_load_n(&contend_real.field, __ATOMIC_RELAXED)
 
+/* Shared by the interposed functions (wrappers.c, create.c, join.c). */
+/* The call site: the interposed function's return address. */
+#define SITE() ((const void *)__builtin_return_address(0))
+/* May this call record? Cheap check first, lazy init on the cold path. */
+#define RECORDING(ts) (CONTEND_LIKELY(contend_may_record(ts)) || contend_prepare(ts))
+/* Pass-through for functions that have no glibc alias to fall back on: the
+ * pointer is NULL only while this very thread is inside dlsym, which never
+ * calls these; look the one symbol up then (ENOSYS if the C library has
+ * none). */
+#define PASS_PTHREAD(field, name, version, ...)                                  \
+    do {                                                                         \
+        __typeof__(contend_real.field) f_ = CONTEND_REAL(field);                 \
+        if (CONTEND_UNLIKELY(!f_))                                               \
+            f_ = (__typeof__(f_))contend_resolve_one(name, version);             \
+        if (CONTEND_UNLIKELY(!f_))                                               \
+            return ENOSYS;                                                       \
+        return f_(__VA_ARGS__);                                                  \
+    } while (0)
+
 /* Resolves every real_* pointer (idempotent; two racing threads store the
  * same values). Sets the calling thread's guard while it runs. */
 CONTEND_HIDDEN void contend_resolve_reals(void);

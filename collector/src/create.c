@@ -26,8 +26,6 @@ int contend_libc_rwlock_init(pthread_rwlock_t *, const pthread_rwlockattr_t *);
 __asm__(".symver contend_libc_mutex_init, __pthread_mutex_init@GLIBC_2.2.5");
 __asm__(".symver contend_libc_rwlock_init, __pthread_rwlock_init@GLIBC_2.2.5");
 
-#define SITE() ((const void *)__builtin_return_address(0))
-
 /* Records the creation of `obj` when the init succeeded (r == 0). */
 static inline void created(struct contend_thread *ts, int r, uint32_t prim, const void *obj,
                            const void *site)

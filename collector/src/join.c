@@ -18,9 +18,6 @@
 
 #include "collector.h"
 
-#define SITE() ((const void *)__builtin_return_address(0))
-#define RECORDING(ts) (CONTEND_LIKELY(contend_may_record(ts)) || contend_prepare(ts))
-
 CONTEND_INLINE uint64_t join_ext(uint32_t phase, int32_t value)
 {
     return (uint64_t)phase | ((uint64_t)(uint32_t)value << CONTEND_JOIN_VALUE_SHIFT);
@@ -69,25 +66,13 @@ static CONTEND_NOINLINE int join_block(struct contend_thread *ts, pthread_t th, 
     return r;
 }
 
-/* The real function when this call does not record: looked up now if the
- * pointers are not filled yet (ENOSYS if the C library has none). */
-#define PASS_JOIN(field, name, ...)                                              \
-    do {                                                                         \
-        __typeof__(contend_real.field) f_ = CONTEND_REAL(field);                 \
-        if (CONTEND_UNLIKELY(!f_))                                               \
-            f_ = (__typeof__(f_))contend_resolve_one(name, NULL);                \
-        if (CONTEND_UNLIKELY(!f_))                                               \
-            return ENOSYS;                                                       \
-        return f_(__VA_ARGS__);                                                  \
-    } while (0)
-
 CONTEND_EXPORT int pthread_join(pthread_t th, void **ret)
 {
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(join))
         return join_block(ts, th, ret, site, 0, 0, NULL);
-    PASS_JOIN(join, "pthread_join", th, ret);
+    PASS_PTHREAD(join, "pthread_join", NULL, th, ret);
 }
 
 CONTEND_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
@@ -96,7 +81,7 @@ CONTEND_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct t
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(timedjoin))
         return join_block(ts, th, ret, site, 1, 0, abstime);
-    PASS_JOIN(timedjoin, "pthread_timedjoin_np", th, ret, abstime);
+    PASS_PTHREAD(timedjoin, "pthread_timedjoin_np", NULL, th, ret, abstime);
 }
 
 CONTEND_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clk,
@@ -106,7 +91,7 @@ CONTEND_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clk,
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(clockjoin))
         return join_block(ts, th, ret, site, 2, clk, abstime);
-    PASS_JOIN(clockjoin, "pthread_clockjoin_np", th, ret, clk, abstime);
+    PASS_PTHREAD(clockjoin, "pthread_clockjoin_np", NULL, th, ret, clk, abstime);
 }
 
 void contend_join_exit(struct contend_thread *ts, const void *site)

@@ -57,26 +57,10 @@ __asm__(".symver contend_libc_rwlock_tryrdlock, __pthread_rwlock_tryrdlock@GLIBC
 __asm__(".symver contend_libc_rwlock_trywrlock, __pthread_rwlock_trywrlock@GLIBC_2.2.5");
 __asm__(".symver contend_libc_rwlock_unlock, __pthread_rwlock_unlock@GLIBC_2.2.5");
 
-#define SITE() ((const void *)__builtin_return_address(0))
 #define TAG(prim, phase) CONTEND_OP_TAG(CONTEND_PRIM_##prim, CONTEND_PHASE_##phase)
-/* May this call record? Cheap check first, lazy init on the cold path. */
-#define RECORDING(ts) (CONTEND_LIKELY(contend_may_record(ts)) || contend_prepare(ts))
 
 /* A robust mutex whose owner died is acquired with EOWNERDEAD. */
 #define ACQUIRED(r) ((r) == 0 || (r) == EOWNERDEAD)
-
-/* Pass-through for functions that have no glibc alias to fall back on: the
- * pointer is NULL only while this very thread is inside dlsym, which never
- * calls these; look the one symbol up then. */
-#define PASS_PTHREAD(field, name, version, ...)                                  \
-    do {                                                                         \
-        __typeof__(contend_real.field) f_ = CONTEND_REAL(field);                 \
-        if (CONTEND_UNLIKELY(!f_))                                               \
-            f_ = (__typeof__(f_))contend_resolve_one(name, version);             \
-        if (CONTEND_UNLIKELY(!f_))                                               \
-            return ENOSYS;                                                       \
-        return f_(__VA_ARGS__);                                                  \
-    } while (0)
 
 #define PASS_SEM(field, name, ...)                                               \
     do {                                                                         \
