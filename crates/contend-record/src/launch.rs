@@ -681,9 +681,10 @@ pub fn record_observed(
     let mut hot_samples = 0;
     // A Go program's functions are never probed (GO_RETURN_PROBES): it is
     // not run a first time for a choice that would be refused.
-    let go_program =
-        opts.hot_functions.is_some() && crate::functions::ModuleSymbols::read(&program).go;
-    if let (Some(k), true) = (opts.hot_functions, go_program) {
+    if let Some(k) = opts
+        .hot_functions
+        .filter(|_| crate::functions::ModuleSymbols::read(&program).go)
+    {
         warnings.push(format!(
             "--hot-functions {k}: {} {}; it was not profiled and runs once",
             program.display(),

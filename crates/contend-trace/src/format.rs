@@ -291,16 +291,15 @@ impl Primitive {
 
     /// Every primitive, [`Primitive::ALL`] then [`Primitive::Join`] (codes
     /// 1..=8): what an analysed event can be.
-    pub const EVERY: [Primitive; 8] = [
-        Primitive::Mutex,
-        Primitive::RwlockRead,
-        Primitive::RwlockWrite,
-        Primitive::Spin,
-        Primitive::Cond,
-        Primitive::Barrier,
-        Primitive::Semaphore,
-        Primitive::Join,
-    ];
+    pub const EVERY: [Primitive; 8] = {
+        let mut every = [Primitive::Join; 8];
+        let mut i = 0;
+        while i < Primitive::ALL.len() {
+            every[i] = Primitive::ALL[i];
+            i += 1;
+        }
+        every
+    };
 
     /// Decodes bits 4..6 of a tag; `None` for an unknown primitive.
     pub fn from_code(code: u8) -> Option<Primitive> {

@@ -1641,6 +1641,23 @@ fn resolve(table: &[u64; TABLE_REACH], index: u16) -> (u64, u32) {
     }
 }
 
+/// The parts of an extension record ([`Cursor::extension_record`]).
+struct ExtRecord {
+    /// Words the record takes (2 narrow, 4 wide).
+    len: usize,
+    /// Object address (0 when a narrow record's table slot was empty).
+    object: u64,
+    /// Call-site address (0 likewise).
+    site: u64,
+    /// The extension word.
+    ext: u64,
+    /// A narrow record's table slot was empty.
+    dangling: bool,
+    /// (object slot, site slot) in the tables; [`NO_SLOT`] for a wide
+    /// record or an empty slot.
+    slots: (u32, u32),
+}
+
 /// Position in one chunk's records, with the thread's running time.
 struct Cursor<'a> {
     chunk: &'a [u8],
@@ -1727,13 +1744,12 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The parts of an extension record (futex, OpenMP, creation) at word
-    /// `i` with head `tag` and table indices `oi`, `si`: narrow (2 words:
-    /// the head, whose indices name the object and site in the tables, and
-    /// the extension word) or wide (4 words: head, object, site, extension).
-    /// Returns `(words, object, site, extension, dangling)`, dangling when a
-    /// narrow record's table slot was empty; `None` when the record does not
-    /// fit in the chunk's `words`.
+    /// The parts of an extension record (futex, OpenMP, creation, join) at
+    /// word `i` with head `tag` and table indices `oi`, `si`: narrow (2
+    /// words: the head, whose indices name the object and site in the
+    /// tables, and the extension word) or wide (4 words: head, object,
+    /// site, extension); `None` when the record does not fit in the
+    /// chunk's `words`.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn extension_record(
@@ -1745,20 +1761,33 @@ impl<'a> Cursor<'a> {
         si: u16,
         objects: &[u64; TABLE_REACH],
         sites: &[u64; TABLE_REACH],
-    ) -> Option<(usize, u64, u64, u64, bool)> {
+    ) -> Option<ExtRecord> {
         let wide = tag & format::TAG_WIDE != 0;
         let len = if wide { 4 } else { 2 };
         if i + len > words {
             return None;
         }
-        let (object, site, dangling) = if wide {
-            (self.word(i + 1), self.word(i + 2), false)
+        let (object, site, dangling, slots) = if wide {
+            (
+                self.word(i + 1),
+                self.word(i + 2),
+                false,
+                (NO_SLOT, NO_SLOT),
+            )
         } else {
-            let (object, _) = resolve(objects, oi);
-            let (site, _) = resolve(sites, si);
-            (object, site, (object == 0) | (site == 0))
+            let (object, object_slot) = resolve(objects, oi);
+            let (site, site_slot) = resolve(sites, si);
+            let dangling = (object == 0) | (site == 0);
+            (object, site, dangling, (object_slot, site_slot))
         };
-        Some((len, object, site, self.word(i + len - 1), dangling))
+        Some(ExtRecord {
+            len,
+            object,
+            site,
+            ext: self.word(i + len - 1),
+            dangling,
+            slots,
+        })
     }
 
     #[inline]
@@ -1800,8 +1829,14 @@ impl<'a> Cursor<'a> {
                     };
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_OMP => {
-                    let Some((len, object, site, ext, dangling)) =
-                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    let Some(ExtRecord {
+                        len,
+                        object,
+                        site,
+                        ext,
+                        dangling,
+                        ..
+                    }) = self.extension_record(i, words, tag, oi, si, objects, sites)
                     else {
                         return bad("OpenMP record cut off at the chunk end".into());
                     };
@@ -1822,8 +1857,14 @@ impl<'a> Cursor<'a> {
                     });
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_CREATE => {
-                    let Some((len, object, site, ext, dangling)) =
-                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    let Some(ExtRecord {
+                        len,
+                        object,
+                        site,
+                        ext,
+                        dangling,
+                        ..
+                    }) = self.extension_record(i, words, tag, oi, si, objects, sites)
                     else {
                         return bad("creation record cut off at the chunk end".into());
                     };
@@ -1848,8 +1889,14 @@ impl<'a> Cursor<'a> {
                     });
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_JOIN => {
-                    let Some((len, object, site, ext, dangling)) =
-                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    let Some(ExtRecord {
+                        len,
+                        object,
+                        site,
+                        ext,
+                        dangling,
+                        slots,
+                    }) = self.extension_record(i, words, tag, oi, si, objects, sites)
                     else {
                         return bad("join record cut off at the chunk end".into());
                     };
@@ -1870,11 +1917,6 @@ impl<'a> Cursor<'a> {
                     let Some(phase) = phase else {
                         return bad(format!("join record with an unknown phase ({ext:#x})"));
                     };
-                    let slots = if tag & format::TAG_WIDE != 0 {
-                        (NO_SLOT, NO_SLOT)
-                    } else {
-                        (resolve(objects, oi).1, resolve(sites, si).1)
-                    };
                     self.now = self.now.wrapping_add(u64::from(dt));
                     self.i += len;
                     return Step::Op(
@@ -1891,8 +1933,14 @@ impl<'a> Cursor<'a> {
                     );
                 }
                 _ if tag & !format::TAG_WIDE == format::TAG_FUTEX => {
-                    let Some((len, word, site, ext, dangling)) =
-                        self.extension_record(i, words, tag, oi, si, objects, sites)
+                    let Some(ExtRecord {
+                        len,
+                        object: word,
+                        site,
+                        ext,
+                        dangling,
+                        ..
+                    }) = self.extension_record(i, words, tag, oi, si, objects, sites)
                     else {
                         return bad("futex record cut off at the chunk end".into());
                     };
