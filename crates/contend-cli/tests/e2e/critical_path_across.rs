@@ -192,7 +192,11 @@ fn openmp_hand_overs_on_the_critical_path_with_libomp() {
         .iter()
         .filter(|r| r["source"] == "openmp")
         .collect();
-    assert_eq!(rows.iter().map(|r| u(r, "count")).sum::<u64>(), jumps);
+    assert_eq!(
+        rows.iter().map(|r| u(r, "count")).sum::<u64>(),
+        jumps,
+        "{across}"
+    );
     // Each object is named as the OpenMP section names it: a mutex as
     // `<kind> <name>` of its row, the kind not repeated (the program's
     // lock lives on the stack: `lock at …`, not an address), a barrier by

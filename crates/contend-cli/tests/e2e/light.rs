@@ -134,9 +134,23 @@ fn light_counts_per_site_and_thread_are_exact() {
         assert_eq!(mode, if light { "light" } else { "default" });
         let cost = &report["recording"]["cost"];
         if light {
-            assert!(u(cost, "counted") > 0, "{cost}");
-            // Far fewer timed records than events.
-            assert!(u(cost, "records") < 40_000 / 4, "{cost}");
+            // Every acquisition is either counted or recorded, and the
+            // counts are the sites' counted events. How many of `shared`'s
+            // acquisitions are contended (recorded) depends on the machine's
+            // load, so the records are bounded by what the recorded ones
+            // may write: REQUEST, ACQUIRED, RELEASE and RELEASED (a release
+            // that found waiters) each, plus each thread's join and end
+            // records; the counted ones write none.
+            let (events, counted) = lock_sites(&report).iter().fold((0, 0), |(e, c), s| {
+                (e + u(s, "events"), c + u(s, "counted_events"))
+            });
+            assert_eq!(u(cost, "counted"), counted, "{cost}");
+            assert!(counted > 0, "{cost}");
+            let recorded = events - counted;
+            assert!(
+                u(cost, "records") <= 4 * recorded + 4 * 8,
+                "{cost}: {recorded} acquisitions recorded"
+            );
         } else {
             assert_eq!(u(cost, "counted"), 0, "{cost}");
             assert!(u(cost, "records") >= 2 * 40_000, "{cost}");
