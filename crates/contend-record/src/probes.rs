@@ -495,6 +495,11 @@ pub(crate) struct Ring {
 unsafe impl Send for Ring {}
 
 impl Ring {
+    /// Bytes of records the ring holds before the kernel drops records.
+    pub(crate) fn data_size(&self) -> usize {
+        self.data_size
+    }
+
     pub(crate) fn map(leader: OwnedFd, pages: usize) -> Result<Ring, (OwnedFd, i32)> {
         let page = 4096usize;
         let mut pages = pages;

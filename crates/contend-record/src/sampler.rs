@@ -82,7 +82,7 @@ use rustc_hash::FxHashMap;
 use crate::host::{clock_ns, monotonic_ns, thread_cpu_ns};
 pub use crate::sched_events::SchedEvents;
 pub use crate::sched_events::ServiceSource;
-use crate::sched_events::{DRAIN_NS, SLACK_NS};
+use crate::sched_events::{DRAIN_NS, MIN_DRAIN_NS, SLACK_NS};
 
 /// Ticks are written to the file at least this often, ns (and at once
 /// when [`FLUSH_BYTES`] are buffered, and at the end): a killed launcher
@@ -126,6 +126,15 @@ pub struct SamplerStats {
     /// Scheduler event records the kernel dropped (a ring was full); the
     /// service time of the threads concerned is then short.
     pub event_records_lost: u64,
+    /// The most time the sampler thread waited for a CPU between two
+    /// reads of the event rings (a tick or a drain, [`RingReads`]), ns;
+    /// `None` without events. Long only when other work kept this thread
+    /// off the CPU, which is when a busy machine fills a ring.
+    pub event_longest_run_delay_ns: Option<u64>,
+    /// The shortest time planned between two reads of the event rings,
+    /// ns ([`RingReads`]; `DRAIN_NS` unless the machine filled them
+    /// faster); `None` without events.
+    pub event_shortest_drain_ns: Option<u64>,
     /// When the sampler left the scheduler events for `schedstat` because
     /// they cost the target more than reading `schedstat` would
     /// ([`leaves_events`]); `None` when it did not.
@@ -149,9 +158,19 @@ impl SamplerStats {
             warnings.push(format!("service time read from schedstat: {note}"));
         }
         if self.event_records_lost > 0 {
+            let unread = self
+                .event_longest_run_delay_ns
+                .filter(|&ns| ns > MIN_DRAIN_NS)
+                .map(|ns| {
+                    format!(
+                        "; the sampler thread waited up to {:.0} ms for a CPU between two reads",
+                        ns as f64 / 1e6
+                    )
+                })
+                .unwrap_or_default();
             warnings.push(format!(
-                "the kernel dropped {} scheduler event records (a ring was full): the service time of \
-                 some threads is short",
+                "the kernel dropped {} scheduler event records (a ring was full{unread}): the service \
+                 time of some threads is short",
                 self.event_records_lost
             ));
         }
@@ -161,6 +180,8 @@ impl SamplerStats {
             event_scope: self.event_scope.map(str::to_string),
             event_records: self.event_records,
             event_records_lost: self.event_records_lost,
+            event_longest_run_delay_ns: self.event_longest_run_delay_ns,
+            event_shortest_drain_ns: self.event_shortest_drain_ns,
             switched_at_ns: self.switched.map(|s| s.at_ns),
             switched_records_per_s: self.switched.map(|s| s.records_per_s),
             switched_threads: self.switched.map(|s| s.threads),
@@ -295,6 +316,99 @@ impl Sampler {
     }
 }
 
+/// When the sampler reads the rings of the scheduler events
+/// ([`SchedEvents::drain`] between ticks, [`SchedEvents::advance`] at a
+/// tick): a ring holds 1 MiB of records with system-wide events, and the
+/// rest of the machine can fill it faster than every
+/// [`DRAIN_NS`](crate::sched_events::DRAIN_NS) (a pipe ping-pong on one CPU
+/// of the Intel guest of docs/benchmarks.md, some 700,000 records a second,
+/// filled one in 30 ms and the kernel dropped 500,000 records in 1.5 s).
+/// Each read sees how full the fullest ring got since the read before and
+/// plans the next for when it would be a quarter full at that rate,
+/// between [`MIN_DRAIN_NS`](crate::sched_events::MIN_DRAIN_NS) and
+/// `DRAIN_NS`; the drains cost per record, so reading more often costs
+/// little more. A ring still fills when the sampler thread waits for a
+/// CPU (other work on the machine): each read also takes the thread's
+/// run delay (the second field of its `schedstat`, ns spent runnable on
+/// a run queue) and keeps the most it grew between two reads.
+#[derive(Debug)]
+struct RingReads {
+    /// The last read, CLOCK_MONOTONIC ns.
+    read_at: u64,
+    /// Planned time between reads, ns.
+    period_ns: u64,
+    /// The shortest `period_ns` planned, ns.
+    shortest_period_ns: u64,
+    /// The sampler thread's `/proc/thread-self/schedstat`, when it opens.
+    schedstat: Option<File>,
+    /// Its run delay at the last read, ns.
+    run_delay_ns: Option<u64>,
+    /// The most the run delay grew between two reads, ns.
+    longest_run_delay_ns: u64,
+}
+
+impl RingReads {
+    /// Reads from `now` (CLOCK_MONOTONIC ns), the first a quarter of
+    /// `DRAIN_NS` later; to be made on the thread that reads.
+    fn new(now: u64) -> RingReads {
+        let period_ns = (DRAIN_NS / 4).max(MIN_DRAIN_NS);
+        let schedstat = File::open("/proc/thread-self/schedstat").ok();
+        let mut reads = RingReads {
+            read_at: now,
+            period_ns,
+            shortest_period_ns: period_ns,
+            schedstat,
+            run_delay_ns: None,
+            longest_run_delay_ns: 0,
+        };
+        reads.run_delay_ns = reads.run_delay();
+        reads
+    }
+
+    /// This thread's run delay so far, ns.
+    fn run_delay(&self) -> Option<u64> {
+        let mut buf = [0u8; 96];
+        let n = self.schedstat.as_ref()?.read_at(&mut buf, 0).ok()?;
+        parse_schedstat(&buf[..n]).map(|(_, wait, _)| wait)
+    }
+
+    /// A read of the rings at `now` that found the fullest ring holding
+    /// `fullest_share` of its size (0–1).
+    fn read(&mut self, now: u64, fullest_share: f64) {
+        if let Some(delay) = self.run_delay() {
+            if let Some(before) = self.run_delay_ns {
+                self.longest_run_delay_ns =
+                    self.longest_run_delay_ns.max(delay.saturating_sub(before));
+            }
+            self.run_delay_ns = Some(delay);
+        }
+        let elapsed = now.saturating_sub(self.read_at);
+        self.period_ns = if fullest_share > 0.0 && elapsed > 0 {
+            // time to fill the ring at the rate just seen, a quarter of it
+            let fill_ns = elapsed as f64 / fullest_share;
+            ((fill_ns / 4.0) as u64).clamp(MIN_DRAIN_NS, DRAIN_NS)
+        } else {
+            DRAIN_NS
+        };
+        self.shortest_period_ns = self.shortest_period_ns.min(self.period_ns);
+        self.read_at = now;
+    }
+
+    /// When to wake for the next read, CLOCK_MONOTONIC ns, with the next
+    /// tick at `tick`: the tick itself when it comes no later than half a
+    /// period after the read is due (a drain just before a tick doubled
+    /// the reads at 10 ms ticks: docs/benchmarks.md, "The sampler's
+    /// scheduler events for the whole machine").
+    fn next_drain(&self, tick: u64) -> u64 {
+        let due = self.read_at + self.period_ns;
+        if tick <= due + self.period_ns / 2 {
+            tick
+        } else {
+            due
+        }
+    }
+}
+
 fn run(
     mut writer: SampleWriter,
     pid: u32,
@@ -346,9 +460,14 @@ fn run(
     );
     let mut last = false;
     let mut flushed_at = 0;
+    let mut reads = RingReads::new(monotonic_ns());
     loop {
         let flags = if last { TICK_FINAL } else { 0 };
+        let tick_at = monotonic_ns();
         let tick = state.tick(flags);
+        if let Some(ev) = &state.events {
+            reads.read(tick_at, ev.fullest_ring_share);
+        }
         stats.ticks += 1;
         stats.entries += state.entries.len() as u64;
         writer.push_tick(&tick, &state.entries);
@@ -365,15 +484,16 @@ fn run(
         if last {
             break;
         }
-        let mut now = monotonic_ns();
-        let next = grid.next_after(now);
-        // the rings are drained between ticks too (DRAIN_NS)
+        let next = grid.next_after(monotonic_ns());
+        // the rings are drained between ticks too (RingReads), but not
+        // just before a tick, which reads them anyway
         loop {
-            let wake = if next.saturating_sub(now) > DRAIN_NS {
-                now + DRAIN_NS
+            let wake = if state.events.is_some() {
+                reads.next_drain(next)
             } else {
                 next
             };
+            let now = monotonic_ns();
             match rx.recv_timeout(Duration::from_nanos(wake.saturating_sub(now))) {
                 Err(RecvTimeoutError::Timeout) => {}
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => {
@@ -381,12 +501,13 @@ fn run(
                     break;
                 }
             }
-            now = monotonic_ns();
+            let now = monotonic_ns();
             if now >= next {
                 break;
             }
             if let Some(ev) = &mut state.events {
                 ev.drain(now);
+                reads.read(now, ev.fullest_ring_share);
             }
         }
     }
@@ -403,6 +524,10 @@ fn run(
     stats.event_threads = threads;
     stats.event_records = records;
     stats.event_records_lost = lost;
+    if stats.source == "sched-events" {
+        stats.event_longest_run_delay_ns = Some(reads.longest_run_delay_ns);
+        stats.event_shortest_drain_ns = Some(reads.shortest_period_ns);
+    }
     stats.switched = state.switched;
     stats.cpu_ns = thread_cpu_ns();
     stats
@@ -1086,6 +1211,32 @@ fn raise_fd_limit() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Worked by hand: a ring half full 10 ms after the last read fills
+    /// in 20 ms, so the next read comes 5 ms later; an empty one puts it
+    /// back to 20 ms (`DRAIN_NS`); a ring filled in 5 ms asks for 1.25 ms,
+    /// held at `MIN_DRAIN_NS` (2 ms). A tick within half a period after
+    /// the drain is due takes its place.
+    #[test]
+    fn ring_reads_are_planned_for_a_quarter_of_the_fill_time() {
+        let ms = 1_000_000;
+        let mut r = RingReads::new(0);
+        assert_eq!(r.period_ns, 5 * ms);
+        r.read(10 * ms, 0.5);
+        assert_eq!(r.period_ns, 5 * ms);
+        r.read(15 * ms, 0.0);
+        assert_eq!(r.period_ns, DRAIN_NS);
+        r.read(35 * ms, 1.0);
+        assert_eq!(r.period_ns, 5 * ms);
+        r.read(40 * ms, 1.0);
+        assert_eq!(r.period_ns, MIN_DRAIN_NS);
+        assert_eq!(r.shortest_period_ns, MIN_DRAIN_NS);
+        // due at 42 ms: a tick at 42.5 ms reads instead, one at 50 ms not
+        assert_eq!(r.next_drain(42 * ms + ms / 2), 42 * ms + ms / 2);
+        assert_eq!(r.next_drain(50 * ms), 42 * ms);
+        // this thread's run delay is read (schedstat exists on Linux)
+        assert!(r.run_delay_ns.is_some());
+    }
 
     /// Worked by hand with 500 ns per record, 2 µs per schedstat read and
     /// a 10 ms tick (the floor is 100 µs: 200 records).

@@ -74,8 +74,17 @@ const SYSTEM_WIDE_RING_PAGES: usize = 256;
 /// The sampler drains the rings at least this often, ns, whatever its
 /// interval ([`SchedEvents::drain`]): system-wide events carry the whole
 /// machine's switches, which can fill a ring in a tick of 100 ms. (With
-/// the default interval of 10 ms the ticks come first.)
+/// the default interval of 10 ms the ticks come first.) A machine that
+/// fills a ring faster is drained more often, down to [`MIN_DRAIN_NS`]
+/// (`contend_record::sampler`'s ring reads: each read plans the next one
+/// for when the fullest ring would be a quarter full at the rate just
+/// seen).
 pub const DRAIN_NS: u64 = 20_000_000;
+/// The shortest time between two drains of the rings, ns. Two threads
+/// passing a byte over pipes on one CPU of the Intel guest of
+/// docs/benchmarks.md fill a 1 MiB ring in about 30 ms (some 700,000
+/// records a second).
+pub const MIN_DRAIN_NS: u64 = 2_000_000;
 
 /// Where tracefs is found, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -168,6 +177,14 @@ pub struct SchedEvents {
     threads: FxHashMap<u32, Thread>,
     /// Decoded records not yet processed (later than the cut).
     pending: Vec<Rec>,
+    /// `pending[..drained]` were kept by a [`SchedEvents::drain`] for good
+    /// (the target's): later drains look only at the records after them,
+    /// so that draining often between two ticks costs per record read,
+    /// not per record pending.
+    drained: usize,
+    /// Reused buffer of [`SchedEvents::drain`]: records it could not
+    /// judge yet.
+    undecided: Vec<Rec>,
     /// Threads whose fork record is pending.
     pending_forks: FxHashSet<u32>,
     /// Threads whose figures may have changed since their last entry:
@@ -194,6 +211,10 @@ pub struct SchedEvents {
     tree: ProcessTree,
     /// Records the kernel dropped (rings full).
     pub lost: u64,
+    /// The largest share of its ring that one ring held at the last
+    /// [`SchedEvents::refresh`] (0–1): how close the fullest CPU's ring
+    /// came to dropping records since the read before.
+    pub fullest_ring_share: f64,
     /// Records processed.
     pub records: u64,
     /// Threads followed by events so far.
@@ -264,6 +285,8 @@ impl SchedEvents {
             sample_type_of: FxHashMap::default(),
             threads: FxHashMap::default(),
             pending: Vec::new(),
+            drained: 0,
+            undecided: Vec::new(),
             pending_forks: FxHashSet::default(),
             touched: FxHashSet::default(),
             scratch: Vec::new(),
@@ -274,6 +297,7 @@ impl SchedEvents {
             scope: ThreadEventsScope::PerTask,
             tree: ProcessTree::default(),
             lost: 0,
+            fullest_ring_share: 0.0,
             records: 0,
             threads_seen: 0,
         }
@@ -448,6 +472,7 @@ impl SchedEvents {
         let n = self.pending.partition_point(|r| r.time() <= cut);
         let later = self.pending.split_off(n);
         let now = std::mem::replace(&mut self.pending, later);
+        self.drained = 0;
         for r in now {
             self.apply(r);
         }
@@ -457,11 +482,14 @@ impl SchedEvents {
     /// (so that [`SchedEvents::covers`] knows the threads just started).
     pub fn refresh(&mut self) {
         let from = self.pending.len();
+        let mut fullest: f64 = 0.0;
         for r in &mut self.rings {
             self.raw.clear();
             r.drain(&mut self.raw);
+            fullest = fullest.max(self.raw.len() as f64 / r.data_size().max(1) as f64);
             decode(&self.raw, &self.sample_type_of, &mut self.pending);
         }
+        self.fullest_ring_share = fullest;
         for r in &self.pending[from..] {
             if let Rec::Fork { tid, .. } = r {
                 self.pending_forks.insert(*tid);
@@ -494,42 +522,42 @@ impl SchedEvents {
             return;
         }
         let settled = now_ns.saturating_sub(SLACK_NS);
-        let mut pending = std::mem::take(&mut self.pending);
-        pending.sort_by_key(Rec::time);
-        pending.retain(|r| match *r {
-            Rec::Fork {
-                pid,
-                ppid,
-                tid,
-                time,
-                ..
-            } => {
-                if self.fork_in_tree(pid, ppid) {
-                    self.tree.insert(pid);
-                    true
-                } else if time >= settled {
-                    true
-                } else {
-                    self.pending_forks.remove(&tid);
-                    false
+        // the records read since the last drain, and those it left undecided
+        let mut fresh = self.pending.split_off(self.drained.min(self.pending.len()));
+        fresh.sort_by_key(Rec::time);
+        let mut undecided = std::mem::take(&mut self.undecided);
+        for r in fresh.drain(..) {
+            let keep = match r {
+                Rec::Fork { pid, ppid, tid, .. } => {
+                    if self.fork_in_tree(pid, ppid) {
+                        self.tree.insert(pid);
+                        true
+                    } else {
+                        if r.time() < settled {
+                            self.pending_forks.remove(&tid);
+                        }
+                        false
+                    }
                 }
+                Rec::Switch { pid, .. } | Rec::Exit { pid, .. } => self.tree.contains(pid),
+                Rec::Sample { pid, ref raw, .. } => {
+                    self.tree.contains(pid)
+                        || woken_tid(raw).is_some_and(|woken| {
+                            self.threads.contains_key(&woken) || self.pending_forks.contains(&woken)
+                        })
+                }
+                Rec::Lost(_) => true,
+                Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => continue,
+            };
+            if keep {
+                self.pending.push(r);
+            } else if r.time() >= settled {
+                undecided.push(r);
             }
-            Rec::Switch { pid, time, .. } | Rec::Exit { pid, time, .. } => {
-                self.tree.contains(pid) || time >= settled
-            }
-            Rec::Sample {
-                pid, ref raw, time, ..
-            } => {
-                self.tree.contains(pid)
-                    || woken_tid(raw).is_some_and(|woken| {
-                        self.threads.contains_key(&woken) || self.pending_forks.contains(&woken)
-                    })
-                    || time >= settled
-            }
-            Rec::Lost(_) => true,
-            Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => false,
-        });
-        self.pending = pending;
+        }
+        self.drained = self.pending.len();
+        self.pending.append(&mut undecided);
+        self.undecided = undecided;
     }
 
     /// Whether record `r` was written in the target's context, so that it

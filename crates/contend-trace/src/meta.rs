@@ -165,6 +165,18 @@ pub struct SamplerMeta {
     pub event_records: u64,
     /// Scheduler event records the kernel dropped.
     pub event_records_lost: u64,
+    /// The most time the sampler thread waited for a CPU (its run delay,
+    /// from its `schedstat`) between two reads of the scheduler events'
+    /// rings, ns: short unless other work kept it off the CPU, which is
+    /// when a ring fills and the kernel drops records. `None` without
+    /// events and in older recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_longest_run_delay_ns: Option<u64>,
+    /// The shortest time the sampler planned between two reads of the
+    /// rings, ns (20 ms unless the machine filled them faster, down to
+    /// 2 ms). `None` without events and in older recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_shortest_drain_ns: Option<u64>,
     /// When the sampler left the scheduler events for `schedstat` because
     /// they cost the program more than reading `schedstat` would,
     /// CLOCK_MONOTONIC ns; `None` when it did not.
