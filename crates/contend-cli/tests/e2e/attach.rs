@@ -18,10 +18,6 @@ fn f(v: &Value, path: &str) -> f64 {
         .unwrap_or_else(|| panic!("`{path}` is not a number: {cur}"))
 }
 
-fn meta(dir: &std::path::Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
-}
-
 /// A child that is busy for a while and sleeps for a while, forever.
 fn busy_and_sleeping() -> std::process::Child {
     Command::new("sh")

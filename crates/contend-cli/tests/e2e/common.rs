@@ -784,3 +784,10 @@ pub fn first_duration_ns(text: &str) -> Option<f64> {
         number.parse::<f64>().ok().map(|v| v * scale)
     })
 }
+
+/// The recording's `meta.json` (`DIR/meta.json`), which must exist and parse.
+pub(crate) fn meta(dir: &std::path::Path) -> serde_json::Value {
+    let path = dir.join("meta.json");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}

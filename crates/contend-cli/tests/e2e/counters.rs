@@ -15,10 +15,6 @@ fn f(v: &Value, path: &str) -> f64 {
         .unwrap_or_else(|| panic!("`{path}` is not a number: {cur}"))
 }
 
-fn meta(dir: &std::path::Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
-}
-
 /// The software counter `task_clock` proves the open / inherit / read path
 /// on any machine: a forked child with two spinning threads and its parent
 /// are all counted, and the total agrees with the CPU time `wait4`

@@ -37,10 +37,6 @@ fn phases(stdout: &str) -> Vec<(String, Phase)> {
         .collect()
 }
 
-fn meta(dir: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
-}
-
 fn record_with(dir: &Path, exe: &Path, flags: &[&str], args: &[&str]) -> Output {
     let mut cmd = Command::new(contend_bin());
     cmd.arg("record")

@@ -4,11 +4,6 @@
 //! service-time analysis. Bad lists fail before anything is created.
 
 use crate::common::*;
-use serde_json::Value;
-
-fn meta(dir: &std::path::Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap()
-}
 
 fn record_with(flags: &[&str], rec: &std::path::Path, prog: &std::path::Path) -> Output {
     let mut cmd = std::process::Command::new(contend_bin());

@@ -75,7 +75,9 @@ fn printed(stdout: &str, key: &str) -> f64 {
 /// satisfy what holds under any load (A ≥ CPU/wall − 0.1, A ≤ 3); a run in
 /// which the program got at least 94% of its demand (its CPU/wall ≥ 1.65)
 /// is undisturbed and must meet the 0.05 bound, in one of up to five runs.
-/// When no run is undisturbed the test says so and does not fail.
+/// A run in which the kernel dropped scheduler event records (the
+/// recording says so) is disturbed too. When no run is undisturbed the
+/// test says so and does not fail.
 #[test]
 fn active_threads_equal_cpu_over_wall_for_a_known_shape() {
     known_shape("schedstat");
@@ -116,10 +118,20 @@ fn known_shape(source: &str) {
         let log = attempts.join("\n");
         assert!(a >= own - 0.1 && a <= 3.05, "{log}");
         // The threads' service time adds up to the program's CPU time
-        // (less what exiting threads ran after their last sample).
+        // (less what exiting threads ran after their last sample), unless
+        // the kernel dropped scheduler event records: other work on the
+        // machine (a test's ping-pong beside this one, hundreds of
+        // thousands of switches a second) filled a ring while the sampler
+        // waited for a CPU, the recording warns, and the round is
+        // disturbed.
+        let sampler = &meta(&rec)["sampler"];
+        if sampler["event_records_lost"].as_u64().unwrap_or(0) > 0 {
+            attempts.push(format!("run {attempt}: records lost: {sampler}"));
+            continue;
+        }
         assert!(
             (f(s, "cpu_s") - printed(&out.stdout, "cpu_s")).abs() < 0.1,
-            "{s}"
+            "{s}\n{sampler}"
         );
         assert_eq!(f(s, "interval_ms"), 10.0);
         assert!(s["threads"].as_array().unwrap().len() >= 4, "{s}");

@@ -146,10 +146,6 @@ fn record_leaving_events(
     Some((out, m, at))
 }
 
-fn meta(rec: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(rec.join("meta.json")).unwrap()).unwrap()
-}
-
 /// Two threads that block and wake each other tens of thousands of times
 /// a second (`tests/programs/service_pingpong.c`): with the default
 /// source the scheduler events cost the program more than reading two
