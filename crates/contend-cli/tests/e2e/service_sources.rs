@@ -158,6 +158,9 @@ fn record_leaving_events(
 /// thread's last tick).
 #[test]
 fn a_program_that_switches_often_is_left_to_schedstat() {
+    // hundreds of thousands of switches a second: not beside the
+    // timing tests (their system-wide rings would carry them)
+    let _serial = serial();
     let prog = build("service_pingpong.c", &[]);
     let dir = tempdir();
     let rec = dir.path().join("pp.data");
@@ -311,6 +314,9 @@ fn a_busy_process_beside_the_program_fills_no_ring() {
 /// missed in every run.
 #[test]
 fn leaving_the_events_keeps_the_ticks() {
+    // hundreds of thousands of switches a second: not beside the
+    // timing tests (their system-wide rings would carry them)
+    let _serial = serial();
     let prog = build("service_pingpong.c", &[]);
     let dir = tempdir();
     let mut gaps = Vec::new();
