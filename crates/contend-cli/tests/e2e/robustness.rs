@@ -806,7 +806,7 @@ fn the_critical_path_goes_through_pthread_join_to_the_joined_threads() {
     require_tool!("gcc");
     let exe = build("join_after_work.c", &[]);
     let tmp = tempdir();
-    let (_, rec, report) = same_with_and_without(tmp.path(), &exe, &[]);
+    let (first, rec, report) = same_with_and_without(tmp.path(), &exe, &[]);
     assert!(
         rec.stdout
             .contains("timed=ETIMEDOUT self=EDEADLK failed=0 sum=6"),
@@ -850,6 +850,34 @@ fn the_critical_path_goes_through_pthread_join_to_the_joined_threads() {
         .collect();
     // the join of itself names no recorded end: `thread joined at …`
     assert_eq!(named.len(), 3, "{}", locks["by_lock"]);
+    // Compared with a second run: the joined threads' ids differ, so no
+    // list keyed by them (per lock, SCI per block) has a join row, which
+    // would stand blank in one run; the joins are compared in Other waits.
+    let second = tmp.path().join("second");
+    assert!(record(&second, &exe, &[] as &[&str]).success());
+    let mut cmd = std::process::Command::new(contend_bin());
+    cmd.arg("compare")
+        .arg(&first)
+        .arg(&second)
+        .args(["--format", "json"]);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    let cmp: Value = serde_json::from_str(&out.stdout).expect("compare JSON");
+    for list in ["by_lock", "sci_by_block"] {
+        let items = cmp[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {list}: {cmp}"));
+        assert!(!items.is_empty(), "{list}");
+        assert!(
+            items.iter().all(|i| i["kind"] != "join"),
+            "{list} has join rows: {items:#?}"
+        );
+    }
+    assert!(
+        out.stdout.contains("other_waits.join"),
+        "the joins compared in Other waits: {}",
+        out.stdout
+    );
 }
 
 /// Records stdmutex.cpp (built -O1 -g) and returns the report.

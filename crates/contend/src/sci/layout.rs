@@ -4,7 +4,7 @@
 //! durations, and the duration distribution of the top blocks (sorted
 //! durations as in the paper's Figure 7, and log2 histograms).
 
-use super::{SciBlock, SciReport};
+use super::{BlockKind, SciBlock, SciReport};
 use crate::report::compared::{
     metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
 };
@@ -102,13 +102,17 @@ impl ReportSection for SciReport {
                 key: "sci_by_block",
                 title: "Interference per block",
                 caption: "Blocks matched by kind, name, key and site; SCI as a share of the threads' time \
-                          (Mosli Bouksiaa et al. 2019, Section 2); blank where a run lacks the block.",
+                          (Mosli Bouksiaa et al. 2019, Section 2); blank where a run lacks the block. \
+                          Joins, keyed by the joined thread's id, are compared in Other waits.",
                 item_heading: "Block",
                 kind_heading: "Kind",
                 always: false,
+                // a join block's key names the joined thread, whose id
+                // differs from run to run: it would never match
                 items: self
                     .blocks
                     .iter()
+                    .filter(|b| b.kind != BlockKind::Join)
                     .map(|b| Item {
                         name: block_label(b),
                         kind: b.kind.name().to_string(),
