@@ -182,8 +182,9 @@ pub struct SchedEvents {
     /// so that draining often between two ticks costs per record read,
     /// not per record pending.
     drained: usize,
-    /// Reused buffer of [`SchedEvents::drain`]: records it could not
-    /// judge yet.
+    /// Reused buffers of [`SchedEvents::drain`]: the records read since
+    /// the last drain, and those it could not judge yet.
+    fresh: Vec<Rec>,
     undecided: Vec<Rec>,
     /// Threads whose fork record is pending.
     pending_forks: FxHashSet<u32>,
@@ -286,6 +287,7 @@ impl SchedEvents {
             threads: FxHashMap::default(),
             pending: Vec::new(),
             drained: 0,
+            fresh: Vec::new(),
             undecided: Vec::new(),
             pending_forks: FxHashSet::default(),
             touched: FxHashSet::default(),
@@ -470,12 +472,14 @@ impl SchedEvents {
         self.refresh();
         self.pending.sort_by_key(Rec::time);
         let n = self.pending.partition_point(|r| r.time() <= cut);
-        let later = self.pending.split_off(n);
-        let now = std::mem::replace(&mut self.pending, later);
-        self.drained = 0;
-        for r in now {
+        // processed in place: the buffer keeps its capacity from tick to
+        // tick (a split-off one grew again from nothing at every tick)
+        let mut pending = std::mem::take(&mut self.pending);
+        for r in pending.drain(..n) {
             self.apply(r);
         }
+        self.pending = pending;
+        self.drained = 0;
     }
 
     /// Reads every ring into the pending records, without processing them
@@ -523,7 +527,8 @@ impl SchedEvents {
         }
         let settled = now_ns.saturating_sub(SLACK_NS);
         // the records read since the last drain, and those it left undecided
-        let mut fresh = self.pending.split_off(self.drained.min(self.pending.len()));
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.extend(self.pending.drain(self.drained.min(self.pending.len())..));
         fresh.sort_by_key(Rec::time);
         let mut undecided = std::mem::take(&mut self.undecided);
         for r in fresh.drain(..) {
@@ -558,6 +563,7 @@ impl SchedEvents {
         self.drained = self.pending.len();
         self.pending.append(&mut undecided);
         self.undecided = undecided;
+        self.fresh = fresh;
     }
 
     /// Whether record `r` was written in the target's context, so that it
