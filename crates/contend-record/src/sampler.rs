@@ -1212,16 +1212,17 @@ fn raise_fd_limit() -> usize {
 mod tests {
     use super::*;
 
-    /// Worked by hand: a ring half full 10 ms after the last read fills
+    /// Worked by hand: the first read comes a quarter of `DRAIN_NS` (10 ms)
+    /// after the start; a ring half full 10 ms after the last read fills
     /// in 20 ms, so the next read comes 5 ms later; an empty one puts it
-    /// back to 20 ms (`DRAIN_NS`); a ring filled in 5 ms asks for 1.25 ms,
+    /// back to 10 ms (`DRAIN_NS`); a ring filled in 5 ms asks for 1.25 ms,
     /// held at `MIN_DRAIN_NS` (2 ms). A tick within half a period after
     /// the drain is due takes its place.
     #[test]
     fn ring_reads_are_planned_for_a_quarter_of_the_fill_time() {
         let ms = 1_000_000;
         let mut r = RingReads::new(0);
-        assert_eq!(r.period_ns, 5 * ms);
+        assert_eq!(r.period_ns, ms * 5 / 2);
         r.read(10 * ms, 0.5);
         assert_eq!(r.period_ns, 5 * ms);
         r.read(15 * ms, 0.0);

@@ -78,8 +78,12 @@ const SYSTEM_WIDE_RING_PAGES: usize = 256;
 /// fills a ring faster is drained more often, down to [`MIN_DRAIN_NS`]
 /// (`contend_record::sampler`'s ring reads: each read plans the next one
 /// for when the fullest ring would be a quarter full at the rate just
-/// seen).
-pub const DRAIN_NS: u64 = 20_000_000;
+/// seen). A quiet machine's rate can jump twentyfold within a period (a
+/// ping-pong beside the program moving both its threads onto one CPU:
+/// a ring 5 % full after 20 ms, full 20 ms later, 3,819 records lost), so
+/// this longest period is a third of the fastest fill seen (30 ms on the
+/// Intel guest of docs/benchmarks.md).
+pub const DRAIN_NS: u64 = 10_000_000;
 /// The shortest time between two drains of the rings, ns. Two threads
 /// passing a byte over pipes on one CPU of the Intel guest of
 /// docs/benchmarks.md fill a 1 MiB ring in about 30 ms (some 700,000

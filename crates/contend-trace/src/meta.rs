@@ -173,7 +173,7 @@ pub struct SamplerMeta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_longest_run_delay_ns: Option<u64>,
     /// The shortest time the sampler planned between two reads of the
-    /// rings, ns (20 ms unless the machine filled them faster, down to
+    /// rings, ns (10 ms unless the machine filled them faster, down to
     /// 2 ms). `None` without events and in older recordings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_shortest_drain_ns: Option<u64>,

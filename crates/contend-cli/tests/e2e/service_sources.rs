@@ -227,7 +227,9 @@ fn a_program_that_sleeps_keeps_the_scheduler_events() {
 /// a drain took added) up to 739,281 on the Intel guest, where the
 /// ping-pong filled a ring in 30 ms: the drains now come sooner when the
 /// rings fill faster (`event_shortest_drain_ns`, planned for a quarter of
-/// the fill time). A ring still fills when other work on the machine
+/// the fill time), and at least every 10 ms (a quiet ring can fill within
+/// 20 ms when the ping-pong moves onto one CPU: 1,991 records lost so in
+/// a clean-clone run). A ring still fills when other work on the machine
 /// keeps the sampler thread off the CPU, and the sampler says for how long
 /// at worst between two reads (`event_longest_run_delay_ns`, from its own
 /// `schedstat`): records lost while that stayed under the shortest drain
