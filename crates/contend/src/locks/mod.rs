@@ -750,6 +750,10 @@ pub fn system_header_sites_warning(set: &EventSet, names: &Names) -> Option<Stri
         .iter()
         .map(|s| s.file.as_deref().is_some_and(is_system_header))
         .collect();
+    // the pass over every event only when some site is in a header
+    if !in_header.contains(&true) {
+        return None;
+    }
     let mut per_site = vec![0u64; names.sites.len()];
     let mut with_stack = 0u64;
     for (_, e, stack) in set.events_with_stacks() {
