@@ -560,6 +560,16 @@ pub fn report_raw<S: AsRef<OsStr>>(dir: &Path, args: &[S]) -> Output {
     run_timeout(cmd, Duration::from_secs(120))
 }
 
+/// `contend compare DIRS… --format json`, which must succeed within
+/// `timeout`; parsed.
+pub fn compare_json<P: AsRef<OsStr>>(dirs: &[P], timeout: Duration) -> Value {
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("compare").args(dirs).args(["--format", "json"]);
+    let out = run_timeout(cmd, timeout);
+    assert!(out.success(), "{}", out.describe());
+    serde_json::from_str(&out.stdout).expect("compare JSON")
+}
+
 /// `contend report <dir> --format json`, which must succeed; parsed.
 pub fn report_json(dir: &Path) -> Value {
     report_json_with(dir, &[] as &[&str])

@@ -121,14 +121,7 @@ fn heap_locks_are_named_by_creation_and_paired_across_runs() {
 
     // compare pairs the three by their creation: one row each, with the
     // events of both runs
-    let mut cmd = Command::new(contend_bin());
-    cmd.arg("compare")
-        .arg(&a)
-        .arg(&b)
-        .args(["--format", "json"]);
-    let out = run_timeout(cmd, RUN_TIMEOUT);
-    assert!(out.success(), "{}", out.describe());
-    let cmp: Value = serde_json::from_str(&out.stdout).expect("compare JSON");
+    let cmp = compare_json(&[&a, &b], RUN_TIMEOUT);
     let items = cmp["by_lock"].as_array().expect("by_lock");
     for (name, ..) in expected() {
         let matching: Vec<&Value> = items.iter().filter(|i| i["name"] == name).collect();

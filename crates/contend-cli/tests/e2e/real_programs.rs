@@ -498,11 +498,7 @@ fn sharequeue_example_compare() {
     assert_eq!(u(lock_row(&two, "head_lock"), "events"), 2 * 20_000);
     assert_eq!(u(lock_row(&two, "tail_lock"), "events"), 2 * 20_000);
 
-    let mut cmd = Command::new(contend_bin());
-    cmd.arg("compare").args(&dirs).args(["--format", "json"]);
-    let out = run_timeout(cmd, Duration::from_secs(120));
-    assert!(out.success(), "{}", out.describe());
-    let cmp: Value = serde_json::from_str(&out.stdout).expect("compare JSON");
+    let cmp = compare_json(&dirs, Duration::from_secs(120));
     assert_eq!(
         cmp["runs"].as_array().map(Vec::len),
         Some(2),

@@ -855,14 +855,7 @@ fn the_critical_path_goes_through_pthread_join_to_the_joined_threads() {
     // would stand blank in one run; the joins are compared in Other waits.
     let second = tmp.path().join("second");
     assert!(record(&second, &exe, &[] as &[&str]).success());
-    let mut cmd = std::process::Command::new(contend_bin());
-    cmd.arg("compare")
-        .arg(&first)
-        .arg(&second)
-        .args(["--format", "json"]);
-    let out = run_timeout(cmd, RUN_TIMEOUT);
-    assert!(out.success(), "{}", out.describe());
-    let cmp: Value = serde_json::from_str(&out.stdout).expect("compare JSON");
+    let cmp = compare_json(&[&first, &second], RUN_TIMEOUT);
     for list in ["by_lock", "sci_by_block"] {
         let items = cmp[list]
             .as_array()
@@ -873,10 +866,12 @@ fn the_critical_path_goes_through_pthread_join_to_the_joined_threads() {
             "{list} has join rows: {items:#?}"
         );
     }
+    let metrics = cmp["metrics"].as_array().expect("metrics");
     assert!(
-        out.stdout.contains("other_waits.join"),
-        "the joins compared in Other waits: {}",
-        out.stdout
+        metrics.iter().any(|m| m["key"]
+            .as_str()
+            .is_some_and(|k| k.contains("other_waits.join"))),
+        "the joins compared in Other waits: {cmp}"
     );
 }
 
