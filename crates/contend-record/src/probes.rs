@@ -110,11 +110,11 @@ pub(crate) const F_USE_CLOCKID: u64 = 1 << 25;
 
 // record types
 const REC_MMAP: u32 = 1;
-const REC_LOST: u32 = 2;
+pub(crate) const REC_LOST: u32 = 2;
 const REC_COMM: u32 = 3;
-const REC_EXIT: u32 = 4;
-const REC_FORK: u32 = 7;
-const REC_SAMPLE: u32 = 9;
+pub(crate) const REC_EXIT: u32 = 4;
+pub(crate) const REC_FORK: u32 = 7;
+pub(crate) const REC_SAMPLE: u32 = 9;
 const REC_MMAP2: u32 = 10;
 const MISC_COMM_EXEC: u16 = 1 << 13;
 pub(crate) const REC_SWITCH: u32 = 14;
@@ -629,17 +629,6 @@ pub(crate) enum Rec {
         time: u64,
     },
     Lost(u64),
-    /// A `PERF_RECORD_SWITCH` (the event's `context_switch`): thread `tid`
-    /// of process `pid` was switched in or out at `time`; `preempt`:
-    /// switched out while still runnable
-    /// (`PERF_RECORD_MISC_SWITCH_OUT_PREEMPT`).
-    Switch {
-        pid: u32,
-        tid: u32,
-        time: u64,
-        out: bool,
-        preempt: bool,
-    },
 }
 
 #[cfg(test)]
@@ -665,8 +654,7 @@ impl Rec {
             | Rec::Exit { time, .. }
             | Rec::Exec { time, .. }
             | Rec::Comm { time, .. }
-            | Rec::Mmap { time, .. }
-            | Rec::Switch { time, .. } => *time,
+            | Rec::Mmap { time, .. } => *time,
             Rec::Lost(_) => 0,
         }
     }
@@ -681,73 +669,164 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
         .map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap()))
 }
 
-/// Decodes the records in `bytes` (whole records from a ring). Every event
-/// has `sample_id_all` with TID | TIME | IDENTIFIER: non-sample records end
-/// with pid, tid (u32 each), time, id (u64 each).
-pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>) {
+/// The records in `bytes` (whole records from a ring), in ring order:
+/// (type, misc, body after the 8-byte header). Stops at a record whose
+/// size is impossible (a torn read).
+pub(crate) fn records(bytes: &[u8]) -> impl Iterator<Item = (u32, u16, &[u8])> {
     let mut i = 0;
-    while i + 8 <= bytes.len() {
+    std::iter::from_fn(move || {
+        if i + 8 > bytes.len() {
+            return None;
+        }
         let kind = u32_at(bytes, i);
         let misc = u32_at(bytes, i + 4) as u16;
         let size = (u32_at(bytes, i + 4) >> 16) as usize;
         if size < 8 || i + size > bytes.len() {
-            break;
+            return None;
         }
-        let r = &bytes[i + 8..i + size];
+        let body = &bytes[i + 8..i + size];
+        i += size;
+        Some((kind, misc, body))
+    })
+}
+
+/// Where the fields of a `PERF_RECORD_SAMPLE` body are, for an event whose
+/// sample type is IDENTIFIER (first) | TID | TIME with optionally IP,
+/// CALLCHAIN, RAW and REGS_USER (the stack pointer only): offsets into
+/// the body, so that a reader that needs only a few bytes of the raw
+/// data allocates nothing.
+pub(crate) struct SampleFields {
+    pub id: u64,
+    pub ip: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub sp: u64,
+    /// The user call chain's words (PERF_SAMPLE_CALLCHAIN): offset, count.
+    pub chain: (usize, usize),
+    /// The tracepoint data (PERF_SAMPLE_RAW), bytes.
+    pub raw: std::ops::Range<usize>,
+}
+
+/// The fields of sample body `r`; its sample type comes from
+/// `sample_type_of` by the sample's id (0, the fixed fields only, when
+/// the id is unknown).
+pub(crate) fn sample_fields(r: &[u8], sample_type_of: &FxHashMap<u64, u64>) -> SampleFields {
+    let id = u64_at(r, 0);
+    let st = sample_type_of.get(&id).copied().unwrap_or(0);
+    let mut j = 8;
+    let mut ip = 0;
+    if st & SAMPLE_IP != 0 {
+        ip = u64_at(r, j);
+        j += 8;
+    }
+    let (pid, tid) = (u32_at(r, j), u32_at(r, j + 4));
+    j += 8;
+    let time = u64_at(r, j);
+    j += 8;
+    let mut chain = (j, 0);
+    if st & SAMPLE_CALLCHAIN != 0 {
+        let n = u64_at(r, j) as usize;
+        j += 8;
+        let n = n.min(r.len().saturating_sub(j) / 8);
+        chain = (j, n);
+        j += 8 * n;
+    }
+    let mut raw = 0..0;
+    if st & SAMPLE_RAW != 0 {
+        let n = u32_at(r, j) as usize;
+        j += 4;
+        if j + n <= r.len() {
+            raw = j..j + n;
+        }
+        j += n;
+    }
+    let mut sp = 0;
+    if st & SAMPLE_REGS_USER != 0 {
+        let abi = u64_at(r, j);
+        j += 8;
+        if abi != 0 {
+            sp = u64_at(r, j);
+        }
+    }
+    SampleFields {
+        id,
+        ip,
+        pid,
+        tid,
+        time,
+        sp,
+        chain,
+        raw,
+    }
+}
+
+/// The fields of a `PERF_RECORD_FORK` or `PERF_RECORD_EXIT` body: pid,
+/// ppid, tid, ptid, time.
+pub(crate) fn task_fields(r: &[u8]) -> (u32, u32, u32, u32, u64) {
+    (
+        u32_at(r, 0),
+        u32_at(r, 4),
+        u32_at(r, 8),
+        u32_at(r, 12),
+        u64_at(r, 16),
+    )
+}
+
+/// The thread a switch record (`kind` [`REC_SWITCH`] or
+/// [`REC_SWITCH_CPU_WIDE`], body `r`) is about, from its sample id:
+/// (pid, tid, time, switched out, preempted); None for a CPU's idle task
+/// (system-wide events), which is never traced.
+pub(crate) fn switch_fields(kind: u32, misc: u16, r: &[u8]) -> Option<(u32, u32, u64, bool, bool)> {
+    // the sample id (pid, tid, time, id) after the body
+    let at = if kind == REC_SWITCH { 0 } else { 8 };
+    let tid = u32_at(r, at + 4);
+    (tid != 0).then(|| {
+        (
+            u32_at(r, at),
+            tid,
+            u64_at(r, at + 8),
+            misc & MISC_SWITCH_OUT != 0,
+            misc & MISC_SWITCH_OUT_PREEMPT != 0,
+        )
+    })
+}
+
+/// Whether `kind` is a switch record ([`REC_SWITCH`], or
+/// [`REC_SWITCH_CPU_WIDE`] from an event for a whole CPU).
+pub(crate) fn is_switch(kind: u32) -> bool {
+    kind == REC_SWITCH || kind == REC_SWITCH_CPU_WIDE
+}
+
+/// The count of a `PERF_RECORD_LOST` body: records the kernel dropped.
+pub(crate) fn lost_count(r: &[u8]) -> u64 {
+    u64_at(r, 8)
+}
+
+/// Decodes the records in `bytes` (whole records from a ring). Every event
+/// has `sample_id_all` with TID | TIME | IDENTIFIER: non-sample records end
+/// with pid, tid (u32 each), time, id (u64 each).
+pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<Rec>) {
+    for (kind, misc, r) in records(bytes) {
         // sample_id trailer: pid tid | time | id
         let trailer_time = || u64_at(r, r.len().saturating_sub(16));
         match kind {
             REC_SAMPLE => {
-                let id = u64_at(r, 0);
-                let st = sample_type_of.get(&id).copied().unwrap_or(0);
-                let mut j = 8;
-                let mut ip = 0;
-                if st & SAMPLE_IP != 0 {
-                    ip = u64_at(r, j);
-                    j += 8;
-                }
-                let (pid, tid) = (u32_at(r, j), u32_at(r, j + 4));
-                j += 8;
-                let time = u64_at(r, j);
-                j += 8;
-                let mut chain = Vec::new();
-                if st & SAMPLE_CALLCHAIN != 0 {
-                    let n = u64_at(r, j) as usize;
-                    j += 8;
-                    let n = n.min(r.len().saturating_sub(j) / 8);
-                    chain.extend((0..n).map(|k| u64_at(r, j + 8 * k)));
-                    j += 8 * n;
-                }
-                let mut raw = Vec::new();
-                if st & SAMPLE_RAW != 0 {
-                    let n = u32_at(r, j) as usize;
-                    j += 4;
-                    raw.extend_from_slice(r.get(j..j + n).unwrap_or(&[]));
-                    j += n;
-                }
-                let mut sp = 0;
-                if st & SAMPLE_REGS_USER != 0 {
-                    let abi = u64_at(r, j);
-                    j += 8;
-                    if abi != 0 {
-                        sp = u64_at(r, j);
-                    }
-                }
+                let f = sample_fields(r, sample_type_of);
+                let (at, n) = f.chain;
                 out.push(Rec::Sample {
-                    id,
-                    ip,
-                    pid,
-                    tid,
-                    time,
-                    sp,
-                    chain,
-                    raw,
+                    id: f.id,
+                    ip: f.ip,
+                    pid: f.pid,
+                    tid: f.tid,
+                    time: f.time,
+                    sp: f.sp,
+                    chain: (0..n).map(|k| u64_at(r, at + 8 * k)).collect(),
+                    raw: r[f.raw].to_vec(),
                 });
             }
             REC_FORK | REC_EXIT => {
-                let (pid, ppid, tid, ptid) =
-                    (u32_at(r, 0), u32_at(r, 4), u32_at(r, 8), u32_at(r, 12));
-                let time = u64_at(r, 16);
+                let (pid, ppid, tid, ptid, time) = task_fields(r);
                 out.push(if kind == REC_FORK {
                     Rec::Fork {
                         pid,
@@ -800,26 +879,10 @@ pub(crate) fn decode(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &m
                     time: trailer_time(),
                 });
             }
-            REC_LOST => out.push(Rec::Lost(u64_at(r, 8))),
-            REC_SWITCH | REC_SWITCH_CPU_WIDE => {
-                // the sample id (pid, tid, time, id) after the body
-                let at = if kind == REC_SWITCH { 0 } else { 8 };
-                if u32_at(r, at + 4) == 0 {
-                    // a CPU's idle task (system-wide events): never traced
-                    i += size;
-                    continue;
-                }
-                out.push(Rec::Switch {
-                    pid: u32_at(r, at),
-                    tid: u32_at(r, at + 4),
-                    time: u64_at(r, at + 8),
-                    out: misc & MISC_SWITCH_OUT != 0,
-                    preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
-                })
-            }
+            REC_LOST => out.push(Rec::Lost(lost_count(r))),
+            // switch records: the scheduler events' (sched_events.rs)
             _ => {}
         }
-        i += size;
     }
 }
 
@@ -1727,8 +1790,7 @@ impl State {
                 if let Some(fs) = &mut self.futex {
                     fs.manifest.lost += n;
                 }
-            } // not asked for by a probe session
-            Rec::Switch { .. } => {}
+            }
         }
     }
 

@@ -55,9 +55,10 @@ use contend_trace::service::{Entry, ENTRY_FROM_EVENTS, ENTRY_NEW};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::probes::{
-    decode, ioctl, perf_open, Attr, ProcessTree, Rec, Ring, ThreadEventsScope, F_CONTEXT_SWITCH,
-    F_EXCLUDE_HV, F_EXCLUDE_KERNEL, F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID,
-    IOC_SET_OUTPUT, SAMPLE_IDENTIFIER, SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY,
+    ioctl, is_switch, lost_count, perf_open, records, sample_fields, switch_fields, task_fields,
+    Attr, ProcessTree, Ring, ThreadEventsScope, F_CONTEXT_SWITCH, F_EXCLUDE_HV, F_EXCLUDE_KERNEL,
+    F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID, IOC_SET_OUTPUT, REC_EXIT, REC_FORK,
+    REC_LOST, REC_SAMPLE, SAMPLE_IDENTIFIER, SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY,
     TYPE_SOFTWARE, TYPE_TRACEPOINT,
 };
 
@@ -130,6 +131,99 @@ enum Sched {
     Running,
 }
 
+/// One scheduler record as [`SchedEvents`] keeps it: decoded from a ring
+/// without allocating (the wake-up's raw tracepoint data is read for the
+/// woken thread only), 24 bytes and `Copy`, so that sorting and keeping
+/// the records between ticks moves little memory (issue 15, "a sampler
+/// under 1% of a core"). Times are CLOCK_MONOTONIC ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SchedRec {
+    /// Thread `tid` of process `pid` was switched in or out (`preempt`:
+    /// out while still runnable).
+    Switch {
+        pid: u32,
+        tid: u32,
+        time: u64,
+        out: bool,
+        preempt: bool,
+    },
+    /// `sched_wakeup` or `sched_wakeup_new` of thread `woken` (0 when the
+    /// raw data was too short to name it), written in the context of
+    /// process `pid` (the waker's).
+    Wakeup { pid: u32, woken: u32, time: u64 },
+    /// Thread `tid` of process `pid` was started by process `ppid`.
+    Fork {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        time: u64,
+    },
+    /// Thread `tid` of process `pid` ended.
+    Exit { pid: u32, tid: u32, time: u64 },
+    /// The kernel dropped this many records (a ring was full).
+    Lost(u64),
+}
+
+const _: () = assert!(std::mem::size_of::<SchedRec>() <= 24);
+
+impl SchedRec {
+    /// The record's time (0 for a loss count, which has none).
+    fn time(&self) -> u64 {
+        match *self {
+            SchedRec::Switch { time, .. }
+            | SchedRec::Wakeup { time, .. }
+            | SchedRec::Fork { time, .. }
+            | SchedRec::Exit { time, .. } => time,
+            SchedRec::Lost(_) => 0,
+        }
+    }
+}
+
+/// Decodes the scheduler records of `bytes` (whole records from a ring;
+/// `sample_type_of`: each event's sample type by id) into `out`: switches,
+/// wake-ups, forks, exits and losses; the rest (thread names, exec and
+/// mmap records, which the events also bring) is skipped.
+fn decode_sched(bytes: &[u8], sample_type_of: &FxHashMap<u64, u64>, out: &mut Vec<SchedRec>) {
+    for (kind, misc, r) in records(bytes) {
+        match kind {
+            REC_SAMPLE => {
+                let f = sample_fields(r, sample_type_of);
+                out.push(SchedRec::Wakeup {
+                    pid: f.pid,
+                    woken: woken_tid(&r[f.raw]).unwrap_or(0),
+                    time: f.time,
+                });
+            }
+            REC_FORK => {
+                let (pid, ppid, tid, _, time) = task_fields(r);
+                out.push(SchedRec::Fork {
+                    pid,
+                    ppid,
+                    tid,
+                    time,
+                });
+            }
+            REC_EXIT => {
+                let (pid, _, tid, _, time) = task_fields(r);
+                out.push(SchedRec::Exit { pid, tid, time });
+            }
+            REC_LOST => out.push(SchedRec::Lost(lost_count(r))),
+            k if is_switch(k) => {
+                if let Some((pid, tid, time, out_, preempt)) = switch_fields(k, misc, r) {
+                    out.push(SchedRec::Switch {
+                        pid,
+                        tid,
+                        time,
+                        out: out_,
+                        preempt,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// One thread followed by events.
 #[derive(Debug, Clone)]
 struct Thread {
@@ -142,6 +236,8 @@ struct Thread {
     exited: bool,
     /// The figures of its last entry.
     reported: Option<(u64, u64, u32)>,
+    /// Listed in [`SchedEvents`]' `touched`.
+    touched: bool,
 }
 
 impl Thread {
@@ -155,6 +251,7 @@ impl Thread {
             since: time,
             exited: false,
             reported: None,
+            touched: false,
         }
     }
 
@@ -180,7 +277,7 @@ pub struct SchedEvents {
     sample_type_of: FxHashMap<u64, u64>,
     threads: FxHashMap<u32, Thread>,
     /// Decoded records not yet processed (later than the cut).
-    pending: Vec<Rec>,
+    pending: Vec<SchedRec>,
     /// `pending[..drained]` were kept by a [`SchedEvents::drain`] for good
     /// (the target's): later drains look only at the records after them,
     /// so that draining often between two ticks costs per record read,
@@ -188,13 +285,15 @@ pub struct SchedEvents {
     drained: usize,
     /// Reused buffers of [`SchedEvents::drain`]: the records read since
     /// the last drain, and those it could not judge yet.
-    fresh: Vec<Rec>,
-    undecided: Vec<Rec>,
+    fresh: Vec<SchedRec>,
+    undecided: Vec<SchedRec>,
     /// Threads whose fork record is pending.
     pending_forks: FxHashSet<u32>,
-    /// Threads whose figures may have changed since their last entry:
-    /// records came for them, or they are running or waiting.
-    touched: FxHashSet<u32>,
+    /// Threads whose figures may have changed since their last entry
+    /// (records came for them, or they are running or waiting), each once:
+    /// a thread is listed while its `touched` flag is set, so that a
+    /// record marks its thread without a hash insertion.
+    touched: Vec<u32>,
     /// Reused buffer of [`SchedEvents::entries`].
     scratch: Vec<u32>,
     raw: Vec<u8>,
@@ -257,6 +356,14 @@ fn woken_tid(raw: &[u8]) -> Option<u32> {
         .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
 }
 
+/// Lists thread `tid` (`t`) in `touched` unless it is listed already.
+fn touch(touched: &mut Vec<u32>, tid: u32, t: &mut Thread) {
+    if !t.touched {
+        t.touched = true;
+        touched.push(tid);
+    }
+}
+
 /// Thread `tid` of `threads` if it is followed and has not ended (a tid
 /// reused after its exit is another thread's).
 fn followed(threads: &mut FxHashMap<u32, Thread>, tid: u32) -> Option<&mut Thread> {
@@ -294,7 +401,7 @@ impl SchedEvents {
             fresh: Vec::new(),
             undecided: Vec::new(),
             pending_forks: FxHashSet::default(),
-            touched: FxHashSet::default(),
+            touched: Vec::new(),
             scratch: Vec::new(),
             raw: Vec::new(),
             new_processes: Vec::new(),
@@ -466,7 +573,6 @@ impl SchedEvents {
     /// Stops following thread `tid` (the sampler reads its `schedstat`).
     pub fn forget(&mut self, tid: u32) {
         self.threads.remove(&tid);
-        self.touched.remove(&tid);
         self.pending_forks.remove(&tid);
     }
 
@@ -474,7 +580,7 @@ impl SchedEvents {
     /// them when `cut` is `u64::MAX`), in time order.
     pub fn advance(&mut self, cut: u64) {
         self.refresh();
-        self.pending.sort_by_key(Rec::time);
+        self.pending.sort_by_key(SchedRec::time);
         let n = self.pending.partition_point(|r| r.time() <= cut);
         // processed in place: the buffer keeps its capacity from tick to
         // tick (a split-off one grew again from nothing at every tick)
@@ -495,11 +601,11 @@ impl SchedEvents {
             self.raw.clear();
             r.drain(&mut self.raw);
             fullest = fullest.max(self.raw.len() as f64 / r.data_size().max(1) as f64);
-            decode(&self.raw, &self.sample_type_of, &mut self.pending);
+            decode_sched(&self.raw, &self.sample_type_of, &mut self.pending);
         }
         self.fullest_ring_share = fullest;
         for r in &self.pending[from..] {
-            if let Rec::Fork { tid, .. } = r {
+            if let SchedRec::Fork { tid, .. } = r {
                 self.pending_forks.insert(*tid);
             }
         }
@@ -533,11 +639,11 @@ impl SchedEvents {
         // the records read since the last drain, and those it left undecided
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.extend(self.pending.drain(self.drained.min(self.pending.len())..));
-        fresh.sort_by_key(Rec::time);
+        fresh.sort_by_key(SchedRec::time);
         let mut undecided = std::mem::take(&mut self.undecided);
         for r in fresh.drain(..) {
             let keep = match r {
-                Rec::Fork { pid, ppid, tid, .. } => {
+                SchedRec::Fork { pid, ppid, tid, .. } => {
                     if self.fork_in_tree(pid, ppid) {
                         self.tree.insert(pid);
                         true
@@ -548,15 +654,15 @@ impl SchedEvents {
                         false
                     }
                 }
-                Rec::Switch { pid, .. } | Rec::Exit { pid, .. } => self.tree.contains(pid),
-                Rec::Sample { pid, ref raw, .. } => {
+                SchedRec::Switch { pid, .. } | SchedRec::Exit { pid, .. } => {
                     self.tree.contains(pid)
-                        || woken_tid(raw).is_some_and(|woken| {
-                            self.threads.contains_key(&woken) || self.pending_forks.contains(&woken)
-                        })
                 }
-                Rec::Lost(_) => true,
-                Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => continue,
+                SchedRec::Wakeup { pid, woken, .. } => {
+                    self.tree.contains(pid)
+                        || self.threads.contains_key(&woken)
+                        || self.pending_forks.contains(&woken)
+                }
+                SchedRec::Lost(_) => true,
             };
             if keep {
                 self.pending.push(r);
@@ -576,31 +682,30 @@ impl SchedEvents {
     /// task the sample id names: the thread switched, the thread that
     /// woke another, forked or exited) is a process of the tree, followed
     /// thread or not; and the losses.
-    fn written_by_target(&self, r: &Rec) -> bool {
+    fn written_by_target(&self, r: &SchedRec) -> bool {
         if self.scope == ThreadEventsScope::PerTask {
             return true;
         }
         match *r {
-            Rec::Fork { pid, ppid, .. } => self.fork_in_tree(pid, ppid),
-            Rec::Switch { pid, .. } | Rec::Exit { pid, .. } | Rec::Sample { pid, .. } => {
-                self.tree.contains(pid)
-            }
-            Rec::Lost(_) => true,
-            Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => false,
+            SchedRec::Fork { pid, ppid, .. } => self.fork_in_tree(pid, ppid),
+            SchedRec::Switch { pid, .. }
+            | SchedRec::Exit { pid, .. }
+            | SchedRec::Wakeup { pid, .. } => self.tree.contains(pid),
+            SchedRec::Lost(_) => true,
         }
     }
 
     /// One record. With system-wide events, the rest of the machine's are
     /// dropped here.
-    fn apply(&mut self, r: Rec) {
+    fn apply(&mut self, r: SchedRec) {
         if self.written_by_target(&r) {
             self.records += 1;
         }
         match r {
-            Rec::Fork { pid, ppid, tid, .. } if !self.fork_in_tree(pid, ppid) => {
+            SchedRec::Fork { pid, ppid, tid, .. } if !self.fork_in_tree(pid, ppid) => {
                 self.pending_forks.remove(&tid);
             }
-            Rec::Fork { pid, tid, time, .. } => {
+            SchedRec::Fork { pid, tid, time, .. } => {
                 self.tree.insert(pid);
                 self.pending_forks.remove(&tid);
                 if pid == tid {
@@ -608,11 +713,12 @@ impl SchedEvents {
                 }
                 self.new_threads.push((pid, tid));
                 // A reused tid starts again.
-                self.threads.insert(tid, Thread::new(pid, time));
-                self.touched.insert(tid);
+                let mut t = Thread::new(pid, time);
+                touch(&mut self.touched, tid, &mut t);
+                self.threads.insert(tid, t);
                 self.threads_seen += 1;
             }
-            Rec::Switch {
+            SchedRec::Switch {
                 tid,
                 time,
                 out,
@@ -622,7 +728,7 @@ impl SchedEvents {
                 let Some(t) = followed(&mut self.threads, tid) else {
                     return;
                 };
-                self.touched.insert(tid);
+                touch(&mut self.touched, tid, t);
                 if out {
                     if t.state == Sched::Running {
                         t.run_ns += time.saturating_sub(t.since);
@@ -643,21 +749,18 @@ impl SchedEvents {
                 }
                 t.since = time;
             }
-            Rec::Sample { raw, time, .. } => {
-                let Some(woken) = woken_tid(&raw) else {
-                    return;
-                };
+            SchedRec::Wakeup { woken, time, .. } => {
                 if let Some(t) = followed(&mut self.threads, woken) {
                     if t.state == Sched::Sleeping {
                         t.state = Sched::Ready;
                         t.since = time;
-                        self.touched.insert(woken);
+                        touch(&mut self.touched, woken, t);
                     }
                 }
             }
-            Rec::Exit { tid, time, .. } => {
+            SchedRec::Exit { tid, time, .. } => {
                 if let Some(t) = followed(&mut self.threads, tid) {
-                    self.touched.insert(tid);
+                    touch(&mut self.touched, tid, t);
                     if t.state == Sched::Running {
                         t.run_ns += time.saturating_sub(t.since);
                     }
@@ -666,8 +769,7 @@ impl SchedEvents {
                     t.exited = true;
                 }
             }
-            Rec::Lost(n) => self.lost += n,
-            Rec::Exec { .. } | Rec::Comm { .. } | Rec::Mmap { .. } => {}
+            SchedRec::Lost(n) => self.lost += n,
         }
     }
 
@@ -679,11 +781,14 @@ impl SchedEvents {
     pub fn entries(&mut self, at: u64, out: &mut Vec<Entry>) {
         let mut tids = std::mem::take(&mut self.scratch);
         tids.clear();
-        tids.extend(self.touched.drain());
+        std::mem::swap(&mut tids, &mut self.touched);
         for &tid in &tids {
-            let Some(t) = self.threads.get_mut(&tid) else {
+            // a thread forgotten, or listed twice (forgotten and its tid
+            // reused): at most one entry
+            let Some(t) = self.threads.get_mut(&tid).filter(|t| t.touched) else {
                 continue;
             };
+            t.touched = false;
             let mut now = t.at(at);
             if let Some(r) = t.reported {
                 now = (now.0.max(r.0), now.1.max(r.1), now.2.max(r.2));
@@ -703,7 +808,7 @@ impl SchedEvents {
                 self.threads.remove(&tid);
             } else if t.state != Sched::Sleeping {
                 // still changing
-                self.touched.insert(tid);
+                touch(&mut self.touched, tid, t);
             }
         }
         self.scratch = tids;
@@ -857,8 +962,8 @@ mod tests {
         SchedEvents::unopened(Vec::new(), [Attr::default(); 3])
     }
 
-    fn switch(tid: u32, time: u64, out: bool, preempt: bool) -> Rec {
-        Rec::Switch {
+    fn switch(tid: u32, time: u64, out: bool, preempt: bool) -> SchedRec {
+        SchedRec::Switch {
             pid: 0,
             tid,
             time,
@@ -869,8 +974,8 @@ mod tests {
 
     /// A switch of thread `tid` of process `pid` (system-wide records
     /// name the process).
-    fn switch_of(pid: u32, tid: u32, time: u64, out: bool) -> Rec {
-        Rec::Switch {
+    fn switch_of(pid: u32, tid: u32, time: u64, out: bool) -> SchedRec {
+        SchedRec::Switch {
             pid,
             tid,
             time,
@@ -879,24 +984,140 @@ mod tests {
         }
     }
 
-    fn wakeup(woken: u32, time: u64) -> Rec {
+    fn wakeup(woken: u32, time: u64) -> SchedRec {
         wakeup_by(1, woken, time)
     }
 
     /// A wake-up of `woken` written in the context of process `waker`.
-    fn wakeup_by(waker: u32, woken: u32, time: u64) -> Rec {
-        let mut raw = vec![0u8; 40];
-        raw[24..28].copy_from_slice(&woken.to_le_bytes());
-        Rec::Sample {
-            id: 0,
-            ip: 0,
+    fn wakeup_by(waker: u32, woken: u32, time: u64) -> SchedRec {
+        SchedRec::Wakeup {
             pid: waker,
-            tid: waker,
+            woken,
             time,
-            sp: 0,
-            chain: Vec::new(),
-            raw,
         }
+    }
+
+    /// A fork record of thread `tid` of process `pid` by process `ppid`.
+    fn fork(pid: u32, ppid: u32, tid: u32, time: u64) -> SchedRec {
+        SchedRec::Fork {
+            pid,
+            ppid,
+            tid,
+            time,
+        }
+    }
+
+    /// One ring record: header (type, misc, size) and body.
+    fn ring_record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend_from_slice(&misc.to_le_bytes());
+        b.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        b.extend_from_slice(body);
+        b
+    }
+
+    /// A sample id trailer (pid, tid, time, id).
+    fn sample_id(pid: u32, tid: u32, time: u64) -> Vec<u8> {
+        let mut b = pid.to_le_bytes().to_vec();
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&time.to_le_bytes());
+        b.extend_from_slice(&5u64.to_le_bytes());
+        b
+    }
+
+    /// Hand-built ring bytes in the layouts of perf_event_open(2): a
+    /// per-task switch-out (preempted), a CPU-wide switch-in, an idle
+    /// task's switch (skipped), a wake-up sample of thread 42 by process
+    /// 3, a fork, a thread name (skipped), an exit and a loss.
+    #[test]
+    fn ring_records_decode_into_compact_records() {
+        let mut bytes = Vec::new();
+        bytes.extend(ring_record(
+            14,
+            (1 << 13) | (1 << 14),
+            &sample_id(3, 4, 100),
+        ));
+        let mut wide = vec![0u8; 8];
+        wide.extend(sample_id(3, 4, 110));
+        bytes.extend(ring_record(15, 0, &wide));
+        bytes.extend(ring_record(
+            15,
+            1 << 13,
+            &[vec![0u8; 8], sample_id(0, 0, 115)].concat(),
+        ));
+        let mut sample = 9u64.to_le_bytes().to_vec(); // identifier
+        sample.extend_from_slice(&3u32.to_le_bytes());
+        sample.extend_from_slice(&5u32.to_le_bytes());
+        sample.extend_from_slice(&120u64.to_le_bytes());
+        let mut raw = vec![0u8; 36];
+        raw[24..28].copy_from_slice(&42u32.to_le_bytes());
+        sample.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        sample.extend_from_slice(&raw);
+        bytes.extend(ring_record(9, 0, &sample));
+        let task = |pid: u32, ppid: u32, tid: u32, time: u64| {
+            let mut b = Vec::new();
+            for v in [pid, ppid, tid, ppid] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&time.to_le_bytes());
+            b.extend(sample_id(pid, tid, time));
+            b
+        };
+        bytes.extend(ring_record(7, 0, &task(3, 3, 43, 130)));
+        bytes.extend(ring_record(
+            3,
+            0,
+            &[
+                vec![0u8; 8],
+                b"name\0\0\0\0".to_vec(),
+                sample_id(3, 43, 131),
+            ]
+            .concat(),
+        ));
+        bytes.extend(ring_record(4, 0, &task(3, 3, 43, 140)));
+        bytes.extend(ring_record(
+            2,
+            0,
+            &[5u64.to_le_bytes(), 7u64.to_le_bytes()].concat(),
+        ));
+        let mut types = FxHashMap::default();
+        types.insert(
+            9u64,
+            SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME | SAMPLE_RAW,
+        );
+        let mut out = Vec::new();
+        decode_sched(&bytes, &types, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                SchedRec::Switch {
+                    pid: 3,
+                    tid: 4,
+                    time: 100,
+                    out: true,
+                    preempt: true
+                },
+                SchedRec::Switch {
+                    pid: 3,
+                    tid: 4,
+                    time: 110,
+                    out: false,
+                    preempt: false
+                },
+                wakeup_by(3, 42, 120),
+                fork(3, 3, 43, 130),
+                SchedRec::Exit {
+                    pid: 3,
+                    tid: 43,
+                    time: 140
+                },
+                SchedRec::Lost(7),
+            ]
+        );
+        // a torn last record ends the decoding there
+        out.clear();
+        decode_sched(&bytes[..bytes.len() - 4], &types, &mut out);
+        assert_eq!(out.len(), 5);
     }
 
     #[test]
@@ -907,13 +1128,7 @@ mod tests {
         // at 300, runs 310..(tick at 330): run 50 + 50 + 20 = 120, wait
         // 20 + 20 + 10 = 50, 3 slices.
         s.pending = vec![
-            Rec::Fork {
-                pid: 1,
-                ppid: 1,
-                tid: 7,
-                ptid: 1,
-                time: 100,
-            },
+            fork(1, 1, 7, 100),
             wakeup(7, 110),
             switch(7, 130, false, false),
             switch(7, 180, true, true),
@@ -940,7 +1155,7 @@ mod tests {
         s.entries(330, &mut out);
         assert!(out.is_empty());
         // Next tick: the switch-out at 400 and an exit: run 120 + 70.
-        s.pending.push(Rec::Exit {
+        s.pending.push(SchedRec::Exit {
             pid: 1,
             tid: 7,
             time: 450,
@@ -972,10 +1187,10 @@ mod tests {
         s.scope = ThreadEventsScope::SystemWide;
         s.tree.insert(10);
         s.pending = vec![
-            Rec::fork(10, 10, 11, 90),
-            Rec::fork(20, 10, 20, 95),
-            Rec::fork(30, 30, 31, 96),
-            Rec::fork(40, 30, 40, 97),
+            fork(10, 10, 11, 90),
+            fork(20, 10, 20, 95),
+            fork(30, 30, 31, 96),
+            fork(40, 30, 40, 97),
             switch_of(10, 10, 98, true),
             switch_of(10, 11, 100, false),
             switch_of(30, 31, 105, false),
@@ -984,12 +1199,12 @@ mod tests {
             switch_of(20, 20, 130, false),
             switch_of(20, 20, 140, true),
             switch_of(10, 11, 150, true),
-            Rec::Exit {
+            SchedRec::Exit {
                 pid: 10,
                 tid: 11,
                 time: 160,
             },
-            Rec::fork(30, 30, 11, 165),
+            fork(30, 30, 11, 165),
             switch_of(30, 11, 170, false),
             switch_of(30, 11, 200, true),
         ];
@@ -1015,7 +1230,8 @@ mod tests {
     /// records before 8 ms are settled), tree {10}: kept are the target's
     /// fork of 11 and the switch and wake-up of 11, the loss count, and
     /// the recent fork of 51 and switch of 61; dropped are process 30's
-    /// fork of 31, 31's switch and wake-up and the exec record.
+    /// fork of 31 and 31's switch and wake-up (exec and thread-name
+    /// records are not decoded at all).
     #[test]
     fn draining_system_wide_events_drops_other_processes_records() {
         let mut s = empty();
@@ -1024,19 +1240,14 @@ mod tests {
         let now = 10_000_000;
         let recent = now - 1_000;
         s.pending = vec![
-            Rec::fork(10, 10, 11, 1_000),
-            Rec::fork(30, 30, 31, 1_000),
-            Rec::fork(50, 50, 51, recent),
+            fork(10, 10, 11, 1_000),
+            fork(30, 30, 31, 1_000),
+            fork(50, 50, 51, recent),
             switch_of(30, 31, 1_100, false),
             switch_of(10, 11, 1_100, false),
             wakeup(31, 1_200),
             wakeup(11, 1_200),
-            Rec::Exec {
-                pid: 30,
-                tid: 31,
-                time: 1_300,
-            },
-            Rec::Lost(2),
+            SchedRec::Lost(2),
             switch_of(60, 61, recent + 1, false),
         ];
         s.pending_forks.extend([11, 31, 51]);
@@ -1046,11 +1257,11 @@ mod tests {
             .iter()
             .map(|r| {
                 let kind = match r {
-                    Rec::Fork { .. } => "fork",
-                    Rec::Switch { .. } => "switch",
-                    Rec::Sample { .. } => "wakeup",
-                    Rec::Lost(_) => "lost",
-                    _ => "other",
+                    SchedRec::Fork { .. } => "fork",
+                    SchedRec::Switch { .. } => "switch",
+                    SchedRec::Wakeup { .. } => "wakeup",
+                    SchedRec::Lost(_) => "lost",
+                    SchedRec::Exit { .. } => "exit",
                 };
                 (r.time(), kind)
             })
@@ -1079,7 +1290,7 @@ mod tests {
     fn per_task_events_count_every_record() {
         let mut s = empty();
         s.pending = vec![
-            Rec::fork(10, 10, 11, 90),
+            fork(10, 10, 11, 90),
             switch(11, 100, false, false),
             wakeup(12, 110),
             switch(11, 150, true, false),
@@ -1092,16 +1303,7 @@ mod tests {
     #[test]
     fn figures_never_decrease() {
         let mut s = empty();
-        s.pending = vec![
-            Rec::Fork {
-                pid: 1,
-                ppid: 1,
-                tid: 8,
-                ptid: 1,
-                time: 0,
-            },
-            switch(8, 10, false, false),
-        ];
+        s.pending = vec![fork(1, 1, 8, 0), switch(8, 10, false, false)];
         s.advance(100);
         let mut out = Vec::new();
         // Running since 10: 90 at 100.
