@@ -2,7 +2,11 @@
 //! of the critical path (log2 buckets; Venter 2016, Figures 4.1 and 4.2),
 //! wait and hold per lock and per call site, and a thread timeline of the
 //! waits and holds of the most-waited-for locks (drawn from the per-event
-//! results, the same data as the Perfetto export).
+//! results, the same data as the Perfetto export). The per-lock, per-site
+//! and timeline figures show locks only (mutexes, rwlocks, spinlocks), as
+//! the "Per lock" table does: a condition wait or a join as long as the
+//! run is no lock contention and must not push the hottest mutex out of
+//! the picture (those waits have their own table).
 
 use super::model::LockReport;
 use super::{LockEvents, Outcome};
@@ -83,11 +87,11 @@ pub fn report_figures(r: &LockReport) -> Vec<Figure> {
             name: name.into(),
             title: title.into(),
             caption: format!(
-                "Wait and hold time of the {TOP} {} with the most wait and hold time.",
+                "Wait and hold time of the {TOP} {} with the most wait and hold time; condition variables, barriers, semaphores and joined threads are in their own table.",
                 if name.starts_with("site") {
-                    "call sites"
+                    "call sites of mutexes, rwlocks and spinlocks"
                 } else {
-                    "locks"
+                    "locks (mutexes, rwlocks, spinlocks)"
                 }
             ),
             plot: Plot::Bars(Bars {
@@ -121,6 +125,7 @@ pub fn report_figures(r: &LockReport) -> Vec<Figure> {
     let mut locks: Vec<(String, u64, u64)> = r
         .by_lock
         .iter()
+        .filter(|l| super::layout::is_lock_kind(&l.kind))
         .map(|l| {
             (
                 format!("{} [{}]", shown.name(l), l.kind),
@@ -135,6 +140,9 @@ pub fn report_figures(r: &LockReport) -> Vec<Figure> {
     let mut sites: Vec<(String, u64, u64)> = r
         .by_site
         .iter()
+        // a site where a condition wait re-acquires its mutex also holds
+        // the wait for the signal: left to the table, with its kinds
+        .filter(|s| !s.kinds.is_empty() && s.kinds.iter().all(|k| super::layout::is_lock_kind(k)))
         .map(|s| (s.display.clone(), s.wait_ns, s.hold_ns))
         .collect();
     sites.sort_by_key(|s| std::cmp::Reverse(s.1 + s.2));
@@ -149,39 +157,32 @@ const TIMELINE_LOCKS: usize = 5;
 const TIMELINE_SPANS: usize = 4000;
 
 /// A thread timeline of the waits and holds of the most waited-for locks
-/// (`lock-timeline`): a lane per thread, its events' wait and hold spans
-/// over the run, at most `TIMELINE_SPANS` spans (the longest; the
-/// caption says how many were left out). `None` without lock events.
+/// (`lock-timeline`; mutexes, rwlocks and spinlocks): a lane per thread,
+/// its events' wait and hold spans over the run, at most `TIMELINE_SPANS`
+/// spans (the longest; the caption says how many were left out). `None`
+/// without lock events.
 pub fn timeline(ev: &LockEvents) -> Option<Figure> {
     let set = &ev.set;
-    if set.events.is_empty() {
-        return None;
-    }
     let mut wait = vec![0u64; set.objects.len()];
     for e in &set.events {
-        if e.outcome() != Outcome::Post {
+        if e.is_lock() && e.outcome() != Outcome::Post {
             wait[e.object as usize] += e.wait_ns().max(1);
         }
     }
     let mut objects: Vec<usize> = (0..wait.len()).filter(|&o| wait[o] > 0).collect();
+    if objects.is_empty() {
+        return None;
+    }
     objects.sort_by_key(|&o| std::cmp::Reverse(wait[o]));
     objects.truncate(TIMELINE_LOCKS);
     let mut chosen = vec![false; set.objects.len()];
     for &o in &objects {
         chosen[o] = true;
     }
-    let origin = set
-        .events
-        .iter()
-        .map(|e| e.requested_ns())
-        .min()
-        .unwrap_or(0);
-    let end = set
-        .events
-        .iter()
-        .map(|e| e.released_ns())
-        .max()
-        .unwrap_or(0);
+    // the axis: from the first lock event to the last one's release
+    let locks = || set.events.iter().filter(|e| e.is_lock());
+    let origin = locks().map(|e| e.requested_ns()).min().unwrap_or(0);
+    let end = locks().map(|e| e.released_ns()).max().unwrap_or(origin);
     let (div, unit) = time_unit((end - origin) as f64);
     // (duration, lane thread, kind, start, end)
     let mut spans: Vec<(u64, u32, u8, u64, u64)> = Vec::new();
@@ -250,4 +251,161 @@ pub fn timeline(ev: &LockEvents) -> Option<Figure> {
             x: Axis::new("Time since the first lock event", unit),
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locks::events::{pair_operations, OpSource, ThreadInput, TimeMap};
+    use crate::locks::model::{LockRow, SiteRow};
+    use crate::locks::Names;
+    use crate::report::figure::Plot;
+    use contend_trace::{Phase, Primitive, RawOp, NO_STACK};
+
+    fn lock_row(name: &str, kind: &str, address: &str, wait_ns: u64) -> LockRow {
+        LockRow {
+            name: name.into(),
+            kind: kind.into(),
+            address: address.into(),
+            wait_ns,
+            hold_ns: wait_ns / 10,
+            events: 10,
+            ..LockRow::default()
+        }
+    }
+
+    fn site_row(display: &str, kinds: &[&str], wait_ns: u64) -> SiteRow {
+        SiteRow {
+            display: display.into(),
+            kinds: kinds.iter().map(|k| k.to_string()).collect(),
+            wait_ns,
+            events: 10,
+            ..SiteRow::default()
+        }
+    }
+
+    fn categories(figures: &[Figure], name: &str) -> Vec<String> {
+        let f = figures.iter().find(|f| f.name == name).expect(name);
+        match &f.plot {
+            Plot::Bars(b) => b.categories.clone(),
+            p => panic!("{name}: {p:?}"),
+        }
+    }
+
+    /// The per-lock and per-site bars show what the "Per lock" table
+    /// shows: a join and a condition wait longer than any lock wait (a
+    /// main thread joining its workers for the whole run, a consumer
+    /// waiting for work) are left out, and a condition wait's site, where
+    /// the mutex is re-acquired too, with them.
+    #[test]
+    fn lock_bars_leave_out_joins_and_condition_waits() {
+        let r = LockReport {
+            by_lock: vec![
+                lock_row("thread 16692 (sharequeue)", "join", "0x7f00", 240_000_000),
+                lock_row("ready", "cond", "0x5010", 300_000_000),
+                lock_row("head_lock", "mutex", "0x5000", 172_000_000),
+                lock_row("tail_lock", "mutex", "0x5008", 20_000_000),
+                lock_row("table", "rwlock", "0x5020", 1_000),
+            ],
+            by_site: vec![
+                site_row("main (q.c:197)", &["join"], 240_000_000),
+                site_row("consume (q.c:60)", &["cond", "mutex"], 300_000_000),
+                site_row("dequeue (q.c:86)", &["mutex"], 172_000_000),
+                site_row("lookup (q.c:20)", &["rwlock"], 1_000),
+            ],
+            ..LockReport::default()
+        };
+        let mut r = r;
+        r.summary.events = 40;
+        let figures = report_figures(&r);
+        assert_eq!(
+            categories(&figures, "lock-wait-hold"),
+            vec!["head_lock [mutex]", "tail_lock [mutex]", "table [rwlock]"]
+        );
+        assert_eq!(
+            categories(&figures, "site-wait-hold"),
+            vec!["dequeue (q.c:86)", "lookup (q.c:20)"]
+        );
+        // nothing but waits: no lock bars at all
+        r.by_lock.retain(|l| l.kind == "join" || l.kind == "cond");
+        r.by_site.truncate(2);
+        let figures = report_figures(&r);
+        assert!(!figures.iter().any(|f| f.name.ends_with("wait-hold")));
+    }
+
+    fn op(ticks: u64, object: u64, primitive: Primitive, phase: Phase) -> RawOp {
+        RawOp {
+            ticks,
+            object,
+            site: 0x40_0000,
+            primitive,
+            phase,
+            stack: NO_STACK,
+        }
+    }
+
+    /// The timeline draws the lock waited for, not the longer barrier
+    /// wait before it, and its axis starts at the first lock event.
+    /// Worked by hand: thread 100 waits at the barrier 0..5,000 ns, then
+    /// for the mutex 5,000..5,100 and holds it to 5,200; thread 101 holds
+    /// the mutex 4,990..5,100. Spans: 100's wait (10..110 ns from the
+    /// origin 4,990) and hold (110..210), 101's hold (0..110).
+    #[test]
+    fn the_timeline_draws_locks_only() {
+        let (mutex, barrier) = (0x1000, 0x2000);
+        let t100 = vec![
+            op(0, barrier, Primitive::Barrier, Phase::Request),
+            op(5_000, barrier, Primitive::Barrier, Phase::Acquired),
+            op(5_000, mutex, Primitive::Mutex, Phase::Request),
+            op(5_100, mutex, Primitive::Mutex, Phase::Acquired),
+            op(5_200, mutex, Primitive::Mutex, Phase::Release),
+        ];
+        let t101 = vec![
+            op(4_990, mutex, Primitive::Mutex, Phase::Immediate),
+            op(5_100, mutex, Primitive::Mutex, Phase::Release),
+        ];
+        let inputs: Vec<ThreadInput<'_>> = [(100, &t100), (101, &t101)]
+            .into_iter()
+            .map(|(tid, ops)| ThreadInput {
+                process: 0,
+                pid: 1,
+                tid,
+                ops: OpSource::Slice(ops),
+                clock: TimeMap::Identity,
+            })
+            .collect();
+        let set = pair_operations(&inputs);
+        let names = Names {
+            objects: set
+                .objects
+                .iter()
+                .map(|o| if o.address == mutex { "m" } else { "b" }.to_string())
+                .collect(),
+            sites: Vec::new(),
+        };
+        let ev = LockEvents {
+            set,
+            critical_path: Default::default(),
+            names,
+            across: None,
+            across_omp: None,
+            across_futex: None,
+        };
+        let f = timeline(&ev).expect("a timeline");
+        assert!(f.caption.contains("most: m;"), "{}", f.caption);
+        let Plot::Timeline(t) = &f.plot else {
+            panic!("{:?}", f.plot)
+        };
+        assert_eq!(t.lanes, vec!["tid 100", "tid 101"]);
+        let mut spans: Vec<(u32, u8, u64, u64)> = t
+            .spans
+            .iter()
+            .map(|s| (s.0, s.1, s.2.round() as u64, s.3.round() as u64))
+            .collect();
+        spans.sort_unstable();
+        assert_eq!(
+            spans,
+            vec![(0, 0, 10, 110), (0, 1, 110, 210), (1, 1, 0, 110)]
+        );
+    }
 }

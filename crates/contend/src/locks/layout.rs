@@ -441,8 +441,8 @@ fn waits_beside_the_path(l: &LockReport) -> Option<(u32, u32, u64)> {
 }
 
 /// True for the objects that are locks (held), not waits (cond, barrier,
-/// semaphore).
-fn is_lock_kind(kind: &str) -> bool {
+/// semaphore, join).
+pub(super) fn is_lock_kind(kind: &str) -> bool {
     matches!(kind, "mutex" | "rwlock" | "spinlock")
 }
 
