@@ -309,7 +309,8 @@ fn light_counts_locks_past_its_table_by_call_site() {
     let text = report_raw(&dir, &["--format", "text"]).stdout;
     assert!(
         text.contains(&format!(
-            "per call site and thread (and per lock, except {by_site} of them)"
+            "per call site and thread (and per lock, except {} of them)",
+            with_commas(by_site)
         )),
         "{text}"
     );
@@ -356,7 +357,7 @@ fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
     assert!(
         text.contains(&format!(
             "{} more were recorded in full for want of a count entry",
-            12_000 - counted
+            with_commas(12_000 - counted)
         )),
         "{text}"
     );

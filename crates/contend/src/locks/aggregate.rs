@@ -476,13 +476,16 @@ fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) 
         .filter(|e| e.is_lock() && !e.contended() && e.outcome() == Outcome::Acquired)
         .count() as u64)
         .saturating_sub(untimed_events + set.cond_reacquisitions);
+    // counts in the sentences grouped as in the tables (12,000)
+    let n = |v: u64| crate::report::fmt::int(v, &crate::report::fmt::PLAIN);
     let counts = if counted_by_site_events == 0 {
         "the number of acquisitions per lock, call site and thread (uncontended ones counted)"
             .to_string()
     } else {
         format!(
             "the number of acquisitions per call site and thread (uncontended ones counted); per lock except \
-             {counted_by_site_events} uncontended acquisition(s) counted by call site without their lock"
+             {} uncontended acquisition(s) counted by call site without their lock",
+            n(counted_by_site_events)
         )
     };
     let mut exact: Vec<String> = vec![
@@ -499,25 +502,27 @@ fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) 
         use contend_trace::format::{count, CHUNK_HEADER_SIZE, DEFAULT_CHUNK_SIZE};
         let slots = (DEFAULT_CHUNK_SIZE as usize - CHUNK_HEADER_SIZE) / count::SIZE;
         exact.push(format!(
-            "the wait and hold time of {recorded_uncontended_events} uncontended acquisition(s) recorded in full, \
+            "the wait and hold time of {} uncontended acquisition(s) recorded in full, \
              as a full recording would and at its cost: their thread's count table was full (one COUNTS chunk \
              filled to three quarters: {} entries at the default chunk size, at most {} of them locks, the \
              rest call sites), or it had no count table",
-            slots - slots / 4,
+            n(recorded_uncontended_events),
+            n((slots - slots / 4) as u64),
             count::LOCK_ENTRIES
         ));
     }
     let mut approximate: Vec<String> = vec![
         "hold time and event duration cover the recorded (contended) acquisitions only; the holds of counted acquisitions were not timed".into(),
-        format!("{untimed_events} counted hold(s) whose release woke a waiter are recorded at that release with hold 0"),
+        format!("{} counted hold(s) whose release woke a waiter are recorded at that release with hold 0", n(untimed_events)),
     ];
     if counted_by_site_events > 0 {
         approximate.push(format!(
-            "{counted_by_site_events} uncontended acquisition(s) were counted by call site without their lock: a \
+            "{} uncontended acquisition(s) were counted by call site without their lock: a \
              thread's count table keeps {} (lock, call site) pairs one by one, and counts the acquisitions of \
              further locks per call site, so that it stays small enough for the cache; they are in the summary \
              and the call-site and thread tables, not in the lock table's rows (whose acquisitions are lower \
              bounds), and a lock filter leaves them out",
+            n(counted_by_site_events),
             contend_trace::format::count::LOCK_ENTRIES
         ));
     }

@@ -68,6 +68,7 @@ impl ReportSection for LockReport {
                 let mut items: Vec<String> =
                     light.exact.iter().map(|e| format!("exact: {e}")).collect();
                 items.extend(light.approximate.iter().map(|a| format!("not exact: {a}")));
+                let n = |v: u64| crate::report::fmt::int(v, &crate::report::fmt::PLAIN);
                 out.push(Panel::new(
                     "light",
                     "Light recording",
@@ -75,11 +76,11 @@ impl ReportSection for LockReport {
                         "Recorded with --light: {} uncontended acquisitions were counted without timestamps, per \
                          {}{} (HaLock: only contended acquisitions need full timing; Huang et al., PACT 2012). \
                          What that means for the figures:",
-                        light.counted_events,
+                        n(light.counted_events),
                         if light.counted_by_site_events > 0 {
                             format!(
                                 "call site and thread (and per lock, except {} of them)",
-                                light.counted_by_site_events
+                                n(light.counted_by_site_events)
                             )
                         } else {
                             "lock, call site and thread".to_string()
@@ -87,7 +88,7 @@ impl ReportSection for LockReport {
                         if light.recorded_uncontended_events > 0 {
                             format!(
                                 "; {} more were recorded in full for want of a count entry",
-                                light.recorded_uncontended_events
+                                n(light.recorded_uncontended_events)
                             )
                         } else {
                             String::new()
