@@ -601,6 +601,29 @@ mod tests {
     /// (unchanged).
     fn sample_bytes() -> Vec<u8> {
         let ms = 1_000_000u64;
+        file_bytes(&[
+            (
+                10,
+                2,
+                vec![entry(7, 7, 10 * ms, true), entry(7, 8, 5 * ms, true)],
+            ),
+            (
+                20,
+                3,
+                vec![
+                    entry(7, 7, 20 * ms, false),
+                    entry(7, 8, 10 * ms, false),
+                    entry(9, 9, 10 * ms, true),
+                ],
+            ),
+            (30, 1, vec![entry(7, 7, 30 * ms, false)]),
+        ])
+    }
+
+    /// A sample file started at 1 s with a 10 ms interval on 2 CPUs, whose
+    /// ticks are (ms after the start, run queue, entries).
+    fn file_bytes(ticks: &[(u64, u32, Vec<Entry>)]) -> Vec<u8> {
+        let ms = 1_000_000u64;
         let start = 1_000 * ms;
         let mut b = encode_header(&Header {
             start_ns: start,
@@ -610,26 +633,14 @@ mod tests {
             kernel_tick_ns: 4_000_000,
         })
         .to_vec();
-        let tick = |t: u64, rq: u32| TickHeader {
-            monotonic_ns: start + t * ms,
-            run_queue: rq,
-            flags: 0,
-        };
-        encode_tick(
-            &mut b,
-            &tick(10, 2),
-            &[entry(7, 7, 10 * ms, true), entry(7, 8, 5 * ms, true)],
-        );
-        encode_tick(
-            &mut b,
-            &tick(20, 3),
-            &[
-                entry(7, 7, 20 * ms, false),
-                entry(7, 8, 10 * ms, false),
-                entry(9, 9, 10 * ms, true),
-            ],
-        );
-        encode_tick(&mut b, &tick(30, 1), &[entry(7, 7, 30 * ms, false)]);
+        for (t, rq, entries) in ticks {
+            let tick = TickHeader {
+                monotonic_ns: start + t * ms,
+                run_queue: *rq,
+                flags: 0,
+            };
+            encode_tick(&mut b, &tick, entries);
+        }
         b
     }
 
@@ -644,31 +655,22 @@ mod tests {
     #[test]
     fn an_interval_never_holds_more_of_a_thread_than_its_length() {
         let ms = 1_000_000u64;
-        let start = 1_000 * ms;
-        let mut b = encode_header(&Header {
-            start_ns: start,
-            interval_ns: 10 * ms,
-            cpus: 2,
-            clk_tck: 100,
-            kernel_tick_ns: 4_000_000,
-        })
-        .to_vec();
-        let tick = |t: u64| TickHeader {
-            monotonic_ns: start + t * ms,
-            run_queue: 2,
-            flags: 0,
-        };
-        for (k, run) in [9, 18, 27, 40].into_iter().enumerate() {
-            let k = k as u64 + 1;
-            let mut entries = vec![
-                entry(7, 7, run * ms, k == 1),
-                entry(7, 8, 5 * k * ms, k == 1),
-            ];
-            if k == 4 {
-                entries.push(entry(7, 9, 12 * ms, true));
-            }
-            encode_tick(&mut b, &tick(10 * k), &entries);
-        }
+        let ticks: Vec<(u64, u32, Vec<Entry>)> = [9, 18, 27, 40]
+            .into_iter()
+            .enumerate()
+            .map(|(k, run)| {
+                let k = k as u64 + 1;
+                let mut entries = vec![
+                    entry(7, 7, run * ms, k == 1),
+                    entry(7, 8, 5 * k * ms, k == 1),
+                ];
+                if k == 4 {
+                    entries.push(entry(7, 9, 12 * ms, true));
+                }
+                (10 * k, 2, entries)
+            })
+            .collect();
+        let b = file_bytes(&ticks);
         let f = SampleFile::parse(&b).unwrap();
         let ivs = intervals(&f);
         assert_eq!(
