@@ -187,10 +187,10 @@ where
 /// A thread's totals are unchanged; only where the time lies moves.
 /// What no earlier interval has room for stays where it was.
 pub fn intervals(file: &SampleFile) -> Vec<(u64, Vec<u64>)> {
-    let mut last: FxHashMap<(u32, u32), u64> = FxHashMap::default();
-    // per thread: its earlier intervals with room left, as (tick, place
-    // in that tick's service times), the latest last
-    let mut room: FxHashMap<(u32, u32), Vec<(usize, usize)>> = FxHashMap::default();
+    // per thread: its last run time, and its earlier intervals with room
+    // left, as (tick, place in that tick's service times), the latest last
+    type Open = Vec<(usize, usize)>;
+    let mut threads: FxHashMap<(u32, u32), (Option<u64>, Open)> = FxHashMap::default();
     let mut prev_t = file.header.start_ns;
     let mut out: Vec<(u64, Vec<u64>)> = Vec::with_capacity(file.ticks.len());
     for (k, tick) in file.ticks.iter().enumerate() {
@@ -199,16 +199,19 @@ pub fn intervals(file: &SampleFile) -> Vec<(u64, Vec<u64>)> {
         prev_t = prev_t.max(t);
         let mut taus = Vec::with_capacity(tick.entries.len());
         for e in &tick.entries {
-            let key = (e.pid, e.tid);
-            let before = last.insert(key, e.run_ns);
-            let mut tau = match before {
+            let (last, open) = threads.entry((e.pid, e.tid)).or_default();
+            let mut tau = match last.replace(e.run_ns) {
                 Some(b) if e.flags & ENTRY_NEW == 0 && e.run_ns >= b => e.run_ns - b,
-                _ => e.run_ns,
+                _ => {
+                    // counted from zero (a new thread, perhaps on a reused
+                    // tid): the earlier intervals were another thread's
+                    open.clear();
+                    e.run_ns
+                }
             };
             if tau == 0 {
                 continue;
             }
-            let open = room.entry(key).or_default();
             if tau > dt {
                 let mut excess = tau - dt;
                 while excess > 0 {
@@ -685,6 +688,23 @@ mod tests {
         // totals as the deltas give them
         let r = analyze(&f).unwrap();
         assert!(close(r.cpu_s, 0.072), "{r:?}");
+    }
+
+    /// A thread new on a reused tid gives no excess to the intervals of
+    /// the thread that had the tid before: thread 10 runs 5 ms in each of
+    /// the first two intervals, and a new thread 10 (`ENTRY_NEW`) has 14
+    /// ms since its start at the third tick, which it keeps.
+    #[test]
+    fn a_reused_tid_gives_nothing_back_to_the_thread_before() {
+        let ms = 1_000_000u64;
+        let b = file_bytes(&[
+            (10, 1, vec![entry(7, 10, 5 * ms, true)]),
+            (20, 1, vec![entry(7, 10, 10 * ms, false)]),
+            (30, 1, vec![entry(7, 10, 14 * ms, true)]),
+        ]);
+        let ivs = intervals(&SampleFile::parse(&b).unwrap());
+        let taus: Vec<Vec<u64>> = ivs.into_iter().map(|(_, t)| t).collect();
+        assert_eq!(taus, vec![vec![5 * ms], vec![5 * ms], vec![14 * ms]]);
     }
 
     #[test]
