@@ -164,8 +164,12 @@ const TIMELINE_SPANS: usize = 4000;
 pub fn timeline(ev: &LockEvents) -> Option<Figure> {
     let set = &ev.set;
     let mut wait = vec![0u64; set.objects.len()];
-    for e in &set.events {
-        if e.is_lock() && e.outcome() != Outcome::Post {
+    // the axis: from the first lock event to the last one's release
+    let (mut origin, mut end) = (u64::MAX, 0);
+    for e in set.events.iter().filter(|e| e.is_lock()) {
+        origin = origin.min(e.requested_ns());
+        end = end.max(e.released_ns());
+        if e.outcome() != Outcome::Post {
             wait[e.object as usize] += e.wait_ns().max(1);
         }
     }
@@ -179,10 +183,6 @@ pub fn timeline(ev: &LockEvents) -> Option<Figure> {
     for &o in &objects {
         chosen[o] = true;
     }
-    // the axis: from the first lock event to the last one's release
-    let locks = || set.events.iter().filter(|e| e.is_lock());
-    let origin = locks().map(|e| e.requested_ns()).min().unwrap_or(0);
-    let end = locks().map(|e| e.released_ns()).max().unwrap_or(origin);
     let (div, unit) = time_unit((end - origin) as f64);
     // (duration, lane thread, kind, start, end)
     let mut spans: Vec<(u64, u32, u8, u64, u64)> = Vec::new();
