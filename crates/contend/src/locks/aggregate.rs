@@ -477,7 +477,7 @@ fn light_note(set: &EventSet, counted_events: u64, counted_by_site_events: u64) 
         .count() as u64)
         .saturating_sub(untimed_events + set.cond_reacquisitions);
     // counts in the sentences grouped as in the tables (12,000)
-    let n = |v: u64| crate::report::fmt::int(v, &crate::report::fmt::PLAIN);
+    let n = crate::report::fmt::int_plain;
     let counts = if counted_by_site_events == 0 {
         "the number of acquisitions per lock, call site and thread (uncontended ones counted)"
             .to_string()

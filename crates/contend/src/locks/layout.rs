@@ -68,7 +68,7 @@ impl ReportSection for LockReport {
                 let mut items: Vec<String> =
                     light.exact.iter().map(|e| format!("exact: {e}")).collect();
                 items.extend(light.approximate.iter().map(|a| format!("not exact: {a}")));
-                let n = |v: u64| crate::report::fmt::int(v, &crate::report::fmt::PLAIN);
+                let n = crate::report::fmt::int_plain;
                 out.push(Panel::new(
                     "light",
                     "Light recording",

@@ -43,6 +43,11 @@ pub(crate) fn int(n: u64, st: &Style) -> String {
     groups.join(st.thousands)
 }
 
+/// `n` grouped in plain typography (`1,234,567`), for counts in sentences.
+pub(crate) fn int_plain(n: u64) -> String {
+    int(n, &PLAIN)
+}
+
 /// `x` with `decimals` decimals and a grouped integer part (`x` ≥ 0).
 fn decimal(x: f64, decimals: usize, st: &Style) -> String {
     let s = format!("{x:.decimals$}");

@@ -90,7 +90,7 @@ impl SciReport {
         let counted: u64 = g.input.counted.iter().map(|c| c.count).sum();
         let without_lock = g.counted_without_lock;
         if counted > 0 {
-            let counted = crate::report::fmt::int(counted, &crate::report::fmt::PLAIN);
+            let counted = crate::report::fmt::int_plain(counted);
             notes.push(format!(
                 "light recording: {counted} uncontended acquisition(s) counted without times are scored as \
                  executions of 0 ns of their lock blocks, as a full recording times them (request = \
@@ -99,7 +99,7 @@ impl SciReport {
             ));
         }
         if without_lock > 0 {
-            let without_lock = crate::report::fmt::int(without_lock, &crate::report::fmt::PLAIN);
+            let without_lock = crate::report::fmt::int_plain(without_lock);
             notes.push(format!(
                 "light recording: {without_lock} uncontended acquisition(s) counted by call site without \
                  their lock are in no block (a block is a lock at a call site): the executions of the lock \

@@ -131,10 +131,7 @@ fn service_panel(s: &ServiceReport) -> Panel {
                 "scheduler events ({} threads) until {at:.3} s, then schedstat: {} records per second \
                  cost the program more than reading schedstat",
                 s.sched_event_threads,
-                crate::report::fmt::int(
-                    s.left_events_records_per_s.unwrap_or(0),
-                    &crate::report::fmt::PLAIN
-                )
+                crate::report::fmt::int_plain(s.left_events_records_per_s.unwrap_or(0))
             )),
         )
     } else if s.sched_event_threads > 0 {
