@@ -343,16 +343,9 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
     for w in &outcome.warnings {
         eprintln!("contend: warning: {w}");
     }
-    if opts_mpi {
-        eprintln!(
-            "contend: recorded the MPI calls of {} rank(s) in {}/mpi",
-            outcome.mpi_ranks,
-            outcome.dir.display()
-        );
-    }
     eprintln!(
-        "contend: recorded {} process trace(s) in {} ({:.3} s); run `contend report {}`",
-        outcome.traces,
+        "contend: recorded {} in {} ({:.3} s); run `contend report {}`",
+        recorded_what(opts_mpi, outcome.mpi_ranks, outcome.traces),
         outcome.dir.display(),
         outcome.wall_ns as f64 / 1e9,
         outcome.dir.display()
@@ -363,6 +356,28 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         (None, None) => 1,
     };
     Ok(ExitCode::from((code & 0xff) as u8))
+}
+
+/// What `contend record` says it recorded: the MPI calls of `mpi_ranks`
+/// ranks (with `--mpi`) and the lock operations of `lock_traces`
+/// processes (one trace each), leaving out the lock traces when an MPI
+/// recording has none (the ranks were not lock-traced), so that it never
+/// reads as if nothing was recorded.
+fn recorded_what(mpi: bool, mpi_ranks: usize, lock_traces: usize) -> String {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let locks = format!(
+        "the lock operations of {}",
+        plural(lock_traces, "process", "processes")
+    );
+    match (mpi, lock_traces) {
+        (false, _) => locks,
+        (true, 0) => format!("the MPI calls of {}", plural(mpi_ranks, "rank", "ranks")),
+        (true, _) => format!(
+            "the MPI calls of {} and {locks}",
+            plural(mpi_ranks, "rank", "ranks")
+        ),
+    }
 }
 
 fn mib(flag: &str, v: Option<u64>) -> Result<Option<u64>> {
@@ -545,7 +560,24 @@ fn duration(s: &str) -> Result<Duration, contend::config::DurationError> {
 
 #[cfg(test)]
 mod tests {
-    use super::byte_size;
+    use super::{byte_size, recorded_what};
+
+    #[test]
+    fn the_closing_line_names_what_was_recorded() {
+        assert_eq!(
+            recorded_what(false, 0, 1),
+            "the lock operations of 1 process"
+        );
+        assert_eq!(
+            recorded_what(false, 0, 0),
+            "the lock operations of 0 processes"
+        );
+        assert_eq!(recorded_what(true, 4, 0), "the MPI calls of 4 ranks");
+        assert_eq!(
+            recorded_what(true, 1, 2),
+            "the MPI calls of 1 rank and the lock operations of 2 processes"
+        );
+    }
 
     #[test]
     fn sizes_with_and_without_units() {

@@ -421,9 +421,7 @@ fn openmpi_c_calls_are_recorded_as_the_program_made_them() {
     );
     assert_eq!(rec_out.code(), plain.code());
     assert!(
-        rec_out
-            .stderr
-            .contains("recorded the MPI calls of 4 rank(s)"),
+        rec_out.stderr.contains("recorded the MPI calls of 4 ranks"),
         "{}",
         rec_out.stderr
     );
