@@ -18,6 +18,8 @@ rec_run() { # $1 = mode, then the program's arguments; prints its output
     default) "$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
     light) "$CONTEND" record --light --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
     nt) CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
+    # the launcher's chunk preparer off (CONTEND_PREPARE_CHUNKS=0): the collector writes every chunk's zeros itself
+    noprep) CONTEND_PREPARE_CHUNKS=0 "$CONTEND" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
     # before/after in one run: CONTEND_OLD=<an older contend binary>
     old) "$CONTEND_OLD" record --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;
     old-light) "$CONTEND_OLD" record --light --force -o "$OUT/overhead.data" -- "$OUT/lock_overhead" "$@" 2>/dev/null ;;

@@ -13,7 +13,9 @@
 # Overhead = median recorded / median plain − 1, per thread count.
 # MODES chooses the recorded modes (default "default light nt"); `old` and
 # `old-light` run the binary CONTEND_OLD names, for a before/after in one
-# run (e.g. MODES="old default old-light light").
+# run (e.g. MODES="old default old-light light"); `noprep` and
+# `light-noprep` are the two modes without the launcher's chunk preparer
+# (CONTEND_PREPARE_CHUNKS=0).
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 THREADS=${THREADS:-"2 8 32 128 512"}
@@ -31,6 +33,8 @@ run() { # $1 = mode, $2 = threads; prints "cpu_ns,run_ns"
     old) out=$("$CONTEND_OLD" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     old-light) out=$("$CONTEND_OLD" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     nt) out=$(CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    noprep) out=$(CONTEND_PREPARE_CHUNKS=0 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    light-noprep) out=$(CONTEND_PREPARE_CHUNKS=0 "$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
   esac
   sed 's/.*run_ns=\([0-9]*\) cpu_ns=\([0-9]*\).*/\2,\1/' <<<"$out"
 }

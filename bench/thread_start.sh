@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # The recording's fixed cost per thread: bench/thread_start.c (THREADS
 # threads, each taking one mutex ACQUISITIONS times, default once) run
-# plainly and with the lock collector preloaded as `contend record` would
-# preload it (the collector alone: no sampler, no counters), ROUNDS rounds
-# each, the two back to back in every round; the process's CPU time (user
-# + system, /usr/bin/time, 10 ms resolution: keep THREADS large).
+# plainly (`plain`), with the lock collector preloaded as `contend record`
+# would preload it (`new`: the collector alone, no sampler, no counters, no
+# chunk preparer), under `contend record` (`record`: the launcher's chunk
+# preparer makes the chunks ready ahead, crates/contend-record/src/
+# chunk_prep.rs) and under `contend record` with CONTEND_PREPARE_CHUNKS=0
+# (`record-noprep`); MODES chooses (default all four), ROUNDS rounds, the
+# modes back to back in every round. Each run's CPU time is the program's
+# own figure for its threads' phase (getrusage, µs; the collector's
+# start-up and the launcher are not in it). The `record` modes run with
+# CONTEND_SERVICE_SOURCE=schedstat so that no scheduler event costs the
+# threads anything.
 # CONTEND_OLD=/path/to/an/older/contend adds that binary's collector to
-# every round, for a before/after.
-# Prints median CPU ms per mode and the added µs per thread.
+# every round (mode `old`), for a before/after.
+# Prints median CPU ms per mode, the added µs per thread, and for
+# `record` the preparer's own CPU time per thread (the launcher's, from
+# meta.json) and the share of chunk claims that found their chunk prepared.
 source "$(dirname "$0")/common.sh"
 THREADS=${THREADS:-2048}
 ACQUISITIONS=${ACQUISITIONS:-1} # per thread
@@ -24,22 +33,29 @@ collector_env() {
 }
 declare -A so=() clock=() hz=()
 read -r so[new] clock[new] hz[new] < <(collector_env "$CONTEND" new)
-modes=(plain new)
+read -ra modes <<<"${MODES:-plain new record record-noprep}"
 if [ -n "${CONTEND_OLD:-}" ]; then
   read -r so[old] clock[old] hz[old] < <(collector_env "$CONTEND_OLD" old)
   modes+=(old)
 fi
-one() { # $1 = mode: prints CPU ms
-  local d="$OUT/thread-start.data"
+one() { # $1 = mode: prints CPU ms of the threads' phase
+  local d="$OUT/thread-start.data" out
   rm -rf "$d" && mkdir -p "$d/locks"
-  if [ "$1" = plain ]; then
-    /usr/bin/time -f "%U %S" -o "$OUT/time.txt" "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" >/dev/null
-  else
-    CONTEND_DIR="$d" CONTEND_CLOCK="${clock[$1]}" CONTEND_TSC_HZ="${hz[$1]}" CONTEND_STACK_EVERY=0 LD_PRELOAD="${so[$1]}" \
-      /usr/bin/time -f "%U %S" -o "$OUT/time.txt" "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" >/dev/null
-  fi
-  awk '{print ($1 + $2) * 1000}' "$OUT/time.txt"
+  case "$1" in
+    plain) out=$("$OUT/thread_start" "$THREADS" "$ACQUISITIONS") ;;
+    record | record-noprep)
+      out=$(CONTEND_PREPARE_CHUNKS=$([ "$1" = record ] && echo 1 || echo 0) CONTEND_SERVICE_SOURCE=schedstat \
+        "$CONTEND" record --force -o "$d" -- "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" 2>/dev/null)
+      if [ "$1" = record ]; then
+        python3 -c 'import json,sys; p=json.load(open(sys.argv[1])).get("chunk_preparation") or {}; print(p.get("cpu_ns", 0), p.get("claims_prepared", 0))' \
+          "$d/meta.json" >>"$OUT/thread-start-prep.txt"
+      fi ;;
+    *) out=$(CONTEND_DIR="$d" CONTEND_CLOCK="${clock[$1]}" CONTEND_TSC_HZ="${hz[$1]}" CONTEND_STACK_EVERY=0 LD_PRELOAD="${so[$1]}" \
+      "$OUT/thread_start" "$THREADS" "$ACQUISITIONS") ;;
+  esac
+  sed -n 's/.*cpu_us=\([0-9]*\).*/\1/p' <<<"$out" | awk '{print $1 / 1000}'
 }
+rm -f "$OUT/thread-start-prep.txt"
 machine
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 declare -A runs=()
@@ -49,7 +65,10 @@ done
 p=$(tr ' ' '\n' <<<"${runs[plain]}" | sed '/^$/d' | median)
 for m in "${modes[@]}"; do
   c=$(tr ' ' '\n' <<<"${runs[$m]}" | sed '/^$/d' | median)
-  awk -v m="$m" -v c="$c" -v p="$p" -v n="$THREADS" -v r="${runs[$m]}" 'BEGIN {printf "%-6s median CPU %6.0f ms for %d threads; added %.0f µs per thread; runs (ms): %s\n", m, c, n, (c - p) * 1000 / n, r}'
+  awk -v m="$m" -v c="$c" -v p="$p" -v n="$THREADS" -v r="${runs[$m]}" 'BEGIN {printf "%-13s median CPU %6.0f ms for %d threads; added %.0f µs per thread; runs (ms): %s\n", m, c, n, (c - p) * 1000 / n, r}'
 done
+if [ -s "$OUT/thread-start-prep.txt" ]; then
+  awk -v n="$THREADS" '{c += $1; p += $2; r++} END {printf "record: the chunk preparer used %.1f µs of the launcher'"'"'s CPU per thread; %.0f %% of the threads'"'"' chunk claims found their chunk prepared (mean of %d runs)\n", c / r / 1000 / n, 100 * p / r / n, r}' "$OUT/thread-start-prep.txt"
+fi
 rm -rf "$OUT/thread-start.data"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -16,7 +16,9 @@
  *   - Each thread claims one chunk of the file at a time, handed out of a
  *     mapping window shared by the process's threads (see "Mapping
  *     windows"); a pthread_key destructor gives it back when the thread
- *     exits.
+ *     exits. A claim writes zeros over the chunk's head first, unless the
+ *     launcher prepared the chunk (header field chunks_prepared; see
+ *     map_new_chunk).
  *   - The chunk is faulted in ahead of the writer, a step at a time, with
  *     madvise(MADV_POPULATE_WRITE) (see "Faulting in" below).
  *   - At exit a destructor stores the end calibration, sets FLAG_FINISHED
@@ -315,6 +317,8 @@ static void parse_config(void)
 #endif
 /* Memory-mapping calls bypass libc's symbols: see contend/raw_mm.h. */
 #define POPULATE_STEP (16u * 1024u)
+_Static_assert(POPULATE_STEP <= CONTEND_PREPARED_HEAD_BYTES,
+               "a prepared chunk covers a lazy claim's zeros");
 
 static int populate_supported = 1; /* cleared on EINVAL */
 
@@ -895,10 +899,20 @@ static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index
     void *m = NULL;
     uint64_t head = zero_len < size ? zero_len : size;
     uint64_t tail = size - head < 4096u ? size - head : 4096u;
-    if (contend_write_zeros(fd, off, head) == 0 && cover_chunk(fd, file_size, idx, off + size - tail, tail) == 0)
+    /* A chunk the launcher prepared (its head in the page cache with its
+     * blocks reserved, the file covering it: the header's chunks_prepared,
+     * crates/contend-record/src/chunk_prep.rs) needs no zeros: the write
+     * is most of a short thread's cost (docs/benchmarks.md, "Chunks
+     * prepared by the launcher"). */
+    int prepared = head <= CONTEND_PREPARED_HEAD_BYTES &&
+                   idx < __atomic_load_n(&h->chunks_prepared, __ATOMIC_ACQUIRE);
+    if (prepared ||
+        (contend_write_zeros(fd, off, head) == 0 && cover_chunk(fd, file_size, idx, off + size - tail, tail) == 0))
         m = window_map_chunk(fd, idx);
     else
         window_skip_chunk(idx);
+    if (m && prepared)
+        __atomic_fetch_add(&h->claims_prepared, 1u, __ATOMIC_RELAXED);
     if (tmp)
         close(fd);
     if (!m)

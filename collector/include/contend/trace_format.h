@@ -25,6 +25,9 @@
 #define CONTEND_TRACE_VERSION 2u
 #define CONTEND_ENDIAN_CHECK 0x01020304u
 #define CONTEND_HEADER_SIZE 4096u
+/* Bytes at the start of a chunk the launcher prepares (chunks_prepared):
+ * the part a claim would otherwise write with zeros itself. */
+#define CONTEND_PREPARED_HEAD_BYTES 16384u
 
 /* Clock of all tick values in a trace. */
 #define CONTEND_CLOCK_TSC 1u       /* x86 rdtsc ticks (invariant TSC)   */
@@ -108,7 +111,14 @@ typedef struct contend_trace_header {
     contend_calibration end;        /*  112 valid if FLAG_FINISHED        */
     uint64_t ticks_per_second;      /*  144 launcher's estimate, 0 = none */
     uint32_t stack_every;           /*  152 0 = no stacks                 */
-    uint32_t reserved0;             /*  156                               */
+    uint32_t chunks_prepared;       /*  156 atomic; written by the launcher
+                                           (contend-record's chunk
+                                           preparer): chunks with an index
+                                           below it have their first
+                                           CONTEND_PREPARED_HEAD_BYTES in
+                                           the page cache, blocks reserved,
+                                           and the file covers them whole,
+                                           0 = none (0 in older traces)   */
     /* Version 2: the collector's own cost (0 in version 1 traces). */
     uint64_t collector_ns;          /*  160 atomic; CPU time (ns, the
                                            threads' CPU clocks) the
@@ -136,7 +146,9 @@ typedef struct contend_trace_header {
                                            caches; 0 = none               */
     uint32_t cost_window_count_ps;  /*  184 the same for the counted pairs
                                            of the light-mode calibration  */
-    uint32_t reserved1;             /*  188                               */
+    uint32_t claims_prepared;       /*  188 atomic; chunk claims that took a
+                                           prepared chunk (no zeros of
+                                           their own), 0 in older traces  */
     uint8_t reserved[512 - 192];    /*  192                               */
     char exe_path[1024];            /*  512 NUL-terminated, truncated     */
     char cmdline[2048];             /* 1536 NUL-separated args, truncated */

@@ -878,6 +878,22 @@ pub fn record_observed(
     for o in observers.iter_mut() {
         o.started(dir, pid, start_ns);
     }
+    // The lock traces' next chunks made ready outside the target
+    // (chunk_prep): only where the lock collector is preloaded.
+    let lock_collector = mpi_recorder.is_none() || opts.mpi_with_locks;
+    let chunk_preparer = if lock_collector && crate::chunk_prep::enabled() {
+        match crate::chunk_prep::ChunkPreparer::start(dir.join("locks")) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                warnings.push(format!(
+                    "the lock traces' chunks are not prepared ahead (the collector writes them itself): {e}"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
 
     // Wait without reaping, stop forwarding, then reap: a signal arriving
     // late can never hit another process that reused the pid.
@@ -896,6 +912,8 @@ pub fn record_observed(
         return Err(RecordError::Wait { pid, source });
     }
     let end_ns = monotonic_ns();
+    // every collector has ended: nothing more to prepare
+    let chunk_prep_meta = chunk_preparer.map(crate::chunk_prep::ChunkPreparer::stop);
     // The final sample is taken before reaping, while the target's main
     // thread can still be read.
     let sampler_meta = sampler
@@ -1022,6 +1040,7 @@ pub fn record_observed(
     meta.warnings = warnings.clone();
     meta.counters = Some(run_counters);
     meta.sampler = sampler_meta;
+    meta.chunk_preparation = chunk_prep_meta;
     if let Err(e) = meta.write(dir) {
         warnings.push(format!("could not complete the run description: {e}"));
     }

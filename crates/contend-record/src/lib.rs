@@ -25,6 +25,7 @@
 
 pub mod attach;
 pub mod buildid;
+pub mod chunk_prep;
 pub mod counters;
 pub mod cpus;
 pub mod executable;

@@ -91,6 +91,12 @@ pub const DT_BITS: u32 = 24;
 /// Largest `dt` a head word holds (a larger step needs a TIME record).
 pub const DT_MAX: u32 = (1 << DT_BITS) - 1;
 
+/// Bytes at the start of a chunk that the launcher's chunk preparer
+/// faults into the page cache ahead of its claim
+/// (`CONTEND_PREPARED_HEAD_BYTES` of trace_format.h): the part a claim
+/// would otherwise write with zeros itself.
+pub const PREPARED_HEAD_BYTES: u64 = 16384;
+
 /// Byte offsets of header fields (see the C header for the struct).
 pub mod header {
     /// `char[8]` magic.
@@ -133,8 +139,12 @@ pub mod header {
     pub const TICKS_PER_SECOND: usize = 144;
     /// `u32` stack every N-th operation.
     pub const STACK_EVERY: usize = 152;
-    /// `u32` reserved, 0.
-    pub const RESERVED0: usize = 156;
+    /// `u32` atomic, written by the launcher's chunk preparer
+    /// (`contend_record::chunk_prep`): chunks with a lower index have
+    /// their first [`super::PREPARED_HEAD_BYTES`] in the page cache with
+    /// their blocks reserved, and the file covers them whole, so a claim
+    /// writes no zeros for them (0 = none; 0 in older traces).
+    pub const CHUNKS_PREPARED: usize = 156;
     /// `u64` (version 2) CPU time, ns, the collector spent in its slow
     /// path, all threads (chunk claims, faulting in pages, maps snapshots,
     /// stacks, the calibration).
@@ -155,8 +165,10 @@ pub mod header {
     /// `u32` (with [`super::FLAG_SAMPLED_COST`]) the same for the counted
     /// pairs of the light-mode calibration, ps (0 = none).
     pub const COST_WINDOW_COUNT_PS: usize = 184;
-    /// `u32` reserved, 0.
-    pub const RESERVED1: usize = 188;
+    /// `u32` atomic: chunk claims that took a prepared chunk
+    /// ([`CHUNKS_PREPARED`]) and wrote no zeros of their own (0 in older
+    /// traces).
+    pub const CLAIMS_PREPARED: usize = 188;
     /// Reserved bytes up to [`EXE_PATH`], 0.
     pub const RESERVED: usize = 192;
     /// `char[1024]` executable path.

@@ -133,6 +133,39 @@ pub struct RunMeta {
     /// sampler, and in older recordings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampler: Option<SamplerMeta>,
+    /// What the launcher's chunk preparer did (`contend_record::chunk_prep`:
+    /// the lock traces' next chunks made ready before their claims).
+    /// `None` in the start record, when it did not run
+    /// (`CONTEND_PREPARE_CHUNKS=0`, no lock collector), and in older
+    /// recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_preparation: Option<ChunkPrepMeta>,
+}
+
+/// What the launcher's chunk preparer did (`contend-record`'s
+/// `chunk_prep`, docs/trace-format.md "Chunks prepared by the launcher").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ChunkPrepMeta {
+    /// Lock traces it looked after.
+    pub traces: u64,
+    /// Chunks it prepared (file extended over them, the first 16 KiB of
+    /// each in the page cache with blocks reserved), all traces.
+    pub chunks_prepared: u64,
+    /// Chunk claims of the target's threads that took a prepared chunk
+    /// and wrote no zeros of their own (the traces' `claims_prepared`).
+    pub claims_prepared: u64,
+    /// CPU time of the preparer's thread, ns (the launcher's, not the
+    /// target's).
+    pub cpu_ns: u64,
+    /// Traces it stopped preparing, each with the reason (a file system
+    /// without `fallocate`, a kernel without `MADV_POPULATE_WRITE`, a full
+    /// disk): their threads wrote their own zeros, as without it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Why it stopped early, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What one scheduler event record of [`SamplerMeta`] costs the target,
@@ -260,6 +293,7 @@ impl Default for RunMeta {
             attach: None,
             limits: None,
             sampler: None,
+            chunk_preparation: None,
         }
     }
 }

@@ -10,6 +10,7 @@ mod common;
 
 mod accuracy;
 mod attach;
+mod chunk_prep;
 mod cli_messages;
 mod counters;
 mod creation_stacks;

@@ -87,6 +87,7 @@ fn table() -> Vec<Line> {
         int!("CONTEND_TRACE_VERSION", format::VERSION),
         int!("CONTEND_ENDIAN_CHECK", format::ENDIAN_CHECK),
         int!("CONTEND_HEADER_SIZE", format::HEADER_SIZE),
+        int!("CONTEND_PREPARED_HEAD_BYTES", format::PREPARED_HEAD_BYTES),
         int!("CONTEND_CLOCK_TSC", format::CLOCK_TSC),
         int!("CONTEND_CLOCK_MONOTONIC", format::CLOCK_MONOTONIC),
         int!("CONTEND_FLAG_FINISHED", format::FLAG_FINISHED),
@@ -319,7 +320,7 @@ fn table() -> Vec<Line> {
     field!(l, t, "end", h::END, cal::SIZE);
     field!(l, t, "ticks_per_second", h::TICKS_PER_SECOND, u64s);
     field!(l, t, "stack_every", h::STACK_EVERY, u32s);
-    field!(l, t, "reserved0", h::RESERVED0, u32s);
+    field!(l, t, "chunks_prepared", h::CHUNKS_PREPARED, u32s);
     field!(l, t, "collector_ns", h::COLLECTOR_NS, u64s);
     field!(l, t, "cost_record_ps", h::COST_RECORD_PS, u32s);
     field!(l, t, "cost_count_ps", h::COST_COUNT_PS, u32s);
@@ -332,7 +333,7 @@ fn table() -> Vec<Line> {
         u32s
     );
     field!(l, t, "cost_window_count_ps", h::COST_WINDOW_COUNT_PS, u32s);
-    field!(l, t, "reserved1", h::RESERVED1, u32s);
+    field!(l, t, "claims_prepared", h::CLAIMS_PREPARED, u32s);
     field!(l, t, "reserved", h::RESERVED, h::EXE_PATH - h::RESERVED);
     field!(l, t, "exe_path", h::EXE_PATH, h::EXE_PATH_LEN);
     field!(l, t, "cmdline", h::CMDLINE, h::CMDLINE_LEN);

@@ -1,0 +1,487 @@
+//! The chunk preparer of `contend record`: a launcher thread that makes
+//! the next chunks of every lock trace ready before the target's threads
+//! claim them, so that a new thread's first claim does not write zeros.
+//!
+//! A chunk claim in the lock collector (collector/src/collector.c,
+//! `map_new_chunk`) writes the first [`PREPARED_HEAD_BYTES`] of its chunk
+//! with zeros before it maps it: that puts the pages in the page cache
+//! (the mapping then faults them in without the file system's read and
+//! write faults) and turns a full file system into `ENOSPC` at the claim
+//! instead of `SIGBUS` at a store. It is most of the collector's fixed
+//! cost per thread: 22 of 24 µs per short thread on the KVM guest of
+//! docs/benchmarks.md ("Chunks prepared by the launcher"), and it grows
+//! the perturbation with the thread count (Huang et al., HaLock, PACT
+//! 2012, Figure 6).
+//!
+//! The preparer does the same work ahead, outside the target: for each
+//! trace in `<recording>/locks` whose process has claimed
+//! [`MIN_CLAIMS`] chunks or more, it keeps the chunks after the last one
+//! claimed prepared, `ahead` of them (from [`AHEAD_MIN`], doubled up to
+//! [`AHEAD_MAX`] whenever the claims used up half of them between two
+//! looks). Preparing a chunk never changes the file's data, so it is safe
+//! while any thread claims and writes any chunk: `fallocate` (mode 0)
+//! extends the file over the chunks and never shrinks it or writes over
+//! data, and `MADV_POPULATE_WRITE` on the preparer's own shared mapping
+//! faults the head's pages in for writing (page cache, blocks reserved)
+//! without storing anything. Only then is the header's `chunks_prepared`
+//! raised (a release store); a claim of a lower index skips its zeros and
+//! counts itself in `claims_prepared`. Where a step fails (a file system
+//! without `fallocate`, a kernel without `MADV_POPULATE_WRITE`, a full
+//! disk) that trace is left to the collector's own path, as without the
+//! preparer.
+//!
+//! The thread looks at the traces every [`POLL_MIN`] while chunks are
+//! being claimed and backs off to [`POLL_MAX`] when none are, so an idle
+//! target costs it a wake-up every 200 ms. `CONTEND_PREPARE_CHUNKS=0`
+//! turns it off (the collector then writes its own zeros).
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use contend_trace::format::{self, header, PREPARED_HEAD_BYTES};
+use contend_trace::meta::ChunkPrepMeta;
+
+/// A trace is prepared once its process has claimed this many chunks (a
+/// process with one thread that records, or none, costs the preparer
+/// nothing).
+pub const MIN_CLAIMS: u32 = 2;
+/// Chunks kept prepared after the last claimed one, at first.
+pub const AHEAD_MIN: u32 = 32;
+/// The most chunks kept prepared ahead (16 MiB of page cache with
+/// [`PREPARED_HEAD_BYTES`] per chunk).
+pub const AHEAD_MAX: u32 = 1024;
+/// Shortest time between two looks at the traces.
+pub const POLL_MIN: Duration = Duration::from_millis(2);
+/// Longest time between two looks (no chunk claimed since the last).
+pub const POLL_MAX: Duration = Duration::from_millis(200);
+/// Chunks mapped and faulted in per `mmap` of the preparer.
+const BATCH: u32 = 64;
+
+/// Whether the launcher prepares chunks (`CONTEND_PREPARE_CHUNKS`, on
+/// unless set to `0`).
+pub fn enabled() -> bool {
+    std::env::var_os("CONTEND_PREPARE_CHUNKS").is_none_or(|v| v != "0")
+}
+
+/// The running preparer; [`ChunkPreparer::stop`] ends it.
+pub struct ChunkPreparer {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<ChunkPrepMeta>,
+}
+
+impl ChunkPreparer {
+    /// Starts the preparer's thread on the lock traces that appear in
+    /// `locks_dir`.
+    ///
+    /// # Errors
+    /// The thread cannot be started.
+    pub fn start(locks_dir: PathBuf) -> std::io::Result<ChunkPreparer> {
+        let (stop, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("contend-chunks".into())
+            .spawn(move || run(&locks_dir, &rx))?;
+        Ok(ChunkPreparer { stop, thread })
+    }
+
+    /// Stops the thread (after the target has ended) and returns what it
+    /// did, with the claims that took a prepared chunk read from the
+    /// traces' headers.
+    pub fn stop(self) -> ChunkPrepMeta {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_else(|_| ChunkPrepMeta {
+            error: Some("the chunk preparer's thread panicked".into()),
+            ..ChunkPrepMeta::default()
+        })
+    }
+}
+
+fn run(locks_dir: &Path, rx: &mpsc::Receiver<()>) -> ChunkPrepMeta {
+    let mut stats = ChunkPrepMeta::default();
+    let mut traces: Vec<Trace> = Vec::new();
+    // names looked at already (kept, or not a trace we can prepare)
+    let mut known: Vec<PathBuf> = Vec::new();
+    let mut poll = POLL_MIN;
+    let mut looks: u64 = 0;
+    loop {
+        // The directory is listed at every look while it has no trace yet
+        // (the target's collector creates it at start-up), then at every
+        // eighth: a process forked later is found within a few looks.
+        if traces.is_empty() || looks & 7 == 0 {
+            find_traces(locks_dir, &mut known, &mut traces);
+        }
+        looks += 1;
+        let mut claimed = false;
+        for t in traces.iter_mut().filter(|t| !t.given_up) {
+            claimed |= t.look(&mut stats);
+        }
+        poll = if claimed {
+            (poll / 2).max(POLL_MIN)
+        } else {
+            (poll * 2).min(POLL_MAX)
+        };
+        match rx.recv_timeout(poll) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    stats.traces = traces.len() as u64;
+    for t in &traces {
+        stats.claims_prepared +=
+            u64::from(t.field(header::CLAIMS_PREPARED).load(Ordering::Relaxed));
+        if let Some(why) = &t.given_up_because {
+            stats.notes.push(format!("{}: {why}", t.path.display()));
+        }
+    }
+    stats.cpu_ns = crate::host::thread_cpu_ns();
+    stats
+}
+
+/// Opens the `*.ctrace` files of `dir` not seen before whose header is
+/// complete (a trace whose collector is still writing its header is
+/// looked at again at the next listing).
+fn find_traces(dir: &Path, known: &mut Vec<PathBuf>, traces: &mut Vec<Trace>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "ctrace") || known.contains(&path) {
+            continue;
+        }
+        match Trace::open(&path) {
+            Ok(Some(t)) => {
+                known.push(path);
+                traces.push(t);
+            }
+            Ok(None) => {} // header not finished yet
+            Err(_) => known.push(path),
+        }
+    }
+}
+
+/// One lock trace being prepared.
+struct Trace {
+    path: PathBuf,
+    file: File,
+    /// The header page, mapped shared and writable.
+    header: *mut u8,
+    chunk_size: u64,
+    data_offset: u64,
+    /// Chunks with a lower index are prepared (or were claimed before).
+    prepared: u32,
+    /// Chunks the file covers through the preparer's `fallocate`.
+    covered: u32,
+    ahead: u32,
+    claimed_before: u32,
+    given_up: bool,
+    given_up_because: Option<String>,
+}
+
+// SAFETY: the header mapping is owned by the Trace and only used by the
+// thread that holds it.
+unsafe impl Send for Trace {}
+
+impl Drop for Trace {
+    fn drop(&mut self) {
+        // SAFETY: mapped in Trace::open with this length, unmapped once.
+        unsafe { libc::munmap(self.header.cast(), format::HEADER_SIZE) };
+    }
+}
+
+impl Trace {
+    /// The trace at `path` if its header is complete and of this
+    /// collector's layout; `Ok(None)` while the header is unfinished.
+    fn open(path: &Path) -> std::io::Result<Option<Trace>> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let mut head = vec![0u8; format::HEADER_SIZE];
+        if file.read_exact_at(&mut head, 0).is_err() || &head[..8] != format::MAGIC {
+            return Ok(None);
+        }
+        let u32_at = |o: usize| u32::from_ne_bytes(head[o..o + 4].try_into().unwrap());
+        let u64_at = |o: usize| u64::from_ne_bytes(head[o..o + 8].try_into().unwrap());
+        let chunk_size = u64::from(u32_at(header::CHUNK_SIZE));
+        let data_offset = u64_at(header::DATA_OFFSET);
+        if u32_at(header::HEADER_SIZE) as usize != format::HEADER_SIZE
+            || !chunk_size.is_power_of_two()
+            || chunk_size < PREPARED_HEAD_BYTES
+            || data_offset % 4096 != 0
+            || data_offset < format::HEADER_SIZE as u64
+        {
+            return Err(std::io::Error::other("not a lock trace of this layout"));
+        }
+        // SAFETY: a shared mapping of the file's first page (the file is at
+        // least that long: its header was read), released in Drop.
+        let header = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                format::HEADER_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if header == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut t = Trace {
+            path: path.to_path_buf(),
+            file,
+            header: header.cast(),
+            chunk_size,
+            data_offset,
+            prepared: 0,
+            covered: 0,
+            ahead: AHEAD_MIN,
+            claimed_before: 0,
+            given_up: false,
+            given_up_because: None,
+        };
+        t.prepared = t.field(header::CHUNKS_PREPARED).load(Ordering::Acquire);
+        Ok(Some(t))
+    }
+
+    /// The `u32` header field at byte offset `off`, shared with the
+    /// target's collector.
+    fn field(&self, off: usize) -> &AtomicU32 {
+        // SAFETY: `off` is a 4-byte aligned offset inside the mapped
+        // header page, which lives as long as self; the collector accesses
+        // these fields atomically too.
+        unsafe { &*self.header.add(off).cast::<AtomicU32>() }
+    }
+
+    /// One look: prepares chunks when the claims came close to the
+    /// prepared ones. Returns whether chunks were claimed since the last
+    /// look.
+    fn look(&mut self, stats: &mut ChunkPrepMeta) -> bool {
+        let claimed = self.field(header::CHUNKS_CLAIMED).load(Ordering::Relaxed);
+        let moved = claimed != self.claimed_before;
+        self.claimed_before = claimed;
+        if claimed < MIN_CLAIMS {
+            return moved;
+        }
+        // claims used up half of the margin since the last look: more
+        if self.prepared > 0 && claimed.saturating_add(self.ahead / 2) > self.prepared {
+            self.ahead = (self.ahead * 2).min(AHEAD_MAX);
+        }
+        let target = claimed.saturating_add(self.ahead);
+        if self.prepared >= target {
+            return moved;
+        }
+        let from = self.prepared.max(claimed);
+        match self.prepare(from, target) {
+            Ok(()) => {
+                stats.chunks_prepared += u64::from(target - from);
+                self.prepared = target;
+                self.field(header::CHUNKS_PREPARED)
+                    .store(target, Ordering::Release);
+            }
+            Err(e) => {
+                self.given_up = true;
+                self.given_up_because = Some(format!("chunks not prepared: {e}"));
+            }
+        }
+        moved
+    }
+
+    /// Prepares chunks `from..to`: the file extended over them, their
+    /// heads faulted in for writing. Changes no data of the file.
+    fn prepare(&mut self, from: u32, to: u32) -> std::io::Result<()> {
+        if to > self.covered {
+            // one extension for this look and the next margin's worth
+            // (a fallocate was the largest part of a look that prepared
+            // a few chunks)
+            let cover = to.saturating_add(self.ahead);
+            let end = self.data_offset + u64::from(cover) * self.chunk_size;
+            // SAFETY: fallocate on our descriptor; mode 0 only allocates
+            // (it never shrinks the file or changes its data).
+            let r = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, (end - 4096) as i64, 4096) };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            self.covered = cover;
+        }
+        let mut first = from;
+        while first < to {
+            let n = (to - first).min(BATCH);
+            let off = self.data_offset + u64::from(first) * self.chunk_size;
+            let len = u64::from(n) * self.chunk_size;
+            populate_heads(&self.file, off, len, self.chunk_size)?;
+            first += n;
+        }
+        Ok(())
+    }
+}
+
+/// Maps `[off, off + len)` of `file` (whole chunks of `chunk_size`) and
+/// faults the first [`PREPARED_HEAD_BYTES`] of each chunk in for writing
+/// (`MADV_POPULATE_WRITE`, Linux 5.14), then unmaps it.
+fn populate_heads(file: &File, off: u64, len: u64, chunk_size: u64) -> std::io::Result<()> {
+    let len = usize::try_from(len).map_err(std::io::Error::other)?;
+    // SAFETY: a fresh shared mapping of a range the file covers (extended
+    // by fallocate before), unmapped below; nothing is stored through it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            off as libc::off_t,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    // Without read-ahead: a fault on a hole of the file would otherwise
+    // read (zero-fill) the whole chunk and more into the page cache, not
+    // just the head (most of the preparer's time in a first version).
+    // SAFETY: advice on the mapping made above.
+    unsafe { libc::madvise(base, len, libc::MADV_RANDOM) };
+    let mut result = Ok(());
+    let mut at = 0usize;
+    while at < len {
+        // SAFETY: inside the mapping made above.
+        let r = unsafe {
+            libc::madvise(
+                base.cast::<u8>().add(at).cast(),
+                PREPARED_HEAD_BYTES as usize,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if r != 0 {
+            result = Err(std::io::Error::last_os_error());
+            break;
+        }
+        at += chunk_size as usize;
+    }
+    // SAFETY: the mapping made above, with its length.
+    unsafe { libc::munmap(base, len) };
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHUNK: u64 = 65536;
+    const DATA: u64 = 8192;
+
+    /// A trace file with a complete header: `claimed` chunks claimed, each
+    /// claimed chunk's head filled with its index + 1.
+    fn fake_trace(dir: &Path, claimed: u32) -> PathBuf {
+        let path = dir.join("1.ctrace");
+        let mut head = vec![0u8; format::HEADER_SIZE];
+        head[..8].copy_from_slice(format::MAGIC);
+        let put32 =
+            |h: &mut Vec<u8>, o: usize, v: u32| h[o..o + 4].copy_from_slice(&v.to_ne_bytes());
+        put32(&mut head, header::HEADER_SIZE, format::HEADER_SIZE as u32);
+        put32(&mut head, header::CHUNK_SIZE, CHUNK as u32);
+        put32(&mut head, header::CHUNKS_CLAIMED, claimed);
+        head[header::DATA_OFFSET..header::DATA_OFFSET + 8].copy_from_slice(&DATA.to_ne_bytes());
+        let f = File::create(&path).unwrap();
+        f.write_all_at(&head, 0).unwrap();
+        for i in 0..claimed {
+            f.write_all_at(&vec![i as u8 + 1; 4096], DATA + u64::from(i) * CHUNK)
+                .unwrap();
+        }
+        path
+    }
+
+    fn header_u32(path: &Path, off: usize) -> u32 {
+        let mut b = [0u8; 4];
+        File::open(path)
+            .unwrap()
+            .read_exact_at(&mut b, off as u64)
+            .unwrap();
+        u32::from_ne_bytes(b)
+    }
+
+    #[test]
+    fn prepares_ahead_of_the_claims_without_changing_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fake_trace(dir.path(), 3);
+        let mut t = Trace::open(&path).unwrap().unwrap();
+        // a claim of chunk 3 that wrote records after the claimed count
+        // was read: preparing must leave them
+        let f = File::options().write(true).open(&path).unwrap();
+        f.write_all_at(&[0xab; 100], DATA + 3 * CHUNK + 64).unwrap();
+        let mut stats = ChunkPrepMeta::default();
+        assert!(t.look(&mut stats), "claims moved from 0 to 3");
+        let target = 3 + AHEAD_MIN;
+        assert_eq!(header_u32(&path, header::CHUNKS_PREPARED), target);
+        assert_eq!(stats.chunks_prepared, u64::from(AHEAD_MIN));
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            len >= DATA + u64::from(target) * CHUNK,
+            "file covers the chunks: {len}"
+        );
+        let file = File::open(&path).unwrap();
+        let mut buf = vec![0u8; 4096];
+        for i in 0..3u64 {
+            file.read_exact_at(&mut buf, DATA + i * CHUNK).unwrap();
+            assert!(buf.iter().all(|&b| b == i as u8 + 1), "chunk {i} kept");
+        }
+        file.read_exact_at(&mut buf[..100], DATA + 3 * CHUNK + 64)
+            .unwrap();
+        assert!(
+            buf[..100].iter().all(|&b| b == 0xab),
+            "chunk 3's records kept"
+        );
+        file.read_exact_at(&mut buf, DATA + 10 * CHUNK).unwrap();
+        assert!(
+            buf.iter().all(|&b| b == 0),
+            "a prepared chunk reads as zeros"
+        );
+        // no claim since: nothing more to do, and no claims reported
+        assert!(!t.look(&mut stats));
+        assert_eq!(stats.chunks_prepared, u64::from(AHEAD_MIN));
+    }
+
+    #[test]
+    fn the_margin_doubles_when_claims_use_half_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fake_trace(dir.path(), 2);
+        let mut t = Trace::open(&path).unwrap().unwrap();
+        let mut stats = ChunkPrepMeta::default();
+        t.look(&mut stats);
+        assert_eq!(t.prepared, 2 + AHEAD_MIN);
+        // 20 more claims: more than half of the 32 ahead were used
+        t.field(header::CHUNKS_CLAIMED).store(22, Ordering::Relaxed);
+        assert!(t.look(&mut stats));
+        assert_eq!(t.ahead, 2 * AHEAD_MIN);
+        assert_eq!(t.prepared, 22 + 2 * AHEAD_MIN);
+        assert_eq!(
+            header_u32(&path, header::CHUNKS_PREPARED),
+            22 + 2 * AHEAD_MIN
+        );
+        // 10 more: within the margin, prepared up to 32 + 64 again
+        t.field(header::CHUNKS_CLAIMED).store(32, Ordering::Relaxed);
+        t.look(&mut stats);
+        assert_eq!(t.ahead, 2 * AHEAD_MIN);
+        assert_eq!(t.prepared, 32 + 2 * AHEAD_MIN);
+    }
+
+    #[test]
+    fn a_process_with_one_chunk_or_an_unfinished_header_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fake_trace(dir.path(), 1);
+        let mut t = Trace::open(&path).unwrap().unwrap();
+        let mut stats = ChunkPrepMeta::default();
+        t.look(&mut stats);
+        assert_eq!(t.prepared, 0);
+        assert_eq!(header_u32(&path, header::CHUNKS_PREPARED), 0);
+        let unfinished = dir.path().join("2.ctrace");
+        File::create(&unfinished)
+            .unwrap()
+            .write_all_at(&[0u8; 4096], 0)
+            .unwrap();
+        assert!(Trace::open(&unfinished).unwrap().is_none());
+    }
+}
