@@ -879,9 +879,14 @@ pub fn record_observed(
         o.started(dir, pid, start_ns);
     }
     // The lock traces' next chunks made ready outside the target
-    // (chunk_prep): only where the lock collector is preloaded.
+    // (chunk_prep): only where the lock collector is preloaded, and not
+    // under --max-size (prepared chunks take disk blocks ahead of the
+    // claims the cap counts).
     let lock_collector = mpi_recorder.is_none() || opts.mpi_with_locks;
-    let chunk_preparer = if lock_collector && crate::chunk_prep::enabled() {
+    let chunk_preparer = if lock_collector
+        && opts.max_bytes.is_none()
+        && crate::chunk_prep::enabled()
+    {
         match crate::chunk_prep::ChunkPreparer::start(dir.join("locks")) {
             Ok(p) => Some(p),
             Err(e) => {
