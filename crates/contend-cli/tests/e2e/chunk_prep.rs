@@ -100,3 +100,37 @@ fn light_mode_counts_in_prepared_chunks() {
     check_complete(&report, "light");
     check_prepared(&meta, "light");
 }
+
+#[test]
+fn no_chunks_are_prepared_under_a_size_cap() {
+    let prog = build("thread_churn.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("capped.data");
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("record")
+        .args(["--max-size", "64M", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&prog)
+        .args(["4", "8", "2", "1"])
+        .env_remove("CONTEND_PREPARE_CHUNKS");
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(out.success(), "{}", out.describe());
+    let meta = meta(&dir);
+    assert!(
+        meta.get("chunk_preparation").is_none(),
+        "prepared chunks would take disk blocks the cap does not count: {}",
+        meta["chunk_preparation"]
+    );
+    check_complete_counts(&report_json(&dir), 4 * 8 * 2);
+}
+
+/// The report holds `n` acquisitions.
+fn check_complete_counts(report: &Value, n: u64) {
+    assert_eq!(
+        report["locks"]["summary"]["events"].as_u64(),
+        Some(n),
+        "{}",
+        report["locks"]["summary"]
+    );
+}
