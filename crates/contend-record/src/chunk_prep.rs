@@ -35,6 +35,7 @@
 //! target costs it a wake-up every 200 ms. `CONTEND_PREPARE_CHUNKS=0`
 //! turns it off (the collector then writes its own zeros).
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
@@ -62,6 +63,10 @@ pub const POLL_MIN: Duration = Duration::from_millis(2);
 pub const POLL_MAX: Duration = Duration::from_millis(200);
 /// Chunks mapped and faulted in per `mmap` of the preparer.
 const BATCH: u32 = 64;
+/// The most traces looked after at once (each holds a descriptor and a
+/// mapping of its header); the traces of processes that ended are let
+/// go.
+pub const MAX_TRACES: usize = 256;
 
 /// Whether the launcher prepares chunks (`CONTEND_PREPARE_CHUNKS`, on
 /// unless set to `0`).
@@ -105,15 +110,23 @@ fn run(locks_dir: &Path, rx: &mpsc::Receiver<()>) -> ChunkPrepMeta {
     let mut stats = ChunkPrepMeta::default();
     let mut traces: Vec<Trace> = Vec::new();
     // names looked at already (kept, or not a trace we can prepare)
-    let mut known: Vec<PathBuf> = Vec::new();
+    let mut known: HashSet<PathBuf> = HashSet::new();
     let mut poll = POLL_MIN;
     let mut looks: u64 = 0;
     loop {
         // The directory is listed at every look while it has no trace yet
         // (the target's collector creates it at start-up), then at every
-        // eighth: a process forked later is found within a few looks.
+        // eighth: a process forked later is found within a few looks, and
+        // the traces of processes that have ended are let go.
         if traces.is_empty() || looks & 7 == 0 {
-            find_traces(locks_dir, &mut known, &mut traces);
+            traces.retain(|t| {
+                let alive = t.process_alive();
+                if !alive {
+                    add_finished(&mut stats, t);
+                }
+                alive
+            });
+            find_traces(locks_dir, &mut known, &mut traces, &mut stats);
         }
         looks += 1;
         let mut claimed = false;
@@ -130,22 +143,32 @@ fn run(locks_dir: &Path, rx: &mpsc::Receiver<()>) -> ChunkPrepMeta {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    stats.traces = traces.len() as u64;
     for t in &traces {
-        stats.claims_prepared +=
-            u64::from(t.field(header::CLAIMS_PREPARED).load(Ordering::Relaxed));
-        if let Some(why) = &t.given_up_because {
-            stats.notes.push(format!("{}: {why}", t.path.display()));
-        }
+        add_finished(&mut stats, t);
     }
     stats.cpu_ns = crate::host::thread_cpu_ns();
     stats
 }
 
+/// Adds what a trace's preparation came to to `stats` (read from its
+/// header as it is let go).
+fn add_finished(stats: &mut ChunkPrepMeta, t: &Trace) {
+    stats.traces += 1;
+    stats.claims_prepared += u64::from(t.field(header::CLAIMS_PREPARED).load(Ordering::Relaxed));
+    if let Some(why) = &t.given_up_because {
+        stats.notes.push(format!("{}: {why}", t.path.display()));
+    }
+}
+
 /// Opens the `*.ctrace` files of `dir` not seen before whose header is
 /// complete (a trace whose collector is still writing its header is
-/// looked at again at the next listing).
-fn find_traces(dir: &Path, known: &mut Vec<PathBuf>, traces: &mut Vec<Trace>) {
+/// looked at again at the next listing), at most [`MAX_TRACES`] at once.
+fn find_traces(
+    dir: &Path,
+    known: &mut HashSet<PathBuf>,
+    traces: &mut Vec<Trace>,
+    stats: &mut ChunkPrepMeta,
+) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -154,13 +177,23 @@ fn find_traces(dir: &Path, known: &mut Vec<PathBuf>, traces: &mut Vec<Trace>) {
         if path.extension().is_none_or(|x| x != "ctrace") || known.contains(&path) {
             continue;
         }
+        if traces.len() >= MAX_TRACES {
+            if stats.error.is_none() {
+                stats.error = Some(format!(
+                    "more than {MAX_TRACES} traced processes at once: the later ones' chunks were not prepared"
+                ));
+            }
+            return;
+        }
         match Trace::open(&path) {
             Ok(Some(t)) => {
-                known.push(path);
+                known.insert(path);
                 traces.push(t);
             }
             Ok(None) => {} // header not finished yet
-            Err(_) => known.push(path),
+            Err(_) => {
+                known.insert(path);
+            }
         }
     }
 }
@@ -171,6 +204,8 @@ struct Trace {
     file: File,
     /// The header page, mapped shared and writable.
     header: *mut u8,
+    /// The traced process (header `pid`).
+    pid: u32,
     chunk_size: u64,
     data_offset: u64,
     /// Chunks with a lower index are prepared (or were claimed before).
@@ -217,7 +252,7 @@ impl Trace {
         }
         // SAFETY: a shared mapping of the file's first page (the file is at
         // least that long: its header was read), released in Drop.
-        let header = unsafe {
+        let map = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 format::HEADER_SIZE,
@@ -227,13 +262,14 @@ impl Trace {
                 0,
             )
         };
-        if header == libc::MAP_FAILED {
+        if map == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
         let mut t = Trace {
             path: path.to_path_buf(),
             file,
-            header: header.cast(),
+            header: map.cast(),
+            pid: u32_at(header::PID),
             chunk_size,
             data_offset,
             prepared: 0,
@@ -245,6 +281,14 @@ impl Trace {
         };
         t.prepared = t.field(header::CHUNKS_PREPARED).load(Ordering::Acquire);
         Ok(Some(t))
+    }
+
+    /// Whether the traced process still runs (a pid reused meanwhile
+    /// counts as running: the trace is then let go at the end).
+    fn process_alive(&self) -> bool {
+        // SAFETY: signal 0 only checks that the process exists.
+        let r = unsafe { libc::kill(self.pid as libc::pid_t, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
     }
 
     /// The `u32` header field at byte offset `off`, shared with the
@@ -384,6 +428,7 @@ mod tests {
         put32(&mut head, header::HEADER_SIZE, format::HEADER_SIZE as u32);
         put32(&mut head, header::CHUNK_SIZE, CHUNK as u32);
         put32(&mut head, header::CHUNKS_CLAIMED, claimed);
+        put32(&mut head, header::PID, std::process::id());
         head[header::DATA_OFFSET..header::DATA_OFFSET + 8].copy_from_slice(&DATA.to_ne_bytes());
         let f = File::create(&path).unwrap();
         f.write_all_at(&head, 0).unwrap();
@@ -466,6 +511,26 @@ mod tests {
         t.look(&mut stats);
         assert_eq!(t.ahead, 2 * AHEAD_MIN);
         assert_eq!(t.prepared, 32 + 2 * AHEAD_MIN);
+    }
+
+    #[test]
+    fn the_trace_of_an_ended_process_is_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fake_trace(dir.path(), 3);
+        let t = Trace::open(&path).unwrap().unwrap();
+        assert!(t.process_alive(), "this test's own pid");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ended = child.id();
+        child.wait().unwrap();
+        let f = File::options().write(true).open(&path).unwrap();
+        f.write_all_at(&ended.to_ne_bytes(), header::PID as u64)
+            .unwrap();
+        let t = Trace::open(&path).unwrap().unwrap();
+        assert!(!t.process_alive(), "pid {ended} has ended and was reaped");
+        let mut stats = ChunkPrepMeta::default();
+        t.field(header::CLAIMS_PREPARED).store(7, Ordering::Relaxed);
+        add_finished(&mut stats, &t);
+        assert_eq!((stats.traces, stats.claims_prepared), (1, 7));
     }
 
     #[test]

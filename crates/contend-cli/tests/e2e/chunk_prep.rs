@@ -80,13 +80,38 @@ fn check_prepared(meta: &Value, what: &str) {
     assert!(prep["notes"].is_null(), "{what}: {prep}");
 }
 
+/// The report's recording section says what the preparer did, as
+/// meta.json has it.
+fn check_reported(meta: &Value, report: &Value, what: &str) {
+    let prep = &meta["chunk_preparation"];
+    let reported = &report["recording"]["chunk_preparation"];
+    assert_eq!(
+        reported["claims_prepared"], prep["claims_prepared"],
+        "{what}: {reported}"
+    );
+    assert_eq!(
+        reported["chunks_prepared"], prep["chunks_prepared"],
+        "{what}: {reported}"
+    );
+    assert_eq!(
+        reported["launcher_cpu_ns"], prep["cpu_ns"],
+        "{what}: {reported}"
+    );
+}
+
 #[test]
 fn short_threads_take_prepared_chunks_and_lose_nothing() {
     let (meta_on, on) = record_churn(false, true);
     check_complete(&on, "preparer on");
     check_prepared(&meta_on, "preparer on");
+    check_reported(&meta_on, &on, "preparer on");
     let (meta_off, off) = record_churn(false, false);
     check_complete(&off, "preparer off");
+    assert!(
+        off["recording"]["chunk_preparation"].is_null(),
+        "{}",
+        off["recording"]
+    );
     assert!(
         meta_off.get("chunk_preparation").is_none(),
         "CONTEND_PREPARE_CHUNKS=0: {}",

@@ -7,7 +7,7 @@ use crate::report::compared::{metrics, Comparable, ComparedPart, Metric, MetricG
 use crate::report::layout::{
     take_top, titled_comparison_panels, Body, Cell, Column, Panel, Row, Table,
 };
-use crate::report::{RenderOptions, ReportSection};
+use crate::report::{fmt, RenderOptions, ReportSection};
 
 /// Metric group of the recording cost.
 pub const COST: MetricGroup = MetricGroup("recording_cost");
@@ -177,6 +177,19 @@ impl ReportSection for RecordingReport {
                 "Service-time events",
                 Cell::Ns(ev.modelled_ns),
                 &note,
+            ));
+        }
+        if let Some(p) = &self.chunk_preparation {
+            rows.push(row(
+                "chunk_preparation",
+                "Chunks prepared by the launcher",
+                Cell::Ns(p.launcher_cpu_ns),
+                &format!(
+                    "the launcher's CPU time, not the program's: {} of the program's chunk claims found their chunk \
+                     ready ({} prepared) and wrote no zeros of their own",
+                    fmt::int_plain(p.claims_prepared),
+                    fmt::int_plain(p.chunks_prepared)
+                ),
             ));
         }
         let table = Table {

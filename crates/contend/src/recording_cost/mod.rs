@@ -80,6 +80,25 @@ pub struct RecordingReport {
     /// The service-time sampler's scheduler events, when it used them
     /// (`meta.json` `sampler`); `null` otherwise and in older recordings.
     pub scheduler_events: Option<SchedulerEvents>,
+    /// What the launcher's chunk preparer did (`meta.json`
+    /// `chunk_preparation`): work taken out of the program's chunk
+    /// claims and done by the launcher; `null` when it did not run and in
+    /// older recordings.
+    pub chunk_preparation: Option<ChunkPreparation>,
+}
+
+/// The launcher's chunk preparer (docs/trace-format.md, "Chunks prepared
+/// by the launcher"): the zeros the program's chunk claims did not write
+/// because their chunks were made ready ahead, outside the program.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct ChunkPreparation {
+    /// Chunks the launcher prepared, all traces.
+    pub chunks_prepared: u64,
+    /// The program's chunk claims that took a prepared chunk.
+    pub claims_prepared: u64,
+    /// The preparer's CPU time, ns: the launcher's, not the program's,
+    /// so not in `cost.estimated_ns`.
+    pub launcher_cpu_ns: u64,
 }
 
 /// What the service-time sampler's scheduler events cost the program: the
@@ -555,6 +574,14 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             left_at_s: s
                 .switched_at_ns
                 .map(|at| at.saturating_sub(meta.start_monotonic_ns) as f64 / 1e9),
+        })
+    });
+    r.chunk_preparation = recording.meta.as_ref().and_then(|meta| {
+        let p = meta.chunk_preparation.as_ref()?;
+        Some(ChunkPreparation {
+            chunks_prepared: p.chunks_prepared,
+            claims_prepared: p.claims_prepared,
+            launcher_cpu_ns: p.cpu_ns,
         })
     });
     r.by_thread.sort_by(|a, b| {
