@@ -162,13 +162,20 @@ pub fn name_by_creation(set: &EventSet, names: &mut [String], created: &[Option<
     }
 }
 
+/// The most thread ids a joined thread's name lists
+/// ([`name_joined_threads`]).
+pub const JOINED_TIDS_NAMED: usize = 3;
+
 /// Names the joined threads of `set` (objects of [`Primitive::Join`], whose
 /// address is a `pthread_t`) by the kernel thread ids whose ends posted
 /// them: `thread 4242 (worker)`, with the thread's name when the recording
 /// has it; `thread 4242, 4250` when the `pthread_t` was reused by a later
-/// thread after a join. A joined thread whose end was not recorded (it
-/// recorded nothing) keeps its other name. One pass over the events, made
-/// only when the set has joins.
+/// thread after a join, and past [`JOINED_TIDS_NAMED`] threads `thread
+/// 4242, 4250, 4258 and 125 more (one pthread_t reused)` (a program that
+/// starts threads in batches reuses a few `pthread_t`s for all of them).
+/// A joined thread whose end was not recorded (it recorded nothing) keeps
+/// its other name. One pass over the events, made only when the set has
+/// joins.
 ///
 /// [`Primitive::Join`]: contend_trace::Primitive::Join
 pub fn name_joined_threads(set: &EventSet, names: &mut [String]) {
@@ -192,10 +199,16 @@ pub fn name_joined_threads(set: &EventSet, names: &mut [String]) {
         let info = &set.threads[first as usize];
         let tids: Vec<String> = threads
             .iter()
+            .take(JOINED_TIDS_NAMED)
             .map(|&t| set.threads[t as usize].tid.to_string())
             .collect();
         *name = match (&info.name, threads.len()) {
             (Some(comm), 1) => format!("thread {} ({comm})", info.tid),
+            (_, n) if n > JOINED_TIDS_NAMED => format!(
+                "thread {} and {} more (one pthread_t reused)",
+                tids.join(", "),
+                n - JOINED_TIDS_NAMED
+            ),
             _ => format!("thread {}", tids.join(", ")),
         };
     }

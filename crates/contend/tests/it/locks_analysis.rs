@@ -493,3 +493,41 @@ fn union_length_by_hand() {
     assert_eq!(union_length(&mut v), 5 + 20 + 1);
     assert_eq!(union_length(&mut []), 0);
 }
+
+#[test]
+fn a_joined_thread_is_named_by_its_tids_and_a_much_reused_pthread_t_briefly() {
+    // Threads 2–6 end one after the other on the same pthread_t X (a
+    // program that starts its threads one batch at a time reuses a few
+    // pthread_t values for all of them); threads 7 and 8 on Y.
+    const X: u64 = 0x7f00_0000_1000;
+    const Y: u64 = 0x7f00_0000_2000;
+    let mut threads = vec![(
+        1,
+        (0..7)
+            .flat_map(|i| {
+                let (o, t) = if i < 5 { (X, 1000 * i) } else { (Y, 1000 * i) };
+                [op(t + 10, Join, Request, o), op(t + 900, Join, Acquired, o)]
+            })
+            .collect::<Vec<_>>(),
+    )];
+    for (k, tid) in (2..=8).enumerate() {
+        let o = if tid <= 6 { X } else { Y };
+        threads.push((tid, vec![op(1000 * k as u64 + 800, Join, Release, o)]));
+    }
+    let set = pair(&threads);
+    let mut names: Vec<String> = set
+        .objects
+        .iter()
+        .map(|o| format!("{:#x}", o.address))
+        .collect();
+    contend::locks::creation::name_joined_threads(&set, &mut names);
+    let name_of = |a: u64| {
+        let i = set.objects.iter().position(|o| o.address == a).unwrap();
+        names[i].clone()
+    };
+    assert_eq!(
+        name_of(X),
+        "thread 2, 3, 4 and 2 more (one pthread_t reused)"
+    );
+    assert_eq!(name_of(Y), "thread 7, 8");
+}
