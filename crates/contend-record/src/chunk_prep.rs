@@ -28,7 +28,8 @@
 //! counts itself in `claims_prepared`. Where a step fails (a file system
 //! without `fallocate`, a kernel without `MADV_POPULATE_WRITE`, a full
 //! disk) that trace is left to the collector's own path, as without the
-//! preparer.
+//! preparer; and it prepares nothing that would leave the file system
+//! with less than [`KEEP_FREE_BYTES`] free.
 //!
 //! The thread looks at the traces every [`POLL_MIN`] while chunks are
 //! being claimed and backs off to [`POLL_MAX`] when none are, so an idle
@@ -63,6 +64,9 @@ pub const POLL_MIN: Duration = Duration::from_millis(2);
 pub const POLL_MAX: Duration = Duration::from_millis(200);
 /// Chunks mapped and faulted in per `mmap` of the preparer.
 const BATCH: u32 = 64;
+/// Free space the preparer leaves to the claims themselves: it prepares
+/// nothing that would leave the file system with less.
+pub const KEEP_FREE_BYTES: u64 = 64 << 20;
 /// The most traces looked after at once (each holds a descriptor and a
 /// mapping of its header); the traces of processes that ended are let
 /// go.
@@ -155,7 +159,7 @@ fn run(locks_dir: &Path, rx: &mpsc::Receiver<()>) -> ChunkPrepMeta {
 fn add_finished(stats: &mut ChunkPrepMeta, t: &Trace) {
     stats.traces += 1;
     stats.claims_prepared += u64::from(t.field(header::CLAIMS_PREPARED).load(Ordering::Relaxed));
-    if let Some(why) = &t.given_up_because {
+    if let Some(why) = &t.note {
         stats.notes.push(format!("{}: {why}", t.path.display()));
     }
 }
@@ -215,7 +219,7 @@ struct Trace {
     ahead: u32,
     claimed_before: u32,
     given_up: bool,
-    given_up_because: Option<String>,
+    note: Option<String>,
 }
 
 // SAFETY: the header mapping is owned by the Trace and only used by the
@@ -277,7 +281,7 @@ impl Trace {
             ahead: AHEAD_MIN,
             claimed_before: 0,
             given_up: false,
-            given_up_because: None,
+            note: None,
         };
         t.prepared = t.field(header::CHUNKS_PREPARED).load(Ordering::Acquire);
         Ok(Some(t))
@@ -319,6 +323,16 @@ impl Trace {
             return moved;
         }
         let from = self.prepared.max(claimed);
+        if !self.room_for(target - from) {
+            // the last of a nearly full file system is left to the claims
+            if self.note.is_none() {
+                self.note = Some(format!(
+                    "chunks not prepared while the file system had less than {} MiB free",
+                    KEEP_FREE_BYTES >> 20
+                ));
+            }
+            return moved;
+        }
         match self.prepare(from, target) {
             Ok(()) => {
                 stats.chunks_prepared += u64::from(target - from);
@@ -328,10 +342,27 @@ impl Trace {
             }
             Err(e) => {
                 self.given_up = true;
-                self.given_up_because = Some(format!("chunks not prepared: {e}"));
+                self.note = Some(format!("chunks not prepared: {e}"));
             }
         }
         moved
+    }
+
+    /// Whether the file system keeps [`KEEP_FREE_BYTES`] free after `n`
+    /// more prepared chunk heads (and one page of extension). Preparing
+    /// ahead takes space before the claims that will use it; on a nearly
+    /// full file system that space is left to the claims themselves.
+    fn room_for(&self, n: u32) -> bool {
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+        // SAFETY: fstatvfs fills the struct for our descriptor.
+        if unsafe { libc::fstatvfs(self.file.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        // SAFETY: zero-initialised and filled by fstatvfs.
+        let st = unsafe { st.assume_init() };
+        let free = u64::from(st.f_bavail).saturating_mul(st.f_frsize);
+        let need = u64::from(n) * PREPARED_HEAD_BYTES + 4096;
+        free >= need.saturating_add(KEEP_FREE_BYTES)
     }
 
     /// Prepares chunks `from..to`: the file extended over them, their
@@ -400,7 +431,14 @@ fn populate_heads(file: &File, off: u64, len: u64, chunk_size: u64) -> std::io::
             )
         };
         if r != 0 {
-            result = Err(std::io::Error::last_os_error());
+            let e = std::io::Error::last_os_error();
+            // MADV_POPULATE_WRITE says EFAULT where the file system
+            // could not give the pages (a full disk)
+            result = Err(if e.raw_os_error() == Some(libc::EFAULT) {
+                std::io::Error::other("the file system could not provide the pages (full?)")
+            } else {
+                e
+            });
             break;
         }
         at += chunk_size as usize;

@@ -336,3 +336,42 @@ fn seeded_random_damage_to_any_file_never_panics() {
         }
     }
 }
+
+/// On a nearly full file system the launcher's chunk preparer takes no
+/// space ahead of the claims (crates/contend-record/src/chunk_prep.rs,
+/// `KEEP_FREE_BYTES`): it prepares nothing, says why, and the program and
+/// its recording are as without it.
+#[test]
+fn no_chunks_are_prepared_on_a_nearly_full_file_system() {
+    let _serial = serial();
+    let tmp = tempdir();
+    let mnt = tmp.path().join("small-tmpfs");
+    let _mounted = match mount_small_tmpfs(&mnt) {
+        Ok(guard) => guard,
+        Err(why) => {
+            eprintln!("SKIP {}: {why}", module_path!());
+            return;
+        }
+    };
+    let exe = build("thread_churn.c", &[]);
+    let dir = mnt.join("rec");
+    let mut cmd = record_command(&dir, &exe, &["10", "16", "5", "5"]);
+    cmd.env_remove("CONTEND_PREPARE_CHUNKS");
+    let rec = run_timeout(cmd, RUN_TIMEOUT);
+    assert!(rec.success(), "{}", rec.describe());
+    assert!(
+        rec.stdout.contains("acquisitions=800 "),
+        "{}",
+        rec.describe()
+    );
+    let meta = meta(&dir);
+    let prep = &meta["chunk_preparation"];
+    assert_eq!(prep["chunks_prepared"].as_u64(), Some(0), "{prep}");
+    assert_eq!(prep["claims_prepared"].as_u64(), Some(0), "{prep}");
+    assert!(
+        prep["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("less than 64 MiB free")),
+        "{prep}"
+    );
+}
