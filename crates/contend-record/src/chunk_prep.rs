@@ -360,7 +360,7 @@ impl Trace {
         }
         // SAFETY: zero-initialised and filled by fstatvfs.
         let st = unsafe { st.assume_init() };
-        let free = u64::from(st.f_bavail).saturating_mul(st.f_frsize);
+        let free = st.f_bavail.saturating_mul(st.f_frsize);
         let need = u64::from(n) * PREPARED_HEAD_BYTES + 4096;
         free >= need.saturating_add(KEEP_FREE_BYTES)
     }
