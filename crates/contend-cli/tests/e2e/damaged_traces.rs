@@ -139,6 +139,38 @@ fn mount_small_tmpfs(at: &Path) -> Result<Unmount, String> {
     Ok(Unmount(at.to_path_buf()))
 }
 
+/// An 8 MiB tmpfs in a temporary directory, unmounted (first) and removed
+/// when dropped.
+struct SmallTmpfs {
+    // fields drop in this order: unmounted before the directory is removed
+    _mounted: Unmount,
+    mnt: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl SmallTmpfs {
+    /// Mounts it, or says why the test `test` is skipped and returns None.
+    fn mount(test: &str) -> Option<SmallTmpfs> {
+        let tmp = tempdir();
+        let mnt = tmp.path().join("small-tmpfs");
+        match mount_small_tmpfs(&mnt) {
+            Ok(guard) => Some(SmallTmpfs {
+                _mounted: guard,
+                mnt,
+                _tmp: tmp,
+            }),
+            Err(why) => {
+                eprintln!("SKIP {test}: {why}");
+                None
+            }
+        }
+    }
+
+    fn path(&self) -> &Path {
+        &self.mnt
+    }
+}
+
 /// A lock-heavy program recorded into a small tmpfs until the file system
 /// is full: the trace file is sparse, with holes where the collector could
 /// not get room (the rest of a thread's chunk, or chunks claimed but never
@@ -151,17 +183,10 @@ fn mount_small_tmpfs(at: &Path) -> Result<Unmount, String> {
 #[test]
 fn report_of_a_recording_on_a_file_system_that_filled_up() {
     let _serial = serial();
-    let tmp = tempdir();
-    let mnt = tmp.path().join("small-tmpfs");
-    // Declared after `tmp`, so unmounted before `tmp` is removed, whatever
-    // happens in between.
-    let _mounted = match mount_small_tmpfs(&mnt) {
-        Ok(guard) => guard,
-        Err(why) => {
-            eprintln!("SKIP {}: {why}", module_path!());
-            return;
-        }
+    let Some(small) = SmallTmpfs::mount(module_path!()) else {
+        return;
     };
+    let mnt = small.path();
     let exe = build_source(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sharequeue/sharequeue.c"),
         &[],
@@ -344,15 +369,10 @@ fn seeded_random_damage_to_any_file_never_panics() {
 #[test]
 fn no_chunks_are_prepared_on_a_nearly_full_file_system() {
     let _serial = serial();
-    let tmp = tempdir();
-    let mnt = tmp.path().join("small-tmpfs");
-    let _mounted = match mount_small_tmpfs(&mnt) {
-        Ok(guard) => guard,
-        Err(why) => {
-            eprintln!("SKIP {}: {why}", module_path!());
-            return;
-        }
+    let Some(small) = SmallTmpfs::mount(module_path!()) else {
+        return;
     };
+    let mnt = small.path();
     let exe = build("thread_churn.c", &[]);
     let dir = mnt.join("rec");
     let mut cmd = record_command(&dir, &exe, &["10", "16", "5", "5"]);
