@@ -207,7 +207,7 @@ struct Trace {
     path: PathBuf,
     file: File,
     /// The header page, mapped shared and writable.
-    header: *mut u8,
+    header: SharedMap,
     /// The traced process (header `pid`).
     pid: u32,
     chunk_size: u64,
@@ -220,17 +220,6 @@ struct Trace {
     claimed_before: u32,
     given_up: bool,
     note: Option<String>,
-}
-
-// SAFETY: the header mapping is owned by the Trace and only used by the
-// thread that holds it.
-unsafe impl Send for Trace {}
-
-impl Drop for Trace {
-    fn drop(&mut self) {
-        // SAFETY: mapped in Trace::open with this length, unmapped once.
-        unsafe { libc::munmap(self.header.cast(), format::HEADER_SIZE) };
-    }
 }
 
 impl Trace {
@@ -254,25 +243,12 @@ impl Trace {
         {
             return Err(std::io::Error::other("not a lock trace of this layout"));
         }
-        // SAFETY: a shared mapping of the file's first page (the file is at
-        // least that long: its header was read), released in Drop.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                format::HEADER_SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        // the file is at least one header long: its header was read
+        let header_map = SharedMap::new(&file, 0, format::HEADER_SIZE)?;
         let mut t = Trace {
             path: path.to_path_buf(),
             file,
-            header: map.cast(),
+            header: header_map,
             pid: u32_at(header::PID),
             chunk_size,
             data_offset,
@@ -301,7 +277,7 @@ impl Trace {
         // SAFETY: `off` is a 4-byte aligned offset inside the mapped
         // header page, which lives as long as self; the collector accesses
         // these fields atomically too.
-        unsafe { &*self.header.add(off).cast::<AtomicU32>() }
+        unsafe { &*self.header.base.add(off).cast::<AtomicU32>() }
     }
 
     /// One look: prepares chunks when the claims came close to the
@@ -399,33 +375,19 @@ impl Trace {
 /// (`MADV_POPULATE_WRITE`, Linux 5.14), then unmaps it.
 fn populate_heads(file: &File, off: u64, len: u64, chunk_size: u64) -> std::io::Result<()> {
     let len = usize::try_from(len).map_err(std::io::Error::other)?;
-    // SAFETY: a fresh shared mapping of a range the file covers (extended
-    // by fallocate before), unmapped below; nothing is stored through it.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            off as libc::off_t,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
+    // a range the file covers (extended by fallocate before); nothing is
+    // stored through the mapping
+    let map = SharedMap::new(file, off, len)?;
     // Without read-ahead: a fault on a hole of the file would otherwise
     // read (zero-fill) the whole chunk and more into the page cache, not
     // just the head (most of the preparer's time in a first version).
     // SAFETY: advice on the mapping made above.
-    unsafe { libc::madvise(base, len, libc::MADV_RANDOM) };
-    let mut result = Ok(());
-    let mut at = 0usize;
-    while at < len {
+    unsafe { libc::madvise(map.base.cast(), len, libc::MADV_RANDOM) };
+    for at in (0..len).step_by(chunk_size as usize) {
         // SAFETY: inside the mapping made above.
         let r = unsafe {
             libc::madvise(
-                base.cast::<u8>().add(at).cast(),
+                map.base.add(at).cast(),
                 PREPARED_HEAD_BYTES as usize,
                 libc::MADV_POPULATE_WRITE,
             )
@@ -434,18 +396,56 @@ fn populate_heads(file: &File, off: u64, len: u64, chunk_size: u64) -> std::io::
             let e = std::io::Error::last_os_error();
             // MADV_POPULATE_WRITE says EFAULT where the file system
             // could not give the pages (a full disk)
-            result = Err(if e.raw_os_error() == Some(libc::EFAULT) {
+            return Err(if e.raw_os_error() == Some(libc::EFAULT) {
                 std::io::Error::other("the file system could not provide the pages (full?)")
             } else {
                 e
             });
-            break;
         }
-        at += chunk_size as usize;
     }
-    // SAFETY: the mapping made above, with its length.
-    unsafe { libc::munmap(base, len) };
-    result
+    Ok(())
+}
+
+/// A shared, writable mapping of `len` bytes of a file from `off`,
+/// unmapped when dropped.
+struct SharedMap {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by the SharedMap and used only by the
+// thread that holds it.
+unsafe impl Send for SharedMap {}
+
+impl SharedMap {
+    fn new(file: &File, off: u64, len: usize) -> std::io::Result<SharedMap> {
+        // SAFETY: a fresh shared mapping of the caller's range of the
+        // file, unmapped in Drop.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                off as libc::off_t,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(SharedMap {
+            base: base.cast(),
+            len,
+        })
+    }
+}
+
+impl Drop for SharedMap {
+    fn drop(&mut self) {
+        // SAFETY: mapped in SharedMap::new with this length, unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
 }
 
 #[cfg(test)]
