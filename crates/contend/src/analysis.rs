@@ -223,7 +223,7 @@ pub fn analyze_using<'r>(
     }
     report.warnings.extend(symbols.module_warnings());
     // One name per OpenMP lock across the sections.
-    crate::locks::name_openmp_hand_overs(&mut report);
+    crate::locks::name_hand_overs_by_sections(&mut report);
     Analysis {
         recording,
         report,

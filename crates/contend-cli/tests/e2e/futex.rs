@@ -311,3 +311,87 @@ fn rust_std_mutex_and_condvar() {
         eprintln!("disturbed run ({got} vs {measured} ns), again");
     }
 }
+
+/// A futex word on the heap (a Rust `Arc<Mutex>`) has no symbol, and its
+/// address changes from run to run: it is named after the line of the
+/// program that waits on it (with stacks: the worker's `lock()`, where
+/// most of the wait is), or, when every wait is inside the standard
+/// library (no stacks), after the line whose unlocks woke the waiters
+/// (main's `drop`, its copies in the unrolled loop one call site). The
+/// critical path's futex hand-overs name it the same way; the address
+/// stays in `address`.
+#[test]
+fn a_heap_futex_word_is_named_after_the_lines_that_use_it() {
+    require_tool!("rustc");
+    let _serial = serial();
+    let build_dir = tempdir();
+    let exe = build_rust("rust_heap_mutex.rs", build_dir.path());
+    let lock_line = line_of("rust_heap_mutex.rs", "HEAP_LOCK_SITE");
+    let unlock_line = line_of("rust_heap_mutex.rs", "HEAP_MAIN_UNLOCK_SITE");
+    let record = |stacks: bool| {
+        let dir = tempdir();
+        let rec = dir.path().join("rec");
+        let mut cmd = std::process::Command::new(contend_bin());
+        cmd.arg("record");
+        if stacks {
+            cmd.args(["--stack-every", "1"]);
+        }
+        cmd.arg("-o").arg(&rec).arg("--").arg(&exe);
+        let out = run_timeout(cmd, RUN_TIMEOUT);
+        assert!(out.success(), "record failed:\n{}", out.describe());
+        let rounds = program_values(&out)["rounds"] as u64;
+        (report_json(&rec), rounds)
+    };
+    let the_word = |report: &Value| -> Value {
+        let words = report["futex"]["by_word"].as_array().expect("by_word");
+        assert_eq!(words.len(), 1, "one futex word: {words:?}");
+        let w = words[0].clone();
+        assert_eq!(w["kind"], "mutex", "{w}");
+        let address = w["address"].as_str().unwrap();
+        assert!(address.starts_with("0x"), "{w}");
+        w
+    };
+    let hand_overs_name = |report: &Value, name: &str| {
+        let rows = report["locks"]["critical_path"]["across"]["hand_overs"]
+            .as_array()
+            .expect("across.hand_overs");
+        let futex: Vec<&Value> = rows.iter().filter(|r| r["source"] == "futex").collect();
+        assert!(
+            !futex.is_empty(),
+            "main's last wait is on the word: {rows:?}"
+        );
+        for r in futex {
+            assert_eq!(r["object"], name, "{r}");
+        }
+    };
+
+    let (report, rounds) = record(true);
+    let w = the_word(&report);
+    let name = format!(
+        "mutex waited on at rust_heap_mutex.rs:{lock_line} (rust_heap_mutex::contend_on_lock)"
+    );
+    assert_eq!(w["name"], name.as_str(), "{w}");
+    assert_eq!(u(&w, "events"), rounds + 1, "{w}");
+    hand_overs_name(&report, &name);
+
+    let (report, rounds) = record(false);
+    let w = the_word(&report);
+    let sites = report["futex"]["by_site"].as_array().expect("by_site");
+    let main_unlocks: Vec<&Value> = sites
+        .iter()
+        .filter(|s| s["function"] == "rust_heap_mutex::main" && s["line"] == unlock_line)
+        .collect();
+    if main_unlocks.is_empty() {
+        // this rustc did not inline the unlock's wake into main: every
+        // site is the standard library's, and the word keeps its address
+        assert_eq!(w["name"], w["address"], "{w}; sites {sites:?}");
+    } else {
+        assert_eq!(main_unlocks.len(), 1, "one row per line: {sites:?}");
+        assert_eq!(u(main_unlocks[0], "wakes"), rounds, "{sites:?}");
+        assert_eq!(u(main_unlocks[0], "waiters_woken"), rounds, "{sites:?}");
+        let name =
+            format!("mutex woken at rust_heap_mutex.rs:{unlock_line} (rust_heap_mutex::main)");
+        assert_eq!(w["name"], name.as_str(), "{w}");
+        hand_overs_name(&report, &name);
+    }
+}

@@ -660,6 +660,20 @@ pub struct FutexReport {
     pub sources: Vec<FutexSourceRow>,
 }
 
+impl FutexReport {
+    /// Each word's name by (pid, address), for the parts of the report
+    /// that show a futex word elsewhere (the critical path's hand-overs).
+    pub fn word_names(&self) -> FxHashMap<(u32, u64), &str> {
+        self.by_word
+            .iter()
+            .filter_map(|row| {
+                let a = u64::from_str_radix(row.address.trim_start_matches("0x"), 16).ok()?;
+                Some(((row.pid, a), row.name.as_str()))
+            })
+            .collect()
+    }
+}
+
 /// Totals of the futex section.
 #[derive(Debug, Clone, Serialize, Default, PartialEq)]
 pub struct FutexSummary {
@@ -1345,7 +1359,13 @@ pub fn aggregate_on_path(
     let mut site_of = |process: u32, site: u64, stack: u32| -> usize {
         let (_, i) = *site_cache.entry((process, site, stack)).or_insert_with(|| {
             let (address, r, names) = user_site(recording, symbols, ev, process, site, stack);
-            if let Some(i) = sites.iter().position(|s| s.0 == process && s.1 == address) {
+            // one row per place shown, as the lock tables have it: the
+            // copies of a call in an unrolled loop, a line in a forked
+            // child and its parent
+            if let Some(i) = sites.iter().position(|s| {
+                (s.0 == process && s.1 == address)
+                    || (s.2.display == r.display && s.2.module == r.module)
+            }) {
                 return (address, i);
             }
             sites.push((process, address, r, names));
@@ -1362,7 +1382,7 @@ pub fn aggregate_on_path(
 
     let mut summary = FutexSummary::default();
     let mut words: BTreeMap<(u32, u64), FutexWordRow> = BTreeMap::new();
-    let mut word_sites: FxHashMap<(u32, u64), BTreeMap<usize, u64>> = FxHashMap::default();
+    let mut word_sites: FxHashMap<(u32, u64), BTreeMap<usize, SiteUse>> = FxHashMap::default();
     // Per word: how many of its waits and wakes went through each (site,
     // command); a kind is inferred once per distinct pair, not per call.
     let mut word_kind: FxHashMap<(u32, u64), FxHashMap<(usize, u8), u64>> = FxHashMap::default();
@@ -1420,7 +1440,9 @@ pub fn aggregate_on_path(
             row.handovers += 1;
             row.wake_latency_ns += l;
         }
-        *word_sites.entry(key).or_default().entry(si).or_default() += ns;
+        let used = word_sites.entry(key).or_default().entry(si).or_default();
+        used.wait_ns += ns;
+        used.waits += 1;
         *word_kind
             .entry(key)
             .or_default()
@@ -1451,7 +1473,9 @@ pub fn aggregate_on_path(
         let row = words.entry(key).or_insert_with(|| word_row(c.pid, c.word));
         row.wakes += 1;
         row.waiters_woken += u64::from(w.woken);
-        word_sites.entry(key).or_default().entry(si).or_default();
+        let used = word_sites.entry(key).or_default().entry(si).or_default();
+        used.wakes += 1;
+        used.waiters_woken += u64::from(w.woken);
         let s = site_rows.entry(si).or_default();
         s.wakes += 1;
         s.waiters_woken += u64::from(w.woken);
@@ -1486,9 +1510,19 @@ pub fn aggregate_on_path(
                 .get(&key)
                 .map_or("futex", |calls| most_named_kind(calls, kind_of_site))
                 .to_string();
+            // a word on the heap or the stack: named after the line of the
+            // user's code that waits on it or wakes it
+            if row.name == row.address {
+                if let Some(name) = word_sites
+                    .get(&key)
+                    .and_then(|m| usage_name(&row.kind, m, |si| &sites[si].2))
+                {
+                    row.name = name;
+                }
+            }
             let mut s: Vec<(usize, u64)> = word_sites
                 .get(&key)
-                .map(|m| m.iter().map(|(&i, &ns)| (i, ns)).collect())
+                .map(|m| m.iter().map(|(&i, u)| (i, u.wait_ns)).collect())
                 .unwrap_or_default();
             s.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             for &(i, _) in &s {
@@ -1573,6 +1607,65 @@ pub fn aggregate_on_path(
     }
 }
 
+/// How a futex word's waits and wakes used one call site.
+#[derive(Debug, Clone, Copy, Default)]
+struct SiteUse {
+    /// Σ wait of the waits there, ns.
+    wait_ns: u64,
+    /// Wait calls there.
+    waits: u64,
+    /// Wake calls there.
+    wakes: u64,
+    /// Σ waiters those woke.
+    waiters_woken: u64,
+}
+
+/// The name of a futex word that has no symbol (on the heap or a stack,
+/// whose address changes from run to run), after the call site in the
+/// user's code (not a system header or library: [`is_system_site`]) that
+/// used it most: the one with the most wait time, else the most waits,
+/// else the most waiters woken, else the most wakes (a thread that took
+/// the lock after waiting wakes at every unlock, mostly nobody). `mutex waited on at queue.rs:40 (queue::pop)`, or
+/// `mutex woken at …` when the user's code only wakes it (Rust's
+/// `std::sync::Mutex` waits inside the standard library and wakes from
+/// the inlined unlock); `futex word waited on in …` without line
+/// information. `None` when no site of the word is the user's (record
+/// with `--stack-every 1` to see past the library's waits). `sites` maps
+/// call sites (keys of `used`) to their resolution.
+fn usage_name<'s>(
+    kind: &str,
+    used: &BTreeMap<usize, SiteUse>,
+    sites: impl Fn(usize) -> &'s ResolvedSite,
+) -> Option<String> {
+    let (si, u) = used
+        .iter()
+        .filter(|(&si, _)| !is_system_site(sites(si)))
+        .max_by(|(a, x), (b, y)| {
+            (x.wait_ns, x.waits, x.waiters_woken, x.wakes)
+                .cmp(&(y.wait_ns, y.waits, y.waiters_woken, y.wakes))
+                .then(b.cmp(a))
+        })?;
+    let site = sites(*si);
+    if site.function.is_none() && site.file.is_none() {
+        // an address without a symbol says nothing the address did not
+        return None;
+    }
+    let kind = if kind == "futex" { "futex word" } else { kind };
+    let verb = if u.waits > 0 { "waited on" } else { "woken" };
+    Some(match (&site.file, site.line) {
+        (Some(file), Some(line)) => {
+            let base = std::path::Path::new(file)
+                .file_name()
+                .map_or(file.clone(), |b| b.to_string_lossy().into_owned());
+            match &site.function {
+                Some(f) => format!("{kind} {verb} at {base}:{line} ({f})"),
+                None => format!("{kind} {verb} at {base}:{line}"),
+            }
+        }
+        _ => format!("{kind} {verb} in {}", site.display),
+    })
+}
+
 fn word_row(pid: u32, word: u64) -> FutexWordRow {
     FutexWordRow {
         name: format!("{word:#x}"),
@@ -1585,6 +1678,74 @@ fn word_row(pid: u32, word: u64) -> FutexWordRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A word without a symbol is named after the user's site that used
+    /// it most: a site in the standard library is passed over however
+    /// long its waits; a wait site wins over wake sites, and among wake
+    /// sites the one that woke waiters over one that woke nobody, however
+    /// often; without line information the site's short form is used; a
+    /// bare address or only library sites give no name.
+    #[test]
+    fn a_word_is_named_after_the_users_site_that_used_it_most() {
+        let site = |function: Option<&str>, file: Option<&str>, line: Option<u32>| ResolvedSite {
+            function: function.map(Into::into),
+            file: file.map(Into::into),
+            line,
+            module: Some("/home/u/app".into()),
+            debug: "dwarf",
+            display: format!("{} ({})", function.unwrap_or("??"), file.unwrap_or("?")),
+            ..ResolvedSite::default()
+        };
+        let sites = [
+            site(
+                Some("std::sys::pal::unix::futex::futex_wait"),
+                Some("/rustc/abc/library/std/src/sys/pal/unix/futex.rs"),
+                Some(73),
+            ),
+            site(Some("app::worker"), Some("/home/u/src/app.rs"), Some(40)),
+            site(Some("app::main"), Some("/home/u/src/app.rs"), Some(12)),
+            site(Some("app::pop"), Some("/home/u/src/q.rs"), Some(7)),
+            site(Some("app::push"), None, None),
+            site(None, None, None),
+        ];
+        let used = |uses: &[(usize, SiteUse)]| -> BTreeMap<usize, SiteUse> {
+            uses.iter().copied().collect()
+        };
+        let wait = |wait_ns, waits| SiteUse {
+            wait_ns,
+            waits,
+            ..SiteUse::default()
+        };
+        let wake = |wakes, waiters_woken| SiteUse {
+            wakes,
+            waiters_woken,
+            ..SiteUse::default()
+        };
+        let name =
+            |kind: &str, uses: &[(usize, SiteUse)]| usage_name(kind, &used(uses), |i| &sites[i]);
+        // the library's wait passed over; main's wakes woke the waiters
+        assert_eq!(
+            name(
+                "mutex",
+                &[(0, wait(9_000, 9)), (1, wake(50, 0)), (2, wake(6, 6))]
+            ),
+            Some("mutex woken at app.rs:12 (app::main)".into())
+        );
+        // a wait in the user's code: the longest
+        assert_eq!(
+            name(
+                "condvar",
+                &[(1, wake(6, 6)), (3, wait(10, 1)), (2, wait(20, 1))]
+            ),
+            Some("condvar waited on at app.rs:12 (app::main)".into())
+        );
+        assert_eq!(
+            name("futex", &[(4, wait(5, 1))]),
+            Some("futex word waited on in app::push (?)".into())
+        );
+        assert_eq!(name("mutex", &[(0, wait(5, 1)), (5, wake(1, 1))]), None);
+        assert_eq!(name("mutex", &[(0, wait(5, 1))]), None);
+    }
 
     /// A wait and a wake are 32 bytes each (one per futex call: millions;
     /// they were 64 and 56 with the thread, word and site inline).

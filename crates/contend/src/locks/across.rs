@@ -451,9 +451,10 @@ pub struct AcrossSummary {
 pub struct HandOverRow {
     /// `lock`, `futex` or `openmp`.
     pub source: String,
-    /// The object: lock or futex word (symbol, else address), OpenMP
+    /// The object: lock (its name in the lock tables), futex word (its
+    /// name in the futex section, see [`name_section_objects`]), OpenMP
     /// mutex (kind and its name in the OpenMP section, `critical update`,
-    /// `lock at main._omp_fn.0 (app.c:31)`, see [`name_openmp_mutexes`];
+    /// `lock at main._omp_fn.0 (app.c:31)`, see [`name_section_objects`];
     /// kind and symbol or address without one),
     /// OpenMP barrier (its kind: `implicit barrier`).
     pub object: String,
@@ -472,16 +473,28 @@ pub struct HandOverRow {
     pub count: u64,
     /// Σ wait of the waiting events, ns.
     pub wait_ns: u64,
-    /// An OpenMP mutex's kind name and address (wait id), by which
-    /// [`name_openmp_mutexes`] gives it the OpenMP section's name; `None`
-    /// for other objects. Not in JSON.
+    /// An OpenMP mutex or a futex word, by which [`name_section_objects`]
+    /// gives it the name its own section gives it; `None` for other
+    /// objects. Not in JSON.
     #[serde(skip)]
-    pub openmp_mutex: Option<(&'static str, u64)>,
+    pub section_object: Option<SectionObject>,
+}
+
+/// An object of a hand-over row that another section names
+/// ([`name_section_objects`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SectionObject {
+    /// An OpenMP mutex: its kind name and address (wait id), named as in
+    /// `openmp.mutexes`.
+    OpenmpMutex(&'static str, u64),
+    /// A futex word's address, named as in `futex.by_word`.
+    FutexWord(u64),
 }
 
 /// What a hand-over row says of its object: its name and, for an OpenMP
-/// mutex, its kind name and address ([`HandOverRow::openmp_mutex`]).
-pub type HandOverObject = (String, Option<(&'static str, u64)>);
+/// mutex or a futex word, what its section names
+/// ([`HandOverRow::section_object`]).
+pub type HandOverObject = (String, Option<SectionObject>);
 
 /// (source, object, pid, from tid, to tid) of a hand-over row.
 type HandOverKey = (Source, HandOverObject, u32, u32, u32);
@@ -544,7 +557,7 @@ pub fn summarize(
     let mut rows: Vec<HandOverRow> = rows
         .into_iter()
         .map(
-            |((source, (object, openmp_mutex), pid, from_tid, to_tid), (count, wait_ns))| {
+            |((source, (object, section_object), pid, from_tid, to_tid), (count, wait_ns))| {
                 HandOverRow {
                     source: match source {
                         Source::Lock => "lock",
@@ -560,7 +573,7 @@ pub fn summarize(
                     to_name: None,
                     count,
                     wait_ns,
-                    openmp_mutex,
+                    section_object,
                 }
             },
         )
@@ -584,22 +597,35 @@ fn sort_hand_overs(rows: &mut [HandOverRow]) {
     });
 }
 
-/// Names the OpenMP mutexes of the hand-over rows as the OpenMP section
-/// does (`names`: (pid, kind name, address) → name, the section's
-/// `openmp.mutexes`), labelled as the exports' slices are
-/// ([`crate::openmp::mutex_label`]), so that one lock has one name in the
-/// report: a lock without a symbol is `lock at <site>` instead of its
-/// address, which changes from run to run. Rows that come to name the
-/// same object (two locks first taken at one site) are added together;
-/// the order is made again.
-pub fn name_openmp_mutexes(s: &mut AcrossSummary, names: &FxHashMap<(u32, &str, u64), &str>) {
+/// Names the OpenMP mutexes and futex words of the hand-over rows as
+/// their sections do, so that one object has one name in the report: an
+/// OpenMP mutex by `openmp` ((pid, kind name, address) → name, the
+/// section's `openmp.mutexes`), labelled as the exports' slices are
+/// ([`crate::openmp::mutex_label`]); a futex word by `futex` ((pid,
+/// address) → name, `futex.by_word`). A lock or word without a symbol is
+/// then named after its site (`lock at <site>`, `mutex waited on at
+/// <site>`) instead of its address, which changes from run to run. Rows
+/// that come to name the same object (two locks first taken at one site)
+/// are added together; the order is made again.
+pub fn name_section_objects(
+    s: &mut AcrossSummary,
+    openmp: &FxHashMap<(u32, &str, u64), &str>,
+    futex: &FxHashMap<(u32, u64), &str>,
+) {
     let mut renamed = false;
     for row in &mut s.hand_overs {
-        if let Some((kind, address)) = row.openmp_mutex {
-            if let Some(name) = names.get(&(row.pid, kind, address)) {
-                row.object = crate::openmp::mutex_label(kind, name);
-                renamed = true;
+        let name = match row.section_object {
+            Some(SectionObject::OpenmpMutex(kind, address)) => openmp
+                .get(&(row.pid, kind, address))
+                .map(|name| crate::openmp::mutex_label(kind, name)),
+            Some(SectionObject::FutexWord(word)) => {
+                futex.get(&(row.pid, word)).map(|name| name.to_string())
             }
+            None => None,
+        };
+        if let Some(name) = name {
+            renamed |= name != row.object;
+            row.object = name;
         }
     }
     if !renamed {
@@ -641,6 +667,7 @@ mod tests {
     /// rows are in order again (most hand-overs first).
     #[test]
     fn openmp_mutexes_take_the_sections_names() {
+        use SectionObject::OpenmpMutex;
         let row = |source: &str, object: &str, mutex, from_tid, count, wait_ns| HandOverRow {
             source: source.into(),
             object: object.into(),
@@ -651,16 +678,44 @@ mod tests {
             to_name: None,
             count,
             wait_ns,
-            openmp_mutex: mutex,
+            section_object: mutex,
         };
         let mut s = AcrossSummary {
             hand_overs: vec![
                 row("lock", "queue", None, 1, 4, 40),
-                row("openmp", "lock 0x10", Some(("lock", 0x10)), 1, 3, 7),
-                row("openmp", "lock 0x20", Some(("lock", 0x20)), 1, 2, 5),
-                row("openmp", "lock 0x20", Some(("lock", 0x20)), 2, 2, 1),
+                row(
+                    "openmp",
+                    "lock 0x10",
+                    Some(OpenmpMutex("lock", 0x10)),
+                    1,
+                    3,
+                    7,
+                ),
+                row(
+                    "openmp",
+                    "lock 0x20",
+                    Some(OpenmpMutex("lock", 0x20)),
+                    1,
+                    2,
+                    5,
+                ),
+                row(
+                    "openmp",
+                    "lock 0x20",
+                    Some(OpenmpMutex("lock", 0x20)),
+                    2,
+                    2,
+                    1,
+                ),
                 row("openmp", "implicit barrier", None, 1, 1, 9),
-                row("openmp", "critical 0x30", Some(("critical", 0x30)), 1, 1, 2),
+                row(
+                    "openmp",
+                    "critical 0x30",
+                    Some(OpenmpMutex("critical", 0x30)),
+                    1,
+                    1,
+                    2,
+                ),
             ],
             ..AcrossSummary::default()
         };
@@ -672,7 +727,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        name_openmp_mutexes(&mut s, &names);
+        name_section_objects(&mut s, &names, &FxHashMap::default());
         let got: Vec<(&str, &str, u32, u64, u64)> = s
             .hand_overs
             .iter()
@@ -694,6 +749,60 @@ mod tests {
                 ("openmp", "lock at f (a.c:3)", 2, 2, 1),
                 ("openmp", "implicit barrier", 1, 1, 9),
                 ("openmp", "critical 0x30", 1, 1, 2),
+            ]
+        );
+    }
+
+    /// Futex words take the futex section's names: two heap words waited
+    /// on at one line become one row per pair of threads (4 + 1
+    /// hand-overs); a word the section does not name keeps its address,
+    /// as does an OpenMP mutex named by neither map.
+    #[test]
+    fn futex_words_take_the_futex_sections_names() {
+        let row = |object: &str, word, from_tid, count| HandOverRow {
+            source: "futex".into(),
+            object: object.into(),
+            pid: 7,
+            from_tid,
+            to_tid: 9,
+            from_name: None,
+            to_name: None,
+            count,
+            wait_ns: count * 10,
+            section_object: Some(SectionObject::FutexWord(word)),
+        };
+        let mut s = AcrossSummary {
+            hand_overs: vec![
+                row("0x10", 0x10, 1, 4),
+                row("0x20", 0x20, 1, 1),
+                row("0x30", 0x30, 1, 3),
+                HandOverRow {
+                    source: "openmp".into(),
+                    section_object: Some(SectionObject::OpenmpMutex("lock", 0x40)),
+                    ..row("lock 0x40", 0, 2, 2)
+                },
+            ],
+            ..AcrossSummary::default()
+        };
+        let futex: FxHashMap<(u32, u64), &str> = [
+            ((7, 0x10), "mutex waited on at q.rs:4 (q::pop)"),
+            ((7, 0x20), "mutex waited on at q.rs:4 (q::pop)"),
+            ((8, 0x30), "another process's word"),
+        ]
+        .into_iter()
+        .collect();
+        name_section_objects(&mut s, &FxHashMap::default(), &futex);
+        let got: Vec<(&str, u64, u64)> = s
+            .hand_overs
+            .iter()
+            .map(|r| (r.object.as_str(), r.count, r.wait_ns))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("mutex waited on at q.rs:4 (q::pop)", 5, 50),
+                ("0x30", 3, 30),
+                ("lock 0x40", 2, 20),
             ]
         );
     }

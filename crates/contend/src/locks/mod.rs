@@ -387,10 +387,12 @@ fn across_object(
         }
         across::Source::Futex => {
             let w = futex.wait_info(&futex.waits[i]);
+            // the symbol or address until the futex section names it
+            // (`name_hand_overs_by_sections`)
             let name = resolver
                 .object(w.process, w.word)
                 .unwrap_or_else(|| format!("{:#x}", w.word));
-            (name, None)
+            (name, Some(across::SectionObject::FutexWord(w.word)))
         }
         across::Source::Openmp => {
             let e = omp.get(i);
@@ -398,24 +400,25 @@ fn across_object(
                 (e.kind_name().to_string(), None)
             } else {
                 // the symbol or address until the OpenMP section names it
-                // (`name_openmp_hand_overs`)
+                // (`name_hand_overs_by_sections`)
                 let name = resolver
                     .object(e.process, e.object)
                     .unwrap_or_else(|| format!("{:#x}", e.object));
                 (
                     crate::openmp::mutex_label(e.kind_name(), &name),
-                    Some((e.kind_name(), e.object)),
+                    Some(across::SectionObject::OpenmpMutex(e.kind_name(), e.object)),
                 )
             }
         }
     }
 }
 
-/// Gives the OpenMP mutexes among the critical path's hand-overs across
-/// recorders (`locks.critical_path.across.hand_overs`) the names of the
-/// OpenMP section (`openmp.mutexes`), once both sections are made
-/// ([`across::name_openmp_mutexes`]). Does nothing when either is absent.
-pub(crate) fn name_openmp_hand_overs(report: &mut crate::report::Report) {
+/// Gives the OpenMP mutexes and futex words among the critical path's
+/// hand-overs across recorders (`locks.critical_path.across.hand_overs`)
+/// the names of the OpenMP section (`openmp.mutexes`) and the futex
+/// section (`futex.by_word`), once the sections are made
+/// ([`across::name_section_objects`]). Does nothing without the path.
+pub(crate) fn name_hand_overs_by_sections(report: &mut crate::report::Report) {
     // taken out while the OpenMP section is read, then put back
     let Some(mut across) = report
         .section_mut::<LockReport>()
@@ -423,9 +426,15 @@ pub(crate) fn name_openmp_hand_overs(report: &mut crate::report::Report) {
     else {
         return;
     };
-    if let Some(openmp) = report.section::<crate::openmp::OpenMpReport>() {
-        across::name_openmp_mutexes(&mut across, &openmp.mutex_names());
-    }
+    let openmp = report
+        .section::<crate::openmp::OpenMpReport>()
+        .map(|r| r.mutex_names())
+        .unwrap_or_default();
+    let futex = report
+        .section::<crate::futex::FutexReport>()
+        .map(|r| r.word_names())
+        .unwrap_or_default();
+    across::name_section_objects(&mut across, &openmp, &futex);
     if let Some(locks) = report.section_mut::<LockReport>() {
         locks.critical_path.across = Some(across);
     }
