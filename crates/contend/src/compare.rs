@@ -14,7 +14,8 @@
 //! * **item lists**: per-item rows matched by name (`by_lock` by lock
 //!   name, `by_site` by the site's display string, `mpi_by_rank` by rank,
 //!   `mpi_by_site` by operation and site, `openmp_by_mutex` by name,
-//!   `openmp_by_barrier` and `openmp_by_region` by construct); an
+//!   `openmp_by_barrier` and `openmp_by_region` by construct,
+//!   `futex_by_word` by the word's name); an
 //!   item missing from a run has
 //!   no values there (blank, JSON `null`). When a run has several items of
 //!   the same name (the same static object in several processes, heap

@@ -319,7 +319,7 @@ fn rust_std_mutex_and_condvar() {
 /// library (no stacks), after the line whose unlocks woke the waiters
 /// (main's `drop`, its copies in the unrolled loop one call site). The
 /// critical path's futex hand-overs name it the same way; the address
-/// stays in `address`.
+/// stays in `address`; `compare` matches the word of two runs by it.
 #[test]
 fn a_heap_futex_word_is_named_after_the_lines_that_use_it() {
     require_tool!("rustc");
@@ -328,9 +328,11 @@ fn a_heap_futex_word_is_named_after_the_lines_that_use_it() {
     let exe = build_rust("rust_heap_mutex.rs", build_dir.path());
     let lock_line = line_of("rust_heap_mutex.rs", "HEAP_LOCK_SITE");
     let unlock_line = line_of("rust_heap_mutex.rs", "HEAP_MAIN_UNLOCK_SITE");
-    let record = |stacks: bool| {
-        let dir = tempdir();
-        let rec = dir.path().join("rec");
+    let runs = tempdir();
+    let mut run = 0;
+    let mut record = |stacks: bool| {
+        run += 1;
+        let rec = runs.path().join(format!("rec{run}"));
         let mut cmd = std::process::Command::new(contend_bin());
         cmd.arg("record");
         if stacks {
@@ -373,6 +375,33 @@ fn a_heap_futex_word_is_named_after_the_lines_that_use_it() {
     assert_eq!(w["name"], name.as_str(), "{w}");
     assert_eq!(u(&w, "events"), rounds + 1, "{w}");
     hand_overs_name(&report, &name);
+    // a second run: another address, the same name, so `compare` lines
+    // the word up with itself
+    let (again, _) = record(true);
+    assert_eq!(the_word(&again)["name"], name.as_str());
+    let compared = compare_json(
+        &[runs.path().join("rec1"), runs.path().join("rec2")],
+        RUN_TIMEOUT,
+    );
+    let items = compared["futex_by_word"]
+        .as_array()
+        .unwrap_or_else(|| panic!("futex_by_word in {compared}"));
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["name"], name.as_str());
+    let waits = items[0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "events")
+        .unwrap_or_else(|| panic!("events of {}", items[0]))["values"]
+        .clone();
+    let waits: Vec<f64> = waits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(waits, vec![(rounds + 1) as f64; 2], "{}", items[0]);
 
     let (report, rounds) = record(false);
     let w = the_word(&report);

@@ -2,7 +2,9 @@
 //! the futex words (most wait first), their call sites and the threads.
 
 use super::FutexReport;
-use crate::report::compared::{metrics, Comparable, ComparedPart, Metric, MetricGroup, Unit};
+use crate::report::compared::{
+    metrics, Comparable, ComparedPart, Item, ItemList, Metric, MetricGroup, Unit,
+};
 use crate::report::layout::{
     take_top, titled_comparison_panels, Body, Cell, Column, Panel, Row, Table,
 };
@@ -189,11 +191,41 @@ impl ReportSection for FutexReport {
         out
     }
 
+    /// The summary ([`futex_metrics`]) and the futex words matched by
+    /// name (a word on the heap by the line that used it: its address
+    /// changes from run to run, its name does not).
     fn comparable(&self) -> Option<Comparable> {
+        use Unit::{Count, Ns};
         Some(Comparable {
             metrics: futex_metrics(self),
             missing_is_zero: true,
-            lists: Vec::new(),
+            lists: vec![ItemList {
+                key: "futex_by_word",
+                title: "Futex words",
+                caption: "Per futex word, matched by name (a word without a symbol by the line of the program that used it most); blank where a run has no such word.",
+                item_heading: "Word",
+                kind_heading: "Kind",
+                always: false,
+                items: self
+                    .by_word
+                    .iter()
+                    .map(|w| Item {
+                        name: w.name.clone(),
+                        kind: w.kind.clone(),
+                        metrics: metrics(
+                            FUTEX,
+                            "",
+                            vec![
+                                ("events", "Waits", Count, w.events as f64),
+                                ("wait_ns", "Wait", Ns, w.wait_ns as f64),
+                                ("max_wait_ns", "Max wait", Ns, w.max_wait_ns as f64),
+                                ("wakes", "Wakes", Count, w.wakes as f64),
+                                ("critical_wait_ns", "CP wait", Ns, w.critical_wait_ns as f64),
+                            ],
+                        ),
+                    })
+                    .collect(),
+            }],
         })
     }
 

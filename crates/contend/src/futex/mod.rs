@@ -1359,12 +1359,14 @@ pub fn aggregate_on_path(
     let mut site_of = |process: u32, site: u64, stack: u32| -> usize {
         let (_, i) = *site_cache.entry((process, site, stack)).or_insert_with(|| {
             let (address, r, names) = user_site(recording, symbols, ev, process, site, stack);
-            // one row per place shown, as the lock tables have it: the
+            // one row per place shown, as the lock tables have it (the
             // copies of a call in an unrolled loop, a line in a forked
-            // child and its parent
+            // child and its parent), unless the functions they were
+            // reached through differ: those name the kind (a library's
+            // wait inlined into its mutex and into its condition variable)
             if let Some(i) = sites.iter().position(|s| {
                 (s.0 == process && s.1 == address)
-                    || (s.2.display == r.display && s.2.module == r.module)
+                    || (s.2.display == r.display && s.2.module == r.module && s.3 == names)
             }) {
                 return (address, i);
             }
