@@ -215,7 +215,7 @@ fn perfetto_slices_are_the_lock_events() {
             Some(Ok(f)) => f.ticks.len(),
             _ => panic!("the fixture has samples"),
         };
-        for counter in ["Active threads", "Run queue"] {
+        for counter in ["Active threads", "CPUs busy", "Run queue"] {
             let t = tracks
                 .iter()
                 .find(|t| {

@@ -32,9 +32,11 @@
 //!   sender, …) a slice inside it from the call's entry, lasting the wait,
 //!   with the causing rank as argument; a flow per matched message from
 //!   the posting send to the completing receive;
-//! * counter tracks from the service-time samples: active threads
-//!   (service time per interval ÷ interval), the run-queue length, and
-//!   each thread's CPU time rate (its service time ÷ interval).
+//! * counter tracks from the service-time samples, per interval: active
+//!   threads (Σ τ / max τ: the service time all threads received over the
+//!   longest any one received, Venter 2016, Listing 3.3), CPUs busy (the
+//!   service time ÷ the interval), the run-queue length, and each
+//!   thread's CPU time rate (its service time ÷ interval).
 //!
 //! Timestamps are CLOCK_MONOTONIC ns: lock traces through the recording's
 //! clock fit, MPI traces on rank 0's clock (corrected across nodes), the
@@ -1400,8 +1402,18 @@ fn service_counters(
         parent: None,
         kind: TrackKind::Counter {
             pid: 0,
-            name: "Active threads (service time / interval)",
+            name: "Active threads (service time / longest thread's)",
             unit: "threads",
+        },
+    })?;
+    let busy = tracks.fresh();
+    sink.track(&Track {
+        id: busy,
+        parent: None,
+        kind: TrackKind::Counter {
+            pid: 0,
+            name: "CPUs busy (service time / interval)",
+            unit: "CPUs",
         },
     })?;
     let queue = tracks.fresh();
@@ -1431,7 +1443,7 @@ fn service_counters(
     for (n, tick) in file.ticks.iter().enumerate() {
         let t = tick.header.monotonic_ns;
         let dt = t.saturating_sub(prev_t);
-        let mut total = 0u64;
+        let (mut total, mut longest) = (0u64, 0u64);
         for e in &tick.entries {
             let key = (e.pid, e.tid);
             let slot = match threads.entry(key) {
@@ -1466,6 +1478,7 @@ fn service_counters(
             slot.1 = e.run_ns;
             slot.3 = n;
             total += tau;
+            longest = longest.max(tau);
             if dt > 0 {
                 let rate = tau as f64 / dt as f64;
                 sink.counter(slot.0, prev_t, rate)?;
@@ -1482,8 +1495,14 @@ fn service_counters(
                     counts.counter_values += 1;
                 }
             }
-            sink.counter(active, prev_t, total as f64 / dt as f64)?;
-            counts.counter_values += 1;
+            let a = if longest > 0 {
+                total as f64 / longest as f64
+            } else {
+                0.0
+            };
+            sink.counter(active, prev_t, a)?;
+            sink.counter(busy, prev_t, total as f64 / dt as f64)?;
+            counts.counter_values += 2;
         }
         sink.counter(queue, t, f64::from(tick.header.run_queue))?;
         counts.counter_values += 1;

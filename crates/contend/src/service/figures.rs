@@ -1,37 +1,53 @@
-//! The service-time figure: active threads and run-queue length over the
-//! run, from the samples (`service-over-time`).
+//! The service-time figure: active threads, CPUs busy and run-queue
+//! length over the run, from the samples (`service-over-time`).
 
 use contend_trace::service::SampleFile;
 
 use crate::report::figure::{Axis, Figure, Lines, Plot};
 
-/// Per sampling interval: the active threads (the service time all
-/// threads received in it ÷ its length, Venter 2016, Section 3.1.2) and
-/// the system run-queue length at its end, over the seconds since the
-/// target started. `None` with fewer than two samples.
+/// Per sampling interval, over the seconds since the target started: the
+/// active threads, τ / ΔT_cp = Σ τ_j / max τ_j (the service time all
+/// threads received in it over the longest any one received: Venter 2016,
+/// Section 3.1.2, the per-interval term of Listing 3.3, whose average is
+/// the report's "Active threads A, measured"); the CPUs busy, Σ τ_j / ΔT
+/// (the service time over the interval's length: the report's "CPU time /
+/// wall time" per interval, at most n); and the system run-queue length at
+/// its end. Threads taking turns at a lock count as active in both of
+/// their intervals (A assumes a thread waiting for a CPU is active), so A
+/// lies above the CPUs busy where threads wait in the run queue or take
+/// turns. `None` with fewer than two samples.
 pub fn over_time(file: &SampleFile) -> Option<Figure> {
     if file.ticks.len() < 2 {
         return None;
     }
     let start = file.header.start_ns;
-    let mut active = Vec::new();
-    let mut queue = Vec::new();
+    let (mut active, mut busy, mut queue) = (Vec::new(), Vec::new(), Vec::new());
     let intervals = super::intervals(file);
     for ((dt, taus), tick) in intervals.iter().zip(&file.ticks) {
         let x = tick.header.monotonic_ns.saturating_sub(start) as f64 / 1e9;
         if *dt > 0 {
             let tau: u64 = taus.iter().sum();
-            active.push((x, tau as f64 / *dt as f64));
+            let longest = taus.iter().copied().max().unwrap_or(0);
+            active.push((
+                x,
+                if longest > 0 {
+                    tau as f64 / longest as f64
+                } else {
+                    0.0
+                },
+            ));
+            busy.push((x, tau as f64 / *dt as f64));
         }
         queue.push((x, f64::from(tick.header.run_queue)));
     }
     Some(Figure {
         name: "service-over-time".into(),
         title: "Service time over time".into(),
-        caption: "Active threads per sampling interval (service time received by all threads ÷ interval) and the system run-queue length (runnable tasks, the sampler included) at each sample.".into(),
+        caption: "Per sampling interval: the active threads (Σ τ / max τ, the service time all threads received over the longest any one received, Venter 2016, Listing 3.3: threads in the run queue or taking turns at a lock count as active), the CPUs busy (the service time ÷ the interval) and the system run-queue length (runnable tasks, the sampler included) at each sample.".into(),
         plot: Plot::Lines(Lines {
             series: vec![
-                ("Active threads".into(), active),
+                ("Active threads (Στ / max τ)".into(), active),
+                ("CPUs busy (Στ / interval)".into(), busy),
                 ("Run queue".into(), queue),
             ],
             x: Axis::new("Time since start", "s"),

@@ -647,6 +647,51 @@ mod tests {
         b
     }
 
+    /// The figure's lines per interval: two threads that ran 4 + 2 ms,
+    /// then 4 + 1 ms, of 10 ms intervals are 1.5 and 1.25 active threads
+    /// (Σ τ / max τ, as the report's A averages them) but 0.6 and 0.5
+    /// CPUs busy (Σ τ / interval); the run queue as sampled.
+    #[test]
+    fn the_figure_shows_active_threads_and_cpus_busy_per_interval() {
+        let ms = 1_000_000u64;
+        let f = SampleFile::parse(&file_bytes(&[
+            (
+                10,
+                3,
+                vec![entry(7, 7, 4 * ms, true), entry(7, 8, 2 * ms, true)],
+            ),
+            (
+                20,
+                1,
+                vec![entry(7, 7, 8 * ms, false), entry(7, 8, 3 * ms, false)],
+            ),
+        ]))
+        .unwrap();
+        let fig = figures::over_time(&f).expect("two samples");
+        let crate::report::figure::Plot::Lines(lines) = fig.plot else {
+            panic!("a line plot");
+        };
+        let series: Vec<(&str, Vec<(f64, f64)>)> = lines
+            .series
+            .iter()
+            .map(|(name, points)| (name.as_str(), points.clone()))
+            .collect();
+        assert_eq!(
+            series,
+            vec![
+                (
+                    "Active threads (Στ / max τ)",
+                    vec![(0.01, 1.5), (0.02, 1.25)]
+                ),
+                ("CPUs busy (Στ / interval)", vec![(0.01, 0.6), (0.02, 0.5)]),
+                ("Run queue", vec![(0.01, 3.0), (0.02, 1.0)]),
+            ]
+        );
+        // the report's A is their average weighted by max τ
+        let r = analyze(&f).unwrap();
+        assert!(close(r.active_threads, 11.0 / 8.0), "{r:?}");
+    }
+
     /// A thread's delta longer than its interval gives the excess back to
     /// its earlier intervals, the latest first. Worked by hand, ticks 10 ms
     /// apart on 2 CPUs: thread 7 is followed by events that miss 1 ms per
