@@ -1654,18 +1654,14 @@ fn usage_name<'s>(
     }
     let kind = if kind == "futex" { "futex word" } else { kind };
     let verb = if u.waits > 0 { "waited on" } else { "woken" };
-    Some(match (&site.file, site.line) {
-        (Some(file), Some(line)) => {
-            let base = std::path::Path::new(file)
-                .file_name()
-                .map_or(file.clone(), |b| b.to_string_lossy().into_owned());
-            match &site.function {
-                Some(f) => format!("{kind} {verb} at {base}:{line} ({f})"),
-                None => format!("{kind} {verb} at {base}:{line}"),
-            }
-        }
-        _ => format!("{kind} {verb} in {}", site.display),
-    })
+    Some(crate::locks::creation::object_named_at(
+        kind,
+        verb,
+        site.function.as_deref(),
+        site.file.as_deref(),
+        site.line,
+        &site.display,
+    ))
 }
 
 fn word_row(pid: u32, word: u64) -> FutexWordRow {

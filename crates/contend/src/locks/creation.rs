@@ -134,17 +134,40 @@ pub fn creation_name(kind: &str, c: &CreatedAt) -> String {
         (kind, true) => (kind, "created"),
         (kind, false) => (kind, "first used"),
     };
-    match (&c.file, c.line) {
+    object_named_at(
+        kind,
+        verb,
+        c.function.as_deref(),
+        c.file.as_deref(),
+        c.line,
+        &c.display,
+    )
+}
+
+/// `{kind} {verb} at {file name}:{line} ({function})` for an object
+/// named after a line of source (`mutex created at cache.c:41
+/// (cache_new)`, `mutex waited on at app.rs:40 (app::worker)`), without
+/// the function when unknown; `{kind} {verb} in {display}` (the site's
+/// short form) without line information.
+pub fn object_named_at(
+    kind: &str,
+    verb: &str,
+    function: Option<&str>,
+    file: Option<&str>,
+    line: Option<u32>,
+    display: &str,
+) -> String {
+    match (file, line) {
         (Some(file), Some(line)) => {
             let base = Path::new(file)
                 .file_name()
-                .map_or(file.clone(), |b| b.to_string_lossy().into_owned());
-            match &c.function {
+                .map_or(file.into(), |b| b.to_string_lossy());
+            match function {
                 Some(f) => format!("{kind} {verb} at {base}:{line} ({f})"),
                 None => format!("{kind} {verb} at {base}:{line}"),
             }
         }
-        _ => format!("{kind} {verb} in {}", c.display),
+        _ => format!("{kind} {verb} in {display}"),
     }
 }
 
