@@ -38,7 +38,8 @@ impl ReportSection for RecordingReport {
                 Cell::Count(c.operations),
                 &format!(
                     "{} timed records, {} counted acquisitions",
-                    c.records, c.counted
+                    fmt::int_plain(c.records),
+                    fmt::int_plain(c.counted)
                 ),
             ),
             row("bytes", "Trace bytes", Cell::Count(c.bytes), ""),
@@ -93,7 +94,7 @@ impl ReportSection for RecordingReport {
             )),
         }
         if c.method.as_deref() == Some("sampled") {
-            let mut what = format!("{} operations timed in situ", c.samples);
+            let mut what = format!("{} operations timed in situ", fmt::int_plain(c.samples));
             if let Some(w) = c.sampled_record_ns {
                 what.push_str(&format!(", {w:.1} ns per record"));
             }
@@ -161,7 +162,7 @@ impl ReportSection for RecordingReport {
             let mut note = format!(
                 "modelled: {} of the program's records ({scope}) at {} ns each, written by the kernel in its \
                  context switches and wake-ups; not in the estimate above",
-                ev.records,
+                fmt::int_plain(ev.records),
                 contend_trace::meta::EVENT_RECORD_COST_NS
             );
             if let Some(at) = ev.left_at_s {
@@ -170,7 +171,7 @@ impl ReportSection for RecordingReport {
                 ));
             }
             if ev.lost > 0 {
-                note.push_str(&format!("; {} records lost", ev.lost));
+                note.push_str(&format!("; {} records lost", fmt::int_plain(ev.lost)));
             }
             rows.push(row(
                 "scheduler_events",
