@@ -128,6 +128,7 @@ impl Symbols {
         };
         let mut loc = lock(symbolizer).resolve_code(maps, address);
         attribute_to_user_frame(&mut loc);
+        name_inlined_lambda(&mut loc);
         ResolvedSite {
             display: loc.display_short(),
             function: loc.function,
@@ -321,6 +322,79 @@ pub fn attribute_to_user_frame(loc: &mut CodeLocation) {
     }
 }
 
+/// Names a call site in an inlined C++ lambda after its closure type: the
+/// debug information names the lambda's body only `operator()` (GCC gives
+/// an inlined lambda no linkage name; `addr2line` shows the same), so
+/// every lambda of a program would share that name in the tables. The
+/// frames it is inlined into name its closure type in their template
+/// arguments (`std::__invoke_impl<void, main()::<lambda()> >` for a lambda
+/// run by `std::thread`, `std::function` or an algorithm), which is then
+/// the function's name: `main()::<lambda()>`, the lambda in `main`. Left
+/// as it is when no frame names one ([`closure_type`]).
+pub fn name_inlined_lambda(loc: &mut CodeLocation) {
+    if loc.function.as_deref() != Some("operator()") {
+        return;
+    }
+    if let Some(closure) = loc
+        .inlined_into
+        .iter()
+        .find_map(|f| f.function.as_deref().and_then(closure_type))
+    {
+        loc.function = Some(closure.to_string());
+    }
+}
+
+/// The first lambda closure type named in the template arguments of a
+/// function's name as GCC's debug information spells it (`__invoke<void,
+/// ns::Pool::run(int)::<lambda(int)> >` → `ns::Pool::run(int)::<lambda(int)>`):
+/// the template argument that holds the first `::<lambda(`, from after
+/// its `<` or `, ` to its `,` or closing `>` (brackets balanced: a lambda
+/// within a lambda is one type). `None` when the name holds no closure
+/// type.
+pub fn closure_type(name: &str) -> Option<&str> {
+    let at = name.find("::<lambda(")?;
+    let b = name.as_bytes();
+    // backward: the enclosing scope (`f<int>(long)`, `ns::C::m() const`)
+    // to the start of the template argument
+    let mut depth = 0i32;
+    let mut start = 0;
+    for i in (0..at).rev() {
+        match b[i] {
+            b')' | b'>' => depth += 1,
+            b'(' | b'<' if depth > 0 => depth -= 1,
+            b'<' | b',' if depth == 0 => {
+                start = i + 1;
+                break;
+            }
+            _ => {}
+        }
+    }
+    // the space after a template argument list's comma
+    while b.get(start) == Some(&b' ') {
+        start += 1;
+    }
+    if start >= at {
+        return None;
+    }
+    // forward: to the argument's end (a `,` or the list's `>`), past the
+    // closure type and whatever names a lambda inside it
+    let mut depth = 0i32;
+    let mut end = b.len();
+    for (i, &c) in b.iter().enumerate().skip(at) {
+        match c {
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' if depth > 0 => depth -= 1,
+            b'>' | b')' | b',' if depth == 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let closure = name[start..end].trim_end();
+    closure.ends_with('>').then_some(closure)
+}
+
 /// The C, C++ and OpenMP runtime libraries, by file name before `.so` or
 /// a `-` version (`libc.so.6`, `libc-2.31.so`, `ld-linux-x86-64.so.2`):
 /// their code is never the user's, whatever debug information they have.
@@ -446,6 +520,76 @@ mod tests {
         let before = loc.clone();
         attribute_to_user_frame(&mut loc);
         assert_eq!(loc, before);
+    }
+
+    /// Closure types as GCC's debug information names them in template
+    /// arguments: in a function, a member function, a template function,
+    /// a lambda within a lambda, as the first argument; none in a name
+    /// without one or with a bare `<lambda(` (no scope).
+    #[test]
+    fn closure_types_are_found_in_template_arguments() {
+        for (name, closure) in [
+            (
+                "__invoke_impl<void, main()::<lambda()> >",
+                Some("main()::<lambda()>"),
+            ),
+            (
+                "__invoke<ns::Pool::run(int) const::<lambda(int)>, int>",
+                Some("ns::Pool::run(int) const::<lambda(int)>"),
+            ),
+            (
+                "_M_invoke<work<long>(long)::<lambda(std::pair<int, int>)> >",
+                Some("work<long>(long)::<lambda(std::pair<int, int>)>"),
+            ),
+            (
+                "__invoke<main()::<lambda()>::operator()() const::<lambda()> >",
+                Some("main()::<lambda()>::operator()() const::<lambda()>"),
+            ),
+            ("_M_invoke<0>", None),
+            ("_M_run", None),
+            ("f<::<lambda()> >", None),
+        ] {
+            assert_eq!(closure_type(name), closure, "{name}");
+        }
+    }
+
+    /// An inlined lambda's `operator()` takes the closure type of the
+    /// first frame that names one (the std::thread chain's
+    /// `__invoke_impl`); another function, or a lambda whose frames name
+    /// none, keeps its name.
+    #[test]
+    fn an_inlined_lambda_is_named_after_its_closure_type() {
+        let mut loc = CodeLocation {
+            function: Some("operator()".into()),
+            file: Some("/src/app.cpp".into()),
+            line: Some(18),
+            ..CodeLocation::bare(0x1234, Some("/bin/app".into()), 0x234)
+        };
+        loc.inlined_into = vec![
+            frame(
+                "__invoke_impl<void, main()::<lambda()> >",
+                "/usr/include/c++/12/bits/invoke.h",
+                61,
+            ),
+            frame("_M_invoke<0>", "/usr/include/c++/12/bits/std_thread.h", 252),
+            frame("_M_run", "/usr/include/c++/12/bits/std_thread.h", 210),
+        ];
+        name_inlined_lambda(&mut loc);
+        assert_eq!(loc.function.as_deref(), Some("main()::<lambda()>"));
+        assert_eq!(loc.line, Some(18));
+        let mut other = CodeLocation {
+            function: Some("worker".into()),
+            ..loc.clone()
+        };
+        name_inlined_lambda(&mut other);
+        assert_eq!(other.function.as_deref(), Some("worker"));
+        let mut bare = CodeLocation {
+            function: Some("operator()".into()),
+            inlined_into: vec![frame("main", "/src/app.cpp", 30)],
+            ..loc.clone()
+        };
+        name_inlined_lambda(&mut bare);
+        assert_eq!(bare.function.as_deref(), Some("operator()"));
     }
 
     #[test]

@@ -70,3 +70,35 @@ fn cpp_o0_sites_in_a_header_are_explained() {
         });
     assert!(!in_header, "{:#}", report["locks"]["by_site"]);
 }
+
+/// A lambda run by `std::thread` is inlined into libstdc++'s thread entry,
+/// and the debug information names its body only `operator()`: its call
+/// sites take the name of its closure type (`work(long int)::<lambda()>`,
+/// a lambda in `work`) from the frames it is inlined into. (GCC does not
+/// number the closure types there: the two lambdas share the name and are
+/// told apart by line.)
+#[test]
+fn a_lambdas_sites_are_named_after_its_closure_type() {
+    require_tool!("g++");
+    let _serial = serial();
+    let tmp = tempdir();
+    let exe = build("cxx_lambda.cpp", &["-O2"]);
+    let dir = tmp.path().join("rec");
+    record_with(&dir, &exe, &[]);
+    let report = report_json(&dir);
+    let sites = report["locks"]["by_site"].as_array().unwrap();
+    for marker in ["// ADDER-LINE", "// DOUBLER-LINE"] {
+        let line = u64::from(line_of("cxx_lambda.cpp", marker));
+        let site = sites
+            .iter()
+            .find(|s| {
+                s["line"] == line
+                    && s["file"]
+                        .as_str()
+                        .is_some_and(|f| f.ends_with("cxx_lambda.cpp"))
+            })
+            .unwrap_or_else(|| panic!("no site at line {line}: {sites:?}"));
+        assert_eq!(site["function"], "work(long int)::<lambda()>", "{site}");
+        assert_eq!(u(site, "events"), 20_000, "{site}");
+    }
+}
