@@ -173,6 +173,13 @@ impl ReportSection for LockReport {
         headlines(self)
     }
 
+    /// Without lock events (a Rust or Go program: its locks are futex
+    /// words) the lines are about joins and condition waits: after the
+    /// other sections'.
+    fn headlines_follow(&self) -> bool {
+        self.summary.events == 0
+    }
+
     fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
         vec![
             ("locks.summary.wait_ns", "Lock wait"),

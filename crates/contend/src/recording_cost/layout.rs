@@ -21,6 +21,11 @@ impl ReportSection for RecordingReport {
         headlines(self)
     }
 
+    /// What recording cost is said after what it found.
+    fn headlines_follow(&self) -> bool {
+        true
+    }
+
     fn glance_metrics(&self) -> Vec<(&'static str, &'static str)> {
         vec![(
             "recording.cost.estimated_share",

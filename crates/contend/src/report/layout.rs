@@ -527,7 +527,8 @@ pub fn at_a_glance(caption: &str, lines: Vec<String>) -> Option<Panel> {
 
 /// The panels of a report, in display order: the run header, the
 /// warnings, "At a glance" (every section's
-/// [`super::ReportSection::headlines`], when any has some), then each
+/// [`super::ReportSection::headlines`], when any has some, those of
+/// sections whose headlines follow last), then each
 /// section's panels in registration order, those that close a report
 /// ([`super::ReportSection::closes_report`]) last.
 pub fn report_panels(r: &Report, opts: &RenderOptions) -> Vec<Panel> {
@@ -541,9 +542,19 @@ pub fn report_panels(r: &Report, opts: &RenderOptions) -> Vec<Panel> {
             Body::Warnings(r.warnings.clone()),
         ));
     }
+    let mut glance: Vec<String> = Vec::new();
+    for follow in [false, true] {
+        for s in r
+            .sections()
+            .iter()
+            .filter(|s| s.headlines_follow() == follow)
+        {
+            glance.extend(s.headlines());
+        }
+    }
     out.extend(at_a_glance(
         "The largest waits and losses of each analysis; the sections below give the detail.",
-        r.sections().iter().flat_map(|s| s.headlines()).collect(),
+        glance,
     ));
     for closing in [false, true] {
         for s in r.sections().iter().filter(|s| s.closes_report() == closing) {

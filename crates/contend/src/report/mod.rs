@@ -54,11 +54,22 @@ pub trait ReportSection: erased_serde::Serialize + stdfmt::Debug + Send + Sync +
     /// and losses, one sentence each (at most about three), each giving
     /// the figure and where it was, in the units the section's tables use.
     /// The table formats list every section's headlines, in registration
-    /// order, in the report's "At a glance" panel under the run header
+    /// order (those of [`ReportSection::headlines_follow`] sections last),
+    /// in the report's "At a glance" panel under the run header
     /// ([`layout::report_panels`]); JSON does not carry them (its
     /// sections hold the same numbers). Default: none.
     fn headlines(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// Whether this section's headlines come after those of the sections
+    /// that lead "At a glance" (in registration order within each group):
+    /// what it says is not where a reader should start (the recording's
+    /// own cost; the lock section of a program without lock events, whose
+    /// lines are about joins and condition waits while its futex waits
+    /// hold the contention). Default: no.
+    fn headlines_follow(&self) -> bool {
+        false
     }
 
     /// The metrics of [`ReportSection::comparable`] that a comparison's

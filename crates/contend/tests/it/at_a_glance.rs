@@ -294,6 +294,80 @@ fn the_panel_follows_the_warnings_and_opens_the_html_page() {
     assert!(md.contains("Lock wait: 80.00 ms"), "{md}");
 }
 
+/// The lines of a program whose locks are futex words: the lock section
+/// (registered first) has no lock events, only a join on the critical
+/// path, so its line follows the service time's and the futex section's,
+/// and the recording's cost comes last, as it does after lock lines; with
+/// lock events the lock section leads again.
+#[test]
+fn a_lock_section_without_lock_events_follows_the_futex_lines() {
+    let joins_only = LockReport {
+        summary: LockSummary::default(),
+        other_waits: vec![WaitKindRow {
+            kind: "join".into(),
+            events: 2,
+            contended_events: 2,
+            wait_ns: 20_000_000,
+            critical_wait_ns: 20_000_000,
+            timeouts: 0,
+        }],
+        by_lock: vec![lock(
+            "thread 7",
+            "join",
+            20_000_000,
+            20_000_000,
+            "main (m.rs:9)",
+        )],
+        ..LockReport::default()
+    };
+    assert!(!joins_only.headlines().is_empty());
+    let futex = FutexReport {
+        summary: FutexSummary {
+            events: 10,
+            contended_events: 10,
+            wait_ns: 50_000_000,
+            max_wait_ns: 9_000_000,
+            ..FutexSummary::default()
+        },
+        ..FutexReport::default()
+    };
+    let cost = RecordingReport {
+        cost: RecordingCost {
+            estimated_ns: Some(30_000_000),
+            estimated_share: Some(0.015),
+            share_of: "cpu_time".into(),
+            ..RecordingCost::default()
+        },
+        ..RecordingReport::default()
+    };
+    let glance = |locks: LockReport| -> Vec<String> {
+        let r = Report::new(RunInfo::default())
+            .with(locks)
+            .with(service(3.0, 1.75))
+            .with(futex.clone())
+            .with(cost.clone());
+        let text = render_report(&r, OutputFormat::Text, &RenderOptions::default());
+        text.lines()
+            .skip_while(|l| *l != "At a glance")
+            .take_while(|l| !l.is_empty())
+            .filter_map(|l| l.strip_prefix("  - "))
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        glance(joins_only),
+        [
+            "Service time",
+            "Futex wait",
+            "Waits on the critical path for joined threads",
+            "Recording cost"
+        ]
+    );
+    let firsts = glance(locks());
+    assert_eq!(firsts.first().map(String::as_str), Some("Lock wait"));
+    assert_eq!(firsts.last().map(String::as_str), Some("Recording cost"));
+}
+
 /// A comparison's "At a glance": the wall time and each section's
 /// glance metrics, a value per run with its change relative to the first;
 /// `–` where a run lacks the section, a metric 0 in every run left out.
