@@ -1507,7 +1507,8 @@ pub fn aggregate_on_path(
             if let Some(known) = crate::locks::known::runtime_futex_name(&row.name, functions) {
                 row.name = known;
             }
-            // the kind its waits name (most of them), else its wakes'
+            // the kind its waits name (most of them); `futex` for a word
+            // only woken (its wakes' code rarely names what it wakes)
             row.kind = word_kind
                 .get(&key)
                 .map_or("futex", |calls| most_named_kind(calls, kind_of_site))
