@@ -239,7 +239,17 @@ fn service_futex_openmp_and_recording_cost() {
     );
     assert!(OpenMpReport::default().headlines().is_empty());
 
-    let cost = RecordingReport {
+    let cost = recording_cost();
+    assert_eq!(
+        cost.headlines(),
+        ["Recording cost: an estimated 30.00 ms added, 1.50 % of the program's CPU time."]
+    );
+    assert!(RecordingReport::default().headlines().is_empty());
+}
+
+/// An estimated 30 ms of recording cost, 1.5 % of the program's CPU time.
+fn recording_cost() -> RecordingReport {
+    RecordingReport {
         cost: RecordingCost {
             estimated_ns: Some(30_000_000),
             estimated_share: Some(0.015),
@@ -247,12 +257,7 @@ fn service_futex_openmp_and_recording_cost() {
             ..RecordingCost::default()
         },
         ..RecordingReport::default()
-    };
-    assert_eq!(
-        cost.headlines(),
-        ["Recording cost: an estimated 30.00 ms added, 1.50 % of the program's CPU time."]
-    );
-    assert!(RecordingReport::default().headlines().is_empty());
+    }
 }
 
 fn report() -> Report {
@@ -331,15 +336,7 @@ fn a_lock_section_without_lock_events_follows_the_futex_lines() {
         },
         ..FutexReport::default()
     };
-    let cost = RecordingReport {
-        cost: RecordingCost {
-            estimated_ns: Some(30_000_000),
-            estimated_share: Some(0.015),
-            share_of: "cpu_time".into(),
-            ..RecordingCost::default()
-        },
-        ..RecordingReport::default()
-    };
+    let cost = recording_cost();
     let glance = |locks: LockReport| -> Vec<String> {
         let r = Report::new(RunInfo::default())
             .with(locks)
