@@ -594,31 +594,43 @@ pub fn infer_kind<'a>(cmd: u8, functions: impl IntoIterator<Item = &'a str>) -> 
     }
     for f in functions {
         let l = f.to_ascii_lowercase();
-        if l.contains("condvar") || l.contains("cond_wait") || l.contains("condition") {
+        let has = |word: &str| names_word(f, &l, word);
+        if has("condvar") || has("cond_wait") || has("condition") {
             return "condvar";
         }
-        if l.contains("rwlock") {
+        if has("rwlock") {
             return "rwlock";
         }
         // MariaDB's InnoDB latches (srw_lock, ssux_lock, page_hash_latch);
         // not rayon's latches (LockLatch is a mutex and a condvar)
-        if l.contains("srw_")
-            || l.contains("ssux_lock")
-            || (l.contains("latch") && !l.contains("rayon_core"))
-        {
+        if has("srw_") || has("ssux_lock") || (l.contains("latch") && !l.contains("rayon_core")) {
             return "innodb latch";
         }
-        if l.contains("mutex") || l.contains("lock_contended") {
+        if has("mutex") || has("lock_contended") {
             return "mutex";
         }
-        if l.contains("::once") || l.contains("once_cell") || l.contains("oncelock") {
+        if l.contains("::once") || has("once_cell") || has("oncelock") {
             return "once";
         }
-        if l.contains("park") {
+        if has("park") {
             return "thread park";
         }
     }
     "futex"
+}
+
+/// Whether `word` (lower case) begins a word of the function name `name`
+/// (`lower`: the name in lower case): at its start, after a character
+/// that is not a letter or digit (`pthread_mutex_lock`, `std::mutex`), or
+/// where a capital follows a small letter (`SpinMutex`). A program called
+/// `rmutex` or a function `sparkle` names no mutex and no park.
+fn names_word(name: &str, lower: &str, word: &str) -> bool {
+    let b = name.as_bytes();
+    lower.match_indices(word).any(|(i, _)| {
+        i == 0
+            || !b[i - 1].is_ascii_alphanumeric()
+            || (b[i].is_ascii_uppercase() && b[i - 1].is_ascii_lowercase())
+    })
 }
 
 /// The kind of a futex word: the kind most of its waits name, counted
@@ -2071,6 +2083,27 @@ mod tests {
                 ["<rayon_core::latch::LockLatch as rayon_core::latch::Latch>::set"]
             ),
             "futex"
+        );
+        // words, not pieces of words: a program called rmutex, a function
+        // sparkle; a C name and a CamelCase type do name their kind
+        assert_eq!(
+            infer_kind(fx::CMD_WAKE, ["rmutex::main::{{closure}}"]),
+            "futex"
+        );
+        assert_eq!(infer_kind(fx::CMD_WAIT, ["sparkle_wait"]), "futex");
+        assert_eq!(infer_kind(fx::CMD_WAIT, ["spin_mutex_lock"]), "mutex");
+        assert_eq!(infer_kind(fx::CMD_WAIT, ["pool::SpinMutex::lock"]), "mutex");
+        assert_eq!(
+            infer_kind(fx::CMD_WAIT, ["WorkQueue::RwLock::read"]),
+            "rwlock"
+        );
+        assert_eq!(
+            infer_kind(fx::CMD_WAIT, ["parking_lot::RawMutex::lock_slow"]),
+            "mutex"
+        );
+        assert_eq!(
+            infer_kind(fx::CMD_WAIT, ["std::thread::Thread::park"]),
+            "thread park"
         );
     }
 
