@@ -803,15 +803,11 @@ pub(crate) fn openmp_on_path<'a>(analysis: &'a Analysis<'_>, events: usize) -> &
 pub(crate) fn futex_word_rows<'a>(
     analysis: &'a Analysis<'_>,
 ) -> FxHashMap<(u32, u64), &'a crate::futex::FutexWordRow> {
-    let mut rows = FxHashMap::default();
-    if let Some(r) = analysis.report.section::<FutexReport>() {
-        for row in &r.by_word {
-            if let Ok(a) = u64::from_str_radix(row.address.trim_start_matches("0x"), 16) {
-                rows.insert((row.pid, a), row);
-            }
-        }
-    }
-    rows
+    analysis
+        .report
+        .section::<FutexReport>()
+        .map(FutexReport::rows_by_address)
+        .unwrap_or_default()
 }
 
 /// The report's OpenMP mutex names (`openmp.mutexes`) by (pid, kind,
@@ -1495,11 +1491,7 @@ fn service_counters(
                     counts.counter_values += 1;
                 }
             }
-            let a = if longest > 0 {
-                total as f64 / longest as f64
-            } else {
-                0.0
-            };
+            let a = crate::service::interval_active_threads(total, longest);
             sink.counter(active, prev_t, a)?;
             sink.counter(busy, prev_t, total as f64 / dt as f64)?;
             counts.counter_values += 2;

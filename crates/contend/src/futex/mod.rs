@@ -673,14 +673,16 @@ pub struct FutexReport {
 }
 
 impl FutexReport {
-    /// Each word's name by (pid, address), for the parts of the report
-    /// that show a futex word elsewhere (the critical path's hand-overs).
-    pub fn word_names(&self) -> FxHashMap<(u32, u64), &str> {
+    /// Each word's row by (pid, address), for the parts of a report and
+    /// the exports that show a futex word elsewhere and name and classify
+    /// it as the section does (the critical path's hand-overs, the
+    /// timeline, pprof and folded stacks).
+    pub fn rows_by_address(&self) -> FxHashMap<(u32, u64), &FutexWordRow> {
         self.by_word
             .iter()
             .filter_map(|row| {
                 let a = u64::from_str_radix(row.address.trim_start_matches("0x"), 16).ok()?;
-                Some(((row.pid, a), row.name.as_str()))
+                Some(((row.pid, a), row))
             })
             .collect()
     }
@@ -1640,8 +1642,9 @@ struct SiteUse {
 /// user's code (not a system header or library: [`is_system_site`]) that
 /// used it most: the one with the most wait time, else the most waits,
 /// else the most waiters woken, else the most wakes (a thread that took
-/// the lock after waiting wakes at every unlock, mostly nobody). `mutex waited on at queue.rs:40 (queue::pop)`, or
-/// `mutex woken at …` when the user's code only wakes it (Rust's
+/// the lock after waiting wakes at every unlock, mostly nobody): `mutex
+/// waited on at queue.rs:40 (queue::pop)`, or `mutex woken at …` when
+/// the user's code only wakes it (Rust's
 /// `std::sync::Mutex` waits inside the standard library and wakes from
 /// the inlined unlock); `futex word waited on in …` without line
 /// information. `None` when no site of the word is the user's (record

@@ -430,9 +430,14 @@ pub(crate) fn name_hand_overs_by_sections(report: &mut crate::report::Report) {
         .section::<crate::openmp::OpenMpReport>()
         .map(|r| r.mutex_names())
         .unwrap_or_default();
-    let futex = report
+    let futex: rustc_hash::FxHashMap<(u32, u64), &str> = report
         .section::<crate::futex::FutexReport>()
-        .map(|r| r.word_names())
+        .map(|r| {
+            r.rows_by_address()
+                .into_iter()
+                .map(|(key, row)| (key, row.name.as_str()))
+                .collect()
+        })
         .unwrap_or_default();
     across::name_section_objects(&mut across, &openmp, &futex);
     if let Some(locks) = report.section_mut::<LockReport>() {

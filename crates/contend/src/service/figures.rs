@@ -28,14 +28,7 @@ pub fn over_time(file: &SampleFile) -> Option<Figure> {
         if *dt > 0 {
             let tau: u64 = taus.iter().sum();
             let longest = taus.iter().copied().max().unwrap_or(0);
-            active.push((
-                x,
-                if longest > 0 {
-                    tau as f64 / longest as f64
-                } else {
-                    0.0
-                },
-            ));
+            active.push((x, super::interval_active_threads(tau, longest)));
             busy.push((x, tau as f64 / *dt as f64));
         }
         queue.push((x, f64::from(tick.header.run_queue)));

@@ -109,6 +109,19 @@ pub struct ServiceThreadRow {
     pub rank: Option<u32>,
 }
 
+/// The active threads of one sampling interval, τ / ΔT_cp (Venter 2016,
+/// Section 3.1.2): `service_ns`, Σ τ_j, the service time all threads
+/// received in it, over `longest_ns`, max τ_j, the longest any one
+/// received (both ns); in threads, 0 when no thread ran. Averaged with
+/// weights ΔT_cp it is [`measured_active_threads`].
+pub fn interval_active_threads(service_ns: u64, longest_ns: u64) -> f64 {
+    if longest_ns == 0 {
+        0.0
+    } else {
+        service_ns as f64 / longest_ns as f64
+    }
+}
+
 /// The average number of active threads measured from per-interval
 /// service times (Venter 2016, Listing 3.3, `MeasuredAmn`): each item of
 /// `intervals` holds the service time τ_j every thread received in one
