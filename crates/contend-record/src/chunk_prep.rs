@@ -38,7 +38,7 @@
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -48,6 +48,8 @@ use std::time::Duration;
 
 use contend_trace::format::{self, header, PREPARED_HEAD_BYTES};
 use contend_trace::meta::ChunkPrepMeta;
+
+use crate::shared_map::SharedMap;
 
 /// A trace is prepared once its process has claimed this many chunks (a
 /// process with one thread that records, or none, costs the preparer
@@ -244,7 +246,7 @@ impl Trace {
             return Err(std::io::Error::other("not a lock trace of this layout"));
         }
         // the file is at least one header long: its header was read
-        let header_map = SharedMap::new(&file, 0, format::HEADER_SIZE)?;
+        let header_map = SharedMap::new(file.as_fd(), 0, format::HEADER_SIZE)?;
         let mut t = Trace {
             path: path.to_path_buf(),
             file,
@@ -277,7 +279,7 @@ impl Trace {
         // SAFETY: `off` is a 4-byte aligned offset inside the mapped
         // header page, which lives as long as self; the collector accesses
         // these fields atomically too.
-        unsafe { &*self.header.base.add(off).cast::<AtomicU32>() }
+        unsafe { &*self.header.base().add(off).cast::<AtomicU32>() }
     }
 
     /// One look: prepares chunks when the claims came close to the
@@ -377,17 +379,17 @@ fn populate_heads(file: &File, off: u64, len: u64, chunk_size: u64) -> std::io::
     let len = usize::try_from(len).map_err(std::io::Error::other)?;
     // a range the file covers (extended by fallocate before); nothing is
     // stored through the mapping
-    let map = SharedMap::new(file, off, len)?;
+    let map = SharedMap::new(file.as_fd(), off, len)?;
     // Without read-ahead: a fault on a hole of the file would otherwise
     // read (zero-fill) the whole chunk and more into the page cache, not
     // just the head (most of the preparer's time in a first version).
     // SAFETY: advice on the mapping made above.
-    unsafe { libc::madvise(map.base.cast(), len, libc::MADV_RANDOM) };
+    unsafe { libc::madvise(map.base().cast(), len, libc::MADV_RANDOM) };
     for at in (0..len).step_by(chunk_size as usize) {
         // SAFETY: inside the mapping made above.
         let r = unsafe {
             libc::madvise(
-                map.base.add(at).cast(),
+                map.base().add(at).cast(),
                 PREPARED_HEAD_BYTES as usize,
                 libc::MADV_POPULATE_WRITE,
             )
@@ -404,48 +406,6 @@ fn populate_heads(file: &File, off: u64, len: u64, chunk_size: u64) -> std::io::
         }
     }
     Ok(())
-}
-
-/// A shared, writable mapping of `len` bytes of a file from `off`,
-/// unmapped when dropped.
-struct SharedMap {
-    base: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is owned by the SharedMap and used only by the
-// thread that holds it.
-unsafe impl Send for SharedMap {}
-
-impl SharedMap {
-    fn new(file: &File, off: u64, len: usize) -> std::io::Result<SharedMap> {
-        // SAFETY: a fresh shared mapping of the caller's range of the
-        // file, unmapped in Drop.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                off as libc::off_t,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(SharedMap {
-            base: base.cast(),
-            len,
-        })
-    }
-}
-
-impl Drop for SharedMap {
-    fn drop(&mut self) {
-        // SAFETY: mapped in SharedMap::new with this length, unmapped once.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ pub mod probes;
 pub mod sampler;
 pub mod scale_run;
 pub mod sched_events;
+mod shared_map;
 pub mod signals;
 pub mod sparse;
 pub mod stress;

@@ -61,7 +61,7 @@
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -75,6 +75,7 @@ use contend_trace::probes::{
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::host::monotonic_ns;
+use crate::shared_map::SharedMap;
 
 // perf_event_attr.type / config
 pub(crate) const TYPE_SOFTWARE: u32 = 1;
@@ -485,14 +486,10 @@ impl Drop for ProbeSession {
 /// One CPU's ring buffer.
 pub(crate) struct Ring {
     pub(crate) leader: OwnedFd,
-    base: *mut u8,
-    len: usize,
+    map: SharedMap,
     data_offset: usize,
     data_size: usize,
 }
-
-// SAFETY: the mapping is used by the helper thread only.
-unsafe impl Send for Ring {}
 
 impl Ring {
     /// Bytes of records the ring holds before the kernel drops records.
@@ -505,20 +502,11 @@ impl Ring {
         let mut pages = pages;
         loop {
             let len = (1 + pages) * page;
-            // SAFETY: maps the event's ring buffer (1 + 2^n pages) shared,
-            // read-write (so that data_tail can be written back).
-            let base = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    leader.as_raw_fd(),
-                    0,
-                )
-            };
-            if base != libc::MAP_FAILED {
-                let base = base as *mut u8;
+            // the event's ring buffer (1 + 2^n pages), read-write so that
+            // data_tail can be written back
+            let mapped = SharedMap::new(leader.as_fd(), 0, len);
+            if let Ok(map) = mapped {
+                let base = map.base();
                 // SAFETY: the header page is mapped; data_offset/size
                 // exist since Linux 4.1 (0 before: data follows page 0).
                 let (off, size) = unsafe {
@@ -534,14 +522,14 @@ impl Ring {
                 };
                 return Ok(Ring {
                     leader,
-                    base,
-                    len,
+                    map,
                     data_offset: off,
                     data_size: size,
                 });
             }
-            let e = io::Error::last_os_error()
-                .raw_os_error()
+            let e = mapped
+                .err()
+                .and_then(|e| e.raw_os_error())
                 .unwrap_or(libc::EIO);
             if pages > 8 && (e == libc::EPERM || e == libc::ENOMEM) {
                 pages /= 4; // the locked-memory limit of unprivileged users
@@ -556,15 +544,15 @@ impl Ring {
         // SAFETY: data_head (offset 1024) is written by the kernel and read
         // with acquire semantics; data_tail (1032) is ours.
         unsafe {
-            let head_p = self.base.add(1024) as *const u64;
-            let tail_p = self.base.add(1032) as *mut u64;
+            let head_p = self.map.base().add(1024) as *const u64;
+            let tail_p = self.map.base().add(1032) as *mut u64;
             let head = (*(head_p as *const std::sync::atomic::AtomicU64)).load(Ordering::Acquire);
             let tail = std::ptr::read_volatile(tail_p);
             let n = head.wrapping_sub(tail) as usize;
             if n == 0 {
                 return;
             }
-            let data = self.base.add(self.data_offset);
+            let data = self.map.base().add(self.data_offset);
             let start = (tail as usize) % self.data_size;
             let first = n.min(self.data_size - start);
             out.extend_from_slice(std::slice::from_raw_parts(data.add(start), first));
@@ -572,15 +560,6 @@ impl Ring {
                 out.extend_from_slice(std::slice::from_raw_parts(data, n - first));
             }
             (*(tail_p as *const std::sync::atomic::AtomicU64)).store(head, Ordering::Release);
-        }
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: unmaps what map() mapped.
-        unsafe {
-            libc::munmap(self.base.cast(), self.len);
         }
     }
 }

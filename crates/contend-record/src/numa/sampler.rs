@@ -45,7 +45,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -59,6 +59,7 @@ use super::pmu::{find_event, PhysMap, PmuEvent, DEVICES, MEMORY};
 use super::topology::Topology;
 use crate::cpus::online_cpu_list;
 use crate::host::thread_cpu_ns;
+use crate::shared_map::SharedMap;
 
 /// Default software period: 1 ms of CPU time. Each sample costs the
 /// target about 20 µs in a virtual machine (bench/numa_sampler.sh): 2 % at
@@ -308,36 +309,19 @@ fn open_per_cpu(
 /// One mapped ring buffer of a sampling event.
 struct Ring {
     _fd: OwnedFd,
-    base: *mut u8,
-    len: usize,
+    map: SharedMap,
     data_off: usize,
     data_size: usize,
     scratch: Vec<u8>,
 }
 
-// SAFETY: the mapping is owned by this value and used by one thread.
-unsafe impl Send for Ring {}
-
 impl Ring {
     fn new(fd: OwnedFd) -> io::Result<Ring> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let len = page * (1 + RING_PAGES);
-        // SAFETY: mapping a perf event descriptor, shared, of 1 + 2^n pages.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let base = base.cast::<u8>();
+        // the perf event's ring buffer, 1 + 2^n pages
+        let map = SharedMap::new(fd.as_fd(), 0, page * (1 + RING_PAGES))?;
+        let base = map.base();
         // SAFETY: the metadata page is mapped; data_offset and data_size
         // are at 1040 and 1048 (0 on kernels before 4.1).
         let (off, size) = unsafe {
@@ -353,8 +337,7 @@ impl Ring {
         };
         Ok(Ring {
             _fd: fd,
-            base,
-            len,
+            map,
             data_off,
             data_size,
             scratch: Vec::new(),
@@ -363,12 +346,12 @@ impl Ring {
 
     fn head(&self) -> &AtomicU64 {
         // SAFETY: data_head at 1024 in the mapped metadata page, 8-aligned.
-        unsafe { &*self.base.add(1024).cast::<AtomicU64>() }
+        unsafe { &*self.map.base().add(1024).cast::<AtomicU64>() }
     }
 
     fn tail(&self) -> &AtomicU64 {
         // SAFETY: data_tail at 1032, as above.
-        unsafe { &*self.base.add(1032).cast::<AtomicU64>() }
+        unsafe { &*self.map.base().add(1032).cast::<AtomicU64>() }
     }
 
     /// Hands every complete record to `f(type, misc, body)`.
@@ -399,7 +382,7 @@ impl Ring {
                 &mut self.scratch,
                 tail,
                 8,
-                self.base,
+                self.map.base(),
                 self.data_off,
                 self.data_size,
             );
@@ -415,7 +398,7 @@ impl Ring {
                 &mut self.scratch,
                 tail,
                 size,
-                self.base,
+                self.map.base(),
                 self.data_off,
                 self.data_size,
             );
@@ -424,13 +407,6 @@ impl Ring {
         }
         fence(Ordering::Release);
         self.tail().store(tail, Ordering::Relaxed);
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }
 
