@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "sampler_cpu_s={cpu:.6} wall_s={wall:.3} share_of_one_core={:.4}% ticks={} \
          entries={} threads={} discoveries={} per_tick_us={:.1} file_bytes={} source={} \
-         event_threads={} event_records={} lost={}",
+         event_threads={} event_records={} lost={} ticks_from_events={} watermark_wakeups={}",
         100.0 * cpu / wall,
         stats.ticks,
         stats.entries,
@@ -71,7 +71,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stats.source,
         stats.event_threads,
         stats.event_records,
-        stats.event_records_lost
+        stats.event_records_lost,
+        stats.ticks_from_events,
+        stats.watermark_wakeups
     );
     if let Some(note) = &stats.source_note {
         eprintln!("scheduler events not used: {note}");

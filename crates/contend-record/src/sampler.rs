@@ -34,6 +34,10 @@
 //! began are followed through scheduler events ([`crate::sched_events`]:
 //! context switches and wake-ups in per-CPU perf rings, drained at each
 //! tick), whose cost follows context switches instead of thread count;
+//! while system-wide events follow every thread, the sampler wakes only
+//! every [`COAST_NS`] and makes the ticks it slept through from the
+//! events' timestamps, flagged [`TICK_FROM_EVENTS`] (no run queue is read
+//! for them);
 //! their entries are flagged
 //! [`contend_trace::service::ENTRY_FROM_EVENTS`]. The threads that
 //! already ran when the events were opened, and every thread when the
@@ -67,14 +71,15 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use contend_trace::service::{
     Entry, Header, SampleWriter, TickHeader, ENTRY_FROM_STAT, ENTRY_NEW, TICK_FINAL,
+    TICK_FROM_EVENTS,
 };
 use contend_trace::TraceError;
 use rustc_hash::FxHashMap;
@@ -90,6 +95,17 @@ use crate::sched_events::{DRAIN_NS, MIN_DRAIN_NS, SLACK_NS};
 pub const FLUSH_NS: u64 = 100_000_000;
 /// Buffered tick bytes that force a write.
 pub const FLUSH_BYTES: usize = 64 * 1024;
+
+/// While system-wide scheduler events follow every thread of the target
+/// (no thread is read from `schedstat`), the sampler wakes only this
+/// often, ns (or every interval, when that is longer), and makes the ticks
+/// it slept through from the events' timestamps afterwards (flagged
+/// [`TICK_FROM_EVENTS`]; they read no run queue): waking costs this KVM
+/// guest 37–47 µs of CPU time however short the sleep, half of the
+/// sampler's cost at 10 ms ticks (docs/benchmarks.md, "Waking every 50
+/// ms"). The rings' watermarks ([`SchedEvents::ring_fds`]) wake it
+/// sooner when the machine fills them.
+pub const COAST_NS: u64 = 50_000_000;
 
 /// What a sampler did, returned by [`Sampler::stop`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -131,6 +147,12 @@ pub struct SamplerStats {
     /// `None` without events. Long only when other work kept this thread
     /// off the CPU, which is when a busy machine fills a ring.
     pub event_longest_run_delay_ns: Option<u64>,
+    /// Ticks made after they were due from the scheduler events'
+    /// timestamps ([`TICK_FROM_EVENTS`], [`COAST_NS`]), of `ticks`.
+    pub ticks_from_events: u64,
+    /// Wake-ups by a ring's watermark while the sampler slept through
+    /// ticks ([`COAST_NS`]).
+    pub watermark_wakeups: u64,
     /// The shortest time planned between two reads of the event rings,
     /// ns ([`RingReads`]; `DRAIN_NS` unless the machine filled them
     /// faster); `None` without events.
@@ -182,6 +204,8 @@ impl SamplerStats {
             event_records_lost: self.event_records_lost,
             event_longest_run_delay_ns: self.event_longest_run_delay_ns,
             event_shortest_drain_ns: self.event_shortest_drain_ns,
+            ticks_from_events: self.ticks_from_events,
+            watermark_wakeups: self.watermark_wakeups,
             switched_at_ns: self.switched.map(|s| s.at_ns),
             switched_records_per_s: self.switched.map(|s| s.records_per_s),
             switched_threads: self.switched.map(|s| s.threads),
@@ -240,11 +264,28 @@ pub fn leaves_events(records: u64, threads: u64, tick_ns: u64) -> bool {
         && cost_ns as f64 > EVENTS_COST_FLOOR * tick_ns as f64
 }
 
-/// A running sampler thread; [`Sampler::stop`] ends it.
+/// A running sampler thread; [`Sampler::stop`] ends it (and so does
+/// dropping it, without the final tick's statistics).
 #[derive(Debug)]
 pub struct Sampler {
-    stop: mpsc::Sender<()>,
-    thread: JoinHandle<SamplerStats>,
+    /// An eventfd the thread polls: written to stop it.
+    stop: OwnedFd,
+    thread: Option<JoinHandle<SamplerStats>>,
+}
+
+/// Writes 1 to eventfd `fd` (the stop signal of [`Sampler`]).
+fn signal(fd: &OwnedFd) {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: an 8-byte write from a stack buffer to an eventfd we own.
+    let _ = unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), 8) };
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            signal(&self.stop);
+        }
+    }
 }
 
 impl Sampler {
@@ -293,26 +334,41 @@ impl Sampler {
             kernel_tick_ns: kernel_tick_ns(),
         };
         let writer = SampleWriter::create(path, &header)?;
-        let (stop, rx) = mpsc::channel();
+        let io = |source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        // SAFETY: eventfd takes no pointers; a non-negative result is a
+        // new descriptor we own.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if raw < 0 {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        // SAFETY: see above.
+        let stop = unsafe { OwnedFd::from_raw_fd(raw) };
+        let theirs = stop.try_clone().map_err(io)?;
         let thread = std::thread::Builder::new()
             .name("contend-sampler".into())
-            .spawn(move || run(writer, pid, interval, header, rx, source, events))
-            .map_err(|source| TraceError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        Ok(Sampler { stop, thread })
+            .spawn(move || run(writer, pid, interval, header, theirs, source, events))
+            .map_err(io)?;
+        Ok(Sampler {
+            stop,
+            thread: Some(thread),
+        })
     }
 
     /// Takes a final tick (flagged [`TICK_FINAL`]) and ends the thread.
     /// Call it once the target has ended but before it is reaped, so that
     /// the final tick can still read its main thread.
-    pub fn stop(self) -> SamplerStats {
-        let _ = self.stop.send(());
-        self.thread.join().unwrap_or_else(|_| SamplerStats {
-            error: Some("the sampling thread panicked".into()),
-            ..SamplerStats::default()
-        })
+    pub fn stop(mut self) -> SamplerStats {
+        signal(&self.stop);
+        let thread = self.thread.take();
+        thread
+            .and_then(|t| t.join().ok())
+            .unwrap_or_else(|| SamplerStats {
+                error: Some("the sampling thread panicked".into()),
+                ..SamplerStats::default()
+            })
     }
 }
 
@@ -414,7 +470,7 @@ fn run(
     pid: u32,
     interval: Duration,
     header: Header,
-    rx: mpsc::Receiver<()>,
+    stop: OwnedFd,
     source: ServiceSource,
     prepared: Option<Result<SchedEvents, String>>,
 ) -> SamplerStats {
@@ -450,6 +506,7 @@ fn run(
         }
     };
     let mut state = State::new(pid, header.clk_tck);
+    state.interval_ns = header.interval_ns;
     state.events = events;
     state.may_leave_events = source == ServiceSource::Auto;
     let mut grid = Grid::new(
@@ -461,9 +518,22 @@ fn run(
     let mut last = false;
     let mut flushed_at = 0;
     let mut reads = RingReads::new(monotonic_ns());
+    let interval_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+    // deadlines slept through, whose ticks are made from the events
+    let mut slept: Vec<u64> = Vec::new();
+    // false once a ring's descriptor reported an error: no more coasting
+    let mut rings_pollable = true;
     loop {
         let flags = if last { TICK_FINAL } else { 0 };
         let tick_at = monotonic_ns();
+        // (a stop before them leaves the later ones untaken)
+        for d in slept.drain(..).filter(|&d| d <= tick_at) {
+            let tick = state.tick_from_events(d);
+            stats.ticks += 1;
+            stats.ticks_from_events += 1;
+            stats.entries += state.entries.len() as u64;
+            writer.push_tick(&tick, &state.entries);
+        }
         let tick = state.tick(flags);
         if let Some(ev) = &state.events {
             reads.read(tick_at, ev.fullest_ring_share);
@@ -484,20 +554,41 @@ fn run(
         if last {
             break;
         }
-        let next = grid.next_after(monotonic_ns());
-        // the rings are drained between ticks too (RingReads), but not
-        // just before a tick, which reads them anyway
+        let mut next = grid.next_after(monotonic_ns());
+        let ring_fds = match &state.events {
+            Some(ev) if rings_pollable => ev.ring_fds(),
+            _ => Vec::new(),
+        };
+        // Coasting: every thread is followed by events whose rings wake
+        // the sampler when they fill, so it sleeps through the deadlines
+        // of the next COAST_NS and makes their ticks from the events.
+        let coasting = !ring_fds.is_empty() && state.coasts();
+        if coasting {
+            // (with an interval of COAST_NS or more, none)
+            while next.saturating_add(interval_ns) <= tick_at.saturating_add(COAST_NS) {
+                slept.push(next);
+                next = grid.next_after(next);
+            }
+        }
+        // the rings are drained between ticks too (RingReads, or their
+        // watermarks when coasting), but not just before a tick, which
+        // reads them anyway
         loop {
-            let wake = if state.events.is_some() {
+            let wake = if state.events.is_some() && !coasting {
                 reads.next_drain(next)
             } else {
                 next
             };
-            let now = monotonic_ns();
-            match rx.recv_timeout(Duration::from_nanos(wake.saturating_sub(now))) {
-                Err(RecvTimeoutError::Timeout) => {}
-                Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+            match sleep_until(&stop, &ring_fds, wake) {
+                Woken::Timeout => {}
+                Woken::Stop => {
                     last = true;
+                    break;
+                }
+                Woken::Watermark => stats.watermark_wakeups += 1,
+                Woken::RingError => {
+                    // take the ticks now and wake at every tick from here
+                    rings_pollable = false;
                     break;
                 }
             }
@@ -531,6 +622,66 @@ fn run(
     stats.switched = state.switched;
     stats.cpu_ns = thread_cpu_ns();
     stats
+}
+
+/// Why [`sleep_until`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Woken {
+    /// The deadline came (or a signal interrupted the sleep).
+    Timeout,
+    /// The stop signal was written.
+    Stop,
+    /// A ring reached its watermark.
+    Watermark,
+    /// A ring's descriptor reported an error or a hang-up: it cannot be
+    /// polled any more.
+    RingError,
+}
+
+/// Sleeps until CLOCK_MONOTONIC `until` (ns), the eventfd `stop` is
+/// written, or a descriptor of `rings` is readable (a scheduler-event
+/// ring reached its watermark), whichever comes first (`ppoll`, to the
+/// ns).
+fn sleep_until(stop: &OwnedFd, rings: &[RawFd], until: u64) -> Woken {
+    let mut fds = Vec::with_capacity(1 + rings.len());
+    fds.push(libc::pollfd {
+        fd: stop.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    fds.extend(rings.iter().map(|&fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    let left = until.saturating_sub(monotonic_ns());
+    let timeout = libc::timespec {
+        tv_sec: (left / 1_000_000_000) as libc::time_t,
+        tv_nsec: (left % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfds and `timeout`
+    // a valid timespec; no signal mask is given.
+    let n = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &timeout,
+            std::ptr::null(),
+        )
+    };
+    if n <= 0 {
+        return Woken::Timeout;
+    }
+    if fds[0].revents != 0 {
+        return Woken::Stop;
+    }
+    if fds[1..]
+        .iter()
+        .any(|f| f.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0)
+    {
+        return Woken::RingError;
+    }
+    Woken::Watermark
 }
 
 /// Absolute sampling deadlines: `origin + round(k·interval / tick)·tick`,
@@ -645,6 +796,8 @@ struct State {
     may_leave_events: bool,
     /// Ticks in a row in which the events cost more ([`leaves_events`]).
     costly_ticks: u32,
+    /// The sampling interval, ns.
+    interval_ns: u64,
     /// Records processed and time at the previous tick.
     records_before: u64,
     tick_before_ns: u64,
@@ -678,6 +831,7 @@ impl State {
             settled: false,
             may_leave_events: false,
             costly_ticks: 0,
+            interval_ns: 0,
             records_before: 0,
             tick_before_ns: 0,
             switched: None,
@@ -767,6 +921,33 @@ impl State {
         }
     }
 
+    /// Whether the sampler may sleep through ticks and make them from the
+    /// events afterwards ([`COAST_NS`]): the events follow every thread
+    /// (no thread is read from `schedstat`, no listing is due), and the
+    /// last tick did not find them costlier than `schedstat` (the ticks
+    /// that decide whether to leave them come at every interval).
+    fn coasts(&self) -> bool {
+        self.events.is_some() && self.settled && self.tasks.is_empty() && self.costly_ticks == 0
+    }
+
+    /// A tick at `at_ns` (CLOCK_MONOTONIC, past) made from the scheduler
+    /// events alone, as [`State::tick`] would have made it then (their
+    /// figures [`SLACK_NS`] earlier), flagged [`TICK_FROM_EVENTS`]: no run
+    /// queue is read. Fills `self.entries`.
+    fn tick_from_events(&mut self, at_ns: u64) -> TickHeader {
+        self.entries.clear();
+        let events_at = at_ns.saturating_sub(SLACK_NS);
+        if let Some(ev) = &mut self.events {
+            ev.advance(events_at);
+            ev.entries(events_at, &mut self.entries);
+        }
+        TickHeader {
+            monotonic_ns: at_ns,
+            run_queue: 0,
+            flags: TICK_FROM_EVENTS,
+        }
+    }
+
     /// Leaves the scheduler events for `schedstat` after
     /// [`SWITCH_AFTER_TICKS`] ticks in a row in which they cost more
     /// ([`leaves_events`]): every thread they followed is read from its
@@ -785,6 +966,15 @@ impl State {
             return;
         }
         let threads = ev.followed() as u64;
+        // a stretch slept through holds several intervals, and `schedstat`
+        // would be read once in each: judged per interval
+        let interval = self.interval_ns.max(1);
+        let (records, tick_ns) = if tick_ns > interval + interval / 2 {
+            let per_interval = u128::from(records) * u128::from(interval) / u128::from(tick_ns);
+            (u64::try_from(per_interval).unwrap_or(u64::MAX), interval)
+        } else {
+            (records, tick_ns)
+        };
         if leaves_events(records, threads, tick_ns) {
             self.costly_ticks += 1;
         } else {
@@ -1055,7 +1245,9 @@ fn sample_task(
 }
 
 /// `"run wait slices\n"` of `schedstat`.
-fn parse_schedstat(text: &[u8]) -> Option<(u64, u64, u32)> {
+/// The three fields of a `schedstat` file: (run ns, run-queue wait ns,
+/// time slices); `None` when they cannot be parsed.
+pub(crate) fn parse_schedstat(text: &[u8]) -> Option<(u64, u64, u32)> {
     let s = std::str::from_utf8(text).ok()?;
     let mut it = s.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
     let run = it.next()??;

@@ -57,9 +57,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::probes::{
     ioctl, is_switch, lost_count, perf_open, records, sample_fields, switch_fields, task_fields,
     Attr, ProcessTree, Ring, ThreadEventsScope, F_CONTEXT_SWITCH, F_EXCLUDE_HV, F_EXCLUDE_KERNEL,
-    F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, IOC_ID, IOC_SET_OUTPUT, REC_EXIT, REC_FORK,
-    REC_LOST, REC_SAMPLE, SAMPLE_IDENTIFIER, SAMPLE_RAW, SAMPLE_TID, SAMPLE_TIME, SW_DUMMY,
-    TYPE_SOFTWARE, TYPE_TRACEPOINT,
+    F_INHERIT, F_SAMPLE_ID_ALL, F_TASK, F_USE_CLOCKID, F_WATERMARK, IOC_ID, IOC_SET_OUTPUT,
+    REC_EXIT, REC_FORK, REC_LOST, REC_SAMPLE, SAMPLE_IDENTIFIER, SAMPLE_RAW, SAMPLE_TID,
+    SAMPLE_TIME, SW_DUMMY, TYPE_SOFTWARE, TYPE_TRACEPOINT,
 };
 
 /// Records are processed up to this long before a tick, ns: a record
@@ -73,7 +73,9 @@ const RING_PAGES: usize = 128;
 /// CPU switching 200,000 times a second writes about 700 KiB in 20 ms).
 const SYSTEM_WIDE_RING_PAGES: usize = 256;
 /// The sampler drains the rings at least this often, ns, whatever its
-/// interval ([`SchedEvents::drain`]): system-wide events carry the whole
+/// interval ([`SchedEvents::drain`]), except while it sleeps through ticks
+/// (`contend_record::sampler::COAST_NS`), when the rings' watermarks
+/// ([`WATERMARK_PARTS`]) wake it instead: system-wide events carry the whole
 /// machine's switches, which can fill a ring in a tick of 100 ms. (With
 /// the default interval of 10 ms the ticks come first.) A machine that
 /// fills a ring faster is drained more often, down to [`MIN_DRAIN_NS`]
@@ -90,6 +92,13 @@ pub const DRAIN_NS: u64 = 10_000_000;
 /// docs/benchmarks.md fill a 1 MiB ring in about 30 ms (some 700,000
 /// records a second).
 pub const MIN_DRAIN_NS: u64 = 2_000_000;
+
+/// With system-wide events the kernel wakes a poll of a ring (see
+/// [`SchedEvents::ring_fds`]) each time a `1/WATERMARK_PARTS` of the
+/// ring's bytes were written to it (its watermark): a sampler that sleeps
+/// longer than a ring takes to fill is woken to drain it in time, however
+/// suddenly the machine's switch rate jumps.
+pub const WATERMARK_PARTS: usize = 4;
 
 /// Where tracefs is found, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -447,7 +456,10 @@ impl SchedEvents {
     pub fn open_system_wide(pids: &[u32]) -> Result<SchedEvents, String> {
         let mut attrs = Self::attrs()?;
         for a in &mut attrs {
-            a.flags &= !F_INHERIT;
+            a.flags = (a.flags & !F_INHERIT) | F_WATERMARK;
+            // the kernel wakes a poll of the ring each time this many
+            // bytes were written to it ([`SchedEvents::ring_fds`])
+            a.wakeup = (SYSTEM_WIDE_RING_PAGES * 4096 / WATERMARK_PARTS) as u32;
         }
         let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), attrs);
         s.scope = ThreadEventsScope::SystemWide;
@@ -473,6 +485,20 @@ impl SchedEvents {
     /// The scope the events were opened with.
     pub fn scope(&self) -> ThreadEventsScope {
         self.scope
+    }
+
+    /// The descriptors to `poll` (`POLLIN`) for the rings' watermarks, one
+    /// per CPU: with system-wide events the kernel makes one readable each
+    /// time a quarter of its ring was written ([`WATERMARK_PARTS`]), so a
+    /// sampler that polls them may sleep for longer than a ring takes to
+    /// fill. Empty with per-task events, whose rings have no watermark
+    /// set and whose descriptors report a hang-up once the thread they
+    /// were opened on has ended.
+    pub fn ring_fds(&self) -> Vec<RawFd> {
+        if self.scope != ThreadEventsScope::SystemWide {
+            return Vec::new();
+        }
+        self.rings.iter().map(|r| r.leader.as_raw_fd()).collect()
     }
 
     /// The three event attributes (context switches, `sched_wakeup`,
@@ -563,6 +589,34 @@ impl SchedEvents {
     /// waiting to be processed).
     pub fn covers(&self, tid: u32) -> bool {
         self.threads.contains_key(&tid) || self.pending_forks.contains(&tid)
+    }
+
+    /// Follows thread `tid` of process `pid`, which ran before the events
+    /// were opened and is blocked now (a child of the launcher waiting in
+    /// [`ChildPart::handshake`] for them), from its `schedstat` figures
+    /// now: the events then carry it on from its next wake-up, and the
+    /// sampler need not read its `schedstat` at every tick. Returns
+    /// false (and follows nothing) when the file cannot be read.
+    pub fn follow_blocked(&mut self, pid: u32, tid: u32) -> bool {
+        let path = format!("/proc/{pid}/task/{tid}/schedstat");
+        let Some((run_ns, wait_ns, slices)) = std::fs::read(&path)
+            .ok()
+            .and_then(|text| crate::sampler::parse_schedstat(&text))
+        else {
+            return false;
+        };
+        let mut t = Thread::new(pid, crate::host::monotonic_ns());
+        t.run_ns = run_ns;
+        t.wait_ns = wait_ns;
+        t.slices = slices;
+        touch(&mut self.touched, tid, &mut t);
+        self.threads.insert(tid, t);
+        self.threads_seen += 1;
+        if self.scope == ThreadEventsScope::SystemWide {
+            self.tree.insert(pid);
+        }
+        self.attached.insert(tid);
+        true
     }
 
     /// Whether the events were opened on thread `tid` explicitly.
@@ -919,7 +973,11 @@ impl Prepared {
                     return Err("the program never reached exec".to_string());
                 }
                 let pid = u32::from_le_bytes(buf);
-                let opened = SchedEvents::open_for(&[pid], &[pid]);
+                let mut opened = SchedEvents::open_for(&[pid], &[pid]);
+                if let Ok(ev) = &mut opened {
+                    // the child waits for the answer below: blocked
+                    ev.follow_blocked(pid, pid);
+                }
                 // SAFETY: one byte from a static buffer.
                 unsafe {
                     libc::send(

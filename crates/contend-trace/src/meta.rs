@@ -210,6 +210,16 @@ pub struct SamplerMeta {
     /// 2 ms). `None` without events and in older recordings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_shortest_drain_ns: Option<u64>,
+    /// Ticks the sampler slept through and made afterwards from the
+    /// scheduler events' timestamps (`TICK_FROM_EVENTS` in
+    /// `service.csamp`); 0 without events and in older recordings.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ticks_from_events: u64,
+    /// Times a ring's watermark (a quarter of it written) woke the sampler
+    /// while it slept through ticks; 0 without events and in older
+    /// recordings.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub watermark_wakeups: u64,
     /// When the sampler left the scheduler events for `schedstat` because
     /// they cost the program more than reading `schedstat` would,
     /// CLOCK_MONOTONIC ns; `None` when it did not.
@@ -300,6 +310,11 @@ impl Default for RunMeta {
 
 /// Deserializes calibration points (`null` reads as none);
 /// `CalibrationPoint` itself only implements `Serialize`.
+/// For `skip_serializing_if`: counts of 0 are left out of `meta.json`.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn deserialize_calibration<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Vec<CalibrationPoint>, D::Error> {

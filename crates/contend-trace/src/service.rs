@@ -60,6 +60,12 @@ pub const MAX_ENTRIES: u32 = 1 << 20;
 /// Tick flag: the last tick, taken after the target ended (it may still
 /// read the target's zombie main thread).
 pub const TICK_FINAL: u32 = 1;
+/// Tick flag: the tick was made after it was due, from the timestamps of
+/// the scheduler events (the sampler slept through it: every thread was
+/// followed by events, `contend-record`'s sampler); its entries are the
+/// threads' figures at the tick's time, but the run queue was not read
+/// (`run_queue` is 0 and is no sample).
+pub const TICK_FROM_EVENTS: u32 = 2;
 /// Entry flag: the counters come from `/proc/<pid>/task/<tid>/stat`
 /// (`utime + stime` in clock ticks, converted to ns with the header's
 /// `clk_tck`) because `schedstat` could not be read; `wait_ns` and `slices`
@@ -109,8 +115,17 @@ pub struct TickHeader {
     /// `nr_running()`, as in `procs_running` of `/proc/stat`), including
     /// the sampling thread itself.
     pub run_queue: u32,
-    /// [`TICK_FINAL`] or 0.
+    /// [`TICK_FINAL`], [`TICK_FROM_EVENTS`] or 0.
     pub flags: u32,
+}
+
+impl TickHeader {
+    /// The run-queue length read at this tick, tasks; `None` for a tick
+    /// made from the scheduler events after it was due
+    /// ([`TICK_FROM_EVENTS`]), at which nothing was read.
+    pub fn run_queue_read(&self) -> Option<u32> {
+        (self.flags & TICK_FROM_EVENTS == 0).then_some(self.run_queue)
+    }
 }
 
 /// One thread's cumulative counters at a tick.

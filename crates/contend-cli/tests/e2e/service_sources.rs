@@ -238,6 +238,37 @@ fn a_program_that_sleeps_keeps_the_scheduler_events() {
 /// rounds.
 #[test]
 fn a_busy_process_beside_the_program_fills_no_ring() {
+    beside_a_busy_process("1s");
+}
+
+/// As [`a_busy_process_beside_the_program_fills_no_ring`] at the default
+/// interval of 10 ms, at which the sampler sleeps through ticks (50 ms,
+/// `contend_record::sampler::COAST_NS`) and makes them from the events:
+/// then only the rings' watermarks (the kernel wakes the sampler each
+/// time a quarter of a ring was written) keep them from filling, and the
+/// ping-pong writes a quarter of a ring in a few ms (2.5 MB/s or more
+/// when its threads are on two CPUs), so the sampler must have been woken
+/// by them and have slept through ticks.
+#[test]
+fn the_rings_watermarks_wake_a_sampler_that_sleeps_through_ticks() {
+    let sampler = beside_a_busy_process("10ms");
+    if let Some(sampler) = sampler {
+        assert!(
+            sampler["watermark_wakeups"].as_u64().unwrap_or(0) >= 1,
+            "{sampler}"
+        );
+        assert!(
+            sampler["ticks_from_events"].as_u64().unwrap_or(0) >= 1,
+            "{sampler}"
+        );
+    }
+}
+
+/// Records `service_sleep 1500` at `interval` beside `service_pingpong`
+/// (the checks of [`a_busy_process_beside_the_program_fills_no_ring`]):
+/// the `sampler` section of `meta.json` of an undisturbed round, `None`
+/// (said) where system-wide events are not allowed.
+fn beside_a_busy_process(interval: &str) -> Option<serde_json::Value> {
     // the busy process loads the machine: not beside the timing tests
     let _serial = serial();
     let sleeper = build("service_sleep.c", &[]);
@@ -253,7 +284,7 @@ fn a_busy_process_beside_the_program_fills_no_ring() {
             .expect("start the busy process");
         std::thread::sleep(std::time::Duration::from_millis(100));
         let mut cmd = std::process::Command::new(contend_bin());
-        cmd.args(["record", "--interval", "1s", "--force", "-o"])
+        cmd.args(["record", "--interval", interval, "--force", "-o"])
             .arg(&rec)
             .arg("--")
             .arg(&sleeper)
@@ -268,7 +299,7 @@ fn a_busy_process_beside_the_program_fills_no_ring() {
         let sampler = &m["sampler"];
         if sampler["event_scope"].as_str() != Some("system-wide") {
             eprintln!("SKIP: system-wide scheduler events are not allowed here: {sampler}");
-            return;
+            return None;
         }
         // the program's four sleepers were followed (their forks kept)
         assert!(sampler["event_records"].as_u64().unwrap() >= 4, "{sampler}");
@@ -283,7 +314,7 @@ fn a_busy_process_beside_the_program_fills_no_ring() {
         );
         let lost = sampler["event_records_lost"].as_u64().unwrap();
         if lost == 0 {
-            return;
+            return Some(sampler.clone());
         }
         if run_delay < shortest {
             panic!("records lost although the sampler never waited long for a CPU: {sampler}");
@@ -433,5 +464,81 @@ fn short_threads_are_followed_to_their_end_or_the_report_says_what_was_lost() {
         );
     } else {
         eprintln!("NOTE: disturbed run ({queued} ns in the run queue): upper bound not checked");
+    }
+}
+
+/// With system-wide events following every thread of the program the
+/// launcher started (its main thread too: read from its `schedstat` once,
+/// while it waits for the events before its exec, and followed by them
+/// from then on; `SchedEvents::follow_blocked`), the sampler wakes every
+/// 50 ms instead of every 10 ms (`contend_record::sampler::COAST_NS`:
+/// waking is most of its cost on a KVM guest) and makes the ticks it
+/// slept through from the events' timestamps. Checked on
+/// `service_cpu_threads 2 300` at the default interval: most ticks are
+/// made so, and `meta.json` counts them; they are flagged and read no run
+/// queue, while every tick taken awake read one (the sampler itself runs
+/// then: at least 1); every entry, the main thread's included, comes
+/// from the events; two ticks made in a row lie on the sampling grid
+/// (the interval rounded to kernel ticks: within one kernel tick of it).
+/// The service times of such a recording are checked against the
+/// threads' own clocks by
+/// [`a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time`].
+#[test]
+fn the_sampler_makes_the_ticks_it_slept_through_from_the_events() {
+    use contend_trace::service::{SampleFile, ENTRY_FROM_EVENTS, TICK_FROM_EVENTS};
+    let _serial = serial();
+    let prog = build("service_cpu_threads.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("coast.data");
+    let out = record_source(&rec, &prog, &["2", "300"], "auto");
+    assert!(out.success(), "{}", out.describe());
+    let m = meta(&rec);
+    let sampler = &m["sampler"];
+    if sampler["event_scope"].as_str() != Some("system-wide") {
+        eprintln!("SKIP: system-wide scheduler events are not allowed here: {sampler}");
+        return;
+    }
+    let samples = SampleFile::read(&rec.join("service.csamp")).unwrap();
+    let slept = |t: &contend_trace::service::Tick| t.header.flags & TICK_FROM_EVENTS != 0;
+    let made = samples.ticks.iter().filter(|t| slept(t)).count();
+    assert_eq!(
+        Some(made as u64),
+        sampler["ticks_from_events"].as_u64(),
+        "{sampler}"
+    );
+    // about 32 ticks, four in five slept through
+    assert!(
+        made * 2 >= samples.ticks.len(),
+        "{made} of {} ticks made from the events",
+        samples.ticks.len()
+    );
+    for t in &samples.ticks {
+        if slept(t) {
+            assert_eq!(t.header.run_queue_read(), None, "{:?}", t.header);
+        } else {
+            assert!(t.header.run_queue_read().unwrap() >= 1, "{:?}", t.header);
+        }
+        for e in &t.entries {
+            assert!(e.flags & ENTRY_FROM_EVENTS != 0, "{e:?} at {:?}", t.header);
+        }
+    }
+    let pid = m["pid"].as_u64().unwrap() as u32;
+    assert!(
+        samples
+            .ticks
+            .iter()
+            .any(|t| t.entries.iter().any(|e| e.tid == pid)),
+        "no entry for the main thread {pid}"
+    );
+    let interval = samples.header.interval_ns;
+    let kernel_tick = u64::from(samples.header.kernel_tick_ns);
+    for w in samples.ticks.windows(2) {
+        if slept(&w[0]) && slept(&w[1]) {
+            let gap = w[1].header.monotonic_ns - w[0].header.monotonic_ns;
+            assert!(
+                gap + kernel_tick >= interval && gap <= interval + kernel_tick,
+                "{gap} ns between two ticks made from the events (interval {interval}, kernel tick {kernel_tick})"
+            );
+        }
     }
 }

@@ -1496,8 +1496,10 @@ fn service_counters(
             sink.counter(busy, prev_t, total as f64 / dt as f64)?;
             counts.counter_values += 2;
         }
-        sink.counter(queue, t, f64::from(tick.header.run_queue))?;
-        counts.counter_values += 1;
+        if let Some(rq) = tick.header.run_queue_read() {
+            sink.counter(queue, t, f64::from(rq))?;
+            counts.counter_values += 1;
+        }
         prev_t = prev_t.max(t);
     }
     Ok(())

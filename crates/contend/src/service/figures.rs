@@ -31,12 +31,14 @@ pub fn over_time(file: &SampleFile) -> Option<Figure> {
             active.push((x, super::interval_active_threads(tau, longest)));
             busy.push((x, tau as f64 / *dt as f64));
         }
-        queue.push((x, f64::from(tick.header.run_queue)));
+        if let Some(rq) = tick.header.run_queue_read() {
+            queue.push((x, f64::from(rq)));
+        }
     }
     Some(Figure {
         name: "service-over-time".into(),
         title: "Service time over time".into(),
-        caption: "Per sampling interval: the active threads (Σ τ / max τ, the service time all threads received over the longest any one received, Venter 2016, Listing 3.3: threads in the run queue or taking turns at a lock count as active), the CPUs busy (the service time ÷ the interval) and the system run-queue length (runnable tasks, the sampler included) at each sample.".into(),
+        caption: "Per sampling interval: the active threads (Σ τ / max τ, the service time all threads received over the longest any one received, Venter 2016, Listing 3.3: threads in the run queue or taking turns at a lock count as active), the CPUs busy (the service time ÷ the interval) and the system run-queue length (runnable tasks, the sampler included) at each tick that read it (the ticks the sampler made from the scheduler events after sleeping through them read none).".into(),
         plot: Plot::Lines(Lines {
             series: vec![
                 ("Active threads (Στ / max τ)".into(), active),

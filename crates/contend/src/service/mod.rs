@@ -54,8 +54,10 @@ pub struct ServiceReport {
     pub samples: u64,
     /// Sampling interval asked for, ms.
     pub interval_ms: f64,
-    /// Mean system run-queue length over the samples (runnable tasks on
-    /// all CPUs, the sampler itself included).
+    /// Mean system run-queue length over the samples that read it
+    /// (runnable tasks on all CPUs, the sampler itself included; a tick
+    /// made from the scheduler events after it was due read none,
+    /// `contend_trace::service::TICK_FROM_EVENTS`).
     pub run_queue_mean: f64,
     /// Largest run-queue length sampled.
     pub run_queue_max: u32,
@@ -271,9 +273,13 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
     let mut pids: FxHashSet<u32> = FxHashSet::default();
     let mut rq_sum = 0u64;
     let mut rq_max = 0u32;
+    let mut rq_reads = 0u64;
     for tick in &file.ticks {
-        rq_sum += u64::from(tick.header.run_queue);
-        rq_max = rq_max.max(tick.header.run_queue);
+        if let Some(rq) = tick.header.run_queue_read() {
+            rq_sum += u64::from(rq);
+            rq_max = rq_max.max(rq);
+            rq_reads += 1;
+        }
         for e in &tick.entries {
             let key = (e.pid, e.tid);
             pids.insert(e.pid);
@@ -335,7 +341,7 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
         cpus,
         samples: file.ticks.len() as u64,
         interval_ms: file.header.interval_ns as f64 / 1e6,
-        run_queue_mean: rq_sum as f64 / file.ticks.len() as f64,
+        run_queue_mean: rq_sum as f64 / rq_reads.max(1) as f64,
         run_queue_max: rq_max,
         processes: pids.len() as u32,
         stat_fallback_threads: from_stat.len() as u32,
@@ -639,6 +645,16 @@ mod tests {
     /// A sample file started at 1 s with a 10 ms interval on 2 CPUs, whose
     /// ticks are (ms after the start, run queue, entries).
     fn file_bytes(ticks: &[(u64, u32, Vec<Entry>)]) -> Vec<u8> {
+        let flagged: Vec<(u64, u32, u32, Vec<Entry>)> = ticks
+            .iter()
+            .map(|(t, rq, e)| (*t, *rq, 0, e.clone()))
+            .collect();
+        flagged_file_bytes(&flagged)
+    }
+
+    /// As [`file_bytes`], each tick with its flags: (ms after the start,
+    /// run queue, flags, entries).
+    fn flagged_file_bytes(ticks: &[(u64, u32, u32, Vec<Entry>)]) -> Vec<u8> {
         let ms = 1_000_000u64;
         let start = 1_000 * ms;
         let mut b = encode_header(&Header {
@@ -649,11 +665,11 @@ mod tests {
             kernel_tick_ns: 4_000_000,
         })
         .to_vec();
-        for (t, rq, entries) in ticks {
+        for (t, rq, flags, entries) in ticks {
             let tick = TickHeader {
                 monotonic_ns: start + t * ms,
                 run_queue: *rq,
-                flags: 0,
+                flags: *flags,
             };
             encode_tick(&mut b, &tick, entries);
         }
@@ -797,6 +813,44 @@ mod tests {
         assert_eq!(t, vec![(7, 7, 0.030), (7, 8, 0.010), (9, 9, 0.010)]);
         assert!(close(r.threads[0].run_queue_wait_s, 0.003));
         assert_eq!(r.threads[0].slices, 30);
+    }
+
+    /// Ticks the sampler made from the scheduler events after they were
+    /// due (`TICK_FROM_EVENTS`) read no run queue: their 0 is no sample.
+    /// Worked by hand: run queues 3 and 5 read at 10 and 30 ms, none at
+    /// 20 and 40 ms: mean 4, max 5, while the threads' service time counts
+    /// every tick (10 ms in each interval of one busy thread).
+    #[test]
+    fn ticks_made_from_the_events_are_no_run_queue_samples() {
+        use contend_trace::service::TICK_FROM_EVENTS;
+        let ms = 1_000_000u64;
+        let busy = |t: u64| vec![entry(7, 7, t * ms, t == 10)];
+        let f = SampleFile::parse(&flagged_file_bytes(&[
+            (10, 3, 0, busy(10)),
+            (20, 0, TICK_FROM_EVENTS, busy(20)),
+            (30, 5, 0, busy(30)),
+            (40, 0, TICK_FROM_EVENTS, busy(40)),
+        ]))
+        .unwrap();
+        let r = analyze(&f).unwrap();
+        assert!(close(r.run_queue_mean, 4.0), "{r:?}");
+        assert_eq!(r.run_queue_max, 5);
+        assert_eq!(r.samples, 4);
+        assert!(close(r.cpu_s, 0.040), "{r:?}");
+        let fig = figures::over_time(&f).expect("four samples");
+        let crate::report::figure::Plot::Lines(lines) = &fig.plot else {
+            panic!("a line plot");
+        };
+        let queue = &lines
+            .series
+            .iter()
+            .find(|(n, _)| n == "Run queue")
+            .unwrap()
+            .1;
+        assert_eq!(
+            queue.iter().map(|p| p.1).collect::<Vec<_>>(),
+            vec![3.0, 5.0]
+        );
     }
 
     /// What the service analysis makes of `<dir>/service.csamp`: `None`
