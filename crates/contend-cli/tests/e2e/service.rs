@@ -258,3 +258,51 @@ fn report_formats_and_interval_flag() {
     assert!(out.stderr.contains("interval"), "{}", out.describe());
     assert!(!dir.path().join("bad.data").exists());
 }
+
+/// Where the kernel refuses the scheduler events (a user other than root
+/// under Debian's `kernel.perf_event_paranoid = 2`: tracefs is root-only),
+/// the sampler reads every thread from `schedstat` and writes the refusal
+/// into `meta.json` (`sampler.source_note`); the report says it beside
+/// the source (JSON `service.sched_events_refused`, the Source line's
+/// note with what would allow them). The tests run as root, where the
+/// events are allowed, so the recording is made with `schedstat` and its
+/// `meta.json` given the note a non-root recording of this machine wrote.
+#[test]
+fn the_report_says_why_the_scheduler_events_were_not_used() {
+    let prog = build("service_sleep.c", &[]);
+    let dir = tempdir();
+    let rec = dir.path().join("refused.data");
+    let out = record_source(&rec, &prog, &["50"], "schedstat");
+    assert!(out.success(), "{}", out.describe());
+    let r = report_json(&rec);
+    assert!(
+        r["service"].get("sched_events_refused").is_none(),
+        "{}",
+        r["service"]
+    );
+    let why = "the sched:sched_wakeup tracepoint id cannot be read \
+               (/sys/kernel/debug/tracing/events/sched/sched_wakeup/id: No such file or \
+               directory (os error 2); tracefs is root-only by default)";
+    let mut m = meta(&rec);
+    m["sampler"]["source_note"] = serde_json::Value::String(why.into());
+    std::fs::write(
+        rec.join("meta.json"),
+        serde_json::to_vec_pretty(&m).unwrap(),
+    )
+    .unwrap();
+    let r = report_json(&rec);
+    assert_eq!(r["service"]["sched_events_refused"].as_str(), Some(why));
+    let text = report_raw(&rec, &["--format", "text"]);
+    assert!(text.success(), "{}", text.describe());
+    let source = text
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("Source "))
+        .unwrap_or_else(|| panic!("no Source line: {}", text.stdout));
+    assert!(source.contains("schedstat"), "{source}");
+    assert!(
+        source.contains("scheduler events not allowed here"),
+        "{source}"
+    );
+    assert!(source.contains("tracefs is root-only"), "{source}");
+}

@@ -143,7 +143,17 @@ fn service_panel(s: &ServiceReport) -> Panel {
             )),
         )
     } else {
-        ("schedstat".to_string(), None)
+        (
+            "schedstat".to_string(),
+            s.sched_events_refused.as_ref().map(|why| {
+                format!(
+                    "scheduler events not allowed here: {why}. Root, CAP_PERFMON or \
+                     kernel.perf_event_paranoid = -1 with a readable tracefs allow them: they \
+                     follow each thread to its end and cost per context switch, not per thread \
+                     and tick"
+                )
+            }),
+        )
     };
     rows.push(Row {
         key: "source".into(),

@@ -83,6 +83,13 @@ pub struct ServiceReport {
     /// Scheduler event records per second just before it left them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_events_records_per_s: Option<u64>,
+    /// Why the sampler could not use the scheduler events and read every
+    /// thread from `schedstat` (one sentence from the recording's
+    /// `meta.json`, `sampler.source_note`: the kernel's refusal and its
+    /// reason); `None` when they were used, not asked for
+    /// (`CONTEND_SERVICE_SOURCE=schedstat`), or in older recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_events_refused: Option<String>,
     /// Per thread, most service time first.
     pub threads: Vec<ServiceThreadRow>,
 }
@@ -353,6 +360,7 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
         }
         .into(),
         left_events_at_s: None,
+        sched_events_refused: None,
         left_events_records_per_s: None,
         threads,
     })
@@ -415,11 +423,17 @@ fn undercount_warning(report: &ServiceReport, kernel_cpu_ns: u64) -> Option<Stri
         return None;
     }
     let d = |s: f64| crate::report::fmt::duration_plain((s * 1e9).round() as u64);
+    let events = if report.sched_events_refused.is_some() {
+        " (the scheduler events, which follow a thread to its end, were not allowed: see the \
+         service section's source)"
+    } else {
+        ""
+    };
     Some(format!(
         "service time: the sampler saw {} of the {} of CPU time the kernel counted for the program \
          (wait4), {:.0} % less: threads that end between two of its ticks ({} apart) lose their run \
-         time since the last one, or ticks were missed ({} samples in {}); the service section's \
-         times and active threads are low by about as much",
+         time since the last one{events}, or ticks were missed ({} samples in {}); the service \
+         section's times and active threads are low by about as much",
         d(report.cpu_s),
         d(kernel),
         100.0 * missing / kernel,
@@ -458,6 +472,10 @@ impl Analyzer for ServiceAnalyzer {
                     Some(at.saturating_sub(meta.start_monotonic_ns) as f64 / 1e9);
                 report.left_events_records_per_s =
                     meta.sampler.as_ref().and_then(|s| s.switched_records_per_s);
+            }
+            if report.sched_event_threads == 0 {
+                report.sched_events_refused =
+                    meta.sampler.as_ref().and_then(|s| s.source_note.clone());
             }
             let kernel_cpu_ns = meta.counters.as_ref().and_then(|c| c.cpu_time_ns);
             if let Some(w) = kernel_cpu_ns.and_then(|ns| undercount_warning(report, ns)) {
@@ -604,6 +622,17 @@ mod tests {
         assert_eq!(undercount_warning(&report(0.010), 25_000_000), None);
         // more seen than counted (children not waited for): none
         assert_eq!(undercount_warning(&report(0.5), 312_400_000), None);
+        // where the kernel refused the scheduler events, it says so
+        assert!(!w.contains("were not allowed"), "{w}");
+        let refused = ServiceReport {
+            sched_events_refused: Some("tracefs is root-only".into()),
+            ..report(0.0988)
+        };
+        let w = undercount_warning(&refused, 312_400_000).expect("a warning");
+        assert!(
+            w.contains("the scheduler events, which follow a thread to its end, were not allowed"),
+            "{w}"
+        );
     }
 
     fn entry(pid: u32, tid: u32, run_ns: u64, new: bool) -> Entry {
