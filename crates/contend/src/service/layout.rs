@@ -137,10 +137,15 @@ fn service_panel(s: &ServiceReport) -> Panel {
     } else if s.sched_event_threads > 0 {
         (
             "sched events".to_string(),
-            Some(format!(
-                "scheduler events for {} threads, schedstat for the rest",
-                s.sched_event_threads
-            )),
+            Some(if s.sched_event_threads as usize >= s.threads.len() {
+                format!("scheduler events for all {} threads", s.sched_event_threads)
+            } else {
+                format!(
+                    "scheduler events for {} threads, schedstat for the other {}",
+                    s.sched_event_threads,
+                    s.threads.len() - s.sched_event_threads as usize
+                )
+            }),
         )
     } else {
         (
@@ -273,4 +278,54 @@ fn headlines(s: &ServiceReport) -> Vec<String> {
     }
     line.push('.');
     vec![line]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Source line's note of a report with `events` of `threads`
+    /// threads from the scheduler events, or refused for `refused`.
+    fn source_note(events: u32, threads: usize, refused: Option<&str>) -> String {
+        let s = ServiceReport {
+            sched_event_threads: events,
+            threads: vec![crate::service::ServiceThreadRow::default(); threads],
+            sched_events_refused: refused.map(str::to_string),
+            ..ServiceReport::default()
+        };
+        let Body::Table(table) = service_panel(&s).body else {
+            panic!("a table");
+        };
+        let row = table
+            .rows
+            .iter()
+            .find(|r| r.key == "source")
+            .expect("a Source row");
+        match &row.cells[2] {
+            Cell::Text(t) => t.clone(),
+            _ => String::new(),
+        }
+    }
+
+    /// The note says whether every thread came from the events (a build
+    /// under `make`: all 50 did, and "schedstat for the rest" named a rest
+    /// that was not there), how many did not, or why none did.
+    #[test]
+    fn the_source_note_counts_the_threads_of_each_source() {
+        assert_eq!(
+            source_note(50, 50, None),
+            "scheduler events for all 50 threads"
+        );
+        assert_eq!(
+            source_note(3, 5, None),
+            "scheduler events for 3 threads, schedstat for the other 2"
+        );
+        assert_eq!(source_note(0, 5, None), "");
+        let refused = source_note(0, 5, Some("tracefs is root-only by default"));
+        assert!(
+            refused
+                .starts_with("scheduler events not allowed here: tracefs is root-only by default."),
+            "{refused}"
+        );
+    }
 }
