@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h> /* rename */
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
@@ -475,11 +476,15 @@ static int create_trace(int forked)
     uint64_t data_off = site_off + TABLE_BYTES(CONTEND_SITE_SLOTS);
     data_off = (data_off + pg - 1) / pg * pg; /* chunks are mapped: page-aligned */
 
-    /* sparse: one byte at the end of the tables extends the file */
+    /* sparse: one byte at the end of the tables extends the file; the
+     * header's page is written with zeros first, so that its populate only
+     * maps a page-cache page (over a hole it took the read-fault path:
+     * 0.3-0.5 ms of every process's start; contend/zero_fill.h) */
     char zero = 0;
     void *map = MAP_FAILED;
     struct stat st;
-    if (pwrite(fd, &zero, 1, (off_t)(data_off - 1)) != 1 || fstat(fd, &st) != 0 ||
+    if (contend_write_zeros(fd, 0, (CONTEND_HEADER_SIZE + pg - 1) / pg * pg) != 0 ||
+        pwrite(fd, &zero, 1, (off_t)(data_off - 1)) != 1 || fstat(fd, &st) != 0 ||
         (map = contend_raw_mmap(NULL, data_off, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
         populate(map, CONTEND_HEADER_SIZE) != 0) {
         int err = errno;
@@ -1588,6 +1593,98 @@ static void set_state(int state)
     __atomic_store_n(&contend_g.recording, state == CONTEND_STATE_ACTIVE, __ATOMIC_RELEASE);
 }
 
+/*
+ * The recording's calibration, shared by its processes. Measuring it
+ * (contend_calibrate_cost) takes about 0.3 ms of every process's start on
+ * the KVM guest of docs/benchmarks.md, the largest part of what the
+ * collector adds to a process that locks little (a build's compilers and
+ * shells: 50 processes of a `make -j2`). The first process of a recording
+ * to measure it writes the figures to <dir>/calibration (under a name of
+ * its own, then renamed: a reader sees a whole file or none); a process
+ * that finds the file takes them, as a fork child takes its parent's. A
+ * file that does not read back whole and for this mode is ignored.
+ */
+#define SHARED_CALIBRATION_MAGIC "CNTDCAL1"
+struct shared_calibration {
+    char magic[8];
+    uint32_t light;
+    uint32_t cost_record_ps;
+    uint32_t cost_count_ps;
+    uint32_t calibration_ns;
+    uint32_t cost_window_record_ps;
+    uint32_t cost_window_count_ps;
+};
+
+/* <dir>/calibration, or <dir>/calibration.<pid> with `pid` nonzero. */
+static void calibration_path(char *path, uint32_t pid)
+{
+    char *end = path + PATH_MAX;
+    char *p = contend_append(contend_append(path, end, C.dir), end, "/calibration");
+    if (pid) {
+        char digits[16];
+        int n = 0;
+        do {
+            digits[n++] = (char)('0' + pid % 10);
+            pid /= 10;
+        } while (pid && n < 15);
+        if (p < end - n - 2) {
+            *p++ = '.';
+            while (n)
+                *p++ = digits[--n];
+            *p = 0;
+        }
+    }
+}
+
+/* Takes the recording's calibration into C.* (and the header) when an
+ * earlier process wrote it; 0 if not. */
+static int read_shared_calibration(void)
+{
+    char path[PATH_MAX];
+    calibration_path(path, 0);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct shared_calibration c;
+    ssize_t n = read(fd, &c, sizeof c);
+    close(fd);
+    if (n != (ssize_t)sizeof c || memcmp(c.magic, SHARED_CALIBRATION_MAGIC, 8) != 0 ||
+        c.light != (uint32_t)contend_g.light || c.cost_record_ps == 0)
+        return 0;
+    contend_trace_header *h = contend_g.hdr;
+    h->cost_record_ps = C.cost_record_ps = c.cost_record_ps;
+    h->cost_count_ps = C.cost_count_ps = c.cost_count_ps;
+    h->calibration_ns = C.calibration_ns = c.calibration_ns;
+    h->cost_window_record_ps = C.cost_window_record_ps = c.cost_window_record_ps;
+    h->cost_window_count_ps = C.cost_window_count_ps = c.cost_window_count_ps;
+    return 1;
+}
+
+/* Writes C.*'s calibration for the recording's later processes (best
+ * effort: without it each measures its own). */
+static void write_shared_calibration(void)
+{
+    struct shared_calibration c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.magic, SHARED_CALIBRATION_MAGIC, 8);
+    c.light = (uint32_t)contend_g.light;
+    c.cost_record_ps = C.cost_record_ps;
+    c.cost_count_ps = C.cost_count_ps;
+    c.calibration_ns = C.calibration_ns;
+    c.cost_window_record_ps = C.cost_window_record_ps;
+    c.cost_window_count_ps = C.cost_window_count_ps;
+    char tmp[PATH_MAX], path[PATH_MAX];
+    calibration_path(tmp, (uint32_t)getpid());
+    calibration_path(path, 0);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    int ok = write(fd, &c, sizeof c) == (ssize_t)sizeof c;
+    close(fd);
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
 static void contend_init(void)
 {
     int expected = CONTEND_STATE_NONE;
@@ -1598,6 +1695,9 @@ static void contend_init(void)
     }
     struct contend_thread *ts = &contend_tls;
     struct contend_saved saved = contend_enter(ts);
+    /* the whole start-up is the collector's cost (trace file, maps
+     * snapshot, calibration): timed as one, counted once it has a trace */
+    uint64_t t0 = contend_cpu_ns();
 
     int state = CONTEND_STATE_PASS;
     contend_resolve_reals();
@@ -1612,8 +1712,9 @@ static void contend_init(void)
         C.key_ok = pthread_key_create(&C.key, thread_exit) == 0;
     if (create_trace(0) != 0)
         goto done;
+    if (!C.calibrated && read_shared_calibration())
+        C.calibrated = 1;
     if (!C.calibrated) {
-        uint64_t t0 = contend_cpu_ns();
         contend_calibrate_cost(ts);
         contend_trace_header *h = contend_g.hdr;
         C.cost_record_ps = h->cost_record_ps;
@@ -1622,12 +1723,13 @@ static void contend_init(void)
         C.cost_window_record_ps = h->cost_window_record_ps;
         C.cost_window_count_ps = h->cost_window_count_ps;
         C.calibrated = 1;
-        contend_cost_since(ts, t0);
+        write_shared_calibration();
         ts->guard = CONTEND_GUARD_BUSY; /* still initialising */
     }
     if (!C.atfork_done)
         C.atfork_done = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
     state = CONTEND_STATE_ACTIVE;
+    contend_cost_since(ts, t0);
 
 done:
     set_state(state);
@@ -1657,9 +1759,11 @@ __attribute__((constructor)) static void contend_constructor(void)
     if (!C.backtrace_ready) {
         /* the first backtrace() dlopens libgcc_s: do it here, not in a hook
          * (creation records carry a short stack even without stack_every) */
+        uint64_t t0 = contend_cpu_ns();
         void *frames[4];
         backtrace(frames, 4);
         __atomic_store_n(&C.backtrace_ready, 1, __ATOMIC_RELEASE);
+        contend_cost_since(ts, t0);
     }
     contend_leave(ts, saved);
 }
@@ -1670,14 +1774,17 @@ __attribute__((destructor)) static void contend_destructor(void)
         return;
     struct contend_thread *ts = &contend_tls;
     struct contend_saved saved = contend_enter(ts);
+    uint64_t t0 = contend_cpu_ns();
     contend_trace_header *h = contend_g.hdr;
     calibrate(&h->end);
     if (ts->chunk)
         store_thread_name(ts->chunk);
     if (ts->count_chunk)
         store_thread_name(ts->count_chunk);
-    __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_FLAG_FINISHED, __ATOMIC_RELEASE);
     contend_maps_snapshot();
+    contend_cost_since(ts, t0);
+    /* after the last cost: a reader that sees FINISHED sees it too */
+    __atomic_fetch_or(&h->flags, (uint64_t)CONTEND_FLAG_FINISHED, __ATOMIC_RELEASE);
     /* Nothing is unmapped: other threads may still be recording, and the
      * records they store after this point are still kept. */
     contend_leave(ts, saved);

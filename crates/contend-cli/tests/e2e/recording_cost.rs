@@ -252,3 +252,97 @@ fn start_up_outside_the_threads_completes_the_per_thread_rows() {
         text.stdout
     );
 }
+
+/// The collector's calibration is measured once per recording: the first
+/// process measures it and writes `calibration` into the recording
+/// directory, and every later process takes its figures from there (about
+/// 0.3 ms of each process's start otherwise; docs/benchmarks.md, "A
+/// build's processes"). A shell that starts three short processes and
+/// then execs a lock program: five traces, one set of figures.
+#[test]
+fn the_calibration_is_measured_once_and_shared_by_the_later_processes() {
+    require_tool!("gcc");
+    let exe = build("accuracy_mutex.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("cal.data");
+    let script = format!(
+        "for i in 1 2 3; do /bin/true; done; exec {} 2 200 5 5",
+        exe.display()
+    );
+    let out = record(&dir, std::path::Path::new("/bin/sh"), &["-c", &script]);
+    assert!(out.success(), "record failed:\n{}", out.describe());
+    let file = std::fs::read(dir.join("calibration")).expect("the shared calibration");
+    assert_eq!(file.len(), 32);
+    assert_eq!(&file[..8], b"CNTDCAL1");
+    let traces: Vec<contend_trace::reader::LockTrace> = trace_files(&dir)
+        .iter()
+        .map(|p| contend_trace::reader::LockTrace::open(p).unwrap())
+        .collect();
+    assert_eq!(
+        traces.len(),
+        5,
+        "the shell, three /bin/true and the program"
+    );
+    let figures = |t: &contend_trace::reader::LockTrace| {
+        (t.cost_record_ps, t.calibration_ns, t.cost_window_record_ps)
+    };
+    let first = figures(&traces[0]);
+    assert!(first.0 > 0 && first.1 > 0, "{first:?}");
+    for t in &traces {
+        assert_eq!(figures(t), first, "{}", t.path.display());
+    }
+    // the file holds them
+    let ps = u32::from_le_bytes(file[12..16].try_into().unwrap());
+    assert_eq!(ps, first.0);
+}
+
+/// A `calibration` file that is cut short, or of another mode, is no
+/// calibration: the process measures its own (and replaces the file); a
+/// whole one is taken as it is. Run without the launcher (the collector
+/// preloaded with `CONTEND_DIR`), so that the file is there before the
+/// first process starts.
+#[test]
+fn a_damaged_shared_calibration_is_measured_again() {
+    require_tool!("gcc");
+    let exe = build("accuracy_mutex.c", &[]);
+    let collector = contend_collector::install_lock_collector().unwrap();
+    let run = |dir: &std::path::Path, file: &[u8]| {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("calibration"), file).unwrap();
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["1", "100", "1", "1"])
+            .env("LD_PRELOAD", &collector)
+            .env("CONTEND_DIR", dir);
+        let out = run_timeout(cmd, std::time::Duration::from_secs(60));
+        assert!(out.success(), "{}", out.describe());
+        let traces = trace_files(dir);
+        assert_eq!(traces.len(), 1, "{traces:?}");
+        let t = contend_trace::reader::LockTrace::open(&traces[0]).unwrap();
+        (
+            t.cost_record_ps,
+            std::fs::read(dir.join("calibration")).unwrap(),
+        )
+    };
+    let mut whole = b"CNTDCAL1".to_vec();
+    for v in [0u32, 777, 0, 123_456, 0, 0] {
+        whole.extend_from_slice(&v.to_le_bytes());
+    }
+    let tmp = tempdir();
+    // whole: taken
+    let (ps, after) = run(&tmp.path().join("whole"), &whole);
+    assert_eq!(ps, 777);
+    assert_eq!(after, whole);
+    // cut short, or written in light mode (here default): measured again
+    let mut light = whole.clone();
+    light[8] = 1;
+    for (name, file) in [("short", &whole[..20]), ("light", &light[..])] {
+        let (ps, after) = run(&tmp.path().join(name), file);
+        assert!(ps > 0 && ps != 777, "{name}: {ps}");
+        assert_eq!(after.len(), 32, "{name}");
+        assert_eq!(
+            u32::from_le_bytes(after[12..16].try_into().unwrap()),
+            ps,
+            "{name}: the file replaced"
+        );
+    }
+}

@@ -72,8 +72,9 @@ impl ReportSection for RecordingReport {
                         "Outside the threads",
                         Cell::Ns(c.process_slow_path_ns),
                         &format!(
-                            "of the slow path, in no thread's row below: the collector's start-up (the \
-                             calibration, memory-map snapshots) in {} process{}",
+                            "of the slow path, in no thread's row below: the collector's start-up (its \
+                             trace file, loading the unwinder, a memory-map snapshot, the recording's \
+                             calibration in its first process) in {} process{}",
                             c.processes_with_slow_path,
                             if c.processes_with_slow_path == 1 { "" } else { "es" }
                         ),

@@ -155,7 +155,9 @@ pub struct RecordingCost {
     pub slow_path_ns: u64,
     /// Of `slow_path_ns`, the part that is in no thread's row of
     /// `by_thread`: what each process's collector did outside its threads'
-    /// chunks (opening the trace, the calibration, memory-map snapshots)
+    /// chunks (its start-up as a whole: creating the trace, loading the
+    /// unwinder, memory-map snapshots, the calibration in the recording's
+    /// first process)
     /// and the slow path of threads that wrote no chunk, ns. A program that
     /// starts many short processes (a shell script, a launcher shim) adds
     /// most of its cost here.
