@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "collector.h"
@@ -1602,7 +1603,8 @@ static void set_state(int state)
  * to measure it writes the figures to <dir>/calibration (under a name of
  * its own, then renamed: a reader sees a whole file or none); a process
  * that finds the file takes them, as a fork child takes its parent's. A
- * file that does not read back whole and for this mode is ignored.
+ * file that does not read back whole, for this mode and this machine is
+ * ignored.
  */
 #define SHARED_CALIBRATION_MAGIC "CNTDCAL1"
 struct shared_calibration {
@@ -1613,7 +1615,19 @@ struct shared_calibration {
     uint32_t calibration_ns;
     uint32_t cost_window_record_ps;
     uint32_t cost_window_count_ps;
+    char host[64]; /* uname's nodename: ranks of another machine measure
+                      their own (a recording directory on a shared file
+                      system) */
 };
+
+/* This machine's name for the shared calibration (truncated, NUL-padded). */
+static void calibration_host(char host[64])
+{
+    struct utsname u;
+    memset(host, 0, 64);
+    if (uname(&u) == 0)
+        memcpy(host, u.nodename, strnlen(u.nodename, 63));
+}
 
 /* <dir>/calibration, or <dir>/calibration.<pid> with `pid` nonzero. */
 static void calibration_path(char *path, uint32_t pid)
@@ -1648,8 +1662,11 @@ static int read_shared_calibration(void)
     struct shared_calibration c;
     ssize_t n = read(fd, &c, sizeof c);
     close(fd);
+    char host[64];
+    calibration_host(host);
     if (n != (ssize_t)sizeof c || memcmp(c.magic, SHARED_CALIBRATION_MAGIC, 8) != 0 ||
-        c.light != (uint32_t)contend_g.light || c.cost_record_ps == 0)
+        c.light != (uint32_t)contend_g.light || c.cost_record_ps == 0 ||
+        memcmp(c.host, host, sizeof host) != 0)
         return 0;
     contend_trace_header *h = contend_g.hdr;
     h->cost_record_ps = C.cost_record_ps = c.cost_record_ps;
@@ -1673,6 +1690,7 @@ static void write_shared_calibration(void)
     c.calibration_ns = C.calibration_ns;
     c.cost_window_record_ps = C.cost_window_record_ps;
     c.cost_window_count_ps = C.cost_window_count_ps;
+    calibration_host(c.host);
     char tmp[PATH_MAX], path[PATH_MAX];
     calibration_path(tmp, (uint32_t)getpid());
     calibration_path(path, 0);

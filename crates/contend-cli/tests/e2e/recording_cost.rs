@@ -272,7 +272,7 @@ fn the_calibration_is_measured_once_and_shared_by_the_later_processes() {
     let out = record(&dir, std::path::Path::new("/bin/sh"), &["-c", &script]);
     assert!(out.success(), "record failed:\n{}", out.describe());
     let file = std::fs::read(dir.join("calibration")).expect("the shared calibration");
-    assert_eq!(file.len(), 32);
+    assert_eq!(file.len(), 96);
     assert_eq!(&file[..8], b"CNTDCAL1");
     let traces: Vec<contend_trace::reader::LockTrace> = trace_files(&dir)
         .iter()
@@ -296,7 +296,8 @@ fn the_calibration_is_measured_once_and_shared_by_the_later_processes() {
     assert_eq!(ps, first.0);
 }
 
-/// A `calibration` file that is cut short, or of another mode, is no
+/// A `calibration` file that is cut short, of another mode or of another
+/// machine (a recording directory on a shared file system) is no
 /// calibration: the process measures its own (and replaces the file); a
 /// whole one is taken as it is. Run without the launcher (the collector
 /// preloaded with `CONTEND_DIR`), so that the file is there before the
@@ -327,18 +328,34 @@ fn a_damaged_shared_calibration_is_measured_again() {
     for v in [0u32, 777, 0, 123_456, 0, 0] {
         whole.extend_from_slice(&v.to_le_bytes());
     }
+    // this machine's name (uname), NUL-padded to 64 bytes
+    let mut host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim_end()
+        .as_bytes()
+        .to_vec();
+    host.resize(64, 0);
+    let mut elsewhere = whole.clone();
+    elsewhere.extend_from_slice(&[b'x'; 63]);
+    elsewhere.push(0);
+    whole.extend_from_slice(&host);
     let tmp = tempdir();
     // whole: taken
     let (ps, after) = run(&tmp.path().join("whole"), &whole);
     assert_eq!(ps, 777);
     assert_eq!(after, whole);
-    // cut short, or written in light mode (here default): measured again
+    // cut short, written in light mode (here default), or on another
+    // machine: measured again
     let mut light = whole.clone();
     light[8] = 1;
-    for (name, file) in [("short", &whole[..20]), ("light", &light[..])] {
+    for (name, file) in [
+        ("short", &whole[..20]),
+        ("light", &light[..]),
+        ("elsewhere", &elsewhere[..]),
+    ] {
         let (ps, after) = run(&tmp.path().join(name), file);
         assert!(ps > 0 && ps != 777, "{name}: {ps}");
-        assert_eq!(after.len(), 32, "{name}");
+        assert_eq!(after.len(), 96, "{name}");
         assert_eq!(
             u32::from_le_bytes(after[12..16].try_into().unwrap()),
             ps,
