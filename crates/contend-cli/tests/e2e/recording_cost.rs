@@ -205,22 +205,17 @@ fn slow_path_counts_what_creation_records_cost() {
 }
 
 /// A shell that starts six short processes before it execs a lock
-/// program: each process's collector start-up (the calibration, the
-/// memory-map snapshot) is in no thread's row, so `process_slow_path_ns`
+/// program: each process's collector start-up (its trace file, the
+/// unwinder's loading, the memory-map snapshots, the first one's
+/// calibration) is in no thread's row, so `process_slow_path_ns`
 /// holds it, and the per-thread rows plus it add up to the estimate, to
 /// the ns. The text report gives it a row of its own.
 #[test]
 fn start_up_outside_the_threads_completes_the_per_thread_rows() {
     require_tool!("gcc");
-    let exe = build("accuracy_mutex.c", &[]);
     let tmp = tempdir();
     let dir = tmp.path().join("sh.data");
-    let script = format!(
-        "for i in 1 2 3 4 5 6; do /bin/true; done; exec {} 2 200 5 5",
-        exe.display()
-    );
-    let out = record(&dir, std::path::Path::new("/bin/sh"), &["-c", &script]);
-    assert!(out.success(), "record failed:\n{}", out.describe());
+    record_short_processes_then_locks(&dir, 6);
     let report = report_json(&dir);
     let r = &report["recording"];
     assert_eq!(r["cost"]["method"], "sampled", "{r}");
@@ -253,6 +248,22 @@ fn start_up_outside_the_threads_completes_the_per_thread_rows() {
     );
 }
 
+/// Records into `dir` a shell that starts `short` processes (`/bin/true`,
+/// no lock operation) and then execs a lock program
+/// (`accuracy_mutex.c`, 2 threads).
+fn record_short_processes_then_locks(dir: &std::path::Path, short: u32) {
+    let exe = build("accuracy_mutex.c", &[]);
+    // the list written out: `$(seq …)` would start two more processes
+    let list: Vec<String> = (1..=short).map(|i| i.to_string()).collect();
+    let script = format!(
+        "for i in {}; do /bin/true; done; exec {} 2 200 5 5",
+        list.join(" "),
+        exe.display()
+    );
+    let out = record(dir, std::path::Path::new("/bin/sh"), &["-c", &script]);
+    assert!(out.success(), "record failed:\n{}", out.describe());
+}
+
 /// The collector's calibration is measured once per recording: the first
 /// process measures it and writes `calibration` into the recording
 /// directory, and every later process takes its figures from there (about
@@ -262,15 +273,9 @@ fn start_up_outside_the_threads_completes_the_per_thread_rows() {
 #[test]
 fn the_calibration_is_measured_once_and_shared_by_the_later_processes() {
     require_tool!("gcc");
-    let exe = build("accuracy_mutex.c", &[]);
     let tmp = tempdir();
     let dir = tmp.path().join("cal.data");
-    let script = format!(
-        "for i in 1 2 3; do /bin/true; done; exec {} 2 200 5 5",
-        exe.display()
-    );
-    let out = record(&dir, std::path::Path::new("/bin/sh"), &["-c", &script]);
-    assert!(out.success(), "record failed:\n{}", out.describe());
+    record_short_processes_then_locks(&dir, 3);
     let file = std::fs::read(dir.join("calibration")).expect("the shared calibration");
     assert_eq!(file.len(), 96);
     assert_eq!(&file[..8], b"CNTDCAL1");
