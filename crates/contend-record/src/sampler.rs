@@ -135,6 +135,10 @@ pub struct SamplerStats {
     /// `"system-wide"` (one of each per CPU, the machine's other records
     /// dropped) or `"per-task"` (inherited by every thread of the target).
     pub event_scope: Option<&'static str>,
+    /// Why the scheduler events hold the context switches alone, without
+    /// the wake-up tracepoints (refused, [`SchedEvents::wakeups_refused`]):
+    /// the run-queue wait then counts the waits after preemptions only.
+    pub event_wakeups_refused: Option<String>,
     /// Threads followed by scheduler events.
     pub event_threads: u64,
     /// Scheduler event records processed.
@@ -200,6 +204,7 @@ impl SamplerStats {
             source: self.source.to_string(),
             source_note: self.source_note,
             event_scope: self.event_scope.map(str::to_string),
+            event_wakeups_refused: self.event_wakeups_refused,
             event_records: self.event_records,
             event_records_lost: self.event_records_lost,
             event_longest_run_delay_ns: self.event_longest_run_delay_ns,
@@ -496,6 +501,7 @@ fn run(
                 Ok(ev) => {
                     stats.source = "sched-events";
                     stats.event_scope = Some(ev.scope().name());
+                    stats.event_wakeups_refused = ev.wakeups_refused.clone();
                     Some(ev)
                 }
                 Err(e) => {

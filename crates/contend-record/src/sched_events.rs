@@ -282,7 +282,13 @@ pub struct SchedEvents {
     events: Vec<OwnedFd>,
     /// CPU of each ring.
     cpus: Vec<u32>,
-    attrs: [Attr; 3],
+    /// The event attributes: context switches, then (unless refused) the
+    /// `sched_wakeup` and `sched_wakeup_new` tracepoints.
+    attrs: Vec<Attr>,
+    /// Why the wake-up tracepoints are not among the events, when they are
+    /// not ([`SchedEvents::open`]): then a thread's run-queue wait counts
+    /// only the waits after a preemption.
+    pub wakeups_refused: Option<String>,
     sample_type_of: FxHashMap<u64, u64>,
     threads: FxHashMap<u32, Thread>,
     /// Decoded records not yet processed (later than the cut).
@@ -397,12 +403,13 @@ impl SchedEvents {
     /// The state before any event is opened: the CPUs to open them on and
     /// the three event attributes (context switches, `sched_wakeup`,
     /// `sched_wakeup_new`); no rings, no threads.
-    fn unopened(cpus: Vec<u32>, attrs: [Attr; 3]) -> SchedEvents {
+    fn unopened(cpus: Vec<u32>, attrs: Vec<Attr>) -> SchedEvents {
         SchedEvents {
             rings: Vec::new(),
             events: Vec::new(),
             cpus,
             attrs,
+            wakeups_refused: None,
             sample_type_of: FxHashMap::default(),
             threads: FxHashMap::default(),
             pending: Vec::new(),
@@ -426,11 +433,22 @@ impl SchedEvents {
     }
 
     /// Opens the events on every thread in `tids` (the running target's
-    /// threads) on every online CPU. Errors: a sentence naming what was
-    /// refused and why (tracefs not readable, `perf_event_open` refused
-    /// with `kernel.perf_event_paranoid`, a ring that cannot be mapped).
+    /// threads) on every online CPU. Where the wake-up tracepoints are
+    /// refused (tracefs is root-only; the kernel allows a user's own
+    /// threads' context switches under `kernel.perf_event_paranoid` 2),
+    /// the context switches alone, with the reason in
+    /// [`SchedEvents::wakeups_refused`]: run time and time slices stay
+    /// exact, the run-queue wait holds the waits after preemptions only.
+    /// Errors: a sentence naming what was refused and why
+    /// (`perf_event_open` refused with `kernel.perf_event_paranoid`, a
+    /// ring that cannot be mapped).
     pub fn open(tids: &[u32]) -> Result<SchedEvents, String> {
-        let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), Self::attrs()?);
+        let (attrs, wakeups_refused) = match Self::attrs() {
+            Ok(a) => (a, None),
+            Err(why) => (vec![Self::switch_attr()], Some(why)),
+        };
+        let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), attrs);
+        s.wakeups_refused = wakeups_refused;
         let mut opened = false;
         for &tid in tids {
             match s.attach(0, tid) {
@@ -501,23 +519,39 @@ impl SchedEvents {
         self.rings.iter().map(|r| r.leader.as_raw_fd()).collect()
     }
 
-    /// The three event attributes (context switches, `sched_wakeup`,
-    /// `sched_wakeup_new`), inherited.
-    fn attrs() -> Result<[Attr; 3], String> {
-        let wakeup = tracepoint_id("sched_wakeup")?;
-        let wakeup_new = tracepoint_id("sched_wakeup_new")?;
-        let sid = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME;
-        let clock = F_USE_CLOCKID | F_SAMPLE_ID_ALL;
-        let switches = Attr {
+    /// The context-switch event (with fork and exit records), inherited.
+    fn switch_attr() -> Attr {
+        Attr {
             kind: TYPE_SOFTWARE,
             size: 128,
             config: SW_DUMMY,
             sample_period: 1,
-            sample_type: sid,
-            flags: F_INHERIT | F_TASK | F_CONTEXT_SWITCH | F_EXCLUDE_KERNEL | F_EXCLUDE_HV | clock,
+            sample_type: SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME,
+            flags: F_INHERIT
+                | F_TASK
+                | F_CONTEXT_SWITCH
+                | F_EXCLUDE_KERNEL
+                | F_EXCLUDE_HV
+                | F_USE_CLOCKID
+                | F_SAMPLE_ID_ALL,
             clockid: libc::CLOCK_MONOTONIC,
             ..Attr::default()
-        };
+        }
+    }
+
+    /// The three event attributes (context switches, `sched_wakeup`,
+    /// `sched_wakeup_new`), inherited. Errors: the tracepoints' ids cannot
+    /// be read (tracefs is root-only by default), or
+    /// `CONTEND_SCHED_WAKEUPS=0` turned them off (for tests of the
+    /// switches alone).
+    fn attrs() -> Result<Vec<Attr>, String> {
+        if std::env::var("CONTEND_SCHED_WAKEUPS").is_ok_and(|v| v == "0") {
+            return Err("the wake-up tracepoints were turned off (CONTEND_SCHED_WAKEUPS=0)".into());
+        }
+        let wakeup = tracepoint_id("sched_wakeup")?;
+        let wakeup_new = tracepoint_id("sched_wakeup_new")?;
+        let sid = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME;
+        let clock = F_USE_CLOCKID | F_SAMPLE_ID_ALL;
         let tp = |config| Attr {
             kind: TYPE_TRACEPOINT,
             size: 128,
@@ -528,7 +562,7 @@ impl SchedEvents {
             clockid: libc::CLOCK_MONOTONIC,
             ..Attr::default()
         };
-        Ok([switches, tp(wakeup), tp(wakeup_new)])
+        Ok(vec![Self::switch_attr(), tp(wakeup), tp(wakeup_new)])
     }
 
     /// Follows thread `tid` of process `pid` too: per-task events are
@@ -1017,7 +1051,7 @@ mod tests {
     use super::*;
 
     fn empty() -> SchedEvents {
-        SchedEvents::unopened(Vec::new(), [Attr::default(); 3])
+        SchedEvents::unopened(Vec::new(), vec![Attr::default(); 3])
     }
 
     fn switch(tid: u32, time: u64, out: bool, preempt: bool) -> SchedRec {

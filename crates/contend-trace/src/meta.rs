@@ -194,6 +194,12 @@ pub struct SamplerMeta {
     /// `None` without events and in older recordings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_scope: Option<String>,
+    /// Why the scheduler events held the context switches alone (the
+    /// wake-up tracepoints refused: tracefs is root-only by default): the
+    /// run-queue wait then counts the waits after preemptions only. `None`
+    /// with the wake-ups, without events and in older recordings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_wakeups_refused: Option<String>,
     /// Scheduler event records processed.
     pub event_records: u64,
     /// Scheduler event records the kernel dropped.

@@ -137,14 +137,23 @@ fn service_panel(s: &ServiceReport) -> Panel {
     } else if s.sched_event_threads > 0 {
         (
             "sched events".to_string(),
-            Some(if s.sched_event_threads as usize >= s.threads.len() {
-                format!("scheduler events for all {} threads", s.sched_event_threads)
-            } else {
-                format!(
-                    "scheduler events for {} threads, schedstat for the other {}",
-                    s.sched_event_threads,
-                    s.threads.len() - s.sched_event_threads as usize
-                )
+            Some({
+                let mut note = if s.sched_event_threads as usize >= s.threads.len() {
+                    format!("scheduler events for all {} threads", s.sched_event_threads)
+                } else {
+                    format!(
+                        "scheduler events for {} threads, schedstat for the other {}",
+                        s.sched_event_threads,
+                        s.threads.len() - s.sched_event_threads as usize
+                    )
+                };
+                if let Some(why) = &s.sched_wakeups_refused {
+                    note.push_str(&format!(
+                        "; context switches only, without the wake-ups ({why}): their run-queue \
+                         wait counts the waits after preemptions, not after wake-ups"
+                    ));
+                }
+                note
             }),
         )
     } else {
@@ -228,8 +237,15 @@ fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
         Column::num("Rank", "rank").explained("the MPI world rank of the thread's process"),
         Column::num("CPU time", "cpu_ns"),
         Column::num("Share", "cpu_share").explained("the thread's share of all sampled CPU time"),
-        Column::num("Run-queue wait", "run_queue_wait_ns")
-            .explained("time runnable but waiting for a CPU (schedstat)"),
+        Column::num("Run-queue wait", "run_queue_wait_ns").explained(
+            if s.sched_wakeups_refused.is_some() {
+                "time runnable but waiting for a CPU (schedstat counts all of it; the scheduler \
+                 events counted only the waits after preemptions: the wake-up tracepoints were not \
+                 allowed, see the Source line)"
+            } else {
+                "time runnable but waiting for a CPU (schedstat)"
+            },
+        ),
         Column::num("Slices", "slices").explained("time slices the thread ran (schedstat)"),
     ];
     // the CPU time drawn as bars

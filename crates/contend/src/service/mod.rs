@@ -90,6 +90,14 @@ pub struct ServiceReport {
     /// (`CONTEND_SERVICE_SOURCE=schedstat`), or in older recordings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched_events_refused: Option<String>,
+    /// Why the scheduler events held the context switches alone, without
+    /// the wake-up tracepoints (`meta.json`'s
+    /// `sampler.event_wakeups_refused`): the run-queue wait of the threads
+    /// they followed then counts the waits after preemptions only, not
+    /// those after wake-ups; run time and slices stay exact. `None` with
+    /// the wake-ups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_wakeups_refused: Option<String>,
     /// Per thread, most service time first.
     pub threads: Vec<ServiceThreadRow>,
 }
@@ -361,6 +369,7 @@ pub fn analyze(file: &SampleFile) -> Option<ServiceReport> {
         .into(),
         left_events_at_s: None,
         sched_events_refused: None,
+        sched_wakeups_refused: None,
         left_events_records_per_s: None,
         threads,
     })
@@ -476,6 +485,11 @@ impl Analyzer for ServiceAnalyzer {
             if report.sched_event_threads == 0 {
                 report.sched_events_refused =
                     meta.sampler.as_ref().and_then(|s| s.source_note.clone());
+            } else {
+                report.sched_wakeups_refused = meta
+                    .sampler
+                    .as_ref()
+                    .and_then(|s| s.event_wakeups_refused.clone());
             }
             let kernel_cpu_ns = meta.counters.as_ref().and_then(|c| c.cpu_time_ns);
             if let Some(w) = kernel_cpu_ns.and_then(|ns| undercount_warning(report, ns)) {
