@@ -34,7 +34,7 @@
 //! began are followed through scheduler events ([`crate::sched_events`]:
 //! context switches and wake-ups in per-CPU perf rings, drained at each
 //! tick), whose cost follows context switches instead of thread count;
-//! while system-wide events follow every thread, the sampler wakes only
+//! while the events follow every thread, the sampler wakes only
 //! every [`COAST_NS`] and makes the ticks it slept through from the
 //! events' timestamps, flagged [`TICK_FROM_EVENTS`] (no run queue is read
 //! for them);
@@ -96,7 +96,7 @@ pub const FLUSH_NS: u64 = 100_000_000;
 /// Buffered tick bytes that force a write.
 pub const FLUSH_BYTES: usize = 64 * 1024;
 
-/// While system-wide scheduler events follow every thread of the target
+/// While the scheduler events follow every thread of the target
 /// (no thread is read from `schedstat`), the sampler wakes only this
 /// often, ns (or every interval, when that is longer), and makes the ticks
 /// it slept through from the events' timestamps afterwards (flagged

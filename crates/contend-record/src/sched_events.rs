@@ -93,7 +93,7 @@ pub const DRAIN_NS: u64 = 10_000_000;
 /// records a second).
 pub const MIN_DRAIN_NS: u64 = 2_000_000;
 
-/// With system-wide events the kernel wakes a poll of a ring (see
+/// The kernel wakes a poll of a ring (see
 /// [`SchedEvents::ring_fds`]) each time a `1/WATERMARK_PARTS` of the
 /// ring's bytes were written to it (its watermark): a sampler that sleeps
 /// longer than a ring takes to fill is woken to drain it in time, however
@@ -443,10 +443,14 @@ impl SchedEvents {
     /// (`perf_event_open` refused with `kernel.perf_event_paranoid`, a
     /// ring that cannot be mapped).
     pub fn open(tids: &[u32]) -> Result<SchedEvents, String> {
-        let (attrs, wakeups_refused) = match Self::attrs() {
+        let (mut attrs, wakeups_refused) = match Self::attrs() {
             Ok(a) => (a, None),
             Err(why) => (vec![Self::switch_attr()], Some(why)),
         };
+        for a in &mut attrs {
+            a.flags |= F_WATERMARK;
+            a.wakeup = (RING_PAGES * 4096 / WATERMARK_PARTS) as u32;
+        }
         let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), attrs);
         s.wakeups_refused = wakeups_refused;
         let mut opened = false;
@@ -506,16 +510,13 @@ impl SchedEvents {
     }
 
     /// The descriptors to `poll` (`POLLIN`) for the rings' watermarks, one
-    /// per CPU: with system-wide events the kernel makes one readable each
-    /// time a quarter of its ring was written ([`WATERMARK_PARTS`]), so a
-    /// sampler that polls them may sleep for longer than a ring takes to
-    /// fill. Empty with per-task events, whose rings have no watermark
-    /// set and whose descriptors report a hang-up once the thread they
-    /// were opened on has ended.
+    /// per CPU: the kernel makes one readable each time a quarter of its
+    /// ring was written ([`WATERMARK_PARTS`]), so a sampler that polls them
+    /// may sleep for longer than a ring takes to fill. With per-task
+    /// events a ring's descriptor is the event of the thread it was first
+    /// opened on, and it reports a hang-up (`POLLHUP`) once that thread has
+    /// ended: the sampler then stops polling them.
     pub fn ring_fds(&self) -> Vec<RawFd> {
-        if self.scope != ThreadEventsScope::SystemWide {
-            return Vec::new();
-        }
         self.rings.iter().map(|r| r.leader.as_raw_fd()).collect()
     }
 

@@ -583,6 +583,12 @@ fn without_the_wakeup_tracepoints_the_context_switches_give_the_run_time() {
             .as_str()
             .unwrap_or_default();
         assert!(why.contains("CONTEND_SCHED_WAKEUPS=0"), "{sampler}");
+        // per-task rings wake the sampler at their watermark too: it
+        // sleeps through ticks
+        assert!(
+            sampler["ticks_from_events"].as_u64().unwrap_or(0) >= 1,
+            "{sampler}"
+        );
         let r = report_json(&rec);
         let s = &r["service"];
         assert_eq!(s["source"].as_str(), Some("sched-events"), "{s}");
