@@ -288,8 +288,13 @@ fn headlines(s: &ServiceReport) -> Vec<String> {
     );
     if run_queue_s > 0.0 {
         line.push_str(&format!(
-            "; the threads waited {} runnable for a CPU",
-            seconds(run_queue_s).plain()
+            "; the threads waited {} runnable for a CPU{}",
+            seconds(run_queue_s).plain(),
+            if s.sched_wakeups_refused.is_some() {
+                " after preemptions (their waits after wake-ups were not seen)"
+            } else {
+                ""
+            }
         ));
     }
     line.push('.');
@@ -321,6 +326,38 @@ mod tests {
             Cell::Text(t) => t.clone(),
             _ => String::new(),
         }
+    }
+
+    /// Without the wake-ups the glance says the run-queue wait is the
+    /// waits after preemptions only.
+    #[test]
+    fn the_glance_qualifies_a_wait_without_the_wakeups() {
+        let mut s = ServiceReport {
+            samples: 10,
+            wall_s: 1.0,
+            cpu_s: 1.5,
+            active_threads: 1.5,
+            cpus: 2,
+            threads: vec![crate::service::ServiceThreadRow {
+                run_queue_wait_s: 0.25,
+                ..Default::default()
+            }],
+            ..ServiceReport::default()
+        };
+        let full = headlines(&s).concat();
+        assert!(
+            full.ends_with("the threads waited 250.0 ms runnable for a CPU."),
+            "{full}"
+        );
+        s.sched_wakeups_refused = Some("tracefs is root-only by default".into());
+        let partial = headlines(&s).concat();
+        assert!(
+            partial.ends_with(
+                "the threads waited 250.0 ms runnable for a CPU after preemptions (their waits \
+                 after wake-ups were not seen)."
+            ),
+            "{partial}"
+        );
     }
 
     /// The note says whether every thread came from the events (a build
