@@ -51,10 +51,7 @@ fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
         }
         assert_eq!(threads.len(), 2, "{}", out.stdout);
         assert!(s["sched_event_threads"].as_u64().unwrap() >= 2, "{s}");
-        if let Some((tid, own, row)) = threads.iter().find(|(tid, own, row)| {
-            row["run_queue_wait_s"].as_f64().unwrap() * 1e9 > 0.05 * own
-                || stolen_ns(&out.stdout, *tid) > 1e6
-        }) {
+        if let Some((tid, own, row)) = disturbed_thread(&out.stdout, &threads) {
             let stolen = stolen_ns(&out.stdout, *tid);
             disturbed.push(format!(
                 "thread {tid}, own CPU clock {own} ns, {stolen} ns neither on its clock nor \
@@ -75,6 +72,20 @@ fn a_cpu_bound_threads_service_time_from_sched_events_is_its_own_cpu_time() {
         "NOTE: every run was disturbed by other work (a thread waited for a CPU more than 5% of \
          its CPU time); the bound was not checked: {disturbed:?}"
     );
+}
+
+/// The first of `threads` (from [`threads_with_own_cpu`]) whose run was
+/// disturbed by other work: it waited in the run queue for more than 5 %
+/// of its CPU time, or lost more than 1 ms to neither its CPU clock nor
+/// the run queue (steal time, [`stolen_ns`]).
+fn disturbed_thread<'a>(
+    stdout: &str,
+    threads: &'a [(u64, f64, serde_json::Value)],
+) -> Option<&'a (u64, f64, serde_json::Value)> {
+    threads.iter().find(|(tid, own, row)| {
+        row["run_queue_wait_s"].as_f64().unwrap() * 1e9 > 0.05 * own
+            || stolen_ns(stdout, *tid) > 1e6
+    })
 }
 
 /// The time (ns) thread `tid` of `service_cpu_threads` printed as lost to
@@ -604,10 +615,7 @@ fn without_the_wakeup_tracepoints_the_context_switches_give_the_run_time() {
         );
         let threads = threads_with_own_cpu(&out.stdout, s);
         assert_eq!(threads.len(), 2, "{}", out.stdout);
-        if let Some((tid, _, row)) = threads.iter().find(|(tid, own, row)| {
-            row["run_queue_wait_s"].as_f64().unwrap() * 1e9 > 0.05 * own
-                || stolen_ns(&out.stdout, *tid) > 1e6
-        }) {
+        if let Some((tid, _, row)) = disturbed_thread(&out.stdout, &threads) {
             disturbed.push(format!("thread {tid}: {row}"));
             continue;
         }
