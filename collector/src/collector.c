@@ -1634,20 +1634,8 @@ static void calibration_path(char *path, uint32_t pid)
 {
     char *end = path + PATH_MAX;
     char *p = contend_append(contend_append(path, end, C.dir), end, "/calibration");
-    if (pid) {
-        char digits[16];
-        int n = 0;
-        do {
-            digits[n++] = (char)('0' + pid % 10);
-            pid /= 10;
-        } while (pid && n < 15);
-        if (p < end - n - 2) {
-            *p++ = '.';
-            while (n)
-                *p++ = digits[--n];
-            *p = 0;
-        }
-    }
+    if (pid)
+        contend_append_u64(contend_append(p, end, "."), end, pid);
 }
 
 /* Takes the recording's calibration into C.* (and the header) when an

@@ -154,8 +154,9 @@ pub struct SamplerStats {
     /// Ticks made after they were due from the scheduler events'
     /// timestamps ([`TICK_FROM_EVENTS`], [`COAST_NS`]), of `ticks`.
     pub ticks_from_events: u64,
-    /// Wake-ups by a ring's watermark while the sampler slept through
-    /// ticks ([`COAST_NS`]).
+    /// Wake-ups by a ring's watermark (a quarter of it written,
+    /// [`SchedEvents::ring_fds`]), whether the sampler was sleeping through
+    /// ticks ([`COAST_NS`]) or waiting for the next one.
     pub watermark_wakeups: u64,
     /// The shortest time planned between two reads of the event rings,
     /// ns ([`RingReads`]; `DRAIN_NS` unless the machine filled them
@@ -511,8 +512,7 @@ fn run(
             }
         }
     };
-    let mut state = State::new(pid, header.clk_tck);
-    state.interval_ns = header.interval_ns;
+    let mut state = State::new(pid, header.clk_tck, header.interval_ns);
     state.events = events;
     state.may_leave_events = source == ServiceSource::Auto;
     let mut grid = Grid::new(
@@ -814,7 +814,7 @@ struct State {
 }
 
 impl State {
-    fn new(pid: u32, clk_tck: u32) -> State {
+    fn new(pid: u32, clk_tck: u32, interval_ns: u64) -> State {
         let children_files = Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists()
             || Path::new("/proc/thread-self/children").exists();
         let mut s = State {
@@ -837,7 +837,7 @@ impl State {
             settled: false,
             may_leave_events: false,
             costly_ticks: 0,
-            interval_ns: 0,
+            interval_ns,
             records_before: 0,
             tick_before_ns: 0,
             switched: None,

@@ -222,8 +222,8 @@ pub struct SamplerMeta {
     #[serde(skip_serializing_if = "is_zero")]
     pub ticks_from_events: u64,
     /// Times a ring's watermark (a quarter of it written) woke the sampler
-    /// while it slept through ticks; 0 without events and in older
-    /// recordings.
+    /// to drain the rings before its next tick; 0 without events and in
+    /// older recordings.
     #[serde(skip_serializing_if = "is_zero")]
     pub watermark_wakeups: u64,
     /// When the sampler left the scheduler events for `schedstat` because
