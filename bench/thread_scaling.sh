@@ -15,7 +15,10 @@
 # `old-light` run the binary CONTEND_OLD names, for a before/after in one
 # run (e.g. MODES="old default old-light light"); `noprep` and
 # `light-noprep` are the two modes without the launcher's chunk preparer
-# (CONTEND_PREPARE_CHUNKS=0).
+# (CONTEND_PREPARE_CHUNKS=0); `schedstat` and `light-schedstat` the two
+# modes with the sampler on schedstat instead of the scheduler events
+# (CONTEND_SERVICE_SOURCE=schedstat); `preload` and `preload-light` the
+# collector alone, without the launcher.
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 THREADS=${THREADS:-"2 8 32 128 512"}
@@ -24,9 +27,23 @@ BLOCK_KIB=${BLOCK_KIB:-32}
 gcc -std=c11 -Wall -Wextra -Werror -O2 -g -pthread -o "$OUT/thread_scaling" "$ROOT/bench/thread_scaling.c"
 machine
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+# `preload` and `preload-light`: the collector alone, preloaded with the
+# environment `contend record` gives a program, without the launcher (no
+# sampler, no scheduler events, no chunk preparer).
+read -r PRELOAD_SO PRELOAD_CLOCK PRELOAD_HZ < <(
+  "$CONTEND" record --force -o "$OUT/scaling-env.data" -- true >/dev/null 2>&1
+  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$OUT/scaling-env.data/meta.json")
+preload() { # $1 = light flag, then the program's arguments
+  local light=$1; shift
+  rm -rf "$OUT/scaling-preload.data" && mkdir -p "$OUT/scaling-preload.data/locks"
+  CONTEND_DIR="$OUT/scaling-preload.data" CONTEND_CLOCK="$PRELOAD_CLOCK" CONTEND_TSC_HZ="$PRELOAD_HZ" \
+    CONTEND_STACK_EVERY=0 CONTEND_LIGHT="$light" LD_PRELOAD="$PRELOAD_SO" "$@"
+}
 run() { # $1 = mode, $2 = threads; prints "cpu_ns,run_ns"
   local out
   case "$1" in
+    preload) out=$(preload 0 "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB") ;;
+    preload-light) out=$(preload 1 "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB") ;;
     plain) out=$("$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB") ;;
     default) out=$("$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     light) out=$("$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
@@ -35,6 +52,8 @@ run() { # $1 = mode, $2 = threads; prints "cpu_ns,run_ns"
     nt) out=$(CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     noprep) out=$(CONTEND_PREPARE_CHUNKS=0 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     light-noprep) out=$(CONTEND_PREPARE_CHUNKS=0 "$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    schedstat) out=$(CONTEND_SERVICE_SOURCE=schedstat "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    light-schedstat) out=$(CONTEND_SERVICE_SOURCE=schedstat "$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
   esac
   sed 's/.*run_ns=\([0-9]*\) cpu_ns=\([0-9]*\).*/\2,\1/' <<<"$out"
 }

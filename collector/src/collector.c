@@ -1306,9 +1306,10 @@ void contend_add_cost(struct contend_thread *ts, uint64_t dt)
 /* ------------------------------------------------------------------------ */
 /* Light mode: COUNTS chunks                                                 */
 
-/* Maps a fresh COUNTS chunk with the part its table uses faulted in
- * (entries are hashed all over it; a first store to an unfaulted page could
- * raise SIGBUS on a full disk) and makes its table the thread's, empty;
+/* Maps a fresh COUNTS chunk with the part its table uses written with
+ * zeros (entries are hashed all over it; a first store to a page of a
+ * hole could raise SIGBUS on a full disk) and makes its table the
+ * thread's, empty;
  * the table before it, if any, is left mapped for claim_count_table to
  * move. 0 on failure (the thread's table unchanged). Called with the BUSY
  * guard set. */
@@ -1328,7 +1329,15 @@ static int map_count_chunk(struct contend_thread *ts)
     uint32_t doublings = ts->count_seq < 16 ? ts->count_seq : 16;
     uint64_t want = (uint64_t)POPULATE_STEP << doublings;
     size_t used = (size_t)(want < size ? want : size);
-    /* only the table is ever written: the rest of the chunk stays a hole */
+    /* only the table is ever written: the rest of the chunk stays a hole.
+     * Its part is written with zeros (blocks reserved: a store cannot
+     * raise SIGBUS on a full disk) but not faulted in: the pages the
+     * thread's entries land on fault at their first count, in the
+     * program's lock call (a thread with one lock touches one page of
+     * four). Faulting the whole table in here, in the timed claim, made
+     * bench/thread_scaling.sh's 512 short threads cost twice as much
+     * (docs/benchmarks.md, "Light mode's cost samples without the
+     * table's page faults"). */
     uint32_t index;
     void *m = map_new_chunk(0, used, &index);
     if (!m)

@@ -29,7 +29,9 @@
  * (the store buffer hides them from the thread unless it fills). A window that ran into the collector's timed
  * slow path (chunk claim, faulting in pages, maps snapshot: its CPU time
  * is in collector_ns already) or whose record left the fast path is not
- * kept and the next operation is sampled instead; a window longer than
+ * kept and the next operation is sampled instead, as is a count that
+ * entered a new (lock, site) into the thread's table (a one-off per pair,
+ * not what later counts cost); a window longer than
  * 10 µs (the thread was descheduled or interrupted) is dropped.
  *
  * What the window cannot see: the wrapper's entry (call, TLS access, the
@@ -109,14 +111,18 @@ void contend_op_sampled(struct contend_thread *ts, uint32_t tag, const void *obj
 void contend_count_sampled(struct contend_thread *ts, uint32_t prim, const void *obj,
                            const void *site)
 {
-    uint32_t seq = ts->slow_seq;
+    uint32_t seq = ts->slow_seq, used = ts->count_used;
     void *chunk = ts->count_chunk;
     uint64_t *cur = ts->cur, *rchunk = ts->chunk, *rend = ts->end;
     uint64_t t0 = sample_clock();
     contend_count_op(ts, prim, obj, site);
     uint64_t t1 = sample_clock();
-    if (ts->slow_seq != seq || ts->count_chunk != chunk) {
-        /* a new COUNTS chunk, or the timed slow path */
+    if (ts->slow_seq != seq || ts->count_chunk != chunk || ts->count_used != used) {
+        /* a new COUNTS chunk, the timed slow path, or a new entry: the
+         * first count of a (lock, site) in a thread probes an empty part
+         * of the table and enters the object into the process's table, a
+         * one-off that the mean of the windows would multiply by every
+         * later count (a short thread has one window: its first count) */
         ts->sample_countdown = 0;
         return;
     }
