@@ -199,7 +199,8 @@ fn service_panel(s: &ServiceReport) -> Panel {
     Panel::new(
         "service",
         "Service time",
-        "CPU time the target's threads received, sampled from /proc every interval, and the average number \
+        "CPU time the target's threads received, sampled every interval (from /proc's schedstat or the \
+         kernel's scheduler events: the Source line says which), and the average number \
          of threads active while any ran (cf. Venter 2016, Sections 3.1.2 and 3.2.2.1, Listings 3.3 and 3.4).",
         Body::Table(table),
     )
@@ -242,11 +243,18 @@ fn service_thread_panel(s: &ServiceReport, top: usize) -> Panel {
                 "time runnable but waiting for a CPU (schedstat counts all of it; the scheduler \
                  events counted only the waits after preemptions: the wake-up tracepoints were not \
                  allowed, see the Source line)"
+            } else if s.sched_event_threads > 0 {
+                "time runnable but waiting for a CPU (the scheduler events' for the threads they \
+                 followed, schedstat's for the others: see the Source line)"
             } else {
                 "time runnable but waiting for a CPU (schedstat)"
             },
         ),
-        Column::num("Slices", "slices").explained("time slices the thread ran (schedstat)"),
+        Column::num("Slices", "slices").explained(if s.sched_event_threads > 0 {
+            "time slices the thread ran (the scheduler events' context switches, or schedstat)"
+        } else {
+            "time slices the thread ran (schedstat)"
+        }),
     ];
     // the CPU time drawn as bars
     let bars = columns
@@ -380,5 +388,31 @@ mod tests {
                 .starts_with("scheduler events not allowed here: tracefs is root-only by default."),
             "{refused}"
         );
+    }
+
+    /// The per-thread table's notes name the source the run-queue wait and
+    /// the slices came from: schedstat alone, or the scheduler events for
+    /// the threads they followed (a recording by root said "schedstat"
+    /// while every thread came from the events).
+    #[test]
+    fn the_thread_columns_name_their_source() {
+        let note = |s: &ServiceReport, key: &str| {
+            let Body::Table(t) = service_thread_panel(s, 10).body else {
+                panic!("a table")
+            };
+            t.columns
+                .iter()
+                .find(|c| c.key == key)
+                .and_then(|c| c.legend.clone())
+                .unwrap_or_default()
+        };
+        let mut s = ServiceReport::default();
+        assert!(note(&s, "run_queue_wait_ns").ends_with("(schedstat)"));
+        assert!(note(&s, "slices").ends_with("(schedstat)"));
+        s.sched_event_threads = 3;
+        let wait = note(&s, "run_queue_wait_ns");
+        assert!(wait.contains("the scheduler events'"), "{wait}");
+        let slices = note(&s, "slices");
+        assert!(slices.contains("context switches"), "{slices}");
     }
 }
