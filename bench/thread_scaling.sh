@@ -61,6 +61,7 @@ read -ra modes <<<"plain ${MODES:-default light nt}"
 header="threads  plain_ms"
 for m in "${modes[@]:1}"; do header+="  ${m}_ms  ${m}"; done
 echo "$header   (CPU ms, overhead against plain; wall ms below)"
+rm -f "$OUT/thread_scaling_runs.txt"
 for t in $THREADS; do
   declare -A runs=()
   for i in $(seq "$ROUNDS"); do
@@ -79,7 +80,55 @@ for t in $THREADS; do
   done
   echo "$line"
   echo "$walls"
-  for m in "${modes[@]}"; do echo "  $m runs (cpu_ns,run_ns): ${runs[$m]}"; done
+  for m in "${modes[@]}"; do
+    echo "  $m runs (cpu_ns,run_ns): ${runs[$m]}"
+    echo "$t $m ${runs[$m]}" >>"$OUT/thread_scaling_runs.txt"
+  done
   unset runs cpu wall
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The spread of the figures above: per round, each mode's CPU time over
+# the same round's plain run (rounds run the modes back to back, so a
+# round shares the guest's speed of the moment), the median of those
+# ratios with a 90 % bootstrap interval (2,000 resamplings of the rounds);
+# and per mode the goal's ratio, overhead at the most threads over
+# overhead at the fewest, with its interval (undefined, "n/a", when the
+# fewest threads' interval holds zero).
+python3 - "$OUT/thread_scaling_runs.txt" <<'PY'
+import random, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    t, m, *rs = line.split()
+    runs[(int(t), m)] = [int(r.split(",")[0]) for r in rs]
+threads = sorted({t for t, _ in runs})
+modes = [m for t, m in runs if t == threads[0] and m != "plain"]
+rng = random.Random(1)
+def paired(t, m):
+    return [c / p - 1 for c, p in zip(runs[(t, m)], runs[(t, "plain")])]
+def interval(xs, f=statistics.median, n=2000):
+    bs = sorted(f([rng.choice(xs) for _ in xs]) for _ in range(n))
+    return bs[int(0.05 * n)], bs[int(0.95 * n) - 1]
+print("paired overhead per round (median, 90 % bootstrap interval):")
+for t in threads:
+    cells = []
+    for m in modes:
+        xs = paired(t, m)
+        lo, hi = interval(xs)
+        cells.append(f"{m} {statistics.median(xs) * 100:+.1f} % [{lo * 100:+.1f}, {hi * 100:+.1f}]")
+    print(f"  {t:>4} threads: " + "; ".join(cells))
+if len(threads) > 1:
+    lo_t, hi_t = threads[0], threads[-1]
+    for m in modes:
+        a, b = paired(lo_t, m), paired(hi_t, m)
+        lo, hi = interval(a)
+        ratios = []
+        for _ in range(2000):
+            ra = statistics.median([rng.choice(a) for _ in a])
+            rb = statistics.median([rng.choice(b) for _ in b])
+            ratios.append(rb / ra if ra > 0 else float("inf"))
+        ratios.sort()
+        if lo <= 0:
+            print(f"  {m}: overhead at {hi_t} ÷ at {lo_t} threads n/a (the {lo_t}-thread interval holds zero)")
+        else:
+            print(f"  {m}: overhead at {hi_t} ÷ at {lo_t} threads {statistics.median(b) / statistics.median(a):.2f} [{ratios[100]:.2f}, {ratios[1899]:.2f}]")
+PY
