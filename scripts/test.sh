@@ -74,7 +74,11 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "scripts/test.sh: clippy missing (rustup component add clippy): lint check skipped"
 fi
-cargo build --release --quiet
+# No `cargo build --release` first: the tests' dev-dependencies (tempfile,
+# insta) unify other features into rustix and the crates above it, so a
+# plain release build's artifacts were not reused by the test build, which
+# compiled the workspace again (about 4 minutes of each CI run on 2 cores).
+# `cargo test` builds the `contend` binary the end-to-end tests run.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
