@@ -198,6 +198,12 @@ pub struct ThreadTrace {
 }
 
 impl ThreadTrace {
+    /// How many record chunks it wrote (COUNTS chunks not included): 1
+    /// for a thread whose records fit in its first chunk.
+    pub fn record_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
     /// (Version 2) how many OpenMP records it has, of every event.
     pub fn omp_count(&self) -> usize {
         self.omp_by_event.iter().sum()

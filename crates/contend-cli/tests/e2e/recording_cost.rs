@@ -241,6 +241,30 @@ fn light_cost_samples_of_short_threads_leave_out_their_first_counts() {
     );
 }
 
+/// 64 short threads of 20 lock pairs each (tests/programs/thread_churn.c):
+/// the recording's cost is almost all the collector's fixed work (the
+/// process's start-up, each thread's chunk claim), which `--light` would
+/// not lower (it claims a second chunk per thread), so the warning says
+/// that instead of suggesting `--light`.
+#[test]
+fn a_cost_made_of_fixed_work_does_not_suggest_light() {
+    require_tool!("gcc");
+    let exe = build("thread_churn.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("churn");
+    crate::light::record_as(false, &dir, &exe, &["4", "16", "20", "5"]);
+    let report = report_json(&dir);
+    let r = &report["recording"];
+    let warning = r["warning"]
+        .as_str()
+        .unwrap_or_else(|| panic!("64 threads of 20 pairs: above 5 %: {r}"));
+    assert!(
+        warning.contains("is the collector's fixed work")
+            && !warning.contains("try `contend record --light`"),
+        "{warning}"
+    );
+}
+
 /// A shell that starts six short processes before it execs a lock
 /// program: each process's collector start-up (its trace file, the
 /// unwinder's loading, the memory-map snapshots, the first one's

@@ -385,6 +385,10 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
     let (mut rec_samples_ns, mut cnt_samples_ns) = (0u64, 0u64);
     let (mut win_rec_ps, mut win_cnt_ps, mut win_rec_n, mut win_cnt_n) = (0u64, 0u64, 0u64, 0u64);
     let mut uncalibrated_ops = false;
+    // the slow path that fewer records would not shorten: each process's
+    // start-up and the threads that wrote one record chunk at most (their
+    // claims, their exits), ns
+    let mut fixed_slow_ns: u64 = 0;
     for p in procs {
         let t = &p.trace;
         if t.light() {
@@ -409,6 +413,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         let in_threads: u64 = t.threads.iter().map(|th| th.collector_ns).sum();
         let outside = slow.saturating_sub(in_threads);
         r.cost.process_slow_path_ns += outside;
+        fixed_slow_ns += outside;
         r.cost.processes_with_slow_path += u64::from(outside > 0);
         let c = t.cost_record_ps != 0;
         if c {
@@ -442,6 +447,9 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         for th in &t.threads {
             let records_t = (th.op_count + th.futex_count + th.omp_count()) as u64;
             let slow_t = th.collector_ns;
+            if th.record_chunks() <= 1 {
+                fixed_slow_ns += slow_t;
+            }
             let counted_t: u64 = th.counted.iter().map(|x| x.count).sum();
             rec_samples.add(th.record_samples);
             cnt_samples.add(th.count_samples);
@@ -541,22 +549,13 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         });
     }
     if let Some(share) = r.cost.estimated_share.filter(|&s| s > WARN_SHARE) {
-        let basis = if r.cost.share_of == "cpu_time" {
-            "of the program's CPU time"
-        } else {
-            "of the traced threads' time"
-        };
-        r.warning = Some(if r.mode == "light" {
-            format!(
-                "recording cost is estimated at {:.1} % {basis}: results may be distorted",
-                share * 100.0
-            )
-        } else {
-            format!(
-                "recording cost is estimated at {:.1} % {basis}: results may be distorted; try `contend record --light`",
-                share * 100.0
-            )
-        });
+        r.warning = Some(cost_warning(
+            &r.mode,
+            share,
+            &r.cost.share_of,
+            r.cost.estimated_ns.unwrap_or(0),
+            fixed_slow_ns,
+        ));
     }
     r.thread_events = match &recording.probes {
         Some(Ok(p)) if p.manifest.thread_events && !p.manifest.thread_events_scope.is_empty() => {
@@ -593,4 +592,80 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             .then(a.tid.cmp(&b.tid))
     });
     r
+}
+
+/// The warning of a recording whose estimated cost is `share` (a fraction,
+/// above [`WARN_SHARE`]) of `share_of` (`"cpu_time"`: the program's CPU
+/// time, else the traced threads' time), in recording mode `mode`.
+/// `--light` is suggested only where it helps: it drops the records of
+/// uncontended acquisitions (and the chunks they fill), not the
+/// collector's fixed work (its start-up in each process, the first trace
+/// chunk a thread claims: `fixed_slow_ns` of the `estimated_ns`, both
+/// ns; the slow path of threads that wrote one record chunk at most
+/// counts whole). When that fixed work is most of the
+/// estimate (a short run, many short threads; light mode even claims two
+/// chunks per thread) the warning says so instead: 64 threads of 300
+/// lock pairs each cost an estimated 31 % by default and 35 % with
+/// `--light` (docs/metrics.md, "Recording cost").
+pub fn cost_warning(
+    mode: &str,
+    share: f64,
+    share_of: &str,
+    estimated_ns: u64,
+    fixed_slow_ns: u64,
+) -> String {
+    let basis = if share_of == "cpu_time" {
+        "of the program's CPU time"
+    } else {
+        "of the traced threads' time"
+    };
+    let head = format!(
+        "recording cost is estimated at {:.1} % {basis}: results may be distorted",
+        share * 100.0
+    );
+    if fixed_slow_ns.saturating_mul(2) > estimated_ns {
+        format!(
+            "{head}; most of it ({} of {}) is the collector's fixed work (its start-up in each process, a trace chunk per thread), which `--light` does not lower: a short run, or many short-lived threads",
+            crate::report::figure::short_duration(fixed_slow_ns),
+            crate::report::figure::short_duration(estimated_ns)
+        )
+    } else if mode == "light" {
+        head
+    } else {
+        format!("{head}; try `contend record --light`")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cost_warning;
+
+    /// `--light` is suggested when the records are most of the cost, not
+    /// when the collector's fixed work is (it would not lower that).
+    #[test]
+    fn the_warning_suggests_light_only_where_records_cost_most() {
+        let records = cost_warning("default", 0.12, "cpu_time", 10_000_000, 2_000_000);
+        assert_eq!(
+            records,
+            "recording cost is estimated at 12.0 % of the program's CPU time: results may be \
+             distorted; try `contend record --light`"
+        );
+        let fixed = cost_warning("default", 0.31, "cpu_time", 10_000_000, 6_000_000);
+        assert!(!fixed.contains("try `contend record --light`"), "{fixed}");
+        assert!(
+            fixed.contains("most of it (6 ms of 10 ms) is the collector's fixed work"),
+            "{fixed}"
+        );
+        let light = cost_warning("light", 0.08, "thread_time", 10_000_000, 1_000_000);
+        assert_eq!(
+            light,
+            "recording cost is estimated at 8.0 % of the traced threads' time: results may be \
+             distorted"
+        );
+        let light_fixed = cost_warning("light", 0.35, "cpu_time", 3_000_000, 2_500_000);
+        assert!(
+            light_fixed.contains("which `--light` does not lower"),
+            "{light_fixed}"
+        );
+    }
 }
