@@ -80,6 +80,16 @@ impl ReportSection for RecordingReport {
                         ),
                     ));
                 }
+                if c.fixed_slow_path_ns > 0 {
+                    rows.push(row(
+                        "fixed_slow_path_ns",
+                        "Fixed work",
+                        Cell::Ns(c.fixed_slow_path_ns),
+                        "of the slow path, what fewer records would not shorten (`--light` does not \
+                         lower it): the start-up above and the slow path of the threads that wrote \
+                         one record chunk at most (their chunk claims and exits)",
+                    ));
+                }
                 let basis = if c.share_of == "cpu_time" {
                     "of the program's CPU time"
                 } else {

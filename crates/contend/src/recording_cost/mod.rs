@@ -164,6 +164,13 @@ pub struct RecordingCost {
     pub process_slow_path_ns: u64,
     /// Processes whose collector spent any of `process_slow_path_ns`.
     pub processes_with_slow_path: u64,
+    /// Of `slow_path_ns`, the collector's fixed work, which fewer records
+    /// would not shorten (`--light` does not lower it): the
+    /// `process_slow_path_ns` and the whole slow path of the threads that
+    /// wrote one record chunk at most (their chunk claims and exits), ns.
+    /// The warning suggests `--light` only while this is at most half of
+    /// `estimated_ns` ([`cost_warning`]).
+    pub fixed_slow_path_ns: u64,
     /// How `estimated_ns` was made: `sampled` (the collector's in-situ
     /// samples, at least in one process) or `calibrated` (the start-up
     /// calibration only: recordings made before the sampling); `null`
@@ -385,10 +392,6 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
     let (mut rec_samples_ns, mut cnt_samples_ns) = (0u64, 0u64);
     let (mut win_rec_ps, mut win_cnt_ps, mut win_rec_n, mut win_cnt_n) = (0u64, 0u64, 0u64, 0u64);
     let mut uncalibrated_ops = false;
-    // the slow path that fewer records would not shorten: each process's
-    // start-up and the threads that wrote one record chunk at most (their
-    // claims, their exits), ns
-    let mut fixed_slow_ns: u64 = 0;
     for p in procs {
         let t = &p.trace;
         if t.light() {
@@ -413,7 +416,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         let in_threads: u64 = t.threads.iter().map(|th| th.collector_ns).sum();
         let outside = slow.saturating_sub(in_threads);
         r.cost.process_slow_path_ns += outside;
-        fixed_slow_ns += outside;
+        r.cost.fixed_slow_path_ns += outside;
         r.cost.processes_with_slow_path += u64::from(outside > 0);
         let c = t.cost_record_ps != 0;
         if c {
@@ -448,7 +451,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             let records_t = (th.op_count + th.futex_count + th.omp_count()) as u64;
             let slow_t = th.collector_ns;
             if th.record_chunks() <= 1 {
-                fixed_slow_ns += slow_t;
+                r.cost.fixed_slow_path_ns += slow_t;
             }
             let counted_t: u64 = th.counted.iter().map(|x| x.count).sum();
             rec_samples.add(th.record_samples);
@@ -554,7 +557,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             share,
             &r.cost.share_of,
             r.cost.estimated_ns.unwrap_or(0),
-            fixed_slow_ns,
+            r.cost.fixed_slow_path_ns,
         ));
     }
     r.thread_events = match &recording.probes {
