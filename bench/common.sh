@@ -23,6 +23,17 @@ if pid == 0:
 _, _, ru = os.wait4(pid, 0)
 open(sys.argv[1], "w").write("%.6f\n" % (ru.ru_utime + ru.ru_stime))' "$@"
 }
+# The collector and clock `contend record` gives a program, for running
+# the collector preloaded without the launcher: prints "<collector .so>
+# <CONTEND_CLOCK> <CONTEND_TSC_HZ>" for contend binary $1; $2 names the
+# scratch recording (each call its own: a process substitution runs beside
+# the script, so two calls in a row would otherwise remove each other's).
+collector_env() {
+  local d="$OUT/collector-env-$2.data"
+  "$1" record --force -o "$d" -- true >/dev/null 2>&1
+  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$d/meta.json"
+  rm -rf "$d" 2>/dev/null || true
+}
 # The lower quartile (the ceil(n/4)-th smallest value): the runs that
 # other work on a shared machine did not slow down.
 lower_quartile() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+3)/4)]}'; }

@@ -71,9 +71,7 @@ machine
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ " $MODES " == *" preload "* ]]; then
   # the collector and the clock the launcher would give memcached
-  "$CONTEND" record --force -o "$OUT/preload-env.data" -- true >/dev/null 2>&1
-  read -r PRELOAD_SO PRELOAD_CLOCK PRELOAD_HZ < <(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$OUT/preload-env.data/meta.json")
-  rm -rf "$OUT/preload-env.data"
+  read -r PRELOAD_SO PRELOAD_CLOCK PRELOAD_HZ < <(collector_env "$CONTEND" memcached)
 fi
 plain=()
 declare -A rec=()

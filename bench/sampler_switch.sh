@@ -41,8 +41,7 @@ events_of() { awk '/total number of events/ {print $NF}'; }
 D="$OUT/sampler_switch"
 rm -rf "$D" && mkdir -p "$D"
 # the launcher's environment for the preload variant
-"$CONTEND" record --force -o "$D/env.data" -- true >/dev/null 2>&1
-read -r SO CLK HZ < <(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$D/env.data/meta.json")
+read -r SO CLK HZ < <(collector_env "$CONTEND" sampler-switch)
 VARIANTS=(${VARIANTS:-plain default events events-per-task schedstat keepclock preload})
 run_variant() { # $1 = variant: prints the events sysbench counted
   case "$1" in

@@ -30,9 +30,7 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # `preload` and `preload-light`: the collector alone, preloaded with the
 # environment `contend record` gives a program, without the launcher (no
 # sampler, no scheduler events, no chunk preparer).
-read -r PRELOAD_SO PRELOAD_CLOCK PRELOAD_HZ < <(
-  "$CONTEND" record --force -o "$OUT/scaling-env.data" -- true >/dev/null 2>&1
-  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$OUT/scaling-env.data/meta.json")
+read -r PRELOAD_SO PRELOAD_CLOCK PRELOAD_HZ < <(collector_env "$CONTEND" scaling)
 preload() { # $1 = light flag, then the program's arguments
   local light=$1; shift
   rm -rf "$OUT/scaling-preload.data" && mkdir -p "$OUT/scaling-preload.data/locks"

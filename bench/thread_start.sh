@@ -22,15 +22,6 @@ THREADS=${THREADS:-2048}
 ACQUISITIONS=${ACQUISITIONS:-1} # per thread
 ROUNDS=${ROUNDS:-9}
 gcc -std=c11 -Wall -Wextra -Werror -O2 -pthread -o "$OUT/thread_start" "$ROOT/bench/thread_start.c"
-# the collector and clock `contend record` gives a program ($1 = contend)
-# (each call its own directory: a process substitution runs beside the
-# script, so two calls in a row would otherwise remove each other's)
-collector_env() {
-  local d="$OUT/thread-start-env-$2.data"
-  "$1" record --force -o "$d" -- true >/dev/null 2>&1
-  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["env"]; print(e["LD_PRELOAD"].split(":")[0], e.get("CONTEND_CLOCK", "monotonic"), e.get("CONTEND_TSC_HZ", "0"))' "$d/meta.json"
-  rm -rf "$d" 2>/dev/null || true
-}
 declare -A so=() clock=() hz=()
 read -r so[new] clock[new] hz[new] < <(collector_env "$CONTEND" new)
 read -ra modes <<<"${MODES:-plain new record record-noprep}"
