@@ -66,6 +66,15 @@ CONTEND_HIDDEN _Thread_local struct contend_thread contend_tls
 #define MAX_NAME_SUFFIX 10000
 #define PASS_MSG "; recording nothing, the program runs unchanged"
 
+/* The start-up calibration's figures: the trace header's fields of the
+ * same names (contend/trace_format.h; measured by contend_calibrate_cost
+ * and sampling.c), kept for fork children and shared with the
+ * recording's later processes (<dir>/calibration). */
+struct cost_figures {
+    uint32_t record_ps, count_ps, calibration_ns;
+    uint32_t window_record_ps, window_count_ps;
+};
+
 /* Configuration and file state that the hot path never reads. */
 static struct {
     char dir[PATH_MAX];        /* CONTEND_DIR, absolute ("" = disabled)     */
@@ -81,9 +90,8 @@ static struct {
     int atfork_done;
     int backtrace_ready;       /* libgcc_s loaded by our constructor        */
     uint64_t map_len;          /* header + tables mapping                   */
-    int calibrated;            /* the cost fields below were measured       */
-    uint32_t cost_record_ps, cost_count_ps, calibration_ns;
-    uint32_t cost_window_record_ps, cost_window_count_ps; /* sampling.c */
+    int calibrated;            /* `cost` was measured (or taken)            */
+    struct cost_figures cost;
     contend_control *control;  /* CONTEND_CONTROL's page, or NULL          */
 } C = {.fd = -1};
 
@@ -439,6 +447,22 @@ static void read_small_file(const char *path, char *buf, size_t size)
  * success; on failure says why once and returns -1 (the caller passes
  * through). `forked` marks a fork child.
  */
+/* The header's calibration fields from `f`, and back. */
+static void header_set_cost(contend_trace_header *h, const struct cost_figures *f)
+{
+    h->cost_record_ps = f->record_ps;
+    h->cost_count_ps = f->count_ps;
+    h->calibration_ns = f->calibration_ns;
+    h->cost_window_record_ps = f->window_record_ps;
+    h->cost_window_count_ps = f->window_count_ps;
+}
+
+static struct cost_figures header_cost(const contend_trace_header *h)
+{
+    return (struct cost_figures){h->cost_record_ps, h->cost_count_ps, h->calibration_ns,
+                                 h->cost_window_record_ps, h->cost_window_count_ps};
+}
+
 static int create_trace(int forked)
 {
     uint32_t pid = (uint32_t)getpid();
@@ -540,11 +564,7 @@ static int create_trace(int forked)
     /* a fork child inherits its parent's calibration (same code, same
      * machine); the first process measures it once recording is set up */
     h->collector_ns = 0;
-    h->cost_record_ps = C.cost_record_ps;
-    h->cost_count_ps = C.cost_count_ps;
-    h->calibration_ns = C.calibration_ns;
-    h->cost_window_record_ps = C.cost_window_record_ps;
-    h->cost_window_count_ps = C.cost_window_count_ps;
+    header_set_cost(h, &C.cost);
     ssize_t len = readlink("/proc/self/exe", h->exe_path, sizeof h->exe_path - 1);
     h->exe_path[len > 0 ? len : 0] = 0;
     read_small_file("/proc/self/cmdline", h->cmdline, sizeof h->cmdline);
@@ -1619,15 +1639,12 @@ static void set_state(int state)
 struct shared_calibration {
     char magic[8];
     uint32_t light;
-    uint32_t cost_record_ps;
-    uint32_t cost_count_ps;
-    uint32_t calibration_ns;
-    uint32_t cost_window_record_ps;
-    uint32_t cost_window_count_ps;
+    struct cost_figures cost;
     char host[64]; /* uname's nodename: ranks of another machine measure
                       their own (a recording directory on a shared file
                       system) */
 };
+_Static_assert(sizeof(struct shared_calibration) == 96, "the calibration file's layout");
 
 /* This machine's name for the shared calibration (truncated, NUL-padded). */
 static void calibration_host(char host[64])
@@ -1662,15 +1679,11 @@ static int read_shared_calibration(void)
     char host[64];
     calibration_host(host);
     if (n != (ssize_t)sizeof c || memcmp(c.magic, SHARED_CALIBRATION_MAGIC, 8) != 0 ||
-        c.light != (uint32_t)contend_g.light || c.cost_record_ps == 0 ||
+        c.light != (uint32_t)contend_g.light || c.cost.record_ps == 0 ||
         memcmp(c.host, host, sizeof host) != 0)
         return 0;
-    contend_trace_header *h = contend_g.hdr;
-    h->cost_record_ps = C.cost_record_ps = c.cost_record_ps;
-    h->cost_count_ps = C.cost_count_ps = c.cost_count_ps;
-    h->calibration_ns = C.calibration_ns = c.calibration_ns;
-    h->cost_window_record_ps = C.cost_window_record_ps = c.cost_window_record_ps;
-    h->cost_window_count_ps = C.cost_window_count_ps = c.cost_window_count_ps;
+    C.cost = c.cost;
+    header_set_cost(contend_g.hdr, &C.cost);
     return 1;
 }
 
@@ -1682,11 +1695,7 @@ static void write_shared_calibration(void)
     memset(&c, 0, sizeof c);
     memcpy(c.magic, SHARED_CALIBRATION_MAGIC, 8);
     c.light = (uint32_t)contend_g.light;
-    c.cost_record_ps = C.cost_record_ps;
-    c.cost_count_ps = C.cost_count_ps;
-    c.calibration_ns = C.calibration_ns;
-    c.cost_window_record_ps = C.cost_window_record_ps;
-    c.cost_window_count_ps = C.cost_window_count_ps;
+    c.cost = C.cost;
     calibration_host(c.host);
     char tmp[PATH_MAX], path[PATH_MAX];
     calibration_path(tmp, (uint32_t)getpid());
@@ -1731,12 +1740,7 @@ static void contend_init(void)
         C.calibrated = 1;
     if (!C.calibrated) {
         contend_calibrate_cost(ts);
-        contend_trace_header *h = contend_g.hdr;
-        C.cost_record_ps = h->cost_record_ps;
-        C.cost_count_ps = h->cost_count_ps;
-        C.calibration_ns = h->calibration_ns;
-        C.cost_window_record_ps = h->cost_window_record_ps;
-        C.cost_window_count_ps = h->cost_window_count_ps;
+        C.cost = header_cost(contend_g.hdr);
         C.calibrated = 1;
         write_shared_calibration();
         ts->guard = CONTEND_GUARD_BUSY; /* still initialising */
