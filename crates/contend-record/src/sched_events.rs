@@ -100,6 +100,16 @@ pub const MIN_DRAIN_NS: u64 = 2_000_000;
 /// suddenly the machine's switch rate jumps.
 pub const WATERMARK_PARTS: usize = 4;
 
+/// Gives `attrs` the rings' watermark: the kernel wakes a poll of a ring
+/// of `ring_pages` pages each time a `1/WATERMARK_PARTS` of its bytes
+/// were written to it ([`SchedEvents::ring_fds`]).
+fn set_watermark(attrs: &mut [Attr], ring_pages: usize) {
+    for a in attrs {
+        a.flags |= F_WATERMARK;
+        a.wakeup = (ring_pages * 4096 / WATERMARK_PARTS) as u32;
+    }
+}
+
 /// Where tracefs is found, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
@@ -401,8 +411,8 @@ fn refused(errno: i32) -> String {
 
 impl SchedEvents {
     /// The state before any event is opened: the CPUs to open them on and
-    /// the three event attributes (context switches, `sched_wakeup`,
-    /// `sched_wakeup_new`); no rings, no threads.
+    /// the event attributes (context switches, then `sched_wakeup` and
+    /// `sched_wakeup_new` unless refused); no rings, no threads.
     fn unopened(cpus: Vec<u32>, attrs: Vec<Attr>) -> SchedEvents {
         SchedEvents {
             rings: Vec::new(),
@@ -447,10 +457,7 @@ impl SchedEvents {
             Ok(a) => (a, None),
             Err(why) => (vec![Self::switch_attr()], Some(why)),
         };
-        for a in &mut attrs {
-            a.flags |= F_WATERMARK;
-            a.wakeup = (RING_PAGES * 4096 / WATERMARK_PARTS) as u32;
-        }
+        set_watermark(&mut attrs, RING_PAGES);
         let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), attrs);
         s.wakeups_refused = wakeups_refused;
         let mut opened = false;
@@ -478,11 +485,9 @@ impl SchedEvents {
     pub fn open_system_wide(pids: &[u32]) -> Result<SchedEvents, String> {
         let mut attrs = Self::attrs()?;
         for a in &mut attrs {
-            a.flags = (a.flags & !F_INHERIT) | F_WATERMARK;
-            // the kernel wakes a poll of the ring each time this many
-            // bytes were written to it ([`SchedEvents::ring_fds`])
-            a.wakeup = (SYSTEM_WIDE_RING_PAGES * 4096 / WATERMARK_PARTS) as u32;
+            a.flags &= !F_INHERIT;
         }
+        set_watermark(&mut attrs, SYSTEM_WIDE_RING_PAGES);
         let mut s = SchedEvents::unopened(crate::cpus::online_cpu_list(), attrs);
         s.scope = ThreadEventsScope::SystemWide;
         s.open_on(-1).map_err(refused)?;
