@@ -90,11 +90,7 @@ impl ReportSection for RecordingReport {
                          one record chunk at most (their chunk claims and exits)",
                     ));
                 }
-                let basis = if c.share_of == "cpu_time" {
-                    "of the program's CPU time"
-                } else {
-                    "of the traced threads' time"
-                };
+                let basis = super::share_basis(&c.share_of);
                 rows.push(row(
                     "estimated_share",
                     "Estimated share",

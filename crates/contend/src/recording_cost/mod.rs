@@ -617,11 +617,7 @@ pub fn cost_warning(
     estimated_ns: u64,
     fixed_slow_ns: u64,
 ) -> String {
-    let basis = if share_of == "cpu_time" {
-        "of the program's CPU time"
-    } else {
-        "of the traced threads' time"
-    };
+    let basis = share_basis(share_of);
     let head = format!(
         "recording cost is estimated at {:.1} % {basis}: results may be distorted",
         share * 100.0
@@ -636,6 +632,16 @@ pub fn cost_warning(
         head
     } else {
         format!("{head}; try `contend record --light`")
+    }
+}
+
+/// What an estimated share is of, in words, for `share_of`
+/// ([`RecordingCost::share_of`]: `"cpu_time"` or `"thread_time"`).
+pub(crate) fn share_basis(share_of: &str) -> &'static str {
+    if share_of == "cpu_time" {
+        "of the program's CPU time"
+    } else {
+        "of the traced threads' time"
     }
 }
 
