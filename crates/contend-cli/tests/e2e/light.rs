@@ -378,22 +378,99 @@ fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
     assert_eq!(counts_chunks, 4, "{claimed} chunks claimed");
 }
 
+/// One chunk header of a lock trace (docs/trace-format.md, "Chunks").
+struct ChunkHead {
+    tid: u32,
+    sequence: u32,
+    flags: u32,
+    base_ticks: u64,
+}
+
 /// The chunks the one lock trace of recording `dir` claimed (its header's
-/// count), and the header flags of those in the file, in file order
-/// (docs/trace-format.md).
-fn chunk_flags(dir: &std::path::Path) -> (usize, Vec<u32>) {
+/// count), and the headers of those in the file, in file order.
+fn chunk_heads(dir: &std::path::Path) -> (usize, Vec<ChunkHead>) {
     use contend_trace::format::{chunk, header as h};
     let traces = trace_files(dir);
     assert_eq!(traces.len(), 1, "{traces:?}");
     let bytes = std::fs::read(&traces[0]).unwrap();
     let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     let size = u32_at(h::CHUNK_SIZE) as usize;
-    let data = u64::from_le_bytes(bytes[h::DATA_OFFSET..][..8].try_into().unwrap()) as usize;
+    let data = u64_at(h::DATA_OFFSET) as usize;
     let claimed = u32_at(h::CHUNKS_CLAIMED) as usize;
-    let flags = (0..claimed)
+    let heads = (0..claimed)
         .map(|i| data + i * size)
-        .filter(|&at| at + chunk::FLAGS + 4 <= bytes.len())
-        .map(|at| u32_at(at + chunk::FLAGS))
+        .filter(|&at| at + chunk::MONOTONIC_NS <= bytes.len())
+        .map(|at| ChunkHead {
+            tid: u32_at(at + chunk::TID),
+            sequence: u32_at(at + chunk::SEQUENCE),
+            flags: u32_at(at + chunk::FLAGS),
+            base_ticks: u64_at(at + chunk::BASE_TICKS),
+        })
         .collect();
-    (claimed, flags)
+    (claimed, heads)
+}
+
+/// The chunks the one lock trace of recording `dir` claimed, and the
+/// header flags of those in the file, in file order.
+fn chunk_flags(dir: &std::path::Path) -> (usize, Vec<u32>) {
+    let (claimed, heads) = chunk_heads(dir);
+    (claimed, heads.iter().map(|c| c.flags).collect())
+}
+
+/// tests/programs/barrier_start.c: 8 workers wait at a barrier, then each
+/// takes one mutex 100 times. In light mode a thread claims its first
+/// COUNTS chunk before a lock call; a worker that waits at the barrier
+/// first claims it there, before the wait, so that the workers the
+/// barrier releases together do not all claim theirs at once in their
+/// first lock call (docs/benchmarks.md, "Light mode's count table claimed
+/// at the barrier"). Each worker's record chunk is claimed at the start of
+/// its barrier wait (the wait is recorded), so its COUNTS chunk comes
+/// first; claimed at the first lock call, it came after. The counts stay
+/// exact.
+#[test]
+fn light_workers_claim_their_count_tables_before_the_start_barrier() {
+    require_tool!("gcc");
+    let exe = build("barrier_start.c", &[]);
+    let tmp = tempdir();
+    let dir = tmp.path().join("light");
+    let out = record_as(true, &dir, &exe, &["8", "100"]);
+    let want = program_json(&out);
+    assert_eq!(u(&want, "acquisitions"), 800);
+    let report = report_json(&dir);
+    // the trace is named after its process: <pid>.ctrace
+    let pid: u32 = trace_files(&dir)[0]
+        .file_stem()
+        .and_then(|s| s.to_str()?.parse().ok())
+        .expect("a trace named <pid>.ctrace");
+    let (_, heads) = chunk_heads(&dir);
+    let first = |tid: u32, counts: bool| {
+        heads
+            .iter()
+            .find(|c| {
+                c.tid == tid
+                    && c.sequence == 0
+                    && (c.flags & contend_trace::format::CHUNK_COUNTS != 0) == counts
+            })
+            .map(|c| c.base_ticks)
+    };
+    let mut workers: Vec<u32> = heads.iter().map(|c| c.tid).filter(|&t| t != pid).collect();
+    workers.sort_unstable();
+    workers.dedup();
+    assert_eq!(workers.len(), 8, "worker threads with chunks: {workers:?}");
+    for tid in workers {
+        let counts = first(tid, true).unwrap_or_else(|| panic!("thread {tid}: no COUNTS chunk"));
+        let records = first(tid, false).unwrap_or_else(|| panic!("thread {tid}: no record chunk"));
+        assert!(
+            counts <= records,
+            "thread {tid}: COUNTS chunk claimed at tick {counts}, after its record chunk (tick {records}, the barrier wait)"
+        );
+    }
+    let mutex = report["locks"]["by_lock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["kind"] == "mutex")
+        .unwrap_or_else(|| panic!("no mutex row: {}", report["locks"]["by_lock"]));
+    assert_eq!(u(mutex, "events"), 800, "{mutex}");
 }
