@@ -10,7 +10,11 @@
 # time (all threads, user + system; what the overhead is computed from, as
 # it leaves out time descheduled for other work on this shared machine)
 # and its wall time (first worker's start to last worker's end).
-# Overhead = median recorded / median plain − 1, per thread count.
+# Overhead = median recorded / median plain − 1, per thread count; then
+# the paired per-round overheads (CPU time, and wall time, which shows
+# work a mode moves before the workers start) with 90 % bootstrap
+# intervals, and the goal's ratio (overhead at the most threads over that
+# at the fewest).
 # MODES chooses the recorded modes (default "default light nt"); `old` and
 # `old-light` run the binary CONTEND_OLD names, for a before/after in one
 # run (e.g. MODES="old default old-light light"); `noprep` and
