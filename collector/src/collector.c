@@ -442,11 +442,6 @@ static void read_small_file(const char *path, char *buf, size_t size)
     close(fd);
 }
 
-/*
- * Creates this process's trace and maps header + tables. Returns 0 on
- * success; on failure says why once and returns -1 (the caller passes
- * through). `forked` marks a fork child.
- */
 /* The header's calibration fields from `f`, and back. */
 static void header_set_cost(contend_trace_header *h, const struct cost_figures *f)
 {
@@ -463,6 +458,11 @@ static struct cost_figures header_cost(const contend_trace_header *h)
                                  h->cost_window_record_ps, h->cost_window_count_ps};
 }
 
+/*
+ * Creates this process's trace and maps header + tables. Returns 0 on
+ * success; on failure says why once and returns -1 (the caller passes
+ * through). `forked` marks a fork child.
+ */
 static int create_trace(int forked)
 {
     uint32_t pid = (uint32_t)getpid();
