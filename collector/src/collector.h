@@ -635,6 +635,15 @@ CONTEND_INLINE void contend_before_wait(struct contend_thread *ts, const void *o
  * guard, errno saved, its time counted as the collector's). */
 CONTEND_HIDDEN void contend_claim_counts_ahead(struct contend_thread *ts);
 
+/* Light mode: gives the thread its first COUNTS chunk now, unless it has
+ * one or has tried (before a lock is tried, or before a barrier wait:
+ * wrappers.c). */
+CONTEND_INLINE void contend_counts_ready(struct contend_thread *ts)
+{
+    if (CONTEND_UNLIKELY(ts->counts == NULL) && !ts->count_claim_tried)
+        contend_claim_counts_ahead(ts);
+}
+
 /* Called before a lock is tried: makes room now for the records of an
  * acquisition that succeeds at once (light mode: claims the thread's first
  * COUNTS chunk), so that a chunk claim (writing the chunk's zeros, faulting
@@ -645,8 +654,7 @@ CONTEND_HIDDEN void contend_claim_counts_ahead(struct contend_thread *ts);
 CONTEND_INLINE void contend_ready_to_acquire(struct contend_thread *ts, int light)
 {
     if (light) {
-        if (CONTEND_UNLIKELY(ts->counts == NULL) && !ts->count_claim_tried)
-            contend_claim_counts_ahead(ts);
+        contend_counts_ready(ts);
     } else if (CONTEND_UNLIKELY((uintptr_t)ts->end - (uintptr_t)ts->cur <
                                 CONTEND_ROOM_WORDS * 8u)) {
         contend_make_room(ts);

@@ -766,25 +766,21 @@ CONTEND_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 /* ======================================================================== */
 /* Barriers                                                                  */
 
-/* Light mode: a thread that waits at a barrier before its first lock call
- * (workers started together) claims its first COUNTS chunk here, about to
- * block, instead of in that first lock call right after the barrier,
- * where all the threads it releases would claim theirs at once while
- * they run (docs/benchmarks.md, "Light mode's count table claimed at the
- * barrier"). A condition wait needs no such step: its thread took the
- * mutex through pthread_mutex_lock, which claimed the table. */
-CONTEND_INLINE void light_counts_before_barrier(struct contend_thread *ts)
-{
-    if (contend_g.light && CONTEND_UNLIKELY(ts->counts == NULL) && !ts->count_claim_tried)
-        contend_claim_counts_ahead(ts);
-}
-
 CONTEND_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 {
     const void *site = SITE();
     struct contend_thread *ts = &contend_tls;
     if (RECORDING(ts) && CONTEND_REAL(barrier_wait)) {
-        light_counts_before_barrier(ts);
+        /* Light mode: a thread that waits at a barrier before its first
+         * lock call (workers started together) claims its first COUNTS
+         * chunk here, about to block, instead of in that first lock call
+         * right after the barrier, where all the threads it releases
+         * would claim theirs at once while they run (docs/benchmarks.md,
+         * "Light mode's count table claimed at the barrier"). A condition
+         * wait needs no such step: its thread took the mutex through
+         * pthread_mutex_lock, which claimed the table. */
+        if (contend_g.light)
+            contend_counts_ready(ts);
         contend_before_wait(ts, b, site);
         contend_op(ts, TAG(BARRIER, REQUEST), b, site, contend_now());
         int r = CONTEND_REAL(barrier_wait)(b);
