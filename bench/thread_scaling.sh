@@ -111,25 +111,20 @@ def paired(t, m, of=runs):
 def interval(xs, f=statistics.median, n=2000):
     bs = sorted(f([rng.choice(xs) for _ in xs]) for _ in range(n))
     return bs[int(0.05 * n)], bs[int(0.95 * n) - 1]
-print("paired overhead per round (median, 90 % bootstrap interval):")
-for t in threads:
-    cells = []
-    for m in modes:
-        xs = paired(t, m)
-        lo, hi = interval(xs)
-        cells.append(f"{m} {statistics.median(xs) * 100:+.1f} % [{lo * 100:+.1f}, {hi * 100:+.1f}]")
-    print(f"  {t:>4} threads: " + "; ".join(cells))
+def print_paired(title, of):
+    print(f"{title} per round (median, 90 % bootstrap interval):")
+    for t in threads:
+        cells = []
+        for m in modes:
+            xs = paired(t, m, of)
+            lo, hi = interval(xs)
+            cells.append(f"{m} {statistics.median(xs) * 100:+.1f} % [{lo * 100:+.1f}, {hi * 100:+.1f}]")
+        print(f"  {t:>4} threads: " + "; ".join(cells))
+print_paired("paired overhead", runs)
 # The same of the wall time (first worker's start to last worker's end):
 # work a mode moves before the workers' start (out of their running
 # time) leaves their CPU time as it was and shows here.
-print("paired wall-time overhead per round (median, 90 % bootstrap interval):")
-for t in threads:
-    cells = []
-    for m in modes:
-        xs = paired(t, m, walls)
-        lo, hi = interval(xs)
-        cells.append(f"{m} {statistics.median(xs) * 100:+.1f} % [{lo * 100:+.1f}, {hi * 100:+.1f}]")
-    print(f"  {t:>4} threads: " + "; ".join(cells))
+print_paired("paired wall-time overhead", walls)
 if len(threads) > 1:
     lo_t, hi_t = threads[0], threads[-1]
     for m in modes:
