@@ -903,7 +903,7 @@ pub fn summary_metrics(l: &LockReport) -> Vec<Metric> {
         ("hold_ns", "Hold time", Ns, n(c.hold_ns)),
         ("mean_event_ns", "Average event duration (overlaps once)", Ns, n(cp_mean)),
         ("jumps", "Jumps to the releasing thread", Count, n(c.jumps)),
-        ("other_wait_ns", "Cond/barrier/semaphore wait on the path", Ns, n(c.other_wait_ns)),
+        ("other_wait_ns", "Cond/barrier/semaphore/join wait on the path", Ns, n(c.other_wait_ns)),
     ];
     let mut m = metrics(SUMMARY, "locks.summary.", summary);
     m.extend(metrics(

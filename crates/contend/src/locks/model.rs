@@ -123,7 +123,8 @@ pub struct CriticalPathSummary {
     pub wait_share: f64,
     /// Jumps from a waiting thread to the thread that released the lock.
     pub jumps: u64,
-    /// Wait on the path by other primitives (cond, barrier, semaphore), ns.
+    /// Wait on the path by other primitives (cond, barrier, semaphore,
+    /// `pthread_join`), ns.
     pub other_wait_ns: u64,
     /// The critical path across pthread, futex and OpenMP hand-overs
     /// (docs/critical-path.md), present only when futex waits or OpenMP
