@@ -1013,8 +1013,12 @@ fn group_and_score<D: StoredDuration>(
         .map(|((group_passes, mut fill), g)| {
             let mut exclusive: Vec<Exclusive> = vec![Exclusive::default(); nblocks];
             let mut per_thread: Vec<Vec<(u32, Acc)>> = vec![Vec::new(); nblocks];
+            // The thread's sums per block, in a table the group reuses
+            // (an entry with no execution yet has n = 0), and the blocks
+            // the thread executed, in the order first met.
+            let mut acc: Vec<Acc> = vec![Acc::default(); nblocks];
+            let mut touched: Vec<u32> = Vec::new();
             for (t, p) in g.clone().zip(group_passes) {
-                let mut acc: FxHashMap<u32, Acc> = FxHashMap::default();
                 let scored = p.scored.iter().map(|e| (e.block, e.start_ns, e.end_ns));
                 let lock_calls = streamed
                     .zip(streamed_range[t].clone())
@@ -1037,13 +1041,16 @@ fn group_and_score<D: StoredDuration>(
                         *k += 1;
                     }
                     exclusive[b as usize].add(x);
-                    let a = acc.entry(b).or_default();
+                    let a = &mut acc[b as usize];
+                    if a.n == 0 {
+                        touched.push(b);
+                    }
                     a.n += 1;
                     a.sum += d;
                     a.sum_excl += x;
                 }
-                for (b, a) in acc {
-                    per_thread[b as usize].push((t as u32, a));
+                for b in touched.drain(..) {
+                    per_thread[b as usize].push((t as u32, std::mem::take(&mut acc[b as usize])));
                 }
             }
             (exclusive, per_thread)
