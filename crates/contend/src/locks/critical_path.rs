@@ -136,7 +136,8 @@ const NONE: u32 = u32::MAX;
 /// woke waiters on it) are merged ([`merge_wake_runs`]), or, for the walk
 /// of [`mark_critical_path`], left as they are ([`WakeRun`]): its lookups
 /// come backward in time, so a cursor per run moving backward finds the
-/// waker without the merge.
+/// waker without the merge. The walk also sorts only the parts of the
+/// objects it looks up, when it first does ([`Wakes::placed`]).
 struct Wakes {
     start: Vec<u32>,
     events: Vec<u32>,
@@ -145,6 +146,10 @@ struct Wakes {
     /// The large parts left unmerged: each a list of runs, one per thread,
     /// each in wake-time order (checked as the parts were placed).
     runs: Vec<Vec<WakeRun>>,
+    /// Per object, whether its part is ordered (sorted by wake time, or
+    /// left as its runs): every part after [`Wakes::build`], only those
+    /// looked up after [`Wakes::placed`] ([`Wakes::waker_ordering`]).
+    ordered: Vec<bool>,
 }
 
 /// One thread's wake events on one object, in time order: positions
@@ -229,6 +234,26 @@ impl Default for PlacedOrder {
     }
 }
 
+/// What waiting event `i` waited for, if it waited: the object whose wake
+/// let it go (a condition wait's mutex), and the earliest and latest time
+/// that wake can have come at, ns (module docs).
+#[inline]
+fn wait_of(set: &EventSet, i: usize) -> Option<(u32, u64, u64)> {
+    let e = &set.events[i];
+    if !(e.contended() && e.outcome() == Outcome::Acquired && e.acquired_ns() > e.requested_ns()) {
+        return None;
+    }
+    let (object, lo) = match e.primitive() {
+        Primitive::Cond => (set.cond_mutex(i)?, e.requested_ns()),
+        // Only a thread arriving after this one can have held it up;
+        // only a thread ending during the join can have held up the
+        // joining one (one that ended before it was joined did not).
+        Primitive::Barrier | Primitive::Join => (e.object, e.requested_ns()),
+        _ => (e.object, 0),
+    };
+    Some((object, lo, e.acquired_ns()))
+}
+
 /// The time at which event `e` can wake a waiter, if it can.
 #[inline]
 fn wake_time_of(e: &LockEvent) -> Option<u64> {
@@ -248,6 +273,20 @@ impl Wakes {
     /// lookups are answered too, by a galloping search per run
     /// ([`Wakes::waker_in_runs`]).
     fn build(set: &EventSet, keep_runs: bool) -> Wakes {
+        let mut wakes = Wakes::placed(set, keep_runs);
+        wakes.order_all(set);
+        wakes
+    }
+
+    /// The wake lists of `set` placed by object, each part in event order
+    /// (with `keep_runs`, a large part in order by thread already left as
+    /// its runs, as [`Wakes::build`] does): the counting sort without the
+    /// sorting by wake time, which [`Wakes::order_all`] does for every
+    /// part and [`Wakes::waker_ordering`] for the parts it looks up. The
+    /// critical-path walk meets few locks on some runs (39 events and one
+    /// hand-over of a memcached recording with 4,386 locks), and sorting
+    /// every lock's part cost more than the rest of the walk there.
+    fn placed(set: &EventSet, keep_runs: bool) -> Wakes {
         // The runs are the threads' ranges of the events: without them
         // every part is merged or sorted.
         let keep_runs = keep_runs && set.threads_in_ranges();
@@ -324,12 +363,28 @@ impl Wakes {
                 }
             }
         }
-        let mut parts: Vec<&mut [u32]> = Vec::with_capacity(objects);
-        let mut rest = events.as_mut_slice();
-        for o in 0..objects {
-            let (head, tail) = rest.split_at_mut((start[o + 1] - start[o]) as usize);
-            if run_slot[o] == NONE {
+        // A part of one wake is in order; so is one left as runs.
+        let ordered = (0..objects)
+            .map(|o| run_slot[o] != NONE || start[o + 1] - start[o] < 2)
+            .collect();
+        Wakes {
+            start,
+            events,
+            run_slot,
+            runs,
+            ordered,
+        }
+    }
+
+    /// Orders every part not ordered yet (the rest of [`Wakes::build`]).
+    fn order_all(&mut self, set: &EventSet) {
+        let mut parts: Vec<&mut [u32]> = Vec::with_capacity(self.ordered.len());
+        let mut rest = self.events.as_mut_slice();
+        for (o, ordered) in self.ordered.iter_mut().enumerate() {
+            let (head, tail) = rest.split_at_mut((self.start[o + 1] - self.start[o]) as usize);
+            if !*ordered {
                 parts.push(head);
+                *ordered = true;
             }
             rest = tail;
         }
@@ -349,12 +404,30 @@ impl Wakes {
         for part in unmerged {
             sort_by_wake_time(set, part);
         }
-        Wakes {
-            start,
-            events,
-            run_slot,
-            runs,
+    }
+
+    /// Orders the part of `object` if it is not yet, as [`Wakes::order_all`]
+    /// would (the same order: both sorts are stable, the merge gives a
+    /// stable sort's order).
+    fn order(&mut self, set: &EventSet, object: u32) {
+        let o = object as usize;
+        if self.ordered.get(o).is_none_or(|&done| done) {
+            return;
         }
+        let part = &mut self.events[self.start[o] as usize..self.start[o + 1] as usize];
+        if part.len() <= LARGE_PART || !merge_wake_runs(set, part) {
+            sort_by_wake_time(set, part);
+        }
+        self.ordered[o] = true;
+    }
+
+    /// [`Wakes::waker`], ordering first the part of the object that event
+    /// `i` waited for (for wake lists made by [`Wakes::placed`]).
+    fn waker_ordering(&mut self, set: &EventSet, i: usize, cursor: &mut WakeCursor) -> u32 {
+        if let Some((object, _, _)) = wait_of(set, i) {
+            self.order(set, object);
+        }
+        self.waker(set, i, cursor)
     }
 
     /// The events that can wake a waiter on `object`, by wake time.
@@ -374,25 +447,14 @@ impl Wakes {
     /// lookups at nearby times (a walk backward in time, a thread's events
     /// forward) gallop from there instead of searching the whole list.
     fn waker(&self, set: &EventSet, i: usize, cursor: &mut WakeCursor) -> u32 {
-        let e = &set.events[i];
-        if !(e.contended()
-            && e.outcome() == Outcome::Acquired
-            && e.acquired_ns() > e.requested_ns())
-        {
+        let Some((object, lo, hi)) = wait_of(set, i) else {
             return NONE;
-        }
-        let (object, lo) = match e.primitive() {
-            Primitive::Cond => match set.cond_mutex(i) {
-                Some(mutex) => (mutex, e.requested_ns()),
-                None => return NONE,
-            },
-            // Only a thread arriving after this one can have held it up;
-            // only a thread ending during the join can have held up the
-            // joining one (one that ended before it was joined did not).
-            Primitive::Barrier | Primitive::Join => (e.object, e.requested_ns()),
-            _ => (e.object, 0),
         };
-        let hi = e.acquired_ns();
+        debug_assert!(
+            self.ordered.get(object as usize).is_none_or(|&done| done),
+            "the wake list of object {object} is not ordered"
+        );
+        let e = &set.events[i];
         if let Some(&slot) = self.run_slot.get(object as usize).filter(|&&s| s != NONE) {
             let runs = &self.runs[slot as usize];
             let at = &mut cursor.runs[slot as usize];
@@ -666,6 +728,12 @@ pub fn mark_critical_path(set: &EventSet) -> CriticalPath {
 /// threads' runs (`keep_runs`, as the analysis does) or merged (the same
 /// path: tested).
 fn mark_with(set: &EventSet, keep_runs: bool) -> CriticalPath {
+    mark_using(set, Wakes::placed(set, keep_runs))
+}
+
+/// [`mark_with`] with the wake lists given (ordered or only placed: the
+/// walk orders the parts it looks up).
+fn mark_using(set: &EventSet, mut wakes: Wakes) -> CriticalPath {
     let n = set.events.len();
     let mut path = CriticalPath {
         on_path: EventMarks::new(n),
@@ -681,7 +749,6 @@ fn mark_with(set: &EventSet, keep_runs: bool) -> CriticalPath {
     let acquired = |i: usize| set.events[i].acquired_ns();
     // Wakers are looked up only for the events the walk meets, with one
     // cursor: the walk goes backward in time.
-    let wakes = Wakes::build(set, keep_runs);
     let mut cursor = wakes.cursor(set);
 
     let Some(start) = (0..set.threads.len())
@@ -705,7 +772,7 @@ fn mark_with(set: &EventSet, keep_runs: bool) -> CriticalPath {
             continue;
         }
         path.on_path.set(i);
-        let w = wakes.waker(set, i, &mut cursor);
+        let w = wakes.waker_ordering(set, i, &mut cursor);
         if w == NONE {
             continue;
         }
@@ -1138,6 +1205,112 @@ mod tests {
             let path = mark_with(&set, true);
             assert_eq!(path, mark_with(&set, false), "{case}");
             assert!(ties || path.jumps > 1000, "{case}: {} jumps", path.jumps);
+        }
+    }
+
+    /// Wake lists only placed, then ordered part by part as they are
+    /// looked up, answer as the lists [`Wakes::build`] orders at once, in
+    /// any order of lookups, and the critical path is the same; the walk
+    /// orders only the parts it looks up. 64 locks, 6 threads, every
+    /// acquisition of a random lock (contended when it is held), with and
+    /// without runs kept.
+    #[test]
+    fn wake_lists_ordered_when_first_looked_up_answer_as_the_lists_ordered_at_once() {
+        use crate::locks::events::{pair_operations, OpSource, ThreadInput, TimeMap};
+        use contend_trace::{Phase, RawOp, NO_STACK};
+        const LOCKS: u64 = 64;
+        let threads = 6usize;
+        let mut rng = crate::TestRng(0x9e37_79b9_7f4a_7c15);
+        let mut next_request: Vec<u64> = (0..threads).map(|_| 1000 + rng.below(50)).collect();
+        let mut thread_ops: Vec<Vec<RawOp>> = vec![Vec::new(); threads];
+        let mut free_at = [0u64; LOCKS as usize];
+        for _ in 0..threads * 3000 {
+            let t = (0..threads).min_by_key(|&t| next_request[t]).unwrap();
+            let k = rng.below(LOCKS) as usize;
+            let op = |ticks, phase| RawOp {
+                ticks,
+                object: 0x1000 * (k as u64 + 1),
+                site: 0x40_0000,
+                primitive: Primitive::Mutex,
+                phase,
+                stack: NO_STACK,
+            };
+            let request = next_request[t];
+            let acquired = request.max(free_at[k]);
+            let ops = &mut thread_ops[t];
+            if acquired > request {
+                ops.push(op(request, Phase::Request));
+                ops.push(op(acquired, Phase::Acquired));
+            } else {
+                ops.push(op(acquired, Phase::Immediate));
+            }
+            let released = acquired + 5 + rng.below(200);
+            ops.push(op(released, Phase::Release));
+            free_at[k] = released;
+            next_request[t] = released + 1 + rng.below(100);
+        }
+        let inputs: Vec<ThreadInput<'_>> = thread_ops
+            .iter()
+            .enumerate()
+            .map(|(t, ops)| ThreadInput {
+                process: 0,
+                pid: 1,
+                tid: 100 + t as u32,
+                ops: OpSource::Slice(ops),
+                clock: TimeMap::Identity,
+            })
+            .collect();
+        let set = pair_operations(&inputs);
+        let waiting: Vec<usize> = (0..set.events.len())
+            .filter(|&i| wait_of(&set, i).is_some())
+            .collect();
+        assert!(waiting.len() > 500, "{} contended events", waiting.len());
+        for keep_runs in [false, true] {
+            let all = Wakes::build(&set, keep_runs);
+            assert!(all.ordered.iter().all(|&o| o));
+            let mut shuffled = waiting.clone();
+            for k in (1..shuffled.len()).rev() {
+                shuffled.swap(k, rng.below(k as u64 + 1) as usize);
+            }
+            // A few lookups order a few parts, and only those.
+            let mut lazy = Wakes::placed(&set, keep_runs);
+            let unordered = lazy.ordered.iter().filter(|&&o| !o).count();
+            assert!(unordered > 32, "{unordered} parts to order");
+            let (mut a, mut b) = (all.cursor(&set), lazy.cursor(&set));
+            let mut objects = std::collections::BTreeSet::new();
+            for &i in &shuffled[..5] {
+                objects.insert(wait_of(&set, i).unwrap().0);
+                assert_eq!(
+                    lazy.waker_ordering(&set, i, &mut b),
+                    all.waker(&set, i, &mut a)
+                );
+            }
+            let newly = unordered - lazy.ordered.iter().filter(|&&o| !o).count();
+            assert!(
+                newly <= objects.len(),
+                "{newly} parts ordered for {objects:?}"
+            );
+            // Then every lookup, in random order and backward in time.
+            for &i in &shuffled {
+                assert_eq!(
+                    lazy.waker_ordering(&set, i, &mut b),
+                    all.waker(&set, i, &mut a),
+                    "event {i}"
+                );
+            }
+            let mut lazy = Wakes::placed(&set, keep_runs);
+            let mut b = lazy.cursor(&set);
+            let mut a = all.cursor(&set);
+            for &i in waiting.iter().rev() {
+                assert_eq!(
+                    lazy.waker_ordering(&set, i, &mut b),
+                    all.waker(&set, i, &mut a),
+                    "event {i}"
+                );
+            }
+            let path = mark_with(&set, keep_runs);
+            assert_eq!(path, mark_using(&set, Wakes::build(&set, keep_runs)));
+            assert!(path.jumps > 10, "{} jumps", path.jumps);
         }
     }
 
