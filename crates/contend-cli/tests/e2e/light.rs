@@ -466,11 +466,6 @@ fn light_workers_claim_their_count_tables_before_the_start_barrier() {
             "thread {tid}: COUNTS chunk claimed at tick {counts}, after its record chunk (tick {records}, the barrier wait)"
         );
     }
-    let mutex = report["locks"]["by_lock"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["kind"] == "mutex")
-        .unwrap_or_else(|| panic!("no mutex row: {}", report["locks"]["by_lock"]));
+    let mutex = lock_row(&report, "shared");
     assert_eq!(u(mutex, "events"), 800, "{mutex}");
 }
