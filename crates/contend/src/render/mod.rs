@@ -71,8 +71,9 @@ impl Document<'_> {
         }
     }
 
-    /// The document as JSON (docs/json.md), pretty-printed, ending with a
-    /// newline.
+    /// The document as JSON (docs/json.md), ending with a newline: the
+    /// outer levels indented, each element of a table on one line
+    /// ([`json::OutlineFormatter`]).
     pub fn to_json(&self) -> String {
         let mut out = Vec::new();
         // Serialising these plain structs (string keys, finite or
@@ -100,7 +101,11 @@ impl Document<'_> {
             // memcached's 71 MB of JSON); `out` gets 64 KiB at a time.
             use std::io::Write as _;
             let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-            serde_json::to_writer_pretty(&mut buffered, value).map_err(std::io::Error::from)?;
+            let mut ser = serde_json::Serializer::with_formatter(
+                &mut buffered,
+                json::OutlineFormatter::new(json::OUTLINE_LEVELS),
+            );
+            serde::Serialize::serialize(value, &mut ser).map_err(std::io::Error::from)?;
             buffered.write_all(b"\n")?;
             buffered.flush()
         }
