@@ -868,6 +868,8 @@ impl ThreadOrder {
             }
         }
         let acquired = |i: usize| set.events[i].acquired_ns();
+        // Pairing noted which threads it wrote in acquisition order.
+        let noted = set.threads_in_ranges() && set.thread_in_acquisition_order.len() == t;
         let threads = (0..t)
             .into_par_iter()
             .map(|th| {
@@ -876,7 +878,12 @@ impl ThreadOrder {
                 }
                 let (start, len) = (first[th], count[th]);
                 let contiguous = last[th] + 1 - start == len;
-                if contiguous && (start..start + len).is_sorted_by_key(acquired) {
+                let in_order = if noted {
+                    set.thread_in_acquisition_order[th]
+                } else {
+                    (start..start + len).is_sorted_by_key(acquired)
+                };
+                if contiguous && in_order {
                     let end = start + len;
                     return (Lane::Range { start, end }, FxHashMap::default());
                 }

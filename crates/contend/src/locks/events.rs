@@ -369,6 +369,12 @@ pub struct EventSet {
     /// set was built otherwise; passes that need the threads' ranges then
     /// find them by reading the events.
     pub thread_ranges: Vec<std::ops::Range<usize>>,
+    /// Per thread (as [`EventSet::thread_ranges`]): whether
+    /// [`pair_operations`] wrote its events in acquisition-time order (as
+    /// nearly always), noted as it wrote them. Empty when the set was built
+    /// otherwise; passes that need the order then check it by reading the
+    /// events.
+    pub thread_in_acquisition_order: Vec<bool>,
 }
 
 impl EventSet {
@@ -659,6 +665,7 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
             at - p.written..at
         })
         .collect();
+    set.thread_in_acquisition_order = paired.iter().map(|p| p.in_acquisition_order).collect();
     // The side entries, by index in the flat vector (as it is once the
     // placeholders are dropped).
     for (p, range) in paired.iter().zip(&set.thread_ranges) {
@@ -744,6 +751,8 @@ struct Paired {
     cond_mutexes: Vec<(u32, u32)>,
     /// Recorded stacks, by index in the thread's slice.
     stacks: Vec<(u32, u32)>,
+    /// Whether the events written are in acquisition-time order.
+    in_acquisition_order: bool,
 }
 
 /// Writes `value` at `slot`, growing `map` with [`NONE`] as needed.
@@ -918,6 +927,8 @@ fn pair_thread(
         len: 0,
         cond_mutexes: Vec::new(),
         stacks: Vec::new(),
+        last_acquired_ns: 0,
+        in_acquisition_order: true,
     };
     let mut p = ThreadPairing {
         thread,
@@ -971,6 +982,7 @@ fn pair_thread(
         wakes: p.wakes,
         untimed: p.untimed,
         cond_reacquisitions: p.cond_reacquisitions,
+        in_acquisition_order: out.in_acquisition_order,
         cond_mutexes: out.cond_mutexes,
         stacks: out.stacks,
     }
@@ -995,6 +1007,10 @@ struct Out<'a> {
     len: usize,
     cond_mutexes: Vec<(u32, u32)>,
     stacks: Vec<(u32, u32)>,
+    /// The acquisition time of the last event written, ns.
+    last_acquired_ns: u64,
+    /// Whether the events written so far are in acquisition-time order.
+    in_acquisition_order: bool,
 }
 
 impl Out<'_> {
@@ -1004,6 +1020,10 @@ impl Out<'_> {
     #[inline]
     fn push(&mut self, e: LockEvent) -> Option<usize> {
         let slot = self.buf.get_mut(self.len)?;
+        // (an event's acquisition time is final when it is written)
+        let acquired = e.acquired_ns();
+        self.in_acquisition_order &= acquired >= self.last_acquired_ns;
+        self.last_acquired_ns = acquired;
         slot.write(e);
         self.len += 1;
         Some(self.len - 1)
@@ -1732,5 +1752,84 @@ mod tests {
             assert_eq!(a.thread_ranges, b.thread_ranges, "round {round}");
             assert_eq!(a.unmatched_releases, b.unmatched_releases, "round {round}");
         }
+    }
+
+    /// Pairing notes, per thread, whether it wrote the thread's events in
+    /// acquisition-time order: the same answer as reading them back, for
+    /// threads whose clock sometimes steps back (a lost request, a failed
+    /// try, a condition wait and an unmatched release among them).
+    #[test]
+    fn pairing_notes_which_threads_it_wrote_in_acquisition_order() {
+        let phases = [
+            Phase::Request,
+            Phase::Acquired,
+            Phase::Acquired,
+            Phase::Release,
+            Phase::Released,
+            Phase::Busy,
+            Phase::Immediate,
+        ];
+        let mut rng = crate::TestRng(0x51_7cc1_b727_220a);
+        let (mut ordered, mut unordered) = (0, 0);
+        for round in 0..200 {
+            let back_every = 1 + rng.below(400);
+            let threads: Vec<Vec<RawOp>> = (0..1 + rng.below(4))
+                .map(|_| {
+                    let mut ticks = 10_000u64;
+                    (0..rng.below(300))
+                        .map(|_| {
+                            // now and then the clock steps back
+                            if rng.below(back_every) == 0 {
+                                ticks = ticks.saturating_sub(rng.below(200));
+                            } else {
+                                ticks += rng.below(30);
+                            }
+                            RawOp {
+                                ticks,
+                                object: 0x1000 + 0x40 * rng.below(3),
+                                site: 0x40_0000,
+                                primitive: if rng.below(8) == 0 {
+                                    Primitive::Cond
+                                } else {
+                                    Primitive::Mutex
+                                },
+                                phase: phases[rng.below(phases.len() as u64) as usize],
+                                stack: contend_trace::NO_STACK,
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let inputs: Vec<ThreadInput<'_>> = threads
+                .iter()
+                .enumerate()
+                .map(|(k, ops)| ThreadInput {
+                    process: 0,
+                    pid: 1,
+                    tid: 1 + k as u32,
+                    ops: OpSource::Slice(ops),
+                    clock: TimeMap::Identity,
+                })
+                .collect();
+            let set = pair_operations(&inputs);
+            assert!(set.threads_in_ranges(), "round {round}");
+            assert_eq!(set.thread_in_acquisition_order.len(), set.threads.len());
+            for (t, r) in set.thread_ranges.iter().enumerate() {
+                let read = set.events[r.clone()].is_sorted_by_key(|e| e.acquired_ns());
+                assert_eq!(
+                    set.thread_in_acquisition_order[t], read,
+                    "round {round}, thread {t}"
+                );
+                if r.len() > 1 {
+                    if read {
+                        ordered += 1;
+                    } else {
+                        unordered += 1;
+                    }
+                }
+            }
+        }
+        // both answers were met
+        assert!(ordered > 20 && unordered > 20, "{ordered} {unordered}");
     }
 }
