@@ -632,16 +632,18 @@ pub fn thin_wrappers(
             None => e.disqualified = true,
         }
     };
-    let mut site_seen = vec![false; set.sites.len()];
-    for (_, ev, stack) in set.events_with_stacks() {
-        let k = set.sites[ev.site as usize];
-        let stack = stack.unwrap_or(contend_trace::NO_STACK);
-        if stack == contend_trace::NO_STACK
-            && std::mem::replace(&mut site_seen[ev.site as usize], true)
-        {
-            continue;
+    // Every site an event names, then every recorded stack with its
+    // event's site (what observing each event in turn would find: a site
+    // observed with a stack is observed without one too).
+    for (site, _) in sites_of_events(set).iter().enumerate().filter(|(_, &u)| u) {
+        let k = set.sites[site];
+        observe(resolver, k.process, k.address, contend_trace::NO_STACK);
+    }
+    for &(i, stack) in &set.stacks {
+        if let Some(ev) = set.events.get(i as usize) {
+            let k = set.sites[ev.site as usize];
+            observe(resolver, k.process, k.address, stack);
         }
-        observe(resolver, k.process, k.address, stack);
     }
     for (pi, p) in recording.processes.iter().enumerate() {
         for c in &p.trace.creations {
@@ -664,6 +666,37 @@ pub fn thin_wrappers(
     out.sort();
     out.dedup();
     out
+}
+
+/// Per site of `set` (`set.sites`), whether some event names it: one pass
+/// over the events, in parts on both cores when the sites are few for the
+/// events (a table of `set.sites.len()` flags per part).
+fn sites_of_events(set: &EventSet) -> Vec<bool> {
+    let (n, sites) = (set.events.len(), set.sites.len());
+    let parts = if sites.saturating_mul(16) <= n {
+        rayon::current_num_threads().clamp(1, 8)
+    } else {
+        1
+    };
+    use rayon::prelude::*;
+    (0..parts)
+        .into_par_iter()
+        .map(|k| {
+            let mut used = vec![false; sites];
+            for e in &set.events[k * n / parts..(k + 1) * n / parts] {
+                if let Some(u) = used.get_mut(e.site as usize) {
+                    *u = true;
+                }
+            }
+            used
+        })
+        .reduce(
+            || vec![false; sites],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                a
+            },
+        )
 }
 
 /// [`attribute_sites_through_stacks`], also moving sites inside the lock
@@ -934,6 +967,55 @@ fn no_events_reason(recording: &Recording) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sites events name, found in parts side by side (few sites for
+    /// many events) or in one pass (many sites): those a sequential
+    /// reading finds, sites named by no event (a release's) left out.
+    #[test]
+    fn sites_of_events_are_the_sites_some_event_names() {
+        let mut rng = crate::TestRng(0x6a09_e667_f3bc_c908);
+        for (events, sites) in [(0usize, 3usize), (1, 1), (5000, 4), (5000, 300), (40, 2000)] {
+            let named: Vec<u32> = (0..events)
+                .map(|_| rng.below(sites.div_ceil(2) as u64) as u32 * 2)
+                .collect();
+            let set = EventSet {
+                events: named
+                    .iter()
+                    .map(|&site| {
+                        events::LockEventFields {
+                            thread: 0,
+                            object: 0,
+                            site,
+                            primitive: contend_trace::Primitive::Mutex,
+                            outcome: events::Outcome::Acquired,
+                            requested_ns: 1,
+                            acquired_ns: 2,
+                            released_ns: 3,
+                            contended: false,
+                            unreleased: false,
+                        }
+                        .pack()
+                    })
+                    .collect(),
+                sites: (0..sites as u64)
+                    .map(|a| events::SiteKey {
+                        process: 0,
+                        address: 0x1000 + a,
+                    })
+                    .collect(),
+                ..EventSet::default()
+            };
+            let mut want = vec![false; sites];
+            for &s in &named {
+                want[s as usize] = true;
+            }
+            assert_eq!(
+                sites_of_events(&set),
+                want,
+                "{events} events, {sites} sites"
+            );
+        }
+    }
 
     fn site(function: &str, display: &str, events: u64) -> SiteRow {
         SiteRow {
