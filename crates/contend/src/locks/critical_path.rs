@@ -254,15 +254,29 @@ fn wait_of(set: &EventSet, i: usize) -> Option<(u32, u64, u64)> {
     Some((object, lo, e.acquired_ns()))
 }
 
-/// The time at which event `e` can wake a waiter, if it can.
+/// Whether an event of `primitive` that ended as `outcome` can wake a
+/// waiter: a lock's release (of an acquisition), a post (`sem_post`, a
+/// thread's end), a barrier arrival. The events the wake lists hold, and
+/// what pairing counts for them ([`EventSet::thread_wake_counts`]).
+#[inline]
+pub(super) fn can_wake(primitive: Primitive, outcome: Outcome) -> bool {
+    (outcome == Outcome::Acquired && primitive.is_lock())
+        || (outcome == Outcome::Post && primitive.is_post())
+        || primitive == Primitive::Barrier
+}
+
+/// The time at which event `e` can wake a waiter, if it can
+/// ([`can_wake`]): a barrier arrival's request, else the release.
 #[inline]
 fn wake_time_of(e: &LockEvent) -> Option<u64> {
-    match (e.primitive(), e.outcome()) {
-        (p, Outcome::Acquired) if p.is_lock() => Some(e.released_ns()),
-        (p, Outcome::Post) if p.is_post() => Some(e.released_ns()),
-        (Primitive::Barrier, _) => Some(e.requested_ns()),
-        _ => None,
-    }
+    let p = e.primitive();
+    can_wake(p, e.outcome()).then(|| {
+        if p == Primitive::Barrier {
+            e.requested_ns()
+        } else {
+            e.released_ns()
+        }
+    })
 }
 
 impl Wakes {
@@ -291,59 +305,19 @@ impl Wakes {
         // every part is merged or sorted.
         let keep_runs = keep_runs && set.threads_in_ranges();
         let objects = set.objects.len();
-        let n = set.events.len();
-        // The counting sort by object in `chunks` parts of the events side
-        // by side (a count array per part, then each part writes its own
+        // The counting sort by object in parts of the events side by side
+        // (a count array per part, then each part writes its own
         // positions), which keeps each object's wake events in event
-        // order; one part when the objects are many for the events.
-        let chunks = if objects.saturating_mul(16) <= n {
-            rayon::current_num_threads().clamp(1, 8)
-        } else {
-            1
-        };
-        let bounds: Vec<usize> = (0..=chunks).map(|k| k * n / chunks).collect();
-        let counts: Vec<Vec<usize>> = (0..chunks)
-            .into_par_iter()
-            .map(|k| {
-                let mut c = vec![0usize; objects];
-                for e in &set.events[bounds[k]..bounds[k + 1]] {
-                    if wake_time_of(e).is_some() {
-                        c[e.object as usize] += 1;
-                    }
-                }
-                c
+        // order. The counts are pairing's when it kept them (groups of
+        // whole threads), else a pass of their own; should pairing's not
+        // match the events (a set changed since), counted again.
+        let (start, events, orders) = wake_counts_of_pairing(set)
+            .and_then(|(bounds, counts)| place_wakes(set, &bounds, counts, keep_runs))
+            .or_else(|| {
+                let (bounds, counts) = count_wakes(set);
+                place_wakes(set, &bounds, counts, keep_runs)
             })
-            .collect();
-        let (starts, firsts) = chunked_sort::chunk_starts(&counts, objects);
-        drop(counts);
-        let start: Vec<u32> = starts.iter().map(|&s| s as u32).collect();
-        let mut events = vec![0u32; starts[objects]];
-        let out = chunked_sort::DisjointWrites::new(&mut events);
-        // With `keep_runs`, each chunk also notes whether each thread's
-        // wakes on each object come in time order (the event is read for
-        // its object anyway; its wake time is in the same cache line).
-        let orders: Vec<Vec<PlacedOrder>> = firsts
-            .into_par_iter()
-            .enumerate()
-            .map(|(k, mut next)| {
-                let mut order = vec![PlacedOrder::default(); if keep_runs { objects } else { 0 }];
-                for i in bounds[k]..bounds[k + 1] {
-                    let e = &set.events[i];
-                    if let Some(t) = wake_time_of(e) {
-                        let at = &mut next[e.object as usize];
-                        // SAFETY: chunk k writes only the positions counted
-                        // for it, firsts[k][o] .. firsts[k][o] + counts[k][o]
-                        // of each object o, which no other chunk writes.
-                        unsafe { out.write(*at, i as u32) };
-                        *at += 1;
-                        if keep_runs {
-                            order[e.object as usize].note(e.thread(), t);
-                        }
-                    }
-                }
-                order
-            })
-            .collect();
+            .expect("wake events placed by their own counts");
         let ordered = PlacedOrder::objects_in_order(&orders, if keep_runs { objects } else { 0 });
         drop(orders);
         // Each object's part, sorted by wake time; stable, and the parts are
@@ -562,6 +536,124 @@ impl Wakes {
                 .collect(),
         }
     }
+}
+
+/// Each part's first event (the last entry the end) and its wake events
+/// per object (`counts[part][object]`), from pairing's counts per thread
+/// ([`EventSet::thread_wake_counts`]) summed over groups of whole threads;
+/// `None` when pairing kept none.
+fn wake_counts_of_pairing(set: &EventSet) -> Option<(Vec<usize>, Vec<Vec<usize>>)> {
+    let objects = set.objects.len();
+    let per_thread = &set.thread_wake_counts;
+    if !set.threads_in_ranges()
+        || per_thread.len() != set.threads.len()
+        || per_thread.iter().any(|c| c.len() != objects)
+    {
+        return None;
+    }
+    let work: Vec<usize> = set.thread_ranges.iter().map(|r| r.len()).collect();
+    let groups =
+        chunked_sort::thread_groups(&work, objects, rayon::current_num_threads().clamp(1, 8));
+    let mut bounds = vec![0usize];
+    let mut counts = Vec::with_capacity(groups.len());
+    for g in groups {
+        let end = g
+            .clone()
+            .last()
+            .map_or(*bounds.last().expect("a first bound"), |t| {
+                set.thread_ranges[t].end
+            });
+        bounds.push(end);
+        let mut c = vec![0usize; objects];
+        for t in g {
+            for (sum, &n) in c.iter_mut().zip(&per_thread[t]) {
+                *sum += n as usize;
+            }
+        }
+        counts.push(c);
+    }
+    Some((bounds, counts))
+}
+
+/// Each part's first event (the last entry the end) and its wake events
+/// per object, counted in a pass over the events in `chunks` parts side
+/// by side; one part when the objects are many for the events.
+fn count_wakes(set: &EventSet) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let (objects, n) = (set.objects.len(), set.events.len());
+    let chunks = if objects.saturating_mul(16) <= n {
+        rayon::current_num_threads().clamp(1, 8)
+    } else {
+        1
+    };
+    let bounds: Vec<usize> = (0..=chunks).map(|k| k * n / chunks).collect();
+    let counts = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let mut c = vec![0usize; objects];
+            for e in &set.events[bounds[k]..bounds[k + 1]] {
+                if wake_time_of(e).is_some() {
+                    c[e.object as usize] += 1;
+                }
+            }
+            c
+        })
+        .collect();
+    (bounds, counts)
+}
+
+/// The wake events placed by object: each object's first position in the
+/// list (`objects + 1` entries), the list (event indices, each object's
+/// in event order), and with `keep_runs` each part's notes of the order
+/// of each thread's wakes ([`PlacedOrder`]); from the parts of the events
+/// (`bounds`) and their wake counts per object, side by side. `None` when
+/// a part finds more or fewer wake events of an object than counted.
+#[allow(clippy::type_complexity)]
+fn place_wakes(
+    set: &EventSet,
+    bounds: &[usize],
+    counts: Vec<Vec<usize>>,
+    keep_runs: bool,
+) -> Option<(Vec<u32>, Vec<u32>, Vec<Vec<PlacedOrder>>)> {
+    let objects = set.objects.len();
+    let (starts, firsts) = chunked_sort::chunk_starts(&counts, objects);
+    let start: Vec<u32> = starts.iter().map(|&s| s as u32).collect();
+    let mut events = vec![0u32; starts[objects]];
+    let out = chunked_sort::DisjointWrites::new(&mut events);
+    // With `keep_runs`, each part also notes whether each thread's wakes
+    // on each object come in time order (the event is read for its object
+    // anyway; its wake time is in the same cache line).
+    let placed: Vec<Option<Vec<PlacedOrder>>> = firsts
+        .into_par_iter()
+        .zip(counts)
+        .enumerate()
+        .map(|(k, (mut next, count))| {
+            // Part k's positions of object o end here: past them it would
+            // write another part's.
+            let ends: Vec<usize> = next.iter().zip(&count).map(|(f, c)| f + c).collect();
+            let mut order = vec![PlacedOrder::default(); if keep_runs { objects } else { 0 }];
+            for i in bounds[k]..bounds[k + 1] {
+                let e = &set.events[i];
+                if let Some(t) = wake_time_of(e) {
+                    let o = e.object as usize;
+                    let at = next.get_mut(o)?;
+                    if *at >= ends[o] {
+                        return None;
+                    }
+                    // SAFETY: part k writes only its own positions of each
+                    // object o, firsts[k][o] .. ends[o] (checked above),
+                    // which no other part writes.
+                    unsafe { out.write(*at, i as u32) };
+                    *at += 1;
+                    if keep_runs {
+                        order[o].note(e.thread(), t);
+                    }
+                }
+            }
+            (next == ends).then_some(order)
+        })
+        .collect();
+    let orders = placed.into_iter().collect::<Option<Vec<_>>>()?;
+    Some((start, events, orders))
 }
 
 /// The runs of one object's wake events (`part`, at position `offset` of
@@ -1025,6 +1117,128 @@ pub fn lock_wake_time(set: &EventSet, w: usize) -> u64 {
 mod tests {
     use super::*;
     use crate::locks::events::LockEventFields;
+
+    /// The wake lists placed from pairing's wake counts are those placed
+    /// from a count of their own, with the runs kept or not; and counts
+    /// that no longer match the events (one too many, one moved to another
+    /// object, one too few) are counted again, with the same lists.
+    #[test]
+    fn wakes_placed_from_pairings_counts_equal_those_counted_again() {
+        use crate::locks::events::{pair_operations, OpSource, ThreadInput, TimeMap};
+        use contend_trace::{Phase, RawOp};
+        let phases = [
+            Phase::Request,
+            Phase::Acquired,
+            Phase::Release,
+            Phase::Immediate,
+        ];
+        let mut rng = crate::TestRng(0x3c6e_f372_fe94_f82b);
+        let lists = |w: &Wakes| {
+            let runs: Vec<Vec<(u32, u32, u32)>> = w
+                .runs
+                .iter()
+                .map(|r| r.iter().map(|r| (r.start, r.end, r.thread)).collect())
+                .collect();
+            (
+                w.start.clone(),
+                w.events.clone(),
+                w.run_slot.clone(),
+                w.ordered.clone(),
+                runs,
+            )
+        };
+        let mut checked = 0;
+        for round in 0..60 {
+            let objects = 1 + rng.below(if round % 3 == 0 { 40 } else { 4 });
+            let threads: Vec<Vec<RawOp>> = (0..1 + rng.below(6))
+                .map(|_| {
+                    let mut ticks = 1_000u64;
+                    (0..rng.below(3000))
+                        .map(|_| {
+                            ticks += rng.below(20);
+                            RawOp {
+                                ticks,
+                                object: 0x1000 + 0x40 * rng.below(objects),
+                                site: 0x40_0000,
+                                primitive: match rng.below(12) {
+                                    0 => Primitive::Semaphore,
+                                    1 => Primitive::Barrier,
+                                    _ => Primitive::Mutex,
+                                },
+                                phase: phases[rng.below(phases.len() as u64) as usize],
+                                stack: contend_trace::NO_STACK,
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            let inputs: Vec<ThreadInput<'_>> = threads
+                .iter()
+                .enumerate()
+                .map(|(k, ops)| ThreadInput {
+                    process: 0,
+                    pid: 1,
+                    tid: 1 + k as u32,
+                    ops: OpSource::Slice(ops),
+                    clock: TimeMap::Identity,
+                })
+                .collect();
+            let set = pair_operations(&inputs);
+            if set.objects.is_empty() {
+                continue;
+            }
+            assert_eq!(
+                set.thread_wake_counts.len(),
+                set.threads.len(),
+                "round {round}"
+            );
+            let uncounted = EventSet {
+                thread_wake_counts: Vec::new(),
+                ..set.clone()
+            };
+            for keep_runs in [true, false] {
+                let want = lists(&Wakes::placed(&uncounted, keep_runs));
+                assert_eq!(
+                    lists(&Wakes::placed(&set, keep_runs)),
+                    want,
+                    "round {round}"
+                );
+                // counts that do not match the events
+                let (t, o) = (
+                    rng.below(set.threads.len() as u64) as usize,
+                    rng.below(set.objects.len() as u64) as usize,
+                );
+                let mut more = set.clone();
+                more.thread_wake_counts[t][o] += 1;
+                assert_eq!(
+                    lists(&Wakes::placed(&more, keep_runs)),
+                    want,
+                    "round {round}"
+                );
+                let mut moved = more.clone();
+                let other = (o + 1) % set.objects.len();
+                if other != o && moved.thread_wake_counts[t][other] > 0 {
+                    moved.thread_wake_counts[t][other] -= 1;
+                    assert_eq!(
+                        lists(&Wakes::placed(&moved, keep_runs)),
+                        want,
+                        "round {round}"
+                    );
+                }
+                if set.thread_wake_counts[t][o] > 0 {
+                    let mut fewer = set.clone();
+                    fewer.thread_wake_counts[t][o] -= 1;
+                    assert_eq!(
+                        lists(&Wakes::placed(&fewer, keep_runs)),
+                        want,
+                        "round {round}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20, "{checked}");
+    }
 
     /// Marks read back as a `bool` per event would, across word edges
     /// (63, 64, 65 events), with nothing marked past the end.

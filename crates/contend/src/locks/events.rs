@@ -375,7 +375,19 @@ pub struct EventSet {
     /// otherwise; passes that need the order then check it by reading the
     /// events.
     pub thread_in_acquisition_order: Vec<bool>,
+    /// Per thread (as [`EventSet::thread_ranges`]), its events that can
+    /// wake a waiter (releases of locks, posts, barrier arrivals: what the
+    /// critical path looks wakers up among) per object (`[t][o]`, every
+    /// list `objects.len()` long), counted by [`pair_operations`] as it
+    /// wrote them, when threads × objects is small for the events (at most
+    /// [`WAKE_COUNTS_MAX_PER_EVENT`] entries per 8 events, or 65,536).
+    /// Empty otherwise; the critical path then counts them itself.
+    pub thread_wake_counts: Vec<Vec<u32>>,
 }
+
+/// Wake-count entries [`pair_operations`] keeps per 8 events at most
+/// ([`EventSet::thread_wake_counts`]): half a byte per event.
+pub const WAKE_COUNTS_MAX_PER_EVENT: usize = 1;
 
 impl EventSet {
     /// The runs of consecutive events of one thread, in event order: (the
@@ -637,7 +649,16 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         slices.push(head);
         rest = tail;
     }
-    let paired: Vec<Paired> = threads
+    // The wake events per thread and object, counted as they are written,
+    // when the table is small beside the events.
+    let wake_objects = if threads.len().saturating_mul(set.objects.len())
+        <= (total / 8 * WAKE_COUNTS_MAX_PER_EVENT).max(1 << 16)
+    {
+        set.objects.len()
+    } else {
+        0
+    };
+    let mut paired: Vec<Paired> = threads
         .par_iter()
         .zip(slices)
         .enumerate()
@@ -647,7 +668,7 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
                 sites: &site_index,
                 slots: thread_map[k].map(|m| &slot_maps[m]),
             };
-            pair_thread(input, k as u32, &maps, out)
+            pair_thread(input, k as u32, &maps, out, wake_objects)
         })
         .collect();
     // SAFETY: each thread's slice was fully written: `pair_thread` writes
@@ -666,6 +687,12 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         })
         .collect();
     set.thread_in_acquisition_order = paired.iter().map(|p| p.in_acquisition_order).collect();
+    if wake_objects > 0 || set.objects.is_empty() {
+        set.thread_wake_counts = paired
+            .iter_mut()
+            .map(|p| std::mem::take(&mut p.wake_counts))
+            .collect();
+    }
     // The side entries, by index in the flat vector (as it is once the
     // placeholders are dropped).
     for (p, range) in paired.iter().zip(&set.thread_ranges) {
@@ -753,6 +780,8 @@ struct Paired {
     stacks: Vec<(u32, u32)>,
     /// Whether the events written are in acquisition-time order.
     in_acquisition_order: bool,
+    /// Its wake events per object (empty: not counted).
+    wake_counts: Vec<u32>,
 }
 
 /// Writes `value` at `slot`, growing `map` with [`NONE`] as needed.
@@ -921,6 +950,7 @@ fn pair_thread(
     thread: u32,
     maps: &Maps<'_>,
     out: &mut [MaybeUninit<LockEvent>],
+    wake_objects: usize,
 ) -> Paired {
     let mut out = Out {
         buf: out,
@@ -929,6 +959,7 @@ fn pair_thread(
         stacks: Vec::new(),
         last_acquired_ns: 0,
         in_acquisition_order: true,
+        wake_counts: vec![0; wake_objects],
     };
     let mut p = ThreadPairing {
         thread,
@@ -983,6 +1014,7 @@ fn pair_thread(
         untimed: p.untimed,
         cond_reacquisitions: p.cond_reacquisitions,
         in_acquisition_order: out.in_acquisition_order,
+        wake_counts: out.wake_counts,
         cond_mutexes: out.cond_mutexes,
         stacks: out.stacks,
     }
@@ -1011,6 +1043,8 @@ struct Out<'a> {
     last_acquired_ns: u64,
     /// Whether the events written so far are in acquisition-time order.
     in_acquisition_order: bool,
+    /// The wake events written, per object (empty: not counted).
+    wake_counts: Vec<u32>,
 }
 
 impl Out<'_> {
@@ -1182,6 +1216,11 @@ impl ThreadPairing {
             .pack(),
         );
         if let Some(i) = written {
+            if super::critical_path::can_wake(pending.primitive, outcome) {
+                if let Some(c) = out.wake_counts.get_mut(pending.object as usize) {
+                    *c += 1;
+                }
+            }
             if cond_mutex != NONE {
                 out.cond_mutexes.push((i as u32, cond_mutex));
             }
@@ -1581,7 +1620,7 @@ mod tests {
         };
         for room in [0usize, 1, 2, 3, 5] {
             let mut buf = vec![MaybeUninit::<LockEvent>::uninit(); room];
-            let written = pair_thread(&input, 0, &maps, &mut buf).written;
+            let written = pair_thread(&input, 0, &maps, &mut buf, 0).written;
             assert_eq!(written, room.min(2), "room for {room}");
         }
         // The whole pipeline on the true count.
@@ -1755,9 +1794,10 @@ mod tests {
     }
 
     /// Pairing notes, per thread, whether it wrote the thread's events in
-    /// acquisition-time order: the same answer as reading them back, for
-    /// threads whose clock sometimes steps back (a lost request, a failed
-    /// try, a condition wait and an unmatched release among them).
+    /// acquisition-time order, and counts its wake events per object: the
+    /// same answers as reading the events back, for threads whose clock
+    /// sometimes steps back (lost requests, failed tries, condition waits,
+    /// semaphores, barriers and unmatched releases among the operations).
     #[test]
     fn pairing_notes_which_threads_it_wrote_in_acquisition_order() {
         let phases = [
@@ -1770,7 +1810,7 @@ mod tests {
             Phase::Immediate,
         ];
         let mut rng = crate::TestRng(0x51_7cc1_b727_220a);
-        let (mut ordered, mut unordered) = (0, 0);
+        let (mut ordered, mut unordered, mut all_wakes) = (0, 0, 0);
         for round in 0..200 {
             let back_every = 1 + rng.below(400);
             let threads: Vec<Vec<RawOp>> = (0..1 + rng.below(4))
@@ -1788,10 +1828,11 @@ mod tests {
                                 ticks,
                                 object: 0x1000 + 0x40 * rng.below(3),
                                 site: 0x40_0000,
-                                primitive: if rng.below(8) == 0 {
-                                    Primitive::Cond
-                                } else {
-                                    Primitive::Mutex
+                                primitive: match rng.below(16) {
+                                    0 | 1 => Primitive::Cond,
+                                    2 => Primitive::Semaphore,
+                                    3 => Primitive::Barrier,
+                                    _ => Primitive::Mutex,
                                 },
                                 phase: phases[rng.below(phases.len() as u64) as usize],
                                 stack: contend_trace::NO_STACK,
@@ -1814,7 +1855,19 @@ mod tests {
             let set = pair_operations(&inputs);
             assert!(set.threads_in_ranges(), "round {round}");
             assert_eq!(set.thread_in_acquisition_order.len(), set.threads.len());
+            assert_eq!(set.thread_wake_counts.len(), set.threads.len());
             for (t, r) in set.thread_ranges.iter().enumerate() {
+                let mut counted = vec![0u32; set.objects.len()];
+                for e in &set.events[r.clone()] {
+                    if super::super::critical_path::can_wake(e.primitive(), e.outcome()) {
+                        counted[e.object as usize] += 1;
+                    }
+                }
+                assert_eq!(
+                    set.thread_wake_counts[t], counted,
+                    "round {round}, thread {t}"
+                );
+                all_wakes += counted.iter().sum::<u32>();
                 let read = set.events[r.clone()].is_sorted_by_key(|e| e.acquired_ns());
                 assert_eq!(
                     set.thread_in_acquisition_order[t], read,
@@ -1829,7 +1882,8 @@ mod tests {
                 }
             }
         }
-        // both answers were met
+        // both answers were met, and wake events counted
         assert!(ordered > 20 && unordered > 20, "{ordered} {unordered}");
+        assert!(all_wakes > 1000, "{all_wakes}");
     }
 }
