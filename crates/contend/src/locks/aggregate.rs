@@ -896,8 +896,14 @@ impl SiteWait {
 }
 
 /// Per thread: whether its events in `range` of `set.events` come in
-/// order of request time.
+/// order of request time. Pairing's note
+/// ([`EventSet::thread_in_request_order`]) when `range` holds every event
+/// of the threads it has events of in their ranges (as `sum_range`'s
+/// ranges do); else a pass over `range`.
 fn requests_in_order(set: &EventSet, range: std::ops::Range<usize>) -> Vec<bool> {
+    if set.threads_in_ranges() && set.thread_in_request_order.len() == set.threads.len() {
+        return set.thread_in_request_order.clone();
+    }
     let mut ok = vec![true; set.threads.len()];
     let mut last = vec![0u64; set.threads.len()];
     for e in &set.events[range] {

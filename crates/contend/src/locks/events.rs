@@ -375,6 +375,11 @@ pub struct EventSet {
     /// otherwise; passes that need the order then check it by reading the
     /// events.
     pub thread_in_acquisition_order: Vec<bool>,
+    /// Per thread (as [`EventSet::thread_ranges`]): whether
+    /// [`pair_operations`] wrote its events in request-time order (as
+    /// calls that do not nest within a thread come), noted as it wrote
+    /// them; empty when the set was built otherwise.
+    pub thread_in_request_order: Vec<bool>,
     /// Per thread (as [`EventSet::thread_ranges`]), its events that can
     /// wake a waiter (releases of locks, posts, barrier arrivals: what the
     /// critical path looks wakers up among) per object (`[t][o]`, every
@@ -687,6 +692,7 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
         })
         .collect();
     set.thread_in_acquisition_order = paired.iter().map(|p| p.in_acquisition_order).collect();
+    set.thread_in_request_order = paired.iter().map(|p| p.in_request_order).collect();
     if wake_objects > 0 || set.objects.is_empty() {
         set.thread_wake_counts = paired
             .iter_mut()
@@ -780,6 +786,8 @@ struct Paired {
     stacks: Vec<(u32, u32)>,
     /// Whether the events written are in acquisition-time order.
     in_acquisition_order: bool,
+    /// Whether the events written are in request-time order.
+    in_request_order: bool,
     /// Its wake events per object (empty: not counted).
     wake_counts: Vec<u32>,
 }
@@ -959,6 +967,8 @@ fn pair_thread(
         stacks: Vec::new(),
         last_acquired_ns: 0,
         in_acquisition_order: true,
+        last_requested_ns: 0,
+        in_request_order: true,
         wake_counts: vec![0; wake_objects],
     };
     let mut p = ThreadPairing {
@@ -1014,6 +1024,7 @@ fn pair_thread(
         untimed: p.untimed,
         cond_reacquisitions: p.cond_reacquisitions,
         in_acquisition_order: out.in_acquisition_order,
+        in_request_order: out.in_request_order,
         wake_counts: out.wake_counts,
         cond_mutexes: out.cond_mutexes,
         stacks: out.stacks,
@@ -1043,6 +1054,10 @@ struct Out<'a> {
     last_acquired_ns: u64,
     /// Whether the events written so far are in acquisition-time order.
     in_acquisition_order: bool,
+    /// The request time of the last event written, ns.
+    last_requested_ns: u64,
+    /// Whether the events written so far are in request-time order.
+    in_request_order: bool,
     /// The wake events written, per object (empty: not counted).
     wake_counts: Vec<u32>,
 }
@@ -1058,6 +1073,9 @@ impl Out<'_> {
         let acquired = e.acquired_ns();
         self.in_acquisition_order &= acquired >= self.last_acquired_ns;
         self.last_acquired_ns = acquired;
+        let requested = e.requested_ns();
+        self.in_request_order &= requested >= self.last_requested_ns;
+        self.last_requested_ns = requested;
         slot.write(e);
         self.len += 1;
         Some(self.len - 1)
@@ -1810,7 +1828,7 @@ mod tests {
             Phase::Immediate,
         ];
         let mut rng = crate::TestRng(0x51_7cc1_b727_220a);
-        let (mut ordered, mut unordered, mut all_wakes) = (0, 0, 0);
+        let (mut ordered, mut unordered, mut all_wakes, mut requests_unordered) = (0, 0, 0, 0);
         for round in 0..200 {
             let back_every = 1 + rng.below(400);
             let threads: Vec<Vec<RawOp>> = (0..1 + rng.below(4))
@@ -1868,6 +1886,12 @@ mod tests {
                     "round {round}, thread {t}"
                 );
                 all_wakes += counted.iter().sum::<u32>();
+                assert_eq!(
+                    set.thread_in_request_order[t],
+                    set.events[r.clone()].is_sorted_by_key(|e| e.requested_ns()),
+                    "round {round}, thread {t}"
+                );
+                requests_unordered += usize::from(!set.thread_in_request_order[t]);
                 let read = set.events[r.clone()].is_sorted_by_key(|e| e.acquired_ns());
                 assert_eq!(
                     set.thread_in_acquisition_order[t], read,
@@ -1885,5 +1909,6 @@ mod tests {
         // both answers were met, and wake events counted
         assert!(ordered > 20 && unordered > 20, "{ordered} {unordered}");
         assert!(all_wakes > 1000, "{all_wakes}");
+        assert!(requests_unordered > 20, "{requests_unordered}");
     }
 }
