@@ -17,6 +17,8 @@ pub struct Selection<'a> {
     locks: Vec<bool>,
     /// Per site: matched by `filter.site_pattern` (empty = every site).
     sites: Vec<bool>,
+    /// The filter asks for nothing: every event but a post is kept.
+    keeps_all: bool,
 }
 
 impl<'a> Selection<'a> {
@@ -62,12 +64,20 @@ impl<'a> Selection<'a> {
                 })
                 .collect(),
         };
+        let keeps_all = filter.min_duration_ns.is_none()
+            && filter.max_duration_ns.is_none()
+            && filter.locks.is_empty()
+            && filter.site_pattern.is_none()
+            && filter.threads.is_empty()
+            && !filter.critical_only
+            && filter.window.is_none();
         Selection {
             filter,
             set,
             path,
             locks,
             sites,
+            keeps_all,
         }
     }
 
@@ -76,7 +86,11 @@ impl<'a> Selection<'a> {
     /// matching site, of a listed thread, on the critical path if asked,
     /// acquired within the time window if one is given.
     /// `sem_post` records are never kept (they are not events).
+    #[inline]
     pub fn keeps(&self, i: usize, e: &LockEvent) -> bool {
+        if self.keeps_all {
+            return e.outcome() != Outcome::Post;
+        }
         self.keeps_on(i, e, true)
     }
 
@@ -102,5 +116,67 @@ impl<'a> Selection<'a> {
                     .contains(&self.set.threads[e.thread() as usize].tid))
             && (!f.critical_only || self.path.on_path[i])
             && f.window.is_none_or(|w| w.contains(e.acquired_ns()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locks::events::LockEventFields;
+    use contend_trace::Primitive;
+
+    /// An empty filter keeps every event but the posts, as the full test
+    /// of each condition does.
+    #[test]
+    fn an_empty_filter_keeps_what_each_condition_keeps() {
+        let outcomes = [
+            Outcome::Acquired,
+            Outcome::Busy,
+            Outcome::TimedOut,
+            Outcome::Error,
+            Outcome::Post,
+        ];
+        let set = EventSet {
+            events: outcomes
+                .iter()
+                .enumerate()
+                .map(|(k, &outcome)| {
+                    LockEventFields {
+                        thread: 0,
+                        object: 0,
+                        site: 0,
+                        primitive: if outcome == Outcome::Post {
+                            Primitive::Semaphore
+                        } else {
+                            Primitive::Mutex
+                        },
+                        outcome,
+                        requested_ns: 10 * k as u64,
+                        acquired_ns: 10 * k as u64 + 2,
+                        released_ns: 10 * k as u64 + 5,
+                        contended: k % 2 == 0,
+                        unreleased: false,
+                    }
+                    .pack()
+                })
+                .collect(),
+            ..EventSet::default()
+        };
+        let path = CriticalPath {
+            on_path: crate::locks::critical_path::EventMarks::new(set.events.len()),
+            ..CriticalPath::default()
+        };
+        let filter = EventFilter::default();
+        let selection = Selection::new(&filter, &set, &path, &Names::default());
+        assert!(selection.keeps_all);
+        for (i, e) in set.events.iter().enumerate() {
+            assert_eq!(selection.keeps(i, e), e.outcome() != Outcome::Post, "{i}");
+            assert_eq!(selection.keeps(i, e), selection.keeps_on(i, e, true), "{i}");
+        }
+        let asking = EventFilter {
+            min_duration_ns: Some(1),
+            ..EventFilter::default()
+        };
+        assert!(!Selection::new(&asking, &set, &path, &Names::default()).keeps_all);
     }
 }
