@@ -1124,7 +1124,6 @@ mod tests {
     /// object, one too few) are counted again, with the same lists.
     #[test]
     fn wakes_placed_from_pairings_counts_equal_those_counted_again() {
-        use crate::locks::events::{pair_operations, OpSource, ThreadInput, TimeMap};
         use contend_trace::{Phase, RawOp};
         let phases = [
             Phase::Request,
@@ -1172,18 +1171,7 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let inputs: Vec<ThreadInput<'_>> = threads
-                .iter()
-                .enumerate()
-                .map(|(k, ops)| ThreadInput {
-                    process: 0,
-                    pid: 1,
-                    tid: 1 + k as u32,
-                    ops: OpSource::Slice(ops),
-                    clock: TimeMap::Identity,
-                })
-                .collect();
-            let set = pair_operations(&inputs);
+            let set = crate::locks::events::pair_threads_from_memory(&threads, 1);
             if set.objects.is_empty() {
                 continue;
             }
@@ -1437,7 +1425,6 @@ mod tests {
     /// without runs kept.
     #[test]
     fn wake_lists_ordered_when_first_looked_up_answer_as_the_lists_ordered_at_once() {
-        use crate::locks::events::{pair_operations, OpSource, ThreadInput, TimeMap};
         use contend_trace::{Phase, RawOp, NO_STACK};
         const LOCKS: u64 = 64;
         let threads = 6usize;
@@ -1470,18 +1457,7 @@ mod tests {
             free_at[k] = released;
             next_request[t] = released + 1 + rng.below(100);
         }
-        let inputs: Vec<ThreadInput<'_>> = thread_ops
-            .iter()
-            .enumerate()
-            .map(|(t, ops)| ThreadInput {
-                process: 0,
-                pid: 1,
-                tid: 100 + t as u32,
-                ops: OpSource::Slice(ops),
-                clock: TimeMap::Identity,
-            })
-            .collect();
-        let set = pair_operations(&inputs);
+        let set = crate::locks::events::pair_threads_from_memory(&thread_ops, 100);
         let waiting: Vec<usize> = (0..set.events.len())
             .filter(|&i| wait_of(&set, i).is_some())
             .collect();

@@ -1031,6 +1031,24 @@ fn pair_thread(
     }
 }
 
+/// For tests: `threads`' operations paired, each list one thread of
+/// process 0 (pid 1, thread ids from `first_tid` up), from memory.
+#[cfg(test)]
+pub(crate) fn pair_threads_from_memory(threads: &[Vec<RawOp>], first_tid: u32) -> EventSet {
+    let inputs: Vec<ThreadInput<'_>> = threads
+        .iter()
+        .enumerate()
+        .map(|(k, ops)| ThreadInput {
+            process: 0,
+            pid: 1,
+            tid: first_tid + k as u32,
+            ops: OpSource::Slice(ops),
+            clock: TimeMap::Identity,
+        })
+        .collect();
+    pair_operations(&inputs)
+}
+
 /// Fills the slots of events a second pass did not produce (dropped by
 /// [`pair_operations`] before anyone sees them).
 const PLACEHOLDER: LockEvent = LockEvent {
@@ -1859,18 +1877,7 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let inputs: Vec<ThreadInput<'_>> = threads
-                .iter()
-                .enumerate()
-                .map(|(k, ops)| ThreadInput {
-                    process: 0,
-                    pid: 1,
-                    tid: 1 + k as u32,
-                    ops: OpSource::Slice(ops),
-                    clock: TimeMap::Identity,
-                })
-                .collect();
-            let set = pair_operations(&inputs);
+            let set = pair_threads_from_memory(&threads, 1);
             assert!(set.threads_in_ranges(), "round {round}");
             assert_eq!(set.thread_in_acquisition_order.len(), set.threads.len());
             assert_eq!(set.thread_wake_counts.len(), set.threads.len());
