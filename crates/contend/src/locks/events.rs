@@ -384,15 +384,16 @@ pub struct EventSet {
     /// wake a waiter (releases of locks, posts, barrier arrivals: what the
     /// critical path looks wakers up among) per object (`[t][o]`, every
     /// list `objects.len()` long), counted by [`pair_operations`] as it
-    /// wrote them, when threads × objects is small for the events (at most
-    /// [`WAKE_COUNTS_MAX_PER_EVENT`] entries per 8 events, or 65,536).
+    /// wrote them, when threads × objects is small for the events (one
+    /// entry per [`EVENTS_PER_WAKE_COUNT`] events at most, or 65,536).
     /// Empty otherwise; the critical path then counts them itself.
     pub thread_wake_counts: Vec<Vec<u32>>,
 }
 
-/// Wake-count entries [`pair_operations`] keeps per 8 events at most
-/// ([`EventSet::thread_wake_counts`]): half a byte per event.
-pub const WAKE_COUNTS_MAX_PER_EVENT: usize = 1;
+/// Events per entry of the wake counts [`pair_operations`] keeps at most
+/// ([`EventSet::thread_wake_counts`], 4 bytes an entry): half a byte per
+/// event.
+pub const EVENTS_PER_WAKE_COUNT: usize = 8;
 
 impl EventSet {
     /// The runs of consecutive events of one thread, in event order: (the
@@ -657,7 +658,7 @@ pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
     // The wake events per thread and object, counted as they are written,
     // when the table is small beside the events.
     let wake_objects = if threads.len().saturating_mul(set.objects.len())
-        <= (total / 8 * WAKE_COUNTS_MAX_PER_EVENT).max(1 << 16)
+        <= (total / EVENTS_PER_WAKE_COUNT).max(1 << 16)
     {
         set.objects.len()
     } else {
