@@ -28,6 +28,19 @@ pub(crate) fn chunk_starts(counts: &[Vec<usize>], keys: usize) -> (Vec<usize>, V
     (starts, firsts)
 }
 
+/// Where a pass over `n` items (events) that fills a table of `table`
+/// entries per part splits them to run side by side: `parts + 1` bounds,
+/// the first 0 and the last `n`, one part per core (at most 8), or one
+/// part when the tables would be more than one entry per 16 items.
+pub(crate) fn part_bounds(n: usize, table: usize) -> Vec<usize> {
+    let parts = if table.saturating_mul(16) <= n {
+        rayon::current_num_threads().clamp(1, 8)
+    } else {
+        1
+    };
+    (0..=parts).map(|k| k * n / parts).collect()
+}
+
 /// Writes into one slice from several threads at positions no two of them
 /// share (each chunk its own, from [`chunk_starts`]).
 pub(crate) struct DisjointWrites<'a, T> {

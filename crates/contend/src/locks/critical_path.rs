@@ -576,17 +576,12 @@ fn wake_counts_of_pairing(set: &EventSet) -> Option<(Vec<usize>, Vec<Vec<usize>>
 }
 
 /// Each part's first event (the last entry the end) and its wake events
-/// per object, counted in a pass over the events in `chunks` parts side
-/// by side; one part when the objects are many for the events.
+/// per object, counted in a pass over the events in parts side by side
+/// ([`chunked_sort::part_bounds`]).
 fn count_wakes(set: &EventSet) -> (Vec<usize>, Vec<Vec<usize>>) {
-    let (objects, n) = (set.objects.len(), set.events.len());
-    let chunks = if objects.saturating_mul(16) <= n {
-        rayon::current_num_threads().clamp(1, 8)
-    } else {
-        1
-    };
-    let bounds: Vec<usize> = (0..=chunks).map(|k| k * n / chunks).collect();
-    let counts = (0..chunks)
+    let objects = set.objects.len();
+    let bounds = chunked_sort::part_bounds(set.events.len(), objects);
+    let counts = (0..bounds.len() - 1)
         .into_par_iter()
         .map(|k| {
             let mut c = vec![0usize; objects];

@@ -966,10 +966,8 @@ fn pair_thread(
         len: 0,
         cond_mutexes: Vec::new(),
         stacks: Vec::new(),
-        last_acquired_ns: 0,
-        in_acquisition_order: true,
-        last_requested_ns: 0,
-        in_request_order: true,
+        acquisitions: TimeOrder::default(),
+        requests: TimeOrder::default(),
         wake_counts: vec![0; wake_objects],
     };
     let mut p = ThreadPairing {
@@ -1024,8 +1022,8 @@ fn pair_thread(
         wakes: p.wakes,
         untimed: p.untimed,
         cond_reacquisitions: p.cond_reacquisitions,
-        in_acquisition_order: out.in_acquisition_order,
-        in_request_order: out.in_request_order,
+        in_acquisition_order: out.acquisitions.in_order,
+        in_request_order: out.requests.in_order,
         wake_counts: out.wake_counts,
         cond_mutexes: out.cond_mutexes,
         stacks: out.stacks,
@@ -1069,16 +1067,36 @@ struct Out<'a> {
     len: usize,
     cond_mutexes: Vec<(u32, u32)>,
     stacks: Vec<(u32, u32)>,
-    /// The acquisition time of the last event written, ns.
-    last_acquired_ns: u64,
     /// Whether the events written so far are in acquisition-time order.
-    in_acquisition_order: bool,
-    /// The request time of the last event written, ns.
-    last_requested_ns: u64,
+    acquisitions: TimeOrder,
     /// Whether the events written so far are in request-time order.
-    in_request_order: bool,
+    requests: TimeOrder,
     /// The wake events written, per object (empty: not counted).
     wake_counts: Vec<u32>,
+}
+
+/// Whether times seen one after another (ns) never went back.
+struct TimeOrder {
+    last_ns: u64,
+    in_order: bool,
+}
+
+impl Default for TimeOrder {
+    fn default() -> TimeOrder {
+        TimeOrder {
+            last_ns: 0,
+            in_order: true,
+        }
+    }
+}
+
+impl TimeOrder {
+    /// The next time, ns.
+    #[inline]
+    fn note(&mut self, ns: u64) {
+        self.in_order &= ns >= self.last_ns;
+        self.last_ns = ns;
+    }
 }
 
 impl Out<'_> {
@@ -1088,13 +1106,10 @@ impl Out<'_> {
     #[inline]
     fn push(&mut self, e: LockEvent) -> Option<usize> {
         let slot = self.buf.get_mut(self.len)?;
-        // (an event's acquisition time is final when it is written)
-        let acquired = e.acquired_ns();
-        self.in_acquisition_order &= acquired >= self.last_acquired_ns;
-        self.last_acquired_ns = acquired;
-        let requested = e.requested_ns();
-        self.in_request_order &= requested >= self.last_requested_ns;
-        self.last_requested_ns = requested;
+        // (an event's request and acquisition times are final when it is
+        // written)
+        self.acquisitions.note(e.acquired_ns());
+        self.requests.note(e.requested_ns());
         slot.write(e);
         self.len += 1;
         Some(self.len - 1)

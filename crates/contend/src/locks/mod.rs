@@ -670,20 +670,17 @@ pub fn thin_wrappers(
 
 /// Per site of `set` (`set.sites`), whether some event names it: one pass
 /// over the events, in parts on both cores when the sites are few for the
-/// events (a table of `set.sites.len()` flags per part).
+/// events (a table of `set.sites.len()` flags per part,
+/// [`crate::chunked_sort::part_bounds`]).
 fn sites_of_events(set: &EventSet) -> Vec<bool> {
-    let (n, sites) = (set.events.len(), set.sites.len());
-    let parts = if sites.saturating_mul(16) <= n {
-        rayon::current_num_threads().clamp(1, 8)
-    } else {
-        1
-    };
     use rayon::prelude::*;
-    (0..parts)
-        .into_par_iter()
-        .map(|k| {
+    let sites = set.sites.len();
+    let bounds = crate::chunked_sort::part_bounds(set.events.len(), sites);
+    bounds
+        .par_windows(2)
+        .map(|part| {
             let mut used = vec![false; sites];
-            for e in &set.events[k * n / parts..(k + 1) * n / parts] {
+            for e in &set.events[part[0]..part[1]] {
                 if let Some(u) = used.get_mut(e.site as usize) {
                     *u = true;
                 }

@@ -90,7 +90,7 @@ impl Document<'_> {
     ///
     /// What writing to `out` returns.
     pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        fn pretty<T: serde::Serialize + ?Sized>(
+        fn outline<T: serde::Serialize + ?Sized>(
             out: &mut dyn std::io::Write,
             value: &T,
         ) -> std::io::Result<()> {
@@ -110,11 +110,11 @@ impl Document<'_> {
             buffered.flush()
         }
         match self {
-            Document::Report(r) => pretty(out, r),
-            Document::Analysis(a) => pretty(out, &a.report),
-            Document::Comparison(c) => pretty(out, c),
-            Document::Scale(s) => pretty(out, s),
-            Document::Numa(n) => pretty(out, n),
+            Document::Report(r) => outline(out, r),
+            Document::Analysis(a) => outline(out, &a.report),
+            Document::Comparison(c) => outline(out, c),
+            Document::Scale(s) => outline(out, s),
+            Document::Numa(n) => outline(out, n),
         }
     }
 }
