@@ -200,6 +200,18 @@ fn futex_trace_mode(when: &str) -> contend_record::futex_trace::FutexTraceMode {
     }
 }
 
+/// Tells the user when this recording mounted tracefs (it stays mounted;
+/// docs/usage.md, "Tracepoints and tracefs").
+fn say_if_tracefs_mounted() {
+    use contend_record::tracefs;
+    if tracefs::mounted_by_this_process() {
+        eprintln!(
+            "contend: mounted tracefs at {} for the scheduler and futex tracepoints (it stays mounted; CONTEND_MOUNT_TRACEFS=0 leaves the mounts alone)",
+            tracefs::MOUNT_POINT
+        );
+    }
+}
+
 pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
     let interval = a.interval;
     if a.duration == Some(Duration::ZERO) {
@@ -222,6 +234,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
         for w in &outcome.warnings {
             eprintln!("contend: warning: {w}");
         }
+        say_if_tracefs_mounted();
         let ended = contend_trace::meta::RunMeta::read(&outcome.dir)
             .ok()
             .and_then(|m| m.attach)
@@ -343,6 +356,7 @@ pub fn cmd_record(a: RecordArgs) -> Result<ExitCode> {
     for w in &outcome.warnings {
         eprintln!("contend: warning: {w}");
     }
+    say_if_tracefs_mounted();
     eprintln!(
         "contend: recorded {} in {} ({:.3} s); run `contend report {}`",
         recorded_what(opts_mpi, outcome.mpi_ranks, outcome.traces),

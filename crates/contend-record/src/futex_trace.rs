@@ -65,17 +65,14 @@ pub fn check_allowed() -> Result<(), String> {
         .map_err(|e| not_allowed(e, "perf_event_open of syscalls:sys_enter_futex"))
 }
 
-/// Where tracefs is found, in order.
-const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
 /// The ids of `syscalls:sys_enter_futex` and `syscalls:sys_exit_futex`
 /// from tracefs. Errors: a sentence naming the cause and what to change
 /// (not allowed to read tracefs, tracefs not mounted, a kernel without
 /// syscall tracepoints).
 pub fn tracepoint_ids() -> Result<(u64, u64), String> {
     let mut denied = None;
-    for base in TRACEFS {
-        let dir = std::path::Path::new(base).join("events/syscalls");
+    for base in crate::tracefs::places() {
+        let dir = base.join("events/syscalls");
         let read = |name: &str| -> Result<u64, std::io::Error> {
             let text = std::fs::read_to_string(dir.join(name).join("id"))?;
             text.trim()
@@ -94,14 +91,11 @@ pub fn tracepoint_ids() -> Result<(u64, u64), String> {
     if let Some(errno) = denied {
         return Err(not_allowed(errno, "reading the tracepoint ids in tracefs"));
     }
-    if !std::path::Path::new("/sys/kernel/tracing/events").is_dir()
-        && !std::path::Path::new("/sys/kernel/debug/tracing/events").is_dir()
-    {
-        return Err(
-            "the futex tracepoints cannot be used: tracefs is not mounted \
+    if let crate::tracefs::Mount::Missing(why) = crate::tracefs::ensure_mounted() {
+        return Err(format!(
+            "the futex tracepoints cannot be used: {why} \
              (as root: `mount -t tracefs nodev /sys/kernel/tracing`)"
-                .into(),
-        );
+        ));
     }
     Err("the futex tracepoints cannot be used: this kernel has no \
          syscalls:sys_enter_futex tracepoint (CONFIG_FTRACE_SYSCALLS)"
@@ -113,8 +107,8 @@ pub fn tracepoint_ids() -> Result<(u64, u64), String> {
 /// kernel has them; `None` where it has not (or tracefs is not readable:
 /// [`tracepoint_ids`] says so for the futex tracepoints themselves).
 pub fn waitv_tracepoint_ids() -> Option<(u64, u64)> {
-    TRACEFS.iter().find_map(|base| {
-        let dir = std::path::Path::new(base).join("events/syscalls");
+    crate::tracefs::places().find_map(|base| {
+        let dir = base.join("events/syscalls");
         let read = |name: &str| -> Option<u64> {
             std::fs::read_to_string(dir.join(name).join("id"))
                 .ok()?

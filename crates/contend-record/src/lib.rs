@@ -44,6 +44,7 @@ mod shared_map;
 pub mod signals;
 pub mod sparse;
 pub mod stress;
+pub mod tracefs;
 
 pub use attach::{attach, AttachOptions};
 pub use contend_collector::install_region_header;

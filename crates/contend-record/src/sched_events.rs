@@ -110,9 +110,6 @@ fn set_watermark(attrs: &mut [Attr], ring_pages: usize) {
     }
 }
 
-/// Where tracefs is found, in order.
-const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
 /// The source of the service-time samples, chosen with the environment
 /// variable `CONTEND_SERVICE_SOURCE` (`schedstat` or `sched-events`;
 /// unset or anything else: [`ServiceSource::Auto`]).
@@ -350,14 +347,12 @@ pub struct SchedEvents {
     pub threads_seen: u64,
 }
 
-/// The id of tracepoint `sched:<name>` from tracefs.
+/// The id of tracepoint `sched:<name>` from tracefs (mounted first where
+/// it is not and the recorder may: [`crate::tracefs`]).
 fn tracepoint_id(name: &str) -> Result<u64, String> {
     let mut last = None;
-    for base in TRACEFS {
-        let p = std::path::Path::new(base)
-            .join("events/sched")
-            .join(name)
-            .join("id");
+    for base in crate::tracefs::places() {
+        let p = base.join("events/sched").join(name).join("id");
         match std::fs::read_to_string(&p) {
             Ok(t) => {
                 return t
@@ -368,8 +363,12 @@ fn tracepoint_id(name: &str) -> Result<u64, String> {
             Err(e) => last = Some(format!("{}: {e}", p.display())),
         }
     }
+    let why = match crate::tracefs::ensure_mounted() {
+        crate::tracefs::Mount::Missing(why) => why.clone(),
+        _ => "tracefs is mounted, but the tracepoint is not in it".into(),
+    };
     Err(format!(
-        "the sched:{name} tracepoint id cannot be read ({}; tracefs is root-only by default)",
+        "the sched:{name} tracepoint id cannot be read ({}; {why})",
         last.unwrap_or_default()
     ))
 }
