@@ -20,6 +20,9 @@
 # sched-events CONTEND_KEEP_TASK_CLOCK=1), as the recorder was before it
 # learnt to leave them (docs/benchmarks.md, "The sampler leaves the
 # scheduler events when they cost more").
+# Modes `old` and `old-light`: `contend record` (and `--light`) of the
+# binary CONTEND_OLD names, for a before/after in one run (its recordings
+# are read by this build's report).
 # Mode `per-task`: `contend record` with thread lifetimes followed by
 # events inherited by the server's threads (CONTEND_THREAD_EVENTS=per-task,
 # as before system-wide task events; docs/benchmarks.md, "Thread
@@ -42,12 +45,13 @@ one_round() { # $1 = plain|default|light ; prints "load_s,server_cpu_s,estimate,
     CONTEND_DIR="$OUT/memcached-preload.data" CONTEND_CLOCK="$PRELOAD_CLOCK" CONTEND_TSC_HZ="$PRELOAD_HZ" LD_PRELOAD="$PRELOAD_SO" \
       cpu_of "$OUT/memcached-time.txt" taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 & pid=$!
   else
-    local flags=${RECORD_ARGS:-} envs=()
-    [ "$1" = light ] && flags="$flags --light"
+    local flags=${RECORD_ARGS:-} envs=() bin=$CONTEND
+    [ "$1" = light ] || [ "$1" = old-light ] && flags="$flags --light"
+    [ "$1" = old ] || [ "$1" = old-light ] && bin=$CONTEND_OLD
     [ "$1" = before-switch ] && envs=(CONTEND_SERVICE_SOURCE=sched-events CONTEND_KEEP_TASK_CLOCK=1)
     [ "$1" = per-task ] && envs=(CONTEND_THREAD_EVENTS=per-task)
     # shellcheck disable=SC2086
-    env "${envs[@]}" "$CONTEND" record --force -o "$OUT/memcached-$1.data" $flags -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
+    env "${envs[@]}" "$bin" record --force -o "$OUT/memcached-$1.data" $flags -- taskset -c 0 memcached -u root -l 127.0.0.1 -p "$port" -U 0 -t 4 -m 256 2>/dev/null & pid=$!
   fi
   wait_port "$port" || { echo "memcached did not start on port $port ($1)" >&2; kill "$pid" 2>/dev/null; exit 1; }
   t0=$(date +%s.%N)
