@@ -32,6 +32,76 @@ impl Renderer for Json {
 /// table holds (one lock, one block) is one line.
 pub(crate) const OUTLINE_LEVELS: usize = 3;
 
+thread_local! {
+    /// True while this thread writes a document in outline
+    /// ([`Document::write_json`]): every table element is then one line of
+    /// compact JSON, which [`table_elements`] may render ahead.
+    static ELEMENTS_COMPACT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as writing in outline until dropped
+/// ([`ELEMENTS_COMPACT`]; the mark before it is restored).
+pub(crate) struct ElementsCompact(bool);
+
+impl ElementsCompact {
+    /// Sets the mark.
+    pub(crate) fn mark() -> ElementsCompact {
+        ElementsCompact(ELEMENTS_COMPACT.replace(true))
+    }
+}
+
+impl Drop for ElementsCompact {
+    fn drop(&mut self) {
+        ELEMENTS_COMPACT.set(self.0);
+    }
+}
+
+/// Elements below which [`table_elements`] writes a table as any other.
+const PARALLEL_ELEMENTS_MIN: usize = 1024;
+
+/// Elements [`table_elements`] renders at once: a batch's text is what it
+/// holds in memory (memcached's 21,884 SCI blocks are 31 MB of JSON; a
+/// batch of 4,096 about 6 MB).
+const ELEMENTS_PER_BATCH: usize = 4096;
+
+/// `serialize_with` of a large table of a section (`sci.blocks`): written
+/// in outline (this thread marked by [`ElementsCompact`]) and with at
+/// least [`PARALLEL_ELEMENTS_MIN`] elements, its elements are rendered as
+/// compact JSON on all cores, [`ELEMENTS_PER_BATCH`] at a time, and
+/// written as they are (`serde_json` raw values) in order: the same bytes
+/// as writing them one by one, as the outline writes them compactly
+/// anyway (memcached's report: the SCI blocks were 85 ms of one core, at
+/// the end of the report; docs/benchmarks.md, "Large tables written on
+/// both cores"). Otherwise, or for another serialiser, the elements are
+/// serialised one by one as usual.
+///
+/// # Errors
+/// Those of the serialiser; an element that fails to render as JSON (a
+/// map with non-string keys: none of the report's) as its error.
+pub(crate) fn table_elements<T, S>(elements: &[T], serializer: S) -> Result<S::Ok, S::Error>
+where
+    T: serde::Serialize + Sync,
+    S: serde::Serializer,
+{
+    use rayon::prelude::*;
+    use serde::ser::{Error, SerializeSeq};
+    if elements.len() < PARALLEL_ELEMENTS_MIN || !ELEMENTS_COMPACT.get() {
+        return serializer.collect_seq(elements);
+    }
+    let mut seq = serializer.serialize_seq(Some(elements.len()))?;
+    for batch in elements.chunks(ELEMENTS_PER_BATCH) {
+        let lines = batch
+            .par_iter()
+            .map(serde_json::value::to_raw_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(S::Error::custom)?;
+        for line in &lines {
+            seq.serialize_element(line)?;
+        }
+    }
+    seq.end()
+}
+
 /// A `serde_json` formatter that indents the outer `levels` of containers
 /// as `serde_json`'s pretty writer does (two spaces, `": "` after a key)
 /// and writes every container below them compactly, on the line of its
@@ -197,5 +267,80 @@ mod tests {
         );
         // None: its compact writer.
         assert_eq!(outline(&v, 0), serde_json::to_string(&v).unwrap());
+    }
+
+    /// A document shaped like a report: a section holding a large table
+    /// written through [`table_elements`].
+    #[derive(serde::Serialize)]
+    struct Doc {
+        run: u32,
+        section: Section,
+    }
+
+    #[derive(serde::Serialize)]
+    struct Section {
+        #[serde(serialize_with = "table_elements")]
+        rows: Vec<Row>,
+        after: &'static str,
+    }
+
+    #[derive(serde::Serialize)]
+    struct Row {
+        name: String,
+        share: f64,
+        missing: Option<u64>,
+        quantiles: Vec<(f64, u64)>,
+        nested: std::collections::BTreeMap<String, Vec<u8>>,
+    }
+
+    fn doc(rows: usize) -> Doc {
+        Doc {
+            run: 1,
+            section: Section {
+                rows: (0..rows)
+                    .map(|i| Row {
+                        name: format!("lock \"{i}\"\t\u{e9}"),
+                        share: if i % 7 == 0 { f64::NAN } else { i as f64 / 3.0 },
+                        missing: (i % 2 == 0).then_some(i as u64),
+                        quantiles: vec![(0.5, i as u64), (0.99, 2 * i as u64)],
+                        nested: [(format!("k{}", i % 3), vec![1, 2])].into_iter().collect(),
+                    })
+                    .collect(),
+                after: "end",
+            },
+        }
+    }
+
+    fn write(value: &impl serde::Serialize, marked: bool) -> String {
+        let _mark = marked.then(ElementsCompact::mark);
+        let mut out = Vec::new();
+        let mut ser =
+            serde_json::Serializer::with_formatter(&mut out, OutlineFormatter::new(OUTLINE_LEVELS));
+        serde::Serialize::serialize(value, &mut ser).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// A table long enough to be rendered on all cores (more than one
+    /// batch, the last one short) is written byte for byte as it is one
+    /// element at a time, escapes, non-finite floats and nested
+    /// containers included; the mark is undone after writing; short
+    /// tables take the usual way, and another serialiser (to a `Value`)
+    /// reads the rendered lines back.
+    #[test]
+    fn large_tables_rendered_on_all_cores_are_the_same_bytes() {
+        let big = doc(2 * ELEMENTS_PER_BATCH + 5);
+        let one_by_one = write(&big, false);
+        assert_eq!(write(&big, true), one_by_one);
+        assert!(!ELEMENTS_COMPACT.get(), "the mark outlived its writer");
+        let row7 = "\n      {\"name\":\"lock \\\"7\\\"\\t\u{e9}\",\"share\":null,\"missing\":null,";
+        assert!(one_by_one.contains(row7), "{}", &one_by_one[..600]);
+        let small = doc(3);
+        assert_eq!(write(&small, true), write(&small, false));
+        let _mark = ElementsCompact::mark();
+        let v = serde_json::to_value(&big).unwrap();
+        let rows = v["section"]["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 2 * ELEMENTS_PER_BATCH + 5);
+        assert_eq!(rows[7]["share"], serde_json::Value::Null);
+        assert_eq!(rows[8]["quantiles"][1][1], 16);
     }
 }

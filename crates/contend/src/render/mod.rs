@@ -15,7 +15,7 @@
 pub mod chart;
 mod csv;
 mod html;
-mod json;
+pub(crate) mod json;
 mod latex;
 mod markdown;
 pub mod svg;
@@ -101,6 +101,7 @@ impl Document<'_> {
             // memcached's 71 MB of JSON); `out` gets 64 KiB at a time.
             use std::io::Write as _;
             let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+            let _compact = json::ElementsCompact::mark();
             let mut ser = serde_json::Serializer::with_formatter(
                 &mut buffered,
                 json::OutlineFormatter::new(json::OUTLINE_LEVELS),

@@ -70,6 +70,7 @@ pub struct SciReport {
     /// Run-wide figures.
     pub summary: SciSummary,
     /// Rows ranked by SCI, largest first (unscored rows last, by excess).
+    #[serde(serialize_with = "crate::render::json::table_elements")]
     pub blocks: Vec<SciBlock>,
     /// Threads, most excess first.
     pub threads: Vec<SciThread>,
