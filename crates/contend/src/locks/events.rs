@@ -584,7 +584,33 @@ const NONE: u32 = u32::MAX;
 /// the thread's slice of the one flat event vector. O(operations) work, and
 /// the event memory is written once.
 pub fn pair_operations(threads: &[ThreadInput<'_>]) -> EventSet {
-    let surveys: Vec<Survey> = threads.par_iter().map(survey).collect();
+    pair_surveyed(threads, survey_operations(threads))
+}
+
+/// The first of [`pair_operations`]' two passes on its own: every
+/// thread's events counted and its objects and sites listed, in parallel
+/// over threads. Little memory (the lists), so the analysis runs it
+/// beside the call sites' resolution, which holds the debug information
+/// on one core ([`super::LockAnalyzer`]).
+pub fn survey_operations(threads: &[ThreadInput<'_>]) -> Surveys {
+    Surveys(threads.par_iter().map(survey).collect())
+}
+
+/// What [`survey_operations`] found, one entry per thread input, for
+/// [`pair_surveyed`].
+pub struct Surveys(Vec<Survey>);
+
+/// [`pair_operations`] after its first pass: `surveys` must come from
+/// [`survey_operations`] of the same `threads` (the second pass checks
+/// each thread's count as it writes: a trace that changed in between
+/// gives placeholders or drops events, as a file cut short does, never a
+/// panic).
+pub fn pair_surveyed(threads: &[ThreadInput<'_>], surveys: Surveys) -> EventSet {
+    let Surveys(mut surveys) = surveys;
+    if surveys.len() != threads.len() {
+        // not this input's survey: made again rather than misnumbered
+        surveys = threads.par_iter().map(survey).collect();
+    }
     let mut set = EventSet::default();
     let mut object_index: FxHashMap<ObjectKey, u32> = FxHashMap::default();
     let mut site_index: FxHashMap<SiteKey, u32> = FxHashMap::default();
@@ -1623,6 +1649,72 @@ mod tests {
             .map(|w| (w.object, w.releases, w.total_ns))
             .collect();
         assert_eq!(wakes, vec![(0, 1, 1), (3, 1, 2)]);
+    }
+
+    /// The first pass run on its own (as the analysis runs it beside the
+    /// call sites' resolution) and the second after it give the set
+    /// pairing gives; a survey of other inputs (another number of
+    /// threads) is made again, not used for the wrong threads.
+    #[test]
+    fn pairing_after_a_separate_survey_is_pairing() {
+        use contend_trace::Phase::{Acquired, Immediate, Release, Request};
+        let on = |object: u64, site: u64, ticks: u64, phase: Phase| RawOp {
+            object,
+            site,
+            ..op(ticks, phase)
+        };
+        let threads = [
+            vec![on(0xa, 0x10, 1, Immediate), on(0xa, 0x10, 2, Release)],
+            vec![
+                on(0xb, 0x20, 1, Request),
+                on(0xb, 0x20, 3, Acquired),
+                on(0xb, 0x20, 4, Release),
+                on(0xa, 0x10, 5, Immediate),
+                on(0xa, 0x10, 7, Release),
+            ],
+            vec![on(0xb, 0x30, 2, Immediate), on(0xb, 0x30, 3, Release)],
+        ];
+        let inputs: Vec<ThreadInput<'_>> = threads
+            .iter()
+            .enumerate()
+            .map(|(k, ops)| ThreadInput {
+                process: 0,
+                pid: 1,
+                tid: 10 + k as u32,
+                ops: OpSource::Slice(ops),
+                clock: TimeMap::Identity,
+            })
+            .collect();
+        let shape = |s: &EventSet| {
+            let events: Vec<_> = s
+                .events
+                .iter()
+                .map(|e| {
+                    (
+                        e.thread(),
+                        e.object,
+                        e.site,
+                        e.requested_ns(),
+                        e.wait_ns(),
+                        e.hold_ns(),
+                    )
+                })
+                .collect();
+            (
+                s.objects.clone(),
+                s.sites.clone(),
+                events,
+                s.thread_ranges.clone(),
+            )
+        };
+        let whole = shape(&pair_operations(&inputs));
+        assert_eq!(whole.2.len(), 4, "{whole:?}");
+        assert_eq!(
+            shape(&pair_surveyed(&inputs, survey_operations(&inputs))),
+            whole
+        );
+        let other = survey_operations(&inputs[..2]);
+        assert_eq!(shape(&pair_surveyed(&inputs, other)), whole);
     }
 
     /// A second pass over a trace that gives fewer events than the survey

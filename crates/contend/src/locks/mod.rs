@@ -172,14 +172,6 @@ impl Analyzer for LockAnalyzer {
             .iter()
             .map(|p| p.trace.op_count() as u64)
             .sum();
-        // The debug information is read before the events exist: the
-        // DWARF contexts (memcached's: 40 MB while resolving) and the event
-        // array are then never in memory at once.
-        progress.stage("resolving call sites", 1);
-        resolve_recorded_addresses(recording, cx.symbols);
-        cx.symbols.release_debug_info();
-        progress.advance(1);
-        progress.stage("pairing lock operations", ops);
         let inputs: Vec<ThreadInput<'_>> = recording
             .processes
             .iter()
@@ -199,7 +191,22 @@ impl Analyzer for LockAnalyzer {
                 })
             })
             .collect();
-        let mut set = pair_operations(&inputs);
+        // The debug information is read before the events exist: the
+        // DWARF contexts (memcached's: 40 MB while resolving) and the event
+        // array are then never in memory at once. Resolving reads it on
+        // one core; pairing's first pass, which holds little memory (each
+        // thread's event count, objects and sites), runs on the other.
+        progress.stage("resolving call sites", 1);
+        let ((), surveys) = rayon::join(
+            || {
+                resolve_recorded_addresses(recording, cx.symbols);
+                cx.symbols.release_debug_info();
+            },
+            || events::survey_operations(&inputs),
+        );
+        progress.advance(1);
+        progress.stage("pairing lock operations", ops);
+        let mut set = events::pair_surveyed(&inputs, surveys);
         progress.advance(ops);
         // Names first, then the critical path: addresses that were not in
         // the trace's tables (wide records, the events' call stacks) load
