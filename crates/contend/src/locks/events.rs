@@ -1056,11 +1056,11 @@ fn pair_thread(
     }
 }
 
-/// For tests: `threads`' operations paired, each list one thread of
+/// For tests: `threads`' operations as inputs, each list one thread of
 /// process 0 (pid 1, thread ids from `first_tid` up), from memory.
 #[cfg(test)]
-pub(crate) fn pair_threads_from_memory(threads: &[Vec<RawOp>], first_tid: u32) -> EventSet {
-    let inputs: Vec<ThreadInput<'_>> = threads
+pub(crate) fn inputs_from_memory(threads: &[Vec<RawOp>], first_tid: u32) -> Vec<ThreadInput<'_>> {
+    threads
         .iter()
         .enumerate()
         .map(|(k, ops)| ThreadInput {
@@ -1070,8 +1070,13 @@ pub(crate) fn pair_threads_from_memory(threads: &[Vec<RawOp>], first_tid: u32) -
             ops: OpSource::Slice(ops),
             clock: TimeMap::Identity,
         })
-        .collect();
-    pair_operations(&inputs)
+        .collect()
+}
+
+/// For tests: [`inputs_from_memory`] paired.
+#[cfg(test)]
+pub(crate) fn pair_threads_from_memory(threads: &[Vec<RawOp>], first_tid: u32) -> EventSet {
+    pair_operations(&inputs_from_memory(threads, first_tid))
 }
 
 /// Fills the slots of events a second pass did not produce (dropped by
@@ -1674,17 +1679,7 @@ mod tests {
             ],
             vec![on(0xb, 0x30, 2, Immediate), on(0xb, 0x30, 3, Release)],
         ];
-        let inputs: Vec<ThreadInput<'_>> = threads
-            .iter()
-            .enumerate()
-            .map(|(k, ops)| ThreadInput {
-                process: 0,
-                pid: 1,
-                tid: 10 + k as u32,
-                ops: OpSource::Slice(ops),
-                clock: TimeMap::Identity,
-            })
-            .collect();
+        let inputs = inputs_from_memory(&threads, 10);
         let shape = |s: &EventSet| {
             let events: Vec<_> = s
                 .events

@@ -223,7 +223,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn outline(value: &serde_json::Value, levels: usize) -> String {
+    fn outline(value: &impl serde::Serialize, levels: usize) -> String {
         let mut out = Vec::new();
         let mut ser =
             serde_json::Serializer::with_formatter(&mut out, OutlineFormatter::new(levels));
@@ -311,13 +311,10 @@ mod tests {
         }
     }
 
+    /// In outline, as [`Document::write_json`] writes it when `marked`.
     fn write(value: &impl serde::Serialize, marked: bool) -> String {
         let _mark = marked.then(ElementsCompact::mark);
-        let mut out = Vec::new();
-        let mut ser =
-            serde_json::Serializer::with_formatter(&mut out, OutlineFormatter::new(OUTLINE_LEVELS));
-        serde::Serialize::serialize(value, &mut ser).unwrap();
-        String::from_utf8(out).unwrap()
+        outline(value, OUTLINE_LEVELS)
     }
 
     /// A table long enough to be rendered on all cores (more than one
