@@ -201,7 +201,7 @@ fn futex_trace_mode(when: &str) -> contend_record::futex_trace::FutexTraceMode {
 }
 
 /// Tells the user when this recording mounted tracefs (it stays mounted;
-/// docs/usage.md, "Tracepoints and tracefs").
+/// docs/usage.md, "Recording", the service-time sources).
 fn say_if_tracefs_mounted() {
     use contend_record::tracefs;
     if tracefs::mounted_by_this_process() {

@@ -73,7 +73,9 @@ const ELEMENTS_PER_BATCH: usize = 4096;
 /// anyway (memcached's report: the SCI blocks were 85 ms of one core, at
 /// the end of the report; docs/benchmarks.md, "Large tables written on
 /// both cores"). Otherwise, or for another serialiser, the elements are
-/// serialised one by one as usual.
+/// serialised one by one as usual. Only for a table at least
+/// [`OUTLINE_LEVELS`] containers deep (a section's table: the document,
+/// the section, the table), whose elements the outline writes compactly.
 ///
 /// # Errors
 /// Those of the serialiser; an element that fails to render as JSON (a
