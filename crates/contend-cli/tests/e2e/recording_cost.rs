@@ -17,9 +17,16 @@
 //! be below it; the bound is a factor of 2 either way (the bench/
 //! measurements on sysbench and memcached are in docs/benchmarks.md).
 //!
-//! A run whose interposed rounds spread by more than 30 % (slowest /
-//! fastest) was disturbed; it is repeated, up to 4 runs, and the least
-//! disturbed one is checked.
+//! A run whose interposed rounds spread by more than 8 % (slowest /
+//! fastest) was disturbed; it is repeated, up to 6 runs, and the least
+//! disturbed one is checked. The measured cost leaves a disturbance out
+//! (the fastest rounds), but the estimate does not: it averages the
+//! collector's timed windows over every round, and a busy neighbour's
+//! cache traffic lengthens them. With two busy loops beside it on the
+//! AMD guest of docs/benchmarks.md, runs that spread by 9-21 % gave
+//! ratios of 1.90-2.12 and those within 5 % 1.50-1.66 ("The estimate
+//! against cost_truth on the AMD guest"); at 30 % the check took a
+//! ratio of 2.00 from a run that spread by 14 %.
 
 use std::process::Command;
 
@@ -29,6 +36,9 @@ use serde_json::Value;
 const MUTEXES: &str = "16384";
 const PAIRS: &str = "40000";
 const ROUNDS: &str = "4";
+/// The largest spread of the interposed rounds (slowest / fastest) of a
+/// run taken as undisturbed (module docs).
+const UNDISTURBED_SPREAD: f64 = 1.08;
 
 #[test]
 fn sampled_estimate_is_near_the_cost_the_program_measures() {
@@ -36,7 +46,7 @@ fn sampled_estimate_is_near_the_cost_the_program_measures() {
     let exe = build("cost_truth.c", &["-ldl"]);
     let tmp = tempdir();
     let mut best: Option<(f64, Value, Value, std::path::PathBuf)> = None;
-    for attempt in 0..4 {
+    for attempt in 0..6 {
         let dir = tmp.path().join(format!("run{attempt}"));
         let mut cmd = Command::new(contend_bin());
         cmd.arg("record")
@@ -60,7 +70,7 @@ fn sampled_estimate_is_near_the_cost_the_program_measures() {
         if better {
             best = Some((spread, truth, report, dir));
         }
-        if spread <= 1.3 {
+        if spread <= UNDISTURBED_SPREAD {
             break;
         }
     }
