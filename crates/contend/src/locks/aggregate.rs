@@ -614,14 +614,11 @@ impl EventSums {
         let ranges: Vec<std::ops::Range<usize>> = if set.threads_in_ranges() {
             let work: Vec<usize> = set.thread_ranges.iter().map(|r| r.len()).collect();
             let table = set.objects.len() + set.sites.len() + set.threads.len();
-            crate::chunked_sort::thread_groups(&work, table, rayon::current_num_threads())
-                .into_iter()
-                .map(|g| {
-                    let first = set.thread_ranges[g.clone()].first().map_or(0, |r| r.start);
-                    let last = set.thread_ranges[g].last().map_or(first, |r| r.end);
-                    first..last
-                })
-                .collect()
+            set.events_of_thread_groups(&crate::chunked_sort::thread_groups(
+                &work,
+                table,
+                rayon::current_num_threads(),
+            ))
         } else {
             let all = 0..set.events.len();
             vec![all]

@@ -555,15 +555,9 @@ fn wake_counts_of_pairing(set: &EventSet) -> Option<(Vec<usize>, Vec<Vec<usize>>
     let groups =
         chunked_sort::thread_groups(&work, objects, rayon::current_num_threads().clamp(1, 8));
     let mut bounds = vec![0usize];
+    bounds.extend(set.events_of_thread_groups(&groups).iter().map(|r| r.end));
     let mut counts = Vec::with_capacity(groups.len());
     for g in groups {
-        let end = g
-            .clone()
-            .last()
-            .map_or(*bounds.last().expect("a first bound"), |t| {
-                set.thread_ranges[t].end
-            });
-        bounds.push(end);
         let mut c = vec![0usize; objects];
         for t in g {
             for (sum, &n) in c.iter_mut().zip(&per_thread[t]) {

@@ -434,6 +434,29 @@ impl EventSet {
         at == self.events.len()
     }
 
+    /// The events of each group of whole threads (`groups`: ranges of
+    /// thread indices in order, as [`crate::chunked_sort::thread_groups`]
+    /// makes them), as ranges of [`EventSet::events`] from the first
+    /// thread's first event to the last thread's last, one after another
+    /// (an empty group: an empty range where the one before ended). For a
+    /// set whose threads lie in their ranges
+    /// ([`EventSet::threads_in_ranges`]).
+    pub(crate) fn events_of_thread_groups(
+        &self,
+        groups: &[std::ops::Range<usize>],
+    ) -> Vec<std::ops::Range<usize>> {
+        let mut end = 0;
+        groups
+            .iter()
+            .map(|g| {
+                let ranges = &self.thread_ranges[g.clone()];
+                let start = ranges.first().map_or(end, |r| r.start);
+                end = ranges.last().map_or(end, |r| r.end);
+                start..end
+            })
+            .collect()
+    }
+
     /// The mutex that condition wait `event` (an index into
     /// [`EventSet::events`]) re-acquired on return, if known.
     pub fn cond_mutex(&self, event: usize) -> Option<u32> {
@@ -609,7 +632,7 @@ pub fn pair_surveyed(threads: &[ThreadInput<'_>], surveys: Surveys) -> EventSet 
     let Surveys(mut surveys) = surveys;
     if surveys.len() != threads.len() {
         // not this input's survey: made again rather than misnumbered
-        surveys = threads.par_iter().map(survey).collect();
+        surveys = survey_operations(threads).0;
     }
     let mut set = EventSet::default();
     let mut object_index: FxHashMap<ObjectKey, u32> = FxHashMap::default();
@@ -1654,6 +1677,22 @@ mod tests {
             .map(|w| (w.object, w.releases, w.total_ns))
             .collect();
         assert_eq!(wakes, vec![(0, 1, 1), (3, 1, 2)]);
+    }
+
+    /// Groups of whole threads as ranges of events: from the group's
+    /// first thread's start to its last thread's end, a thread without
+    /// events and an empty group included.
+    #[test]
+    fn events_of_thread_groups_follow_the_threads_ranges() {
+        let set = EventSet {
+            thread_ranges: vec![0..3, 3..3, 3..7],
+            ..EventSet::default()
+        };
+        assert_eq!(
+            set.events_of_thread_groups(&[0..1, 1..3, 3..3]),
+            vec![0..3, 3..7, 7..7]
+        );
+        assert_eq!(set.events_of_thread_groups(&[0..3]), vec![0..7]);
     }
 
     /// The first pass run on its own (as the analysis runs it beside the
