@@ -1692,7 +1692,10 @@ mod tests {
             set.events_of_thread_groups(&[0..1, 1..3, 3..3]),
             vec![0..3, 3..7, 7..7]
         );
-        assert_eq!(set.events_of_thread_groups(&[0..3]), vec![0..7]);
+        assert_eq!(
+            set.events_of_thread_groups(std::slice::from_ref(&(0..3))),
+            vec![0..7]
+        );
     }
 
     /// The first pass run on its own (as the analysis runs it beside the
