@@ -8,7 +8,9 @@
 # counts. Measured cost per pair = fastest interposed − fastest direct. The
 # report's estimates for that thread, per pair: the sampled one
 # (`by_thread[].estimated_ns`) and the calibrated one (records ×
-# `calibration.record_ns` + the thread's slow path). Unlike whole-program
+# `calibration.multi_threaded_record_ns` — the measured thread runs in a
+# process with two threads; `record_ns` in recordings made before it
+# existed — + the thread's slow path). Unlike whole-program
 # CPU time, the alternation within one process keeps a guest whose speed
 # changes from minute to minute from deciding the result.
 # REPS runs per mutex count; medians of the per-run ratios.
@@ -31,7 +33,8 @@ r = json.load(sys.stdin)["recording"]
 t = [t for t in r["by_thread"] if t["tid"] == truth["tid"]][0]
 pairs = truth["pairs_interposed"]
 est = t["estimated_ns"] / pairs
-cal = (t["records"] * r["calibration"]["record_ns"] + t["slow_path_ns"]) / pairs
+k = r["calibration"]
+cal = (t["records"] * (k.get("multi_threaded_record_ns") or k["record_ns"]) + t["slow_path_ns"]) / pairs
 m = truth["truth_ns_per_pair"]
 print("%.1f,%.1f,%.1f,%.2f,%.2f,%.2f" % (m, est, cal, est / m, cal / m, truth["interposed_spread"]))
 ' "$line")")

@@ -73,6 +73,7 @@ CONTEND_HIDDEN _Thread_local struct contend_thread contend_tls
 struct cost_figures {
     uint32_t record_ps, count_ps, calibration_ns;
     uint32_t window_record_ps, window_count_ps;
+    uint32_t record_mt_ps, count_mt_ps;
 };
 
 /* Configuration and file state that the hot path never reads. */
@@ -450,12 +451,16 @@ static void header_set_cost(contend_trace_header *h, const struct cost_figures *
     h->calibration_ns = f->calibration_ns;
     h->cost_window_record_ps = f->window_record_ps;
     h->cost_window_count_ps = f->window_count_ps;
+    h->cost_record_mt_ps = f->record_mt_ps;
+    h->cost_count_mt_ps = f->count_mt_ps;
 }
 
 static struct cost_figures header_cost(const contend_trace_header *h)
 {
-    return (struct cost_figures){h->cost_record_ps, h->cost_count_ps, h->calibration_ns,
-                                 h->cost_window_record_ps, h->cost_window_count_ps};
+    return (struct cost_figures){h->cost_record_ps,        h->cost_count_ps,
+                                 h->calibration_ns,        h->cost_window_record_ps,
+                                 h->cost_window_count_ps,  h->cost_record_mt_ps,
+                                 h->cost_count_mt_ps};
 }
 
 /*
@@ -836,10 +841,31 @@ static void release_count_chunk(struct contend_thread *ts)
     ts->by_site_n = 0;
 }
 
+/* CONTEND_CHUNK_SINGLE_THREADED for a chunk claimed now. */
+static uint32_t single_threaded_flag(void)
+{
+    return contend_process_single_threaded() ? CONTEND_CHUNK_SINGLE_THREADED : 0u;
+}
+
+/* Clears the owning thread's chunk's CONTEND_CHUNK_SINGLE_THREADED once
+ * the process has had a second thread (trace_format.h): called on the
+ * slow paths, where the collector looks again. Never in a fork child
+ * (the chunk is the parent's). */
+static void chunk_threads_again(void *chunk)
+{
+    if (!chunk || contend_process_single_threaded())
+        return;
+    contend_chunk_header *ch = chunk;
+    uint32_t f = __atomic_load_n(&ch->flags, __ATOMIC_RELAXED);
+    if (f & CONTEND_CHUNK_SINGLE_THREADED)
+        __atomic_store_n(&ch->flags, f & ~CONTEND_CHUNK_SINGLE_THREADED, __ATOMIC_RELAXED);
+}
+
 /* Faults in more of the current chunk until `need` words fit.
  * 1: they fit; 0: the chunk is full; -1: the kernel refused (disk full). */
 static int extend_chunk(struct contend_thread *ts, size_t need)
 {
+    chunk_threads_again(ts->chunk);
     while ((size_t)(ts->end - ts->cur) < need) {
         if (ts->end >= ts->chunk_end)
             return 0;
@@ -978,7 +1004,7 @@ static int claim_chunk(struct contend_thread *ts)
     contend_chunk_header *ch = m;
     ch->tid = ts->tid;
     ch->sequence = ts->seq++;
-    ch->flags = 0;
+    ch->flags = single_threaded_flag();
     store_thread_name(m);
     clock_pair(&ch->base_ticks, &ch->monotonic_ns);
     __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
@@ -1015,6 +1041,8 @@ static void thread_exit(void *value)
         store_thread_name(ts->chunk);
     if (ts->count_chunk)
         store_thread_name(ts->count_chunk);
+    chunk_threads_again(ts->chunk);
+    chunk_threads_again(ts->count_chunk);
     release_chunk(ts);
     release_count_chunk(ts);
     ts->key_set = 0;
@@ -1367,7 +1395,7 @@ static int map_count_chunk(struct contend_thread *ts)
     contend_chunk_header *ch = m;
     ch->tid = ts->tid;
     ch->sequence = ts->count_seq++;
-    ch->flags = CONTEND_CHUNK_COUNTS;
+    ch->flags = CONTEND_CHUNK_COUNTS | single_threaded_flag();
     store_thread_name(m);
     clock_pair(&ch->base_ticks, &ch->monotonic_ns);
     __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
@@ -1507,6 +1535,7 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
     uint64_t o = (uint64_t)(uintptr_t)obj, s = (uint64_t)(uintptr_t)site;
+    chunk_threads_again(ts->count_chunk);
     /* probing is a few loads, as cheap as the fast path: only a chunk
      * claim is timed (reading the thread CPU clock is a system call, which
      * on every probe cost more than the probe, e.g. for a thread cycling
@@ -1635,7 +1664,7 @@ static void set_state(int state)
  * file that does not read back whole, for this mode and this machine is
  * ignored.
  */
-#define SHARED_CALIBRATION_MAGIC "CNTDCAL1"
+#define SHARED_CALIBRATION_MAGIC "CNTDCAL2"
 struct shared_calibration {
     char magic[8];
     uint32_t light;
@@ -1644,7 +1673,9 @@ struct shared_calibration {
                       their own (a recording directory on a shared file
                       system) */
 };
-_Static_assert(sizeof(struct shared_calibration) == 96, "the calibration file's layout");
+/* CNTDCAL1 was 96 bytes, without the multi-threaded figures: a file of
+ * that layout does not read back whole and is measured again */
+_Static_assert(sizeof(struct shared_calibration) == 104, "the calibration file's layout");
 
 /* This machine's name for the shared calibration (truncated, NUL-padded). */
 static void calibration_host(char host[64])
@@ -1679,7 +1710,7 @@ static int read_shared_calibration(void)
     char host[64];
     calibration_host(host);
     if (n != (ssize_t)sizeof c || memcmp(c.magic, SHARED_CALIBRATION_MAGIC, 8) != 0 ||
-        c.light != (uint32_t)contend_g.light || c.cost.record_ps == 0 ||
+        c.light != (uint32_t)contend_g.light || c.cost.record_ps == 0 || c.cost.record_mt_ps == 0 ||
         memcmp(c.host, host, sizeof host) != 0)
         return 0;
     C.cost = c.cost;
@@ -1800,6 +1831,8 @@ __attribute__((destructor)) static void contend_destructor(void)
         store_thread_name(ts->chunk);
     if (ts->count_chunk)
         store_thread_name(ts->count_chunk);
+    chunk_threads_again(ts->chunk);
+    chunk_threads_again(ts->count_chunk);
     contend_maps_snapshot();
     contend_cost_since(ts, t0);
     /* after the last cost: a reader that sees FINISHED sees it too */

@@ -478,6 +478,19 @@ CONTEND_INLINE void contend_emit2(struct contend_thread *ts, uint32_t tag, const
 /* The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID: a system
  * call, for the slow path only). Time the thread was descheduled is not
  * in it, so a slow path interrupted by another process costs nothing. */
+/* glibc's "the process has never had a second thread" flag (2.32 and
+ * later; weak, so the collector still loads on an older libc). */
+extern char __libc_single_threaded __attribute__((weak));
+
+/* Whether the process has had one thread only (glibc's flag; 0 where
+ * glibc has none, as if it had more): glibc's locks then take their
+ * non-atomic paths, and so does the collector's mutex lock. */
+CONTEND_INLINE int contend_process_single_threaded(void)
+{
+    return &__libc_single_threaded != NULL &&
+           __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
+}
+
 CONTEND_HIDDEN uint64_t contend_cpu_ns(void);
 
 /* Adds the CPU time since `t0` (contend_cpu_ns()) to the collector's

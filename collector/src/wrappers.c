@@ -40,10 +40,6 @@
 #include "collector.h"
 #include "contend/raw_mm.h"
 
-/* glibc's "the process has never had a second thread" flag (2.32 and
- * later; weak, so the collector still loads on an older libc). */
-extern char __libc_single_threaded __attribute__((weak));
-
 /* The pass-through fallbacks before the real_* pointers exist: glibc's own
  * aliases. glibc 2.34 moved libpthread into libc and left them as compat
  * symbols (no default version), so they can only be bound by version; the
@@ -125,8 +121,7 @@ CONTEND_INLINE int mutex_try_first(const pthread_mutex_t *m)
  */
 CONTEND_INLINE int mutex_single_threaded(const pthread_mutex_t *m)
 {
-    return &__libc_single_threaded != NULL &&
-           __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) &&
+    return contend_process_single_threaded() &&
            !(__atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) &
              (GLIBC_MUTEX_KIND_ROBUST | GLIBC_MUTEX_KIND_PSHARED));
 }
@@ -965,6 +960,19 @@ CONTEND_EXPORT int sem_post(sem_t *s)
  * claims are not part of it: the slow path measures its own time as it
  * runs (collector_ns).
  *
+ * Both paths a lock takes are measured. The process is single-threaded
+ * here, so on a private mutex glibc locks and unlocks without atomic
+ * instructions and the collector takes its single-threaded path
+ * (mutex_single_threaded); once the process has a second thread, both
+ * use atomic instructions and the collector tries first. A
+ * process-shared mutex takes the latter paths while the process is
+ * single-threaded (glibc tests the PSHARED bit before its
+ * __libc_single_threaded), so the same rounds on one give the
+ * multi-threaded figures (cost_record_mt_ps, cost_count_mt_ps). On the
+ * AMD guest of docs/benchmarks.md glibc's pair was 2.3 ns one way and
+ * 10.7 ns the other, and the single-threaded figure alone overstated a
+ * multi-threaded program's cost per pair by about 8 ns.
+ *
  * Runs in contend_init with recording not yet on (other threads pass
  * through), so nobody else writes the tables meanwhile.
  */
@@ -972,6 +980,9 @@ CONTEND_EXPORT int sem_post(sem_t *s)
 #define CAL_ROUNDS 5
 
 static pthread_mutex_t cal_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* process-shared, as pthread_mutex_init with PTHREAD_PROCESS_SHARED leaves
+ * it (glibc: the PSHARED bit in __kind; nobody else ever maps it) */
+static pthread_mutex_t cal_mutex_shared = {.__data = {.__kind = GLIBC_MUTEX_KIND_PSHARED}};
 
 static void forget_slot(uint64_t *table, uint64_t addr)
 {
@@ -988,10 +999,9 @@ static void forget_slot(uint64_t *table, uint64_t addr)
  * recorded, 2 counted (light), 3 through the exported wrappers, passing
  * through (the wrapper's entry: the call, the TLS access and the check,
  * which the inlined kinds 1 and 2 leave out). */
-static CONTEND_NOINLINE uint64_t cal_round(struct contend_thread *ts, int kind, uint64_t *scratch,
-                                           const void *site)
+static CONTEND_NOINLINE uint64_t cal_round(struct contend_thread *ts, pthread_mutex_t *m, int kind,
+                                           uint64_t *scratch, const void *site)
 {
-    pthread_mutex_t *m = &cal_mutex;
     int (*lock)(pthread_mutex_t *) = CONTEND_REAL(mutex_lock);
     int (*unlock)(pthread_mutex_t *) = CONTEND_REAL(mutex_unlock);
     ts->cur = scratch;
@@ -1059,37 +1069,53 @@ void contend_calibrate_cost(struct contend_thread *ts)
     ts->held_n = 0;
     const void *site = (const void *)(uintptr_t)&contend_calibrate_cost;
 
-    uint64_t best[4] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    /* [0] the private mutex (single-threaded paths), [1] the shared one */
+    uint64_t best[2][4];
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 4; k++)
+            best[p][k] = UINT64_MAX;
+    pthread_mutex_t *mutexes[2] = {&cal_mutex, &cal_mutex_shared};
     int light = contend_g.light;
     /* the in-situ sampling runs as in the program; its windows here, on
      * hot caches, are what it sees of cost_record_ps and cost_count_ps */
     ts->sample_countdown = 0;
     contend_sampling_calibration(1);
     for (int round = 0; round < CAL_ROUNDS; round++) {
-        for (int k = 0; k < 4; k++) {
-            if (k == 2 && !light)
-                continue;
-            uint64_t ns = cal_round(ts, k, scratch, site);
-            if (ns < best[k])
-                best[k] = ns;
+        for (int p = 0; p < 2; p++) {
+            for (int k = 0; k < 4; k++) {
+                if (k == 2 && !light)
+                    continue;
+                uint64_t ns = cal_round(ts, mutexes[p], k, scratch, site);
+                if (ns < best[p][k])
+                    best[p][k] = ns;
+            }
         }
     }
 
     contend_sampling_calibration(0);
     *ts = saved;
     forget_slot(contend_g.objects, (uint64_t)(uintptr_t)&cal_mutex);
+    forget_slot(contend_g.objects, (uint64_t)(uintptr_t)&cal_mutex_shared);
     forget_slot(contend_g.sites, (uint64_t)(uintptr_t)site);
     contend_raw_munmap(mem, len);
 
-    /* ps: ns per round * 1000 / pairs; a record is half a recorded pair */
-    /* the wrapper's entry, per call: added to both (a pair is two calls) */
-    uint64_t entry = best[3] > best[0] ? (best[3] - best[0]) * 1000u / CAL_PAIRS / 2u : 0;
-    uint64_t rec = best[1] > best[0] ? (best[1] - best[0]) * 1000u / CAL_PAIRS / 2u + entry : 0;
-    uint64_t cnt = light && best[2] > best[0] ? (best[2] - best[0]) * 1000u / CAL_PAIRS + 2 * entry : 0;
-    h->cost_record_ps = (uint32_t)(rec < UINT32_MAX ? (rec ? rec : 1) : UINT32_MAX);
-    h->cost_count_ps = (uint32_t)(cnt < UINT32_MAX ? cnt : UINT32_MAX);
-    if (light && !h->cost_count_ps)
-        h->cost_count_ps = 1;
+    uint32_t rec_ps[2], cnt_ps[2];
+    for (int p = 0; p < 2; p++) {
+        const uint64_t *b = best[p];
+        /* ps: ns per round * 1000 / pairs; a record is half a recorded pair */
+        /* the wrapper's entry, per call: added to both (a pair is two calls) */
+        uint64_t entry = b[3] > b[0] ? (b[3] - b[0]) * 1000u / CAL_PAIRS / 2u : 0;
+        uint64_t rec = b[1] > b[0] ? (b[1] - b[0]) * 1000u / CAL_PAIRS / 2u + entry : 0;
+        uint64_t cnt = light && b[2] > b[0] ? (b[2] - b[0]) * 1000u / CAL_PAIRS + 2 * entry : 0;
+        rec_ps[p] = (uint32_t)(rec < UINT32_MAX ? (rec ? rec : 1) : UINT32_MAX);
+        cnt_ps[p] = (uint32_t)(cnt < UINT32_MAX ? cnt : UINT32_MAX);
+        if (light && !cnt_ps[p])
+            cnt_ps[p] = 1;
+    }
+    h->cost_record_ps = rec_ps[0];
+    h->cost_count_ps = cnt_ps[0];
+    h->cost_record_mt_ps = rec_ps[1];
+    h->cost_count_mt_ps = cnt_ps[1];
     uint64_t took = contend_monotonic_ns() - start;
     h->calibration_ns = (uint32_t)(took < UINT32_MAX ? took : UINT32_MAX);
 }

@@ -149,7 +149,16 @@ typedef struct contend_trace_header {
     uint32_t claims_prepared;       /*  188 atomic; chunk claims that took a
                                            prepared chunk (no zeros of
                                            their own), 0 in older traces  */
-    uint8_t reserved[512 - 192];    /*  192                               */
+    /* Calibrated on a process-shared mutex, the paths glibc and the
+     * collector take in a process with more than one thread (0 in older
+     * traces: then cost_record_ps and cost_count_ps stand for every
+     * chunk). cost_record_ps and cost_count_ps are the single-threaded
+     * paths' (a private mutex while the process has one thread); a chunk
+     * flagged CONTEND_CHUNK_SINGLE_THREADED takes those, every other chunk
+     * these. The windows above are the same code in both. */
+    uint32_t cost_record_mt_ps;     /*  192 as cost_record_ps              */
+    uint32_t cost_count_mt_ps;      /*  196 as cost_count_ps               */
+    uint8_t reserved[512 - 200];    /*  200                               */
     char exe_path[1024];            /*  512 NUL-terminated, truncated     */
     char cmdline[2048];             /* 1536 NUL-separated args, truncated */
     uint8_t tail[4096 - 3584];      /* 3584                               */
@@ -163,6 +172,16 @@ typedef struct contend_trace_header {
 #define CONTEND_CHUNK_COUNTS 1u /* holds count entries, not records; its
                                    sequence numbers are separate from the
                                    thread's record chunks              */
+#define CONTEND_CHUNK_SINGLE_THREADED 2u /* the process had one thread
+                                   (glibc's __libc_single_threaded) when
+                                   the chunk was claimed and each time the
+                                   collector looked again (every extension
+                                   of its written part, new count entries,
+                                   its release): its operations took the
+                                   single-threaded paths, whose calibrated
+                                   cost is the header's cost_record_ps /
+                                   cost_count_ps (additive: 0 in older
+                                   traces)                             */
 
 typedef struct contend_chunk_header {
     uint32_t magic;        /*  0 CONTEND_CHUNK_MAGIC (stored last)     */

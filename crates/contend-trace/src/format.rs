@@ -57,6 +57,15 @@ pub const SAMPLE_SUM_MASK: u64 = (1 << SAMPLE_SUM_BITS) - 1;
 /// Chunk flag (version 2): the chunk holds count entries ([`count`]), not
 /// records; its sequence numbers are separate from the record chunks'.
 pub const CHUNK_COUNTS: u32 = 1;
+/// Chunk flag: the process had one thread (glibc's
+/// `__libc_single_threaded`) when the chunk was claimed and each time the
+/// collector looked again (each extension of its written part, each new
+/// count entry, its thread's exit): its operations took the
+/// single-threaded paths, costed with [`header::COST_RECORD_PS`] /
+/// [`header::COST_COUNT_PS`]; every other chunk with
+/// [`header::COST_RECORD_MT_PS`] / [`header::COST_COUNT_MT_PS`] where
+/// those are set. Additive (0 in older traces).
+pub const CHUNK_SINGLE_THREADED: u32 = 2;
 
 /// Slots of the object index table the collector creates.
 pub const OBJECT_SLOTS: u32 = 65536;
@@ -169,8 +178,17 @@ pub mod header {
     /// ([`CHUNKS_PREPARED`]) and wrote no zeros of their own (0 in older
     /// traces).
     pub const CLAIMS_PREPARED: usize = 188;
+    /// `u32` calibrated cost of one timed record on the paths glibc and
+    /// the collector take once the process has a second thread (measured
+    /// on a process-shared mutex), ps; 0 in older traces, where
+    /// [`COST_RECORD_PS`] stands for every chunk. [`COST_RECORD_PS`] is
+    /// then the single-threaded paths', for the chunks flagged
+    /// [`super::CHUNK_SINGLE_THREADED`].
+    pub const COST_RECORD_MT_PS: usize = 192;
+    /// `u32` the same for [`COST_COUNT_PS`] (light mode), ps.
+    pub const COST_COUNT_MT_PS: usize = 196;
     /// Reserved bytes up to [`EXE_PATH`], 0.
-    pub const RESERVED: usize = 192;
+    pub const RESERVED: usize = 200;
     /// `char[1024]` executable path.
     pub const EXE_PATH: usize = 512;
     /// Length of the executable path field.

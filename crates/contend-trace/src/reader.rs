@@ -175,6 +175,13 @@ pub struct ThreadTrace {
     pub record_samples: CostSamples,
     /// The same for its counted acquisitions (its COUNTS chunks).
     pub count_samples: CostSamples,
+    /// Its records (lock operation, futex and OpenMP records) in chunks
+    /// flagged [`format::CHUNK_SINGLE_THREADED`]: made while the process
+    /// had one thread (0 in older traces).
+    pub single_threaded_records: u64,
+    /// Its counted acquisitions in COUNTS chunks flagged
+    /// [`format::CHUNK_SINGLE_THREADED`] (0 in older traces).
+    pub single_threaded_counted: u64,
     /// Ticks of its first and last record (0, 0 without records).
     pub span_ticks: (u64, u64),
     /// (Version 2) how many futex records it has (one per futex system
@@ -503,6 +510,14 @@ pub struct LockTrace {
     pub cost_window_record_ps: u32,
     /// The same for the light-mode calibration's counted pairs, ps.
     pub cost_window_count_ps: u32,
+    /// Calibrated time one timed record adds once the process has more
+    /// than one thread (glibc's and the collector's atomic paths), ps; 0
+    /// in older traces, where `cost_record_ps` stands for every record.
+    /// `cost_record_ps` is then the single-threaded paths' figure, for the
+    /// records of chunks flagged [`format::CHUNK_SINGLE_THREADED`].
+    pub cost_record_mt_ps: u32,
+    /// The same for `cost_count_ps` (light mode), ps.
+    pub cost_count_mt_ps: u32,
     /// Process id.
     pub pid: u32,
     /// Parent process id.
@@ -852,6 +867,8 @@ impl LockTrace {
             } else {
                 0
             },
+            cost_record_mt_ps: v2(h::COST_RECORD_MT_PS, |b, at| u64::from(u32_at(b, at))) as u32,
+            cost_count_mt_ps: v2(h::COST_COUNT_MT_PS, |b, at| u64::from(u32_at(b, at))) as u32,
             pid: u32_at(bytes, h::PID),
             ppid: u32_at(bytes, h::PPID),
             clock,
@@ -1032,6 +1049,12 @@ impl LockTrace {
                         counted: Vec::new(),
                         record_samples: c.samples,
                         count_samples: CostSamples::default(),
+                        single_threaded_records: if c.single_threaded {
+                            c.timed_records()
+                        } else {
+                            0
+                        },
+                        single_threaded_counted: 0,
                         span_ticks: c.ticks.unwrap_or((0, 0)),
                         futex_count: c.futex.0,
                         futex_last_ticks: c.futex.1,
@@ -1046,6 +1069,9 @@ impl LockTrace {
                     t.record_bytes += record_bytes(c.span);
                     t.collector_ns += c.collector_ns;
                     t.record_samples.add(c.samples);
+                    if c.single_threaded {
+                        t.single_threaded_records += c.timed_records();
+                    }
                     t.chunks.push(c.span);
                     if let Some((first, last)) = c.ticks {
                         if t.op_count == c.span.ops as usize {
@@ -1097,6 +1123,9 @@ impl LockTrace {
             let t = &mut threads[at].1;
             t.collector_ns += cc.collector_ns;
             t.count_samples.add(cc.samples);
+            if cc.single_threaded {
+                t.single_threaded_counted += cc.entries.iter().map(|e| e.count).sum::<u64>();
+            }
             // a COUNTS chunk's name is as recent as a record chunk's: take
             // it when the thread has none yet (light mode, no waits)
             if t.name.is_none() {
@@ -1139,6 +1168,16 @@ struct Chunk {
     futex: (usize, Option<u64>),
     omp: [usize; OMP_EVENTS],
     name: Option<String>,
+    /// Flagged [`format::CHUNK_SINGLE_THREADED`].
+    single_threaded: bool,
+}
+
+impl Chunk {
+    /// Its records that cost the collector a timed record: lock
+    /// operation, futex and OpenMP records.
+    fn timed_records(&self) -> u64 {
+        self.span.ops as u64 + self.futex.0 as u64 + self.omp.iter().sum::<usize>() as u64
+    }
 }
 
 /// A COUNTS chunk: its thread, time base, slow-path ticks and entries.
@@ -1149,6 +1188,8 @@ struct CountChunk {
     samples: CostSamples,
     entries: Vec<Counted>,
     name: Option<String>,
+    /// Flagged [`format::CHUNK_SINGLE_THREADED`].
+    single_threaded: bool,
 }
 
 /// One chunk as the open scan found it, before the chunks are joined in
@@ -1212,7 +1253,13 @@ impl ScanContext<'_> {
         } else {
             CostSamples::default()
         };
-        if self.version >= 2 && u32_at(c, ch::FLAGS) & format::CHUNK_COUNTS != 0 {
+        let flags = if self.version >= 2 {
+            u32_at(c, ch::FLAGS)
+        } else {
+            0
+        };
+        let single_threaded = flags & format::CHUNK_SINGLE_THREADED != 0;
+        if flags & format::CHUNK_COUNTS != 0 {
             let mut bad = 0u64;
             let entries = c[format::CHUNK_HEADER_SIZE..]
                 .chunks_exact(format::count::SIZE)
@@ -1241,6 +1288,7 @@ impl ScanContext<'_> {
                     samples,
                     entries,
                     name: chunk_thread_name(c),
+                    single_threaded,
                 },
                 calibration,
                 bad,
@@ -1320,6 +1368,7 @@ impl ScanContext<'_> {
                 futex,
                 omp,
                 name: chunk_thread_name(c),
+                single_threaded,
             }),
             calibration,
             stacks,

@@ -58,6 +58,13 @@ pub struct TraceBuilder {
     /// Header cost fields (version 2): collector CPU ns, ps per record, ps
     /// per counted pair.
     pub cost: (u64, u32, u32),
+    /// Header cost fields of the multi-threaded paths (version 2): ps per
+    /// record, ps per counted pair ([`h::COST_RECORD_MT_PS`],
+    /// [`h::COST_COUNT_MT_PS`]; 0: not written).
+    pub cost_mt: (u32, u32),
+    /// Thread ids whose chunks (record and COUNTS) are flagged
+    /// [`format::CHUNK_SINGLE_THREADED`] (version 2).
+    pub single_threaded: Vec<u32>,
     /// In-situ cost samples (version 2; `None`: the flag is not set).
     pub sampled: Option<BuiltSamples>,
     /// OpenMP records per thread id (version 2), written in the thread's
@@ -158,6 +165,8 @@ impl Default for TraceBuilder {
             light: false,
             counted: Vec::new(),
             cost: (0, 0, 0),
+            cost_mt: (0, 0),
+            single_threaded: Vec::new(),
             sampled: None,
             omp: Vec::new(),
             futex: Vec::new(),
@@ -169,6 +178,15 @@ impl Default for TraceBuilder {
 const SLOTS: usize = 65536;
 
 impl TraceBuilder {
+    /// [`format::CHUNK_SINGLE_THREADED`] for thread `tid`'s chunks, or 0.
+    fn single_threaded_flag(&self, tid: u32) -> u32 {
+        if self.version >= 2 && self.single_threaded.contains(&tid) {
+            format::CHUNK_SINGLE_THREADED
+        } else {
+            0
+        }
+    }
+
     /// The `cost_samples` words of thread `tid`: (record chunk, COUNTS
     /// chunk); zero without samples.
     fn samples_of(&self, tid: u32) -> (u64, u64) {
@@ -214,6 +232,7 @@ impl TraceBuilder {
         put32(&mut c, 0, format::CHUNK_MAGIC);
         put32(&mut c, 4, tid);
         put32(&mut c, 8, seq);
+        put32(&mut c, 12, self.single_threaded_flag(tid));
         put64(&mut c, 16, ticks);
         if seq == 0 {
             put64(&mut c, format::chunk::COST_SAMPLES, self.samples_of(tid).0);
@@ -325,7 +344,11 @@ impl TraceBuilder {
                 let mut c = vec![0u8; cs];
                 put32(&mut c, 0, format::CHUNK_MAGIC);
                 put32(&mut c, 4, *tid);
-                put32(&mut c, 12, format::CHUNK_COUNTS);
+                put32(
+                    &mut c,
+                    12,
+                    format::CHUNK_COUNTS | self.single_threaded_flag(*tid),
+                );
                 put64(&mut c, format::chunk::COST_SAMPLES, self.samples_of(*tid).1);
                 let slots = (cs - format::CHUNK_HEADER_SIZE) / format::count::SIZE;
                 assert!(entries.len() <= slots, "too many count entries for a chunk");
@@ -375,6 +398,8 @@ impl TraceBuilder {
             put64(&mut out, h::COLLECTOR_NS, self.cost.0);
             put32(&mut out, h::COST_RECORD_PS, self.cost.1);
             put32(&mut out, h::COST_COUNT_PS, self.cost.2);
+            put32(&mut out, h::COST_RECORD_MT_PS, self.cost_mt.0);
+            put32(&mut out, h::COST_COUNT_MT_PS, self.cost_mt.1);
         }
         put64(&mut out, h::OBJECT_TABLE_OFFSET, obj_off as u64);
         put32(&mut out, h::OBJECT_TABLE_SLOTS, SLOTS as u32);

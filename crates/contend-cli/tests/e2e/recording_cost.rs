@@ -348,8 +348,8 @@ fn the_calibration_is_measured_once_and_shared_by_the_later_processes() {
     let dir = tmp.path().join("cal.data");
     record_short_processes_then_locks(&dir, 3);
     let file = std::fs::read(dir.join("calibration")).expect("the shared calibration");
-    assert_eq!(file.len(), 96);
-    assert_eq!(&file[..8], b"CNTDCAL1");
+    assert_eq!(file.len(), 104);
+    assert_eq!(&file[..8], b"CNTDCAL2");
     let traces: Vec<contend_trace::reader::LockTrace> = trace_files(&dir)
         .iter()
         .map(|p| contend_trace::reader::LockTrace::open(p).unwrap())
@@ -360,16 +360,23 @@ fn the_calibration_is_measured_once_and_shared_by_the_later_processes() {
         "the shell, three /bin/true and the program"
     );
     let figures = |t: &contend_trace::reader::LockTrace| {
-        (t.cost_record_ps, t.calibration_ns, t.cost_window_record_ps)
+        (
+            t.cost_record_ps,
+            t.calibration_ns,
+            t.cost_window_record_ps,
+            t.cost_record_mt_ps,
+        )
     };
     let first = figures(&traces[0]);
-    assert!(first.0 > 0 && first.1 > 0, "{first:?}");
+    assert!(first.0 > 0 && first.1 > 0 && first.3 > 0, "{first:?}");
     for t in &traces {
         assert_eq!(figures(t), first, "{}", t.path.display());
     }
     // the file holds them
     let ps = u32::from_le_bytes(file[12..16].try_into().unwrap());
     assert_eq!(ps, first.0);
+    let mt_ps = u32::from_le_bytes(file[32..36].try_into().unwrap());
+    assert_eq!(mt_ps, first.3);
 }
 
 /// A `calibration` file that is cut short, of another mode or of another
@@ -396,14 +403,22 @@ fn a_damaged_shared_calibration_is_measured_again() {
         assert_eq!(traces.len(), 1, "{traces:?}");
         let t = contend_trace::reader::LockTrace::open(&traces[0]).unwrap();
         (
-            t.cost_record_ps,
+            (t.cost_record_ps, t.cost_record_mt_ps),
             std::fs::read(dir.join("calibration")).unwrap(),
         )
     };
-    let mut whole = b"CNTDCAL1".to_vec();
-    for v in [0u32, 777, 0, 123_456, 0, 0] {
-        whole.extend_from_slice(&v.to_le_bytes());
-    }
+    // magic, light, record, count, calibration ns, two windows, the
+    // multi-threaded record and count
+    let fields = |magic: &[u8], values: &[u32]| {
+        let mut f = magic.to_vec();
+        for v in values {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f
+    };
+    let mut whole = fields(b"CNTDCAL2", &[0, 777, 0, 123_456, 0, 0, 555, 0]);
+    // the layout before the multi-threaded figures (2026-12-01)
+    let mut older = fields(b"CNTDCAL1", &[0, 777, 0, 123_456, 0, 0]);
     // this machine's name (uname), NUL-padded to 64 bytes
     let mut host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .unwrap()
@@ -415,27 +430,87 @@ fn a_damaged_shared_calibration_is_measured_again() {
     elsewhere.extend_from_slice(&[b'x'; 63]);
     elsewhere.push(0);
     whole.extend_from_slice(&host);
+    older.extend_from_slice(&host);
     let tmp = tempdir();
     // whole: taken
     let (ps, after) = run(&tmp.path().join("whole"), &whole);
-    assert_eq!(ps, 777);
+    assert_eq!(ps, (777, 555));
     assert_eq!(after, whole);
-    // cut short, written in light mode (here default), or on another
-    // machine: measured again
+    // cut short, written in light mode (here default), on another machine
+    // or in the older layout: measured again
     let mut light = whole.clone();
     light[8] = 1;
     for (name, file) in [
         ("short", &whole[..20]),
         ("light", &light[..]),
         ("elsewhere", &elsewhere[..]),
+        ("older", &older[..]),
     ] {
-        let (ps, after) = run(&tmp.path().join(name), file);
-        assert!(ps > 0 && ps != 777, "{name}: {ps}");
-        assert_eq!(after.len(), 96, "{name}");
+        let ((ps, mt_ps), after) = run(&tmp.path().join(name), file);
+        assert!(ps > 0 && ps != 777 && mt_ps > 0, "{name}: {ps} {mt_ps}");
+        assert_eq!(after.len(), 104, "{name}");
         assert_eq!(
             u32::from_le_bytes(after[12..16].try_into().unwrap()),
             ps,
             "{name}: the file replaced"
         );
     }
+}
+
+/// The collector tells apart the operations a process made while it had
+/// one thread (glibc's non-atomic lock path, and the collector's own
+/// single-threaded path) from the later ones, chunk by chunk, and the
+/// calibration measures both paths (docs/metrics.md, "Recording cost").
+/// tests/programs/threads_later.c: 100,000 pairs on one thread, then
+/// (second run) a thread and 20,000 pairs on each.
+///   - Never a second thread: every operation is single-threaded, in both
+///     modes.
+///   - A second thread later: the 200,000 records made before it are
+///     single-threaded but for the chunk the main thread was writing when
+///     the thread started (it is costed as multi-threaded whole: at most
+///     one 128 KiB chunk, 16,376 records); none of the 80,000 after it.
+#[test]
+fn operations_before_the_second_thread_are_single_threaded() {
+    require_tool!("gcc");
+    let exe = build("threads_later.c", &[]);
+    let tmp = tempdir();
+    for light in [false, true] {
+        let dir = tmp.path().join(format!("alone-{light}"));
+        crate::light::record_as(light, &dir, &exe, &["100000", "0"]);
+        let r = &report_json(&dir)["recording"];
+        // two records per pair, or one count
+        let ops = r["cost"]["operations"].as_u64().unwrap();
+        assert!(
+            ops >= if light { 100_000 } else { 200_000 },
+            "light {light}: {r}"
+        );
+        assert_eq!(
+            r["cost"]["single_threaded_operations"].as_u64(),
+            Some(ops),
+            "light {light}: {r}"
+        );
+        let cal = &r["calibration"];
+        assert!(cal["record_ns"].as_f64().unwrap() > 0.0, "{cal}");
+        assert!(
+            cal["multi_threaded_record_ns"].as_f64().unwrap() > 0.0,
+            "{cal}"
+        );
+        if light {
+            assert!(
+                cal["multi_threaded_counted_pair_ns"].as_f64().unwrap() > 0.0,
+                "{cal}"
+            );
+        }
+    }
+    let dir = tmp.path().join("later");
+    crate::light::record_as(false, &dir, &exe, &["100000", "20000"]);
+    let r = &report_json(&dir)["recording"];
+    // (and the thread's start, end and join: a few records more)
+    let ops = r["cost"]["operations"].as_u64().unwrap();
+    assert!((280_000..280_010).contains(&ops), "{r}");
+    let single = r["cost"]["single_threaded_operations"].as_u64().unwrap();
+    assert!(
+        (200_000 - 16_376..=200_000).contains(&single),
+        "{single} of the 200,000 records before the thread: {r}"
+    );
 }

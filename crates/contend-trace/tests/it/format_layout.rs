@@ -104,6 +104,10 @@ fn table() -> Vec<Line> {
         int!("CONTEND_CONTROL_SIZE", contend_trace::control::SIZE),
         int!("sizeof(contend_control)", contend_trace::control::SIZE),
         int!("CONTEND_CHUNK_COUNTS", format::CHUNK_COUNTS),
+        int!(
+            "CONTEND_CHUNK_SINGLE_THREADED",
+            format::CHUNK_SINGLE_THREADED
+        ),
         int!("CONTEND_PHASE_RELEASED", Phase::Released),
         int!("CONTEND_PHASE_UNTIMED", Phase::Untimed),
         int!("sizeof(contend_count)", format::count::SIZE),
@@ -334,6 +338,8 @@ fn table() -> Vec<Line> {
     );
     field!(l, t, "cost_window_count_ps", h::COST_WINDOW_COUNT_PS, u32s);
     field!(l, t, "claims_prepared", h::CLAIMS_PREPARED, u32s);
+    field!(l, t, "cost_record_mt_ps", h::COST_RECORD_MT_PS, u32s);
+    field!(l, t, "cost_count_mt_ps", h::COST_COUNT_MT_PS, u32s);
     field!(l, t, "reserved", h::RESERVED, h::EXE_PATH - h::RESERVED);
     field!(l, t, "exe_path", h::EXE_PATH, h::EXE_PATH_LEN);
     field!(l, t, "cmdline", h::CMDLINE, h::CMDLINE_LEN);

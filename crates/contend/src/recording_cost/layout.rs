@@ -141,6 +141,13 @@ impl ReportSection for RecordingReport {
             if let Some(p) = cal.counted_pair_ns {
                 what.push_str(&format!(", {p:.1} ns per counted lock + unlock pair"));
             }
+            if let Some(r) = cal.multi_threaded_record_ns {
+                what.push_str(&format!(" while a process has one thread; {r:.1} ns"));
+                if let Some(p) = cal.multi_threaded_counted_pair_ns {
+                    what.push_str(&format!(", {p:.1} ns"));
+                }
+                what.push_str(" once it has more");
+            }
             rows.push(row(
                 "calibration",
                 "Calibrated at start-up",

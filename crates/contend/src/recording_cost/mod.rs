@@ -176,6 +176,11 @@ pub struct RecordingCost {
     /// calibration only: recordings made before the sampling); `null`
     /// without an estimate.
     pub method: Option<String>,
+    /// Operations (records and counted acquisitions) made while their
+    /// process had one thread, costed with the single-threaded calibration
+    /// (`calibration.record_ns`); the others with the multi-threaded one.
+    /// 0 for recordings made before the collector told them apart.
+    pub single_threaded_operations: u64,
     /// The calibrated estimate `R · c_r + K · c_c + T_slow`, ns, beside the
     /// sampled one; `null` when it cannot be made.
     pub calibrated_ns: Option<u64>,
@@ -196,11 +201,19 @@ pub struct RecordingCost {
 #[derive(Debug, Clone, Serialize, Default, PartialEq)]
 pub struct Calibration {
     /// Time one timed record adds, ns (half a recorded uncontended lock +
-    /// unlock pair beyond the program's own pair).
+    /// unlock pair beyond the program's own pair); with
+    /// `multi_threaded_record_ns` beside it, on the paths of a process
+    /// that has had one thread only (glibc's non-atomic lock and unlock).
     pub record_ns: f64,
     /// Time one counted uncontended pair adds in light mode, ns; `null`
     /// when no process ran in light mode.
     pub counted_pair_ns: Option<f64>,
+    /// The same as `record_ns` on the paths of a process with more than
+    /// one thread (atomic lock and unlock, the collector's try-lock first),
+    /// ns; `null` for recordings made before it was measured (2026-12).
+    pub multi_threaded_record_ns: Option<f64>,
+    /// The same as `counted_pair_ns` on those paths, ns.
+    pub multi_threaded_counted_pair_ns: Option<f64>,
     /// Time the calibration took in each process, ns (the mean).
     pub calibration_ns: u64,
     /// The in-situ sampled window of the calibration's records, ns (hot
@@ -274,6 +287,36 @@ fn threads_time(recording: &Recording) -> u64 {
         .sum()
 }
 
+/// The calibrated costs of one path a process's locks take (the
+/// single-threaded one, or the one once it has a second thread), ns.
+#[derive(Clone, Copy)]
+struct PathCosts {
+    /// The calibrated costs, ns (record, counted pair).
+    calibrated: (f64, f64),
+    /// What the windows do not hold, ns: calibrated cost − the
+    /// calibration's own window (0 without the window).
+    outside: (f64, f64),
+}
+
+impl PathCosts {
+    fn new(t: &contend_trace::LockTrace, record_ps: u32, count_ps: u32) -> Self {
+        let outside = |cal_ps: u32, window_ps: u32| {
+            if window_ps == 0 {
+                0.0
+            } else {
+                (f64::from(cal_ps) - f64::from(window_ps)) / 1000.0
+            }
+        };
+        PathCosts {
+            calibrated: (f64::from(record_ps) / 1000.0, f64::from(count_ps) / 1000.0),
+            outside: (
+                outside(record_ps, t.cost_window_record_ps),
+                outside(count_ps, t.cost_window_count_ps),
+            ),
+        }
+    }
+}
+
 /// One process's costs per operation, ns: from its threads' in-situ
 /// samples where it has them, else from its calibration.
 struct ProcessCosts {
@@ -282,11 +325,13 @@ struct ProcessCosts {
     sampled: bool,
     /// Process means of the sampled windows, ns (record, count).
     mean: (Option<f64>, Option<f64>),
-    /// The calibrated costs, ns (record, counted pair).
-    calibrated: (f64, f64),
-    /// What the windows do not hold, ns: calibrated cost − the
-    /// calibration's own window (0 without the window).
-    outside: (f64, f64),
+    /// The single-threaded paths' calibration (`cost_record_ps`,
+    /// `cost_count_ps`): operations in chunks flagged single-threaded, and
+    /// every operation of a trace without the multi-threaded figures.
+    single_threaded: PathCosts,
+    /// The multi-threaded paths' (`cost_record_mt_ps`, `cost_count_mt_ps`;
+    /// the single-threaded figures where the trace has none).
+    multi_threaded: PathCosts,
 }
 
 impl ProcessCosts {
@@ -303,26 +348,32 @@ impl ProcessCosts {
         let mean = |s: contend_trace::CostSamples| {
             (sampled && s.count > 0).then(|| ticks_to_ns_f(recording, t, s.ticks) / s.count as f64)
         };
-        let calibrated = (
-            f64::from(t.cost_record_ps) / 1000.0,
-            f64::from(t.cost_count_ps) / 1000.0,
-        );
-        let outside = |cal_ps: u32, window_ps: u32| {
-            if window_ps == 0 {
-                0.0
-            } else {
-                (f64::from(cal_ps) - f64::from(window_ps)) / 1000.0
-            }
+        let single_threaded = PathCosts::new(t, t.cost_record_ps, t.cost_count_ps);
+        let multi_threaded = if t.cost_record_mt_ps != 0 {
+            PathCosts::new(t, t.cost_record_mt_ps, t.cost_count_mt_ps)
+        } else {
+            single_threaded
         };
         ProcessCosts {
             sampled,
             mean: (mean(rec), mean(cnt)),
-            calibrated,
-            outside: (
-                outside(t.cost_record_ps, t.cost_window_record_ps),
-                outside(t.cost_count_ps, t.cost_window_count_ps),
-            ),
+            single_threaded,
+            multi_threaded,
         }
+    }
+
+    /// The calibrated estimate of a thread's `records` and `counted`
+    /// acquisitions, ns: each at its path's calibrated cost.
+    fn calibrated_ns(&self, th: &contend_trace::ThreadTrace, records: u64, counted: u64) -> f64 {
+        let (r1, c1) = single_threaded_part(th, records, counted);
+        let (st, mt) = (
+            self.single_threaded.calibrated,
+            self.multi_threaded.calibrated,
+        );
+        r1 as f64 * st.0
+            + (records - r1) as f64 * mt.0
+            + c1 as f64 * st.1
+            + (counted - c1) as f64 * mt.1
     }
 
     /// Time a thread's `records` and `counted` acquisitions added, ns.
@@ -334,29 +385,38 @@ impl ProcessCosts {
         records: u64,
         counted: u64,
     ) -> u64 {
-        let per =
-            |own: contend_trace::CostSamples, process: Option<f64>, cal: f64, outside: f64| {
-                let sampled = if self.sampled && own.count > 0 {
-                    Some(ticks_to_ns_f(recording, t, own.ticks) / own.count as f64)
-                } else {
-                    process
-                };
-                sampled.map_or(cal, |w| (w + outside).max(0.0))
-            };
-        let r = per(
-            th.record_samples,
-            self.mean.0,
-            self.calibrated.0,
-            self.outside.0,
+        let sampled = |own: contend_trace::CostSamples, process: Option<f64>| {
+            if self.sampled && own.count > 0 {
+                Some(ticks_to_ns_f(recording, t, own.ticks) / own.count as f64)
+            } else {
+                process
+            }
+        };
+        let per = |window: Option<f64>, cal: f64, outside: f64| {
+            window.map_or(cal, |w| (w + outside).max(0.0))
+        };
+        let (w_r, w_c) = (
+            sampled(th.record_samples, self.mean.0),
+            sampled(th.count_samples, self.mean.1),
         );
-        let c = per(
-            th.count_samples,
-            self.mean.1,
-            self.calibrated.1,
-            self.outside.1,
-        );
-        (records as f64 * r + counted as f64 * c).round() as u64
+        let (st, mt) = (self.single_threaded, self.multi_threaded);
+        let (r1, c1) = single_threaded_part(th, records, counted);
+        let ns = r1 as f64 * per(w_r, st.calibrated.0, st.outside.0)
+            + (records - r1) as f64 * per(w_r, mt.calibrated.0, mt.outside.0)
+            + c1 as f64 * per(w_c, st.calibrated.1, st.outside.1)
+            + (counted - c1) as f64 * per(w_c, mt.calibrated.1, mt.outside.1);
+        ns.round() as u64
     }
+}
+
+/// Of a thread's `records` and `counted` acquisitions, those made while
+/// its process had one thread (chunks flagged
+/// [`contend_trace::format::CHUNK_SINGLE_THREADED`]; at most the totals).
+fn single_threaded_part(th: &contend_trace::ThreadTrace, records: u64, counted: u64) -> (u64, u64) {
+    (
+        th.single_threaded_records.min(records),
+        th.single_threaded_counted.min(counted),
+    )
 }
 
 /// Ticks of `trace`'s clock as ns of duration, unrounded.
@@ -391,6 +451,8 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
     );
     let (mut rec_samples_ns, mut cnt_samples_ns) = (0u64, 0u64);
     let (mut win_rec_ps, mut win_cnt_ps, mut win_rec_n, mut win_cnt_n) = (0u64, 0u64, 0u64, 0u64);
+    let (mut rec_mt_ps, mut rec_mt_n, mut cnt_mt_ps, mut cnt_mt_n) = (0u64, 0u64, 0u64, 0u64);
+    let mut calibrated_ops = 0f64;
     let mut uncalibrated_ops = false;
     for p in procs {
         let t = &p.trace;
@@ -427,10 +489,15 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
                 cnt_ps += u64::from(t.cost_count_ps);
                 cnt_n += 1;
             }
-            calibrated_estimate += (records * u64::from(t.cost_record_ps)
-                + counted * u64::from(t.cost_count_ps))
-                / 1000
-                + slow;
+            calibrated_estimate += slow;
+            if t.cost_record_mt_ps != 0 {
+                rec_mt_ps += u64::from(t.cost_record_mt_ps);
+                rec_mt_n += 1;
+                if t.light() && t.cost_count_mt_ps != 0 {
+                    cnt_mt_ps += u64::from(t.cost_count_mt_ps);
+                    cnt_mt_n += 1;
+                }
+            }
             if t.cost_window_record_ps != 0 {
                 win_rec_ps += u64::from(t.cost_window_record_ps);
                 win_rec_n += 1;
@@ -458,7 +525,12 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
             cnt_samples.add(th.count_samples);
             rec_samples_ns += ticks_to_ns(recording, t, th.record_samples.ticks);
             cnt_samples_ns += ticks_to_ns(recording, t, th.count_samples.ticks);
+            if t.cost_record_mt_ps != 0 {
+                let (r1, c1) = single_threaded_part(th, records_t, counted_t);
+                r.cost.single_threaded_operations += r1 + c1;
+            }
             let est = costs.as_ref().map(|pc| {
+                calibrated_ops += pc.calibrated_ns(th, records_t, counted_t);
                 let ops = pc.ops_ns(recording, t, th, records_t, counted_t);
                 estimate += ops;
                 ops + slow_t
@@ -488,6 +560,7 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
         r.cost.records += events;
     }
     r.cost.operations = r.cost.records + r.cost.counted;
+    calibrated_estimate += calibrated_ops.round() as u64;
     r.mode = match (full, light) {
         (0, 0) => "none",
         (_, 0) => "default",
@@ -518,6 +591,10 @@ pub fn recording_cost(recording: &Recording) -> RecordingReport {
                 .then(|| win_rec_ps as f64 / 1000.0 / win_rec_n as f64),
             counted_window_ns: (win_cnt_n > 0)
                 .then(|| win_cnt_ps as f64 / 1000.0 / win_cnt_n as f64),
+            multi_threaded_record_ns: (rec_mt_n > 0)
+                .then(|| rec_mt_ps as f64 / 1000.0 / rec_mt_n as f64),
+            multi_threaded_counted_pair_ns: (cnt_mt_n > 0)
+                .then(|| cnt_mt_ps as f64 / 1000.0 / cnt_mt_n as f64),
             processes_calibrated: calibrated,
             processes: procs.len() as u32,
         });

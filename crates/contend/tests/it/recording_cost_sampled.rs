@@ -170,3 +170,98 @@ fn without_samples_the_calibrated_estimate_stays() {
     let cal = r.calibration.as_ref().unwrap();
     assert_eq!(cal.record_window_ns, None);
 }
+
+/// The same trace with the multi-threaded figures (3.5 ns per record, 0.9
+/// ns per counted pair; the single-threaded ones 7.5 and 1.6 as above)
+/// and T1000's chunks flagged single-threaded (its 6 records were made
+/// while the process had one thread); T1001's COUNTS chunk and T1002's
+/// records were not. Calibrated:
+///   T1000: 6 × 7.5     =    45 ns
+///   T1001: 1520 × 0.9  = 1 368 ns
+///   T1002: 4 × 3.5     =    14 ns
+///   E_cal = 45 + 1 368 + 14 + 777 000 = 778 427 ns.
+/// Sampled (windows as above; what they do not hold is 7.5 − 20 = −12.5
+/// and 3.5 − 20 = −16.5 ns per record, 0.9 − 15 = −14.1 ns per counted
+/// pair on the multi-threaded paths):
+///   T1000: 6 × (50 − 12.5)      =    225 ns
+///   T1001: 1520 × (30 − 14.1)   = 24 168 ns
+///   T1002: 4 × (50 − 16.5)      =    134 ns
+///   E = 225 + 24 168 + 134 + 777 000 = 801 527 ns.
+#[test]
+fn operations_of_a_single_threaded_process_take_their_own_calibration() {
+    let samples = BuiltSamples {
+        window_record_ps: 20_000,
+        window_count_ps: 15_000,
+        threads: vec![
+            (
+                1000,
+                CostSamples {
+                    count: 2,
+                    ticks: 100,
+                },
+                CostSamples::default(),
+            ),
+            (
+                1001,
+                CostSamples::default(),
+                CostSamples {
+                    count: 4,
+                    ticks: 120,
+                },
+            ),
+        ],
+    };
+    let with_paths = |sampled: Option<BuiltSamples>| TraceBuilder {
+        cost_mt: (3_500, 900),
+        single_threaded: vec![1000],
+        ..trace(sampled)
+    };
+    let (_tmp, rec) = open(with_paths(None));
+    let r = recording_cost(&rec);
+    assert_eq!(r.cost.estimated_ns, Some(778_427));
+    assert_eq!(r.cost.calibrated_ns, Some(778_427));
+    assert_eq!(r.cost.single_threaded_operations, 6);
+    let cal = r.calibration.as_ref().unwrap();
+    assert_eq!((cal.record_ns, cal.counted_pair_ns), (7.5, Some(1.6)));
+    assert_eq!(
+        (
+            cal.multi_threaded_record_ns,
+            cal.multi_threaded_counted_pair_ns
+        ),
+        (Some(3.5), Some(0.9))
+    );
+
+    let (_tmp, rec) = open(with_paths(Some(samples)));
+    let r = recording_cost(&rec);
+    assert_eq!(r.cost.method.as_deref(), Some("sampled"));
+    assert_eq!(r.cost.estimated_ns, Some(801_527));
+    assert_eq!(r.cost.calibrated_ns, Some(778_427));
+    let est = |tid: u32| {
+        r.by_thread
+            .iter()
+            .find(|t| t.tid == tid)
+            .unwrap()
+            .estimated_ns
+    };
+    assert_eq!(
+        (est(1000), est(1001), est(1002)),
+        (Some(225), Some(24_168), Some(134))
+    );
+}
+
+/// A trace without the multi-threaded figures (written before they were
+/// measured) costs every operation with the one calibration it has, chunk
+/// flags or not: 779 507 ns as above, and no operation is said to be
+/// single-threaded.
+#[test]
+fn without_the_multi_threaded_figures_one_calibration_stands_for_all() {
+    let (_tmp, rec) = open(TraceBuilder {
+        single_threaded: vec![1000],
+        ..trace(None)
+    });
+    let r = recording_cost(&rec);
+    assert_eq!(r.cost.estimated_ns, Some(779_507));
+    assert_eq!(r.cost.single_threaded_operations, 0);
+    let cal = r.calibration.as_ref().unwrap();
+    assert_eq!(cal.multi_threaded_record_ns, None);
+}
