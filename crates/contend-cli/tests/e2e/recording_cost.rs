@@ -26,7 +26,11 @@
 //! AMD guest of docs/benchmarks.md, runs that spread by 9-21 % gave
 //! ratios of 1.90-2.12 and those within 5 % 1.50-1.66 ("The estimate
 //! against cost_truth on the AMD guest"); at 30 % the check took a
-//! ratio of 2.00 from a run that spread by 14 %.
+//! ratio of 2.00 from a run that spread by 14 %. Most of that 1.5 was
+//! the calibration's, which costed this two-thread process against
+//! glibc's single-threaded lock path; with both paths calibrated the
+//! same guest gave 1.04-1.41 quiet and 1.25-1.46 beside two busy loops
+//! ("Both lock paths calibrated").
 
 use std::process::Command;
 
