@@ -330,6 +330,17 @@ static void parse_config(void)
 #define POPULATE_STEP (16u * 1024u)
 _Static_assert(POPULATE_STEP <= CONTEND_PREPARED_HEAD_BYTES,
                "a prepared chunk covers a lazy claim's zeros");
+/* Past a chunk's first step (a short thread's whole need), the writer is
+ * a long one and the rest of its chunk is faulted in by steps of this
+ * size, the default chunk's whole rest in one: each step is a system
+ * call and two readings of the thread's CPU clock (one more system call
+ * each in a KVM guest). With 16 KiB steps these were about a tenth of a
+ * lock loop's slow path: 64 KiB steps took 0.5-0.8 ns per pair off it
+ * and 128 KiB steps 0.6-0.9 (docs/benchmarks.md, "Longer steps of
+ * faulting in"); a larger chunk (--chunk-kb) still goes 128 KiB at a
+ * time, so that no step stalls a lock call for long. */
+#define EXTEND_STEP (128u * 1024u)
+_Static_assert(EXTEND_STEP % POPULATE_STEP == 0, "whole pages per step");
 
 static int populate_supported = 1; /* cleared on EINVAL */
 
@@ -869,7 +880,7 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
     while ((size_t)(ts->end - ts->cur) < need) {
         if (ts->end >= ts->chunk_end)
             return 0;
-        size_t step = POPULATE_STEP / 8;
+        size_t step = EXTEND_STEP / 8; /* past the claim's first step */
         if ((size_t)(ts->chunk_end - ts->end) < step)
             step = (size_t)(ts->chunk_end - ts->end);
         if (ts->end >= ts->zeroed_end) {
