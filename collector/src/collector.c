@@ -330,9 +330,9 @@ static void parse_config(void)
 #define POPULATE_STEP (16u * 1024u)
 _Static_assert(POPULATE_STEP <= CONTEND_PREPARED_HEAD_BYTES,
                "a prepared chunk covers a lazy claim's zeros");
-/* Past a chunk's first step (a short thread's whole need), the writer is
- * a long one and the rest of its chunk is faulted in by steps of this
- * size, the default chunk's whole rest in one: each step is a system
+/* From a thread's second chunk on, the writer is a long one and the rest
+ * of each chunk past its first step is faulted in by steps of this size,
+ * the default chunk's whole rest in one: each step is a system
  * call and two readings of the thread's CPU clock (one more system call
  * each in a KVM guest). With 16 KiB steps these were about a tenth of a
  * lock loop's slow path: 64 KiB steps took 0.5-0.8 ns per pair off it
@@ -880,7 +880,10 @@ static int extend_chunk(struct contend_thread *ts, size_t need)
     while ((size_t)(ts->end - ts->cur) < need) {
         if (ts->end >= ts->chunk_end)
             return 0;
-        size_t step = EXTEND_STEP / 8; /* past the claim's first step */
+        /* a thread's first chunk keeps the short steps (a thread that
+         * writes a little past its head faults in little more); from its
+         * second chunk on it is a long writer */
+        size_t step = (ts->seq > 1 ? EXTEND_STEP : POPULATE_STEP) / 8;
         if ((size_t)(ts->chunk_end - ts->end) < step)
             step = (size_t)(ts->chunk_end - ts->end);
         if (ts->end >= ts->zeroed_end) {
