@@ -13,6 +13,9 @@
 # existed — + the thread's slow path). Unlike whole-program
 # CPU time, the alternation within one process keeps a guest whose speed
 # changes from minute to minute from deciding the result.
+# The program also gives the difference of the two kinds' means over every
+# round (warm-up included): the recording's average cost over the same pairs
+# the estimate covers, disturbed or not; both ratios are printed.
 # REPS runs per mutex count; medians of the per-run ratios.
 source "$(dirname "$0")/common.sh"
 REPS=${REPS:-3}
@@ -36,12 +39,15 @@ est = t["estimated_ns"] / pairs
 k = r["calibration"]
 cal = (t["records"] * (k.get("multi_threaded_record_ns") or k["record_ns"]) + t["slow_path_ns"]) / pairs
 m = truth["truth_ns_per_pair"]
-print("%.1f,%.1f,%.1f,%.2f,%.2f,%.2f" % (m, est, cal, est / m, cal / m, truth["interposed_spread"]))
+a = truth["truth_mean_ns_per_pair"]
+print("%.1f,%.1f,%.1f,%.2f,%.2f,%.2f,%.1f,%.2f,%.2f" % (m, est, cal, est / m, cal / m, truth["interposed_spread"], a, est / a, cal / a))
 ' "$line")")
   done
-  echo "$n mutexes, $PAIRS pairs x $ROUNDS rounds (+1 warm-up): runs (measured ns/pair, sampled estimate, calibrated estimate, sampled/measured, calibrated/measured, spread): ${rows[*]}"
-  printf '%s\n' "${rows[@]}" | awk -F, '{print $4}' | median | xargs printf "  median sampled/measured %s; "
+  echo "$n mutexes, $PAIRS pairs x $ROUNDS rounds (+1 warm-up): runs (measured ns/pair, sampled estimate, calibrated estimate, sampled/measured, calibrated/measured, spread, measured from the means, sampled/that, calibrated/that): ${rows[*]}"
+  printf '%s\n' "${rows[@]}" | awk -F, '{print $4}' | median | xargs printf "  fastest rounds: median sampled/measured %s; "
   printf '%s\n' "${rows[@]}" | awk -F, '{print $5}' | median | xargs printf "calibrated/measured %s\n"
+  printf '%s\n' "${rows[@]}" | awk -F, '{print $8}' | median | xargs printf "  all rounds' means: median sampled/measured %s; "
+  printf '%s\n' "${rows[@]}" | awk -F, '{print $9}' | median | xargs printf "calibrated/measured %s\n"
 done
 rm -rf "$OUT/cost_truth.data"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
