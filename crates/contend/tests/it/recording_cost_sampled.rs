@@ -96,21 +96,11 @@ fn open(b: TraceBuilder) -> (tempfile::TempDir, Recording) {
     (tmp, rec)
 }
 
-/// With samples: T1000's 2 record windows sum to 100 ns (mean 50 ns),
-/// T1001's 4 count windows to 120 ns (mean 30 ns); the calibration's own
-/// windows were 20 ns per record and 15 ns per counted pair, so what the
-/// windows do not hold is 7.5 − 20 = −12.5 ns per record and 1.6 − 15 =
-/// −13.4 ns per counted pair:
-///   T1000: 6 × (50 − 12.5)      =   225 ns
-///   T1001: 1520 × (30 − 13.4)   = 25 232 ns
-///   T1002: 4 × (50 − 12.5)      =   150 ns (the process's mean window:
-///                                          it has no sample of its own)
-///   E = 225 + 25 232 + 150 + 777 000 (slow path) = 802 607 ns
-/// and the calibrated estimate beside it:
-///   10 × 7.5 + 1520 × 1.6 + 777 000 = 75 + 2432 + 777 000 = 779 507 ns.
-#[test]
-fn sampled_estimate_is_worked_out_per_thread() {
-    let (_tmp, rec) = open(trace(Some(BuiltSamples {
+/// The samples of the tests below: T1000's 2 record windows, 100 ns
+/// together; T1001's 4 count windows, 120 ns; the calibration's own
+/// windows 20 ns per record and 15 ns per counted pair.
+fn samples() -> BuiltSamples {
+    BuiltSamples {
         window_record_ps: 20_000,
         window_count_ps: 15_000,
         threads: vec![
@@ -131,7 +121,24 @@ fn sampled_estimate_is_worked_out_per_thread() {
                 },
             ),
         ],
-    })));
+    }
+}
+
+/// With samples: T1000's 2 record windows sum to 100 ns (mean 50 ns),
+/// T1001's 4 count windows to 120 ns (mean 30 ns); the calibration's own
+/// windows were 20 ns per record and 15 ns per counted pair, so what the
+/// windows do not hold is 7.5 − 20 = −12.5 ns per record and 1.6 − 15 =
+/// −13.4 ns per counted pair:
+///   T1000: 6 × (50 − 12.5)      =   225 ns
+///   T1001: 1520 × (30 − 13.4)   = 25 232 ns
+///   T1002: 4 × (50 − 12.5)      =   150 ns (the process's mean window:
+///                                          it has no sample of its own)
+///   E = 225 + 25 232 + 150 + 777 000 (slow path) = 802 607 ns
+/// and the calibrated estimate beside it:
+///   10 × 7.5 + 1520 × 1.6 + 777 000 = 75 + 2432 + 777 000 = 779 507 ns.
+#[test]
+fn sampled_estimate_is_worked_out_per_thread() {
+    let (_tmp, rec) = open(trace(Some(samples())));
     let r = recording_cost(&rec);
     assert_eq!(r.cost.method.as_deref(), Some("sampled"));
     assert_eq!(r.cost.estimated_ns, Some(802_607));
@@ -189,28 +196,6 @@ fn without_samples_the_calibrated_estimate_stays() {
 ///   E = 225 + 24 168 + 134 + 777 000 = 801 527 ns.
 #[test]
 fn operations_of_a_single_threaded_process_take_their_own_calibration() {
-    let samples = BuiltSamples {
-        window_record_ps: 20_000,
-        window_count_ps: 15_000,
-        threads: vec![
-            (
-                1000,
-                CostSamples {
-                    count: 2,
-                    ticks: 100,
-                },
-                CostSamples::default(),
-            ),
-            (
-                1001,
-                CostSamples::default(),
-                CostSamples {
-                    count: 4,
-                    ticks: 120,
-                },
-            ),
-        ],
-    };
     let with_paths = |sampled: Option<BuiltSamples>| TraceBuilder {
         cost_mt: (3_500, 900),
         single_threaded: vec![1000],
@@ -231,7 +216,7 @@ fn operations_of_a_single_threaded_process_take_their_own_calibration() {
         (Some(3.5), Some(0.9))
     );
 
-    let (_tmp, rec) = open(with_paths(Some(samples)));
+    let (_tmp, rec) = open(with_paths(Some(samples())));
     let r = recording_cost(&rec);
     assert_eq!(r.cost.method.as_deref(), Some("sampled"));
     assert_eq!(r.cost.estimated_ns, Some(801_527));
