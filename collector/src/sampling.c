@@ -164,9 +164,29 @@ void contend_sampling_calibration(int start)
         cal_on = 1;
         return;
     }
+    contend_sampling_calibration_end(NULL, NULL);
+}
+
+void contend_sampling_round_windows(uint64_t ticks[2], uint64_t n[2])
+{
+    for (int k = 0; k < 2; k++) {
+        ticks[k] = cal_sum[k];
+        n[k] = cal_n[k];
+    }
+}
+
+void contend_sampling_calibration_end(const uint64_t chosen_ticks[2], const uint64_t chosen_n[2])
+{
+    contend_trace_header *h = contend_g.hdr;
+    uint64_t tps = h->ticks_per_second;
     cal_on = 0;
     for (int k = 0; k < 2; k++) {
-        uint64_t ps = cal_n[k] ? ticks_ps(cal_sum[k], tps) / cal_n[k] : 0;
+        uint64_t sum = cal_sum[k], n = cal_n[k];
+        if (chosen_n && chosen_n[k]) {
+            sum = chosen_ticks[k];
+            n = chosen_n[k];
+        }
+        uint64_t ps = n ? ticks_ps(sum, tps) / n : 0;
         if (ps > UINT32_MAX)
             ps = UINT32_MAX;
         if (k == 0)

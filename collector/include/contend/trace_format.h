@@ -138,10 +138,11 @@ typedef struct contend_trace_header {
                                            pair adds, ps; 0 = not measured */
     uint32_t calibration_ns;        /*  176 time the calibration took      */
     /* With CONTEND_FLAG_SAMPLED_COST (0 without): */
-    uint32_t cost_window_record_ps; /*  180 mean of the sampled windows
+    uint32_t cost_window_record_ps; /*  180 the typical sampled window
                                            (cost_samples) of the records
-                                           the calibration wrote, ps: the
-                                           part of cost_record_ps the
+                                           the calibration wrote (the
+                                           median of its rounds' means),
+                                           ps: the part of cost_record_ps the
                                            in-situ timing sees on hot
                                            caches; 0 = none               */
     uint32_t cost_window_count_ps;  /*  184 the same for the counted pairs

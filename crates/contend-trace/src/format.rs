@@ -166,8 +166,10 @@ pub mod header {
     pub const COST_COUNT_PS: usize = 172;
     /// `u32` (version 2) time the calibration took, ns.
     pub const CALIBRATION_NS: usize = 176;
-    /// `u32` (with [`super::FLAG_SAMPLED_COST`]) mean of the sampled cost
-    /// windows of the records the start-up calibration wrote, ps: the part
+    /// `u32` (with [`super::FLAG_SAMPLED_COST`]) the typical sampled cost
+    /// window of the records the start-up calibration wrote (the median of
+    /// its rounds' mean windows; the mean of all its windows before
+    /// 2026-12-01), ps: the part
     /// of [`COST_RECORD_PS`] the in-situ timing sees on hot caches (0 =
     /// none).
     pub const COST_WINDOW_RECORD_PS: usize = 180;
