@@ -558,18 +558,17 @@ CONTEND_INLINE void contend_count_acq(struct contend_thread *ts, uint32_t prim, 
     contend_count_op(ts, prim, obj, site);
 }
 
-/* Starts the in-situ sampling of the calibration (its samples go to the
- * calibration's own sums, not to a chunk) and ends it: stores the
- * calibration's mean windows into the header (cost_window_*_ps). */
-CONTEND_HIDDEN void contend_sampling_calibration(int start);
+/* Starts the in-situ sampling of the calibration: its samples go to the
+ * calibration's own sums, not to a chunk. */
+CONTEND_HIDDEN void contend_sampling_calibration_start(void);
 /* The calibration's window sums so far, trace-clock ticks, and their
  * numbers ([0] records, [1] counts): the difference around a round is
  * that round's windows. */
 CONTEND_HIDDEN void contend_sampling_round_windows(uint64_t ticks[2], uint64_t n[2]);
-/* Ends the calibration's sampling as contend_sampling_calibration(0), with
- * the mean of the windows `chosen_ticks` / `chosen_n` of each kind where
- * `chosen_n` is non-zero (the windows of the rounds whose times the
- * calibration kept), else of all its windows. */
+/* Ends the calibration's sampling and stores its windows into the header
+ * (cost_window_*_ps): of each kind `chosen_ticks` / `chosen_n` where
+ * `chosen_n` is non-zero (the typical window the calibration chose, the
+ * median of its rounds' means), else the mean of all its windows. */
 CONTEND_HIDDEN void contend_sampling_calibration_end(const uint64_t chosen_ticks[2],
                                                      const uint64_t chosen_n[2]);
 

@@ -153,18 +153,13 @@ static uint64_t ticks_ps(uint64_t ticks, uint64_t ticks_per_second)
     return (uint64_t)((double)ticks * 1e12 / (double)ticks_per_second);
 }
 
-void contend_sampling_calibration(int start)
+void contend_sampling_calibration_start(void)
 {
-    contend_trace_header *h = contend_g.hdr;
-    uint64_t tps = h->ticks_per_second;
-    if (start) {
-        if (tps)
-            max_ticks = tps / (1000000000u / SAMPLE_MAX_NS);
-        cal_sum[0] = cal_sum[1] = cal_n[0] = cal_n[1] = 0;
-        cal_on = 1;
-        return;
-    }
-    contend_sampling_calibration_end(NULL, NULL);
+    uint64_t tps = contend_g.hdr->ticks_per_second;
+    if (tps)
+        max_ticks = tps / (1000000000u / SAMPLE_MAX_NS);
+    cal_sum[0] = cal_sum[1] = cal_n[0] = cal_n[1] = 0;
+    cal_on = 1;
 }
 
 void contend_sampling_round_windows(uint64_t ticks[2], uint64_t n[2])

@@ -1082,7 +1082,7 @@ void contend_calibrate_cost(struct contend_thread *ts)
     /* the in-situ sampling runs as in the program; its windows here, on
      * hot caches, are what it sees of cost_record_ps and cost_count_ps */
     ts->sample_countdown = 0;
-    contend_sampling_calibration(1);
+    contend_sampling_calibration_start();
     for (int round = 0; round < CAL_ROUNDS; round++) {
         for (int p = 0; p < 2; p++) {
             for (int k = 0; k < 4; k++) {
