@@ -475,9 +475,6 @@ CONTEND_INLINE void contend_emit2(struct contend_thread *ts, uint32_t tag, const
 /* ------------------------------------------------------------------------ */
 /* The collector's own cost                                                  */
 
-/* The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID: a system
- * call, for the slow path only). Time the thread was descheduled is not
- * in it, so a slow path interrupted by another process costs nothing. */
 /* glibc's "the process has never had a second thread" flag (2.32 and
  * later; weak, so the collector still loads on an older libc). */
 extern char __libc_single_threaded __attribute__((weak));
@@ -491,6 +488,9 @@ CONTEND_INLINE int contend_process_single_threaded(void)
            __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED);
 }
 
+/* The calling thread's CPU time, ns (CLOCK_THREAD_CPUTIME_ID: a system
+ * call, for the slow path only). Time the thread was descheduled is not
+ * in it, so a slow path interrupted by another process costs nothing. */
 CONTEND_HIDDEN uint64_t contend_cpu_ns(void);
 
 /* Adds the CPU time since `t0` (contend_cpu_ns()) to the collector's
@@ -558,19 +558,14 @@ CONTEND_INLINE void contend_count_acq(struct contend_thread *ts, uint32_t prim, 
     contend_count_op(ts, prim, obj, site);
 }
 
-/* Starts the in-situ sampling of the calibration: its samples go to the
- * calibration's own sums, not to a chunk. */
+/* The in-situ sampling of the calibration: started before its first
+ * round (its samples go to the calibration's own windows, not to a
+ * chunk), told the end of each round (the round's mean windows are
+ * kept), and ended after the last: stores the median of the rounds' mean
+ * windows into the header (cost_window_*_ps). */
 CONTEND_HIDDEN void contend_sampling_calibration_start(void);
-/* The calibration's window sums so far, trace-clock ticks, and their
- * numbers ([0] records, [1] counts): the difference around a round is
- * that round's windows. */
-CONTEND_HIDDEN void contend_sampling_round_windows(uint64_t ticks[2], uint64_t n[2]);
-/* Ends the calibration's sampling and stores its windows into the header
- * (cost_window_*_ps): of each kind `chosen_ticks` / `chosen_n` where
- * `chosen_n` is non-zero (the typical window the calibration chose, the
- * median of its rounds' means), else the mean of all its windows. */
-CONTEND_HIDDEN void contend_sampling_calibration_end(const uint64_t chosen_ticks[2],
-                                                     const uint64_t chosen_n[2]);
+CONTEND_HIDDEN void contend_sampling_round_end(void);
+CONTEND_HIDDEN void contend_sampling_calibration_end(void);
 
 /* Light mode: remembers that the thread's current hold of `lock` was
  * recorded (its release must be recorded too). */

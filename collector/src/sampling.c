@@ -51,6 +51,18 @@
 /* Calibration: while on, samples go to these sums (no chunk). */
 static int cal_on;
 static uint64_t cal_sum[2], cal_n[2]; /* [0] records, [1] counts */
+/* The sums at the last round's end, and each round's mean window (1/256
+ * trace-clock ticks; a round without windows of a kind has none). The
+ * header takes their median: as robust to a round disturbed by other work
+ * as the fastest rounds the calibrated cost comes from; the mean of every
+ * window was not (a memcached run estimated at 1.4 % among runs at
+ * 3.7-5.1 %), and the fastest round's own windows, about eight, were too
+ * few (docs/benchmarks.md, "The calibration's windows: the median of its
+ * rounds"). */
+#define CAL_WINDOW_ROUNDS 16u
+static uint64_t round_sum[2], round_n[2];
+static uint64_t round_mean[2][CAL_WINDOW_ROUNDS];
+static uint32_t rounds[2];
 /* Longest window kept, trace-clock ticks (set by the calibration). */
 static uint64_t max_ticks = 30000u;
 
@@ -159,29 +171,44 @@ void contend_sampling_calibration_start(void)
     if (tps)
         max_ticks = tps / (1000000000u / SAMPLE_MAX_NS);
     cal_sum[0] = cal_sum[1] = cal_n[0] = cal_n[1] = 0;
+    round_sum[0] = round_sum[1] = round_n[0] = round_n[1] = 0;
+    rounds[0] = rounds[1] = 0;
     cal_on = 1;
 }
 
-void contend_sampling_round_windows(uint64_t ticks[2], uint64_t n[2])
+void contend_sampling_round_end(void)
 {
     for (int k = 0; k < 2; k++) {
-        ticks[k] = cal_sum[k];
-        n[k] = cal_n[k];
+        uint64_t n = cal_n[k] - round_n[k];
+        if (n && rounds[k] < CAL_WINDOW_ROUNDS)
+            round_mean[k][rounds[k]++] = ((cal_sum[k] - round_sum[k]) << 8) / n;
+        round_sum[k] = cal_sum[k];
+        round_n[k] = cal_n[k];
     }
 }
 
-void contend_sampling_calibration_end(const uint64_t chosen_ticks[2], const uint64_t chosen_n[2])
+/* The median of the first `n` of `v` (sorted in place), 0 if none. */
+static uint64_t median(uint64_t *v, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint64_t x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    if (!n)
+        return 0;
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void contend_sampling_calibration_end(void)
 {
     contend_trace_header *h = contend_g.hdr;
     uint64_t tps = h->ticks_per_second;
     cal_on = 0;
     for (int k = 0; k < 2; k++) {
-        uint64_t sum = cal_sum[k], n = cal_n[k];
-        if (chosen_n && chosen_n[k]) {
-            sum = chosen_ticks[k];
-            n = chosen_n[k];
-        }
-        uint64_t ps = n ? ticks_ps(sum, tps) / n : 0;
+        /* the rounds' means are in 1/256 ticks */
+        uint64_t ps = ticks_ps(median(round_mean[k], rounds[k]), tps) / 256u;
         if (ps > UINT32_MAX)
             ps = UINT32_MAX;
         if (k == 0)

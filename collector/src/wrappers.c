@@ -1071,9 +1071,6 @@ void contend_calibrate_cost(struct contend_thread *ts)
 
     /* [0] the private mutex (single-threaded paths), [1] the shared one */
     uint64_t best[2][4];
-    /* each round's mean sampled window, 1/256 ticks, [records, counts] */
-    uint64_t round_mean[2][2 * CAL_ROUNDS];
-    int rounds_kept[2] = {0, 0};
     for (int p = 0; p < 2; p++)
         for (int k = 0; k < 4; k++)
             best[p][k] = UINT64_MAX;
@@ -1088,45 +1085,16 @@ void contend_calibrate_cost(struct contend_thread *ts)
             for (int k = 0; k < 4; k++) {
                 if (k == 2 && !light)
                     continue;
-                uint64_t t0[2], n0[2], t1[2], n1[2];
-                contend_sampling_round_windows(t0, n0);
                 uint64_t ns = cal_round(ts, mutexes[p], k, scratch, site);
-                contend_sampling_round_windows(t1, n1);
+                contend_sampling_round_end();
                 if (ns < best[p][k])
                     best[p][k] = ns;
-                /* kind 1 times records, kind 2 counts */
-                int w = k == 2 ? 1 : 0;
-                if ((k == 1 || k == 2) && n1[w] > n0[w])
-                    round_mean[w][rounds_kept[w]++] = ((t1[w] - t0[w]) << 8) / (n1[w] - n0[w]);
             }
         }
     }
 
-    /* The windows the estimate subtracts (what the sampling sees of the
-     * calibrated cost) are the median of the rounds' mean windows, as
-     * robust to a round disturbed by other work as the fastest rounds
-     * the cost is taken from: with the mean of every window, one such
-     * round lengthened them while the cost stayed short, and the
-     * estimate lost the difference (a memcached run estimated at 1.4 %
-     * among runs at 3.7-5.1 %). The fastest round's own windows, about
-     * eight, were too few (docs/benchmarks.md, "The calibration's
-     * windows: the median of its rounds"). */
-    uint64_t chosen_ticks[2] = {0, 0}, chosen_n[2] = {0, 0};
-    for (int w = 0; w < 2; w++) {
-        int n = rounds_kept[w];
-        /* insertion sort of at most 10 means; the median */
-        for (int i = 1; i < n; i++)
-            for (int j = i; j > 0 && round_mean[w][j - 1] > round_mean[w][j]; j--) {
-                uint64_t x = round_mean[w][j];
-                round_mean[w][j] = round_mean[w][j - 1];
-                round_mean[w][j - 1] = x;
-            }
-        if (n) {
-            chosen_ticks[w] = n % 2 ? round_mean[w][n / 2] : (round_mean[w][n / 2 - 1] + round_mean[w][n / 2]) / 2;
-            chosen_n[w] = 256; /* the means are in 1/256 ticks */
-        }
-    }
-    contend_sampling_calibration_end(chosen_ticks, chosen_n);
+    /* the median of the rounds' windows (sampling.c) */
+    contend_sampling_calibration_end();
     *ts = saved;
     forget_slot(contend_g.objects, (uint64_t)(uintptr_t)&cal_mutex);
     forget_slot(contend_g.objects, (uint64_t)(uintptr_t)&cal_mutex_shared);
