@@ -365,15 +365,7 @@ impl ProcessCosts {
     /// The calibrated estimate of a thread's `records` and `counted`
     /// acquisitions, ns: each at its path's calibrated cost.
     fn calibrated_ns(&self, th: &contend_trace::ThreadTrace, records: u64, counted: u64) -> f64 {
-        let (r1, c1) = single_threaded_part(th, records, counted);
-        let (st, mt) = (
-            self.single_threaded.calibrated,
-            self.multi_threaded.calibrated,
-        );
-        r1 as f64 * st.0
-            + (records - r1) as f64 * mt.0
-            + c1 as f64 * st.1
-            + (counted - c1) as f64 * mt.1
+        self.paths_ns(th, records, counted, None, None)
     }
 
     /// Time a thread's `records` and `counted` acquisitions added, ns.
@@ -392,20 +384,34 @@ impl ProcessCosts {
                 process
             }
         };
-        let per = |window: Option<f64>, cal: f64, outside: f64| {
-            window.map_or(cal, |w| (w + outside).max(0.0))
-        };
         let (w_r, w_c) = (
             sampled(th.record_samples, self.mean.0),
             sampled(th.count_samples, self.mean.1),
         );
+        self.paths_ns(th, records, counted, w_r, w_c).round() as u64
+    }
+
+    /// A thread's `records` and `counted` acquisitions, each at its path's
+    /// cost, ns: the mean sampled window (`w_r` per record, `w_c` per
+    /// count) plus what the window does not hold, or the calibrated cost
+    /// where there is no window.
+    fn paths_ns(
+        &self,
+        th: &contend_trace::ThreadTrace,
+        records: u64,
+        counted: u64,
+        w_r: Option<f64>,
+        w_c: Option<f64>,
+    ) -> f64 {
+        let per = |window: Option<f64>, cal: f64, outside: f64| {
+            window.map_or(cal, |w| (w + outside).max(0.0))
+        };
         let (st, mt) = (self.single_threaded, self.multi_threaded);
         let (r1, c1) = single_threaded_part(th, records, counted);
-        let ns = r1 as f64 * per(w_r, st.calibrated.0, st.outside.0)
+        r1 as f64 * per(w_r, st.calibrated.0, st.outside.0)
             + (records - r1) as f64 * per(w_r, mt.calibrated.0, mt.outside.0)
             + c1 as f64 * per(w_c, st.calibrated.1, st.outside.1)
-            + (counted - c1) as f64 * per(w_c, mt.calibrated.1, mt.outside.1);
-        ns.round() as u64
+            + (counted - c1) as f64 * per(w_c, mt.calibrated.1, mt.outside.1)
     }
 }
 
