@@ -661,12 +661,12 @@ impl LockTrace {
     /// from the file), calling `f` with each operation and its table slots.
     /// `pending_stack` is the stack of the thread's next operation.
     #[inline]
-    fn decode_span(
+    fn decode_span<F: FnMut(&RawOp, u32, u32)>(
         &self,
         span: Span,
         buf: &mut Vec<u8>,
         pending_stack: &mut u32,
-        mut f: impl FnMut(&RawOp, u32, u32),
+        f: &mut F,
     ) {
         let pending = std::cell::Cell::new(*pending_stack);
         let mut cursor = Cursor::new(self.source.span(span, buf), span.offset);
@@ -675,7 +675,8 @@ impl LockTrace {
             &self.sites,
             |mut op, object_slot, site_slot| {
                 op.stack = pending.replace(NO_STACK);
-                f(&op, object_slot, site_slot);
+                // F's own call (no `&mut F` forwarding call between).
+                (*f)(&op, object_slot, site_slot);
             },
             |_, step| {
                 match step {
@@ -1404,10 +1405,12 @@ impl Iterator for Ops<'_> {
             self.decoded.clear();
             self.next = 0;
             let decoded = &mut self.decoded;
-            self.trace
-                .decode_span(span, &mut self.buf, &mut self.pending_stack, |op, _, _| {
-                    decoded.push(*op)
-                });
+            self.trace.decode_span(
+                span,
+                &mut self.buf,
+                &mut self.pending_stack,
+                &mut |op, _, _| decoded.push(*op),
+            );
         }
         let op = self.decoded[self.next];
         self.next += 1;
@@ -1762,40 +1765,46 @@ impl<'a> Cursor<'a> {
     ) {
         let (words, _) = self.chunk.as_chunks::<8>();
         loop {
-            if let Some(&w) = words.get(self.i) {
-                let w = u64::from_le_bytes(w);
-                let (tag, dt, oi, si) = format::split_head(w);
-                if tag & format::TAG_WIDE == 0 {
-                    if let (Some(primitive), Some(phase)) =
-                        (Primitive::from_code(tag >> 4), Phase::from_code(tag & 0xf))
-                    {
-                        self.now = self.now.wrapping_add(u64::from(dt));
-                        self.i += 1;
-                        let (object, object_slot) = resolve(objects, oi);
-                        let (site, site_slot) = resolve(sites, si);
-                        self.dangling += u64::from((object == 0) | (site == 0));
-                        on_op(
-                            RawOp {
-                                ticks: self.now,
-                                object,
-                                site,
-                                primitive,
-                                phase,
-                                stack: NO_STACK,
-                            },
-                            object_slot,
-                            site_slot,
-                        );
+            // One call of `on_op` for both paths, so that the compiler can
+            // inline it (a consumer's per-operation work then keeps its
+            // state in registers instead of behind a call per record).
+            let fast = words.get(self.i).and_then(|&w| {
+                let (tag, dt, oi, si) = format::split_head(u64::from_le_bytes(w));
+                if tag & format::TAG_WIDE != 0 {
+                    return None;
+                }
+                let primitive = Primitive::from_code(tag >> 4)?;
+                let phase = Phase::from_code(tag & 0xf)?;
+                Some((primitive, phase, dt, oi, si))
+            });
+            let (op, object_slot, site_slot) = match fast {
+                Some((primitive, phase, dt, oi, si)) => {
+                    self.now = self.now.wrapping_add(u64::from(dt));
+                    self.i += 1;
+                    let (object, object_slot) = resolve(objects, oi);
+                    let (site, site_slot) = resolve(sites, si);
+                    self.dangling += u64::from((object == 0) | (site == 0));
+                    let op = RawOp {
+                        ticks: self.now,
+                        object,
+                        site,
+                        primitive,
+                        phase,
+                        stack: NO_STACK,
+                    };
+                    (op, object_slot, site_slot)
+                }
+                None => match self.next(objects, sites) {
+                    Step::Op(op, object_slot, site_slot) => (op, object_slot, site_slot),
+                    Step::End => return,
+                    step @ Step::Bad(_) => return on_other(self, step),
+                    step => {
+                        on_other(self, step);
                         continue;
                     }
-                }
-            }
-            match self.next(objects, sites) {
-                Step::Op(op, object_slot, site_slot) => on_op(op, object_slot, site_slot),
-                Step::End => return,
-                step @ Step::Bad(_) => return on_other(self, step),
-                step => on_other(self, step),
-            }
+                },
+            };
+            on_op(op, object_slot, site_slot);
         }
     }
 

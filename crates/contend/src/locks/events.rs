@@ -922,15 +922,25 @@ impl Seen {
     }
 
     /// True when `address` (reached through `slot`, or `NONE`) is new.
-    #[inline]
+    /// A slot seen before (nearly every record) is answered inline.
+    #[inline(always)]
     fn first(&mut self, address: u64, slot: u32) -> bool {
+        if slot != NONE {
+            let (w, b) = ((slot / 64) as usize, slot % 64);
+            if self.slots.get(w).is_some_and(|&bits| bits & (1 << b) != 0) {
+                return false;
+            }
+        }
+        self.first_of_new_slot(address, slot)
+    }
+
+    /// [`Seen::first`] past its inline test.
+    #[inline(never)]
+    fn first_of_new_slot(&mut self, address: u64, slot: u32) -> bool {
         if slot != NONE {
             let (w, b) = ((slot / 64) as usize, slot % 64);
             if w >= self.slots.len() {
                 self.slots.resize(w + 1, 0);
-            }
-            if self.slots[w] & (1 << b) != 0 {
-                return false;
             }
             self.slots[w] |= 1 << b;
             self.used_slots.push(slot);
@@ -947,37 +957,29 @@ impl Seen {
 /// (mirroring [`ThreadPairing::step`] and [`ThreadPairing::finish`]) and
 /// lists objects and sites in first-seen order.
 fn survey(input: &ThreadInput<'_>) -> Survey {
-    let mut events = 0usize;
-    // Object address of the pending REQUEST.
-    let mut pending: Option<u64> = None;
-    let (mut objects, mut sites) = (Vec::new(), Vec::new());
-    let (mut seen_objects, mut seen_sites) = (Seen::new(), Seen::new());
-    let mut step = |op: &RawOp, object_slot: u32, site_slot: u32| {
-        if seen_objects.first(op.object, object_slot) {
-            objects.push((op.object, op.primitive));
-        }
-        if seen_sites.first(op.site, site_slot) {
-            sites.push(op.site);
-        }
-        match op.phase {
-            Phase::Request => {
-                events += usize::from(pending.replace(op.object).is_some());
-            }
-            Phase::Acquired | Phase::Busy | Phase::Error => {
-                if pending == Some(op.object) {
-                    pending = None;
-                }
-                events += 1;
-            }
-            Phase::Immediate | Phase::Untimed => events += 1,
-            Phase::Release => events += usize::from(op.primitive.is_post()),
-            Phase::Released => {}
-        }
+    let mut s = Surveying {
+        events: 0,
+        pending: None,
+        objects: Vec::new(),
+        sites: Vec::new(),
+        seen_objects: Seen::new(),
+        seen_sites: Seen::new(),
     };
     match input.ops {
-        OpSource::Trace(trace, thread) => trace.for_each_op(thread, &mut step),
-        OpSource::Slice(ops) => ops.iter().for_each(|op| step(op, NONE, NONE)),
+        OpSource::Trace(trace, thread) => trace
+            .for_each_op(thread, |op, object_slot, site_slot| {
+                s.step(op, object_slot, site_slot)
+            }),
+        OpSource::Slice(ops) => ops.iter().for_each(|op| s.step(op, NONE, NONE)),
     }
+    let Surveying {
+        mut events,
+        pending,
+        mut objects,
+        mut sites,
+        mut seen_objects,
+        mut seen_sites,
+    } = s;
     events += usize::from(pending.is_some());
     for c in input.counted() {
         if !c.by_site() && seen_objects.first(c.object, NONE) {
@@ -993,6 +995,46 @@ fn survey(input: &ThreadInput<'_>) -> Survey {
         sites,
         object_slots: seen_objects.used_slots,
         site_slots: seen_sites.used_slots,
+    }
+}
+
+/// The state of [`survey`]'s pass over one thread.
+struct Surveying {
+    /// Events counted so far.
+    events: usize,
+    /// Object address of the pending REQUEST.
+    pending: Option<u64>,
+    objects: Vec<(u64, Primitive)>,
+    sites: Vec<u64>,
+    seen_objects: Seen,
+    seen_sites: Seen,
+}
+
+impl Surveying {
+    /// One operation (its table slots, or `NONE`). Inlined into the trace
+    /// reader's loop, so that the state stays in registers.
+    #[inline(always)]
+    fn step(&mut self, op: &RawOp, object_slot: u32, site_slot: u32) {
+        if self.seen_objects.first(op.object, object_slot) {
+            self.objects.push((op.object, op.primitive));
+        }
+        if self.seen_sites.first(op.site, site_slot) {
+            self.sites.push(op.site);
+        }
+        match op.phase {
+            Phase::Request => {
+                self.events += usize::from(self.pending.replace(op.object).is_some());
+            }
+            Phase::Acquired | Phase::Busy | Phase::Error => {
+                if self.pending == Some(op.object) {
+                    self.pending = None;
+                }
+                self.events += 1;
+            }
+            Phase::Immediate | Phase::Untimed => self.events += 1,
+            Phase::Release => self.events += usize::from(op.primitive.is_post()),
+            Phase::Released => {}
+        }
     }
 }
 
@@ -1044,17 +1086,50 @@ fn pair_thread(
         },
     };
     let process = input.process;
-    let mut step = |op: &RawOp, object_slot: u32, site_slot: u32| {
-        let t = input.clock.ns(op.ticks);
+    // Inlined at both call sites, so that the trace reader's loop keeps
+    // the pairing state in registers.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        clock: &TimeMap,
+        info: &mut ThreadInfo,
+        maps: &Maps<'_>,
+        process: u32,
+        p: &mut ThreadPairing,
+        out: &mut Out<'_>,
+        op: &RawOp,
+        object_slot: u32,
+        site_slot: u32,
+    ) {
+        let t = clock.ns(op.ticks);
         info.first_ns = info.first_ns.min(t);
         info.last_ns = info.last_ns.max(t);
         let object = maps.object(process, op.object, object_slot);
         let site = maps.site(process, op.site, site_slot);
-        p.step(&mut out, op, t, object, site);
-    };
+        p.step(out, op, t, object, site);
+    }
+    let clock = &input.clock;
     match input.ops {
-        OpSource::Trace(trace, thread) => trace.for_each_op(thread, &mut step),
-        OpSource::Slice(ops) => ops.iter().for_each(|op| step(op, NONE, NONE)),
+        OpSource::Trace(trace, thread) => {
+            trace.for_each_op(thread, |op, object_slot, site_slot| {
+                step(
+                    clock,
+                    &mut info,
+                    maps,
+                    process,
+                    &mut p,
+                    &mut out,
+                    op,
+                    object_slot,
+                    site_slot,
+                )
+            })
+        }
+        OpSource::Slice(ops) => ops.iter().for_each(|op| {
+            step(
+                clock, &mut info, maps, process, &mut p, &mut out, op, NONE, NONE,
+            )
+        }),
     }
     p.finish(&mut out, info.last_ns);
     let written = out.len.min(out.buf.len());
@@ -1297,6 +1372,7 @@ impl ThreadPairing {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn push(
         &mut self,
         out: &mut Out<'_>,
@@ -1341,6 +1417,7 @@ impl ThreadPairing {
         }
     }
 
+    #[inline(always)]
     fn step(&mut self, set: &mut Out<'_>, op: &RawOp, t: u64, object: u32, site: u32) {
         let mut here = Pending {
             object,
