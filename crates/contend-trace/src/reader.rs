@@ -1779,20 +1779,7 @@ impl<'a> Cursor<'a> {
             });
             let (op, object_slot, site_slot) = match fast {
                 Some((primitive, phase, dt, oi, si)) => {
-                    self.now = self.now.wrapping_add(u64::from(dt));
-                    self.i += 1;
-                    let (object, object_slot) = resolve(objects, oi);
-                    let (site, site_slot) = resolve(sites, si);
-                    self.dangling += u64::from((object == 0) | (site == 0));
-                    let op = RawOp {
-                        ticks: self.now,
-                        object,
-                        site,
-                        primitive,
-                        phase,
-                        stack: NO_STACK,
-                    };
-                    (op, object_slot, site_slot)
+                    self.narrow_op(objects, sites, primitive, phase, dt, oi, si)
                 }
                 None => match self.next(objects, sites) {
                     Step::Op(op, object_slot, site_slot) => (op, object_slot, site_slot),
@@ -1806,6 +1793,37 @@ impl<'a> Cursor<'a> {
             };
             on_op(op, object_slot, site_slot);
         }
+    }
+
+    /// The operation of the narrow record at the cursor (one word: its
+    /// head's fields `primitive`, `phase`, `dt` and table indices `oi`,
+    /// `si`), with its table slots; the cursor moves past it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn narrow_op(
+        &mut self,
+        objects: &[u64; TABLE_REACH],
+        sites: &[u64; TABLE_REACH],
+        primitive: Primitive,
+        phase: Phase,
+        dt: u32,
+        oi: u16,
+        si: u16,
+    ) -> (RawOp, u32, u32) {
+        self.now = self.now.wrapping_add(u64::from(dt));
+        self.i += 1;
+        let (object, object_slot) = resolve(objects, oi);
+        let (site, site_slot) = resolve(sites, si);
+        self.dangling += u64::from((object == 0) | (site == 0));
+        let op = RawOp {
+            ticks: self.now,
+            object,
+            site,
+            primitive,
+            phase,
+            stack: NO_STACK,
+        };
+        (op, object_slot, site_slot)
     }
 
     /// The parts of an extension record (futex, OpenMP, creation, join) at
@@ -2037,19 +2055,17 @@ impl<'a> Cursor<'a> {
                     ) else {
                         return bad(format!("unknown tag {tag:#04x}"));
                     };
-                    let (object, site, len, slots) = if wide {
-                        if i + 2 >= words {
-                            return bad("wide record cut off at the chunk end".into());
-                        }
-                        (self.word(i + 1), self.word(i + 2), 3, (NO_SLOT, NO_SLOT))
-                    } else {
-                        let (object, object_slot) = resolve(objects, oi);
-                        let (site, site_slot) = resolve(sites, si);
-                        self.dangling += u64::from((object == 0) | (site == 0));
-                        (object, site, 1, (object_slot, site_slot))
-                    };
+                    if !wide {
+                        let (op, object_slot, site_slot) =
+                            self.narrow_op(objects, sites, primitive, phase, dt, oi, si);
+                        return Step::Op(op, object_slot, site_slot);
+                    }
+                    if i + 2 >= words {
+                        return bad("wide record cut off at the chunk end".into());
+                    }
+                    let (object, site) = (self.word(i + 1), self.word(i + 2));
                     self.now = self.now.wrapping_add(u64::from(dt));
-                    self.i += len;
+                    self.i += 3;
                     return Step::Op(
                         RawOp {
                             ticks: self.now,
@@ -2059,8 +2075,8 @@ impl<'a> Cursor<'a> {
                             phase,
                             stack: NO_STACK,
                         },
-                        slots.0,
-                        slots.1,
+                        NO_SLOT,
+                        NO_SLOT,
                     );
                 }
             }
