@@ -47,6 +47,44 @@ use serde::Serialize;
 use super::analysis::MpiAnalysis;
 use super::timeline::{Region, RegionSums, Timeline, NO_SITE};
 
+/// The wait states ready to be replayed, as their places in the order by
+/// the instant each wait ends, latest first ([`delay_analysis`]): a bit
+/// per place, and the first word that may hold one.
+struct ReadyPlaces {
+    words: Vec<u64>,
+    first: usize,
+}
+
+impl ReadyPlaces {
+    /// `n` places, none marked.
+    fn new(n: usize) -> ReadyPlaces {
+        ReadyPlaces {
+            words: vec![0; n.div_ceil(64)],
+            first: usize::MAX,
+        }
+    }
+
+    /// Marks place `p` (< `n`).
+    fn mark(&mut self, p: usize) {
+        self.words[p / 64] |= 1 << (p % 64);
+        self.first = self.first.min(p / 64);
+    }
+
+    /// Unmarks and returns the first marked place, if any.
+    fn take_first(&mut self) -> Option<usize> {
+        while let Some(&w) = self.words.get(self.first) {
+            if w != 0 {
+                let p = self.first * 64 + w.trailing_zeros() as usize;
+                self.words[self.first] = w & (w - 1);
+                return Some(p);
+            }
+            self.first += 1;
+        }
+        self.first = usize::MAX;
+        None
+    }
+}
+
 /// The delay analysis of every counted wait state ([`delay_analysis`]).
 #[derive(Debug, Clone, Default)]
 pub struct DelayAnalysis {
@@ -280,10 +318,19 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
         .map(|i| (end(i), tl.waits[i].rank, tl.waits[i].event, i))
         .collect();
     let key = |i: usize| keys[i];
-    let mut ready: std::collections::BinaryHeap<(u64, u32, usize, usize)> =
-        (0..n).filter(|&i| indegree[i] == 0).map(key).collect();
     let mut by_end: Vec<usize> = (0..n).collect();
     by_end.sort_unstable_by_key(|&i| std::cmp::Reverse(key(i)));
+    // The ready wait states as their places in `by_end` (the keys are
+    // distinct: the first place is the latest key), so the next one is
+    // the first place marked: a word of 64 at a time instead of a heap.
+    let mut place = vec![0u32; n];
+    for (p, &i) in by_end.iter().enumerate() {
+        place[i] = p as u32;
+    }
+    let mut ready = ReadyPlaces::new(n);
+    for i in (0..n).filter(|&i| indegree[i] == 0) {
+        ready.mark(place[i] as usize);
+    }
     let mut next_any = 0;
     let mut order: Vec<usize> = Vec::with_capacity(n);
     let mut done = vec![false; n];
@@ -296,9 +343,9 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
     let mut tw = RegionSums::default();
     let mut waits_d: Vec<(usize, u64)> = Vec::new();
     while order.len() < n {
-        let i = match ready.pop() {
-            Some((_, _, _, i)) if done[i] => continue,
-            Some((_, _, _, i)) => i,
+        let i = match ready.take_first() {
+            Some(p) if done[by_end[p]] => continue,
+            Some(p) => by_end[p],
             None => {
                 while next_any < n && done[by_end[next_any]] {
                     next_any += 1;
@@ -315,7 +362,7 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
             let k = k as usize;
             indegree[k] = indegree[k].saturating_sub(1);
             if indegree[k] == 0 && !done[k] {
-                ready.push(key(k));
+                ready.mark(place[k] as usize);
             }
         }
         let w = tl.waits[i];
@@ -727,4 +774,40 @@ pub fn delay_report_rows(tl: &Timeline<'_>, d: &DelayAnalysis, max_rows: usize) 
         })
         .collect();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadyPlaces;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn ready_places_give_the_first_marked_place_as_a_sorted_set_does() {
+        let mut rng = crate::TestRng(0x9e37_79b9_7f4a_7c15);
+        for n in [0usize, 1, 2, 63, 64, 65, 200, 1000] {
+            let mut ready = ReadyPlaces::new(n);
+            let mut want: BTreeSet<usize> = BTreeSet::new();
+            assert_eq!(ready.take_first(), None, "{n}");
+            for _ in 0..4 * n {
+                // marks (some again, some below the first marked) and takes
+                // mixed, as the replay does
+                if n > 0 && rng.below(3) != 0 {
+                    let p = rng.below(n as u64) as usize;
+                    ready.mark(p);
+                    want.insert(p);
+                } else {
+                    let first = want.iter().next().copied();
+                    if let Some(p) = first {
+                        want.remove(&p);
+                    }
+                    assert_eq!(ready.take_first(), first, "{n}");
+                }
+            }
+            while let Some(p) = want.iter().next().copied() {
+                want.remove(&p);
+                assert_eq!(ready.take_first(), Some(p), "{n}");
+            }
+            assert_eq!(ready.take_first(), None, "{n}");
+        }
+    }
 }
