@@ -1810,20 +1810,36 @@ impl<'a> Cursor<'a> {
         oi: u16,
         si: u16,
     ) -> (RawOp, u32, u32) {
-        self.now = self.now.wrapping_add(u64::from(dt));
-        self.i += 1;
         let (object, object_slot) = resolve(objects, oi);
         let (site, site_slot) = resolve(sites, si);
         self.dangling += u64::from((object == 0) | (site == 0));
-        let op = RawOp {
+        let op = self.op_record(1, dt, object, site, primitive, phase);
+        (op, object_slot, site_slot)
+    }
+
+    /// The operation of the record of `len` words at the cursor (its
+    /// time `dt` ticks after the previous record's), on `object` at
+    /// `site`; the cursor moves past it.
+    #[inline(always)]
+    fn op_record(
+        &mut self,
+        len: usize,
+        dt: u32,
+        object: u64,
+        site: u64,
+        primitive: Primitive,
+        phase: Phase,
+    ) -> RawOp {
+        self.now = self.now.wrapping_add(u64::from(dt));
+        self.i += len;
+        RawOp {
             ticks: self.now,
             object,
             site,
             primitive,
             phase,
             stack: NO_STACK,
-        };
-        (op, object_slot, site_slot)
+        }
     }
 
     /// The parts of an extension record (futex, OpenMP, creation, join) at
@@ -2064,20 +2080,8 @@ impl<'a> Cursor<'a> {
                         return bad("wide record cut off at the chunk end".into());
                     }
                     let (object, site) = (self.word(i + 1), self.word(i + 2));
-                    self.now = self.now.wrapping_add(u64::from(dt));
-                    self.i += 3;
-                    return Step::Op(
-                        RawOp {
-                            ticks: self.now,
-                            object,
-                            site,
-                            primitive,
-                            phase,
-                            stack: NO_STACK,
-                        },
-                        NO_SLOT,
-                        NO_SLOT,
-                    );
+                    let op = self.op_record(3, dt, object, site, primitive, phase);
+                    return Step::Op(op, NO_SLOT, NO_SLOT);
                 }
             }
         }
