@@ -6,7 +6,11 @@
  *   1. named critical section `update`: each thread enters CRIT times and
  *      holds it HOLD_MS (sleeping inside); each thread times the wait
  *      before each entry with its own clock.
- *   2. omp_set_lock: the same with an OpenMP lock.
+ *   2. omp_set_lock: the same with an OpenMP lock; each thread records
+ *      when its last hold ended, so that the wait of the thread that
+ *      ended last is known (`lock_last_wait_ns`: a critical path that
+ *      walks back through this phase does so on that thread, and meets
+ *      a lock hand-over only when it waited).
  *   3. explicit barrier: thread t sleeps (t + 1) * BAR_MS, then waits at
  *      `#pragma omp barrier`; each thread records when it arrived and
  *      when it left (the first to arrive stays for its wait and for the
@@ -47,7 +51,7 @@ static void sleep_ms(int ms)
 
 int main(void)
 {
-    uint64_t crit_wait[2] = {0, 0}, lock_wait[2] = {0, 0};
+    uint64_t crit_wait[2] = {0, 0}, lock_wait[2] = {0, 0}, lock_end[2] = {0, 0};
     uint64_t bar_arrive[2], bar_leave[2], work_end[REGIONS][2];
     omp_lock_t lock;
     omp_init_lock(&lock);
@@ -71,6 +75,7 @@ int main(void)
             sleep_ms(HOLD_MS);
             omp_unset_lock(&lock);
         }
+        lock_end[t] = now_ns();
 #pragma omp barrier
         sleep_ms((t + 1) * BAR_MS);
         bar_arrive[t] = now_ns();
@@ -100,10 +105,12 @@ int main(void)
         for (int t = 0; t < 2; t++)
             imp[t] += last - work_end[r][t];
     }
-    printf("threads=2 crit=%d crit_wait_ns=%llu lock_wait_ns=%llu bar_wait_ns=%llu "
-           "bar_span_ns=%llu regions=%d imp0_ns=%llu imp1_ns=%llu\n",
+    uint64_t lock_last_wait = lock_wait[lock_end[1] > lock_end[0]];
+    printf("threads=2 crit=%d crit_wait_ns=%llu lock_wait_ns=%llu lock_last_wait_ns=%llu "
+           "bar_wait_ns=%llu bar_span_ns=%llu regions=%d imp0_ns=%llu imp1_ns=%llu\n",
            CRIT, (unsigned long long)(crit_wait[0] + crit_wait[1]),
-           (unsigned long long)(lock_wait[0] + lock_wait[1]), (unsigned long long)bar_wait,
+           (unsigned long long)(lock_wait[0] + lock_wait[1]),
+           (unsigned long long)lock_last_wait, (unsigned long long)bar_wait,
            (unsigned long long)bar_span, REGIONS, (unsigned long long)imp[0], (unsigned long long)imp[1]);
     return 0;
 }

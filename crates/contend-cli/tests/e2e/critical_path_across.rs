@@ -151,7 +151,12 @@ fn futex_token_chain_is_the_critical_path() {
 /// (iteration 1, 20 ms of sleep against 5 ms) always arrives last at the
 /// implicit barrier, so every implicit-barrier hand-over on the path goes
 /// from that worker to the master thread (whose tid is the pid), never
-/// the other way.
+/// the other way. The path walks back through the lock phase on the
+/// thread that ended it last, and meets a hand-over of the lock only when
+/// that thread waited for it: a run in which it did not by the program's
+/// own clock (the other thread took its holds while this one was kept off
+/// the CPU, as other work on the machine can do) is made again, up to
+/// three times.
 #[test]
 fn openmp_hand_overs_on_the_critical_path_with_libomp() {
     require_tool!("clang");
@@ -171,9 +176,21 @@ fn openmp_hand_overs_on_the_critical_path_with_libomp() {
         return;
     }
     let rec = dir.path().join("rec");
-    let out = record(&rec, &exe, &[] as &[&str]);
-    assert!(out.success(), "record failed:\n{}", out.describe());
-    let report = report_json(&rec);
+    let mut attempt = 0;
+    let report = loop {
+        attempt += 1;
+        let out = record(&rec, &exe, &[] as &[&str]);
+        assert!(out.success(), "record failed:\n{}", out.describe());
+        let last_wait_ns = program_values(&out)["lock_last_wait_ns"];
+        if last_wait_ns >= 1_000_000 {
+            break report_json(&rec);
+        }
+        assert!(
+            attempt < 3,
+            "in three runs the thread that ended the lock phase last never waited for the lock ({last_wait_ns} ns the last time)"
+        );
+        eprintln!("disturbed run (the lock phase's last thread waited {last_wait_ns} ns), again");
+    };
     let across = &report["locks"]["critical_path"]["across"];
     assert!(across.is_object(), "no across: {}", report["locks"]);
     let jumps = u(across, "openmp_jumps");
