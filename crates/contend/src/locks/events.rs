@@ -1052,7 +1052,7 @@ fn pair_thread(
     out: &mut [MaybeUninit<LockEvent>],
     wake_objects: usize,
 ) -> Paired {
-    let mut out = Out {
+    let out = Out {
         buf: out,
         len: 0,
         cond_mutexes: Vec::new(),
@@ -1061,7 +1061,7 @@ fn pair_thread(
         requests: TimeOrder::default(),
         wake_counts: vec![0; wake_objects],
     };
-    let mut p = ThreadPairing {
+    let p = ThreadPairing {
         thread,
         open: OpenHolds::default(),
         pending: None,
@@ -1074,7 +1074,7 @@ fn pair_thread(
         untimed: 0,
         cond_reacquisitions: 0,
     };
-    let mut info = ThreadInfo {
+    let info = ThreadInfo {
         pid: input.pid,
         tid: input.tid,
         process: input.process,
@@ -1085,52 +1085,27 @@ fn pair_thread(
             OpSource::Slice(_) => None,
         },
     };
-    let process = input.process;
-    // Inlined at both call sites, so that the trace reader's loop keeps
-    // the pairing state in registers.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn step(
-        clock: &TimeMap,
-        info: &mut ThreadInfo,
-        maps: &Maps<'_>,
-        process: u32,
-        p: &mut ThreadPairing,
-        out: &mut Out<'_>,
-        op: &RawOp,
-        object_slot: u32,
-        site_slot: u32,
-    ) {
-        let t = clock.ns(op.ticks);
-        info.first_ns = info.first_ns.min(t);
-        info.last_ns = info.last_ns.max(t);
-        let object = maps.object(process, op.object, object_slot);
-        let site = maps.site(process, op.site, site_slot);
-        p.step(out, op, t, object, site);
-    }
-    let clock = &input.clock;
+    let mut pass = PairingPass {
+        clock: &input.clock,
+        maps,
+        process: input.process,
+        info,
+        p,
+        out,
+    };
     match input.ops {
-        OpSource::Trace(trace, thread) => {
-            trace.for_each_op(thread, |op, object_slot, site_slot| {
-                step(
-                    clock,
-                    &mut info,
-                    maps,
-                    process,
-                    &mut p,
-                    &mut out,
-                    op,
-                    object_slot,
-                    site_slot,
-                )
-            })
-        }
-        OpSource::Slice(ops) => ops.iter().for_each(|op| {
-            step(
-                clock, &mut info, maps, process, &mut p, &mut out, op, NONE, NONE,
-            )
-        }),
+        OpSource::Trace(trace, thread) => trace
+            .for_each_op(thread, |op, object_slot, site_slot| {
+                pass.step(op, object_slot, site_slot)
+            }),
+        OpSource::Slice(ops) => ops.iter().for_each(|op| pass.step(op, NONE, NONE)),
     }
+    let PairingPass {
+        mut info,
+        mut p,
+        mut out,
+        ..
+    } = pass;
     p.finish(&mut out, info.last_ns);
     let written = out.len.min(out.buf.len());
     for slot in &mut out.buf[written..] {
@@ -1151,6 +1126,31 @@ fn pair_thread(
         wake_counts: out.wake_counts,
         cond_mutexes: out.cond_mutexes,
         stacks: out.stacks,
+    }
+}
+
+/// [`pair_thread`]'s pass over one thread: what converts and maps its
+/// operations, its pairing state, its part of the events and its info.
+struct PairingPass<'a, 'o> {
+    clock: &'a TimeMap,
+    maps: &'a Maps<'a>,
+    process: u32,
+    info: ThreadInfo,
+    p: ThreadPairing,
+    out: Out<'o>,
+}
+
+impl PairingPass<'_, '_> {
+    /// One operation (its table slots, or `NONE`). Inlined into the trace
+    /// reader's loop, so that the pairing state stays in registers.
+    #[inline(always)]
+    fn step(&mut self, op: &RawOp, object_slot: u32, site_slot: u32) {
+        let t = self.clock.ns(op.ticks);
+        self.info.first_ns = self.info.first_ns.min(t);
+        self.info.last_ns = self.info.last_ns.max(t);
+        let object = self.maps.object(self.process, op.object, object_slot);
+        let site = self.maps.site(self.process, op.site, site_slot);
+        self.p.step(&mut self.out, op, t, object, site);
     }
 }
 
