@@ -343,8 +343,9 @@ pub fn delay_analysis(tl: &Timeline<'_>, analysis: &MpiAnalysis) -> DelayAnalysi
     let mut tw = RegionSums::default();
     let mut waits_d: Vec<(usize, u64)> = Vec::new();
     while order.len() < n {
+        // (a place is marked only while its wait state is not replayed,
+        // and at most once: no check for one replayed already)
         let i = match ready.take_first() {
-            Some(p) if done[by_end[p]] => continue,
             Some(p) => by_end[p],
             None => {
                 while next_any < n && done[by_end[next_any]] {
