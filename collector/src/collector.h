@@ -564,6 +564,13 @@ CONTEND_INLINE void contend_count_acq(struct contend_thread *ts, uint32_t prim, 
  * kept), and ended after the last: stores the median of the rounds' mean
  * windows into the header (cost_window_*_ps). */
 CONTEND_HIDDEN void contend_sampling_calibration_start(void);
+/* The calibration's rounds (wrappers.c); each times every lock path (the
+ * process-private and the process-shared mutex) once per mode, and only
+ * the recorded and the counted pass of a path take windows, so each kind
+ * of window gets one round per calibration round and path. */
+#define CONTEND_CAL_ROUNDS 5
+#define CONTEND_CAL_PATHS 2
+#define CONTEND_CAL_WINDOW_ROUNDS (CONTEND_CAL_ROUNDS * CONTEND_CAL_PATHS)
 CONTEND_HIDDEN void contend_sampling_round_end(void);
 CONTEND_HIDDEN void contend_sampling_calibration_end(void);
 

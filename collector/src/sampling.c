@@ -59,9 +59,9 @@ static uint64_t cal_sum[2], cal_n[2]; /* [0] records, [1] counts */
  * 3.7-5.1 %), and the fastest round's own windows, about eight, were too
  * few (docs/benchmarks.md, "The calibration's windows: the median of its
  * rounds"). */
-#define CAL_WINDOW_ROUNDS 16u
+#define CAL_WINDOW_ROUNDS ((uint32_t)CONTEND_CAL_WINDOW_ROUNDS)
 static uint64_t round_sum[2], round_n[2];
-static uint64_t round_mean[2][CAL_WINDOW_ROUNDS];
+static uint64_t round_mean[2][CONTEND_CAL_WINDOW_ROUNDS];
 static uint32_t rounds[2];
 /* Longest window kept, trace-clock ticks (set by the calibration). */
 static uint64_t max_ticks = 30000u;

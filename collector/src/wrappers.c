@@ -977,7 +977,7 @@ CONTEND_EXPORT int sem_post(sem_t *s)
  * through), so nobody else writes the tables meanwhile.
  */
 #define CAL_PAIRS 1000u
-#define CAL_ROUNDS 5
+#define CAL_ROUNDS CONTEND_CAL_ROUNDS
 
 static pthread_mutex_t cal_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* process-shared, as pthread_mutex_init with PTHREAD_PROCESS_SHARED leaves
@@ -1070,18 +1070,19 @@ void contend_calibrate_cost(struct contend_thread *ts)
     const void *site = (const void *)(uintptr_t)&contend_calibrate_cost;
 
     /* [0] the private mutex (single-threaded paths), [1] the shared one */
-    uint64_t best[2][4];
-    for (int p = 0; p < 2; p++)
+    _Static_assert(CONTEND_CAL_PATHS == 2, "the header keeps a figure for each of the two paths");
+    uint64_t best[CONTEND_CAL_PATHS][4];
+    for (int p = 0; p < CONTEND_CAL_PATHS; p++)
         for (int k = 0; k < 4; k++)
             best[p][k] = UINT64_MAX;
-    pthread_mutex_t *mutexes[2] = {&cal_mutex, &cal_mutex_shared};
+    pthread_mutex_t *mutexes[CONTEND_CAL_PATHS] = {&cal_mutex, &cal_mutex_shared};
     int light = contend_g.light;
     /* the in-situ sampling runs as in the program; its windows here, on
      * hot caches, are what it sees of cost_record_ps and cost_count_ps */
     ts->sample_countdown = 0;
     contend_sampling_calibration_start();
     for (int round = 0; round < CAL_ROUNDS; round++) {
-        for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < CONTEND_CAL_PATHS; p++) {
             for (int k = 0; k < 4; k++) {
                 if (k == 2 && !light)
                     continue;
@@ -1101,8 +1102,8 @@ void contend_calibrate_cost(struct contend_thread *ts)
     forget_slot(contend_g.sites, (uint64_t)(uintptr_t)site);
     contend_raw_munmap(mem, len);
 
-    uint32_t rec_ps[2], cnt_ps[2];
-    for (int p = 0; p < 2; p++) {
+    uint32_t rec_ps[CONTEND_CAL_PATHS], cnt_ps[CONTEND_CAL_PATHS];
+    for (int p = 0; p < CONTEND_CAL_PATHS; p++) {
         const uint64_t *b = best[p];
         /* ps: ns per round * 1000 / pairs; a record is half a recorded pair */
         /* the wrapper's entry, per call: added to both (a pair is two calls) */
