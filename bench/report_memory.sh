@@ -9,9 +9,22 @@
 # BASELINE=/path/to/an/older/contend runs that binary too, alternating with
 # this one in every round, for a before/after in one run. The events
 # counted are the report's own (`locks.summary.events`).
+# LARGE=1 first records (when it is not there) and then also reports
+# $OUT/sysbench-mutex-20m.data: `sysbench mutex` on 4 threads taking 2
+# mutexes 5,000,000 times each, without work between (20 million lock
+# events, a critical path of about 8 million: a long real recording).
 source "$(dirname "$0")/common.sh"
 ROUNDS=${ROUNDS:-5}
 RECORDINGS=${RECORDINGS:-"$OUT/memcached-default.data $OUT/sysbench-mutex-default.data"}
+if [ -n "${LARGE:-}" ]; then
+  large="$OUT/sysbench-mutex-20m.data"
+  if [ ! -d "$large" ]; then
+    command -v sysbench >/dev/null || { echo "LARGE=1 needs sysbench (apt-get install sysbench)"; exit 1; }
+    "$CONTEND" record --force -o "$large" -- sysbench mutex --threads=4 --mutex-num=2 \
+      --mutex-locks=5000000 --mutex-loops=0 run >/dev/null
+  fi
+  RECORDINGS="$RECORDINGS $large"
+fi
 machine
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 report_binaries
