@@ -9,18 +9,27 @@
 # in one run. CONTEND_BIN=/path/to/contend measures that binary instead of
 # target/release/contend (with BENCH_NO_BUILD=1: nothing is built).
 # KEEP_RECORDING=1 reuses $OUT/synth.data when it is there.
+# EXCLUSIVE=1 uses the recording whose mutexes are held by one thread at a
+# time (`synth_recording --exclusive`, $OUT/synth-exclusive.data) instead
+# of the default one, whose threads' timelines are drawn each on its own.
 source "$(dirname "$0")/common.sh"
 CONTEND=${CONTEND_BIN:-$CONTEND}
 EVENTS=${EVENTS:-10000000}
 ROUNDS=${ROUNDS:-3}
 BASELINE=${BASELINE:-}
 [ -n "${BENCH_NO_BUILD:-}" ] || (cd "$ROOT" && cargo build --release --quiet -p contend --example synth_recording)
-if [ -z "${KEEP_RECORDING:-}" ] || [ ! -d "$OUT/synth.data" ]; then
-  rm -rf "$OUT/synth.data"
-  "$ROOT/target/release/examples/synth_recording" "$OUT/synth.data" "$EVENTS" 8 4
+SYNTH="$OUT/synth.data"
+SYNTH_FLAGS=()
+if [ -n "${EXCLUSIVE:-}" ]; then
+  SYNTH="$OUT/synth-exclusive.data"
+  SYNTH_FLAGS=(--exclusive)
+fi
+if [ -z "${KEEP_RECORDING:-}" ] || [ ! -d "$SYNTH" ]; then
+  rm -rf "$SYNTH"
+  "$ROOT/target/release/examples/synth_recording" "$SYNTH" "$EVENTS" 8 4 "${SYNTH_FLAGS[@]}"
 fi
 machine
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 report_binaries
-report_rounds "$OUT/synth.data" times
+report_rounds "$SYNTH" times
 report_summary times "$EVENTS" "lock events" event
