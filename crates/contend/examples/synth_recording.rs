@@ -110,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             g.ops.push(op(g.now, lock, site, Phase::Immediate));
         }
-        if g.events % 16 == 0 && g.events + 1 < per_thread {
+        if g.events.is_multiple_of(16) && g.events + 1 < per_thread {
             let inner = 0x6000_0000 + t as u64 * 64;
             g.now += 20;
             g.ops.push(op(g.now, inner, site + 8, Phase::Immediate));
