@@ -571,6 +571,18 @@ impl OpSource<'_> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Calls `step` with each operation in program order and its object
+    /// and site table slots (`NONE` for operations from memory). `step` is
+    /// called by the trace reader's loop itself, where pairing's passes
+    /// keep their state in registers.
+    #[inline(always)]
+    fn for_each_op(&self, mut step: impl FnMut(&RawOp, u32, u32)) {
+        match *self {
+            OpSource::Trace(trace, thread) => trace.for_each_op(thread, step),
+            OpSource::Slice(ops) => ops.iter().for_each(|op| step(op, NONE, NONE)),
+        }
+    }
 }
 
 /// How a trace's ticks become CLOCK_MONOTONIC ns.
@@ -965,13 +977,9 @@ fn survey(input: &ThreadInput<'_>) -> Survey {
         seen_objects: Seen::new(),
         seen_sites: Seen::new(),
     };
-    match input.ops {
-        OpSource::Trace(trace, thread) => trace
-            .for_each_op(thread, |op, object_slot, site_slot| {
-                s.step(op, object_slot, site_slot)
-            }),
-        OpSource::Slice(ops) => ops.iter().for_each(|op| s.step(op, NONE, NONE)),
-    }
+    input
+        .ops
+        .for_each_op(|op, object_slot, site_slot| s.step(op, object_slot, site_slot));
     let Surveying {
         mut events,
         pending,
@@ -1093,13 +1101,9 @@ fn pair_thread(
         p,
         out,
     };
-    match input.ops {
-        OpSource::Trace(trace, thread) => trace
-            .for_each_op(thread, |op, object_slot, site_slot| {
-                pass.step(op, object_slot, site_slot)
-            }),
-        OpSource::Slice(ops) => ops.iter().for_each(|op| pass.step(op, NONE, NONE)),
-    }
+    input
+        .ops
+        .for_each_op(|op, object_slot, site_slot| pass.step(op, object_slot, site_slot));
     let PairingPass {
         mut info,
         mut p,
