@@ -59,7 +59,6 @@ static uint64_t cal_sum[2], cal_n[2]; /* [0] records, [1] counts */
  * 3.7-5.1 %), and the fastest round's own windows, about eight, were too
  * few (docs/benchmarks.md, "The calibration's windows: the median of its
  * rounds"). */
-#define CAL_WINDOW_ROUNDS ((uint32_t)CONTEND_CAL_WINDOW_ROUNDS)
 static uint64_t round_sum[2], round_n[2];
 static uint64_t round_mean[2][CONTEND_CAL_WINDOW_ROUNDS];
 static uint32_t rounds[2];
@@ -180,7 +179,7 @@ void contend_sampling_round_end(void)
 {
     for (int k = 0; k < 2; k++) {
         uint64_t n = cal_n[k] - round_n[k];
-        if (n && rounds[k] < CAL_WINDOW_ROUNDS)
+        if (n && rounds[k] < CONTEND_CAL_WINDOW_ROUNDS)
             round_mean[k][rounds[k]++] = ((cal_sum[k] - round_sum[k]) << 8) / n;
         round_sum[k] = cal_sum[k];
         round_n[k] = cal_n[k];

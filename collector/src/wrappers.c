@@ -977,7 +977,6 @@ CONTEND_EXPORT int sem_post(sem_t *s)
  * through), so nobody else writes the tables meanwhile.
  */
 #define CAL_PAIRS 1000u
-#define CAL_ROUNDS CONTEND_CAL_ROUNDS
 
 static pthread_mutex_t cal_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* process-shared, as pthread_mutex_init with PTHREAD_PROCESS_SHARED leaves
@@ -1081,7 +1080,7 @@ void contend_calibrate_cost(struct contend_thread *ts)
      * hot caches, are what it sees of cost_record_ps and cost_count_ps */
     ts->sample_countdown = 0;
     contend_sampling_calibration_start();
-    for (int round = 0; round < CAL_ROUNDS; round++) {
+    for (int round = 0; round < CONTEND_CAL_ROUNDS; round++) {
         for (int p = 0; p < CONTEND_CAL_PATHS; p++) {
             for (int k = 0; k < 4; k++) {
                 if (k == 2 && !light)
