@@ -19,7 +19,9 @@
 # `old-light` run the binary CONTEND_OLD names, for a before/after in one
 # run (e.g. MODES="old default old-light light"); `noprep` and
 # `light-noprep` are the two modes without the launcher's chunk preparer
-# (CONTEND_PREPARE_CHUNKS=0); `schedstat` and `light-schedstat` the two
+# (CONTEND_PREPARE_CHUNKS=0); `noslots` and `light-noslots` the two modes
+# with every thread claiming chunks of its own (CONTEND_SLOTS=0: no slot
+# chunks, trace_format.h); `schedstat` and `light-schedstat` the two
 # modes with the sampler on schedstat instead of the scheduler events
 # (CONTEND_SERVICE_SOURCE=schedstat); `preload` and `preload-light` the
 # collector alone, without the launcher.
@@ -54,6 +56,8 @@ run() { # $1 = mode, $2 = threads; prints "cpu_ns,run_ns"
     nt) out=$(CONTEND_NT_STORES=1 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     noprep) out=$(CONTEND_PREPARE_CHUNKS=0 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     light-noprep) out=$(CONTEND_PREPARE_CHUNKS=0 "$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    noslots) out=$(CONTEND_SLOTS=0 "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
+    light-noslots) out=$(CONTEND_SLOTS=0 "$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     schedstat) out=$(CONTEND_SERVICE_SOURCE=schedstat "$CONTEND" record --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
     light-schedstat) out=$(CONTEND_SERVICE_SOURCE=schedstat "$CONTEND" record --light --force -o "$OUT/scaling.data" -- "$OUT/thread_scaling" "$2" "$TOTAL_MIB" 1 "$BLOCK_KIB" 2>/dev/null) ;;
   esac

@@ -5,8 +5,10 @@
 # would preload it (`new`: the collector alone, no sampler, no counters, no
 # chunk preparer), under `contend record` (`record`: the launcher's chunk
 # preparer makes the chunks ready ahead, crates/contend-record/src/
-# chunk_prep.rs) and under `contend record` with CONTEND_PREPARE_CHUNKS=0
-# (`record-noprep`); MODES chooses (default all four), ROUNDS rounds, the
+# chunk_prep.rs), under `contend record` with CONTEND_PREPARE_CHUNKS=0
+# (`record-noprep`) and with CONTEND_SLOTS=0 (`record-noslots`: every
+# thread claims chunks of its own, no slot chunks, trace_format.h); MODES
+# chooses (default the first four), ROUNDS rounds, the
 # modes back to back in every round. Each run's CPU time is the program's
 # own figure for its threads' phase (getrusage, µs; the collector's
 # start-up and the launcher are not in it). The `record` modes run with
@@ -41,6 +43,9 @@ one() { # $1 = mode: prints CPU ms of the threads' phase
         python3 -c 'import json,sys; p=json.load(open(sys.argv[1])).get("chunk_preparation") or {}; print(p.get("cpu_ns", 0), p.get("claims_prepared", 0))' \
           "$d/meta.json" >>"$OUT/thread-start-prep.txt"
       fi ;;
+    record-noslots)
+      out=$(CONTEND_SLOTS=0 CONTEND_SERVICE_SOURCE=schedstat \
+        "$CONTEND" record --force -o "$d" -- "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" 2>/dev/null) ;;
     *) out=$(CONTEND_DIR="$d" CONTEND_CLOCK="${clock[$1]}" CONTEND_TSC_HZ="${hz[$1]}" CONTEND_STACK_EVERY=0 LD_PRELOAD="${so[$1]}" \
       "$OUT/thread_start" "$THREADS" "$ACQUISITIONS") ;;
   esac

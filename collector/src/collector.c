@@ -94,6 +94,8 @@ static struct {
     int calibrated;            /* `cost` was measured (or taken)            */
     struct cost_figures cost;
     contend_control *control;  /* CONTEND_CONTROL's page, or NULL          */
+    int slots;                 /* CONTEND_SLOTS (default 1): threads' first
+                                  chunks are slots (see "Slots")          */
 } C = {.fd = -1};
 
 /* ------------------------------------------------------------------------ */
@@ -288,6 +290,15 @@ static void parse_config(void)
         contend_say("CONTEND_NT_STORES is not supported on this architecture; ",
                     "using ordinary stores", NULL);
 #endif
+    }
+
+    C.slots = 1;
+    const char *slots = getenv("CONTEND_SLOTS");
+    if (slots && *slots) {
+        if (strcmp(slots, "0") == 0)
+            C.slots = 0;
+        else if (strcmp(slots, "1") != 0)
+            bad_value("CONTEND_SLOTS", slots);
     }
 
     uint64_t chunk = CONTEND_DEFAULT_CHUNK_SIZE;
@@ -691,35 +702,46 @@ static struct {
     } slot[WINDOW_SLOTS];
 } W;
 
-/* The windows' lock: a futex lock (0 free, 1 held, 2 held and maybe
+/* The windows' lock (and the slots', below): a futex lock (0 free, 1
+ * held, 2 held and maybe
  * waited for; Drepper, "Futexes Are Tricky", mutex2). A claim that finds it
  * taken sleeps in the kernel. It used to spin with sched_yield: when 512
  * threads claimed their chunks at once (bench/thread_scaling.sh), the
  * waiters took the CPU from the holder, which sat in mmap or munmap, and
  * thousands of yields per run followed (docs/benchmarks.md, "The windows'
  * lock sleeps instead of yielding"). errno is kept. */
-static void lock_windows(void)
+static void futex_lock(uint32_t *lock)
 {
     uint32_t c = 0;
-    if (__atomic_compare_exchange_n(&W.lock, &c, 1u, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    if (__atomic_compare_exchange_n(lock, &c, 1u, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return;
     int saved_errno = errno;
     if (c != 2u)
-        c = __atomic_exchange_n(&W.lock, 2u, __ATOMIC_ACQUIRE);
+        c = __atomic_exchange_n(lock, 2u, __ATOMIC_ACQUIRE);
     while (c != 0u) {
-        contend_syscall6(SYS_futex, (long)&W.lock, FUTEX_WAIT_PRIVATE, 2, 0, 0, 0);
-        c = __atomic_exchange_n(&W.lock, 2u, __ATOMIC_ACQUIRE);
+        contend_syscall6(SYS_futex, (long)lock, FUTEX_WAIT_PRIVATE, 2, 0, 0, 0);
+        c = __atomic_exchange_n(lock, 2u, __ATOMIC_ACQUIRE);
     }
     errno = saved_errno;
 }
 
-static void unlock_windows(void)
+static void futex_unlock(uint32_t *lock)
 {
-    if (__atomic_exchange_n(&W.lock, 0u, __ATOMIC_RELEASE) == 2u) {
+    if (__atomic_exchange_n(lock, 0u, __ATOMIC_RELEASE) == 2u) {
         int saved_errno = errno;
-        contend_syscall6(SYS_futex, (long)&W.lock, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+        contend_syscall6(SYS_futex, (long)lock, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
         errno = saved_errno;
     }
+}
+
+static void lock_windows(void)
+{
+    futex_lock(&W.lock);
+}
+
+static void unlock_windows(void)
+{
+    futex_unlock(&W.lock);
 }
 
 static uint64_t window_bytes(void)
@@ -793,6 +815,27 @@ static void window_skip_chunk(uint32_t idx)
         contend_raw_munmap(unmap, window_bytes());
 }
 
+/* Whether a window holds `p` (0: a chunk mapped by itself), counting
+ * `more` users of it more (a slot handed out of a slot chunk in it: the
+ * window then stays mapped until that user gives the slot back with
+ * window_release_chunk). */
+static int window_use(const void *p, uint32_t more)
+{
+    const char *c = p;
+    int found = 0;
+    lock_windows();
+    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
+        char *b = W.slot[i].base;
+        if (b && c >= b && c < b + window_bytes()) {
+            W.slot[i].live += more;
+            found = 1;
+            break;
+        }
+    }
+    unlock_windows();
+    return found;
+}
+
 /* Gives back a chunk mapped by window_map_chunk: its window is unmapped
  * once all its chunks were handed out and released; a chunk mapped by
  * itself is unmapped now. */
@@ -838,6 +881,7 @@ static void release_chunk(struct contend_thread *ts)
     if (ts->chunk)
         window_release_chunk(ts->chunk);
     ts->chunk = ts->cur = ts->end = ts->chunk_end = NULL;
+    ts->slotted &= (uint8_t)~CONTEND_SLOTTED_RECORDS;
 }
 
 static void release_count_chunk(struct contend_thread *ts)
@@ -845,6 +889,7 @@ static void release_count_chunk(struct contend_thread *ts)
     if (ts->count_chunk)
         window_release_chunk(ts->count_chunk);
     ts->count_chunk = NULL;
+    ts->slotted &= (uint8_t)~CONTEND_SLOTTED_COUNTS;
     ts->counts = ts->last_count = NULL;
     ts->count_slots = 0;
     ts->count_used = 0;
@@ -990,6 +1035,108 @@ static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index
     return m;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Slots                                                                     */
+
+/*
+ * A chunk of its own costs a thread a claim: a write of zeros or a
+ * prepared head, page faults, half a dozen system calls, 7-20 us on the
+ * guests of docs/benchmarks.md ("Slots for a thread's first records"),
+ * which a program of many short threads pays once per thread (twice in
+ * light mode: its COUNTS table is a chunk too). So once the process has a
+ * second thread, a thread's first record chunk and its first COUNTS table
+ * are slots of CONTEND_SLOT_SIZE bytes handed out of the process's current
+ * slot chunk (CONTEND_CHUNK_SLOTS, trace_format.h) under a lock: one
+ * claim, its zeros and its page faults shared by the slots of the chunk.
+ * A thread that fills its slot claims a chunk of its own as before. Each
+ * slot handed out counts as a user of the slot chunk's window, so that
+ * the window stays mapped until every slot is given back (the slot chunk
+ * holds its window too until its last slot is handed out); a slot chunk
+ * that had to be mapped by itself (no window slot free) is given back at
+ * once and the thread claims a chunk of its own. CONTEND_SLOTS=0 turns
+ * slots off.
+ */
+static struct {
+    uint32_t lock;  /* futex_lock; taken with the BUSY guard set        */
+    char *base;     /* the current slot chunk (NULL: none)              */
+    uint32_t index; /* its chunk index                                  */
+    uint32_t next;  /* its next slot to hand out                        */
+    uint32_t count; /* its slots                                        */
+} S;
+
+/* Whether a thread's first chunk (of records or counts) claimed now is a
+ * slot. */
+static int slots_wanted(void)
+{
+    return C.slots &&
+           contend_g.chunk_size >= CONTEND_CHUNK_HEADER_SIZE + 2u * CONTEND_SLOT_SIZE &&
+           !contend_process_single_threaded();
+}
+
+/* A slot of CONTEND_SLOT_SIZE bytes, written with zeros and faulted in,
+ * its header still to write; `*index` gets its slot chunk's index. NULL
+ * when no slot chunk can be had. Called with the BUSY guard set. */
+static void *claim_slot(uint32_t *index)
+{
+    char *slot = NULL;
+    /* The zeros of a new slot chunk are written under the lock, and
+     * pwritev is a cancellation point: a thread cancelled there would
+     * leave the lock held. Cancellation waits until the claim is done (a
+     * request that came meanwhile acts at the thread's next cancellation
+     * point, as it would have without the collector). */
+    int cancel_state = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+    futex_lock(&S.lock);
+    if (!S.base) {
+        uint64_t size = contend_g.chunk_size;
+        uint32_t idx;
+        char *m = map_new_chunk(size, size, &idx);
+        if (m && !window_use(m, 0)) {
+            window_release_chunk(m);
+            m = NULL;
+        }
+        if (m) {
+            contend_chunk_header *ch = (contend_chunk_header *)m;
+            ch->tid = 0;
+            ch->sequence = CONTEND_SLOT_SIZE;
+            ch->flags = CONTEND_CHUNK_SLOTS;
+            clock_pair(&ch->base_ticks, &ch->monotonic_ns);
+            __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
+            S.base = m;
+            S.index = idx;
+            S.next = 0;
+            S.count = (uint32_t)((size - CONTEND_CHUNK_HEADER_SIZE) / CONTEND_SLOT_SIZE);
+        }
+    }
+    if (S.base && window_use(S.base, 1)) {
+        slot = S.base + CONTEND_CHUNK_HEADER_SIZE + (uint64_t)S.next * CONTEND_SLOT_SIZE;
+        *index = S.index;
+        if (++S.next == S.count) {
+            /* the last slot: the slot chunk's own hold on its window ends
+             * (the slots' holds keep it mapped) */
+            window_release_chunk(S.base);
+            S.base = NULL;
+        }
+    }
+    futex_unlock(&S.lock);
+    int ignored;
+    pthread_setcancelstate(cancel_state, &ignored);
+    return slot;
+}
+
+/* fork child: the slots (the thread's own and the current slot chunk) are
+ * the parent's; the windows that held them are already dropped. */
+static void slots_after_fork(struct contend_thread *ts)
+{
+    if (ts->slotted & CONTEND_SLOTTED_RECORDS)
+        ts->chunk = ts->cur = ts->end = ts->chunk_end = NULL;
+    if (ts->slotted & CONTEND_SLOTTED_COUNTS)
+        ts->count_chunk = NULL;
+    ts->slotted = 0;
+    S.base = NULL;
+    S.lock = 0;
+}
+
 /* Replaces the thread's chunk by a fresh one. 0 on failure (the thread then
  * stops recording). Called with the BUSY guard set; errno is the caller's
  * business. */
@@ -1009,7 +1156,11 @@ static int claim_chunk(struct contend_thread *ts)
      * first needs it. */
     uint32_t index;
     int lazy = __atomic_load_n(&populate_supported, __ATOMIC_RELAXED);
-    void *m = map_new_chunk(0, lazy ? first : size, &index);
+    /* a thread's first records go into a slot (see "Slots") */
+    void *m = ts->seq == 0 && slots_wanted() ? claim_slot(&index) : NULL;
+    uint64_t bytes = m ? CONTEND_SLOT_SIZE : size;
+    if (!m)
+        m = map_new_chunk(0, lazy ? first : size, &index);
     if (!m)
         return 0;
 
@@ -1026,9 +1177,11 @@ static int claim_chunk(struct contend_thread *ts)
     ts->chunk = m;
     ts->chunk_index = index;
     ts->cur = (uint64_t *)m + CONTEND_CHUNK_HEADER_SIZE / 8;
-    ts->chunk_end = (uint64_t *)m + size / 8;
-    ts->zeroed_end = lazy ? (uint64_t *)m + first / 8 : ts->chunk_end;
+    ts->chunk_end = (uint64_t *)m + bytes / 8;
+    ts->zeroed_end = lazy && bytes == size ? (uint64_t *)m + first / 8 : ts->chunk_end;
     ts->end = ts->zeroed_end;
+    if (bytes < size)
+        ts->slotted |= CONTEND_SLOTTED_RECORDS;
     ts->last = ch->base_ticks;
     if (!ts->key_set && C.key_ok) {
         /* arms the destructor that unmaps the chunk at thread exit */
@@ -1401,7 +1554,13 @@ static int map_count_chunk(struct contend_thread *ts)
      * (docs/benchmarks.md, "Light mode's cost samples without the
      * table's page faults"). */
     uint32_t index;
-    void *m = map_new_chunk(0, used, &index);
+    /* a thread's first table is a slot (see "Slots") */
+    void *m = ts->count_seq == 0 && slots_wanted() ? claim_slot(&index) : NULL;
+    int slot = m != NULL;
+    if (slot)
+        used = CONTEND_SLOT_SIZE;
+    else
+        m = map_new_chunk(0, used, &index);
     if (!m)
         return 0;
     if (!ts->tid)
@@ -1414,6 +1573,8 @@ static int map_count_chunk(struct contend_thread *ts)
     clock_pair(&ch->base_ticks, &ch->monotonic_ns);
     __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
     ts->count_chunk = m;
+    if (slot)
+        ts->slotted |= CONTEND_SLOTTED_COUNTS;
     ts->counts = (contend_count *)((char *)m + CONTEND_CHUNK_HEADER_SIZE);
     ts->count_slots = (uint32_t)((used - CONTEND_CHUNK_HEADER_SIZE) / sizeof(contend_count));
     ts->count_used = 0;
@@ -1481,6 +1642,12 @@ static contend_count *count_entry_of_lock(struct contend_thread *ts, uint32_t pr
     contend_count *e = count_entry(ts, prim, o, s);
     if (e)
         return e;
+    /* A slot's table (126 entries, see "Slots") is full before the
+     * thread has the CONTEND_COUNT_LOCK_ENTRIES lock entries a table of
+     * its own keeps: none, so that the caller claims a larger table
+     * rather than counting the lock by its call site. */
+    if ((ts->slotted & CONTEND_SLOTTED_COUNTS) && ts->count_locks < CONTEND_COUNT_LOCK_ENTRIES)
+        return NULL;
     e = count_entry(ts, prim, CONTEND_COUNT_BY_SITE, s);
     /* spinlock and semaphore releases never take a count back */
     if (e && (prim == CONTEND_PRIM_MUTEX || prim == CONTEND_PRIM_RWLOCK_READ ||
@@ -1884,6 +2051,7 @@ static void fork_child(void)
      * windows first (with the lock another thread may have held), then the
      * chunks (a chunk in a window is already unmapped with it). */
     windows_after_fork();
+    slots_after_fork(ts);
     release_chunk(ts);
     /* the parent's COUNTS mapping is shared: drop it unmapped, like the
      * chunk, and start with no recorded holds (they are in the parent's

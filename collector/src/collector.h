@@ -221,7 +221,12 @@ struct contend_thread {
     uint32_t chunk_index;      /* the current chunk's index in the file     */
     uint64_t *zeroed_end;      /* end of the part of the chunk written with
                                   zeros (collector.c, claim_chunk)          */
+    uint8_t slotted;           /* CONTEND_SLOTTED_*: which of the thread's
+                                  chunks are slots (collector.c, "Slots")  */
 };
+
+#define CONTEND_SLOTTED_RECORDS 1u /* contend_thread.chunk is a slot       */
+#define CONTEND_SLOTTED_COUNTS 2u  /* contend_thread.count_chunk is a slot */
 
 CONTEND_HIDDEN extern _Thread_local struct contend_thread contend_tls
     __attribute__((tls_model("initial-exec")));

@@ -1,5 +1,6 @@
 /*
- * contend lock-trace format, version 2 (readers also read version 1).
+ * contend lock-trace format, version 3 (readers also read versions 1 and 2;
+ * version 3 added slot chunks, CONTEND_CHUNK_SLOTS).
  *
  * The one definition of the on-disk layout of a per-process lock trace
  * (`<recording>/locks/<pid>.ctrace`). The C collector writes it; the Rust
@@ -22,7 +23,7 @@
 #include <stdint.h>
 
 #define CONTEND_TRACE_MAGIC "CNTDLOCK" /* 8 bytes, no NUL stored */
-#define CONTEND_TRACE_VERSION 2u
+#define CONTEND_TRACE_VERSION 3u
 #define CONTEND_ENDIAN_CHECK 0x01020304u
 #define CONTEND_HEADER_SIZE 4096u
 /* Bytes at the start of a chunk the launcher prepares (chunks_prepared):
@@ -183,6 +184,24 @@ typedef struct contend_trace_header {
                                    cost is the header's cost_record_ps /
                                    cost_count_ps (additive: 0 in older
                                    traces)                             */
+
+/* Chunk flag (version 3): a chunk of slots, each a small chunk of one
+ * thread. A thread's first record chunk and its first COUNTS table, once
+ * the process has more than one thread, are slots: handed out of the
+ * process's current slot chunk by a lock and a counter, they cost a thread
+ * no system call and no page fault of its own, where a chunk of its own
+ * cost 7-20 us per thread on the guests of docs/benchmarks.md ("Slots for
+ * a thread's first records"). A thread that fills its slot claims a chunk
+ * of its own as before (sequence 1 on). The slot chunk's own header has
+ * this flag, tid 0 and, in `sequence`, the slot size in bytes; slot k
+ * (k = 0, 1, ... while it fits in the chunk) starts at byte
+ * CONTEND_CHUNK_HEADER_SIZE + k * slot size and is laid out as a chunk of
+ * that size: a chunk header (magic stored last; never this flag), then
+ * records, or count entries when its header has CONTEND_CHUNK_COUNTS. A
+ * slot without the chunk magic was never handed out (or its thread died
+ * before its header was complete): it holds nothing. */
+#define CONTEND_CHUNK_SLOTS 4u
+#define CONTEND_SLOT_SIZE 4096u
 
 typedef struct contend_chunk_header {
     uint32_t magic;        /*  0 CONTEND_CHUNK_MAGIC (stored last)     */

@@ -1,7 +1,7 @@
-//! Layout constants of the lock-trace format, version 2 (version 1 is
-//! still read: it lacks the collector's cost fields, light mode, the
-//! RELEASED and UNTIMED phases and COUNTS chunks, none of which a version 1
-//! trace can contain).
+//! Layout constants of the lock-trace format, version 3 (versions 1 and 2
+//! are still read: version 1 lacks the collector's cost fields, light
+//! mode, the RELEASED and UNTIMED phases and COUNTS chunks; version 2 the
+//! slot chunks, [`CHUNK_SLOTS`]; neither can contain what it lacks).
 //!
 //! Mirrors `collector/include/contend/trace_format.h` constant for constant;
 //! the prose specification is `docs/trace-format.md`. Tags are only ever
@@ -10,7 +10,7 @@
 /// File magic, the first 8 bytes of every lock trace.
 pub const MAGIC: &[u8; 8] = b"CNTDLOCK";
 /// Format version the collector writes (the newest this reader understands).
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Oldest format version this reader still reads.
 pub const OLDEST_VERSION: u32 = 1;
 /// Value of the endianness check field as written by a little-endian writer.
@@ -66,6 +66,19 @@ pub const CHUNK_COUNTS: u32 = 1;
 /// [`header::COST_RECORD_MT_PS`] / [`header::COST_COUNT_MT_PS`] where
 /// those are set. Additive (0 in older traces).
 pub const CHUNK_SINGLE_THREADED: u32 = 2;
+/// Chunk flag (version 3): a chunk of slots, each a small chunk of one
+/// thread (its first record chunk or its first COUNTS table, taken while
+/// the process has more than one thread, without a claim of its own). The
+/// slot chunk's header has tid 0 and, in its sequence field, the slot size
+/// in bytes; slot `k` starts at byte `CHUNK_HEADER_SIZE + k * slot size`
+/// and is laid out as a chunk of that size (a chunk header, never with
+/// this flag, then records or count entries). A slot without the chunk
+/// magic holds nothing.
+pub const CHUNK_SLOTS: u32 = 4;
+/// Slot size the collector uses, bytes (a slot chunk says its own).
+pub const SLOT_SIZE: u32 = 4096;
+/// First version with slot chunks ([`CHUNK_SLOTS`]).
+pub const SLOTS_VERSION: u32 = 3;
 
 /// Slots of the object index table the collector creates.
 pub const OBJECT_SLOTS: u32 = 65536;

@@ -947,8 +947,17 @@ impl LockTrace {
                 )
                 .collect()
         };
+        // (a slot chunk's slots each count as a chunk of their own)
+        let scanned = scanned.into_iter().flat_map(|scan| match scan {
+            ChunkScan::Slots(slots) => slots,
+            scan => vec![scan],
+        });
         for scan in scanned {
             match scan {
+                // (never nested: scan_slots makes a slot that says it is a
+                // slot chunk damage)
+                ChunkScan::Slots(_) => {}
+                ChunkScan::Bad(d) => trace.damage.push(d),
                 ChunkScan::Lost => lost += 1,
                 ChunkScan::Unreadable(begin, e) => match &mut unreadable {
                     Some((count, _, _)) => *count += 1,
@@ -1209,6 +1218,12 @@ enum ChunkScan {
         calibration: Option<CalibrationPoint>,
         bad: u64,
     },
+    /// A slot chunk ([`format::CHUNK_SLOTS`]): the scans of its slots that
+    /// were handed out (each a COUNTS or record chunk of its own), in
+    /// slot order.
+    Slots(Vec<ChunkScan>),
+    /// A chunk that cannot be read as what it says it is.
+    Bad(Damage),
     /// A record chunk. Stack indices in `chunk.span.pending_after` and in
     /// `creations` count from 0 in this chunk (`stacks` in order, each
     /// with its STACK record's file offset); the join adds the stacks of
@@ -1260,6 +1275,9 @@ impl ScanContext<'_> {
             0
         };
         let single_threaded = flags & format::CHUNK_SINGLE_THREADED != 0;
+        if self.version >= format::SLOTS_VERSION && flags & format::CHUNK_SLOTS != 0 {
+            return self.scan_slots(c, begin);
+        }
         if flags & format::CHUNK_COUNTS != 0 {
             let mut bad = 0u64;
             let entries = c[format::CHUNK_HEADER_SIZE..]
@@ -1377,6 +1395,41 @@ impl ScanContext<'_> {
             damage,
             dangling: cursor.dangling,
         }
+    }
+}
+
+impl ScanContext<'_> {
+    /// Scans the slots of slot chunk `c` (at file offset `begin`), each as
+    /// a chunk of the slot size its header gives
+    /// ([`format::CHUNK_SLOTS`]); slots never handed out (no chunk magic)
+    /// are left out. A slot size that does not fit the chunk, or a slot
+    /// that says it is a slot chunk itself, is damage.
+    fn scan_slots(&self, c: &[u8], begin: u64) -> ChunkScan {
+        let size = u32_at(c, ch::SEQUENCE) as usize;
+        let header = format::CHUNK_HEADER_SIZE;
+        if !size.is_multiple_of(8) || size < header + 8 || header + size > c.len() {
+            return ChunkScan::Bad(Damage::BadRecord {
+                offset: begin,
+                problem: format!("a slot chunk with slots of {size} bytes, which do not fit"),
+            });
+        }
+        let scans = c[header..]
+            .chunks_exact(size)
+            .enumerate()
+            .filter(|(_, slot)| u32_at(slot, ch::MAGIC) == format::CHUNK_MAGIC)
+            .map(|(k, slot)| {
+                let at = begin + (header + k * size) as u64;
+                if u32_at(slot, ch::FLAGS) & format::CHUNK_SLOTS != 0 {
+                    ChunkScan::Bad(Damage::BadRecord {
+                        offset: at,
+                        problem: "a slot that says it is a slot chunk".to_string(),
+                    })
+                } else {
+                    self.scan(slot, at)
+                }
+            })
+            .collect();
+        ChunkScan::Slots(scans)
     }
 }
 

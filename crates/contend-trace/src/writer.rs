@@ -78,6 +78,13 @@ pub struct TraceBuilder {
     /// the thread's records at or after its ticks (a STACK record carries
     /// no time; the reader gives it to the operation that follows).
     pub stacks: Vec<(u32, Vec<BuiltStack>)>,
+    /// Slot chunks (version 3, [`format::CHUNK_SLOTS`]): each thread's
+    /// first record chunk and each COUNTS chunk whose contents fit in a
+    /// slot of [`format::SLOT_SIZE`] bytes is written as a slot of a slot
+    /// chunk instead, as the collector writes a thread's first chunks once
+    /// its process has a second thread (`chunk_size` must hold a header
+    /// and a slot).
+    pub slot_chunks: bool,
 }
 
 /// One record of a thread as it is written: its tag, the object and site
@@ -171,6 +178,7 @@ impl Default for TraceBuilder {
             omp: Vec::new(),
             futex: Vec::new(),
             stacks: Vec::new(),
+            slot_chunks: false,
         }
     }
 }
@@ -241,6 +249,35 @@ impl TraceBuilder {
             put64(&mut c, 24, ticks);
         }
         c
+    }
+
+    /// `chunks` with every thread's first record chunk and every COUNTS
+    /// chunk whose bytes past [`format::SLOT_SIZE`] are all zero moved into
+    /// slot chunks, in order ([`TraceBuilder::slot_chunks`]).
+    fn slotted(&self, chunks: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let cs = self.chunk_size as usize;
+        let size = format::SLOT_SIZE as usize;
+        let header = format::CHUNK_HEADER_SIZE;
+        assert!(cs >= header + size, "a chunk too small for a slot");
+        let per_chunk = (cs - header) / size;
+        let fits = |c: &[u8]| {
+            let flags = u32::from_le_bytes(c[12..16].try_into().expect("4 bytes"));
+            let seq = u32::from_le_bytes(c[8..12].try_into().expect("4 bytes"));
+            (flags & format::CHUNK_COUNTS != 0 || seq == 0) && c[size..].iter().all(|&b| b == 0)
+        };
+        let (slotted, mut rest): (Vec<_>, Vec<_>) = chunks.into_iter().partition(|c| fits(c));
+        for group in slotted.chunks(per_chunk) {
+            let mut c = vec![0u8; cs];
+            put32(&mut c, 0, format::CHUNK_MAGIC);
+            put32(&mut c, 8, format::SLOT_SIZE);
+            put32(&mut c, 12, format::CHUNK_SLOTS);
+            for (k, slot) in group.iter().enumerate() {
+                let at = header + k * size;
+                c[at..at + size].copy_from_slice(&slot[..size]);
+            }
+            rest.push(c);
+        }
+        rest
     }
 
     /// Serialises the trace; panics only on programmer error (more than
@@ -361,6 +398,9 @@ impl TraceBuilder {
                 }
                 chunks.push(c);
             }
+        }
+        if self.slot_chunks {
+            chunks = self.slotted(chunks);
         }
         let mut out = vec![0u8; data_off + chunks.len() * cs];
         out[h::MAGIC..h::MAGIC + 8].copy_from_slice(format::MAGIC);

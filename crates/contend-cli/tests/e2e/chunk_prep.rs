@@ -4,7 +4,10 @@
 //! trace's next chunks ready ahead, the threads' claims take them
 //! without writing zeros, and the recording is the same as one made
 //! without the preparer (`CONTEND_PREPARE_CHUNKS=0`): every acquisition,
-//! every thread.
+//! every thread. The threads claim chunks of their own (`CONTEND_SLOTS=0`):
+//! with slots, the default, a short thread's first records go into a slot
+//! of a shared slot chunk (docs/trace-format.md, "Slot chunks") and it
+//! claims no chunk the preparer could have made ready.
 
 use std::process::Command;
 
@@ -32,7 +35,8 @@ fn record_churn(light: bool, prepare: bool) -> (Value, Value) {
         .arg("--")
         .arg(&prog)
         .args([BATCHES, BATCH, PER_THREAD, 5].map(|n| n.to_string()))
-        .env("CONTEND_PREPARE_CHUNKS", if prepare { "1" } else { "0" });
+        .env("CONTEND_PREPARE_CHUNKS", if prepare { "1" } else { "0" })
+        .env("CONTEND_SLOTS", "0");
     let out = run_timeout(cmd, RUN_TIMEOUT);
     assert!(out.success(), "{}", out.describe());
     let acquisitions = BATCHES * BATCH * PER_THREAD;

@@ -1067,4 +1067,93 @@ fn chunk_windows_keep_every_event() {
     assert_lock_events(&report, "long_lock", 140);
     assert_lock_events(&report, "short_lock", 70 * 31);
     assert_lock_events(&report, "writer_lock", 20_000);
+    // Without slots (collector.c, "Slots") every thread claims a chunk of
+    // its own out of the windows, the case this program was written for.
+    let own_dir = tmp.path().join("no-slots");
+    let mut cmd = Command::new(contend_bin());
+    cmd.env("CONTEND_SLOTS", "0")
+        .arg("record")
+        .arg("-o")
+        .arg(&own_dir)
+        .arg("--")
+        .arg(&exe);
+    let own = run_timeout(cmd, RUN_TIMEOUT);
+    assert_eq!(own.code(), Some(0), "{}", own.describe());
+    assert!(
+        chunks_claimed(&own_dir).iter().sum::<u32>() >= 70 + 70 * 31,
+        "a chunk per thread without slots"
+    );
+    let report = report_json(&own_dir);
+    assert_lock_events(&report, "long_lock", 140);
+    assert_lock_events(&report, "short_lock", 70 * 31);
+    assert_lock_events(&report, "writer_lock", 20_000);
+}
+
+/// `chunks_claimed` of each lock trace of the recording in `dir`.
+fn chunks_claimed(dir: &Path) -> Vec<u32> {
+    use contend_trace::format::header as h;
+    std::fs::read_dir(dir.join("locks"))
+        .unwrap()
+        .map(|e| {
+            let bytes = std::fs::read(e.unwrap().path()).unwrap();
+            u32::from_le_bytes(
+                bytes[h::CHUNKS_CLAIMED..h::CHUNKS_CLAIMED + 4]
+                    .try_into()
+                    .unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Slots (collector.c, "Slots"; trace format version 3): a thread's first
+/// records and its first count table go into 4 KiB slots of a slot chunk
+/// that up to 31 threads share, and a thread that fills its slot goes on
+/// in chunks of its own. tests/programs/slot_threads.c starts 100 threads
+/// in waves (slots handed out while others are given back), every fourth
+/// of which leaves its slot, then 8 threads that are cancelled where they
+/// block (their slots given back as they unwind), then forks a child that
+/// starts 40 threads of its own (the child's slots come from its own
+/// trace). Every acquisition
+/// is in the report, in both modes, and the traces hold far fewer chunks
+/// than threads.
+#[test]
+fn slots_keep_every_event_of_short_and_long_threads() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let exe = build("slot_threads.c", &[]);
+    let tmp = tempdir();
+    let (dir, rec, report) = same_with_and_without(tmp.path(), &exe, &[]);
+    assert!(
+        rec.stdout.contains("parent expected=39533 taken=39533")
+            && rec.stdout.contains("child expected=15630 taken=15630"),
+        "{}",
+        rec.describe()
+    );
+    assert_lock_events(&report, "counted_lock", 39_533 + 15_630);
+    // parent: 4 slot chunks for 108 threads, 25 threads with chunks of
+    // their own (1 or 2 each: 1,500 pairs are about 24 KiB of records),
+    // main's; child: 2 slot chunks, 10 threads' own, its main thread's
+    let claimed = chunks_claimed(&dir);
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    assert!(
+        claimed.iter().sum::<u32>() < 108 + 40,
+        "fewer chunks than threads: {claimed:?}"
+    );
+    // light mode: each thread's count table is a slot too
+    let light_dir = tmp.path().join("light");
+    let mut cmd = Command::new(contend_bin());
+    cmd.arg("record")
+        .arg("--light")
+        .arg("-o")
+        .arg(&light_dir)
+        .arg("--")
+        .arg(&exe);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let report = report_json(&light_dir);
+    assert_lock_events(&report, "counted_lock", 39_533 + 15_630);
+    assert!(
+        chunks_claimed(&light_dir).iter().sum::<u32>() < 108 + 40,
+        "light: fewer chunks than threads"
+    );
 }

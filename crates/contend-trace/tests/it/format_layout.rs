@@ -108,6 +108,8 @@ fn table() -> Vec<Line> {
             "CONTEND_CHUNK_SINGLE_THREADED",
             format::CHUNK_SINGLE_THREADED
         ),
+        int!("CONTEND_CHUNK_SLOTS", format::CHUNK_SLOTS),
+        int!("CONTEND_SLOT_SIZE", format::SLOT_SIZE),
         int!("CONTEND_PHASE_RELEASED", Phase::Released),
         int!("CONTEND_PHASE_UNTIMED", Phase::Untimed),
         int!("sizeof(contend_count)", format::count::SIZE),

@@ -452,3 +452,168 @@ fn stacks_keep_their_operations_across_chunks_scanned_apart() {
         );
     }
 }
+
+/// A trace of four threads in 16 KiB chunks, light mode: three short ones
+/// (their first record chunk and their COUNTS table each fit in a slot,
+/// [`format::SLOT_SIZE`]), one long (its first chunk does not), one of
+/// them with a stack; written as plain chunks or, with `slot_chunks`, with
+/// the short ones' chunks in slot chunks as the collector writes them.
+fn four_thread_light_trace(slot_chunks: bool) -> TraceBuilder {
+    let mut b = TraceBuilder {
+        chunk_size: 16384,
+        light: true,
+        slot_chunks,
+        ..TraceBuilder::default()
+    };
+    for (tid, pairs) in [(21u32, 3u64), (22, 2_000), (23, 40), (24, 1)] {
+        let ops = (0..pairs)
+            .flat_map(|i| {
+                let t = 1_000 * u64::from(tid) + i * 50;
+                [
+                    op(
+                        t,
+                        0x5000 + u64::from(tid % 2),
+                        0x401000,
+                        Primitive::Mutex,
+                        Phase::Request,
+                    ),
+                    op(
+                        t + 10,
+                        0x5000 + u64::from(tid % 2),
+                        0x401000,
+                        Primitive::Mutex,
+                        Phase::Acquired,
+                    ),
+                    op(
+                        t + 20,
+                        0x5000 + u64::from(tid % 2),
+                        0x401010,
+                        Primitive::Mutex,
+                        Phase::Release,
+                    ),
+                ]
+            })
+            .collect();
+        b.threads.push((tid, ops));
+        b.counted.push((
+            tid,
+            vec![contend_trace::Counted {
+                object: 0x6000,
+                site: 0x402000 + u64::from(tid),
+                primitive: Primitive::Mutex,
+                count: u64::from(tid) * 7,
+            }],
+        ));
+    }
+    b.stacks
+        .push((23, vec![(23_000, vec![0x401000, 0x400500, 0x400100])]));
+    b
+}
+
+/// Slot chunks (version 3): a thread's first chunks taken as slots read
+/// as the same threads, operations, counts and stacks as the same chunks
+/// written as chunks of their own.
+#[test]
+fn slots_read_as_the_chunks_they_replace() {
+    let plain_bytes = four_thread_light_trace(false).to_bytes();
+    let slotted_bytes = four_thread_light_trace(true).to_bytes();
+    // 3 first record chunks and 4 COUNTS tables fit in slots: 7 chunks
+    // fewer, and 3 slot chunks of 3 slots each more
+    let claimed = |b: &[u8]| {
+        u32::from_le_bytes(
+            b[h::CHUNKS_CLAIMED..h::CHUNKS_CLAIMED + 4]
+                .try_into()
+                .unwrap(),
+        )
+    };
+    assert_eq!(claimed(&slotted_bytes) + 4, claimed(&plain_bytes));
+    let plain = LockTrace::decode(Path::new("plain"), &plain_bytes).unwrap();
+    let slotted = LockTrace::decode(Path::new("slotted"), &slotted_bytes).unwrap();
+    assert!(slotted.damage.is_empty(), "{:?}", slotted.damage);
+    assert_eq!(plain.damage, slotted.damage);
+    assert_eq!(plain.threads.len(), 4);
+    assert_eq!(slotted.threads.len(), 4);
+    for (a, b) in plain.threads.iter().zip(&slotted.threads) {
+        assert_eq!(a.tid, b.tid);
+        assert_eq!(a.op_count, b.op_count);
+        assert_eq!(a.counted, b.counted);
+        assert_eq!(
+            plain.ops(a).collect::<Vec<_>>(),
+            slotted.ops(b).collect::<Vec<_>>()
+        );
+    }
+    assert_eq!(plain.stacks, slotted.stacks);
+    decode_every_op(&slotted);
+}
+
+/// A slot chunk whose slot size does not fit, and a slot that says it is a
+/// slot chunk, are damage that names them; the other threads still read.
+#[test]
+fn a_bad_slot_chunk_is_damage() {
+    let bytes = four_thread_light_trace(true).to_bytes();
+    let data = u64::from_le_bytes(
+        bytes[h::DATA_OFFSET..h::DATA_OFFSET + 8]
+            .try_into()
+            .unwrap(),
+    ) as usize;
+    let chunks = (bytes.len() - data) / 16384;
+    let slot_chunk = (0..chunks)
+        .map(|k| data + k * 16384)
+        .find(|&at| {
+            u32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap()) & format::CHUNK_SLOTS
+                != 0
+        })
+        .expect("a slot chunk");
+    for (what, at, value) in [
+        ("slots of 20000 bytes", slot_chunk + 8, 20_000u32),
+        ("slots of 4 bytes", slot_chunk + 8, 4),
+        (
+            "a slot that says it is a slot chunk",
+            slot_chunk + format::CHUNK_HEADER_SIZE + 12,
+            format::CHUNK_SLOTS,
+        ),
+    ] {
+        let mut bad = bytes.clone();
+        bad[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let t = LockTrace::decode(Path::new("bad"), &bad).unwrap();
+        assert!(
+            t.damage.iter().any(
+                |d| matches!(d, Damage::BadRecord { problem, .. } if problem.contains("slot"))
+            ),
+            "{what}: {:?}",
+            t.damage
+        );
+        // the long thread's chunks are its own
+        assert!(
+            t.threads.iter().any(|th| th.tid == 22 && th.op_count > 0),
+            "{what}"
+        );
+        decode_every_op(&t);
+    }
+}
+
+#[test]
+fn random_corruption_of_slot_chunks_never_panics() {
+    let base = four_thread_light_trace(true).to_bytes();
+    let data =
+        u64::from_le_bytes(base[h::DATA_OFFSET..h::DATA_OFFSET + 8].try_into().unwrap()) as usize;
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..300 {
+        let mut bytes = base.clone();
+        // (in the chunks: the slot chunks' headers and slots among them)
+        for _ in 0..20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = data + (x as usize) % (bytes.len() - data);
+            bytes[at] = (x >> 32) as u8;
+        }
+        x ^= x << 13;
+        let cut = (x as usize) % bytes.len();
+        for b in [&bytes[..], &bytes[..cut]] {
+            if let Ok(t) = LockTrace::decode(Path::new("f"), b) {
+                decode_every_op(&t);
+            }
+        }
+    }
+}

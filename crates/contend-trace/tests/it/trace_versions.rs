@@ -71,6 +71,7 @@ fn version_2_light_trace_reads_counts_phases_and_cost() {
             ),
         ],
         cost: (777_000, 7_500, 1_600),
+        version: 2,
         ..TraceBuilder::default()
     };
     let t = LockTrace::decode(Path::new("v2.ctrace"), &b.to_bytes()).unwrap();
