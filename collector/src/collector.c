@@ -1053,7 +1053,10 @@ static void *map_new_chunk(size_t populate_len, size_t zero_len, uint32_t *index
  * the window stays mapped until every slot is given back (the slot chunk
  * holds its window too until its last slot is handed out); a slot chunk
  * that had to be mapped by itself (no window slot free) is given back at
- * once and the thread claims a chunk of its own. CONTEND_SLOTS=0 turns
+ * once and the thread claims a chunk of its own. When half the slots of
+ * the current slot chunk are handed out, the thread that took the half
+ * makes the next one (its spare) outside the lock, so that threads
+ * starting in a burst do not wait for its zeros. CONTEND_SLOTS=0 turns
  * slots off.
  */
 static struct {
@@ -1062,6 +1065,9 @@ static struct {
     uint32_t index; /* its chunk index                                  */
     uint32_t next;  /* its next slot to hand out                        */
     uint32_t count; /* its slots                                        */
+    char *spare;    /* the next slot chunk, made ahead (NULL: none)     */
+    uint32_t spare_index;
+    uint32_t making; /* a thread is making the spare                    */
 } S;
 
 /* Whether a thread's first chunk (of records or counts) claimed now is a
@@ -1076,37 +1082,61 @@ static int slots_wanted(void)
 /* A slot of CONTEND_SLOT_SIZE bytes, written with zeros and faulted in,
  * its header still to write; `*index` gets its slot chunk's index. NULL
  * when no slot chunk can be had. Called with the BUSY guard set. */
+/* A new slot chunk: claimed, written with zeros, faulted in, its header
+ * stored; NULL when none can be had (or it could only be mapped by
+ * itself). `*index` gets its chunk index. */
+static char *new_slot_chunk(uint32_t *index)
+{
+    uint64_t size = contend_g.chunk_size;
+    char *m = map_new_chunk(size, size, index);
+    if (m && !window_use(m, 0)) {
+        window_release_chunk(m);
+        return NULL;
+    }
+    if (m) {
+        contend_chunk_header *ch = (contend_chunk_header *)m;
+        ch->tid = 0;
+        ch->sequence = CONTEND_SLOT_SIZE;
+        ch->flags = CONTEND_CHUNK_SLOTS;
+        clock_pair(&ch->base_ticks, &ch->monotonic_ns);
+        __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    }
+    return m;
+}
+
+/* Makes `m` (chunk `index`) the current slot chunk. Under S.lock. */
+static void use_slot_chunk(char *m, uint32_t index)
+{
+    S.base = m;
+    S.index = index;
+    S.next = 0;
+    S.count = (uint32_t)((contend_g.chunk_size - CONTEND_CHUNK_HEADER_SIZE) / CONTEND_SLOT_SIZE);
+}
+
 static void *claim_slot(uint32_t *index)
 {
     char *slot = NULL;
-    /* The zeros of a new slot chunk are written under the lock, and
-     * pwritev is a cancellation point: a thread cancelled there would
-     * leave the lock held. Cancellation waits until the claim is done (a
-     * request that came meanwhile acts at the thread's next cancellation
-     * point, as it would have without the collector). */
+    /* The zeros of a new slot chunk are written under the lock (or while
+     * S.making is set), and pwritev is a cancellation point: a thread
+     * cancelled there would leave the lock held. Cancellation waits until
+     * the claim is done (a request that came meanwhile acts at the
+     * thread's next cancellation point, as it would have without the
+     * collector). */
     int cancel_state = PTHREAD_CANCEL_ENABLE;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     futex_lock(&S.lock);
+    if (!S.base && S.spare) {
+        use_slot_chunk(S.spare, S.spare_index);
+        S.spare = NULL;
+    }
     if (!S.base) {
-        uint64_t size = contend_g.chunk_size;
+        /* the process's first slot chunk, or a burst of new threads that
+         * used up the spare before the next was ready: made here, while
+         * the others wait */
         uint32_t idx;
-        char *m = map_new_chunk(size, size, &idx);
-        if (m && !window_use(m, 0)) {
-            window_release_chunk(m);
-            m = NULL;
-        }
-        if (m) {
-            contend_chunk_header *ch = (contend_chunk_header *)m;
-            ch->tid = 0;
-            ch->sequence = CONTEND_SLOT_SIZE;
-            ch->flags = CONTEND_CHUNK_SLOTS;
-            clock_pair(&ch->base_ticks, &ch->monotonic_ns);
-            __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
-            S.base = m;
-            S.index = idx;
-            S.next = 0;
-            S.count = (uint32_t)((size - CONTEND_CHUNK_HEADER_SIZE) / CONTEND_SLOT_SIZE);
-        }
+        char *m = new_slot_chunk(&idx);
+        if (m)
+            use_slot_chunk(m, idx);
     }
     if (S.base && window_use(S.base, 1)) {
         slot = S.base + CONTEND_CHUNK_HEADER_SIZE + (uint64_t)S.next * CONTEND_SLOT_SIZE;
@@ -1118,7 +1148,29 @@ static void *claim_slot(uint32_t *index)
             S.base = NULL;
         }
     }
+    /* Half the slots handed out: the next slot chunk is made now, by this
+     * thread, outside the lock, so that the threads that come meanwhile
+     * do not wait for its zeros (a process of fewer threads never makes
+     * one it does not use). */
+    int make_spare = slot && !S.spare && !S.making && (!S.base || S.next >= S.count / 2);
+    if (make_spare)
+        S.making = 1;
     futex_unlock(&S.lock);
+    if (make_spare) {
+        uint32_t idx = 0;
+        char *m = new_slot_chunk(&idx);
+        futex_lock(&S.lock);
+        if (m && !S.base && !S.spare)
+            use_slot_chunk(m, idx);
+        else if (m && !S.spare) {
+            S.spare = m;
+            S.spare_index = idx;
+        } else if (m) {
+            window_release_chunk(m); /* cannot happen: only one is made */
+        }
+        S.making = 0;
+        futex_unlock(&S.lock);
+    }
     int ignored;
     pthread_setcancelstate(cancel_state, &ignored);
     return slot;
@@ -1133,7 +1185,8 @@ static void slots_after_fork(struct contend_thread *ts)
     if (ts->slotted & CONTEND_SLOTTED_COUNTS)
         ts->count_chunk = NULL;
     ts->slotted = 0;
-    S.base = NULL;
+    S.base = S.spare = NULL;
+    S.making = 0;
     S.lock = 0;
 }
 
