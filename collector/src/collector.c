@@ -1079,9 +1079,6 @@ static int slots_wanted(void)
            !contend_process_single_threaded();
 }
 
-/* A slot of CONTEND_SLOT_SIZE bytes, written with zeros and faulted in,
- * its header still to write; `*index` gets its slot chunk's index. NULL
- * when no slot chunk can be had. Called with the BUSY guard set. */
 /* A new slot chunk: claimed, written with zeros, faulted in, its header
  * stored; NULL when none can be had (or it could only be mapped by
  * itself). `*index` gets its chunk index. */
@@ -1113,6 +1110,9 @@ static void use_slot_chunk(char *m, uint32_t index)
     S.count = (uint32_t)((contend_g.chunk_size - CONTEND_CHUNK_HEADER_SIZE) / CONTEND_SLOT_SIZE);
 }
 
+/* A slot of CONTEND_SLOT_SIZE bytes, written with zeros and faulted in,
+ * its header still to write; `*index` gets its slot chunk's index. NULL
+ * when no slot chunk can be had. Called with the BUSY guard set. */
 static void *claim_slot(uint32_t *index)
 {
     char *slot = NULL;
