@@ -1105,6 +1105,84 @@ fn chunks_claimed(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// The record slots handed out and the threads' first record chunks of
+/// their own (sequence 0, not in a slot chunk) of the lock traces of the
+/// recording in `dir` (docs/trace-format.md, "Slot chunks").
+fn first_record_chunks(dir: &Path) -> (usize, usize) {
+    use contend_trace::format::{self, chunk, header as h};
+    let (mut slots, mut own) = (0, 0);
+    for e in std::fs::read_dir(dir.join("locks")).unwrap() {
+        let bytes = std::fs::read(e.unwrap().path()).unwrap();
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let size = u32_at(h::CHUNK_SIZE) as usize;
+        let data = u64::from_le_bytes(
+            bytes[h::DATA_OFFSET..h::DATA_OFFSET + 8]
+                .try_into()
+                .unwrap(),
+        ) as usize;
+        for at in (0..u32_at(h::CHUNKS_CLAIMED) as usize).map(|i| data + i * size) {
+            if at + size > bytes.len() || u32_at(at + chunk::MAGIC) != format::CHUNK_MAGIC {
+                continue;
+            }
+            let flags = u32_at(at + chunk::FLAGS);
+            if flags & format::CHUNK_SLOTS != 0 {
+                let slot = u32_at(at + chunk::SEQUENCE) as usize;
+                slots += (0..(size - format::CHUNK_HEADER_SIZE) / slot)
+                    .map(|k| at + format::CHUNK_HEADER_SIZE + k * slot)
+                    .filter(|&s| {
+                        u32_at(s + chunk::MAGIC) == format::CHUNK_MAGIC
+                            && u32_at(s + chunk::FLAGS) & format::CHUNK_COUNTS == 0
+                    })
+                    .count();
+            } else if flags & format::CHUNK_COUNTS == 0 && u32_at(at + chunk::SEQUENCE) == 0 {
+                own += 1;
+            }
+        }
+    }
+    (slots, own)
+}
+
+/// A thread that fills its slot pays for a slot and a chunk of its own,
+/// so a process whose threads write more than a slot holds stops handing
+/// out record slots (collector.c, `record_slots_wanted`): 64 threads in 4
+/// batches of 16 (tests/programs/thread_churn.c), 300 pairs each (about
+/// 5 KiB of records): after the first threads filled theirs, the others
+/// start in chunks of their own. With 5 pairs each, all but the main
+/// thread start in slots. Every acquisition is kept either way.
+#[test]
+fn threads_that_outgrow_their_slots_start_in_chunks_of_their_own() {
+    require_tool!("gcc");
+    let _serial = serial();
+    let exe = build("thread_churn.c", &[]);
+    let tmp = tempdir();
+    for (pairs, long) in [(300u64, true), (5, false)] {
+        let dir = tmp.path().join(format!("churn-{pairs}"));
+        let mut cmd = Command::new(contend_bin());
+        cmd.arg("record")
+            .arg("-o")
+            .arg(&dir)
+            .arg("--")
+            .arg(&exe)
+            .args(["4", "16", &pairs.to_string(), "5"]);
+        let out = run_timeout(cmd, RUN_TIMEOUT);
+        assert_eq!(out.code(), Some(0), "{}", out.describe());
+        let report = report_json(&dir);
+        assert_eq!(
+            report["locks"]["summary"]["events"].as_u64(),
+            Some(64 * pairs),
+            "{}",
+            report["locks"]["summary"]
+        );
+        let (slots, own) = first_record_chunks(&dir);
+        assert_eq!(slots + own, 64 + 1, "slots {slots}, own {own}");
+        if long {
+            assert!(slots <= 16 && own >= 48, "slots {slots}, own {own}");
+        } else {
+            assert!(slots == 64 && own == 1, "slots {slots}, own {own}");
+        }
+    }
+}
+
 /// Slots (collector.c, "Slots"; trace format version 3): a thread's first
 /// records and its first count table go into 4 KiB slots of a slot chunk
 /// that up to 31 threads share, and a thread that fills its slot goes on
