@@ -205,6 +205,20 @@ static int cap_allows(uint64_t bytes)
     return 0;
 }
 
+/* Environment variable `name` as a flag: "1" or "0", `dflt` when unset or
+ * empty; any other value is reported (bad_value) and `dflt` taken. */
+static int env_flag(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    if (strcmp(v, "1") == 0)
+        return 1;
+    if (strcmp(v, "0") != 0)
+        bad_value(name, v);
+    return strcmp(v, "0") == 0 ? 0 : dflt;
+}
+
 static void parse_config(void)
 {
     if (C.configured)
@@ -269,14 +283,7 @@ static void parse_config(void)
             bad_value("CONTEND_STACK_EVERY", every);
     }
 
-    contend_g.light = 0;
-    const char *light = getenv("CONTEND_LIGHT");
-    if (light && *light) {
-        if (strcmp(light, "1") == 0)
-            contend_g.light = 1;
-        else if (strcmp(light, "0") != 0)
-            bad_value("CONTEND_LIGHT", light);
-    }
+    contend_g.light = env_flag("CONTEND_LIGHT", 0);
 
     contend_g.nt_stores = 0;
     const char *nt = getenv("CONTEND_NT_STORES");
@@ -292,14 +299,7 @@ static void parse_config(void)
 #endif
     }
 
-    C.slots = 1;
-    const char *slots = getenv("CONTEND_SLOTS");
-    if (slots && *slots) {
-        if (strcmp(slots, "0") == 0)
-            C.slots = 0;
-        else if (strcmp(slots, "1") != 0)
-            bad_value("CONTEND_SLOTS", slots);
-    }
+    C.slots = env_flag("CONTEND_SLOTS", 1);
 
     uint64_t chunk = CONTEND_DEFAULT_CHUNK_SIZE;
     const char *kb = getenv("CONTEND_CHUNK_KB");

@@ -1053,40 +1053,41 @@ fn chunk_windows_keep_every_event() {
     assert_lock_events(&report, "long_lock", 140);
     assert_lock_events(&report, "short_lock", 70 * 31);
     assert_lock_events(&report, "writer_lock", 20_000);
-    let light_dir = tmp.path().join("light");
-    let mut cmd = Command::new(contend_bin());
-    cmd.arg("record")
-        .arg("--light")
-        .arg("-o")
-        .arg(&light_dir)
-        .arg("--")
-        .arg(&exe);
-    let light = run_timeout(cmd, RUN_TIMEOUT);
-    assert_eq!(light.code(), Some(0), "{}", light.describe());
-    let report = report_json(&light_dir);
+    let report = record_report(&tmp.path().join("light"), &exe, &[], true, &[]);
     assert_lock_events(&report, "long_lock", 140);
     assert_lock_events(&report, "short_lock", 70 * 31);
     assert_lock_events(&report, "writer_lock", 20_000);
     // Without slots (collector.c, "Slots") every thread claims a chunk of
     // its own out of the windows, the case this program was written for.
     let own_dir = tmp.path().join("no-slots");
-    let mut cmd = Command::new(contend_bin());
-    cmd.env("CONTEND_SLOTS", "0")
-        .arg("record")
-        .arg("-o")
-        .arg(&own_dir)
-        .arg("--")
-        .arg(&exe);
-    let own = run_timeout(cmd, RUN_TIMEOUT);
-    assert_eq!(own.code(), Some(0), "{}", own.describe());
+    let report = record_report(&own_dir, &exe, &[], false, &[("CONTEND_SLOTS", "0")]);
     assert!(
         chunks_claimed(&own_dir).iter().sum::<u32>() >= 70 + 70 * 31,
         "a chunk per thread without slots"
     );
-    let report = report_json(&own_dir);
     assert_lock_events(&report, "long_lock", 140);
     assert_lock_events(&report, "short_lock", 70 * 31);
     assert_lock_events(&report, "writer_lock", 20_000);
+}
+
+/// `contend record [--light] -o dir -- exe args` with `env` set, which
+/// must exit 0; its JSON report.
+fn record_report(
+    dir: &Path,
+    exe: &Path,
+    args: &[&str],
+    light: bool,
+    env: &[(&str, &str)],
+) -> Value {
+    let mut cmd = Command::new(contend_bin());
+    cmd.envs(env.iter().copied()).arg("record");
+    if light {
+        cmd.arg("--light");
+    }
+    cmd.arg("-o").arg(dir).arg("--").arg(exe).args(args);
+    let out = run_timeout(cmd, RUN_TIMEOUT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    report_json(dir)
 }
 
 /// `chunks_claimed` of each lock trace of the recording in `dir`.
@@ -1157,16 +1158,13 @@ fn threads_that_outgrow_their_slots_start_in_chunks_of_their_own() {
     let tmp = tempdir();
     for (pairs, long) in [(300u64, true), (5, false)] {
         let dir = tmp.path().join(format!("churn-{pairs}"));
-        let mut cmd = Command::new(contend_bin());
-        cmd.arg("record")
-            .arg("-o")
-            .arg(&dir)
-            .arg("--")
-            .arg(&exe)
-            .args(["4", "16", &pairs.to_string(), "5"]);
-        let out = run_timeout(cmd, RUN_TIMEOUT);
-        assert_eq!(out.code(), Some(0), "{}", out.describe());
-        let report = report_json(&dir);
+        let report = record_report(
+            &dir,
+            &exe,
+            &["4", "16", &pairs.to_string(), "5"],
+            false,
+            &[],
+        );
         assert_eq!(
             report["locks"]["summary"]["events"].as_u64(),
             Some(64 * pairs),
@@ -1219,16 +1217,7 @@ fn slots_keep_every_event_of_short_and_long_threads() {
     );
     // light mode: each thread's count table is a slot too
     let light_dir = tmp.path().join("light");
-    let mut cmd = Command::new(contend_bin());
-    cmd.arg("record")
-        .arg("--light")
-        .arg("-o")
-        .arg(&light_dir)
-        .arg("--")
-        .arg(&exe);
-    let out = run_timeout(cmd, RUN_TIMEOUT);
-    assert_eq!(out.code(), Some(0), "{}", out.describe());
-    let report = report_json(&light_dir);
+    let report = record_report(&light_dir, &exe, &[], true, &[]);
     assert_lock_events(&report, "counted_lock", 39_533 + 15_630);
     assert!(
         chunks_claimed(&light_dir).iter().sum::<u32>() < 108 + 40,
