@@ -36,16 +36,14 @@ one() { # $1 = mode: prints CPU ms of the threads' phase
   rm -rf "$d" && mkdir -p "$d/locks"
   case "$1" in
     plain) out=$("$OUT/thread_start" "$THREADS" "$ACQUISITIONS") ;;
-    record | record-noprep)
-      out=$(CONTEND_PREPARE_CHUNKS=$([ "$1" = record ] && echo 1 || echo 0) CONTEND_SERVICE_SOURCE=schedstat \
+    record | record-noprep | record-noslots)
+      out=$(CONTEND_PREPARE_CHUNKS=$([ "$1" = record-noprep ] && echo 0 || echo 1) \
+        CONTEND_SLOTS=$([ "$1" = record-noslots ] && echo 0 || echo 1) CONTEND_SERVICE_SOURCE=schedstat \
         "$CONTEND" record --force -o "$d" -- "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" 2>/dev/null)
       if [ "$1" = record ]; then
         python3 -c 'import json,sys; p=json.load(open(sys.argv[1])).get("chunk_preparation") or {}; print(p.get("cpu_ns", 0), p.get("claims_prepared", 0))' \
           "$d/meta.json" >>"$OUT/thread-start-prep.txt"
       fi ;;
-    record-noslots)
-      out=$(CONTEND_SLOTS=0 CONTEND_SERVICE_SOURCE=schedstat \
-        "$CONTEND" record --force -o "$d" -- "$OUT/thread_start" "$THREADS" "$ACQUISITIONS" 2>/dev/null) ;;
     *) out=$(CONTEND_DIR="$d" CONTEND_CLOCK="${clock[$1]}" CONTEND_TSC_HZ="${hz[$1]}" CONTEND_STACK_EVERY=0 LD_PRELOAD="${so[$1]}" \
       "$OUT/thread_start" "$THREADS" "$ACQUISITIONS") ;;
   esac

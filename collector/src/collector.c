@@ -214,9 +214,10 @@ static int env_flag(const char *name, int dflt)
         return dflt;
     if (strcmp(v, "1") == 0)
         return 1;
-    if (strcmp(v, "0") != 0)
-        bad_value(name, v);
-    return strcmp(v, "0") == 0 ? 0 : dflt;
+    if (strcmp(v, "0") == 0)
+        return 0;
+    bad_value(name, v);
+    return dflt;
 }
 
 static void parse_config(void)
@@ -285,19 +286,15 @@ static void parse_config(void)
 
     contend_g.light = env_flag("CONTEND_LIGHT", 0);
 
+#if CONTEND_HAVE_TSC && defined(__x86_64__)
+    contend_g.nt_stores = env_flag("CONTEND_NT_STORES", 0);
+#else
     contend_g.nt_stores = 0;
     const char *nt = getenv("CONTEND_NT_STORES");
-    if (nt && *nt) {
-#if CONTEND_HAVE_TSC && defined(__x86_64__)
-        if (strcmp(nt, "1") == 0)
-            contend_g.nt_stores = 1;
-        else if (strcmp(nt, "0") != 0)
-            bad_value("CONTEND_NT_STORES", nt);
-#else
+    if (nt && *nt)
         contend_say("CONTEND_NT_STORES is not supported on this architecture; ",
                     "using ordinary stores", NULL);
 #endif
-    }
 
     C.slots = env_flag("CONTEND_SLOTS", 1);
 
@@ -815,25 +812,31 @@ static void window_skip_chunk(uint32_t idx)
         contend_raw_munmap(unmap, window_bytes());
 }
 
+/* The window slot whose mapping holds `p`, -1 for none (a chunk mapped
+ * by itself). Under the windows' lock. */
+static int window_holding(const void *p)
+{
+    const char *c = p;
+    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
+        const char *b = W.slot[i].base;
+        if (b && c >= b && c < b + window_bytes())
+            return (int)i;
+    }
+    return -1;
+}
+
 /* Whether a window holds `p` (0: a chunk mapped by itself), counting
  * `more` users of it more (a slot handed out of a slot chunk in it: the
  * window then stays mapped until that user gives the slot back with
  * window_release_chunk). */
 static int window_use(const void *p, uint32_t more)
 {
-    const char *c = p;
-    int found = 0;
     lock_windows();
-    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
-        char *b = W.slot[i].base;
-        if (b && c >= b && c < b + window_bytes()) {
-            W.slot[i].live += more;
-            found = 1;
-            break;
-        }
-    }
+    int i = window_holding(p);
+    if (i >= 0)
+        W.slot[i].live += more;
     unlock_windows();
-    return found;
+    return i >= 0;
 }
 
 /* Gives back a chunk mapped by window_map_chunk: its window is unmapped
@@ -841,25 +844,17 @@ static int window_use(const void *p, uint32_t more)
  * itself is unmapped now. */
 static void window_release_chunk(void *chunk)
 {
-    char *c = chunk;
     void *unmap = NULL;
-    int in_window = 0;
     lock_windows();
-    for (uint32_t i = 0; i < WINDOW_SLOTS; i++) {
-        char *b = W.slot[i].base;
-        if (b && c >= b && c < b + window_bytes()) {
-            in_window = 1;
-            if (--W.slot[i].live == 0 && W.slot[i].handed >= WINDOW_CHUNKS) {
-                unmap = b;
-                W.slot[i].base = NULL;
-            }
-            break;
-        }
+    int i = window_holding(chunk);
+    if (i >= 0 && --W.slot[i].live == 0 && W.slot[i].handed >= WINDOW_CHUNKS) {
+        unmap = W.slot[i].base;
+        W.slot[i].base = NULL;
     }
     unlock_windows();
     if (unmap)
         contend_raw_munmap(unmap, window_bytes());
-    else if (!in_window)
+    else if (i < 0)
         contend_raw_munmap(chunk, contend_g.chunk_size);
 }
 
@@ -1066,7 +1061,6 @@ static struct {
     char *base;     /* the current slot chunk (NULL: none)              */
     uint32_t index; /* its chunk index                                  */
     uint32_t next;  /* its next slot to hand out                        */
-    uint32_t count; /* its slots                                        */
     char *spare;    /* the next slot chunk, made ahead (NULL: none)     */
     uint32_t spare_index;
     uint32_t making; /* a thread is making the spare                    */
@@ -1134,13 +1128,18 @@ static char *new_slot_chunk(uint32_t *index)
     return m;
 }
 
+/* Slots in a slot chunk (31 in a 128 KiB chunk). */
+static uint32_t slots_per_chunk(void)
+{
+    return (uint32_t)((contend_g.chunk_size - CONTEND_CHUNK_HEADER_SIZE) / CONTEND_SLOT_SIZE);
+}
+
 /* Makes `m` (chunk `index`) the current slot chunk. Under S.lock. */
 static void use_slot_chunk(char *m, uint32_t index)
 {
     S.base = m;
     S.index = index;
     S.next = 0;
-    S.count = (uint32_t)((contend_g.chunk_size - CONTEND_CHUNK_HEADER_SIZE) / CONTEND_SLOT_SIZE);
 }
 
 /* A slot of CONTEND_SLOT_SIZE bytes, written with zeros and faulted in,
@@ -1174,7 +1173,7 @@ static void *claim_slot(uint32_t *index)
     if (S.base && window_use(S.base, 1)) {
         slot = S.base + CONTEND_CHUNK_HEADER_SIZE + (uint64_t)S.next * CONTEND_SLOT_SIZE;
         *index = S.index;
-        if (++S.next == S.count) {
+        if (++S.next == slots_per_chunk()) {
             /* the last slot: the slot chunk's own hold on its window ends
              * (the slots' holds keep it mapped) */
             window_release_chunk(S.base);
@@ -1185,7 +1184,7 @@ static void *claim_slot(uint32_t *index)
      * thread, outside the lock, so that the threads that come meanwhile
      * do not wait for its zeros (a process of fewer threads never makes
      * one it does not use). */
-    int make_spare = slot && !S.spare && !S.making && (!S.base || S.next >= S.count / 2);
+    int make_spare = slot && !S.spare && !S.making && (!S.base || S.next >= slots_per_chunk() / 2);
     if (make_spare)
         S.making = 1;
     futex_unlock(&S.lock);
@@ -1193,13 +1192,12 @@ static void *claim_slot(uint32_t *index)
         uint32_t idx = 0;
         char *m = new_slot_chunk(&idx);
         futex_lock(&S.lock);
-        if (m && !S.base && !S.spare)
+        /* (only the maker sets the spare: there is none meanwhile) */
+        if (m && !S.base)
             use_slot_chunk(m, idx);
-        else if (m && !S.spare) {
+        else if (m) {
             S.spare = m;
             S.spare_index = idx;
-        } else if (m) {
-            window_release_chunk(m); /* cannot happen: only one is made */
         }
         S.making = 0;
         futex_unlock(&S.lock);

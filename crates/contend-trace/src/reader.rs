@@ -1396,9 +1396,7 @@ impl ScanContext<'_> {
             dangling: cursor.dangling,
         }
     }
-}
 
-impl ScanContext<'_> {
     /// Scans the slots of slot chunk `c` (at file offset `begin`), each as
     /// a chunk of the slot size its header gives
     /// ([`format::CHUNK_SLOTS`]); slots never handed out (no chunk magic)

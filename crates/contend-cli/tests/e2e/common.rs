@@ -635,6 +635,56 @@ pub fn warnings(report: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// One chunk header of a lock trace (docs/trace-format.md, "Chunks"): a
+/// chunk's, or a slot's of a slot chunk (`in_slot`; "Slot chunks").
+pub struct ChunkHead {
+    pub tid: u32,
+    pub sequence: u32,
+    pub flags: u32,
+    pub base_ticks: u64,
+    /// It has the chunk magic (the chunk was started).
+    pub started: bool,
+    pub in_slot: bool,
+}
+
+/// The chunks the lock trace at `path` claimed (its header's count), and
+/// the headers of those in the file, in file order, a slot chunk's by the
+/// headers of its slots that were handed out (a thread's first chunks once
+/// its process has a second thread; docs/trace-format.md, "Slot chunks").
+pub fn trace_chunk_heads(path: &Path) -> (usize, Vec<ChunkHead>) {
+    use contend_trace::format::{self, chunk, header as h};
+    let bytes = std::fs::read(path).unwrap();
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let head = |at: usize, in_slot: bool| ChunkHead {
+        tid: u32_at(at + chunk::TID),
+        sequence: u32_at(at + chunk::SEQUENCE),
+        flags: u32_at(at + chunk::FLAGS),
+        base_ticks: u64_at(at + chunk::BASE_TICKS),
+        started: u32_at(at + chunk::MAGIC) == format::CHUNK_MAGIC,
+        in_slot,
+    };
+    let size = u32_at(h::CHUNK_SIZE) as usize;
+    let data = u64_at(h::DATA_OFFSET) as usize;
+    let claimed = u32_at(h::CHUNKS_CLAIMED) as usize;
+    let heads = (0..claimed)
+        .map(|i| data + i * size)
+        .filter(|&at| at + size <= bytes.len())
+        .flat_map(|at| {
+            let c = head(at, false);
+            if c.flags & format::CHUNK_SLOTS == 0 {
+                return vec![c];
+            }
+            let slot = c.sequence as usize;
+            (0..(size - format::CHUNK_HEADER_SIZE) / slot)
+                .map(|k| head(at + format::CHUNK_HEADER_SIZE + k * slot, true))
+                .filter(|s| s.started)
+                .collect()
+        })
+        .collect();
+    (claimed, heads)
+}
+
 /// `<dir>/locks/*.ctrace` files.
 pub fn trace_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("locks"))

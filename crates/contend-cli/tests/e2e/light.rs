@@ -24,8 +24,19 @@ pub(crate) fn record_as(
     exe: &std::path::Path,
     args: &[&str],
 ) -> Output {
+    record_with_env(light, dir, exe, args, &[])
+}
+
+/// [`record_as`] with the variables `env` set.
+pub(crate) fn record_with_env(
+    light: bool,
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(contend_bin());
-    cmd.arg("record");
+    cmd.envs(env.iter().copied()).arg("record");
     if light {
         cmd.arg("--light");
     }
@@ -383,52 +394,12 @@ fn light_keeps_its_largest_count_table_and_records_what_it_cannot_count() {
     assert_eq!(counts_chunks, 4, "{claimed} chunks claimed");
 }
 
-/// One chunk header of a lock trace (docs/trace-format.md, "Chunks").
-struct ChunkHead {
-    tid: u32,
-    sequence: u32,
-    flags: u32,
-    base_ticks: u64,
-}
-
-/// The chunks the one lock trace of recording `dir` claimed (its header's
-/// count), and the headers of those in the file, in file order, a slot
-/// chunk's by the headers of its slots that were handed out (a thread's
-/// first chunks once its process has a second thread; docs/trace-format.md,
-/// "Slot chunks").
+/// The chunks the one lock trace of recording `dir` claimed, and the
+/// headers of those in the file ([`trace_chunk_heads`]).
 fn chunk_heads(dir: &std::path::Path) -> (usize, Vec<ChunkHead>) {
-    use contend_trace::format::{self, chunk, header as h};
     let traces = trace_files(dir);
     assert_eq!(traces.len(), 1, "{traces:?}");
-    let bytes = std::fs::read(&traces[0]).unwrap();
-    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-    let head = |at: usize| ChunkHead {
-        tid: u32_at(at + chunk::TID),
-        sequence: u32_at(at + chunk::SEQUENCE),
-        flags: u32_at(at + chunk::FLAGS),
-        base_ticks: u64_at(at + chunk::BASE_TICKS),
-    };
-    let size = u32_at(h::CHUNK_SIZE) as usize;
-    let data = u64_at(h::DATA_OFFSET) as usize;
-    let claimed = u32_at(h::CHUNKS_CLAIMED) as usize;
-    let heads = (0..claimed)
-        .map(|i| data + i * size)
-        .filter(|&at| at + size <= bytes.len())
-        .flat_map(|at| {
-            let c = head(at);
-            if c.flags & format::CHUNK_SLOTS == 0 {
-                return vec![c];
-            }
-            let slot = c.sequence as usize;
-            (0..(size - format::CHUNK_HEADER_SIZE) / slot)
-                .map(|k| at + format::CHUNK_HEADER_SIZE + k * slot)
-                .filter(|&s| u32_at(s + chunk::MAGIC) == format::CHUNK_MAGIC)
-                .map(head)
-                .collect()
-        })
-        .collect();
-    (claimed, heads)
+    trace_chunk_heads(&traces[0])
 }
 
 /// The chunks the one lock trace of recording `dir` claimed, and the

@@ -1062,7 +1062,7 @@ fn chunk_windows_keep_every_event() {
     let own_dir = tmp.path().join("no-slots");
     let report = record_report(&own_dir, &exe, &[], false, &[("CONTEND_SLOTS", "0")]);
     assert!(
-        chunks_claimed(&own_dir).iter().sum::<u32>() >= 70 + 70 * 31,
+        chunks_claimed(&own_dir).iter().sum::<usize>() >= 70 + 70 * 31,
         "a chunk per thread without slots"
     );
     assert_lock_events(&report, "long_lock", 140);
@@ -1071,7 +1071,7 @@ fn chunk_windows_keep_every_event() {
 }
 
 /// `contend record [--light] -o dir -- exe args` with `env` set, which
-/// must exit 0; its JSON report.
+/// must succeed; its JSON report.
 fn record_report(
     dir: &Path,
     exe: &Path,
@@ -1079,63 +1079,32 @@ fn record_report(
     light: bool,
     env: &[(&str, &str)],
 ) -> Value {
-    let mut cmd = Command::new(contend_bin());
-    cmd.envs(env.iter().copied()).arg("record");
-    if light {
-        cmd.arg("--light");
-    }
-    cmd.arg("-o").arg(dir).arg("--").arg(exe).args(args);
-    let out = run_timeout(cmd, RUN_TIMEOUT);
-    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    crate::light::record_with_env(light, dir, exe, args, env);
     report_json(dir)
 }
 
 /// `chunks_claimed` of each lock trace of the recording in `dir`.
-fn chunks_claimed(dir: &Path) -> Vec<u32> {
-    use contend_trace::format::header as h;
-    std::fs::read_dir(dir.join("locks"))
-        .unwrap()
-        .map(|e| {
-            let bytes = std::fs::read(e.unwrap().path()).unwrap();
-            u32::from_le_bytes(
-                bytes[h::CHUNKS_CLAIMED..h::CHUNKS_CLAIMED + 4]
-                    .try_into()
-                    .unwrap(),
-            )
-        })
+fn chunks_claimed(dir: &Path) -> Vec<usize> {
+    trace_files(dir)
+        .iter()
+        .map(|t| trace_chunk_heads(t).0)
         .collect()
 }
 
 /// The record slots handed out and the threads' first record chunks of
-/// their own (sequence 0, not in a slot chunk) of the lock traces of the
-/// recording in `dir` (docs/trace-format.md, "Slot chunks").
+/// their own (sequence 0, not slots) of the lock traces of the recording
+/// in `dir` (docs/trace-format.md, "Slot chunks").
 fn first_record_chunks(dir: &Path) -> (usize, usize) {
-    use contend_trace::format::{self, chunk, header as h};
+    use contend_trace::format::CHUNK_COUNTS;
     let (mut slots, mut own) = (0, 0);
-    for e in std::fs::read_dir(dir.join("locks")).unwrap() {
-        let bytes = std::fs::read(e.unwrap().path()).unwrap();
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-        let size = u32_at(h::CHUNK_SIZE) as usize;
-        let data = u64::from_le_bytes(
-            bytes[h::DATA_OFFSET..h::DATA_OFFSET + 8]
-                .try_into()
-                .unwrap(),
-        ) as usize;
-        for at in (0..u32_at(h::CHUNKS_CLAIMED) as usize).map(|i| data + i * size) {
-            if at + size > bytes.len() || u32_at(at + chunk::MAGIC) != format::CHUNK_MAGIC {
+    for t in trace_files(dir) {
+        for c in trace_chunk_heads(&t).1 {
+            if !c.started || c.flags & CHUNK_COUNTS != 0 {
                 continue;
             }
-            let flags = u32_at(at + chunk::FLAGS);
-            if flags & format::CHUNK_SLOTS != 0 {
-                let slot = u32_at(at + chunk::SEQUENCE) as usize;
-                slots += (0..(size - format::CHUNK_HEADER_SIZE) / slot)
-                    .map(|k| at + format::CHUNK_HEADER_SIZE + k * slot)
-                    .filter(|&s| {
-                        u32_at(s + chunk::MAGIC) == format::CHUNK_MAGIC
-                            && u32_at(s + chunk::FLAGS) & format::CHUNK_COUNTS == 0
-                    })
-                    .count();
-            } else if flags & format::CHUNK_COUNTS == 0 && u32_at(at + chunk::SEQUENCE) == 0 {
+            if c.in_slot {
+                slots += 1;
+            } else if c.sequence == 0 {
                 own += 1;
             }
         }
@@ -1189,9 +1158,8 @@ fn threads_that_outgrow_their_slots_start_in_chunks_of_their_own() {
 /// of which leaves its slot, then 8 threads that are cancelled where they
 /// block (their slots given back as they unwind), then forks a child that
 /// starts 40 threads of its own (the child's slots come from its own
-/// trace). Every acquisition
-/// is in the report, in both modes, and the traces hold far fewer chunks
-/// than threads.
+/// trace). Every acquisition is in the report, in both modes, and the
+/// traces hold far fewer chunks than threads.
 #[test]
 fn slots_keep_every_event_of_short_and_long_threads() {
     require_tool!("gcc");
@@ -1212,7 +1180,7 @@ fn slots_keep_every_event_of_short_and_long_threads() {
     let claimed = chunks_claimed(&dir);
     assert_eq!(claimed.len(), 2, "{claimed:?}");
     assert!(
-        claimed.iter().sum::<u32>() < 108 + 40,
+        claimed.iter().sum::<usize>() < 108 + 40,
         "fewer chunks than threads: {claimed:?}"
     );
     // light mode: each thread's count table is a slot too
@@ -1220,7 +1188,7 @@ fn slots_keep_every_event_of_short_and_long_threads() {
     let report = record_report(&light_dir, &exe, &[], true, &[]);
     assert_lock_events(&report, "counted_lock", 39_533 + 15_630);
     assert!(
-        chunks_claimed(&light_dir).iter().sum::<u32>() < 108 + 40,
+        chunks_claimed(&light_dir).iter().sum::<usize>() < 108 + 40,
         "light: fewer chunks than threads"
     );
 }
