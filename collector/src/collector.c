@@ -1106,11 +1106,17 @@ static int record_slots_wanted(void)
     return slots_wanted() && __atomic_load_n(&S.fit, __ATOMIC_RELAXED) >= 0;
 }
 
+static uint64_t slow_clock_ns(void);
+
 /* A new slot chunk: claimed, written with zeros, faulted in, its header
  * stored; NULL when none can be had (or it could only be mapped by
- * itself). `*index` gets its chunk index. */
+ * itself). `*index` gets its chunk index. Timed on its own with the
+ * thread CPU clock (its zeros and page faults take about 0.2 ms: the
+ * wall-timed slot claim around it leaves it out, claim_timing). */
 static char *new_slot_chunk(uint32_t *index)
 {
+    uint64_t w0 = slow_clock_ns();
+    uint64_t t0 = contend_cpu_ns();
     uint64_t size = contend_g.chunk_size;
     char *m = map_new_chunk(size, size, index);
     if (m && !window_use(m, 0)) {
@@ -1125,6 +1131,8 @@ static char *new_slot_chunk(uint32_t *index)
         clock_pair(&ch->base_ticks, &ch->monotonic_ns);
         __atomic_store_n(&ch->magic, CONTEND_CHUNK_MAGIC, __ATOMIC_RELEASE);
     }
+    contend_cost_since(&contend_tls, t0);
+    contend_tls.slot_made_wall_ns += slow_clock_ns() - w0;
     return m;
 }
 
@@ -1399,6 +1407,62 @@ static uint64_t slow_clock_ns(void)
  * us). */
 #define SLOW_WALL_MAX_NS 200000u
 
+/*
+ * The timing of a chunk claim (make_room) or count-table claim, the slow
+ * path's own cost (contend_add_cost). A claim that takes a slot (a lock
+ * and a few stores, no system call unless it makes a slot chunk) is timed
+ * in wall time, like the slow path's records: reading the thread CPU
+ * clock around it (a system call, 0.4-0.5 us a read on the guests of
+ * docs/benchmarks.md) cost a short thread more than the claim itself
+ * ("A slot claim timed in wall time"). A longer wall time than
+ * SLOW_WALL_MAX_NS (descheduled, or waiting for another thread's slot
+ * chunk) is not counted. Other claims write zeros and fault in pages,
+ * where the wall time may hold blocking: they keep the CPU clock. Either
+ * way the time counted inside (a slot chunk made by the claim,
+ * new_slot_chunk) is not counted twice.
+ */
+struct claim_timing {
+    uint64_t t0;     /* start, on the clock chosen                       */
+    uint64_t inner0; /* ts->slow_ns at the start                         */
+    uint64_t made0;  /* ts->slot_made_wall_ns at the start               */
+    int wall;        /* 1: slow_clock_ns; 0: the thread CPU clock        */
+};
+
+static struct claim_timing claim_timing_start(const struct contend_thread *ts, int slot)
+{
+    struct claim_timing c = {0, ts->slow_ns, ts->slot_made_wall_ns, slot};
+    c.t0 = slot ? slow_clock_ns() : contend_cpu_ns();
+    return c;
+}
+
+/* Counts the claim's time less what was counted inside it: on the CPU
+ * clock, the time counted inside; in wall time, the wall time of the slot
+ * chunks made inside (their CPU time is what was counted for them: a
+ * chunk's zeros and page faults may wait, and that wait is not the
+ * collector's CPU). */
+static void claim_timing_stop(struct contend_thread *ts, struct claim_timing c)
+{
+    uint64_t dt = (c.wall ? slow_clock_ns() : contend_cpu_ns()) - c.t0;
+    uint64_t inner = c.wall ? ts->slot_made_wall_ns - c.made0 : ts->slow_ns - c.inner0;
+    ts->slow_seq++; /* a cost sample around this is not kept */
+    if ((int64_t)dt > (int64_t)inner && (!c.wall || dt - inner <= SLOW_WALL_MAX_NS))
+        contend_add_cost(ts, dt - inner);
+}
+
+/* Whether the thread's next record chunk claim takes a slot (its first
+ * claim, slots wanted: claim_chunk). */
+static int record_claim_takes_slot(const struct contend_thread *ts)
+{
+    return !ts->cur && ts->seq == 0 && record_slots_wanted();
+}
+
+/* Whether the thread's next count-table claim takes a slot (its first
+ * table, slots wanted: map_count_chunk). */
+static int count_claim_takes_slot(const struct contend_thread *ts)
+{
+    return ts->count_seq == 0 && slots_wanted();
+}
+
 /* contend_emit_slow, and with `ext` a record with one extension word
  * after its addresses (futex records). `want_stack` is the number of
  * frames of the call stack to keep (0 = none, at most STACK_MAX). */
@@ -1471,9 +1535,9 @@ static void emit_record(struct contend_thread *ts, uint32_t tag, const void *obj
     /* room for TIME + STACK + the record, all in one chunk */
     size_t need = 2 + (n ? 1 + (size_t)n : 0) + (wide ? 3 : 1) + (ext ? 1 : 0);
     if (!ts->cur || (size_t)(ts->end - ts->cur) < need) {
-        uint64_t m0 = contend_cpu_ns();
+        struct claim_timing c = claim_timing_start(ts, record_claim_takes_slot(ts));
         int ok = make_room(ts, need);
-        contend_cost_since(ts, m0);
+        claim_timing_stop(ts, c);
         if (!ok) {
             guard_after = CONTEND_GUARD_DISABLED;
             goto out;
@@ -1575,9 +1639,9 @@ void contend_make_room(struct contend_thread *ts)
     ts->guard = CONTEND_GUARD_BUSY;
     CONTEND_SIGNAL_FENCE();
     int saved_errno = errno;
-    uint64_t t0 = contend_cpu_ns();
+    struct claim_timing c = claim_timing_start(ts, record_claim_takes_slot(ts));
     uint8_t guard_after = make_room(ts, CONTEND_ROOM_WORDS) ? 0 : CONTEND_GUARD_DISABLED;
-    contend_cost_since(ts, t0);
+    claim_timing_stop(ts, c);
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
     ts->guard = guard_after;
@@ -1825,10 +1889,10 @@ void contend_count_slow(struct contend_thread *ts, uint32_t prim, const void *ob
      * (its probes were the light mode's main cost on memcached). */
     if (!e && !(ts->counts && count_table_is_largest(ts))) {
         int saved_errno = errno;
-        uint64_t t0 = contend_cpu_ns();
+        struct claim_timing c = claim_timing_start(ts, count_claim_takes_slot(ts));
         if (claim_count_table(ts))
             e = count_entry_of_lock(ts, prim, o, s);
-        contend_cost_since(ts, t0);
+        claim_timing_stop(ts, c);
         errno = saved_errno;
     }
     if (e) {
@@ -1861,9 +1925,9 @@ void contend_claim_counts_ahead(struct contend_thread *ts)
     CONTEND_SIGNAL_FENCE();
     ts->count_claim_tried = 1;
     int saved_errno = errno;
-    uint64_t t0 = contend_cpu_ns();
+    struct claim_timing c = claim_timing_start(ts, count_claim_takes_slot(ts));
     claim_count_table(ts); /* on failure the first count records instead */
-    contend_cost_since(ts, t0);
+    claim_timing_stop(ts, c);
     errno = saved_errno;
     CONTEND_SIGNAL_FENCE();
     ts->guard = 0;

@@ -214,6 +214,9 @@ struct contend_thread {
     contend_count *by_site_entry[CONTEND_BY_SITE_HELD_MAX];
     /* the slow path's own time (collector.c, contend_add_cost) */
     uint64_t slow_ns;          /* slow-path time counted so far (ns)      */
+    uint64_t slot_made_wall_ns; /* wall time of the slot chunks this thread
+                                   made (ns; counted by their CPU time:
+                                   collector.c, claim_timing)           */
     /* in-situ cost sampling (sampling.c) */
     uint32_t slow_seq;         /* bumped by contend_cost_since: a sample
                                   that ran into the timed slow path is
