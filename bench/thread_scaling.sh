@@ -99,7 +99,8 @@ echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 # ratios with a 90 % bootstrap interval (2,000 resamplings of the rounds);
 # and per mode the goal's ratio, overhead at the most threads over
 # overhead at the fewest, with its interval (undefined, "n/a", when the
-# fewest threads' interval holds zero).
+# fewest threads' interval holds zero), and the same growth as a
+# difference in percentage points, with its interval (defined then too).
 python3 - "$OUT/thread_scaling_runs.txt" <<'PY'
 import random, statistics, sys
 runs, walls = {}, {}
@@ -140,8 +141,15 @@ if len(threads) > 1:
             rb = statistics.median([rng.choice(b) for _ in b])
             ratios.append(rb / ra if ra > 0 else float("inf"))
         ratios.sort()
+        # the growth as a difference (defined when the fewest threads show
+        # no overhead): overhead at the most threads less that at the fewest
+        diffs = sorted(
+            statistics.median([rng.choice(b) for _ in b]) - statistics.median([rng.choice(a) for _ in a])
+            for _ in range(2000)
+        )
+        diff = f"; difference {(statistics.median(b) - statistics.median(a)) * 100:+.1f} points [{diffs[100] * 100:+.1f}, {diffs[1899] * 100:+.1f}]"
         if lo <= 0:
-            print(f"  {m}: overhead at {hi_t} ÷ at {lo_t} threads n/a (the {lo_t}-thread interval holds zero)")
+            print(f"  {m}: overhead at {hi_t} ÷ at {lo_t} threads n/a (the {lo_t}-thread interval holds zero){diff}")
         else:
-            print(f"  {m}: overhead at {hi_t} ÷ at {lo_t} threads {statistics.median(b) / statistics.median(a):.2f} [{ratios[100]:.2f}, {ratios[1899]:.2f}]")
+            print(f"  {m}: overhead at {hi_t} ÷ at {lo_t} threads {statistics.median(b) / statistics.median(a):.2f} [{ratios[100]:.2f}, {ratios[1899]:.2f}]{diff}")
 PY
