@@ -1106,6 +1106,20 @@ static int record_slots_wanted(void)
     return slots_wanted() && __atomic_load_n(&S.fit, __ATOMIC_RELAXED) >= 0;
 }
 
+/* Whether the thread's next record chunk claim takes a slot: its first
+ * claim (claim_chunk), with record slots wanted. */
+static int record_claim_takes_slot(const struct contend_thread *ts)
+{
+    return !ts->cur && ts->seq == 0 && record_slots_wanted();
+}
+
+/* Whether the thread's next count-table claim takes a slot: its first
+ * table (map_count_chunk), with slots wanted. */
+static int count_claim_takes_slot(const struct contend_thread *ts)
+{
+    return ts->count_seq == 0 && slots_wanted();
+}
+
 static uint64_t slow_clock_ns(void);
 
 /* A new slot chunk: claimed, written with zeros, faulted in, its header
@@ -1121,7 +1135,7 @@ static char *new_slot_chunk(uint32_t *index)
     char *m = map_new_chunk(size, size, index);
     if (m && !window_use(m, 0)) {
         window_release_chunk(m);
-        return NULL;
+        m = NULL;
     }
     if (m) {
         contend_chunk_header *ch = (contend_chunk_header *)m;
@@ -1253,7 +1267,7 @@ static int claim_chunk(struct contend_thread *ts)
     uint32_t index;
     int lazy = __atomic_load_n(&populate_supported, __ATOMIC_RELAXED);
     /* a thread's first records go into a slot (see "Slots") */
-    void *m = ts->seq == 0 && record_slots_wanted() ? claim_slot(&index) : NULL;
+    void *m = record_claim_takes_slot(ts) ? claim_slot(&index) : NULL;
     uint64_t bytes = m ? CONTEND_SLOT_SIZE : size;
     if (!m)
         m = map_new_chunk(0, lazy ? first : size, &index);
@@ -1447,20 +1461,6 @@ static void claim_timing_stop(struct contend_thread *ts, struct claim_timing c)
     ts->slow_seq++; /* a cost sample around this is not kept */
     if ((int64_t)dt > (int64_t)inner && (!c.wall || dt - inner <= SLOW_WALL_MAX_NS))
         contend_add_cost(ts, dt - inner);
-}
-
-/* Whether the thread's next record chunk claim takes a slot (its first
- * claim, slots wanted: claim_chunk). */
-static int record_claim_takes_slot(const struct contend_thread *ts)
-{
-    return !ts->cur && ts->seq == 0 && record_slots_wanted();
-}
-
-/* Whether the thread's next count-table claim takes a slot (its first
- * table, slots wanted: map_count_chunk). */
-static int count_claim_takes_slot(const struct contend_thread *ts)
-{
-    return ts->count_seq == 0 && slots_wanted();
 }
 
 /* contend_emit_slow, and with `ext` a record with one extension word
@@ -1712,7 +1712,7 @@ static int map_count_chunk(struct contend_thread *ts)
      * table's page faults"). */
     uint32_t index;
     /* a thread's first table is a slot (see "Slots") */
-    void *m = ts->count_seq == 0 && slots_wanted() ? claim_slot(&index) : NULL;
+    void *m = count_claim_takes_slot(ts) ? claim_slot(&index) : NULL;
     int slot = m != NULL;
     if (slot)
         used = CONTEND_SLOT_SIZE;
